@@ -1,0 +1,93 @@
+#include "backend/cpu/cpu_backend.h"
+
+#include <omp.h>
+#include <sched.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+
+#include "backend/cpu/dnnl_check.h"
+
+namespace xo::cpu {
+namespace {
+
+constexpr size_t kAlignment = 64;  // one cache line, and one AVX-512 register
+
+std::string cpu_model_name() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("model name", 0) == 0) {
+      const auto colon = line.find(':');
+      if (colon != std::string::npos) return line.substr(line.find_first_not_of(' ', colon + 1));
+    }
+  }
+  return "unknown CPU";
+}
+
+}  // namespace
+
+int available_cores() {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) return CPU_COUNT(&set);
+  return omp_get_num_procs();
+}
+
+CpuBackend::CpuBackend(int threads) {
+  if (threads <= 0) threads = available_cores();
+  omp_set_num_threads(threads);
+  engine_ = XO_DNNL_CHECK(dnnl::engine(dnnl::engine::kind::cpu, 0));
+  stream_ = XO_DNNL_CHECK(dnnl::stream(engine_));
+  const dnnl_version_t* v = dnnl_version();
+  info_.id = "cpu";
+  info_.kind = "cpu";
+  info_.name = cpu_model_name();
+  info_.threads = threads;
+  info_.library = fmt::format("oneDNN {}.{}.{} (OpenMP)", v->major, v->minor, v->patch);
+  info_.details = {{"cores", std::to_string(available_cores())},
+                   {"isa", v->cpu_runtime == DNNL_RUNTIME_OMP ? "omp" : "other"}};
+}
+
+DeviceBuffer CpuBackend::allocate(size_t bytes) {
+  const size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
+  void* p = std::aligned_alloc(kAlignment, rounded == 0 ? kAlignment : rounded);
+  if (!p) throw std::bad_alloc();
+  std::memset(p, 0, rounded);
+  return DeviceBuffer(std::shared_ptr<void>(p, std::free), bytes);
+}
+
+void CpuBackend::upload(void* device_dst, const void* host_src, size_t bytes) {
+  std::memcpy(device_dst, host_src, bytes);
+}
+
+void CpuBackend::download(void* host_dst, const void* device_src, size_t bytes) {
+  std::memcpy(host_dst, device_src, bytes);
+}
+
+void CpuBackend::fill_zero(void* device_dst, size_t bytes) { std::memset(device_dst, 0, bytes); }
+
+void CpuBackend::gather_rows(const float* src, const int32_t* src_labels, const int32_t* index,
+                             int64_t rows, int64_t row_floats, float* dst, int32_t* dst_labels) {
+  for (int64_t r = 0; r < rows; ++r) {
+    std::memcpy(dst + r * row_floats, src + int64_t{index[r]} * row_floats,
+                sizeof(float) * row_floats);
+    dst_labels[r] = src_labels[index[r]];
+  }
+}
+
+std::unique_ptr<LinearKernel> CpuBackend::linear(const LinearShape& shape) {
+  return make_linear(shape, engine_, stream_);
+}
+std::unique_ptr<ActivationKernel> CpuBackend::activation(Activation act, int64_t elements) {
+  return make_activation(act, elements);
+}
+std::unique_ptr<CrossEntropyKernel> CpuBackend::cross_entropy(int64_t batch, int64_t classes) {
+  return make_cross_entropy(batch, classes);
+}
+std::unique_ptr<OptimizerKernel> CpuBackend::optimizer(const OptimizerSpec& spec,
+                                                       int64_t parameters) {
+  return make_optimizer(spec, parameters);
+}
+
+}  // namespace xo::cpu

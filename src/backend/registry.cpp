@@ -1,0 +1,63 @@
+// Turns a device string into a backend, and lists the devices this build can use here.
+#include <fmt/format.h>
+
+#include <charconv>
+
+#include "backend/backend.h"
+#include "backend/cpu/cpu_backend.h"
+#include "backend/cuda/unavailable.h"
+#include "core/error.h"
+
+namespace xo {
+
+const char* activation_name(Activation a) {
+  switch (a) {
+    case Activation::None: return "none";
+    case Activation::ReLU: return "relu";
+    case Activation::Tanh: return "tanh";
+    case Activation::Sigmoid: return "sigmoid";
+  }
+  return "?";
+}
+
+DeviceRequest parse_device(const std::string& text, int threads) {
+  DeviceRequest r;
+  r.threads = threads;
+  if (threads < 0) throw UserError(fmt::format("--threads {}: expected 0 (all cores) or more", threads));
+  if (text == "cpu" || text == "auto" || text == "cuda") {
+    r.kind = text;
+    return r;
+  }
+  if (text.rfind("cuda:", 0) == 0) {
+    const char* b = text.data() + 5;
+    const char* e = text.data() + text.size();
+    auto [p, ec] = std::from_chars(b, e, r.index);
+    if (ec == std::errc() && p == e && b != e && r.index >= 0) {
+      r.kind = "cuda";
+      return r;
+    }
+  }
+  throw UserError(fmt::format("--device '{}': expected cpu, cuda, cuda:N or auto", text));
+}
+
+std::unique_ptr<Backend> make_backend(const DeviceRequest& request) {
+  if (request.kind == "cpu") return std::make_unique<cpu::CpuBackend>(request.threads);
+  if (request.kind == "cuda") return cuda::make_backend(request.index);
+  if (request.kind == "auto") {
+    std::string why;
+    if (!cuda::list_devices(&why).empty()) return cuda::make_backend(0);
+    return std::make_unique<cpu::CpuBackend>(request.threads);
+  }
+  throw UserError(fmt::format("unknown device kind '{}'", request.kind));
+}
+
+DeviceList list_devices() {
+  DeviceList list;
+  list.available.push_back("cpu");
+  std::string why;
+  for (auto& id : cuda::list_devices(&why)) list.available.push_back(id);
+  if (!why.empty()) list.unavailable_reasons.push_back("cuda: " + why);
+  return list;
+}
+
+}  // namespace xo

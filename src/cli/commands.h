@@ -1,0 +1,35 @@
+// The CLI's subcommands. main.cpp registers them with CLI11; each returns the process exit code.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <functional>
+#include <optional>
+#include <string>
+
+namespace xo::cli {
+
+// A registered subcommand and what runs it once the command line is parsed.
+struct Command {
+  CLI::App* app = nullptr;
+  std::function<int()> run;
+};
+
+Command add_train(CLI::App& app);
+Command add_run(CLI::App& app);
+Command add_models(CLI::App& app);
+Command add_devices(CLI::App& app);
+
+// A progress line on stderr, shown only when stderr is a terminal.
+class Progress {
+ public:
+  Progress();
+  ~Progress();
+  void update(const std::string& text);
+  void clear();
+
+ private:
+  bool tty_;
+  size_t last_width_ = 0;
+};
+
+}  // namespace xo::cli

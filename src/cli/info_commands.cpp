@@ -1,0 +1,82 @@
+// `crossover models` and `crossover devices`: what can be trained, and where.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cstdio>
+
+#include "cli/commands.h"
+#include "model/model.h"
+#include "report/results.h"
+#include "report/table.h"
+
+namespace xo::cli {
+
+Progress::Progress() : tty_(isatty(STDERR_FILENO) != 0) {}
+Progress::~Progress() { clear(); }
+
+void Progress::update(const std::string& text) {
+  if (!tty_) return;
+  const size_t pad = last_width_ > text.size() ? last_width_ - text.size() : 0;
+  fmt::print(stderr, "\r{}{}", text, std::string(pad, ' '));
+  std::fflush(stderr);
+  last_width_ = text.size();
+}
+
+void Progress::clear() {
+  if (!tty_ || last_width_ == 0) return;
+  fmt::print(stderr, "\r{}\r", std::string(last_width_, ' '));
+  std::fflush(stderr);
+  last_width_ = 0;
+}
+
+namespace {
+
+int64_t count_params(const ModelSpec& spec) {
+  const auto shapes = infer_shapes(spec);
+  int64_t width = 1, params = 0;
+  for (int64_t d : spec.input) width *= d;
+  for (size_t i = 0; i < spec.layers.size(); ++i) {
+    const LayerSpec& l = spec.layers[i];
+    if (l.type == LayerType::Linear) params += width * l.out + (l.bias ? l.out : 0);
+    width = shapes[i].empty() ? width : shapes[i].back();
+  }
+  return params;
+}
+
+int run_models() {
+  Table table({"name", "layers", "params", "optimizer", "batch", "epochs", "data"});
+  for (const auto& name : builtin_spec_names()) {
+    const ModelSpec s = *builtin_spec(name);
+    table.add_row({name, std::to_string(linear_layers(s)), std::to_string(count_params(s)),
+                   fmt::format("{} lr {}", s.train.optimizer.type, s.train.optimizer.lr),
+                   std::to_string(s.train.batch), std::to_string(s.train.epochs), s.data.source});
+  }
+  fmt::print("{}", table.render());
+  fmt::print("Spec files for these are in specs/; `crossover train FILE.toml` trains your own.\n");
+  return 0;
+}
+
+int run_devices() {
+  const DeviceList list = list_devices();
+  for (const auto& id : list.available) {
+    auto backend = make_backend(parse_device(id, 0));
+    const DeviceInfo& d = backend->info();
+    fmt::print("{}: {}\n  threads: {}\n  library: {}\n", d.id, d.name, d.threads, d.library);
+    for (const auto& [k, v] : d.details) fmt::print("  {}: {}\n", k, v);
+  }
+  for (const auto& why : list.unavailable_reasons) fmt::print("not available: {}\n", why);
+  return 0;
+}
+
+}  // namespace
+
+Command add_models(CLI::App& app) {
+  return {app.add_subcommand("models", "List the built-in model specs"), [] { return run_models(); }};
+}
+
+Command add_devices(CLI::App& app) {
+  return {app.add_subcommand("devices", "List the devices this build can train on here"),
+          [] { return run_devices(); }};
+}
+
+}  // namespace xo::cli

@@ -1,0 +1,38 @@
+// crossover's command line: train one model, run the classic sweep, list models and devices.
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <vector>
+
+#include "cli/commands.h"
+#include "core/error.h"
+#include "core/interrupt.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "crossover: train the same network on the CPU and the GPU and measure where each wins.\n"
+      "Run `crossover run` for the classic disc sweep, `crossover train disc-8` for one model."};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("crossover ") + CROSSOVER_VERSION);
+  const std::vector<xo::cli::Command> commands = {
+      xo::cli::add_run(app), xo::cli::add_train(app), xo::cli::add_models(app),
+      xo::cli::add_devices(app)};
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  xo::install_interrupt_handler();
+  try {
+    for (const auto& command : commands) {
+      if (command.app->parsed()) return command.run();
+    }
+    return 1;
+  } catch (const xo::UserError& e) {
+    fmt::print(stderr, "crossover: error: {}\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "crossover: internal error: {}\n", e.what());
+    return 3;
+  }
+}

@@ -1,0 +1,108 @@
+// `crossover run`: the default job, the classic disc-2 ... disc-12 depth sweep on every device
+// present, printed as one table and written to results.json / results.csv after every model.
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <memory>
+
+#include "cli/commands.h"
+#include "core/error.h"
+#include "core/interrupt.h"
+#include "data/source.h"
+#include "model/model.h"
+#include "report/machine.h"
+#include "report/results.h"
+#include "report/table.h"
+
+namespace xo::cli {
+namespace {
+
+struct RunOptions {
+  std::vector<std::string> models;
+  std::vector<std::string> devices;
+  std::optional<int64_t> epochs;
+  int threads = 0;
+  std::string out = "crossover-results";
+};
+
+std::vector<std::string> default_models() {
+  std::vector<std::string> names;
+  for (int layers = 2; layers <= 12; ++layers) names.push_back(fmt::format("disc-{}", layers));
+  return names;
+}
+
+std::string render_table(const std::vector<SweepRow>& rows) {
+  Table table({"model", "layers", "params", "device", "s/100 epochs", "ms/step", "cv",
+               "GFLOP/s", "train error"});
+  for (const SweepRow& row : rows) {
+    const TrainResult& r = row.result;
+    table.add_row({r.model, std::to_string(row.layers), std::to_string(r.params), r.device.id,
+                   fmt::format("{:.3f}", seconds_per_100_epochs(r)),
+                   fmt::format("{:.4f}", r.step_ms.median),
+                   fmt::format("{:.1f}%", 100.0 * r.step_ms.cv), fmt::format("{:.1f}", r.gflops),
+                   fmt::format("{:.2f}%", r.final_train_error)});
+  }
+  return table.render();
+}
+
+int run_sweep(const RunOptions& o) {
+  const std::vector<std::string> models = o.models.empty() ? default_models() : o.models;
+  std::vector<ModelSpec> specs;
+  for (const auto& m : models) specs.push_back(resolve_spec(m));  // fail before any training
+  std::vector<std::string> devices = o.devices;
+  if (devices.empty()) {
+    const DeviceList list = list_devices();
+    devices = list.available;
+    for (const auto& why : list.unavailable_reasons) fmt::print(stderr, "note: {}\n", why);
+  }
+  const nlohmann::json machine = describe_machine();
+  const std::filesystem::path out(o.out);
+  std::vector<SweepRow> rows;
+  Progress progress;
+  bool stopped = false;
+  for (const std::string& device : devices) {
+    auto backend = make_backend(parse_device(device, o.threads));
+    for (ModelSpec spec : specs) {
+      if (stopped) break;
+      if (o.epochs) spec.train.epochs = *o.epochs;
+      Model model(spec, *backend);
+      const Dataset data = load_data(spec, model.classes());
+      model.init(spec.train.seed);
+      const std::string label = fmt::format("{} on {}", spec.name, backend->info().id);
+      TrainResult r = train_model(model, data, spec.train, [&](const EpochRecord& e, int64_t n) {
+        progress.update(fmt::format("[{}/{}] {}: epoch {}/{}, loss {:.4f}, error {:.2f}%",
+                                    rows.size() + 1, specs.size() * devices.size(), label, e.epoch,
+                                    n, e.loss, e.train_error));
+      });
+      progress.clear();
+      fmt::print(stderr, "{}: {:.4f} ms/step, {:.1f} GFLOP/s, train error {:.2f}%\n", label,
+                 r.step_ms.median, r.gflops, r.final_train_error);
+      stopped = r.interrupted;
+      rows.push_back({std::move(r), linear_layers(spec)});
+      write_sweep(out, rows, machine, false);  // after every model: an interruption keeps them
+    }
+  }
+  write_sweep(out, rows, machine, !stopped);
+  fmt::print("{}", render_table(rows));
+  fmt::print("results: {}, {}{}\n", (out / "results.json").string(), (out / "results.csv").string(),
+             stopped ? " (interrupted: partial)" : "");
+  return stopped ? 130 : 0;
+}
+
+}  // namespace
+
+Command add_run(CLI::App& app) {
+  auto o = std::make_shared<RunOptions>();
+  CLI::App* sub = app.add_subcommand(
+      "run", "The default job: the disc-2 ... disc-12 sweep on every device present");
+  sub->add_option("--out", o->out, "Folder for results.json and results.csv")->capture_default_str();
+  sub->add_option("--models", o->models, "Models to sweep (default disc-2 ... disc-12)")
+      ->delimiter(',');
+  sub->add_option("--devices", o->devices, "Devices (default: every device present)")
+      ->delimiter(',');
+  sub->add_option("--epochs", o->epochs, "Override every model's epochs")->check(CLI::PositiveNumber);
+  sub->add_option("--threads", o->threads, "CPU threads (0 = all cores)")->check(CLI::NonNegativeNumber);
+  return {sub, [o] { return run_sweep(*o); }};
+}
+
+}  // namespace xo::cli

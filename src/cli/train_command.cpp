@@ -1,0 +1,87 @@
+// `crossover train SPEC_OR_NAME`: trains one model and prints each epoch's loss and error.
+#include <fmt/format.h>
+
+#include <memory>
+
+#include "cli/commands.h"
+#include "core/file.h"
+#include "data/source.h"
+#include "model/model.h"
+#include "report/results.h"
+
+namespace xo::cli {
+namespace {
+
+struct TrainOptions {
+  std::string spec;
+  std::string device = "cpu";
+  std::optional<int64_t> epochs, batch;
+  std::optional<double> lr;
+  std::optional<uint64_t> seed;
+  int threads = 0;
+  std::string data, init, save, json;
+  bool quiet = false;
+};
+
+int run_train(const TrainOptions& o) {
+  ModelSpec spec = resolve_spec(o.spec);
+  if (o.epochs) spec.train.epochs = *o.epochs;
+  if (o.batch) spec.train.batch = *o.batch;
+  if (o.lr) spec.train.optimizer.lr = *o.lr;
+  if (o.seed) spec.train.seed = *o.seed;
+  auto backend = make_backend(parse_device(o.device, o.threads));
+  Model model(spec, *backend);
+  const Dataset data = load_data(spec, model.classes(), o.data);
+  if (o.init.empty()) {
+    model.init(spec.train.seed);
+  } else {
+    model.import_params(load_safetensors(o.init), o.init);
+  }
+  if (!o.quiet) {
+    fmt::print("{}: {} parameters, {} on {} ({}, {} threads); data: {}\n", spec.name,
+               model.parameter_count(), spec.train.optimizer.type, backend->info().id,
+               backend->info().name, backend->info().threads, data.description);
+  }
+  const TrainResult r = train_model(model, data, spec.train, [&](const EpochRecord& e, int64_t n) {
+    if (!o.quiet) {
+      fmt::print("epoch {:>{}}/{}  loss {:.6f}  train error {:6.2f}%  {:.3f} s\n", e.epoch,
+                 fmt::formatted_size("{}", n), n, e.loss, e.train_error, e.seconds);
+      std::fflush(stdout);
+    }
+  });
+  fmt::print("{}: final loss {:.6f}, train error {:.2f}%, {:.4f} ms/step (median of {}, cv {:.1f}%), "
+             "{:.1f} GFLOP/s, {:.0f} samples/s, {:.2f} s training{}\n",
+             r.model, r.final_loss, r.final_train_error, r.step_ms.median, r.step_ms.count,
+             100.0 * r.step_ms.cv, r.gflops, r.samples_per_second, r.train_seconds,
+             r.interrupted ? " (interrupted)" : "");
+  if (!o.save.empty()) {
+    save_safetensors(o.save, model.export_params(),
+                     {{"format", "pt"}, {"model", spec.name}, {"producer", "crossover"}});
+  }
+  if (!o.json.empty()) write_file_atomic(o.json, to_json(r).dump(2) + "\n");
+  return r.interrupted ? 130 : 0;
+}
+
+}  // namespace
+
+Command add_train(CLI::App& app) {
+  auto o = std::make_shared<TrainOptions>();
+  CLI::App* sub = app.add_subcommand("train", "Train one model (a built-in name or a TOML spec)");
+  sub->add_option("spec", o->spec, "Built-in model name (see `crossover models`) or spec file")
+      ->required();
+  sub->add_option("--device", o->device, "cpu, cuda, cuda:N or auto")->capture_default_str();
+  sub->add_option("--epochs", o->epochs, "Override train.epochs")->check(CLI::PositiveNumber);
+  sub->add_option("--batch", o->batch, "Override train.batch")->check(CLI::PositiveNumber);
+  sub->add_option("--lr", o->lr, "Override the optimizer's learning rate")
+      ->check(CLI::PositiveNumber);
+  sub->add_option("--seed", o->seed, "Override train.seed (data, initial weights, shuffling)");
+  sub->add_option("--threads", o->threads, "CPU threads (0 = all cores)")->check(CLI::NonNegativeNumber);
+  sub->add_option("--data", o->data, "Train on this CSV instead of the spec's data source");
+  sub->add_option("--init", o->init, "Initial weights from a safetensors file (PyTorch names)");
+  sub->add_option("--save", o->save, "Write the trained weights to a safetensors file");
+  sub->add_option("--json", o->json, "Write the result as JSON to this file");
+  sub->add_flag("--quiet,-q", o->quiet, "Print only the final summary line");
+  return {sub, [o] { return run_train(*o); }};
+}
+
+}  // namespace xo::cli

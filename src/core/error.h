@@ -1,0 +1,32 @@
+// Error types shared by every layer: a user-facing error carries a message the user can act on
+// (file, line, field, what was expected); internal failures carry expression, file and line.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+namespace xo {
+
+// Bad input from the user: a spec, a data file, a weights file or a flag. The message names the
+// file (and line/key where there is one) and says what was expected.
+class UserError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// A library call or an internal invariant failed; the message carries the expression and location.
+class InternalError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+[[noreturn]] void throw_internal(const char* expr, const std::string& detail, const char* file,
+                                 int line);
+
+}  // namespace xo
+
+// Checks an internal invariant; on failure throws InternalError with the expression and location.
+#define XO_ASSERT(cond)                                                  \
+  do {                                                                   \
+    if (!(cond)) ::xo::throw_internal(#cond, "", __FILE__, __LINE__);    \
+  } while (0)

@@ -1,0 +1,18 @@
+// File helpers: whole-file reads and atomic writes (write to a temporary beside the target, then
+// rename), so an interrupted run never leaves a half-written result.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <string_view>
+
+namespace xo {
+
+// Reads a whole file; throws UserError naming the path if it cannot be opened or read.
+std::string read_file(const std::filesystem::path& path);
+
+// Writes `bytes` to `path` atomically: creates parent folders, writes `path` + ".tmp.<pid>",
+// flushes, then renames over `path`. Throws UserError naming the path on failure.
+void write_file_atomic(const std::filesystem::path& path, std::string_view bytes);
+
+}  // namespace xo

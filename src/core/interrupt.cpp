@@ -1,0 +1,28 @@
+#include "core/interrupt.h"
+
+#include <csignal>
+#include <cstdlib>
+#include <unistd.h>
+
+namespace xo {
+namespace {
+
+volatile std::sig_atomic_t g_stop = 0;
+
+void on_signal(int sig) {
+  if (g_stop) _exit(128 + sig);
+  g_stop = 1;
+  constexpr char kMessage[] = "\ncrossover: stopping after the current step (again to quit now)\n";
+  [[maybe_unused]] auto n = write(STDERR_FILENO, kMessage, sizeof(kMessage) - 1);
+}
+
+}  // namespace
+
+void install_interrupt_handler() {
+  std::signal(SIGINT, on_signal);
+  std::signal(SIGTERM, on_signal);
+}
+
+bool stop_requested() { return g_stop != 0; }
+
+}  // namespace xo

@@ -1,0 +1,30 @@
+// safetensors files (https://github.com/huggingface/safetensors format): an 8-byte little-endian
+// header length, a JSON header mapping names to {dtype, shape, data_offsets}, then raw data.
+// crossover reads and writes float32 tensors with PyTorch's state_dict names and shapes.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace xo {
+
+struct NamedTensor {
+  std::string name;
+  std::vector<int64_t> shape;
+  std::vector<float> data;  // row-major, product(shape) elements
+};
+
+// Writes the tensors (in the order given; offsets contiguous, header padded with spaces to a
+// multiple of 8 bytes) and optional "__metadata__" string map, atomically.
+void save_safetensors(const std::filesystem::path& path, const std::vector<NamedTensor>& tensors,
+                      const std::map<std::string, std::string>& metadata = {});
+
+// Reads every tensor. Accepts F32 (and converts F64, F16, BF16 to float32). Throws UserError naming
+// the file (and tensor) for: a missing/truncated file, a header length past the end, invalid JSON,
+// unknown dtype, shape/offset mismatch, overlapping or out-of-bounds data offsets.
+std::vector<NamedTensor> load_safetensors(const std::filesystem::path& path);
+
+}  // namespace xo

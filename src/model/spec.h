@@ -1,0 +1,89 @@
+// A model spec: the layers of a torch.nn.Sequential in order, the loss, how to train it and on what
+// data. Parsed from TOML files (see specs/) or taken from the built-in catalog (disc-2 ... disc-12).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace xo {
+
+enum class LayerType { Linear, ReLU, Tanh, Sigmoid };
+
+// One entry of the Sequential. Its index in ModelSpec::layers is its PyTorch module index, so a
+// Linear at index 2 owns the parameters "2.weight" [out, in] and "2.bias" [out].
+struct LayerSpec {
+  LayerType type = LayerType::Linear;
+  int64_t out = 0;    // Linear: out_features
+  bool bias = true;   // Linear: has a bias
+  int line = 0;       // line in the spec file (0 for built-in specs), for error messages
+};
+
+enum class LossType { CrossEntropy };
+
+struct OptimizerSpec {
+  std::string type = "sgd";  // "sgd", "adam" or "adamw"
+  double lr = 0.1;
+  // SGD, with PyTorch's semantics (torch.optim.SGD).
+  double momentum = 0.0;
+  double dampening = 0.0;
+  bool nesterov = false;
+  // Adam / AdamW (torch.optim.Adam / AdamW). AdamW's decoupled decay uses weight_decay below.
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double eps = 1e-8;
+  // L2 penalty for SGD/Adam (added to the gradient); decoupled decay for AdamW. PyTorch's default
+  // for AdamW is 0.01; the parser applies that default when type = "adamw" and the key is absent.
+  double weight_decay = 0.0;
+};
+
+struct TrainSpec {
+  OptimizerSpec optimizer;
+  int64_t batch = 100;
+  int64_t epochs = 100;
+  bool shuffle = false;
+  uint64_t seed = 0;
+};
+
+struct DataSpec {
+  std::string source = "disc";  // "disc" or "csv:PATH" (PATH relative to the spec file's folder)
+  int64_t samples = 1000;       // for generated sources
+};
+
+struct ModelSpec {
+  std::string name;    // built-in name, or the file's stem
+  std::string origin;  // the file path, or "built-in"
+  std::vector<int64_t> input;  // shape of one sample, e.g. {2}
+  std::vector<LayerSpec> layers;
+  LossType loss = LossType::CrossEntropy;
+  TrainSpec train;
+  DataSpec data;
+};
+
+// Parses a TOML spec. `origin` names the file in error messages. Throws UserError of the form
+//   "FILE:LINE: model.layers[3].type: unknown layer type 'relux' (expected one of: linear, relu,
+//    tanh, sigmoid)"
+// for: TOML syntax errors, unknown/missing keys, wrong value types, unknown layer types, non-positive
+// widths/batch/epochs, negative lr, shapes that do not chain, a final layer whose width is < 2 for
+// cross_entropy.
+ModelSpec parse_spec(const std::string& toml_text, const std::string& origin);
+ModelSpec load_spec_file(const std::filesystem::path& path);
+
+// Checks that the layers chain from `input` and returns the shape after each layer. Throws
+// UserError naming origin, line and layer index when they do not.
+std::vector<std::vector<int64_t>> infer_shapes(const ModelSpec& spec);
+
+// Built-in specs, addressable by name ("disc-2" ... "disc-12").
+std::vector<std::string> builtin_spec_names();
+std::optional<ModelSpec> builtin_spec(const std::string& name);
+
+// A name of a built-in spec, or a path to a TOML file. Throws UserError listing the built-in names
+// when neither matches.
+ModelSpec resolve_spec(const std::string& name_or_path);
+
+// Renders a spec back to TOML (used to ship specs/ files and to record what ran).
+std::string to_toml(const ModelSpec& spec);
+
+}  // namespace xo

@@ -1,0 +1,111 @@
+// The model's parameter layout (PyTorch names, shapes, flat-buffer views), its initialisation, and
+// weight exchange through safetensors, with the errors a user sees for mismatched files.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+
+#include "backend/backend.h"
+#include "core/error.h"
+#include "model/model.h"
+
+namespace xo {
+namespace {
+
+std::unique_ptr<Backend> cpu() { return make_backend(parse_device("cpu", 0)); }
+
+TEST(Model, ParameterNamesShapesAndCountsFollowPyTorch) {
+  auto be = cpu();
+  Model m(*builtin_spec("disc-3"), *be);
+  const auto& t = m.tensors();
+  ASSERT_EQ(t.size(), 6u);
+  EXPECT_EQ(t[0].name, "0.weight");
+  EXPECT_EQ(t[0].shape, (std::vector<int64_t>{4, 2}));
+  EXPECT_EQ(t[1].name, "0.bias");
+  EXPECT_EQ(t[2].name, "2.weight");
+  EXPECT_EQ(t[2].shape, (std::vector<int64_t>{8, 4}));
+  EXPECT_EQ(t[4].name, "4.weight");
+  EXPECT_EQ(t[4].shape, (std::vector<int64_t>{2, 8}));
+  EXPECT_EQ(m.parameter_count(), 4 * 2 + 4 + 8 * 4 + 8 + 2 * 8 + 2);
+  for (const auto& p : t) EXPECT_EQ(p.offset % 16, 0) << p.name << " is not 64-byte aligned";
+  EXPECT_EQ(m.blocks().size(), 3u);  // ReLUs are fused into their Linears
+  EXPECT_EQ(m.blocks()[0].activation, Activation::ReLU);
+  EXPECT_EQ(m.blocks()[2].activation, Activation::None);
+  EXPECT_EQ(Model(*builtin_spec("disc-8"), *be).parameter_count(), 44710);
+  EXPECT_EQ(Model(*builtin_spec("disc-10"), *be).parameter_count(), 703142);
+}
+
+TEST(Model, InitFollowsPyTorchBounds) {
+  auto be = cpu();
+  Model m(*builtin_spec("disc-8"), *be);
+  m.init(0);
+  // Check the bound of the widest layer: 8.weight [64, 32] ~ U(-1/sqrt(32), 1/sqrt(32)).
+  const auto params = m.export_params();
+  const NamedTensor& w = params[8];
+  ASSERT_EQ(w.name, "8.weight");
+  const double bound = 1.0 / std::sqrt(32.0);
+  double lo = 1, hi = -1, mean = 0;
+  for (float v : w.data) {
+    lo = std::min<double>(lo, v);
+    hi = std::max<double>(hi, v);
+    mean += v;
+  }
+  mean /= static_cast<double>(w.data.size());
+  EXPECT_GE(lo, -bound);
+  EXPECT_LE(hi, bound);
+  EXPECT_LT(lo, -0.9 * bound);  // 2048 draws reach close to both ends
+  EXPECT_GT(hi, 0.9 * bound);
+  EXPECT_NEAR(mean, 0.0, 0.02);
+}
+
+TEST(Model, SafetensorsRoundTripIsExact) {
+  auto be = cpu();
+  Model a(*builtin_spec("disc-5"), *be), b(*builtin_spec("disc-5"), *be);
+  a.init(7);
+  const auto path = std::filesystem::path(::testing::TempDir()) / "model_roundtrip.safetensors";
+  save_safetensors(path, a.export_params());
+  b.import_params(load_safetensors(path), path.string());
+  const auto pa = a.export_params(), pb = b.export_params();
+  ASSERT_EQ(pa.size(), pb.size());
+  for (size_t i = 0; i < pa.size(); ++i) {
+    EXPECT_EQ(pa[i].name, pb[i].name);
+    EXPECT_EQ(pa[i].shape, pb[i].shape);
+    EXPECT_EQ(pa[i].data, pb[i].data);
+  }
+}
+
+TEST(Model, ImportErrorsNameTheFileAndTensor) {
+  auto be = cpu();
+  Model m(*builtin_spec("disc-3"), *be);
+  m.init(0);
+  auto params = m.export_params();
+  auto expect_error = [&](std::vector<NamedTensor> tensors, const std::string& needle) {
+    try {
+      m.import_params(tensors, "w.safetensors");
+      ADD_FAILURE() << "no error for " << needle;
+    } catch (const UserError& e) {
+      EXPECT_NE(std::string(e.what()).find("w.safetensors"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  };
+  auto missing = params;
+  missing.erase(missing.begin() + 1);
+  expect_error(missing, "'0.bias' [4] is missing");
+  auto wrong_shape = params;
+  wrong_shape[2].shape = {4, 8};
+  expect_error(wrong_shape, "'2.weight' has shape [4, 8], expected [8, 4]");
+  auto extra = params;
+  extra.push_back({"9.weight", {1}, {0.0f}});
+  expect_error(extra, "'9.weight' is not a parameter");
+}
+
+TEST(Model, FlopsCountTheThreeMatmulsOfTraining) {
+  auto be = cpu();
+  Model m(*builtin_spec("disc-2"), *be);  // Linear(2,4) ReLU Linear(4,2)
+  EXPECT_EQ(m.forward_flops(100), 2.0 * 100 * (2 * 4 + 4 * 2));
+  // First layer: forward + d_weights; second: forward + d_weights + d_src.
+  EXPECT_EQ(m.train_flops(100), 2.0 * 100 * (2 * 2 * 4 + 3 * 4 * 2));
+}
+
+}  // namespace
+}  // namespace xo

@@ -1,0 +1,87 @@
+// Optimizer steps against values computed by hand from torch.optim's update rules, on every
+// backend. Parameters start at p = 1 with a constant gradient g = 0.5.
+#include <gtest/gtest.h>
+
+#include "backend/backend.h"
+
+namespace xo {
+namespace {
+
+struct OptCase {
+  std::string name;
+  OptimizerSpec spec;
+  int steps;
+  float expected;  // p after `steps` steps, computed by hand (see each case's comment)
+};
+
+OptimizerSpec sgd(double lr, double momentum = 0, bool nesterov = false, double wd = 0,
+                  double dampening = 0) {
+  OptimizerSpec s;
+  s.type = "sgd";
+  s.lr = lr;
+  s.momentum = momentum;
+  s.nesterov = nesterov;
+  s.weight_decay = wd;
+  s.dampening = dampening;
+  return s;
+}
+
+OptimizerSpec adam(std::string type, double lr, double wd) {
+  OptimizerSpec s;
+  s.type = std::move(type);
+  s.lr = lr;
+  s.weight_decay = wd;
+  return s;
+}
+
+std::vector<OptCase> cases() {
+  return {
+      // p = 1 - 0.1 * 0.5
+      {"sgd_plain", sgd(0.1), 1, 0.95f},
+      // buf1 = 0.5, p1 = 0.95; buf2 = 0.9*0.5 + 0.5 = 0.95, p2 = 0.95 - 0.095 = 0.855
+      {"sgd_momentum_two_steps", sgd(0.1, 0.9), 2, 0.855f},
+      // buf1 = 0.5; update g + mu*buf = 0.5 + 0.45 = 0.95; p = 1 - 0.095
+      {"sgd_nesterov", sgd(0.1, 0.9, true), 1, 0.905f},
+      // g = 0.5 + 0.1*1 = 0.6; p = 1 - 0.06
+      {"sgd_weight_decay", sgd(0.1, 0, false, 0.1), 1, 0.94f},
+      // buf1 = 0.5, p1 = 0.95; buf2 = 0.9*0.5 + (1-0.5)*0.5 = 0.7, p2 = 0.95 - 0.07 = 0.88
+      {"sgd_dampening", sgd(0.1, 0.9, false, 0, 0.5), 2, 0.88f},
+      // m = 0.05, v = 0.00025; m_hat = 0.5, v_hat = 0.25; p = 1 - 0.1 * 0.5 / (0.5 + 1e-8)
+      {"adam_one_step", adam("adam", 0.1, 0), 1, 0.9f},
+      // Adam's bias correction keeps a constant gradient's step at lr: p = 1 - 3 * 0.1
+      {"adam_three_steps", adam("adam", 0.1, 0), 3, 0.7f},
+      // L2: g = 0.5 + 0.5*1 = 1.0; the normalised step is still lr: p = 0.9
+      {"adam_l2", adam("adam", 0.1, 0.5), 1, 0.9f},
+      // decoupled: p = 1 * (1 - 0.1*0.5) - 0.1 = 0.85
+      {"adamw_decay", adam("adamw", 0.1, 0.5), 1, 0.85f},
+  };
+}
+
+class OptimizerTest : public ::testing::TestWithParam<OptCase> {};
+
+TEST_P(OptimizerTest, MatchesHandComputedStep) {
+  const OptCase& c = GetParam();
+  constexpr int64_t kN = 50000;  // past the parallel threshold, so both paths are exercised
+  for (const auto& id : list_devices().available) {
+    SCOPED_TRACE(id);
+    auto be = make_backend(parse_device(id, 0));
+    auto opt = be->optimizer(c.spec, kN);
+    std::vector<float> p(kN, 1.0f), g(kN, 0.5f);
+    DeviceBuffer params = be->allocate(sizeof(float) * kN);
+    DeviceBuffer grads = be->allocate(sizeof(float) * kN);
+    be->upload(params.as<float>(), p.data(), sizeof(float) * kN);
+    be->upload(grads.as<float>(), g.data(), sizeof(float) * kN);
+    for (int s = 0; s < c.steps; ++s) opt->step(params.as<float>(), grads.as<float>());
+    be->synchronize();
+    be->download(p.data(), params.as<float>(), sizeof(float) * kN);
+    EXPECT_EQ(opt->steps(), c.steps);
+    EXPECT_NEAR(p[0], c.expected, 1e-6f);
+    EXPECT_EQ(p[0], p[kN - 1]);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Optimizers, OptimizerTest, ::testing::ValuesIn(cases()),
+                         [](const auto& info) { return info.param.name; });
+
+}  // namespace
+}  // namespace xo
