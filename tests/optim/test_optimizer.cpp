@@ -75,13 +75,14 @@ TEST_P(OptimizerTest, MatchesHandComputedStep) {
     be->synchronize();
     be->download(p.data(), params.as<float>(), sizeof(float) * kN);
     EXPECT_EQ(opt->steps(), c.steps);
-    EXPECT_NEAR(p[0], c.expected, 1e-6f);
+    // A few float32 roundings per step (Adam's bias corrections among them).
+    EXPECT_NEAR(p[0], c.expected, 3e-6f);
     EXPECT_EQ(p[0], p[kN - 1]);
   }
 }
 
 INSTANTIATE_TEST_SUITE_P(Optimizers, OptimizerTest, ::testing::ValuesIn(cases()),
-                         [](const auto& info) { return info.param.name; });
+                         [](const auto& case_info) { return case_info.param.name; });
 
 }  // namespace
 }  // namespace xo

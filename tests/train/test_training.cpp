@@ -12,12 +12,12 @@
 namespace xo {
 namespace {
 
-struct Run {
+struct TrainedRun {
   TrainResult result;
   std::vector<NamedTensor> weights;
 };
 
-Run train_builtin(const std::string& name, int64_t epochs, int threads, bool shuffle = false,
+TrainedRun train_builtin(const std::string& name, int64_t epochs, int threads, bool shuffle = false,
                   const std::string& optimizer = "sgd") {
   ModelSpec spec = *builtin_spec(name);
   spec.train.epochs = epochs;
@@ -28,12 +28,12 @@ Run train_builtin(const std::string& name, int64_t epochs, int threads, bool shu
   Model model(spec, *be);
   const Dataset data = load_data(spec, model.classes());
   model.init(spec.train.seed);
-  Run run{train_model(model, data, spec.train), model.export_params()};
+  TrainedRun run{train_model(model, data, spec.train), model.export_params()};
   return run;
 }
 
 TEST(Training, Disc4LearnsTheDiscInOneHundredEpochs) {
-  const Run run = train_builtin("disc-4", 100, 0);
+  const TrainedRun run = train_builtin("disc-4", 100, 0);
   ASSERT_EQ(run.result.epochs.size(), 100u);
   EXPECT_LT(run.result.final_train_error, 5.0);
   EXPECT_LT(run.result.final_loss, run.result.epochs.front().loss);
@@ -43,7 +43,7 @@ TEST(Training, Disc4LearnsTheDiscInOneHundredEpochs) {
   EXPECT_EQ(run.result.step_ms.count, 100 * 10 - 1);  // the warm-up step is excluded
 }
 
-void expect_identical(const Run& a, const Run& b) {
+void expect_identical(const TrainedRun& a, const TrainedRun& b) {
   ASSERT_EQ(a.result.epochs.size(), b.result.epochs.size());
   for (size_t e = 0; e < a.result.epochs.size(); ++e) {
     EXPECT_EQ(a.result.epochs[e].loss, b.result.epochs[e].loss) << "epoch " << e + 1;
@@ -72,8 +72,8 @@ TEST(Training, ShuffledAndAdamRunsAreBitIdentical) {
 }
 
 TEST(Training, ShuffleChangesTheTrajectory) {
-  const Run ordered = train_builtin("disc-5", 2, 0, false);
-  const Run shuffled = train_builtin("disc-5", 2, 0, true);
+  const TrainedRun ordered = train_builtin("disc-5", 2, 0, false);
+  const TrainedRun shuffled = train_builtin("disc-5", 2, 0, true);
   EXPECT_NE(ordered.result.epochs.back().loss, shuffled.result.epochs.back().loss);
 }
 
