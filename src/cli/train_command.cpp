@@ -44,8 +44,8 @@ int run_train(const TrainOptions& o) {
   }
   const TrainResult r = train_model(model, data, spec.train, [&](const EpochRecord& e, int64_t n) {
     if (!o.quiet) {
-      fmt::print("epoch {:>{}}/{}  loss {:.6f}  train error {:6.2f}%  {:.3f} s\n", e.epoch,
-                 fmt::formatted_size("{}", n), n, e.loss, e.train_error, e.seconds);
+      fmt::print("epoch {:>{}}/{}  loss {:.6f}  train error {:6.2f}%  {:.3f} ms\n", e.epoch,
+                 fmt::formatted_size("{}", n), n, e.loss, e.train_error, e.seconds * 1e3);
       std::fflush(stdout);
     }
   });

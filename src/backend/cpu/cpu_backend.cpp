@@ -45,8 +45,7 @@ CpuBackend::CpuBackend(int threads) {
   info_.name = cpu_model_name();
   info_.threads = threads;
   info_.library = fmt::format("oneDNN {}.{}.{} (OpenMP)", v->major, v->minor, v->patch);
-  info_.details = {{"cores", std::to_string(available_cores())},
-                   {"isa", v->cpu_runtime == DNNL_RUNTIME_OMP ? "omp" : "other"}};
+  info_.details = {{"cores", std::to_string(available_cores())}};
 }
 
 DeviceBuffer CpuBackend::allocate(size_t bytes) {
