@@ -1,0 +1,162 @@
+// The crossover command as a user runs it: help, errors and exit codes, and the JSON/CSV it
+// writes, checked by parsing them.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+namespace {
+
+struct Result {
+  int status;
+  std::string output;  // stdout and stderr together
+};
+
+Result run(const std::string& args) {
+  const std::string cmd = std::string(CROSSOVER_BINARY) + " " + args + " 2>&1";
+  FILE* pipe = popen(cmd.c_str(), "r");
+  std::string out;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) out.append(buf.data(), n);
+  const int status = pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+std::filesystem::path temp_dir(const std::string& name) {
+  auto dir = std::filesystem::path(::testing::TempDir()) / ("cli_" + name);
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+nlohmann::json read_json(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  return nlohmann::json::parse(in);
+}
+
+TEST(Cli, HelpEverywhere) {
+  for (const std::string sub : {"", "run", "train", "models", "devices"}) {
+    const Result r = run(sub + " --help");
+    EXPECT_EQ(r.status, 0) << sub << ": " << r.output;
+    EXPECT_NE(r.output.find("Usage"), std::string::npos) << sub;
+  }
+  EXPECT_NE(run("train --help").output.find("--init"), std::string::npos);
+  EXPECT_NE(run("").status, 0);  // a subcommand is required
+}
+
+TEST(Cli, TrainWritesTheDocumentedJson) {
+  const auto dir = temp_dir("train");
+  const Result r = run("train disc-3 --epochs 3 --threads 1 --json " + (dir / "r.json").string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("epoch 3/3"), std::string::npos) << r.output;
+  const auto j = read_json(dir / "r.json");
+  EXPECT_EQ(j["schema"], "crossover.train/1");
+  EXPECT_EQ(j["model"], "disc-3");
+  EXPECT_EQ(j["params"], 70);
+  EXPECT_EQ(j["device"], "cpu");
+  ASSERT_EQ(j["epochs"].size(), 3u);
+  for (const char* key : {"epoch", "loss", "train_error", "seconds"}) {
+    EXPECT_TRUE(j["epochs"][0].contains(key)) << key;
+  }
+  EXPECT_EQ(j["epochs"][2]["epoch"], 3);
+  EXPECT_EQ(j["final_loss"], j["epochs"][2]["loss"]);
+  for (const char* key : {"final_train_error", "median_step_ms", "gflops", "step_ms"}) {
+    EXPECT_TRUE(j.contains(key)) << key;
+  }
+  EXPECT_GT(j["median_step_ms"].get<double>(), 0.0);
+  EXPECT_EQ(j["device_info"]["threads"], 1);
+}
+
+TEST(Cli, WeightsRoundTripThroughSafetensors) {
+  const auto dir = temp_dir("weights");
+  const std::string saved = (dir / "w.safetensors").string();
+  ASSERT_EQ(run("train disc-4 --epochs 2 -q --save " + saved).status, 0);
+  // Continuing from the saved weights for 0 extra epochs is impossible, so train one epoch from
+  // them twice: identical results prove the weights were read back exactly.
+  const Result a = run("train disc-4 --epochs 1 -q --init " + saved + " --json " + (dir / "a.json").string());
+  const Result b = run("train disc-4 --epochs 1 -q --init " + saved + " --json " + (dir / "b.json").string());
+  ASSERT_EQ(a.status, 0) << a.output;
+  ASSERT_EQ(b.status, 0) << b.output;
+  EXPECT_EQ(read_json(dir / "a.json")["final_loss"], read_json(dir / "b.json")["final_loss"]);
+  // Weights for another model are refused, naming the tensor.
+  const Result wrong = run("train disc-5 --epochs 1 -q --init " + saved);
+  EXPECT_EQ(wrong.status, 2);
+  EXPECT_NE(wrong.output.find("w.safetensors"), std::string::npos) << wrong.output;
+  EXPECT_NE(wrong.output.find("6.weight"), std::string::npos) << wrong.output;
+}
+
+TEST(Cli, BadInputGivesAClearErrorAndExitCode2) {
+  const auto dir = temp_dir("errors");
+  std::ofstream(dir / "bad.toml") << "[model]\ninput = [2]\nlayers = [ { type = \"conv\" } ]\n"
+                                     "loss = \"cross_entropy\"\n";
+  Result r = run("train " + (dir / "bad.toml").string());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.output.find("bad.toml:3: model.layers[0].type: unknown layer type 'conv'"),
+            std::string::npos)
+      << r.output;
+  std::ofstream(dir / "ragged.csv") << "1,2,0\n1,0\n";
+  r = run("train disc-3 --data " + (dir / "ragged.csv").string());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.output.find("ragged.csv:2:"), std::string::npos) << r.output;
+  r = run("train disc-3 --device tpu");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.output.find("expected cpu, cuda, cuda:N or auto"), std::string::npos) << r.output;
+  r = run("train disc-3 --device cuda");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.output.find("CUDA"), std::string::npos) << r.output;
+  r = run("train disc-3 --epochs -3");
+  EXPECT_NE(r.status, 0);
+}
+
+TEST(Cli, RunWritesTheSweepTableJsonAndCsv) {
+  const auto dir = temp_dir("run");
+  const Result r = run("run --models disc-2,disc-3 --epochs 2 --out " + dir.string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("s/100 epochs"), std::string::npos) << r.output;
+  const auto j = read_json(dir / "results.json");
+  EXPECT_EQ(j["schema"], "crossover.run/1");
+  EXPECT_TRUE(j["complete"].get<bool>());
+  EXPECT_TRUE(j["machine"].contains("cpu"));
+  ASSERT_EQ(j["results"].size(), 2u);
+  EXPECT_EQ(j["results"][1]["model"], "disc-3");
+  EXPECT_EQ(j["results"][1]["layers"], 3);
+  std::ifstream csv(dir / "results.csv");
+  std::string header, row;
+  std::getline(csv, header);
+  EXPECT_EQ(header.rfind("model,layers,params,device,", 0), 0u) << header;
+  int rows = 0;
+  while (std::getline(csv, row)) ++rows;
+  EXPECT_EQ(rows, 2);
+}
+
+TEST(Cli, InterruptKeepsPartialResults) {
+  const auto dir = temp_dir("interrupt");
+  // disc-12 for 100 epochs takes far longer than a second; SIGINT after one second.
+  const std::string cmd = "timeout --preserve-status -s INT 1 " + std::string(CROSSOVER_BINARY) +
+                          " run --models disc-2,disc-12 --out " + dir.string() + " >/dev/null 2>&1";
+  const int status = std::system(cmd.c_str());
+  EXPECT_EQ(WEXITSTATUS(status), 130);
+  const auto j = read_json(dir / "results.json");
+  EXPECT_FALSE(j["complete"].get<bool>());
+  ASSERT_EQ(j["results"].size(), 2u);
+  EXPECT_EQ(j["results"][0]["model"], "disc-2");
+  EXPECT_TRUE(j["results"][1]["interrupted"].get<bool>());
+}
+
+TEST(Cli, ModelsAndDevicesList) {
+  const Result m = run("models");
+  EXPECT_EQ(m.status, 0);
+  EXPECT_NE(m.output.find("disc-12"), std::string::npos);
+  EXPECT_NE(m.output.find("11201190"), std::string::npos);
+  const Result d = run("devices");
+  EXPECT_EQ(d.status, 0);
+  EXPECT_NE(d.output.find("cpu:"), std::string::npos) << d.output;
+}
+
+}  // namespace
