@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -50,6 +51,7 @@ struct LinearShape {
   bool has_bias = true;
   Activation activation = Activation::None;
   bool need_d_src = true;  // false for the first layer: the input needs no gradient
+  bool in_shard = false;   // runs inside one worker of parallel_shards(): use one thread
 };
 
 class LinearKernel {
@@ -78,15 +80,16 @@ struct LossStats {
   double loss_sum = 0;      // sum over batches of the batch's mean loss (the classic "epoch loss")
   double correct = 0;       // samples whose arg-max prediction equals the label
   double samples = 0;
-  double batches = 0;
 };
 
-// Softmax + cross-entropy (mean over the batch, as torch.nn.CrossEntropyLoss), fused.
+// Softmax + cross-entropy (mean over the batch, as torch.nn.CrossEntropyLoss), fused. A kernel for
+// one shard of a batch divides by the whole batch (`normalizer`), so the shards' losses and
+// gradients add up to the batch's.
 class CrossEntropyKernel {
  public:
   virtual ~CrossEntropyKernel() = default;
   // logits [batch, classes], labels [batch]. Adds to *stats (device memory). When d_logits is not
-  // null it is overwritten with d(mean loss)/d(logits).
+  // null it is overwritten with d(loss)/d(logits), where loss = sum of sample losses / normalizer.
   virtual void forward_backward(const float* logits, const int32_t* labels, float* d_logits,
                                 LossStats* stats) = 0;
 };
@@ -115,11 +118,21 @@ class Backend {
                            int64_t rows, int64_t row_floats, float* dst, int32_t* dst_labels) = 0;
   // Waits until all queued work is done (a no-op on the CPU).
   virtual void synchronize() = 0;
+  // dst[i] += src[i] for i < n (merges the gradients of batch shards).
+  virtual void accumulate(float* dst, const float* src, int64_t n) = 0;
+  virtual void accumulate_stats(LossStats* dst, const LossStats* src) = 0;
+
+  // Batch sharding: a small model trains faster when each worker runs a slice of the batch on
+  // its own than when every op is split across workers. How many shards this backend wants for a
+  // training step of `flops` over `batch` samples (1: none), and a way to run them concurrently.
+  virtual int batch_shards(int64_t batch, double flops) const = 0;
+  virtual void parallel_shards(int shards, const std::function<void(int shard)>& body) = 0;
 
   // Kernels, created at plan time (this is where primitives are built and cached).
   virtual std::unique_ptr<LinearKernel> linear(const LinearShape& shape) = 0;
   virtual std::unique_ptr<ActivationKernel> activation(Activation act, int64_t elements) = 0;
-  virtual std::unique_ptr<CrossEntropyKernel> cross_entropy(int64_t batch, int64_t classes) = 0;
+  virtual std::unique_ptr<CrossEntropyKernel> cross_entropy(int64_t batch, int64_t classes,
+                                                            int64_t normalizer) = 0;
   virtual std::unique_ptr<OptimizerKernel> optimizer(const OptimizerSpec& spec,
                                                      int64_t parameters) = 0;
 };

@@ -145,31 +145,48 @@ double Model::train_flops(int64_t batch) const {
   return flops;
 }
 
-Network::Network(const Model& model, int64_t batch, bool training)
+Network::Network(const Model& model, int64_t batch, bool training, int shards)
     : model_(model), batch_(batch), training_(training) {
   Backend& be = model.backend();
-  auto buffer = [&](int64_t floats) {
-    memory_.push_back(be.allocate(sizeof(float) * floats));
-    return memory_.back().as<float>();
+  if (shards <= 0) shards = training ? be.batch_shards(batch, model.train_flops(batch)) : 1;
+  shards = static_cast<int>(std::min<int64_t>(shards, batch));
+  auto buffer = [&](size_t bytes) {
+    memory_.push_back(be.allocate(bytes));
+    return memory_.back().as<void>();
   };
   const auto& blocks = model.blocks();
-  for (size_t i = 0; i < blocks.size(); ++i) {
-    const Block& b = blocks[i];
-    Step s;
-    if (b.is_linear) {
-      LinearShape shape{batch, b.in_features, b.out_features, b.bias >= 0, b.activation, i > 0};
-      s.linear = be.linear(shape);
-    } else {
-      s.activation = be.activation(b.activation, batch * b.out_features);
+  int64_t offset = 0;
+  for (int k = 0; k < shards; ++k) {
+    Shard s;
+    s.offset = offset;
+    s.batch = batch / shards + (k < batch % shards ? 1 : 0);
+    offset += s.batch;
+    for (size_t i = 0; i < blocks.size(); ++i) {
+      const Block& b = blocks[i];
+      Step step;
+      if (b.is_linear) {
+        LinearShape shape{s.batch, b.in_features, b.out_features, b.bias >= 0, b.activation, i > 0,
+                          shards > 1};
+        step.linear = be.linear(shape);
+      } else {
+        step.activation = be.activation(b.activation, s.batch * b.out_features);
+      }
+      s.steps.push_back(std::move(step));
+      const size_t bytes = sizeof(float) * s.batch * b.out_features;
+      s.outputs.push_back(static_cast<float*>(buffer(bytes)));
+      s.d_outputs.push_back(training ? static_cast<float*>(buffer(bytes)) : nullptr);
     }
-    steps_.push_back(std::move(s));
-    outputs_.push_back(buffer(batch * b.out_features));
-    d_outputs_.push_back(training ? buffer(batch * b.out_features) : nullptr);
+    s.loss = be.cross_entropy(s.batch, model.classes(), batch);
+    if (training) {
+      s.grads = k == 0 ? model.grads()
+                       : static_cast<float*>(buffer(sizeof(float) * model.flat_size()));
+    }
+    if (k > 0) s.stats = static_cast<LossStats*>(buffer(sizeof(LossStats)));
+    shards_.push_back(std::move(s));
   }
-  loss_ = be.cross_entropy(batch, model.classes());
 }
 
-void Network::forward(const float* src) {
+void Network::forward(Shard& s, const float* src) {
   const auto& blocks = model_.blocks();
   const auto& tensors = model_.tensors();
   const float* params = model_.params();
@@ -177,38 +194,60 @@ void Network::forward(const float* src) {
   for (size_t i = 0; i < blocks.size(); ++i) {
     const Block& b = blocks[i];
     if (b.is_linear) {
-      steps_[i].linear->forward(x, params + tensors[b.weight].offset,
-                                b.bias >= 0 ? params + tensors[b.bias].offset : nullptr,
-                                outputs_[i]);
+      s.steps[i].linear->forward(x, params + tensors[b.weight].offset,
+                                 b.bias >= 0 ? params + tensors[b.bias].offset : nullptr,
+                                 s.outputs[i]);
     } else {
-      steps_[i].activation->forward(x, outputs_[i]);
+      s.steps[i].activation->forward(x, s.outputs[i]);
     }
-    x = outputs_[i];
+    x = s.outputs[i];
   }
 }
 
-void Network::loss(const int32_t* labels, LossStats* stats) {
-  loss_->forward_backward(outputs_.back(), labels, training_ ? d_outputs_.back() : nullptr, stats);
-}
-
-void Network::backward(const float* src) {
-  XO_ASSERT(training_);
+void Network::backward(Shard& s, const float* src) {
   const auto& blocks = model_.blocks();
   const auto& tensors = model_.tensors();
   const float* params = model_.params();
-  float* grads = model_.grads();
   for (size_t i = blocks.size(); i-- > 0;) {
     const Block& b = blocks[i];
-    const float* x = i > 0 ? outputs_[i - 1] : src;
-    float* d_x = i > 0 ? d_outputs_[i - 1] : nullptr;
+    const float* x = i > 0 ? s.outputs[i - 1] : src;
+    float* d_x = i > 0 ? s.d_outputs[i - 1] : nullptr;
     if (b.is_linear) {
-      steps_[i].linear->backward(x, params + tensors[b.weight].offset, outputs_[i],
-                                 d_outputs_[i], grads + tensors[b.weight].offset,
-                                 b.bias >= 0 ? grads + tensors[b.bias].offset : nullptr, d_x);
+      s.steps[i].linear->backward(x, params + tensors[b.weight].offset, s.outputs[i],
+                                  s.d_outputs[i], s.grads + tensors[b.weight].offset,
+                                  b.bias >= 0 ? s.grads + tensors[b.bias].offset : nullptr, d_x);
     } else if (d_x) {
-      steps_[i].activation->backward(outputs_[i], d_outputs_[i], d_x);
+      s.steps[i].activation->backward(s.outputs[i], s.d_outputs[i], d_x);
     }
   }
+}
+
+void Network::run(const float* src, const int32_t* labels, LossStats* stats, bool train) {
+  Backend& be = model_.backend();
+  const int64_t features = model_.input_features();
+  be.parallel_shards(shards(), [&](int k) {
+    Shard& s = shards_[k];
+    const float* x = src + s.offset * features;
+    if (s.stats) be.fill_zero(s.stats, sizeof(LossStats));
+    forward(s, x);
+    s.loss->forward_backward(s.outputs.back(), labels + s.offset,
+                             train ? s.d_outputs.back() : nullptr, s.stats ? s.stats : stats);
+    if (train) backward(s, x);
+  });
+  // Merge in shard order, so the sums do not depend on which worker finished first.
+  for (size_t k = 1; k < shards_.size(); ++k) {
+    if (train) be.accumulate(model_.grads(), shards_[k].grads, model_.flat_size());
+    be.accumulate_stats(stats, shards_[k].stats);
+  }
+}
+
+void Network::train_step(const float* src, const int32_t* labels, LossStats* stats) {
+  XO_ASSERT(training_);
+  run(src, labels, stats, true);
+}
+
+void Network::evaluate(const float* src, const int32_t* labels, LossStats* stats) {
+  run(src, labels, stats, false);
 }
 
 }  // namespace xo

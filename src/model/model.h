@@ -75,35 +75,49 @@ class Model {
 };
 
 // The execution plan of a model for one batch size: kernels built and activation and gradient
-// buffers allocated up front, so that a step allocates nothing and creates no primitive.
+// buffers allocated up front, so that a step allocates nothing and creates no primitive. Where the
+// backend asks for it, the batch is split into shards that run concurrently, each with its own
+// kernels and buffers; their gradients are then merged in a fixed order (deterministic).
 class Network {
  public:
-  Network(const Model& model, int64_t batch, bool training);
+  // shards = 0: as many as the backend wants for this model and batch (see Backend::batch_shards).
+  Network(const Model& model, int64_t batch, bool training, int shards = 0);
 
   int64_t batch() const { return batch_; }
-  // src: [batch, input_features] in device memory. Leaves the logits in logits().
-  void forward(const float* src);
-  // Adds the batch's loss and accuracy to *stats (device memory); when training, also writes the
-  // gradient of the logits for backward().
-  void loss(const int32_t* labels, LossStats* stats);
-  // Overwrites the model's flat gradient buffer with this batch's gradients. `src` is the same
-  // input that forward() saw.
-  void backward(const float* src);
-  const float* logits() const { return outputs_.back(); }
+  int shards() const { return static_cast<int>(shards_.size()); }
+
+  // Forward, loss and backward for a batch: src [batch, input_features] and labels [batch] in
+  // device memory. Overwrites the model's flat gradient buffer with the batch's gradients and adds
+  // the loss and accuracy to *stats (device memory).
+  void train_step(const float* src, const int32_t* labels, LossStats* stats);
+  // Forward and loss only.
+  void evaluate(const float* src, const int32_t* labels, LossStats* stats);
 
  private:
-  const Model& model_;
-  int64_t batch_;
-  bool training_;
   struct Step {
     std::unique_ptr<LinearKernel> linear;
     std::unique_ptr<ActivationKernel> activation;
   };
-  std::vector<Step> steps_;            // one per Block
-  std::vector<DeviceBuffer> memory_;   // owns everything below
-  std::vector<float*> outputs_;        // per block: [batch, out_features]
-  std::vector<float*> d_outputs_;      // per block: gradient of the output (training only)
-  std::unique_ptr<CrossEntropyKernel> loss_;
+  // A slice [offset, offset + batch) of the batch with everything it needs.
+  struct Shard {
+    int64_t offset = 0, batch = 0;
+    std::vector<Step> steps;           // one per Block
+    std::vector<float*> outputs;       // per block: [batch, out_features]
+    std::vector<float*> d_outputs;     // per block: gradient of the output (training only)
+    std::unique_ptr<CrossEntropyKernel> loss;
+    float* grads = nullptr;            // the model's buffer for shard 0, its own for the others
+    LossStats* stats = nullptr;        // null for shard 0 (adds to the caller's), its own else
+  };
+
+  void forward(Shard& s, const float* src);
+  void backward(Shard& s, const float* src);
+  void run(const float* src, const int32_t* labels, LossStats* stats, bool train);
+
+  const Model& model_;
+  int64_t batch_;
+  bool training_;
+  std::vector<Shard> shards_;
+  std::vector<DeviceBuffer> memory_;   // owns every buffer above
 };
 
 }  // namespace xo

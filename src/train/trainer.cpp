@@ -107,9 +107,7 @@ TrainResult train_model(Model& model, const Dataset& data, const TrainSpec& trai
         src = batch_x.as<float>();
         labels = batch_y.as<int32_t>();
       }
-      net.forward(src);
-      net.loss(labels, stats);
-      net.backward(src);
+      net.train_step(src, labels, stats);
       optimizer->step(model.params(), model.grads());
       be.synchronize();
       const double ms = ms_between(t0, Clock::now());

@@ -158,7 +158,7 @@ OpCase cross_entropy_case(int64_t batch, int64_t classes, double scale) {
   };
   c.run = [=](Backend& be, const std::vector<std::vector<float>>& inputs,
               const std::vector<float>& d_output) {
-    auto kernel = be.cross_entropy(batch, classes);
+    auto kernel = be.cross_entropy(batch, classes, batch);
     auto logits = to_device(be, inputs[0]);
     auto d_logits = device_zeros(be, batch * classes);
     DeviceBuffer y = be.allocate(sizeof(int32_t) * batch);

@@ -109,3 +109,45 @@ TEST(Model, FlopsCountTheThreeMatmulsOfTraining) {
 
 }  // namespace
 }  // namespace xo
+
+namespace xo {
+namespace {
+
+// Invariance: splitting a batch into shards that run concurrently gives the same gradients and
+// loss as one pass over the whole batch, to float32 rounding.
+TEST(Network, ShardedStepEqualsUnsharded) {
+  auto be = cpu();
+  Model model(*builtin_spec("disc-7"), *be);
+  model.init(3);
+  const int64_t batch = 100, features = model.input_features();
+  std::vector<float> x(batch * features);
+  std::vector<int32_t> y(batch);
+  for (int64_t i = 0; i < batch * features; ++i) x[i] = std::sin(0.37f * static_cast<float>(i));
+  for (int64_t i = 0; i < batch; ++i) y[i] = static_cast<int32_t>(i % 3 == 0);
+  DeviceBuffer dx = be->allocate(sizeof(float) * x.size());
+  DeviceBuffer dy = be->allocate(sizeof(int32_t) * y.size());
+  be->upload(dx.as<float>(), x.data(), dx.bytes());
+  be->upload(dy.as<int32_t>(), y.data(), dy.bytes());
+  auto step = [&](int shards, LossStats& stats) {
+    Network net(model, batch, true, shards);
+    EXPECT_EQ(net.shards(), shards);
+    DeviceBuffer s = be->allocate(sizeof(LossStats));
+    net.train_step(dx.as<float>(), dy.as<int32_t>(), s.as<LossStats>());
+    be->download(&stats, s.as<LossStats>(), sizeof(stats));
+    std::vector<float> grads(model.flat_size());
+    be->download(grads.data(), model.grads(), sizeof(float) * grads.size());
+    return grads;
+  };
+  LossStats one{}, three{};
+  const auto g1 = step(1, one);
+  const auto g3 = step(3, three);  // uneven shards: 34 + 33 + 33 rows
+  EXPECT_NEAR(one.loss_sum, three.loss_sum, 1e-6 * std::abs(one.loss_sum));
+  EXPECT_EQ(one.correct, three.correct);
+  EXPECT_EQ(one.samples, three.samples);
+  float scale = 0;
+  for (float g : g1) scale = std::max(scale, std::abs(g));
+  for (size_t i = 0; i < g1.size(); ++i) EXPECT_NEAR(g1[i], g3[i], 1e-5f * scale) << "grad " << i;
+}
+
+}  // namespace
+}  // namespace xo

@@ -75,14 +75,44 @@ void CpuBackend::gather_rows(const float* src, const int32_t* src_labels, const 
   }
 }
 
+void CpuBackend::accumulate(float* dst, const float* src, int64_t n) {
+  parallel_for(n, [=](int64_t begin, int64_t end) {
+#pragma omp simd
+    for (int64_t i = begin; i < end; ++i) dst[i] += src[i];
+  });
+}
+
+void CpuBackend::accumulate_stats(LossStats* dst, const LossStats* src) {
+  dst->loss_sum += src->loss_sum;
+  dst->correct += src->correct;
+  dst->samples += src->samples;
+}
+
+int CpuBackend::batch_shards(int64_t batch, double flops) const {
+  const int threads = info_.threads;
+  if (threads < 2 || batch < threads * kMinShardBatch) return 1;
+  if (flops < kMinShardedStepFlops || flops > kMaxShardedStepFlops) return 1;
+  return threads;
+}
+
+void CpuBackend::parallel_shards(int shards, const std::function<void(int shard)>& body) {
+  if (shards == 1) {
+    body(0);
+    return;
+  }
+#pragma omp parallel num_threads(shards)
+  body(omp_get_thread_num());
+}
+
 std::unique_ptr<LinearKernel> CpuBackend::linear(const LinearShape& shape) {
   return make_linear(shape, engine_, stream_);
 }
 std::unique_ptr<ActivationKernel> CpuBackend::activation(Activation act, int64_t elements) {
   return make_activation(act, elements);
 }
-std::unique_ptr<CrossEntropyKernel> CpuBackend::cross_entropy(int64_t batch, int64_t classes) {
-  return make_cross_entropy(batch, classes);
+std::unique_ptr<CrossEntropyKernel> CpuBackend::cross_entropy(int64_t batch, int64_t classes,
+                                                              int64_t normalizer) {
+  return make_cross_entropy(batch, classes, normalizer);
 }
 std::unique_ptr<OptimizerKernel> CpuBackend::optimizer(const OptimizerSpec& spec,
                                                        int64_t parameters) {

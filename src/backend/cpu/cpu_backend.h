@@ -18,10 +18,11 @@ inline constexpr int64_t kParallelThreshold = 1 << 15;
 
 // Runs body(begin, end) over [0, n): on the calling thread below kParallelThreshold (an OpenMP
 // `if` clause would still pay for a serialized parallel region, ~1 us), else split statically
-// across the OpenMP threads, so each element is always handled the same way.
+// across the OpenMP threads, so each element is always handled the same way. Inside a batch shard
+// (already in a parallel region) it runs on the calling thread.
 template <typename Body>
 void parallel_for(int64_t n, Body&& body) {
-  if (n < kParallelThreshold) {
+  if (n < kParallelThreshold || omp_in_parallel()) {
     body(int64_t{0}, n);
     return;
   }
@@ -39,6 +40,16 @@ void parallel_for(int64_t n, Body&& body) {
 // disc-8 is even, and from disc-9 on both threads win.
 inline constexpr double kSingleThreadMatmulFlops = 4e6;
 
+// Batch sharding (see Backend::batch_shards), measured on the 2-core machine with the disc sweep
+// (ms per step, one thread per op vs one shard per thread): below ~1 MFLOP per step the fork/join
+// and gradient merge cost more than they save (disc-4: 0.0092 vs 0.0109), from disc-6 to disc-11
+// shards win (disc-8: 0.181 vs 0.101, disc-10: 1.76 vs 1.28, disc-11: 6.2 vs 5.7), and at
+// disc-12's 6.7 GFLOP oneDNN's own threading wins (24.3 vs 25.7). Each shard also needs enough
+// rows to keep oneDNN's kernels efficient.
+inline constexpr double kMinShardedStepFlops = 1e6;
+inline constexpr double kMaxShardedStepFlops = 3e9;
+inline constexpr int64_t kMinShardBatch = 16;
+
 class CpuBackend final : public Backend {
  public:
   explicit CpuBackend(int threads);
@@ -51,10 +62,15 @@ class CpuBackend final : public Backend {
   void gather_rows(const float* src, const int32_t* src_labels, const int32_t* index, int64_t rows,
                    int64_t row_floats, float* dst, int32_t* dst_labels) override;
   void synchronize() override {}
+  void accumulate(float* dst, const float* src, int64_t n) override;
+  void accumulate_stats(LossStats* dst, const LossStats* src) override;
+  int batch_shards(int64_t batch, double flops) const override;
+  void parallel_shards(int shards, const std::function<void(int shard)>& body) override;
 
   std::unique_ptr<LinearKernel> linear(const LinearShape& shape) override;
   std::unique_ptr<ActivationKernel> activation(Activation act, int64_t elements) override;
-  std::unique_ptr<CrossEntropyKernel> cross_entropy(int64_t batch, int64_t classes) override;
+  std::unique_ptr<CrossEntropyKernel> cross_entropy(int64_t batch, int64_t classes,
+                                                    int64_t normalizer) override;
   std::unique_ptr<OptimizerKernel> optimizer(const OptimizerSpec& spec,
                                              int64_t parameters) override;
 
@@ -68,7 +84,8 @@ class CpuBackend final : public Backend {
 std::unique_ptr<LinearKernel> make_linear(const LinearShape& shape, const dnnl::engine& engine,
                                           const dnnl::stream& stream);
 std::unique_ptr<ActivationKernel> make_activation(Activation act, int64_t elements);
-std::unique_ptr<CrossEntropyKernel> make_cross_entropy(int64_t batch, int64_t classes);
+std::unique_ptr<CrossEntropyKernel> make_cross_entropy(int64_t batch, int64_t classes,
+                                                       int64_t normalizer);
 std::unique_ptr<OptimizerKernel> make_optimizer(const OptimizerSpec& spec, int64_t parameters);
 
 // d_dst[i] *= act'(.) computed from the activation's output dst, for n elements (shared by the

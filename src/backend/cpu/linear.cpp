@@ -51,12 +51,13 @@ class BoundMatmul {
  public:
   BoundMatmul() = default;
   BoundMatmul(const memory::desc& src, const memory::desc& weights, const memory::desc* bias,
-              const memory::desc& dst, dnnl::primitive_attr attr, const dnnl::engine& engine) {
+              const memory::desc& dst, dnnl::primitive_attr attr, const dnnl::engine& engine,
+              bool in_shard) {
     const memory::dims& a = src.dims();
     const memory::dims& b = weights.dims();
     const double flops = 2.0 * static_cast<double>(a[0]) * static_cast<double>(a[1]) *
                          static_cast<double>(b[1]);
-    threads_ = flops < kSingleThreadMatmulFlops ? 1 : 0;
+    threads_ = in_shard || flops < kSingleThreadMatmulFlops ? 1 : 0;
     ThreadLimit limit(threads_);
     // A user-owned scratchpad, sized here, keeps the training step free of allocations.
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
@@ -113,15 +114,15 @@ class CpuLinear final : public LinearKernel {
       fwd_attr.set_post_ops(ops);
     }
     forward_ = BoundMatmul(src_md, w_t_md, s.has_bias ? &bias_md : nullptr, dst_md, fwd_attr,
-                           engine);
+                           engine, s.in_shard);
     // d_W [out, in] = d_pre^T [out, batch] x src [batch, in]; d_pre is read transposed in place.
     const memory::desc d_pre_t_md({out, batch}, f32, tag::ba);
     const memory::desc d_w_md({out, in}, f32, tag::ab);
-    d_weights_ = BoundMatmul(d_pre_t_md, src_md, nullptr, d_w_md, {}, engine);
+    d_weights_ = BoundMatmul(d_pre_t_md, src_md, nullptr, d_w_md, {}, engine, s.in_shard);
     if (s.need_d_src) {
       // d_src [batch, in] = d_pre [batch, out] x W [out, in].
       const memory::desc w_md({out, in}, f32, tag::ab);
-      d_src_ = BoundMatmul(dst_md, w_md, nullptr, src_md, {}, engine);
+      d_src_ = BoundMatmul(dst_md, w_md, nullptr, src_md, {}, engine, s.in_shard);
     }
   }
 
@@ -168,7 +169,7 @@ class CpuLinear final : public LinearKernel {
         }
       }
     };
-    if (rows * cols < kParallelThreshold || cols < 64) {
+    if (rows * cols < kParallelThreshold || cols < 64 || omp_in_parallel()) {
       columns(0, cols);
       return;
     }

@@ -9,12 +9,13 @@ namespace {
 
 class CpuCrossEntropy final : public CrossEntropyKernel {
  public:
-  CpuCrossEntropy(int64_t batch, int64_t classes) : batch_(batch), classes_(classes) {}
+  CpuCrossEntropy(int64_t batch, int64_t classes, int64_t normalizer)
+      : batch_(batch), classes_(classes), normalizer_(normalizer) {}
 
   void forward_backward(const float* logits, const int32_t* labels, float* d_logits,
                         LossStats* stats) override {
     const int64_t c = classes_;
-    const float inv_batch = 1.0f / static_cast<float>(batch_);
+    const float inv_batch = 1.0f / static_cast<float>(normalizer_);
     double loss = 0.0;
     int64_t correct = 0;
     for (int64_t r = 0; r < batch_; ++r) {
@@ -35,20 +36,20 @@ class CpuCrossEntropy final : public CrossEntropyKernel {
         g[label] -= inv_batch;
       }
     }
-    stats->loss_sum += loss / static_cast<double>(batch_);
+    stats->loss_sum += loss / static_cast<double>(normalizer_);
     stats->correct += static_cast<double>(correct);
     stats->samples += static_cast<double>(batch_);
-    stats->batches += 1.0;
   }
 
  private:
-  int64_t batch_, classes_;
+  int64_t batch_, classes_, normalizer_;
 };
 
 }  // namespace
 
-std::unique_ptr<CrossEntropyKernel> make_cross_entropy(int64_t batch, int64_t classes) {
-  return std::make_unique<CpuCrossEntropy>(batch, classes);
+std::unique_ptr<CrossEntropyKernel> make_cross_entropy(int64_t batch, int64_t classes,
+                                                       int64_t normalizer) {
+  return std::make_unique<CpuCrossEntropy>(batch, classes, normalizer);
 }
 
 }  // namespace xo::cpu
