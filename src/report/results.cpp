@@ -20,6 +20,7 @@ nlohmann::json to_json(const TrainResult& r) {
   j["batch"] = r.batch;
   j["samples"] = r.samples;
   j["steps_per_epoch"] = r.steps_per_epoch;
+  j["shards"] = r.shards;
   j["epochs"] = nlohmann::json::array();
   for (const EpochRecord& e : r.epochs) {
     j["epochs"].push_back(

@@ -22,7 +22,7 @@ double ms_between(Clock::time_point a, Clock::time_point b) {
 }  // namespace
 
 TrainResult train_model(Model& model, const Dataset& data, const TrainSpec& train,
-                        const EpochCallback& on_epoch) {
+                        const EpochCallback& on_epoch, const ExecutionOptions& exec) {
   if (data.features != model.input_features()) {
     throw UserError(fmt::format("data '{}' has {} features per sample, model '{}' expects {}",
                                 data.description, data.features, model.spec().name,
@@ -50,9 +50,9 @@ TrainResult train_model(Model& model, const Dataset& data, const TrainSpec& trai
   DeviceBuffer y = be.allocate(sizeof(int32_t) * data.y.size());
   be.upload(x.as<float>(), data.x.data(), x.bytes());
   be.upload(y.as<int32_t>(), data.y.data(), y.bytes());
-  Network full(model, batch, true);
+  Network full(model, batch, true, exec.shards);
   std::optional<Network> partial;
-  if (tail) partial.emplace(model, tail, true);
+  if (tail) partial.emplace(model, tail, true, std::min<int64_t>(exec.shards, tail));
   auto optimizer = be.optimizer(train.optimizer, model.flat_size());
   DeviceBuffer stats_buffer = be.allocate(sizeof(LossStats));
   auto* stats = stats_buffer.as<LossStats>();
@@ -76,6 +76,7 @@ TrainResult train_model(Model& model, const Dataset& data, const TrainSpec& trai
   r.batch = batch;
   r.samples = n;
   r.steps_per_epoch = steps_per_epoch;
+  r.shards = full.shards();
   r.flops_per_step = model.train_flops(batch);
   r.setup_seconds = ms_between(setup_start, Clock::now()) / 1e3;
 

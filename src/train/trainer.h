@@ -30,6 +30,7 @@ struct TrainResult {
   int64_t batch = 0;
   int64_t samples = 0;
   int64_t steps_per_epoch = 0;
+  int shards = 1;             // batch shards per full-batch step
   std::vector<EpochRecord> epochs;
   double final_loss = 0;
   double final_train_error = 0;
@@ -44,9 +45,14 @@ struct TrainResult {
 
 using EpochCallback = std::function<void(const EpochRecord&, int64_t total_epochs)>;
 
+// How to execute, as opposed to what to train (the spec).
+struct ExecutionOptions {
+  int shards = 0;  // batch shards per step; 0 = as the backend prefers (Backend::batch_shards)
+};
+
 // Trains `model` (already initialised) on `data` as `train` says. Stops early, with
 // result.interrupted set, when stop_requested() turns true.
 TrainResult train_model(Model& model, const Dataset& data, const TrainSpec& train,
-                        const EpochCallback& on_epoch = {});
+                        const EpochCallback& on_epoch = {}, const ExecutionOptions& exec = {});
 
 }  // namespace xo

@@ -40,14 +40,14 @@ void parallel_for(int64_t n, Body&& body) {
 // disc-8 is even, and from disc-9 on both threads win.
 inline constexpr double kSingleThreadMatmulFlops = 4e6;
 
-// Batch sharding (see Backend::batch_shards), measured on the 2-core machine with the disc sweep
-// (ms per step, one thread per op vs one shard per thread): below ~1 MFLOP per step the fork/join
-// and gradient merge cost more than they save (disc-4: 0.0092 vs 0.0109), from disc-6 to disc-11
-// shards win (disc-8: 0.181 vs 0.101, disc-10: 1.76 vs 1.28, disc-11: 6.2 vs 5.7), and at
-// disc-12's 6.7 GFLOP oneDNN's own threading wins (24.3 vs 25.7). Each shard also needs enough
-// rows to keep oneDNN's kernels efficient.
-inline constexpr double kMinShardedStepFlops = 1e6;
-inline constexpr double kMaxShardedStepFlops = 3e9;
+// Batch sharding (see Backend::batch_shards). Measured on the 2-core VM with the disc sweep, ms per
+// step with one shard per thread vs one thread per op, A/B interleaved, in two phases of the host's
+// load: disc-8 0.101 vs 0.181 and 0.153 vs 0.20; disc-9 0.35 vs 0.56 and 0.50 vs 0.60; disc-10
+// 1.28 vs 1.76 and 1.79 vs 1.85. Smaller models (disc-4 ... disc-7) won or lost depending on the
+// phase, and disc-11/12 (1.7 and 6.7 GFLOP per step) ran faster on oneDNN's own threading in the
+// slow phase (7.5 vs 7.0, 30.1 vs 26.1). Shards are used only where they won in both.
+inline constexpr double kMinShardedStepFlops = 1e7;
+inline constexpr double kMaxShardedStepFlops = 1e9;
 inline constexpr int64_t kMinShardBatch = 16;
 
 class CpuBackend final : public Backend {
