@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "data/dataset.h"
+#include "support/expect_error.h"
 
 namespace xo {
 namespace {
@@ -95,16 +96,9 @@ class CsvErrorTest : public ::testing::TestWithParam<CsvErrorCase> {};
 TEST_P(CsvErrorTest, NamesFileLineAndProblem) {
   const CsvErrorCase& c = GetParam();
   const auto path = write(c.name + ".csv", c.text);
-  try {
-    load_csv(path, c.classes, c.features);
-    FAIL() << "no error";
-  } catch (const UserError& e) {
-    const std::string msg = e.what();
-    EXPECT_NE(msg.find(path.string()), std::string::npos) << msg;
-    for (const auto& want : c.expected) {
-      EXPECT_NE(msg.find(want), std::string::npos) << "'" << want << "' not in: " << msg;
-    }
-  }
+  std::vector<std::string> expected = c.expected;
+  expected.push_back(path.string());
+  testing::expect_user_error([&] { load_csv(path, c.classes, c.features); }, expected);
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -125,12 +119,8 @@ INSTANTIATE_TEST_SUITE_P(
     [](const auto& case_info) { return case_info.param.name; });
 
 TEST(Csv, MissingFileIsNamed) {
-  try {
-    load_csv("/nonexistent/dir/points.csv", 2, 0);
-    FAIL();
-  } catch (const UserError& e) {
-    EXPECT_NE(std::string(e.what()).find("/nonexistent/dir/points.csv"), std::string::npos);
-  }
+  testing::expect_user_error([] { load_csv("/nonexistent/dir/points.csv", 2, 0); },
+                             {"/nonexistent/dir/points.csv", "cannot open"});
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "model/spec.h"
+#include "support/expect_error.h"
 
 namespace xo {
 namespace {
@@ -158,15 +159,7 @@ class SpecErrorTest : public ::testing::TestWithParam<ErrorCase> {};
 
 TEST_P(SpecErrorTest, NamesFileLineKeyAndExpectation) {
   const ErrorCase& c = GetParam();
-  try {
-    parse_spec(c.toml, "bad.toml");
-    FAIL() << "no error for:\n" << c.toml;
-  } catch (const UserError& e) {
-    const std::string msg = e.what();
-    for (const auto& want : c.expected) {
-      EXPECT_NE(msg.find(want), std::string::npos) << "'" << want << "' not in: " << msg;
-    }
-  }
+  testing::expect_user_error([&] { parse_spec(c.toml, "bad.toml"); }, c.expected);
 }
 
 INSTANTIATE_TEST_SUITE_P(Errors, SpecErrorTest, ::testing::ValuesIn(error_cases()),
@@ -248,12 +241,7 @@ TEST(Spec, CsvPathsAreRelativeToTheSpecFile) {
 }
 
 TEST(Spec, ResolveNamesTheBuiltinsWhenNothingMatches) {
-  try {
-    resolve_spec("disc-99");
-    FAIL();
-  } catch (const UserError& e) {
-    EXPECT_NE(std::string(e.what()).find("disc-2, disc-3"), std::string::npos) << e.what();
-  }
+  testing::expect_user_error([] { resolve_spec("disc-99"); }, {"'disc-99'", "disc-2, disc-3"});
 }
 
 }  // namespace

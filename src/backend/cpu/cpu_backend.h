@@ -16,13 +16,14 @@ namespace xo::cpu {
 // more than the loop itself for the small layers of the disc sweep.
 inline constexpr int64_t kParallelThreshold = 1 << 15;
 
-// Runs body(begin, end) over [0, n): on the calling thread below kParallelThreshold (an OpenMP
-// `if` clause would still pay for a serialized parallel region, ~1 us), else split statically
-// across the OpenMP threads, so each element is always handled the same way. Inside a batch shard
-// (already in a parallel region) it runs on the calling thread.
+// Runs body(begin, end) over [0, n): on the calling thread when `work` (the element count, unless
+// the caller knows better) is below kParallelThreshold, since an OpenMP `if` clause would still pay
+// for a serialized parallel region (~1 us), and inside a batch shard (already in a parallel
+// region); else split statically across the OpenMP threads, so each element is always handled
+// the same way.
 template <typename Body>
-void parallel_for(int64_t n, Body&& body) {
-  if (n < kParallelThreshold || omp_in_parallel()) {
+void parallel_for(int64_t n, Body&& body, int64_t work = -1) {
+  if ((work < 0 ? n : work) < kParallelThreshold || omp_in_parallel()) {
     body(int64_t{0}, n);
     return;
   }

@@ -169,17 +169,8 @@ class CpuLinear final : public LinearKernel {
         }
       }
     };
-    if (rows * cols < kParallelThreshold || cols < 64 || omp_in_parallel()) {
-      columns(0, cols);
-      return;
-    }
-#pragma omp parallel
-    {
-      const int64_t threads = omp_get_num_threads(), t = omp_get_thread_num();
-      const int64_t per = (cols + threads - 1) / threads;
-      const int64_t c0 = std::min(cols, t * per), c1 = std::min(cols, c0 + per);
-      if (c0 < c1) columns(c0, c1);
-    }
+    // Columns are the unit of work, so the bias sums keep their order for any thread count.
+    parallel_for(cols, columns, rows * cols);
   }
 
   LinearShape shape_;
