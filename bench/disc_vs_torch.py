@@ -161,7 +161,7 @@ def main():
         return torch_worker(args)
 
     import torch
-    binary = os.path.join(args.build, "src", "crossover")
+    binary = os.path.join(args.build, "crossover")
     cores = os.cpu_count()
     print(f"machine: {platform.processor() or platform.machine()}, {cores} cores; "
           f"torch {torch.__version__} (default threads {torch.get_num_threads()}); "

@@ -5,11 +5,11 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "core/function_ref.h"
 #include "optim/optimizer.h"
 
 namespace xo {
@@ -126,7 +126,7 @@ class Backend {
   // its own than when every op is split across workers. How many shards this backend wants for a
   // training step of `flops` over `batch` samples (1: none), and a way to run them concurrently.
   virtual int batch_shards(int64_t batch, double flops) const = 0;
-  virtual void parallel_shards(int shards, const std::function<void(int shard)>& body) = 0;
+  virtual void parallel_shards(int shards, FunctionRef<void(int shard)> body) = 0;
 
   // Kernels, created at plan time (this is where primitives are built and cached).
   virtual std::unique_ptr<LinearKernel> linear(const LinearShape& shape) = 0;

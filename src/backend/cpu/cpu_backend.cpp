@@ -95,7 +95,7 @@ int CpuBackend::batch_shards(int64_t batch, double flops) const {
   return threads;
 }
 
-void CpuBackend::parallel_shards(int shards, const std::function<void(int shard)>& body) {
+void CpuBackend::parallel_shards(int shards, FunctionRef<void(int shard)> body) {
   if (shards == 1) {
     body(0);
     return;

@@ -66,7 +66,7 @@ class CpuBackend final : public Backend {
   void accumulate(float* dst, const float* src, int64_t n) override;
   void accumulate_stats(LossStats* dst, const LossStats* src) override;
   int batch_shards(int64_t batch, double flops) const override;
-  void parallel_shards(int shards, const std::function<void(int shard)>& body) override;
+  void parallel_shards(int shards, FunctionRef<void(int shard)> body) override;
 
   std::unique_ptr<LinearKernel> linear(const LinearShape& shape) override;
   std::unique_ptr<ActivationKernel> activation(Activation act, int64_t elements) override;
