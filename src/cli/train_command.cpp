@@ -7,6 +7,7 @@
 #include "core/file.h"
 #include "data/source.h"
 #include "model/model.h"
+#include "report/machine.h"
 #include "report/results.h"
 
 namespace xo::cli {
@@ -61,7 +62,11 @@ int run_train(const TrainOptions& o) {
     save_safetensors(o.save, model.export_params(),
                      {{"format", "pt"}, {"model", spec.name}, {"producer", "crossover"}});
   }
-  if (!o.json.empty()) write_file_atomic(o.json, to_json(r).dump(2) + "\n");
+  if (!o.json.empty()) {
+    nlohmann::json j = to_json(r);
+    j["machine"] = describe_machine();
+    write_file_atomic(o.json, j.dump(2) + "\n");
+  }
   return r.interrupted ? 130 : 0;
 }
 

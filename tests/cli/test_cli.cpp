@@ -71,6 +71,8 @@ TEST(Cli, TrainWritesTheDocumentedJson) {
   }
   EXPECT_GT(j["median_step_ms"].get<double>(), 0.0);
   EXPECT_EQ(j["device_info"]["threads"], 1);
+  EXPECT_TRUE(j["machine"].contains("cpu"));
+  EXPECT_TRUE(j["machine"].contains("compiler"));
 }
 
 TEST(Cli, WeightsRoundTripThroughSafetensors) {

@@ -1,6 +1,7 @@
 // Softmax cross-entropy on the CPU: loss (mean over the batch, as torch.nn.CrossEntropyLoss), the
 // arg-max accuracy and d(loss)/d(logits) = (softmax - onehot) / batch, in one pass per row.
 #include <cmath>
+#include <vector>
 
 #include "backend/cpu/cpu_backend.h"
 
@@ -10,30 +11,50 @@ namespace {
 class CpuCrossEntropy final : public CrossEntropyKernel {
  public:
   CpuCrossEntropy(int64_t batch, int64_t classes, int64_t normalizer)
-      : batch_(batch), classes_(classes), normalizer_(normalizer) {}
+      : batch_(batch),
+        classes_(classes),
+        normalizer_(normalizer),
+        exps_(batch * classes),
+        row_max_(batch) {}
 
   void forward_backward(const float* logits, const int32_t* labels, float* d_logits,
                         LossStats* stats) override {
-    const int64_t c = classes_;
-    const float inv_batch = 1.0f / static_cast<float>(normalizer_);
+    const int64_t c = classes_, n = batch_ * classes_;
+    const float inv_norm = 1.0f / static_cast<float>(normalizer_);
+    float* e = exps_.data();
+    // exp(x - row max) for the whole batch in one vectorised pass (libmvec's expf), so the
+    // exponentials are computed once for the loss and the gradient; the shift keeps them finite.
+    for (int64_t r = 0; r < batch_; ++r) {
+      const float* x = logits + r * c;
+      float max = x[0];
+      for (int64_t j = 1; j < c; ++j) max = x[j] > max ? x[j] : max;
+      row_max_[r] = max;
+#pragma omp simd
+      for (int64_t j = 0; j < c; ++j) e[r * c + j] = x[j] - max;
+    }
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i) e[i] = std::exp(e[i]);
     double loss = 0.0;
     int64_t correct = 0;
     for (int64_t r = 0; r < batch_; ++r) {
       const float* x = logits + r * c;
+      const float* er = e + r * c;
       int64_t arg_max = 0;
-      for (int64_t j = 1; j < c; ++j) arg_max = x[j] > x[arg_max] ? j : arg_max;
-      const float max = x[arg_max];
-      float sum = 0.0f;
-      for (int64_t j = 0; j < c; ++j) sum += std::exp(x[j] - max);
+      float sum = er[0];
+      for (int64_t j = 1; j < c; ++j) {
+        arg_max = x[j] > x[arg_max] ? j : arg_max;
+        sum += er[j];
+      }
       const int32_t label = labels[r];
-      // log-sum-exp shifted by the max, so large logits cannot overflow.
-      loss += static_cast<double>(std::log(sum) + max - x[label]);
+      // -log softmax(x)[label] = log(sum exp(x - max)) - (x[label] - max), finite for any logits.
+      loss += static_cast<double>(std::log(sum) - (x[label] - row_max_[r]));
       correct += arg_max == label;
       if (d_logits) {
         float* g = d_logits + r * c;
-        const float inv_sum = 1.0f / sum;
-        for (int64_t j = 0; j < c; ++j) g[j] = std::exp(x[j] - max) * inv_sum * inv_batch;
-        g[label] -= inv_batch;
+        const float scale = inv_norm / sum;
+#pragma omp simd
+        for (int64_t j = 0; j < c; ++j) g[j] = er[j] * scale;
+        g[label] -= inv_norm;
       }
     }
     stats->loss_sum += loss / static_cast<double>(normalizer_);
@@ -43,6 +64,8 @@ class CpuCrossEntropy final : public CrossEntropyKernel {
 
  private:
   int64_t batch_, classes_, normalizer_;
+  std::vector<float> exps_;     // [batch, classes] scratch, allocated at plan time
+  std::vector<float> row_max_;  // [batch]
 };
 
 }  // namespace
