@@ -33,10 +33,14 @@ int main(int argc, char** argv) {
   std::vector<int64_t> sizes = {1024, 2048, 3072};
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i], value = argv[i + 1];
-    if (flag == "--device") device = value;
-    else if (flag == "--threads") threads = std::atoi(value.c_str());
-    else if (flag == "--sizes") sizes = parse_sizes(value);
-    else if (flag == "--reps") reps = std::atoi(value.c_str());
+    if (flag == "--device")
+      device = value;
+    else if (flag == "--threads")
+      threads = std::atoi(value.c_str());
+    else if (flag == "--sizes")
+      sizes = parse_sizes(value);
+    else if (flag == "--reps")
+      reps = std::atoi(value.c_str());
     else {
       fmt::print(stderr, "unknown flag {}\n", flag);
       return 2;

@@ -16,11 +16,11 @@ namespace xo {
 
 // What a device is, for tables, reports and results.json.
 struct DeviceInfo {
-  std::string id;           // "cpu", "cuda:0"
-  std::string kind;         // "cpu" or "cuda"
-  std::string name;         // e.g. "Intel(R) Xeon(R) Platinum 8481C"
-  int threads = 0;          // CPU threads used; 0 for GPUs
-  std::string library;      // e.g. "oneDNN 2.6.3 (OpenMP)"
+  std::string id;       // "cpu", "cuda:0"
+  std::string kind;     // "cpu" or "cuda"
+  std::string name;     // e.g. "Intel(R) Xeon(R) Platinum 8481C"
+  int threads = 0;      // CPU threads used; 0 for GPUs
+  std::string library;  // e.g. "oneDNN 2.6.3 (OpenMP)"
   std::vector<std::pair<std::string, std::string>> details;  // extra key/value facts
 };
 
@@ -29,9 +29,12 @@ struct DeviceInfo {
 class DeviceBuffer {
  public:
   DeviceBuffer() = default;
-  DeviceBuffer(std::shared_ptr<void> memory, size_t bytes) : memory_(std::move(memory)), bytes_(bytes) {}
+  DeviceBuffer(std::shared_ptr<void> memory, size_t bytes)
+      : memory_(std::move(memory)), bytes_(bytes) {}
   template <typename T>
-  T* as() const { return static_cast<T*>(memory_.get()); }
+  T* as() const {
+    return static_cast<T*>(memory_.get());
+  }
   size_t bytes() const { return bytes_; }
   explicit operator bool() const { return memory_ != nullptr; }
 
@@ -57,7 +60,8 @@ struct LinearShape {
 class LinearKernel {
  public:
   virtual ~LinearKernel() = default;
-  // src [batch, in], weights [out, in] (PyTorch layout), bias [out] (may be null), dst [batch, out].
+  // src [batch, in], weights [out, in] (PyTorch layout), bias [out] (may be null), dst [batch,
+  // out].
   virtual void forward(const float* src, const float* weights, const float* bias, float* dst) = 0;
   // d_dst [batch, out] is the gradient of the activation's output; it is used as scratch and holds
   // the pre-activation gradient afterwards. d_weights [out, in] and d_bias [out] are overwritten
@@ -77,8 +81,8 @@ class ActivationKernel {
 
 // Running sums a loss kernel adds to, kept on the device so the host reads them once per epoch.
 struct LossStats {
-  double loss_sum = 0;      // sum over batches of the batch's mean loss (the classic "epoch loss")
-  double correct = 0;       // samples whose arg-max prediction equals the label
+  double loss_sum = 0;  // sum over batches of the batch's mean loss (the classic "epoch loss")
+  double correct = 0;   // samples whose arg-max prediction equals the label
   double samples = 0;
 };
 
@@ -141,7 +145,7 @@ class Backend {
 struct DeviceRequest {
   std::string kind;  // "cpu", "cuda" or "auto"
   int index = 0;
-  int threads = 0;   // CPU threads; 0 = all cores
+  int threads = 0;  // CPU threads; 0 = all cores
 };
 DeviceRequest parse_device(const std::string& text, int threads);
 

@@ -12,10 +12,14 @@ namespace xo {
 
 const char* activation_name(Activation a) {
   switch (a) {
-    case Activation::None: return "none";
-    case Activation::ReLU: return "relu";
-    case Activation::Tanh: return "tanh";
-    case Activation::Sigmoid: return "sigmoid";
+    case Activation::None:
+      return "none";
+    case Activation::ReLU:
+      return "relu";
+    case Activation::Tanh:
+      return "tanh";
+    case Activation::Sigmoid:
+      return "sigmoid";
   }
   return "?";
 }
@@ -23,7 +27,8 @@ const char* activation_name(Activation a) {
 DeviceRequest parse_device(const std::string& text, int threads) {
   DeviceRequest r;
   r.threads = threads;
-  if (threads < 0) throw UserError(fmt::format("--threads {}: expected 0 (all cores) or more", threads));
+  if (threads < 0)
+    throw UserError(fmt::format("--threads {}: expected 0 (all cores) or more", threads));
   if (text == "cpu" || text == "auto" || text == "cuda") {
     r.kind = text;
     return r;

@@ -71,7 +71,8 @@ int run_devices() {
 }  // namespace
 
 Command add_models(CLI::App& app) {
-  return {app.add_subcommand("models", "List the built-in model specs"), [] { return run_models(); }};
+  return {app.add_subcommand("models", "List the built-in model specs"),
+          [] { return run_models(); }};
 }
 
 Command add_devices(CLI::App& app) {

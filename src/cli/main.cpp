@@ -14,9 +14,9 @@ int main(int argc, char** argv) {
       "Run `crossover run` for the classic disc sweep, `crossover train disc-8` for one model."};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("crossover ") + CROSSOVER_VERSION);
-  const std::vector<xo::cli::Command> commands = {
-      xo::cli::add_run(app), xo::cli::add_train(app), xo::cli::add_models(app),
-      xo::cli::add_devices(app)};
+  const std::vector<xo::cli::Command> commands = {xo::cli::add_run(app), xo::cli::add_train(app),
+                                                  xo::cli::add_models(app),
+                                                  xo::cli::add_devices(app)};
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

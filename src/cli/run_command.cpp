@@ -32,8 +32,8 @@ std::vector<std::string> default_models() {
 }
 
 std::string render_table(const std::vector<SweepRow>& rows) {
-  Table table({"model", "layers", "params", "device", "s/100 epochs", "ms/step", "cv",
-               "GFLOP/s", "train error"});
+  Table table({"model", "layers", "params", "device", "s/100 epochs", "ms/step", "cv", "GFLOP/s",
+               "train error"});
   for (const SweepRow& row : rows) {
     const TrainResult& r = row.result;
     table.add_row({r.model, std::to_string(row.layers), std::to_string(r.params), r.device.id,
@@ -95,13 +95,16 @@ Command add_run(CLI::App& app) {
   auto o = std::make_shared<RunOptions>();
   CLI::App* sub = app.add_subcommand(
       "run", "The default job: the disc-2 ... disc-12 sweep on every device present");
-  sub->add_option("--out", o->out, "Folder for results.json and results.csv")->capture_default_str();
+  sub->add_option("--out", o->out, "Folder for results.json and results.csv")
+      ->capture_default_str();
   sub->add_option("--models", o->models, "Models to sweep (default disc-2 ... disc-12)")
       ->delimiter(',');
   sub->add_option("--devices", o->devices, "Devices (default: every device present)")
       ->delimiter(',');
-  sub->add_option("--epochs", o->epochs, "Override every model's epochs")->check(CLI::PositiveNumber);
-  sub->add_option("--threads", o->threads, "CPU threads (0 = all cores)")->check(CLI::NonNegativeNumber);
+  sub->add_option("--epochs", o->epochs, "Override every model's epochs")
+      ->check(CLI::PositiveNumber);
+  sub->add_option("--threads", o->threads, "CPU threads (0 = all cores)")
+      ->check(CLI::NonNegativeNumber);
   return {sub, [o] { return run_sweep(*o); }};
 }
 

@@ -45,19 +45,22 @@ int run_train(const TrainOptions& o) {
                backend->info().name, backend->info().threads, data.description);
   }
   const ExecutionOptions exec{o.shards};
-  const TrainResult r = train_model(model, data, spec.train, [&](const EpochRecord& e, int64_t n) {
-    if (!o.quiet) {
-      fmt::print("epoch {:>{}}/{}  loss {:.6f}  train error {:6.2f}%  {:.3f} ms\n", e.epoch,
-                 fmt::formatted_size("{}", n), n, e.loss, e.train_error, e.seconds * 1e3);
-      std::fflush(stdout);
-    }
-  }, exec);
-  fmt::print("{}: final loss {:.6f}, train error {:.2f}%, {:.4f} ms/step (median of {}, cv {:.1f}%), "
-             "{:.1f} GFLOP/s, {:.0f} samples/s, {:.2f} s training, {} shard{}{}\n",
-             r.model, r.final_loss, r.final_train_error, r.step_ms.median, r.step_ms.count,
-             100.0 * r.step_ms.cv, r.gflops, r.samples_per_second, r.train_seconds, r.shards,
-             r.shards == 1 ? "" : "s",
-             r.interrupted ? " (interrupted)" : "");
+  const TrainResult r = train_model(
+      model, data, spec.train,
+      [&](const EpochRecord& e, int64_t n) {
+        if (!o.quiet) {
+          fmt::print("epoch {:>{}}/{}  loss {:.6f}  train error {:6.2f}%  {:.3f} ms\n", e.epoch,
+                     fmt::formatted_size("{}", n), n, e.loss, e.train_error, e.seconds * 1e3);
+          std::fflush(stdout);
+        }
+      },
+      exec);
+  fmt::print(
+      "{}: final loss {:.6f}, train error {:.2f}%, {:.4f} ms/step (median of {}, cv {:.1f}%), "
+      "{:.1f} GFLOP/s, {:.0f} samples/s, {:.2f} s training, {} shard{}{}\n",
+      r.model, r.final_loss, r.final_train_error, r.step_ms.median, r.step_ms.count,
+      100.0 * r.step_ms.cv, r.gflops, r.samples_per_second, r.train_seconds, r.shards,
+      r.shards == 1 ? "" : "s", r.interrupted ? " (interrupted)" : "");
   if (!o.save.empty()) {
     save_safetensors(o.save, model.export_params(),
                      {{"format", "pt"}, {"model", spec.name}, {"producer", "crossover"}});
@@ -83,7 +86,8 @@ Command add_train(CLI::App& app) {
   sub->add_option("--lr", o->lr, "Override the optimizer's learning rate")
       ->check(CLI::PositiveNumber);
   sub->add_option("--seed", o->seed, "Override train.seed (data, initial weights, shuffling)");
-  sub->add_option("--threads", o->threads, "CPU threads (0 = all cores)")->check(CLI::NonNegativeNumber);
+  sub->add_option("--threads", o->threads, "CPU threads (0 = all cores)")
+      ->check(CLI::NonNegativeNumber);
   sub->add_option("--shards", o->shards,
                   "Split each batch into N shards trained concurrently (0 = the backend decides)")
       ->check(CLI::NonNegativeNumber);

@@ -26,7 +26,7 @@ class InternalError : public std::runtime_error {
 }  // namespace xo
 
 // Checks an internal invariant; on failure throws InternalError with the expression and location.
-#define XO_ASSERT(cond)                                                  \
-  do {                                                                   \
-    if (!(cond)) ::xo::throw_internal(#cond, "", __FILE__, __LINE__);    \
+#define XO_ASSERT(cond)                                               \
+  do {                                                                \
+    if (!(cond)) ::xo::throw_internal(#cond, "", __FILE__, __LINE__); \
   } while (0)

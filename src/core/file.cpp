@@ -26,8 +26,8 @@ void write_file_atomic(const std::filesystem::path& path, std::string_view bytes
   std::error_code ec;
   if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path(), ec);
   if (ec) {
-    throw UserError(fmt::format("{}: cannot create folder: {}", path.parent_path().string(),
-                                ec.message()));
+    throw UserError(
+        fmt::format("{}: cannot create folder: {}", path.parent_path().string(), ec.message()));
   }
   const std::string tmp = fmt::format("{}.tmp.{}", path.string(), ::getpid());
   std::FILE* f = std::fopen(tmp.c_str(), "wb");
@@ -43,8 +43,8 @@ void write_file_atomic(const std::filesystem::path& path, std::string_view bytes
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
     const int rename_err = errno;
     std::remove(tmp.c_str());
-    throw UserError(fmt::format("{}: cannot rename into place: {}", path.string(),
-                                std::strerror(rename_err)));
+    throw UserError(
+        fmt::format("{}: cannot rename into place: {}", path.string(), std::strerror(rename_err)));
   }
 }
 

@@ -1,8 +1,9 @@
 #include "core/interrupt.h"
 
+#include <unistd.h>
+
 #include <csignal>
 #include <cstdlib>
-#include <unistd.h>
 
 namespace xo {
 namespace {

@@ -18,7 +18,8 @@ class Rng {
   uint64_t below(uint64_t n) {
     const uint64_t limit = UINT64_MAX - UINT64_MAX % n;
     uint64_t x;
-    do x = engine_(); while (x >= limit);
+    do x = engine_();
+    while (x >= limit);
     return x % n;
   }
 

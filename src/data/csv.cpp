@@ -15,7 +15,8 @@ namespace {
 
 std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
+    s.remove_suffix(1);
   return s;
 }
 
@@ -24,7 +25,8 @@ void split(std::string_view line, std::vector<std::string_view>& fields) {
   size_t start = 0;
   while (true) {
     const size_t comma = line.find(',', start);
-    fields.push_back(trim(line.substr(start, comma == std::string_view::npos ? comma : comma - start)));
+    fields.push_back(
+        trim(line.substr(start, comma == std::string_view::npos ? comma : comma - start)));
     if (comma == std::string_view::npos) break;
     start = comma + 1;
   }
@@ -70,9 +72,9 @@ Dataset load_csv(const std::filesystem::path& path, int64_t classes, int64_t exp
       columns = fields.size();
       first_data_line = line_no;
       if (columns < 2) {
-        throw UserError(fmt::format(
-            "{}:{}: row has {} column, expected at least 2 (features, then the label)", name,
-            line_no, columns));
+        throw UserError(
+            fmt::format("{}:{}: row has {} column, expected at least 2 (features, then the label)",
+                        name, line_no, columns));
       }
       const int64_t features = static_cast<int64_t>(columns) - 1;
       if (expected_features > 0 && features != expected_features) {
@@ -82,9 +84,10 @@ Dataset load_csv(const std::filesystem::path& path, int64_t classes, int64_t exp
       d.features = features;
     }
     if (fields.size() != columns) {
-      throw UserError(fmt::format("{}:{}: row has {} columns, expected {} like the first data row "
-                                  "(line {})",
-                                  name, line_no, fields.size(), columns, first_data_line));
+      throw UserError(
+          fmt::format("{}:{}: row has {} columns, expected {} like the first data row "
+                      "(line {})",
+                      name, line_no, fields.size(), columns, first_data_line));
     }
     for (size_t c = 0; c + 1 < columns; ++c) {
       double v;
@@ -95,14 +98,16 @@ Dataset load_csv(const std::filesystem::path& path, int64_t classes, int64_t exp
       d.x.push_back(static_cast<float>(v));
     }
     double label;
-    if (!parse_double(fields.back(), label) || label != std::floor(label) || !std::isfinite(label)) {
+    if (!parse_double(fields.back(), label) || label != std::floor(label) ||
+        !std::isfinite(label)) {
       throw UserError(fmt::format("{}:{}: label '{}' is not an integer class index", name, line_no,
                                   fields.back()));
     }
     if (label < 0 || label >= static_cast<double>(classes)) {
-      throw UserError(fmt::format("{}:{}: label {} out of range: the model has {} classes, so "
-                                  "labels must be integers in [0, {}]",
-                                  name, line_no, label, classes, classes - 1));
+      throw UserError(
+          fmt::format("{}:{}: label {} out of range: the model has {} classes, so "
+                      "labels must be integers in [0, {}]",
+                      name, line_no, label, classes, classes - 1));
     }
     d.y.push_back(static_cast<int32_t>(label));
   }

@@ -11,24 +11,24 @@ namespace xo {
 struct Dataset {
   int64_t samples = 0;
   int64_t features = 0;
-  int64_t classes = 0;         // labels are in [0, classes)
-  std::vector<float> x;        // [samples, features], row-major
-  std::vector<int32_t> y;      // [samples]
-  std::string description;     // e.g. "disc: 1000 points, seed 0" or "csv: data/train.csv"
+  int64_t classes = 0;      // labels are in [0, classes)
+  std::vector<float> x;     // [samples, features], row-major
+  std::vector<int32_t> y;   // [samples]
+  std::string description;  // e.g. "disc: 1000 points, seed 0" or "csv: data/train.csv"
 };
 
 // The "disc" data set of the classic CPU-vs-GPU experiment: points uniform in [0,1]^2, label 1 when
-// x^2 + y^2 < 1/(2*pi), else 0: a quarter disc of area 1/8, so about 12.5% of labels are 1. Features
-// are standardized by the global mean and (population) standard deviation of all coordinates.
-// Deterministic for a given seed on every machine.
+// x^2 + y^2 < 1/(2*pi), else 0: a quarter disc of area 1/8, so about 12.5% of labels are 1.
+// Features are standardized by the global mean and (population) standard deviation of all
+// coordinates. Deterministic for a given seed on every machine.
 Dataset make_disc(int64_t samples, uint64_t seed);
 
 // Loads a CSV of numeric feature columns with an integer class label in the last column. A first
-// line that is not numeric is taken as a header. Blank lines are skipped. `classes` is the number of
-// classes the model predicts: labels must be integers in [0, classes). Throws UserError naming the
-// file and line for: an unreadable file, no data rows, ragged rows (column count differs from the
-// first data row), a field that is not a number, a label that is not an integer or out of range,
-// fewer than 2 columns. `expected_features` (if > 0) must match the feature column count.
+// line that is not numeric is taken as a header. Blank lines are skipped. `classes` is the number
+// of classes the model predicts: labels must be integers in [0, classes). Throws UserError naming
+// the file and line for: an unreadable file, no data rows, ragged rows (column count differs from
+// the first data row), a field that is not a number, a label that is not an integer or out of
+// range, fewer than 2 columns. `expected_features` (if > 0) must match the feature column count.
 Dataset load_csv(const std::filesystem::path& path, int64_t classes, int64_t expected_features);
 
 }  // namespace xo

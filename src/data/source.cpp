@@ -14,8 +14,8 @@ Dataset load_data(const ModelSpec& spec, int64_t classes, const std::string& csv
   if (source == "disc") return make_disc(spec.data.samples, spec.train.seed);
   constexpr std::string_view kCsv = "csv:";
   if (source.rfind(kCsv, 0) == 0) return load_csv(source.substr(kCsv.size()), classes, features);
-  throw UserError(fmt::format("{}: data.source '{}': expected \"disc\" or \"csv:PATH\"",
-                              spec.origin, source));
+  throw UserError(
+      fmt::format("{}: data.source '{}': expected \"disc\" or \"csv:PATH\"", spec.origin, source));
 }
 
 }  // namespace xo

@@ -66,14 +66,15 @@ void save_safetensors(const std::filesystem::path& path, const std::vector<Named
     for (int64_t d : t.shape) n *= d;
     XO_ASSERT(n == static_cast<int64_t>(t.data.size()));
     const size_t bytes = sizeof(float) * t.data.size();
-    header[t.name] = {{"dtype", "F32"}, {"shape", t.shape}, {"data_offsets", {offset, offset + bytes}}};
+    header[t.name] = {
+        {"dtype", "F32"}, {"shape", t.shape}, {"data_offsets", {offset, offset + bytes}}};
     offset += bytes;
   }
   std::string json = header.dump();
   // Pad with spaces so that the data starts 8-byte aligned, as the format recommends.
-  json.append((kHeaderAlignment - (kHeaderLengthBytes + json.size()) % kHeaderAlignment) %
-                  kHeaderAlignment,
-              ' ');
+  json.append(
+      (kHeaderAlignment - (kHeaderLengthBytes + json.size()) % kHeaderAlignment) % kHeaderAlignment,
+      ' ');
   std::string file(kHeaderLengthBytes, '\0');
   const uint64_t len = json.size();
   std::memcpy(file.data(), &len, sizeof(len));
@@ -89,16 +90,18 @@ std::vector<NamedTensor> load_safetensors(const std::filesystem::path& path) {
   const std::string file = read_file(path);
   const std::string name = path.string();
   if (file.size() < kHeaderLengthBytes) {
-    throw UserError(fmt::format("{}: {} bytes is too short for a safetensors file (needs an 8-byte "
-                                "header length)",
-                                name, file.size()));
+    throw UserError(
+        fmt::format("{}: {} bytes is too short for a safetensors file (needs an 8-byte "
+                    "header length)",
+                    name, file.size()));
   }
   uint64_t len;
   std::memcpy(&len, file.data(), sizeof(len));
   if (len > kMaxHeaderBytes || len > file.size() - kHeaderLengthBytes) {
-    throw UserError(fmt::format("{}: header length {} runs past the end of the file ({} bytes): "
-                                "truncated, or not a safetensors file",
-                                name, len, file.size()));
+    throw UserError(
+        fmt::format("{}: header length {} runs past the end of the file ({} bytes): "
+                    "truncated, or not a safetensors file",
+                    name, len, file.size()));
   }
   nlohmann::json header;
   try {
@@ -122,23 +125,27 @@ std::vector<NamedTensor> load_safetensors(const std::filesystem::path& path) {
     const std::string where = fmt::format("{}: tensor '{}'", name, it.key());
     try {
       Entry e{it.key(), v.at("dtype").get<std::string>(), v.at("shape").get<std::vector<int64_t>>(),
-              v.at("data_offsets").at(0).get<uint64_t>(), v.at("data_offsets").at(1).get<uint64_t>()};
+              v.at("data_offsets").at(0).get<uint64_t>(),
+              v.at("data_offsets").at(1).get<uint64_t>()};
       if (v.at("data_offsets").size() != 2) throw std::out_of_range("data_offsets");
       entries.push_back(std::move(e));
     } catch (const nlohmann::json::exception& ex) {
-      throw UserError(fmt::format("{}: expected {{\"dtype\", \"shape\", \"data_offsets\": [begin, "
-                                  "end]}}: {}",
-                                  where, ex.what()));
+      throw UserError(
+          fmt::format("{}: expected {{\"dtype\", \"shape\", \"data_offsets\": [begin, "
+                      "end]}}: {}",
+                      where, ex.what()));
     }
     const Entry& e = entries.back();
     const size_t elem = dtype_size(e.dtype);
     if (elem == 0) {
-      throw UserError(fmt::format("{}: dtype '{}' is not supported (expected F32, F64, F16 or BF16)",
-                                  where, e.dtype));
+      throw UserError(fmt::format(
+          "{}: dtype '{}' is not supported (expected F32, F64, F16 or BF16)", where, e.dtype));
     }
     uint64_t n = 1;
     for (int64_t d : e.shape) {
-      if (d < 0) throw UserError(fmt::format("{}: negative dimension in shape [{}]", where, fmt::join(e.shape, ", ")));
+      if (d < 0)
+        throw UserError(
+            fmt::format("{}: negative dimension in shape [{}]", where, fmt::join(e.shape, ", ")));
       n *= static_cast<uint64_t>(d);
     }
     if (e.end < e.begin || e.end > data_size) {
@@ -146,13 +153,14 @@ std::vector<NamedTensor> load_safetensors(const std::filesystem::path& path) {
                                   e.begin, e.end, data_size));
     }
     if (e.end - e.begin != n * elem) {
-      throw UserError(fmt::format("{}: data_offsets [{}, {}] hold {} bytes but shape [{}] of {} "
-                                  "needs {}",
-                                  where, e.begin, e.end, e.end - e.begin, fmt::join(e.shape, ", "),
-                                  e.dtype, n * elem));
+      throw UserError(fmt::format(
+          "{}: data_offsets [{}, {}] hold {} bytes but shape [{}] of {} "
+          "needs {}",
+          where, e.begin, e.end, e.end - e.begin, fmt::join(e.shape, ", "), e.dtype, n * elem));
     }
   }
-  std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) { return a.begin < b.begin; });
+  std::sort(entries.begin(), entries.end(),
+            [](const Entry& a, const Entry& b) { return a.begin < b.begin; });
   for (size_t i = 1; i < entries.size(); ++i) {
     if (entries[i].begin < entries[i - 1].end) {
       throw UserError(fmt::format("{}: tensors '{}' and '{}' overlap", name, entries[i - 1].name,

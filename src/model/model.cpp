@@ -16,10 +16,14 @@ constexpr int64_t kTensorAlignFloats = 16;  // 64 bytes: every view starts on a 
 
 Activation activation_of(LayerType t) {
   switch (t) {
-    case LayerType::ReLU: return Activation::ReLU;
-    case LayerType::Tanh: return Activation::Tanh;
-    case LayerType::Sigmoid: return Activation::Sigmoid;
-    case LayerType::Linear: break;
+    case LayerType::ReLU:
+      return Activation::ReLU;
+    case LayerType::Tanh:
+      return Activation::Tanh;
+    case LayerType::Sigmoid:
+      return Activation::Sigmoid;
+    case LayerType::Linear:
+      break;
   }
   return Activation::None;
 }
@@ -95,8 +99,8 @@ std::vector<NamedTensor> Model::export_params() const {
   backend_->download(host.data(), params(), sizeof(float) * host.size());
   std::vector<NamedTensor> out;
   for (const ParamTensor& t : tensors_) {
-    out.push_back({t.name, t.shape, std::vector<float>(host.begin() + t.offset,
-                                                       host.begin() + t.offset + t.size)});
+    out.push_back({t.name, t.shape,
+                   std::vector<float>(host.begin() + t.offset, host.begin() + t.offset + t.size)});
   }
   return out;
 }
@@ -165,8 +169,8 @@ Network::Network(const Model& model, int64_t batch, bool training, int shards)
       const Block& b = blocks[i];
       Step step;
       if (b.is_linear) {
-        LinearShape shape{s.batch, b.in_features, b.out_features, b.bias >= 0, b.activation, i > 0,
-                          shards > 1};
+        LinearShape shape{s.batch,      b.in_features, b.out_features, b.bias >= 0,
+                          b.activation, i > 0,         shards > 1};
         step.linear = be.linear(shape);
       } else {
         step.activation = be.activation(b.activation, s.batch * b.out_features);
@@ -178,8 +182,8 @@ Network::Network(const Model& model, int64_t batch, bool training, int shards)
     }
     s.loss = be.cross_entropy(s.batch, model.classes(), batch);
     if (training) {
-      s.grads = k == 0 ? model.grads()
-                       : static_cast<float*>(buffer(sizeof(float) * model.flat_size()));
+      s.grads =
+          k == 0 ? model.grads() : static_cast<float*>(buffer(sizeof(float) * model.flat_size()));
     }
     if (k > 0) s.stats = static_cast<LossStats*>(buffer(sizeof(LossStats)));
     shards_.push_back(std::move(s));

@@ -15,9 +15,9 @@ namespace xo {
 
 // One named parameter tensor: a view [offset, offset + size) of the flat buffers.
 struct ParamTensor {
-  std::string name;             // PyTorch state_dict name, e.g. "2.weight"
-  std::vector<int64_t> shape;   // e.g. {out, in}
-  int64_t offset = 0;           // in floats, into params() and grads()
+  std::string name;            // PyTorch state_dict name, e.g. "2.weight"
+  std::vector<int64_t> shape;  // e.g. {out, in}
+  int64_t offset = 0;          // in floats, into params() and grads()
   int64_t size = 0;
 };
 
@@ -52,7 +52,8 @@ class Model {
   float* grads() const { return grads_.as<float>(); }
 
   // PyTorch's default initialisation, in distribution: nn.Linear draws weights from
-  // kaiming_uniform(a = sqrt(5)), i.e. U(-1/sqrt(in), 1/sqrt(in)), and the bias from the same range.
+  // kaiming_uniform(a = sqrt(5)), i.e. U(-1/sqrt(in), 1/sqrt(in)), and the bias from the same
+  // range.
   void init(uint64_t seed);
 
   std::vector<NamedTensor> export_params() const;
@@ -101,12 +102,12 @@ class Network {
   // A slice [offset, offset + batch) of the batch with everything it needs.
   struct Shard {
     int64_t offset = 0, batch = 0;
-    std::vector<Step> steps;           // one per Block
-    std::vector<float*> outputs;       // per block: [batch, out_features]
-    std::vector<float*> d_outputs;     // per block: gradient of the output (training only)
+    std::vector<Step> steps;        // one per Block
+    std::vector<float*> outputs;    // per block: [batch, out_features]
+    std::vector<float*> d_outputs;  // per block: gradient of the output (training only)
     std::unique_ptr<CrossEntropyKernel> loss;
-    float* grads = nullptr;            // the model's buffer for shard 0, its own for the others
-    LossStats* stats = nullptr;        // null for shard 0 (adds to the caller's), its own else
+    float* grads = nullptr;      // the model's buffer for shard 0, its own for the others
+    LossStats* stats = nullptr;  // null for shard 0 (adds to the caller's), its own else
   };
 
   void forward(Shard& s, const float* src);
@@ -117,7 +118,7 @@ class Network {
   int64_t batch_;
   bool training_;
   std::vector<Shard> shards_;
-  std::vector<DeviceBuffer> memory_;   // owns every buffer above
+  std::vector<DeviceBuffer> memory_;  // owns every buffer above
 };
 
 }  // namespace xo

@@ -4,7 +4,6 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-
 #include <toml++/toml.h>
 
 #include <algorithm>
@@ -52,12 +51,13 @@ class Parser {
       return nullptr;
     }
     const toml::table* t = n->as_table();
-    if (!t) fail(line_of(*n), join(path, key), fmt::format("expected a table, got {}", type_name(*n)));
+    if (!t)
+      fail(line_of(*n), join(path, key), fmt::format("expected a table, got {}", type_name(*n)));
     return t;
   }
 
-  std::optional<int64_t> integer(const toml::table& t, const std::string& path, std::string_view key,
-                                 bool required, int missing_line) const {
+  std::optional<int64_t> integer(const toml::table& t, const std::string& path,
+                                 std::string_view key, bool required, int missing_line) const {
     const toml::node* n = t.get(key);
     if (!n) {
       if (required) fail(missing_line, join(path, key), "missing (expected an integer)");
@@ -100,13 +100,20 @@ class Parser {
 
   static std::string type_name(const toml::node& n) {
     switch (n.type()) {
-      case toml::node_type::table: return "a table";
-      case toml::node_type::array: return "an array";
-      case toml::node_type::string: return "a string";
-      case toml::node_type::integer: return "an integer";
-      case toml::node_type::floating_point: return "a number with a fraction";
-      case toml::node_type::boolean: return "a boolean";
-      default: return "a date or time";
+      case toml::node_type::table:
+        return "a table";
+      case toml::node_type::array:
+        return "an array";
+      case toml::node_type::string:
+        return "a string";
+      case toml::node_type::integer:
+        return "an integer";
+      case toml::node_type::floating_point:
+        return "a number with a fraction";
+      case toml::node_type::boolean:
+        return "a boolean";
+      default:
+        return "a date or time";
     }
   }
 
@@ -128,16 +135,21 @@ LayerType layer_type(const Parser& p, int line, const std::string& key, const st
   if (name == "relu") return LayerType::ReLU;
   if (name == "tanh") return LayerType::Tanh;
   if (name == "sigmoid") return LayerType::Sigmoid;
-  p.fail(line, key,
-         fmt::format("unknown layer type '{}' (expected one of: linear, relu, tanh, sigmoid)", name));
+  p.fail(
+      line, key,
+      fmt::format("unknown layer type '{}' (expected one of: linear, relu, tanh, sigmoid)", name));
 }
 
 const char* layer_type_name(LayerType t) {
   switch (t) {
-    case LayerType::Linear: return "linear";
-    case LayerType::ReLU: return "relu";
-    case LayerType::Tanh: return "tanh";
-    case LayerType::Sigmoid: return "sigmoid";
+    case LayerType::Linear:
+      return "linear";
+    case LayerType::ReLU:
+      return "relu";
+    case LayerType::Tanh:
+      return "tanh";
+    case LayerType::Sigmoid:
+      return "sigmoid";
   }
   return "?";
 }
@@ -147,7 +159,8 @@ void parse_model(const Parser& p, const toml::table& model, int model_line, Mode
   if (auto name = p.string(model, "model", "name", false, model_line)) spec.name = *name;
 
   const toml::node* input = model.get("input");
-  if (!input) p.fail(model_line, "model.input", "missing (expected a list of positive integers, e.g. [2])");
+  if (!input)
+    p.fail(model_line, "model.input", "missing (expected a list of positive integers, e.g. [2])");
   const toml::array* dims = input->as_array();
   if (!dims || dims->empty()) {
     p.fail(Parser::line_of(*input), "model.input",
@@ -178,8 +191,9 @@ void parse_model(const Parser& p, const toml::table& model, int model_line, Mode
     const int line = Parser::line_of(node);
     const toml::table* t = node.as_table();
     if (!t) {
-      p.fail(line, path, fmt::format("expected a layer table like {{ type = \"relu\" }}, got {}",
-                                     Parser::describe(node)));
+      p.fail(line, path,
+             fmt::format("expected a layer table like {{ type = \"relu\" }}, got {}",
+                         Parser::describe(node)));
     }
     LayerSpec layer;
     layer.line = line;
@@ -306,7 +320,8 @@ void parse_data(const Parser& p, const toml::table& t, const std::filesystem::pa
       data.source = *source;
     } else if (source->rfind(kCsv, 0) == 0) {
       std::filesystem::path path = source->substr(kCsv.size());
-      if (path.empty()) p.fail(source_line, "data.source", "\"csv:\" needs a path, e.g. \"csv:train.csv\"");
+      if (path.empty())
+        p.fail(source_line, "data.source", "\"csv:\" needs a path, e.g. \"csv:train.csv\"");
       if (path.is_relative() && !base.empty()) path = base / path;
       data.source = std::string(kCsv) + path.string();
     } else {
@@ -339,8 +354,10 @@ ModelSpec parse(const std::string& text, const std::string& origin,
   spec.name = std::filesystem::path(origin).stem().string();
   const toml::table* model = p.table(root, "", "model", true, 1);
   parse_model(p, *model, Parser::line_of(*model), spec);
-  if (const toml::table* train = p.table(root, "", "train", false, 1)) parse_train(p, *train, spec.train);
-  if (const toml::table* data = p.table(root, "", "data", false, 1)) parse_data(p, *data, base, spec.data);
+  if (const toml::table* train = p.table(root, "", "train", false, 1))
+    parse_train(p, *train, spec.train);
+  if (const toml::table* data = p.table(root, "", "data", false, 1))
+    parse_data(p, *data, base, spec.data);
   infer_shapes(spec);
   return spec;
 }
@@ -372,8 +389,8 @@ std::vector<std::vector<int64_t>> infer_shapes(const ModelSpec& spec) {
     const LayerSpec& l = spec.layers[i];
     if (l.type == LayerType::Linear) {
       if (shape.size() != 1) {
-        fail(l.line, i, fmt::format("linear needs a flat input of rank 1, got [{}]",
-                                    fmt::join(shape, ", ")));
+        fail(l.line, i,
+             fmt::format("linear needs a flat input of rank 1, got [{}]", fmt::join(shape, ", ")));
       }
       if (l.out <= 0) fail(l.line, i, fmt::format("width {} must be a positive integer", l.out));
       shape = {l.out};
@@ -382,8 +399,8 @@ std::vector<std::vector<int64_t>> infer_shapes(const ModelSpec& spec) {
     shapes.push_back(shape);
   }
   if (!any_linear) {
-    throw UserError(fmt::format("{}: model.layers: a model needs at least one linear layer",
-                                spec.origin));
+    throw UserError(
+        fmt::format("{}: model.layers: a model needs at least one linear layer", spec.origin));
   }
   if (spec.loss == LossType::CrossEntropy && (shape.size() != 1 || shape[0] < 2)) {
     const LayerSpec& last = spec.layers.back();
@@ -410,7 +427,8 @@ std::string to_toml(const ModelSpec& spec) {
   out += "layers = [\n";
   for (const LayerSpec& l : spec.layers) {
     if (l.type == LayerType::Linear) {
-      out += fmt::format("  {{ type = \"linear\", out = {}{} }},\n", l.out, l.bias ? "" : ", bias = false");
+      out += fmt::format("  {{ type = \"linear\", out = {}{} }},\n", l.out,
+                         l.bias ? "" : ", bias = false");
     } else {
       out += fmt::format("  {{ type = \"{}\" }},\n", layer_type_name(l.type));
     }
@@ -432,7 +450,8 @@ std::string to_toml(const ModelSpec& spec) {
   }
   out += fmt::format("batch = {}\nepochs = {}\nshuffle = {}\nseed = {}\n\n", spec.train.batch,
                      spec.train.epochs, spec.train.shuffle, spec.train.seed);
-  out += fmt::format("[data]\nsource = \"{}\"\nsamples = {}\n", spec.data.source, spec.data.samples);
+  out +=
+      fmt::format("[data]\nsource = \"{}\"\nsamples = {}\n", spec.data.source, spec.data.samples);
   return out;
 }
 

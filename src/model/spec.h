@@ -1,5 +1,6 @@
 // A model spec: the layers of a torch.nn.Sequential in order, the loss, how to train it and on what
-// data. Parsed from TOML files (see specs/) or taken from the built-in catalog (disc-2 ... disc-12).
+// data. Parsed from TOML files (see specs/) or taken from the built-in catalog (disc-2 ...
+// disc-12).
 #pragma once
 
 #include <cstdint>
@@ -16,9 +17,9 @@ enum class LayerType { Linear, ReLU, Tanh, Sigmoid };
 // Linear at index 2 owns the parameters "2.weight" [out, in] and "2.bias" [out].
 struct LayerSpec {
   LayerType type = LayerType::Linear;
-  int64_t out = 0;    // Linear: out_features
-  bool bias = true;   // Linear: has a bias
-  int line = 0;       // line in the spec file (0 for built-in specs), for error messages
+  int64_t out = 0;   // Linear: out_features
+  bool bias = true;  // Linear: has a bias
+  int line = 0;      // line in the spec file (0 for built-in specs), for error messages
 };
 
 enum class LossType { CrossEntropy };
@@ -53,8 +54,8 @@ struct DataSpec {
 };
 
 struct ModelSpec {
-  std::string name;    // built-in name, or the file's stem
-  std::string origin;  // the file path, or "built-in"
+  std::string name;            // built-in name, or the file's stem
+  std::string origin;          // the file path, or "built-in"
   std::vector<int64_t> input;  // shape of one sample, e.g. {2}
   std::vector<LayerSpec> layers;
   LossType loss = LossType::CrossEntropy;
@@ -65,9 +66,9 @@ struct ModelSpec {
 // Parses a TOML spec. `origin` names the file in error messages. Throws UserError of the form
 //   "FILE:LINE: model.layers[3].type: unknown layer type 'relux' (expected one of: linear, relu,
 //    tanh, sigmoid)"
-// for: TOML syntax errors, unknown/missing keys, wrong value types, unknown layer types, non-positive
-// widths/batch/epochs, negative lr, shapes that do not chain, a final layer whose width is < 2 for
-// cross_entropy.
+// for: TOML syntax errors, unknown/missing keys, wrong value types, unknown layer types,
+// non-positive widths/batch/epochs, negative lr, shapes that do not chain, a final layer whose
+// width is < 2 for cross_entropy.
 ModelSpec parse_spec(const std::string& toml_text, const std::string& origin);
 ModelSpec load_spec_file(const std::filesystem::path& path);
 

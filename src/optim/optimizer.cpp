@@ -10,7 +10,8 @@ OptimizerType optimizer_type(const OptimizerSpec& spec) {
   if (spec.type == "sgd") return OptimizerType::SGD;
   if (spec.type == "adam") return OptimizerType::Adam;
   if (spec.type == "adamw") return OptimizerType::AdamW;
-  throw UserError(fmt::format("unknown optimizer '{}' (expected one of: sgd, adam, adamw)", spec.type));
+  throw UserError(
+      fmt::format("unknown optimizer '{}' (expected one of: sgd, adam, adamw)", spec.type));
 }
 
 }  // namespace xo

@@ -14,8 +14,10 @@ nlohmann::json to_json(const TrainResult& r) {
   j["data"] = r.data;
   j["params"] = r.params;
   j["device"] = r.device.id;
-  j["device_info"] = {{"kind", r.device.kind}, {"name", r.device.name},
-                      {"threads", r.device.threads}, {"library", r.device.library}};
+  j["device_info"] = {{"kind", r.device.kind},
+                      {"name", r.device.name},
+                      {"threads", r.device.threads},
+                      {"library", r.device.library}};
   for (const auto& [k, v] : r.device.details) j["device_info"][k] = v;
   j["batch"] = r.batch;
   j["samples"] = r.samples;
@@ -23,8 +25,10 @@ nlohmann::json to_json(const TrainResult& r) {
   j["shards"] = r.shards;
   j["epochs"] = nlohmann::json::array();
   for (const EpochRecord& e : r.epochs) {
-    j["epochs"].push_back(
-        {{"epoch", e.epoch}, {"loss", e.loss}, {"train_error", e.train_error}, {"seconds", e.seconds}});
+    j["epochs"].push_back({{"epoch", e.epoch},
+                           {"loss", e.loss},
+                           {"train_error", e.train_error},
+                           {"seconds", e.seconds}});
   }
   j["final_loss"] = r.final_loss;
   j["final_train_error"] = r.final_train_error;
@@ -58,10 +62,10 @@ std::string sweep_csv(const std::vector<SweepRow>& rows) {
       "final_loss,final_train_error\n";
   for (const SweepRow& row : rows) {
     const TrainResult& r = row.result;
-    csv += fmt::format("{},{},{},{},{},{:.6g},{:.6g},{:.4f},{:.6g},{:.6g},{:.4f}\n", r.model,
-                       row.layers, r.params, r.device.id, r.epochs.size(),
-                       seconds_per_100_epochs(r), r.step_ms.median, r.step_ms.cv, r.gflops,
-                       r.final_loss, r.final_train_error);
+    csv +=
+        fmt::format("{},{},{},{},{},{:.6g},{:.6g},{:.4f},{:.6g},{:.6g},{:.4f}\n", r.model,
+                    row.layers, r.params, r.device.id, r.epochs.size(), seconds_per_100_epochs(r),
+                    r.step_ms.median, r.step_ms.cv, r.gflops, r.final_loss, r.final_train_error);
   }
   return csv;
 }

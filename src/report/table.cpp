@@ -9,7 +9,8 @@ namespace xo {
 namespace {
 
 bool looks_numeric(const std::string& s) {
-  return !s.empty() && (std::isdigit(static_cast<unsigned char>(s[0])) || s[0] == '-' || s[0] == '.');
+  return !s.empty() &&
+         (std::isdigit(static_cast<unsigned char>(s[0])) || s[0] == '-' || s[0] == '.');
 }
 
 }  // namespace

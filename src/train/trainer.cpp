@@ -34,8 +34,8 @@ TrainResult train_model(Model& model, const Dataset& data, const TrainSpec& trai
                                 model.classes()));
   }
   if (train.batch <= 0 || train.epochs <= 0) {
-    throw UserError(fmt::format("batch ({}) and epochs ({}) must be positive", train.batch,
-                                train.epochs));
+    throw UserError(
+        fmt::format("batch ({}) and epochs ({}) must be positive", train.batch, train.epochs));
   }
   Backend& be = model.backend();
   const auto setup_start = Clock::now();
@@ -103,8 +103,8 @@ TrainResult train_model(Model& model, const Dataset& data, const TrainSpec& trai
       const float* src = x.as<float>() + s * batch * f;
       const int32_t* labels = y.as<int32_t>() + s * batch;
       if (train.shuffle) {
-        be.gather_rows(x.as<float>(), y.as<int32_t>(), order.as<int32_t>() + s * batch,
-                       net.batch(), f, batch_x.as<float>(), batch_y.as<int32_t>());
+        be.gather_rows(x.as<float>(), y.as<int32_t>(), order.as<int32_t>() + s * batch, net.batch(),
+                       f, batch_x.as<float>(), batch_y.as<int32_t>());
         src = batch_x.as<float>();
         labels = batch_y.as<int32_t>();
       }

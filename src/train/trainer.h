@@ -15,22 +15,22 @@
 namespace xo {
 
 struct EpochRecord {
-  int64_t epoch = 0;         // 1-based
-  double loss = 0;           // sum over the epoch's batches of the batch mean loss
-  double train_error = 0;    // percent of the epoch's samples misclassified while training
-  double seconds = 0;        // wall time of the epoch's steps
+  int64_t epoch = 0;       // 1-based
+  double loss = 0;         // sum over the epoch's batches of the batch mean loss
+  double train_error = 0;  // percent of the epoch's samples misclassified while training
+  double seconds = 0;      // wall time of the epoch's steps
 };
 
 struct TrainResult {
   std::string model;
   std::string origin;
-  std::string data;          // the data set's description
+  std::string data;  // the data set's description
   int64_t params = 0;
   DeviceInfo device;
   int64_t batch = 0;
   int64_t samples = 0;
   int64_t steps_per_epoch = 0;
-  int shards = 1;             // batch shards per full-batch step
+  int shards = 1;  // batch shards per full-batch step
   std::vector<EpochRecord> epochs;
   double final_loss = 0;
   double final_train_error = 0;
@@ -38,9 +38,9 @@ struct TrainResult {
   double flops_per_step = 0;  // matmul FLOPs of a full-batch step
   double gflops = 0;          // flops_per_step / median step time
   double samples_per_second = 0;
-  double train_seconds = 0;   // all epochs, every step included
-  double setup_seconds = 0;   // building the plan and copying the data to the device
-  bool interrupted = false;   // stopped early by Ctrl-C: epochs holds what completed
+  double train_seconds = 0;  // all epochs, every step included
+  double setup_seconds = 0;  // building the plan and copying the data to the device
+  bool interrupted = false;  // stopped early by Ctrl-C: epochs holds what completed
 };
 
 using EpochCallback = std::function<void(const EpochRecord&, int64_t total_epochs)>;

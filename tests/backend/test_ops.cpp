@@ -29,7 +29,8 @@ struct OpCase {
   // Reference forward in double precision: output for the inputs.
   std::function<std::vector<double>(const Tensors&)> reference;
   // Backend forward + backward. d_output is the upstream gradient of the output.
-  std::function<OpResult(Backend&, const std::vector<std::vector<float>>&, const std::vector<float>&)>
+  std::function<OpResult(Backend&, const std::vector<std::vector<float>>&,
+                         const std::vector<float>&)>
       run;
   // Inputs drawn uniformly from this range (kept away from kinks where a case needs it).
   double lo = -1.0, hi = 1.0;
@@ -48,9 +49,7 @@ DeviceTensor to_device(Backend& be, const std::vector<float>& host) {
   return t;
 }
 
-DeviceTensor device_zeros(Backend& be, int64_t n) {
-  return {be.allocate(sizeof(float) * n), n};
-}
+DeviceTensor device_zeros(Backend& be, int64_t n) { return {be.allocate(sizeof(float) * n), n}; }
 
 std::vector<float> to_host(Backend& be, const DeviceTensor& t) {
   std::vector<float> host(t.size);
@@ -61,10 +60,14 @@ std::vector<float> to_host(Backend& be, const DeviceTensor& t) {
 
 double activate(Activation a, double x) {
   switch (a) {
-    case Activation::ReLU: return x > 0 ? x : 0;
-    case Activation::Tanh: return std::tanh(x);
-    case Activation::Sigmoid: return 1 / (1 + std::exp(-x));
-    case Activation::None: return x;
+    case Activation::ReLU:
+      return x > 0 ? x : 0;
+    case Activation::Tanh:
+      return std::tanh(x);
+    case Activation::Sigmoid:
+      return 1 / (1 + std::exp(-x));
+    case Activation::None:
+      return x;
   }
   return x;
 }
@@ -164,8 +167,7 @@ OpCase cross_entropy_case(int64_t batch, int64_t classes, double scale) {
     DeviceBuffer y = be.allocate(sizeof(int32_t) * batch);
     be.upload(y.as<int32_t>(), labels.data(), sizeof(int32_t) * batch);
     DeviceBuffer stats = be.allocate(sizeof(LossStats));
-    kernel->forward_backward(logits.ptr(), y.as<int32_t>(), d_logits.ptr(),
-                             stats.as<LossStats>());
+    kernel->forward_backward(logits.ptr(), y.as<int32_t>(), d_logits.ptr(), stats.as<LossStats>());
     LossStats host{};
     be.synchronize();
     be.download(&host, stats.as<LossStats>(), sizeof(host));
@@ -178,7 +180,8 @@ OpCase cross_entropy_case(int64_t batch, int64_t classes, double scale) {
 
 std::vector<OpCase> all_cases() {
   std::vector<OpCase> cases;
-  for (Activation act : {Activation::None, Activation::ReLU, Activation::Tanh, Activation::Sigmoid}) {
+  for (Activation act :
+       {Activation::None, Activation::ReLU, Activation::Tanh, Activation::Sigmoid}) {
     cases.push_back(linear_case(3, 5, 4, act, true, true));
   }
   cases.push_back(linear_case(4, 3, 6, Activation::ReLU, false, true));
@@ -219,7 +222,8 @@ TEST_P(OpTest, ForwardGradientsAndBackends) {
     std::vector<float> v(n);
     for (float& x : v) {
       // Keep ReLU inputs off the kink so central differences are meaningful.
-      do x = static_cast<float>(rng.uniform(c.lo, c.hi)); while (std::abs(x) < 1e-2);
+      do x = static_cast<float>(rng.uniform(c.lo, c.hi));
+      while (std::abs(x) < 1e-2);
     }
     inputs.push_back(v);
     inputs_d.emplace_back(v.begin(), v.end());
@@ -244,7 +248,8 @@ TEST_P(OpTest, ForwardGradientsAndBackends) {
     std::vector<double> g(inputs_d[k].size(), 0.0);
     std::vector<size_t> indices;
     for (size_t i = 0; i < g.size(); ++i) indices.push_back(i);
-    while (indices.size() > kMaxCheckedPerInput) indices.erase(indices.begin() + rng.below(indices.size()));
+    while (indices.size() > kMaxCheckedPerInput)
+      indices.erase(indices.begin() + rng.below(indices.size()));
     checked.push_back(indices);
     for (size_t i : indices) {
       Tensors plus = inputs_d, minus = inputs_d;

@@ -81,8 +81,10 @@ TEST(Cli, WeightsRoundTripThroughSafetensors) {
   ASSERT_EQ(run("train disc-4 --epochs 2 -q --save " + saved).status, 0);
   // Continuing from the saved weights for 0 extra epochs is impossible, so train one epoch from
   // them twice: identical results prove the weights were read back exactly.
-  const Result a = run("train disc-4 --epochs 1 -q --init " + saved + " --json " + (dir / "a.json").string());
-  const Result b = run("train disc-4 --epochs 1 -q --init " + saved + " --json " + (dir / "b.json").string());
+  const Result a =
+      run("train disc-4 --epochs 1 -q --init " + saved + " --json " + (dir / "a.json").string());
+  const Result b =
+      run("train disc-4 --epochs 1 -q --init " + saved + " --json " + (dir / "b.json").string());
   ASSERT_EQ(a.status, 0) << a.output;
   ASSERT_EQ(b.status, 0) << b.output;
   EXPECT_EQ(read_json(dir / "a.json")["final_loss"], read_json(dir / "b.json")["final_loss"]);

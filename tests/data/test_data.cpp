@@ -104,17 +104,28 @@ TEST_P(CsvErrorTest, NamesFileLineAndProblem) {
 INSTANTIATE_TEST_SUITE_P(
     Errors, CsvErrorTest,
     ::testing::Values(
-        CsvErrorCase{"ragged", "x,y,label\n1,2,0\n1,2,3,0\n", 2, 0,
+        CsvErrorCase{"ragged",
+                     "x,y,label\n1,2,0\n1,2,3,0\n",
+                     2,
+                     0,
                      {":3:", "4 columns", "expected 3", "line 2"}},
-        CsvErrorCase{"not_a_number", "1,2,0\n1,abc,1\n", 2, 0, {":2:", "column 2", "'abc'", "not a"}},
+        CsvErrorCase{
+            "not_a_number", "1,2,0\n1,abc,1\n", 2, 0, {":2:", "column 2", "'abc'", "not a"}},
         CsvErrorCase{"infinite", "1,2,0\n1,inf,1\n", 2, 0, {":2:", "column 2"}},
-        CsvErrorCase{"label_out_of_range", "1,2,0\n3,4,1\n5,6,2\n", 2, 0,
+        CsvErrorCase{"label_out_of_range",
+                     "1,2,0\n3,4,1\n5,6,2\n",
+                     2,
+                     0,
                      {":3:", "label 2 out of range", "[0, 1]"}},
         CsvErrorCase{"negative_label", "1,2,-1\n", 2, 0, {":1:", "out of range"}},
-        CsvErrorCase{"fractional_label", "h1,h2,h3\n1,2,0\n1,2,1.5\n", 2, 0,
+        CsvErrorCase{"fractional_label",
+                     "h1,h2,h3\n1,2,0\n1,2,1.5\n",
+                     2,
+                     0,
                      {":3:", "'1.5' is not an integer"}},
         CsvErrorCase{"one_column", "1\n2\n", 2, 0, {":1:", "at least 2"}},
-        CsvErrorCase{"wrong_feature_count", "1,2,3,0\n", 2, 2, {":1:", "3 feature columns", "expects 2"}},
+        CsvErrorCase{
+            "wrong_feature_count", "1,2,3,0\n", 2, 2, {":1:", "3 feature columns", "expects 2"}},
         CsvErrorCase{"empty", "x,y,label\n\n", 2, 0, {"no data rows"}}),
     [](const auto& case_info) { return case_info.param.name; });
 

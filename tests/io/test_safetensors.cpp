@@ -21,7 +21,8 @@ std::filesystem::path raw_file(const std::string& name, const std::string& heade
                                const std::string& data, int64_t length_override = -1) {
   const auto path = temp(name);
   std::string bytes(8, '\0');
-  const uint64_t len = length_override >= 0 ? static_cast<uint64_t>(length_override) : header.size();
+  const uint64_t len =
+      length_override >= 0 ? static_cast<uint64_t>(length_override) : header.size();
   std::memcpy(bytes.data(), &len, 8);
   std::ofstream(path, std::ios::binary) << bytes << header << data;
   return path;
@@ -98,17 +99,31 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         BadFile{"header_past_end", "{}", "", 4096, {"header length 4096", "past the end"}},
         BadFile{"bad_json", "{not json", "", -1, {"not valid JSON"}},
-        BadFile{"unknown_dtype", R"({"w":{"dtype":"I8","shape":[1],"data_offsets":[0,1]}})", "x", -1,
+        BadFile{"unknown_dtype",
+                R"({"w":{"dtype":"I8","shape":[1],"data_offsets":[0,1]}})",
+                "x",
+                -1,
                 {"tensor 'w'", "dtype 'I8'"}},
-        BadFile{"size_mismatch", R"({"w":{"dtype":"F32","shape":[4,2],"data_offsets":[0,28]}})",
-                std::string(28, '\0'), -1, {"tensor 'w'", "hold 28 bytes", "[4, 2]", "needs 32"}},
-        BadFile{"out_of_bounds", R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})",
-                std::string(4, '\0'), -1, {"tensor 'w'", "outside the 4 data bytes"}},
+        BadFile{"size_mismatch",
+                R"({"w":{"dtype":"F32","shape":[4,2],"data_offsets":[0,28]}})",
+                std::string(28, '\0'),
+                -1,
+                {"tensor 'w'", "hold 28 bytes", "[4, 2]", "needs 32"}},
+        BadFile{"out_of_bounds",
+                R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})",
+                std::string(4, '\0'),
+                -1,
+                {"tensor 'w'", "outside the 4 data bytes"}},
         BadFile{"overlap",
                 R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
                 R"("b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})",
-                std::string(12, '\0'), -1, {"overlap"}},
-        BadFile{"missing_field", R"({"w":{"dtype":"F32","shape":[1]}})", "", -1,
+                std::string(12, '\0'),
+                -1,
+                {"overlap"}},
+        BadFile{"missing_field",
+                R"({"w":{"dtype":"F32","shape":[1]}})",
+                "",
+                -1,
                 {"tensor 'w'", "data_offsets"}}),
     [](const auto& case_info) { return case_info.param.name; });
 

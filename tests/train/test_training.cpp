@@ -18,7 +18,7 @@ struct TrainedRun {
 };
 
 TrainedRun train_builtin(const std::string& name, int64_t epochs, int threads, bool shuffle = false,
-                  const std::string& optimizer = "sgd") {
+                         const std::string& optimizer = "sgd") {
   ModelSpec spec = *builtin_spec(name);
   spec.train.epochs = epochs;
   spec.train.shuffle = shuffle;

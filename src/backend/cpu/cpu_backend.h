@@ -2,11 +2,11 @@
 // loops for the element-wise work, parallelised with OpenMP (the runtime Debian's oneDNN uses).
 #pragma once
 
-#include <dnnl.hpp>
 #include <omp.h>
 
 #include <algorithm>
 #include <cstdint>
+#include <dnnl.hpp>
 
 #include "backend/backend.h"
 

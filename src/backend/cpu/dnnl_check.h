@@ -2,18 +2,19 @@
 // expression, file, line and oneDNN's status.
 #pragma once
 
-#include <dnnl.hpp>
 #include <fmt/format.h>
+
+#include <dnnl.hpp>
 
 #include "core/error.h"
 
-#define XO_DNNL_CHECK(expr)                                                                    \
-  [&]() -> decltype(auto) {                                                                    \
-    try {                                                                                      \
-      return (expr);                                                                           \
-    } catch (const dnnl::error& e) {                                                           \
-      ::xo::throw_internal(#expr, fmt::format("oneDNN status {}: {}", static_cast<int>(e.status), \
-                                              e.what()),                                       \
-                           __FILE__, __LINE__);                                                \
-    }                                                                                          \
+#define XO_DNNL_CHECK(expr)                                                                 \
+  [&]() -> decltype(auto) {                                                                 \
+    try {                                                                                   \
+      return (expr);                                                                        \
+    } catch (const dnnl::error& e) {                                                        \
+      ::xo::throw_internal(                                                                 \
+          #expr, fmt::format("oneDNN status {}: {}", static_cast<int>(e.status), e.what()), \
+          __FILE__, __LINE__);                                                              \
+    }                                                                                       \
   }()

@@ -19,10 +19,14 @@ constexpr auto f32 = memory::data_type::f32;
 
 dnnl::algorithm eltwise_algorithm(Activation act) {
   switch (act) {
-    case Activation::ReLU: return dnnl::algorithm::eltwise_relu;
-    case Activation::Tanh: return dnnl::algorithm::eltwise_tanh;
-    case Activation::Sigmoid: return dnnl::algorithm::eltwise_logistic;
-    case Activation::None: break;
+    case Activation::ReLU:
+      return dnnl::algorithm::eltwise_relu;
+    case Activation::Tanh:
+      return dnnl::algorithm::eltwise_tanh;
+    case Activation::Sigmoid:
+      return dnnl::algorithm::eltwise_logistic;
+    case Activation::None:
+      break;
   }
   XO_ASSERT(false && "no eltwise algorithm for Activation::None");
 }
@@ -55,14 +59,14 @@ class BoundMatmul {
               bool in_shard) {
     const memory::dims& a = src.dims();
     const memory::dims& b = weights.dims();
-    const double flops = 2.0 * static_cast<double>(a[0]) * static_cast<double>(a[1]) *
-                         static_cast<double>(b[1]);
+    const double flops =
+        2.0 * static_cast<double>(a[0]) * static_cast<double>(a[1]) * static_cast<double>(b[1]);
     threads_ = in_shard || flops < kSingleThreadMatmulFlops ? 1 : 0;
     ThreadLimit limit(threads_);
     // A user-owned scratchpad, sized here, keeps the training step free of allocations.
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-    const auto desc = bias ? dnnl::matmul::desc(src, weights, *bias, dst)
-                           : dnnl::matmul::desc(src, weights, dst);
+    const auto desc =
+        bias ? dnnl::matmul::desc(src, weights, *bias, dst) : dnnl::matmul::desc(src, weights, dst);
     const auto pd = XO_DNNL_CHECK(dnnl::matmul::primitive_desc(desc, attr, engine));
     primitive_ = XO_DNNL_CHECK(dnnl::matmul(pd));
     src_ = memory(src, engine, DNNL_MEMORY_NONE);
@@ -143,10 +147,14 @@ class CpuLinear final : public LinearKernel {
   // columns, so the sums are added in the same order for any thread count.
   void activation_and_bias_backward(const float* dst, float* d_dst, float* d_bias) const {
     switch (shape_.activation) {
-      case Activation::None: return columns_backward<Activation::None>(dst, d_dst, d_bias);
-      case Activation::ReLU: return columns_backward<Activation::ReLU>(dst, d_dst, d_bias);
-      case Activation::Tanh: return columns_backward<Activation::Tanh>(dst, d_dst, d_bias);
-      case Activation::Sigmoid: return columns_backward<Activation::Sigmoid>(dst, d_dst, d_bias);
+      case Activation::None:
+        return columns_backward<Activation::None>(dst, d_dst, d_bias);
+      case Activation::ReLU:
+        return columns_backward<Activation::ReLU>(dst, d_dst, d_bias);
+      case Activation::Tanh:
+        return columns_backward<Activation::Tanh>(dst, d_dst, d_bias);
+      case Activation::Sigmoid:
+        return columns_backward<Activation::Sigmoid>(dst, d_dst, d_bias);
     }
   }
 

@@ -26,7 +26,8 @@ class CpuSgd final : public OptimizerKernel {
 
   void step(float* params, const float* grads) override {
     const float lr = static_cast<float>(s_.lr), wd = static_cast<float>(s_.weight_decay);
-    const float mu = static_cast<float>(s_.momentum), damp = 1.0f - static_cast<float>(s_.dampening);
+    const float mu = static_cast<float>(s_.momentum),
+                damp = 1.0f - static_cast<float>(s_.dampening);
     const int64_t n = n_;
     if (mu == 0.0f) {
       parallel_for(n, [=](int64_t begin, int64_t end) {
@@ -104,9 +105,12 @@ class CpuAdam final : public OptimizerKernel {
 
 std::unique_ptr<OptimizerKernel> make_optimizer(const OptimizerSpec& spec, int64_t parameters) {
   switch (optimizer_type(spec)) {
-    case OptimizerType::SGD: return std::make_unique<CpuSgd>(spec, parameters);
-    case OptimizerType::Adam: return std::make_unique<CpuAdam>(spec, parameters, false);
-    case OptimizerType::AdamW: return std::make_unique<CpuAdam>(spec, parameters, true);
+    case OptimizerType::SGD:
+      return std::make_unique<CpuSgd>(spec, parameters);
+    case OptimizerType::Adam:
+      return std::make_unique<CpuAdam>(spec, parameters, false);
+    case OptimizerType::AdamW:
+      return std::make_unique<CpuAdam>(spec, parameters, true);
   }
   return nullptr;
 }
