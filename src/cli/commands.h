@@ -19,6 +19,10 @@ Command add_run(CLI::App& app);
 Command add_models(CLI::App& app);
 Command add_devices(CLI::App& app);
 
+// Validators whose messages say what was expected in words (CLI11's own print the float range).
+CLI::Validator positive_number();
+CLI::Validator non_negative_integer();
+
 // A progress line on stderr, shown only when stderr is a terminal.
 class Progress {
  public:

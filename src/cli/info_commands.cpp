@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 
 #include "cli/commands.h"
 #include "model/model.h"
@@ -10,6 +11,32 @@
 #include "report/table.h"
 
 namespace xo::cli {
+
+CLI::Validator positive_number() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        char* end = nullptr;
+        const double v = std::strtod(text.c_str(), &end);
+        if (end == text.c_str() || *end != '\0' || !(v > 0)) {
+          return "expected a positive number, got '" + text + "'";
+        }
+        return "";
+      },
+      "POSITIVE");
+}
+
+CLI::Validator non_negative_integer() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        char* end = nullptr;
+        const long long v = std::strtoll(text.c_str(), &end, 10);
+        if (end == text.c_str() || *end != '\0' || v < 0) {
+          return "expected 0 or a positive integer, got '" + text + "'";
+        }
+        return "";
+      },
+      "INT>=0");
+}
 
 Progress::Progress() : tty_(isatty(STDERR_FILENO) != 0) {}
 Progress::~Progress() { clear(); }

@@ -81,16 +81,16 @@ Command add_train(CLI::App& app) {
   sub->add_option("spec", o->spec, "Built-in model name (see `crossover models`) or spec file")
       ->required();
   sub->add_option("--device", o->device, "cpu, cuda, cuda:N or auto")->capture_default_str();
-  sub->add_option("--epochs", o->epochs, "Override train.epochs")->check(CLI::PositiveNumber);
-  sub->add_option("--batch", o->batch, "Override train.batch")->check(CLI::PositiveNumber);
+  sub->add_option("--epochs", o->epochs, "Override train.epochs")->check(positive_number());
+  sub->add_option("--batch", o->batch, "Override train.batch")->check(positive_number());
   sub->add_option("--lr", o->lr, "Override the optimizer's learning rate")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   sub->add_option("--seed", o->seed, "Override train.seed (data, initial weights, shuffling)");
   sub->add_option("--threads", o->threads, "CPU threads (0 = all cores)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(non_negative_integer());
   sub->add_option("--shards", o->shards,
                   "Split each batch into N shards trained concurrently (0 = the backend decides)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(non_negative_integer());
   sub->add_option("--data", o->data, "Train on this CSV instead of the spec's data source");
   sub->add_option("--init", o->init, "Initial weights from a safetensors file (PyTorch names)");
   sub->add_option("--save", o->save, "Write the trained weights to a safetensors file");

@@ -416,6 +416,11 @@ ModelSpec resolve_spec(const std::string& name_or_path) {
   if (auto builtin = builtin_spec(name_or_path)) return *builtin;
   std::error_code ec;
   if (std::filesystem::is_regular_file(name_or_path, ec)) return load_spec_file(name_or_path);
+  const std::filesystem::path path(name_or_path);
+  if (path.extension() == ".toml" || path.has_parent_path()) {
+    throw UserError(fmt::format("{}: spec file not found (built-in models: {})", name_or_path,
+                                fmt::join(builtin_spec_names(), ", ")));
+  }
   throw UserError(fmt::format("'{}' is neither a built-in model ({}) nor a spec file", name_or_path,
                               fmt::join(builtin_spec_names(), ", ")));
 }
