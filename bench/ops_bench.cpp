@@ -1,0 +1,89 @@
+// Per-op timings on a backend with Google Benchmark: the Linear kernel's forward and backward at
+// the disc sweep's layer shapes, and the optimizer's pass over a flat buffer, with achieved GFLOP/s
+// (matmuls) or GB/s (optimizer) as counters. What a training step costs, op by op.
+//   build/bench/crossover_ops_bench [--benchmark_filter=...] [google benchmark flags]
+#include <benchmark/benchmark.h>
+
+#include <memory>
+
+#include "backend/backend.h"
+
+namespace {
+
+constexpr int64_t kBatch = 100;  // the disc experiment's mini-batch
+
+xo::Backend& backend() {
+  static std::unique_ptr<xo::Backend> be = xo::make_backend(xo::parse_device("cpu", 0));
+  return *be;
+}
+
+struct LinearBuffers {
+  explicit LinearBuffers(int64_t in, int64_t out) {
+    xo::Backend& be = backend();
+    auto floats = [&](int64_t n) { return be.allocate(sizeof(float) * n); };
+    src = floats(kBatch * in);
+    weights = floats(in * out);
+    bias = floats(out);
+    dst = floats(kBatch * out);
+    d_dst = floats(kBatch * out);
+    d_weights = floats(in * out);
+    d_bias = floats(out);
+    d_src = floats(kBatch * in);
+  }
+  xo::DeviceBuffer src, weights, bias, dst, d_dst, d_weights, d_bias, d_src;
+};
+
+// Arguments: in_features, out_features. ReLU fused, as in the disc models' hidden layers.
+void BM_LinearForward(benchmark::State& state) {
+  const int64_t in = state.range(0), out = state.range(1);
+  auto kernel = backend().linear({kBatch, in, out, true, xo::Activation::ReLU, true});
+  LinearBuffers b(in, out);
+  for (auto _ : state) {
+    kernel->forward(b.src.as<float>(), b.weights.as<float>(), b.bias.as<float>(), b.dst.as<float>());
+    backend().synchronize();
+  }
+  state.counters["GFLOP/s"] = benchmark::Counter(2.0 * kBatch * in * out * 1e-9,
+                                                 benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void BM_LinearBackward(benchmark::State& state) {
+  const int64_t in = state.range(0), out = state.range(1);
+  auto kernel = backend().linear({kBatch, in, out, true, xo::Activation::ReLU, true});
+  LinearBuffers b(in, out);
+  for (auto _ : state) {
+    kernel->backward(b.src.as<float>(), b.weights.as<float>(), b.dst.as<float>(),
+                     b.d_dst.as<float>(), b.d_weights.as<float>(), b.d_bias.as<float>(),
+                     b.d_src.as<float>());
+    backend().synchronize();
+  }
+  state.counters["GFLOP/s"] = benchmark::Counter(4.0 * kBatch * in * out * 1e-9,
+                                                 benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// Argument: parameters. Plain SGD reads params and grads and writes params: 12 bytes each.
+void BM_SgdStep(benchmark::State& state) {
+  const int64_t n = state.range(0);
+  auto opt = backend().optimizer(xo::OptimizerSpec{}, n);
+  xo::DeviceBuffer params = backend().allocate(sizeof(float) * n);
+  xo::DeviceBuffer grads = backend().allocate(sizeof(float) * n);
+  for (auto _ : state) {
+    opt->step(params.as<float>(), grads.as<float>());
+    backend().synchronize();
+  }
+  state.counters["GB/s"] = benchmark::Counter(12.0 * n * 1e-9,
+                                              benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void disc_layers(benchmark::internal::Benchmark* b) {
+  for (int64_t in = 2; in <= 2048; in *= 2) b->Args({in, 2 * in});
+  b->Args({1024, 2})->Args({2048, 2});  // the output layers of disc-10 and disc-12
+}
+
+BENCHMARK(BM_LinearForward)->Apply(disc_layers)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_LinearBackward)->Apply(disc_layers)->Unit(benchmark::kMicrosecond);
+// disc-6, disc-10 and disc-12's parameter counts.
+BENCHMARK(BM_SgdStep)->Arg(2982)->Arg(703142)->Arg(11201190)->Unit(benchmark::kMicrosecond);
+
+}  // namespace
+
+BENCHMARK_MAIN();
