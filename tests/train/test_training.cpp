@@ -18,7 +18,7 @@ struct TrainedRun {
 };
 
 TrainedRun train_builtin(const std::string& name, int64_t epochs, int threads, bool shuffle = false,
-                         const std::string& optimizer = "sgd") {
+                         const std::string& optimizer = "sgd", int shards = 0) {
   ModelSpec spec = *builtin_spec(name);
   spec.train.epochs = epochs;
   spec.train.shuffle = shuffle;
@@ -28,7 +28,8 @@ TrainedRun train_builtin(const std::string& name, int64_t epochs, int threads, b
   Model model(spec, *be);
   const Dataset data = load_data(spec, model.classes());
   model.init(spec.train.seed);
-  TrainedRun run{train_model(model, data, spec.train), model.export_params()};
+  TrainedRun run{train_model(model, data, spec.train, {}, ExecutionOptions{shards}),
+                 model.export_params()};
   return run;
 }
 
@@ -69,6 +70,12 @@ TEST(Training, SameSeedIsBitIdenticalWithOneThread) {
 TEST(Training, ShuffledAndAdamRunsAreBitIdentical) {
   expect_identical(train_builtin("disc-5", 4, 0, true, "adam"),
                    train_builtin("disc-5", 4, 0, true, "adam"));
+}
+
+TEST(Training, ShardedRunsAreBitIdentical) {
+  const TrainedRun a = train_builtin("disc-6", 3, 0, false, "sgd", 2);
+  EXPECT_EQ(a.result.shards, 2);
+  expect_identical(a, train_builtin("disc-6", 3, 0, false, "sgd", 2));
 }
 
 TEST(Training, ShuffleChangesTheTrajectory) {
