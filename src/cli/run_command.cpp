@@ -101,8 +101,7 @@ Command add_run(CLI::App& app) {
       ->delimiter(',');
   sub->add_option("--devices", o->devices, "Devices (default: every device present)")
       ->delimiter(',');
-  sub->add_option("--epochs", o->epochs, "Override every model's epochs")
-      ->check(positive_number());
+  sub->add_option("--epochs", o->epochs, "Override every model's epochs")->check(positive_number());
   sub->add_option("--threads", o->threads, "CPU threads (0 = all cores)")
       ->check(non_negative_integer());
   return {sub, [o] { return run_sweep(*o); }};

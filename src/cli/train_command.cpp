@@ -61,6 +61,12 @@ int run_train(const TrainOptions& o) {
       r.model, r.final_loss, r.final_train_error, r.step_ms.median, r.step_ms.count,
       100.0 * r.step_ms.cv, r.gflops, r.samples_per_second, r.train_seconds, r.shards,
       r.shards == 1 ? "" : "s", r.interrupted ? " (interrupted)" : "");
+  if (r.diverged_epoch > 0) {
+    fmt::print(stderr,
+               "crossover: warning: training diverged at epoch {} (the loss is not finite); try a "
+               "smaller --lr\n",
+               r.diverged_epoch);
+  }
   if (!o.save.empty()) {
     save_safetensors(o.save, model.export_params(),
                      {{"format", "pt"}, {"model", spec.name}, {"producer", "crossover"}});

@@ -43,6 +43,7 @@ nlohmann::json to_json(const TrainResult& r) {
   j["train_seconds"] = r.train_seconds;
   j["setup_seconds"] = r.setup_seconds;
   j["interrupted"] = r.interrupted;
+  j["diverged_epoch"] = r.diverged_epoch;
   return j;
 }
 

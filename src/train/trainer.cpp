@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <cmath>
 #include <numeric>
 #include <optional>
 
@@ -120,6 +121,7 @@ TrainResult train_model(Model& model, const Dataset& data, const TrainSpec& trai
     be.download(&host, stats, sizeof(host));
     EpochRecord rec{epoch, host.loss_sum, 100.0 * (1.0 - host.correct / host.samples),
                     epoch_ms / 1e3};
+    if (!std::isfinite(rec.loss) && r.diverged_epoch == 0) r.diverged_epoch = epoch;
     r.epochs.push_back(rec);
     r.train_seconds += rec.seconds;
     if (on_epoch) on_epoch(rec, train.epochs);

@@ -38,9 +38,10 @@ struct TrainResult {
   double flops_per_step = 0;  // matmul FLOPs of a full-batch step
   double gflops = 0;          // flops_per_step / median step time
   double samples_per_second = 0;
-  double train_seconds = 0;  // all epochs, every step included
-  double setup_seconds = 0;  // building the plan and copying the data to the device
-  bool interrupted = false;  // stopped early by Ctrl-C: epochs holds what completed
+  double train_seconds = 0;    // all epochs, every step included
+  double setup_seconds = 0;    // building the plan and copying the data to the device
+  bool interrupted = false;    // stopped early by Ctrl-C: epochs holds what completed
+  int64_t diverged_epoch = 0;  // first epoch whose loss was not finite (0: none); training goes on
 };
 
 using EpochCallback = std::function<void(const EpochRecord&, int64_t total_epochs)>;

@@ -153,6 +153,14 @@ TEST(Cli, InterruptKeepsPartialResults) {
   EXPECT_TRUE(j["results"][1]["interrupted"].get<bool>());
 }
 
+TEST(Cli, DivergenceIsReported) {
+  const auto dir = temp_dir("diverge");
+  const Result r = run("train disc-6 --epochs 3 --lr 1e6 -q --json " + (dir / "r.json").string());
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("diverged at epoch"), std::string::npos) << r.output;
+  EXPECT_GE(read_json(dir / "r.json")["diverged_epoch"].get<int>(), 1);
+}
+
 TEST(Cli, ModelsAndDevicesList) {
   const Result m = run("models");
   EXPECT_EQ(m.status, 0);
