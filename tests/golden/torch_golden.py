@@ -120,7 +120,7 @@ def train_torch(model, x, y, optimizer_cfg, batch, epochs):
 
 
 CONFIGS = [
-    # name, layers, features, classes, samples, batch, epochs, optimizer
+    # name, layers, features, classes, samples, batch, epochs, optimizer[, extra crossover flags]
     ("disc-like relu, plain SGD",
      [("linear", 4, True), ("relu",), ("linear", 8, True), ("relu",), ("linear", 16, True),
       ("relu",), ("linear", 2, True)], 2, 2, 1000, 100, 5, {"type": "sgd", "lr": 0.1}),
@@ -140,11 +140,15 @@ CONFIGS = [
     ("linear without bias, stacked activations",
      [("linear", 10, False), ("relu",), ("tanh",), ("linear", 2, True)], 3, 2, 120, 30, 3,
      {"type": "sgd", "lr": 0.2}),
+    ("batch split into 2 concurrent shards (--shards 2), momentum",
+     [("linear", 64, True), ("relu",), ("linear", 64, True), ("relu",), ("linear", 5, True)],
+     6, 5, 400, 100, 3, {"type": "sgd", "lr": 0.05, "momentum": 0.9}, ["--shards", "2"]),
 ]
 
 
 def run_config(index, config, crossover, tmp):
-    name, layers, features, classes, samples, batch, epochs, optimizer = config
+    name, layers, features, classes, samples, batch, epochs, optimizer = config[:8]
+    extra_args = config[8] if len(config) > 8 else []
     rng = np.random.RandomState(100 + index)
     x = rng.standard_normal((samples, features)).astype(np.float32)
     y = rng.randint(0, classes, size=samples).astype(np.int64)
@@ -165,7 +169,7 @@ def run_config(index, config, crossover, tmp):
 
     saved, result = os.path.join(tmp, f"out{index}.safetensors"), os.path.join(tmp, f"r{index}.json")
     proc = subprocess.run([crossover, "train", spec, "--init", init, "--save", saved, "--json",
-                           result, "--quiet"], capture_output=True, text=True)
+                           result, "--quiet", *extra_args], capture_output=True, text=True)
     if proc.returncode != 0:
         print(f"  crossover failed ({proc.returncode}): {proc.stdout}{proc.stderr}")
         return False
