@@ -58,23 +58,11 @@ void Progress::clear() {
 
 namespace {
 
-int64_t count_params(const ModelSpec& spec) {
-  const auto shapes = infer_shapes(spec);
-  int64_t width = 1, params = 0;
-  for (int64_t d : spec.input) width *= d;
-  for (size_t i = 0; i < spec.layers.size(); ++i) {
-    const LayerSpec& l = spec.layers[i];
-    if (l.type == LayerType::Linear) params += width * l.out + (l.bias ? l.out : 0);
-    width = shapes[i].empty() ? width : shapes[i].back();
-  }
-  return params;
-}
-
 int run_models() {
   Table table({"name", "layers", "params", "optimizer", "batch", "epochs", "data"});
   for (const auto& name : builtin_spec_names()) {
     const ModelSpec s = *builtin_spec(name);
-    table.add_row({name, std::to_string(linear_layers(s)), std::to_string(count_params(s)),
+    table.add_row({name, std::to_string(linear_layers(s)), std::to_string(parameter_count(s)),
                    fmt::format("{} lr {}", s.train.optimizer.type, s.train.optimizer.lr),
                    std::to_string(s.train.batch), std::to_string(s.train.epochs), s.data.source});
   }

@@ -412,6 +412,18 @@ std::vector<std::vector<int64_t>> infer_shapes(const ModelSpec& spec) {
   return shapes;
 }
 
+int64_t parameter_count(const ModelSpec& spec) {
+  const auto shapes = infer_shapes(spec);
+  int64_t width = 1, params = 0;
+  for (int64_t d : spec.input) width *= d;
+  for (size_t i = 0; i < spec.layers.size(); ++i) {
+    const LayerSpec& l = spec.layers[i];
+    if (l.type == LayerType::Linear) params += width * l.out + (l.bias ? l.out : 0);
+    width = shapes[i].back();
+  }
+  return params;
+}
+
 ModelSpec resolve_spec(const std::string& name_or_path) {
   if (auto builtin = builtin_spec(name_or_path)) return *builtin;
   std::error_code ec;

@@ -76,6 +76,9 @@ ModelSpec load_spec_file(const std::filesystem::path& path);
 // UserError naming origin, line and layer index when they do not.
 std::vector<std::vector<int64_t>> infer_shapes(const ModelSpec& spec);
 
+// Trainable parameters of the spec's model (what PyTorch's sum(p.numel()) reports).
+int64_t parameter_count(const ModelSpec& spec);
+
 // Built-in specs, addressable by name ("disc-2" ... "disc-12").
 std::vector<std::string> builtin_spec_names();
 std::optional<ModelSpec> builtin_spec(const std::string& name);

@@ -185,21 +185,12 @@ TEST_P(SpecErrorTest, NamesFileLineKeyAndExpectation) {
 INSTANTIATE_TEST_SUITE_P(Errors, SpecErrorTest, ::testing::ValuesIn(error_cases()),
                          [](const auto& case_info) { return case_info.param.name; });
 
-int64_t parameters(const ModelSpec& s) {
-  const auto shapes = infer_shapes(s);
-  int64_t width = s.input[0], n = 0;
-  for (size_t i = 0; i < s.layers.size(); ++i) {
-    if (s.layers[i].type == LayerType::Linear) n += width * s.layers[i].out + s.layers[i].out;
-    width = shapes[i][0];
-  }
-  return n;
-}
-
 TEST(Spec, BuiltinDiscModelsHaveTheClassicSizes) {
   EXPECT_EQ(builtin_spec_names().size(), 11u);
-  EXPECT_EQ(parameters(*builtin_spec("disc-8")), 44710);
-  EXPECT_EQ(parameters(*builtin_spec("disc-10")), 703142);
-  EXPECT_EQ(parameters(*builtin_spec("disc-12")), 11201190);
+  EXPECT_EQ(parameter_count(parse_spec(kValid, "mixed.toml")), 3 * 16 + 16 + 16 * 8 + 8 * 3 + 3);
+  EXPECT_EQ(parameter_count(*builtin_spec("disc-8")), 44710);
+  EXPECT_EQ(parameter_count(*builtin_spec("disc-10")), 703142);
+  EXPECT_EQ(parameter_count(*builtin_spec("disc-12")), 11201190);
   const ModelSpec d8 = *builtin_spec("disc-8");
   EXPECT_EQ(d8.layers.size(), 15u);  // 8 Linear + 7 ReLU
   EXPECT_EQ(d8.layers.front().out, 4);
