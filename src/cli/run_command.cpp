@@ -69,10 +69,14 @@ int run_sweep(const RunOptions& o) {
       const Dataset data = load_data(spec, model.classes());
       model.init(spec.train.seed);
       const std::string label = fmt::format("{} on {}", spec.name, backend->info().id);
+      double trained_seconds = 0;
       TrainResult r = train_model(model, data, spec.train, [&](const EpochRecord& e, int64_t n) {
-        progress.update(fmt::format("[{}/{}] {}: epoch {}/{}, loss {:.4f}, error {:.2f}%",
-                                    rows.size() + 1, specs.size() * devices.size(), label, e.epoch,
-                                    n, e.loss, e.train_error));
+        trained_seconds += e.seconds;
+        const double left =
+            trained_seconds / static_cast<double>(e.epoch) * static_cast<double>(n - e.epoch);
+        progress.update(fmt::format(
+            "[{}/{}] {}: epoch {}/{}, loss {:.4f}, error {:.2f}%, ~{:.0f} s left", rows.size() + 1,
+            specs.size() * devices.size(), label, e.epoch, n, e.loss, e.train_error, left));
       });
       progress.clear();
       fmt::print(stderr, "{}: {:.4f} ms/step, {:.1f} GFLOP/s, train error {:.2f}%\n", label,
