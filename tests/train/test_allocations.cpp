@@ -1,0 +1,91 @@
+// "Nothing allocated in the training step", checked: every operator new in this test binary is
+// counted. oneDNN 2.6 itself allocates a few small objects per primitive execution (its argument
+// map), so the test measures that cost on a bare kernel call and requires a whole step to allocate
+// exactly that much per oneDNN execution, and nothing more.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <new>
+
+#include "backend/backend.h"
+#include "data/source.h"
+#include "model/model.h"
+
+namespace {
+std::atomic<int64_t> g_allocations{0};
+}  // namespace
+
+void* operator new(std::size_t size) {
+  g_allocations.fetch_add(1, std::memory_order_relaxed);
+  if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
+  throw std::bad_alloc();
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+
+namespace xo {
+namespace {
+
+int64_t allocations() { return g_allocations.load(std::memory_order_relaxed); }
+
+// Counts the allocations of one call, after a warm-up call.
+template <typename Call>
+int64_t allocations_of(Call&& call) {
+  call();
+  const int64_t before = allocations();
+  call();
+  return allocations() - before;
+}
+
+TEST(Allocations, TrainingStepAllocatesOnlyWhatOneDnnDoesPerCall) {
+  auto be = make_backend(parse_device("cpu", 1));
+  // What oneDNN's executions allocate, measured on bare kernels: a forward matmul with bias and
+  // ReLU, one without an activation (the output layer), a backward with its two matmuls, and a
+  // first layer's backward (no input gradient: one matmul).
+  auto inner = be->linear({4, 3, 2, true, Activation::ReLU, true});
+  auto output = be->linear({4, 3, 2, true, Activation::None, true});
+  auto first = be->linear({4, 3, 2, true, Activation::ReLU, false});
+  DeviceBuffer buf = be->allocate(sizeof(float) * 128);
+  float* p = buf.as<float>();
+  const int64_t forward = allocations_of([&] { inner->forward(p, p + 16, p + 32, p + 48); });
+  const int64_t output_forward =
+      allocations_of([&] { output->forward(p, p + 16, p + 32, p + 48); });
+  const int64_t backward =
+      allocations_of([&] { inner->backward(p, p + 16, p + 48, p + 64, p + 80, p + 96, p + 112); });
+  const int64_t first_backward =
+      allocations_of([&] { first->backward(p, p + 16, p + 48, p + 64, p + 80, p + 96, nullptr); });
+
+  ModelSpec spec = *builtin_spec("disc-5");  // 5 Linear layers, ReLUs fused
+  Model model(spec, *be);
+  model.init(0);
+  const Dataset data = load_data(spec, model.classes());
+  DeviceBuffer x = be->allocate(sizeof(float) * data.x.size());
+  DeviceBuffer y = be->allocate(sizeof(int32_t) * data.y.size());
+  be->upload(x.as<float>(), data.x.data(), x.bytes());
+  be->upload(y.as<int32_t>(), data.y.data(), y.bytes());
+  for (int shards : {1, 2}) {
+    SCOPED_TRACE(shards);
+    Network net(model, 100, true, shards);
+    auto optimizer = be->optimizer(spec.train.optimizer, model.flat_size());
+    DeviceBuffer stats = be->allocate(sizeof(LossStats));
+    auto step = [&](int s) {
+      net.train_step(x.as<float>() + s * 100 * 2, y.as<int32_t>() + s * 100, stats.as<LossStats>());
+      optimizer->step(model.params(), model.grads());
+    };
+    step(0);  // warm-up
+    constexpr int kSteps = 20;
+    const int64_t before = allocations();
+    for (int s = 0; s < kSteps; ++s) step(s % 10);
+    const int64_t total = allocations() - before;
+    const int64_t expected =
+        shards * (4 * forward + output_forward + 4 * backward + first_backward);
+    EXPECT_EQ(total, kSteps * expected)
+        << "per step: " << total / kSteps << " allocations; oneDNN accounts for " << expected
+        << " (forward " << forward << ", output layer's forward " << output_forward << ", backward "
+        << backward << ", first layer's backward " << first_backward << ")";
+  }
+}
+
+}  // namespace
+}  // namespace xo
