@@ -2,8 +2,10 @@
 // Every error names the file and line and says what was expected.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <limits>
 #include <string_view>
 
 #include "core/error.h"
@@ -12,6 +14,12 @@
 
 namespace xo {
 namespace {
+
+// Spreadsheet programs often start a UTF-8 CSV with a byte order mark. Left in place it would make
+// the first field of a header-less file non-numeric, and the first data row would be taken for a
+// header and silently dropped.
+constexpr std::string_view kUtf8Bom = "\xEF\xBB\xBF";
+constexpr size_t kMinColumns = 2;  // at least one feature, then the label
 
 std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
@@ -32,9 +40,15 @@ void split(std::string_view line, std::vector<std::string_view>& fields) {
   }
 }
 
+// from_chars is locale-independent and fast, but rejects a leading '+', which other tools write;
+// strip one, and only one, so "+-1" stays an error. It accepts "nan" and "inf": callers check
+// finiteness so those get their own message.
 bool parse_double(std::string_view s, double& out) {
+  if (!s.empty() && s.front() == '+') {
+    s.remove_prefix(1);
+    if (!s.empty() && (s.front() == '+' || s.front() == '-')) return false;
+  }
   if (s.empty()) return false;
-  if (s.front() == '+') s.remove_prefix(1);
   const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
   return ec == std::errc() && p == s.data() + s.size();
 }
@@ -42,46 +56,55 @@ bool parse_double(std::string_view s, double& out) {
 }  // namespace
 
 Dataset load_csv(const std::filesystem::path& path, int64_t classes, int64_t expected_features) {
+  XO_ASSERT(classes >= 1);
   const std::string text = read_file(path);
   const std::string name = path.string();
+  std::string_view body(text);
+  if (body.substr(0, kUtf8Bom.size()) == kUtf8Bom) body.remove_prefix(kUtf8Bom.size());
   Dataset d;
   d.classes = classes;
-  d.description = fmt::format("csv: {}", name);
+  // One row per line at most: reserving (at the first data row) avoids regrowing the vectors on
+  // files of 60k rows.
+  const auto lines = static_cast<size_t>(std::count(body.begin(), body.end(), '\n')) + 1;
   std::vector<std::string_view> fields;
   size_t columns = 0;
   int64_t first_data_line = 0;
   bool seen_first = false;
   int64_t line_no = 0;
   size_t pos = 0;
-  while (pos < text.size()) {
-    const size_t end = text.find('\n', pos);
+  while (pos < body.size()) {
+    const size_t end = body.find('\n', pos);
     const std::string_view line =
-        trim(std::string_view(text).substr(pos, end == std::string::npos ? end : end - pos));
-    pos = end == std::string::npos ? text.size() : end + 1;
+        trim(body.substr(pos, end == std::string_view::npos ? end : end - pos));
+    pos = end == std::string_view::npos ? body.size() : end + 1;
     ++line_no;
     if (line.empty()) continue;
     split(line, fields);
     if (!seen_first) {
       seen_first = true;
       double ignored;
-      bool numeric = true;
-      for (auto f : fields) numeric = numeric && parse_double(f, ignored);
+      const bool numeric = std::all_of(fields.begin(), fields.end(),
+                                       [&](auto f) { return parse_double(f, ignored); });
       if (!numeric) continue;  // a header line
     }
     if (columns == 0) {
       columns = fields.size();
       first_data_line = line_no;
-      if (columns < 2) {
-        throw UserError(
-            fmt::format("{}:{}: row has {} column, expected at least 2 (features, then the label)",
-                        name, line_no, columns));
+      if (columns < kMinColumns) {
+        throw UserError(fmt::format(
+            "{}:{}: row has {} column, expected at least {} (feature columns, then the label)",
+            name, line_no, columns, kMinColumns));
       }
       const int64_t features = static_cast<int64_t>(columns) - 1;
       if (expected_features > 0 && features != expected_features) {
-        throw UserError(fmt::format("{}:{}: {} feature columns, but the model expects {} inputs",
-                                    name, line_no, features, expected_features));
+        throw UserError(fmt::format(
+            "{}:{}: {} feature columns, but the model expects {} inputs (expected {} feature "
+            "columns, then the label)",
+            name, line_no, features, expected_features, expected_features));
       }
       d.features = features;
+      d.y.reserve(lines);
+      d.x.reserve(lines * static_cast<size_t>(features));
     }
     if (fields.size() != columns) {
       throw UserError(
@@ -91,17 +114,25 @@ Dataset load_csv(const std::filesystem::path& path, int64_t classes, int64_t exp
     }
     for (size_t c = 0; c + 1 < columns; ++c) {
       double v;
-      if (!parse_double(fields[c], v) || !std::isfinite(v)) {
-        throw UserError(fmt::format("{}:{}: column {} is '{}', not a finite number", name, line_no,
-                                    c + 1, fields[c]));
+      if (!parse_double(fields[c], v)) {
+        throw UserError(
+            fmt::format("{}:{}: column {} is '{}', not a number", name, line_no, c + 1, fields[c]));
+      }
+      // Features are stored as float32, so a double beyond float's range is rejected too.
+      if (!std::isfinite(v) || std::abs(v) > std::numeric_limits<float>::max()) {
+        throw UserError(
+            fmt::format("{}:{}: column {} is '{}', not a finite number (expected a "
+                        "finite float32 value)",
+                        name, line_no, c + 1, fields[c]));
       }
       d.x.push_back(static_cast<float>(v));
     }
+    const std::string_view label_text = fields.back();
     double label;
-    if (!parse_double(fields.back(), label) || label != std::floor(label) ||
-        !std::isfinite(label)) {
-      throw UserError(fmt::format("{}:{}: label '{}' is not an integer class index", name, line_no,
-                                  fields.back()));
+    if (!parse_double(label_text, label) || !std::isfinite(label) || label != std::floor(label)) {
+      throw UserError(fmt::format(
+          "{}:{}: label '{}' is not an integer class index (expected an integer in [0, {}])", name,
+          line_no, label_text, classes - 1));
     }
     if (label < 0 || label >= static_cast<double>(classes)) {
       throw UserError(
@@ -111,7 +142,10 @@ Dataset load_csv(const std::filesystem::path& path, int64_t classes, int64_t exp
     }
     d.y.push_back(static_cast<int32_t>(label));
   }
-  if (d.y.empty()) throw UserError(fmt::format("{}: no data rows", name));
+  if (d.y.empty()) {
+    throw UserError(fmt::format(
+        "{}: no data rows (expected lines of numeric features, then an integer label)", name));
+  }
   d.samples = static_cast<int64_t>(d.y.size());
   d.description = fmt::format("csv: {} ({} rows, {} features)", name, d.samples, d.features);
   return d;

@@ -7,7 +7,9 @@
 #include <algorithm>
 #include <bit>
 #include <cstring>
+#include <limits>
 #include <nlohmann/json.hpp>
+#include <string_view>
 
 #include "core/error.h"
 #include "core/file.h"
@@ -21,49 +23,129 @@ constexpr size_t kHeaderLengthBytes = 8;
 constexpr size_t kHeaderAlignment = 8;
 // A header larger than this is not a weights file (the format's reference reader uses 100 MB).
 constexpr uint64_t kMaxHeaderBytes = 100u << 20;
+// The optional string-to-string map that the format reserves beside the tensors.
+constexpr std::string_view kMetadataKey = "__metadata__";
+
+// IEEE half: 1 sign, 5 exponent (bias 15), 10 mantissa bits; float: 1, 8 (bias 127), 23. Every
+// half value is exactly a float, so the conversion moves bits and never rounds.
+constexpr int kHalfMantissaBits = 10;
+constexpr int kFloatMantissaBits = 23;
+constexpr uint32_t kHalfExponentMask = 0x1f;
+constexpr uint32_t kHalfMantissaMask = (1u << kHalfMantissaBits) - 1;
+constexpr uint32_t kHalfSignBit = 0x8000;
+constexpr uint32_t kFloatExponentAllOnes = 0xffu << kFloatMantissaBits;
+constexpr uint32_t kExponentBiasDifference = 127 - 15;
+constexpr int kMantissaShift = kFloatMantissaBits - kHalfMantissaBits;
+constexpr int kHalfToFloatSignShift = 16;
 
 float half_to_float(uint16_t h) {
-  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
-  const uint32_t exponent = (h >> 10) & 0x1fu;
-  uint32_t mantissa = h & 0x3ffu;
+  const uint32_t sign = (h & kHalfSignBit) << kHalfToFloatSignShift;
+  const uint32_t exponent = (h >> kHalfMantissaBits) & kHalfExponentMask;
+  uint32_t mantissa = h & kHalfMantissaMask;
   uint32_t bits;
-  if (exponent == 0x1f) {
-    bits = sign | 0x7f800000u | (mantissa << 13);  // inf or nan
+  if (exponent == kHalfExponentMask) {
+    bits = sign | kFloatExponentAllOnes | (mantissa << kMantissaShift);  // inf or nan
   } else if (exponent != 0) {
-    bits = sign | ((exponent + 112) << 23) | (mantissa << 13);
+    bits = sign | ((exponent + kExponentBiasDifference) << kFloatMantissaBits) |
+           (mantissa << kMantissaShift);
   } else if (mantissa == 0) {
     bits = sign;  // signed zero
   } else {
-    // Subnormal half: normalise the mantissa into a float exponent.
-    int e = 113;
-    while ((mantissa & 0x400u) == 0) {
+    // Subnormal half (mantissa * 2^-24): shift the leading 1 up to the implicit bit, lowering the
+    // exponent by one per shift, starting from the exponent of the smallest normal half.
+    uint32_t e = kExponentBiasDifference + 1;
+    while ((mantissa & (1u << kHalfMantissaBits)) == 0) {
       mantissa <<= 1;
       --e;
     }
-    bits = sign | (static_cast<uint32_t>(e) << 23) | ((mantissa & 0x3ffu) << 13);
+    bits = sign | (e << kFloatMantissaBits) | ((mantissa & kHalfMantissaMask) << kMantissaShift);
   }
   return std::bit_cast<float>(bits);
 }
 
+// bfloat16 is the top half of a float32.
 float bf16_to_float(uint16_t h) { return std::bit_cast<float>(static_cast<uint32_t>(h) << 16); }
 
-size_t dtype_size(const std::string& dtype) {
-  if (dtype == "F32") return 4;
-  if (dtype == "F64") return 8;
-  if (dtype == "F16" || dtype == "BF16") return 2;
-  return 0;
+enum class DType { kF32, kF64, kF16, kBF16 };
+
+struct DTypeInfo {
+  const char* name;
+  DType dtype;
+  size_t bytes;
+};
+
+// The float dtypes crossover reads; every other dtype of the format is refused by name.
+constexpr DTypeInfo kDTypes[] = {{"F32", DType::kF32, sizeof(float)},
+                                 {"F64", DType::kF64, sizeof(double)},
+                                 {"F16", DType::kF16, sizeof(uint16_t)},
+                                 {"BF16", DType::kBF16, sizeof(uint16_t)}};
+
+const DTypeInfo* find_dtype(const std::string& name) {
+  for (const DTypeInfo& info : kDTypes) {
+    if (name == info.name) return &info;
+  }
+  return nullptr;
 }
+
+// Converts n little-endian elements of `dtype` at p to float.
+void convert(DType dtype, const char* p, size_t n, float* out) {
+  if (n == 0) return;  // `out` may be null then, which memcpy does not allow
+  switch (dtype) {
+    case DType::kF32:
+      std::memcpy(out, p, n * sizeof(float));
+      return;
+    case DType::kF64:
+      for (size_t i = 0; i < n; ++i) {
+        double v;
+        std::memcpy(&v, p + i * sizeof(double), sizeof(double));
+        out[i] = static_cast<float>(v);
+      }
+      return;
+    case DType::kF16:
+    case DType::kBF16:
+      for (size_t i = 0; i < n; ++i) {
+        uint16_t h;
+        std::memcpy(&h, p + i * sizeof(uint16_t), sizeof(uint16_t));
+        out[i] = dtype == DType::kF16 ? half_to_float(h) : bf16_to_float(h);
+      }
+      return;
+  }
+}
+
+// Reads a JSON array of non-negative integers into `out`; false if `v` is anything else (a
+// negative or fractional number would otherwise be wrapped or truncated by nlohmann's get).
+bool get_unsigned_array(const nlohmann::ordered_json& v, std::vector<uint64_t>& out) {
+  if (!v.is_array()) return false;
+  out.clear();
+  for (const nlohmann::ordered_json& e : v) {
+    if (!e.is_number_unsigned()) return false;
+    out.push_back(e.get<uint64_t>());
+  }
+  return true;
+}
+
+constexpr const char* kEntryForm =
+    R"({"dtype": "F32", "shape": [d0, d1, ...], "data_offsets": [begin, end]})";
 
 }  // namespace
 
 void save_safetensors(const std::filesystem::path& path, const std::vector<NamedTensor>& tensors,
                       const std::map<std::string, std::string>& metadata) {
   nlohmann::ordered_json header;
-  if (!metadata.empty()) header["__metadata__"] = metadata;
+  if (!metadata.empty()) header[kMetadataKey] = metadata;
   size_t offset = 0;
   for (const NamedTensor& t : tensors) {
+    // A repeated name would overwrite the earlier entry and orphan its data; "__metadata__" is
+    // skipped by every reader. Both are caller bugs, not bad input.
+    if (t.name == kMetadataKey || header.contains(t.name)) {
+      throw_internal("unique tensor names",
+                     fmt::format("tensor '{}' for {}", t.name, path.string()), __FILE__, __LINE__);
+    }
     int64_t n = 1;
-    for (int64_t d : t.shape) n *= d;
+    for (int64_t d : t.shape) {
+      XO_ASSERT(d >= 0);
+      n *= d;
+    }
     XO_ASSERT(n == static_cast<int64_t>(t.data.size()));
     const size_t bytes = sizeof(float) * t.data.size();
     header[t.name] = {
@@ -91,101 +173,120 @@ std::vector<NamedTensor> load_safetensors(const std::filesystem::path& path) {
   const std::string name = path.string();
   if (file.size() < kHeaderLengthBytes) {
     throw UserError(
-        fmt::format("{}: {} bytes is too short for a safetensors file (needs an 8-byte "
-                    "header length)",
+        fmt::format("{}: {} bytes is too short for a safetensors file (expected an 8-byte "
+                    "header length, a JSON header, then data)",
                     name, file.size()));
   }
   uint64_t len;
   std::memcpy(&len, file.data(), sizeof(len));
-  if (len > kMaxHeaderBytes || len > file.size() - kHeaderLengthBytes) {
+  if (len > file.size() - kHeaderLengthBytes) {
     throw UserError(
         fmt::format("{}: header length {} runs past the end of the file ({} bytes): "
                     "truncated, or not a safetensors file",
                     name, len, file.size()));
   }
-  nlohmann::json header;
+  if (len > kMaxHeaderBytes) {
+    throw UserError(
+        fmt::format("{}: header length {} is implausibly large (expected at most {} bytes): not a "
+                    "safetensors file",
+                    name, len, kMaxHeaderBytes));
+  }
+  // Ordered, so that tensors sharing an offset (empty ones) come back in the file's order.
+  nlohmann::ordered_json header;
   try {
-    header = nlohmann::json::parse(file.substr(kHeaderLengthBytes, len));
-  } catch (const nlohmann::json::parse_error& e) {
+    header = nlohmann::ordered_json::parse(file.substr(kHeaderLengthBytes, len));
+  } catch (const nlohmann::json::exception& e) {
     throw UserError(fmt::format("{}: header is not valid JSON: {}", name, e.what()));
   }
-  if (!header.is_object()) throw UserError(fmt::format("{}: header is not a JSON object", name));
+  if (!header.is_object()) {
+    throw UserError(fmt::format("{}: header is not a JSON object (expected {{\"name\": {}, ...}})",
+                                name, kEntryForm));
+  }
   const size_t data_start = kHeaderLengthBytes + len;
   const size_t data_size = file.size() - data_start;
   struct Entry {
     std::string name;
-    std::string dtype;
+    const DTypeInfo* dtype;
     std::vector<int64_t> shape;
     uint64_t begin, end;
   };
   std::vector<Entry> entries;
+  std::vector<uint64_t> dims, offsets;
   for (auto it = header.begin(); it != header.end(); ++it) {
-    if (it.key() == "__metadata__") continue;
-    const auto& v = it.value();
+    if (it.key() == kMetadataKey) continue;
+    const nlohmann::ordered_json& v = it.value();
     const std::string where = fmt::format("{}: tensor '{}'", name, it.key());
-    try {
-      Entry e{it.key(), v.at("dtype").get<std::string>(), v.at("shape").get<std::vector<int64_t>>(),
-              v.at("data_offsets").at(0).get<uint64_t>(),
-              v.at("data_offsets").at(1).get<uint64_t>()};
-      if (v.at("data_offsets").size() != 2) throw std::out_of_range("data_offsets");
-      entries.push_back(std::move(e));
-    } catch (const nlohmann::json::exception& ex) {
-      throw UserError(
-          fmt::format("{}: expected {{\"dtype\", \"shape\", \"data_offsets\": [begin, "
-                      "end]}}: {}",
-                      where, ex.what()));
+    const auto malformed = [&](std::string_view what) {
+      return UserError(fmt::format("{}: {} (expected {})", where, what, kEntryForm));
+    };
+    if (!v.is_object()) throw malformed("entry is not a JSON object");
+    const auto dtype_it = v.find("dtype");
+    const auto shape_it = v.find("shape");
+    const auto offsets_it = v.find("data_offsets");
+    if (dtype_it == v.end() || !dtype_it->is_string()) throw malformed("no string \"dtype\"");
+    if (shape_it == v.end() || !get_unsigned_array(*shape_it, dims)) {
+      throw malformed("no \"shape\" of non-negative integers");
     }
-    const Entry& e = entries.back();
-    const size_t elem = dtype_size(e.dtype);
-    if (elem == 0) {
+    if (offsets_it == v.end() || !get_unsigned_array(*offsets_it, offsets) || offsets.size() != 2) {
+      throw malformed("no \"data_offsets\" pair of non-negative integers");
+    }
+    const std::string dtype_name = dtype_it->get<std::string>();
+    const DTypeInfo* dtype = find_dtype(dtype_name);
+    if (dtype == nullptr) {
       throw UserError(fmt::format(
-          "{}: dtype '{}' is not supported (expected F32, F64, F16 or BF16)", where, e.dtype));
+          "{}: dtype '{}' is not supported (expected F32, F64, F16 or BF16)", where, dtype_name));
     }
-    uint64_t n = 1;
-    for (int64_t d : e.shape) {
-      if (d < 0)
-        throw UserError(
-            fmt::format("{}: negative dimension in shape [{}]", where, fmt::join(e.shape, ", ")));
-      n *= static_cast<uint64_t>(d);
+    Entry e{it.key(), dtype, {}, offsets[0], offsets[1]};
+    // The element count is computed in bytes with overflow checks: a forged shape must not wrap
+    // around to match the data size.
+    // A zero dimension makes the tensor empty however large the others are.
+    const bool empty = std::find(dims.begin(), dims.end(), 0) != dims.end();
+    uint64_t needed = empty ? 0 : dtype->bytes;
+    bool overflow = false;
+    for (uint64_t d : dims) {
+      overflow = overflow || d > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) ||
+                 (!empty && __builtin_mul_overflow(needed, d, &needed));
+      e.shape.push_back(static_cast<int64_t>(d));
+    }
+    if (overflow) {
+      throw UserError(
+          fmt::format("{}: shape [{}] is too large (expected a tensor that fits in {} "
+                      "data bytes)",
+                      where, fmt::join(dims, ", "), data_size));
     }
     if (e.end < e.begin || e.end > data_size) {
-      throw UserError(fmt::format("{}: data_offsets [{}, {}] lie outside the {} data bytes", where,
-                                  e.begin, e.end, data_size));
+      throw UserError(fmt::format(
+          "{}: data_offsets [{}, {}] lie outside the {} data bytes (expected begin <= end <= {})",
+          where, e.begin, e.end, data_size, data_size));
     }
-    if (e.end - e.begin != n * elem) {
+    if (e.end - e.begin != needed) {
       throw UserError(fmt::format(
           "{}: data_offsets [{}, {}] hold {} bytes but shape [{}] of {} "
           "needs {}",
-          where, e.begin, e.end, e.end - e.begin, fmt::join(e.shape, ", "), e.dtype, n * elem));
+          where, e.begin, e.end, e.end - e.begin, fmt::join(dims, ", "), dtype_name, needed));
     }
+    entries.push_back(std::move(e));
   }
-  std::sort(entries.begin(), entries.end(),
-            [](const Entry& a, const Entry& b) { return a.begin < b.begin; });
-  for (size_t i = 1; i < entries.size(); ++i) {
-    if (entries[i].begin < entries[i - 1].end) {
-      throw UserError(fmt::format("{}: tensors '{}' and '{}' overlap", name, entries[i - 1].name,
-                                  entries[i].name));
+  // Stable, so that tensors sharing an offset (empty ones) keep the file's order.
+  std::stable_sort(entries.begin(), entries.end(),
+                   [](const Entry& a, const Entry& b) { return a.begin < b.begin; });
+  // An empty tensor occupies no bytes and overlaps nothing, wherever its offsets point.
+  const Entry* previous = nullptr;
+  for (const Entry& e : entries) {
+    if (e.begin == e.end) continue;
+    if (previous != nullptr && e.begin < previous->end) {
+      throw UserError(fmt::format(
+          "{}: tensors '{}' [{}, {}] and '{}' [{}, {}] overlap (expected disjoint data_offsets)",
+          name, previous->name, previous->begin, previous->end, e.name, e.begin, e.end));
     }
+    previous = &e;
   }
   std::vector<NamedTensor> out;
-  for (const Entry& e : entries) {
-    NamedTensor t{e.name, e.shape, {}};
-    const char* p = file.data() + data_start + e.begin;
-    const size_t n = (e.end - e.begin) / dtype_size(e.dtype);
-    t.data.resize(n);
-    for (size_t i = 0; i < n; ++i) {
-      if (e.dtype == "F32") {
-        std::memcpy(&t.data[i], p + 4 * i, 4);
-      } else if (e.dtype == "F64") {
-        double v;
-        std::memcpy(&v, p + 8 * i, 8);
-        t.data[i] = static_cast<float>(v);
-      } else {
-        uint16_t h;
-        std::memcpy(&h, p + 2 * i, 2);
-        t.data[i] = e.dtype == "F16" ? half_to_float(h) : bf16_to_float(h);
-      }
-    }
+  out.reserve(entries.size());
+  for (Entry& e : entries) {
+    NamedTensor t{std::move(e.name), std::move(e.shape), {}};
+    t.data.resize((e.end - e.begin) / e.dtype->bytes);
+    convert(e.dtype->dtype, file.data() + data_start + e.begin, t.data.size(), t.data.data());
     out.push_back(std::move(t));
   }
   return out;

@@ -1,5 +1,5 @@
-// Parsing and validation of TOML model specs. Every error names the file, the line and the dotted
-// key, and says what was expected; unknown keys are errors, so a typo never passes silently.
+// Parsing, validation and rendering of TOML model specs. Every error names the file, the line and
+// the dotted key and says what was expected; unknown keys are errors, so a typo never passes.
 #include "model/spec.h"
 
 #include <fmt/format.h>
@@ -7,7 +7,10 @@
 #include <toml++/toml.h>
 
 #include <algorithm>
+#include <cmath>
 #include <sstream>
+#include <string_view>
+#include <utility>
 
 #include "core/error.h"
 #include "core/file.h"
@@ -16,67 +19,129 @@ namespace xo {
 namespace {
 
 constexpr double kAdamWDefaultWeightDecay = 0.01;  // torch.optim.AdamW's default
+constexpr std::string_view kDiscSource = "disc";
+constexpr std::string_view kCsvPrefix = "csv:";
+constexpr std::string_view kCrossEntropy = "cross_entropy";
+constexpr std::string_view kLayerTypeList = "linear, relu, tanh, sigmoid";
+constexpr std::string_view kOptimizerList = "sgd, adam, adamw";
+constexpr int64_t kMinClasses = 2;  // cross_entropy over one class is always zero
+constexpr int kNoLine = 0;          // specs built in code have no lines
+constexpr int kTopLine = 1;         // where a missing top-level table is reported
 
+// "FILE:LINE: KEY: what" (or "FILE: KEY: what" when there is no line, as for built-in specs).
+[[noreturn]] void fail_at(const std::string& origin, int line, const std::string& key,
+                          const std::string& what) {
+  if (line > kNoLine) throw UserError(fmt::format("{}:{}: {}: {}", origin, line, key, what));
+  throw UserError(fmt::format("{}: {}: {}", origin, key, what));
+}
+
+// A TOML basic string: quotes, backslashes and control characters escaped, UTF-8 kept as is.
+std::string toml_string(std::string_view s) {
+  std::string out = "\"";
+  for (char c : s) {
+    switch (c) {
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+          out += fmt::format("\\u{:04X}", static_cast<unsigned>(static_cast<unsigned char>(c)));
+        } else {
+          out += c;
+        }
+    }
+  }
+  return out + "\"";
+}
+
+// The shortest text that reads back as the same double, written as a TOML float ("0.0", not "0",
+// so a reader sees a real-valued setting).
+std::string float_text(double v) {
+  std::string text = fmt::format("{}", v);
+  if (text.find_first_not_of("-0123456789") == std::string::npos) text += ".0";
+  return text;
+}
+
+// Reads typed values out of toml++ tables; every failure becomes a UserError naming origin, line
+// and dotted key. `missing_line` is where to point when a key is absent: its enclosing table.
 class Parser {
  public:
   explicit Parser(std::string origin) : origin_(std::move(origin)) {}
 
   [[noreturn]] void fail(int line, const std::string& key, const std::string& what) const {
-    if (line > 0) throw UserError(fmt::format("{}:{}: {}: {}", origin_, line, key, what));
-    throw UserError(fmt::format("{}: {}: {}", origin_, key, what));
+    fail_at(origin_, line, key, what);
   }
 
   static int line_of(const toml::node& n) { return static_cast<int>(n.source().begin.line); }
-
-  // Every key of `t` must be one of `allowed`.
-  void only_keys(const toml::table& t, const std::string& path,
-                 const std::vector<std::string_view>& allowed) const {
-    for (auto&& [key, value] : t) {
-      if (std::find(allowed.begin(), allowed.end(), key.str()) == allowed.end()) {
-        fail(line_of(value), join(path, key.str()),
-             fmt::format("unknown key (expected one of: {})", fmt::join(allowed, ", ")));
-      }
-    }
-  }
 
   static std::string join(const std::string& path, std::string_view key) {
     return path.empty() ? std::string(key) : fmt::format("{}.{}", path, key);
   }
 
+  // Every key of `t` must be one of `allowed`. toml++ iterates keys alphabetically, so the first
+  // unknown key in the file (by position) is the one reported.
+  void only_keys(const toml::table& t, const std::string& path,
+                 const std::vector<std::string_view>& allowed) const {
+    const toml::key* first = nullptr;
+    for (auto&& [key, value] : t) {
+      if (std::find(allowed.begin(), allowed.end(), key.str()) != allowed.end()) continue;
+      if (!first || key.source().begin < first->source().begin) first = &key;
+    }
+    if (!first) return;
+    const toml::node& value = *t.get(first->str());
+    fail(line_of(value), join(path, first->str()),
+         fmt::format("unknown key (expected one of: {})", fmt::join(allowed, ", ")));
+  }
+
   const toml::table* table(const toml::table& parent, const std::string& path, std::string_view key,
-                           bool required, int missing_line) const {
+                           bool required, int missing_line, std::string_view expected) const {
     const toml::node* n = parent.get(key);
     if (!n) {
-      if (required) fail(missing_line, join(path, key), "missing (expected a table)");
+      if (required) {
+        fail(missing_line, join(path, key), fmt::format("missing (expected {})", expected));
+      }
       return nullptr;
     }
     const toml::table* t = n->as_table();
-    if (!t)
-      fail(line_of(*n), join(path, key), fmt::format("expected a table, got {}", type_name(*n)));
+    if (!t) {
+      fail(line_of(*n), join(path, key),
+           fmt::format("got {} (expected {})", describe(*n), expected));
+    }
     return t;
   }
 
   std::optional<int64_t> integer(const toml::table& t, const std::string& path,
                                  std::string_view key, bool required, int missing_line) const {
-    const toml::node* n = t.get(key);
-    if (!n) {
-      if (required) fail(missing_line, join(path, key), "missing (expected an integer)");
-      return std::nullopt;
-    }
+    const toml::node* n = present(t, path, key, required, missing_line, "an integer");
+    if (!n) return std::nullopt;
     if (auto v = n->value_exact<int64_t>()) return *v;
-    fail(line_of(*n), join(path, key), fmt::format("expected an integer, got {}", describe(*n)));
+    fail(line_of(*n), join(path, key), fmt::format("got {} (expected an integer)", describe(*n)));
   }
 
-  std::optional<double> number(const toml::table& t, const std::string& path, std::string_view key,
-                               bool required, int missing_line) const {
+  // A finite number; integers are accepted ("lr = 1" means 1.0). inf and nan, which TOML allows,
+  // are refused: no hyperparameter here is meaningful with them.
+  std::optional<double> number(const toml::table& t, const std::string& path,
+                               std::string_view key) const {
     const toml::node* n = t.get(key);
-    if (!n) {
-      if (required) fail(missing_line, join(path, key), "missing (expected a number)");
-      return std::nullopt;
+    if (!n) return std::nullopt;
+    std::optional<double> v = n->value_exact<double>();
+    if (!v) {
+      if (auto i = n->value_exact<int64_t>()) v = static_cast<double>(*i);
     }
-    if (auto v = n->value_exact<double>()) return *v;
-    if (auto v = n->value_exact<int64_t>()) return static_cast<double>(*v);
-    fail(line_of(*n), join(path, key), fmt::format("expected a number, got {}", describe(*n)));
+    if (!v || !std::isfinite(*v)) {
+      fail(line_of(*n), join(path, key),
+           fmt::format("got {} (expected a finite number)", describe(*n)));
+    }
+    return v;
   }
 
   std::optional<bool> boolean(const toml::table& t, const std::string& path,
@@ -84,61 +149,74 @@ class Parser {
     const toml::node* n = t.get(key);
     if (!n) return std::nullopt;
     if (auto v = n->value_exact<bool>()) return *v;
-    fail(line_of(*n), join(path, key), fmt::format("expected true or false, got {}", describe(*n)));
+    fail(line_of(*n), join(path, key),
+         fmt::format("got {} (expected true or false)", describe(*n)));
   }
 
   std::optional<std::string> string(const toml::table& t, const std::string& path,
-                                    std::string_view key, bool required, int missing_line) const {
-    const toml::node* n = t.get(key);
-    if (!n) {
-      if (required) fail(missing_line, join(path, key), "missing (expected a string)");
-      return std::nullopt;
-    }
+                                    std::string_view key, bool required, int missing_line,
+                                    std::string_view expected = "a string") const {
+    const toml::node* n = present(t, path, key, required, missing_line, expected);
+    if (!n) return std::nullopt;
     if (auto v = n->value_exact<std::string>()) return *v;
-    fail(line_of(*n), join(path, key), fmt::format("expected a string, got {}", describe(*n)));
+    fail(line_of(*n), join(path, key), fmt::format("got {} (expected {})", describe(*n), expected));
   }
 
-  static std::string type_name(const toml::node& n) {
+  // How a value reads in a message: "the string \"4\"", "the float 4.5", "the list [0.9, 1.0]".
+  static std::string describe(const toml::node& n) {
     switch (n.type()) {
       case toml::node_type::table:
         return "a table";
-      case toml::node_type::array:
-        return "an array";
+      case toml::node_type::array: {
+        const toml::array& a = *n.as_array();
+        if (a.empty()) return "an empty list";
+        const std::string text = value_text(n);
+        return text.size() <= kMaxQuotedList ? "the list " + text
+                                             : fmt::format("a list of {} items", a.size());
+      }
       case toml::node_type::string:
-        return "a string";
+        return "the string " + value_text(n);
       case toml::node_type::integer:
-        return "an integer";
+        return "the integer " + value_text(n);
       case toml::node_type::floating_point:
-        return "a number with a fraction";
+        return "the float " + value_text(n);
       case toml::node_type::boolean:
-        return "a boolean";
+        return "the boolean " + value_text(n);
       default:
-        return "a date or time";
+        return "the date/time " + value_text(n);
     }
   }
 
-  static std::string describe(const toml::node& n) {
-    std::ostringstream out;
-    if (n.is_table() || n.is_array()) return type_name(n);
-    n.visit([&](auto&& v) { out << v; });
-    return fmt::format("{} ({})", type_name(n), out.str());
+ private:
+  static constexpr size_t kMaxQuotedList = 40;  // longer lists are summarised by their size
+
+  // A value as it would be written in TOML (tables abbreviated), for quoting in messages.
+  static std::string value_text(const toml::node& n) {
+    if (const auto* s = n.as_string()) return toml_string(**s);
+    if (const auto* f = n.as_floating_point()) return float_text(**f);
+    if (const auto* a = n.as_array()) {
+      std::vector<std::string> items;
+      for (const toml::node& item : *a) items.push_back(value_text(item));
+      return fmt::format("[{}]", fmt::join(items, ", "));
+    }
+    if (n.is_table()) return "{...}";
+    std::ostringstream text;
+    n.visit([&](auto&& v) { text << v; });
+    return text.str();
   }
 
-  const std::string& origin() const { return origin_; }
+  // The node for `key`, or nullptr when it is absent and optional.
+  const toml::node* present(const toml::table& t, const std::string& path, std::string_view key,
+                            bool required, int missing_line, std::string_view expected) const {
+    const toml::node* n = t.get(key);
+    if (!n && required) {
+      fail(missing_line, join(path, key), fmt::format("missing (expected {})", expected));
+    }
+    return n;
+  }
 
- private:
   std::string origin_;
 };
-
-LayerType layer_type(const Parser& p, int line, const std::string& key, const std::string& name) {
-  if (name == "linear") return LayerType::Linear;
-  if (name == "relu") return LayerType::ReLU;
-  if (name == "tanh") return LayerType::Tanh;
-  if (name == "sigmoid") return LayerType::Sigmoid;
-  p.fail(
-      line, key,
-      fmt::format("unknown layer type '{}' (expected one of: linear, relu, tanh, sigmoid)", name));
-}
 
 const char* layer_type_name(LayerType t) {
   switch (t) {
@@ -154,68 +232,107 @@ const char* layer_type_name(LayerType t) {
   return "?";
 }
 
-void parse_model(const Parser& p, const toml::table& model, int model_line, ModelSpec& spec) {
-  p.only_keys(model, "model", {"name", "input", "layers", "loss"});
-  if (auto name = p.string(model, "model", "name", false, model_line)) spec.name = *name;
+std::optional<LayerType> layer_type(std::string_view name) {
+  for (LayerType t : {LayerType::Linear, LayerType::ReLU, LayerType::Tanh, LayerType::Sigmoid}) {
+    if (name == layer_type_name(t)) return t;
+  }
+  return std::nullopt;
+}
 
+std::vector<int64_t> parse_input(const Parser& p, const toml::table& model, int model_line) {
+  constexpr std::string_view kExpected = "a non-empty list of positive integers, e.g. [2]";
   const toml::node* input = model.get("input");
-  if (!input)
-    p.fail(model_line, "model.input", "missing (expected a list of positive integers, e.g. [2])");
+  if (!input) p.fail(model_line, "model.input", fmt::format("missing (expected {})", kExpected));
   const toml::array* dims = input->as_array();
   if (!dims || dims->empty()) {
     p.fail(Parser::line_of(*input), "model.input",
-           fmt::format("expected a non-empty list of positive integers, got {}",
-                       Parser::describe(*input)));
+           fmt::format("got {} (expected {})", Parser::describe(*input), kExpected));
   }
-  spec.input.clear();
+  std::vector<int64_t> shape;
   for (size_t i = 0; i < dims->size(); ++i) {
-    const auto v = (*dims)[i].value_exact<int64_t>();
+    const toml::node& dim = (*dims)[i];
+    const auto v = dim.value_exact<int64_t>();
     if (!v || *v <= 0) {
-      p.fail(Parser::line_of((*dims)[i]), fmt::format("model.input[{}]", i),
-             fmt::format("expected a positive integer, got {}", Parser::describe((*dims)[i])));
+      p.fail(Parser::line_of(dim), fmt::format("model.input[{}]", i),
+             fmt::format("got {} (expected a positive integer)", Parser::describe(dim)));
     }
-    spec.input.push_back(*v);
+    shape.push_back(*v);
   }
+  return shape;
+}
 
+LayerSpec parse_layer(const Parser& p, const toml::node& node, const std::string& path) {
+  const int line = Parser::line_of(node);
+  const toml::table* t = node.as_table();
+  if (!t) {
+    p.fail(line, path,
+           fmt::format("got {} (expected a layer table such as {{ type = \"linear\", out = 4 }})",
+                       Parser::describe(node)));
+  }
+  // Typos first, whatever the type: `{ typ = "relu" }` should name "typ", not a missing "type".
+  p.only_keys(*t, path, {"type", "out", "bias"});
+  const std::string expected_type = fmt::format("the layer type, one of: {}", kLayerTypeList);
+  const std::string name = *p.string(*t, path, "type", true, line, expected_type);
+  LayerSpec layer;
+  layer.line = line;
+  if (auto type = layer_type(name)) {
+    layer.type = *type;
+  } else {
+    p.fail(Parser::line_of(*t->get("type")), path + ".type",
+           fmt::format("unknown layer type '{}' (expected one of: {})", name, kLayerTypeList));
+  }
+  if (layer.type == LayerType::Linear) {
+    layer.out = *p.integer(*t, path, "out", true, line);
+    if (layer.out <= 0) {
+      p.fail(Parser::line_of(*t->get("out")), path + ".out",
+             fmt::format("width {} must be a positive integer", layer.out));
+    }
+    layer.bias = p.boolean(*t, path, "bias").value_or(true);
+  } else {
+    for (std::string_view key : {"out", "bias"}) {
+      if (const toml::node* n = t->get(key)) {
+        p.fail(Parser::line_of(*n), Parser::join(path, key),
+               fmt::format("a {} layer takes no '{}' (only linear layers have out and bias)", name,
+                           key));
+      }
+    }
+  }
+  return layer;
+}
+
+void parse_model(const Parser& p, const toml::table& model, ModelSpec& spec) {
+  const int model_line = Parser::line_of(model);
+  p.only_keys(model, "model", {"name", "input", "layers", "loss"});
+  if (auto name = p.string(model, "model", "name", false, model_line)) {
+    if (name->empty()) {
+      p.fail(Parser::line_of(*model.get("name")), "model.name",
+             "empty name (expected a name such as \"disc-8\", or no name key to use the file's)");
+    }
+    spec.name = *name;
+  }
+  spec.input = parse_input(p, model, model_line);
+
+  constexpr std::string_view kExpectedLayers =
+      "a non-empty list of layer tables, e.g. [ { type = \"linear\", out = 2 } ]";
   const toml::node* layers = model.get("layers");
-  if (!layers) p.fail(model_line, "model.layers", "missing (expected a list of layer tables)");
+  if (!layers) {
+    p.fail(model_line, "model.layers", fmt::format("missing (expected {})", kExpectedLayers));
+  }
   const toml::array* list = layers->as_array();
   if (!list || list->empty()) {
     p.fail(Parser::line_of(*layers), "model.layers",
-           "expected a non-empty list of layer tables, e.g. [ { type = \"linear\", out = 4 } ]");
+           fmt::format("got {} (expected {})", Parser::describe(*layers), kExpectedLayers));
   }
   spec.layers.clear();
   for (size_t i = 0; i < list->size(); ++i) {
-    const std::string path = fmt::format("model.layers[{}]", i);
-    const toml::node& node = (*list)[i];
-    const int line = Parser::line_of(node);
-    const toml::table* t = node.as_table();
-    if (!t) {
-      p.fail(line, path,
-             fmt::format("expected a layer table like {{ type = \"relu\" }}, got {}",
-                         Parser::describe(node)));
-    }
-    LayerSpec layer;
-    layer.line = line;
-    layer.type = layer_type(p, line, path + ".type", *p.string(*t, path, "type", true, line));
-    if (layer.type == LayerType::Linear) {
-      p.only_keys(*t, path, {"type", "out", "bias"});
-      layer.out = *p.integer(*t, path, "out", true, line);
-      if (layer.out <= 0) {
-        p.fail(Parser::line_of(*t->get("out")), path + ".out",
-               fmt::format("width {} must be a positive integer", layer.out));
-      }
-      layer.bias = p.boolean(*t, path, "bias").value_or(true);
-    } else {
-      p.only_keys(*t, path, {"type"});
-    }
-    spec.layers.push_back(layer);
+    spec.layers.push_back(parse_layer(p, (*list)[i], fmt::format("model.layers[{}]", i)));
   }
 
-  const std::string loss = *p.string(model, "model", "loss", true, model_line);
-  if (loss != "cross_entropy") {
+  const std::string expected_loss = fmt::format("the loss: {}", kCrossEntropy);
+  const std::string loss = *p.string(model, "model", "loss", true, model_line, expected_loss);
+  if (loss != kCrossEntropy) {
     p.fail(Parser::line_of(*model.get("loss")), "model.loss",
-           fmt::format("unknown loss '{}' (expected: cross_entropy)", loss));
+           fmt::format("unknown loss '{}' (expected: {})", loss, kCrossEntropy));
   }
   spec.loss = LossType::CrossEntropy;
 }
@@ -223,7 +340,8 @@ void parse_model(const Parser& p, const toml::table& model, int model_line, Mode
 void parse_optimizer(const Parser& p, const toml::table& t, OptimizerSpec& o) {
   const std::string path = "train.optimizer";
   const int line = Parser::line_of(t);
-  o.type = p.string(t, path, "type", false, line).value_or("sgd");
+  const std::string expected_type = fmt::format("one of: {}", kOptimizerList);
+  o.type = p.string(t, path, "type", false, line, expected_type).value_or("sgd");
   if (o.type == "sgd") {
     p.only_keys(t, path, {"type", "lr", "momentum", "dampening", "nesterov", "weight_decay"});
   } else if (o.type == "adam" || o.type == "adamw") {
@@ -231,61 +349,84 @@ void parse_optimizer(const Parser& p, const toml::table& t, OptimizerSpec& o) {
     if (o.type == "adamw") o.weight_decay = kAdamWDefaultWeightDecay;
   } else {
     p.fail(Parser::line_of(*t.get("type")), path + ".type",
-           fmt::format("unknown optimizer '{}' (expected one of: sgd, adam, adamw)", o.type));
+           fmt::format("unknown optimizer '{}' (expected one of: {})", o.type, kOptimizerList));
   }
   auto key_line = [&](std::string_view key) { return Parser::line_of(*t.get(key)); };
-  if (auto lr = p.number(t, path, "lr", false, line)) {
-    if (*lr <= 0) p.fail(key_line("lr"), path + ".lr", fmt::format("{} must be positive", *lr));
-    o.lr = *lr;
+  auto key_path = [&](std::string_view key) { return Parser::join(path, key); };
+
+  if (auto v = p.number(t, path, "lr")) {
+    if (*v <= 0) {
+      p.fail(key_line("lr"), key_path("lr"), fmt::format("{} must be > 0", float_text(*v)));
+    }
+    o.lr = *v;
   }
-  auto unit = [&](std::string_view key, double& field) {
-    if (auto v = p.number(t, path, key, false, line)) {
+  // Momentum and Adam's betas are decay factors: 1 or more would never forget (or diverge).
+  auto unit_interval = [&](std::string_view key, double& field) {
+    if (auto v = p.number(t, path, key)) {
       if (*v < 0 || *v >= 1) {
-        p.fail(key_line(key), Parser::join(path, key), fmt::format("{} must be in [0, 1)", *v));
+        p.fail(key_line(key), key_path(key), fmt::format("{} must be in [0, 1)", float_text(*v)));
       }
       field = *v;
     }
   };
-  unit("momentum", o.momentum);
-  unit("beta1", o.beta1);
-  unit("beta2", o.beta2);
-  if (auto v = p.number(t, path, "dampening", false, line)) {
-    if (*v < 0 || *v > 1) p.fail(key_line("dampening"), path + ".dampening", "must be in [0, 1]");
-    o.dampening = *v;
-  }
+  unit_interval("momentum", o.momentum);
+  unit_interval("beta1", o.beta1);
+  unit_interval("beta2", o.beta2);
   if (const toml::node* betas = t.get("betas")) {
+    for (std::string_view key : {"beta1", "beta2"}) {
+      if (t.contains(key)) {
+        p.fail(key_line(key), key_path(key),
+               "given twice: betas already sets it (expected either betas = [b1, b2] or "
+               "beta1/beta2)");
+      }
+    }
     const toml::array* a = betas->as_array();
     const auto b1 = a && a->size() == 2 ? (*a)[0].value<double>() : std::nullopt;
     const auto b2 = a && a->size() == 2 ? (*a)[1].value<double>() : std::nullopt;
-    if (!b1 || !b2 || *b1 < 0 || *b1 >= 1 || *b2 < 0 || *b2 >= 1) {
-      p.fail(Parser::line_of(*betas), path + ".betas",
-             "expected two numbers in [0, 1), e.g. [0.9, 0.999]");
+    auto in_unit = [](std::optional<double> b) { return b && *b >= 0 && *b < 1; };
+    if (!in_unit(b1) || !in_unit(b2)) {
+      p.fail(Parser::line_of(*betas), key_path("betas"),
+             fmt::format("got {} (expected two numbers in [0, 1), e.g. [0.9, 0.999])",
+                         Parser::describe(*betas)));
     }
     o.beta1 = *b1;
     o.beta2 = *b2;
   }
-  if (auto v = p.number(t, path, "eps", false, line)) {
-    if (*v <= 0) p.fail(key_line("eps"), path + ".eps", fmt::format("{} must be positive", *v));
+  if (auto v = p.number(t, path, "dampening")) {
+    if (*v < 0 || *v > 1) {
+      p.fail(key_line("dampening"), key_path("dampening"),
+             fmt::format("{} must be in [0, 1]", float_text(*v)));
+    }
+    o.dampening = *v;
+  }
+  if (auto v = p.number(t, path, "eps")) {
+    if (*v <= 0) {
+      p.fail(key_line("eps"), key_path("eps"), fmt::format("{} must be > 0", float_text(*v)));
+    }
     o.eps = *v;
   }
-  if (auto v = p.number(t, path, "weight_decay", false, line)) {
+  if (auto v = p.number(t, path, "weight_decay")) {
     if (*v < 0) {
-      p.fail(key_line("weight_decay"), path + ".weight_decay",
-             fmt::format("{} must be zero or positive", *v));
+      p.fail(key_line("weight_decay"), key_path("weight_decay"),
+             fmt::format("{} must be >= 0", float_text(*v)));
     }
     o.weight_decay = *v;
   }
   o.nesterov = p.boolean(t, path, "nesterov").value_or(false);
   if (o.nesterov && (o.momentum <= 0 || o.dampening != 0)) {
-    p.fail(key_line("nesterov"), path + ".nesterov",
-           "Nesterov momentum needs momentum > 0 and dampening = 0 (as in torch.optim.SGD)");
+    p.fail(key_line("nesterov"), key_path("nesterov"),
+           fmt::format("Nesterov momentum needs momentum > 0 and dampening = 0, got momentum {} "
+                       "and dampening {} (torch.optim.SGD refuses this too)",
+                       float_text(o.momentum), float_text(o.dampening)));
   }
 }
 
 void parse_train(const Parser& p, const toml::table& t, TrainSpec& train) {
   const int line = Parser::line_of(t);
   p.only_keys(t, "train", {"optimizer", "batch", "epochs", "shuffle", "seed"});
-  if (const toml::table* opt = p.table(t, "train", "optimizer", false, line)) {
+  const std::string expected_optimizer = fmt::format(
+      "a table such as {{ type = \"sgd\", lr = 0.1 }}, type one of: {}", kOptimizerList);
+  if (const toml::table* opt = p.table(t, "train", "optimizer", false, line, expected_optimizer)) {
     parse_optimizer(p, *opt, train.optimizer);
   }
   auto positive = [&](std::string_view key, int64_t& field) {
@@ -303,30 +444,34 @@ void parse_train(const Parser& p, const toml::table& t, TrainSpec& train) {
   if (auto seed = p.integer(t, "train", "seed", false, line)) {
     if (*seed < 0) {
       p.fail(Parser::line_of(*t.get("seed")), "train.seed",
-             fmt::format("{} must be zero or positive", *seed));
+             fmt::format("{} must be an integer >= 0", *seed));
     }
     train.seed = static_cast<uint64_t>(*seed);
   }
 }
 
+// `base` is the spec file's folder (empty for a spec given as text): a relative CSV path is
+// relative to the spec, not to wherever crossover happens to run.
 void parse_data(const Parser& p, const toml::table& t, const std::filesystem::path& base,
                 DataSpec& data) {
   const int line = Parser::line_of(t);
   p.only_keys(t, "data", {"source", "samples"});
-  if (auto source = p.string(t, "data", "source", false, line)) {
+  constexpr std::string_view kExpectedSource = "\"disc\" or \"csv:PATH\"";
+  if (auto source = p.string(t, "data", "source", false, line, kExpectedSource)) {
     const int source_line = Parser::line_of(*t.get("source"));
-    constexpr std::string_view kCsv = "csv:";
-    if (*source == "disc") {
+    if (*source == kDiscSource) {
       data.source = *source;
-    } else if (source->rfind(kCsv, 0) == 0) {
-      std::filesystem::path path = source->substr(kCsv.size());
-      if (path.empty())
-        p.fail(source_line, "data.source", "\"csv:\" needs a path, e.g. \"csv:train.csv\"");
-      if (path.is_relative() && !base.empty()) path = base / path;
-      data.source = std::string(kCsv) + path.string();
+    } else if (source->starts_with(kCsvPrefix)) {
+      std::filesystem::path path = source->substr(kCsvPrefix.size());
+      if (path.empty()) {
+        p.fail(source_line, "data.source",
+               "empty path (expected \"csv:PATH\", e.g. \"csv:train.csv\")");
+      }
+      if (path.is_relative() && !base.empty()) path = (base / path).lexically_normal();
+      data.source = std::string(kCsvPrefix) + path.string();
     } else {
       p.fail(source_line, "data.source",
-             fmt::format("unknown source '{}' (expected \"disc\" or \"csv:PATH\")", *source));
+             fmt::format("unknown source '{}' (expected {})", *source, kExpectedSource));
     }
   }
   if (auto samples = p.integer(t, "data", "samples", false, line)) {
@@ -345,24 +490,25 @@ ModelSpec parse(const std::string& text, const std::string& origin,
   try {
     root = toml::parse(text, origin);
   } catch (const toml::parse_error& e) {
-    throw UserError(fmt::format("{}:{}: TOML syntax error: {}", origin, e.source().begin.line,
-                                e.description()));
+    throw UserError(fmt::format("{}:{}: TOML syntax error (column {}): {}", origin,
+                                e.source().begin.line, e.source().begin.column, e.description()));
   }
   p.only_keys(root, "", {"model", "train", "data"});
   ModelSpec spec;
   spec.origin = origin;
   spec.name = std::filesystem::path(origin).stem().string();
-  const toml::table* model = p.table(root, "", "model", true, 1);
-  parse_model(p, *model, Parser::line_of(*model), spec);
-  if (const toml::table* train = p.table(root, "", "train", false, 1))
+  const toml::table* model =
+      p.table(root, "", "model", true, kTopLine, "a [model] table with input, layers and loss");
+  parse_model(p, *model, spec);
+  if (const toml::table* train = p.table(root, "", "train", false, kTopLine, "a [train] table")) {
     parse_train(p, *train, spec.train);
-  if (const toml::table* data = p.table(root, "", "data", false, 1))
+  }
+  if (const toml::table* data = p.table(root, "", "data", false, kTopLine, "a [data] table")) {
     parse_data(p, *data, base, spec.data);
+  }
   infer_shapes(spec);
   return spec;
 }
-
-std::string number_text(double v) { return fmt::format("{}", v); }
 
 }  // namespace
 
@@ -375,71 +521,95 @@ ModelSpec load_spec_file(const std::filesystem::path& path) {
 }
 
 std::vector<std::vector<int64_t>> infer_shapes(const ModelSpec& spec) {
-  auto fail = [&](int line, size_t index, const std::string& what) {
-    const std::string key = fmt::format("model.layers[{}]", index);
-    if (line > 0) throw UserError(fmt::format("{}:{}: {}: {}", spec.origin, line, key, what));
-    throw UserError(fmt::format("{}: {}: {}", spec.origin, key, what));
-  };
-  if (spec.input.empty()) throw UserError(fmt::format("{}: model.input: missing", spec.origin));
-  if (spec.layers.empty()) throw UserError(fmt::format("{}: model.layers: empty", spec.origin));
+  // Specs built in code (not parsed) reach here unchecked, so this validates everything it uses.
+  const int first_line = spec.layers.empty() ? kNoLine : spec.layers.front().line;
+  if (spec.input.empty()) fail_at(spec.origin, kNoLine, "model.input", "empty (expected a shape)");
+  for (size_t i = 0; i < spec.input.size(); ++i) {
+    if (spec.input[i] <= 0) {
+      fail_at(spec.origin, kNoLine, fmt::format("model.input[{}]", i),
+              fmt::format("{} must be a positive integer", spec.input[i]));
+    }
+  }
+  if (spec.layers.empty()) {
+    fail_at(spec.origin, kNoLine, "model.layers", "empty (expected at least one linear layer)");
+  }
   std::vector<std::vector<int64_t>> shapes;
   std::vector<int64_t> shape = spec.input;
   bool any_linear = false;
+  int64_t params = 0;  // checked for overflow so that no later size computation can overflow
   for (size_t i = 0; i < spec.layers.size(); ++i) {
     const LayerSpec& l = spec.layers[i];
+    const std::string key = fmt::format("model.layers[{}]", i);
     if (l.type == LayerType::Linear) {
       if (shape.size() != 1) {
-        fail(l.line, i,
-             fmt::format("linear needs a flat input of rank 1, got [{}]", fmt::join(shape, ", ")));
+        fail_at(
+            spec.origin, l.line, key,
+            fmt::format("linear needs a flat input of rank 1, got [{}]", fmt::join(shape, ", ")));
       }
-      if (l.out <= 0) fail(l.line, i, fmt::format("width {} must be a positive integer", l.out));
+      if (l.out <= 0) {
+        fail_at(spec.origin, l.line, key + ".out",
+                fmt::format("width {} must be a positive integer", l.out));
+      }
+      int64_t weights = 0;
+      if (__builtin_mul_overflow(shape[0], l.out, &weights) ||
+          __builtin_add_overflow(params, weights, &params) ||
+          __builtin_add_overflow(params, l.bias ? l.out : 0, &params)) {
+        fail_at(spec.origin, l.line, key, "too many parameters (more than 2^63)");
+      }
       shape = {l.out};
       any_linear = true;
     }
     shapes.push_back(shape);
   }
   if (!any_linear) {
-    throw UserError(
-        fmt::format("{}: model.layers: a model needs at least one linear layer", spec.origin));
+    fail_at(spec.origin, first_line, "model.layers",
+            "no linear layer, only activations (expected at least one linear layer)");
   }
-  if (spec.loss == LossType::CrossEntropy && (shape.size() != 1 || shape[0] < 2)) {
+  if (spec.loss == LossType::CrossEntropy && shape[0] < kMinClasses) {
     const LayerSpec& last = spec.layers.back();
-    fail(last.line, spec.layers.size() - 1,
-         fmt::format("cross_entropy needs the last layer to output one score per class (at least "
-                     "2), got [{}]",
-                     fmt::join(shape, ", ")));
+    fail_at(spec.origin, last.line, fmt::format("model.layers[{}]", spec.layers.size() - 1),
+            fmt::format("cross_entropy needs the last layer to output one score per class, at "
+                        "least {}, got [{}]",
+                        kMinClasses, fmt::join(shape, ", ")));
   }
   return shapes;
 }
 
 int64_t parameter_count(const ModelSpec& spec) {
-  const auto shapes = infer_shapes(spec);
-  int64_t width = 1, params = 0;
-  for (int64_t d : spec.input) width *= d;
+  const auto shapes = infer_shapes(spec);  // also guarantees the sum below cannot overflow
+  int64_t params = 0;
+  std::vector<int64_t> in = spec.input;
   for (size_t i = 0; i < spec.layers.size(); ++i) {
     const LayerSpec& l = spec.layers[i];
-    if (l.type == LayerType::Linear) params += width * l.out + (l.bias ? l.out : 0);
-    width = shapes[i].back();
+    if (l.type == LayerType::Linear) params += in[0] * l.out + (l.bias ? l.out : 0);
+    in = shapes[i];
   }
   return params;
 }
 
 ModelSpec resolve_spec(const std::string& name_or_path) {
   if (auto builtin = builtin_spec(name_or_path)) return *builtin;
-  std::error_code ec;
-  if (std::filesystem::is_regular_file(name_or_path, ec)) return load_spec_file(name_or_path);
   const std::filesystem::path path(name_or_path);
-  if (path.extension() == ".toml" || path.has_parent_path()) {
-    throw UserError(fmt::format("{}: spec file not found (built-in models: {})", name_or_path,
-                                fmt::join(builtin_spec_names(), ", ")));
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(path, ec)) return load_spec_file(path);
+  const std::string builtins = fmt::format("{}", fmt::join(builtin_spec_names(), ", "));
+  if (std::filesystem::exists(path, ec)) {
+    throw UserError(
+        fmt::format("{}: not a file (expected a TOML spec file or a built-in model: {})",
+                    name_or_path, builtins));
   }
-  throw UserError(fmt::format("'{}' is neither a built-in model ({}) nor a spec file", name_or_path,
-                              fmt::join(builtin_spec_names(), ", ")));
+  // Something that looks like a path gets a path's message; a bare word may be a mistyped name.
+  if (path.extension() == ".toml" || path.has_parent_path()) {
+    throw UserError(
+        fmt::format("{}: spec file not found (built-in models: {})", name_or_path, builtins));
+  }
+  throw UserError(
+      fmt::format("'{}' is neither a built-in model ({}) nor a spec file", name_or_path, builtins));
 }
 
 std::string to_toml(const ModelSpec& spec) {
   std::string out = "[model]\n";
-  out += fmt::format("name = \"{}\"\n", spec.name);
+  out += fmt::format("name = {}\n", toml_string(spec.name));
   out += fmt::format("input = [{}]\n", fmt::join(spec.input, ", "));
   out += "layers = [\n";
   for (const LayerSpec& l : spec.layers) {
@@ -450,25 +620,25 @@ std::string to_toml(const ModelSpec& spec) {
       out += fmt::format("  {{ type = \"{}\" }},\n", layer_type_name(l.type));
     }
   }
-  out += "]\nloss = \"cross_entropy\"\n\n[train]\n";
+  out += fmt::format("]\nloss = \"{}\"\n\n[train]\n", kCrossEntropy);
   const OptimizerSpec& o = spec.train.optimizer;
   if (o.type == "sgd") {
     out += fmt::format(
         "optimizer = {{ type = \"sgd\", lr = {}, momentum = {}, dampening = {}, nesterov = {}, "
         "weight_decay = {} }}\n",
-        number_text(o.lr), number_text(o.momentum), number_text(o.dampening), o.nesterov,
-        number_text(o.weight_decay));
+        float_text(o.lr), float_text(o.momentum), float_text(o.dampening), o.nesterov,
+        float_text(o.weight_decay));
   } else {
     out += fmt::format(
-        "optimizer = {{ type = \"{}\", lr = {}, beta1 = {}, beta2 = {}, eps = {}, "
+        "optimizer = {{ type = {}, lr = {}, beta1 = {}, beta2 = {}, eps = {}, "
         "weight_decay = {} }}\n",
-        o.type, number_text(o.lr), number_text(o.beta1), number_text(o.beta2), number_text(o.eps),
-        number_text(o.weight_decay));
+        toml_string(o.type), float_text(o.lr), float_text(o.beta1), float_text(o.beta2),
+        float_text(o.eps), float_text(o.weight_decay));
   }
   out += fmt::format("batch = {}\nepochs = {}\nshuffle = {}\nseed = {}\n\n", spec.train.batch,
                      spec.train.epochs, spec.train.shuffle, spec.train.seed);
-  out +=
-      fmt::format("[data]\nsource = \"{}\"\nsamples = {}\n", spec.data.source, spec.data.samples);
+  out += fmt::format("[data]\nsource = {}\nsamples = {}\n", toml_string(spec.data.source),
+                     spec.data.samples);
   return out;
 }
 
