@@ -159,5 +159,10 @@ INSTANTIATE_TEST_SUITE_P(
         CsvCase{"blank_lines_only", "\n \r\n\t\n", 2, 0, {"no data rows"}}),
     [](const auto& case_info) { return case_info.param.name; });
 
+TEST(CsvFile, MissingFileIsNamed) {
+  testing::expect_user_error([] { load_csv("/nonexistent/dir/points.csv", 2, 0); },
+                             {"/nonexistent/dir/points.csv", "cannot open"});
+}
+
 }  // namespace
 }  // namespace xo
