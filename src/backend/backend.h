@@ -79,6 +79,113 @@ class ActivationKernel {
   virtual void backward(const float* dst, const float* d_dst, float* d_src) = 0;
 };
 
+// A 2-D convolution (PyTorch's Conv2d, square kernel, same stride and padding on both axes) with
+// its following activation fused in. Tensors are NCHW, weights [out, in, k, k].
+struct Conv2dShape {
+  int64_t batch = 0;
+  int64_t in_channels = 0, height = 0, width = 0;
+  int64_t out_channels = 0, kernel = 0, stride = 1, padding = 0;
+  bool has_bias = true;
+  Activation activation = Activation::None;
+  bool need_d_src = true;
+  bool in_shard = false;
+  int64_t out_height() const { return (height + 2 * padding - kernel) / stride + 1; }
+  int64_t out_width() const { return (width + 2 * padding - kernel) / stride + 1; }
+};
+
+// Same contract as LinearKernel: d_dst is scratch (holds the pre-activation gradient afterwards),
+// d_weights/d_bias/d_src are overwritten.
+class Conv2dKernel {
+ public:
+  virtual ~Conv2dKernel() = default;
+  virtual void forward(const float* src, const float* weights, const float* bias, float* dst) = 0;
+  virtual void backward(const float* src, const float* weights, const float* dst, float* d_dst,
+                        float* d_weights, float* d_bias, float* d_src) = 0;
+};
+
+// Max or average pooling over square windows of NCHW tensors (average counts the zero padding, as
+// PyTorch's default count_include_pad = true), and pooling over the steps of a sequence [N, T, F]
+// -> [N, F] (global average / max).
+enum class PoolType { Max, Avg };
+struct Pool2dShape {
+  PoolType type = PoolType::Max;
+  int64_t batch = 0, channels = 0, height = 0, width = 0;
+  int64_t kernel = 0, stride = 1, padding = 0;
+  bool training = true;  // keeps what backward needs (the arg-max positions)
+  int64_t out_height() const { return (height + 2 * padding - kernel) / stride + 1; }
+  int64_t out_width() const { return (width + 2 * padding - kernel) / stride + 1; }
+};
+struct SequencePoolShape {
+  PoolType type = PoolType::Avg;
+  int64_t batch = 0, steps = 0, features = 0;
+};
+class PoolKernel {
+ public:
+  virtual ~PoolKernel() = default;
+  virtual void forward(const float* src, float* dst) = 0;
+  // d_src is overwritten; uses what the last forward kept.
+  virtual void backward(const float* d_dst, float* d_src) = 0;
+};
+
+// Inverted dropout: each element is zeroed with probability p and the others scaled by 1/(1-p).
+// The mask is a pure function of (seed, step, element index + element_offset), so every backend
+// and every batch sharding draws the same mask.
+struct DropoutShape {
+  int64_t elements = 0;        // per call (the shard's batch times the features per sample)
+  int64_t element_offset = 0;  // of this shard's first element within the whole batch
+  double p = 0.5;
+  uint64_t seed = 0;
+};
+class DropoutKernel {
+ public:
+  virtual ~DropoutKernel() = default;
+  virtual void forward(const float* src, float* dst, uint64_t step) = 0;
+  virtual void backward(const float* d_dst, float* d_src) = 0;
+};
+
+// A lookup table: token ids (stored as floats, exact below 2^24) [batch, steps] to rows of
+// table [vocab, dim]. Ids must be in [0, vocab): the trainer checks the data set before training.
+struct EmbeddingShape {
+  int64_t batch = 0, steps = 0, vocab = 0, dim = 0;
+};
+class EmbeddingKernel {
+ public:
+  virtual ~EmbeddingKernel() = default;
+  virtual void forward(const float* ids, const float* table, float* dst) = 0;
+  // d_table is overwritten: zero except the rows of ids present, which get their summed gradient.
+  virtual void backward(const float* ids, const float* d_dst, float* d_table) = 0;
+};
+
+// PyTorch's nn.LSTM with batch_first = true and zero initial states: gates in the order input,
+// forget, cell, output; per layer weight_ih [4H, in], weight_hh [4H, H], bias_ih and bias_hh [4H].
+struct LstmShape {
+  int64_t batch = 0, steps = 0, input = 0, hidden = 0, layers = 1;
+  bool sequence = false;  // dst is [batch, steps, H] (true) or the last step's [batch, H]
+  bool need_d_src = true;
+  bool in_shard = false;
+};
+struct LstmLayerParams {
+  const float* weight_ih = nullptr;
+  const float* weight_hh = nullptr;
+  const float* bias_ih = nullptr;
+  const float* bias_hh = nullptr;
+};
+struct LstmLayerGrads {
+  float* weight_ih = nullptr;
+  float* weight_hh = nullptr;
+  float* bias_ih = nullptr;
+  float* bias_hh = nullptr;
+};
+class LstmKernel {
+ public:
+  virtual ~LstmKernel() = default;
+  // params: one entry per layer. Keeps the gates and states of every step for backward.
+  virtual void forward(const float* src, const LstmLayerParams* params, float* dst) = 0;
+  // grads are overwritten; d_dst is read only; d_src overwritten when need_d_src (else null).
+  virtual void backward(const float* src, const LstmLayerParams* params, const float* d_dst,
+                        const LstmLayerGrads* grads, float* d_src) = 0;
+};
+
 // Running sums a loss kernel adds to, kept on the device so the host reads them once per epoch.
 struct LossStats {
   double loss_sum = 0;  // sum over batches of the batch's mean loss (the classic "epoch loss")
@@ -86,14 +193,17 @@ struct LossStats {
   double samples = 0;
 };
 
-// Softmax + cross-entropy (mean over the batch, as torch.nn.CrossEntropyLoss), fused. A kernel for
-// one shard of a batch divides by the whole batch (`normalizer`), so the shards' losses and
-// gradients add up to the batch's.
-class CrossEntropyKernel {
+// A loss over the last layer's output, fused with its gradient: softmax + cross-entropy (as
+// torch.nn.CrossEntropyLoss) or sigmoid + binary cross-entropy (torch.nn.BCEWithLogitsLoss), mean
+// over the batch. A kernel for one shard of a batch divides by the whole batch (`normalizer`), so
+// the shards' losses and gradients add up to the batch's.
+enum class LossKind { CrossEntropy, BinaryCrossEntropy };
+class LossKernel {
  public:
-  virtual ~CrossEntropyKernel() = default;
-  // logits [batch, classes], labels [batch]. Adds to *stats (device memory). When d_logits is not
-  // null it is overwritten with d(loss)/d(logits), where loss = sum of sample losses / normalizer.
+  virtual ~LossKernel() = default;
+  // logits [batch, classes] (classes = 1 for binary), labels [batch]. Adds to *stats (device
+  // memory). When d_logits is not null it is overwritten with d(loss)/d(logits), where loss = sum
+  // of sample losses / normalizer.
   virtual void forward_backward(const float* logits, const int32_t* labels, float* d_logits,
                                 LossStats* stats) = 0;
 };
@@ -135,8 +245,14 @@ class Backend {
   // Kernels, created at plan time (this is where primitives are built and cached).
   virtual std::unique_ptr<LinearKernel> linear(const LinearShape& shape) = 0;
   virtual std::unique_ptr<ActivationKernel> activation(Activation act, int64_t elements) = 0;
-  virtual std::unique_ptr<CrossEntropyKernel> cross_entropy(int64_t batch, int64_t classes,
-                                                            int64_t normalizer) = 0;
+  virtual std::unique_ptr<LossKernel> loss(LossKind kind, int64_t batch, int64_t classes,
+                                           int64_t normalizer) = 0;
+  virtual std::unique_ptr<Conv2dKernel> conv2d(const Conv2dShape& shape) = 0;
+  virtual std::unique_ptr<PoolKernel> pool2d(const Pool2dShape& shape) = 0;
+  virtual std::unique_ptr<PoolKernel> sequence_pool(const SequencePoolShape& shape) = 0;
+  virtual std::unique_ptr<DropoutKernel> dropout(const DropoutShape& shape) = 0;
+  virtual std::unique_ptr<EmbeddingKernel> embedding(const EmbeddingShape& shape) = 0;
+  virtual std::unique_ptr<LstmKernel> lstm(const LstmShape& shape) = 0;
   virtual std::unique_ptr<OptimizerKernel> optimizer(const OptimizerSpec& spec,
                                                      int64_t parameters) = 0;
 };

@@ -66,7 +66,7 @@ int run_sweep(const RunOptions& o) {
       if (stopped) break;
       if (o.epochs) spec.train.epochs = *o.epochs;
       Model model(spec, *backend);
-      const Dataset data = load_data(spec, model.classes());
+      const DataSplit data = load_data(spec, model.classes());
       model.init(spec.train.seed);
       const std::string label = fmt::format("{} on {}", spec.name, backend->info().id);
       double trained_seconds = 0;

@@ -1,6 +1,7 @@
 // `crossover train SPEC_OR_NAME`: trains one model and prints each epoch's loss and error.
 #include <fmt/format.h>
 
+#include <cmath>
 #include <memory>
 
 #include "cli/commands.h"
@@ -33,7 +34,7 @@ int run_train(const TrainOptions& o) {
   if (o.seed) spec.train.seed = *o.seed;
   auto backend = make_backend(parse_device(o.device, o.threads));
   Model model(spec, *backend);
-  const Dataset data = load_data(spec, model.classes(), o.data);
+  const DataSplit data = load_data(spec, model.classes(), o.data);
   if (o.init.empty()) {
     model.init(spec.train.seed);
   } else {
@@ -42,25 +43,32 @@ int run_train(const TrainOptions& o) {
   if (!o.quiet) {
     fmt::print("{}: {} parameters, {} on {} ({}, {} threads); data: {}\n", spec.name,
                model.parameter_count(), spec.train.optimizer.type, backend->info().id,
-               backend->info().name, backend->info().threads, data.description);
+               backend->info().name, backend->info().threads, data.train.description);
   }
   const ExecutionOptions exec{o.shards};
   const TrainResult r = train_model(
       model, data, spec.train,
       [&](const EpochRecord& e, int64_t n) {
         if (!o.quiet) {
-          fmt::print("epoch {:>{}}/{}  loss {:.6f}  train error {:6.2f}%  {:.3f} ms\n", e.epoch,
-                     fmt::formatted_size("{}", n), n, e.loss, e.train_error, e.seconds * 1e3);
+          const std::string test = std::isnan(e.test_accuracy)
+                                       ? ""
+                                       : fmt::format("  test loss {:.4f}  test accuracy {:6.2f}%",
+                                                     e.test_loss, e.test_accuracy);
+          fmt::print("epoch {:>{}}/{}  loss {:.6f}  train error {:6.2f}%{}  {:.3f} ms\n", e.epoch,
+                     fmt::formatted_size("{}", n), n, e.loss, e.train_error, test, e.seconds * 1e3);
           std::fflush(stdout);
         }
       },
       exec);
   fmt::print(
-      "{}: final loss {:.6f}, train error {:.2f}%, {:.4f} ms/step (median of {}, cv {:.1f}%), "
+      "{}: final loss {:.6f}, train error {:.2f}%{}, {:.4f} ms/step (median of {}, cv {:.1f}%), "
       "{:.1f} GFLOP/s, {:.0f} samples/s, {:.2f} s training, {} shard{}{}\n",
-      r.model, r.final_loss, r.final_train_error, r.step_ms.median, r.step_ms.count,
-      100.0 * r.step_ms.cv, r.gflops, r.samples_per_second, r.train_seconds, r.shards,
-      r.shards == 1 ? "" : "s", r.interrupted ? " (interrupted)" : "");
+      r.model, r.final_loss, r.final_train_error,
+      std::isnan(r.final_test_accuracy) ? ""
+                                        : fmt::format(", test accuracy {:.2f}% ({} samples)",
+                                                      r.final_test_accuracy, r.test_samples),
+      r.step_ms.median, r.step_ms.count, 100.0 * r.step_ms.cv, r.gflops, r.samples_per_second,
+      r.train_seconds, r.shards, r.shards == 1 ? "" : "s", r.interrupted ? " (interrupted)" : "");
   if (r.diverged_epoch > 0) {
     fmt::print(stderr,
                "crossover: warning: training diverged at epoch {} (the loss is not finite); try a "

@@ -27,4 +27,24 @@ class Rng {
   std::mt19937_64 engine_;
 };
 
+// SplitMix64's finalizer: a bijective mix of 64 bits, for counter-based random numbers.
+constexpr uint64_t mix64(uint64_t x) {
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ULL;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+// Counter-based dropout masks: whether element `index` survives step `step` of a layer seeded with
+// `seed`. A pure function of its arguments (no generator state), so every backend and every batch
+// sharding draws the same mask. `threshold` = round(p * 2^24): 24 random bits against it.
+constexpr uint32_t dropout_threshold(double p) {
+  return static_cast<uint32_t>(p * static_cast<double>(1u << 24) + 0.5);
+}
+constexpr bool dropout_keep(uint64_t seed, uint64_t step, uint64_t index, uint32_t threshold) {
+  const uint64_t stream = mix64(seed ^ mix64(step + 0x9e3779b97f4a7c15ULL));
+  return static_cast<uint32_t>(mix64(stream + index) >> 40) >= threshold;
+}
+
 }  // namespace xo

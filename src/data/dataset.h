@@ -1,4 +1,5 @@
-// In-memory classification data sets: row-major float features and integer class labels.
+// In-memory classification data sets: row-major float features (token ids, for sequence models,
+// stored as exact floats) and integer class labels.
 #pragma once
 
 #include <cstdint>
@@ -15,6 +16,12 @@ struct Dataset {
   std::vector<float> x;     // [samples, features], row-major
   std::vector<int32_t> y;   // [samples]
   std::string description;  // e.g. "disc: 1000 points, seed 0" or "csv: data/train.csv"
+};
+
+// A training set and its test set (samples = 0 where the source has none).
+struct DataSplit {
+  Dataset train;
+  Dataset test;
 };
 
 // The "disc" data set of the classic CPU-vs-GPU experiment: points uniform in [0,1]^2, label 1 when

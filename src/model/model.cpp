@@ -22,10 +22,37 @@ Activation activation_of(LayerType t) {
       return Activation::Tanh;
     case LayerType::Sigmoid:
       return Activation::Sigmoid;
-    case LayerType::Linear:
-      break;
+    default:
+      return Activation::None;
   }
-  return Activation::None;
+}
+
+NodeKind node_kind(LayerType t) {
+  switch (t) {
+    case LayerType::Linear:
+      return NodeKind::Linear;
+    case LayerType::Conv2d:
+      return NodeKind::Conv2d;
+    case LayerType::ReLU:
+    case LayerType::Tanh:
+    case LayerType::Sigmoid:
+      return NodeKind::Activation;
+    case LayerType::MaxPool2d:
+    case LayerType::AvgPool2d:
+      return NodeKind::Pool2d;
+    case LayerType::GlobalAvgPool:
+    case LayerType::GlobalMaxPool:
+      return NodeKind::SequencePool;
+    case LayerType::Dropout:
+      return NodeKind::Dropout;
+    case LayerType::Flatten:
+      return NodeKind::Flatten;
+    case LayerType::Embedding:
+      return NodeKind::Embedding;
+    case LayerType::LSTM:
+      return NodeKind::LSTM;
+  }
+  return NodeKind::Flatten;
 }
 
 int64_t product(const std::vector<int64_t>& shape) {
@@ -34,12 +61,39 @@ int64_t product(const std::vector<int64_t>& shape) {
   return n;
 }
 
+// Matmul FLOPs of a node's forward pass for one sample.
+double node_forward_flops(const Node& n) {
+  const LayerSpec& l = n.spec;
+  switch (n.kind) {
+    case NodeKind::Linear:
+      return 2.0 * n.in_size * n.out_size;
+    case NodeKind::Conv2d:
+      return 2.0 * n.out_size * n.in_shape[0] * l.kernel * l.kernel;
+    case NodeKind::LSTM: {
+      double flops = 0;
+      for (int64_t k = 0; k < l.layers; ++k) {
+        const int64_t input = k == 0 ? n.in_shape[1] : l.out;
+        flops += 2.0 * n.in_shape[0] * 4 * l.out * (input + l.out);
+      }
+      return flops;
+    }
+    default:
+      return 0;
+  }
+}
+
+// A normal deviate from two uniforms (Box-Muller), for nn.Embedding's N(0, 1).
+double normal(Rng& rng) {
+  const double u1 = 1.0 - rng.uniform();  // in (0, 1]
+  const double u2 = rng.uniform();
+  return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * M_PI * u2);
+}
+
 }  // namespace
 
 Model::Model(ModelSpec spec, Backend& backend) : spec_(std::move(spec)), backend_(&backend) {
   const auto shapes = infer_shapes(spec_);  // validates that the layers chain
   input_features_ = product(spec_.input);
-  int64_t width = input_features_;
   auto add_tensor = [&](std::string name, std::vector<int64_t> shape) {
     ParamTensor t{std::move(name), std::move(shape), flat_size_, 0};
     t.size = product(t.shape);
@@ -50,43 +104,59 @@ Model::Model(ModelSpec spec, Backend& backend) : spec_(std::move(spec)), backend
   };
   const auto& layers = spec_.layers;
   for (size_t i = 0; i < layers.size(); ++i) {
-    Block b;
-    b.layer = static_cast<int>(i);
-    b.in_features = width;
-    if (layers[i].type == LayerType::Linear) {
-      b.out_features = layers[i].out;
-      b.weight = add_tensor(fmt::format("{}.weight", i), {layers[i].out, width});
-      if (layers[i].bias) b.bias = add_tensor(fmt::format("{}.bias", i), {layers[i].out});
-      // An activation right after a Linear is fused into it (one oneDNN post-op / epilogue).
-      if (i + 1 < layers.size() && layers[i + 1].type != LayerType::Linear) {
-        b.activation = activation_of(layers[i + 1].type);
-        ++i;
-      }
-    } else {
-      b.is_linear = false;
-      b.activation = activation_of(layers[i].type);
-      b.out_features = width;
+    Node n;
+    n.layer = static_cast<int>(i);
+    n.kind = node_kind(layers[i].type);
+    n.spec = layers[i];
+    n.activation = activation_of(layers[i].type);
+    n.in_shape = i == 0 ? spec_.input : shapes[i - 1];
+    n.out_shape = shapes[i];
+    for (const ParamShape& t : layer_parameters(layers[i], n.in_shape)) {
+      n.params.push_back(add_tensor(fmt::format("{}.{}", i, t.suffix), t.shape));
     }
-    width = b.out_features;
-    blocks_.push_back(b);
+    // An activation right after a Linear or Conv2d is fused into it (a oneDNN post-op / epilogue).
+    const bool fusable = n.kind == NodeKind::Linear || n.kind == NodeKind::Conv2d;
+    if (fusable && i + 1 < layers.size() && activation_of(layers[i + 1].type) != Activation::None) {
+      n.activation = activation_of(layers[i + 1].type);
+      n.out_shape = shapes[++i];
+    }
+    n.in_size = product(n.in_shape);
+    n.out_size = product(n.out_shape);
+    n.forward_flops = node_forward_flops(n);
+    nodes_.push_back(std::move(n));
   }
-  classes_ = width;
-  XO_ASSERT(product(shapes.back()) == classes_);
+  outputs_ = nodes_.back().out_size;
   params_ = backend.allocate(sizeof(float) * flat_size_);
   grads_ = backend.allocate(sizeof(float) * flat_size_);
 }
 
+int64_t Model::token_vocab() const {
+  return nodes_.front().kind == NodeKind::Embedding ? nodes_.front().spec.vocab : 0;
+}
+
 void Model::init(uint64_t seed) {
+  seed_ = seed;
+  steps_ = 0;
   std::vector<float> host(flat_size_, 0.0f);
   Rng rng(seed);
-  for (const Block& b : blocks_) {
-    if (!b.is_linear) continue;
-    const double bound = 1.0 / std::sqrt(static_cast<double>(b.in_features));
-    for (int idx : {b.weight, b.bias}) {
-      if (idx < 0) continue;
+  for (const Node& n : nodes_) {
+    double bound = 0;
+    switch (n.kind) {
+      case NodeKind::Linear:
+      case NodeKind::Conv2d:  // fan_in = in_features, or in_channels * k * k
+        bound = 1.0 / std::sqrt(static_cast<double>(tensors_[n.params[0]].size / n.spec.out));
+        break;
+      case NodeKind::LSTM:
+        bound = 1.0 / std::sqrt(static_cast<double>(n.spec.out));
+        break;
+      default:
+        break;
+    }
+    for (int idx : n.params) {
       const ParamTensor& t = tensors_[idx];
       for (int64_t k = 0; k < t.size; ++k) {
-        host[t.offset + k] = static_cast<float>(rng.uniform(-bound, bound));
+        host[t.offset + k] = static_cast<float>(
+            n.kind == NodeKind::Embedding ? normal(rng) : rng.uniform(-bound, bound));
       }
     }
   }
@@ -132,24 +202,23 @@ void Model::import_params(const std::vector<NamedTensor>& tensors, const std::st
 
 double Model::forward_flops(int64_t batch) const {
   double flops = 0;
-  for (const Block& b : blocks_) {
-    if (b.is_linear) flops += 2.0 * batch * b.in_features * b.out_features;
-  }
+  for (const Node& n : nodes_) flops += static_cast<double>(batch) * n.forward_flops;
   return flops;
 }
 
 double Model::train_flops(int64_t batch) const {
   double flops = 0;
-  for (size_t i = 0; i < blocks_.size(); ++i) {
-    const Block& b = blocks_[i];
-    if (!b.is_linear) continue;
-    const double matmul = 2.0 * batch * b.in_features * b.out_features;
-    flops += i == 0 ? 2 * matmul : 3 * matmul;  // forward, d_weights, and d_src past the first
+  bool gradient_below = false;  // some layer before this one has parameters
+  for (const Node& n : nodes_) {
+    const double f = static_cast<double>(batch) * n.forward_flops;
+    flops += gradient_below ? 3 * f : 2 * f;  // forward, d_weights, and d_src where it flows
+    gradient_below = gradient_below || !n.params.empty();
   }
   return flops;
 }
 
-Network::Network(const Model& model, int64_t batch, bool training, int shards)
+Network::Network(const Model& model, int64_t batch, bool training, int shards,
+                 int64_t loss_normalizer)
     : model_(model), batch_(batch), training_(training) {
   Backend& be = model.backend();
   if (shards <= 0) shards = training ? be.batch_shards(batch, model.train_flops(batch)) : 1;
@@ -158,29 +227,31 @@ Network::Network(const Model& model, int64_t batch, bool training, int shards)
     memory_.push_back(be.allocate(bytes));
     return memory_.back().as<void>();
   };
-  const auto& blocks = model.blocks();
+  const auto& nodes = model.nodes();
   int64_t offset = 0;
   for (int k = 0; k < shards; ++k) {
     Shard s;
     s.offset = offset;
     s.batch = batch / shards + (k < batch % shards ? 1 : 0);
     offset += s.batch;
-    for (size_t i = 0; i < blocks.size(); ++i) {
-      const Block& b = blocks[i];
-      Step step;
-      if (b.is_linear) {
-        LinearShape shape{s.batch,      b.in_features, b.out_features, b.bias >= 0,
-                          b.activation, i > 0,         shards > 1};
-        step.linear = be.linear(shape);
-      } else {
-        step.activation = be.activation(b.activation, s.batch * b.out_features);
+    bool gradient_below = false;
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      const Node& n = nodes[i];
+      LayerContext context{s.batch,    s.offset,    training, training && gradient_below,
+                           shards > 1, model.seed()};
+      s.layers.push_back(make_layer(n, model.tensors(), be, context));
+      gradient_below = gradient_below || !n.params.empty();
+      if (!s.layers.back()) {  // a view of its input: shares its buffers
+        s.outputs.push_back(i > 0 ? s.outputs[i - 1] : nullptr);
+        s.d_outputs.push_back(i > 0 ? s.d_outputs[i - 1] : nullptr);
+        continue;
       }
-      s.steps.push_back(std::move(step));
-      const size_t bytes = sizeof(float) * s.batch * b.out_features;
+      const size_t bytes = sizeof(float) * s.batch * n.out_size;
       s.outputs.push_back(static_cast<float*>(buffer(bytes)));
       s.d_outputs.push_back(training ? static_cast<float*>(buffer(bytes)) : nullptr);
     }
-    s.loss = be.cross_entropy(s.batch, model.classes(), batch);
+    s.loss = be.loss(model.loss_kind(), s.batch, model.outputs(),
+                     loss_normalizer > 0 ? loss_normalizer : batch);
     if (training) {
       s.grads =
           k == 0 ? model.grads() : static_cast<float*>(buffer(sizeof(float) * model.flat_size()));
@@ -190,52 +261,46 @@ Network::Network(const Model& model, int64_t batch, bool training, int shards)
   }
 }
 
-void Network::forward(Shard& s, const float* src) {
-  const auto& blocks = model_.blocks();
-  const auto& tensors = model_.tensors();
+// A view node's output is its input: outputs[i] is null when that input is the batch itself.
+void Network::forward(Shard& s, const float* src, uint64_t step) {
   const float* params = model_.params();
   const float* x = src;
-  for (size_t i = 0; i < blocks.size(); ++i) {
-    const Block& b = blocks[i];
-    if (b.is_linear) {
-      s.steps[i].linear->forward(x, params + tensors[b.weight].offset,
-                                 b.bias >= 0 ? params + tensors[b.bias].offset : nullptr,
-                                 s.outputs[i]);
-    } else {
-      s.steps[i].activation->forward(x, s.outputs[i]);
+  for (size_t i = 0; i < s.layers.size(); ++i) {
+    if (s.layers[i]) {
+      s.layers[i]->forward(params, x, s.outputs[i], step);
+      x = s.outputs[i];
     }
-    x = s.outputs[i];
   }
 }
 
 void Network::backward(Shard& s, const float* src) {
-  const auto& blocks = model_.blocks();
-  const auto& tensors = model_.tensors();
   const float* params = model_.params();
-  for (size_t i = blocks.size(); i-- > 0;) {
-    const Block& b = blocks[i];
-    const float* x = i > 0 ? s.outputs[i - 1] : src;
-    float* d_x = i > 0 ? s.d_outputs[i - 1] : nullptr;
-    if (b.is_linear) {
-      s.steps[i].linear->backward(x, params + tensors[b.weight].offset, s.outputs[i],
-                                  s.d_outputs[i], s.grads + tensors[b.weight].offset,
-                                  b.bias >= 0 ? s.grads + tensors[b.bias].offset : nullptr, d_x);
-    } else if (d_x) {
-      s.steps[i].activation->backward(s.outputs[i], s.d_outputs[i], d_x);
-    }
+  for (size_t i = s.layers.size(); i-- > 0;) {
+    if (!s.layers[i]) continue;
+    // The input of node i: the last real output before it, or the batch.
+    size_t j = i;
+    while (j > 0 && !s.layers[j - 1]) --j;
+    const float* x = j > 0 ? s.outputs[j - 1] : src;
+    float* d_x = j > 0 ? s.d_outputs[j - 1] : nullptr;
+    bool gradient_below = false;
+    for (size_t k = 0; k < i; ++k) gradient_below |= !model_.nodes()[k].params.empty();
+    s.layers[i]->backward(params, x, s.outputs[i], s.d_outputs[i], s.grads,
+                          gradient_below ? d_x : nullptr);
   }
 }
 
 void Network::run(const float* src, const int32_t* labels, LossStats* stats, bool train) {
   Backend& be = model_.backend();
   const int64_t features = model_.input_features();
+  const uint64_t step = train ? model_.advance_step() : 0;
   be.parallel_shards(shards(), [&](int k) {
     Shard& s = shards_[k];
     const float* x = src + s.offset * features;
     if (s.stats) be.fill_zero(s.stats, sizeof(LossStats));
-    forward(s, x);
-    s.loss->forward_backward(s.outputs.back(), labels + s.offset,
-                             train ? s.d_outputs.back() : nullptr, s.stats ? s.stats : stats);
+    forward(s, x, step);
+    const float* logits = s.outputs.back() ? s.outputs.back() : x;
+    s.loss->forward_backward(logits, labels + s.offset, train ? s.d_outputs.back() : nullptr,
+                             s.stats ? s.stats : stats);
     if (train) backward(s, x);
   });
   // Merge in shard order, so the sums do not depend on which worker finished first.

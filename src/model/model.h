@@ -9,6 +9,7 @@
 
 #include "backend/backend.h"
 #include "io/safetensors.h"
+#include "model/layer.h"
 #include "model/spec.h"
 
 namespace xo {
@@ -21,16 +22,29 @@ struct ParamTensor {
   int64_t size = 0;
 };
 
-// A unit of execution: a Linear with the activation that follows it fused in, or a stand-alone
-// activation. `layer` is the spec index of the Linear (or of the activation).
-struct Block {
+// A unit of execution: one layer of the spec, with the activation that follows a Linear or a
+// Conv2d fused into it (then `layer` is the index of the Linear/Conv2d).
+enum class NodeKind {
+  Linear,
+  Conv2d,
+  Activation,
+  Pool2d,
+  SequencePool,
+  Dropout,
+  Flatten,
+  Embedding,
+  LSTM,
+};
+struct Node {
   int layer = 0;
-  bool is_linear = true;
-  Activation activation = Activation::None;
-  int64_t in_features = 0;   // the width entering the block
-  int64_t out_features = 0;  // the width leaving it
-  int weight = -1;           // index into tensors(), or -1
-  int bias = -1;
+  NodeKind kind = NodeKind::Linear;
+  LayerSpec spec;                            // the spec's layer
+  Activation activation = Activation::None;  // fused (Linear, Conv2d), or the op (Activation)
+  std::vector<int64_t> in_shape, out_shape;  // of one sample
+  int64_t in_size = 0, out_size = 0;         // their element counts
+  std::vector<int> params;  // indices into Model::tensors(), in layer_parameters() order
+  // Matmul FLOPs (2 per multiply-add) of the forward pass for one sample.
+  double forward_flops = 0;
 };
 
 class Model {
@@ -40,9 +54,18 @@ class Model {
   const ModelSpec& spec() const { return spec_; }
   Backend& backend() const { return *backend_; }
   const std::vector<ParamTensor>& tensors() const { return tensors_; }
-  const std::vector<Block>& blocks() const { return blocks_; }
+  const std::vector<Node>& nodes() const { return nodes_; }
   int64_t input_features() const { return input_features_; }
-  int64_t classes() const { return classes_; }
+  // Outputs of the last layer: the classes for cross_entropy, 1 for bce.
+  int64_t outputs() const { return outputs_; }
+  // Classes the labels may take: outputs() for cross_entropy, 2 for bce.
+  int64_t classes() const { return spec_.loss == LossType::BinaryCrossEntropy ? 2 : outputs_; }
+  LossKind loss_kind() const {
+    return spec_.loss == LossType::BinaryCrossEntropy ? LossKind::BinaryCrossEntropy
+                                                      : LossKind::CrossEntropy;
+  }
+  // The vocabulary when the first layer is an Embedding (inputs are token ids), else 0.
+  int64_t token_vocab() const;
 
   // Trainable parameters (what PyTorch's sum(p.numel()) reports), without alignment padding.
   int64_t parameter_count() const { return parameter_count_; }
@@ -51,10 +74,14 @@ class Model {
   float* params() const { return params_.as<float>(); }
   float* grads() const { return grads_.as<float>(); }
 
-  // PyTorch's default initialisation, in distribution: nn.Linear draws weights from
-  // kaiming_uniform(a = sqrt(5)), i.e. U(-1/sqrt(in), 1/sqrt(in)), and the bias from the same
-  // range.
+  // PyTorch's default initialisation, in distribution: nn.Linear and nn.Conv2d draw weights from
+  // kaiming_uniform(a = sqrt(5)), i.e. U(-1/sqrt(fan_in), 1/sqrt(fan_in)), and the bias from the
+  // same range; nn.Embedding from N(0, 1); nn.LSTM everything from U(-1/sqrt(H), 1/sqrt(H)). The
+  // seed also seeds the dropout masks.
   void init(uint64_t seed);
+  uint64_t seed() const { return seed_; }
+  // Training steps taken (the dropout masks' counter); advanced by Network::train_step.
+  uint64_t advance_step() const { return steps_++; }
 
   std::vector<NamedTensor> export_params() const;
   // Every tensor of the model must be present with its exact shape, and nothing else. Errors name
@@ -62,7 +89,8 @@ class Model {
   void import_params(const std::vector<NamedTensor>& tensors, const std::string& origin);
 
   // Matmul FLOPs (2 per multiply-add) of one training step on `batch` samples: forward, the weight
-  // gradient and, past the first layer, the input gradient. Element-wise work is not counted.
+  // gradient and, where a gradient flows below, the input gradient. Element-wise work is not
+  // counted.
   double train_flops(int64_t batch) const;
   double forward_flops(int64_t batch) const;
 
@@ -70,9 +98,11 @@ class Model {
   ModelSpec spec_;
   Backend* backend_;
   std::vector<ParamTensor> tensors_;
-  std::vector<Block> blocks_;
-  int64_t input_features_ = 0, classes_ = 0, parameter_count_ = 0, flat_size_ = 0;
+  std::vector<Node> nodes_;
+  int64_t input_features_ = 0, outputs_ = 0, parameter_count_ = 0, flat_size_ = 0;
   DeviceBuffer params_, grads_;
+  uint64_t seed_ = 0;
+  mutable uint64_t steps_ = 0;
 };
 
 // The execution plan of a model for one batch size: kernels built and activation and gradient
@@ -82,7 +112,9 @@ class Model {
 class Network {
  public:
   // shards = 0: as many as the backend wants for this model and batch (see Backend::batch_shards).
-  Network(const Model& model, int64_t batch, bool training, int shards = 0);
+  // loss_normalizer = 0: the loss is the batch mean (the training loss); 1: the sum (evaluation).
+  Network(const Model& model, int64_t batch, bool training, int shards = 0,
+          int64_t loss_normalizer = 0);
 
   int64_t batch() const { return batch_; }
   int shards() const { return static_cast<int>(shards_.size()); }
@@ -91,26 +123,22 @@ class Network {
   // device memory. Overwrites the model's flat gradient buffer with the batch's gradients and adds
   // the loss and accuracy to *stats (device memory).
   void train_step(const float* src, const int32_t* labels, LossStats* stats);
-  // Forward and loss only.
+  // Forward and loss only (dropout off).
   void evaluate(const float* src, const int32_t* labels, LossStats* stats);
 
  private:
-  struct Step {
-    std::unique_ptr<LinearKernel> linear;
-    std::unique_ptr<ActivationKernel> activation;
-  };
   // A slice [offset, offset + batch) of the batch with everything it needs.
   struct Shard {
     int64_t offset = 0, batch = 0;
-    std::vector<Step> steps;        // one per Block
-    std::vector<float*> outputs;    // per block: [batch, out_features]
-    std::vector<float*> d_outputs;  // per block: gradient of the output (training only)
-    std::unique_ptr<CrossEntropyKernel> loss;
+    std::vector<std::unique_ptr<Layer>> layers;  // one per Node; null where the node is a view
+    std::vector<float*> outputs;                 // per node: [batch, out_size]
+    std::vector<float*> d_outputs;               // per node: gradient of the output (training only)
+    std::unique_ptr<LossKernel> loss;
     float* grads = nullptr;      // the model's buffer for shard 0, its own for the others
     LossStats* stats = nullptr;  // null for shard 0 (adds to the caller's), its own else
   };
 
-  void forward(Shard& s, const float* src);
+  void forward(Shard& s, const float* src, uint64_t step);
   void backward(Shard& s, const float* src);
   void run(const float* src, const int32_t* labels, LossStats* stats, bool train);
 

@@ -21,9 +21,13 @@ namespace {
 constexpr double kAdamWDefaultWeightDecay = 0.01;  // torch.optim.AdamW's default
 constexpr std::string_view kDiscSource = "disc";
 constexpr std::string_view kCsvPrefix = "csv:";
-constexpr std::string_view kCrossEntropy = "cross_entropy";
-constexpr std::string_view kLayerTypeList = "linear, relu, tanh, sigmoid";
-constexpr std::string_view kOptimizerList = "sgd, adam, adamw";
+constexpr std::string_view kLossList = "cross_entropy, bce";
+constexpr std::string_view kOptimizerList = "sgd, adam, adamw, rmsprop, adadelta";
+constexpr double kAdadeltaDefaultEps = 1e-6;  // torch.optim.Adadelta's default
+constexpr std::string_view kFashionMnistSource = "fashion-mnist";
+constexpr std::string_view kImdbSyntheticSource = "imdb-synthetic";
+constexpr std::string_view kIdxPrefix = "idx:";
+constexpr std::string_view kImdbPrefix = "imdb:";
 constexpr int64_t kMinClasses = 2;  // cross_entropy over one class is always zero
 constexpr int kNoLine = 0;          // specs built in code have no lines
 constexpr int kTopLine = 1;         // where a missing top-level table is reported
@@ -218,23 +222,48 @@ class Parser {
   std::string origin_;
 };
 
-const char* layer_type_name(LayerType t) {
-  switch (t) {
-    case LayerType::Linear:
-      return "linear";
-    case LayerType::ReLU:
-      return "relu";
-    case LayerType::Tanh:
-      return "tanh";
-    case LayerType::Sigmoid:
-      return "sigmoid";
+// What each layer type is called in spec files and which keys it takes besides "type".
+struct LayerInfo {
+  LayerType type;
+  std::string_view name;
+  std::vector<std::string_view> keys;
+};
+
+const std::vector<LayerInfo>& layer_table() {
+  static const std::vector<LayerInfo> table = {
+      {LayerType::Linear, "linear", {"out", "bias"}},
+      {LayerType::ReLU, "relu", {}},
+      {LayerType::Tanh, "tanh", {}},
+      {LayerType::Sigmoid, "sigmoid", {}},
+      {LayerType::Conv2d, "conv2d", {"out", "kernel", "stride", "padding", "bias"}},
+      {LayerType::MaxPool2d, "maxpool2d", {"kernel", "stride", "padding"}},
+      {LayerType::AvgPool2d, "avgpool2d", {"kernel", "stride", "padding"}},
+      {LayerType::Dropout, "dropout", {"p"}},
+      {LayerType::Flatten, "flatten", {}},
+      {LayerType::Embedding, "embedding", {"vocab", "out"}},
+      {LayerType::LSTM, "lstm", {"out", "layers", "sequence"}},
+      {LayerType::GlobalAvgPool, "global_avgpool", {}},
+      {LayerType::GlobalMaxPool, "global_maxpool", {}},
+  };
+  return table;
+}
+
+const LayerInfo& layer_info(LayerType t) {
+  for (const LayerInfo& info : layer_table()) {
+    if (info.type == t) return info;
   }
-  return "?";
+  XO_ASSERT(false && "layer type missing from layer_table()");
+}
+
+std::string layer_type_list() {
+  std::vector<std::string_view> names;
+  for (const LayerInfo& info : layer_table()) names.push_back(info.name);
+  return fmt::format("{}", fmt::join(names, ", "));
 }
 
 std::optional<LayerType> layer_type(std::string_view name) {
-  for (LayerType t : {LayerType::Linear, LayerType::ReLU, LayerType::Tanh, LayerType::Sigmoid}) {
-    if (name == layer_type_name(t)) return t;
+  for (const LayerInfo& info : layer_table()) {
+    if (name == info.name) return info.type;
   }
   return std::nullopt;
 }
@@ -270,8 +299,16 @@ LayerSpec parse_layer(const Parser& p, const toml::node& node, const std::string
                        Parser::describe(node)));
   }
   // Typos first, whatever the type: `{ typ = "relu" }` should name "typ", not a missing "type".
-  p.only_keys(*t, path, {"type", "out", "bias"});
-  const std::string expected_type = fmt::format("the layer type, one of: {}", kLayerTypeList);
+  std::vector<std::string_view> all_keys = {"type"};
+  for (const LayerInfo& info : layer_table()) {
+    for (std::string_view key : info.keys) {
+      if (std::find(all_keys.begin(), all_keys.end(), key) == all_keys.end()) {
+        all_keys.push_back(key);
+      }
+    }
+  }
+  p.only_keys(*t, path, all_keys);
+  const std::string expected_type = fmt::format("the layer type, one of: {}", layer_type_list());
   const std::string name = *p.string(*t, path, "type", true, line, expected_type);
   LayerSpec layer;
   layer.line = line;
@@ -279,24 +316,61 @@ LayerSpec parse_layer(const Parser& p, const toml::node& node, const std::string
     layer.type = *type;
   } else {
     p.fail(Parser::line_of(*t->get("type")), path + ".type",
-           fmt::format("unknown layer type '{}' (expected one of: {})", name, kLayerTypeList));
+           fmt::format("unknown layer type '{}' (expected one of: {})", name, layer_type_list()));
   }
-  if (layer.type == LayerType::Linear) {
-    layer.out = *p.integer(*t, path, "out", true, line);
-    if (layer.out <= 0) {
-      p.fail(Parser::line_of(*t->get("out")), path + ".out",
-             fmt::format("width {} must be a positive integer", layer.out));
+  const LayerInfo& info = layer_info(layer.type);
+  for (auto&& [key, value] : *t) {
+    if (key.str() == "type") continue;
+    if (std::find(info.keys.begin(), info.keys.end(), key.str()) == info.keys.end()) {
+      p.fail(Parser::line_of(value), Parser::join(path, key.str()),
+             info.keys.empty()
+                 ? fmt::format("a {} layer takes no '{}' (it has no settings)", name, key.str())
+                 : fmt::format("a {} layer takes no '{}' (it takes: {})", name, key.str(),
+                               fmt::join(info.keys, ", ")));
     }
-    layer.bias = p.boolean(*t, path, "bias").value_or(true);
-  } else {
-    for (std::string_view key : {"out", "bias"}) {
-      if (const toml::node* n = t->get(key)) {
-        p.fail(Parser::line_of(*n), Parser::join(path, key),
-               fmt::format("a {} layer takes no '{}' (only linear layers have out and bias)", name,
-                           key));
+  }
+  auto has = [&](std::string_view key) {
+    return std::find(info.keys.begin(), info.keys.end(), key) != info.keys.end();
+  };
+  // A positive integer; `fallback` (when > 0) makes the key optional.
+  auto positive = [&](std::string_view key, int64_t fallback, std::string_view what) {
+    auto v = p.integer(*t, path, key, fallback <= 0, line);
+    if (!v) return fallback;
+    if (*v <= 0) {
+      p.fail(Parser::line_of(*t->get(key)), Parser::join(path, key),
+             fmt::format("{} {} must be a positive integer", what, *v));
+    }
+    return *v;
+  };
+  if (has("out")) layer.out = positive("out", 0, "width");
+  if (has("kernel")) layer.kernel = positive("kernel", 0, "kernel size");
+  if (has("stride")) {
+    const int64_t pool_default = layer.type == LayerType::Conv2d ? 1 : layer.kernel;
+    layer.stride = positive("stride", pool_default, "stride");
+  }
+  if (has("padding")) {
+    if (auto v = p.integer(*t, path, "padding", false, line)) {
+      if (*v < 0) {
+        p.fail(Parser::line_of(*t->get("padding")), path + ".padding",
+               fmt::format("padding {} must be an integer >= 0", *v));
       }
+      layer.padding = *v;
     }
   }
+  if (has("bias")) layer.bias = p.boolean(*t, path, "bias").value_or(true);
+  if (has("p")) {
+    if (auto v = p.number(*t, path, "p")) {
+      if (*v < 0 || *v >= 1) {
+        p.fail(Parser::line_of(*t->get("p")), path + ".p",
+               fmt::format("{} must be in [0, 1) (the probability of dropping an element)",
+                           float_text(*v)));
+      }
+      layer.p = *v;
+    }
+  }
+  if (has("vocab")) layer.vocab = positive("vocab", 0, "vocabulary size");
+  if (has("layers")) layer.layers = positive("layers", 1, "layer count");
+  if (has("sequence")) layer.sequence = p.boolean(*t, path, "sequence").value_or(false);
   return layer;
 }
 
@@ -328,13 +402,16 @@ void parse_model(const Parser& p, const toml::table& model, ModelSpec& spec) {
     spec.layers.push_back(parse_layer(p, (*list)[i], fmt::format("model.layers[{}]", i)));
   }
 
-  const std::string expected_loss = fmt::format("the loss: {}", kCrossEntropy);
+  const std::string expected_loss = fmt::format("the loss, one of: {}", kLossList);
   const std::string loss = *p.string(model, "model", "loss", true, model_line, expected_loss);
-  if (loss != kCrossEntropy) {
+  if (loss == loss_name(LossType::CrossEntropy)) {
+    spec.loss = LossType::CrossEntropy;
+  } else if (loss == loss_name(LossType::BinaryCrossEntropy)) {
+    spec.loss = LossType::BinaryCrossEntropy;
+  } else {
     p.fail(Parser::line_of(*model.get("loss")), "model.loss",
-           fmt::format("unknown loss '{}' (expected: {})", loss, kCrossEntropy));
+           fmt::format("unknown loss '{}' (expected one of: {})", loss, kLossList));
   }
-  spec.loss = LossType::CrossEntropy;
 }
 
 void parse_optimizer(const Parser& p, const toml::table& t, OptimizerSpec& o) {
@@ -347,6 +424,11 @@ void parse_optimizer(const Parser& p, const toml::table& t, OptimizerSpec& o) {
   } else if (o.type == "adam" || o.type == "adamw") {
     p.only_keys(t, path, {"type", "lr", "beta1", "beta2", "betas", "eps", "weight_decay"});
     if (o.type == "adamw") o.weight_decay = kAdamWDefaultWeightDecay;
+  } else if (o.type == "rmsprop") {
+    p.only_keys(t, path, {"type", "lr", "alpha", "eps", "weight_decay"});
+  } else if (o.type == "adadelta") {
+    p.only_keys(t, path, {"type", "lr", "rho", "eps", "weight_decay"});
+    o.eps = kAdadeltaDefaultEps;
   } else {
     p.fail(Parser::line_of(*t.get("type")), path + ".type",
            fmt::format("unknown optimizer '{}' (expected one of: {})", o.type, kOptimizerList));
@@ -372,6 +454,8 @@ void parse_optimizer(const Parser& p, const toml::table& t, OptimizerSpec& o) {
   unit_interval("momentum", o.momentum);
   unit_interval("beta1", o.beta1);
   unit_interval("beta2", o.beta2);
+  unit_interval("alpha", o.alpha);
+  unit_interval("rho", o.rho);
   if (const toml::node* betas = t.get("betas")) {
     for (std::string_view key : {"beta1", "beta2"}) {
       if (t.contains(key)) {
@@ -455,23 +539,29 @@ void parse_train(const Parser& p, const toml::table& t, TrainSpec& train) {
 void parse_data(const Parser& p, const toml::table& t, const std::filesystem::path& base,
                 DataSpec& data) {
   const int line = Parser::line_of(t);
-  p.only_keys(t, "data", {"source", "samples"});
-  constexpr std::string_view kExpectedSource = "\"disc\" or \"csv:PATH\"";
-  if (auto source = p.string(t, "data", "source", false, line, kExpectedSource)) {
+  p.only_keys(t, "data", {"source", "samples", "test_samples"});
+  const std::string expected_source =
+      fmt::format("one of: \"{}\", \"csv:PATH\", \"{}\", \"idx:DIR\", \"imdb:DIR\", \"{}\"",
+                  kDiscSource, kFashionMnistSource, kImdbSyntheticSource);
+  if (auto source = p.string(t, "data", "source", false, line, expected_source)) {
     const int source_line = Parser::line_of(*t.get("source"));
-    if (*source == kDiscSource) {
+    if (*source == kDiscSource || *source == kFashionMnistSource ||
+        *source == kImdbSyntheticSource) {
       data.source = *source;
-    } else if (source->starts_with(kCsvPrefix)) {
-      std::filesystem::path path = source->substr(kCsvPrefix.size());
+    } else if (source->starts_with(kCsvPrefix) || source->starts_with(kIdxPrefix) ||
+               source->starts_with(kImdbPrefix)) {
+      const size_t colon = source->find(':');
+      const std::string prefix = source->substr(0, colon + 1);
+      std::filesystem::path path = source->substr(colon + 1);
       if (path.empty()) {
         p.fail(source_line, "data.source",
-               "empty path (expected \"csv:PATH\", e.g. \"csv:train.csv\")");
+               fmt::format("empty path (expected \"{}PATH\", e.g. \"{}data\")", prefix, prefix));
       }
       if (path.is_relative() && !base.empty()) path = (base / path).lexically_normal();
-      data.source = std::string(kCsvPrefix) + path.string();
+      data.source = prefix + path.string();
     } else {
       p.fail(source_line, "data.source",
-             fmt::format("unknown source '{}' (expected {})", *source, kExpectedSource));
+             fmt::format("unknown source '{}' (expected {})", *source, expected_source));
     }
   }
   if (auto samples = p.integer(t, "data", "samples", false, line)) {
@@ -480,6 +570,13 @@ void parse_data(const Parser& p, const toml::table& t, const std::filesystem::pa
              fmt::format("{} must be a positive integer", *samples));
     }
     data.samples = *samples;
+  }
+  if (auto samples = p.integer(t, "data", "test_samples", false, line)) {
+    if (*samples < 0) {
+      p.fail(Parser::line_of(*t.get("test_samples")), "data.test_samples",
+             fmt::format("{} must be an integer >= 0", *samples));
+    }
+    data.test_samples = *samples;
   }
 }
 
@@ -520,6 +617,49 @@ ModelSpec load_spec_file(const std::filesystem::path& path) {
   return parse(read_file(path), path.string(), path.parent_path());
 }
 
+const char* layer_type_name(LayerType t) { return layer_info(t).name.data(); }
+
+const char* loss_name(LossType t) { return t == LossType::CrossEntropy ? "cross_entropy" : "bce"; }
+
+std::vector<ParamShape> layer_parameters(const LayerSpec& l, const std::vector<int64_t>& in) {
+  std::vector<ParamShape> params;
+  switch (l.type) {
+    case LayerType::Linear:
+      params.push_back({"weight", {l.out, in.at(0)}});
+      if (l.bias) params.push_back({"bias", {l.out}});
+      break;
+    case LayerType::Conv2d:
+      params.push_back({"weight", {l.out, in.at(0), l.kernel, l.kernel}});
+      if (l.bias) params.push_back({"bias", {l.out}});
+      break;
+    case LayerType::Embedding:
+      params.push_back({"weight", {l.vocab, l.out}});
+      break;
+    case LayerType::LSTM:
+      // PyTorch's nn.LSTM: gates stacked in the order input, forget, cell, output.
+      for (int64_t k = 0; k < l.layers; ++k) {
+        const int64_t input = k == 0 ? in.at(1) : l.out;
+        params.push_back({fmt::format("weight_ih_l{}", k), {4 * l.out, input}});
+        params.push_back({fmt::format("weight_hh_l{}", k), {4 * l.out, l.out}});
+        params.push_back({fmt::format("bias_ih_l{}", k), {4 * l.out}});
+        params.push_back({fmt::format("bias_hh_l{}", k), {4 * l.out}});
+      }
+      break;
+    default:
+      break;
+  }
+  return params;
+}
+
+namespace {
+
+// The output side of a convolution or pooling window: floor((n + 2 pad - k) / stride) + 1.
+int64_t window_out(int64_t n, int64_t kernel, int64_t stride, int64_t padding) {
+  return (n + 2 * padding - kernel) / stride + 1;
+}
+
+}  // namespace
+
 std::vector<std::vector<int64_t>> infer_shapes(const ModelSpec& spec) {
   // Specs built in code (not parsed) reach here unchecked, so this validates everything it uses.
   const int first_line = spec.layers.empty() ? kNoLine : spec.layers.front().line;
@@ -535,42 +675,123 @@ std::vector<std::vector<int64_t>> infer_shapes(const ModelSpec& spec) {
   }
   std::vector<std::vector<int64_t>> shapes;
   std::vector<int64_t> shape = spec.input;
-  bool any_linear = false;
+  bool any_params = false;
   int64_t params = 0;  // checked for overflow so that no later size computation can overflow
   for (size_t i = 0; i < spec.layers.size(); ++i) {
     const LayerSpec& l = spec.layers[i];
     const std::string key = fmt::format("model.layers[{}]", i);
-    if (l.type == LayerType::Linear) {
-      if (shape.size() != 1) {
-        fail_at(
-            spec.origin, l.line, key,
-            fmt::format("linear needs a flat input of rank 1, got [{}]", fmt::join(shape, ", ")));
+    const char* name = layer_type_name(l.type);
+    auto fail = [&](const std::string& what) { fail_at(spec.origin, l.line, key, what); };
+    auto need_rank = [&](size_t rank, std::string_view example) {
+      if (shape.size() != rank) {
+        fail(fmt::format("{} needs an input of rank {} ({}), got [{}]", name, rank, example,
+                         fmt::join(shape, ", ")));
       }
-      if (l.out <= 0) {
-        fail_at(spec.origin, l.line, key + ".out",
-                fmt::format("width {} must be a positive integer", l.out));
+    };
+    auto positive = [&](int64_t v, std::string_view field, std::string_view what) {
+      if (v <= 0) {
+        fail_at(spec.origin, l.line, fmt::format("{}.{}", key, field),
+                fmt::format("{} {} must be a positive integer", what, v));
       }
-      int64_t weights = 0;
-      if (__builtin_mul_overflow(shape[0], l.out, &weights) ||
-          __builtin_add_overflow(params, weights, &params) ||
-          __builtin_add_overflow(params, l.bias ? l.out : 0, &params)) {
-        fail_at(spec.origin, l.line, key, "too many parameters (more than 2^63)");
+    };
+    // The spatial output of a window of l.kernel over [C, H, W]; every side must stay >= 1.
+    auto windowed = [&](int64_t channels) {
+      positive(l.kernel, "kernel", "kernel size");
+      positive(l.stride, "stride", "stride");
+      if (l.padding < 0 || (l.type != LayerType::Conv2d && 2 * l.padding > l.kernel)) {
+        fail_at(spec.origin, l.line, key + ".padding",
+                fmt::format("padding {} must be >= 0{}", l.padding,
+                            l.type == LayerType::Conv2d ? "" : " and at most half the kernel"));
       }
-      shape = {l.out};
-      any_linear = true;
+      const int64_t h = window_out(shape[1], l.kernel, l.stride, l.padding);
+      const int64_t w = window_out(shape[2], l.kernel, l.stride, l.padding);
+      if (shape[1] + 2 * l.padding < l.kernel || shape[2] + 2 * l.padding < l.kernel) {
+        fail(fmt::format("a {}x{} kernel does not fit the input [{}] with padding {}", l.kernel,
+                         l.kernel, fmt::join(shape, ", "), l.padding));
+      }
+      return std::vector<int64_t>{channels, h, w};
+    };
+    switch (l.type) {
+      case LayerType::Linear:
+        need_rank(1, "features; add a flatten layer before it");
+        positive(l.out, "out", "width");
+        shape = {l.out};
+        break;
+      case LayerType::Conv2d:
+        need_rank(3, "[channels, height, width]");
+        positive(l.out, "out", "width");
+        shape = windowed(l.out);
+        break;
+      case LayerType::MaxPool2d:
+      case LayerType::AvgPool2d:
+        need_rank(3, "[channels, height, width]");
+        shape = windowed(shape[0]);
+        break;
+      case LayerType::Flatten: {
+        int64_t n = 1;
+        for (int64_t d : shape) n *= d;
+        shape = {n};
+        break;
+      }
+      case LayerType::Embedding:
+        if (i != 0) fail("embedding reads token ids, so it must be the first layer");
+        need_rank(1, "[sequence length] of token ids");
+        positive(l.vocab, "vocab", "vocabulary size");
+        positive(l.out, "out", "width");
+        shape = {shape[0], l.out};
+        break;
+      case LayerType::LSTM:
+        need_rank(2, "[steps, features]; e.g. after an embedding");
+        positive(l.out, "out", "width");
+        positive(l.layers, "layers", "layer count");
+        shape = l.sequence ? std::vector<int64_t>{shape[0], l.out} : std::vector<int64_t>{l.out};
+        break;
+      case LayerType::GlobalAvgPool:
+      case LayerType::GlobalMaxPool:
+        need_rank(2, "[steps, features]; e.g. an lstm with sequence = true");
+        shape = {shape[1]};
+        break;
+      case LayerType::Dropout:
+        if (!(l.p >= 0 && l.p < 1)) {
+          fail_at(spec.origin, l.line, key + ".p", fmt::format("{} must be in [0, 1)", l.p));
+        }
+        break;
+      case LayerType::ReLU:
+      case LayerType::Tanh:
+      case LayerType::Sigmoid:
+        break;
+    }
+    const std::vector<int64_t>& in = shapes.empty() ? spec.input : shapes.back();
+    for (const ParamShape& t : layer_parameters(l, in)) {
+      int64_t n = 1;
+      for (int64_t d : t.shape) {
+        if (__builtin_mul_overflow(n, d, &n)) n = -1;
+      }
+      if (n < 0 || __builtin_add_overflow(params, n, &params)) {
+        fail("too many parameters (more than 2^63)");
+      }
+      any_params = true;
     }
     shapes.push_back(shape);
   }
-  if (!any_linear) {
+  if (!any_params) {
     fail_at(spec.origin, first_line, "model.layers",
-            "no linear layer, only activations (expected at least one linear layer)");
+            "no linear layer, only layers without parameters (expected at least one linear "
+            "layer)");
   }
-  if (spec.loss == LossType::CrossEntropy && shape[0] < kMinClasses) {
-    const LayerSpec& last = spec.layers.back();
-    fail_at(spec.origin, last.line, fmt::format("model.layers[{}]", spec.layers.size() - 1),
+  const LayerSpec& last = spec.layers.back();
+  const std::string last_key = fmt::format("model.layers[{}]", spec.layers.size() - 1);
+  if (spec.loss == LossType::CrossEntropy && (shape.size() != 1 || shape[0] < kMinClasses)) {
+    fail_at(spec.origin, last.line, last_key,
             fmt::format("cross_entropy needs the last layer to output one score per class, at "
                         "least {}, got [{}]",
                         kMinClasses, fmt::join(shape, ", ")));
+  }
+  if (spec.loss == LossType::BinaryCrossEntropy && shape != std::vector<int64_t>{1}) {
+    fail_at(spec.origin, last.line, last_key,
+            fmt::format("bce needs the last layer to output one score (a linear with out = 1), "
+                        "got [{}]",
+                        fmt::join(shape, ", ")));
   }
   return shapes;
 }
@@ -578,11 +799,12 @@ std::vector<std::vector<int64_t>> infer_shapes(const ModelSpec& spec) {
 int64_t parameter_count(const ModelSpec& spec) {
   const auto shapes = infer_shapes(spec);  // also guarantees the sum below cannot overflow
   int64_t params = 0;
-  std::vector<int64_t> in = spec.input;
   for (size_t i = 0; i < spec.layers.size(); ++i) {
-    const LayerSpec& l = spec.layers[i];
-    if (l.type == LayerType::Linear) params += in[0] * l.out + (l.bias ? l.out : 0);
-    in = shapes[i];
+    for (const ParamShape& t : layer_parameters(spec.layers[i], i ? shapes[i - 1] : spec.input)) {
+      int64_t n = 1;
+      for (int64_t d : t.shape) n *= d;
+      params += n;
+    }
   }
   return params;
 }
@@ -607,38 +829,84 @@ ModelSpec resolve_spec(const std::string& name_or_path) {
       fmt::format("'{}' is neither a built-in model ({}) nor a spec file", name_or_path, builtins));
 }
 
+namespace {
+
+// One layer as an inline TOML table, with only the keys that differ from the defaults.
+std::string layer_toml(const LayerSpec& l) {
+  std::string out = fmt::format("{{ type = \"{}\"", layer_type_name(l.type));
+  const LayerSpec defaults;
+  switch (l.type) {
+    case LayerType::Linear:
+      out += fmt::format(", out = {}{}", l.out, l.bias ? "" : ", bias = false");
+      break;
+    case LayerType::Conv2d:
+      out += fmt::format(", out = {}, kernel = {}", l.out, l.kernel);
+      if (l.stride != 1) out += fmt::format(", stride = {}", l.stride);
+      if (l.padding != 0) out += fmt::format(", padding = {}", l.padding);
+      if (!l.bias) out += ", bias = false";
+      break;
+    case LayerType::MaxPool2d:
+    case LayerType::AvgPool2d:
+      out += fmt::format(", kernel = {}", l.kernel);
+      if (l.stride != l.kernel) out += fmt::format(", stride = {}", l.stride);
+      if (l.padding != 0) out += fmt::format(", padding = {}", l.padding);
+      break;
+    case LayerType::Dropout:
+      out += fmt::format(", p = {}", float_text(l.p));
+      break;
+    case LayerType::Embedding:
+      out += fmt::format(", vocab = {}, out = {}", l.vocab, l.out);
+      break;
+    case LayerType::LSTM:
+      out += fmt::format(", out = {}", l.out);
+      if (l.layers != defaults.layers) out += fmt::format(", layers = {}", l.layers);
+      if (l.sequence) out += ", sequence = true";
+      break;
+    default:
+      break;
+  }
+  return out + " }";
+}
+
+std::string optimizer_toml(const OptimizerSpec& o) {
+  if (o.type == "sgd") {
+    return fmt::format(
+        "{{ type = \"sgd\", lr = {}, momentum = {}, dampening = {}, nesterov = {}, "
+        "weight_decay = {} }}",
+        float_text(o.lr), float_text(o.momentum), float_text(o.dampening), o.nesterov,
+        float_text(o.weight_decay));
+  }
+  if (o.type == "rmsprop") {
+    return fmt::format("{{ type = \"rmsprop\", lr = {}, alpha = {}, eps = {}, weight_decay = {} }}",
+                       float_text(o.lr), float_text(o.alpha), float_text(o.eps),
+                       float_text(o.weight_decay));
+  }
+  if (o.type == "adadelta") {
+    return fmt::format("{{ type = \"adadelta\", lr = {}, rho = {}, eps = {}, weight_decay = {} }}",
+                       float_text(o.lr), float_text(o.rho), float_text(o.eps),
+                       float_text(o.weight_decay));
+  }
+  return fmt::format(
+      "{{ type = {}, lr = {}, beta1 = {}, beta2 = {}, eps = {}, weight_decay = {} }}",
+      toml_string(o.type), float_text(o.lr), float_text(o.beta1), float_text(o.beta2),
+      float_text(o.eps), float_text(o.weight_decay));
+}
+
+}  // namespace
+
 std::string to_toml(const ModelSpec& spec) {
   std::string out = "[model]\n";
   out += fmt::format("name = {}\n", toml_string(spec.name));
   out += fmt::format("input = [{}]\n", fmt::join(spec.input, ", "));
   out += "layers = [\n";
-  for (const LayerSpec& l : spec.layers) {
-    if (l.type == LayerType::Linear) {
-      out += fmt::format("  {{ type = \"linear\", out = {}{} }},\n", l.out,
-                         l.bias ? "" : ", bias = false");
-    } else {
-      out += fmt::format("  {{ type = \"{}\" }},\n", layer_type_name(l.type));
-    }
-  }
-  out += fmt::format("]\nloss = \"{}\"\n\n[train]\n", kCrossEntropy);
-  const OptimizerSpec& o = spec.train.optimizer;
-  if (o.type == "sgd") {
-    out += fmt::format(
-        "optimizer = {{ type = \"sgd\", lr = {}, momentum = {}, dampening = {}, nesterov = {}, "
-        "weight_decay = {} }}\n",
-        float_text(o.lr), float_text(o.momentum), float_text(o.dampening), o.nesterov,
-        float_text(o.weight_decay));
-  } else {
-    out += fmt::format(
-        "optimizer = {{ type = {}, lr = {}, beta1 = {}, beta2 = {}, eps = {}, "
-        "weight_decay = {} }}\n",
-        toml_string(o.type), float_text(o.lr), float_text(o.beta1), float_text(o.beta2),
-        float_text(o.eps), float_text(o.weight_decay));
-  }
+  for (const LayerSpec& l : spec.layers) out += fmt::format("  {},\n", layer_toml(l));
+  out += fmt::format("]\nloss = \"{}\"\n\n[train]\n", loss_name(spec.loss));
+  out += fmt::format("optimizer = {}\n", optimizer_toml(spec.train.optimizer));
   out += fmt::format("batch = {}\nepochs = {}\nshuffle = {}\nseed = {}\n\n", spec.train.batch,
                      spec.train.epochs, spec.train.shuffle, spec.train.seed);
   out += fmt::format("[data]\nsource = {}\nsamples = {}\n", toml_string(spec.data.source),
                      spec.data.samples);
+  if (spec.data.test_samples > 0) out += fmt::format("test_samples = {}\n", spec.data.test_samples);
   return out;
 }
 

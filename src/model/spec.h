@@ -11,21 +11,55 @@
 
 namespace xo {
 
-enum class LayerType { Linear, ReLU, Tanh, Sigmoid };
+enum class LayerType {
+  Linear,
+  ReLU,
+  Tanh,
+  Sigmoid,
+  Conv2d,
+  MaxPool2d,
+  AvgPool2d,
+  Dropout,
+  Flatten,
+  Embedding,
+  LSTM,
+  GlobalAvgPool,  // mean over the steps of a sequence: [T, F] -> [F]
+  GlobalMaxPool,  // max over the steps of a sequence
+};
+const char* layer_type_name(LayerType t);  // as written in spec files: "conv2d", "lstm", ...
 
 // One entry of the Sequential. Its index in ModelSpec::layers is its PyTorch module index, so a
 // Linear at index 2 owns the parameters "2.weight" [out, in] and "2.bias" [out].
 struct LayerSpec {
   LayerType type = LayerType::Linear;
-  int64_t out = 0;   // Linear: out_features
-  bool bias = true;  // Linear: has a bias
-  int line = 0;      // line in the spec file (0 for built-in specs), for error messages
+  // Linear: out_features; Conv2d: out_channels; Embedding: embedding_dim; LSTM: hidden_size.
+  int64_t out = 0;
+  bool bias = true;       // Linear, Conv2d: has a bias
+  int line = 0;           // line in the spec file (0 for built-in specs), for error messages
+  int64_t kernel = 0;     // Conv2d, pools: square kernel size
+  int64_t stride = 1;     // Conv2d, pools (a pool's stride defaults to its kernel)
+  int64_t padding = 0;    // Conv2d, pools: zero padding on each side
+  double p = 0.5;         // Dropout: probability of zeroing an element
+  int64_t vocab = 0;      // Embedding: num_embeddings
+  int64_t layers = 1;     // LSTM: num_layers
+  bool sequence = false;  // LSTM: output every step [T, H] (true) or the last one [H]
 };
 
-enum class LossType { CrossEntropy };
+// A parameter tensor of a layer: PyTorch's state_dict suffix ("weight", "weight_ih_l0") and shape.
+struct ParamShape {
+  std::string suffix;
+  std::vector<int64_t> shape;
+};
+// The parameters of layer `l` given its input shape, in PyTorch's state_dict order.
+std::vector<ParamShape> layer_parameters(const LayerSpec& l, const std::vector<int64_t>& in);
+
+// cross_entropy: softmax over the last layer's scores (torch.nn.CrossEntropyLoss); bce: a sigmoid
+// on the single output, binary cross-entropy against labels 0/1 (torch.nn.BCEWithLogitsLoss).
+enum class LossType { CrossEntropy, BinaryCrossEntropy };
+const char* loss_name(LossType t);
 
 struct OptimizerSpec {
-  std::string type = "sgd";  // "sgd", "adam" or "adamw"
+  std::string type = "sgd";  // "sgd", "adam", "adamw", "rmsprop" or "adadelta"
   double lr = 0.1;
   // SGD, with PyTorch's semantics (torch.optim.SGD).
   double momentum = 0.0;
@@ -34,7 +68,11 @@ struct OptimizerSpec {
   // Adam / AdamW (torch.optim.Adam / AdamW). AdamW's decoupled decay uses weight_decay below.
   double beta1 = 0.9;
   double beta2 = 0.999;
-  double eps = 1e-8;
+  double eps = 1e-8;  // Adam, RMSprop, Adadelta (the parser applies Adadelta's 1e-6 default)
+  // RMSprop (torch.optim.RMSprop, no momentum, not centered): the squared-gradient average's decay.
+  double alpha = 0.99;
+  // Adadelta (torch.optim.Adadelta): the decay of both running averages.
+  double rho = 0.9;
   // L2 penalty for SGD/Adam (added to the gradient); decoupled decay for AdamW. PyTorch's default
   // for AdamW is 0.01; the parser applies that default when type = "adamw" and the key is absent.
   double weight_decay = 0.0;
@@ -48,9 +86,13 @@ struct TrainSpec {
   uint64_t seed = 0;
 };
 
+// Where the data comes from. "disc" and "imdb-synthetic" are generated; "csv:PATH" reads a CSV
+// (PATH relative to the spec file's folder); "fashion-mnist" reads Debian's dataset-fashion-mnist;
+// "idx:DIR" reads MNIST-format files from a folder; "imdb:DIR" reads the aclImdb review corpus.
 struct DataSpec {
-  std::string source = "disc";  // "disc" or "csv:PATH" (PATH relative to the spec file's folder)
-  int64_t samples = 1000;       // for generated sources
+  std::string source = "disc";
+  int64_t samples = 1000;    // generated sources: training samples
+  int64_t test_samples = 0;  // generated sources: test samples (0: no test split)
 };
 
 struct ModelSpec {
@@ -79,7 +121,8 @@ std::vector<std::vector<int64_t>> infer_shapes(const ModelSpec& spec);
 // Trainable parameters of the spec's model (what PyTorch's sum(p.numel()) reports).
 int64_t parameter_count(const ModelSpec& spec);
 
-// Built-in specs, addressable by name ("disc-2" ... "disc-12").
+// Built-in specs, addressable by name ("disc-2" ... "disc-12", "mnist-mlp", "mnist-cnn",
+// "imdb-lstm").
 std::vector<std::string> builtin_spec_names();
 std::optional<ModelSpec> builtin_spec(const std::string& name);
 

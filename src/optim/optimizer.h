@@ -5,7 +5,7 @@
 
 namespace xo {
 
-enum class OptimizerType { SGD, Adam, AdamW };
+enum class OptimizerType { SGD, Adam, AdamW, RMSprop, Adadelta };
 
 // Throws UserError for an unknown type name.
 OptimizerType optimizer_type(const OptimizerSpec& spec);

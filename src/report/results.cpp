@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+
 #include "core/file.h"
 
 namespace xo {
@@ -25,13 +27,24 @@ nlohmann::json to_json(const TrainResult& r) {
   j["shards"] = r.shards;
   j["epochs"] = nlohmann::json::array();
   for (const EpochRecord& e : r.epochs) {
-    j["epochs"].push_back({{"epoch", e.epoch},
-                           {"loss", e.loss},
-                           {"train_error", e.train_error},
-                           {"seconds", e.seconds}});
+    nlohmann::json epoch = {{"epoch", e.epoch},
+                            {"loss", e.loss},
+                            {"train_error", e.train_error},
+                            {"seconds", e.seconds}};
+    if (!std::isnan(e.test_accuracy)) {
+      epoch["test_loss"] = e.test_loss;
+      epoch["test_accuracy"] = e.test_accuracy;
+    }
+    j["epochs"].push_back(std::move(epoch));
   }
   j["final_loss"] = r.final_loss;
   j["final_train_error"] = r.final_train_error;
+  j["test_samples"] = r.test_samples;
+  // null without a test set (JSON has no NaN).
+  j["final_test_loss"] =
+      std::isnan(r.final_test_loss) ? nlohmann::json() : nlohmann::json(r.final_test_loss);
+  j["final_test_accuracy"] =
+      std::isnan(r.final_test_accuracy) ? nlohmann::json() : nlohmann::json(r.final_test_accuracy);
   j["median_step_ms"] = r.step_ms.median;
   j["step_ms"] = {{"count", r.step_ms.count}, {"median", r.step_ms.median},
                   {"mean", r.step_ms.mean},   {"min", r.step_ms.min},

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <optional>
 
@@ -15,15 +16,14 @@ namespace xo {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+constexpr double kNoValue = std::numeric_limits<double>::quiet_NaN();
 
 double ms_between(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double, std::milli>(b - a).count();
 }
 
-}  // namespace
-
-TrainResult train_model(Model& model, const Dataset& data, const TrainSpec& train,
-                        const EpochCallback& on_epoch, const ExecutionOptions& exec) {
+// The checks a data set must pass before it meets a model.
+void check_data(const Model& model, const Dataset& data) {
   if (data.features != model.input_features()) {
     throw UserError(fmt::format("data '{}' has {} features per sample, model '{}' expects {}",
                                 data.description, data.features, model.spec().name,
@@ -34,6 +34,78 @@ TrainResult train_model(Model& model, const Dataset& data, const TrainSpec& trai
                                 data.description, data.classes, model.spec().name,
                                 model.classes()));
   }
+  // Token ids index the embedding table: one out of range would read outside it.
+  if (const int64_t vocab = model.token_vocab(); vocab > 0) {
+    for (size_t i = 0; i < data.x.size(); ++i) {
+      const float id = data.x[i];
+      if (!(id >= 0 && id < static_cast<float>(vocab)) ||
+          id != static_cast<float>(static_cast<int64_t>(id))) {
+        throw UserError(fmt::format(
+            "data '{}': sample {}, position {} holds {}, not a token id in [0, {}) (the vocab of "
+            "model '{}')",
+            data.description, i / data.features, i % data.features, id, vocab, model.spec().name));
+      }
+    }
+  }
+}
+
+// Mean loss and accuracy of the model on a data set, in batches of `batch` (no dropout).
+struct Evaluation {
+  double loss = 0, accuracy = 0;
+};
+
+class Evaluator {
+ public:
+  static constexpr int64_t kMaxBatch = 1000;  // big batches run faster; this bounds the memory
+
+  Evaluator(const Model& model, const Dataset& data) : model_(model), data_(data) {
+    Backend& be = model.backend();
+    batch_ = std::min(kMaxBatch, data.samples);
+    x_ = be.allocate(sizeof(float) * data.x.size());
+    y_ = be.allocate(sizeof(int32_t) * data.y.size());
+    be.upload(x_.as<float>(), data.x.data(), x_.bytes());
+    be.upload(y_.as<int32_t>(), data.y.data(), y_.bytes());
+    stats_ = be.allocate(sizeof(LossStats));
+    // Normalizer 1: the loss sums over the samples, divided by their count below.
+    full_.emplace(model, batch_, false, 1, 1);
+    if (const int64_t tail = data.samples % batch_) partial_.emplace(model, tail, false, 1, 1);
+  }
+
+  Evaluation run() {
+    Backend& be = model_.backend();
+    auto* stats = stats_.as<LossStats>();
+    be.fill_zero(stats, sizeof(LossStats));
+    const int64_t f = data_.features;
+    for (int64_t start = 0; start < data_.samples; start += batch_) {
+      Network& net = start + batch_ <= data_.samples ? *full_ : *partial_;
+      net.evaluate(x_.as<float>() + start * f, y_.as<int32_t>() + start, stats);
+    }
+    LossStats host{};
+    be.synchronize();
+    be.download(&host, stats, sizeof(host));
+    return {host.loss_sum / host.samples, 100.0 * host.correct / host.samples};
+  }
+
+ private:
+  const Model& model_;
+  const Dataset& data_;
+  int64_t batch_ = 0;
+  DeviceBuffer x_, y_, stats_;
+  std::optional<Network> full_, partial_;
+};
+
+}  // namespace
+
+TrainResult train_model(Model& model, const Dataset& data, const TrainSpec& train,
+                        const EpochCallback& on_epoch, const ExecutionOptions& exec) {
+  return train_model(model, DataSplit{data, {}}, train, on_epoch, exec);
+}
+
+TrainResult train_model(Model& model, const DataSplit& split, const TrainSpec& train,
+                        const EpochCallback& on_epoch, const ExecutionOptions& exec) {
+  const Dataset& data = split.train;
+  check_data(model, data);
+  if (split.test.samples > 0) check_data(model, split.test);
   if (train.batch <= 0 || train.epochs <= 0) {
     throw UserError(
         fmt::format("batch ({}) and epochs ({}) must be positive", train.batch, train.epochs));
@@ -55,6 +127,8 @@ TrainResult train_model(Model& model, const Dataset& data, const TrainSpec& trai
   std::optional<Network> partial;
   if (tail) partial.emplace(model, tail, true, std::min<int64_t>(exec.shards, tail));
   auto optimizer = be.optimizer(train.optimizer, model.flat_size());
+  std::optional<Evaluator> evaluator;
+  if (split.test.samples > 0) evaluator.emplace(model, split.test);
   DeviceBuffer stats_buffer = be.allocate(sizeof(LossStats));
   auto* stats = stats_buffer.as<LossStats>();
   DeviceBuffer order, batch_x, batch_y;
@@ -77,6 +151,7 @@ TrainResult train_model(Model& model, const Dataset& data, const TrainSpec& trai
   r.batch = batch;
   r.samples = n;
   r.steps_per_epoch = steps_per_epoch;
+  r.test_samples = split.test.samples;
   r.shards = full.shards();
   r.flops_per_step = model.train_flops(batch);
   r.setup_seconds = ms_between(setup_start, Clock::now()) / 1e3;
@@ -119,8 +194,13 @@ TrainResult train_model(Model& model, const Dataset& data, const TrainSpec& trai
     if (r.interrupted) break;
     LossStats host{};
     be.download(&host, stats, sizeof(host));
-    EpochRecord rec{epoch, host.loss_sum, 100.0 * (1.0 - host.correct / host.samples),
-                    epoch_ms / 1e3};
+    EpochRecord rec{epoch,          host.loss_sum, 100.0 * (1.0 - host.correct / host.samples),
+                    epoch_ms / 1e3, kNoValue,      kNoValue};
+    if (evaluator) {
+      const Evaluation e = evaluator->run();
+      rec.test_loss = e.loss;
+      rec.test_accuracy = e.accuracy;
+    }
     if (!std::isfinite(rec.loss) && r.diverged_epoch == 0) r.diverged_epoch = epoch;
     r.epochs.push_back(rec);
     r.train_seconds += rec.seconds;
@@ -129,6 +209,8 @@ TrainResult train_model(Model& model, const Dataset& data, const TrainSpec& trai
   if (!r.epochs.empty()) {
     r.final_loss = r.epochs.back().loss;
     r.final_train_error = r.epochs.back().train_error;
+    r.final_test_loss = r.epochs.back().test_loss;
+    r.final_test_accuracy = r.epochs.back().test_accuracy;
   }
   // The first step pays for first-touch page faults and cold caches: it is the warm-up.
   if (step_ms.size() > 1) step_ms.erase(step_ms.begin());

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,9 @@ struct EpochRecord {
   double loss = 0;         // sum over the epoch's batches of the batch mean loss
   double train_error = 0;  // percent of the epoch's samples misclassified while training
   double seconds = 0;      // wall time of the epoch's steps
+  // On the test set after the epoch (no dropout, no gradient); NaN when there is no test set.
+  double test_loss = 0;      // mean over the test samples
+  double test_accuracy = 0;  // percent
 };
 
 struct TrainResult {
@@ -34,6 +38,9 @@ struct TrainResult {
   std::vector<EpochRecord> epochs;
   double final_loss = 0;
   double final_train_error = 0;
+  int64_t test_samples = 0;                                               // 0: no test set
+  double final_test_loss = std::numeric_limits<double>::quiet_NaN();      // no test set: NaN
+  double final_test_accuracy = std::numeric_limits<double>::quiet_NaN();  // percent
   TimingStats step_ms;        // per training step, the first (warm-up) step excluded
   double flops_per_step = 0;  // matmul FLOPs of a full-batch step
   double gflops = 0;          // flops_per_step / median step time
@@ -51,8 +58,12 @@ struct ExecutionOptions {
   int shards = 0;  // batch shards per step; 0 = as the backend prefers (Backend::batch_shards)
 };
 
-// Trains `model` (already initialised) on `data` as `train` says. Stops early, with
-// result.interrupted set, when stop_requested() turns true.
+// Trains `model` (already initialised) on `data.train` as `train` says, evaluating `data.test`
+// (when it has samples) after every epoch. Stops early, with result.interrupted set, when
+// stop_requested() turns true.
+TrainResult train_model(Model& model, const DataSplit& data, const TrainSpec& train,
+                        const EpochCallback& on_epoch = {}, const ExecutionOptions& exec = {});
+// Without a test set.
 TrainResult train_model(Model& model, const Dataset& data, const TrainSpec& train,
                         const EpochCallback& on_epoch = {}, const ExecutionOptions& exec = {});
 

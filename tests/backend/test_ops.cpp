@@ -36,6 +36,9 @@ struct OpCase {
   double lo = -1.0, hi = 1.0;
 };
 
+// gtest prints a failing parameter with this (instead of its bytes).
+void PrintTo(const OpCase& c, std::ostream* os) { *os << c.name; }
+
 // Device memory helpers for the cases.
 struct DeviceTensor {
   DeviceBuffer buffer;
@@ -161,7 +164,7 @@ OpCase cross_entropy_case(int64_t batch, int64_t classes, double scale) {
   };
   c.run = [=](Backend& be, const std::vector<std::vector<float>>& inputs,
               const std::vector<float>& d_output) {
-    auto kernel = be.cross_entropy(batch, classes, batch);
+    auto kernel = be.loss(LossKind::CrossEntropy, batch, classes, batch);
     auto logits = to_device(be, inputs[0]);
     auto d_logits = device_zeros(be, batch * classes);
     DeviceBuffer y = be.allocate(sizeof(int32_t) * batch);
@@ -176,6 +179,345 @@ OpCase cross_entropy_case(int64_t batch, int64_t classes, double scale) {
     return OpResult{{static_cast<float>(host.loss_sum)}, {grad}};
   };
   return c;
+}
+
+// Binary cross-entropy on logits [batch] against fixed labels 0/1.
+OpCase bce_case(int64_t batch, double scale) {
+  OpCase c;
+  c.name = fmt::format("bce_b{}_x{}", batch, scale);
+  c.input_sizes = {batch};
+  c.tolerance = 1e-4;
+  c.lo = -scale;
+  c.hi = scale;
+  std::vector<int32_t> labels(batch);
+  for (int64_t b = 0; b < batch; ++b) labels[b] = static_cast<int32_t>((b * 5 + 1) % 3 == 0);
+  c.reference = [=](const Tensors& t) {
+    double loss = 0;
+    for (int64_t b = 0; b < batch; ++b) {
+      const double x = t[0][b];
+      loss += std::max(x, 0.0) + std::log1p(std::exp(-std::abs(x))) - labels[b] * x;
+    }
+    return std::vector<double>{loss / batch};
+  };
+  c.run = [=](Backend& be, const std::vector<std::vector<float>>& inputs,
+              const std::vector<float>& d_output) {
+    auto kernel = be.loss(LossKind::BinaryCrossEntropy, batch, 1, batch);
+    auto logits = to_device(be, inputs[0]);
+    auto d_logits = device_zeros(be, batch);
+    DeviceBuffer y = be.allocate(sizeof(int32_t) * batch);
+    be.upload(y.as<int32_t>(), labels.data(), sizeof(int32_t) * batch);
+    DeviceBuffer stats = be.allocate(sizeof(LossStats));
+    kernel->forward_backward(logits.ptr(), y.as<int32_t>(), d_logits.ptr(), stats.as<LossStats>());
+    LossStats host{};
+    be.synchronize();
+    be.download(&host, stats.as<LossStats>(), sizeof(host));
+    std::vector<float> grad = to_host(be, d_logits);
+    for (float& g : grad) g *= d_output[0];
+    return OpResult{{static_cast<float>(host.loss_sum)}, {grad}};
+  };
+  return c;
+}
+
+OpCase conv2d_case(const Conv2dShape& s) {
+  OpCase c;
+  c.name = fmt::format("conv2d_b{}_c{}_{}x{}_o{}_k{}_s{}_p{}_{}{}{}", s.batch, s.in_channels,
+                       s.height, s.width, s.out_channels, s.kernel, s.stride, s.padding,
+                       activation_name(s.activation), s.has_bias ? "_bias" : "",
+                       s.need_d_src ? "" : "_first");
+  const int64_t oh = s.out_height(), ow = s.out_width();
+  const int64_t src_n = s.batch * s.in_channels * s.height * s.width;
+  const int64_t w_n = s.out_channels * s.in_channels * s.kernel * s.kernel;
+  const int64_t dst_n = s.batch * s.out_channels * oh * ow;
+  c.input_sizes = {src_n, w_n};
+  if (s.has_bias) c.input_sizes.push_back(s.out_channels);
+  c.tolerance = 2e-4;
+  c.reference = [=](const Tensors& t) {
+    std::vector<double> y(dst_n);
+    for (int64_t b = 0; b < s.batch; ++b)
+      for (int64_t o = 0; o < s.out_channels; ++o)
+        for (int64_t i = 0; i < oh; ++i)
+          for (int64_t j = 0; j < ow; ++j) {
+            double acc = s.has_bias ? t[2][o] : 0.0;
+            for (int64_t ci = 0; ci < s.in_channels; ++ci)
+              for (int64_t ki = 0; ki < s.kernel; ++ki)
+                for (int64_t kj = 0; kj < s.kernel; ++kj) {
+                  const int64_t r = i * s.stride + ki - s.padding,
+                                q = j * s.stride + kj - s.padding;
+                  if (r < 0 || r >= s.height || q < 0 || q >= s.width) continue;
+                  acc += t[0][((b * s.in_channels + ci) * s.height + r) * s.width + q] *
+                         t[1][((o * s.in_channels + ci) * s.kernel + ki) * s.kernel + kj];
+                }
+            y[((b * s.out_channels + o) * oh + i) * ow + j] = activate(s.activation, acc);
+          }
+    return y;
+  };
+  c.run = [=](Backend& be, const std::vector<std::vector<float>>& inputs,
+              const std::vector<float>& d_output) {
+    auto kernel = be.conv2d(s);
+    auto src = to_device(be, inputs[0]);
+    auto w = to_device(be, inputs[1]);
+    auto b = s.has_bias ? to_device(be, inputs[2]) : DeviceTensor{};
+    auto dst = device_zeros(be, dst_n);
+    auto d_dst = to_device(be, d_output);
+    auto d_w = device_zeros(be, w_n);
+    auto d_b = device_zeros(be, s.out_channels);
+    auto d_x = device_zeros(be, src_n);
+    kernel->forward(src.ptr(), w.ptr(), s.has_bias ? b.ptr() : nullptr, dst.ptr());
+    kernel->backward(src.ptr(), w.ptr(), dst.ptr(), d_dst.ptr(), d_w.ptr(),
+                     s.has_bias ? d_b.ptr() : nullptr, s.need_d_src ? d_x.ptr() : nullptr);
+    OpResult r{to_host(be, dst), {}};
+    r.input_grads.push_back(s.need_d_src ? to_host(be, d_x) : std::vector<float>{});
+    r.input_grads.push_back(to_host(be, d_w));
+    if (s.has_bias) r.input_grads.push_back(to_host(be, d_b));
+    return r;
+  };
+  return c;
+}
+
+Conv2dShape conv_shape(int64_t batch, int64_t in_c, int64_t hw, int64_t out_c, int64_t k,
+                       int64_t stride, int64_t pad, Activation act, bool bias, bool d_src) {
+  Conv2dShape s;
+  s.batch = batch;
+  s.in_channels = in_c;
+  s.height = s.width = hw;
+  s.out_channels = out_c;
+  s.kernel = k;
+  s.stride = stride;
+  s.padding = pad;
+  s.activation = act;
+  s.has_bias = bias;
+  s.need_d_src = d_src;
+  return s;
+}
+
+OpCase pool2d_case(PoolType type, int64_t batch, int64_t channels, int64_t hw, int64_t k,
+                   int64_t stride, int64_t pad) {
+  Pool2dShape s{type, batch, channels, hw, hw, k, stride, pad, true};
+  OpCase c;
+  c.name = fmt::format("{}pool2d_b{}_c{}_{}x{}_k{}_s{}_p{}", type == PoolType::Max ? "max" : "avg",
+                       batch, channels, hw, hw, k, stride, pad);
+  const int64_t oh = s.out_height(), ow = s.out_width();
+  const int64_t src_n = batch * channels * hw * hw, dst_n = batch * channels * oh * ow;
+  c.input_sizes = {src_n};
+  c.tolerance = 1e-4;
+  c.reference = [=](const Tensors& t) {
+    std::vector<double> y(dst_n);
+    for (int64_t p = 0; p < batch * channels; ++p)
+      for (int64_t i = 0; i < oh; ++i)
+        for (int64_t j = 0; j < ow; ++j) {
+          double acc = type == PoolType::Max ? -1e300 : 0.0;
+          for (int64_t ki = 0; ki < k; ++ki)
+            for (int64_t kj = 0; kj < k; ++kj) {
+              const int64_t r = i * stride + ki - pad, q = j * stride + kj - pad;
+              if (r < 0 || r >= hw || q < 0 || q >= hw) continue;  // padding: 0 for avg
+              const double v = t[0][(p * hw + r) * hw + q];
+              acc = type == PoolType::Max ? std::max(acc, v) : acc + v;
+            }
+          y[(p * oh + i) * ow + j] = type == PoolType::Max ? acc : acc / static_cast<double>(k * k);
+        }
+    return y;
+  };
+  c.run = [=](Backend& be, const std::vector<std::vector<float>>& inputs,
+              const std::vector<float>& d_output) {
+    auto kernel = be.pool2d(s);
+    auto src = to_device(be, inputs[0]);
+    auto dst = device_zeros(be, dst_n);
+    auto d_dst = to_device(be, d_output);
+    auto d_src = device_zeros(be, src_n);
+    kernel->forward(src.ptr(), dst.ptr());
+    kernel->backward(d_dst.ptr(), d_src.ptr());
+    return OpResult{to_host(be, dst), {to_host(be, d_src)}};
+  };
+  return c;
+}
+
+OpCase sequence_pool_case(PoolType type, int64_t batch, int64_t steps, int64_t features) {
+  OpCase c;
+  c.name = fmt::format("global_{}pool_b{}_t{}_f{}", type == PoolType::Max ? "max" : "avg", batch,
+                       steps, features);
+  c.input_sizes = {batch * steps * features};
+  c.tolerance = 1e-4;
+  c.reference = [=](const Tensors& t) {
+    std::vector<double> y(batch * features);
+    for (int64_t b = 0; b < batch; ++b)
+      for (int64_t f = 0; f < features; ++f) {
+        double acc = type == PoolType::Max ? -1e300 : 0.0;
+        for (int64_t s = 0; s < steps; ++s) {
+          const double v = t[0][(b * steps + s) * features + f];
+          acc = type == PoolType::Max ? std::max(acc, v) : acc + v;
+        }
+        y[b * features + f] = type == PoolType::Max ? acc : acc / static_cast<double>(steps);
+      }
+    return y;
+  };
+  c.run = [=](Backend& be, const std::vector<std::vector<float>>& inputs,
+              const std::vector<float>& d_output) {
+    auto kernel = be.sequence_pool({type, batch, steps, features});
+    auto src = to_device(be, inputs[0]);
+    auto dst = device_zeros(be, batch * features);
+    auto d_dst = to_device(be, d_output);
+    auto d_src = device_zeros(be, batch * steps * features);
+    kernel->forward(src.ptr(), dst.ptr());
+    kernel->backward(d_dst.ptr(), d_src.ptr());
+    return OpResult{to_host(be, dst), {to_host(be, d_src)}};
+  };
+  return c;
+}
+
+// The mask is dropout_keep()'s: the reference recomputes it, so this checks the scaling, which
+// elements are kept for a given (seed, step, offset), and the backward pass.
+OpCase dropout_case(int64_t n, double p, int64_t offset, uint64_t step) {
+  OpCase c;
+  c.name = fmt::format("dropout_{}_p{}_off{}_step{}", n, static_cast<int>(p * 100), offset, step);
+  c.input_sizes = {n};
+  c.tolerance = 1e-5;
+  constexpr uint64_t kSeed = 42;
+  c.reference = [=](const Tensors& t) {
+    std::vector<double> y(n);
+    for (int64_t i = 0; i < n; ++i) {
+      const bool keep =
+          dropout_keep(kSeed, step, static_cast<uint64_t>(offset + i), dropout_threshold(p));
+      y[i] = keep ? t[0][i] / (1.0 - p) : 0.0;
+    }
+    return y;
+  };
+  c.run = [=](Backend& be, const std::vector<std::vector<float>>& inputs,
+              const std::vector<float>& d_output) {
+    auto kernel = be.dropout({n, offset, p, kSeed});
+    auto src = to_device(be, inputs[0]);
+    auto dst = device_zeros(be, n);
+    auto d_dst = to_device(be, d_output);
+    auto d_src = device_zeros(be, n);
+    kernel->forward(src.ptr(), dst.ptr(), step);
+    kernel->backward(d_dst.ptr(), d_src.ptr());
+    return OpResult{to_host(be, dst), {to_host(be, d_src)}};
+  };
+  return c;
+}
+
+// The table is the differentiable input; the ids are fixed, with repeats (their gradients add).
+OpCase embedding_case(int64_t batch, int64_t steps, int64_t vocab, int64_t dim) {
+  OpCase c;
+  c.name = fmt::format("embedding_b{}_t{}_v{}_d{}", batch, steps, vocab, dim);
+  c.input_sizes = {vocab * dim};
+  c.tolerance = 1e-5;
+  std::vector<float> ids(batch * steps);
+  for (int64_t i = 0; i < batch * steps; ++i) ids[i] = static_cast<float>((i * 7 + 2) % vocab);
+  c.reference = [=](const Tensors& t) {
+    std::vector<double> y(batch * steps * dim);
+    for (int64_t p = 0; p < batch * steps; ++p)
+      for (int64_t k = 0; k < dim; ++k)
+        y[p * dim + k] = t[0][static_cast<int64_t>(ids[p]) * dim + k];
+    return y;
+  };
+  c.run = [=](Backend& be, const std::vector<std::vector<float>>& inputs,
+              const std::vector<float>& d_output) {
+    auto kernel = be.embedding({batch, steps, vocab, dim});
+    auto table = to_device(be, inputs[0]);
+    auto id_buffer = to_device(be, ids);
+    auto dst = device_zeros(be, batch * steps * dim);
+    auto d_dst = to_device(be, d_output);
+    auto d_table = to_device(be, std::vector<float>(vocab * dim, 7.0f));  // must be overwritten
+    kernel->forward(id_buffer.ptr(), table.ptr(), dst.ptr());
+    kernel->backward(id_buffer.ptr(), d_dst.ptr(), d_table.ptr());
+    return OpResult{to_host(be, dst), {to_host(be, d_table)}};
+  };
+  return c;
+}
+
+double sigmoid(double x) { return 1 / (1 + std::exp(-x)); }
+
+// PyTorch's LSTM equations in double precision; inputs: src [B, T, I], then per layer weight_ih,
+// weight_hh, bias_ih, bias_hh.
+OpCase lstm_case(const LstmShape& s) {
+  OpCase c;
+  c.name = fmt::format("lstm_b{}_t{}_i{}_h{}_l{}{}{}", s.batch, s.steps, s.input, s.hidden,
+                       s.layers, s.sequence ? "_sequence" : "_last", s.need_d_src ? "" : "_first");
+  const int64_t B = s.batch, T = s.steps, H = s.hidden, G = 4 * H;
+  c.input_sizes = {B * T * s.input};
+  for (int64_t k = 0; k < s.layers; ++k) {
+    const int64_t in = k == 0 ? s.input : H;
+    c.input_sizes.insert(c.input_sizes.end(), {G * in, G * H, G, G});
+  }
+  c.tolerance = 5e-4;
+  c.reference = [=](const Tensors& t) {
+    std::vector<double> x = t[0];  // [B, T, in]
+    int64_t in = s.input;
+    for (int64_t k = 0; k < s.layers; ++k) {
+      const auto& w_ih = t[1 + 4 * k];
+      const auto& w_hh = t[2 + 4 * k];
+      const auto& b_ih = t[3 + 4 * k];
+      const auto& b_hh = t[4 + 4 * k];
+      std::vector<double> out(B * T * H);
+      for (int64_t b = 0; b < B; ++b) {
+        std::vector<double> h(H, 0.0), cell(H, 0.0);
+        for (int64_t step = 0; step < T; ++step) {
+          std::vector<double> g(G);
+          for (int64_t r = 0; r < G; ++r) {
+            double acc = b_ih[r] + b_hh[r];
+            for (int64_t j = 0; j < in; ++j) acc += w_ih[r * in + j] * x[(b * T + step) * in + j];
+            for (int64_t j = 0; j < H; ++j) acc += w_hh[r * H + j] * h[j];
+            g[r] = acc;
+          }
+          for (int64_t j = 0; j < H; ++j) {
+            const double i = sigmoid(g[j]), f = sigmoid(g[H + j]), gg = std::tanh(g[2 * H + j]);
+            const double o = sigmoid(g[3 * H + j]);
+            cell[j] = f * cell[j] + i * gg;
+            h[j] = o * std::tanh(cell[j]);
+            out[(b * T + step) * H + j] = h[j];
+          }
+        }
+      }
+      x = out;
+      in = H;
+    }
+    if (s.sequence) return x;
+    std::vector<double> last(B * H);
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t j = 0; j < H; ++j) last[b * H + j] = x[(b * T + T - 1) * H + j];
+    return last;
+  };
+  c.run = [=](Backend& be, const std::vector<std::vector<float>>& inputs,
+              const std::vector<float>& d_output) {
+    auto kernel = be.lstm(s);
+    std::vector<DeviceTensor> dev;
+    for (const auto& v : inputs) dev.push_back(to_device(be, v));
+    std::vector<DeviceTensor> grads;
+    for (size_t i = 1; i < inputs.size(); ++i) grads.push_back(device_zeros(be, inputs[i].size()));
+    std::vector<LstmLayerParams> params;
+    std::vector<LstmLayerGrads> grad_views;
+    for (int64_t k = 0; k < s.layers; ++k) {
+      params.push_back(
+          {dev[1 + 4 * k].ptr(), dev[2 + 4 * k].ptr(), dev[3 + 4 * k].ptr(), dev[4 + 4 * k].ptr()});
+      grad_views.push_back({grads[4 * k].ptr(), grads[4 * k + 1].ptr(), grads[4 * k + 2].ptr(),
+                            grads[4 * k + 3].ptr()});
+    }
+    const int64_t out_n = s.sequence ? B * T * H : B * H;
+    auto dst = device_zeros(be, out_n);
+    auto d_dst = to_device(be, d_output);
+    auto d_src = device_zeros(be, B * T * s.input);
+    kernel->forward(dev[0].ptr(), params.data(), dst.ptr());
+    kernel->backward(dev[0].ptr(), params.data(), d_dst.ptr(), grad_views.data(),
+                     s.need_d_src ? d_src.ptr() : nullptr);
+    OpResult r{to_host(be, dst), {}};
+    r.input_grads.push_back(s.need_d_src ? to_host(be, d_src) : std::vector<float>{});
+    for (const auto& g : grads) r.input_grads.push_back(to_host(be, g));
+    return r;
+  };
+  return c;
+}
+
+LstmShape lstm_shape(int64_t batch, int64_t steps, int64_t input, int64_t hidden, int64_t layers,
+                     bool sequence, bool d_src) {
+  LstmShape s;
+  s.batch = batch;
+  s.steps = steps;
+  s.input = input;
+  s.hidden = hidden;
+  s.layers = layers;
+  s.sequence = sequence;
+  s.need_d_src = d_src;
+  return s;
 }
 
 std::vector<OpCase> all_cases() {
@@ -196,6 +538,24 @@ std::vector<OpCase> all_cases() {
   cases.push_back(cross_entropy_case(6, 2, 1.0));
   cases.push_back(cross_entropy_case(5, 10, 3.0));
   cases.push_back(cross_entropy_case(3, 4, 30.0));  // large logits: the max shift must hold
+  cases.push_back(bce_case(7, 1.0));
+  cases.push_back(bce_case(5, 40.0));  // large logits: softplus and sigmoid must not overflow
+  cases.push_back(conv2d_case(conv_shape(2, 1, 6, 3, 3, 1, 0, Activation::ReLU, true, false)));
+  cases.push_back(conv2d_case(conv_shape(2, 3, 5, 4, 3, 1, 1, Activation::None, true, true)));
+  cases.push_back(conv2d_case(conv_shape(1, 2, 7, 5, 3, 2, 1, Activation::Tanh, false, true)));
+  cases.push_back(conv2d_case(conv_shape(3, 4, 6, 8, 2, 2, 0, Activation::ReLU, true, true)));
+  cases.push_back(pool2d_case(PoolType::Max, 2, 3, 6, 2, 2, 0));
+  cases.push_back(pool2d_case(PoolType::Max, 1, 2, 7, 3, 2, 1));
+  cases.push_back(pool2d_case(PoolType::Avg, 2, 3, 6, 2, 2, 0));
+  cases.push_back(pool2d_case(PoolType::Avg, 1, 2, 5, 3, 1, 1));
+  cases.push_back(sequence_pool_case(PoolType::Avg, 3, 5, 4));
+  cases.push_back(sequence_pool_case(PoolType::Max, 3, 5, 4));
+  cases.push_back(dropout_case(1000, 0.5, 0, 0));
+  cases.push_back(dropout_case(40000, 0.25, 123, 7));  // multi-threaded, shard offset
+  cases.push_back(embedding_case(3, 4, 5, 6));
+  cases.push_back(lstm_case(lstm_shape(2, 4, 3, 5, 1, false, false)));
+  cases.push_back(lstm_case(lstm_shape(3, 3, 4, 2, 1, true, true)));
+  cases.push_back(lstm_case(lstm_shape(2, 3, 3, 4, 2, false, true)));
   return cases;
 }
 

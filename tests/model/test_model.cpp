@@ -29,9 +29,9 @@ TEST(Model, ParameterNamesShapesAndCountsFollowPyTorch) {
   EXPECT_EQ(t[4].shape, (std::vector<int64_t>{2, 8}));
   EXPECT_EQ(m.parameter_count(), 4 * 2 + 4 + 8 * 4 + 8 + 2 * 8 + 2);
   for (const auto& p : t) EXPECT_EQ(p.offset % 16, 0) << p.name << " is not 64-byte aligned";
-  EXPECT_EQ(m.blocks().size(), 3u);  // ReLUs are fused into their Linears
-  EXPECT_EQ(m.blocks()[0].activation, Activation::ReLU);
-  EXPECT_EQ(m.blocks()[2].activation, Activation::None);
+  EXPECT_EQ(m.nodes().size(), 3u);  // ReLUs are fused into their Linears
+  EXPECT_EQ(m.nodes()[0].activation, Activation::ReLU);
+  EXPECT_EQ(m.nodes()[2].activation, Activation::None);
   EXPECT_EQ(Model(*builtin_spec("disc-8"), *be).parameter_count(), 44710);
   EXPECT_EQ(Model(*builtin_spec("disc-10"), *be).parameter_count(), 703142);
 }

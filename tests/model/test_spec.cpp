@@ -88,6 +88,13 @@ void expect_same(const ModelSpec& a, const ModelSpec& b) {
     EXPECT_EQ(a.layers[i].type, b.layers[i].type);
     EXPECT_EQ(a.layers[i].out, b.layers[i].out);
     EXPECT_EQ(a.layers[i].bias, b.layers[i].bias);
+    EXPECT_EQ(a.layers[i].kernel, b.layers[i].kernel);
+    EXPECT_EQ(a.layers[i].stride, b.layers[i].stride);
+    EXPECT_EQ(a.layers[i].padding, b.layers[i].padding);
+    EXPECT_EQ(a.layers[i].p, b.layers[i].p);
+    EXPECT_EQ(a.layers[i].vocab, b.layers[i].vocab);
+    EXPECT_EQ(a.layers[i].layers, b.layers[i].layers);
+    EXPECT_EQ(a.layers[i].sequence, b.layers[i].sequence);
   }
   EXPECT_EQ(a.loss, b.loss);
   const OptimizerSpec &x = a.train.optimizer, &y = b.train.optimizer;
@@ -101,6 +108,9 @@ void expect_same(const ModelSpec& a, const ModelSpec& b) {
   EXPECT_EQ(x.beta2, y.beta2);
   EXPECT_EQ(x.eps, y.eps);
   EXPECT_EQ(x.weight_decay, y.weight_decay);
+  EXPECT_EQ(x.alpha, y.alpha);
+  EXPECT_EQ(x.rho, y.rho);
+  EXPECT_EQ(a.data.test_samples, b.data.test_samples);
   EXPECT_EQ(a.train.batch, b.train.batch);
   EXPECT_EQ(a.train.epochs, b.train.epochs);
   EXPECT_EQ(a.train.shuffle, b.train.shuffle);
@@ -436,10 +446,12 @@ std::vector<ErrorCase> error_cases() {
        {"bad.toml:2:", "model.input[0]", "got the string \"2\"", "positive integer"}},
       {"input_rank_two",
        with_layers({"{ type = \"linear\", out = 4 }", kLinear2}, "[2, 3]"),
-       {"bad.toml:4:", "model.layers[0]", "linear needs a flat input of rank 1, got [2, 3]"}},
+       {"bad.toml:4:", "model.layers[0]",
+        "linear needs an input of rank 1 (features; add a flatten layer before it), got [2, 3]"}},
       {"input_rank_two_behind_an_activation",
        with_layers({"{ type = \"relu\" }", kLinear2}, "[2, 3]"),
-       {"bad.toml:5:", "model.layers[1]", "linear needs a flat input of rank 1, got [2, 3]"}},
+       {"bad.toml:5:", "model.layers[1]",
+        "linear needs an input of rank 1 (features; add a flatten layer before it), got [2, 3]"}},
 
       // model.layers
       {"missing_layers",
@@ -469,7 +481,8 @@ std::vector<ErrorCase> error_cases() {
       {"unknown_layer_type",
        with_layers({"{ type = \"linear\", out = 4 }", "{ type = \"relux\" }", kLinear2}),
        {"bad.toml:5:", "model.layers[1].type", "unknown layer type 'relux'",
-        "(expected one of: linear, relu, tanh, sigmoid)"}},
+        "(expected one of: linear, relu, tanh, sigmoid, conv2d, maxpool2d, avgpool2d, dropout, "
+        "flatten, embedding, lstm, global_avgpool, global_maxpool)"}},
       {"layer_type_is_case_sensitive",
        with_layers({"{ type = \"Linear\", out = 4 }", kLinear2}),
        {"bad.toml:4:", "model.layers[0].type", "unknown layer type 'Linear'"}},
@@ -514,7 +527,8 @@ std::vector<ErrorCase> error_cases() {
        {"bad.toml:1:", "model.loss", "missing", "cross_entropy"}},
       {"unknown_loss",
        lines({"[model]", "input = [2]", "layers = [" + kLinear2 + "]", "loss = \"mse\""}),
-       {"bad.toml:4:", "model.loss", "unknown loss 'mse'", "(expected: cross_entropy)"}},
+       {"bad.toml:4:", "model.loss", "unknown loss 'mse'",
+        "(expected one of: cross_entropy, bce)"}},
       {"long_values_are_summarised",
        lines({"[model]", "input = [2]", "layers = [" + kLinear2 + "]",
               "loss = [\"cross_entropy\", \"mse\", \"nll\", \"hinge\", \"huber\", \"kl\"]"}),
@@ -564,7 +578,7 @@ std::vector<ErrorCase> error_cases() {
       {"unknown_optimizer",
        with_optimizer("{ type = \"lbfgs\" }"),
        {"bad.toml:10:", "train.optimizer.type", "unknown optimizer 'lbfgs'",
-        "(expected one of: sgd, adam, adamw)"}},
+        "(expected one of: sgd, adam, adamw, rmsprop, adadelta)"}},
       {"optimizer_type_not_a_string",
        with_optimizer("{ type = 1 }"),
        {"bad.toml:10:", "train.optimizer.type", "got the integer 1", "sgd, adam, adamw"}},
@@ -656,7 +670,9 @@ std::vector<ErrorCase> error_cases() {
        {"bad.toml:10:", "data.sample", "unknown key", "expected one of: source, samples"}},
       {"unknown_source",
        model_and({"[data]", "source = \"mnist\""}),
-       {"bad.toml:10:", "data.source", "unknown source 'mnist'", "\"disc\" or \"csv:PATH\""}},
+       {"bad.toml:10:", "data.source", "unknown source 'mnist'",
+        "\"disc\", \"csv:PATH\", \"fashion-mnist\", \"idx:DIR\", \"imdb:DIR\", "
+        "\"imdb-synthetic\""}},
       {"source_prefix_is_case_sensitive",
        model_and({"[data]", "source = \"CSV:x.csv\""}),
        {"bad.toml:10:", "data.source", "unknown source 'CSV:x.csv'"}},
@@ -696,7 +712,7 @@ TEST(SpecShapes, CodeBuiltSpecsAreCheckedToo) {
   ModelSpec s = *builtin_spec("disc-3");
   s.input = {2, 2};
   std::string message = user_error([&] { infer_shapes(s); });
-  expect_contains(message, {"built-in: model.layers[0]: linear needs a flat input of rank 1"});
+  expect_contains(message, {"built-in: model.layers[0]: linear needs an input of rank 1"});
   EXPECT_EQ(message.find("built-in:0"), std::string::npos) << message;
 
   s = *builtin_spec("disc-3");
@@ -744,9 +760,10 @@ int64_t linear_parameters(const ModelSpec& s) {
   return total;
 }
 
-TEST(SpecBuiltin, NamesAreDisc2ToDisc12) {
+TEST(SpecBuiltin, NamesAreDisc2ToDisc12AndTheClassics) {
   std::vector<std::string> expected;
   for (int l = 2; l <= 12; ++l) expected.push_back("disc-" + std::to_string(l));
+  for (const char* name : {"mnist-mlp", "mnist-cnn", "imdb-lstm"}) expected.push_back(name);
   EXPECT_EQ(builtin_spec_names(), expected);
   for (const char* name : {"disc-1", "disc-13", "disc-0", "DISC-8", "disc-08", "disc8", "disc-", "",
                            "specs/disc-8.toml"}) {
@@ -758,9 +775,24 @@ TEST(SpecBuiltin, DiscModelsHaveTheClassicSizes) {
   EXPECT_EQ(linear_parameters(*builtin_spec("disc-8")), 44710);
   EXPECT_EQ(linear_parameters(*builtin_spec("disc-10")), 703142);
   EXPECT_EQ(linear_parameters(*builtin_spec("disc-12")), 11201190);
-  for (const auto& name : builtin_spec_names()) {
+  for (int l = 2; l <= 12; ++l) {
+    const std::string name = "disc-" + std::to_string(l);
     EXPECT_EQ(parameter_count(*builtin_spec(name)), linear_parameters(*builtin_spec(name))) << name;
   }
+}
+
+// The counts Keras prints for its examples (the LSTM's two bias vectors are PyTorch's: Keras has
+// one, 512 fewer).
+TEST(SpecBuiltin, ClassicModelsHaveTheirPublishedSizes) {
+  EXPECT_EQ(parameter_count(*builtin_spec("mnist-mlp")), 669706);
+  EXPECT_EQ(parameter_count(*builtin_spec("mnist-cnn")), 1199882);
+  EXPECT_EQ(parameter_count(*builtin_spec("imdb-lstm")),
+            2560000 + 4 * 128 * (128 + 128) + 2 * 512 + 129);
+  const auto shapes = infer_shapes(*builtin_spec("mnist-cnn"));
+  EXPECT_EQ(shapes[0], (std::vector<int64_t>{32, 26, 26}));
+  EXPECT_EQ(shapes[4], (std::vector<int64_t>{64, 12, 12}));
+  EXPECT_EQ(shapes[6], (std::vector<int64_t>{9216}));
+  EXPECT_EQ(infer_shapes(*builtin_spec("imdb-lstm"))[1], (std::vector<int64_t>{128}));
 }
 
 TEST(SpecBuiltin, DiscLDoublesTheWidthThenClassifies) {
@@ -888,14 +920,22 @@ TEST(SpecFiles, ShippedFilesAreExactlyTheBuiltins) {
     expect_same(loaded, builtin);
     EXPECT_EQ(loaded.origin, path.string());
     expect_same(resolve_spec(path.string()), builtin);
+    std::ifstream in(path, std::ios::binary);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (!name.starts_with("disc-")) {
+      // Comment lines naming the example, then exactly to_toml.
+      ASSERT_TRUE(text.starts_with("# " + name + ": Keras's "));
+      EXPECT_TRUE(text.ends_with("\n" + to_toml(builtin)));
+      EXPECT_NE(text.find(std::to_string(parameter_count(builtin)) + " parameters."),
+                std::string::npos);
+      continue;
+    }
     // Byte for byte what the generator writes: a comment line, then to_toml.
     const int depth = std::stoi(name.substr(std::string("disc-").size()));
     const std::string header = "# " + name + ": the classic depth sweep (" + std::to_string(depth) +
                                " Linear layers doubling the width from 2 to " +
                                std::to_string(int64_t{1} << depth) + "), " +
                                std::to_string(parameter_count(builtin)) + " parameters.\n";
-    std::ifstream in(path, std::ios::binary);
-    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     EXPECT_EQ(text, header + to_toml(builtin));
   }
 }
@@ -958,7 +998,7 @@ TEST(SpecResolve, BuiltinNamesFilesAndNeither) {
 
   expect_contains(
       user_error([] { resolve_spec("foo"); }),
-      {"'foo' is neither a built-in model (disc-2, disc-3", "disc-12) nor a spec file"});
+      {"'foo' is neither a built-in model (disc-2, disc-3", "imdb-lstm) nor a spec file"});
   expect_contains(user_error([] { resolve_spec("disc-99"); }), {"'disc-99'", "disc-2, disc-3"});
   expect_contains(user_error([&] { resolve_spec((dir / "absent.toml").string()); }),
                   {(dir / "absent.toml").string(), "not found", "disc-2"});

@@ -26,7 +26,7 @@ TrainedRun train_builtin(const std::string& name, int64_t epochs, int threads, b
   if (optimizer != "sgd") spec.train.optimizer.lr = 1e-3;
   auto be = make_backend(parse_device("cpu", threads));
   Model model(spec, *be);
-  const Dataset data = load_data(spec, model.classes());
+  const Dataset data = load_data(spec, model.classes()).train;
   model.init(spec.train.seed);
   TrainedRun run{train_model(model, data, spec.train, {}, ExecutionOptions{shards}),
                  model.export_params()};
@@ -99,7 +99,7 @@ TEST(Training, PartialLastBatchIsTrained) {
   spec.train.batch = 300;  // 1000 = 3 * 300 + 100
   auto be = make_backend(parse_device("cpu", 0));
   Model model(spec, *be);
-  const Dataset data = load_data(spec, model.classes());
+  const Dataset data = load_data(spec, model.classes()).train;
   model.init(0);
   const TrainResult r = train_model(model, data, spec.train);
   EXPECT_EQ(r.steps_per_epoch, 4);

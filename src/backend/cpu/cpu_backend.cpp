@@ -110,9 +110,27 @@ std::unique_ptr<LinearKernel> CpuBackend::linear(const LinearShape& shape) {
 std::unique_ptr<ActivationKernel> CpuBackend::activation(Activation act, int64_t elements) {
   return make_activation(act, elements);
 }
-std::unique_ptr<CrossEntropyKernel> CpuBackend::cross_entropy(int64_t batch, int64_t classes,
-                                                              int64_t normalizer) {
-  return make_cross_entropy(batch, classes, normalizer);
+std::unique_ptr<LossKernel> CpuBackend::loss(LossKind kind, int64_t batch, int64_t classes,
+                                             int64_t normalizer) {
+  return make_loss(kind, batch, classes, normalizer);
+}
+std::unique_ptr<Conv2dKernel> CpuBackend::conv2d(const Conv2dShape& shape) {
+  return make_conv2d(shape, engine_, stream_);
+}
+std::unique_ptr<PoolKernel> CpuBackend::pool2d(const Pool2dShape& shape) {
+  return make_pool2d(shape, engine_, stream_);
+}
+std::unique_ptr<PoolKernel> CpuBackend::sequence_pool(const SequencePoolShape& shape) {
+  return make_sequence_pool(shape);
+}
+std::unique_ptr<DropoutKernel> CpuBackend::dropout(const DropoutShape& shape) {
+  return make_dropout(shape);
+}
+std::unique_ptr<EmbeddingKernel> CpuBackend::embedding(const EmbeddingShape& shape) {
+  return make_embedding(shape);
+}
+std::unique_ptr<LstmKernel> CpuBackend::lstm(const LstmShape& shape) {
+  return make_lstm(shape, engine_, stream_);
 }
 std::unique_ptr<OptimizerKernel> CpuBackend::optimizer(const OptimizerSpec& spec,
                                                        int64_t parameters) {

@@ -70,8 +70,14 @@ class CpuBackend final : public Backend {
 
   std::unique_ptr<LinearKernel> linear(const LinearShape& shape) override;
   std::unique_ptr<ActivationKernel> activation(Activation act, int64_t elements) override;
-  std::unique_ptr<CrossEntropyKernel> cross_entropy(int64_t batch, int64_t classes,
-                                                    int64_t normalizer) override;
+  std::unique_ptr<LossKernel> loss(LossKind kind, int64_t batch, int64_t classes,
+                                   int64_t normalizer) override;
+  std::unique_ptr<Conv2dKernel> conv2d(const Conv2dShape& shape) override;
+  std::unique_ptr<PoolKernel> pool2d(const Pool2dShape& shape) override;
+  std::unique_ptr<PoolKernel> sequence_pool(const SequencePoolShape& shape) override;
+  std::unique_ptr<DropoutKernel> dropout(const DropoutShape& shape) override;
+  std::unique_ptr<EmbeddingKernel> embedding(const EmbeddingShape& shape) override;
+  std::unique_ptr<LstmKernel> lstm(const LstmShape& shape) override;
   std::unique_ptr<OptimizerKernel> optimizer(const OptimizerSpec& spec,
                                              int64_t parameters) override;
 
@@ -85,8 +91,17 @@ class CpuBackend final : public Backend {
 std::unique_ptr<LinearKernel> make_linear(const LinearShape& shape, const dnnl::engine& engine,
                                           const dnnl::stream& stream);
 std::unique_ptr<ActivationKernel> make_activation(Activation act, int64_t elements);
-std::unique_ptr<CrossEntropyKernel> make_cross_entropy(int64_t batch, int64_t classes,
-                                                       int64_t normalizer);
+std::unique_ptr<LossKernel> make_loss(LossKind kind, int64_t batch, int64_t classes,
+                                      int64_t normalizer);
+std::unique_ptr<Conv2dKernel> make_conv2d(const Conv2dShape& shape, const dnnl::engine& engine,
+                                          const dnnl::stream& stream);
+std::unique_ptr<PoolKernel> make_pool2d(const Pool2dShape& shape, const dnnl::engine& engine,
+                                        const dnnl::stream& stream);
+std::unique_ptr<PoolKernel> make_sequence_pool(const SequencePoolShape& shape);
+std::unique_ptr<DropoutKernel> make_dropout(const DropoutShape& shape);
+std::unique_ptr<EmbeddingKernel> make_embedding(const EmbeddingShape& shape);
+std::unique_ptr<LstmKernel> make_lstm(const LstmShape& shape, const dnnl::engine& engine,
+                                      const dnnl::stream& stream);
 std::unique_ptr<OptimizerKernel> make_optimizer(const OptimizerSpec& spec, int64_t parameters);
 
 // d_dst[i] *= act'(.) computed from the activation's output dst, for n elements (shared by the

@@ -1,14 +1,10 @@
 // Linear (+ fused activation) on the CPU, forward and backward, as three oneDNN matmuls built once
 // per shape: dst = act(src W^T + b); d_W = d_pre^T src; d_src = d_pre W. The activation derivative
 // and the bias gradient are one fused pass over d_dst.
-#include <omp.h>
-
 #include <algorithm>
-#include <cstring>
-#include <unordered_map>
 
 #include "backend/cpu/cpu_backend.h"
-#include "backend/cpu/dnnl_check.h"
+#include "backend/cpu/primitive.h"
 
 namespace xo::cpu {
 namespace {
@@ -16,89 +12,6 @@ namespace {
 using dnnl::memory;
 using tag = memory::format_tag;
 constexpr auto f32 = memory::data_type::f32;
-
-dnnl::algorithm eltwise_algorithm(Activation act) {
-  switch (act) {
-    case Activation::ReLU:
-      return dnnl::algorithm::eltwise_relu;
-    case Activation::Tanh:
-      return dnnl::algorithm::eltwise_tanh;
-    case Activation::Sigmoid:
-      return dnnl::algorithm::eltwise_logistic;
-    case Activation::None:
-      break;
-  }
-  XO_ASSERT(false && "no eltwise algorithm for Activation::None");
-}
-
-// Runs the enclosed oneDNN calls with at most `threads` OpenMP threads (0: leave as is). oneDNN's
-// OpenMP runtime reads the limit when a primitive is created and when it runs.
-class ThreadLimit {
- public:
-  explicit ThreadLimit(int threads) : saved_(threads > 0 ? omp_get_max_threads() : 0) {
-    if (threads > 0) omp_set_num_threads(threads);
-  }
-  ~ThreadLimit() {
-    if (saved_ > 0) omp_set_num_threads(saved_);
-  }
-  ThreadLimit(const ThreadLimit&) = delete;
-  ThreadLimit& operator=(const ThreadLimit&) = delete;
-
- private:
-  int saved_;
-};
-
-// A matmul primitive with its memory objects bound once; each call only swaps data pointers.
-// Matmuls smaller than kSingleThreadMatmulFlops run on one thread: there the OpenMP fork/join
-// (~2-3 us measured on the 2-core machine) costs more than the work it splits.
-class BoundMatmul {
- public:
-  BoundMatmul() = default;
-  BoundMatmul(const memory::desc& src, const memory::desc& weights, const memory::desc* bias,
-              const memory::desc& dst, dnnl::primitive_attr attr, const dnnl::engine& engine,
-              bool in_shard) {
-    const memory::dims& a = src.dims();
-    const memory::dims& b = weights.dims();
-    const double flops =
-        2.0 * static_cast<double>(a[0]) * static_cast<double>(a[1]) * static_cast<double>(b[1]);
-    threads_ = in_shard || flops < kSingleThreadMatmulFlops ? 1 : 0;
-    ThreadLimit limit(threads_);
-    // A user-owned scratchpad, sized here, keeps the training step free of allocations.
-    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-    const auto desc =
-        bias ? dnnl::matmul::desc(src, weights, *bias, dst) : dnnl::matmul::desc(src, weights, dst);
-    const auto pd = XO_DNNL_CHECK(dnnl::matmul::primitive_desc(desc, attr, engine));
-    primitive_ = XO_DNNL_CHECK(dnnl::matmul(pd));
-    src_ = memory(src, engine, DNNL_MEMORY_NONE);
-    weights_ = memory(weights, engine, DNNL_MEMORY_NONE);
-    dst_ = memory(dst, engine, DNNL_MEMORY_NONE);
-    args_ = {{DNNL_ARG_SRC, src_}, {DNNL_ARG_WEIGHTS, weights_}, {DNNL_ARG_DST, dst_}};
-    if (bias) {
-      bias_ = memory(*bias, engine, DNNL_MEMORY_NONE);
-      args_.emplace(DNNL_ARG_BIAS, bias_);
-    }
-    if (pd.scratchpad_desc().get_size() > 0) {
-      scratchpad_ = memory(pd.scratchpad_desc(), engine);  // allocated once, here
-      args_.emplace(DNNL_ARG_SCRATCHPAD, scratchpad_);
-    }
-  }
-
-  void run(const dnnl::stream& stream, const float* src, const float* weights, const float* bias,
-           float* dst) {
-    ThreadLimit limit(threads_);
-    src_.set_data_handle(const_cast<float*>(src));
-    weights_.set_data_handle(const_cast<float*>(weights));
-    if (bias) bias_.set_data_handle(const_cast<float*>(bias));
-    dst_.set_data_handle(dst);
-    XO_DNNL_CHECK(primitive_.execute(stream, args_));
-  }
-
- private:
-  dnnl::matmul primitive_;
-  memory src_, weights_, bias_, dst_, scratchpad_;
-  std::unordered_map<int, memory> args_;
-  int threads_ = 0;
-};
 
 class CpuLinear final : public LinearKernel {
  public:

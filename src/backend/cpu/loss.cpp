@@ -1,14 +1,18 @@
-// Softmax cross-entropy on the CPU: loss (mean over the batch, as torch.nn.CrossEntropyLoss), the
-// arg-max accuracy and d(loss)/d(logits) = (softmax - onehot) / batch, in one pass per row.
+// The losses on the CPU, each fused with its gradient. Softmax cross-entropy: loss (mean over the
+// batch, as torch.nn.CrossEntropyLoss), the arg-max accuracy and d(loss)/d(logits) = (softmax -
+// onehot) / batch. Binary cross-entropy on a logit (torch.nn.BCEWithLogitsLoss): loss = softplus(x)
+// - y x, accuracy from x > 0, gradient (sigmoid(x) - y) / batch.
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
+#include "core/error.h"
 
 namespace xo::cpu {
 namespace {
 
-class CpuCrossEntropy final : public CrossEntropyKernel {
+class CpuCrossEntropy final : public LossKernel {
  public:
   CpuCrossEntropy(int64_t batch, int64_t classes, int64_t normalizer)
       : batch_(batch),
@@ -68,10 +72,46 @@ class CpuCrossEntropy final : public CrossEntropyKernel {
   std::vector<float> row_max_;  // [batch]
 };
 
+class CpuBinaryCrossEntropy final : public LossKernel {
+ public:
+  CpuBinaryCrossEntropy(int64_t batch, int64_t normalizer)
+      : batch_(batch), normalizer_(normalizer) {}
+
+  void forward_backward(const float* logits, const int32_t* labels, float* d_logits,
+                        LossStats* stats) override {
+    const float inv_norm = 1.0f / static_cast<float>(normalizer_);
+    double loss = 0.0;
+    int64_t correct = 0;
+    for (int64_t r = 0; r < batch_; ++r) {
+      const float x = logits[r];
+      const float y = static_cast<float>(labels[r]);
+      // softplus(x) = max(x, 0) + log1p(exp(-|x|)), finite for any x.
+      const float softplus = std::max(x, 0.0f) + std::log1p(std::exp(-std::fabs(x)));
+      loss += static_cast<double>(softplus - y * x);
+      correct += (x > 0.0f) == (labels[r] == 1);
+      if (d_logits) {
+        const float e = std::exp(-std::fabs(x));  // sigmoid without overflow for either sign
+        const float sigmoid = x >= 0.0f ? 1.0f / (1.0f + e) : e / (1.0f + e);
+        d_logits[r] = (sigmoid - y) * inv_norm;
+      }
+    }
+    stats->loss_sum += loss / static_cast<double>(normalizer_);
+    stats->correct += static_cast<double>(correct);
+    stats->samples += static_cast<double>(batch_);
+  }
+
+ private:
+  int64_t batch_, normalizer_;
+};
+
 }  // namespace
 
-std::unique_ptr<CrossEntropyKernel> make_cross_entropy(int64_t batch, int64_t classes,
-                                                       int64_t normalizer) {
+std::unique_ptr<LossKernel> make_loss(LossKind kind, int64_t batch, int64_t classes,
+                                      int64_t normalizer) {
+  if (kind == LossKind::BinaryCrossEntropy) {
+    XO_ASSERT(classes == 1);
+    return std::make_unique<CpuBinaryCrossEntropy>(batch, normalizer);
+  }
   return std::make_unique<CpuCrossEntropy>(batch, classes, normalizer);
 }
 

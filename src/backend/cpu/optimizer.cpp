@@ -1,5 +1,6 @@
 // Optimizers on the CPU as single fused passes over the flat parameter and gradient buffers, with
-// torch.optim's update rules (SGD with momentum/dampening/Nesterov/weight decay, Adam, AdamW).
+// torch.optim's update rules (SGD with momentum/dampening/Nesterov/weight decay, Adam, AdamW,
+// RMSprop without momentum or centering, Adadelta).
 #include <cmath>
 #include <cstdlib>
 #include <memory>
@@ -101,6 +102,68 @@ class CpuAdam final : public OptimizerKernel {
   int64_t steps_ = 0;
 };
 
+// torch.optim.RMSprop: v = alpha v + (1 - alpha) g^2; p -= lr g / (sqrt(v) + eps).
+class CpuRmsprop final : public OptimizerKernel {
+ public:
+  CpuRmsprop(const OptimizerSpec& s, int64_t n) : s_(s), n_(n), v_(n) {}
+
+  void step(float* params, const float* grads) override {
+    const float lr = static_cast<float>(s_.lr), eps = static_cast<float>(s_.eps);
+    const float alpha = static_cast<float>(s_.alpha), wd = static_cast<float>(s_.weight_decay);
+    float* v = v_.data.get();
+    parallel_for(n_, [=](int64_t begin, int64_t end) {
+#pragma omp simd
+      for (int64_t i = begin; i < end; ++i) {
+        const float g = grads[i] + wd * params[i];
+        const float vi = alpha * v[i] + (1.0f - alpha) * g * g;
+        v[i] = vi;
+        params[i] -= lr * g / (std::sqrt(vi) + eps);
+      }
+    });
+    ++steps_;
+  }
+  int64_t steps() const override { return steps_; }
+
+ private:
+  OptimizerSpec s_;
+  int64_t n_;
+  AlignedFloats v_;
+  int64_t steps_ = 0;
+};
+
+// torch.optim.Adadelta: v = rho v + (1 - rho) g^2; d = sqrt(u + eps) / sqrt(v + eps) g;
+// u = rho u + (1 - rho) d^2; p -= lr d.
+class CpuAdadelta final : public OptimizerKernel {
+ public:
+  CpuAdadelta(const OptimizerSpec& s, int64_t n) : s_(s), n_(n), v_(n), u_(n) {}
+
+  void step(float* params, const float* grads) override {
+    const float lr = static_cast<float>(s_.lr), eps = static_cast<float>(s_.eps);
+    const float rho = static_cast<float>(s_.rho), wd = static_cast<float>(s_.weight_decay);
+    float* v = v_.data.get();
+    float* u = u_.data.get();
+    parallel_for(n_, [=](int64_t begin, int64_t end) {
+#pragma omp simd
+      for (int64_t i = begin; i < end; ++i) {
+        const float g = grads[i] + wd * params[i];
+        const float vi = rho * v[i] + (1.0f - rho) * g * g;
+        const float d = std::sqrt(u[i] + eps) / std::sqrt(vi + eps) * g;
+        v[i] = vi;
+        u[i] = rho * u[i] + (1.0f - rho) * d * d;
+        params[i] -= lr * d;
+      }
+    });
+    ++steps_;
+  }
+  int64_t steps() const override { return steps_; }
+
+ private:
+  OptimizerSpec s_;
+  int64_t n_;
+  AlignedFloats v_, u_;
+  int64_t steps_ = 0;
+};
+
 }  // namespace
 
 std::unique_ptr<OptimizerKernel> make_optimizer(const OptimizerSpec& spec, int64_t parameters) {
@@ -111,6 +174,10 @@ std::unique_ptr<OptimizerKernel> make_optimizer(const OptimizerSpec& spec, int64
       return std::make_unique<CpuAdam>(spec, parameters, false);
     case OptimizerType::AdamW:
       return std::make_unique<CpuAdam>(spec, parameters, true);
+    case OptimizerType::RMSprop:
+      return std::make_unique<CpuRmsprop>(spec, parameters);
+    case OptimizerType::Adadelta:
+      return std::make_unique<CpuAdadelta>(spec, parameters);
   }
   return nullptr;
 }

@@ -1,0 +1,153 @@
+// Conv2d (+ fused activation) on the CPU, forward and backward, as three oneDNN convolution
+// primitives built once per shape: forward with the bias and the activation as a post-op, backward
+// data and backward weights (which also gives the bias gradient). The primitives pick their own
+// blocked layouts; tensors stay NCHW (PyTorch's) in crossover's buffers and are reordered at the
+// primitive's edges where the layouts differ.
+#include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/primitive.h"
+
+namespace xo::cpu {
+namespace {
+
+using dnnl::memory;
+using tag = memory::format_tag;
+constexpr auto f32 = memory::data_type::f32;
+
+class CpuConv2d final : public Conv2dKernel {
+ public:
+  CpuConv2d(const Conv2dShape& s, const dnnl::engine& engine, const dnnl::stream& stream)
+      : shape_(s), stream_(stream), threads_(s.in_shard ? 1 : 0) {
+    ThreadLimit limit(threads_);
+    plan(engine);
+  }
+
+  void forward(const float* src, const float* weights, const float* bias, float* dst) override {
+    ThreadLimit limit(threads_);
+    fwd_src_.load(stream_, src);
+    fwd_w_.load(stream_, weights);
+    if (bias) bias_.set_data_handle(const_cast<float*>(bias));
+    fwd_dst_.bind(dst);
+    XO_DNNL_CHECK(forward_.execute(stream_, fwd_args_));
+    fwd_dst_.store(stream_);
+  }
+
+  void backward(const float* src, const float* weights, const float* dst, float* d_dst,
+                float* d_weights, float* d_bias, float* d_src) override {
+    XO_ASSERT((d_src != nullptr) == shape_.need_d_src);
+    ThreadLimit limit(threads_);
+    const int64_t n = shape_.batch * shape_.out_channels * shape_.out_height() * shape_.out_width();
+    if (shape_.activation != Activation::None) {
+      const Activation act = shape_.activation;
+      parallel_for(n, [&](int64_t begin, int64_t end) {
+        activation_backward_inplace(act, dst + begin, d_dst + begin, end - begin);
+      });
+    }
+    bw_src_.load(stream_, src);
+    bw_d_dst_.load(stream_, d_dst);
+    bw_d_w_.bind(d_weights);
+    if (d_bias) d_bias_.set_data_handle(d_bias);
+    XO_DNNL_CHECK(backward_weights_.execute(stream_, bw_args_));
+    bw_d_w_.store(stream_);
+    if (d_src) {
+      bd_d_dst_.load(stream_, d_dst);
+      bd_w_.load(stream_, weights);
+      bd_d_src_.bind(d_src);
+      XO_DNNL_CHECK(backward_data_.execute(stream_, bd_args_));
+      bd_d_src_.store(stream_);
+    }
+  }
+
+ private:
+  // Builds the three primitives, each choosing its own layouts, and binds their memory.
+  void plan(const dnnl::engine& engine) {
+    const Conv2dShape& s = shape_;
+    const memory::dims src_dims = {s.batch, s.in_channels, s.height, s.width};
+    const memory::dims w_dims = {s.out_channels, s.in_channels, s.kernel, s.kernel};
+    const memory::dims dst_dims = {s.batch, s.out_channels, s.out_height(), s.out_width()};
+    const memory::dims strides = {s.stride, s.stride}, pad = {s.padding, s.padding};
+    const memory::desc src_user(src_dims, f32, tag::nchw), dst_user(dst_dims, f32, tag::nchw);
+    const memory::desc w_user(w_dims, f32, tag::oihw), bias_md({s.out_channels}, f32, tag::x);
+    const memory::desc src_any(src_dims, f32, tag::any), dst_any(dst_dims, f32, tag::any);
+    const memory::desc w_any(w_dims, f32, tag::any);
+    const memory::desc no_bias;
+    const auto algo = dnnl::algorithm::convolution_direct;
+
+    // primitive_attr copies share one handle: the forward's post-ops get an attr of their own.
+    dnnl::primitive_attr attr, fwd_attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    fwd_attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    if (s.activation != Activation::None) {
+      dnnl::post_ops ops;
+      ops.append_eltwise(1.0f, eltwise_algorithm(s.activation), 0.0f, 0.0f);
+      fwd_attr.set_post_ops(ops);
+    }
+    const dnnl::convolution_forward::desc fwd_desc(dnnl::prop_kind::forward_training, algo, src_any,
+                                                   w_any, s.has_bias ? bias_md : no_bias, dst_any,
+                                                   strides, pad, pad);
+    const auto fwd_pd =
+        XO_DNNL_CHECK(dnnl::convolution_forward::primitive_desc(fwd_desc, fwd_attr, engine));
+    forward_ = XO_DNNL_CHECK(dnnl::convolution_forward(fwd_pd));
+    // The backward primitives take the forward's descriptor as a hint, without the post-ops.
+    const auto hint_pd =
+        XO_DNNL_CHECK(dnnl::convolution_forward::primitive_desc(fwd_desc, attr, engine));
+    fwd_src_ = Staged(src_user, fwd_pd.src_desc(), engine);
+    fwd_w_ = Staged(w_user, fwd_pd.weights_desc(), engine);
+    fwd_dst_ = Staged(dst_user, fwd_pd.dst_desc(), engine);
+    bias_ = memory(bias_md, engine, DNNL_MEMORY_NONE);
+    fwd_args_ = {{DNNL_ARG_SRC, fwd_src_.memory()},
+                 {DNNL_ARG_WEIGHTS, fwd_w_.memory()},
+                 {DNNL_ARG_DST, fwd_dst_.memory()}};
+    if (s.has_bias) fwd_args_.emplace(DNNL_ARG_BIAS, bias_);
+    add_scratchpad(fwd_pd, engine, fwd_args_);
+
+    // d_W (and d_bias) from src and the pre-activation gradient.
+    const dnnl::convolution_backward_weights::desc bw_desc(
+        algo, src_any, w_any, s.has_bias ? bias_md : no_bias, dst_any, strides, pad, pad);
+    const auto bw_pd = XO_DNNL_CHECK(
+        dnnl::convolution_backward_weights::primitive_desc(bw_desc, attr, engine, hint_pd));
+    backward_weights_ = XO_DNNL_CHECK(dnnl::convolution_backward_weights(bw_pd));
+    bw_src_ = Staged(src_user, bw_pd.src_desc(), engine);
+    bw_d_dst_ = Staged(dst_user, bw_pd.diff_dst_desc(), engine);
+    bw_d_w_ = Staged(w_user, bw_pd.diff_weights_desc(), engine);
+    d_bias_ = memory(bias_md, engine, DNNL_MEMORY_NONE);
+    bw_args_ = {{DNNL_ARG_SRC, bw_src_.memory()},
+                {DNNL_ARG_DIFF_DST, bw_d_dst_.memory()},
+                {DNNL_ARG_DIFF_WEIGHTS, bw_d_w_.memory()}};
+    if (s.has_bias) bw_args_.emplace(DNNL_ARG_DIFF_BIAS, d_bias_);
+    add_scratchpad(bw_pd, engine, bw_args_);
+
+    if (s.need_d_src) {
+      const dnnl::convolution_backward_data::desc bd_desc(algo, src_any, w_any, dst_any, strides,
+                                                          pad, pad);
+      const auto bd_pd = XO_DNNL_CHECK(
+          dnnl::convolution_backward_data::primitive_desc(bd_desc, attr, engine, hint_pd));
+      backward_data_ = XO_DNNL_CHECK(dnnl::convolution_backward_data(bd_pd));
+      bd_d_dst_ = Staged(dst_user, bd_pd.diff_dst_desc(), engine);
+      bd_w_ = Staged(w_user, bd_pd.weights_desc(), engine);
+      bd_d_src_ = Staged(src_user, bd_pd.diff_src_desc(), engine);
+      bd_args_ = {{DNNL_ARG_DIFF_DST, bd_d_dst_.memory()},
+                  {DNNL_ARG_WEIGHTS, bd_w_.memory()},
+                  {DNNL_ARG_DIFF_SRC, bd_d_src_.memory()}};
+      add_scratchpad(bd_pd, engine, bd_args_);
+    }
+  }
+
+  Conv2dShape shape_;
+  dnnl::stream stream_;
+  int threads_;
+  dnnl::convolution_forward forward_;
+  dnnl::convolution_backward_weights backward_weights_;
+  dnnl::convolution_backward_data backward_data_;
+  Staged fwd_src_, fwd_w_, fwd_dst_, bw_src_, bw_d_dst_, bw_d_w_, bd_d_dst_, bd_w_, bd_d_src_;
+  memory bias_, d_bias_;
+  std::unordered_map<int, memory> fwd_args_, bw_args_, bd_args_;
+};
+
+}  // namespace
+
+std::unique_ptr<Conv2dKernel> make_conv2d(const Conv2dShape& shape, const dnnl::engine& engine,
+                                          const dnnl::stream& stream) {
+  return std::make_unique<CpuConv2d>(shape, engine, stream);
+}
+
+}  // namespace xo::cpu

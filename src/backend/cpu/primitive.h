@@ -1,0 +1,144 @@
+// Helpers shared by the CPU op families that run oneDNN primitives: thread limits, the eltwise
+// algorithm of an activation, and a matmul whose memory objects are bound once.
+#pragma once
+
+#include <omp.h>
+
+#include <dnnl.hpp>
+#include <unordered_map>
+
+#include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/dnnl_check.h"
+#include "core/error.h"
+
+namespace xo::cpu {
+
+inline dnnl::algorithm eltwise_algorithm(Activation act) {
+  switch (act) {
+    case Activation::ReLU:
+      return dnnl::algorithm::eltwise_relu;
+    case Activation::Tanh:
+      return dnnl::algorithm::eltwise_tanh;
+    case Activation::Sigmoid:
+      return dnnl::algorithm::eltwise_logistic;
+    case Activation::None:
+      break;
+  }
+  XO_ASSERT(false && "no eltwise algorithm for Activation::None");
+}
+
+// Runs the enclosed oneDNN calls with at most `threads` OpenMP threads (0: leave as is). oneDNN's
+// OpenMP runtime reads the limit when a primitive is created and when it runs.
+class ThreadLimit {
+ public:
+  explicit ThreadLimit(int threads) : saved_(threads > 0 ? omp_get_max_threads() : 0) {
+    if (threads > 0) omp_set_num_threads(threads);
+  }
+  ~ThreadLimit() {
+    if (saved_ > 0) omp_set_num_threads(saved_);
+  }
+  ThreadLimit(const ThreadLimit&) = delete;
+  ThreadLimit& operator=(const ThreadLimit&) = delete;
+
+ private:
+  int saved_;
+};
+
+// A matmul primitive with its memory objects bound once; each call only swaps data pointers.
+// Matmuls smaller than kSingleThreadMatmulFlops run on one thread: there the OpenMP fork/join
+// (~2-3 us measured on the 2-core machine) costs more than the work it splits.
+class BoundMatmul {
+ public:
+  BoundMatmul() = default;
+  BoundMatmul(const dnnl::memory::desc& src, const dnnl::memory::desc& weights,
+              const dnnl::memory::desc* bias, const dnnl::memory::desc& dst,
+              dnnl::primitive_attr attr, const dnnl::engine& engine, bool in_shard) {
+    const dnnl::memory::dims& a = src.dims();
+    const dnnl::memory::dims& b = weights.dims();
+    const double flops =
+        2.0 * static_cast<double>(a[0]) * static_cast<double>(a[1]) * static_cast<double>(b[1]);
+    threads_ = in_shard || flops < kSingleThreadMatmulFlops ? 1 : 0;
+    ThreadLimit limit(threads_);
+    // A user-owned scratchpad, sized here, keeps the training step free of allocations.
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    const auto desc =
+        bias ? dnnl::matmul::desc(src, weights, *bias, dst) : dnnl::matmul::desc(src, weights, dst);
+    const auto pd = XO_DNNL_CHECK(dnnl::matmul::primitive_desc(desc, attr, engine));
+    primitive_ = XO_DNNL_CHECK(dnnl::matmul(pd));
+    src_ = dnnl::memory(src, engine, DNNL_MEMORY_NONE);
+    weights_ = dnnl::memory(weights, engine, DNNL_MEMORY_NONE);
+    dst_ = dnnl::memory(dst, engine, DNNL_MEMORY_NONE);
+    args_ = {{DNNL_ARG_SRC, src_}, {DNNL_ARG_WEIGHTS, weights_}, {DNNL_ARG_DST, dst_}};
+    if (bias) {
+      bias_ = dnnl::memory(*bias, engine, DNNL_MEMORY_NONE);
+      args_.emplace(DNNL_ARG_BIAS, bias_);
+    }
+    if (pd.scratchpad_desc().get_size() > 0) {
+      scratchpad_ = dnnl::memory(pd.scratchpad_desc(), engine);  // allocated once, here
+      args_.emplace(DNNL_ARG_SCRATCHPAD, scratchpad_);
+    }
+  }
+
+  void run(const dnnl::stream& stream, const float* src, const float* weights, const float* bias,
+           float* dst) {
+    ThreadLimit limit(threads_);
+    src_.set_data_handle(const_cast<float*>(src));
+    weights_.set_data_handle(const_cast<float*>(weights));
+    if (bias) bias_.set_data_handle(const_cast<float*>(bias));
+    dst_.set_data_handle(dst);
+    XO_DNNL_CHECK(primitive_.execute(stream, args_));
+  }
+
+ private:
+  dnnl::matmul primitive_;
+  dnnl::memory src_, weights_, bias_, dst_, scratchpad_;
+  std::unordered_map<int, dnnl::memory> args_;
+  int threads_ = 0;
+};
+
+// A tensor that a primitive may want in its own (blocked) layout while crossover keeps it plain.
+// `user` is bound to crossover's buffer per call; when the primitive chose another layout, a buffer
+// in that layout is allocated here, at plan time, with the reorders both ways. `memory()` is what
+// to bind in the primitive's arguments (fixed for the object's life, so argument maps are built
+// once).
+class Staged {
+ public:
+  Staged() = default;
+  Staged(const dnnl::memory::desc& user, const dnnl::memory::desc& wanted,
+         const dnnl::engine& engine)
+      : user_(user, engine, DNNL_MEMORY_NONE) {
+    if (wanted != user) {
+      internal_ = dnnl::memory(wanted, engine);
+      to_internal_ = XO_DNNL_CHECK(dnnl::reorder(user_, internal_));
+      to_user_ = XO_DNNL_CHECK(dnnl::reorder(internal_, user_));
+      staged_ = true;
+    }
+  }
+  const dnnl::memory& memory() const { return staged_ ? internal_ : user_; }
+  // An input: points the user memory at `data` and reorders it in when needed.
+  void load(const dnnl::stream& stream, const float* data) {
+    user_.set_data_handle(const_cast<float*>(data));
+    if (staged_) XO_DNNL_CHECK(to_internal_.execute(stream, user_, internal_));
+  }
+  // An output: point at `data` before the primitive runs, store() after it.
+  void bind(float* data) { user_.set_data_handle(data); }
+  void store(const dnnl::stream& stream) {
+    if (staged_) XO_DNNL_CHECK(to_user_.execute(stream, internal_, user_));
+  }
+
+ private:
+  dnnl::memory user_, internal_;
+  dnnl::reorder to_internal_, to_user_;
+  bool staged_ = false;
+};
+
+// A user-owned scratchpad for a primitive (allocated here, at plan time) added to its arguments.
+template <typename PrimitiveDesc>
+void add_scratchpad(const PrimitiveDesc& pd, const dnnl::engine& engine,
+                    std::unordered_map<int, dnnl::memory>& args) {
+  if (pd.scratchpad_desc().get_size() > 0) {
+    args.emplace(DNNL_ARG_SCRATCHPAD, dnnl::memory(pd.scratchpad_desc(), engine));
+  }
+}
+
+}  // namespace xo::cpu
