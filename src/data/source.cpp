@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "data/idx.h"
 
 namespace xo {
 namespace {
@@ -28,6 +29,8 @@ DataSplit load_data(const ModelSpec& spec, int64_t classes, const std::string& c
   }
   if (source.starts_with(kCsv))
     return {load_csv(source.substr(kCsv.size()), classes, features), {}};
+  if (source == "fashion-mnist") return load_fashion_mnist();
+  if (source.starts_with(kIdx)) return load_idx_folder(source.substr(kIdx.size()), source);
   throw UserError(fmt::format(
       "{}: data.source '{}': expected disc, csv:PATH, fashion-mnist, idx:DIR, imdb:DIR or "
       "imdb-synthetic",

@@ -1,0 +1,28 @@
+// MNIST-format (IDX) data: an image file and a label file, plain or gzip-compressed, and the
+// folders that hold a train and a test pair (real MNIST, or Debian's dataset-fashion-mnist).
+#pragma once
+
+#include <filesystem>
+#include <string>
+
+#include "data/dataset.h"
+
+namespace xo {
+
+// images: magic 0x00000803, big-endian counts n, rows, cols, then n*rows*cols bytes; labels: magic
+// 0x00000801, n, then n bytes. Either may be gzip'd (recognised by its magic bytes, not its name).
+// Pixels are scaled to [0, 1]; labels must be < 10. Throws UserError naming the file for a missing
+// or unreadable file, a wrong magic number, a truncated file, a corrupt gzip stream, no images,
+// image and label counts that differ, and a label out of range.
+Dataset load_idx_pair(const std::filesystem::path& images, const std::filesystem::path& labels,
+                      const std::string& description);
+
+// A folder with train-images-idx3-ubyte, train-labels-idx1-ubyte, t10k-images-idx3-ubyte and
+// t10k-labels-idx1-ubyte, each possibly with a .gz suffix. `name` labels the data sets.
+DataSplit load_idx_folder(const std::filesystem::path& dir, const std::string& name);
+
+// Fashion-MNIST from Debian's dataset-fashion-mnist (/usr/share/datasets/fashion-mnist, or the
+// folder in $CROSSOVER_FASHION_MNIST_DIR).
+DataSplit load_fashion_mnist();
+
+}  // namespace xo
