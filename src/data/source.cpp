@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "data/idx.h"
+#include "data/imdb.h"
 
 namespace xo {
 namespace {
@@ -11,6 +12,21 @@ namespace {
 constexpr std::string_view kCsv = "csv:";
 constexpr std::string_view kIdx = "idx:";
 constexpr std::string_view kImdb = "imdb:";
+
+// The sequence options of a spec whose first layer is an embedding over its [steps] input.
+ImdbOptions sequence_options(const ModelSpec& spec) {
+  if (spec.layers.empty() || spec.layers.front().type != LayerType::Embedding ||
+      spec.input.size() != 1) {
+    throw UserError(fmt::format(
+        "{}: data.source '{}' holds token sequences: the model needs input = [length] and an "
+        "embedding as its first layer",
+        spec.origin, spec.data.source));
+  }
+  ImdbOptions o;
+  o.vocab = spec.layers.front().vocab;
+  o.seq_len = spec.input[0];
+  return o;
+}
 
 }  // namespace
 
@@ -27,10 +43,20 @@ DataSplit load_data(const ModelSpec& spec, int64_t classes, const std::string& c
     }
     return split;
   }
-  if (source.starts_with(kCsv))
+  if (source.starts_with(kCsv)) {
     return {load_csv(source.substr(kCsv.size()), classes, features), {}};
+  }
   if (source == "fashion-mnist") return load_fashion_mnist();
   if (source.starts_with(kIdx)) return load_idx_folder(source.substr(kIdx.size()), source);
+  if (source == "imdb-synthetic") {
+    return make_imdb_synthetic(spec.data.samples, spec.data.test_samples, sequence_options(spec),
+                               spec.train.seed);
+  }
+  if (source.starts_with(kImdb)) {
+    return load_imdb_corpus(source.substr(kImdb.size()), sequence_options(spec),
+                            default_cache_dir())
+        .split;
+  }
   throw UserError(fmt::format(
       "{}: data.source '{}': expected disc, csv:PATH, fashion-mnist, idx:DIR, imdb:DIR or "
       "imdb-synthetic",
