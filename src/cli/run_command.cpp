@@ -1,7 +1,9 @@
 // `crossover run`: the default job, the classic disc-2 ... disc-12 depth sweep on every device
-// present, printed as one table and written to results.json / results.csv after every model.
+// present (or, with --suite classic, that sweep and the Keras networks mnist-mlp, mnist-cnn and
+// imdb-lstm), printed as one table and written to results.json / results.csv after every model.
 #include <fmt/format.h>
 
+#include <cmath>
 #include <filesystem>
 #include <memory>
 
@@ -19,34 +21,40 @@ namespace {
 
 struct RunOptions {
   std::vector<std::string> models;
+  std::string suite = "disc";
   std::vector<std::string> devices;
   std::optional<int64_t> epochs;
   int threads = 0;
   std::string out = "crossover-results";
 };
 
-std::vector<std::string> default_models() {
+std::vector<std::string> suite_models(const std::string& suite) {
   std::vector<std::string> names;
   for (int layers = 2; layers <= 12; ++layers) names.push_back(fmt::format("disc-{}", layers));
+  if (suite == "classic") {
+    for (const char* name : {"mnist-mlp", "mnist-cnn", "imdb-lstm"}) names.push_back(name);
+  }
   return names;
 }
 
 std::string render_table(const std::vector<SweepRow>& rows) {
   Table table({"model", "layers", "params", "device", "s/100 epochs", "ms/step", "cv", "GFLOP/s",
-               "train error"});
+               "train error", "test accuracy"});
   for (const SweepRow& row : rows) {
     const TrainResult& r = row.result;
-    table.add_row({r.model, std::to_string(row.layers), std::to_string(r.params), r.device.id,
-                   fmt::format("{:.3f}", seconds_per_100_epochs(r)),
-                   fmt::format("{:.4f}", r.step_ms.median),
-                   fmt::format("{:.1f}%", 100.0 * r.step_ms.cv), fmt::format("{:.1f}", r.gflops),
-                   fmt::format("{:.2f}%", r.final_train_error)});
+    table.add_row(
+        {r.model, std::to_string(row.layers), std::to_string(r.params), r.device.id,
+         fmt::format("{:.3f}", seconds_per_100_epochs(r)), fmt::format("{:.4f}", r.step_ms.median),
+         fmt::format("{:.1f}%", 100.0 * r.step_ms.cv), fmt::format("{:.1f}", r.gflops),
+         fmt::format("{:.2f}%", r.final_train_error),
+         std::isnan(r.final_test_accuracy) ? std::string("-")
+                                           : fmt::format("{:.2f}%", r.final_test_accuracy)});
   }
   return table.render();
 }
 
 int run_sweep(const RunOptions& o) {
-  const std::vector<std::string> models = o.models.empty() ? default_models() : o.models;
+  const std::vector<std::string> models = o.models.empty() ? suite_models(o.suite) : o.models;
   std::vector<ModelSpec> specs;
   for (const auto& m : models) specs.push_back(resolve_spec(m));  // fail before any training
   std::vector<std::string> devices = o.devices;
@@ -66,6 +74,8 @@ int run_sweep(const RunOptions& o) {
       if (stopped) break;
       if (o.epochs) spec.train.epochs = *o.epochs;
       Model model(spec, *backend);
+      progress.update(fmt::format("[{}/{}] {} on {}: loading data", rows.size() + 1,
+                                  specs.size() * devices.size(), spec.name, backend->info().id));
       const DataSplit data = load_data(spec, model.classes());
       model.init(spec.train.seed);
       const std::string label = fmt::format("{} on {}", spec.name, backend->info().id);
@@ -82,7 +92,7 @@ int run_sweep(const RunOptions& o) {
       fmt::print(stderr, "{}: {:.4f} ms/step, {:.1f} GFLOP/s, train error {:.2f}%\n", label,
                  r.step_ms.median, r.gflops, r.final_train_error);
       stopped = r.interrupted;
-      rows.push_back({std::move(r), linear_layers(spec)});
+      rows.push_back({std::move(r), weighted_layers(spec)});
       write_sweep(out, rows, machine, false);  // after every model: an interruption keeps them
     }
   }
@@ -101,8 +111,11 @@ Command add_run(CLI::App& app) {
       "run", "The default job: the disc-2 ... disc-12 sweep on every device present");
   sub->add_option("--out", o->out, "Folder for results.json and results.csv")
       ->capture_default_str();
-  sub->add_option("--models", o->models, "Models to sweep (default disc-2 ... disc-12)")
-      ->delimiter(',');
+  sub->add_option("--suite", o->suite,
+                  "disc: disc-2 ... disc-12; classic: those and mnist-mlp, mnist-cnn, imdb-lstm")
+      ->check(CLI::IsMember({"disc", "classic"}))
+      ->capture_default_str();
+  sub->add_option("--models", o->models, "Models to sweep (replaces the suite's)")->delimiter(',');
   sub->add_option("--devices", o->devices, "Devices (default: every device present)")
       ->delimiter(',');
   sub->add_option("--epochs", o->epochs, "Override every model's epochs")->check(positive_number());

@@ -60,9 +60,14 @@ nlohmann::json to_json(const TrainResult& r) {
   return j;
 }
 
-int64_t linear_layers(const ModelSpec& spec) {
+int64_t weighted_layers(const ModelSpec& spec) {
   int64_t n = 0;
-  for (const auto& l : spec.layers) n += l.type == LayerType::Linear;
+  std::vector<int64_t> in = spec.input;
+  const auto shapes = infer_shapes(spec);
+  for (size_t i = 0; i < spec.layers.size(); ++i) {
+    n += !layer_parameters(spec.layers[i], in).empty();
+    in = shapes[i];
+  }
   return n;
 }
 

@@ -17,8 +17,8 @@ inline constexpr const char* kRunSchema = "crossover.run/1";
 
 nlohmann::json to_json(const TrainResult& r);
 
-// Number of Linear layers of a model (the "L" of disc-L), for tables.
-int64_t linear_layers(const ModelSpec& spec);
+// Number of layers with parameters (the "L" of disc-L: its Linear layers), for tables.
+int64_t weighted_layers(const ModelSpec& spec);
 
 // One row of the sweep table: model, layers, parameters, device, s/100 epochs, ms/step, GFLOP/s,
 // final training error.
