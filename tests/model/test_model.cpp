@@ -110,21 +110,35 @@ namespace xo {
 namespace {
 
 // Invariance: splitting a batch into shards that run concurrently gives the same gradients and
-// loss as one pass over the whole batch, to float32 rounding.
-TEST(Network, ShardedStepEqualsUnsharded) {
+// loss as one pass over the whole batch, to float32 rounding, for every kind of layer (dropout
+// masks included: they are drawn per element of the whole batch).
+struct ShardCase {
+  std::string name;
+  ModelSpec spec;
+  bool token_ids = false;  // inputs are ids below 50
+};
+
+void PrintTo(const ShardCase& c, std::ostream* os) { *os << c.name; }
+
+class ShardTest : public ::testing::TestWithParam<ShardCase> {};
+
+TEST_P(ShardTest, ShardedStepEqualsUnsharded) {
   auto be = cpu();
-  Model model(*builtin_spec("disc-7"), *be);
-  model.init(3);
-  const int64_t batch = 100, features = model.input_features();
+  Model model(GetParam().spec, *be);
+  const int64_t batch = 24, features = model.input_features();
   std::vector<float> x(batch * features);
   std::vector<int32_t> y(batch);
-  for (int64_t i = 0; i < batch * features; ++i) x[i] = std::sin(0.37f * static_cast<float>(i));
+  for (int64_t i = 0; i < batch * features; ++i) {
+    x[i] = GetParam().token_ids ? static_cast<float>((i * 7) % 50)
+                                : std::sin(0.37f * static_cast<float>(i));
+  }
   for (int64_t i = 0; i < batch; ++i) y[i] = static_cast<int32_t>(i % 3 == 0);
   DeviceBuffer dx = be->allocate(sizeof(float) * x.size());
   DeviceBuffer dy = be->allocate(sizeof(int32_t) * y.size());
   be->upload(dx.as<float>(), x.data(), dx.bytes());
   be->upload(dy.as<int32_t>(), y.data(), dy.bytes());
   auto step = [&](int shards, LossStats& stats) {
+    model.init(3);  // the same weights and dropout step for both
     Network net(model, batch, true, shards);
     EXPECT_EQ(net.shards(), shards);
     DeviceBuffer s = be->allocate(sizeof(LossStats));
@@ -136,14 +150,41 @@ TEST(Network, ShardedStepEqualsUnsharded) {
   };
   LossStats one{}, three{};
   const auto g1 = step(1, one);
-  const auto g3 = step(3, three);  // uneven shards: 34 + 33 + 33 rows
+  const auto g3 = step(3, three);
   EXPECT_NEAR(one.loss_sum, three.loss_sum, 1e-6 * std::abs(one.loss_sum));
   EXPECT_EQ(one.correct, three.correct);
   EXPECT_EQ(one.samples, three.samples);
   float scale = 0;
   for (float g : g1) scale = std::max(scale, std::abs(g));
+  ASSERT_GT(scale, 0.0f);
   for (size_t i = 0; i < g1.size(); ++i) EXPECT_NEAR(g1[i], g3[i], 1e-5f * scale) << "grad " << i;
 }
+
+ModelSpec spec_of(const std::string& layers, const std::string& input, const std::string& loss) {
+  return parse_spec(
+      "[model]\ninput = " + input + "\nlayers = [" + layers + "]\nloss = \"" + loss + "\"\n",
+      "shard.toml");
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Models, ShardTest,
+    ::testing::Values(
+        ShardCase{"disc7", *builtin_spec("disc-7")},
+        ShardCase{
+            "cnn",
+            spec_of(R"({ type = "conv2d", out = 4, kernel = 3, padding = 1 }, { type = "relu" },
+                             { type = "maxpool2d", kernel = 2 }, { type = "dropout", p = 0.3 },
+                             { type = "avgpool2d", kernel = 2 }, { type = "flatten" },
+                             { type = "linear", out = 3 })",
+                    "[2, 8, 8]", "cross_entropy")},
+        ShardCase{"lstm",
+                  spec_of(R"({ type = "embedding", vocab = 50, out = 6 },
+                             { type = "lstm", out = 5, layers = 2, sequence = true },
+                             { type = "global_maxpool" }, { type = "dropout", p = 0.5 },
+                             { type = "linear", out = 1 })",
+                          "[7]", "bce"),
+                  true}),
+    [](const auto& param) { return param.param.name; });
 
 }  // namespace
 }  // namespace xo

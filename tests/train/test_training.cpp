@@ -3,10 +3,12 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <filesystem>
 
 #include "backend/backend.h"
 #include "data/source.h"
 #include "model/model.h"
+#include "support/expect_error.h"
 #include "train/trainer.h"
 
 namespace xo {
@@ -105,6 +107,72 @@ TEST(Training, PartialLastBatchIsTrained) {
   EXPECT_EQ(r.steps_per_epoch, 4);
   EXPECT_EQ(r.step_ms.count, 2 * 3 - 1);  // full batches only, warm-up excluded
   ASSERT_EQ(r.epochs.size(), 2u);
+}
+
+}  // namespace
+}  // namespace xo
+
+namespace xo {
+namespace {
+
+// The first n samples of a data set.
+Dataset head(const Dataset& d, int64_t n) {
+  Dataset out = d;
+  out.samples = n;
+  out.x.resize(n * d.features);
+  out.y.resize(n);
+  return out;
+}
+
+TEST(Training, SmallCnnLearnsFashionMnistFarAboveChance) {
+  if (!std::filesystem::is_directory("/usr/share/datasets/fashion-mnist")) {
+    GTEST_SKIP() << "dataset-fashion-mnist is not installed (scripts/setup installs it)";
+  }
+  const ModelSpec spec = parse_spec(R"([model]
+input = [1, 28, 28]
+layers = [
+  { type = "conv2d", out = 8, kernel = 3 }, { type = "relu" }, { type = "maxpool2d", kernel = 2 },
+  { type = "dropout", p = 0.25 }, { type = "flatten" }, { type = "linear", out = 10 },
+]
+loss = "cross_entropy"
+[train]
+optimizer = { type = "adadelta", lr = 1.0, rho = 0.95, eps = 1e-7 }
+batch = 32
+epochs = 6
+shuffle = true
+[data]
+source = "fashion-mnist"
+)",
+                                    "small-cnn.toml");
+  auto be = make_backend(parse_device("cpu", 0));
+  Model model(spec, *be);
+  const DataSplit full = load_data(spec, model.classes());
+  const DataSplit few{head(full.train, 600), head(full.test, 500)};
+  model.init(spec.train.seed);
+  const TrainResult r = train_model(model, few, spec.train);
+  ASSERT_EQ(r.epochs.size(), 6u);
+  EXPECT_EQ(r.test_samples, 500);
+  // Chance is 10%; a few hundred images take this network well past 60%.
+  EXPECT_GT(r.final_test_accuracy, 60.0);
+  EXPECT_LT(r.epochs.back().test_loss, r.epochs.front().test_loss);
+}
+
+TEST(Training, OutOfRangeTokenIdsAreRefusedBeforeTraining) {
+  ModelSpec spec = *builtin_spec("imdb-lstm");
+  auto be = make_backend(parse_device("cpu", 0));
+  Model model(spec, *be);
+  Dataset data;
+  data.samples = 2;
+  data.features = 80;
+  data.classes = 2;
+  data.x.assign(160, 5.0f);
+  data.x[83] = 20000.0f;
+  data.y = {0, 1};
+  data.description = "ids.csv";
+  model.init(0);
+  testing::expect_user_error(
+      [&] { train_model(model, data, spec.train); },
+      {"data 'ids.csv': sample 1, position 3 holds 20000", "not a token id in [0, 20000)"});
 }
 
 }  // namespace
