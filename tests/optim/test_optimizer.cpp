@@ -34,6 +34,24 @@ OptimizerSpec adam(std::string type, double lr, double wd) {
   return s;
 }
 
+OptimizerSpec rmsprop(double lr, double alpha) {
+  OptimizerSpec s;
+  s.type = "rmsprop";
+  s.lr = lr;
+  s.alpha = alpha;
+  return s;
+}
+
+OptimizerSpec adadelta(double lr, double wd = 0) {
+  OptimizerSpec s;
+  s.type = "adadelta";
+  s.lr = lr;
+  s.rho = 0.9;
+  s.eps = 1e-6;
+  s.weight_decay = wd;
+  return s;
+}
+
 std::vector<OptCase> cases() {
   return {
       // p = 1 - 0.1 * 0.5
@@ -54,6 +72,16 @@ std::vector<OptCase> cases() {
       {"adam_l2", adam("adam", 0.1, 0.5), 1, 0.9f},
       // decoupled: p = 1 * (1 - 0.1*0.5) - 0.1 = 0.85
       {"adamw_decay", adam("adamw", 0.1, 0.5), 1, 0.85f},
+      // v = 0.1 * 0.25 = 0.025; p = 1 - 0.01 * 0.5 / (sqrt(0.025) + 1e-8)
+      {"rmsprop_one_step", rmsprop(0.01, 0.9), 1, 0.9683772254f},
+      // v2 = 0.9 * 0.025 + 0.025 = 0.0475; p2 = p1 - 0.005 / sqrt(0.0475)
+      {"rmsprop_two_steps", rmsprop(0.01, 0.9), 2, 0.9454356531f},
+      // v = 0.025; d = sqrt(0 + 1e-6) / sqrt(0.025 + 1e-6) * 0.5; p = 1 - d
+      {"adadelta_one_step", adadelta(1.0), 1, 0.9968377856f},
+      // u = 0.1 d^2; v2 = 0.0475; d2 = sqrt(u + 1e-6) / sqrt(v2 + 1e-6) * 0.5; p = 1 - d - d2
+      {"adadelta_two_steps", adadelta(1.0), 2, 0.9935934238f},
+      // g = 0.5 + 0.1 * 1 = 0.6; v = 0.036; p = 1 - 0.5 * sqrt(1e-6) / sqrt(0.036 + 1e-6) * 0.6
+      {"adadelta_weight_decay", adadelta(0.5, 0.1), 1, 0.9984188831f},
   };
 }
 
