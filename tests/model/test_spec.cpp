@@ -495,6 +495,62 @@ std::vector<ErrorCase> error_cases() {
       {"width_is_a_string",
        with_layers({"{ type = \"linear\", out = \"4\" }"}),
        {"bad.toml:4:", "model.layers[0].out", "got the string \"4\"", "expected an integer"}},
+      // The layers of the classic networks: shapes that do not chain, keys that do not belong.
+      {"conv_on_flat_input",
+       with_layers({"{ type = \"conv2d\", out = 4, kernel = 3 }", kLinear2}, "[784]"),
+       {"bad.toml:4:",
+        "model.layers[0]: conv2d needs an input of rank 3 ([channels, height, "
+        "width]), got [784]"}},
+      {"conv_kernel_does_not_fit",
+       with_layers(
+           {"{ type = \"conv2d\", out = 4, kernel = 5 }", "{ type = \"flatten\" }", kLinear2},
+           "[1, 3, 3]"),
+       {"bad.toml:4:",
+        "model.layers[0]: a 5x5 kernel does not fit the input [1, 3, 3] with "
+        "padding 0"}},
+      {"conv_missing_kernel",
+       with_layers({"{ type = \"conv2d\", out = 4 }", kLinear2}, "[1, 8, 8]"),
+       {"bad.toml:4:", "model.layers[0].kernel", "missing", "expected an integer"}},
+      {"pool_padding_over_half_the_kernel",
+       with_layers({"{ type = \"maxpool2d\", kernel = 2, padding = 2 }", "{ type = \"flatten\" }",
+                    kLinear2},
+                   "[1, 8, 8]"),
+       {"bad.toml:4:", "model.layers[0].padding",
+        "padding 2 must be >= 0 and at most half the "
+        "kernel"}},
+      {"linear_after_conv_without_flatten",
+       with_layers({"{ type = \"conv2d\", out = 2, kernel = 3 }", kLinear2}, "[1, 5, 5]"),
+       {"bad.toml:5:",
+        "model.layers[1]: linear needs an input of rank 1 (features; add a flatten "
+        "layer before it), got [2, 3, 3]"}},
+      {"dropout_p_one",
+       with_layers({kLinear2, "{ type = \"dropout\", p = 1.0 }"}),
+       {"bad.toml:5:", "model.layers[1].p", "1.0 must be in [0, 1)"}},
+      {"relu_takes_no_kernel",
+       with_layers({kLinear2, "{ type = \"relu\", kernel = 3 }"}),
+       {"bad.toml:5:", "model.layers[1].kernel",
+        "a relu layer takes no 'kernel' (it has no "
+        "settings)"}},
+      {"linear_takes_no_kernel",
+       with_layers({"{ type = \"linear\", out = 2, kernel = 3 }"}),
+       {"bad.toml:4:", "model.layers[0].kernel",
+        "a linear layer takes no 'kernel' (it takes: out, bias)"}},
+      {"embedding_not_first",
+       with_layers({kLinear2, "{ type = \"embedding\", vocab = 10, out = 4 }"}),
+       {"bad.toml:5:",
+        "model.layers[1]: embedding reads token ids, so it must be the first "
+        "layer"}},
+      {"lstm_on_flat_input",
+       with_layers({"{ type = \"lstm\", out = 4 }", kLinear2}),
+       {"bad.toml:4:", "model.layers[0]: lstm needs an input of rank 2 ([steps, features]"}},
+      {"lstm_zero_layers",
+       with_layers({"{ type = \"embedding\", vocab = 10, out = 4 }",
+                    "{ type = \"lstm\", out = 4, layers = 0 }", kLinear2},
+                   "[5]"),
+       {"bad.toml:5:", "model.layers[1].layers", "layer count 0 must be a positive integer"}},
+      {"global_pool_on_flat_input",
+       with_layers({kLinear2, "{ type = \"global_maxpool\" }"}),
+       {"bad.toml:5:", "model.layers[1]: global_maxpool needs an input of rank 2"}},
       {"width_is_a_float",
        with_layers({"{ type = \"linear\", out = 4.5 }"}),
        {"bad.toml:4:", "model.layers[0].out", "got the float 4.5", "expected an integer"}},
@@ -1003,6 +1059,22 @@ TEST(SpecResolve, BuiltinNamesFilesAndNeither) {
   expect_contains(user_error([&] { resolve_spec((dir / "absent.toml").string()); }),
                   {(dir / "absent.toml").string(), "not found", "disc-2"});
   expect_contains(user_error([&] { resolve_spec(dir.string()); }), {dir.string(), "not a file"});
+}
+
+}  // namespace
+}  // namespace xo
+
+namespace xo {
+namespace {
+
+TEST(SpecShapes, BceNeedsOneOutputAndEmbeddingsNeedTokenSequences) {
+  ModelSpec s = *builtin_spec("disc-4");
+  s.loss = LossType::BinaryCrossEntropy;
+  expect_contains(user_error([&] { infer_shapes(s); }),
+                  {"built-in: model.layers[6]: bce needs the last layer to output one "
+                   "score (a linear with out = 1), got [2]"});
+  s.layers.back().out = 1;
+  EXPECT_EQ(infer_shapes(s).back(), (std::vector<int64_t>{1}));
 }
 
 }  // namespace
