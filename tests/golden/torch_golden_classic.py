@@ -1,0 +1,190 @@
+#!/usr/bin/python3
+"""Golden test for the layers of the classic networks: PyTorch and crossover train the same small
+CNN (conv2d, max/avg pooling, flatten, linear) and the same small LSTM (embedding, a 2-layer LSTM,
+global max pooling over steps, linear, binary cross-entropy) from the same safetensors weights on
+the same CSV data, with RMSprop, Adadelta and Adam. Per-epoch losses and final weights must agree to
+float32 rounding; crossover's weights must load strictly into the PyTorch modules. Dropout is left
+out: the engines draw different masks by design (crossover's are a function of seed, step, element).
+
+    /usr/bin/python3 tests/golden/torch_golden_classic.py --crossover build/crossover
+
+Exit codes: 0 all agree, 1 a mismatch, 77 PyTorch is not installed (ctest reports a skip).
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from torch_golden import SKIP, read_safetensors, write_safetensors  # noqa: E402
+
+try:
+    import numpy as np
+    import torch
+except ImportError as e:  # pragma: no cover - depends on the machine
+    print(f"golden: skipped, PyTorch is not importable here ({e})")
+    sys.exit(SKIP)
+
+# Measured on 2026-11-22: per-epoch losses within 7.2e-8 relative, final weights within 1.7e-6
+# (the LSTM with Adam); the tolerances leave about 10x (convolutions and LSTMs sum in other orders
+# than PyTorch's, and normalised optimizer steps amplify rounding in small gradients).
+LOSS_RTOL = 1e-6
+WEIGHT_RTOL = 2e-5
+
+
+class Named(torch.nn.Module):
+    """Modules named "0", "1", ... as in nn.Sequential, with a custom forward for the LSTM."""
+
+    def __init__(self, modules, forward):
+        super().__init__()
+        for i, m in enumerate(modules):
+            self.add_module(str(i), m)
+        self._forward = forward
+
+    def forward(self, x):
+        return self._forward(self, x)
+
+
+def cnn():
+    nn = torch.nn
+    return nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                         nn.Conv2d(4, 6, 3, stride=1), nn.Tanh(), nn.AvgPool2d(2), nn.Flatten(),
+                         nn.Linear(6, 3))
+
+
+CNN_LAYERS = """
+  { type = "conv2d", out = 4, kernel = 3, padding = 1 }, { type = "relu" },
+  { type = "maxpool2d", kernel = 2 }, { type = "conv2d", out = 6, kernel = 3 }, { type = "tanh" },
+  { type = "avgpool2d", kernel = 2 }, { type = "flatten" }, { type = "linear", out = 3 },
+"""
+
+
+def lstm():
+    nn = torch.nn
+
+    def forward(self, ids):
+        out, _ = getattr(self, "1")(getattr(self, "0")(ids))
+        return getattr(self, "3")(out.max(dim=1).values).squeeze(1)
+
+    return Named([nn.Embedding(30, 5), nn.LSTM(5, 6, num_layers=2, batch_first=True),
+                  nn.Identity(), nn.Linear(6, 1)], forward)
+
+
+LSTM_LAYERS = """
+  { type = "embedding", vocab = 30, out = 5 }, { type = "lstm", out = 6, layers = 2, sequence = true },
+  { type = "global_maxpool" }, { type = "linear", out = 1 },
+"""
+
+CONFIGS = [
+    # name, model builder, spec layers, input shape, loss, classes, samples, batch, epochs, optimizer
+    ("CNN, RMSprop", cnn, CNN_LAYERS, [1, 8, 8], "cross_entropy", 3, 96, 32, 3,
+     {"type": "rmsprop", "lr": 0.003, "alpha": 0.9, "eps": 1e-7}),
+    ("CNN, Adadelta, partial batch", cnn, CNN_LAYERS, [1, 8, 8], "cross_entropy", 3, 90, 32, 3,
+     {"type": "adadelta", "lr": 1.0, "rho": 0.95, "eps": 1e-7}),
+    ("LSTM, Adam, bce", lstm, LSTM_LAYERS, [7], "bce", 2, 64, 16, 3,
+     {"type": "adam", "lr": 0.01}),
+]
+
+
+def torch_optimizer(params, cfg):
+    cfg = dict(cfg)
+    kind = cfg.pop("type")
+    cls = {"rmsprop": torch.optim.RMSprop, "adadelta": torch.optim.Adadelta,
+           "adam": torch.optim.Adam}[kind]
+    return cls(params, **cfg)
+
+
+def train_torch(model, x, y, loss_name, optimizer_cfg, batch, epochs):
+    opt = torch_optimizer(model.parameters(), optimizer_cfg)
+    loss_fn = torch.nn.BCEWithLogitsLoss() if loss_name == "bce" else torch.nn.CrossEntropyLoss()
+    history = []
+    for _ in range(epochs):
+        total = 0.0
+        for start in range(0, len(x), batch):
+            opt.zero_grad()
+            target = y[start:start + batch]
+            loss = loss_fn(model(x[start:start + batch]),
+                           target.float() if loss_name == "bce" else target)
+            loss.backward()
+            opt.step()
+            total += loss.item()
+        history.append(total)
+    return history
+
+
+def run_config(index, config, crossover, tmp):
+    name, build, layers, shape, loss, classes, samples, batch, epochs, optimizer = config
+    rng = np.random.RandomState(200 + index)
+    features = int(np.prod(shape))
+    if loss == "bce":
+        x = rng.randint(0, 30, size=(samples, features)).astype(np.float32)
+    else:
+        x = rng.standard_normal((samples, features)).astype(np.float32)
+    y = rng.randint(0, classes, size=samples).astype(np.int64)
+    csv = os.path.join(tmp, f"data{index}.csv")
+    with open(csv, "w") as f:
+        for row, label in zip(x, y):
+            f.write(",".join(repr(float(v)) for v in row) + f",{label}\n")
+    opt = ", ".join(f"{k} = {json.dumps(v)}" for k, v in optimizer.items())
+    spec = os.path.join(tmp, f"spec{index}.toml")
+    with open(spec, "w") as f:
+        f.write(f"[model]\ninput = {shape}\nlayers = [{layers}]\nloss = \"{loss}\"\n"
+                f"[train]\noptimizer = {{ {opt} }}\nbatch = {batch}\nepochs = {epochs}\n"
+                f"[data]\nsource = \"csv:{csv}\"\n")
+
+    torch.manual_seed(index)
+    model = build()
+    init = os.path.join(tmp, f"init{index}.safetensors")
+    write_safetensors(init, model.state_dict())
+    xt = torch.from_numpy(x.astype(np.int64)) if loss == "bce" else \
+        torch.from_numpy(x).reshape(-1, *shape)
+    expected = train_torch(model, xt, torch.from_numpy(y), loss, optimizer, batch, epochs)
+
+    saved, result = os.path.join(tmp, f"out{index}.safetensors"), os.path.join(tmp, f"r{index}.json")
+    proc = subprocess.run([crossover, "train", spec, "--init", init, "--save", saved, "--json",
+                           result, "--quiet"], capture_output=True, text=True)
+    if proc.returncode != 0:
+        print(f"  crossover failed ({proc.returncode}): {proc.stdout}{proc.stderr}")
+        return False
+    with open(result) as f:
+        got = [e["loss"] for e in json.load(f)["epochs"]]
+    ok = len(got) == len(expected)
+    for epoch, (t_loss, c_loss) in enumerate(zip(expected, got), 1):
+        rel = abs(t_loss - c_loss) / abs(t_loss)
+        ok &= rel <= LOSS_RTOL
+        print(f"  epoch {epoch}: torch {t_loss:.8f} crossover {c_loss:.8f} rel diff {rel:.2e}"
+              f"{'  <-- MISMATCH' if rel > LOSS_RTOL else ''}")
+    trained = read_safetensors(saved)
+    reference = model.state_dict()
+    if set(trained) != set(reference):
+        print(f"  names differ: crossover {sorted(trained)} vs torch {sorted(reference)}")
+        return False
+    worst = 0.0
+    for key, tensor in reference.items():
+        scale = max(float(tensor.abs().max()), 1e-6)
+        worst = max(worst, float((trained[key] - tensor).abs().max()) / scale)
+    build().load_state_dict(trained)  # strict: every name and shape must match
+    print(f"  final weights: max |diff| / max |w| = {worst:.2e} (tolerance {WEIGHT_RTOL:.0e})")
+    return ok and worst <= WEIGHT_RTOL
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--crossover", required=True, help="the crossover binary")
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    failed = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        for index, config in enumerate(CONFIGS):
+            print(f"[{index + 1}/{len(CONFIGS)}] {config[0]}")
+            if not run_config(index, config, args.crossover, tmp):
+                failed += 1
+                print("  FAILED")
+    print(f"golden classic: {len(CONFIGS) - failed} passed, {failed} failed")
+    return 0 if failed == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
