@@ -162,6 +162,43 @@ TEST(Cli, DivergenceIsReported) {
   EXPECT_GE(read_json(dir / "r.json")["diverged_epoch"].get<int>(), 1);
 }
 
+TEST(Cli, TestSplitIsEvaluatedAndSyntheticDataSaysSo) {
+  const auto dir = temp_dir("test_split");
+  std::ofstream(dir / "tiny-lstm.toml")
+      << "[model]\ninput = [12]\nlayers = [ { type = \"embedding\", vocab = 50, out = 8 },\n"
+         "  { type = \"lstm\", out = 8 }, { type = \"dropout\", p = 0.2 },\n"
+         "  { type = \"linear\", out = 1 } ]\nloss = \"bce\"\n[train]\n"
+         "optimizer = { type = \"adam\", lr = 0.01 }\nbatch = 16\nepochs = 2\nshuffle = true\n"
+         "[data]\nsource = \"imdb-synthetic\"\nsamples = 64\ntest_samples = 40\n";
+  const Result r =
+      run("train " + (dir / "tiny-lstm.toml").string() + " --json " + (dir / "r.json").string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("test accuracy"), std::string::npos) << r.output;
+  const auto j = read_json(dir / "r.json");
+  EXPECT_EQ(j["test_samples"], 40);
+  EXPECT_NE(j["data"].get<std::string>().find("imdb-synthetic (generated, not real reviews)"),
+            std::string::npos);
+  ASSERT_EQ(j["epochs"].size(), 2u);
+  const double accuracy = j["final_test_accuracy"].get<double>();
+  EXPECT_GE(accuracy, 0.0);
+  EXPECT_LE(accuracy, 100.0);
+  EXPECT_EQ(j["epochs"][1]["test_accuracy"].get<double>(), accuracy);
+  // No test split: null, not a made-up number.
+  const Result d = run("train disc-2 --epochs 1 -q --json " + (dir / "d.json").string());
+  ASSERT_EQ(d.status, 0) << d.output;
+  EXPECT_TRUE(read_json(dir / "d.json")["final_test_accuracy"].is_null());
+}
+
+TEST(Cli, SuiteIsCheckedAndClassicModelsAreListed) {
+  const Result r = run("run --suite everything");
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.output.find("--suite"), std::string::npos) << r.output;
+  const Result m = run("models");
+  for (const char* name : {"mnist-mlp", "669706", "mnist-cnn", "1199882", "imdb-lstm"}) {
+    EXPECT_NE(m.output.find(name), std::string::npos) << name;
+  }
+}
+
 TEST(Cli, ModelsAndDevicesList) {
   const Result m = run("models");
   EXPECT_EQ(m.status, 0);
