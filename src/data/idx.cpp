@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 
@@ -17,41 +18,64 @@ constexpr uint32_t kLabelMagic = 0x00000801;
 constexpr int kClasses = 10;
 constexpr const char* kFashionMnistDir = "/usr/share/datasets/fashion-mnist";
 
-// The file's bytes, inflated when it starts with the gzip magic.
+constexpr unsigned char kGzipMagic[2] = {0x1f, 0x8b};
+// Deflate never compresses better than about 1032:1, so a larger size in a gzip trailer is a lie.
+constexpr uint64_t kMaxDeflateRatio = 1032;
+
+bool starts_with_gzip_magic(const std::string& bytes, size_t at) {
+  return bytes.size() >= at + 2 && static_cast<unsigned char>(bytes[at]) == kGzipMagic[0] &&
+         static_cast<unsigned char>(bytes[at + 1]) == kGzipMagic[1];
+}
+
+// The file's bytes, inflated when it starts with the gzip magic. Concatenated gzip members are
+// joined, as gunzip does.
 std::string read_maybe_gzip(const std::filesystem::path& path) {
   std::string raw = read_file(path);
-  if (raw.size() < 2 || static_cast<unsigned char>(raw[0]) != 0x1f ||
-      static_cast<unsigned char>(raw[1]) != 0x8b) {
-    return raw;
-  }
+  if (!starts_with_gzip_magic(raw, 0)) return raw;
   z_stream z{};
   // 16 + MAX_WBITS: expect a gzip header.
   if (inflateInit2(&z, 16 + MAX_WBITS) != Z_OK) {
     throw UserError(fmt::format("{}: cannot start gzip decompression", path.string()));
   }
+  // The trailer's last 4 bytes hold the inflated size (mod 2^32): one allocation for real files.
+  uint64_t size_hint = 0;
+  for (size_t i = 0; i < 4 && raw.size() >= 4; ++i) {
+    size_hint = (size_hint << 8) | static_cast<unsigned char>(raw[raw.size() - 1 - i]);
+  }
   std::string out;
-  out.resize(raw.size() * 4 + 1024);
+  out.resize(std::min<uint64_t>(size_hint, raw.size() * kMaxDeflateRatio) + 1);
   z.next_in = reinterpret_cast<Bytef*>(raw.data());
   z.avail_in = static_cast<uInt>(raw.size());
-  int status = Z_OK;
-  while (status != Z_STREAM_END) {
-    if (z.total_out == out.size()) out.resize(out.size() * 2);
-    z.next_out = reinterpret_cast<Bytef*>(out.data() + z.total_out);
-    z.avail_out = static_cast<uInt>(out.size() - z.total_out);
-    status = inflate(&z, Z_NO_FLUSH);
-    if (status == Z_STREAM_END) break;
-    if (status != Z_OK && status != Z_BUF_ERROR) {
-      const std::string why = z.msg ? z.msg : "invalid data";
-      inflateEnd(&z);
-      throw UserError(fmt::format("{}: corrupt gzip data ({})", path.string(), why));
+  auto fail = [&](const std::string& why) {
+    inflateEnd(&z);
+    throw UserError(fmt::format("{}: {}", path.string(), why));
+  };
+  size_t done = 0;  // not z.total_out: inflateReset clears it
+  for (;;) {
+    if (done == out.size()) out.resize(out.size() * 2);
+    const auto room = static_cast<uInt>(std::min<size_t>(out.size() - done, UINT32_MAX));
+    z.next_out = reinterpret_cast<Bytef*>(out.data() + done);
+    z.avail_out = room;
+    const int status = inflate(&z, Z_NO_FLUSH);
+    done += room - z.avail_out;
+    if (status == Z_STREAM_END) {
+      if (z.avail_in == 0) break;
+      const size_t at = raw.size() - z.avail_in;
+      if (!starts_with_gzip_magic(raw, at)) {
+        fail(fmt::format("corrupt gzip data ({} unexpected bytes after the compressed stream)",
+                         z.avail_in));
+      }
+      inflateReset(&z);
+      continue;
     }
     if (status == Z_BUF_ERROR && z.avail_in == 0) {
-      inflateEnd(&z);
-      throw UserError(
-          fmt::format("{}: truncated gzip stream (it ends before its end marker)", path.string()));
+      fail("truncated gzip stream (it ends before its end marker)");
+    }
+    if (status != Z_OK && status != Z_BUF_ERROR) {
+      fail(fmt::format("corrupt gzip data ({})", z.msg ? z.msg : "invalid data"));
     }
   }
-  out.resize(z.total_out);
+  out.resize(done);
   inflateEnd(&z);
   return out;
 }
@@ -62,7 +86,8 @@ uint32_t big_endian(const std::string& bytes, size_t at) {
   return v;
 }
 
-// Checks the magic and that the body holds what the header says; returns the body's offset.
+// Checks the magic and that the body holds exactly what the header says; returns the body's
+// offset. Three 32-bit dimensions can multiply past 64 bits, so the product is checked as it grows.
 size_t check_header(const std::string& bytes, const std::filesystem::path& path, uint32_t magic,
                     size_t dims, uint64_t* counts) {
   const size_t header = 4 + 4 * dims;
@@ -75,14 +100,27 @@ size_t check_header(const std::string& bytes, const std::filesystem::path& path,
                                 path.string(), magic == kImageMagic ? "image" : "label",
                                 big_endian(bytes, 0), magic));
   }
+  const uint64_t present = bytes.size() - header;
   uint64_t body = 1;
+  bool too_large = false;
   for (size_t d = 0; d < dims; ++d) {
     counts[d] = big_endian(bytes, 4 + 4 * d);
+    too_large |= counts[d] != 0 && body > UINT64_MAX / counts[d];
     body *= counts[d];
   }
-  if (bytes.size() - header < body) {
+  if (too_large) {
+    throw UserError(fmt::format(
+        "{}: truncated: the header's dimensions promise more than 2^64 bytes of data, {} present",
+        path.string(), present));
+  }
+  if (present < body) {
     throw UserError(fmt::format("{}: truncated: the header promises {} bytes of data, {} present",
-                                path.string(), body, bytes.size() - header));
+                                path.string(), body, present));
+  }
+  if (present > body) {
+    throw UserError(
+        fmt::format("{}: {} bytes of data, but the header promises {} (expected exactly that many)",
+                    path.string(), present, body));
   }
   return header;
 }
@@ -109,6 +147,10 @@ Dataset load_idx_pair(const std::filesystem::path& images, const std::filesystem
   const size_t img_at = check_header(img, images, kImageMagic, 3, img_dims);
   const size_t lab_at = check_header(lab, labels, kLabelMagic, 1, lab_dims);
   if (img_dims[0] == 0) throw UserError(fmt::format("{}: holds no images", images.string()));
+  if (img_dims[1] == 0 || img_dims[2] == 0) {
+    throw UserError(fmt::format("{}: images of {}x{} pixels (expected at least 1x1)",
+                                images.string(), img_dims[1], img_dims[2]));
+  }
   if (img_dims[0] != lab_dims[0]) {
     throw UserError(
         fmt::format("{} holds {} images but {} holds {} labels (expected one label "

@@ -11,9 +11,10 @@ namespace xo {
 
 // images: magic 0x00000803, big-endian counts n, rows, cols, then n*rows*cols bytes; labels: magic
 // 0x00000801, n, then n bytes. Either may be gzip'd (recognised by its magic bytes, not its name).
-// Pixels are scaled to [0, 1]; labels must be < 10. Throws UserError naming the file for a missing
-// or unreadable file, a wrong magic number, a truncated file, a corrupt gzip stream, no images,
-// image and label counts that differ, and a label out of range.
+// Pixels are scaled to [0, 1] (v / 255), features = rows * cols, classes = 10. Throws UserError
+// naming the file for a missing or unreadable file, a wrong magic number, a file shorter or longer
+// than its header says, a corrupt gzip stream, no images or empty images, image and label counts
+// that differ, and a label out of range (>= 10).
 Dataset load_idx_pair(const std::filesystem::path& images, const std::filesystem::path& labels,
                       const std::string& description);
 

@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
-#include <map>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -22,7 +22,9 @@ namespace fs = std::filesystem;
 constexpr int32_t kPad = 0;
 constexpr int32_t kOutOfVocabulary = 1;
 constexpr int32_t kFirstWord = 2;
-constexpr char kCacheMagic[8] = {'X', 'O', 'I', 'M', 'D', 'B', '1', '\n'};
+constexpr int kLabels = 2;
+// Bump the digit when the tokenizer or the layout changes: old caches then fail the magic check.
+constexpr char kCacheMagic[8] = {'X', 'O', 'I', 'M', 'D', 'B', '2', '\n'};
 
 void check_options(const ImdbOptions& o, const std::string& where) {
   if (o.vocab < 3) {
@@ -36,15 +38,17 @@ void check_options(const ImdbOptions& o, const std::string& where) {
   }
 }
 
-// The tokens of one review (see load_imdb_corpus).
-std::vector<std::string> tokenize(const std::string& text) {
+// Calls on_token for each token of a review (the rules are in imdb.h).
+template <typename OnToken>
+void tokenize(const std::string& text, OnToken&& on_token) {
   constexpr std::string_view kBreak = "<br />";
-  std::vector<std::string> tokens;
   std::string current;
   auto flush = [&] {
     const size_t b = current.find_first_not_of('\'');
-    const size_t e = current.find_last_not_of('\'');
-    if (b != std::string::npos) tokens.push_back(current.substr(b, e - b + 1));
+    if (b != std::string::npos) {
+      const size_t e = current.find_last_not_of('\'');
+      on_token(std::string_view(current).substr(b, e - b + 1));
+    }
     current.clear();
   };
   for (size_t i = 0; i < text.size(); ++i) {
@@ -62,10 +66,10 @@ std::vector<std::string> tokenize(const std::string& text) {
     }
   }
   flush();
-  return tokens;
 }
 
-// The .txt files of a folder, sorted by name; a missing folder or none is an error.
+// The .txt files of a folder, sorted by name. A missing folder, one without reviews, or a .txt
+// entry that is not a readable file (a broken link, a folder) is an error naming it.
 std::vector<fs::path> reviews_in(const fs::path& folder) {
   std::error_code ec;
   if (!fs::is_directory(folder, ec)) {
@@ -75,11 +79,20 @@ std::vector<fs::path> reviews_in(const fs::path& folder) {
                     folder.string()));
   }
   std::vector<fs::path> files;
-  for (const auto& entry : fs::directory_iterator(folder)) {
-    if (entry.path().extension() == ".txt") files.push_back(entry.path());
+  fs::directory_iterator it(folder, ec);
+  for (; !ec && it != fs::directory_iterator(); it.increment(ec)) {
+    if (it->path().extension() != ".txt") continue;
+    const fs::file_status status = fs::status(it->path(), ec);
+    if (ec || !fs::is_regular_file(status)) {
+      throw UserError(fmt::format("{}: cannot read this review ({})", it->path().string(),
+                                  ec ? ec.message() : "not a regular file"));
+    }
+    files.push_back(it->path());
   }
-  if (files.empty())
+  if (ec) throw UserError(fmt::format("{}: cannot list: {}", folder.string(), ec.message()));
+  if (files.empty()) {
     throw UserError(fmt::format("{}: no .txt reviews in this folder", folder.string()));
+  }
   std::sort(files.begin(), files.end());
   return files;
 }
@@ -96,7 +109,7 @@ Dataset make_dataset(int64_t samples, int64_t seq_len, std::string description) 
   Dataset d;
   d.samples = samples;
   d.features = seq_len;
-  d.classes = 2;
+  d.classes = kLabels;
   d.x.resize(samples * seq_len);
   d.y.resize(samples);
   d.description = std::move(description);
@@ -108,45 +121,139 @@ uint64_t fnv1a(std::string_view s, uint64_t h = 0xcbf29ce484222325ULL) {
   return h;
 }
 
-// Cache layout: magic, then int64 train and test counts, then per split int32 labels and ids.
-std::string encode(const DataSplit& s, int64_t seq_len) {
+// The words of a corpus as it is read: a dense index per distinct word, its count in the training
+// reviews, and per review only the indices of its last seq_len tokens (all that x keeps), so the
+// 50,000 reviews of aclImdb never sit in memory as strings.
+struct Corpus {
+  std::unordered_map<std::string, int32_t> index;
+  std::vector<std::string> words;
+  std::vector<int64_t> train_count;
+  std::vector<std::vector<int32_t>> tails[4];  // train/neg, train/pos, test/neg, test/pos
+
+  void add_review(const std::string& text, int part, int64_t seq_len) {
+    const bool train = part < 2;
+    std::vector<int32_t> tokens;
+    tokenize(text, [&](std::string_view token) {
+      auto [it, added] = index.try_emplace(std::string(token), static_cast<int32_t>(words.size()));
+      if (added) {
+        words.emplace_back(token);
+        train_count.push_back(0);
+      }
+      if (train) ++train_count[it->second];
+      tokens.push_back(it->second);
+    });
+    if (static_cast<int64_t>(tokens.size()) > seq_len) {
+      tokens.erase(tokens.begin(), tokens.end() - seq_len);
+    }
+    tails[part].push_back(std::move(tokens));
+  }
+
+  // Word index -> id: training words by decreasing count (ties alphabetically) get 2, 3, ...;
+  // the rest, and words seen only in the test reviews, are out of vocabulary.
+  std::vector<int32_t> ids(int64_t vocab) const {
+    std::vector<int32_t> ranked;
+    for (size_t w = 0; w < words.size(); ++w) {
+      if (train_count[w] > 0) ranked.push_back(static_cast<int32_t>(w));
+    }
+    const size_t kept = std::min<size_t>(ranked.size(), static_cast<size_t>(vocab - kFirstWord));
+    std::partial_sort(ranked.begin(), ranked.begin() + kept, ranked.end(),
+                      [&](int32_t a, int32_t b) {
+                        return train_count[a] != train_count[b] ? train_count[a] > train_count[b]
+                                                                : words[a] < words[b];
+                      });
+    std::vector<int32_t> id(words.size(), kOutOfVocabulary);
+    for (size_t r = 0; r < kept; ++r) id[ranked[r]] = static_cast<int32_t>(r) + kFirstWord;
+    return id;
+  }
+};
+
+// Cache layout (native byte order: the cache never leaves the machine): magic, the key's length
+// and bytes, int64 train and test counts, per split int32 labels then int32 ids, and an FNV-1a
+// checksum of everything before it.
+std::string encode(const DataSplit& s, const std::string& key) {
   std::string out(kCacheMagic, sizeof(kCacheMagic));
   auto put = [&](const void* p, size_t n) { out.append(static_cast<const char*>(p), n); };
+  const uint64_t key_size = key.size();
+  put(&key_size, sizeof(key_size));
+  put(key.data(), key.size());
   for (const Dataset* d : {&s.train, &s.test}) put(&d->samples, sizeof(int64_t));
   for (const Dataset* d : {&s.train, &s.test}) {
     put(d->y.data(), sizeof(int32_t) * d->y.size());
-    std::vector<int32_t> ids(d->x.begin(), d->x.end());
+    const std::vector<int32_t> ids(d->x.begin(), d->x.end());
     put(ids.data(), sizeof(int32_t) * ids.size());
   }
-  (void)seq_len;
+  const uint64_t checksum = fnv1a(out);
+  put(&checksum, sizeof(checksum));
   return out;
 }
 
-// Empty optional-like result (samples 0) when the bytes are not a complete cache.
-bool decode(const std::string& bytes, int64_t seq_len, DataSplit& s) {
-  size_t at = sizeof(kCacheMagic);
-  if (bytes.size() < at + 2 * sizeof(int64_t) ||
-      std::memcmp(bytes.data(), kCacheMagic, sizeof(kCacheMagic)) != 0) {
+// Fills `s` from a cache file's bytes; false (and `s` unusable) unless they are a complete,
+// undamaged cache for `key` whose labels and ids are in range.
+bool decode(const std::string& bytes, const std::string& key, const ImdbOptions& o, DataSplit& s) {
+  size_t at = 0;
+  auto get = [&](void* p, size_t n) {
+    if (bytes.size() - at < n) return false;
+    std::memcpy(p, bytes.data() + at, n);
+    at += n;
+    return true;
+  };
+  char magic[sizeof(kCacheMagic)];
+  uint64_t key_size = 0, checksum = 0;
+  int64_t counts[2];
+  if (bytes.size() < sizeof(checksum)) return false;
+  std::memcpy(&checksum, bytes.data() + bytes.size() - sizeof(checksum), sizeof(checksum));
+  if (fnv1a(std::string_view(bytes).substr(0, bytes.size() - sizeof(checksum))) != checksum ||
+      !get(magic, sizeof(magic)) || std::memcmp(magic, kCacheMagic, sizeof(magic)) != 0 ||
+      !get(&key_size, sizeof(key_size)) || key_size != key.size() ||
+      bytes.compare(at, key.size(), key) != 0) {
     return false;
   }
-  int64_t counts[2];
-  std::memcpy(counts, bytes.data() + at, sizeof(counts));
-  at += sizeof(counts);
-  if (counts[0] < 0 || counts[1] < 0) return false;
-  const uint64_t need = static_cast<uint64_t>(counts[0] + counts[1]) * (1 + seq_len) * 4;
-  if (bytes.size() - at != need) return false;
+  at += key.size();
+  if (!get(counts, sizeof(counts))) return false;
+  // Each sample takes (1 + seq_len) * 4 bytes, so a count past the file's size is damage.
+  const uint64_t row_bytes = static_cast<uint64_t>(1 + o.seq_len) * sizeof(int32_t);
+  const uint64_t left = bytes.size() - at - sizeof(checksum);
+  if (counts[0] < 0 || counts[1] < 0 || static_cast<uint64_t>(counts[0]) > left / row_bytes ||
+      static_cast<uint64_t>(counts[1]) > left / row_bytes ||
+      static_cast<uint64_t>(counts[0] + counts[1]) * row_bytes != left) {
+    return false;
+  }
   Dataset* parts[2] = {&s.train, &s.test};
+  std::vector<int32_t> ids;
   for (int k = 0; k < 2; ++k) {
     Dataset& d = *parts[k];
-    d = make_dataset(counts[k], seq_len, "");
-    std::memcpy(d.y.data(), bytes.data() + at, sizeof(int32_t) * d.samples);
-    at += sizeof(int32_t) * d.samples;
-    std::vector<int32_t> ids(d.samples * seq_len);
-    std::memcpy(ids.data(), bytes.data() + at, sizeof(int32_t) * ids.size());
-    at += sizeof(int32_t) * ids.size();
-    for (size_t i = 0; i < ids.size(); ++i) d.x[i] = static_cast<float>(ids[i]);
+    d = make_dataset(counts[k], o.seq_len, "");
+    ids.resize(d.samples * o.seq_len);
+    get(d.y.data(), sizeof(int32_t) * d.y.size());
+    get(ids.data(), sizeof(int32_t) * ids.size());
+    for (int32_t y : d.y) {
+      if (y < 0 || y >= kLabels) return false;
+    }
+    for (size_t i = 0; i < ids.size(); ++i) {
+      if (ids[i] < 0 || ids[i] >= o.vocab) return false;
+      d.x[i] = static_cast<float>(ids[i]);
+    }
   }
   return true;
+}
+
+// The cache key: the corpus's absolute path, its review count and newest modification time, and
+// the options. Reading every file's time also finds the unreadable ones before any work.
+std::string cache_key(const fs::path& dir, const std::vector<fs::path> (&files)[4],
+                      const ImdbOptions& o) {
+  int64_t count = 0;
+  fs::file_time_type newest = fs::file_time_type::min();
+  for (const auto& folder : files) {
+    for (const auto& f : folder) {
+      std::error_code ec;
+      const fs::file_time_type t = fs::last_write_time(f, ec);
+      if (ec) throw UserError(fmt::format("{}: cannot read: {}", f.string(), ec.message()));
+      newest = std::max(newest, t);
+      ++count;
+    }
+  }
+  return fmt::format("{}|{}|{}|{}|{}", fs::absolute(dir).lexically_normal().string(), count,
+                     newest.time_since_epoch().count(), o.vocab, o.seq_len);
 }
 
 }  // namespace
@@ -170,81 +277,59 @@ ImdbData load_imdb_corpus(const fs::path& dir, const ImdbOptions& o, const fs::p
                     "train/pos, train/neg, test/pos and test/neg)",
                     dir.string()));
   }
-  // Every folder is listed first, so a missing one is reported before any work.
+  // Every folder is listed first, so a missing one is reported before any work. The order is the
+  // samples' order: neg (label 0) before pos (label 1) in each split.
   const char* kParts[4] = {"train/neg", "train/pos", "test/neg", "test/pos"};
-  std::vector<std::vector<fs::path>> files;
-  for (const char* part : kParts) files.push_back(reviews_in(dir / part));
+  std::vector<fs::path> files[4];
+  for (int k = 0; k < 4; ++k) files[k] = reviews_in(dir / kParts[k]);
 
-  // The cache key: the corpus's path, file count and newest modification time, and the options.
-  int64_t count = 0, newest = 0;
-  for (const auto& folder : files) {
-    for (const auto& f : folder) {
-      ++count;
-      newest = std::max<int64_t>(newest, fs::last_write_time(f).time_since_epoch().count());
-    }
-  }
-  const std::string key =
-      fmt::format("{}|{}|{}|{}|{}", fs::absolute(dir).lexically_normal().string(), count, newest,
-                  o.vocab, o.seq_len);
+  const std::string key = cache_key(dir, files, o);
   const fs::path cache = cache_dir / fmt::format("imdb-{:016x}.bin", fnv1a(key));
-  const std::string summary_dir = dir.string();
   auto describe = [&](DataSplit& s) {
     const std::string summary =
         fmt::format("imdb: {} train / {} test reviews ({}), vocab {}, length {}", s.train.samples,
-                    s.test.samples, summary_dir, o.vocab, o.seq_len);
+                    s.test.samples, dir.string(), o.vocab, o.seq_len);
     s.train.description = summary + ", train split";
     s.test.description = summary + ", test split";
   };
 
   ImdbData result;
-  if (fs::is_regular_file(cache, ec)) {
-    if (decode(read_file(cache), o.seq_len, result.split)) {
-      result.from_cache = true;
-      describe(result.split);
-      return result;
-    }
+  // A cache that is missing, damaged or for other inputs is rebuilt.
+  if (fs::is_regular_file(cache, ec) && decode(read_file(cache), key, o, result.split)) {
+    result.from_cache = true;
+    describe(result.split);
+    return result;
   }
 
-  // Tokenize everything; the vocabulary comes from the training reviews only.
-  std::vector<std::vector<std::vector<std::string>>> tokens(4);
-  std::unordered_map<std::string, int64_t> frequency;
+  Corpus corpus;
   for (int k = 0; k < 4; ++k) {
-    for (const auto& f : files[k]) {
-      tokens[k].push_back(tokenize(read_file(f)));
-      if (k < 2) {
-        for (const auto& t : tokens[k].back()) ++frequency[t];
-      }
-    }
+    for (const auto& f : files[k]) corpus.add_review(read_file(f), k, o.seq_len);
   }
-  std::vector<std::pair<std::string, int64_t>> ranked(frequency.begin(), frequency.end());
-  std::sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) {
-    return a.second != b.second ? a.second > b.second : a.first < b.first;
-  });
-  std::unordered_map<std::string, int32_t> ids;
-  for (size_t r = 0; r < ranked.size() && static_cast<int64_t>(r) < o.vocab - kFirstWord; ++r) {
-    ids.emplace(ranked[r].first, static_cast<int32_t>(r) + kFirstWord);
-  }
-  Dataset* parts[2] = {&result.split.train, &result.split.test};
+  const std::vector<int32_t> id = corpus.ids(o.vocab);
+  Dataset* splits[2] = {&result.split.train, &result.split.test};
+  std::vector<int32_t> seq;
   for (int split = 0; split < 2; ++split) {
-    const auto& neg = tokens[2 * split];
-    const auto& pos = tokens[2 * split + 1];
-    Dataset& d = *parts[split];
+    const auto& neg = corpus.tails[2 * split];
+    const auto& pos = corpus.tails[2 * split + 1];
+    Dataset& d = *splits[split];
     d = make_dataset(static_cast<int64_t>(neg.size() + pos.size()), o.seq_len, "");
     int64_t row = 0;
-    for (int label = 0; label < 2; ++label) {
-      for (const auto& review : label == 0 ? neg : pos) {
-        std::vector<int32_t> seq;
-        seq.reserve(review.size());
-        for (const auto& t : review) {
-          auto it = ids.find(t);
-          seq.push_back(it == ids.end() ? kOutOfVocabulary : it->second);
-        }
+    for (int label = 0; label < kLabels; ++label) {
+      for (const auto& tail : label == 0 ? neg : pos) {
+        seq.clear();
+        for (int32_t w : tail) seq.push_back(id[w]);
         write_row(seq, o.seq_len, d.x.data() + row * o.seq_len);
         d.y[row++] = label;
       }
     }
   }
-  write_file_atomic(cache, encode(result.split, o.seq_len));
+  try {
+    write_file_atomic(cache, encode(result.split, key));
+  } catch (const UserError& e) {
+    throw UserError(fmt::format(
+        "{} (the IMDB token cache; make {} writable, or set XDG_CACHE_HOME to a writable folder)",
+        e.what(), cache_dir.string()));
+  }
   describe(result.split);
   return result;
 }

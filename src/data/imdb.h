@@ -25,9 +25,10 @@ struct ImdbData {
 // pos). Tokens are the maximal runs of [a-z0-9'] of the lower-cased text ("<br />" is a space;
 // apostrophes at a token's ends are dropped). Samples are ordered neg then pos, files by name.
 // The result is cached in cache_dir under a name derived from the corpus path, its file count and
-// newest modification time, vocab and seq_len; a damaged cache is rebuilt. x holds the ids as
-// floats. Throws UserError naming the folder or file: a missing folder, a folder without .txt
-// files, an unreadable file, vocab < 3 or seq_len < 1.
+// newest modification time, vocab and seq_len; a damaged cache is rebuilt (from_cache says which
+// happened). x holds the ids as floats. Throws UserError naming the folder or file: a missing
+// folder, a folder without .txt files, an unreadable review, a cache that cannot be written,
+// vocab < 3 or seq_len < 1.
 ImdbData load_imdb_corpus(const std::filesystem::path& dir, const ImdbOptions& options,
                           const std::filesystem::path& cache_dir);
 

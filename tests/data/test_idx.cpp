@@ -1,11 +1,14 @@
 // The IDX loader: values and shapes from tiny files the test writes (plain and gzip), every error
 // case named by file, and the real Fashion-MNIST where Debian's package is installed.
 #include <gtest/gtest.h>
+#include <unistd.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -51,9 +54,10 @@ std::string gzip(const std::string& data) {
 class IdxTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("xo_idx_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    // Parameterised tests are named "Test/case": the slash would make a nested folder.
+    std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    std::replace(name.begin(), name.end(), '/', '_');
+    dir_ = fs::temp_directory_path() / ("xo_idx_" + std::to_string(::getpid()) + "_" + name);
     fs::remove_all(dir_);
     fs::create_directories(dir_);
   }
@@ -93,6 +97,15 @@ TEST_F(IdxTest, ReadsPlainAndGzipFilesAndScalesPixels) {
     }
     EXPECT_NE(d.train.description.find("tiny: 3 train / 2 test images"), std::string::npos);
   }
+}
+
+TEST_F(IdxTest, ConcatenatedGzipMembersAreJoined) {
+  const std::string bytes = images_file(3, 2, 2);
+  const fs::path images = write("images", gzip(bytes.substr(0, 9)) + gzip(bytes.substr(9)));
+  const fs::path labels = write("labels", labels_file({0, 1, 2}));
+  const Dataset d = load_idx_pair(images, labels, "t");
+  ASSERT_EQ(d.x.size(), 12u);
+  EXPECT_FLOAT_EQ(d.x[11], static_cast<float>((11 * 37) % 256) / 255.0f);
 }
 
 TEST_F(IdxTest, PlainFileWinsOverGzip) {
@@ -167,7 +180,24 @@ INSTANTIATE_TEST_SUITE_P(
         IdxErrorCase{"truncated_gzip",
                      truncated(gzip(images_file(4, 8, 8)), 12),
                      labels_file({1, 2, 3, 4}),
-                     {"images: truncated gzip stream"}}),
+                     {"images: truncated gzip stream"}},
+        IdxErrorCase{"garbage_after_gzip",
+                     gzip(images_file(2, 2, 2)) + "junk",
+                     labels_file({1, 2}),
+                     {"images: corrupt gzip data (4 unexpected bytes after"}},
+        IdxErrorCase{"longer_than_header",
+                     images_file(2, 2, 2) + "xy",
+                     labels_file({1, 2}),
+                     {"images: 10 bytes of data, but the header promises 8"}},
+        // 2^22 * 2^21 * 2^21 wraps to 0 in 64 bits.
+        IdxErrorCase{"dimensions_overflow",
+                     be32(0x803) + be32(1u << 22) + be32(1u << 21) + be32(1u << 21),
+                     labels_file({1}),
+                     {"images: truncated", "more than 2^64 bytes of data, 0 present"}},
+        IdxErrorCase{"empty_images",
+                     images_file(2, 0, 3),
+                     labels_file({1, 2}),
+                     {"images: images of 0x3 pixels (expected at least 1x1)"}}),
     [](const auto& param) { return param.param.name; });
 
 TEST_F(IdxTest, MissingFilesAndFoldersAreNamed) {
@@ -184,12 +214,41 @@ TEST_F(IdxTest, MissingFilesAndFoldersAreNamed) {
                              {(dir_ / "a").string(), "cannot open"});
 }
 
+// Points CROSSOVER_FASHION_MNIST_DIR somewhere for one scope, then restores it.
+class ScopedFashionMnistDir {
+ public:
+  explicit ScopedFashionMnistDir(const fs::path& dir) {
+    if (const char* old = std::getenv(kVar)) old_ = old;
+    ::setenv(kVar, dir.c_str(), 1);
+  }
+  ~ScopedFashionMnistDir() {
+    if (old_) {
+      ::setenv(kVar, old_->c_str(), 1);
+    } else {
+      ::unsetenv(kVar);
+    }
+  }
+
+ private:
+  static constexpr const char* kVar = "CROSSOVER_FASHION_MNIST_DIR";
+  std::optional<std::string> old_;
+};
+
 TEST_F(IdxTest, FashionMnistSaysHowToInstallIt) {
-  ::setenv("CROSSOVER_FASHION_MNIST_DIR", (dir_ / "absent").c_str(), 1);
+  ScopedFashionMnistDir env(dir_ / "absent");
   testing::expect_user_error([] { load_fashion_mnist(); },
                              {"absent: Fashion-MNIST is not installed",
-                              "install the Debian package dataset-fashion-mnist"});
-  ::unsetenv("CROSSOVER_FASHION_MNIST_DIR");
+                              "install the Debian package dataset-fashion-mnist", "idx:DIR"});
+}
+
+TEST_F(IdxTest, FashionMnistFolderComesFromTheEnvironment) {
+  write_folder(true);
+  ScopedFashionMnistDir env(dir_);
+  const DataSplit d = load_fashion_mnist();
+  EXPECT_EQ(d.train.y, (std::vector<int32_t>{1, 9, 0}));
+  const std::string summary = "fashion-mnist: 3 train / 2 test images (" + dir_.string() + ")";
+  EXPECT_EQ(d.train.description, summary + ", train split");
+  EXPECT_EQ(d.test.description, summary + ", test split");
 }
 
 TEST(IdxFashionMnist, TheDebianPackageHasSixtyThousandBalancedImages) {

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <array>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 
@@ -29,7 +30,8 @@ class ImdbTest : public ::testing::Test {
     review("train/pos/1_8.txt", "great fun");
     review("train/neg/0_1.txt", "Bad movie, bad 'plot' and it's boring");
     review("test/pos/0_10.txt", "great unknownword movie");
-    review("test/neg/0_2.txt", "bad");
+    // Tokenizer corners: "<br />" between words, lone apostrophes, digits, inner apostrophes.
+    review("test/neg/0_2.txt", "BAD<br />movie ''' 'bad' 10/10 rock'n'roll");
   }
   void TearDown() override { fs::remove_all(root_); }
   void review(const std::string& path, const std::string& text) {
@@ -60,9 +62,17 @@ TEST_F(ImdbTest, RanksWordsByTrainingFrequencyAndPadsOnTheLeft) {
   EXPECT_EQ(row(train, 2), (std::vector<float>{0, 0, 0, 0, 2, 1}));  // "great fun", padded
   const Dataset& test = data.split.test;
   EXPECT_EQ(test.y, (std::vector<int32_t>{0, 1}));
-  EXPECT_EQ(row(test, 0), (std::vector<float>{0, 0, 0, 0, 0, 3}));
+  // bad movie bad 10 10 rock'n'roll: words seen only in the test reviews are out of vocabulary.
+  EXPECT_EQ(row(test, 0), (std::vector<float>{3, 4, 3, 1, 1, 1}));
   EXPECT_EQ(row(test, 1), (std::vector<float>{0, 0, 0, 2, 1, 4}));
   EXPECT_NE(train.description.find("imdb: 3 train / 2 test reviews"), std::string::npos);
+}
+
+TEST_F(ImdbTest, TiesAreBrokenAlphabeticallyAndVocabCapsTheIds) {
+  // vocab 8 keeps great, bad, movie, then the first three count-1 words: a, and, boring.
+  const ImdbData data = load_imdb_corpus(corpus_, {8, 7}, cache_);
+  EXPECT_EQ(row(data.split.train, 0), (std::vector<float>{3, 4, 3, 1, 6, 1, 7}));
+  EXPECT_EQ(row(data.split.train, 1), (std::vector<float>{0, 5, 2, 4, 2, 1, 2}));
 }
 
 TEST_F(ImdbTest, SecondLoadComesFromTheCacheAndADamagedCacheIsRebuilt) {
@@ -79,6 +89,53 @@ TEST_F(ImdbTest, SecondLoadComesFromTheCacheAndADamagedCacheIsRebuilt) {
   const ImdbData rebuilt = load_imdb_corpus(corpus_, {5, 6}, cache_);
   EXPECT_FALSE(rebuilt.from_cache);
   EXPECT_EQ(rebuilt.split.train.x, first.split.train.x);
+}
+
+TEST_F(ImdbTest, ACacheWithAFlippedByteIsRebuilt) {
+  const ImdbData first = load_imdb_corpus(corpus_, {5, 6}, cache_);
+  ASSERT_TRUE(load_imdb_corpus(corpus_, {5, 6}, cache_).from_cache);
+  for (const auto& entry : fs::directory_iterator(cache_)) {
+    std::fstream f(entry.path(), std::ios::binary | std::ios::in | std::ios::out);
+    f.seekp(-12, std::ios::end);  // the last id of the test split, before the checksum
+    f.put('\x7f');
+  }
+  const ImdbData rebuilt = load_imdb_corpus(corpus_, {5, 6}, cache_);
+  EXPECT_FALSE(rebuilt.from_cache);
+  EXPECT_EQ(rebuilt.split.test.x, first.split.test.x);
+  EXPECT_TRUE(load_imdb_corpus(corpus_, {5, 6}, cache_).from_cache);
+}
+
+TEST_F(ImdbTest, ANewReviewInvalidatesTheCache) {
+  EXPECT_EQ(load_imdb_corpus(corpus_, {5, 6}, cache_).split.train.samples, 3);
+  review("train/neg/1_3.txt", "dull");
+  const ImdbData data = load_imdb_corpus(corpus_, {5, 6}, cache_);
+  EXPECT_FALSE(data.from_cache);
+  EXPECT_EQ(data.split.train.samples, 4);
+}
+
+TEST_F(ImdbTest, AnUnwritableCacheIsNamed) {
+  std::ofstream(root_ / "file") << "not a folder";
+  testing::expect_user_error(
+      [&] {
+        load_imdb_corpus(corpus_, {5, 6}, root_ / "file");
+      },
+      {(root_ / "file").string(), "IMDB token cache"});
+}
+
+TEST_F(ImdbTest, AnUnreadableReviewIsNamed) {
+  fs::create_symlink(root_ / "nowhere", corpus_ / "train/pos/2_7.txt");
+  testing::expect_user_error(
+      [&] {
+        load_imdb_corpus(corpus_, {5, 6}, cache_);
+      },
+      {(corpus_ / "train/pos/2_7.txt").string(), "cannot read"});
+  fs::remove(corpus_ / "train/pos/2_7.txt");
+  fs::create_directories(corpus_ / "test/neg/1_1.txt");
+  testing::expect_user_error(
+      [&] {
+        load_imdb_corpus(corpus_, {5, 6}, cache_);
+      },
+      {(corpus_ / "test/neg/1_1.txt").string(), "cannot read", "not a regular file"});
 }
 
 TEST_F(ImdbTest, ErrorsNameTheFolderAndWhatIsExpected) {
@@ -132,11 +189,70 @@ TEST(ImdbSynthetic, DeterministicBalancedInRangeAndLearnable) {
   EXPECT_TRUE(padded);
   EXPECT_TRUE(out_of_vocabulary);
   int leaning = 0;
-  for (const auto& n : counts)
+  for (const auto& n : counts) {
     leaning += (n[0] + n[1] >= 20) && (2 * n[0] > 3 * n[1] || 2 * n[1] > 3 * n[0]);
+  }
   EXPECT_GE(leaning, 40);  // the 2 x 50 sentiment words, about 2:1 by design
-  EXPECT_NE(a.train.description.find("imdb-synthetic (generated, not real reviews)"),
-            std::string::npos);
+  // Zipf-like: the most frequent ranks come first, and ranks past the vocabulary become id 1.
+  auto total = [&](size_t id) { return counts[id][0] + counts[id][1]; };
+  EXPECT_GT(total(2), total(3));
+  EXPECT_GT(total(3), total(5));
+  int64_t tokens = 0;
+  for (size_t id = 1; id < counts.size(); ++id) tokens += total(id);
+  EXPECT_GT(total(1), tokens / 50);
+  EXPECT_LT(total(1), tokens / 5);
+  EXPECT_EQ(a.train.description.rfind("imdb-synthetic (generated, not real reviews)", 0), 0u);
+}
+
+TEST(ImdbSynthetic, SmallOptionsStayInRange) {
+  for (const ImdbOptions o : {ImdbOptions{3, 1}, ImdbOptions{4, 2}, ImdbOptions{20, 3}}) {
+    const DataSplit d = make_imdb_synthetic(6, 0, o, 1);
+    EXPECT_EQ(d.test.samples, 0);
+    ASSERT_EQ(d.train.x.size(), static_cast<size_t>(6 * o.seq_len));
+    for (float id : d.train.x) {
+      EXPECT_GE(id, 0);
+      EXPECT_LT(id, o.vocab);
+    }
+  }
+  testing::expect_user_error(
+      [] {
+        make_imdb_synthetic(10, 10, {2, 80}, 1);
+      },
+      {"imdb-synthetic", "vocab 2 is too small", "at least 3"});
+  testing::expect_user_error(
+      [] {
+        make_imdb_synthetic(10, 10, {100, 0}, 1);
+      },
+      {"sequence length 0 must be at least 1"});
+}
+
+// A bag-of-words naive Bayes fitted on the training split: the signal must be clearly learnable,
+// but not so strong that any model gets it right (real IMDB's LSTM reaches about 84%).
+TEST(ImdbSynthetic, NaiveBayesBeatsChanceButIsNotPerfect) {
+  const ImdbOptions o{1000, 80};
+  const DataSplit d = make_imdb_synthetic(2000, 1000, o, 3);
+  std::vector<std::array<double, 2>> counts(o.vocab, {1.0, 1.0});  // Laplace smoothing
+  for (int64_t i = 0; i < d.train.samples; ++i) {
+    for (int64_t k = 0; k < o.seq_len; ++k) {
+      const auto id = static_cast<size_t>(d.train.x[i * o.seq_len + k]);
+      if (id != 0) counts[id][d.train.y[i]] += 1;
+    }
+  }
+  std::array<double, 2> totals{0, 0};
+  for (const auto& n : counts) totals = {totals[0] + n[0], totals[1] + n[1]};
+  int correct = 0;
+  for (int64_t i = 0; i < d.test.samples; ++i) {
+    double score = 0;  // log P(x | pos) - log P(x | neg)
+    for (int64_t k = 0; k < o.seq_len; ++k) {
+      const auto id = static_cast<size_t>(d.test.x[i * o.seq_len + k]);
+      if (id != 0)
+        score += std::log(counts[id][1] / totals[1]) - std::log(counts[id][0] / totals[0]);
+    }
+    correct += (score > 0) == (d.test.y[i] == 1);
+  }
+  const double accuracy = static_cast<double>(correct) / static_cast<double>(d.test.samples);
+  EXPECT_GT(accuracy, 0.6);
+  EXPECT_LT(accuracy, 0.95);
 }
 
 }  // namespace
