@@ -12,13 +12,14 @@ int64_t offset_of(const Node& node, const std::vector<ParamTensor>& tensors, siz
   return tensors[node.params.at(k)].offset;
 }
 
-class LinearLayer final : public Layer {
+// A Linear or a Conv2d: a kernel with weights, an optional bias and a fused activation.
+template <typename Kernel>
+class WeightedLayer final : public Layer {
  public:
-  LinearLayer(const Node& n, const std::vector<ParamTensor>& t, Backend& be, const LayerContext& c)
-      : weight_(offset_of(n, t, 0)), bias_(n.spec.bias ? offset_of(n, t, 1) : -1) {
-    kernel_ = be.linear(
-        {c.batch, n.in_size, n.out_size, n.spec.bias, n.activation, c.need_d_src, c.in_shard});
-  }
+  WeightedLayer(const Node& n, const std::vector<ParamTensor>& t, std::unique_ptr<Kernel> kernel)
+      : weight_(offset_of(n, t, 0)),
+        bias_(n.spec.bias ? offset_of(n, t, 1) : -1),
+        kernel_(std::move(kernel)) {}
   void forward(const float* params, const float* src, float* dst, uint64_t) override {
     kernel_->forward(src, params + weight_, bias_ >= 0 ? params + bias_ : nullptr, dst);
   }
@@ -30,41 +31,25 @@ class LinearLayer final : public Layer {
 
  private:
   int64_t weight_, bias_;
-  std::unique_ptr<LinearKernel> kernel_;
+  std::unique_ptr<Kernel> kernel_;
 };
 
-class Conv2dLayer final : public Layer {
- public:
-  Conv2dLayer(const Node& n, const std::vector<ParamTensor>& t, Backend& be, const LayerContext& c)
-      : weight_(offset_of(n, t, 0)), bias_(n.spec.bias ? offset_of(n, t, 1) : -1) {
-    Conv2dShape s;
-    s.batch = c.batch;
-    s.in_channels = n.in_shape[0];
-    s.height = n.in_shape[1];
-    s.width = n.in_shape[2];
-    s.out_channels = n.spec.out;
-    s.kernel = n.spec.kernel;
-    s.stride = n.spec.stride;
-    s.padding = n.spec.padding;
-    s.has_bias = n.spec.bias;
-    s.activation = n.activation;
-    s.need_d_src = c.need_d_src;
-    s.in_shard = c.in_shard;
-    kernel_ = be.conv2d(s);
-  }
-  void forward(const float* params, const float* src, float* dst, uint64_t) override {
-    kernel_->forward(src, params + weight_, bias_ >= 0 ? params + bias_ : nullptr, dst);
-  }
-  void backward(const float* params, const float* src, const float* dst, float* d_dst, float* grads,
-                float* d_src) override {
-    kernel_->backward(src, params + weight_, dst, d_dst, grads + weight_,
-                      bias_ >= 0 ? grads + bias_ : nullptr, d_src);
-  }
-
- private:
-  int64_t weight_, bias_;
-  std::unique_ptr<Conv2dKernel> kernel_;
-};
+Conv2dShape conv_shape(const Node& n, const LayerContext& c) {
+  Conv2dShape s;
+  s.batch = c.batch;
+  s.in_channels = n.in_shape[0];
+  s.height = n.in_shape[1];
+  s.width = n.in_shape[2];
+  s.out_channels = n.spec.out;
+  s.kernel = n.spec.kernel;
+  s.stride = n.spec.stride;
+  s.padding = n.spec.padding;
+  s.has_bias = n.spec.bias;
+  s.activation = n.activation;
+  s.need_d_src = c.need_d_src;
+  s.in_shard = c.in_shard;
+  return s;
+}
 
 class ActivationLayer final : public Layer {
  public:
@@ -186,9 +171,12 @@ std::unique_ptr<Layer> make_layer(const Node& n, const std::vector<ParamTensor>&
                                   Backend& be, const LayerContext& c) {
   switch (n.kind) {
     case NodeKind::Linear:
-      return std::make_unique<LinearLayer>(n, tensors, be, c);
+      return std::make_unique<WeightedLayer<LinearKernel>>(
+          n, tensors,
+          be.linear({c.batch, n.in_size, n.out_size, n.spec.bias, n.activation, c.need_d_src,
+                     c.in_shard}));
     case NodeKind::Conv2d:
-      return std::make_unique<Conv2dLayer>(n, tensors, be, c);
+      return std::make_unique<WeightedLayer<Conv2dKernel>>(n, tensors, be.conv2d(conv_shape(n, c)));
     case NodeKind::Activation:
       return std::make_unique<ActivationLayer>(n, be, c);
     case NodeKind::Pool2d: {

@@ -123,6 +123,8 @@ Model::Model(ModelSpec spec, Backend& backend) : spec_(std::move(spec)), backend
     n.in_size = product(n.in_shape);
     n.out_size = product(n.out_shape);
     n.forward_flops = node_forward_flops(n);
+    n.gradient_below =
+        !nodes_.empty() && (nodes_.back().gradient_below || !nodes_.back().params.empty());
     nodes_.push_back(std::move(n));
   }
   outputs_ = nodes_.back().out_size;
@@ -208,11 +210,9 @@ double Model::forward_flops(int64_t batch) const {
 
 double Model::train_flops(int64_t batch) const {
   double flops = 0;
-  bool gradient_below = false;  // some layer before this one has parameters
   for (const Node& n : nodes_) {
     const double f = static_cast<double>(batch) * n.forward_flops;
-    flops += gradient_below ? 3 * f : 2 * f;  // forward, d_weights, and d_src where it flows
-    gradient_below = gradient_below || !n.params.empty();
+    flops += n.gradient_below ? 3 * f : 2 * f;  // forward, d_weights, and d_src where it flows
   }
   return flops;
 }
@@ -234,13 +234,11 @@ Network::Network(const Model& model, int64_t batch, bool training, int shards,
     s.offset = offset;
     s.batch = batch / shards + (k < batch % shards ? 1 : 0);
     offset += s.batch;
-    bool gradient_below = false;
     for (size_t i = 0; i < nodes.size(); ++i) {
       const Node& n = nodes[i];
-      LayerContext context{s.batch,    s.offset,    training, training && gradient_below,
+      LayerContext context{s.batch,    s.offset,    training, training && n.gradient_below,
                            shards > 1, model.seed()};
       s.layers.push_back(make_layer(n, model.tensors(), be, context));
-      gradient_below = gradient_below || !n.params.empty();
       if (!s.layers.back()) {  // a view of its input: shares its buffers
         s.outputs.push_back(i > 0 ? s.outputs[i - 1] : nullptr);
         s.d_outputs.push_back(i > 0 ? s.d_outputs[i - 1] : nullptr);
@@ -277,15 +275,10 @@ void Network::backward(Shard& s, const float* src) {
   const float* params = model_.params();
   for (size_t i = s.layers.size(); i-- > 0;) {
     if (!s.layers[i]) continue;
-    // The input of node i: the last real output before it, or the batch.
-    size_t j = i;
-    while (j > 0 && !s.layers[j - 1]) --j;
-    const float* x = j > 0 ? s.outputs[j - 1] : src;
-    float* d_x = j > 0 ? s.d_outputs[j - 1] : nullptr;
-    bool gradient_below = false;
-    for (size_t k = 0; k < i; ++k) gradient_below |= !model_.nodes()[k].params.empty();
-    s.layers[i]->backward(params, x, s.outputs[i], s.d_outputs[i], s.grads,
-                          gradient_below ? d_x : nullptr);
+    // Views carry their input's buffers, so outputs[i - 1] is node i's input (null: the batch).
+    const float* x = i > 0 && s.outputs[i - 1] ? s.outputs[i - 1] : src;
+    float* d_x = i > 0 && model_.nodes()[i].gradient_below ? s.d_outputs[i - 1] : nullptr;
+    s.layers[i]->backward(params, x, s.outputs[i], s.d_outputs[i], s.grads, d_x);
   }
 }
 

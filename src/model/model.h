@@ -45,6 +45,8 @@ struct Node {
   std::vector<int> params;  // indices into Model::tensors(), in layer_parameters() order
   // Matmul FLOPs (2 per multiply-add) of the forward pass for one sample.
   double forward_flops = 0;
+  // Some node before this one has parameters, so this node must compute its input's gradient.
+  bool gradient_below = false;
 };
 
 class Model {

@@ -577,6 +577,13 @@ void parse_data(const Parser& p, const toml::table& t, const std::filesystem::pa
              fmt::format("{} must be an integer >= 0", *samples));
     }
     data.test_samples = *samples;
+    // Only generated sources make a test split of a chosen size; files bring their own (or none).
+    if (data.source != kDiscSource && data.source != kImdbSyntheticSource) {
+      p.fail(Parser::line_of(*t.get("test_samples")), "data.test_samples",
+             fmt::format("only generated sources (disc, imdb-synthetic) take test_samples; '{}' "
+                         "has its own test split or none",
+                         data.source));
+    }
   }
 }
 

@@ -140,6 +140,26 @@ OpCase activation_case(Activation act, int64_t n) {
   return c;
 }
 
+// Runs a loss kernel on logits [batch, classes]: the loss sum as the output, and the logits'
+// gradient scaled by the upstream gradient of the (scalar) loss.
+OpResult run_loss(Backend& be, LossKind kind, int64_t classes, const std::vector<int32_t>& labels,
+                  const std::vector<float>& logits_host, float d_loss) {
+  const auto batch = static_cast<int64_t>(labels.size());
+  auto kernel = be.loss(kind, batch, classes, batch);
+  auto logits = to_device(be, logits_host);
+  auto d_logits = device_zeros(be, batch * classes);
+  DeviceBuffer y = be.allocate(sizeof(int32_t) * batch);
+  be.upload(y.as<int32_t>(), labels.data(), sizeof(int32_t) * batch);
+  DeviceBuffer stats = be.allocate(sizeof(LossStats));
+  kernel->forward_backward(logits.ptr(), y.as<int32_t>(), d_logits.ptr(), stats.as<LossStats>());
+  LossStats host{};
+  be.synchronize();
+  be.download(&host, stats.as<LossStats>(), sizeof(host));
+  std::vector<float> grad = to_host(be, d_logits);
+  for (float& g : grad) g *= d_loss;
+  return OpResult{{static_cast<float>(host.loss_sum)}, {grad}};
+}
+
 // The loss is a scalar; its upstream gradient is d_output[0].
 OpCase cross_entropy_case(int64_t batch, int64_t classes, double scale) {
   OpCase c;
@@ -164,19 +184,7 @@ OpCase cross_entropy_case(int64_t batch, int64_t classes, double scale) {
   };
   c.run = [=](Backend& be, const std::vector<std::vector<float>>& inputs,
               const std::vector<float>& d_output) {
-    auto kernel = be.loss(LossKind::CrossEntropy, batch, classes, batch);
-    auto logits = to_device(be, inputs[0]);
-    auto d_logits = device_zeros(be, batch * classes);
-    DeviceBuffer y = be.allocate(sizeof(int32_t) * batch);
-    be.upload(y.as<int32_t>(), labels.data(), sizeof(int32_t) * batch);
-    DeviceBuffer stats = be.allocate(sizeof(LossStats));
-    kernel->forward_backward(logits.ptr(), y.as<int32_t>(), d_logits.ptr(), stats.as<LossStats>());
-    LossStats host{};
-    be.synchronize();
-    be.download(&host, stats.as<LossStats>(), sizeof(host));
-    std::vector<float> grad = to_host(be, d_logits);
-    for (float& g : grad) g *= d_output[0];
-    return OpResult{{static_cast<float>(host.loss_sum)}, {grad}};
+    return run_loss(be, LossKind::CrossEntropy, classes, labels, inputs[0], d_output[0]);
   };
   return c;
 }
@@ -201,19 +209,7 @@ OpCase bce_case(int64_t batch, double scale) {
   };
   c.run = [=](Backend& be, const std::vector<std::vector<float>>& inputs,
               const std::vector<float>& d_output) {
-    auto kernel = be.loss(LossKind::BinaryCrossEntropy, batch, 1, batch);
-    auto logits = to_device(be, inputs[0]);
-    auto d_logits = device_zeros(be, batch);
-    DeviceBuffer y = be.allocate(sizeof(int32_t) * batch);
-    be.upload(y.as<int32_t>(), labels.data(), sizeof(int32_t) * batch);
-    DeviceBuffer stats = be.allocate(sizeof(LossStats));
-    kernel->forward_backward(logits.ptr(), y.as<int32_t>(), d_logits.ptr(), stats.as<LossStats>());
-    LossStats host{};
-    be.synchronize();
-    be.download(&host, stats.as<LossStats>(), sizeof(host));
-    std::vector<float> grad = to_host(be, d_logits);
-    for (float& g : grad) g *= d_output[0];
-    return OpResult{{static_cast<float>(host.loss_sum)}, {grad}};
+    return run_loss(be, LossKind::BinaryCrossEntropy, 1, labels, inputs[0], d_output[0]);
   };
   return c;
 }

@@ -49,7 +49,7 @@ class CpuConv2d final : public Conv2dKernel {
     XO_DNNL_CHECK(backward_weights_.execute(stream_, bw_args_));
     bw_d_w_.store(stream_);
     if (d_src) {
-      bd_d_dst_.load(stream_, d_dst);
+      if (!shared_d_dst_) bd_d_dst_.load(stream_, d_dst);
       bd_w_.load(stream_, weights);
       bd_d_src_.bind(d_src);
       XO_DNNL_CHECK(backward_data_.execute(stream_, bd_args_));
@@ -122,10 +122,12 @@ class CpuConv2d final : public Conv2dKernel {
       const auto bd_pd = XO_DNNL_CHECK(
           dnnl::convolution_backward_data::primitive_desc(bd_desc, attr, engine, hint_pd));
       backward_data_ = XO_DNNL_CHECK(dnnl::convolution_backward_data(bd_pd));
-      bd_d_dst_ = Staged(dst_user, bd_pd.diff_dst_desc(), engine);
+      // Where both backward primitives want d_dst in one layout, it is reordered once.
+      shared_d_dst_ = bd_pd.diff_dst_desc() == bw_pd.diff_dst_desc();
+      if (!shared_d_dst_) bd_d_dst_ = Staged(dst_user, bd_pd.diff_dst_desc(), engine);
       bd_w_ = Staged(w_user, bd_pd.weights_desc(), engine);
       bd_d_src_ = Staged(src_user, bd_pd.diff_src_desc(), engine);
-      bd_args_ = {{DNNL_ARG_DIFF_DST, bd_d_dst_.memory()},
+      bd_args_ = {{DNNL_ARG_DIFF_DST, shared_d_dst_ ? bw_d_dst_.memory() : bd_d_dst_.memory()},
                   {DNNL_ARG_WEIGHTS, bd_w_.memory()},
                   {DNNL_ARG_DIFF_SRC, bd_d_src_.memory()}};
       add_scratchpad(bd_pd, engine, bd_args_);
@@ -139,6 +141,7 @@ class CpuConv2d final : public Conv2dKernel {
   dnnl::convolution_backward_weights backward_weights_;
   dnnl::convolution_backward_data backward_data_;
   Staged fwd_src_, fwd_w_, fwd_dst_, bw_src_, bw_d_dst_, bw_d_w_, bd_d_dst_, bd_w_, bd_d_src_;
+  bool shared_d_dst_ = false;
   memory bias_, d_bias_;
   std::unordered_map<int, memory> fwd_args_, bw_args_, bd_args_;
 };
