@@ -1,0 +1,74 @@
+// The hardware catalog: GPUs and CPUs with their peak rates, bandwidth, power and purchase price,
+// and cloud instances with their devices and hourly prices. Shipped as data (data/catalog.toml),
+// never as code; a user catalog file adds entries or replaces shipped ones by id, and single
+// prices can be overridden from the command line. Every entry names its source and date.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace xo {
+
+// A device one can buy (or that an instance carries).
+struct CatalogDevice {
+  std::string id;    // unique across devices, e.g. "h100-sxm", "epyc-9654"
+  std::string kind;  // "gpu" or "cpu"
+  std::string name;  // e.g. "NVIDIA H100 SXM5 80GB"
+  double f32_tflops = 0;  // dense peak rates, TFLOP/s (> 0)
+  double tf32_tflops = 0;  // 0 where the device has no such mode (CPUs)
+  double bf16_tflops = 0;
+  double memory_bandwidth_gbs = 0;  // GB/s (> 0)
+  double memory_gib = 0;
+  double power_w = 0;    // board power (GPU) or TDP (CPU), > 0
+  double price_usd = 0;  // purchase price; 0 = not sold separately (then no ownership figures)
+  int cores = 0;         // CPUs: physical cores; GPUs: 0
+  std::string source;    // where the figures come from
+  std::string date;      // YYYY-MM-DD: when the figures (prices above all) were read
+};
+
+// A cloud instance: `device_count` of `device` (a CatalogDevice id), hourly prices in USD.
+struct CatalogInstance {
+  std::string id;        // unique across instances, e.g. "aws-g5.xlarge"
+  std::string provider;  // "AWS", "GCP", "Azure", "Lambda", ...
+  std::string name;      // the provider's name, e.g. "g5.xlarge"
+  std::string device;    // CatalogDevice id of its accelerator (or of its CPU for CPU instances)
+  int device_count = 1;
+  int vcpus = 0;
+  double memory_gib = 0;
+  double on_demand_usd_per_hour = 0;  // > 0
+  std::optional<double> spot_usd_per_hour;  // absent where the provider has no spot price
+  std::string region;
+  std::string source;
+  std::string date;
+};
+
+struct Catalog {
+  std::vector<CatalogDevice> devices;
+  std::vector<CatalogInstance> instances;
+  std::vector<std::string> origins;  // the files it was read from, in order
+
+  const CatalogDevice* find_device(const std::string& id) const;      // null when absent
+  const CatalogInstance* find_instance(const std::string& id) const;  // null when absent
+};
+
+// The catalog shipped with crossover (data/catalog.toml, found next to the executable's source
+// tree or installed data; CROSSOVER_CATALOG overrides the path).
+std::filesystem::path default_catalog_path();
+
+// Reads and validates a catalog file. Errors (UserError) name the file, the entry (its table and
+// id, or its index where the id is missing) and the field, and say what was expected: a missing
+// or mistyped field, a negative or zero rate or price, an unknown kind, a duplicate id, an instance
+// whose device is not in the catalog, a date not in YYYY-MM-DD form, an unknown key.
+Catalog load_catalog(const std::filesystem::path& file);
+
+// `base` with `overlay`'s entries added; an entry whose id exists in base replaces it. Instances'
+// device references are checked again after the merge.
+Catalog merge_catalogs(Catalog base, const Catalog& overlay);
+
+// Applies one command-line override "ID=USD": an instance id sets its on-demand hourly price, a
+// device id its purchase price; "ID.spot=USD" sets an instance's spot price. Errors name the text.
+void apply_price_override(Catalog& catalog, const std::string& text);
+
+}  // namespace xo

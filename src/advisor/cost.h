@@ -1,0 +1,59 @@
+// What a training run costs: on each cloud instance (hours times the hourly price), and on owned
+// hardware (the purchase price amortised over its lifetime at a chosen utilisation, plus
+// electricity), and how many hours of use per month make buying cheaper than renting.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "advisor/catalog.h"
+
+namespace xo {
+
+// The assumptions of ownership, each overridable from the command line.
+struct OwnershipAssumptions {
+  double lifetime_years = 3;       // the hardware is written off over this time
+  double utilisation = 0.5;        // fraction of the lifetime's hours it is in use
+  double electricity_usd_per_kwh = 0.15;
+  double host_power_w = 150;       // the rest of the machine a GPU sits in (0 for a CPU box)
+};
+
+// Cost of one run on a cloud instance.
+struct InstanceCost {
+  std::string instance;  // CatalogInstance id
+  double run_hours = 0;
+  double on_demand_usd = 0;
+  std::optional<double> spot_usd;
+};
+
+// Cost of one run on owned hardware.
+struct OwnershipCost {
+  std::string device;           // CatalogDevice id
+  double hourly_capital_usd = 0;  // price / (lifetime hours * utilisation)
+  double hourly_power_usd = 0;    // (device + host power) in kW * electricity price
+  double run_usd = 0;             // run_hours * (capital + power)
+};
+
+// Hours of use per month above which buying `device` costs less than renting `instance`:
+// (price / lifetime months) / (instance hourly - power hourly). Never (nullopt) when renting costs
+// no more per hour than the electricity alone.
+struct BreakEven {
+  std::string device, instance;
+  std::optional<double> hours_per_month;
+  // Months until the purchase price is paid back by not renting, at `at_hours_per_month` of use.
+  std::optional<double> payback_months;
+  double at_hours_per_month = 0;
+};
+
+InstanceCost instance_cost(const CatalogInstance& instance, double run_hours);
+OwnershipCost ownership_cost(const CatalogDevice& device, double run_hours,
+                             const OwnershipAssumptions& a);
+BreakEven break_even(const CatalogDevice& device, const CatalogInstance& instance,
+                     const OwnershipAssumptions& a, double hours_per_month);
+
+// Checks the assumptions (positive lifetime, utilisation in (0, 1], non-negative prices); errors
+// name the option.
+void check_assumptions(const OwnershipAssumptions& a);
+
+}  // namespace xo
