@@ -13,10 +13,10 @@ namespace xo {
 
 // A device one can buy (or that an instance carries).
 struct CatalogDevice {
-  std::string id;    // unique across devices, e.g. "h100-sxm", "epyc-9654"
-  std::string kind;  // "gpu" or "cpu"
-  std::string name;  // e.g. "NVIDIA H100 SXM5 80GB"
-  double f32_tflops = 0;  // dense peak rates, TFLOP/s (> 0)
+  std::string id;          // unique across devices, e.g. "h100-sxm", "epyc-9654"
+  std::string kind;        // "gpu" or "cpu"
+  std::string name;        // e.g. "NVIDIA H100 SXM5 80GB"
+  double f32_tflops = 0;   // dense peak rates, TFLOP/s (> 0)
   double tf32_tflops = 0;  // 0 where the device has no such mode (CPUs)
   double bf16_tflops = 0;
   double memory_bandwidth_gbs = 0;  // GB/s (> 0)
@@ -37,7 +37,7 @@ struct CatalogInstance {
   int device_count = 1;
   int vcpus = 0;
   double memory_gib = 0;
-  double on_demand_usd_per_hour = 0;  // > 0
+  double on_demand_usd_per_hour = 0;        // > 0
   std::optional<double> spot_usd_per_hour;  // absent where the provider has no spot price
   std::string region;
   std::string source;
@@ -61,10 +61,15 @@ std::filesystem::path default_catalog_path();
 // id, or its index where the id is missing) and the field, and say what was expected: a missing
 // or mistyped field, a negative or zero rate or price, an unknown kind, a duplicate id, an instance
 // whose device is not in the catalog, a date not in YYYY-MM-DD form, an unknown key.
+//
+// Instance -> device references are checked against the file's own devices, unless the file says
+// `extends = true` at the top: such a file is an overlay meant to be merged onto another catalog
+// (it may name the shipped catalog's devices), and merge_catalogs checks its references instead.
 Catalog load_catalog(const std::filesystem::path& file);
 
-// `base` with `overlay`'s entries added; an entry whose id exists in base replaces it. Instances'
-// device references are checked again after the merge.
+// `base` with `overlay`'s entries added; an entry whose id exists in base replaces it (keeping
+// base's position), new ones are appended, origins are concatenated. Instances' device references
+// are checked again after the merge; an error names the instance, the missing device and the file.
 Catalog merge_catalogs(Catalog base, const Catalog& overlay);
 
 // Applies one command-line override "ID=USD": an instance id sets its on-demand hourly price, a
