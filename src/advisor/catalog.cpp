@@ -37,6 +37,7 @@ const std::vector<std::string_view> kDeviceKeys = {"id",
                                                    "power_w",
                                                    "price_usd",
                                                    "cores",
+                                                   "threads",
                                                    "source",
                                                    "date"};
 const std::vector<std::string_view> kInstanceKeys = {"id",
@@ -230,6 +231,12 @@ CatalogDevice read_device(Entry& e) {
     e.fail("cores", "is for CPUs only (physical cores); leave it out for a GPU");
   }
   d.cores = static_cast<int>(cores.value_or(0));
+  const auto threads = e.integer("threads", d.kind == "cpu");
+  if (d.kind == "cpu" && *threads < *cores) {
+    e.fail("threads", fmt::format("must be >= cores ({}), got {}", *cores, *threads));
+  }
+  if (d.kind == "gpu" && threads) e.fail("threads", "is for CPUs only; leave it out for a GPU");
+  d.threads = static_cast<int>(threads.value_or(0));
   d.source = e.string("source");
   d.date = e.date("date");
   return d;

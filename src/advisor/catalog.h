@@ -24,6 +24,7 @@ struct CatalogDevice {
   double power_w = 0;    // board power (GPU) or TDP (CPU), > 0
   double price_usd = 0;  // purchase price; 0 = not sold separately (then no ownership figures)
   int cores = 0;         // CPUs: physical cores; GPUs: 0
+  int threads = 0;       // CPUs: hardware threads (a cloud vCPU is one); GPUs: 0
   std::string source;    // where the figures come from
   std::string date;      // YYYY-MM-DD: when the figures (prices above all) were read
 };

@@ -18,6 +18,9 @@ Command add_train(CLI::App& app);
 Command add_run(CLI::App& app);
 Command add_models(CLI::App& app);
 Command add_devices(CLI::App& app);
+Command add_sweep(CLI::App& app);
+Command add_advise(CLI::App& app);
+Command add_cost(CLI::App& app);
 
 // Validators whose messages say what was expected in words (CLI11's own print the float range).
 CLI::Validator positive_number();
@@ -29,6 +32,8 @@ class Progress {
   Progress();
   ~Progress();
   void update(const std::string& text);
+  // A bar for `fraction` (0..1) of the whole job, then the text.
+  void bar(double fraction, const std::string& text);
   void clear();
 
  private:

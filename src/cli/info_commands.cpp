@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 
@@ -47,6 +48,14 @@ void Progress::update(const std::string& text) {
   fmt::print(stderr, "\r{}{}", text, std::string(pad, ' '));
   std::fflush(stderr);
   last_width_ = text.size();
+}
+
+void Progress::bar(double fraction, const std::string& text) {
+  constexpr int kWidth = 24;
+  const int filled = static_cast<int>(std::clamp(fraction, 0.0, 1.0) * kWidth + 0.5);
+  update(fmt::format("[{}{}] {:3.0f}% {}", std::string(static_cast<size_t>(filled), '#'),
+                     std::string(static_cast<size_t>(kWidth - filled), '.'),
+                     100 * std::clamp(fraction, 0.0, 1.0), text));
 }
 
 void Progress::clear() {

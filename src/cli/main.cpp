@@ -16,7 +16,10 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("crossover ") + CROSSOVER_VERSION);
   const std::vector<xo::cli::Command> commands = {xo::cli::add_run(app), xo::cli::add_train(app),
                                                   xo::cli::add_models(app),
-                                                  xo::cli::add_devices(app)};
+                                                  xo::cli::add_devices(app),
+                                                  xo::cli::add_sweep(app),
+                                                  xo::cli::add_advise(app),
+                                                  xo::cli::add_cost(app)};
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

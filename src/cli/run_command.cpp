@@ -1,31 +1,32 @@
-// `crossover run`: the default job, the classic disc-2 ... disc-12 depth sweep on every device
-// present (or, with --suite classic, that sweep and the Keras networks mnist-mlp, mnist-cnn and
-// imdb-lstm), printed as one table and written to results.json / results.csv after every model.
+// `crossover run` and `crossover sweep`: models trained on every device present, printed as one
+// table and written as a report folder (results.json, results.csv, report.html) after every
+// model. `run` is the default job, the classic disc-2 ... disc-12 depth sweep (with --suite
+// classic also Keras's mnist-mlp, mnist-cnn and imdb-lstm); `sweep` grows any spec along one
+// axis (depth, width, batch or sequence length) and finds where one device overtakes another.
 #include <fmt/format.h>
 
 #include <cmath>
 #include <filesystem>
 #include <memory>
 
+#include "advisor/crossover_point.h"
 #include "cli/commands.h"
+#include "cli/session.h"
 #include "core/error.h"
-#include "core/interrupt.h"
-#include "data/source.h"
 #include "model/model.h"
-#include "report/machine.h"
-#include "report/results.h"
+#include "model/vary.h"
 #include "report/table.h"
 
 namespace xo::cli {
 namespace {
 
 struct RunOptions {
+  MeasureOptions measure;
+  CostOptions cost;
   std::vector<std::string> models;
   std::string suite = "disc";
-  std::vector<std::string> devices;
-  std::optional<int64_t> epochs;
-  int threads = 0;
-  std::string out = "crossover-results";
+  std::string spec = "disc-12";
+  std::string vary;
 };
 
 std::vector<std::string> suite_models(const std::string& suite) {
@@ -37,70 +38,142 @@ std::vector<std::string> suite_models(const std::string& suite) {
   return names;
 }
 
-std::string render_table(const std::vector<SweepRow>& rows) {
+std::string render_table(const nlohmann::json& report) {
   Table table({"model", "layers", "params", "device", "s/100 epochs", "ms/step", "cv", "GFLOP/s",
-               "train error", "test accuracy"});
-  for (const SweepRow& row : rows) {
-    const TrainResult& r = row.result;
-    table.add_row(
-        {r.model, std::to_string(row.layers), std::to_string(r.params), r.device.id,
-         fmt::format("{:.3f}", seconds_per_100_epochs(r)), fmt::format("{:.4f}", r.step_ms.median),
-         fmt::format("{:.1f}%", 100.0 * r.step_ms.cv), fmt::format("{:.1f}", r.gflops),
-         fmt::format("{:.2f}%", r.final_train_error),
-         std::isnan(r.final_test_accuracy) ? std::string("-")
-                                           : fmt::format("{:.2f}%", r.final_test_accuracy)});
+               "% of peak", "train error", "test accuracy"});
+  for (const nlohmann::json& r : report["runs"]) {
+    const nlohmann::json& acc = r["final_test_accuracy"];
+    table.add_row({r["model"].get<std::string>(), std::to_string(r["layers"].get<int64_t>()),
+                   std::to_string(r["params"].get<int64_t>()), r["device"].get<std::string>(),
+                   fmt::format("{:.3f}{}", r["seconds_per_100_epochs"].get<double>(),
+                               r["per_epoch_estimated"].get<bool>() ? "*" : ""),
+                   fmt::format("{:.4f}", r["median_step_ms"].get<double>()),
+                   fmt::format("{:.1f}%", 100.0 * r["step_ms"]["cv"].get<double>()),
+                   fmt::format("{:.1f}", r["gflops"].get<double>()),
+                   r["peak_fraction"].is_number()
+                       ? fmt::format("{:.1f}%", 100 * r["peak_fraction"].get<double>())
+                       : std::string("n/a"),
+                   r["epochs"].get<int64_t>() > 0
+                       ? fmt::format("{:.2f}%", r["final_train_error"].get<double>())
+                       : std::string("-"),
+                   acc.is_number() ? fmt::format("{:.2f}%", acc.get<double>()) : std::string("-")});
   }
   return table.render();
 }
 
-int run_sweep(const RunOptions& o) {
+// The sweep section and the advice for the rows of `axis` (the disc models for `run`).
+void add_sweep_and_advice(nlohmann::json& report, const Session& session,
+                          const std::vector<SweepRow>& rows, const std::string& axis,
+                          const Catalog& catalog, const AdviceOptions& advice) {
+  if (rows.empty()) return;
+  std::vector<SweepSeries> series = sweep_series(rows);
+  std::vector<std::string> predicted;
+  if (auto gpu = predicted_gpu_series(rows, session.peaks(), catalog, advice)) {
+    predicted.push_back(gpu->device);
+    series.push_back(std::move(*gpu));
+  }
+  const std::vector<Crossover> crossovers = find_crossovers(series);
+  report["sweep"] = sweep_json(axis, series, crossovers, predicted);
+  // Advice for the largest model of the sweep on the first device.
+  const SweepRow* focus = &rows.front();
+  for (const SweepRow& r : rows) {
+    if (r.result.device.id == focus->result.device.id && r.axis_value > focus->axis_value) focus = &r;
+  }
+  add_advice(report, *focus, rows, session.peaks(), catalog, advice, crossovers, axis,
+             !predicted.empty());
+}
+
+void print_summary(const nlohmann::json& report, const std::filesystem::path& out,
+                   bool stopped) {
+  fmt::print("{}", render_table(report));
+  bool estimated = false;
+  for (const nlohmann::json& r : report["runs"]) estimated |= r["per_epoch_estimated"].get<bool>();
+  if (estimated) fmt::print("* from the median step times the steps per epoch (--steps)\n");
+  for (const nlohmann::json& p : report["peaks"]) {
+    fmt::print("peak of {}: {:.1f} GFLOP/s f32 matmul, {:.1f} GB/s (probed {}{})\n",
+               p["device"].get<std::string>(), p["matmul_gflops"].get<double>(),
+               p["bandwidth_gbs"].get<double>(), p["probed"].get<std::string>(),
+               p["cached"].get<bool>() ? ", cached" : "");
+  }
+  if (report.contains("advice")) {
+    fmt::print("\n");
+    for (const auto& line : report["advice"]) fmt::print("- {}\n", line.get<std::string>());
+  }
+  fmt::print("\nreport: {} (and results.json, results.csv){}\n", (out / "report.html").string(),
+             stopped ? " (interrupted: partial)" : "");
+}
+
+int run_models(const RunOptions& o) {
   const std::vector<std::string> models = o.models.empty() ? suite_models(o.suite) : o.models;
   std::vector<ModelSpec> specs;
   for (const auto& m : models) specs.push_back(resolve_spec(m));  // fail before any training
-  std::vector<std::string> devices = o.devices;
-  if (devices.empty()) {
-    const DeviceList list = list_devices();
-    devices = list.available;
-    for (const auto& why : list.unavailable_reasons) fmt::print(stderr, "note: {}\n", why);
-  }
-  const nlohmann::json machine = describe_machine();
-  const std::filesystem::path out(o.out);
-  std::vector<SweepRow> rows;
-  Progress progress;
-  bool stopped = false;
-  for (const std::string& device : devices) {
-    auto backend = make_backend(parse_device(device, o.threads));
-    for (ModelSpec spec : specs) {
-      if (stopped) break;
-      if (o.epochs) spec.train.epochs = *o.epochs;
-      Model model(spec, *backend);
-      progress.update(fmt::format("[{}/{}] {} on {}: loading data", rows.size() + 1,
-                                  specs.size() * devices.size(), spec.name, backend->info().id));
-      const DataSplit data = load_data(spec, model.classes());
-      model.init(spec.train.seed);
-      const std::string label = fmt::format("{} on {}", spec.name, backend->info().id);
-      double trained_seconds = 0;
-      TrainResult r = train_model(model, data, spec.train, [&](const EpochRecord& e, int64_t n) {
-        trained_seconds += e.seconds;
-        const double left =
-            trained_seconds / static_cast<double>(e.epoch) * static_cast<double>(n - e.epoch);
-        progress.update(fmt::format(
-            "[{}/{}] {}: epoch {}/{}, loss {:.4f}, error {:.2f}%, ~{:.0f} s left", rows.size() + 1,
-            specs.size() * devices.size(), label, e.epoch, n, e.loss, e.train_error, left));
-      });
-      progress.clear();
-      fmt::print(stderr, "{}: {:.4f} ms/step, {:.1f} GFLOP/s, train error {:.2f}%\n", label,
-                 r.step_ms.median, r.gflops, r.final_train_error);
-      stopped = r.interrupted;
-      rows.push_back({std::move(r), weighted_layers(spec)});
-      write_sweep(out, rows, machine, false);  // after every model: an interruption keeps them
+  const Catalog catalog = load_user_catalog(o.cost);
+  Session session(o.measure);
+  const std::filesystem::path out(o.measure.out);
+  const size_t jobs = specs.size() * session.devices().size();
+  auto write = [&] {
+    nlohmann::json report = session.report("run", fmt::format("crossover run: {}", fmt::join(models, ", ")));
+    std::vector<SweepRow> disc;
+    for (const SweepRow& r : session.rows()) {
+      if (!r.axis.empty()) disc.push_back(r);
+    }
+    add_sweep_and_advice(report, session, disc, "depth", catalog, o.cost.advice);
+    write_report(out, report);
+    return report;
+  };
+  size_t job = 0;
+  for (const std::string& device : session.devices()) {
+    for (const ModelSpec& spec : specs) {
+      if (session.stopped()) break;
+      const bool disc = spec.origin == "built-in" && spec.name.rfind("disc-", 0) == 0;
+      session.measure(spec, device, job++, jobs, disc ? "depth" : "",
+                      static_cast<double>(weighted_layers(spec)));
+      write();  // after every model: an interruption keeps them
     }
   }
-  write_sweep(out, rows, machine, !stopped);
-  fmt::print("{}", render_table(rows));
-  fmt::print("results: {}, {}{}\n", (out / "results.json").string(), (out / "results.csv").string(),
-             stopped ? " (interrupted: partial)" : "");
-  return stopped ? 130 : 0;
+  const nlohmann::json report = write();
+  print_summary(report, out, session.stopped());
+  return session.stopped() ? 130 : 0;
+}
+
+int run_sweep(const RunOptions& o) {
+  const ModelSpec base = resolve_spec(o.spec);
+  AxisValues vary;
+  if (o.vary.empty()) {
+    if (!(base.origin == "built-in" && base.name.rfind("disc-", 0) == 0)) {
+      throw UserError(fmt::format("sweep {}: say what to vary, e.g. --vary batch=32,64,128 or "
+                                  "--vary width=64,128,256",
+                                  o.spec));
+    }
+    vary = parse_vary("depth=2..12");
+  } else {
+    vary = parse_vary(o.vary);
+  }
+  std::vector<ModelSpec> specs;
+  for (int64_t v : vary.values) specs.push_back(vary_spec(base, vary.axis, v));
+  const Catalog catalog = load_user_catalog(o.cost);
+  Session session(o.measure);
+  const std::filesystem::path out(o.measure.out);
+  const size_t jobs = specs.size() * session.devices().size();
+  const std::string axis = axis_name(vary.axis);
+  auto write = [&] {
+    nlohmann::json report = session.report(
+        "sweep", fmt::format("crossover sweep: {} along {}", base.name, axis));
+    add_sweep_and_advice(report, session, session.rows(), axis, catalog, o.cost.advice);
+    write_report(out, report);
+    return report;
+  };
+  size_t job = 0;
+  for (const std::string& device : session.devices()) {
+    for (size_t i = 0; i < specs.size(); ++i) {
+      if (session.stopped()) break;
+      session.measure(specs[i], device, job++, jobs, axis, static_cast<double>(vary.values[i]));
+      write();
+    }
+  }
+  const nlohmann::json report = write();
+  print_summary(report, out, session.stopped());
+  return session.stopped() ? 130 : 0;
 }
 
 }  // namespace
@@ -109,18 +182,27 @@ Command add_run(CLI::App& app) {
   auto o = std::make_shared<RunOptions>();
   CLI::App* sub = app.add_subcommand(
       "run", "The default job: the disc-2 ... disc-12 sweep on every device present");
-  sub->add_option("--out", o->out, "Folder for results.json and results.csv")
-      ->capture_default_str();
+  add_measure_options(sub, o->measure, false);
+  add_cost_options(sub, o->cost);
   sub->add_option("--suite", o->suite,
                   "disc: disc-2 ... disc-12; classic: those and mnist-mlp, mnist-cnn, imdb-lstm")
       ->check(CLI::IsMember({"disc", "classic"}))
       ->capture_default_str();
-  sub->add_option("--models", o->models, "Models to sweep (replaces the suite's)")->delimiter(',');
-  sub->add_option("--devices", o->devices, "Devices (default: every device present)")
-      ->delimiter(',');
-  sub->add_option("--epochs", o->epochs, "Override every model's epochs")->check(positive_number());
-  sub->add_option("--threads", o->threads, "CPU threads (0 = all cores)")
-      ->check(non_negative_integer());
+  sub->add_option("--models", o->models, "Models to run (replaces the suite's)")->delimiter(',');
+  return {sub, [o] { return run_models(*o); }};
+}
+
+Command add_sweep(CLI::App& app) {
+  auto o = std::make_shared<RunOptions>();
+  CLI::App* sub = app.add_subcommand(
+      "sweep", "Grow a model along one axis on every device and find the crossover");
+  sub->add_option("spec", o->spec,
+                  "A built-in name or a TOML spec (default: the disc family, along depth)")
+      ->capture_default_str();
+  sub->add_option("--vary", o->vary,
+                  "AXIS=V1,V2,... or AXIS=A..B: depth, width, batch or sequence");
+  add_measure_options(sub, o->measure, true);
+  add_cost_options(sub, o->cost);
   return {sub, [o] { return run_sweep(*o); }};
 }
 

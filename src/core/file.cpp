@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -46,6 +47,16 @@ void write_file_atomic(const std::filesystem::path& path, std::string_view bytes
     throw UserError(
         fmt::format("{}: cannot rename into place: {}", path.string(), std::strerror(rename_err)));
   }
+}
+
+std::filesystem::path default_cache_dir() {
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) {
+    return std::filesystem::path(xdg) / "crossover";
+  }
+  if (const char* home = std::getenv("HOME"); home && *home) {
+    return std::filesystem::path(home) / ".cache" / "crossover";
+  }
+  return std::filesystem::temp_directory_path() / "crossover";
 }
 
 }  // namespace xo

@@ -15,4 +15,8 @@ std::string read_file(const std::filesystem::path& path);
 // flushes, then renames over `path`. Throws UserError naming the path on failure.
 void write_file_atomic(const std::filesystem::path& path, std::string_view bytes);
 
+// Where crossover caches what it derived (tokenised corpora, measured peaks): $XDG_CACHE_HOME/
+// crossover, else $HOME/.cache/crossover, else the system's temporary folder.
+std::filesystem::path default_cache_dir();
+
 }  // namespace xo

@@ -258,16 +258,6 @@ std::string cache_key(const fs::path& dir, const std::vector<fs::path> (&files)[
 
 }  // namespace
 
-fs::path default_cache_dir() {
-  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) {
-    return fs::path(xdg) / "crossover";
-  }
-  if (const char* home = std::getenv("HOME"); home && *home) {
-    return fs::path(home) / ".cache" / "crossover";
-  }
-  return fs::temp_directory_path() / "crossover";
-}
-
 ImdbData load_imdb_corpus(const fs::path& dir, const ImdbOptions& o, const fs::path& cache_dir) {
   check_options(o, dir.string());
   std::error_code ec;

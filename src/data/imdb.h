@@ -32,9 +32,6 @@ struct ImdbData {
 ImdbData load_imdb_corpus(const std::filesystem::path& dir, const ImdbOptions& options,
                           const std::filesystem::path& cache_dir);
 
-// $XDG_CACHE_HOME/crossover, else $HOME/.cache/crossover, else the system's temporary folder.
-std::filesystem::path default_cache_dir();
-
 // Sequences with IMDB's shapes and class balance (exactly half positive): Zipf-distributed word
 // ranks over a universe twice the vocabulary (ranks past it become the out-of-vocabulary id 1),
 // review lengths from seq_len / 2 to 3 seq_len (shorter ones left-padded), and a learnable signal:

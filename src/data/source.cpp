@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "core/file.h"
 #include "data/idx.h"
 #include "data/imdb.h"
 

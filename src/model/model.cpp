@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <chrono>
 #include <cmath>
 #include <map>
 
@@ -300,6 +301,44 @@ void Network::run(const float* src, const int32_t* labels, LossStats* stats, boo
   for (size_t k = 1; k < shards_.size(); ++k) {
     if (train) be.accumulate(model_.grads(), shards_[k].grads, model_.flat_size());
     be.accumulate_stats(stats, shards_[k].stats);
+  }
+}
+
+void Network::profile_step(const float* src, const int32_t* labels, LossStats* stats,
+                           StepProfile& out) {
+  XO_ASSERT(training_ && shards_.size() == 1);
+  Backend& be = model_.backend();
+  Shard& s = shards_[0];
+  const float* params = model_.params();
+  const size_t n = s.layers.size();
+  out.forward_ms.assign(n, 0.0);
+  out.backward_ms.assign(n, 0.0);
+  using Clock = std::chrono::steady_clock;
+  auto ms_since = [&](Clock::time_point t0) {
+    be.synchronize();
+    return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  };
+  const uint64_t step = model_.advance_step();
+  be.synchronize();
+  const float* x = src;
+  for (size_t i = 0; i < n; ++i) {
+    if (!s.layers[i]) continue;
+    const auto t0 = Clock::now();
+    s.layers[i]->forward(params, x, s.outputs[i], step);
+    out.forward_ms[i] = ms_since(t0);
+    x = s.outputs[i];
+  }
+  const auto t0 = Clock::now();
+  s.loss->forward_backward(s.outputs.back() ? s.outputs.back() : src, labels, s.d_outputs.back(),
+                           stats);
+  out.loss_ms = ms_since(t0);
+  for (size_t i = n; i-- > 0;) {
+    if (!s.layers[i]) continue;
+    const float* in = i > 0 && s.outputs[i - 1] ? s.outputs[i - 1] : src;
+    float* d_in = i > 0 && model_.nodes()[i].gradient_below ? s.d_outputs[i - 1] : nullptr;
+    const auto t1 = Clock::now();
+    s.layers[i]->backward(params, in, s.outputs[i], s.d_outputs[i], s.grads, d_in);
+    out.backward_ms[i] = ms_since(t1);
   }
 }
 

@@ -128,6 +128,15 @@ class Network {
   // Forward and loss only (dropout off).
   void evaluate(const float* src, const int32_t* labels, LossStats* stats);
 
+  // A training step (as train_step) with every node's forward and backward and the loss timed
+  // apart, the backend synchronised around each: per-node times in milliseconds, 0 for views.
+  // Needs an unsharded plan (shards() == 1).
+  struct StepProfile {
+    std::vector<double> forward_ms, backward_ms;  // per node
+    double loss_ms = 0;
+  };
+  void profile_step(const float* src, const int32_t* labels, LossStats* stats, StepProfile& out);
+
  private:
   // A slice [offset, offset + batch) of the batch with everything it needs.
   struct Shard {

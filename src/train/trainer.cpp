@@ -94,6 +94,37 @@ class Evaluator {
   std::optional<Network> full_, partial_;
 };
 
+// Times each node of an unsharded plan over `steps` steps on the first batch (gradients are
+// computed, the optimizer is not applied), keeping per-node medians.
+void profile_nodes(Model& model, const DeviceBuffer& x, const DeviceBuffer& y, int64_t batch,
+                   int steps, TrainResult& r) {
+  Backend& be = model.backend();
+  Network net(model, batch, true, 1);
+  DeviceBuffer stats = be.allocate(sizeof(LossStats));
+  const size_t nodes = model.nodes().size();
+  std::vector<std::vector<double>> fwd(nodes), bwd(nodes);
+  std::vector<double> loss;
+  Network::StepProfile p;
+  for (int i = 0; i < steps + 2; ++i) {
+    if (stop_requested()) return;
+    net.profile_step(x.as<float>(), y.as<int32_t>(), stats.as<LossStats>(), p);
+    if (i < 2) continue;  // warm-up
+    for (size_t k = 0; k < nodes; ++k) {
+      fwd[k].push_back(p.forward_ms[k]);
+      bwd[k].push_back(p.backward_ms[k]);
+    }
+    loss.push_back(p.loss_ms);
+  }
+  r.profiled_steps = steps;
+  r.node_forward_ms.resize(nodes);
+  r.node_backward_ms.resize(nodes);
+  for (size_t k = 0; k < nodes; ++k) {
+    r.node_forward_ms[k] = summarize(fwd[k]).median;
+    r.node_backward_ms[k] = summarize(bwd[k]).median;
+  }
+  r.loss_ms = summarize(loss).median;
+}
+
 }  // namespace
 
 TrainResult train_model(Model& model, const Dataset& data, const TrainSpec& train,
@@ -156,9 +187,15 @@ TrainResult train_model(Model& model, const DataSplit& split, const TrainSpec& t
   r.flops_per_step = model.train_flops(batch);
   r.setup_seconds = ms_between(setup_start, Clock::now()) / 1e3;
 
-  std::vector<double> step_ms;
+  std::vector<double> step_ms, data_ms, fb_ms, opt_ms;
   step_ms.reserve(static_cast<size_t>(train.epochs * steps_per_epoch));
-  for (int64_t epoch = 1; epoch <= train.epochs && !r.interrupted; ++epoch) {
+  data_ms.reserve(step_ms.capacity());
+  fb_ms.reserve(step_ms.capacity());
+  opt_ms.reserve(step_ms.capacity());
+  int64_t steps_taken = 0;
+  bool step_limit = false;
+  for (int64_t epoch = 1; epoch <= train.epochs && !r.interrupted && !step_limit; ++epoch) {
+    if (exec.max_steps > 0 && steps_taken >= exec.max_steps) break;
     if (train.shuffle) {
       // Fisher-Yates with the seeded generator: the same order on every machine.
       std::iota(host_order.begin(), host_order.end(), 0);
@@ -184,13 +221,28 @@ TrainResult train_model(Model& model, const DataSplit& split, const TrainSpec& t
         src = batch_x.as<float>();
         labels = batch_y.as<int32_t>();
       }
+      // The phases are timed on the host: exact on the CPU, whose calls return when done.
+      const auto t1 = Clock::now();
       net.train_step(src, labels, stats);
+      const auto t2 = Clock::now();
       optimizer->step(model.params(), model.grads());
       be.synchronize();
-      const double ms = ms_between(t0, Clock::now());
+      const auto t3 = Clock::now();
+      const double ms = ms_between(t0, t3);
       epoch_ms += ms;
-      if (s < full_steps) step_ms.push_back(ms);  // the partial batch would skew the median
+      if (s < full_steps) {  // the partial batch would skew the medians
+        step_ms.push_back(ms);
+        data_ms.push_back(ms_between(t0, t1));
+        fb_ms.push_back(ms_between(t1, t2));
+        opt_ms.push_back(ms_between(t2, t3));
+      }
+      ++steps_taken;
+      if (exec.max_steps > 0 && steps_taken >= exec.max_steps && s + 1 < steps_per_epoch) {
+        step_limit = true;  // a partial epoch is not reported as an epoch
+        break;
+      }
     }
+    if (step_limit) break;
     if (r.interrupted) break;
     LossStats host{};
     be.download(&host, stats, sizeof(host));
@@ -213,12 +265,19 @@ TrainResult train_model(Model& model, const DataSplit& split, const TrainSpec& t
     r.final_test_accuracy = r.epochs.back().test_accuracy;
   }
   // The first step pays for first-touch page faults and cold caches: it is the warm-up.
-  if (step_ms.size() > 1) step_ms.erase(step_ms.begin());
+  for (auto* v : {&step_ms, &data_ms, &fb_ms, &opt_ms}) {
+    if (v->size() > 1) v->erase(v->begin());
+  }
   r.step_ms = summarize(step_ms);
+  r.data_ms = summarize(data_ms).median;
+  r.forward_backward_ms = summarize(fb_ms).median;
+  r.optimizer_ms = summarize(opt_ms).median;
+  r.steps_taken = steps_taken;
   if (r.step_ms.median > 0) {
     r.gflops = r.flops_per_step / (r.step_ms.median * 1e-3) / 1e9;
     r.samples_per_second = static_cast<double>(batch) / (r.step_ms.median * 1e-3);
   }
+  if (exec.profile_steps > 0 && !r.interrupted) profile_nodes(model, x, y, batch, exec.profile_steps, r);
   return r;
 }
 

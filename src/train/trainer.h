@@ -47,6 +47,15 @@ struct TrainResult {
   double samples_per_second = 0;
   double train_seconds = 0;    // all epochs, every step included
   double setup_seconds = 0;    // building the plan and copying the data to the device
+  // Medians per step of the loop's phases: batch selection (data), forward + loss + backward, and
+  // the optimizer; the warm-up step excluded.
+  double data_ms = 0, forward_backward_ms = 0, optimizer_ms = 0;
+  int64_t steps_taken = 0;  // training steps run (all epochs)
+  // With ExecutionOptions::profile_steps: each node's forward and backward time (medians over the
+  // profiled steps, run unsharded and synchronised per node; 0 for views) and the loss's.
+  int64_t profiled_steps = 0;
+  std::vector<double> node_forward_ms, node_backward_ms;
+  double loss_ms = 0;
   bool interrupted = false;    // stopped early by Ctrl-C: epochs holds what completed
   int64_t diverged_epoch = 0;  // first epoch whose loss was not finite (0: none); training goes on
 };
@@ -56,6 +65,12 @@ using EpochCallback = std::function<void(const EpochRecord&, int64_t total_epoch
 // How to execute, as opposed to what to train (the spec).
 struct ExecutionOptions {
   int shards = 0;  // batch shards per step; 0 = as the backend prefers (Backend::batch_shards)
+  // After training, this many extra steps (plus 2 warm-ups) time every node apart; the optimizer
+  // is not applied in them, so the trained parameters are those of the epochs alone. 0: none.
+  int profile_steps = 0;
+  // Stop after this many training steps in all (0: no limit): a sweep that measures step times
+  // need not train to the end. The result says how many epochs completed.
+  int64_t max_steps = 0;
 };
 
 // Trains `model` (already initialised) on `data.train` as `train` says, evaluating `data.test`

@@ -150,7 +150,7 @@ TEST(CatalogPath, EnvironmentOverridesTheDefault) {
 TEST(CatalogLoad, ReadsEveryField) {
   TempFile f(kHeader + device("gpu-a") +
              device("cpu-a", {{"kind", "\"cpu\""}, {"tf32_tflops", ""}, {"date", "2023-12-01"}},
-                    "cores = 16\n") +
+                    "cores = 16\nthreads = 32\n") +
              instance("cloud-a", "gpu-a", {{"on_demand_usd_per_hour", "2"}}) +
              "spot_usd_per_hour = 0.75\n");
   const Catalog c = load_catalog(f.path());
@@ -172,6 +172,7 @@ TEST(CatalogLoad, ReadsEveryField) {
   const CatalogDevice& cpu = c.devices[1];
   EXPECT_EQ(cpu.kind, "cpu");
   EXPECT_EQ(cpu.cores, 16);
+  EXPECT_EQ(cpu.threads, 32);
   EXPECT_DOUBLE_EQ(cpu.tf32_tflops, 0);
   EXPECT_EQ(cpu.date, "2023-12-01");  // a bare TOML date reads as text
   ASSERT_EQ(c.instances.size(), 1u);
@@ -243,6 +244,14 @@ std::vector<ErrorCase> error_cases() {
       {"cpu_with_zero_cores",
        kHeader + device("cpu-a", {{"kind", "\"cpu\""}}, "cores = 0\n"),
        {"device \"cpu-a\" (entry 1)", "'cores'", ">= 1"}},
+      {"cpu_without_threads",
+       kHeader + device("cpu-a", {{"kind", "\"cpu\""}}, "cores = 4\n"),
+       {"device \"cpu-a\" (entry 1)", "'threads'", "missing"}},
+      {"cpu_with_fewer_threads_than_cores",
+       kHeader + device("cpu-a", {{"kind", "\"cpu\""}}, "cores = 4\nthreads = 2\n"),
+       {"device \"cpu-a\" (entry 1)", "'threads'", ">= cores (4)"}},
+      {"gpu_with_threads", kHeader + device("gpu-a", {}, "threads = 8\n"),
+       {a, "'threads'", "CPUs only"}},
       {"gpu_with_cores", kHeader + device("gpu-a", {}, "cores = 8\n"), {a, "'cores'", "CPUs only"}},
       {"fractional_cores",
        kHeader + device("cpu-a", {{"kind", "\"cpu\""}}, "cores = 2.5\n"),
@@ -376,7 +385,7 @@ TEST(CatalogMerge, WithoutExtendsAFileMustResolveItsOwnReferences) {
 Catalog small_catalog() {
   Catalog c;
   c.devices.push_back(
-      {"gpu-a", "gpu", "Test GPU", 10, 0, 0, 500, 16, 250, 1000, 0, "t", "2024-01-01"});
+      {"gpu-a", "gpu", "Test GPU", 10, 0, 0, 500, 16, 250, 1000, 0, 0, "t", "2024-01-01"});
   CatalogInstance in;
   in.id = "cloud.a";  // ids may hold dots, as AWS names do
   in.device = "gpu-a";

@@ -41,7 +41,8 @@ nlohmann::json read_json(const std::filesystem::path& path) {
 }
 
 TEST(Cli, HelpEverywhere) {
-  for (const std::string sub : {"", "run", "train", "models", "devices"}) {
+  for (const std::string sub :
+       {"", "run", "train", "models", "devices", "sweep", "advise", "cost"}) {
     const Result r = run(sub + " --help");
     EXPECT_EQ(r.status, 0) << sub << ": " << r.output;
     EXPECT_NE(r.output.find("Usage"), std::string::npos) << sub;
@@ -124,12 +125,32 @@ TEST(Cli, RunWritesTheSweepTableJsonAndCsv) {
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_NE(r.output.find("s/100 epochs"), std::string::npos) << r.output;
   const auto j = read_json(dir / "results.json");
-  EXPECT_EQ(j["schema"], "crossover.run/1");
+  EXPECT_EQ(j["schema"], "crossover.report/1");
+  EXPECT_EQ(j["kind"], "run");
   EXPECT_TRUE(j["complete"].get<bool>());
   EXPECT_TRUE(j["machine"].contains("cpu"));
-  ASSERT_EQ(j["results"].size(), 2u);
-  EXPECT_EQ(j["results"][1]["model"], "disc-3");
-  EXPECT_EQ(j["results"][1]["layers"], 3);
+  ASSERT_EQ(j["runs"].size(), 2u);
+  EXPECT_EQ(j["runs"][1]["model"], "disc-3");
+  EXPECT_EQ(j["runs"][1]["layers"], 3);
+  EXPECT_EQ(j["runs"][1]["epochs"], 2);
+  // The CPU's measured peak and each model's achieved fraction of it.
+  ASSERT_EQ(j["peaks"].size(), 1u);
+  const double peak = j["peaks"][0]["matmul_gflops"].get<double>();
+  EXPECT_GT(peak, 1.0);
+  EXPECT_NEAR(j["runs"][1]["peak_fraction"].get<double>(),
+              j["runs"][1]["gflops"].get<double>() / peak, 1e-9);
+  // The phase split and the per-layer profile: disc-3 has three Linear nodes.
+  EXPECT_GT(j["runs"][1]["phases_ms"]["forward"].get<double>(), 0);
+  ASSERT_EQ(j["runs"][1]["layers_profile"].size(), 3u);
+  EXPECT_EQ(j["runs"][1]["layers_profile"][0]["name"], "0 linear+relu");
+  // Utilisation was sampled; no NVML here, so the GPU columns are null.
+  EXPECT_TRUE(j["runs"][1]["utilisation"]["gpu_percent"].is_null());
+  EXPECT_GT(j["runs"][1]["peak_rss_mib"].get<double>(), 1.0);
+  // The sweep along depth with a predicted GPU series, and the advice.
+  EXPECT_EQ(j["sweep"]["axis"], "depth");
+  EXPECT_GE(j["sweep"]["series"].size(), 1u);
+  EXPECT_FALSE(j["advice"].empty());
+  EXPECT_TRUE(std::filesystem::exists(dir / "report.html"));
   std::ifstream csv(dir / "results.csv");
   std::string header, row;
   std::getline(csv, header);
@@ -149,9 +170,9 @@ TEST(Cli, InterruptKeepsPartialResults) {
   EXPECT_EQ(WEXITSTATUS(status), 130);
   const auto j = read_json(dir / "results.json");
   EXPECT_FALSE(j["complete"].get<bool>());
-  ASSERT_EQ(j["results"].size(), 2u);
-  EXPECT_EQ(j["results"][0]["model"], "disc-2");
-  EXPECT_TRUE(j["results"][1]["interrupted"].get<bool>());
+  ASSERT_EQ(j["runs"].size(), 2u);
+  EXPECT_EQ(j["runs"][0]["model"], "disc-2");
+  EXPECT_TRUE(j["runs"][1]["interrupted"].get<bool>());
 }
 
 TEST(Cli, DivergenceIsReported) {
@@ -207,6 +228,95 @@ TEST(Cli, ModelsAndDevicesList) {
   const Result d = run("devices");
   EXPECT_EQ(d.status, 0);
   EXPECT_NE(d.output.find("cpu:"), std::string::npos) << d.output;
+}
+
+TEST(Cli, SweepAlongBatchFindsEveryPointAndWritesTheReport) {
+  const auto dir = temp_dir("sweep");
+  const Result r = run("sweep disc-5 --vary batch=10,50,250 --epochs 2 --out " + dir.string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  const auto j = read_json(dir / "results.json");
+  EXPECT_EQ(j["kind"], "sweep");
+  EXPECT_EQ(j["sweep"]["axis"], "batch");
+  EXPECT_EQ(j["sweep"]["x"], "axis_value");  // the parameters do not change with the batch
+  ASSERT_EQ(j["runs"].size(), 3u);
+  EXPECT_EQ(j["runs"][2]["model"], "disc-5[batch=250]");
+  EXPECT_EQ(j["runs"][2]["batch"], 250);
+  EXPECT_EQ(j["runs"][2]["steps_per_epoch"], 4);
+  const auto& cpu = j["sweep"]["series"][0];
+  EXPECT_EQ(cpu["device"], "cpu");
+  EXPECT_EQ(cpu["points"].size(), 3u);
+  EXPECT_TRUE(std::filesystem::exists(dir / "report.html"));
+  EXPECT_TRUE(std::filesystem::exists(dir / "results.csv"));
+}
+
+TEST(Cli, SweepErrorsNameWhatWasExpected) {
+  Result r = run("sweep mnist-mlp");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.output.find("--vary"), std::string::npos) << r.output;
+  r = run("sweep disc-4 --vary colour=1,2");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.output.find("unknown axis 'colour'"), std::string::npos) << r.output;
+  r = run("sweep disc-4 --vary batch=10,-3");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.output.find("'-3' is not a positive integer"), std::string::npos) << r.output;
+  r = run("sweep disc-4 --vary sequence=10");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.output.find("cannot vary sequence"), std::string::npos) << r.output;
+}
+
+TEST(Cli, AdviseMeasuresPredictsCostsAndRecommends) {
+  const auto dir = temp_dir("advise");
+  const Result r = run("advise disc-9 --steps 30 --out " + dir.string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  for (const char* text : {"Fastest here: cpu", "Cheapest cloud run", "(this machine)",
+                           "break-even", "predicted"}) {
+    EXPECT_NE(r.output.find(text), std::string::npos) << text << "\n" << r.output;
+  }
+  const auto j = read_json(dir / "results.json");
+  EXPECT_EQ(j["kind"], "advise");
+  // The local CPU is both measured and predicted, with the error written down.
+  bool local = false;
+  for (const auto& p : j["predictions"]) {
+    if (p["local"].get<bool>()) {
+      local = true;
+      EXPECT_TRUE(p["measured_step_ms"].is_number());
+      EXPECT_TRUE(p["error_percent"].is_number());
+    }
+    EXPECT_FALSE(p["assumptions"].empty());
+  }
+  EXPECT_TRUE(local);
+  EXPECT_GE(j["cost"]["instances"].size(), 10u);
+  EXPECT_EQ(j["cost"]["steps_per_epoch"], 10);
+  EXPECT_EQ(j["sweep"]["axis"], "width");
+}
+
+TEST(Cli, CostRecostsAResultsFileWithOverriddenPrices) {
+  const auto dir = temp_dir("cost");
+  ASSERT_EQ(run("run --models disc-6 --epochs 2 --out " + dir.string()).status, 0);
+  const Result base = run("cost " + (dir / "results.json").string());
+  ASSERT_EQ(base.status, 0) << base.output;
+  EXPECT_NE(base.output.find("g4dn.xlarge"), std::string::npos) << base.output;
+  // Doubling an instance's price doubles its cost per run (the run time is the same).
+  const auto cost_of = [](const std::string& out, const std::string& name) {
+    const auto at = out.find(name);
+    EXPECT_NE(at, std::string::npos) << out;
+    return out.substr(at, out.find('\n', at) - at);
+  };
+  const Result doubled = run("cost " + (dir / "results.json").string() +
+                             " --price aws-g4dn.xlarge=1000");
+  ASSERT_EQ(doubled.status, 0) << doubled.output;
+  EXPECT_NE(cost_of(doubled.output, "g4dn.xlarge").find("1000.000"), std::string::npos)
+      << cost_of(doubled.output, "g4dn.xlarge");
+  Result bad = run("cost " + (dir / "results.json").string() + " --price nosuch=3");
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.output.find("nosuch"), std::string::npos) << bad.output;
+  bad = run("cost " + (dir / "results.json").string() + " --utilisation 1.5");
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.output.find("--utilisation"), std::string::npos) << bad.output;
+  std::ofstream(dir / "other.json") << "{\"schema\": \"something/1\"}";
+  bad = run("cost " + (dir / "other.json").string());
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.output.find("not a crossover results.json"), std::string::npos) << bad.output;
 }
 
 }  // namespace

@@ -1,0 +1,387 @@
+#include "advisor/advice.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <limits>
+
+namespace xo {
+namespace {
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+// A catalog GPU stands for a local device when its model (the first word after the vendor, e.g.
+// "H100") appears in the local device's name.
+bool same_model(const CatalogDevice& d, const DeviceInfo& local) {
+  if ((d.kind == "gpu") != (local.kind == "cuda")) return false;
+  std::string name = lower(d.name);
+  for (const char* vendor : {"nvidia ", "geforce ", "amd ", "intel(r) ", "intel "}) {
+    if (name.rfind(vendor, 0) == 0) name = name.substr(std::string(vendor).size());
+  }
+  const std::string model = name.substr(0, name.find(' '));
+  return model.size() >= 3 && lower(local.name).find(model) != std::string::npos;
+}
+
+std::string format_duration(double seconds) {
+  if (seconds < 1e-3) return fmt::format("{:.1f} µs", seconds * 1e6);
+  if (seconds < 1) return fmt::format("{:.3g} ms", seconds * 1e3);
+  if (seconds < 120) return fmt::format("{:.3g} s", seconds);
+  if (seconds < 7200) return fmt::format("{:.3g} min", seconds / 60);
+  return fmt::format("{:.3g} h", seconds / 3600);
+}
+
+std::string usd(double v) {
+  if (v < 0.01) return fmt::format("${:.5f}", v);
+  if (v < 10) return fmt::format("${:.3f}", v);
+  return fmt::format("${:.0f}", v);
+}
+
+double step_seconds(const DevicePrediction& p) { return p.measured_s ? *p.measured_s : p.step.seconds; }
+
+nlohmann::json opt(const std::optional<double>& v) {
+  return v ? nlohmann::json(*v) : nlohmann::json();
+}
+
+}  // namespace
+
+const DevicePeaks* find_peaks(const std::vector<DevicePeaks>& peaks, const std::string& device) {
+  for (const DevicePeaks& p : peaks) {
+    if (p.device == device) return &p;
+  }
+  return nullptr;
+}
+
+static DeviceRates probed_rates(const DevicePeaks& p) {
+  return {p.matmul_gflops, p.bandwidth_gbs, p.step_overhead_us, p.layer_overhead_us};
+}
+
+double local_efficiency(const SweepRow& row, const std::vector<DevicePeaks>& peaks) {
+  const DevicePeaks* p = find_peaks(peaks, row.result.device.id);
+  if (!p || row.result.step_ms.median <= 0) return 1.0;
+  return calibrate_efficiency(row.cost, probed_rates(*p), row.result.step_ms.median * 1e-3);
+}
+
+const CatalogDevice* reference_gpu(const Catalog& catalog) {
+  const CatalogDevice* best = nullptr;
+  double cheapest = std::numeric_limits<double>::infinity();
+  for (const CatalogInstance& i : catalog.instances) {
+    const CatalogDevice* d = catalog.find_device(i.device);
+    if (d && d->kind == "gpu" && i.device_count == 1 && i.on_demand_usd_per_hour < cheapest) {
+      cheapest = i.on_demand_usd_per_hour;
+      best = d;
+    }
+  }
+  return best;
+}
+
+DeviceRates catalog_rates(const CatalogDevice& d, const std::vector<DevicePeaks>& peaks,
+                          const AdviceOptions& o) {
+  DeviceRates r;
+  r.gflops = d.f32_tflops * 1e3 * o.achievable_flops_fraction;
+  r.bandwidth_gbs = d.memory_bandwidth_gbs * o.achievable_bandwidth_fraction;
+  const std::string local_kind = d.kind == "gpu" ? "cuda" : "cpu";
+  const DevicePeaks* local = nullptr;
+  for (const DevicePeaks& p : peaks) {
+    if (p.device.rfind(local_kind, 0) == 0) local = &p;
+  }
+  if (local) {
+    r.step_overhead_us = local->step_overhead_us;
+    r.layer_overhead_us = local->layer_overhead_us;
+  } else if (d.kind == "gpu") {
+    r.step_overhead_us = o.gpu_step_overhead_us;
+    r.layer_overhead_us = o.gpu_layer_overhead_us;
+  }
+  return r;
+}
+
+std::vector<DevicePrediction> predict_devices(const SweepRow& focus,
+                                              const std::vector<SweepRow>& local_runs,
+                                              const std::vector<DevicePeaks>& peaks,
+                                              const Catalog& catalog, const AdviceOptions& o) {
+  std::vector<DevicePrediction> out;
+  // This machine's devices: the probe's roofline next to the measurement, and each kind's
+  // efficiency for the catalog's devices of that kind.
+  std::optional<double> efficiency_cpu, efficiency_gpu;
+  std::vector<const SweepRow*> measured;
+  for (const SweepRow& row : local_runs) {
+    if (row.result.model != focus.result.model) continue;
+    const DevicePeaks* p = find_peaks(peaks, row.result.device.id);
+    if (!p) continue;
+    measured.push_back(&row);
+    DevicePrediction d;
+    d.device = row.result.device.id;
+    d.name = row.result.device.name + " (this machine)";
+    d.kind = row.result.device.kind == "cuda" ? "gpu" : "cpu";
+    d.local = true;
+    d.step = predict_step(row.cost, probed_rates(*p), 1.0);
+    d.measured_s = row.result.step_ms.median * 1e-3;
+    const double eff = calibrate_efficiency(row.cost, probed_rates(*p), *d.measured_s);
+    (d.kind == "gpu" ? efficiency_gpu : efficiency_cpu) = eff;
+    d.assumptions = {
+        fmt::format("roofline at this device's probed peaks: {:.1f} GFLOP/s f32 matmul, {:.1f} GB/s",
+                    p->matmul_gflops, p->bandwidth_gbs),
+        fmt::format("fixed costs from the probe: {:.1f} µs per step, {:.2f} µs per layer",
+                    p->step_overhead_us, p->layer_overhead_us),
+        "efficiency 1 (uncalibrated: how a device you do not have is predicted before any "
+        "measurement of this model)",
+        fmt::format("measured efficiency of this model here: {:.2f} of the roofline", eff)};
+    out.push_back(std::move(d));
+  }
+  for (const CatalogDevice& c : catalog.devices) {
+    DevicePrediction d;
+    d.device = c.id;
+    d.name = c.name;
+    d.kind = c.kind;
+    const DeviceRates rates = catalog_rates(c, peaks, o);
+    const std::optional<double> eff = c.kind == "gpu" ? efficiency_gpu : efficiency_cpu;
+    d.step = predict_step(focus.cost, rates, eff.value_or(1.0));
+    d.assumptions.push_back(fmt::format(
+        "f32 (no TF32, no BF16); kernels reach {:.0f}% of the datasheet's {:.1f} TFLOP/s and "
+        "{:.0f}% of its {:.0f} GB/s",
+        100 * o.achievable_flops_fraction, c.f32_tflops, 100 * o.achievable_bandwidth_fraction,
+        c.memory_bandwidth_gbs));
+    if (eff) {
+      d.assumptions.push_back(fmt::format(
+          "this model's efficiency as measured on this machine's {}: {:.2f} of the roofline",
+          c.kind == "gpu" ? "GPU" : "CPU", *eff));
+    } else {
+      d.assumptions.push_back(fmt::format(
+          "no {} measured here: efficiency 1 (the roofline itself, a lower bound on the time)",
+          c.kind == "gpu" ? "GPU" : "CPU"));
+    }
+    d.assumptions.push_back(fmt::format(
+        "fixed costs {:.1f} µs per step and {:.2f} µs per layer ({})", rates.step_overhead_us,
+        rates.layer_overhead_us,
+        c.kind == "gpu" && !efficiency_gpu ? "assumed for CUDA Graph replay: no GPU measured here"
+                                           : "as probed on this machine's device of that kind"));
+    if (c.kind == "cpu") {
+      d.assumptions.push_back("every core busy at the datasheet rate (small layers scale worse)");
+    }
+    for (const SweepRow* row : measured) {
+      if (same_model(c, row->result.device)) d.measured_s = row->result.step_ms.median * 1e-3;
+    }
+    out.push_back(std::move(d));
+  }
+  return out;
+}
+
+nlohmann::json predictions_json(const std::string& model, const std::vector<DevicePrediction>& ps) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const DevicePrediction& p : ps) {
+    nlohmann::json j = {{"device", p.device},
+                        {"name", p.name},
+                        {"kind", p.kind},
+                        {"local", p.local},
+                        {"model", model},
+                        {"step_ms", p.step.seconds * 1e3},
+                        {"flops_ms", p.step.flops_seconds * 1e3},
+                        {"bytes_ms", p.step.bytes_seconds * 1e3},
+                        {"overhead_ms", p.step.overhead_seconds * 1e3},
+                        {"bound", p.step.bound},
+                        {"measured_step_ms", nlohmann::json()},
+                        {"error_percent", nlohmann::json()},
+                        {"assumptions", p.assumptions}};
+    if (p.measured_s) {
+      j["measured_step_ms"] = *p.measured_s * 1e3;
+      j["error_percent"] = 100 * (p.step.seconds - *p.measured_s) / *p.measured_s;
+    }
+    out.push_back(std::move(j));
+  }
+  return out;
+}
+
+nlohmann::json cost_json(const std::string& model, int64_t epochs, int64_t steps_per_epoch,
+                         const std::vector<DevicePrediction>& ps, const Catalog& catalog,
+                         const AdviceOptions& o) {
+  check_assumptions(o.ownership);
+  // Hours of the run on `device`; on a CPU instance with fewer vCPUs than the whole CPU has
+  // hardware threads, the predicted work (not the fixed costs) takes proportionally longer.
+  auto hours_on = [&](const std::string& device, bool* predicted,
+                      const CatalogInstance* instance = nullptr) -> std::optional<double> {
+    for (const DevicePrediction& p : ps) {
+      if (p.device != device || p.local) continue;
+      *predicted = !p.measured_s;
+      double s = step_seconds(p);
+      const CatalogDevice* d = catalog.find_device(device);
+      if (!p.measured_s && instance && d && d->kind == "cpu" && d->threads > 0 &&
+          instance->vcpus > 0) {
+        const double share = std::min(1.0, static_cast<double>(instance->vcpus) / d->threads);
+        s = p.step.overhead_seconds + (p.step.flops_seconds + p.step.bytes_seconds) / share;
+      }
+      return s * static_cast<double>(steps_per_epoch * epochs) / 3600.0;
+    }
+    return std::nullopt;
+  };
+  nlohmann::json j;
+  j["model"] = model;
+  j["epochs"] = epochs;
+  j["steps_per_epoch"] = steps_per_epoch;
+  j["assumptions"] = {{"lifetime_years", o.ownership.lifetime_years},
+                      {"utilisation", o.ownership.utilisation},
+                      {"electricity_usd_per_kwh", o.ownership.electricity_usd_per_kwh},
+                      {"host_power_w", o.ownership.host_power_w},
+                      {"hours_per_month", o.hours_per_month},
+                      {"catalog", catalog.origins}};
+  j["local"] = nlohmann::json::array();
+  for (const DevicePrediction& p : ps) {
+    if (!p.local || !p.measured_s) continue;
+    j["local"].push_back({{"device", p.device},
+                          {"name", p.name},
+                          {"run_hours", *p.measured_s * static_cast<double>(steps_per_epoch * epochs) / 3600.0}});
+  }
+  j["instances"] = nlohmann::json::array();
+  for (const CatalogInstance& i : catalog.instances) {
+    bool predicted = true;
+    const auto hours = hours_on(i.device, &predicted, &i);
+    if (!hours) continue;
+    const InstanceCost c = instance_cost(i, *hours);
+    j["instances"].push_back({{"id", i.id},
+                              {"provider", i.provider},
+                              {"name", i.name},
+                              {"device", i.device},
+                              {"device_count", i.device_count},
+                              {"region", i.region},
+                              {"on_demand_usd_per_hour", i.on_demand_usd_per_hour},
+                              {"run_hours", c.run_hours},
+                              {"on_demand_usd", c.on_demand_usd},
+                              {"spot_usd", opt(c.spot_usd)},
+                              {"predicted", predicted},
+                              {"source", i.source},
+                              {"date", i.date}});
+  }
+  j["ownership"] = nlohmann::json::array();
+  j["break_even"] = nlohmann::json::array();
+  for (const CatalogDevice& d : catalog.devices) {
+    if (d.price_usd <= 0) continue;
+    bool predicted = true;
+    const auto hours = hours_on(d.id, &predicted);
+    if (!hours) continue;
+    const OwnershipCost c = ownership_cost(d, *hours, o.ownership);
+    j["ownership"].push_back({{"device", d.id},
+                              {"name", d.name},
+                              {"price_usd", d.price_usd},
+                              {"run_hours", *hours},
+                              {"run_usd", c.run_usd},
+                              {"hourly_capital_usd", c.hourly_capital_usd},
+                              {"hourly_power_usd", c.hourly_power_usd},
+                              {"predicted", predicted},
+                              {"source", d.source},
+                              {"date", d.date}});
+    // Rent the same device where an instance offers it alone; else the cheapest single-device
+    // instance of the same kind per run.
+    const CatalogInstance* rent = nullptr;
+    double best = std::numeric_limits<double>::infinity();
+    for (const CatalogInstance& i : catalog.instances) {
+      if (i.device == d.id && i.device_count == 1) {
+        rent = &i;
+        break;
+      }
+    }
+    if (!rent) {
+      for (const CatalogInstance& i : catalog.instances) {
+        const CatalogDevice* id = catalog.find_device(i.device);
+        bool p2 = true;
+        const auto h = hours_on(i.device, &p2);
+        if (!id || id->kind != d.kind || i.device_count != 1 || !h) continue;
+        const double run = *h * i.on_demand_usd_per_hour;
+        if (run < best) {
+          best = run;
+          rent = &i;
+        }
+      }
+    }
+    if (!rent) continue;
+    const BreakEven b = break_even(d, *rent, o.ownership, o.hours_per_month);
+    j["break_even"].push_back({{"device", d.id},
+                               {"name", d.name},
+                               {"instance", rent->id},
+                               {"same_device", rent->device == d.id},
+                               {"hours_per_month", opt(b.hours_per_month)},
+                               {"payback_months", opt(b.payback_months)},
+                               {"at_hours_per_month", b.at_hours_per_month}});
+  }
+  return j;
+}
+
+std::vector<std::string> advice_lines(const std::string& model,
+                                      const std::vector<DevicePrediction>& ps,
+                                      const nlohmann::json& cost,
+                                      const std::vector<Crossover>& crossovers,
+                                      const std::string& crossover_axis, bool crossover_predicted) {
+  std::vector<std::string> lines;
+  const int64_t steps = cost.value("steps_per_epoch", int64_t{0}) * cost.value("epochs", int64_t{0});
+  const DevicePrediction* here = nullptr;
+  const DevicePrediction* anywhere = nullptr;
+  for (const DevicePrediction& p : ps) {
+    if (p.local && p.measured_s && (!here || *p.measured_s < *here->measured_s)) here = &p;
+    if (!p.local && (!anywhere || step_seconds(p) < step_seconds(*anywhere))) anywhere = &p;
+  }
+  if (here) {
+    lines.push_back(fmt::format("Fastest here: {} at {} per step, {} for {} epochs of {} (measured).",
+                                here->device, format_duration(*here->measured_s),
+                                format_duration(*here->measured_s * static_cast<double>(steps)),
+                                cost.value("epochs", int64_t{0}), model));
+  }
+  if (anywhere) {
+    lines.push_back(fmt::format(
+        "Fastest in the catalog: {} at {} per step ({}; {}-bound).", anywhere->name,
+        format_duration(step_seconds(*anywhere)),
+        anywhere->measured_s ? "measured" : "predicted", anywhere->step.bound));
+  }
+  const nlohmann::json none = nlohmann::json::array();
+  const nlohmann::json& instances = cost.contains("instances") ? cost["instances"] : none;
+  const nlohmann::json& break_evens = cost.contains("break_even") ? cost["break_even"] : none;
+  const nlohmann::json* cheapest = nullptr;
+  for (const nlohmann::json& i : instances) {
+    if (!cheapest || i["on_demand_usd"].get<double>() < (*cheapest)["on_demand_usd"].get<double>()) {
+      cheapest = &i;
+    }
+  }
+  if (cheapest) {
+    const nlohmann::json& c = *cheapest;
+    lines.push_back(fmt::format(
+        "Cheapest cloud run: {} {} at {} on demand{} for {} ({} time).",
+        c["provider"].get<std::string>(), c["name"].get<std::string>(),
+        usd(c["on_demand_usd"].get<double>()),
+        c["spot_usd"].is_number() ? fmt::format(", {} spot", usd(c["spot_usd"].get<double>())) : "",
+        format_duration(c["run_hours"].get<double>() * 3600),
+        c["predicted"].get<bool>() ? "predicted" : "measured"));
+  }
+  if (crossovers.empty()) {
+    lines.push_back(fmt::format("No crossover along {} in what was {}: the same device is "
+                                "fastest over the whole range.",
+                                crossover_axis, crossover_predicted ? "predicted" : "measured"));
+  }
+  for (const Crossover& c : crossovers) {
+    lines.push_back(fmt::format("Crossover ({}): {} overtakes {} at {} {:.3g}, about {:.3g} "
+                                "parameters.",
+                                crossover_predicted ? "predicted" : "measured", c.faster, c.slower,
+                                crossover_axis, c.axis_value, c.params));
+  }
+  const nlohmann::json* soonest = nullptr;
+  for (const nlohmann::json& b : break_evens) {
+    if (!b["hours_per_month"].is_number()) continue;
+    if (!soonest || b["hours_per_month"].get<double>() < (*soonest)["hours_per_month"].get<double>()) {
+      soonest = &b;
+    }
+  }
+  if (soonest) {
+    const nlohmann::json& b = *soonest;
+    lines.push_back(fmt::format(
+        "Buying a {} beats renting {} above {:.0f} hours of use a month{}.",
+        b["name"].get<std::string>(), b["instance"].get<std::string>(),
+        b["hours_per_month"].get<double>(),
+        b["payback_months"].is_number()
+            ? fmt::format("; at {:.0f} h/month it pays back in {:.1f} months",
+                          b["at_hours_per_month"].get<double>(), b["payback_months"].get<double>())
+            : ""));
+  }
+  return lines;
+}
+
+}  // namespace xo

@@ -1,0 +1,78 @@
+// The advisor's sections of a report: predictions for the catalog's devices, the cost of a run on
+// each cloud instance and on owned hardware, break-even usage, and the short recommendation that
+// `crossover advise` prints. Every figure is either measured here (a run) or a labelled prediction
+// whose assumptions are listed with it.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "advisor/catalog.h"
+#include "advisor/cost.h"
+#include "advisor/crossover_point.h"
+#include "advisor/predict.h"
+#include "measure/peaks.h"
+#include "report/results.h"
+
+namespace xo {
+
+struct AdviceOptions {
+  OwnershipAssumptions ownership;
+  double hours_per_month = 100;  // the use at which payback times are given
+  // What a prediction assumes kernels reach of a catalog device's datasheet figures.
+  double achievable_flops_fraction = 0.8;
+  double achievable_bandwidth_fraction = 0.8;
+  // A GPU step's fixed costs when no GPU was measured here (CUDA Graph replay).
+  double gpu_step_overhead_us = 8;
+  double gpu_layer_overhead_us = 2;
+};
+
+// One predicted (or, for local devices, measured and predicted) step time of a model.
+struct DevicePrediction {
+  std::string device;  // catalog id, or the local device id
+  std::string name;
+  std::string kind;    // "cpu" or "gpu"
+  bool local = false;  // a device of this machine: measured, and predicted from its probe
+  StepPrediction step;
+  std::optional<double> measured_s;
+  std::vector<std::string> assumptions;
+};
+
+// Predictions of `focus` (a measured run) on this machine's devices (from their probed peaks,
+// uncalibrated, next to the measurement) and on every catalog device (calibrated by the local
+// device of the same kind where one was measured).
+std::vector<DevicePrediction> predict_devices(const SweepRow& focus,
+                                              const std::vector<SweepRow>& local_runs,
+                                              const std::vector<DevicePeaks>& peaks,
+                                              const Catalog& catalog, const AdviceOptions& o);
+
+// The efficiency of `row` on its device, against that device's probed peaks (1 when unprobed).
+double local_efficiency(const SweepRow& row, const std::vector<DevicePeaks>& peaks);
+const DevicePeaks* find_peaks(const std::vector<DevicePeaks>& peaks, const std::string& device);
+
+// The catalog GPU predicted against the sweeps when no GPU is here: the GPU of the cheapest
+// single-GPU instance (what a user would rent first). Null when the catalog has none.
+const CatalogDevice* reference_gpu(const Catalog& catalog);
+// A catalog device's rates as predictions use them (achievable fractions of its datasheet).
+DeviceRates catalog_rates(const CatalogDevice& d, const std::vector<DevicePeaks>& peaks,
+                          const AdviceOptions& o);
+
+nlohmann::json predictions_json(const std::string& model, const std::vector<DevicePrediction>& p);
+
+// Cost of `epochs` epochs of `steps_per_epoch` steps on every instance and owned device, and
+// break-even usage, from the predictions (measured times where the device is local).
+nlohmann::json cost_json(const std::string& model, int64_t epochs, int64_t steps_per_epoch,
+                         const std::vector<DevicePrediction>& p, const Catalog& catalog,
+                         const AdviceOptions& o);
+
+// The recommendation: fastest here (measured), fastest anywhere (predicted), cheapest per run,
+// the crossovers, when buying pays off.
+std::vector<std::string> advice_lines(const std::string& model,
+                                      const std::vector<DevicePrediction>& p,
+                                      const nlohmann::json& cost,
+                                      const std::vector<Crossover>& crossovers,
+                                      const std::string& crossover_axis, bool crossover_predicted);
+
+}  // namespace xo

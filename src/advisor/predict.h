@@ -1,0 +1,62 @@
+// Predicted step times for hardware one does not have: a roofline per layer (its FLOPs over the
+// device's matmul rate, its bytes over its memory bandwidth, whichever is longer) plus the fixed
+// cost of a step and of each layer, with an efficiency factor calibrated on a device measured
+// here. Every prediction carries the assumptions it rests on.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "model/model.h"
+
+namespace xo {
+
+// What one node of the model does in a training step of `batch` samples: matmul FLOPs (forward,
+// weight gradient, input gradient where one flows) and an estimate of the bytes it moves (f32
+// activations, parameters and their gradients read and written once per use).
+struct LayerCost {
+  std::string name;  // e.g. "0 linear+relu"
+  int node = 0;
+  double flops = 0;
+  double bytes = 0;
+};
+
+struct StepCost {
+  int64_t batch = 0;
+  std::vector<LayerCost> layers;  // nodes that do work (views excluded)
+  double optimizer_bytes = 0;     // the optimizer's pass over parameters, gradients and state
+  double flops = 0, bytes = 0;    // totals, optimizer included
+};
+
+StepCost step_cost(const Model& model, int64_t batch);
+// Bytes per parameter the optimizer reads and writes in one step (SGD 12, with momentum 20, Adam
+// and AdamW 28, RMSprop 20, Adadelta 28).
+double optimizer_bytes_per_param(const OptimizerSpec& o);
+// The display name of a node ("2 linear+relu", "5 dropout").
+std::string node_name(const Node& node);
+
+// The rates a prediction uses: what kernels reach on the device, not its datasheet figures.
+struct DeviceRates {
+  double gflops = 0;         // f32 matmul
+  double bandwidth_gbs = 0;
+  double step_overhead_us = 0;
+  double layer_overhead_us = 0;
+};
+
+struct StepPrediction {
+  double seconds = 0;                              // the predicted step
+  double flops_seconds = 0, bytes_seconds = 0;     // the layers' roofline terms, by binding term
+  double overhead_seconds = 0;
+  std::string bound;                               // "FLOPs", "bytes" or "overhead": the largest
+  std::vector<std::string> layer_bounds;           // per StepCost layer: "FLOPs" or "bytes"
+};
+
+// The roofline of a step on `rates`; the layers' terms are divided by `efficiency` (0, 1].
+StepPrediction predict_step(const StepCost& cost, const DeviceRates& rates, double efficiency = 1);
+
+// The efficiency that makes the roofline meet a measured step: roofline / (measured - overhead),
+// kept in [0.02, 1]. When the measured step is within the overhead, 1 (the case is bound by the
+// overhead, which carries over as measured).
+double calibrate_efficiency(const StepCost& cost, const DeviceRates& rates, double measured_s);
+
+}  // namespace xo

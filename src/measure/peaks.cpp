@@ -1,0 +1,196 @@
+#include "measure/peaks.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+
+#include "core/error.h"
+#include "core/file.h"
+#include "model/model.h"
+#include "train/stats.h"
+
+namespace xo {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+std::string utc_now() {
+  const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+// Median seconds of `reps` timed calls after one warm-up.
+template <typename F>
+double median_seconds(int reps, Backend& be, F&& body) {
+  body();
+  be.synchronize();
+  std::vector<double> s;
+  for (int i = 0; i < reps; ++i) {
+    const auto t0 = Clock::now();
+    body();
+    be.synchronize();
+    s.push_back(seconds_since(t0));
+  }
+  return summarize(s).median;
+}
+
+double probe_matmul(Backend& be, int64_t n) {
+  LinearShape shape;
+  shape.batch = shape.in_features = shape.out_features = n;
+  shape.has_bias = false;
+  shape.need_d_src = false;
+  auto kernel = be.linear(shape);
+  DeviceBuffer a = be.allocate(sizeof(float) * n * n), w = be.allocate(sizeof(float) * n * n),
+               c = be.allocate(sizeof(float) * n * n);
+  std::vector<float> host(static_cast<size_t>(n * n));
+  for (size_t i = 0; i < host.size(); ++i) host[i] = static_cast<float>(i % 7) * 0.125f - 0.375f;
+  be.upload(a.as<float>(), host.data(), a.bytes());
+  be.upload(w.as<float>(), host.data(), w.bytes());
+  const double s = median_seconds(5, be, [&] {
+    kernel->forward(a.as<float>(), w.as<float>(), nullptr, c.as<float>());
+  });
+  return 2.0 * static_cast<double>(n) * n * n / s / 1e9;
+}
+
+double probe_bandwidth(Backend& be, int64_t floats) {
+  DeviceBuffer a = be.allocate(sizeof(float) * floats), b = be.allocate(sizeof(float) * floats);
+  // Written first: untouched pages of a fresh allocation may all map to one zero page in cache.
+  const std::vector<float> ones(static_cast<size_t>(floats), 1.0f);
+  be.upload(a.as<float>(), ones.data(), a.bytes());
+  be.upload(b.as<float>(), ones.data(), b.bytes());
+  const double s = median_seconds(5, be, [&] { be.accumulate(a.as<float>(), b.as<float>(), floats); });
+  return 3.0 * sizeof(float) * static_cast<double>(floats) / s / 1e9;  // read a, b; write a
+}
+
+// Median step time of a Linear+ReLU MLP, `layers` deep and 4 wide, batch 1, plain SGD.
+double tiny_step_seconds(Backend& be, int layers) {
+  ModelSpec spec;
+  spec.name = fmt::format("overhead-probe-{}", layers);
+  spec.origin = "built-in";
+  spec.input = {4};
+  for (int l = 0; l < layers; ++l) {
+    LayerSpec linear;
+    linear.type = LayerType::Linear;
+    linear.out = 4;
+    spec.layers.push_back(linear);
+    LayerSpec relu;
+    relu.type = LayerType::ReLU;
+    if (l + 1 < layers) spec.layers.push_back(relu);
+  }
+  Model model(spec, be);
+  model.init(1);
+  Network net(model, 1, true, 1);
+  auto optimizer = be.optimizer(spec.train.optimizer, model.flat_size());
+  DeviceBuffer x = be.allocate(sizeof(float) * 4), y = be.allocate(sizeof(int32_t)),
+               stats = be.allocate(sizeof(LossStats));
+  const float one[4] = {0.5f, -0.25f, 0.125f, 1.0f};
+  be.upload(x.as<float>(), one, sizeof(one));
+  auto step = [&] {
+    net.train_step(x.as<float>(), y.as<int32_t>(), stats.as<LossStats>());
+    optimizer->step(model.params(), model.grads());
+  };
+  for (int i = 0; i < 20; ++i) step();  // warm-up
+  return median_seconds(200, be, step);
+}
+
+}  // namespace
+
+nlohmann::json to_json(const DevicePeaks& p) {
+  return {{"device", p.device},
+          {"name", p.name},
+          {"threads", p.threads},
+          {"matmul_gflops", p.matmul_gflops},
+          {"matmul_n", p.matmul_n},
+          {"bandwidth_gbs", p.bandwidth_gbs},
+          {"step_overhead_us", p.step_overhead_us},
+          {"layer_overhead_us", p.layer_overhead_us},
+          {"probed", p.probed},
+          {"cached", p.cached}};
+}
+
+DevicePeaks probe_peaks(Backend& be) {
+  const DeviceInfo& d = be.info();
+  DevicePeaks p;
+  p.device = d.id;
+  p.name = d.name;
+  p.threads = d.threads;
+  const bool gpu = d.kind == "cuda";
+  p.matmul_n = gpu ? 8192 : 2048;
+  p.matmul_gflops = probe_matmul(be, p.matmul_n);
+  p.bandwidth_gbs = probe_bandwidth(be, int64_t{1} << (gpu ? 28 : 26));  // 1 GiB / 256 MiB each
+  const double one = tiny_step_seconds(be, 1), eight = tiny_step_seconds(be, 8);
+  if (std::getenv("CROSSOVER_DEBUG_PROBE")) {
+    fmt::print(stderr, "probe: 1-layer step {:.3f} us, 8-layer step {:.3f} us\n", one * 1e6, eight * 1e6);
+  }
+  p.layer_overhead_us = std::max(0.0, (eight - one) / 7 * 1e6);
+  p.step_overhead_us = std::max(0.0, one * 1e6 - p.layer_overhead_us);
+  p.probed = utc_now();
+  return p;
+}
+
+std::string peaks_cache_key(const DeviceInfo& d) {
+  char host[256] = {};
+  gethostname(host, sizeof(host) - 1);
+  return fmt::format("{}|{}|{}|{} threads|{}|crossover {}", host, d.id, d.name, d.threads,
+                     d.library, CROSSOVER_VERSION);
+}
+
+std::filesystem::path default_peaks_cache() { return default_cache_dir() / "peaks.json"; }
+
+DevicePeaks device_peaks(Backend& be, bool reprobe, const std::filesystem::path& cache_file) {
+  const std::string key = peaks_cache_key(be.info());
+  nlohmann::json cache = nlohmann::json::object();
+  std::error_code ec;
+  if (std::filesystem::exists(cache_file, ec)) {
+    try {
+      cache = nlohmann::json::parse(read_file(cache_file));
+      if (!cache.is_object()) cache = nlohmann::json::object();
+    } catch (const std::exception&) {
+      cache = nlohmann::json::object();  // damaged: probe again and replace it
+    }
+  }
+  if (!reprobe && cache.contains(key)) {
+    try {
+      const nlohmann::json& e = cache[key];
+      DevicePeaks p;
+      p.device = e.at("device").get<std::string>();
+      p.name = e.at("name").get<std::string>();
+      p.threads = e.at("threads").get<int>();
+      p.matmul_gflops = e.at("matmul_gflops").get<double>();
+      p.matmul_n = e.at("matmul_n").get<int64_t>();
+      p.bandwidth_gbs = e.at("bandwidth_gbs").get<double>();
+      p.step_overhead_us = e.at("step_overhead_us").get<double>();
+      p.layer_overhead_us = e.at("layer_overhead_us").get<double>();
+      p.probed = e.at("probed").get<std::string>();
+      p.cached = true;
+      if (p.matmul_gflops > 0 && p.bandwidth_gbs > 0) return p;
+    } catch (const std::exception&) {
+      // an entry of an older layout: probe again
+    }
+  }
+  DevicePeaks p = probe_peaks(be);
+  nlohmann::json entry = to_json(p);
+  entry.erase("cached");
+  cache[key] = entry;
+  try {
+    write_file_atomic(cache_file, cache.dump(2) + "\n");
+  } catch (const UserError& e) {
+    fmt::print(stderr, "warning: peaks not cached: {}\n", e.what());
+  }
+  return p;
+}
+
+}  // namespace xo

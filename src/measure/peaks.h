@@ -1,0 +1,43 @@
+// A device's measured limits, from a short probe through the backend itself (so they are what
+// crossover's kernels can reach there): the f32 matmul rate, the memory bandwidth of a streaming
+// add, and the fixed cost of a training step and of each layer in it (tiny MLPs, where no FLOP or
+// byte counts). Probed once per machine and device, then cached.
+#pragma once
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "backend/backend.h"
+
+namespace xo {
+
+struct DevicePeaks {
+  std::string device;  // DeviceInfo::id
+  std::string name;
+  int threads = 0;
+  double matmul_gflops = 0;     // median of timed n x n x n f32 matmuls (forward Linear kernel)
+  int64_t matmul_n = 0;
+  double bandwidth_gbs = 0;     // median of dst += src over buffers far larger than the caches
+  double step_overhead_us = 0;  // a training step's fixed cost (loss, optimizer, launch)
+  double layer_overhead_us = 0; // each further Linear + ReLU layer's fixed cost
+  std::string probed;           // UTC time of the probe
+  bool cached = false;          // read from the cache rather than measured now
+};
+
+nlohmann::json to_json(const DevicePeaks& p);
+
+// Measures the peaks now (about a second on a CPU).
+DevicePeaks probe_peaks(Backend& backend);
+
+// The cache key of a device: what must match for a cached probe to stand for this one (machine,
+// device name, threads, library, crossover version).
+std::string peaks_cache_key(const DeviceInfo& device);
+
+// From `cache_file` when it holds an entry for this device (and !reprobe), else probed and stored
+// there (written atomically; a damaged cache is replaced, an unwritable one only warned about).
+DevicePeaks device_peaks(Backend& backend, bool reprobe,
+                         const std::filesystem::path& cache_file);
+std::filesystem::path default_peaks_cache();
+
+}  // namespace xo

@@ -1,0 +1,68 @@
+// A sampler that runs beside training on its own thread: CPU utilisation per core from the
+// kernel's counters (/proc/stat), the process's resident memory (/proc/self/statm) and, where an
+// NVIDIA driver is present, GPU utilisation, memory, power and SM clock through NVML. Where NVML
+// is missing the GPU fields stay empty ("n/a" in reports), never an error.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "measure/nvml.h"
+
+namespace xo {
+
+struct UtilisationSample {
+  double t_s = 0;                   // since start()
+  std::vector<double> core_percent;  // busy share of each logical CPU over the last interval
+  double cpu_percent = 0;            // their mean
+  double rss_mib = 0;                // the process's resident memory
+  GpuReading gpu;                    // empty without NVML or without a GPU to watch
+};
+
+// Busy and total jiffies of each logical CPU ("cpuN" lines of /proc/stat); empty when unreadable.
+struct CpuTimes {
+  std::vector<uint64_t> busy, total;
+};
+CpuTimes read_cpu_times();
+// Per-core busy percent between two readings (0 where a core did not advance).
+std::vector<double> core_utilisation(const CpuTimes& before, const CpuTimes& after);
+// Resident memory of this process in MiB (0 when unreadable), and its peak so far (VmHWM).
+double resident_mib();
+double peak_resident_mib();
+
+class Sampler {
+ public:
+  // gpu_index < 0: no GPU to watch.
+  explicit Sampler(double interval_s = 0.1, int gpu_index = -1);
+  ~Sampler();
+  void start();
+  // Stops the thread after one last sample; the samples stay readable.
+  void stop();
+  std::vector<UtilisationSample> samples() const;
+
+  // A summary and a timeline of at most `max_points` points (evenly thinned), as the report's
+  // "utilisation" object: interval_s, t_s, cpu_percent, rss_mib, gpu_* (null without NVML).
+  nlohmann::json timeline_json(size_t max_points = 300) const;
+
+ private:
+  void take(double t_s);
+  void loop();
+
+  double interval_s_;
+  int gpu_index_;
+  std::thread thread_;
+  mutable std::mutex mutex_;
+  std::condition_variable wake_;
+  bool running_ = false;
+  CpuTimes last_;
+  std::chrono::steady_clock::time_point start_;
+  std::vector<UtilisationSample> samples_;
+};
+
+}  // namespace xo

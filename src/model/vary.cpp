@@ -1,0 +1,155 @@
+#include "model/vary.h"
+
+#include <fmt/format.h>
+
+#include <charconv>
+
+#include "core/error.h"
+
+namespace xo {
+namespace {
+
+bool is_weighted(LayerType t) {
+  return t == LayerType::Linear || t == LayerType::Conv2d || t == LayerType::LSTM ||
+         t == LayerType::Embedding;
+}
+
+bool is_disc(const ModelSpec& s) {
+  return s.origin == "built-in" && s.name.rfind("disc-", 0) == 0;
+}
+
+int64_t parse_positive(const std::string& text, const std::string& whole) {
+  int64_t v = 0;
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, v);
+  if (ec != std::errc() || ptr != end || v <= 0) {
+    throw UserError(fmt::format("--vary '{}': '{}' is not a positive integer", whole, text));
+  }
+  return v;
+}
+
+}  // namespace
+
+const char* axis_name(Axis a) {
+  switch (a) {
+    case Axis::Depth: return "depth";
+    case Axis::Width: return "width";
+    case Axis::Batch: return "batch";
+    case Axis::Sequence: return "sequence";
+  }
+  return "?";
+}
+
+Axis parse_axis(const std::string& text) {
+  for (Axis a : {Axis::Depth, Axis::Width, Axis::Batch, Axis::Sequence}) {
+    if (text == axis_name(a)) return a;
+  }
+  throw UserError(fmt::format("unknown axis '{}' (expected depth, width, batch or sequence)", text));
+}
+
+AxisValues parse_vary(const std::string& text) {
+  const auto eq = text.find('=');
+  if (eq == std::string::npos) {
+    throw UserError(fmt::format("--vary '{}': expected AXIS=V1,V2,... (e.g. batch=32,64,128)", text));
+  }
+  AxisValues out;
+  out.axis = parse_axis(text.substr(0, eq));
+  std::string list = text.substr(eq + 1);
+  size_t start = 0;
+  while (start <= list.size()) {
+    const size_t comma = std::min(list.find(',', start), list.size());
+    const std::string item = list.substr(start, comma - start);
+    if (const auto dots = item.find(".."); dots != std::string::npos) {
+      const int64_t lo = parse_positive(item.substr(0, dots), text);
+      const int64_t hi = parse_positive(item.substr(dots + 2), text);
+      if (hi < lo || hi - lo > 10000) {
+        throw UserError(fmt::format("--vary '{}': range '{}' must go up, by at most 10000", text, item));
+      }
+      for (int64_t v = lo; v <= hi; ++v) out.values.push_back(v);
+    } else {
+      out.values.push_back(parse_positive(item, text));
+    }
+    start = comma + 1;
+  }
+  return out;
+}
+
+ModelSpec vary_spec(const ModelSpec& spec, Axis axis, int64_t value) {
+  ModelSpec s = spec;
+  auto fail = [&](const std::string& why) {
+    return UserError(fmt::format("{} ({}): cannot vary {}: {}", spec.name, spec.origin,
+                                 axis_name(axis), why));
+  };
+  switch (axis) {
+    case Axis::Batch:
+      s.train.batch = value;
+      break;
+    case Axis::Sequence:
+      if (s.layers.empty() || s.layers.front().type != LayerType::Embedding) {
+        throw fail("its first layer is not an embedding of token sequences");
+      }
+      s.input = {value};
+      break;
+    case Axis::Width: {
+      int last = -1;
+      for (int i = 0; i < static_cast<int>(s.layers.size()); ++i) {
+        if (is_weighted(s.layers[i].type)) last = i;
+      }
+      int changed = 0;
+      for (int i = 0; i < last; ++i) {
+        if (is_weighted(s.layers[i].type)) {
+          s.layers[i].out = value;
+          ++changed;
+        }
+      }
+      if (changed == 0) throw fail("it has no hidden layer (only its output layer has a width)");
+      break;
+    }
+    case Axis::Depth: {
+      if (is_disc(spec)) {
+        if (value < 2 || value > 12) throw fail("disc models exist for depths 2 to 12");
+        s = *builtin_spec(fmt::format("disc-{}", value));
+        s.train = spec.train;
+        s.data = spec.data;
+        return s;
+      }
+      // The block to repeat: the last Linear before the output Linear with what follows it.
+      std::vector<int> linears;
+      for (int i = 0; i < static_cast<int>(s.layers.size()); ++i) {
+        const LayerType t = s.layers[i].type;
+        if (is_weighted(t) && t != LayerType::Linear) throw fail("depth applies to MLPs (Linear layers only)");
+        if (t == LayerType::Linear) linears.push_back(i);
+      }
+      if (linears.size() < 2) throw fail("it needs a hidden Linear block before the output layer to repeat");
+      const int block_begin = linears[linears.size() - 2], block_end = linears.back();
+      const std::vector<LayerSpec> block(s.layers.begin() + block_begin,
+                                         s.layers.begin() + block_end);
+      std::vector<LayerSpec> layers(s.layers.begin(), s.layers.begin() + block_begin);
+      int64_t count = static_cast<int64_t>(linears.size()) - 2;  // Linear layers kept before it
+      if (value < 2) throw fail("a depth below 2 leaves no hidden layer");
+      // Drop blocks from the front when the model is deeper than asked.
+      while (count > value - 2) {
+        // remove the last Linear block of `layers`
+        int cut = -1;
+        for (int i = static_cast<int>(layers.size()) - 1; i >= 0; --i) {
+          if (layers[i].type == LayerType::Linear) {
+            cut = i;
+            break;
+          }
+        }
+        layers.resize(static_cast<size_t>(cut));
+        --count;
+      }
+      for (int64_t k = count; k < value - 1; ++k) layers.insert(layers.end(), block.begin(), block.end());
+      layers.push_back(s.layers[block_end]);
+      layers.insert(layers.end(), s.layers.begin() + block_end + 1, s.layers.end());
+      s.layers = layers;
+      break;
+    }
+  }
+  s.name = fmt::format("{}[{}={}]", spec.name, axis_name(axis), value);
+  infer_shapes(s);  // the layers must still chain
+  return s;
+}
+
+}  // namespace xo

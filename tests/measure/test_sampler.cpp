@@ -1,0 +1,103 @@
+// The utilisation sampler on the CPU (a busy thread shows up in the kernel's counters; resident
+// memory follows an allocation), NVML's absence reported without an error, and the peaks cache.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "core/file.h"
+#include "measure/nvml.h"
+#include "measure/peaks.h"
+#include "measure/sampler.h"
+
+namespace xo {
+namespace {
+
+TEST(Sampler, CoreUtilisationFromTwoReadings) {
+  CpuTimes a{{100, 50}, {1000, 1000}}, b{{150, 50}, {1100, 1000}};
+  const auto p = core_utilisation(a, b);
+  ASSERT_EQ(p.size(), 2u);
+  EXPECT_DOUBLE_EQ(p[0], 50.0);  // 50 busy jiffies of 100
+  EXPECT_DOUBLE_EQ(p[1], 0.0);   // no time passed on that core
+  EXPECT_EQ(core_utilisation(CpuTimes{}, b), std::vector<double>(2, 0.0));  // mismatched
+  const CpuTimes now = read_cpu_times();
+  EXPECT_GE(now.total.size(), 1u);  // the machine has at least one cpuN line
+}
+
+TEST(Sampler, SeesABusyCoreAndResidentMemory) {
+  Sampler sampler(0.02);
+  sampler.start();
+  std::atomic<bool> stop{false};
+  std::thread spin([&] {
+    volatile double x = 0;
+    while (!stop) x = x + 1;
+  });
+  // 64 MiB touched: the resident size must grow by about that much.
+  const double before = resident_mib();
+  std::vector<char> block(64 << 20);
+  std::memset(block.data(), 1, block.size());
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  stop = true;
+  spin.join();
+  sampler.stop();
+  const auto samples = sampler.samples();
+  ASSERT_GE(samples.size(), 5u);
+  double busiest = 0;
+  for (const auto& s : samples) {
+    for (double p : s.core_percent) busiest = std::max(busiest, p);
+    EXPECT_FALSE(s.gpu.utilisation_percent.has_value());  // no GPU watched
+  }
+  EXPECT_GT(busiest, 50.0);  // the spinning thread kept one core busy
+  EXPECT_GT(samples.back().rss_mib, before + 48);
+  EXPECT_GE(peak_resident_mib(), samples.back().rss_mib - 1);
+  EXPECT_GT(samples.back().t_s, samples.front().t_s);
+  const auto j = sampler.timeline_json(3);
+  EXPECT_LE(j["t_s"].size(), 3u);
+  EXPECT_EQ(j["samples"].get<size_t>(), samples.size());
+  EXPECT_TRUE(j["gpu_percent"].is_null());
+  EXPECT_GT(j["max_rss_mib"].get<double>(), 48);
+}
+
+TEST(Sampler, WithoutNvmlTheGpuColumnsAreEmptyNotAnError) {
+  Nvml& nvml = Nvml::get();
+  if (nvml.available()) GTEST_SKIP() << "an NVIDIA driver is present";
+  EXPECT_FALSE(nvml.why().empty());
+  EXPECT_EQ(nvml.driver_version(), "n/a");
+  EXPECT_EQ(nvml.device_name(0), "n/a");
+  const GpuReading r = nvml.read(0);
+  EXPECT_FALSE(r.utilisation_percent || r.memory_used_mib || r.power_w || r.sm_clock_mhz);
+  Sampler sampler(0.01, 0);  // asked to watch GPU 0: still no error
+  sampler.start();
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  sampler.stop();
+  EXPECT_TRUE(sampler.timeline_json()["gpu_percent"].is_null());
+}
+
+TEST(Peaks, ProbedOnceThenCachedAndADamagedCacheIsReplaced) {
+  auto be = make_backend(parse_device("cpu", 1));
+  const auto dir = std::filesystem::path(::testing::TempDir()) / "peaks_cache";
+  std::filesystem::remove_all(dir);
+  const auto file = dir / "peaks.json";
+  const DevicePeaks first = device_peaks(*be, false, file);
+  EXPECT_FALSE(first.cached);
+  EXPECT_GT(first.matmul_gflops, 0.5);
+  EXPECT_GT(first.bandwidth_gbs, 0.1);
+  EXPECT_GE(first.step_overhead_us, 0);
+  const DevicePeaks second = device_peaks(*be, false, file);
+  EXPECT_TRUE(second.cached);
+  EXPECT_EQ(second.matmul_gflops, first.matmul_gflops);
+  EXPECT_EQ(second.probed, first.probed);
+  // --reprobe measures again.
+  EXPECT_FALSE(device_peaks(*be, true, file).cached);
+  // A damaged file is probed over and rewritten.
+  write_file_atomic(file, "{ not json");
+  EXPECT_FALSE(device_peaks(*be, false, file).cached);
+  EXPECT_TRUE(device_peaks(*be, false, file).cached);
+}
+
+}  // namespace
+}  // namespace xo
