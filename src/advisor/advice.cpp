@@ -15,16 +15,27 @@ std::string lower(std::string s) {
   return s;
 }
 
-// A catalog GPU stands for a local device when its model (the first word after the vendor, e.g.
-// "H100") appears in the local device's name.
+// A catalog device stands for a local one when its model number (the first word of its name
+// with a digit in it, e.g. "H100", "9654", "i9-14900K") appears in the local device's name.
 bool same_model(const CatalogDevice& d, const DeviceInfo& local) {
   if ((d.kind == "gpu") != (local.kind == "cuda")) return false;
-  std::string name = lower(d.name);
-  for (const char* vendor : {"nvidia ", "geforce ", "amd ", "intel(r) ", "intel "}) {
-    if (name.rfind(vendor, 0) == 0) name = name.substr(std::string(vendor).size());
+  const std::string name = lower(d.name), here = lower(local.name);
+  size_t start = 0;
+  while (start < name.size()) {
+    const size_t end = std::min(name.find(' ', start), name.size());
+    const std::string word = name.substr(start, end - start);
+    if (word.find_first_of("0123456789") != std::string::npos) {
+      // As a whole word of the local name.
+      for (size_t at = here.find(word); at != std::string::npos; at = here.find(word, at + 1)) {
+        const bool left = at == 0 || here[at - 1] == ' ';
+        const bool right = at + word.size() == here.size() || here[at + word.size()] == ' ';
+        if (left && right) return true;
+      }
+      return false;
+    }
+    start = end + 1;
   }
-  const std::string model = name.substr(0, name.find(' '));
-  return model.size() >= 3 && lower(local.name).find(model) != std::string::npos;
+  return false;
 }
 
 std::string format_duration(double seconds) {

@@ -33,6 +33,7 @@ std::string money(const nlohmann::json& v) {
 }
 
 std::string hours(double h) {
+  if (h * 3600 < 1) return fmt::format("{:.0f} ms", h * 3.6e6);
   if (h < 1.0 / 60) return fmt::format("{:.1f} s", h * 3600);
   if (h < 1) return fmt::format("{:.1f} min", h * 60);
   return fmt::format("{:.2f} h", h);

@@ -1,12 +1,16 @@
 // `crossover models` and `crossover devices`: what can be trained, and where.
 #include <fmt/format.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 
 #include "cli/commands.h"
+#include "measure/nvml.h"
+#include "measure/peaks.h"
 #include "model/model.h"
 #include "report/results.h"
 #include "report/table.h"
@@ -42,8 +46,14 @@ CLI::Validator non_negative_integer() {
 Progress::Progress() : tty_(isatty(STDERR_FILENO) != 0) {}
 Progress::~Progress() { clear(); }
 
-void Progress::update(const std::string& text) {
+void Progress::update(const std::string& text_in) {
   if (!tty_) return;
+  // One line: cut to the terminal's width, so that \r returns to its start.
+  std::string text = text_in;
+  winsize w{};
+  if (ioctl(STDERR_FILENO, TIOCGWINSZ, &w) == 0 && w.ws_col > 1 && text.size() >= w.ws_col) {
+    text.resize(w.ws_col - 1);
+  }
   const size_t pad = last_width_ > text.size() ? last_width_ - text.size() : 0;
   fmt::print(stderr, "\r{}{}", text, std::string(pad, ' '));
   std::fflush(stderr);
@@ -80,14 +90,27 @@ int run_models() {
   return 0;
 }
 
-int run_devices() {
+int run_devices(bool probe, bool reprobe) {
   const DeviceList list = list_devices();
   for (const auto& id : list.available) {
     auto backend = make_backend(parse_device(id, 0));
     const DeviceInfo& d = backend->info();
     fmt::print("{}: {}\n  threads: {}\n  library: {}\n", d.id, d.name, d.threads, d.library);
     for (const auto& [k, v] : d.details) fmt::print("  {}: {}\n", k, v);
+    if (!probe) continue;
+    const DevicePeaks p = device_peaks(*backend, reprobe, default_peaks_cache());
+    fmt::print(
+        "  measured peak: {:.1f} GFLOP/s f32 matmul ({}^3), {:.1f} GB/s memory, fixed costs "
+        "{:.2f} us per step + {:.2f} us per layer ({} {}{})\n",
+        p.matmul_gflops, p.matmul_n, p.bandwidth_gbs, p.step_overhead_us, p.layer_overhead_us,
+        p.cached ? "cached from" : "probed", p.probed,
+        p.cached ? "; --reprobe measures again" : "");
   }
+  const Nvml& nvml = Nvml::get();
+  fmt::print("NVML: {}\n", nvml.available()
+                               ? fmt::format("driver {}, {} GPU(s)", nvml.driver_version(),
+                                             nvml.device_count())
+                               : "n/a (" + nvml.why() + ")");
   for (const auto& why : list.unavailable_reasons) fmt::print("not available: {}\n", why);
   return 0;
 }
@@ -100,8 +123,12 @@ Command add_models(CLI::App& app) {
 }
 
 Command add_devices(CLI::App& app) {
-  return {app.add_subcommand("devices", "List the devices this build can train on here"),
-          [] { return run_devices(); }};
+  auto flags = std::make_shared<std::pair<bool, bool>>(false, false);
+  CLI::App* sub = app.add_subcommand(
+      "devices", "List the devices this build can train on here, with their measured peaks");
+  sub->add_flag("--no-probe", flags->first, "Do not measure (or read the cached) peaks");
+  sub->add_flag("--reprobe", flags->second, "Measure the peaks again rather than read the cache");
+  return {sub, [flags] { return run_devices(!flags->first, flags->second); }};
 }
 
 }  // namespace xo::cli
