@@ -116,6 +116,7 @@ const SweepRow& Session::measure(const ModelSpec& spec_in, const std::string& de
   Model model(spec, be);
   const DataSplit data = load_data(spec, model.classes());
   model.init(spec.train.seed);
+  reset_peak_resident();  // the peak memory below is this run's
   Sampler sampler(o_.sample_interval_s, be.info().kind == "cuda" ? 0 : -1);
   sampler.start();
   ExecutionOptions exec;

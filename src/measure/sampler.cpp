@@ -58,6 +58,13 @@ double peak_resident_mib() {
   return 0;
 }
 
+bool reset_peak_resident() {
+  std::ofstream out("/proc/self/clear_refs");
+  out << "5";
+  out.flush();
+  return static_cast<bool>(out);
+}
+
 Sampler::Sampler(double interval_s, int gpu_index)
     : interval_s_(interval_s), gpu_index_(gpu_index) {}
 

@@ -35,6 +35,9 @@ std::vector<double> core_utilisation(const CpuTimes& before, const CpuTimes& aft
 // Resident memory of this process in MiB (0 when unreadable), and its peak so far (VmHWM).
 double resident_mib();
 double peak_resident_mib();
+// Resets the peak (VmHWM) to the current resident size, so that the next peak_resident_mib() is
+// one run's peak (writes "5" to /proc/self/clear_refs). False where the kernel refuses.
+bool reset_peak_resident();
 
 class Sampler {
  public:

@@ -54,6 +54,12 @@ TEST(Sampler, SeesABusyCoreAndResidentMemory) {
   EXPECT_GT(busiest, 50.0);  // the spinning thread kept one core busy
   EXPECT_GT(samples.back().rss_mib, before + 48);
   EXPECT_GE(peak_resident_mib(), samples.back().rss_mib - 1);
+  // After the block is freed and the peak reset, the peak is no longer the block's.
+  const double with_block = peak_resident_mib();
+  std::vector<char>().swap(block);
+  if (reset_peak_resident()) {
+    EXPECT_LT(peak_resident_mib(), with_block - 32);
+  }
   EXPECT_GT(samples.back().t_s, samples.front().t_s);
   const auto j = sampler.timeline_json(3);
   EXPECT_LE(j["t_s"].size(), 3u);
