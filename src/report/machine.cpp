@@ -8,7 +8,10 @@
 #include <fstream>
 #include <string>
 
+#include <fmt/core.h>
+
 #include "backend/backend.h"
+#include "measure/nvml.h"
 
 namespace xo {
 namespace {
@@ -49,6 +52,20 @@ nlohmann::json describe_machine() {
   m["os"] = std::string(u.sysname) + " " + u.release;
   m["hostname"] = u.nodename;
   m["compiler"] = CROSSOVER_COMPILER;
+  m["flags"] = CROSSOVER_BUILD_FLAGS;
+  m["cpu_cores"] = cpuinfo_field("cpu cores");
+  m["libraries"] = {{"oneDNN", CROSSOVER_DNNL_VERSION},
+                    {"fmt", std::to_string(FMT_VERSION / 10000) + "." +
+                                std::to_string(FMT_VERSION / 100 % 100) + "." +
+                                std::to_string(FMT_VERSION % 100)},
+                    {"nlohmann_json", std::to_string(NLOHMANN_JSON_VERSION_MAJOR) + "." +
+                                          std::to_string(NLOHMANN_JSON_VERSION_MINOR) + "." +
+                                          std::to_string(NLOHMANN_JSON_VERSION_PATCH)}};
+  const Nvml& nvml = Nvml::get();
+  m["nvidia_driver"] = nvml.available() ? nvml.driver_version() : "n/a";
+  nlohmann::json gpus = nlohmann::json::array();
+  for (int i = 0; i < nvml.device_count(); ++i) gpus.push_back(nvml.device_name(i));
+  m["gpus"] = gpus;
   m["crossover"] = CROSSOVER_VERSION;
   m["date"] = utc_now();
   const DeviceList devices = list_devices();
