@@ -95,6 +95,16 @@ void print_summary(const nlohmann::json& report, const std::filesystem::path& ou
                p["bandwidth_gbs"].get<double>(), p["probed"].get<std::string>(),
                p["cached"].get<bool>() ? ", cached" : "");
   }
+  for (const nlohmann::json& r : report["runs"]) {
+    if (r["peak_fraction"].is_number() && r["peak_fraction"].get<double>() > 1.05) {
+      fmt::print(
+          "note: {} on {} reached {:.0f}% of the peak: the peak was probed on a busier machine; "
+          "`crossover devices --reprobe` measures it again\n",
+          r["model"].get<std::string>(), r["device"].get<std::string>(),
+          100 * r["peak_fraction"].get<double>());
+      break;
+    }
+  }
   if (report.contains("advice")) {
     fmt::print("\n");
     for (const auto& line : report["advice"]) fmt::print("- {}\n", line.get<std::string>());
