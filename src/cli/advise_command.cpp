@@ -135,10 +135,12 @@ std::vector<Crossover> predicted_width_crossover(const ModelSpec& spec, const Sw
     const Model m(s, *cpu_backend);
     const StepCost cost = step_cost(m, measured.result.batch);
     const double params = static_cast<double>(m.parameter_count());
+    // Per 100 epochs, as every sweep chart: the spec's steps per epoch at this batch.
+    const double per_100 = static_cast<double>(measured.result.steps_per_epoch) * 100;
     here.points.push_back({static_cast<double>(width), params,
-                           predict_step(cost, local_rates, eff).seconds});
+                           predict_step(cost, local_rates, eff).seconds * per_100});
     there.points.push_back({static_cast<double>(width), params,
-                            predict_step(cost, gpu_rates, 1.0).seconds});
+                            predict_step(cost, gpu_rates, 1.0).seconds * per_100});
   }
   series_out = {here, there};
   return find_crossovers(series_out);
@@ -213,7 +215,6 @@ int run_advise(const AdviseOptions& o, bool advise) {
     if (!series.empty()) {
       report["sweep"] = sweep_json("width", series, crossovers,
                                    {series[0].device, series[1].device});
-      report["sweep"]["y"] = "seconds_per_step";
     }
     add_advice(report, focus, session.rows(), session.peaks(), catalog, o.cost.advice, crossovers,
                "width", true);

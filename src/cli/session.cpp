@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 
 #include "core/error.h"
 #include "core/interrupt.h"
@@ -117,7 +118,13 @@ const SweepRow& Session::measure(const ModelSpec& spec_in, const std::string& de
   const DataSplit data = load_data(spec, model.classes());
   model.init(spec.train.seed);
   reset_peak_resident();  // the peak memory below is this run's
-  Sampler sampler(o_.sample_interval_s, be.info().kind == "cuda" ? 0 : -1);
+  // NVML numbers GPUs as CUDA does when CUDA_VISIBLE_DEVICES is unset (the usual case).
+  int gpu_index = -1;
+  if (be.info().kind == "cuda") {
+    const auto colon = be.info().id.find(':');
+    gpu_index = colon == std::string::npos ? 0 : std::atoi(be.info().id.c_str() + colon + 1);
+  }
+  Sampler sampler(o_.sample_interval_s, gpu_index);
   sampler.start();
   ExecutionOptions exec;
   exec.profile_steps = o_.profile_steps;
