@@ -1,0 +1,19 @@
+// report.html: the report document (crossover.report/1) as one self-contained page, with its
+// charts as inline SVG drawn here, so it opens offline and loads nothing from anywhere else.
+#pragma once
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace xo {
+
+// The page for `report`. Every section whose data is present is drawn; a missing or null field
+// reads "n/a", and every string from the document is escaped (model names come from spec files).
+// Never throws on an unexpected shape: what cannot be read is shown as missing.
+std::string render_html_report(const nlohmann::json& report);
+
+// render_html_report written to `file` atomically (write_file_atomic).
+void write_html_report(const std::filesystem::path& file, const nlohmann::json& report);
+
+}  // namespace xo
