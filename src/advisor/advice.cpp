@@ -47,7 +47,7 @@ std::string format_duration(double seconds) {
 }
 
 std::string usd(double v) {
-  if (v < 0.01) return fmt::format("${:.5f}", v);
+  if (v < 0.01) return fmt::format("${:.2g}", v);
   if (v < 10) return fmt::format("${:.3f}", v);
   return fmt::format("${:.0f}", v);
 }
@@ -307,7 +307,14 @@ nlohmann::json cost_json(const std::string& model, int64_t epochs, int64_t steps
       }
     }
     if (!rent) continue;
-    const BreakEven b = break_even(d, *rent, o.ownership, o.hours_per_month);
+    BreakEven b = break_even(d, *rent, o.ownership, o.hours_per_month);
+    // A month has 730.5 hours: a break-even beyond that is never reached.
+    constexpr double kHoursPerMonth = 365.25 * 24 / 12;
+    if (b.hours_per_month && *b.hours_per_month > kHoursPerMonth) b.hours_per_month.reset();
+    // Paid back only after the hardware is written off: not paid back.
+    if (b.payback_months && *b.payback_months > o.ownership.lifetime_years * 12) {
+      b.payback_months.reset();
+    }
     j["break_even"].push_back({{"device", d.id},
                                {"name", d.name},
                                {"instance", rent->id},

@@ -28,7 +28,7 @@ struct AdviseOptions {
 std::string money(const nlohmann::json& v) {
   if (!v.is_number()) return "n/a";
   const double d = v.get<double>();
-  return d < 0.01 ? fmt::format("${:.5f}", d) : d < 10 ? fmt::format("${:.3f}", d)
+  return d < 0.01 ? fmt::format("${:.2g}", d) : d < 10 ? fmt::format("${:.3f}", d)
                                                        : fmt::format("${:.0f}", d);
 }
 

@@ -6,10 +6,7 @@
 #include <cmath>
 
 #include "core/file.h"
-#if __has_include("report/html.h")  // TEMP until html lands
 #include "report/html.h"
-#define XO_HAVE_HTML 1
-#endif
 
 namespace xo {
 
@@ -119,6 +116,21 @@ nlohmann::json run_json(const SweepRow& row, const DevicePeaks* peaks) {
   const double peak = peaks ? peaks->matmul_gflops : 0;
   j["peak_gflops"] = peak > 0 ? nlohmann::json(peak) : nlohmann::json();
   j["peak_fraction"] = peak > 0 ? nlohmann::json(r.gflops / peak) : nlohmann::json();
+  // What the probe's roofline predicts for this run (efficiency 1): the error shows how far the
+  // model of a device one does not have would be off here.
+  j["roofline_step_ms"] = nlohmann::json();
+  j["roofline_error_percent"] = nlohmann::json();
+  j["roofline_bound"] = nlohmann::json();
+  if (peaks && peak > 0 && !row.cost.layers.empty()) {
+    const StepPrediction p = predict_step(row.cost, {peaks->matmul_gflops, peaks->bandwidth_gbs,
+                                                     peaks->step_overhead_us,
+                                                     peaks->layer_overhead_us});
+    j["roofline_step_ms"] = p.seconds * 1e3;
+    if (r.step_ms.median > 0) {
+      j["roofline_error_percent"] = 100 * (p.seconds * 1e3 - r.step_ms.median) / r.step_ms.median;
+    }
+    j["roofline_bound"] = p.bound;
+  }
   j["phases_ms"] = nlohmann::json();
   j["layers_profile"] = nlohmann::json();
   if (r.profiled_steps > 0) {
@@ -194,9 +206,7 @@ std::string runs_csv(const nlohmann::json& report) {
 void write_report(const std::filesystem::path& out_dir, const nlohmann::json& report) {
   write_file_atomic(out_dir / "results.json", report.dump(2) + "\n");
   write_file_atomic(out_dir / "results.csv", runs_csv(report));
-#ifdef XO_HAVE_HTML
   write_html_report(out_dir / "report.html", report);
-#endif
 }
 
 }  // namespace xo
