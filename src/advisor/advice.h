@@ -24,9 +24,11 @@ struct AdviceOptions {
   // What a prediction assumes kernels reach of a catalog device's datasheet figures.
   double achievable_flops_fraction = 0.8;
   double achievable_bandwidth_fraction = 0.8;
-  // A GPU step's fixed costs when no GPU was measured here (CUDA Graph replay).
-  double gpu_step_overhead_us = 8;
-  double gpu_layer_overhead_us = 2;
+  // A GPU step's fixed costs when no GPU was measured here: a CUDA Graph replay of the step, about
+  // 2 us per kernel, 3 kernels per layer (forward, two backward matmuls with fused epilogues), and
+  // the loss, optimizer and graph launch per step.
+  double gpu_step_overhead_us = 10;
+  double gpu_layer_overhead_us = 6;
 };
 
 // One predicted (or, for local devices, measured and predicted) step time of a model.

@@ -16,10 +16,10 @@ struct DevicePeaks {
   std::string device;  // DeviceInfo::id
   std::string name;
   int threads = 0;
-  double matmul_gflops = 0;     // median of timed n x n x n f32 matmuls (forward Linear kernel)
+  double matmul_gflops = 0;     // best of 9 timed n x n x n f32 matmuls (forward Linear kernel)
   int64_t matmul_n = 0;
-  double bandwidth_gbs = 0;     // median of dst += src over buffers far larger than the caches
-  double step_overhead_us = 0;  // a training step's fixed cost (loss, optimizer, launch)
+  double bandwidth_gbs = 0;     // best of 7 dst += src over buffers far larger than the caches
+  double step_overhead_us = 0;  // a training step's fixed cost (medians of tiny steps)
   double layer_overhead_us = 0; // each further Linear + ReLU layer's fixed cost
   std::string probed;           // UTC time of the probe
   bool cached = false;          // read from the cache rather than measured now
