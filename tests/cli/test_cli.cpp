@@ -17,8 +17,19 @@ struct Result {
   std::string output;  // stdout and stderr together
 };
 
+// The tests' own cache folder: a peak probed while other tests load the machine must not become
+// the user's cached peak.
+std::string cache_env() {
+  static const std::string dir = [] {
+    const auto d = std::filesystem::path(::testing::TempDir()) / "cli_cache";
+    std::filesystem::create_directories(d);
+    return d.string();
+  }();
+  return "XDG_CACHE_HOME='" + dir + "' ";
+}
+
 Result run(const std::string& args) {
-  const std::string cmd = std::string(CROSSOVER_BINARY) + " " + args + " 2>&1";
+  const std::string cmd = cache_env() + std::string(CROSSOVER_BINARY) + " " + args + " 2>&1";
   FILE* pipe = popen(cmd.c_str(), "r");
   std::string out;
   std::array<char, 4096> buf;
@@ -164,7 +175,9 @@ TEST(Cli, InterruptKeepsPartialResults) {
   const auto dir = temp_dir("interrupt");
   // disc-2 trains in well under a second and disc-12 for 100 epochs in ~25 s: SIGINT after 3 s
   // lands in disc-12 even on a loaded machine.
-  const std::string cmd = "timeout --preserve-status -s INT 3 " + std::string(CROSSOVER_BINARY) +
+  ASSERT_EQ(run("devices").status, 0);  // the peaks probed and cached before the clock starts
+  const std::string cmd = cache_env() + "timeout --preserve-status -s INT 3 " +
+                          std::string(CROSSOVER_BINARY) +
                           " run --models disc-2,disc-12 --out " + dir.string() + " >/dev/null 2>&1";
   const int status = std::system(cmd.c_str());
   EXPECT_EQ(WEXITSTATUS(status), 130);
@@ -317,6 +330,30 @@ TEST(Cli, CostRecostsAResultsFileWithOverriddenPrices) {
   bad = run("cost " + (dir / "other.json").string());
   EXPECT_EQ(bad.status, 2);
   EXPECT_NE(bad.output.find("not a crossover results.json"), std::string::npos) << bad.output;
+}
+
+TEST(Cli, ProgressBarOnATerminalOnly) {
+  const auto dir = temp_dir("progress");
+  // Through a pipe: no bar, no carriage returns.
+  const Result piped = run("run --models disc-2 --epochs 30 --out " + dir.string());
+  ASSERT_EQ(piped.status, 0) << piped.output;
+  EXPECT_EQ(piped.output.find('\r'), std::string::npos);
+  // On a terminal (util-linux's `script` gives the command one): the bar with model, device,
+  // epoch and the time left.
+  const std::string cmd = "script -qec \"" + cache_env() + std::string(CROSSOVER_BINARY) +
+                          " run --models disc-3 --epochs 30 --out " + dir.string() +
+                          "\" /dev/null 2>&1";
+  FILE* pipe = popen(cmd.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  std::string out;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) out.append(buf.data(), n);
+  const int status = pclose(pipe);
+  ASSERT_EQ(WEXITSTATUS(status), 0) << out;
+  for (const char* piece : {"\r[", "disc-3 on cpu: epoch", "/30", "left"}) {
+    EXPECT_NE(out.find(piece), std::string::npos) << piece << " not in: " << out;
+  }
 }
 
 }  // namespace
