@@ -307,7 +307,15 @@ nlohmann::json cost_json(const std::string& model, int64_t epochs, int64_t steps
       }
     }
     if (!rent) continue;
-    BreakEven b = break_even(d, *rent, o.ownership, o.hours_per_month);
+    // What renting the work of one hour on the owned device costs: the instance's hourly price
+    // times how much longer (or shorter) the run takes there (another device, or a CPU instance
+    // with a share of the chip).
+    CatalogInstance equivalent = *rent;
+    bool rent_predicted = true;
+    const auto rent_hours = hours_on(rent->device, &rent_predicted, rent);
+    if (!rent_hours || *hours <= 0) continue;
+    equivalent.on_demand_usd_per_hour = rent->on_demand_usd_per_hour * *rent_hours / *hours;
+    BreakEven b = break_even(d, equivalent, o.ownership, o.hours_per_month);
     // A month has 730.5 hours: a break-even beyond that is never reached.
     constexpr double kHoursPerMonth = 365.25 * 24 / 12;
     if (b.hours_per_month && *b.hours_per_month > kHoursPerMonth) b.hours_per_month.reset();
@@ -319,6 +327,7 @@ nlohmann::json cost_json(const std::string& model, int64_t epochs, int64_t steps
                                {"name", d.name},
                                {"instance", rent->id},
                                {"same_device", rent->device == d.id},
+                               {"rent_usd_per_owned_hour", equivalent.on_demand_usd_per_hour},
                                {"hours_per_month", opt(b.hours_per_month)},
                                {"payback_months", opt(b.payback_months)},
                                {"at_hours_per_month", b.at_hours_per_month}});

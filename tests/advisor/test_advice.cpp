@@ -1,0 +1,116 @@
+// The advisor's assembly on a hand-made catalog: predictions use the datasheet at the achievable
+// fraction and the calibrated efficiency, costs are hours times prices, CPU instances get their
+// share of the chip, break-even against another device is for the same work, and the advice names
+// measured and predicted figures as such.
+#include <gtest/gtest.h>
+
+#include "advisor/advice.h"
+
+namespace xo {
+namespace {
+
+Catalog hand_catalog() {
+  Catalog c;
+  // A GPU of 10 TFLOP/s and 1000 GB/s, $2000; a CPU of 1 TFLOP/s, 100 GB/s, 8 cores/16 threads.
+  c.devices.push_back({"gpu-a", "gpu", "Test GPU A100x", 10, 0, 0, 1000, 16, 300, 2000, 0, 0, "t",
+                       "2026-01-01"});
+  c.devices.push_back({"cpu-a", "cpu", "Test CPU 9999", 1, 0, 0, 100, 0, 100, 500, 8, 16, "t",
+                       "2026-01-01"});
+  c.instances.push_back({"cloud-gpu", "Cloud", "g1", "gpu-a", 1, 4, 16, 2.0, 1.0, "r", "t",
+                         "2026-01-01"});
+  c.instances.push_back({"cloud-cpu", "Cloud", "c2", "cpu-a", 1, 2, 4, 0.1, std::nullopt, "r", "t",
+                         "2026-01-01"});
+  return c;
+}
+
+// A measured run on this machine's CPU: one FLOP-bound layer of 8e9 FLOPs.
+SweepRow measured_run(double measured_ms) {
+  SweepRow row;
+  row.result.model = "m";
+  row.result.device.id = "cpu";
+  row.result.device.kind = "cpu";
+  row.result.device.name = "Local CPU";
+  row.result.step_ms.median = measured_ms;
+  row.result.steps_per_epoch = 10;
+  row.cost.layers = {{"0 linear", 0, 8e9, 1e3}};
+  row.cost.flops = 8e9;
+  row.cost.bytes = 1e3;
+  return row;
+}
+
+DevicePeaks local_peaks() {
+  DevicePeaks p;
+  p.device = "cpu";
+  p.name = "Local CPU";
+  p.matmul_gflops = 400;   // 8e9 FLOPs: 20 ms at the peak
+  p.bandwidth_gbs = 50;
+  return p;
+}
+
+TEST(Advice, PredictionsCostsAndBreakEvenByHand) {
+  const Catalog c = hand_catalog();
+  const SweepRow row = measured_run(40);  // 40 ms measured: efficiency 0.5 of the 20 ms roofline
+  AdviceOptions o;
+  const auto p = predict_devices(row, {row}, {local_peaks()}, c, o);
+  ASSERT_EQ(p.size(), 3u);  // this CPU, the GPU, the CPU
+  EXPECT_TRUE(p[0].local);
+  EXPECT_NEAR(p[0].step.seconds, 0.020, 1e-12);  // the uncalibrated roofline
+  EXPECT_NEAR(*p[0].measured_s, 0.040, 1e-12);
+  // GPU: not measured here: efficiency 1, 80% of 10 TFLOP/s = 8e12 -> 1 ms + 10 us + 6 us.
+  EXPECT_EQ(p[1].device, "gpu-a");
+  EXPECT_NEAR(p[1].step.seconds, 1e-3 + 16e-6, 1e-12);
+  EXPECT_FALSE(p[1].measured_s.has_value());
+  // Catalog CPU: the local efficiency 0.5 carries over: 8e9 / (0.8e12 * 0.5) = 20 ms.
+  EXPECT_NEAR(p[2].step.seconds, 0.020, 1e-12);
+
+  const auto cost = cost_json("m", 3, 10, p, c, o);  // 30 steps
+  ASSERT_EQ(cost["instances"].size(), 2u);
+  const auto& gpu = cost["instances"][0];
+  const double gpu_hours = 30 * (1e-3 + 16e-6) / 3600;
+  EXPECT_NEAR(gpu["run_hours"].get<double>(), gpu_hours, 1e-15);
+  EXPECT_NEAR(gpu["on_demand_usd"].get<double>(), 2.0 * gpu_hours, 1e-15);
+  EXPECT_NEAR(gpu["spot_usd"].get<double>(), 1.0 * gpu_hours, 1e-15);
+  // The CPU instance rents 2 of the chip's 16 threads: the work takes 8x as long.
+  const auto& cpu = cost["instances"][1];
+  EXPECT_NEAR(cpu["run_hours"].get<double>(), 30 * 0.020 * 8 / 3600, 1e-15);
+  EXPECT_TRUE(cpu["spot_usd"].is_null());
+  // Owning the CPU: $500 over 3 years at 50% use, 100 W at $0.15/kWh.
+  const auto& own_cpu = cost["ownership"][1];
+  const double capital = 500 / (3 * 365.25 * 24 * 0.5), power = 0.1 * 0.15;
+  EXPECT_NEAR(own_cpu["hourly_capital_usd"].get<double>(), capital, 1e-12);
+  EXPECT_NEAR(own_cpu["run_usd"].get<double>(), 30 * 0.020 / 3600 * (capital + power), 1e-15);
+  // Break-even for the CPU against the CPU instance: the same work costs 0.1 $/h * 8 per hour of
+  // the owned CPU; monthly capital 500 / 36.
+  const auto& be = cost["break_even"][1];
+  EXPECT_EQ(be["instance"], "cloud-cpu");
+  EXPECT_NEAR(be["hours_per_month"].get<double>(), (500.0 / 36) / (0.8 - power), 1e-9);
+  // The GPU against its own instance: 2 $/h, 300 W + 150 W host.
+  const auto& be_gpu = cost["break_even"][0];
+  EXPECT_TRUE(be_gpu["same_device"].get<bool>());
+  EXPECT_NEAR(be_gpu["hours_per_month"].get<double>(), (2000.0 / 36) / (2.0 - 0.45 * 0.15), 1e-9);
+
+  const auto lines = advice_lines("m", p, cost, {}, "width", true);
+  ASSERT_GE(lines.size(), 4u);
+  EXPECT_NE(lines[0].find("Fastest here: cpu"), std::string::npos) << lines[0];
+  EXPECT_NE(lines[0].find("(measured)"), std::string::npos) << lines[0];
+  EXPECT_NE(lines[1].find("Test GPU A100x"), std::string::npos) << lines[1];
+  EXPECT_NE(lines[1].find("predicted"), std::string::npos) << lines[1];
+  EXPECT_NE(lines[2].find("Cloud g1"), std::string::npos) << lines[2];
+  EXPECT_NE(lines[3].find("No crossover"), std::string::npos) << lines[3];
+}
+
+TEST(Advice, ALocalDeviceInTheCatalogIsMeasuredAndPredicted) {
+  Catalog c = hand_catalog();
+  SweepRow row = measured_run(40);
+  row.result.device.name = "Test CPU 9999 64-Core";  // the same model as the catalog's cpu-a
+  const auto p = predict_devices(row, {row}, {local_peaks()}, c, AdviceOptions{});
+  ASSERT_EQ(p.size(), 3u);
+  ASSERT_TRUE(p[2].measured_s.has_value());
+  EXPECT_NEAR(*p[2].measured_s, 0.040, 1e-12);
+  EXPECT_FALSE(p[1].measured_s.has_value());  // a GPU never stands for a CPU
+  const auto j = predictions_json("m", p);
+  EXPECT_NEAR(j[2]["error_percent"].get<double>(), 100 * (0.020 - 0.040) / 0.040, 1e-9);
+}
+
+}  // namespace
+}  // namespace xo
