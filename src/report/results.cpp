@@ -170,6 +170,10 @@ nlohmann::json run_json(const SweepRow& row, const DevicePeaks* peaks) {
   j["step_bytes"] = row.cost.bytes;
   j["spec_toml"] = row.spec_toml;
   j["final_loss"] = number_or_null(r.final_loss);
+  if (r.epochs.empty()) {  // measured steps only (--steps): no epoch finished, nothing to report
+    j["final_loss"] = nlohmann::json();
+    j["final_train_error"] = nlohmann::json();
+  }
   return j;
 }
 
