@@ -197,6 +197,30 @@ struct LossStats {
 // torch.nn.CrossEntropyLoss) or sigmoid + binary cross-entropy (torch.nn.BCEWithLogitsLoss), mean
 // over the batch. A kernel for one shard of a batch divides by the whole batch (`normalizer`), so
 // the shards' losses and gradients add up to the batch's.
+// Batch normalisation (PyTorch's BatchNorm1d/2d, affine, tracking running statistics) of NC or
+// NC(spatial) tensors: per channel, over the batch and the spatial positions. Training normalises
+// with the batch's mean and biased variance and moves the running statistics by `momentum`
+// (the running variance takes the unbiased batch variance); inference uses the running ones.
+struct BatchNormShape {
+  int64_t batch = 0, channels = 0, spatial = 1;  // spatial: L for [C, L], H*W for [C, H, W]
+  double eps = 1e-5;
+  double momentum = 0.1;
+  bool training = true;
+};
+class BatchNormKernel {
+ public:
+  virtual ~BatchNormKernel() = default;
+  // weight, bias [C]; running_mean, running_var [C] and batches_tracked (one float: PyTorch's
+  // num_batches_tracked) in device memory, updated in training.
+  virtual void forward(const float* src, const float* weight, const float* bias,
+                       float* running_mean, float* running_var, float* batches_tracked,
+                       float* dst) = 0;
+  // Uses the batch statistics of the last forward; d_src, d_weight, d_bias are overwritten
+  // (d_src may be null where no gradient flows below).
+  virtual void backward(const float* src, const float* weight, const float* d_dst, float* d_src,
+                        float* d_weight, float* d_bias) = 0;
+};
+
 enum class LossKind { CrossEntropy, BinaryCrossEntropy };
 class LossKernel {
  public:
@@ -253,6 +277,7 @@ class Backend {
   virtual std::unique_ptr<DropoutKernel> dropout(const DropoutShape& shape) = 0;
   virtual std::unique_ptr<EmbeddingKernel> embedding(const EmbeddingShape& shape) = 0;
   virtual std::unique_ptr<LstmKernel> lstm(const LstmShape& shape) = 0;
+  virtual std::unique_ptr<BatchNormKernel> batch_norm(const BatchNormShape& shape) = 0;
   virtual std::unique_ptr<OptimizerKernel> optimizer(const OptimizerSpec& spec,
                                                      int64_t parameters) = 0;
 };

@@ -66,7 +66,7 @@ float half_to_float(uint16_t h) {
 // bfloat16 is the top half of a float32.
 float bf16_to_float(uint16_t h) { return std::bit_cast<float>(static_cast<uint32_t>(h) << 16); }
 
-enum class DType { kF32, kF64, kF16, kBF16 };
+enum class DType { kF32, kF64, kF16, kBF16, kI64 };
 
 struct DTypeInfo {
   const char* name;
@@ -74,11 +74,13 @@ struct DTypeInfo {
   size_t bytes;
 };
 
-// The float dtypes crossover reads; every other dtype of the format is refused by name.
+// The dtypes crossover reads (I64 for counts such as BatchNorm's num_batches_tracked); every other
+// dtype of the format is refused by name.
 constexpr DTypeInfo kDTypes[] = {{"F32", DType::kF32, sizeof(float)},
                                  {"F64", DType::kF64, sizeof(double)},
                                  {"F16", DType::kF16, sizeof(uint16_t)},
-                                 {"BF16", DType::kBF16, sizeof(uint16_t)}};
+                                 {"BF16", DType::kBF16, sizeof(uint16_t)},
+                                 {"I64", DType::kI64, sizeof(int64_t)}};
 
 const DTypeInfo* find_dtype(const std::string& name) {
   for (const DTypeInfo& info : kDTypes) {
@@ -98,6 +100,13 @@ void convert(DType dtype, const char* p, size_t n, float* out) {
       for (size_t i = 0; i < n; ++i) {
         double v;
         std::memcpy(&v, p + i * sizeof(double), sizeof(double));
+        out[i] = static_cast<float>(v);
+      }
+      return;
+    case DType::kI64:
+      for (size_t i = 0; i < n; ++i) {
+        int64_t v;
+        std::memcpy(&v, p + i * sizeof(int64_t), sizeof(int64_t));
         out[i] = static_cast<float>(v);
       }
       return;
@@ -147,9 +156,10 @@ void save_safetensors(const std::filesystem::path& path, const std::vector<Named
       n *= d;
     }
     XO_ASSERT(n == static_cast<int64_t>(t.data.size()));
-    const size_t bytes = sizeof(float) * t.data.size();
+    XO_ASSERT(t.dtype == "F32" || t.dtype == "I64");
+    const size_t bytes = (t.dtype == "I64" ? sizeof(int64_t) : sizeof(float)) * t.data.size();
     header[t.name] = {
-        {"dtype", "F32"}, {"shape", t.shape}, {"data_offsets", {offset, offset + bytes}}};
+        {"dtype", t.dtype}, {"shape", t.shape}, {"data_offsets", {offset, offset + bytes}}};
     offset += bytes;
   }
   std::string json = header.dump();
@@ -163,6 +173,13 @@ void save_safetensors(const std::filesystem::path& path, const std::vector<Named
   file += json;
   file.reserve(file.size() + offset);
   for (const NamedTensor& t : tensors) {
+    if (t.dtype == "I64") {
+      for (float v : t.data) {
+        const auto i = static_cast<int64_t>(v);
+        file.append(reinterpret_cast<const char*>(&i), sizeof(i));
+      }
+      continue;
+    }
     file.append(reinterpret_cast<const char*>(t.data.data()), sizeof(float) * t.data.size());
   }
   write_file_atomic(path, file);
@@ -234,7 +251,7 @@ std::vector<NamedTensor> load_safetensors(const std::filesystem::path& path) {
     const DTypeInfo* dtype = find_dtype(dtype_name);
     if (dtype == nullptr) {
       throw UserError(fmt::format(
-          "{}: dtype '{}' is not supported (expected F32, F64, F16 or BF16)", where, dtype_name));
+          "{}: dtype '{}' is not supported (expected F32, F64, F16, BF16 or I64)", where, dtype_name));
     }
     Entry e{it.key(), dtype, {}, offsets[0], offsets[1]};
     // The element count is computed in bytes with overflow checks: a forged shape must not wrap
@@ -285,6 +302,7 @@ std::vector<NamedTensor> load_safetensors(const std::filesystem::path& path) {
   out.reserve(entries.size());
   for (Entry& e : entries) {
     NamedTensor t{std::move(e.name), std::move(e.shape), {}};
+    if (e.dtype->dtype == DType::kI64) t.dtype = "I64";
     t.data.resize((e.end - e.begin) / e.dtype->bytes);
     convert(e.dtype->dtype, file.data() + data_start + e.begin, t.data.size(), t.data.data());
     out.push_back(std::move(t));

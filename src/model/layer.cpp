@@ -165,6 +165,41 @@ class LstmLayer final : public Layer {
   std::unique_ptr<LstmKernel> kernel_;
 };
 
+// Batch normalisation: weight and bias are parameters; the running statistics and the batch
+// count are the model's state.
+class BatchNormLayer final : public Layer {
+ public:
+  BatchNormLayer(const Node& n, const std::vector<ParamTensor>& t, Backend& be,
+                 const LayerContext& c)
+      : weight_(offset_of(n, t, 0)), bias_(offset_of(n, t, 1)) {
+    XO_ASSERT(c.buffers && c.state && n.buffers.size() == 3);
+    running_mean_ = c.state + (*c.buffers)[n.buffers[0]].offset;
+    running_var_ = c.state + (*c.buffers)[n.buffers[1]].offset;
+    batches_ = c.state + (*c.buffers)[n.buffers[2]].offset;
+    BatchNormShape s;
+    s.batch = c.batch;
+    s.channels = n.in_shape[0];
+    s.spatial = n.in_size / n.in_shape[0];
+    s.eps = n.spec.eps;
+    s.momentum = n.spec.momentum;
+    s.training = c.training;
+    kernel_ = be.batch_norm(s);
+  }
+  void forward(const float* params, const float* src, float* dst, uint64_t) override {
+    kernel_->forward(src, params + weight_, params + bias_, running_mean_, running_var_, batches_,
+                     dst);
+  }
+  void backward(const float* params, const float* src, const float*, float* d_dst, float* grads,
+                float* d_src) override {
+    kernel_->backward(src, params + weight_, d_dst, d_src, grads + weight_, grads + bias_);
+  }
+
+ private:
+  int64_t weight_, bias_;
+  float *running_mean_ = nullptr, *running_var_ = nullptr, *batches_ = nullptr;
+  std::unique_ptr<BatchNormKernel> kernel_;
+};
+
 }  // namespace
 
 std::unique_ptr<Layer> make_layer(const Node& n, const std::vector<ParamTensor>& tensors,
@@ -206,6 +241,8 @@ std::unique_ptr<Layer> make_layer(const Node& n, const std::vector<ParamTensor>&
       return std::make_unique<EmbeddingLayer>(n, tensors, be, c);
     case NodeKind::LSTM:
       return std::make_unique<LstmLayer>(n, tensors, be, c);
+    case NodeKind::BatchNorm:
+      return std::make_unique<BatchNormLayer>(n, tensors, be, c);
   }
   XO_ASSERT(false && "unknown node kind");
 }

@@ -33,6 +33,9 @@ struct LayerContext {
   bool need_d_src = true;  // a gradient must flow to the layer's input
   bool in_shard = false;   // runs inside one worker of Backend::parallel_shards
   uint64_t seed = 0;       // the model's seed (dropout)
+  // The model's buffers and its state memory (BatchNorm's running statistics).
+  const std::vector<ParamTensor>* buffers = nullptr;
+  float* state = nullptr;
 };
 
 // Null for nodes that are views of their input (Flatten; Dropout outside training).

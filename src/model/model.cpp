@@ -52,6 +52,9 @@ NodeKind node_kind(LayerType t) {
       return NodeKind::Embedding;
     case LayerType::LSTM:
       return NodeKind::LSTM;
+    case LayerType::BatchNorm1d:
+    case LayerType::BatchNorm2d:
+      return NodeKind::BatchNorm;
   }
   return NodeKind::Flatten;
 }
@@ -115,6 +118,21 @@ Model::Model(ModelSpec spec, Backend& backend) : spec_(std::move(spec)), backend
     for (const ParamShape& t : layer_parameters(layers[i], n.in_shape)) {
       n.params.push_back(add_tensor(fmt::format("{}.{}", i, t.suffix), t.shape));
     }
+    if (n.kind == NodeKind::BatchNorm) {  // PyTorch's buffers, in its state_dict order
+      const int64_t channels = n.in_shape[0];
+      for (auto [suffix, size] : {std::pair<const char*, int64_t>{"running_mean", channels},
+                                  {"running_var", channels}, {"num_batches_tracked", 1}}) {
+        ParamTensor b{fmt::format("{}.{}", i, suffix),
+                      size == 1 && std::string(suffix) == "num_batches_tracked"
+                          ? std::vector<int64_t>{}
+                          : std::vector<int64_t>{size},
+                      state_size_, size};
+        b.integer = std::string(suffix) == "num_batches_tracked";
+        state_size_ += (size + kTensorAlignFloats - 1) / kTensorAlignFloats * kTensorAlignFloats;
+        n.buffers.push_back(static_cast<int>(buffers_.size()));
+        buffers_.push_back(std::move(b));
+      }
+    }
     // An activation right after a Linear or Conv2d is fused into it (a oneDNN post-op / epilogue).
     const bool fusable = n.kind == NodeKind::Linear || n.kind == NodeKind::Conv2d;
     if (fusable && i + 1 < layers.size() && activation_of(layers[i + 1].type) != Activation::None) {
@@ -131,6 +149,7 @@ Model::Model(ModelSpec spec, Backend& backend) : spec_(std::move(spec)), backend
   outputs_ = nodes_.back().out_size;
   params_ = backend.allocate(sizeof(float) * flat_size_);
   grads_ = backend.allocate(sizeof(float) * flat_size_);
+  if (state_size_ > 0) state_ = backend.allocate(sizeof(float) * state_size_);
 }
 
 int64_t Model::token_vocab() const {
@@ -155,6 +174,11 @@ void Model::init(uint64_t seed) {
       default:
         break;
     }
+    if (n.kind == NodeKind::BatchNorm) {  // nn.BatchNorm: weight 1, bias 0
+      const ParamTensor& w = tensors_[n.params[0]];
+      std::fill(host.begin() + w.offset, host.begin() + w.offset + w.size, 1.0f);
+      continue;
+    }
     for (int idx : n.params) {
       const ParamTensor& t = tensors_[idx];
       for (int64_t k = 0; k < t.size; ++k) {
@@ -165,6 +189,15 @@ void Model::init(uint64_t seed) {
   }
   backend_->upload(params(), host.data(), sizeof(float) * host.size());
   backend_->fill_zero(grads(), sizeof(float) * flat_size_);
+  if (state_size_ > 0) {  // running mean 0, running variance 1, no batch seen
+    std::vector<float> state(static_cast<size_t>(state_size_), 0.0f);
+    for (const ParamTensor& b : buffers_) {
+      if (b.name.size() >= 11 && b.name.compare(b.name.size() - 11, 11, "running_var") == 0) {
+        std::fill(state.begin() + b.offset, state.begin() + b.offset + b.size, 1.0f);
+      }
+    }
+    backend_->upload(this->state(), state.data(), sizeof(float) * state.size());
+  }
 }
 
 std::vector<NamedTensor> Model::export_params() const {
@@ -175,14 +208,24 @@ std::vector<NamedTensor> Model::export_params() const {
     out.push_back({t.name, t.shape,
                    std::vector<float>(host.begin() + t.offset, host.begin() + t.offset + t.size)});
   }
+  if (state_size_ > 0) {
+    std::vector<float> state(static_cast<size_t>(state_size_));
+    backend_->download(state.data(), this->state(), sizeof(float) * state.size());
+    for (const ParamTensor& b : buffers_) {
+      NamedTensor t{b.name, b.shape,
+                    std::vector<float>(state.begin() + b.offset, state.begin() + b.offset + b.size)};
+      if (b.integer) t.dtype = "I64";
+      out.push_back(std::move(t));
+    }
+  }
   return out;
 }
 
 void Model::import_params(const std::vector<NamedTensor>& tensors, const std::string& origin) {
   std::map<std::string, const NamedTensor*> by_name;
   for (const NamedTensor& t : tensors) by_name[t.name] = &t;
-  std::vector<float> host(flat_size_, 0.0f);
-  for (const ParamTensor& t : tensors_) {
+  // Every parameter and buffer must be there with its exact shape, and nothing else.
+  auto take = [&](const ParamTensor& t, std::vector<float>& host) {
     auto it = by_name.find(t.name);
     if (it == by_name.end()) {
       throw UserError(fmt::format("{}: tensor '{}' [{}] is missing (the model '{}' needs it)",
@@ -195,12 +238,16 @@ void Model::import_params(const std::vector<NamedTensor>& tensors, const std::st
     }
     std::copy(it->second->data.begin(), it->second->data.end(), host.begin() + t.offset);
     by_name.erase(it);
-  }
+  };
+  std::vector<float> host(flat_size_, 0.0f), state(static_cast<size_t>(state_size_), 0.0f);
+  for (const ParamTensor& t : tensors_) take(t, host);
+  for (const ParamTensor& b : buffers_) take(b, state);
   if (!by_name.empty()) {
     throw UserError(fmt::format("{}: tensor '{}' is not a parameter of model '{}'", origin,
                                 by_name.begin()->first, spec_.name));
   }
   backend_->upload(params(), host.data(), sizeof(float) * host.size());
+  if (state_size_ > 0) backend_->upload(this->state(), state.data(), sizeof(float) * state.size());
 }
 
 double Model::forward_flops(int64_t batch) const {
@@ -223,6 +270,7 @@ Network::Network(const Model& model, int64_t batch, bool training, int shards,
     : model_(model), batch_(batch), training_(training) {
   Backend& be = model.backend();
   if (shards <= 0) shards = training ? be.batch_shards(batch, model.train_flops(batch)) : 1;
+  if (model.has_batch_norm()) shards = 1;  // the batch's statistics need the whole batch
   shards = static_cast<int>(std::min<int64_t>(shards, batch));
   auto buffer = [&](size_t bytes) {
     memory_.push_back(be.allocate(bytes));
@@ -238,7 +286,7 @@ Network::Network(const Model& model, int64_t batch, bool training, int shards,
     for (size_t i = 0; i < nodes.size(); ++i) {
       const Node& n = nodes[i];
       LayerContext context{s.batch,    s.offset,    training, training && n.gradient_below,
-                           shards > 1, model.seed()};
+                           shards > 1, model.seed(), &model.buffers(), model.state()};
       s.layers.push_back(make_layer(n, model.tensors(), be, context));
       if (!s.layers.back()) {  // a view of its input: shares its buffers
         s.outputs.push_back(i > 0 ? s.outputs[i - 1] : nullptr);

@@ -18,8 +18,9 @@ namespace xo {
 struct ParamTensor {
   std::string name;            // PyTorch state_dict name, e.g. "2.weight"
   std::vector<int64_t> shape;  // e.g. {out, in}
-  int64_t offset = 0;          // in floats, into params() and grads()
+  int64_t offset = 0;          // in floats, into params() and grads() (buffers: into state())
   int64_t size = 0;
+  bool integer = false;        // a count kept as a float, exchanged as I64 (num_batches_tracked)
 };
 
 // A unit of execution: one layer of the spec, with the activation that follows a Linear or a
@@ -34,6 +35,7 @@ enum class NodeKind {
   Flatten,
   Embedding,
   LSTM,
+  BatchNorm,
 };
 struct Node {
   int layer = 0;
@@ -43,6 +45,7 @@ struct Node {
   std::vector<int64_t> in_shape, out_shape;  // of one sample
   int64_t in_size = 0, out_size = 0;         // their element counts
   std::vector<int> params;  // indices into Model::tensors(), in layer_parameters() order
+  std::vector<int> buffers;  // indices into Model::buffers(): state that is not trained
   // Matmul FLOPs (2 per multiply-add) of the forward pass for one sample.
   double forward_flops = 0;
   // Some node before this one has parameters, so this node must compute its input's gradient.
@@ -75,6 +78,13 @@ class Model {
   int64_t flat_size() const { return flat_size_; }
   float* params() const { return params_.as<float>(); }
   float* grads() const { return grads_.as<float>(); }
+  // Buffers that are state but not parameters (BatchNorm's running statistics and batch count):
+  // in PyTorch's state_dict, not trained, not counted as parameters.
+  const std::vector<ParamTensor>& buffers() const { return buffers_; }
+  int64_t state_size() const { return state_size_; }
+  float* state() const { return state_.as<float>(); }
+  // Batch statistics couple the samples of a batch: such a model trains unsharded.
+  bool has_batch_norm() const { return !buffers_.empty(); }
 
   // PyTorch's default initialisation, in distribution: nn.Linear and nn.Conv2d draw weights from
   // kaiming_uniform(a = sqrt(5)), i.e. U(-1/sqrt(fan_in), 1/sqrt(fan_in)), and the bias from the
@@ -85,6 +95,7 @@ class Model {
   // Training steps taken (the dropout masks' counter); advanced by Network::train_step.
   uint64_t advance_step() const { return steps_++; }
 
+  // Parameters, then buffers (PyTorch's state_dict).
   std::vector<NamedTensor> export_params() const;
   // Every tensor of the model must be present with its exact shape, and nothing else. Errors name
   // `origin` (the file) and the tensor.
@@ -99,10 +110,11 @@ class Model {
  private:
   ModelSpec spec_;
   Backend* backend_;
-  std::vector<ParamTensor> tensors_;
+  std::vector<ParamTensor> tensors_, buffers_;
   std::vector<Node> nodes_;
   int64_t input_features_ = 0, outputs_ = 0, parameter_count_ = 0, flat_size_ = 0;
-  DeviceBuffer params_, grads_;
+  int64_t state_size_ = 0;
+  DeviceBuffer params_, grads_, state_;
   uint64_t seed_ = 0;
   mutable uint64_t steps_ = 0;
 };

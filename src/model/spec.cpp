@@ -244,6 +244,8 @@ const std::vector<LayerInfo>& layer_table() {
       {LayerType::LSTM, "lstm", {"out", "layers", "sequence"}},
       {LayerType::GlobalAvgPool, "global_avgpool", {}},
       {LayerType::GlobalMaxPool, "global_maxpool", {}},
+      {LayerType::BatchNorm1d, "batchnorm1d", {"eps", "momentum"}},
+      {LayerType::BatchNorm2d, "batchnorm2d", {"eps", "momentum"}},
   };
   return table;
 }
@@ -366,6 +368,25 @@ LayerSpec parse_layer(const Parser& p, const toml::node& node, const std::string
                            float_text(*v)));
       }
       layer.p = *v;
+    }
+  }
+  if (has("eps")) {
+    if (auto v = p.number(*t, path, "eps")) {
+      if (!(*v > 0)) {
+        p.fail(Parser::line_of(*t->get("eps")), path + ".eps",
+               fmt::format("{} must be > 0 (added to the variance)", float_text(*v)));
+      }
+      layer.eps = *v;
+    }
+  }
+  if (has("momentum")) {
+    if (auto v = p.number(*t, path, "momentum")) {
+      if (!(*v >= 0 && *v <= 1)) {
+        p.fail(Parser::line_of(*t->get("momentum")), path + ".momentum",
+               fmt::format("{} must be in [0, 1] (the batch's weight in the running statistics)",
+                           float_text(*v)));
+      }
+      layer.momentum = *v;
     }
   }
   if (has("vocab")) layer.vocab = positive("vocab", 0, "vocabulary size");
@@ -642,6 +663,11 @@ std::vector<ParamShape> layer_parameters(const LayerSpec& l, const std::vector<i
     case LayerType::Embedding:
       params.push_back({"weight", {l.vocab, l.out}});
       break;
+    case LayerType::BatchNorm1d:
+    case LayerType::BatchNorm2d:
+      params.push_back({"weight", {in.at(0)}});
+      params.push_back({"bias", {in.at(0)}});
+      break;
     case LayerType::LSTM:
       // PyTorch's nn.LSTM: gates stacked in the order input, forget, cell, output.
       for (int64_t k = 0; k < l.layers; ++k) {
@@ -758,6 +784,15 @@ std::vector<std::vector<int64_t>> infer_shapes(const ModelSpec& spec) {
         need_rank(2, "[steps, features]; e.g. an lstm with sequence = true");
         shape = {shape[1]};
         break;
+      case LayerType::BatchNorm1d:
+        if (shape.size() != 1 && shape.size() != 2) {
+          fail(fmt::format("batchnorm1d normalises [channels] or [channels, length], got [{}]",
+                           fmt::join(shape, ", ")));
+        }
+        break;
+      case LayerType::BatchNorm2d:
+        need_rank(3, "[channels, height, width]; e.g. after a conv2d");
+        break;
       case LayerType::Dropout:
         if (!(l.p >= 0 && l.p < 1)) {
           fail_at(spec.origin, l.line, key + ".p", fmt::format("{} must be in [0, 1)", l.p));
@@ -863,6 +898,13 @@ std::string layer_toml(const LayerSpec& l) {
       break;
     case LayerType::Embedding:
       out += fmt::format(", vocab = {}, out = {}", l.vocab, l.out);
+      break;
+    case LayerType::BatchNorm1d:
+    case LayerType::BatchNorm2d:
+      if (l.eps != defaults.eps) out += fmt::format(", eps = {}", float_text(l.eps));
+      if (l.momentum != defaults.momentum) {
+        out += fmt::format(", momentum = {}", float_text(l.momentum));
+      }
       break;
     case LayerType::LSTM:
       out += fmt::format(", out = {}", l.out);

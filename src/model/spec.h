@@ -25,6 +25,8 @@ enum class LayerType {
   LSTM,
   GlobalAvgPool,  // mean over the steps of a sequence: [T, F] -> [F]
   GlobalMaxPool,  // max over the steps of a sequence
+  BatchNorm1d,    // over the batch of [C] or [C, L] (per channel C)
+  BatchNorm2d,    // over the batch and positions of [C, H, W] (per channel C)
 };
 const char* layer_type_name(LayerType t);  // as written in spec files: "conv2d", "lstm", ...
 
@@ -43,6 +45,8 @@ struct LayerSpec {
   int64_t vocab = 0;      // Embedding: num_embeddings
   int64_t layers = 1;     // LSTM: num_layers
   bool sequence = false;  // LSTM: output every step [T, H] (true) or the last one [H]
+  double eps = 1e-5;      // BatchNorm: added to the variance
+  double momentum = 0.1;  // BatchNorm: weight of the batch in the running statistics
 };
 
 // A parameter tensor of a layer: PyTorch's state_dict suffix ("weight", "weight_ih_l0") and shape.

@@ -101,6 +101,18 @@ void profile_nodes(Model& model, const DeviceBuffer& x, const DeviceBuffer& y, i
   Backend& be = model.backend();
   Network net(model, batch, true, 1);
   DeviceBuffer stats = be.allocate(sizeof(LossStats));
+  // Profiled steps run the forward pass in training mode, which moves BatchNorm's running
+  // statistics: they are put back afterwards, so the trained model is that of the epochs alone.
+  std::vector<float> state(static_cast<size_t>(model.state_size()));
+  if (!state.empty()) be.download(state.data(), model.state(), sizeof(float) * state.size());
+  struct Restore {
+    Backend& be;
+    const Model& model;
+    const std::vector<float>& state;
+    ~Restore() {
+      if (!state.empty()) be.upload(model.state(), state.data(), sizeof(float) * state.size());
+    }
+  } restore{be, model, state};
   const size_t nodes = model.nodes().size();
   std::vector<std::vector<double>> fwd(nodes), bwd(nodes);
   std::vector<double> loss;

@@ -327,6 +327,59 @@ OpCase pool2d_case(PoolType type, int64_t batch, int64_t channels, int64_t hw, i
   return c;
 }
 
+// Batch normalisation in training: the batch's mean and biased variance per channel over the batch
+// and the spatial positions, then the per-channel scale and shift.
+OpCase batch_norm_case(int64_t batch, int64_t channels, int64_t spatial) {
+  OpCase c;
+  c.name = fmt::format("batchnorm_b{}_c{}_s{}", batch, channels, spatial);
+  const int64_t n = batch * channels * spatial;
+  const double eps = 1e-5;
+  c.input_sizes = {n, channels, channels};
+  c.tolerance = 5e-4;
+  c.reference = [=](const Tensors& t) {
+    std::vector<double> y(n);
+    for (int64_t k = 0; k < channels; ++k) {
+      double mean = 0, var = 0;
+      for (int64_t b = 0; b < batch; ++b)
+        for (int64_t s = 0; s < spatial; ++s) mean += t[0][(b * channels + k) * spatial + s];
+      mean /= static_cast<double>(batch * spatial);
+      for (int64_t b = 0; b < batch; ++b)
+        for (int64_t s = 0; s < spatial; ++s) {
+          const double d = t[0][(b * channels + k) * spatial + s] - mean;
+          var += d * d;
+        }
+      var /= static_cast<double>(batch * spatial);
+      for (int64_t b = 0; b < batch; ++b)
+        for (int64_t s = 0; s < spatial; ++s) {
+          const int64_t i = (b * channels + k) * spatial + s;
+          y[i] = (t[0][i] - mean) / std::sqrt(var + eps) * t[1][k] + t[2][k];
+        }
+    }
+    return y;
+  };
+  c.run = [=](Backend& be, const std::vector<std::vector<float>>& inputs,
+              const std::vector<float>& d_output) {
+    BatchNormShape s;
+    s.batch = batch;
+    s.channels = channels;
+    s.spatial = spatial;
+    auto kernel = be.batch_norm(s);
+    auto src = to_device(be, inputs[0]);
+    auto w = to_device(be, inputs[1]);
+    auto b = to_device(be, inputs[2]);
+    auto mean = device_zeros(be, channels), var = device_zeros(be, channels);
+    auto count = device_zeros(be, 1);
+    auto dst = device_zeros(be, n);
+    auto d_dst = to_device(be, d_output);
+    auto d_src = device_zeros(be, n), d_w = device_zeros(be, channels),
+         d_b = device_zeros(be, channels);
+    kernel->forward(src.ptr(), w.ptr(), b.ptr(), mean.ptr(), var.ptr(), count.ptr(), dst.ptr());
+    kernel->backward(src.ptr(), w.ptr(), d_dst.ptr(), d_src.ptr(), d_w.ptr(), d_b.ptr());
+    return OpResult{to_host(be, dst), {to_host(be, d_src), to_host(be, d_w), to_host(be, d_b)}};
+  };
+  return c;
+}
+
 OpCase sequence_pool_case(PoolType type, int64_t batch, int64_t steps, int64_t features) {
   OpCase c;
   c.name = fmt::format("global_{}pool_b{}_t{}_f{}", type == PoolType::Max ? "max" : "avg", batch,
@@ -552,6 +605,9 @@ std::vector<OpCase> all_cases() {
   cases.push_back(lstm_case(lstm_shape(2, 4, 3, 5, 1, false, false)));
   cases.push_back(lstm_case(lstm_shape(3, 3, 4, 2, 1, true, true)));
   cases.push_back(lstm_case(lstm_shape(2, 3, 3, 4, 2, false, true)));
+  cases.push_back(batch_norm_case(6, 3, 1));  // BatchNorm1d over [C]
+  cases.push_back(batch_norm_case(4, 2, 5));  // BatchNorm1d over [C, L]
+  cases.push_back(batch_norm_case(3, 4, 9));  // BatchNorm2d over [C, 3, 3]
   return cases;
 }
 
@@ -647,6 +703,39 @@ TEST_P(OpTest, ForwardGradientsAndBackends) {
 
 INSTANTIATE_TEST_SUITE_P(Ops, OpTest, ::testing::ValuesIn(all_cases()),
                          [](const auto& case_info) { return case_info.param.name; });
+
+// The running statistics follow PyTorch (momentum, unbiased variance, a batch count), and
+// inference normalises with them.
+TEST(BatchNormKernel, RunningStatisticsAndInference) {
+  auto be = make_backend(parse_device("cpu", 1));
+  BatchNormShape s;
+  s.batch = 4;
+  s.channels = 2;
+  s.momentum = 0.25;
+  auto train = be->batch_norm(s);
+  s.training = false;
+  auto infer = be->batch_norm(s);
+  // Channel 0: 1 2 3 4 (mean 2.5, unbiased variance 5/3); channel 1: all 7.
+  const std::vector<float> x = {1, 7, 2, 7, 3, 7, 4, 7};
+  auto src = to_device(*be, x);
+  auto w = to_device(*be, {2, 1}), b = to_device(*be, {0.5, -1});
+  auto mean = to_device(*be, {0, 0}), var = to_device(*be, {1, 1}), count = device_zeros(*be, 1);
+  auto dst = device_zeros(*be, 8);
+  train->forward(src.ptr(), w.ptr(), b.ptr(), mean.ptr(), var.ptr(), count.ptr(), dst.ptr());
+  const auto m = to_host(*be, mean), v = to_host(*be, var);
+  EXPECT_NEAR(m[0], 0.25 * 2.5, 1e-6);
+  EXPECT_NEAR(m[1], 0.25 * 7, 1e-6);
+  EXPECT_NEAR(v[0], 0.75 + 0.25 * 5.0 / 3.0, 1e-6);
+  EXPECT_NEAR(v[1], 0.75, 1e-6);
+  EXPECT_EQ(to_host(*be, count)[0], 1.0f);
+  // Inference: (x - running mean) / sqrt(running var + eps) * w + b, and nothing updated.
+  infer->forward(src.ptr(), w.ptr(), b.ptr(), mean.ptr(), var.ptr(), count.ptr(), dst.ptr());
+  const auto y = to_host(*be, dst);
+  EXPECT_NEAR(y[0], (1 - m[0]) / std::sqrt(v[0] + 1e-5) * 2 + 0.5, 1e-5);
+  EXPECT_NEAR(y[1], (7 - m[1]) / std::sqrt(v[1] + 1e-5) * 1 - 1, 1e-5);
+  EXPECT_EQ(to_host(*be, mean), m);
+  EXPECT_EQ(to_host(*be, count)[0], 1.0f);
+}
 
 }  // namespace
 }  // namespace xo

@@ -41,8 +41,10 @@ WEIGHT_RTOL = 5e-5
 def write_safetensors(path, state):
     header, blobs, offset = {}, [], 0
     for name, tensor in state.items():
-        data = tensor.detach().contiguous().numpy().astype("<f4").tobytes()
-        header[name] = {"dtype": "F32", "shape": list(tensor.shape),
+        # Counts (BatchNorm's num_batches_tracked) are int64 in PyTorch and I64 in the file.
+        integer = tensor.dtype == torch.int64
+        data = tensor.detach().contiguous().numpy().astype("<i8" if integer else "<f4").tobytes()
+        header[name] = {"dtype": "I64" if integer else "F32", "shape": list(tensor.shape),
                         "data_offsets": [offset, offset + len(data)]}
         blobs.append(data)
         offset += len(data)
@@ -60,9 +62,10 @@ def read_safetensors(path):
     header.pop("__metadata__", None)
     out = {}
     for name, info in header.items():
-        assert info["dtype"] == "F32", f"{name}: dtype {info['dtype']}"
+        assert info["dtype"] in ("F32", "I64"), f"{name}: dtype {info['dtype']}"
         begin, end = info["data_offsets"]
-        array = np.frombuffer(blob[8 + length + begin:8 + length + end], dtype="<f4")
+        dtype = "<i8" if info["dtype"] == "I64" else "<f4"
+        array = np.frombuffer(blob[8 + length + begin:8 + length + end], dtype=dtype)
         out[name] = torch.from_numpy(array.reshape(info["shape"]).copy())
     return out
 

@@ -352,7 +352,7 @@ INSTANTIATE_TEST_SUITE_P(
                 R"({"w":{"dtype":"I8","shape":[1],"data_offsets":[0,1]}})",
                 "x",
                 -1,
-                {"tensor 'w'", "dtype 'I8'", "expected F32, F64, F16 or BF16"}},
+                {"tensor 'w'", "dtype 'I8'", "expected F32, F64, F16, BF16 or I64"}},
         BadFile{"dtype_not_string",
                 R"({"w":{"dtype":4,"shape":[1],"data_offsets":[0,4]}})",
                 std::string(4, '\0'),

@@ -186,5 +186,58 @@ INSTANTIATE_TEST_SUITE_P(
                   true}),
     [](const auto& param) { return param.param.name; });
 
+TEST(Model, BatchNormBuffersFollowPyTorchAndTrainUnsharded) {
+  auto be = cpu();
+  Model m(spec_of(R"({ type = "conv2d", out = 3, kernel = 3, bias = false },
+                     { type = "batchnorm2d" }, { type = "relu" }, { type = "flatten" },
+                     { type = "linear", out = 2 })",
+                  "[1, 5, 5]", "cross_entropy"),
+          *be);
+  m.init(3);
+  // Parameters: conv weight, BN weight and bias, linear; the buffers are not parameters.
+  EXPECT_EQ(m.parameter_count(), 27 + 3 + 3 + 27 * 2 + 2);
+  auto exported = m.export_params();
+  std::vector<std::string> names;
+  for (const auto& t : exported) names.push_back(t.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"0.weight", "1.weight", "1.bias", "4.weight", "4.bias",
+                                             "1.running_mean", "1.running_var",
+                                             "1.num_batches_tracked"}));
+  EXPECT_EQ(exported[1].data, std::vector<float>(3, 1.0f));  // nn.BatchNorm2d: weight 1
+  EXPECT_EQ(exported[2].data, std::vector<float>(3, 0.0f));  // bias 0
+  EXPECT_EQ(exported[6].data, std::vector<float>(3, 1.0f));  // running_var 1
+  EXPECT_EQ(exported[7].dtype, "I64");
+  EXPECT_TRUE(exported[7].shape.empty());  // a 0-d tensor, as in the state_dict
+  // The whole batch's statistics: a plan asked for 2 shards runs 1.
+  Network net(m, 4, true, 2);
+  EXPECT_EQ(net.shards(), 1);
+  std::vector<float> x(4 * 25);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(std::sin(0.7 * i));
+  const std::vector<int32_t> y = {0, 1, 1, 0};
+  DeviceBuffer dx = be->allocate(sizeof(float) * x.size()), dy = be->allocate(sizeof(int32_t) * 4),
+               stats = be->allocate(sizeof(LossStats));
+  be->upload(dx.as<float>(), x.data(), dx.bytes());
+  be->upload(dy.as<int32_t>(), y.data(), dy.bytes());
+  net.train_step(dx.as<float>(), dy.as<int32_t>(), stats.as<LossStats>());
+  net.train_step(dx.as<float>(), dy.as<int32_t>(), stats.as<LossStats>());
+  exported = m.export_params();
+  EXPECT_EQ(exported[7].data[0], 2.0f);        // two batches seen
+  EXPECT_NE(exported[5].data[0], 0.0f);        // the running mean moved
+  // Round trip through a file: parameters and buffers come back exactly.
+  const auto file = std::filesystem::path(::testing::TempDir()) / "bn.safetensors";
+  save_safetensors(file, exported);
+  Model copy(m.spec(), *be);
+  copy.import_params(load_safetensors(file), file.string());
+  const auto back = copy.export_params();
+  ASSERT_EQ(back.size(), exported.size());
+  for (size_t i = 0; i < back.size(); ++i) {
+    EXPECT_EQ(back[i].data, exported[i].data) << back[i].name;
+    EXPECT_EQ(back[i].dtype, exported[i].dtype) << back[i].name;
+  }
+  // A file without the buffers is refused, naming the missing one.
+  exported.pop_back();
+  testing::expect_user_error([&] { copy.import_params(exported, "partial.safetensors"); },
+                             {"partial.safetensors", "1.num_batches_tracked", "missing"});
+}
+
 }  // namespace
 }  // namespace xo

@@ -132,6 +132,9 @@ std::unique_ptr<EmbeddingKernel> CpuBackend::embedding(const EmbeddingShape& sha
 std::unique_ptr<LstmKernel> CpuBackend::lstm(const LstmShape& shape) {
   return make_lstm(shape, engine_, stream_);
 }
+std::unique_ptr<BatchNormKernel> CpuBackend::batch_norm(const BatchNormShape& shape) {
+  return make_batch_norm(shape, engine_, stream_);
+}
 std::unique_ptr<OptimizerKernel> CpuBackend::optimizer(const OptimizerSpec& spec,
                                                        int64_t parameters) {
   return make_optimizer(spec, parameters);

@@ -78,6 +78,7 @@ class CpuBackend final : public Backend {
   std::unique_ptr<DropoutKernel> dropout(const DropoutShape& shape) override;
   std::unique_ptr<EmbeddingKernel> embedding(const EmbeddingShape& shape) override;
   std::unique_ptr<LstmKernel> lstm(const LstmShape& shape) override;
+  std::unique_ptr<BatchNormKernel> batch_norm(const BatchNormShape& shape) override;
   std::unique_ptr<OptimizerKernel> optimizer(const OptimizerSpec& spec,
                                              int64_t parameters) override;
 
@@ -98,6 +99,9 @@ std::unique_ptr<Conv2dKernel> make_conv2d(const Conv2dShape& shape, const dnnl::
 std::unique_ptr<PoolKernel> make_pool2d(const Pool2dShape& shape, const dnnl::engine& engine,
                                         const dnnl::stream& stream);
 std::unique_ptr<PoolKernel> make_sequence_pool(const SequencePoolShape& shape);
+std::unique_ptr<BatchNormKernel> make_batch_norm(const BatchNormShape& shape,
+                                                 const dnnl::engine& engine,
+                                                 const dnnl::stream& stream);
 std::unique_ptr<DropoutKernel> make_dropout(const DropoutShape& shape);
 std::unique_ptr<EmbeddingKernel> make_embedding(const EmbeddingShape& shape);
 std::unique_ptr<LstmKernel> make_lstm(const LstmShape& shape, const dnnl::engine& engine,
