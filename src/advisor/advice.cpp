@@ -400,7 +400,7 @@ std::vector<std::string> advice_lines(const std::string& model,
   if (soonest) {
     const nlohmann::json& b = *soonest;
     lines.push_back(fmt::format(
-        "Buying a {} beats renting {} above {:.0f} hours of use a month{}.",
+        "Buying the {} beats renting {} above {:.0f} hours of use a month{}.",
         b["name"].get<std::string>(), b["instance"].get<std::string>(),
         b["hours_per_month"].get<double>(),
         b["payback_months"].is_number()
