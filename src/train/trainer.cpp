@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <limits>
@@ -56,11 +57,22 @@ struct Evaluation {
 
 class Evaluator {
  public:
-  static constexpr int64_t kMaxBatch = 1000;  // big batches run faster; this bounds the memory
+  // Big batches run faster, up to a point; the activations of one batch are bounded so that a
+  // wide CNN does not hold a gigabyte for its test pass (`crossover train mnist-cnn --epochs 1`:
+  // 1000 samples per batch peaked at 1.35 GB RSS for the whole run, ~190 at 0.95 GB, with the same
+  // test loss and no slower).
+  static constexpr int64_t kMaxBatch = 1000;
+  static constexpr double kActivationBudgetBytes = 64.0 * 1024 * 1024;
+  static int64_t batch_for(const Model& model, int64_t samples) {
+    double per_sample = 0;
+    for (const Node& n : model.nodes()) per_sample += sizeof(float) * static_cast<double>(n.out_size);
+    const auto fit = static_cast<int64_t>(kActivationBudgetBytes / std::max(per_sample, 1.0));
+    return std::clamp<int64_t>(std::min(fit, kMaxBatch), 1, std::max<int64_t>(samples, 1));
+  }
 
   Evaluator(const Model& model, const Dataset& data) : model_(model), data_(data) {
     Backend& be = model.backend();
-    batch_ = std::min(kMaxBatch, data.samples);
+    batch_ = batch_for(model, data.samples);
     x_ = be.allocate(sizeof(float) * data.x.size());
     y_ = be.allocate(sizeof(int32_t) * data.y.size());
     be.upload(x_.as<float>(), data.x.data(), x_.bytes());
