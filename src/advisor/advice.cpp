@@ -54,6 +54,10 @@ std::string usd(double v) {
 
 double step_seconds(const DevicePrediction& p) { return p.measured_s ? *p.measured_s : p.step.seconds; }
 
+DeviceRates probed_rates(const DevicePeaks& p) {
+  return {p.matmul_gflops, p.bandwidth_gbs, p.step_overhead_us, p.layer_overhead_us};
+}
+
 nlohmann::json opt(const std::optional<double>& v) {
   return v ? nlohmann::json(*v) : nlohmann::json();
 }
@@ -65,10 +69,6 @@ const DevicePeaks* find_peaks(const std::vector<DevicePeaks>& peaks, const std::
     if (p.device == device) return &p;
   }
   return nullptr;
-}
-
-static DeviceRates probed_rates(const DevicePeaks& p) {
-  return {p.matmul_gflops, p.bandwidth_gbs, p.step_overhead_us, p.layer_overhead_us};
 }
 
 double local_efficiency(const SweepRow& row, const std::vector<DevicePeaks>& peaks) {
