@@ -38,6 +38,8 @@ bool same_model(const CatalogDevice& d, const DeviceInfo& local) {
   return false;
 }
 
+}  // namespace
+
 std::string format_duration(double seconds) {
   if (seconds < 1e-3) return fmt::format("{:.1f} µs", seconds * 1e6);
   if (seconds < 1) return fmt::format("{:.3g} ms", seconds * 1e3);
@@ -46,17 +48,15 @@ std::string format_duration(double seconds) {
   return fmt::format("{:.3g} h", seconds / 3600);
 }
 
-std::string usd(double v) {
+std::string format_usd(double v) {
   if (v < 0.01) return fmt::format("${:.2g}", v);
   if (v < 10) return fmt::format("${:.3f}", v);
   return fmt::format("${:.0f}", v);
 }
 
-double step_seconds(const DevicePrediction& p) { return p.measured_s ? *p.measured_s : p.step.seconds; }
+namespace {
 
-DeviceRates probed_rates(const DevicePeaks& p) {
-  return {p.matmul_gflops, p.bandwidth_gbs, p.step_overhead_us, p.layer_overhead_us};
-}
+double step_seconds(const DevicePrediction& p) { return p.measured_s ? *p.measured_s : p.step.seconds; }
 
 nlohmann::json opt(const std::optional<double>& v) {
   return v ? nlohmann::json(*v) : nlohmann::json();
@@ -374,8 +374,8 @@ std::vector<std::string> advice_lines(const std::string& model,
     lines.push_back(fmt::format(
         "Cheapest cloud run: {} {} at {} on demand{} for {} ({} time).",
         c["provider"].get<std::string>(), c["name"].get<std::string>(),
-        usd(c["on_demand_usd"].get<double>()),
-        c["spot_usd"].is_number() ? fmt::format(", {} spot", usd(c["spot_usd"].get<double>())) : "",
+        format_usd(c["on_demand_usd"].get<double>()),
+        c["spot_usd"].is_number() ? fmt::format(", {} spot", format_usd(c["spot_usd"].get<double>())) : "",
         format_duration(c["run_hours"].get<double>() * 3600),
         c["predicted"].get<bool>() ? "predicted" : "measured"));
   }

@@ -18,6 +18,11 @@
 
 namespace xo {
 
+// A duration (µs, ms, s, min or h, three significant digits) and a price in dollars, as the
+// advice and the cost tables print them.
+std::string format_duration(double seconds);
+std::string format_usd(double usd);
+
 struct AdviceOptions {
   OwnershipAssumptions ownership;
   double hours_per_month = 100;  // the use at which payback times are given

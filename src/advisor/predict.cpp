@@ -64,6 +64,10 @@ StepCost step_cost(const Model& model, int64_t batch) {
   return c;
 }
 
+DeviceRates probed_rates(const DevicePeaks& p) {
+  return {p.matmul_gflops, p.bandwidth_gbs, p.step_overhead_us, p.layer_overhead_us};
+}
+
 StepPrediction predict_step(const StepCost& cost, const DeviceRates& rates, double efficiency) {
   StepPrediction p;
   const double flops_per_s = rates.gflops * 1e9 * efficiency;

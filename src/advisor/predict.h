@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "measure/peaks.h"
 #include "model/model.h"
 
 namespace xo {
@@ -42,6 +43,9 @@ struct DeviceRates {
   double step_overhead_us = 0;
   double layer_overhead_us = 0;
 };
+
+// A device's rates as its probe measured them.
+DeviceRates probed_rates(const DevicePeaks& p);
 
 struct StepPrediction {
   double seconds = 0;                              // the predicted step

@@ -26,18 +26,10 @@ struct AdviseOptions {
 };
 
 std::string money(const nlohmann::json& v) {
-  if (!v.is_number()) return "n/a";
-  const double d = v.get<double>();
-  return d < 0.01 ? fmt::format("${:.2g}", d) : d < 10 ? fmt::format("${:.3f}", d)
-                                                       : fmt::format("${:.0f}", d);
+  return v.is_number() ? format_usd(v.get<double>()) : std::string("n/a");
 }
 
-std::string hours(double h) {
-  if (h * 3600 < 1) return fmt::format("{:.0f} ms", h * 3.6e6);
-  if (h < 1.0 / 60) return fmt::format("{:.1f} s", h * 3600);
-  if (h < 1) return fmt::format("{:.1f} min", h * 60);
-  return fmt::format("{:.2f} h", h);
-}
+std::string hours(double h) { return format_duration(h * 3600); }
 
 void print_cost(const nlohmann::json& report) {
   const nlohmann::json& c = report["cost"];
@@ -118,8 +110,7 @@ std::vector<Crossover> predicted_width_crossover(const ModelSpec& spec, const Sw
   const CatalogDevice* gpu = reference_gpu(catalog);
   if (!local || !gpu || measured.result.device.kind == "cuda") return {};
   const double eff = local_efficiency(measured, peaks);
-  const DeviceRates local_rates{local->matmul_gflops, local->bandwidth_gbs,
-                                local->step_overhead_us, local->layer_overhead_us};
+  const DeviceRates local_rates = probed_rates(*local);
   const DeviceRates gpu_rates = catalog_rates(*gpu, peaks, o);
   auto cpu_backend = make_backend(parse_device("cpu", 1));
   SweepSeries here{measured.result.device.id + " (calibrated)", {}};
@@ -168,31 +159,30 @@ int run_advise(const AdviseOptions& o, bool advise) {
       throw UserError(fmt::format("{}: no run{} in it", o.spec,
                                   o.model.empty() ? "" : fmt::format(" of model '{}'", o.model)));
     }
+    // The fields the measuring commands write; a file edited or cut short names what it lacks.
     std::vector<DevicePeaks> peaks;
-    for (const nlohmann::json& p : report["peaks"]) {
-      DevicePeaks d;
-      d.device = p.at("device").get<std::string>();
-      d.name = p.at("name").get<std::string>();
-      d.matmul_gflops = p.at("matmul_gflops").get<double>();
-      d.bandwidth_gbs = p.at("bandwidth_gbs").get<double>();
-      d.step_overhead_us = p.at("step_overhead_us").get<double>();
-      d.layer_overhead_us = p.at("layer_overhead_us").get<double>();
-      peaks.push_back(d);
-    }
     SweepRow row;
-    row.spec_toml = run->at("spec_toml").get<std::string>();
+    try {
+      for (const nlohmann::json& p : report["peaks"]) peaks.push_back(peaks_from_json(p));
+      row.spec_toml = run->at("spec_toml").get<std::string>();
+      TrainResult& r = row.result;
+      r.model = run->at("model").get<std::string>();
+      r.params = run->at("params").get<int64_t>();
+      r.batch = run->at("batch").get<int64_t>();
+      r.steps_per_epoch = run->at("steps_per_epoch").get<int64_t>();
+      r.step_ms.median = run->at("median_step_ms").get<double>();
+      r.device.id = run->at("device").get<std::string>();
+      r.device.kind = run->at("device_info").at("kind").get<std::string>();
+      r.device.name = run->at("device_info").at("name").get<std::string>();
+    } catch (const nlohmann::json::exception& e) {
+      throw UserError(fmt::format("{}: run '{}' or its device's peaks lack a field crossover "
+                                  "writes ({})",
+                                  o.spec, run->value("model", "?"), e.what()));
+    }
     const ModelSpec spec = parse_spec(row.spec_toml, o.spec + " (spec_toml)");
     auto cpu = make_backend(parse_device("cpu", 1));
     const Model m(spec, *cpu);
-    TrainResult& r = row.result;
-    r.model = run->at("model").get<std::string>();
-    r.params = run->at("params").get<int64_t>();
-    r.batch = run->at("batch").get<int64_t>();
-    r.steps_per_epoch = run->at("steps_per_epoch").get<int64_t>();
-    r.step_ms.median = run->at("median_step_ms").get<double>();
-    r.device.id = run->at("device").get<std::string>();
-    r.device.kind = run->at("device_info").at("kind").get<std::string>();
-    r.device.name = run->at("device_info").at("name").get<std::string>();
+    const TrainResult& r = row.result;
     row.cost = step_cost(m, r.batch);
     add_advice(report, row, {row}, peaks, catalog, o.cost.advice, {}, "width", true);
     report.erase("advice");

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <ctime>
 
+#include "core/clock.h"
 #include "core/error.h"
 #include "core/file.h"
 #include "model/model.h"
@@ -21,15 +22,6 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-
-std::string utc_now() {
-  const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
 }
 
 // Seconds of `reps` timed calls after one warm-up: the best (a peak is what the device can do;
@@ -134,6 +126,21 @@ nlohmann::json to_json(const DevicePeaks& p) {
           {"cached", p.cached}};
 }
 
+DevicePeaks peaks_from_json(const nlohmann::json& e) {
+  DevicePeaks p;
+  p.device = e.at("device").get<std::string>();
+  p.name = e.at("name").get<std::string>();
+  p.threads = e.at("threads").get<int>();
+  p.matmul_gflops = e.at("matmul_gflops").get<double>();
+  p.matmul_n = e.at("matmul_n").get<int64_t>();
+  p.bandwidth_gbs = e.at("bandwidth_gbs").get<double>();
+  p.step_overhead_us = e.at("step_overhead_us").get<double>();
+  p.layer_overhead_us = e.at("layer_overhead_us").get<double>();
+  p.probed = e.at("probed").get<std::string>();
+  p.cached = e.value("cached", false);
+  return p;
+}
+
 DevicePeaks probe_peaks(Backend& be) {
   const DeviceInfo& d = be.info();
   DevicePeaks p;
@@ -177,17 +184,7 @@ DevicePeaks device_peaks(Backend& be, bool reprobe, const std::filesystem::path&
   }
   if (!reprobe && cache.contains(key)) {
     try {
-      const nlohmann::json& e = cache[key];
-      DevicePeaks p;
-      p.device = e.at("device").get<std::string>();
-      p.name = e.at("name").get<std::string>();
-      p.threads = e.at("threads").get<int>();
-      p.matmul_gflops = e.at("matmul_gflops").get<double>();
-      p.matmul_n = e.at("matmul_n").get<int64_t>();
-      p.bandwidth_gbs = e.at("bandwidth_gbs").get<double>();
-      p.step_overhead_us = e.at("step_overhead_us").get<double>();
-      p.layer_overhead_us = e.at("layer_overhead_us").get<double>();
-      p.probed = e.at("probed").get<std::string>();
+      DevicePeaks p = peaks_from_json(cache[key]);
       p.cached = true;
       if (p.matmul_gflops > 0 && p.bandwidth_gbs > 0) return p;
     } catch (const std::exception&) {

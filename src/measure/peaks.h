@@ -26,6 +26,8 @@ struct DevicePeaks {
 };
 
 nlohmann::json to_json(const DevicePeaks& p);
+// The inverse of to_json; throws nlohmann::json::exception naming a missing or mistyped field.
+DevicePeaks peaks_from_json(const nlohmann::json& j);
 
 // Measures the peaks now (about a second on a CPU).
 DevicePeaks probe_peaks(Backend& backend);

@@ -11,6 +11,7 @@
 #include <fmt/core.h>
 
 #include "backend/backend.h"
+#include "core/clock.h"
 #include "measure/nvml.h"
 
 namespace xo {
@@ -26,15 +27,6 @@ std::string cpuinfo_field(const std::string& key) {
     }
   }
   return "";
-}
-
-std::string utc_now() {
-  const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
 }
 
 }  // namespace

@@ -122,9 +122,7 @@ nlohmann::json run_json(const SweepRow& row, const DevicePeaks* peaks) {
   j["roofline_error_percent"] = nlohmann::json();
   j["roofline_bound"] = nlohmann::json();
   if (peaks && peak > 0 && !row.cost.layers.empty()) {
-    const StepPrediction p = predict_step(row.cost, {peaks->matmul_gflops, peaks->bandwidth_gbs,
-                                                     peaks->step_overhead_us,
-                                                     peaks->layer_overhead_us});
+    const StepPrediction p = predict_step(row.cost, probed_rates(*peaks));
     j["roofline_step_ms"] = p.seconds * 1e3;
     if (r.step_ms.median > 0) {
       j["roofline_error_percent"] = 100 * (p.seconds * 1e3 - r.step_ms.median) / r.step_ms.median;

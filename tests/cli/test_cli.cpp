@@ -326,6 +326,15 @@ TEST(Cli, CostRecostsAResultsFileWithOverriddenPrices) {
   bad = run("cost " + (dir / "results.json").string() + " --utilisation 1.5");
   EXPECT_EQ(bad.status, 2);
   EXPECT_NE(bad.output.find("--utilisation"), std::string::npos) << bad.output;
+  // A results file with a field cut out: the error names the file, the run and the field.
+  auto cut = read_json(dir / "results.json");
+  cut["runs"][0].erase("median_step_ms");
+  std::ofstream(dir / "cut.json") << cut.dump();
+  bad = run("cost " + (dir / "cut.json").string());
+  EXPECT_EQ(bad.status, 2) << bad.output;
+  for (const char* piece : {"cut.json", "run 'disc-6'", "median_step_ms"}) {
+    EXPECT_NE(bad.output.find(piece), std::string::npos) << piece << " not in: " << bad.output;
+  }
   std::ofstream(dir / "other.json") << "{\"schema\": \"something/1\"}";
   bad = run("cost " + (dir / "other.json").string());
   EXPECT_EQ(bad.status, 2);
