@@ -21,6 +21,7 @@ struct DeviceInfo {
   std::string name;     // e.g. "Intel(R) Xeon(R) Platinum 8481C"
   int threads = 0;      // CPU threads used; 0 for GPUs
   std::string library;  // e.g. "oneDNN 2.6.3 (OpenMP)"
+  std::string precision = "f32";  // the matmul/convolution arithmetic: f32, tf32 or bf16
   std::vector<std::pair<std::string, std::string>> details;  // extra key/value facts
 };
 
@@ -139,7 +140,9 @@ struct DropoutShape {
 class DropoutKernel {
  public:
   virtual ~DropoutKernel() = default;
-  virtual void forward(const float* src, float* dst, uint64_t step) = 0;
+  // `step` (device memory) numbers the training step; it is read when the kernel runs, so that a
+  // recorded step (Backend::capture) draws a new mask each time it is replayed.
+  virtual void forward(const float* src, float* dst, const uint64_t* step) = 0;
   virtual void backward(const float* d_dst, float* d_src) = 0;
 };
 
@@ -241,6 +244,29 @@ class OptimizerKernel {
   virtual int64_t steps() const = 0;
 };
 
+// Work recorded by Backend::capture, replayed as a whole (one launch for a whole training step).
+class RecordedWork {
+ public:
+  virtual ~RecordedWork() = default;
+  virtual void replay() = 0;
+};
+
+// Numbered timestamps in a backend's queue: mark(i) when the work queued so far is done.
+class QueueClock {
+ public:
+  virtual ~QueueClock() = default;
+  virtual void mark(int i) = 0;
+  // Milliseconds between two marks; waits for both to be reached.
+  virtual double ms_between(int from, int to) = 0;
+};
+
+// The arithmetic of matmuls and convolutions. f32 everywhere by default, so that the CPU and the GPU
+// compute the same thing; on a GPU tf32 and bf16 trade accuracy for tensor-core speed (inputs
+// rounded to 10 or 7 mantissa bits inside the matmul, f32 accumulation, f32 master weights).
+enum class Precision { F32, TF32, BF16 };
+const char* precision_name(Precision p);
+Precision parse_precision(const std::string& text);  // throws UserError naming the choices
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -251,11 +277,23 @@ class Backend {
   virtual void upload(void* device_dst, const void* host_src, size_t bytes) = 0;
   virtual void download(void* host_dst, const void* device_src, size_t bytes) = 0;
   virtual void fill_zero(void* device_dst, size_t bytes) = 0;
-  // Copies rows: dst[r] = src[index[r]] for r < rows, rows of row_floats floats; labels likewise.
-  virtual void gather_rows(const float* src, const int32_t* src_labels, const int32_t* index,
-                           int64_t rows, int64_t row_floats, float* dst, int32_t* dst_labels) = 0;
+  // Selects the next batch: dst[r] = src[order[*position + r]] for r < rows (rows of row_floats
+  // floats; labels likewise), then *position += rows. `position` lives in device memory, so a
+  // recorded step picks the next batch each time it is replayed, without the host.
+  virtual void next_batch(const float* src, const int32_t* src_labels, const int32_t* order,
+                          int64_t* position, int64_t rows, int64_t row_floats, float* dst,
+                          int32_t* dst_labels) = 0;
+  // *counter += 1, in device memory, in queue order (the step counter that dropout reads).
+  virtual void increment(uint64_t* counter) = 0;
   // Waits until all queued work is done (a no-op on the CPU).
   virtual void synchronize() = 0;
+  // Records the work `body` queues as one replayable unit (a CUDA Graph). Null where the backend
+  // cannot record (the CPU, whose calls run as they are made): the caller then calls body itself.
+  // Everything the body touches must stay allocated while the recording lives.
+  virtual std::unique_ptr<RecordedWork> capture(FunctionRef<void()> body) = 0;
+  // Timestamps taken in queue order: a GPU records events and reads them when asked, so timing a
+  // step does not make the host wait for it; the CPU reads its clock at once.
+  virtual std::unique_ptr<QueueClock> clock(int marks) = 0;
   // dst[i] += src[i] for i < n (merges the gradients of batch shards).
   virtual void accumulate(float* dst, const float* src, int64_t n) = 0;
   virtual void accumulate_stats(LossStats* dst, const LossStats* src) = 0;
@@ -287,6 +325,7 @@ struct DeviceRequest {
   std::string kind;  // "cpu", "cuda" or "auto"
   int index = 0;
   int threads = 0;  // CPU threads; 0 = all cores
+  Precision precision = Precision::F32;  // GPUs only: the CPU always computes in f32
 };
 DeviceRequest parse_device(const std::string& text, int threads);
 

@@ -5,7 +5,7 @@
 
 #include "backend/backend.h"
 #include "backend/cpu/cpu_backend.h"
-#include "backend/cuda/unavailable.h"
+#include "backend/cuda/entry.h"
 #include "core/error.h"
 
 namespace xo {
@@ -22,6 +22,25 @@ const char* activation_name(Activation a) {
       return "sigmoid";
   }
   return "?";
+}
+
+const char* precision_name(Precision p) {
+  switch (p) {
+    case Precision::F32:
+      return "f32";
+    case Precision::TF32:
+      return "tf32";
+    case Precision::BF16:
+      return "bf16";
+  }
+  return "?";
+}
+
+Precision parse_precision(const std::string& text) {
+  for (Precision p : {Precision::F32, Precision::TF32, Precision::BF16}) {
+    if (text == precision_name(p)) return p;
+  }
+  throw UserError(fmt::format("--precision '{}': expected f32, tf32 or bf16", text));
 }
 
 DeviceRequest parse_device(const std::string& text, int threads) {
@@ -47,10 +66,10 @@ DeviceRequest parse_device(const std::string& text, int threads) {
 
 std::unique_ptr<Backend> make_backend(const DeviceRequest& request) {
   if (request.kind == "cpu") return std::make_unique<cpu::CpuBackend>(request.threads);
-  if (request.kind == "cuda") return cuda::make_backend(request.index);
+  if (request.kind == "cuda") return cuda::make_backend(request.index, request.precision);
   if (request.kind == "auto") {
     std::string why;
-    if (!cuda::list_devices(&why).empty()) return cuda::make_backend(0);
+    if (!cuda::list_devices(&why).empty()) return cuda::make_backend(0, request.precision);
     return std::make_unique<cpu::CpuBackend>(request.threads);
   }
   throw UserError(fmt::format("unknown device kind '{}'", request.kind));

@@ -20,7 +20,7 @@ class WeightedLayer final : public Layer {
       : weight_(offset_of(n, t, 0)),
         bias_(n.spec.bias ? offset_of(n, t, 1) : -1),
         kernel_(std::move(kernel)) {}
-  void forward(const float* params, const float* src, float* dst, uint64_t) override {
+  void forward(const float* params, const float* src, float* dst, const uint64_t*) override {
     kernel_->forward(src, params + weight_, bias_ >= 0 ? params + bias_ : nullptr, dst);
   }
   void backward(const float* params, const float* src, const float* dst, float* d_dst, float* grads,
@@ -55,7 +55,7 @@ class ActivationLayer final : public Layer {
  public:
   ActivationLayer(const Node& n, Backend& be, const LayerContext& c)
       : kernel_(be.activation(n.activation, c.batch * n.out_size)) {}
-  void forward(const float*, const float* src, float* dst, uint64_t) override {
+  void forward(const float*, const float* src, float* dst, const uint64_t*) override {
     kernel_->forward(src, dst);
   }
   void backward(const float*, const float*, const float* dst, float* d_dst, float*,
@@ -71,7 +71,7 @@ class ActivationLayer final : public Layer {
 class PoolLayer final : public Layer {
  public:
   explicit PoolLayer(std::unique_ptr<PoolKernel> kernel) : kernel_(std::move(kernel)) {}
-  void forward(const float*, const float* src, float* dst, uint64_t) override {
+  void forward(const float*, const float* src, float* dst, const uint64_t*) override {
     kernel_->forward(src, dst);
   }
   void backward(const float*, const float*, const float*, float* d_dst, float*,
@@ -94,7 +94,7 @@ class DropoutLayer final : public Layer {
     s.seed = mix64(c.seed ^ mix64(static_cast<uint64_t>(n.layer) + 1));
     kernel_ = be.dropout(s);
   }
-  void forward(const float*, const float* src, float* dst, uint64_t step) override {
+  void forward(const float*, const float* src, float* dst, const uint64_t* step) override {
     kernel_->forward(src, dst, step);
   }
   void backward(const float*, const float*, const float*, float* d_dst, float*,
@@ -112,7 +112,7 @@ class EmbeddingLayer final : public Layer {
                  const LayerContext& c)
       : table_(offset_of(n, t, 0)),
         kernel_(be.embedding({c.batch, n.in_shape[0], n.spec.vocab, n.spec.out})) {}
-  void forward(const float* params, const float* src, float* dst, uint64_t) override {
+  void forward(const float* params, const float* src, float* dst, const uint64_t*) override {
     kernel_->forward(src, params + table_, dst);
   }
   void backward(const float*, const float* src, const float*, float* d_dst, float* grads,
@@ -141,7 +141,7 @@ class LstmLayer final : public Layer {
     kernel_ = be.lstm(s);
     for (size_t k = 0; k < n.params.size(); ++k) offsets_.push_back(offset_of(n, t, k));
   }
-  void forward(const float* params, const float* src, float* dst, uint64_t) override {
+  void forward(const float* params, const float* src, float* dst, const uint64_t*) override {
     for (size_t k = 0; k < params_.size(); ++k) {
       const int64_t* o = &offsets_[4 * k];  // weight_ih, weight_hh, bias_ih, bias_hh
       params_[k] = {params + o[0], params + o[1], params + o[2], params + o[3]};
@@ -185,7 +185,7 @@ class BatchNormLayer final : public Layer {
     s.training = c.training;
     kernel_ = be.batch_norm(s);
   }
-  void forward(const float* params, const float* src, float* dst, uint64_t) override {
+  void forward(const float* params, const float* src, float* dst, const uint64_t*) override {
     kernel_->forward(src, params + weight_, params + bias_, running_mean_, running_var_, batches_,
                      dst);
   }

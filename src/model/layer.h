@@ -18,8 +18,9 @@ class Layer {
  public:
   virtual ~Layer() = default;
   // src [batch, in_size], dst [batch, out_size]; params is the model's flat parameter buffer.
-  // `step` numbers the training step (dropout masks).
-  virtual void forward(const float* params, const float* src, float* dst, uint64_t step) = 0;
+  // `step` (device memory) numbers the training step (dropout masks).
+  virtual void forward(const float* params, const float* src, float* dst,
+                       const uint64_t* step) = 0;
   // d_dst [batch, out_size] may be used as scratch. The layer's gradients are written (not added)
   // into their views of `grads`; d_src is overwritten, or null where no gradient flows below.
   virtual void backward(const float* params, const float* src, const float* dst, float* d_dst,

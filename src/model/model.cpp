@@ -150,6 +150,7 @@ Model::Model(ModelSpec spec, Backend& backend) : spec_(std::move(spec)), backend
   params_ = backend.allocate(sizeof(float) * flat_size_);
   grads_ = backend.allocate(sizeof(float) * flat_size_);
   if (state_size_ > 0) state_ = backend.allocate(sizeof(float) * state_size_);
+  step_counter_ = backend.allocate(sizeof(uint64_t));
 }
 
 int64_t Model::token_vocab() const {
@@ -158,7 +159,7 @@ int64_t Model::token_vocab() const {
 
 void Model::init(uint64_t seed) {
   seed_ = seed;
-  steps_ = 0;
+  backend_->fill_zero(step_counter(), sizeof(uint64_t));
   std::vector<float> host(flat_size_, 0.0f);
   Rng rng(seed);
   for (const Node& n : nodes_) {
@@ -309,7 +310,7 @@ Network::Network(const Model& model, int64_t batch, bool training, int shards,
 }
 
 // A view node's output is its input: outputs[i] is null when that input is the batch itself.
-void Network::forward(Shard& s, const float* src, uint64_t step) {
+void Network::forward(Shard& s, const float* src, const uint64_t* step) {
   const float* params = model_.params();
   const float* x = src;
   for (size_t i = 0; i < s.layers.size(); ++i) {
@@ -334,7 +335,7 @@ void Network::backward(Shard& s, const float* src) {
 void Network::run(const float* src, const int32_t* labels, LossStats* stats, bool train) {
   Backend& be = model_.backend();
   const int64_t features = model_.input_features();
-  const uint64_t step = train ? model_.advance_step() : 0;
+  const uint64_t* step = model_.step_counter();
   be.parallel_shards(shards(), [&](int k) {
     Shard& s = shards_[k];
     const float* x = src + s.offset * features;
@@ -345,6 +346,7 @@ void Network::run(const float* src, const int32_t* labels, LossStats* stats, boo
                              s.stats ? s.stats : stats);
     if (train) backward(s, x);
   });
+  if (train) be.increment(model_.step_counter());
   // Merge in shard order, so the sums do not depend on which worker finished first.
   for (size_t k = 1; k < shards_.size(); ++k) {
     if (train) be.accumulate(model_.grads(), shards_[k].grads, model_.flat_size());
@@ -366,7 +368,7 @@ void Network::profile_step(const float* src, const int32_t* labels, LossStats* s
     be.synchronize();
     return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
   };
-  const uint64_t step = model_.advance_step();
+  const uint64_t* step = model_.step_counter();
   be.synchronize();
   const float* x = src;
   for (size_t i = 0; i < n; ++i) {
@@ -388,6 +390,7 @@ void Network::profile_step(const float* src, const int32_t* labels, LossStats* s
     s.layers[i]->backward(params, in, s.outputs[i], s.d_outputs[i], s.grads, d_in);
     out.backward_ms[i] = ms_since(t1);
   }
+  be.increment(model_.step_counter());
 }
 
 void Network::train_step(const float* src, const int32_t* labels, LossStats* stats) {

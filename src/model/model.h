@@ -92,8 +92,9 @@ class Model {
   // seed also seeds the dropout masks.
   void init(uint64_t seed);
   uint64_t seed() const { return seed_; }
-  // Training steps taken (the dropout masks' counter); advanced by Network::train_step.
-  uint64_t advance_step() const { return steps_++; }
+  // Training steps taken (the dropout masks' counter), in device memory: kernels read it when they
+  // run and Network::train_step advances it there, so a recorded step replays with a new mask.
+  uint64_t* step_counter() const { return step_counter_.as<uint64_t>(); }
 
   // Parameters, then buffers (PyTorch's state_dict).
   std::vector<NamedTensor> export_params() const;
@@ -114,9 +115,8 @@ class Model {
   std::vector<Node> nodes_;
   int64_t input_features_ = 0, outputs_ = 0, parameter_count_ = 0, flat_size_ = 0;
   int64_t state_size_ = 0;
-  DeviceBuffer params_, grads_, state_;
+  DeviceBuffer params_, grads_, state_, step_counter_;
   uint64_t seed_ = 0;
-  mutable uint64_t steps_ = 0;
 };
 
 // The execution plan of a model for one batch size: kernels built and activation and gradient
@@ -161,7 +161,7 @@ class Network {
     LossStats* stats = nullptr;  // null for shard 0 (adds to the caller's), its own else
   };
 
-  void forward(Shard& s, const float* src, uint64_t step);
+  void forward(Shard& s, const float* src, const uint64_t* step);
   void backward(Shard& s, const float* src);
   void run(const float* src, const int32_t* labels, LossStats* stats, bool train);
 

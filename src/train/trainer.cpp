@@ -186,14 +186,43 @@ TrainResult train_model(Model& model, const DataSplit& split, const TrainSpec& t
   if (split.test.samples > 0) evaluator.emplace(model, split.test);
   DeviceBuffer stats_buffer = be.allocate(sizeof(LossStats));
   auto* stats = stats_buffer.as<LossStats>();
-  DeviceBuffer order, batch_x, batch_y;
+  // Batches are selected on the device (Backend::next_batch) when shuffled, and when the step is
+  // recorded: a recorded step must find its batch without the host.
+  DeviceBuffer order, batch_x, batch_y, position;
   std::vector<int32_t> host_order;
-  if (train.shuffle) {
+  if (train.shuffle || exec.record_step) {
     order = be.allocate(sizeof(int32_t) * n);
     batch_x = be.allocate(sizeof(float) * batch * f);
     batch_y = be.allocate(sizeof(int32_t) * batch);
+    position = be.allocate(sizeof(int64_t));
     host_order.resize(n);
+    std::iota(host_order.begin(), host_order.end(), 0);
+    be.upload(order.as<int32_t>(), host_order.data(), order.bytes());
   }
+  // Four timestamps per step (start, batch selected, loss and gradients, optimizer), taken in the
+  // device's queue and read at the end of the epoch: the host waits only there.
+  auto clock = be.clock(static_cast<int>(4 * steps_per_epoch));
+  // One training step on the batch at *position (select) or at row `first` (in place); with
+  // mark >= 0 it stamps marks mark + 1 (batch selected) and mark + 2 (gradients computed).
+  auto run_step = [&](Network& net, bool select, int64_t first, int mark) {
+    const float* src = x.as<float>() + first * f;
+    const int32_t* labels = y.as<int32_t>() + first;
+    if (select) {
+      be.next_batch(x.as<float>(), y.as<int32_t>(), order.as<int32_t>(), position.as<int64_t>(),
+                    net.batch(), f, batch_x.as<float>(), batch_y.as<int32_t>());
+      src = batch_x.as<float>();
+      labels = batch_y.as<int32_t>();
+    }
+    if (mark >= 0) clock->mark(mark + 1);
+    net.train_step(src, labels, stats);
+    if (mark >= 0) clock->mark(mark + 2);
+    optimizer->step(model.params(), model.grads());
+  };
+  std::unique_ptr<RecordedWork> recorded;
+  if (exec.record_step && full_steps > 0) {
+    recorded = be.capture([&] { run_step(full, true, 0, -1); });
+  }
+  const bool select = train.shuffle || recorded != nullptr;
   Rng shuffle_rng(train.seed ^ 0x5eed5eed5eedULL);  // a stream apart from the init's
   be.synchronize();
 
@@ -208,6 +237,7 @@ TrainResult train_model(Model& model, const DataSplit& split, const TrainSpec& t
   r.steps_per_epoch = steps_per_epoch;
   r.test_samples = split.test.samples;
   r.shards = full.shards();
+  r.recorded_step = recorded != nullptr;
   r.flops_per_step = model.train_flops(batch);
   r.setup_seconds = ms_between(setup_start, Clock::now()) / 1e3;
 
@@ -228,42 +258,41 @@ TrainResult train_model(Model& model, const DataSplit& split, const TrainSpec& t
       }
       be.upload(order.as<int32_t>(), host_order.data(), order.bytes());
     }
+    if (select) be.fill_zero(position.as<int64_t>(), sizeof(int64_t));
     be.fill_zero(stats, sizeof(LossStats));
-    double epoch_ms = 0;
+    int64_t done = 0;  // steps of this epoch completed
     for (int64_t s = 0; s < steps_per_epoch; ++s) {
       if (stop_requested()) {
         r.interrupted = true;
         break;
       }
-      Network& net = s < full_steps ? full : *partial;
-      const auto t0 = Clock::now();
-      const float* src = x.as<float>() + s * batch * f;
-      const int32_t* labels = y.as<int32_t>() + s * batch;
-      if (train.shuffle) {
-        be.gather_rows(x.as<float>(), y.as<int32_t>(), order.as<int32_t>() + s * batch, net.batch(),
-                       f, batch_x.as<float>(), batch_y.as<int32_t>());
-        src = batch_x.as<float>();
-        labels = batch_y.as<int32_t>();
+      const int m = static_cast<int>(4 * s);
+      clock->mark(m);
+      if (recorded && s < full_steps) {
+        recorded->replay();
+      } else {
+        run_step(s < full_steps ? full : *partial, select, s * batch, m);
       }
-      // The phases are timed on the host: exact on the CPU, whose calls return when done.
-      const auto t1 = Clock::now();
-      net.train_step(src, labels, stats);
-      const auto t2 = Clock::now();
-      optimizer->step(model.params(), model.grads());
-      be.synchronize();
-      const auto t3 = Clock::now();
-      const double ms = ms_between(t0, t3);
-      epoch_ms += ms;
-      if (s < full_steps) {  // the partial batch would skew the medians
-        step_ms.push_back(ms);
-        data_ms.push_back(ms_between(t0, t1));
-        fb_ms.push_back(ms_between(t1, t2));
-        opt_ms.push_back(ms_between(t2, t3));
-      }
+      clock->mark(m + 3);
+      ++done;
       ++steps_taken;
       if (exec.max_steps > 0 && steps_taken >= exec.max_steps && s + 1 < steps_per_epoch) {
         step_limit = true;  // a partial epoch is not reported as an epoch
         break;
+      }
+    }
+    // The epoch's timestamps; the partial batch is left out of the medians (it would skew them).
+    double epoch_ms = 0;
+    for (int64_t s = 0; s < done; ++s) {
+      const int m = static_cast<int>(4 * s);
+      const double ms = clock->ms_between(m, m + 3);
+      epoch_ms += ms;
+      if (s >= full_steps) continue;
+      step_ms.push_back(ms);
+      if (!recorded) {
+        data_ms.push_back(clock->ms_between(m, m + 1));
+        fb_ms.push_back(clock->ms_between(m + 1, m + 2));
+        opt_ms.push_back(clock->ms_between(m + 2, m + 3));
       }
     }
     if (step_limit) break;
@@ -282,6 +311,7 @@ TrainResult train_model(Model& model, const DataSplit& split, const TrainSpec& t
     r.train_seconds += rec.seconds;
     if (on_epoch) on_epoch(rec, train.epochs);
   }
+  be.synchronize();
   if (!r.epochs.empty()) {
     r.final_loss = r.epochs.back().loss;
     r.final_train_error = r.epochs.back().train_error;
@@ -293,9 +323,9 @@ TrainResult train_model(Model& model, const DataSplit& split, const TrainSpec& t
     if (v->size() > 1) v->erase(v->begin());
   }
   r.step_ms = summarize(step_ms);
-  r.data_ms = summarize(data_ms).median;
-  r.forward_backward_ms = summarize(fb_ms).median;
-  r.optimizer_ms = summarize(opt_ms).median;
+  r.data_ms = recorded ? kNoValue : summarize(data_ms).median;
+  r.forward_backward_ms = recorded ? kNoValue : summarize(fb_ms).median;
+  r.optimizer_ms = recorded ? kNoValue : summarize(opt_ms).median;
   r.steps_taken = steps_taken;
   if (r.step_ms.median > 0) {
     r.gflops = r.flops_per_step / (r.step_ms.median * 1e-3) / 1e9;

@@ -51,6 +51,9 @@ struct TrainResult {
   // the optimizer; the warm-up step excluded.
   double data_ms = 0, forward_backward_ms = 0, optimizer_ms = 0;
   int64_t steps_taken = 0;  // training steps run (all epochs)
+  // The full-batch step ran as one recorded unit (a CUDA Graph): then the phases are not timed
+  // apart (data_ms, forward_backward_ms and optimizer_ms are NaN).
+  bool recorded_step = false;
   // With ExecutionOptions::profile_steps: each node's forward and backward time (medians over the
   // profiled steps, run unsharded and synchronised per node; 0 for views) and the loss's.
   int64_t profiled_steps = 0;
@@ -71,6 +74,9 @@ struct ExecutionOptions {
   // Stop after this many training steps in all (0: no limit): a sweep that measures step times
   // need not train to the end. The result says how many epochs completed.
   int64_t max_steps = 0;
+  // Record the full-batch training step once (batch selection, forward, loss, backward, optimizer)
+  // and replay it, where the backend can (a CUDA Graph); false runs every call as it is made.
+  bool record_step = true;
 };
 
 // Trains `model` (already initialised) on `data.train` as `train` says, evaluating `data.test`

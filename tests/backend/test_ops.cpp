@@ -437,7 +437,10 @@ OpCase dropout_case(int64_t n, double p, int64_t offset, uint64_t step) {
     auto dst = device_zeros(be, n);
     auto d_dst = to_device(be, d_output);
     auto d_src = device_zeros(be, n);
-    kernel->forward(src.ptr(), dst.ptr(), step);
+    DeviceBuffer counter = be.allocate(sizeof(uint64_t));
+    const uint64_t host_step = step;
+    be.upload(counter.as<uint64_t>(), &host_step, sizeof(host_step));
+    kernel->forward(src.ptr(), dst.ptr(), counter.as<uint64_t>());
     kernel->backward(d_dst.ptr(), d_src.ptr());
     return OpResult{to_host(be, dst), {to_host(be, d_src)}};
   };

@@ -3,9 +3,11 @@
 #include <omp.h>
 #include <sched.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <vector>
 
 #include "backend/cpu/dnnl_check.h"
 
@@ -66,13 +68,37 @@ void CpuBackend::download(void* host_dst, const void* device_src, size_t bytes) 
 
 void CpuBackend::fill_zero(void* device_dst, size_t bytes) { std::memset(device_dst, 0, bytes); }
 
-void CpuBackend::gather_rows(const float* src, const int32_t* src_labels, const int32_t* index,
-                             int64_t rows, int64_t row_floats, float* dst, int32_t* dst_labels) {
+void CpuBackend::next_batch(const float* src, const int32_t* src_labels, const int32_t* order,
+                            int64_t* position, int64_t rows, int64_t row_floats, float* dst,
+                            int32_t* dst_labels) {
+  const int32_t* index = order + *position;
   for (int64_t r = 0; r < rows; ++r) {
     std::memcpy(dst + r * row_floats, src + int64_t{index[r]} * row_floats,
                 sizeof(float) * row_floats);
     dst_labels[r] = src_labels[index[r]];
   }
+  *position += rows;
+}
+
+namespace {
+// The CPU runs each call as it is made, so a timestamp is the host clock read at once.
+class HostClock final : public QueueClock {
+ public:
+  explicit HostClock(int marks) : marks_(static_cast<size_t>(marks)) {}
+  void mark(int i) override { marks_.at(static_cast<size_t>(i)) = std::chrono::steady_clock::now(); }
+  double ms_between(int from, int to) override {
+    return std::chrono::duration<double, std::milli>(marks_.at(static_cast<size_t>(to)) -
+                                                     marks_.at(static_cast<size_t>(from)))
+        .count();
+  }
+
+ private:
+  std::vector<std::chrono::steady_clock::time_point> marks_;
+};
+}  // namespace
+
+std::unique_ptr<QueueClock> CpuBackend::clock(int marks) {
+  return std::make_unique<HostClock>(marks);
 }
 
 void CpuBackend::accumulate(float* dst, const float* src, int64_t n) {

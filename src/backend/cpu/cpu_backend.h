@@ -60,9 +60,13 @@ class CpuBackend final : public Backend {
   void upload(void* device_dst, const void* host_src, size_t bytes) override;
   void download(void* host_dst, const void* device_src, size_t bytes) override;
   void fill_zero(void* device_dst, size_t bytes) override;
-  void gather_rows(const float* src, const int32_t* src_labels, const int32_t* index, int64_t rows,
-                   int64_t row_floats, float* dst, int32_t* dst_labels) override;
+  void next_batch(const float* src, const int32_t* src_labels, const int32_t* order,
+                  int64_t* position, int64_t rows, int64_t row_floats, float* dst,
+                  int32_t* dst_labels) override;
+  void increment(uint64_t* counter) override { ++*counter; }
   void synchronize() override {}
+  std::unique_ptr<RecordedWork> capture(FunctionRef<void()>) override { return nullptr; }
+  std::unique_ptr<QueueClock> clock(int marks) override;
   void accumulate(float* dst, const float* src, int64_t n) override;
   void accumulate_stats(LossStats* dst, const LossStats* src) override;
   int batch_shards(int64_t batch, double flops) const override;

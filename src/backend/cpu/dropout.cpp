@@ -16,8 +16,9 @@ class CpuDropout final : public DropoutKernel {
         keep_scale_(static_cast<float>(1.0 / (1.0 - s.p))),
         scale_(s.elements) {}
 
-  void forward(const float* src, float* dst, uint64_t step) override {
+  void forward(const float* src, float* dst, const uint64_t* step_counter) override {
     float* scale = scale_.data();
+    const uint64_t step = *step_counter;
     parallel_for(s_.elements, [&](int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i) {
         const uint64_t index = static_cast<uint64_t>(s_.element_offset + i);

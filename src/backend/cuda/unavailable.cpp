@@ -1,5 +1,5 @@
 // The CUDA entry points of a build without the CUDA backend: no devices, and a clear reason.
-#include "backend/cuda/unavailable.h"
+#include "backend/cuda/entry.h"
 
 #include "core/error.h"
 
@@ -15,6 +15,6 @@ std::vector<std::string> list_devices(std::string* why) {
   return {};
 }
 
-std::unique_ptr<Backend> make_backend(int /*device_index*/) { throw UserError(kNotBuilt); }
+std::unique_ptr<Backend> make_backend(int /*device_index*/, Precision /*precision*/) { throw UserError(kNotBuilt); }
 
 }  // namespace xo::cuda

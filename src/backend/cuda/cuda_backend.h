@@ -1,0 +1,106 @@
+// The CUDA backend: one stream per device, cuBLASLt for matmuls (bias and activation fused into
+// the epilogue), cuDNN for convolutions, custom kernels for the element-wise work, the loss and
+// the optimizers, and CUDA Graphs to replay a whole training step in one launch. Every buffer and
+// workspace is allocated at plan time, so a step (and its recording) allocates nothing.
+#pragma once
+
+#include <cublasLt.h>
+#include <cuda_runtime.h>
+#include <cudnn.h>
+
+#include <memory>
+
+#include "backend/backend.h"
+#include "backend/cuda/check.h"
+
+namespace xo::cuda {
+
+class CudaBackend final : public Backend {
+ public:
+  CudaBackend(int device, Precision precision);
+  ~CudaBackend() override;
+  CudaBackend(const CudaBackend&) = delete;
+  CudaBackend& operator=(const CudaBackend&) = delete;
+
+  const DeviceInfo& info() const override { return info_; }
+
+  // What the op files use.
+  int device() const { return device_; }
+  cudaStream_t stream() const { return stream_; }
+  cublasLtHandle_t cublaslt() const { return cublaslt_; }
+  cudnnHandle_t cudnn() const { return cudnn_; }
+  Precision precision() const { return precision_; }
+  const cudaDeviceProp& properties() const { return properties_; }
+  // The cuBLASLt workspace, shared by every matmul: they run one at a time on the one stream.
+  void* matmul_workspace() const { return workspace_.as<void>(); }
+  size_t matmul_workspace_bytes() const { return workspace_.bytes(); }
+
+  DeviceBuffer allocate(size_t bytes) override;
+  void upload(void* device_dst, const void* host_src, size_t bytes) override;
+  void download(void* host_dst, const void* device_src, size_t bytes) override;
+  void fill_zero(void* device_dst, size_t bytes) override;
+  void next_batch(const float* src, const int32_t* src_labels, const int32_t* order,
+                  int64_t* position, int64_t rows, int64_t row_floats, float* dst,
+                  int32_t* dst_labels) override;
+  void increment(uint64_t* counter) override;
+  void synchronize() override;
+  std::unique_ptr<RecordedWork> capture(FunctionRef<void()> body) override;
+  std::unique_ptr<QueueClock> clock(int marks) override;
+  void accumulate(float* dst, const float* src, int64_t n) override;
+  void accumulate_stats(LossStats* dst, const LossStats* src) override;
+  // A GPU runs the whole batch at once: no shards.
+  int batch_shards(int64_t, double) const override { return 1; }
+  void parallel_shards(int shards, FunctionRef<void(int shard)> body) override;
+
+  std::unique_ptr<LinearKernel> linear(const LinearShape& shape) override;
+  std::unique_ptr<ActivationKernel> activation(Activation act, int64_t elements) override;
+  std::unique_ptr<LossKernel> loss(LossKind kind, int64_t batch, int64_t classes,
+                                   int64_t normalizer) override;
+  std::unique_ptr<Conv2dKernel> conv2d(const Conv2dShape& shape) override;
+  std::unique_ptr<PoolKernel> pool2d(const Pool2dShape& shape) override;
+  std::unique_ptr<PoolKernel> sequence_pool(const SequencePoolShape& shape) override;
+  std::unique_ptr<DropoutKernel> dropout(const DropoutShape& shape) override;
+  std::unique_ptr<EmbeddingKernel> embedding(const EmbeddingShape& shape) override;
+  std::unique_ptr<LstmKernel> lstm(const LstmShape& shape) override;
+  std::unique_ptr<BatchNormKernel> batch_norm(const BatchNormShape& shape) override;
+  std::unique_ptr<OptimizerKernel> optimizer(const OptimizerSpec& spec,
+                                             int64_t parameters) override;
+
+ private:
+  int device_ = 0;
+  Precision precision_ = Precision::F32;
+  DeviceInfo info_;
+  cudaDeviceProp properties_{};
+  cudaStream_t stream_ = nullptr;
+  cublasLtHandle_t cublaslt_ = nullptr;
+  cudnnHandle_t cudnn_ = nullptr;
+  DeviceBuffer workspace_;
+};
+
+// The backend's own kernels (queue.cu).
+void launch_next_batch(cudaStream_t stream, const float* src, const int32_t* src_labels,
+                       const int32_t* order, int64_t* position, int64_t rows, int64_t row_floats,
+                       float* dst, int32_t* dst_labels);
+void launch_increment(cudaStream_t stream, uint64_t* counter);
+void launch_accumulate(cudaStream_t stream, float* dst, const float* src, int64_t n);
+void launch_accumulate_stats(cudaStream_t stream, LossStats* dst, const LossStats* src);
+
+// Kernel factories, one per op-family file (same names as the CPU backend's files).
+std::unique_ptr<LinearKernel> make_linear(CudaBackend& be, const LinearShape& shape);  // linear.cu
+std::unique_ptr<ActivationKernel> make_activation(CudaBackend& be, Activation act,
+                                                  int64_t elements);  // activation.cu
+std::unique_ptr<LossKernel> make_loss(CudaBackend& be, LossKind kind, int64_t batch,
+                                      int64_t classes, int64_t normalizer);  // loss.cu
+std::unique_ptr<Conv2dKernel> make_conv2d(CudaBackend& be, const Conv2dShape& shape);  // conv.cu
+std::unique_ptr<PoolKernel> make_pool2d(CudaBackend& be, const Pool2dShape& shape);    // pool.cu
+std::unique_ptr<PoolKernel> make_sequence_pool(CudaBackend& be,
+                                               const SequencePoolShape& shape);        // pool.cu
+std::unique_ptr<DropoutKernel> make_dropout(CudaBackend& be, const DropoutShape& shape);
+std::unique_ptr<EmbeddingKernel> make_embedding(CudaBackend& be, const EmbeddingShape& shape);
+std::unique_ptr<LstmKernel> make_lstm(CudaBackend& be, const LstmShape& shape);  // lstm.cu
+std::unique_ptr<BatchNormKernel> make_batch_norm(CudaBackend& be,
+                                                 const BatchNormShape& shape);  // batchnorm.cu
+std::unique_ptr<OptimizerKernel> make_optimizer(CudaBackend& be, const OptimizerSpec& spec,
+                                                int64_t parameters);  // optimizer.cu
+
+}  // namespace xo::cuda
