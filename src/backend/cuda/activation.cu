@@ -1,0 +1,96 @@
+// Element-wise activations on the GPU (ReLU, Tanh, Sigmoid, None), forward and backward, as the
+// CPU computes them: relu(x) = x > 0 ? x : 0, tanh, sigmoid = 1 / (1 + exp(-x)); derivatives from
+// the output: relu' = [y > 0], tanh' = 1 - y^2, sigmoid' = y (1 - y). One grid-stride kernel per
+// call, the activation a template parameter so the loop body has no branch.
+#include "backend/cuda/cuda_backend.h"
+
+namespace xo::cuda {
+namespace {
+
+template <Activation A>
+__device__ __forceinline__ float activate(float x) {
+  if constexpr (A == Activation::ReLU) return x > 0.0f ? x : 0.0f;
+  if constexpr (A == Activation::Tanh) return tanhf(x);
+  if constexpr (A == Activation::Sigmoid) return 1.0f / (1.0f + expf(-x));
+  return x;
+}
+
+// g times the derivative at output y.
+template <Activation A>
+__device__ __forceinline__ float derivative_times(float y, float g) {
+  if constexpr (A == Activation::ReLU) return y > 0.0f ? g : 0.0f;
+  if constexpr (A == Activation::Tanh) return g * (1.0f - y * y);
+  if constexpr (A == Activation::Sigmoid) return g * (y * (1.0f - y));
+  return g;
+}
+
+template <Activation A>
+__global__ void forward_kernel(const float* src, float* dst, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += int64_t{gridDim.x} * blockDim.x) {
+    dst[i] = activate<A>(src[i]);
+  }
+}
+
+// d_src may be d_dst (in place): each element is read before it is written, by the same thread.
+template <Activation A>
+__global__ void backward_kernel(const float* dst, const float* d_dst, float* d_src, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += int64_t{gridDim.x} * blockDim.x) {
+    d_src[i] = derivative_times<A>(dst[i], d_dst[i]);
+  }
+}
+
+template <Activation A>
+class GpuActivation final : public ActivationKernel {
+ public:
+  GpuActivation(CudaBackend& be, int64_t elements) : be_(be), n_(elements) {}
+
+  void forward(const float* src, float* dst) override {
+    if (n_ == 0) return;
+    if constexpr (A == Activation::None) {
+      if (src != dst) {
+        XO_CUDA_CHECK(cudaMemcpyAsync(dst, src, static_cast<size_t>(n_) * sizeof(float),
+                                      cudaMemcpyDeviceToDevice, be_.stream()));
+      }
+    } else {
+      XO_CUDA_LAUNCH(forward_kernel<A>, blocks_for(n_), kThreads, 0, be_.stream(), src, dst, n_);
+    }
+  }
+
+  void backward(const float* dst, const float* d_dst, float* d_src) override {
+    if (n_ == 0) return;
+    if constexpr (A == Activation::None) {
+      if (d_src != d_dst) {
+        XO_CUDA_CHECK(cudaMemcpyAsync(d_src, d_dst, static_cast<size_t>(n_) * sizeof(float),
+                                      cudaMemcpyDeviceToDevice, be_.stream()));
+      }
+    } else {
+      XO_CUDA_LAUNCH(backward_kernel<A>, blocks_for(n_), kThreads, 0, be_.stream(), dst, d_dst,
+                     d_src, n_);
+    }
+  }
+
+ private:
+  CudaBackend& be_;
+  int64_t n_;
+};
+
+}  // namespace
+
+std::unique_ptr<ActivationKernel> make_activation(CudaBackend& be, Activation act,
+                                                  int64_t elements) {
+  switch (act) {
+    case Activation::ReLU:
+      return std::make_unique<GpuActivation<Activation::ReLU>>(be, elements);
+    case Activation::Tanh:
+      return std::make_unique<GpuActivation<Activation::Tanh>>(be, elements);
+    case Activation::Sigmoid:
+      return std::make_unique<GpuActivation<Activation::Sigmoid>>(be, elements);
+    case Activation::None:
+      return std::make_unique<GpuActivation<Activation::None>>(be, elements);
+  }
+  return nullptr;
+}
+
+}  // namespace xo::cuda
