@@ -45,6 +45,18 @@ void add_measure_options(CLI::App* sub, MeasureOptions& o, bool with_steps) {
   sub->add_option("--threads", o.threads, "CPU threads (0 = all cores)")
       ->check(non_negative_integer());
   sub->add_flag("--reprobe", o.reprobe, "Measure each device's peaks again (they are cached)");
+  add_gpu_options(sub, o.precision, o.record_step);
+}
+
+void add_gpu_options(CLI::App* sub, std::string& precision, bool& record_step) {
+  sub->add_option("--precision", precision,
+                  "GPU matmul arithmetic: f32 (the CPU's, default), tf32 or bf16 (tensor cores; "
+                  "f32 master weights). The CPU always computes in f32")
+      ->check(CLI::IsMember({"f32", "tf32", "bf16"}))
+      ->capture_default_str();
+  sub->add_flag("!--no-graph", record_step,
+                "Launch every kernel of a GPU step from the host instead of replaying the step "
+                "as one CUDA Graph (shows what the graph buys)");
 }
 
 void add_cost_options(CLI::App* sub, CostOptions& o) {
@@ -102,7 +114,9 @@ Backend& Session::backend(const std::string& device) {
   for (const auto& be : backends_) {
     if (be->info().id == device) return *be;
   }
-  backends_.push_back(make_backend(parse_device(device, o_.threads)));
+  DeviceRequest request = parse_device(device, o_.threads);
+  request.precision = parse_precision(o_.precision);
+  backends_.push_back(make_backend(request));
   // "auto" and "cuda" name the device they resolve to from here on.
   return *backends_.back();
 }
@@ -130,6 +144,7 @@ const SweepRow& Session::measure(const ModelSpec& spec_in, const std::string& de
   ExecutionOptions exec;
   exec.profile_steps = o_.profile_steps;
   exec.max_steps = o_.max_steps;
+  exec.record_step = o_.record_step;
   TrainResult r = train_model(
       model, data, spec.train,
       [&](const EpochRecord& e, int64_t n) {

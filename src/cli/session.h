@@ -26,6 +26,8 @@ struct MeasureOptions {
   int profile_steps = 10;
   double sample_interval_s = 0.1;
   bool reprobe = false;              // measure the peaks again rather than use the cache
+  std::string precision = "f32";     // GPUs' matmul arithmetic (the CPU always runs f32)
+  bool record_step = true;           // replay each step as one CUDA Graph where the device can
   std::string out = "crossover-results";
 };
 
@@ -38,6 +40,8 @@ struct CostOptions {
 
 void add_measure_options(CLI::App* sub, MeasureOptions& o, bool with_steps);
 void add_cost_options(CLI::App* sub, CostOptions& o);
+// --precision and --no-graph, shared by `train` and the measuring commands.
+void add_gpu_options(CLI::App* sub, std::string& precision, bool& record_step);
 Catalog load_user_catalog(const CostOptions& o);
 
 class Session {

@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "cli/session.h"
 #include "core/file.h"
 #include "data/source.h"
 #include "model/model.h"
@@ -24,6 +25,8 @@ struct TrainOptions {
   int shards = 0;
   std::string data, init, save, json;
   bool quiet = false;
+  std::string precision = "f32";
+  bool record_step = true;
 };
 
 int run_train(const TrainOptions& o) {
@@ -32,7 +35,13 @@ int run_train(const TrainOptions& o) {
   if (o.batch) spec.train.batch = *o.batch;
   if (o.lr) spec.train.optimizer.lr = *o.lr;
   if (o.seed) spec.train.seed = *o.seed;
-  auto backend = make_backend(parse_device(o.device, o.threads));
+  DeviceRequest request = parse_device(o.device, o.threads);
+  request.precision = parse_precision(o.precision);
+  auto backend = make_backend(request);
+  if (backend->info().kind == "cpu" && request.precision != Precision::F32) {
+    fmt::print(stderr, "note: --precision {} applies to GPUs; the CPU computes in f32\n",
+               o.precision);
+  }
   Model model(spec, *backend);
   const DataSplit data = load_data(spec, model.classes(), o.data);
   if (o.init.empty()) {
@@ -41,11 +50,15 @@ int run_train(const TrainOptions& o) {
     model.import_params(load_safetensors(o.init), o.init);
   }
   if (!o.quiet) {
-    fmt::print("{}: {} parameters, {} on {} ({}, {} threads); data: {}\n", spec.name,
-               model.parameter_count(), spec.train.optimizer.type, backend->info().id,
-               backend->info().name, backend->info().threads, data.train.description);
+    const DeviceInfo& d = backend->info();
+    fmt::print("{}: {} parameters, {} on {} ({}, {}); data: {}\n", spec.name,
+               model.parameter_count(), spec.train.optimizer.type, d.id, d.name,
+               d.kind == "cpu" ? fmt::format("{} threads", d.threads) : d.precision,
+               data.train.description);
   }
-  const ExecutionOptions exec{o.shards};
+  ExecutionOptions exec;
+  exec.shards = o.shards;
+  exec.record_step = o.record_step;
   const TrainResult r = train_model(
       model, data, spec.train,
       [&](const EpochRecord& e, int64_t n) {
@@ -62,13 +75,14 @@ int run_train(const TrainOptions& o) {
       exec);
   fmt::print(
       "{}: final loss {:.6f}, train error {:.2f}%{}, {:.4f} ms/step (median of {}, cv {:.1f}%), "
-      "{:.1f} GFLOP/s, {:.0f} samples/s, {:.2f} s training, {} shard{}{}\n",
+      "{:.1f} GFLOP/s, {:.0f} samples/s, {:.2f} s training, {} shard{}{}{}\n",
       r.model, r.final_loss, r.final_train_error,
       std::isnan(r.final_test_accuracy) ? ""
                                         : fmt::format(", test accuracy {:.2f}% ({} samples)",
                                                       r.final_test_accuracy, r.test_samples),
       r.step_ms.median, r.step_ms.count, 100.0 * r.step_ms.cv, r.gflops, r.samples_per_second,
-      r.train_seconds, r.shards, r.shards == 1 ? "" : "s", r.interrupted ? " (interrupted)" : "");
+      r.train_seconds, r.shards, r.shards == 1 ? "" : "s",
+      r.recorded_step ? ", replayed as one CUDA Graph" : "", r.interrupted ? " (interrupted)" : "");
   if (r.diverged_epoch > 0) {
     fmt::print(stderr,
                "crossover: warning: training diverged at epoch {} (the loss is not finite); try a "
@@ -110,6 +124,7 @@ Command add_train(CLI::App& app) {
   sub->add_option("--save", o->save, "Write the trained weights to a safetensors file");
   sub->add_option("--json", o->json, "Write the result as JSON to this file");
   sub->add_flag("--quiet,-q", o->quiet, "Print only the final summary line");
+  add_gpu_options(sub, o->precision, o->record_step);
   return {sub, [o] { return run_train(*o); }};
 }
 

@@ -21,12 +21,15 @@ nlohmann::json to_json(const TrainResult& r) {
   j["device_info"] = {{"kind", r.device.kind},
                       {"name", r.device.name},
                       {"threads", r.device.threads},
-                      {"library", r.device.library}};
+                      {"library", r.device.library},
+                      {"precision", r.device.precision}};
   for (const auto& [k, v] : r.device.details) j["device_info"][k] = v;
   j["batch"] = r.batch;
   j["samples"] = r.samples;
   j["steps_per_epoch"] = r.steps_per_epoch;
   j["shards"] = r.shards;
+  j["precision"] = r.device.precision;
+  j["recorded_step"] = r.recorded_step;  // the step replayed as one CUDA Graph
   j["epochs"] = nlohmann::json::array();
   for (const EpochRecord& e : r.epochs) {
     nlohmann::json epoch = {{"epoch", e.epoch},
@@ -151,15 +154,16 @@ nlohmann::json run_json(const SweepRow& row, const DevicePeaks* peaks) {
     }
     j["layers_profile"] = layers;
     j["profiled_steps"] = r.profiled_steps;
-    j["phases_ms"] = {{"data", r.data_ms},
+    j["phases_ms"] = {{"data", number_or_null(r.data_ms)},
                       {"forward", forward},
                       {"backward", backward},
-                      {"optimizer", r.optimizer_ms}};
+                      {"optimizer", number_or_null(r.optimizer_ms)}};
   }
   // The loop's own split (its forward + backward runs sharded where the backend shards).
-  j["loop_phases_ms"] = {{"data", r.data_ms},
-                         {"forward_backward", r.forward_backward_ms},
-                         {"optimizer", r.optimizer_ms}};
+  // A recorded step (one CUDA Graph) is timed as a whole: its phases are null.
+  j["loop_phases_ms"] = {{"data", number_or_null(r.data_ms)},
+                         {"forward_backward", number_or_null(r.forward_backward_ms)},
+                         {"optimizer", number_or_null(r.optimizer_ms)}};
   j["utilisation"] = row.utilisation;
   j["peak_rss_mib"] = row.peak_rss_mib;
   j["mean_cpu_percent"] = row.utilisation.is_object() ? row.utilisation.value("mean_cpu_percent", nlohmann::json()) : nlohmann::json();

@@ -1,0 +1,218 @@
+// The CUDA backend against the CPU: a whole training run on each (same spec, weights and data)
+// ends with the same parameters to f32 tolerance, and the recorded step (one CUDA Graph per step)
+// ends exactly where launching every kernel from the host does. Without a GPU these tests skip,
+// saying why; what can be checked without one (the reason a GPU is missing, `auto` falling back to
+// the CPU) is checked everywhere.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "backend/backend.h"
+#include "core/random.h"
+#include "model/model.h"
+#include "support/expect_error.h"
+#include "train/trainer.h"
+
+namespace xo {
+namespace {
+
+bool has_gpu(std::string* why) {
+  const DeviceList list = list_devices();
+  for (const auto& id : list.available) {
+    if (id.rfind("cuda", 0) == 0) return true;
+  }
+  for (const auto& reason : list.unavailable_reasons) *why += reason;
+  return false;
+}
+
+#define SKIP_WITHOUT_GPU()                                         \
+  do {                                                             \
+    std::string why_;                                              \
+    if (!has_gpu(&why_)) GTEST_SKIP() << "no NVIDIA GPU here (" << why_ << ")"; \
+  } while (0)
+
+TEST(CudaDevices, AMissingGpuIsExplainedAndAutoFallsBackToTheCpu) {
+  const DeviceList list = list_devices();
+  ASSERT_FALSE(list.available.empty());
+  EXPECT_EQ(list.available.front(), "cpu");
+  std::string why;
+  if (has_gpu(&why)) {
+    auto be = make_backend(parse_device("cuda", 0));
+    EXPECT_EQ(be->info().kind, "cuda");
+    EXPECT_NE(be->info().library.find("cuBLASLt"), std::string::npos) << be->info().library;
+    EXPECT_NE(be->info().library.find("cuDNN"), std::string::npos) << be->info().library;
+    EXPECT_EQ(make_backend(parse_device("auto", 0))->info().kind, "cuda");
+    return;
+  }
+  // Built without CUDA, or built with it on a machine without a driver or a GPU: either way the
+  // reason is listed and a request for the GPU fails with it rather than crashing.
+  ASSERT_EQ(list.unavailable_reasons.size(), 1u);
+  const std::string& reason = list.unavailable_reasons.front();
+  EXPECT_EQ(reason.rfind("cuda: ", 0), 0u) << reason;
+#ifdef CROSSOVER_WITH_CUDA
+  EXPECT_NE(reason.find("no NVIDIA"), std::string::npos) << reason;
+#else
+  EXPECT_NE(reason.find("built without CUDA"), std::string::npos) << reason;
+#endif
+  const std::string detail = reason.substr(6);
+  testing::expect_user_error([] { make_backend(parse_device("cuda", 0)); }, {detail});
+  testing::expect_user_error([] { make_backend(parse_device("cuda:1", 0)); }, {detail});
+  EXPECT_EQ(make_backend(parse_device("auto", 0))->info().kind, "cpu");
+}
+
+TEST(CudaDevices, PrecisionNames) {
+  EXPECT_EQ(parse_precision("f32"), Precision::F32);
+  EXPECT_EQ(parse_precision("tf32"), Precision::TF32);
+  EXPECT_EQ(parse_precision("bf16"), Precision::BF16);
+  testing::expect_user_error([] { parse_precision("fp16"); }, {"'fp16'", "f32, tf32 or bf16"});
+}
+
+// A model and a small data set for it: random inputs (token ids for an embedding), labels in
+// range, samples not a multiple of the batch (so the partial last batch runs too).
+struct EquivalenceCase {
+  std::string name;
+  std::string layers, input, loss, optimizer;
+  int64_t vocab = 0;  // > 0: the inputs are token ids below it
+};
+
+void PrintTo(const EquivalenceCase& c, std::ostream* os) { *os << c.name; }
+
+ModelSpec case_spec(const EquivalenceCase& c) {
+  ModelSpec spec = parse_spec("[model]\ninput = " + c.input + "\nlayers = [" + c.layers +
+                                  "]\nloss = \"" + c.loss + "\"\n[train]\nbatch = 16\nepochs = "
+                                  "3\nshuffle = true\noptimizer = { type = \"" + c.optimizer +
+                                  "\", lr = 0.01 }\n",
+                              c.name + ".toml");
+  return spec;
+}
+
+Dataset case_data(const Model& model, const EquivalenceCase& c) {
+  Dataset d;
+  d.samples = 40;
+  d.features = model.input_features();
+  d.classes = model.classes();
+  d.description = "random";
+  Rng rng(11);
+  d.x.resize(static_cast<size_t>(d.samples * d.features));
+  for (float& v : d.x) {
+    v = c.vocab > 0 ? static_cast<float>(rng.below(static_cast<uint64_t>(c.vocab)))
+                    : static_cast<float>(rng.uniform(-1, 1));
+  }
+  for (int64_t i = 0; i < d.samples; ++i) d.y.push_back(static_cast<int32_t>(i % d.classes));
+  return d;
+}
+
+struct Trained {
+  TrainResult result;
+  std::vector<float> params;
+};
+
+Trained train_on(const std::string& device, const EquivalenceCase& c, bool record) {
+  auto be = make_backend(parse_device(device, 0));
+  const ModelSpec spec = case_spec(c);
+  Model model(spec, *be);
+  const Dataset data = case_data(model, c);
+  model.init(5);
+  ExecutionOptions exec;
+  exec.record_step = record;
+  Trained t{train_model(model, data, spec.train, {}, exec), {}};
+  t.params.resize(static_cast<size_t>(model.flat_size()));
+  be->download(t.params.data(), model.params(), sizeof(float) * t.params.size());
+  return t;
+}
+
+// Largest difference relative to the largest parameter.
+double max_relative_difference(const std::vector<float>& a, const std::vector<float>& b) {
+  double diff = 0, scale = 1e-3;
+  for (size_t i = 0; i < a.size(); ++i) {
+    diff = std::max(diff, static_cast<double>(std::abs(a[i] - b[i])));
+    scale = std::max(scale, static_cast<double>(std::abs(a[i])));
+  }
+  return diff / scale;
+}
+
+class GpuEquivalence : public ::testing::TestWithParam<EquivalenceCase> {};
+
+TEST_P(GpuEquivalence, TrainingEndsWithTheCpuParameters) {
+  SKIP_WITHOUT_GPU();
+  const Trained cpu = train_on("cpu", GetParam(), false);
+  const Trained gpu = train_on("cuda", GetParam(), true);
+  EXPECT_TRUE(gpu.result.recorded_step);
+  ASSERT_EQ(cpu.result.epochs.size(), gpu.result.epochs.size());
+  for (size_t e = 0; e < cpu.result.epochs.size(); ++e) {
+    EXPECT_NEAR(gpu.result.epochs[e].loss, cpu.result.epochs[e].loss,
+                1e-4 * std::abs(cpu.result.epochs[e].loss))
+        << "epoch " << e + 1;
+  }
+  ASSERT_EQ(cpu.params.size(), gpu.params.size());
+  EXPECT_LT(max_relative_difference(cpu.params, gpu.params), 1e-4);
+}
+
+TEST_P(GpuEquivalence, RecordedStepEqualsLaunchedStep) {
+  SKIP_WITHOUT_GPU();
+  const Trained eager = train_on("cuda", GetParam(), false);
+  const Trained graph = train_on("cuda", GetParam(), true);
+  EXPECT_FALSE(eager.result.recorded_step);
+  EXPECT_TRUE(graph.result.recorded_step);
+  for (size_t e = 0; e < eager.result.epochs.size(); ++e) {
+    EXPECT_NEAR(graph.result.epochs[e].loss, eager.result.epochs[e].loss,
+                1e-6 * std::abs(eager.result.epochs[e].loss));
+  }
+  EXPECT_LT(max_relative_difference(eager.params, graph.params), 1e-6);
+}
+
+// Runs everywhere: the cases are valid models, and on the CPU (which cannot record) asking for a
+// recorded step changes nothing.
+TEST_P(GpuEquivalence, CaseTrainsOnTheCpuWithOrWithoutRecording) {
+  const Trained a = train_on("cpu", GetParam(), true);
+  const Trained b = train_on("cpu", GetParam(), false);
+  EXPECT_FALSE(a.result.recorded_step);
+  ASSERT_EQ(a.result.epochs.size(), 3u);
+  EXPECT_TRUE(std::isfinite(a.result.final_loss));
+  EXPECT_EQ(a.result.final_loss, b.result.final_loss);
+  EXPECT_EQ(max_relative_difference(a.params, b.params), 0.0);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Models, GpuEquivalence,
+    ::testing::Values(
+        EquivalenceCase{"mlp_relu_sgd",
+                        R"({ type = "linear", out = 32 }, { type = "relu" },
+                           { type = "linear", out = 16 }, { type = "relu" },
+                           { type = "linear", out = 3 })",
+                        "[8]", "cross_entropy", "sgd"},
+        EquivalenceCase{"mlp_tanh_sigmoid_adam",
+                        R"({ type = "linear", out = 24 }, { type = "tanh" },
+                           { type = "linear", out = 12 }, { type = "sigmoid" },
+                           { type = "linear", out = 4 })",
+                        "[6]", "cross_entropy", "adam"},
+        EquivalenceCase{"cnn_dropout_rmsprop",
+                        R"({ type = "conv2d", out = 4, kernel = 3, padding = 1 }, { type = "relu" },
+                           { type = "maxpool2d", kernel = 2 }, { type = "dropout", p = 0.25 },
+                           { type = "conv2d", out = 6, kernel = 3 }, { type = "relu" },
+                           { type = "avgpool2d", kernel = 2 }, { type = "flatten" },
+                           { type = "linear", out = 3 })",
+                        "[2, 10, 10]", "cross_entropy", "rmsprop"},
+        EquivalenceCase{"cnn_batchnorm_adadelta",
+                        R"({ type = "conv2d", out = 4, kernel = 3, bias = false },
+                           { type = "batchnorm2d" }, { type = "relu" }, { type = "flatten" },
+                           { type = "linear", out = 8 }, { type = "batchnorm1d" },
+                           { type = "relu" }, { type = "linear", out = 3 })",
+                        "[1, 6, 6]", "cross_entropy", "adadelta"},
+        EquivalenceCase{"lstm_bce_adamw",
+                        R"({ type = "embedding", vocab = 30, out = 6 },
+                           { type = "lstm", out = 5, layers = 2, sequence = true },
+                           { type = "global_avgpool" }, { type = "dropout", p = 0.2 },
+                           { type = "linear", out = 1 })",
+                        "[7]", "bce", "adamw", 30},
+        EquivalenceCase{"lstm_last_step_maxpool_sgd",
+                        R"({ type = "embedding", vocab = 20, out = 4 },
+                           { type = "lstm", out = 6, sequence = true },
+                           { type = "global_maxpool" }, { type = "linear", out = 2 })",
+                        "[5]", "cross_entropy", "sgd", 20}),
+    [](const auto& case_info) { return case_info.param.name; });
+
+}  // namespace
+}  // namespace xo
