@@ -85,7 +85,9 @@ const char* epilogue_name(MatmulEpilogue e) {
 }
 
 // Whether the epilogue reads or writes a vector through CUBLASLT_MATMUL_DESC_BIAS_POINTER.
-bool uses_vector(MatmulEpilogue e) { return e != MatmulEpilogue::None && e != MatmulEpilogue::Relu; }
+bool uses_vector(MatmulEpilogue e) {
+  return e != MatmulEpilogue::None && e != MatmulEpilogue::Relu;
+}
 bool is_gradient(MatmulEpilogue e) {
   return e == MatmulEpilogue::BGradA || e == MatmulEpilogue::BGradB;
 }
@@ -214,9 +216,9 @@ Matmul::Matmul(CudaBackend& be, const MatmulShape& shape, NoThrow) : be_(be), sh
   // Device addresses with exactly the alignments asked for (the workspace is 256-byte aligned),
   // for the heuristic's pointer hint.
   const char* workspace = static_cast<const char*>(be.matmul_workspace());
-  plan->has_aligned = find_algorithm(be, s, plan->desc, plan->lt_a, plan->lt_b, plan->lt_d,
-                                     kAlignedBytes, workspace + kAlignedBytes, &plan->algo_aligned,
-                                     &plan->heuristic_status);
+  plan->has_aligned =
+      find_algorithm(be, s, plan->desc, plan->lt_a, plan->lt_b, plan->lt_d, kAlignedBytes,
+                     workspace + kAlignedBytes, &plan->algo_aligned, &plan->heuristic_status);
   plan->has_any = find_algorithm(be, s, plan->desc, plan->lt_a, plan->lt_b, plan->lt_d, kAnyBytes,
                                  workspace + kAnyBytes, &plan->algo_any, &plan->heuristic_status);
   plan_ = plan.release();
@@ -276,10 +278,9 @@ void Matmul::run(const float* a, const float* b, float* d, const float* bias, co
   // Host scalars (the default pointer mode): read when the call is made, so a recording keeps
   // them, and they never change for a planned matmul.
   const float alpha = 1.0f, beta = shape_.accumulate ? 1.0f : 0.0f;
-  XO_CUBLAS_CHECK(cublasLtMatmul(be_.cublaslt(), plan_->desc, &alpha, b, plan_->lt_a, a,
-                                 plan_->lt_b, &beta, d, plan_->lt_d, d, plan_->lt_d, algo,
-                                 be_.matmul_workspace(), be_.matmul_workspace_bytes(),
-                                 be_.stream()));
+  XO_CUBLAS_CHECK(cublasLtMatmul(
+      be_.cublaslt(), plan_->desc, &alpha, b, plan_->lt_a, a, plan_->lt_b, &beta, d, plan_->lt_d, d,
+      plan_->lt_d, algo, be_.matmul_workspace(), be_.matmul_workspace_bytes(), be_.stream()));
 }
 
 }  // namespace xo::cuda
