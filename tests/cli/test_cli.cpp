@@ -10,6 +10,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "backend/backend.h"
+
 namespace {
 
 struct Result {
@@ -26,6 +28,13 @@ std::string cache_env() {
     return d.string();
   }();
   return "XDG_CACHE_HOME='" + dir + "' ";
+}
+
+bool gpu_present() {
+  for (const auto& id : xo::list_devices().available) {
+    if (id.rfind("cuda", 0) == 0) return true;
+  }
+  return false;
 }
 
 Result run(const std::string& args) {
@@ -123,9 +132,20 @@ TEST(Cli, BadInputGivesAClearErrorAndExitCode2) {
   r = run("train disc-3 --device tpu");
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.output.find("expected cpu, cuda, cuda:N or auto"), std::string::npos) << r.output;
-  r = run("train disc-3 --device cuda");
+  if (!gpu_present()) {  // the machine says why there is no GPU, whichever build this is
+    r = run("train disc-3 --device cuda");
+    EXPECT_EQ(r.status, 2);
+    EXPECT_TRUE(r.output.find("built without CUDA") != std::string::npos ||
+                r.output.find("no NVIDIA GPU") != std::string::npos)
+        << r.output;
+  }
+  r = run("train disc-3 --precision fp8");
   EXPECT_EQ(r.status, 2);
-  EXPECT_NE(r.output.find("CUDA"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("--precision 'fp8': expected f32, tf32 or bf16"), std::string::npos)
+      << r.output;
+  r = run("train disc-3 --epochs 1 --precision tf32 --device cpu");
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("the CPU computes in f32"), std::string::npos) << r.output;
   r = run("train disc-3 --epochs -3");
   EXPECT_NE(r.status, 0);
 }
@@ -241,6 +261,12 @@ TEST(Cli, ModelsAndDevicesList) {
   const Result d = run("devices");
   EXPECT_EQ(d.status, 0);
   EXPECT_NE(d.output.find("cpu:"), std::string::npos) << d.output;
+  if (!gpu_present()) {
+    EXPECT_NE(d.output.find("not available: cuda: "), std::string::npos) << d.output;
+  } else {
+    EXPECT_NE(d.output.find("cuda:0:"), std::string::npos) << d.output;
+    EXPECT_NE(d.output.find("cuDNN"), std::string::npos) << d.output;
+  }
 }
 
 TEST(Cli, SweepAlongBatchFindsEveryPointAndWritesTheReport) {
