@@ -1,0 +1,175 @@
+// The losses on the GPU, each fused with its gradient, with the CPU's math (loss.cpp):
+// - softmax cross-entropy (torch.nn.CrossEntropyLoss): per sample log(sum exp(x - max)) -
+//   (x[label] - max), arg-max accuracy (the first index of the largest logit), gradient
+//   (softmax - onehot) / normalizer;
+// - binary cross-entropy on one logit (torch.nn.BCEWithLogitsLoss): softplus(x) - y x with
+//   softplus(x) = max(x, 0) + log1p(exp(-|x|)), accuracy from x > 0, gradient
+//   (sigmoid(x) - y) / normalizer, the sigmoid computed without overflow for either sign.
+// Two kernels per call: the first computes each sample's loss and hit (one warp per sample for
+// cross-entropy, one thread per sample for BCE) into buffers allocated at plan time and writes the
+// gradient; the second, one block, sums those in double in a fixed order and adds to the LossStats
+// in device memory, so the sums are the same on every run (no float atomics).
+#include <cmath>
+
+#include "backend/cuda/cuda_backend.h"
+
+namespace xo::cuda {
+namespace {
+
+constexpr int kWarp = 32;
+constexpr unsigned kFullMask = 0xffffffffu;
+constexpr int kWarpsPerBlock = kThreads / kWarp;
+
+// One warp per sample (grid-stride over samples; the whole warp shares a sample, so the shuffles
+// see every lane).
+__global__ void cross_entropy_kernel(const float* logits, const int32_t* labels, int64_t batch,
+                                     int64_t classes, float inv_norm, float* d_logits,
+                                     float* row_loss, int32_t* row_hit) {
+  const int lane = static_cast<int>(threadIdx.x % kWarp);
+  const int64_t warps = int64_t{gridDim.x} * kWarpsPerBlock;
+  for (int64_t r = int64_t{blockIdx.x} * kWarpsPerBlock + threadIdx.x / kWarp; r < batch;
+       r += warps) {
+    const float* x = logits + r * classes;
+    // Largest logit and its first index: each lane scans its columns in order (strictly greater
+    // keeps the first), then the lanes merge preferring the larger value, and on a tie the lower
+    // index, which is the CPU's left-to-right scan.
+    float best = -INFINITY;
+    int64_t best_j = INT64_MAX;
+    for (int64_t j = lane; j < classes; j += kWarp) {
+      const float v = x[j];
+      if (best_j == INT64_MAX || v > best) {
+        best = v;
+        best_j = j;
+      }
+    }
+    for (int offset = kWarp / 2; offset > 0; offset /= 2) {
+      const float other = __shfl_xor_sync(kFullMask, best, offset);
+      const int64_t other_j = __shfl_xor_sync(kFullMask, best_j, offset);
+      if (other_j != INT64_MAX &&
+          (best_j == INT64_MAX || other > best || (other == best && other_j < best_j))) {
+        best = other;
+        best_j = other_j;
+      }
+    }
+    const float max = best;
+    // sum exp(x - max): the shift keeps every term in (0, 1], so the sum is finite.
+    float sum = 0.0f;
+    for (int64_t j = lane; j < classes; j += kWarp) sum += expf(x[j] - max);
+    for (int offset = kWarp / 2; offset > 0; offset /= 2) {
+      sum += __shfl_xor_sync(kFullMask, sum, offset);
+    }
+    const int32_t label = labels[r];
+    const float x_label = x[label];
+    // Every lane has read what it needs from x before any lane writes d_logits, which may be the
+    // same memory as logits.
+    __syncwarp();
+    if (lane == 0) {
+      row_loss[r] = logf(sum) - (x_label - max);
+      row_hit[r] = best_j == label ? 1 : 0;
+    }
+    if (d_logits != nullptr) {
+      float* g = d_logits + r * classes;
+      const float scale = inv_norm / sum;
+      for (int64_t j = lane; j < classes; j += kWarp) {
+        float v = expf(x[j] - max) * scale;
+        if (j == label) v -= inv_norm;
+        g[j] = v;
+      }
+    }
+  }
+}
+
+// One thread per sample.
+__global__ void binary_cross_entropy_kernel(const float* logits, const int32_t* labels,
+                                            int64_t batch, float inv_norm, float* d_logits,
+                                            float* row_loss, int32_t* row_hit) {
+  for (int64_t r = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; r < batch;
+       r += int64_t{gridDim.x} * blockDim.x) {
+    const float x = logits[r];
+    const int32_t label = labels[r];
+    const float y = static_cast<float>(label);
+    const float e = expf(-fabsf(x));  // in (0, 1]: no overflow for either sign
+    const float softplus = (x < 0.0f ? 0.0f : x) + log1pf(e);  // std::max(x, 0.0f) + ...
+    row_loss[r] = softplus - y * x;
+    row_hit[r] = (x > 0.0f) == (label == 1) ? 1 : 0;
+    if (d_logits != nullptr) {
+      const float sigmoid = x >= 0.0f ? 1.0f / (1.0f + e) : e / (1.0f + e);
+      d_logits[r] = (sigmoid - y) * inv_norm;
+    }
+  }
+}
+
+// One block: each thread sums a fixed stride of samples in double, then a tree in shared memory
+// of fixed shape; thread 0 adds to the stats. Deterministic for a given batch.
+__global__ void add_stats_kernel(const float* row_loss, const int32_t* row_hit, int64_t batch,
+                                 double normalizer, LossStats* stats) {
+  __shared__ double loss[kThreads];
+  __shared__ double hits[kThreads];
+  double l = 0.0, h = 0.0;
+  for (int64_t i = threadIdx.x; i < batch; i += kThreads) {
+    l += static_cast<double>(row_loss[i]);
+    h += static_cast<double>(row_hit[i]);
+  }
+  loss[threadIdx.x] = l;
+  hits[threadIdx.x] = h;
+  __syncthreads();
+  for (int half = kThreads / 2; half > 0; half /= 2) {
+    if (static_cast<int>(threadIdx.x) < half) {
+      loss[threadIdx.x] += loss[threadIdx.x + half];
+      hits[threadIdx.x] += hits[threadIdx.x + half];
+    }
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) {
+    stats->loss_sum += loss[0] / normalizer;
+    stats->correct += hits[0];
+    stats->samples += static_cast<double>(batch);
+  }
+}
+
+class GpuLoss final : public LossKernel {
+ public:
+  GpuLoss(CudaBackend& be, LossKind kind, int64_t batch, int64_t classes, int64_t normalizer)
+      : be_(be),
+        kind_(kind),
+        batch_(batch),
+        classes_(classes),
+        normalizer_(normalizer),
+        row_loss_(be.allocate(static_cast<size_t>(batch) * sizeof(float))),
+        row_hit_(be.allocate(static_cast<size_t>(batch) * sizeof(int32_t))) {
+    XO_ASSERT(batch > 0 && classes > 0 && normalizer > 0);
+    if (kind == LossKind::BinaryCrossEntropy) XO_ASSERT(classes == 1);
+  }
+
+  void forward_backward(const float* logits, const int32_t* labels, float* d_logits,
+                        LossStats* stats) override {
+    const float inv_norm = 1.0f / static_cast<float>(normalizer_);
+    float* row_loss = row_loss_.as<float>();
+    int32_t* row_hit = row_hit_.as<int32_t>();
+    if (kind_ == LossKind::CrossEntropy) {
+      XO_CUDA_LAUNCH(cross_entropy_kernel, blocks_for(batch_ * kWarp), kThreads, 0, be_.stream(),
+                     logits, labels, batch_, classes_, inv_norm, d_logits, row_loss, row_hit);
+    } else {
+      XO_CUDA_LAUNCH(binary_cross_entropy_kernel, blocks_for(batch_), kThreads, 0, be_.stream(),
+                     logits, labels, batch_, inv_norm, d_logits, row_loss, row_hit);
+    }
+    XO_CUDA_LAUNCH(add_stats_kernel, 1, kThreads, 0, be_.stream(), row_loss, row_hit, batch_,
+                   static_cast<double>(normalizer_), stats);
+  }
+
+ private:
+  CudaBackend& be_;
+  LossKind kind_;
+  int64_t batch_, classes_, normalizer_;
+  DeviceBuffer row_loss_;  // [batch] each sample's loss
+  DeviceBuffer row_hit_;   // [batch] 1 where the prediction is right
+};
+
+}  // namespace
+
+std::unique_ptr<LossKernel> make_loss(CudaBackend& be, LossKind kind, int64_t batch,
+                                      int64_t classes, int64_t normalizer) {
+  return std::make_unique<GpuLoss>(be, kind, batch, classes, normalizer);
+}
+
+}  // namespace xo::cuda
