@@ -10,6 +10,7 @@
 // computed in double exactly as the CPU does, then rounded to f32), and the update kernel reads
 // those. Hyper- parameters are fixed for the kernel's life, so they are plain arguments.
 #include <cmath>
+#include <cstddef>
 
 #include "backend/cuda/cuda_backend.h"
 
@@ -173,8 +174,9 @@ class GpuOptimizer final : public OptimizerKernel {
 
   // Downloads the device counter: waits for the queued steps.
   int64_t steps() const override {
+    static_assert(offsetof(StepState, steps) == 0);
     uint64_t steps = 0;
-    be_.download(&steps, &state_.as<StepState>()->steps, sizeof(steps));
+    be_.download(&steps, state_.as<uint64_t>(), sizeof(steps));
     return static_cast<int64_t>(steps);
   }
 
