@@ -25,9 +25,9 @@
 //   d_W_hh        = sum_t d_gates_t^T h_{t-1}: one matmul over the views shifted by one row,
 //                   d_gates rows 1.. against h rows 0.. (k = N*T - 1). Row r pairs d_gates of
 //                   (n, t+1) with h of (n, t), as wanted, except where a sample ends: there
-//                   it pairs d_gates of (n+1, 0) with h of (n, T-1). Those rows are zeroed first
-//                   (one 2-D memset; d_gates_0 has no h_{-1} term and nothing later reads them), so
-//                   the stray pairs add exactly zero.
+//                   it pairs d_gates of (n+1, 0) with h of (n, T-1). The d_gates_0 rows are zeroed
+//                   first (one 2-D memset; d_gates_0 has no h_{-1} term and nothing later reads
+//                   them), so the stray pairs add exactly zero.
 //
 // Arithmetic: f32, the CPU's formulas and operation order within each element; sigmoid is
 // 1 / (1 + expf(-x)) and tanh is tanhf (the CPU's exp-based tanh agrees with it to 2e-7
@@ -91,9 +91,8 @@ __global__ void cell_forward_kernel(float* gates, int64_t g_ld, const float* bia
 // points at step t of [N, T, 4H] (row stride g_ld, as gates).
 __global__ void cell_backward_kernel(const float* gates, int64_t g_ld, const float* c_prev,
                                      const float* c, int64_t s_ld, const float* d_h_above,
-                                     int64_t a_ld, const float* dh_next, float* dc,
-                                     bool first_step, float* d_gates, int64_t batch,
-                                     int64_t hidden) {
+                                     int64_t a_ld, const float* dh_next, float* dc, bool first_step,
+                                     float* d_gates, int64_t batch, int64_t hidden) {
   const int64_t n_all = batch * hidden;
   for (int64_t e = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; e < n_all;
        e += int64_t{gridDim.x} * blockDim.x) {
@@ -255,8 +254,8 @@ class GpuLstm final : public LstmKernel {
         }
         const bool last = t == T - 1;
         XO_CUDA_LAUNCH(cell_backward_kernel, blocks_for(N * H), kThreads, 0, stream, gates + t * G,
-                       T * G, t > 0 ? c + (t - 1) * H : nullptr, c + t * H, T * H, above,
-                       above_ld, last ? nullptr : dh_next, dc, last, d_gates + t * G, N, H);
+                       T * G, t > 0 ? c + (t - 1) * H : nullptr, c + t * H, T * H, above, above_ld,
+                       last ? nullptr : dh_next, dc, last, d_gates + t * G, N, H);
         if (t > 0) l.d_h_prev->run(d_gates + t * G, p.weight_hh, dh_next);
       }
       // Everything that needs d_gates_0 first: d_x (which overwrites d_h_below_, read only by the
