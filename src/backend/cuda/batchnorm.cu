@@ -63,7 +63,8 @@ __global__ void __launch_bounds__(kBlock)
   const float inv_m = 1.0f / static_cast<float>(m);
 
   float sum = 0.0f;
-  for (uint32_t j = threadIdx.x; j < m; j += kBlock) sum += x[channel_index(j, c, channels, spatial)];
+  for (uint32_t j = threadIdx.x; j < m; j += kBlock)
+    sum += x[channel_index(j, c, channels, spatial)];
   const float mean = block_sum(sum, shared) * inv_m;
 
   float squares = 0.0f;
@@ -107,9 +108,10 @@ __global__ void bn_forward_inference_kernel(const float* x, const float* weight,
 // dx may be dy (in place): every dy is read by pass 1 before the barriers in block_sum, and in
 // pass 2 each element is read and written by the same thread.
 __global__ void __launch_bounds__(kBlock)
-    bn_backward_kernel(const float* x, const float* weight, const float* dy, const float* saved_mean,
-                       const float* saved_invstd, float* dx, float* d_weight, float* d_bias,
-                       uint32_t batch, uint32_t channels, uint32_t spatial) {
+    bn_backward_kernel(const float* x, const float* weight, const float* dy,
+                       const float* saved_mean, const float* saved_invstd, float* dx,
+                       float* d_weight, float* d_bias, uint32_t batch, uint32_t channels,
+                       uint32_t spatial) {
   __shared__ float shared[kWarps];
   const uint32_t c = blockIdx.x, m = batch * spatial;
   const float mean = saved_mean[c], invstd = saved_invstd[c];
@@ -164,19 +166,18 @@ class GpuBatchNorm final : public BatchNormKernel {
     const double m = static_cast<double>(s_.batch * s_.spatial);
     const double unbias = m > 1 ? m / (m - 1) : 1.0;
     XO_CUDA_LAUNCH(bn_forward_train_kernel, static_cast<unsigned>(s_.channels), kBlock, 0,
-                   be_.stream(), src, weight, bias, running_mean, running_var, batches_tracked,
-                   dst, saved_mean_.as<float>(), saved_invstd_.as<float>(),
+                   be_.stream(), src, weight, bias, running_mean, running_var, batches_tracked, dst,
+                   saved_mean_.as<float>(), saved_invstd_.as<float>(),
                    static_cast<uint32_t>(s_.batch), static_cast<uint32_t>(s_.channels),
-                   static_cast<uint32_t>(s_.spatial), eps, static_cast<float>(s_.momentum),
-                   unbias);
+                   static_cast<uint32_t>(s_.spatial), eps, static_cast<float>(s_.momentum), unbias);
   }
 
   void backward(const float* src, const float* weight, const float* d_dst, float* d_src,
                 float* d_weight, float* d_bias) override {
     XO_ASSERT(s_.training && "batch-norm kernel built for inference");
     if (s_.batch * s_.channels * s_.spatial == 0) return;
-    XO_CUDA_LAUNCH(bn_backward_kernel, static_cast<unsigned>(s_.channels), kBlock, 0,
-                   be_.stream(), src, weight, d_dst, saved_mean_.as<const float>(),
+    XO_CUDA_LAUNCH(bn_backward_kernel, static_cast<unsigned>(s_.channels), kBlock, 0, be_.stream(),
+                   src, weight, d_dst, saved_mean_.as<const float>(),
                    saved_invstd_.as<const float>(), d_src, d_weight, d_bias,
                    static_cast<uint32_t>(s_.batch), static_cast<uint32_t>(s_.channels),
                    static_cast<uint32_t>(s_.spatial));

@@ -16,8 +16,7 @@ __global__ void dropout_forward_kernel(const float* src, float* dst, uint8_t* ma
   const uint64_t step = *step_counter;
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
        i += int64_t{gridDim.x} * blockDim.x) {
-    const bool keep =
-        ::xo::dropout_keep(seed, step, static_cast<uint64_t>(offset + i), threshold);
+    const bool keep = ::xo::dropout_keep(seed, step, static_cast<uint64_t>(offset + i), threshold);
     mask[i] = keep ? 1 : 0;
     // Multiplying by 0 rather than writing 0 keeps the CPU's result for inf/NaN inputs too.
     dst[i] = src[i] * (keep ? keep_scale : 0.0f);

@@ -76,8 +76,8 @@ class GpuEmbedding final : public EmbeddingKernel {
     size_t scratch_bytes = 0;
     XO_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(
         nullptr, scratch_bytes, keys_.as<const int32_t>(), sorted_keys_.as<int32_t>(),
-        values_.as<const int32_t>(), sorted_values_.as<int32_t>(), static_cast<int>(positions_),
-        0, end_bit_, be.stream()));
+        values_.as<const int32_t>(), sorted_values_.as<int32_t>(), static_cast<int>(positions_), 0,
+        end_bit_, be.stream()));
     scratch_ = be.allocate(scratch_bytes);
   }
 
@@ -97,8 +97,8 @@ class GpuEmbedding final : public EmbeddingKernel {
     size_t scratch_bytes = scratch_.bytes();
     XO_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(
         scratch_.as<void>(), scratch_bytes, keys_.as<const int32_t>(), sorted_keys_.as<int32_t>(),
-        values_.as<const int32_t>(), sorted_values_.as<int32_t>(), static_cast<int>(positions_),
-        0, end_bit_, be_.stream()));
+        values_.as<const int32_t>(), sorted_values_.as<int32_t>(), static_cast<int>(positions_), 0,
+        end_bit_, be_.stream()));
     const int64_t n = positions_ * s_.dim;
     XO_CUDA_LAUNCH(embedding_rows_kernel, blocks_for(n), kThreads, 0, be_.stream(),
                    sorted_keys_.as<const int32_t>(), sorted_values_.as<const int32_t>(), d_dst,

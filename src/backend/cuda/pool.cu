@@ -100,8 +100,14 @@ __global__ void pool2d_backward_kernel(const float* d_dst, const int32_t* arg, f
 class GpuPool2d final : public PoolKernel {
  public:
   GpuPool2d(CudaBackend& be, const Pool2dShape& s) : be_(be), s_(s) {
-    g_ = {s.batch * s.channels, s.height, s.width, s.out_height(), s.out_width(),
-          s.kernel, s.stride, s.padding};
+    g_ = {.planes = s.batch * s.channels,
+          .h = s.height,
+          .w = s.width,
+          .oh = s.out_height(),
+          .ow = s.out_width(),
+          .k = s.kernel,
+          .stride = s.stride,
+          .pad = s.padding};
     XO_ASSERT(s.kernel > 0 && s.stride > 0 && g_.oh > 0 && g_.ow > 0);
     XO_ASSERT(s.height * s.width < (int64_t{1} << 31));  // arg-max offsets are int32
     if (s.type == PoolType::Max && s.training) {
@@ -113,11 +119,11 @@ class GpuPool2d final : public PoolKernel {
     const int64_t n = g_.planes * g_.oh * g_.ow;
     if (n == 0) return;
     if (s_.type == PoolType::Max) {
-      XO_CUDA_LAUNCH(pool2d_forward_kernel<PoolType::Max>, blocks_for(n), kThreads, 0,
-                     be_.stream(), src, dst, arg_ ? arg_.as<int32_t>() : nullptr, g_);
+      XO_CUDA_LAUNCH(pool2d_forward_kernel<PoolType::Max>, blocks_for(n), kThreads, 0, be_.stream(),
+                     src, dst, arg_ ? arg_.as<int32_t>() : nullptr, g_);
     } else {
-      XO_CUDA_LAUNCH(pool2d_forward_kernel<PoolType::Avg>, blocks_for(n), kThreads, 0,
-                     be_.stream(), src, dst, nullptr, g_);
+      XO_CUDA_LAUNCH(pool2d_forward_kernel<PoolType::Avg>, blocks_for(n), kThreads, 0, be_.stream(),
+                     src, dst, nullptr, g_);
     }
   }
 
