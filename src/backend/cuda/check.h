@@ -24,8 +24,8 @@
   do {                                                                                        \
     const cublasStatus_t xo_status_ = (expr);                                                 \
     if (xo_status_ != CUBLAS_STATUS_SUCCESS)                                                  \
-      ::xo::throw_internal(#expr, std::string("cuBLASLt: ") + cublasGetStatusName(xo_status_) + \
-                                      ": " + cublasGetStatusString(xo_status_),               \
+      ::xo::throw_internal(#expr, std::string("cuBLASLt: ") + cublasLtGetStatusName(xo_status_) + \
+                                      ": " + cublasLtGetStatusString(xo_status_),               \
                            __FILE__, __LINE__);                                               \
   } while (0)
 

@@ -229,7 +229,7 @@ Matmul::Matmul(CudaBackend& be, const MatmulShape& shape) : Matmul(be, shape, No
   if (!plan_->has_aligned && !plan_->has_any) {
     throw_internal("cublasLtMatmulAlgoGetHeuristic",
                    std::string("cuBLASLt has no algorithm (") +
-                       cublasGetStatusName(plan_->heuristic_status) + ") for the matmul " +
+                       cublasLtGetStatusName(plan_->heuristic_status) + ") for the matmul " +
                        describe(shape_, be.precision()),
                    __FILE__, __LINE__);
   }
