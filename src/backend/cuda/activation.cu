@@ -2,27 +2,11 @@
 // CPU computes them: relu(x) = x > 0 ? x : 0, tanh, sigmoid = 1 / (1 + exp(-x)); derivatives from
 // the output: relu' = [y > 0], tanh' = 1 - y^2, sigmoid' = y (1 - y). One grid-stride kernel per
 // call, the activation a template parameter so the loop body has no branch.
+#include "backend/cuda/activation.cuh"
 #include "backend/cuda/cuda_backend.h"
 
 namespace xo::cuda {
 namespace {
-
-template <Activation A>
-__device__ __forceinline__ float activate(float x) {
-  if constexpr (A == Activation::ReLU) return x > 0.0f ? x : 0.0f;
-  if constexpr (A == Activation::Tanh) return tanhf(x);
-  if constexpr (A == Activation::Sigmoid) return 1.0f / (1.0f + expf(-x));
-  return x;
-}
-
-// g times the derivative at output y.
-template <Activation A>
-__device__ __forceinline__ float derivative_times(float y, float g) {
-  if constexpr (A == Activation::ReLU) return y > 0.0f ? g : 0.0f;
-  if constexpr (A == Activation::Tanh) return g * (1.0f - y * y);
-  if constexpr (A == Activation::Sigmoid) return g * (y * (1.0f - y));
-  return g;
-}
 
 template <Activation A>
 __global__ void forward_kernel(const float* src, float* dst, int64_t n) {

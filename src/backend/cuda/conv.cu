@@ -33,6 +33,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/cuda/activation.cuh"
 #include "backend/cuda/cuda_backend.h"
 
 namespace xo::cuda {
@@ -41,23 +42,6 @@ namespace {
 constexpr size_t kMaxWorkspaceBytes = size_t{256} << 20;
 
 // ---- Element-wise kernels: bias + activation forward, activation derivative backward ----
-
-template <Activation A>
-__device__ __forceinline__ float activate(float x) {
-  if constexpr (A == Activation::ReLU) return x > 0.0f ? x : 0.0f;
-  if constexpr (A == Activation::Tanh) return tanhf(x);
-  if constexpr (A == Activation::Sigmoid) return 1.0f / (1.0f + expf(-x));
-  return x;
-}
-
-// g times the activation's derivative at output y.
-template <Activation A>
-__device__ __forceinline__ float derivative_times(float y, float g) {
-  if constexpr (A == Activation::ReLU) return y > 0.0f ? g : 0.0f;
-  if constexpr (A == Activation::Tanh) return g * (1.0f - y * y);
-  if constexpr (A == Activation::Sigmoid) return g * (y * (1.0f - y));
-  return g;
-}
 
 // dst [N, C, plane] = act(dst + bias[c]) in place; bias may be null.
 template <Activation A>

@@ -22,6 +22,7 @@
 //   the d_src matmul belongs to the layer above, which does not know this layer's activation, and
 //   this layer receives d_dst already computed; there is no matmul of ours whose output is d_pre,
 //   so DRELU_BGRAD would need an extra identity matmul, dearer than the element-wise pass it saves.
+#include "backend/cuda/activation.cuh"
 #include "backend/cuda/matmul.h"
 
 namespace xo::cuda {
@@ -30,23 +31,6 @@ namespace {
 // Column tile of the bias-gradient kernel: 32 columns (one warp, coalesced rows) by 16 row lanes.
 constexpr int kColumnTile = 32;
 constexpr int kRowLanes = 16;
-
-template <Activation A>
-__device__ __forceinline__ float activate(float x) {
-  if constexpr (A == Activation::ReLU) return x > 0.0f ? x : 0.0f;
-  if constexpr (A == Activation::Tanh) return tanhf(x);
-  if constexpr (A == Activation::Sigmoid) return 1.0f / (1.0f + expf(-x));
-  return x;
-}
-
-// g times the activation's derivative at output y (the CPU's formulas: activation.cpp).
-template <Activation A>
-__device__ __forceinline__ float derivative_times(float y, float g) {
-  if constexpr (A == Activation::ReLU) return y > 0.0f ? g : 0.0f;
-  if constexpr (A == Activation::Tanh) return g * (1.0f - y * y);
-  if constexpr (A == Activation::Sigmoid) return g * (y * (1.0f - y));
-  return g;
-}
 
 // dst = act(dst) in place, after the matmul added the bias.
 template <Activation A>
