@@ -41,6 +41,10 @@ import sys
 import time
 import traceback
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import classic_vs_torch  # noqa: E402  (the networks, built once for every benchmark)
+import disc_vs_torch  # noqa: E402
+
 DISC_SAMPLES = 1000
 DISC_BATCH = 100
 
@@ -65,35 +69,11 @@ def disc_layers(name):
 
 def build_model(torch, name):
     """The torch.nn modules of crossover's built-in spec `name` (PyTorch's default init)."""
-    nn = torch.nn
     layers = disc_layers(name)
-    if layers is not None:  # specs/disc-L.toml: Linear layers doubling the width from 2, ReLU between
-        modules, width = [], 2
-        for _ in range(layers - 1):
-            modules += [nn.Linear(width, width * 2), nn.ReLU()]
-            width *= 2
-        modules.append(nn.Linear(width, 2))
-        return nn.Sequential(*modules)
-    if name == "mnist-mlp":
-        return nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Dropout(0.2), nn.Linear(512, 512),
-                             nn.ReLU(), nn.Dropout(0.2), nn.Linear(512, 10))
-    if name == "mnist-cnn":
-        return nn.Sequential(nn.Conv2d(1, 32, 3), nn.ReLU(), nn.Conv2d(32, 64, 3), nn.ReLU(),
-                             nn.MaxPool2d(2), nn.Dropout(0.25), nn.Flatten(), nn.Linear(9216, 128),
-                             nn.ReLU(), nn.Dropout(0.5), nn.Linear(128, 10))
-    if name == "imdb-lstm":
-        class ImdbLstm(nn.Module):
-            def __init__(self):
-                super().__init__()
-                self.embedding = nn.Embedding(20000, 128)
-                self.lstm = nn.LSTM(128, 128, batch_first=True)
-                self.linear = nn.Linear(128, 1)
-
-            def forward(self, ids):
-                out, _ = self.lstm(self.embedding(ids))
-                return self.linear(out[:, -1]).squeeze(1)
-
-        return ImdbLstm()
+    if layers is not None:  # the same modules as the CPU comparison (specs/disc-L.toml)
+        return disc_vs_torch.torch_model(layers)
+    if name in CLASSIC:  # the same modules the CPU comparison builds
+        return classic_vs_torch.torch_model(name)
     raise ValueError(f"unknown model '{name}' (expected one of: {', '.join(ALL_MODELS)})")
 
 
