@@ -327,7 +327,9 @@ struct DeviceRequest {
   int threads = 0;  // CPU threads; 0 = all cores
   Precision precision = Precision::F32;  // GPUs only: the CPU always computes in f32
 };
-DeviceRequest parse_device(const std::string& text, int threads);
+// `precision` as users write it (f32, tf32, bf16); a bad device or precision throws UserError.
+DeviceRequest parse_device(const std::string& text, int threads,
+                           const std::string& precision = "f32");
 
 // Creates the backend for a request; "auto" picks a GPU when one is present, else the CPU.
 // Throws UserError saying why a device is not available (no GPU, CUDA not built).

@@ -43,9 +43,10 @@ Precision parse_precision(const std::string& text) {
   throw UserError(fmt::format("--precision '{}': expected f32, tf32 or bf16", text));
 }
 
-DeviceRequest parse_device(const std::string& text, int threads) {
+DeviceRequest parse_device(const std::string& text, int threads, const std::string& precision) {
   DeviceRequest r;
   r.threads = threads;
+  r.precision = parse_precision(precision);
   if (threads < 0)
     throw UserError(fmt::format("--threads {}: expected 0 (all cores) or more", threads));
   if (text == "cpu" || text == "auto" || text == "cuda") {

@@ -113,9 +113,7 @@ Backend& Session::backend(const std::string& device) {
   for (const auto& be : backends_) {
     if (be->info().id == device) return *be;
   }
-  DeviceRequest request = parse_device(device, o_.threads);
-  request.precision = parse_precision(o_.precision);
-  backends_.push_back(make_backend(request));
+  backends_.push_back(make_backend(parse_device(device, o_.threads, o_.precision)));
   // "auto" and "cuda" name the device they resolve to from here on.
   return *backends_.back();
 }

@@ -35,8 +35,7 @@ int run_train(const TrainOptions& o) {
   if (o.batch) spec.train.batch = *o.batch;
   if (o.lr) spec.train.optimizer.lr = *o.lr;
   if (o.seed) spec.train.seed = *o.seed;
-  DeviceRequest request = parse_device(o.device, o.threads);
-  request.precision = parse_precision(o.precision);
+  const DeviceRequest request = parse_device(o.device, o.threads, o.precision);
   auto backend = make_backend(request);
   if (backend->info().kind == "cpu" && request.precision != Precision::F32) {
     fmt::print(stderr, "note: --precision {} applies to GPUs; the CPU computes in f32\n",
