@@ -64,8 +64,8 @@ class LinearKernel {
   // src [batch, in], weights [out, in] (PyTorch layout), bias [out] (may be null), dst [batch,
   // out].
   virtual void forward(const float* src, const float* weights, const float* bias, float* dst) = 0;
-  // d_dst [batch, out] is the gradient of the activation's output; it is used as scratch and holds
-  // the pre-activation gradient afterwards. d_weights [out, in] and d_bias [out] are overwritten
+  // d_dst [batch, out] is the gradient of the activation's output; it is used as scratch (it may
+  // hold the pre-activation gradient afterwards, or be left as it came). d_weights [out, in] and d_bias [out] are overwritten
   // (not accumulated); d_src [batch, in] is overwritten when need_d_src, else must be null.
   virtual void backward(const float* src, const float* weights, const float* dst, float* d_dst,
                         float* d_weights, float* d_bias, float* d_src) = 0;
@@ -94,7 +94,7 @@ struct Conv2dShape {
   int64_t out_width() const { return (width + 2 * padding - kernel) / stride + 1; }
 };
 
-// Same contract as LinearKernel: d_dst is scratch (holds the pre-activation gradient afterwards),
+// Same contract as LinearKernel: d_dst is scratch (may hold the pre-activation gradient afterwards),
 // d_weights/d_bias/d_src are overwritten.
 class Conv2dKernel {
  public:

@@ -581,8 +581,11 @@ std::vector<OpCase> all_cases() {
   cases.push_back(linear_case(4, 3, 6, Activation::ReLU, false, true));
   cases.push_back(linear_case(5, 2, 4, Activation::ReLU, true, false));
   cases.push_back(linear_case(1, 7, 3, Activation::Tanh, true, true));
-  // Large enough for the multi-threaded bias/activation pass.
+  // Large enough for the multi-threaded bias/activation pass; on a GPU, the small-layer kernels
+  // over several tiles.
   cases.push_back(linear_case(256, 33, 160, Activation::ReLU, true, true));
+  // Over 2^22 multiply-adds: cuBLASLt on a GPU (with the BGRAD epilogue), not the small kernels.
+  cases.push_back(linear_case(64, 260, 260, Activation::Sigmoid, true, true));
   for (Activation act : {Activation::ReLU, Activation::Tanh, Activation::Sigmoid}) {
     cases.push_back(activation_case(act, 37));
   }

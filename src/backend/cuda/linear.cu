@@ -16,6 +16,13 @@
 //   the matmuls (both read d_pre); a Linear with no activation has none. Where cuBLASLt offers no
 //   BGRAD algorithm (some versions, layouts or precisions, or unaligned pointers), that pass also
 //   sums the columns (deterministically, as the CPU does) and d_W is a plain matmul.
+// - Small layers (batch * in * out <= kSmallMacs, every disc-L layer up to disc-8) skip cuBLASLt:
+//   its kernels for such shapes take 3-5 us each and come in pairs (split-K and a reduction, BGRAD
+//   as a kernel of its own), so a disc-2 step was 18 kernels. Here forward is one kernel (matmul,
+//   bias and activation) and backward is one launch whose blocks split into two roles: d_W tiles
+//   (with d_b from the same pass) and d_src tiles, both recomputing d_pre = d_dst * act'(dst) as
+//   they load it. Tiles are 32 x 32 in f32 FMA, sums in a fixed order (deterministic), whatever
+//   the precision: tensor cores buy nothing at this size. d_dst is then left as it came.
 // - Not used: DRELU_BGRAD. It applies ReLU's derivative (from a bit mask written by the forward's
 //   RELU_AUX epilogue) to the *output* of a matmul: in a chain of layers, to the d_src matmul of
 //   the layer above, producing this layer's d_pre and d_b in one go. Under the per-layer contract
@@ -76,6 +83,154 @@ __global__ void derivative_bias_kernel(const float* dst, float* d, int64_t rows,
   }
 }
 
+// ---- Small layers: one kernel forward, one backward ----
+
+// Layers with at most this many multiply-adds per matmul take the small path (disc-8's widest
+// layer: 100 x 128 x 256 = 3.3M).
+constexpr int64_t kSmallMacs = int64_t{1} << 22;
+constexpr int kTile = 32;                 // output tile 32 x 32; k in chunks of 32
+constexpr int kTileThreads = 256;         // 16 x 16 threads, each 2 x 2 outputs
+using TileRow = float[kTile + 1];         // shared rows padded: no bank conflicts either way
+
+// Stages one 32 x 32 operand chunk into shared memory as tile[i][j] = load(i, j), walking memory
+// along whichever index is contiguous there (`fast_i`: i), so that a warp reads consecutive floats.
+template <bool kFastI, typename Load>
+__device__ __forceinline__ void stage(TileRow* tile, Load load) {
+  for (int e = threadIdx.x; e < kTile * kTile; e += kTileThreads) {
+    const int x = e % kTile, y = e / kTile;
+    if constexpr (kFastI) {
+      tile[x][y] = load(x, y);
+    } else {
+      tile[y][x] = load(y, x);
+    }
+  }
+}
+
+// acc[i][j] += sum over this chunk of a[row][k] * b[k][col] for the thread's rows ty + 16 i and
+// columns tx + 16 j (strided so that neither read conflicts on banks).
+__device__ __forceinline__ void multiply_chunk(const TileRow* a, const TileRow* b,
+                                               float (&acc)[2][2]) {
+  const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
+#pragma unroll 8
+  for (int k = 0; k < kTile; ++k) {
+    const float a0 = a[ty][k], a1 = a[ty + 16][k];
+    const float b0 = b[k][tx], b1 = b[k][tx + 16];
+    acc[0][0] = fmaf(a0, b0, acc[0][0]);
+    acc[0][1] = fmaf(a0, b1, acc[0][1]);
+    acc[1][0] = fmaf(a1, b0, acc[1][0]);
+    acc[1][1] = fmaf(a1, b1, acc[1][1]);
+  }
+}
+
+// dst [batch, out] = act(src [batch, in] W^T + bias): a block per 32 x 32 tile of dst.
+template <Activation A>
+__global__ void __launch_bounds__(kTileThreads)
+    small_forward_kernel(const float* src, const float* w, const float* bias, float* dst,
+                         int64_t batch, int64_t in, int64_t out) {
+  __shared__ TileRow a[kTile], b[kTile];
+  const int64_t r0 = int64_t{blockIdx.y} * kTile, c0 = int64_t{blockIdx.x} * kTile;
+  float acc[2][2] = {};
+  for (int64_t k0 = 0; k0 < in; k0 += kTile) {
+    // a[r][k] = src[r0 + r, k0 + k] (contiguous along k); b[k][c] = W[c0 + c, k0 + k] (along k).
+    stage<false>(a, [&](int r, int k) {
+      return r0 + r < batch && k0 + k < in ? src[(r0 + r) * in + k0 + k] : 0.0f;
+    });
+    stage<true>(b, [&](int k, int c) {
+      return c0 + c < out && k0 + k < in ? w[(c0 + c) * in + k0 + k] : 0.0f;
+    });
+    __syncthreads();
+    multiply_chunk(a, b, acc);
+    __syncthreads();
+  }
+  const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
+  for (int i = 0; i < 2; ++i) {
+    for (int j = 0; j < 2; ++j) {
+      const int64_t r = r0 + ty + 16 * i, c = c0 + tx + 16 * j;
+      if (r < batch && c < out) {
+        dst[r * out + c] = activate<A>(bias != nullptr ? acc[i][j] + bias[c] : acc[i][j]);
+      }
+    }
+  }
+}
+
+// Backward in one launch. Blocks [0, w_tiles) each own a 32 x 32 tile of d_W [out, in]
+// (sum over the batch of d_pre^T src; the blocks of the first column of tiles also sum d_b over
+// the same rows of d_pre); the others own a tile of d_src [batch, in] (d_pre W, summed over out).
+// d_pre = d_dst * act'(dst) is recomputed wherever it is loaded, so no block waits for another.
+template <Activation A>
+__global__ void __launch_bounds__(kTileThreads)
+    small_backward_kernel(const float* src, const float* w, const float* dst, const float* d_dst,
+                          float* d_w, float* d_bias, float* d_src, int64_t batch, int64_t in,
+                          int64_t out) {
+  __shared__ TileRow a[kTile], b[kTile];
+  const int64_t in_tiles = (in + kTile - 1) / kTile;
+  const int64_t w_tiles = (out + kTile - 1) / kTile * in_tiles;
+  const auto d_pre = [&](int64_t row, int64_t col) {  // row < batch, col < out
+    const int64_t e = row * out + col;
+    return derivative_times<A>(dst[e], d_dst[e]);
+  };
+  const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
+  float acc[2][2] = {};
+  if (blockIdx.x < w_tiles) {
+    // d_W tile: rows o0.., columns i0..; a[o][k] = d_pre[k0 + k, o0 + o] (contiguous along o),
+    // b[k][i] = src[k0 + k, i0 + i] (contiguous along i).
+    const int64_t o0 = blockIdx.x / in_tiles * kTile, i0 = blockIdx.x % in_tiles * kTile;
+    const bool sums_bias = d_bias != nullptr && i0 == 0;
+    float bias_sum = 0.0f;
+    for (int64_t k0 = 0; k0 < batch; k0 += kTile) {
+      stage<true>(a, [&](int o, int k) {
+        return o0 + o < out && k0 + k < batch ? d_pre(k0 + k, o0 + o) : 0.0f;
+      });
+      stage<false>(b, [&](int k, int i) {
+        return i0 + i < in && k0 + k < batch ? src[(k0 + k) * in + i0 + i] : 0.0f;
+      });
+      __syncthreads();
+      multiply_chunk(a, b, acc);
+      if (sums_bias && threadIdx.x < kTile) {
+        for (int k = 0; k < kTile; ++k) bias_sum += a[threadIdx.x][k];
+      }
+      __syncthreads();
+    }
+    for (int i = 0; i < 2; ++i) {
+      for (int j = 0; j < 2; ++j) {
+        const int64_t o = o0 + ty + 16 * i, c = i0 + tx + 16 * j;
+        if (o < out && c < in) d_w[o * in + c] = acc[i][j];
+      }
+    }
+    if (sums_bias && threadIdx.x < kTile && o0 + threadIdx.x < out) {
+      d_bias[o0 + threadIdx.x] = bias_sum;
+    }
+    return;
+  }
+  // d_src tile: rows r0.. of the batch, columns i0..; a[r][k] = d_pre[r0 + r, k0 + k] (contiguous
+  // along k), b[k][i] = W[k0 + k, i0 + i] (contiguous along i).
+  const int64_t t = blockIdx.x - w_tiles;
+  const int64_t r0 = t / in_tiles * kTile, i0 = t % in_tiles * kTile;
+  for (int64_t k0 = 0; k0 < out; k0 += kTile) {
+    stage<false>(a, [&](int r, int k) {
+      return r0 + r < batch && k0 + k < out ? d_pre(r0 + r, k0 + k) : 0.0f;
+    });
+    stage<false>(b, [&](int k, int i) {
+      return i0 + i < in && k0 + k < out ? w[(k0 + k) * in + i0 + i] : 0.0f;
+    });
+    __syncthreads();
+    multiply_chunk(a, b, acc);
+    __syncthreads();
+  }
+  for (int i = 0; i < 2; ++i) {
+    for (int j = 0; j < 2; ++j) {
+      const int64_t r = r0 + ty + 16 * i, c = i0 + tx + 16 * j;
+      if (r < batch && c < in) d_src[r * in + c] = acc[i][j];
+    }
+  }
+}
+
+bool is_small(const LinearShape& s) {
+  return s.batch * s.in_features * s.out_features <= kSmallMacs && s.batch <= 65535 * kTile;
+}
+
+unsigned tiles(int64_t n) { return static_cast<unsigned>((n + kTile - 1) / kTile); }
+
 MatmulEpilogue forward_epilogue(const LinearShape& s) {
   if (s.activation == Activation::ReLU) {
     return s.has_bias ? MatmulEpilogue::ReluBias : MatmulEpilogue::Relu;
@@ -114,12 +269,11 @@ MatmulShape d_src_shape(const LinearShape& s) {
 template <Activation A>
 class GpuLinear final : public LinearKernel {
  public:
-  GpuLinear(CudaBackend& be, const LinearShape& s)
-      : be_(be),
-        shape_(s),
-        forward_(be, forward_shape(s)),
-        d_weights_(be, d_weights_shape(s, MatmulEpilogue::None)) {
+  GpuLinear(CudaBackend& be, const LinearShape& s) : be_(be), shape_(s), small_(is_small(s)) {
     XO_ASSERT(s.batch > 0 && s.in_features > 0 && s.out_features > 0);
+    if (small_) return;
+    forward_ = std::make_unique<Matmul>(be, forward_shape(s));
+    d_weights_ = std::make_unique<Matmul>(be, d_weights_shape(s, MatmulEpilogue::None));
     if (s.has_bias)
       d_weights_bias_ = Matmul::try_create(be, d_weights_shape(s, MatmulEpilogue::BGradA));
     if (s.need_d_src) d_src_ = std::make_unique<Matmul>(be, d_src_shape(s));
@@ -127,7 +281,13 @@ class GpuLinear final : public LinearKernel {
 
   void forward(const float* src, const float* weights, const float* bias, float* dst) override {
     XO_ASSERT((bias != nullptr) == shape_.has_bias);
-    forward_.run(src, weights, dst, bias);
+    if (small_) {
+      const dim3 grid(tiles(shape_.out_features), tiles(shape_.batch));
+      XO_CUDA_LAUNCH(small_forward_kernel<A>, grid, kTileThreads, 0, be_.stream(), src, weights,
+                     bias, dst, shape_.batch, shape_.in_features, shape_.out_features);
+      return;
+    }
+    forward_->run(src, weights, dst, bias);
     if constexpr (A == Activation::Tanh || A == Activation::Sigmoid) {
       const int64_t n = shape_.batch * shape_.out_features;
       XO_CUDA_LAUNCH(activate_kernel<A>, blocks_for(n), kThreads, 0, be_.stream(), dst, n);
@@ -138,6 +298,15 @@ class GpuLinear final : public LinearKernel {
                 float* d_weights, float* d_bias, float* d_src) override {
     XO_ASSERT((d_src != nullptr) == shape_.need_d_src);
     XO_ASSERT(d_bias == nullptr || shape_.has_bias);
+    if (small_) {
+      const unsigned in_tiles = tiles(shape_.in_features);
+      const unsigned blocks = tiles(shape_.out_features) * in_tiles +
+                              (d_src != nullptr ? tiles(shape_.batch) * in_tiles : 0);
+      XO_CUDA_LAUNCH(small_backward_kernel<A>, blocks, kTileThreads, 0, be_.stream(), src, weights,
+                     dst, d_dst, d_weights, d_bias, d_src, shape_.batch, shape_.in_features,
+                     shape_.out_features);
+      return;
+    }
     const bool fused_bias = d_bias != nullptr && d_weights_bias_ != nullptr &&
                             d_weights_bias_->can_run(d_dst, src, d_weights, d_bias);
     const int64_t rows = shape_.batch, cols = shape_.out_features;
@@ -152,7 +321,7 @@ class GpuLinear final : public LinearKernel {
     if (fused_bias) {
       d_weights_bias_->run(d_dst, src, d_weights, nullptr, nullptr, d_bias);
     } else {
-      d_weights_.run(d_dst, src, d_weights);
+      d_weights_->run(d_dst, src, d_weights);
     }
     if (d_src != nullptr) d_src_->run(d_dst, weights, d_src);
   }
@@ -160,8 +329,9 @@ class GpuLinear final : public LinearKernel {
  private:
   CudaBackend& be_;
   LinearShape shape_;
-  Matmul forward_;
-  Matmul d_weights_;                        // d_W alone
+  bool small_;                              // the small path: no cuBLASLt plans
+  std::unique_ptr<Matmul> forward_;
+  std::unique_ptr<Matmul> d_weights_;       // d_W alone
   std::unique_ptr<Matmul> d_weights_bias_;  // d_W with d_b fused (null: cuBLASLt has none)
   std::unique_ptr<Matmul> d_src_;
 };

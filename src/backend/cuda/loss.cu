@@ -5,10 +5,13 @@
 // - binary cross-entropy on one logit (torch.nn.BCEWithLogitsLoss): softplus(x) - y x with
 //   softplus(x) = max(x, 0) + log1p(exp(-|x|)), accuracy from x > 0, gradient
 //   (sigmoid(x) - y) / normalizer, the sigmoid computed without overflow for either sign.
-// Two kernels per call: the first computes each sample's loss and hit (one warp per sample for
+// One kernel per call: it computes each sample's loss and hit (one warp per sample for
 // cross-entropy, one thread per sample for BCE) into buffers allocated at plan time and writes the
-// gradient; the second, one block, sums those in double in a fixed order and adds to the LossStats
-// in device memory, so the sums are the same on every run (no float atomics).
+// gradient; then the last of its blocks to finish (a counter in device memory that the blocks
+// count themselves into, reset by that last block for the next call) sums the samples in double in
+// a fixed order and adds to the LossStats in device memory, so the sums are the same on every run
+// (no float atomics) and no second launch is needed (the step is a chain of launches: each one
+// costs a few microseconds on a small model).
 #include <cmath>
 
 #include "backend/cuda/cuda_backend.h"
@@ -20,11 +23,51 @@ constexpr int kWarp = 32;
 constexpr unsigned kFullMask = 0xffffffffu;
 constexpr int kWarpsPerBlock = kThreads / kWarp;
 
+// Where a loss kernel's blocks end: every block counts itself done, and the last one sums
+// row_loss and row_hit of the whole batch in double (each thread a fixed stride of samples, then a
+// tree of fixed shape in shared memory) into the stats, then resets the counter. Deterministic for
+// a given batch.
+__device__ void sum_batch_in_last_block(const float* row_loss, const int32_t* row_hit,
+                                        int64_t batch, double normalizer, LossStats* stats,
+                                        unsigned* done) {
+  __shared__ bool last;
+  __shared__ double loss[kThreads];
+  __shared__ double hits[kThreads];
+  __threadfence();  // this block's rows are visible device-wide before it counts itself done
+  __syncthreads();
+  if (threadIdx.x == 0) last = atomicAdd(done, 1u) == gridDim.x - 1;
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
+  double l = 0.0, h = 0.0;
+  for (int64_t i = threadIdx.x; i < batch; i += kThreads) {  // L2 reads: other blocks wrote them
+    l += static_cast<double>(__ldcg(row_loss + i));
+    h += static_cast<double>(__ldcg(row_hit + i));
+  }
+  loss[threadIdx.x] = l;
+  hits[threadIdx.x] = h;
+  __syncthreads();
+  for (int half = kThreads / 2; half > 0; half /= 2) {
+    if (static_cast<int>(threadIdx.x) < half) {
+      loss[threadIdx.x] += loss[threadIdx.x + half];
+      hits[threadIdx.x] += hits[threadIdx.x + half];
+    }
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) {
+    stats->loss_sum += loss[0] / normalizer;
+    stats->correct += hits[0];
+    stats->samples += static_cast<double>(batch);
+    *done = 0;
+  }
+}
+
 // One warp per sample (grid-stride over samples; the whole warp shares a sample, so the shuffles
-// see every lane).
+// see every lane). Blocks of kThreads.
 __global__ void cross_entropy_kernel(const float* logits, const int32_t* labels, int64_t batch,
                                      int64_t classes, float inv_norm, float* d_logits,
-                                     float* row_loss, int32_t* row_hit) {
+                                     float* row_loss, int32_t* row_hit, double normalizer,
+                                     LossStats* stats, unsigned* done) {
   const int lane = static_cast<int>(threadIdx.x % kWarp);
   const int64_t warps = int64_t{gridDim.x} * kWarpsPerBlock;
   for (int64_t r = int64_t{blockIdx.x} * kWarpsPerBlock + threadIdx.x / kWarp; r < batch;
@@ -77,12 +120,14 @@ __global__ void cross_entropy_kernel(const float* logits, const int32_t* labels,
       }
     }
   }
+  sum_batch_in_last_block(row_loss, row_hit, batch, normalizer, stats, done);
 }
 
-// One thread per sample.
+// One thread per sample; blocks of kThreads.
 __global__ void binary_cross_entropy_kernel(const float* logits, const int32_t* labels,
                                             int64_t batch, float inv_norm, float* d_logits,
-                                            float* row_loss, int32_t* row_hit) {
+                                            float* row_loss, int32_t* row_hit, double normalizer,
+                                            LossStats* stats, unsigned* done) {
   for (int64_t r = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; r < batch;
        r += int64_t{gridDim.x} * blockDim.x) {
     const float x = logits[r];
@@ -97,34 +142,7 @@ __global__ void binary_cross_entropy_kernel(const float* logits, const int32_t* 
       d_logits[r] = (sigmoid - y) * inv_norm;
     }
   }
-}
-
-// One block: each thread sums a fixed stride of samples in double, then a tree in shared memory
-// of fixed shape; thread 0 adds to the stats. Deterministic for a given batch.
-__global__ void add_stats_kernel(const float* row_loss, const int32_t* row_hit, int64_t batch,
-                                 double normalizer, LossStats* stats) {
-  __shared__ double loss[kThreads];
-  __shared__ double hits[kThreads];
-  double l = 0.0, h = 0.0;
-  for (int64_t i = threadIdx.x; i < batch; i += kThreads) {
-    l += static_cast<double>(row_loss[i]);
-    h += static_cast<double>(row_hit[i]);
-  }
-  loss[threadIdx.x] = l;
-  hits[threadIdx.x] = h;
-  __syncthreads();
-  for (int half = kThreads / 2; half > 0; half /= 2) {
-    if (static_cast<int>(threadIdx.x) < half) {
-      loss[threadIdx.x] += loss[threadIdx.x + half];
-      hits[threadIdx.x] += hits[threadIdx.x + half];
-    }
-    __syncthreads();
-  }
-  if (threadIdx.x == 0) {
-    stats->loss_sum += loss[0] / normalizer;
-    stats->correct += hits[0];
-    stats->samples += static_cast<double>(batch);
-  }
+  sum_batch_in_last_block(row_loss, row_hit, batch, normalizer, stats, done);
 }
 
 class GpuLoss final : public LossKernel {
@@ -136,8 +154,10 @@ class GpuLoss final : public LossKernel {
         classes_(classes),
         normalizer_(normalizer),
         row_loss_(be.allocate(static_cast<size_t>(batch) * sizeof(float))),
-        row_hit_(be.allocate(static_cast<size_t>(batch) * sizeof(int32_t))) {
+        row_hit_(be.allocate(static_cast<size_t>(batch) * sizeof(int32_t))),
+        done_(be.allocate(sizeof(unsigned))) {
     XO_ASSERT(batch > 0 && classes > 0 && normalizer > 0);
+    be.fill_zero(done_.as<unsigned>(), sizeof(unsigned));
     if (kind == LossKind::BinaryCrossEntropy) XO_ASSERT(classes == 1);
   }
 
@@ -146,15 +166,17 @@ class GpuLoss final : public LossKernel {
     const float inv_norm = 1.0f / static_cast<float>(normalizer_);
     float* row_loss = row_loss_.as<float>();
     int32_t* row_hit = row_hit_.as<int32_t>();
+    const double normalizer = static_cast<double>(normalizer_);
+    unsigned* done = done_.as<unsigned>();
     if (kind_ == LossKind::CrossEntropy) {
       XO_CUDA_LAUNCH(cross_entropy_kernel, blocks_for(batch_ * kWarp), kThreads, 0, be_.stream(),
-                     logits, labels, batch_, classes_, inv_norm, d_logits, row_loss, row_hit);
+                     logits, labels, batch_, classes_, inv_norm, d_logits, row_loss, row_hit,
+                     normalizer, stats, done);
     } else {
       XO_CUDA_LAUNCH(binary_cross_entropy_kernel, blocks_for(batch_), kThreads, 0, be_.stream(),
-                     logits, labels, batch_, inv_norm, d_logits, row_loss, row_hit);
+                     logits, labels, batch_, inv_norm, d_logits, row_loss, row_hit, normalizer,
+                     stats, done);
     }
-    XO_CUDA_LAUNCH(add_stats_kernel, 1, kThreads, 0, be_.stream(), row_loss, row_hit, batch_,
-                   static_cast<double>(normalizer_), stats);
   }
 
  private:
@@ -163,6 +185,7 @@ class GpuLoss final : public LossKernel {
   int64_t batch_, classes_, normalizer_;
   DeviceBuffer row_loss_;  // [batch] each sample's loss
   DeviceBuffer row_hit_;   // [batch] 1 where the prediction is right
+  DeviceBuffer done_;      // blocks of the running call that have finished (0 between calls)
 };
 
 }  // namespace

@@ -5,10 +5,11 @@
 // not centered) and Adadelta.
 //
 // A step is recorded once into a CUDA Graph and replayed, so nothing that changes from step to step
-// may be a kernel argument: the step count lives in device memory. Each step first runs a
-// one-thread kernel that increments it and derives what depends on it (Adam's bias corrections,
-// computed in double exactly as the CPU does, then rounded to f32), and the update kernel reads
-// those. Hyper- parameters are fixed for the kernel's life, so they are plain arguments.
+// may be a kernel argument: the step count lives in device memory. Where the update reads it
+// (Adam, SGD with momentum), each step first runs a one-thread kernel that increments it and
+// derives what depends on it (Adam's bias corrections, computed in double exactly as the CPU does,
+// then rounded to f32), and the update kernel reads those; where the update does not (plain SGD,
+// RMSprop, Adadelta), the update kernel's first thread counts the step itself, saving a launch. Hyper- parameters are fixed for the kernel's life, so they are plain arguments.
 #include <cmath>
 #include <cstddef>
 
@@ -35,7 +36,14 @@ __global__ void begin_step_kernel(StepState* state, bool adam, double lr, double
   }
 }
 
-__global__ void sgd_kernel(float* params, const float* grads, int64_t n, float lr, float wd) {
+// The step counted by the update kernel itself (the kernels that do not read it).
+__device__ __forceinline__ void count_step(StepState* state) {
+  if (blockIdx.x == 0 && threadIdx.x == 0) state->steps += 1;
+}
+
+__global__ void sgd_kernel(float* params, const float* grads, int64_t n, float lr, float wd,
+                           StepState* state) {
+  count_step(state);
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
        i += int64_t{gridDim.x} * blockDim.x) {
     params[i] -= lr * (grads[i] + wd * params[i]);
@@ -76,7 +84,8 @@ __global__ void adam_kernel(float* params, const float* grads, float* m, float* 
 
 // v = alpha v + (1 - alpha) g^2; p -= lr g / (sqrt(v) + eps).
 __global__ void rmsprop_kernel(float* params, const float* grads, float* v, int64_t n, float lr,
-                               float eps, float alpha, float wd) {
+                               float eps, float alpha, float wd, StepState* state) {
+  count_step(state);
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
        i += int64_t{gridDim.x} * blockDim.x) {
     const float g = grads[i] + wd * params[i];
@@ -89,7 +98,8 @@ __global__ void rmsprop_kernel(float* params, const float* grads, float* v, int6
 // v = rho v + (1 - rho) g^2; d = sqrt(u + eps) / sqrt(v + eps) g; u = rho u + (1 - rho) d^2;
 // p -= lr d.
 __global__ void adadelta_kernel(float* params, const float* grads, float* v, float* u, int64_t n,
-                                float lr, float eps, float rho, float wd) {
+                                float lr, float eps, float rho, float wd, StepState* state) {
+  count_step(state);
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
        i += int64_t{gridDim.x} * blockDim.x) {
     const float g = grads[i] + wd * params[i];
@@ -131,8 +141,12 @@ class GpuOptimizer final : public OptimizerKernel {
   void step(float* params, const float* grads) override {
     const bool adam = type_ == OptimizerType::Adam || type_ == OptimizerType::AdamW;
     StepState* state = state_.as<StepState>();
-    XO_CUDA_LAUNCH(begin_step_kernel, 1, 1, 0, be_.stream(), state, adam, s_.lr, s_.beta1,
-                   s_.beta2);
+    const bool reads_step =
+        adam || (type_ == OptimizerType::SGD && static_cast<float>(s_.momentum) != 0.0f);
+    if (reads_step || n_ == 0) {
+      XO_CUDA_LAUNCH(begin_step_kernel, 1, 1, 0, be_.stream(), state, adam, s_.lr, s_.beta1,
+                     s_.beta2);
+    }
     if (n_ == 0) return;
     const unsigned blocks = blocks_for(n_);
     cudaStream_t stream = be_.stream();
@@ -143,7 +157,8 @@ class GpuOptimizer final : public OptimizerKernel {
         const float mu = static_cast<float>(s_.momentum);
         const float damp = 1.0f - static_cast<float>(s_.dampening);
         if (mu == 0.0f) {
-          XO_CUDA_LAUNCH(sgd_kernel, blocks, kThreads, 0, stream, params, grads, n_, lr, wd);
+          XO_CUDA_LAUNCH(sgd_kernel, blocks, kThreads, 0, stream, params, grads, n_, lr, wd,
+                         state);
         } else {
           XO_CUDA_LAUNCH(sgd_momentum_kernel, blocks, kThreads, 0, stream, params, grads,
                          first_.as<float>(), n_, lr, wd, mu, damp, s_.nesterov, state);
@@ -162,12 +177,12 @@ class GpuOptimizer final : public OptimizerKernel {
       }
       case OptimizerType::RMSprop:
         XO_CUDA_LAUNCH(rmsprop_kernel, blocks, kThreads, 0, stream, params, grads,
-                       first_.as<float>(), n_, lr, eps, static_cast<float>(s_.alpha), wd);
+                       first_.as<float>(), n_, lr, eps, static_cast<float>(s_.alpha), wd, state);
         return;
       case OptimizerType::Adadelta:
         XO_CUDA_LAUNCH(adadelta_kernel, blocks, kThreads, 0, stream, params, grads,
                        first_.as<float>(), second_.as<float>(), n_, lr, eps,
-                       static_cast<float>(s_.rho), wd);
+                       static_cast<float>(s_.rho), wd, state);
         return;
     }
   }
