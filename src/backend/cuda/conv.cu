@@ -4,10 +4,10 @@
 //  - forward:  cudnnConvolutionForward into dst, then one kernel of ours adds the bias and applies
 //    the activation in place (cudnnConvolutionBiasActivationForward only fuses ReLU/identity and
 //    ties the algorithm to IMPLICIT_PRECOMP_GEMM);
-//  - backward: a kernel of ours turns d_dst into the pre-activation gradient in place (from dst,
-//    as activation.cu), then cudnnConvolutionBackwardBias (d_bias), cudnnConvolutionBackwardFilter
-//    (d_weights) and, when the layer below needs it, cudnnConvolutionBackwardData (d_src), all with
-//    beta = 0: overwritten, as the contract says.
+//  - backward: one pass of ours turns d_dst into the pre-activation gradient in place (from dst,
+//    as activation.cu) and sums it per channel into d_bias on the way (see "Bias gradient"), then
+//    cudnnConvolutionBackwardFilter (d_weights) and, when the layer below needs it,
+//    cudnnConvolutionBackwardData (d_src), all with beta = 0: overwritten, as the contract says.
 // Plan time does everything a step must not (steps are recorded into CUDA Graphs): descriptors
 // (destroyed by their owners, without throwing), one convolution descriptor per direction (each
 // carries the math type of the algorithm chosen for it), the algorithms, and one workspace
@@ -25,11 +25,37 @@
 // whose range (max 65504, subnormals below 6e-5) gradients can leave. BF16 tensors are never used
 // for convolutions: the data stay f32 and a bf16 run convolves in TF32.
 //
-// Algorithms: cuDNN's heuristic (cudnnGet*Algorithm_v7, deterministic itself, unlike the timed
-// cudnnFind*, which can pick differently from run to run) ranks the candidates; we take the first
-// that cuDNN supports for the shape, fits the precision, needs at most kMaxWorkspaceBytes, and is
-// deterministic (backward-filter ALGO_0/ALGO_3 and backward-data ALGO_0 add with atomics), falling
-// back step by step (see pick()) so that some algorithm is always found.
+// Algorithms: measured at plan time. cudnnFind*Ex runs every candidate of a direction on scratch
+// tensors of the layer's shape (a non-zero pattern: zeros can run faster than data) with a
+// kMaxWorkspaceBytes scratch workspace, on the backend's stream, outside any recording (it
+// synchronizes). A candidate is usable when it ran, fits the precision and needs at most
+// kMaxWorkspaceBytes; in F32 FFT/Winograd only when no direct candidate is usable. Of the usable
+// ones we take the fastest, unless a deterministic one (backward-filter ALGO_0/ALGO_3 and
+// backward-data ALGO_0 add with atomics) is within kDeterministicSlack (1.25x) of it: then the
+// fastest deterministic one. Determinism is worth a little time (a recorded and a launched step
+// give the same bits, runs repeat), not any time: cuDNN's heuristic, deterministic-only choice for
+// the MNIST CNN's backward filter (ALGO_1) took 357 us per call on an H100, half of the step.
+// A measured choice is kept for the process, per device, precision, direction and convolution
+// geometry, and a later plan of the same geometry reuses it without measuring: near-equal
+// candidates swap places from one measurement to the next, and two plans of one shape (an eager
+// and a recorded run, say) must not round differently. When Find offers nothing usable, cuDNN's
+// heuristic (cudnnGet*Algorithm_v7) ranks the candidates and pick() takes the first that passes,
+// relaxing its wishes step by step, so that some algorithm is always found.
+//
+// Bias gradient: d_bias[k] = the sum of the pre-activation gradient over n and p (P = OH * OW
+// positions), summed in the pass that writes it rather than by cudnnConvolutionBackwardBias (a
+// second read of d_dst, and its own kernel: ~65 us per call on MNIST's shapes, plus ~17 us for
+// the derivative pass). Deterministic, without atomics: channel k's N * P values are cut into S
+// contiguous slices, block (k, s) sums slice s in a fixed order (thread t every kThreads-th value
+// from t, then a fixed tree) into partial[k][s], and a second small kernel adds a channel's S
+// partials in order. S is a plan-time constant of the shape (about kBiasBlocks blocks in all, an
+// H100-filling wave on MNIST's shapes, and at least kMinSliceValues values a slice), never of the
+// GPU, so d_bias has the same bits on every GPU and in every run.
+#include <algorithm>
+#include <array>
+#include <map>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -40,6 +66,13 @@ namespace xo::cuda {
 namespace {
 
 constexpr size_t kMaxWorkspaceBytes = size_t{256} << 20;
+// A deterministic algorithm is taken over a faster non-deterministic one up to this time ratio.
+constexpr float kDeterministicSlack = 1.25f;
+// The bias-gradient split (see the header): about 8 blocks of kThreads per SM of a 132-SM H100,
+// one full wave, and enough values a block that its fixed costs stay small.
+constexpr int64_t kBiasBlocks = 1024;
+constexpr int64_t kMinSliceValues = 4 * kThreads;
+constexpr int kWarps = kThreads / 32;
 
 // ---- Element-wise kernels: bias + activation forward, activation derivative backward ----
 
@@ -55,7 +88,7 @@ __global__ void bias_activation_kernel(float* dst, const float* bias, int64_t n,
   }
 }
 
-// d_dst = d_dst * act'(dst) in place: the pre-activation gradient.
+// d_dst = d_dst * act'(dst) in place: the pre-activation gradient (layers without a bias).
 template <Activation A>
 __global__ void activation_backward_kernel(const float* dst, float* d_dst, int64_t n) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
@@ -71,9 +104,91 @@ void launch_bias_activation(cudaStream_t stream, float* dst, const float* bias, 
                  channels, plane);
 }
 
+// ---- The bias gradient, fused with the activation derivative (see the header) ----
+
+// How channel k's values j = n * plane + p (at d[(n * channels + k) * plane + p]) are cut: into
+// `slices` runs of `run` values, the last one shorter. Fixed at plan time from the shape; 32-bit
+// (values < 2^31, checked), whose division is cheaper than 64-bit's.
+struct BiasSplit {
+  uint32_t channels = 0, plane = 0, values = 0;  // K, P = OH * OW, N * P
+  uint32_t slices = 1, run = 0;
+};
+
+BiasSplit bias_split(const Conv2dShape& s) {
+  if (!s.has_bias) return {};  // unused
+  const int64_t plane = s.out_height() * s.out_width(), values = s.batch * plane;
+  XO_ASSERT(values > 0 && values < (int64_t{1} << 31));
+  const auto ceil_div = [](int64_t a, int64_t b) { return (a + b - 1) / b; };
+  int64_t slices =
+      std::min(ceil_div(kBiasBlocks, s.out_channels), ceil_div(values, kMinSliceValues));
+  if (slices < 1) slices = 1;
+  const int64_t run = ceil_div(values, slices);
+  slices = ceil_div(values, run);  // recounted: no empty slice at the end
+  XO_ASSERT(s.out_channels * slices < (int64_t{1} << 31));
+  BiasSplit b;
+  b.channels = static_cast<uint32_t>(s.out_channels);
+  b.plane = static_cast<uint32_t>(plane);
+  b.values = static_cast<uint32_t>(values);
+  b.slices = static_cast<uint32_t>(slices);
+  b.run = static_cast<uint32_t>(run);
+  return b;
+}
+
+// The sum of v over the block, in thread 0 (the other threads get 0): warp sums by shuffles, then
+// thread 0 adds the warps' sums in warp order. Fixed order for a fixed block size: the same bits
+// every run. `shared` holds kWarps floats.
+__device__ float block_sum(float v, float* shared) {
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  if (threadIdx.x % 32 == 0) shared[threadIdx.x / 32] = v;
+  __syncthreads();
+  float total = 0.0f;
+  if (threadIdx.x == 0) {
+    for (int w = 0; w < kWarps; ++w) total += shared[w];
+  }
+  return total;
+}
+
+// Block b = k * slices + s: d = d * act'(dst) in place over channel k's slice s (None: d is read
+// only) and partial[b] = the slice's sum. Consecutive threads take consecutive values, so the
+// reads are coalesced within a plane.
 template <Activation A>
-void launch_activation_backward(cudaStream_t stream, const float* dst, float* d_dst, int64_t n) {
-  XO_CUDA_LAUNCH(activation_backward_kernel<A>, blocks_for(n), kThreads, 0, stream, dst, d_dst, n);
+__global__ void __launch_bounds__(kThreads)
+    derivative_bias_kernel(const float* dst, float* d, float* partial, BiasSplit split) {
+  __shared__ float shared[kWarps];
+  const uint32_t k = blockIdx.x / split.slices, s = blockIdx.x - k * split.slices;
+  const uint32_t begin = s * split.run, end = min(begin + split.run, split.values);
+  float sum = 0.0f;
+  for (uint32_t j = begin + threadIdx.x; j < end; j += kThreads) {
+    const uint32_t n = j / split.plane, p = j - n * split.plane;
+    const int64_t i = (int64_t{n} * split.channels + k) * split.plane + p;
+    float v = d[i];
+    if constexpr (A != Activation::None) {
+      v = derivative_times<A>(dst[i], v);
+      d[i] = v;
+    }
+    sum += v;
+  }
+  const float total = block_sum(sum, shared);
+  if (threadIdx.x == 0) partial[blockIdx.x] = total;
+}
+
+// d_bias[k] = partial[k][0] + ... + partial[k][slices - 1], in that order.
+__global__ void add_slices_kernel(const float* partial, float* d_bias, int64_t channels,
+                                  int64_t slices) {
+  for (int64_t k = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; k < channels;
+       k += int64_t{gridDim.x} * blockDim.x) {
+    float total = 0.0f;
+    for (int64_t s = 0; s < slices; ++s) total += partial[k * slices + s];
+    d_bias[k] = total;
+  }
+}
+
+// x[i] = a small non-zero value that varies with i: what cudnnFind*Ex times the candidates on.
+__global__ void fill_pattern_kernel(float* x, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += int64_t{gridDim.x} * blockDim.x) {
+    x[i] = 0.0625f * static_cast<float>(i % 13) - 0.40625f;  // -0.40625 ... 0.34375, never 0
+  }
 }
 
 // ---- cuDNN descriptors, owned: destroyed without throwing, also when a constructor throws ----
@@ -144,13 +259,47 @@ struct Choice {
   size_t workspace = 0;
 };
 
-// Picks from cuDNN's ranked candidates (best expected first). Four passes, each relaxing one
-// wish, the first candidate that passes wins:
+// Picks from cudnnFind*Ex's measured candidates, by the rule in the header. `prepare(perf, &bytes)`
+// sets the candidate's math type on the direction's descriptor (TF32/BF16; F32 keeps FMA) and asks
+// cuDNN for its workspace under it (Find measured several math types; the size it reported may be
+// another's): a candidate refused there is dropped and the choice made again among the rest, so
+// the last prepare() call is the winner's. Null when no candidate is usable.
+template <typename Perf, typename Prepare>
+const Perf* pick_measured(const std::vector<Perf>& found, int returned, Precision p,
+                          Prepare prepare, size_t* bytes) {
+  std::vector<const Perf*> usable;
+  for (int i = 0; i < returned; ++i) {
+    const Perf& r = found[static_cast<size_t>(i)];
+    if (r.status == CUDNN_STATUS_SUCCESS && math_fits(p, r.mathType) &&
+        r.memory <= kMaxWorkspaceBytes)
+      usable.push_back(&r);
+  }
+  const auto transform = [](const Perf* r) { return is_transform(r->algo); };
+  if (p == Precision::F32 && !std::all_of(usable.begin(), usable.end(), transform))
+    std::erase_if(usable, transform);
+  while (!usable.empty()) {
+    const Perf* fastest = nullptr;
+    const Perf* deterministic = nullptr;  // the fastest deterministic one
+    for (const Perf* r : usable) {
+      if (!fastest || r->time < fastest->time) fastest = r;
+      if (r->determinism == CUDNN_DETERMINISTIC &&
+          (!deterministic || r->time < deterministic->time))
+        deterministic = r;
+    }
+    const Perf* best = deterministic && deterministic->time <= kDeterministicSlack * fastest->time
+                           ? deterministic
+                           : fastest;
+    if (prepare(*best, bytes) == CUDNN_STATUS_SUCCESS && *bytes <= kMaxWorkspaceBytes) return best;
+    std::erase(usable, best);
+  }
+  return nullptr;
+}
+
+// Picks from cuDNN's heuristic ranking (best expected first), when nothing measured is usable.
+// Four passes, each relaxing one wish, the first candidate that passes wins:
 //   1. deterministic, and (F32) no FFT/Winograd;  2. (F32) no FFT/Winograd;
 //   3. deterministic;                              4. anything cuDNN runs for the precision.
-// `prepare(perf, &bytes)` sets the candidate's math type on the direction's descriptor (TF32/BF16;
-// F32 keeps FMA) and asks cuDNN for its workspace: a candidate cuDNN refuses there is skipped. The
-// last prepare() call is the winner's, so the descriptor is left as the winner needs it.
+// `prepare` as in pick_measured(): the last prepare() call is the winner's.
 template <typename Perf, typename Prepare>
 auto pick(const std::vector<Perf>& candidates, int returned, Precision p, Prepare prepare,
           const std::string& what) -> Choice<decltype(Perf{}.algo)> {
@@ -172,9 +321,73 @@ auto pick(const std::vector<Perf>& candidates, int returned, Precision p, Prepar
                  __LINE__);
 }
 
+// The process's measured choices (see the header), by device, precision, direction and
+// convolution geometry. Plans may be built from several threads: the map is locked.
+class MeasuredChoices {
+ public:
+  // device, precision, direction (0 forward, 1 backward filter, 2 backward data), N, C, H, W, K,
+  // R, stride, padding.
+  using Key = std::array<int64_t, 11>;
+  struct Entry {
+    int algo = 0;
+    cudnnMathType_t math = CUDNN_DEFAULT_MATH;
+  };
+  std::optional<Entry> find(const Key& key) {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    const auto it = entries_.find(key);
+    if (it == entries_.end()) return std::nullopt;
+    return it->second;
+  }
+  void remember(const Key& key, Entry entry) {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    entries_[key] = entry;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::map<Key, Entry> entries_;
+};
+
+MeasuredChoices& measured_choices() {
+  static MeasuredChoices choices;
+  return choices;
+}
+
+// One direction's algorithm: the process's earlier measurement for the key if cuDNN still takes
+// it, else a measurement now (`find(perf)`: cudnnFind*Ex's results, how many), else the heuristic
+// (`heuristic(perf)`: cudnnGet*Algorithm_v7's, how many). `prepare` as in pick_measured().
+template <typename Perf, typename Find, typename Heuristic, typename Prepare>
+auto choose(const MeasuredChoices::Key& key, int count, Precision p, Find find, Heuristic heuristic,
+            Prepare prepare, const std::string& what) -> Choice<decltype(Perf{}.algo)> {
+  using Algo = decltype(Perf{}.algo);
+  size_t bytes = 0;
+  if (const auto known = measured_choices().find(key)) {
+    Perf r{};
+    r.algo = static_cast<Algo>(known->algo);
+    r.mathType = known->math;
+    if (prepare(r, &bytes) == CUDNN_STATUS_SUCCESS && bytes <= kMaxWorkspaceBytes)
+      return {r.algo, bytes};
+  }
+  std::vector<Perf> perf(static_cast<size_t>(count));
+  const int found = find(perf);
+  if (const Perf* best = pick_measured(perf, found, p, prepare, &bytes)) {
+    measured_choices().remember(key, {static_cast<int>(best->algo), best->mathType});
+    return {best->algo, bytes};
+  }
+  const int ranked = heuristic(perf);
+  return pick(perf, ranked, p, prepare, what);
+}
+
+// What cudnnFind*Ex runs the candidates on: tensors of the layer's shape and the largest
+// workspace a candidate may have. Allocated by the first direction that measures; gone with the
+// constructor, before the plan's own workspace is allocated.
+struct FindScratch {
+  DeviceBuffer src, w, dst, d_w, workspace;
+};
+
 class GpuConv2d final : public Conv2dKernel {
  public:
-  GpuConv2d(CudaBackend& be, const Conv2dShape& s) : be_(be), s_(s) {
+  GpuConv2d(CudaBackend& be, const Conv2dShape& s) : be_(be), s_(s), bias_split_(bias_split(s)) {
     const auto i32 = [](int64_t v) {
       XO_ASSERT(v >= 0 && v < (int64_t{1} << 31));
       return static_cast<int>(v);
@@ -188,81 +401,29 @@ class GpuConv2d final : public Conv2dKernel {
     XO_CUDNN_CHECK(
         cudnnSetTensor4dDescriptor(y_.d, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, n, k, oh, ow));
     XO_CUDNN_CHECK(
-        cudnnSetTensor4dDescriptor(bias_.d, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, k, 1, 1));
-    XO_CUDNN_CHECK(
         cudnnSetFilter4dDescriptor(w_.d, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, k, c, r, r));
-    const Precision p = be.precision();
     for (ConvDesc* conv : {&fwd_conv_, &bwd_data_conv_, &bwd_filter_conv_}) {
       XO_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(conv->d, i32(s.padding), i32(s.padding),
                                                      i32(s.stride), i32(s.stride), 1, 1,
                                                      CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
-      XO_CUDNN_CHECK(cudnnSetConvolutionMathType(conv->d, math_type(p)));
+      XO_CUDNN_CHECK(cudnnSetConvolutionMathType(conv->d, math_type(be.precision())));
     }
     // cuDNN's own idea of the output must be PyTorch's.
     int dims[4] = {};
     XO_CUDNN_CHECK(cudnnGetConvolutionNdForwardOutputDim(fwd_conv_.d, x_.d, w_.d, 4, dims));
     XO_ASSERT(dims[0] == n && dims[1] == k && dims[2] == oh && dims[3] == ow);
 
-    cudnnHandle_t handle = be.cudnn();
-    // The math type a candidate runs with: F32 stays FMA whatever the candidate says (FMA and
-    // DEFAULT candidates both run under it); TF32/BF16 take the candidate's (NVIDIA's advice for
-    // the _v7 results).
-    const auto set_math = [p](cudnnConvolutionDescriptor_t conv, cudnnMathType_t m) {
-      return cudnnSetConvolutionMathType(conv, p == Precision::F32 ? CUDNN_FMA_MATH : m);
-    };
-    {
-      int count = 0, returned = 0;
-      XO_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithmMaxCount(handle, &count));
-      std::vector<cudnnConvolutionFwdAlgoPerf_t> perf(static_cast<size_t>(count));
-      XO_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(handle, x_.d, w_.d, fwd_conv_.d, y_.d,
-                                                            count, &returned, perf.data()));
-      fwd_ = pick(
-          perf, returned, p,
-          [&](const cudnnConvolutionFwdAlgoPerf_t& c, size_t* bytes) {
-            const cudnnStatus_t st = set_math(fwd_conv_.d, c.mathType);
-            if (st != CUDNN_STATUS_SUCCESS) return st;
-            return cudnnGetConvolutionForwardWorkspaceSize(handle, x_.d, w_.d, fwd_conv_.d, y_.d,
-                                                           c.algo, bytes);
-          },
-          "forward");
-    }
-    {
-      int count = 0, returned = 0;
-      XO_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(handle, &count));
-      std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> perf(static_cast<size_t>(count));
-      XO_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
-          handle, x_.d, y_.d, bwd_filter_conv_.d, w_.d, count, &returned, perf.data()));
-      bwd_filter_ = pick(
-          perf, returned, p,
-          [&](const cudnnConvolutionBwdFilterAlgoPerf_t& c, size_t* bytes) {
-            const cudnnStatus_t st = set_math(bwd_filter_conv_.d, c.mathType);
-            if (st != CUDNN_STATUS_SUCCESS) return st;
-            return cudnnGetConvolutionBackwardFilterWorkspaceSize(
-                handle, x_.d, y_.d, bwd_filter_conv_.d, w_.d, c.algo, bytes);
-          },
-          "backward-filter");
-    }
-    if (s.need_d_src) {
-      int count = 0, returned = 0;
-      XO_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithmMaxCount(handle, &count));
-      std::vector<cudnnConvolutionBwdDataAlgoPerf_t> perf(static_cast<size_t>(count));
-      XO_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(
-          handle, w_.d, y_.d, bwd_data_conv_.d, x_.d, count, &returned, perf.data()));
-      bwd_data_ = pick(
-          perf, returned, p,
-          [&](const cudnnConvolutionBwdDataAlgoPerf_t& c, size_t* bytes) {
-            const cudnnStatus_t st = set_math(bwd_data_conv_.d, c.mathType);
-            if (st != CUDNN_STATUS_SUCCESS) return st;
-            return cudnnGetConvolutionBackwardDataWorkspaceSize(
-                handle, w_.d, y_.d, bwd_data_conv_.d, x_.d, c.algo, bytes);
-          },
-          "backward-data");
-    }
+    choose_algorithms();
     size_t bytes = fwd_.workspace;
     if (bwd_filter_.workspace > bytes) bytes = bwd_filter_.workspace;
     if (bwd_data_.workspace > bytes) bytes = bwd_data_.workspace;
     workspace_bytes_ = bytes;
     workspace_ = be.allocate(bytes);
+    // The blocks' sums, added per channel by add_slices_kernel; one slice needs none (they are
+    // d_bias itself).
+    if (s.has_bias && bias_split_.slices > 1) {
+      partial_ = be.allocate(sizeof(float) * size_t{bias_split_.channels} * bias_split_.slices);
+    }
     warm_up();
   }
 
@@ -295,27 +456,23 @@ class GpuConv2d final : public Conv2dKernel {
   void backward(const float* src, const float* weights, const float* dst, float* d_dst,
                 float* d_weights, float* d_bias, float* d_src) override {
     XO_ASSERT((d_src != nullptr) == s_.need_d_src);
-    const int64_t n = s_.batch * s_.out_channels * s_.out_height() * s_.out_width();
-    const cudaStream_t stream = be_.stream();
+    float* bias_sums = s_.has_bias ? d_bias : nullptr;
     switch (s_.activation) {
       case Activation::ReLU:
-        launch_activation_backward<Activation::ReLU>(stream, dst, d_dst, n);
+        pre_activation_gradient<Activation::ReLU>(dst, d_dst, bias_sums);
         break;
       case Activation::Tanh:
-        launch_activation_backward<Activation::Tanh>(stream, dst, d_dst, n);
+        pre_activation_gradient<Activation::Tanh>(dst, d_dst, bias_sums);
         break;
       case Activation::Sigmoid:
-        launch_activation_backward<Activation::Sigmoid>(stream, dst, d_dst, n);
+        pre_activation_gradient<Activation::Sigmoid>(dst, d_dst, bias_sums);
         break;
       case Activation::None:
-        break;  // d_dst already is the pre-activation gradient
+        pre_activation_gradient<Activation::None>(dst, d_dst, bias_sums);
+        break;
     }
     const float one = 1.0f, zero = 0.0f;
     cudnnHandle_t handle = be_.cudnn();
-    if (s_.has_bias && d_bias) {
-      XO_CUDNN_CHECK(
-          cudnnConvolutionBackwardBias(handle, &one, y_.d, d_dst, &zero, bias_.d, d_bias));
-    }
     XO_CUDNN_CHECK(cudnnConvolutionBackwardFilter(handle, &one, x_.d, src, y_.d, d_dst,
                                                   bwd_filter_conv_.d, bwd_filter_.algo, workspace(),
                                                   workspace_bytes_, &zero, w_.d, d_weights));
@@ -327,11 +484,171 @@ class GpuConv2d final : public Conv2dKernel {
   }
 
  private:
-  // Runs each direction once on zeroed scratch tensors and waits for it. The trainer records its
-  // first step into a CUDA Graph without an eager step before, so without this cuDNN's first call
-  // of an algorithm (its lazy set-up: plan building, kernel loading, shared-memory attributes)
-  // would happen under stream capture; here it happens at plan time, and an algorithm that fails
-  // to run fails here, with cuDNN's message, rather than inside a recording.
+  // d_dst = d_dst * act'(dst) in place (None: already so) and, when d_bias is not null, d_bias =
+  // the per-channel sums of the result, in one pass (see the header).
+  template <Activation A>
+  void pre_activation_gradient(const float* dst, float* d_dst, float* d_bias) {
+    const cudaStream_t stream = be_.stream();
+    if (d_bias == nullptr) {
+      if constexpr (A != Activation::None) {
+        const int64_t n = s_.batch * s_.out_channels * s_.out_height() * s_.out_width();
+        XO_CUDA_LAUNCH(activation_backward_kernel<A>, blocks_for(n), kThreads, 0, stream, dst,
+                       d_dst, n);
+      }
+      return;
+    }
+    const BiasSplit& split = bias_split_;
+    float* sums = split.slices == 1 ? d_bias : partial_.as<float>();
+    XO_CUDA_LAUNCH(derivative_bias_kernel<A>, split.channels * split.slices, kThreads, 0, stream,
+                   dst, d_dst, sums, split);
+    if (split.slices > 1) {
+      XO_CUDA_LAUNCH(add_slices_kernel, blocks_for(split.channels), kThreads, 0, stream,
+                     partial_.as<float>(), d_bias, int64_t{split.channels}, int64_t{split.slices});
+    }
+  }
+
+  // Chooses each direction's algorithm (see the header) and leaves its math type set on the
+  // direction's descriptor.
+  void choose_algorithms() {
+    const Precision p = be_.precision();
+    cudnnHandle_t handle = be_.cudnn();
+    // The math type a candidate runs with: F32 stays FMA whatever the candidate says (FMA and
+    // DEFAULT candidates both run under it); TF32/BF16 take the candidate's (NVIDIA's advice for
+    // the _v7 and Find results).
+    const auto set_math = [p](cudnnConvolutionDescriptor_t conv, cudnnMathType_t m) {
+      return cudnnSetConvolutionMathType(conv, p == Precision::F32 ? CUDNN_FMA_MATH : m);
+    };
+    const auto key = [&](int direction) -> MeasuredChoices::Key {
+      const int64_t device = be_.device(), precision = static_cast<int64_t>(p);
+      return {device,   precision,       direction, s_.batch,  s_.in_channels, s_.height,
+              s_.width, s_.out_channels, s_.kernel, s_.stride, s_.padding};
+    };
+    // Every Find gets fresh inputs: an earlier one may have written its output over one of them.
+    std::optional<FindScratch> scratch;
+    const auto scratch_inputs = [&]() -> FindScratch& {
+      const auto floats = [](int64_t count) { return static_cast<size_t>(count) * sizeof(float); };
+      const int64_t src_n = s_.batch * s_.in_channels * s_.height * s_.width;
+      const int64_t dst_n = s_.batch * s_.out_channels * s_.out_height() * s_.out_width();
+      const int64_t w_n = s_.out_channels * s_.in_channels * s_.kernel * s_.kernel;
+      if (!scratch) {
+        scratch.emplace(FindScratch{be_.allocate(floats(src_n)), be_.allocate(floats(w_n)),
+                                    be_.allocate(floats(dst_n)), be_.allocate(floats(w_n)),
+                                    be_.allocate(kMaxWorkspaceBytes)});
+      }
+      const cudaStream_t stream = be_.stream();
+      XO_CUDA_LAUNCH(fill_pattern_kernel, blocks_for(src_n), kThreads, 0, stream,
+                     scratch->src.as<float>(), src_n);
+      XO_CUDA_LAUNCH(fill_pattern_kernel, blocks_for(w_n), kThreads, 0, stream,
+                     scratch->w.as<float>(), w_n);
+      XO_CUDA_LAUNCH(fill_pattern_kernel, blocks_for(dst_n), kThreads, 0, stream,
+                     scratch->dst.as<float>(), dst_n);
+      return *scratch;
+    };
+    // A Find that fails is no error here: the heuristic takes over (an error of the device itself
+    // resurfaces in warm_up()). Find and the heuristic both start from the precision's math type
+    // on the descriptor (a remembered choice that cuDNN refused may have changed it).
+    {
+      using Perf = cudnnConvolutionFwdAlgoPerf_t;
+      int count = 0;
+      XO_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithmMaxCount(handle, &count));
+      fwd_ = choose<Perf>(
+          key(0), count, p,
+          [&](std::vector<Perf>& perf) {
+            FindScratch& t = scratch_inputs();
+            XO_CUDNN_CHECK(cudnnSetConvolutionMathType(fwd_conv_.d, math_type(p)));
+            int returned = 0;
+            const cudnnStatus_t st = cudnnFindConvolutionForwardAlgorithmEx(
+                handle, x_.d, t.src.as<void>(), w_.d, t.w.as<void>(), fwd_conv_.d, y_.d,
+                t.dst.as<void>(), count, &returned, perf.data(), t.workspace.as<void>(),
+                t.workspace.bytes());
+            return st == CUDNN_STATUS_SUCCESS ? returned : 0;
+          },
+          [&](std::vector<Perf>& perf) {
+            XO_CUDNN_CHECK(cudnnSetConvolutionMathType(fwd_conv_.d, math_type(p)));
+            int returned = 0;
+            XO_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(
+                handle, x_.d, w_.d, fwd_conv_.d, y_.d, count, &returned, perf.data()));
+            return returned;
+          },
+          [&](const Perf& c, size_t* bytes) {
+            const cudnnStatus_t st = set_math(fwd_conv_.d, c.mathType);
+            if (st != CUDNN_STATUS_SUCCESS) return st;
+            return cudnnGetConvolutionForwardWorkspaceSize(handle, x_.d, w_.d, fwd_conv_.d, y_.d,
+                                                           c.algo, bytes);
+          },
+          "forward");
+    }
+    {
+      using Perf = cudnnConvolutionBwdFilterAlgoPerf_t;
+      int count = 0;
+      XO_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(handle, &count));
+      bwd_filter_ = choose<Perf>(
+          key(1), count, p,
+          [&](std::vector<Perf>& perf) {
+            FindScratch& t = scratch_inputs();
+            XO_CUDNN_CHECK(cudnnSetConvolutionMathType(bwd_filter_conv_.d, math_type(p)));
+            int returned = 0;
+            const cudnnStatus_t st = cudnnFindConvolutionBackwardFilterAlgorithmEx(
+                handle, x_.d, t.src.as<void>(), y_.d, t.dst.as<void>(), bwd_filter_conv_.d, w_.d,
+                t.d_w.as<void>(), count, &returned, perf.data(), t.workspace.as<void>(),
+                t.workspace.bytes());
+            return st == CUDNN_STATUS_SUCCESS ? returned : 0;
+          },
+          [&](std::vector<Perf>& perf) {
+            XO_CUDNN_CHECK(cudnnSetConvolutionMathType(bwd_filter_conv_.d, math_type(p)));
+            int returned = 0;
+            XO_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
+                handle, x_.d, y_.d, bwd_filter_conv_.d, w_.d, count, &returned, perf.data()));
+            return returned;
+          },
+          [&](const Perf& c, size_t* bytes) {
+            const cudnnStatus_t st = set_math(bwd_filter_conv_.d, c.mathType);
+            if (st != CUDNN_STATUS_SUCCESS) return st;
+            return cudnnGetConvolutionBackwardFilterWorkspaceSize(
+                handle, x_.d, y_.d, bwd_filter_conv_.d, w_.d, c.algo, bytes);
+          },
+          "backward-filter");
+    }
+    if (s_.need_d_src) {
+      using Perf = cudnnConvolutionBwdDataAlgoPerf_t;
+      int count = 0;
+      XO_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithmMaxCount(handle, &count));
+      bwd_data_ = choose<Perf>(
+          key(2), count, p,
+          [&](std::vector<Perf>& perf) {
+            FindScratch& t = scratch_inputs();
+            XO_CUDNN_CHECK(cudnnSetConvolutionMathType(bwd_data_conv_.d, math_type(p)));
+            int returned = 0;
+            // d_src goes to the src scratch: backward data does not read src.
+            const cudnnStatus_t st = cudnnFindConvolutionBackwardDataAlgorithmEx(
+                handle, w_.d, t.w.as<void>(), y_.d, t.dst.as<void>(), bwd_data_conv_.d, x_.d,
+                t.src.as<void>(), count, &returned, perf.data(), t.workspace.as<void>(),
+                t.workspace.bytes());
+            return st == CUDNN_STATUS_SUCCESS ? returned : 0;
+          },
+          [&](std::vector<Perf>& perf) {
+            XO_CUDNN_CHECK(cudnnSetConvolutionMathType(bwd_data_conv_.d, math_type(p)));
+            int returned = 0;
+            XO_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(
+                handle, w_.d, y_.d, bwd_data_conv_.d, x_.d, count, &returned, perf.data()));
+            return returned;
+          },
+          [&](const Perf& c, size_t* bytes) {
+            const cudnnStatus_t st = set_math(bwd_data_conv_.d, c.mathType);
+            if (st != CUDNN_STATUS_SUCCESS) return st;
+            return cudnnGetConvolutionBackwardDataWorkspaceSize(
+                handle, w_.d, y_.d, bwd_data_conv_.d, x_.d, c.algo, bytes);
+          },
+          "backward-data");
+    }
+  }
+
+  // Runs each direction and our backward kernels once on zeroed scratch tensors and waits for
+  // them. The trainer records its first step into a CUDA Graph without an eager step before, so
+  // without this cuDNN's first call of an algorithm (its lazy set-up: plan building, kernel
+  // loading, shared-memory attributes) would happen under stream capture; here it happens at plan
+  // time, and an algorithm that fails to run fails here, with cuDNN's message, rather than inside
+  // a recording.
   void warm_up() {
     const auto floats = [](int64_t count) { return static_cast<size_t>(count) * sizeof(float); };
     const int64_t src_n = s_.batch * s_.in_channels * s_.height * s_.width;
@@ -355,14 +672,16 @@ class GpuConv2d final : public Conv2dKernel {
 
   CudaBackend& be_;
   Conv2dShape s_;
-  TensorDesc x_, y_, bias_;  // src/d_src [N, C, H, W], dst/d_dst [N, K, OH, OW], bias [1, K, 1, 1]
-  FilterDesc w_;             // weights [K, C, R, R]
+  TensorDesc x_, y_;  // src/d_src [N, C, H, W], dst/d_dst [N, K, OH, OW]
+  FilterDesc w_;      // weights [K, C, R, R]
   ConvDesc fwd_conv_, bwd_data_conv_, bwd_filter_conv_;  // one per direction: math types differ
   Choice<cudnnConvolutionFwdAlgo_t> fwd_;
   Choice<cudnnConvolutionBwdFilterAlgo_t> bwd_filter_;
   Choice<cudnnConvolutionBwdDataAlgo_t> bwd_data_;
   size_t workspace_bytes_ = 0;
   DeviceBuffer workspace_;  // shared by the three directions (one stream: never concurrent)
+  BiasSplit bias_split_;
+  DeviceBuffer partial_;  // [K, S] slice sums of the bias gradient (S > 1 only)
 };
 
 }  // namespace

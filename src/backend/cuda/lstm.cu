@@ -1,23 +1,23 @@
 // LSTM on the GPU (PyTorch's nn.LSTM, batch-first, zero initial states; gates i, f, g, o), forward
-// and backward, with the CPU's algorithm (cpu/lstm.cpp) and formulas, every matmul a planned
-// cuBLASLt Matmul (matmul.h) and the element-wise work in two fused kernels.
+// and backward, with the CPU's algorithm (cpu/lstm.cpp) and formulas: the products over all steps
+// at once are planned cuBLASLt Matmuls (matmul.h), and each time step is one kernel of ours.
 //
 // Layout: batch-major throughout, as the tensors come: per layer gates [N, T, 4H], c and h
 // [N, T, H] (h_t at step t; the zero initial state is not stored, step 0 simply has no recurrent
-// term). One step is then a strided view (row stride T*4H or T*H) that the matmuls read and write
+// term). One step is then a strided view (row stride T*4H or T*H) that the kernels read and write
 // in place, layer 0 reads src as it is, the next layer reads h as its packed [N*T, H] input,
 // d_src comes out of its matmul already batch-first, and nothing is transposed.
 //
 // Forward, per layer:
 //   gates [N*T, 4H]  = X [N*T, in] W_ih^T                      one matmul over all steps
-//   per step t > 0:  gates_t [N, 4H] += h_{t-1} W_hh^T          strided views, accumulated
-//   per step t:      cell kernel: + b_ih + b_hh, the gate nonlinearities (written back over the
-//                    pre-activations, kept for backward), c_t, h_t
+//   per step t:      step kernel: pre = gates_t + h_{t-1} W_hh^T (no recurrent term at t = 0)
+//                    + (b_ih + b_hh), the gate nonlinearities (written back over gates_t, kept
+//                    for backward), c_t, h_t
 // then dst is the top layer's h (sequence: one copy; else the last step: a 2-D copy).
 //
 // Backward, per layer from the top, steps in reverse:
-//   gate kernel: d_gates_t from dh = d_h_above_t + dh_next and the carried dc (in place, [N, H])
-//   t > 0:       dh_next [N, H] = d_gates_t W_hh                (overwritten, as the CPU)
+//   per step t:      step kernel: dh = d_h_above_t + d_gates_{t+1} W_hh (absent at t = T - 1),
+//                    then d_gates_t and the carried dc (in place, [N, H])
 // then, over all steps at once:
 //   d_x [N*T, in] = d_gates W_ih   (d_src for layer 0, else the layer below's d_h_above)
 //   d_W_ih        = d_gates^T X
@@ -29,15 +29,46 @@
 //                   first (one 2-D memset; d_gates_0 has no h_{-1} term and nothing later reads
 //                   them), so the stray pairs add exactly zero.
 //
+// Why a kernel per step: a step's recurrent product is small (N*4H*H multiply-adds, 2.1M for
+// N = 32, H = 128) and each step waits for the one before, so the step chain costs launches and
+// their latency more than arithmetic. A cuBLASLt matmul plus an element-wise kernel made two
+// dependent kernels per forward step and three per backward step (the d_h_prev matmul's split-K
+// reduction); the step kernels make it one per step and direction, with nothing between steps.
+// A block owns U = 4 hidden units (a tile past H leaves the rest idle), hence the gate columns
+// {j, H + j, 2H + j, 3H + j} of each of its units j, and a tile of batch rows. It stages its dot
+// products' operands in shared memory (cp.async: every copy in flight at once), takes the dot
+// products, and updates exactly the (row, unit) cells whose gates it computed, so no block needs
+// another's result within a step: the kernel boundary is the only synchronisation.
+//   forward:  W_hh's rows of its 4U gates ([4U, H]) and its rows of h_{t-1}; a thread computes
+//             the four gate dot products (length H) of its (row, unit), then that cell.
+//   backward: W_hh's columns of its units ([4H, U], staged as [U, 4H]) and its rows of
+//             d_gates_{t+1} (written by the previous launch; this one writes d_gates_t, another
+//             step's slice); a thread computes the dot product (length 4H) of its (row, unit),
+//             then that cell. dc [N, H] is read and written by that one thread only.
+// Eight lanes share a (row, unit): lane l sums the terms l, l + 8, l + 16, ... of the dot product
+// (chunk after chunk, in order, where the operands do not fit in shared memory at once; backward
+// in four interleaved chains, added in a fixed order) and a butterfly of shuffles adds the eight
+// partial sums: a fixed order for a given shape, so results are deterministic. For big batches a
+// thread owns R = 4 rows (four times the multiply-adds per weight read from shared memory), when
+// that still leaves at least two blocks per SM. Shared rows are padded to chunk + 8 floats (chunk
+// a multiple of 32): the eight lanes of a (row, unit) read eight consecutive floats and the four
+// units of a warp read rows eight banks apart, so the inner loops have no bank conflicts. The
+// tiles are chosen at plan time (plan_step); for N = 32, H = 128: 8 rows, R = 1, 32 x 4 = 128
+// blocks of 256 threads, 13,056 (forward) and 24,960 (backward) bytes of dynamic shared memory
+// (the cap is 48 KB: no opt-in attribute).
+//
 // Arithmetic: f32, the CPU's formulas and operation order within each element; sigmoid is
 // 1 / (1 + expf(-x)) and tanh is tanhf (the CPU's exp-based tanh agrees with it to 2e-7
-// absolute). Two orders differ from the CPU's, within f32 tolerance: the biases are added in the
-// cell kernel ((x W_ih^T + h W_hh^T) + (b_ih + b_hh)) rather than in the projection, and the
-// sums inside the matmuls and the bias column sums run in their own (deterministic) orders.
+// absolute). Two orders differ from the CPU's, within f32 tolerance: the biases are added after
+// the recurrent term ((x W_ih^T + h W_hh^T) + (b_ih + b_hh)) rather than in the projection, and
+// the sums inside the dot products, the matmuls and the bias column sums run in their own
+// (deterministic) orders.
 //
-// Matmuls are planned at construction, one per distinct shape and stride (layers above the first
-// share theirs; the per-step ones are reused for every step with new pointers). All buffers are
-// allocated at construction; forward and backward only queue work on be.stream() (capturable).
+// Matmuls are planned at construction, one per distinct shape (layers above the first share
+// theirs), and so are the step kernels' tiles. All buffers are allocated at construction; forward
+// and backward only queue work on be.stream() (capturable).
+#include <cuda_pipeline_primitives.h>
+
 #include <memory>
 #include <utility>
 #include <vector>
@@ -47,85 +78,292 @@
 namespace xo::cuda {
 namespace {
 
-// Column tile of the bias-gradient kernel: 32 columns (one warp, coalesced rows) by 8 row lanes.
+// Column tile of the bias-gradient kernel: 32 columns (one warp, coalesced rows) by 32 row lanes
+// (blocks of 1024 threads: there are only 4H / 32 blocks, and every thread sums N*T / 32 rows).
 constexpr int kColumnTile = 32;
-constexpr int kRowLanes = kThreads / kColumnTile;
+constexpr int kRowLanes = 32;
+constexpr int kColumnSumThreads = kColumnTile * kRowLanes;
+
+// The step kernels (see the header comment): blocks of kStepThreads threads, kLanes of them per
+// (row slot, unit) pair, kUnits units by kSlots row slots; a row slot covers R batch rows, kSlots
+// apart (a block covers kSlots * R rows). Dynamic shared memory: at most kStepShared bytes.
+constexpr int kStepThreads = 256;
+constexpr int kLanes = 8;
+constexpr int kUnits = 4;
+constexpr int kSlots = kStepThreads / kLanes / kUnits;
+constexpr int kWarps = kStepThreads / 32;
+constexpr size_t kStepShared = 48 * 1024;
+constexpr unsigned kFullWarp = 0xffffffffu;
 
 __device__ __forceinline__ float sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
 
-// One step of the forward cell for every (sample, unit). gates points at step t of [N, T, 4H]
-// (row stride g_ld) and holds x W_ih^T + h_{t-1} W_hh^T; it gets the gate values (i, f, g, o)
-// back, which backward needs. c_prev is null at t = 0 (the zero initial state). c, h, c_prev
-// point at step t (or t - 1) of [N, T, H] with row stride s_ld. Each thread reads and writes only
-// its own four gate elements, so in place is safe.
-__global__ void cell_forward_kernel(float* gates, int64_t g_ld, const float* bias_ih,
-                                    const float* bias_hh, const float* c_prev, float* c, float* h,
-                                    int64_t s_ld, int64_t batch, int64_t hidden) {
-  const int64_t n_all = batch * hidden;
-  for (int64_t e = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; e < n_all;
-       e += int64_t{gridDim.x} * blockDim.x) {
-    const int64_t b = e / hidden, j = e - b * hidden;
-    float* g = gates + b * g_ld + j;
-    const float pre_i = g[0] + (bias_ih[j] + bias_hh[j]);
-    const float pre_f = g[hidden] + (bias_ih[hidden + j] + bias_hh[hidden + j]);
-    const float pre_g = g[2 * hidden] + (bias_ih[2 * hidden + j] + bias_hh[2 * hidden + j]);
-    const float pre_o = g[3 * hidden] + (bias_ih[3 * hidden + j] + bias_hh[3 * hidden + j]);
-    const float i = sigmoid(pre_i), f = sigmoid(pre_f), cell = tanhf(pre_g);
-    const float o = sigmoid(pre_o);
-    g[0] = i;
-    g[hidden] = f;
-    g[2 * hidden] = cell;
-    g[3 * hidden] = o;
-    const float cp = c_prev != nullptr ? c_prev[b * s_ld + j] : 0.0f;
-    const float cv = f * cp + i * cell;
-    c[b * s_ld + j] = cv;
-    h[b * s_ld + j] = o * tanhf(cv);
-  }
+// Copies one float from global to shared memory without waiting for it (cp.async on sm_80 and
+// later): a thread's copies are all in flight at once rather than one load latency each. Visible
+// after stage_wait() and a barrier.
+__device__ __forceinline__ void stage(float* dst_shared, const float* src) {
+  __pipeline_memcpy_async(dst_shared, src, sizeof(float));
+}
+__device__ __forceinline__ void stage_wait() {
+  __pipeline_commit();
+  __pipeline_wait_prior(0);
 }
 
-// One step of backward through the cell, the CPU's formulas. gates (the gate values), c and c_prev
-// are step views as in the forward (c_prev null at t = 0); d_h_above is the gradient arriving at
-// h_t from above (row stride a_ld; null where none arrives: below the last step when dst is only
-// the last step); dh_next [N, H] is d_gates_{t+1} W_hh (null at t = T - 1); dc [N, H] carries
-// d c_t from step t + 1 in and d c_{t-1} out (read as zero at t = T - 1: first_step). d_gates
-// points at step t of [N, T, 4H] (row stride g_ld, as gates).
-__global__ void cell_backward_kernel(const float* gates, int64_t g_ld, const float* c_prev,
-                                     const float* c, int64_t s_ld, const float* d_h_above,
-                                     int64_t a_ld, const float* dh_next, float* dc, bool first_step,
-                                     float* d_gates, int64_t batch, int64_t hidden) {
-  const int64_t n_all = batch * hidden;
-  for (int64_t e = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; e < n_all;
-       e += int64_t{gridDim.x} * blockDim.x) {
-    const int64_t b = e / hidden, j = e - b * hidden;
-    const float* g = gates + b * g_ld + j;
-    float* dg = d_gates + b * g_ld + j;
-    // 0 + x where a term is absent, exactly as the CPU adds its zero-filled buffers.
-    const float dh = (d_h_above != nullptr ? d_h_above[b * a_ld + j] : 0.0f) +
-                     (dh_next != nullptr ? dh_next[e] : 0.0f);
-    const float tc = tanhf(c[b * s_ld + j]);
-    const float i = g[0], f = g[hidden], cell = g[2 * hidden], o = g[3 * hidden];
-    const float cp = c_prev != nullptr ? c_prev[b * s_ld + j] : 0.0f;
-    const float dc_in = first_step ? 0.0f : dc[e];
-    const float dcv = dc_in + dh * o * (1.0f - tc * tc);
-    dg[3 * hidden] = dh * tc * o * (1.0f - o);
-    dg[0] = dcv * cell * i * (1.0f - i);
-    dg[hidden] = dcv * cp * f * (1.0f - f);
-    dg[2 * hidden] = dcv * i * (1.0f - cell * cell);
-    dc[e] = dcv * f;
+// Adds the partial sums of the kLanes lanes of a pair (consecutive lanes of one warp); every lane
+// gets the total. The whole warp must call it.
+__device__ __forceinline__ float lane_sum(float v) {
+#pragma unroll
+  for (int offset = kLanes / 2; offset > 0; offset /= 2) {
+    v += __shfl_xor_sync(kFullWarp, v, offset);
   }
+  return v;
+}
+
+// Forward step t of one layer. gates points at step t of [N, T, 4H] (row stride g_ld) and holds
+// x_t W_ih^T; it gets the gate values (i, f, g, o) back, which backward needs. h_prev and c_prev
+// point at step t - 1 of [N, T, H] (row stride s_ld), both null at t = 0 (the zero initial state);
+// c and h at step t. w_hh is [4H, H]. Grid: (unit tiles of kUnits, batch tiles of kSlots * R
+// rows). Shared: w_s [4 * kUnits][ld] (row gate * kUnits + u: W_hh row gate * H + j0 + u) and
+// h_s [kSlots * R][ld], chunk columns of the dot product at a time.
+template <int R>
+__global__ void __launch_bounds__(kStepThreads)
+    step_forward_kernel(float* gates, int64_t g_ld, const float* h_prev, const float* c_prev,
+                        float* c, float* h, int64_t s_ld, const float* w_hh, const float* bias_ih,
+                        const float* bias_hh, int64_t batch, int64_t hidden, int chunk, int ld) {
+  extern __shared__ float step_shared[];
+  constexpr int rows = kSlots * R;
+  float* w_s = step_shared;
+  float* h_s = step_shared + 4 * kUnits * ld;
+  const int lane = static_cast<int>(threadIdx.x) % kLanes;
+  const int pair = static_cast<int>(threadIdx.x) / kLanes;
+  const int u = pair % kUnits, slot = pair / kUnits;
+  const int warp = static_cast<int>(threadIdx.x) / 32;
+  const int warp_lane = static_cast<int>(threadIdx.x) % 32;
+  const int64_t j0 = int64_t{blockIdx.x} * kUnits, b0 = int64_t{blockIdx.y} * rows;
+  const int64_t j = j0 + u;
+  // The cell of this thread: lane r < R updates row slot + r * kSlots (all lanes of the pair get
+  // the dot products). Its inputs are read now, while the dot products run.
+  const int64_t b = b0 + slot + int64_t{lane} * kSlots;
+  const bool owner = lane < R && b < batch && j < hidden;
+  float x_proj[4] = {0.0f, 0.0f, 0.0f, 0.0f}, bias[4] = {0.0f, 0.0f, 0.0f, 0.0f}, cp = 0.0f;
+  if (owner) {
+#pragma unroll
+    for (int g = 0; g < 4; ++g) {
+      x_proj[g] = gates[b * g_ld + g * hidden + j];
+      bias[g] = bias_ih[g * hidden + j] + bias_hh[g * hidden + j];
+    }
+    if (c_prev != nullptr) cp = c_prev[b * s_ld + j];
+  }
+
+  // acc[r][g]: this lane's share of h_{t-1}[row r] . W_hh[g * H + j].
+  float acc[R][4];
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+#pragma unroll
+    for (int g = 0; g < 4; ++g) acc[r][g] = 0.0f;
+  }
+  if (h_prev != nullptr) {  // the same for the whole grid
+    for (int64_t k0 = 0; k0 < hidden; k0 += chunk) {
+      const int width = static_cast<int>(hidden - k0 < chunk ? hidden - k0 : chunk);
+      if (k0 > 0) __syncthreads();  // the previous chunk's reads are done
+      // A warp copies a row at a time, its lanes consecutive floats. Rows past the edges are zeros.
+      for (int q = warp; q < 4 * kUnits; q += kWarps) {
+        const int gate = q / kUnits;
+        const int64_t jj = j0 + q % kUnits;
+        if (jj < hidden) {
+          const float* from = w_hh + (gate * hidden + jj) * hidden + k0;
+          for (int k = warp_lane; k < width; k += 32) stage(&w_s[q * ld + k], from + k);
+        } else {
+          for (int k = warp_lane; k < width; k += 32) w_s[q * ld + k] = 0.0f;
+        }
+      }
+      for (int r = warp; r < rows; r += kWarps) {
+        const int64_t bb = b0 + r;
+        if (bb < batch) {
+          const float* from = h_prev + bb * s_ld + k0;
+          for (int k = warp_lane; k < width; k += 32) stage(&h_s[r * ld + k], from + k);
+        } else {
+          for (int k = warp_lane; k < width; k += 32) h_s[r * ld + k] = 0.0f;
+        }
+      }
+      stage_wait();
+      __syncthreads();
+      const float* h_row = h_s + slot * ld;  // rows r * kSlots further on
+      const float* w_row = w_s + u * ld;     // gates g * kUnits rows further on
+#pragma unroll 4
+      for (int k = lane; k < width; k += kLanes) {
+        float hv[R], wv[4];
+#pragma unroll
+        for (int r = 0; r < R; ++r) hv[r] = h_row[r * kSlots * ld + k];
+#pragma unroll
+        for (int g = 0; g < 4; ++g) wv[g] = w_row[g * kUnits * ld + k];
+#pragma unroll
+        for (int r = 0; r < R; ++r) {
+#pragma unroll
+          for (int g = 0; g < 4; ++g) acc[r][g] = fmaf(hv[r], wv[g], acc[r][g]);
+        }
+      }
+    }
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+#pragma unroll
+      for (int g = 0; g < 4; ++g) acc[r][g] = lane_sum(acc[r][g]);
+    }
+  }
+  if (!owner) return;  // no barrier or shuffle below
+
+  float pre[4];
+#pragma unroll
+  for (int g = 0; g < 4; ++g) {
+    float dot = 0.0f;
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      if (lane == r) dot = acc[r][g];  // compile-time indices: acc stays in registers
+    }
+    pre[g] = (h_prev != nullptr ? x_proj[g] + dot : x_proj[g]) + bias[g];
+  }
+  const float i = sigmoid(pre[0]), f = sigmoid(pre[1]), cell = tanhf(pre[2]);
+  const float o = sigmoid(pre[3]);
+  float* gb = gates + b * g_ld + j;
+  gb[0] = i;
+  gb[hidden] = f;
+  gb[2 * hidden] = cell;
+  gb[3 * hidden] = o;
+  const float cv = f * cp + i * cell;
+  c[b * s_ld + j] = cv;
+  h[b * s_ld + j] = o * tanhf(cv);
+}
+
+// Backward step t of one layer, the CPU's formulas. gates (the gate values) and d_gates point at
+// step t of [N, T, 4H] (row stride g_ld); d_gates_next at step t + 1 of the same buffer, null at
+// t = T - 1 (no later step: no recurrent term, and dc is read as zero). c and c_prev point at
+// steps t and t - 1 of [N, T, H] (row stride s_ld; c_prev null at t = 0); d_h_above is the
+// gradient arriving at h_t from above (row stride a_ld; null where none arrives: below the last
+// step when dst is only the last step); dc [N, H] carries d c_t in and d c_{t-1} out. Grid as the
+// forward's. Shared: w_s [kUnits][ld] (row u: W_hh[:, j0 + u]) and dg_s [kSlots * R][ld].
+template <int R>
+__global__ void __launch_bounds__(kStepThreads)
+    step_backward_kernel(const float* gates, float* d_gates, const float* d_gates_next,
+                         int64_t g_ld, const float* c_prev, const float* c, int64_t s_ld,
+                         const float* d_h_above, int64_t a_ld, const float* w_hh, float* dc,
+                         int64_t batch, int64_t hidden, int chunk, int ld) {
+  extern __shared__ float step_shared[];
+  constexpr int rows = kSlots * R;
+  float* w_s = step_shared;
+  float* dg_s = step_shared + kUnits * ld;
+  const int lane = static_cast<int>(threadIdx.x) % kLanes;
+  const int pair = static_cast<int>(threadIdx.x) / kLanes;
+  const int u = pair % kUnits, slot = pair / kUnits;
+  const int warp = static_cast<int>(threadIdx.x) / 32;
+  const int warp_lane = static_cast<int>(threadIdx.x) % 32;
+  const int64_t j0 = int64_t{blockIdx.x} * kUnits, b0 = int64_t{blockIdx.y} * rows;
+  const int64_t j = j0 + u;
+  const int64_t gate_cols = 4 * hidden;
+  const int64_t b = b0 + slot + int64_t{lane} * kSlots;
+  const bool owner = lane < R && b < batch && j < hidden;
+  float gi = 0.0f, gf = 0.0f, gg = 0.0f, go = 0.0f, cv = 0.0f, cp = 0.0f, above = 0.0f;
+  float dc_in = 0.0f;
+  if (owner) {
+    const float* gb = gates + b * g_ld + j;
+    gi = gb[0];
+    gf = gb[hidden];
+    gg = gb[2 * hidden];
+    go = gb[3 * hidden];
+    cv = c[b * s_ld + j];
+    if (c_prev != nullptr) cp = c_prev[b * s_ld + j];
+    if (d_h_above != nullptr) above = d_h_above[b * a_ld + j];
+    if (d_gates_next != nullptr) dc_in = dc[b * hidden + j];
+  }
+
+  // acc[a][r]: this lane's share of d_gates_{t+1}[row r] . W_hh[:, j], in four independent
+  // chains a (the terms k, k + 8, k + 16, k + 24 of each stride of 32), added up at the end.
+  float acc[4][R];
+#pragma unroll
+  for (int a = 0; a < 4; ++a) {
+#pragma unroll
+    for (int r = 0; r < R; ++r) acc[a][r] = 0.0f;
+  }
+  if (d_gates_next != nullptr) {  // the same for the whole grid
+    for (int64_t k0 = 0; k0 < gate_cols; k0 += chunk) {
+      const int width = static_cast<int>(gate_cols - k0 < chunk ? gate_cols - k0 : chunk);
+      if (k0 > 0) __syncthreads();  // the previous chunk's reads are done
+      // W_hh[k0 + k, j0 + uu] to w_s[uu][k], consecutive threads taking consecutive units, then
+      // rows. Then a warp copies a row of d_gates_{t+1} at a time. Past the edges: zeros.
+      for (int e = static_cast<int>(threadIdx.x); e < kUnits * width; e += kStepThreads) {
+        const int k = e / kUnits, uu = e % kUnits;
+        const int64_t jj = j0 + uu;
+        if (jj < hidden) {
+          stage(&w_s[uu * ld + k], &w_hh[(k0 + k) * hidden + jj]);
+        } else {
+          w_s[uu * ld + k] = 0.0f;
+        }
+      }
+      for (int r = warp; r < rows; r += kWarps) {
+        const int64_t bb = b0 + r;
+        if (bb < batch) {
+          const float* from = d_gates_next + bb * g_ld + k0;
+          for (int k = warp_lane; k < width; k += 32) stage(&dg_s[r * ld + k], from + k);
+        } else {
+          for (int k = warp_lane; k < width; k += 32) dg_s[r * ld + k] = 0.0f;
+        }
+      }
+      stage_wait();
+      __syncthreads();
+      const float* dg_row = dg_s + slot * ld;  // rows r * kSlots further on
+      const float* w_row = w_s + u * ld;
+      int k = lane;
+      for (; k + 3 * kLanes < width; k += 4 * kLanes) {
+#pragma unroll
+        for (int a = 0; a < 4; ++a) {
+          const float wv = w_row[k + a * kLanes];
+#pragma unroll
+          for (int r = 0; r < R; ++r) {
+            acc[a][r] = fmaf(dg_row[r * kSlots * ld + k + a * kLanes], wv, acc[a][r]);
+          }
+        }
+      }
+      for (; k < width; k += kLanes) {  // the chunk's last (width % 32) terms
+        const float wv = w_row[k];
+#pragma unroll
+        for (int r = 0; r < R; ++r) acc[0][r] = fmaf(dg_row[r * kSlots * ld + k], wv, acc[0][r]);
+      }
+    }
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      acc[0][r] = lane_sum((acc[0][r] + acc[1][r]) + (acc[2][r] + acc[3][r]));
+    }
+  }
+  if (!owner) return;  // no barrier or shuffle below
+
+  float dot = 0.0f;
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    if (lane == r) dot = acc[0][r];  // compile-time indices: acc stays in registers
+  }
+  // 0 + x where a term is absent, exactly as the CPU adds its zero-filled buffers.
+  const float dh = (d_h_above != nullptr ? above : 0.0f) + (d_gates_next != nullptr ? dot : 0.0f);
+  const float tc = tanhf(cv);
+  const float dcv = dc_in + dh * go * (1.0f - tc * tc);
+  float* dg = d_gates + b * g_ld + j;
+  dg[3 * hidden] = dh * tc * go * (1.0f - go);
+  dg[0] = dcv * gg * gi * (1.0f - gi);
+  dg[hidden] = dcv * cp * gf * (1.0f - gf);
+  dg[2 * hidden] = dcv * gi * (1.0f - gg * gg);
+  dc[b * hidden + j] = dcv * gf;
 }
 
 // d_bias_ih[c] = d_bias_hh[c] = sum over rows of m[:, c] (the two biases enter the gates the same
-// way, so their gradients are equal). A block owns 32 columns; its 8 row lanes each sum every 8th
-// row and the partial sums are added in lane order: the result does not depend on scheduling.
-__global__ void column_sums_kernel(const float* m, int64_t rows, int64_t cols, float* d_bias_ih,
-                                   float* d_bias_hh) {
+// way, so their gradients are equal). A block owns 32 columns; its 32 row lanes each sum every
+// 32nd row and the partial sums are added in lane order: the result does not depend on scheduling.
+__global__ void __launch_bounds__(kColumnSumThreads)
+    column_sums_kernel(const float* m, int64_t rows, int64_t cols, float* d_bias_ih,
+                       float* d_bias_hh) {
   __shared__ float partial[kRowLanes][kColumnTile + 1];  // +1: no bank conflicts on the way back
   const int64_t tiles = (cols + kColumnTile - 1) / kColumnTile;
   for (int64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
     const int64_t c = tile * kColumnTile + threadIdx.x;
     float sum = 0.0f;
     if (c < cols) {
+#pragma unroll 8
       for (int64_t r = threadIdx.y; r < rows; r += kRowLanes) sum += m[r * cols + c];
     }
     partial[threadIdx.y][threadIdx.x] = sum;
@@ -161,20 +399,52 @@ MatmulShape shape_of(int64_t m, int64_t n, int64_t k, bool trans_a, bool trans_b
   return s;
 }
 
+// The tiles of a step kernel, chosen at plan time.
+struct StepPlan {
+  int rows_per_thread = 1;  // R: the kernel's template argument (1 or 4)
+  int chunk = 0;            // dot-product terms staged in shared memory at a time (multiple of 32)
+  int ld = 0;               // shared row stride in floats: chunk + kLanes
+  size_t shared_bytes = 0;  // dynamic shared memory
+  dim3 grid;
+};
+
+// Tiles for a step kernel over batch rows and hidden units whose dot products have `length` terms,
+// staging weight_rows rows of weights per unit (4 forward, 1 backward). Blocks of kUnits units by
+// kSlots row slots; a thread owns R = 4 rows when that still leaves two blocks per SM, else one.
+// The chunk is the dot product rounded up to 32 terms, capped so that the shared rows fit in
+// kStepShared.
+StepPlan plan_step(int64_t batch, int64_t hidden, int64_t length, int weight_rows, int sms) {
+  StepPlan p;
+  const int64_t unit_tiles = (hidden + kUnits - 1) / kUnits;
+  const auto batch_tiles = [&](int r) { return (batch + kSlots * r - 1) / (kSlots * r); };
+  p.rows_per_thread = unit_tiles * batch_tiles(4) >= 2 * int64_t{sms} ? 4 : 1;
+  const int shared_rows = weight_rows * kUnits + kSlots * p.rows_per_thread;
+  const int64_t max_chunk =
+      (static_cast<int64_t>(kStepShared / sizeof(float)) / shared_rows - kLanes) / 32 * 32;
+  const int64_t rounded = (length + 31) / 32 * 32;
+  p.chunk = static_cast<int>(rounded < max_chunk ? rounded : max_chunk);
+  p.ld = p.chunk + kLanes;
+  p.shared_bytes = static_cast<size_t>(shared_rows) * p.ld * sizeof(float);
+  const int64_t tiles = batch_tiles(p.rows_per_thread);
+  XO_ASSERT(p.chunk >= 32 && p.shared_bytes <= kStepShared);
+  XO_ASSERT(unit_tiles <= 0x7fffffff && tiles <= 65535);
+  p.grid = dim3(static_cast<unsigned>(unit_tiles), static_cast<unsigned>(tiles));
+  return p;
+}
+
 class GpuLstm final : public LstmKernel {
  public:
   GpuLstm(CudaBackend& be, const LstmShape& s) : be_(be), s_(s) {
     XO_ASSERT(s.batch > 0 && s.steps > 0 && s.input > 0 && s.hidden > 0 && s.layers > 0);
     const int64_t N = s.batch, T = s.steps, H = s.hidden, G = 4 * s.hidden;
+    const int sms = be.properties().multiProcessorCount;
+    step_forward_ = plan_step(N, H, H, 4, sms);
+    step_backward_ = plan_step(N, H, G, 1, sms);
     for (int64_t k = 0; k < s.layers; ++k) {
       const int64_t I = k == 0 ? s.input : H;
       Layer l;
       // gates [N*T, G] = X [N*T, I] W_ih^T (W_ih [G, I] is B^T).
       l.project = plan(shape_of(N * T, G, I, false, true, 0, 0, 0, false));
-      // gates_t [N, G] (row stride T*G) += h_{t-1} [N, H] (row stride T*H) W_hh^T.
-      l.recur = plan(shape_of(N, G, H, false, true, T * H, 0, T * G, true));
-      // dh_next [N, H] = d_gates_t [N, G] (row stride T*G) W_hh [G, H].
-      l.d_h_prev = plan(shape_of(N, H, G, false, false, T * G, 0, 0, false));
       // d_W_ih [G, I] = d_gates^T X (d_gates [N*T, G] is A^T).
       l.d_w_ih = plan(shape_of(G, I, N * T, true, false, 0, 0, 0, false));
       // d_W_hh [G, H] = d_gates[1:]^T h[:-1], k = N*T - 1 rows (none when N*T = 1: T = 1 then,
@@ -189,7 +459,6 @@ class GpuLstm final : public LstmKernel {
     }
     d_gates_ = be.allocate(bytes(N * T * G));
     if (s.layers > 1) d_h_below_ = be.allocate(bytes(N * T * H));
-    dh_next_ = be.allocate(bytes(N * H));
     dc_ = be.allocate(bytes(N * H));
   }
 
@@ -204,12 +473,20 @@ class GpuLstm final : public LstmKernel {
       float* c = l.c.as<float>();
       float* h = l.h.as<float>();
       l.project->run(x, p.weight_ih, gates);
+      const StepPlan& sp = step_forward_;
       for (int64_t t = 0; t < T; ++t) {
-        // h_{-1} = 0: step 0 has no recurrent term.
-        if (t > 0) l.recur->run(h + (t - 1) * H, p.weight_hh, gates + t * G);
-        XO_CUDA_LAUNCH(cell_forward_kernel, blocks_for(N * H), kThreads, 0, stream, gates + t * G,
-                       T * G, p.bias_ih, p.bias_hh, t > 0 ? c + (t - 1) * H : nullptr, c + t * H,
-                       h + t * H, T * H, N, H);
+        // h_{-1} = c_{-1} = 0: step 0 has no recurrent term.
+        const float* h_prev = t > 0 ? h + (t - 1) * H : nullptr;
+        const float* c_prev = t > 0 ? c + (t - 1) * H : nullptr;
+        if (sp.rows_per_thread == 4) {
+          XO_CUDA_LAUNCH(step_forward_kernel<4>, sp.grid, kStepThreads, sp.shared_bytes, stream,
+                         gates + t * G, T * G, h_prev, c_prev, c + t * H, h + t * H, T * H,
+                         p.weight_hh, p.bias_ih, p.bias_hh, N, H, sp.chunk, sp.ld);
+        } else {
+          XO_CUDA_LAUNCH(step_forward_kernel<1>, sp.grid, kStepThreads, sp.shared_bytes, stream,
+                         gates + t * G, T * G, h_prev, c_prev, c + t * H, h + t * H, T * H,
+                         p.weight_hh, p.bias_ih, p.bias_hh, N, H, sp.chunk, sp.ld);
+        }
       }
       x = h;  // the next layer reads this layer's h as its [N*T, H] input
     }
@@ -229,8 +506,8 @@ class GpuLstm final : public LstmKernel {
     const int64_t N = s_.batch, T = s_.steps, H = s_.hidden, G = 4 * H;
     const cudaStream_t stream = be_.stream();
     float* d_gates = d_gates_.as<float>();
-    float* dh_next = dh_next_.as<float>();
     float* dc = dc_.as<float>();
+    const StepPlan& sp = step_backward_;
     for (int64_t k = s_.layers; k-- > 0;) {
       Layer& l = layers_[k];
       const LstmLayerParams& p = params[k];
@@ -252,11 +529,18 @@ class GpuLstm final : public LstmKernel {
           above = d_dst;
           above_ld = H;
         }
-        const bool last = t == T - 1;
-        XO_CUDA_LAUNCH(cell_backward_kernel, blocks_for(N * H), kThreads, 0, stream, gates + t * G,
-                       T * G, t > 0 ? c + (t - 1) * H : nullptr, c + t * H, T * H, above, above_ld,
-                       last ? nullptr : dh_next, dc, last, d_gates + t * G, N, H);
-        if (t > 0) l.d_h_prev->run(d_gates + t * G, p.weight_hh, dh_next);
+        // d_gates_{t+1}, written by the previous launch; none after the last step.
+        const float* d_next = t < T - 1 ? d_gates + (t + 1) * G : nullptr;
+        const float* c_prev = t > 0 ? c + (t - 1) * H : nullptr;
+        if (sp.rows_per_thread == 4) {
+          XO_CUDA_LAUNCH(step_backward_kernel<4>, sp.grid, kStepThreads, sp.shared_bytes, stream,
+                         gates + t * G, d_gates + t * G, d_next, T * G, c_prev, c + t * H, T * H,
+                         above, above_ld, p.weight_hh, dc, N, H, sp.chunk, sp.ld);
+        } else {
+          XO_CUDA_LAUNCH(step_backward_kernel<1>, sp.grid, kStepThreads, sp.shared_bytes, stream,
+                         gates + t * G, d_gates + t * G, d_next, T * G, c_prev, c + t * H, T * H,
+                         above, above_ld, p.weight_hh, dc, N, H, sp.chunk, sp.ld);
+        }
       }
       // Everything that needs d_gates_0 first: d_x (which overwrites d_h_below_, read only by the
       // step loop above), d_W_ih and the bias gradients.
@@ -286,8 +570,6 @@ class GpuLstm final : public LstmKernel {
  private:
   struct Layer {
     Matmul* project = nullptr;
-    Matmul* recur = nullptr;
-    Matmul* d_h_prev = nullptr;
     Matmul* d_w_ih = nullptr;
     Matmul* d_w_hh = nullptr;
     Matmul* d_x = nullptr;
@@ -311,9 +593,9 @@ class GpuLstm final : public LstmKernel {
   // Keyed by the shape as requested (Matmul::shape() has the strides filled in).
   std::vector<std::pair<MatmulShape, std::unique_ptr<Matmul>>> matmuls_;
   std::vector<Layer> layers_;
+  StepPlan step_forward_, step_backward_;
   DeviceBuffer d_gates_;    // [N, T, 4H], reused by every layer
   DeviceBuffer d_h_below_;  // [N, T, H]: the gradient at the layer below's h (layers > 1)
-  DeviceBuffer dh_next_;    // [N, H]: d_gates_{t+1} W_hh
   DeviceBuffer dc_;         // [N, H]: d c carried from step t + 1 to step t
 };
 
