@@ -16,7 +16,8 @@
 //   the matmuls (both read d_pre); a Linear with no activation has none. Where cuBLASLt offers no
 //   BGRAD algorithm (some versions, layouts or precisions, or unaligned pointers), that pass also
 //   sums the columns (deterministically, as the CPU does) and d_W is a plain matmul.
-// - Small layers (batch * in * out <= kSmallMacs, every disc-L layer up to disc-8) skip cuBLASLt:
+// - Small layers (batch * in * out <= kSmallMacs = 2^22 and each of the three at most 512: every
+//   disc-L layer up to disc-8) skip cuBLASLt:
 //   its kernels for such shapes take 3-5 us each and come in pairs (split-K and a reduction, BGRAD
 //   as a kernel of its own), so a disc-2 step was 18 kernels. Here forward is one kernel (matmul,
 //   bias and activation) and backward is one launch whose blocks split into two roles: d_W tiles
@@ -88,20 +89,31 @@ __global__ void derivative_bias_kernel(const float* dst, float* d, int64_t rows,
 // Layers with at most this many multiply-adds per matmul take the small path (disc-8's widest
 // layer: 100 x 128 x 256 = 3.3M).
 constexpr int64_t kSmallMacs = int64_t{1} << 22;
+constexpr int64_t kSmallSum = 512;  // the longest sum one block does (16 chunks)
 constexpr int kTile = 32;                 // output tile 32 x 32; k in chunks of 32
 constexpr int kTileThreads = 256;         // 16 x 16 threads, each 2 x 2 outputs
 using TileRow = float[kTile + 1];         // shared rows padded: no bank conflicts either way
 
 // Stages one 32 x 32 operand chunk into shared memory as tile[i][j] = load(i, j), walking memory
 // along whichever index is contiguous there (`fast_i`: i), so that a warp reads consecutive floats.
+// All of a thread's loads are issued before its first store, so they are in flight together (a
+// loop of load-store pairs waits for each load in turn: 4x the latency per chunk).
 template <bool kFastI, typename Load>
 __device__ __forceinline__ void stage(TileRow* tile, Load load) {
-  for (int e = threadIdx.x; e < kTile * kTile; e += kTileThreads) {
-    const int x = e % kTile, y = e / kTile;
+  constexpr int kPerThread = kTile * kTile / kTileThreads;
+  float v[kPerThread];
+#pragma unroll
+  for (int u = 0; u < kPerThread; ++u) {
+    const int e = threadIdx.x + u * kTileThreads, x = e % kTile, y = e / kTile;
+    v[u] = kFastI ? load(x, y) : load(y, x);
+  }
+#pragma unroll
+  for (int u = 0; u < kPerThread; ++u) {
+    const int e = threadIdx.x + u * kTileThreads, x = e % kTile, y = e / kTile;
     if constexpr (kFastI) {
-      tile[x][y] = load(x, y);
+      tile[x][y] = v[u];
     } else {
-      tile[y][x] = load(y, x);
+      tile[y][x] = v[u];
     }
   }
 }
@@ -225,8 +237,12 @@ __global__ void __launch_bounds__(kTileThreads)
   }
 }
 
+// Each tile sums over one whole dimension (in forward, the batch for d_W, out for d_src) in a
+// single block, so every dimension is bounded too: disc-12's last layer (4096 -> 2) has few
+// multiply-adds but a 4096-long sum over 4 blocks, 10x slower than cuBLASLt's split-K.
 bool is_small(const LinearShape& s) {
-  return s.batch * s.in_features * s.out_features <= kSmallMacs && s.batch <= 65535 * kTile;
+  return s.batch * s.in_features * s.out_features <= kSmallMacs && s.batch <= kSmallSum &&
+         s.in_features <= kSmallSum && s.out_features <= kSmallSum;
 }
 
 unsigned tiles(int64_t n) { return static_cast<unsigned>((n + kTile - 1) / kTile); }
