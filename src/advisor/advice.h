@@ -4,7 +4,6 @@
 // whose assumptions are listed with it.
 #pragma once
 
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -14,14 +13,9 @@
 #include "advisor/crossover_point.h"
 #include "advisor/predict.h"
 #include "measure/peaks.h"
-#include "report/results.h"
+#include "measure/run_record.h"
 
 namespace xo {
-
-// A duration (µs, ms, s, min or h, three significant digits) and a price in dollars, as the
-// advice and the cost tables print them.
-std::string format_duration(double seconds);
-std::string format_usd(double usd);
 
 struct AdviceOptions {
   OwnershipAssumptions ownership;
@@ -38,6 +32,7 @@ struct AdviceOptions {
 
 // One predicted (or, for local devices, measured and predicted) step time of a model.
 struct DevicePrediction {
+  std::string model;   // the model predicted
   std::string device;  // catalog id, or the local device id
   std::string name;
   std::string kind;    // "cpu" or "gpu"
@@ -50,14 +45,13 @@ struct DevicePrediction {
 // Predictions of `focus` (a measured run) on this machine's devices (from their probed peaks,
 // uncalibrated, next to the measurement) and on every catalog device (calibrated by the local
 // device of the same kind where one was measured).
-std::vector<DevicePrediction> predict_devices(const SweepRow& focus,
-                                              const std::vector<SweepRow>& local_runs,
+std::vector<DevicePrediction> predict_devices(const RunRecord& focus,
+                                              const std::vector<RunRecord>& local_runs,
                                               const std::vector<DevicePeaks>& peaks,
                                               const Catalog& catalog, const AdviceOptions& o);
 
 // The efficiency of `row` on its device, against that device's probed peaks (1 when unprobed).
-double local_efficiency(const SweepRow& row, const std::vector<DevicePeaks>& peaks);
-const DevicePeaks* find_peaks(const std::vector<DevicePeaks>& peaks, const std::string& device);
+double local_efficiency(const RunRecord& row, const std::vector<DevicePeaks>& peaks);
 
 // The catalog GPU predicted against the sweeps when no GPU is here: the GPU of the cheapest
 // single-GPU instance (what a user would rent first). Null when the catalog has none.
@@ -66,11 +60,9 @@ const CatalogDevice* reference_gpu(const Catalog& catalog);
 DeviceRates catalog_rates(const CatalogDevice& d, const std::vector<DevicePeaks>& peaks,
                           const AdviceOptions& o);
 
-nlohmann::json predictions_json(const std::string& model, const std::vector<DevicePrediction>& p);
-
 // Cost of `epochs` epochs of `steps_per_epoch` steps on every instance and owned device, and
 // break-even usage, from the predictions (measured times where the device is local).
-nlohmann::json cost_json(const std::string& model, int64_t epochs, int64_t steps_per_epoch,
+CostTable cost_table(const std::string& model, int64_t epochs, int64_t steps_per_epoch,
                          const std::vector<DevicePrediction>& p, const Catalog& catalog,
                          const AdviceOptions& o);
 
@@ -78,8 +70,15 @@ nlohmann::json cost_json(const std::string& model, int64_t epochs, int64_t steps
 // the crossovers, when buying pays off.
 std::vector<std::string> advice_lines(const std::string& model,
                                       const std::vector<DevicePrediction>& p,
-                                      const nlohmann::json& cost,
+                                      const CostTable& cost,
                                       const std::vector<Crossover>& crossovers,
                                       const std::string& crossover_axis, bool crossover_predicted);
+
+// The catalog's reference GPU (see reference_gpu) predicted at every point of the first device's
+// runs, as a sweep series named "ID (predicted)"; none when a GPU was measured or the catalog has
+// no GPU instance.
+std::optional<SweepSeries> predicted_gpu_series(const std::vector<RunRecord>& runs,
+                                                const std::vector<DevicePeaks>& peaks,
+                                                const Catalog& catalog, const AdviceOptions& o);
 
 }  // namespace xo

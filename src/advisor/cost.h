@@ -52,6 +52,50 @@ OwnershipCost ownership_cost(const CatalogDevice& device, double run_hours,
 BreakEven break_even(const CatalogDevice& device, const CatalogInstance& instance,
                      const OwnershipAssumptions& a, double hours_per_month);
 
+// The cost of one training run (epochs x steps) everywhere it could run, as the report shows it:
+// here (measured), on every cloud instance and owned device the catalog prices, and when buying
+// beats renting. Each figure says whether its run time was measured or predicted.
+struct CostTable {
+  std::string model;
+  int64_t epochs = 0, steps_per_epoch = 0;
+  OwnershipAssumptions ownership;
+  double hours_per_month = 0;        // the use at which payback times are given
+  std::vector<std::string> catalog;  // the catalog files the prices came from
+
+  struct Local {  // a device of this machine, measured
+    std::string device, name;
+    double run_hours = 0;
+  };
+  struct Instance {
+    std::string id, provider, name, device;
+    int device_count = 1;
+    std::string region;
+    double on_demand_usd_per_hour = 0;
+    double run_hours = 0, on_demand_usd = 0;
+    std::optional<double> spot_usd;
+    bool predicted = true;
+    std::string source, date;
+  };
+  struct Owned {
+    std::string device, name;
+    double price_usd = 0, run_hours = 0, run_usd = 0;
+    double hourly_capital_usd = 0, hourly_power_usd = 0;
+    bool predicted = true;
+    std::string source, date;
+  };
+  struct BuyOrRent {
+    std::string device, name, instance;
+    bool same_device = false;
+    double rent_usd_per_owned_hour = 0;  // renting the work of one hour on the owned device
+    std::optional<double> hours_per_month, payback_months;  // none: never
+    double at_hours_per_month = 0;
+  };
+  std::vector<Local> local;
+  std::vector<Instance> instances;
+  std::vector<Owned> ownership;
+  std::vector<BuyOrRent> break_even;
+};
+
 // Checks the assumptions (positive lifetime, utilisation in (0, 1], non-negative prices); errors
 // name the option.
 void check_assumptions(const OwnershipAssumptions& a);

@@ -113,6 +113,13 @@ double tiny_step_seconds(Backend& be, int layers) {
 
 }  // namespace
 
+const DevicePeaks* find_peaks(const std::vector<DevicePeaks>& peaks, const std::string& device) {
+  for (const DevicePeaks& p : peaks) {
+    if (p.device == device) return &p;
+  }
+  return nullptr;
+}
+
 nlohmann::json to_json(const DevicePeaks& p) {
   return {{"device", p.device},
           {"name", p.name},

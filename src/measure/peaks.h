@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "backend/backend.h"
 
@@ -24,6 +25,9 @@ struct DevicePeaks {
   std::string probed;           // UTC time of the probe
   bool cached = false;          // read from the cache rather than measured now
 };
+
+// The peaks of `device` in `peaks`, or null.
+const DevicePeaks* find_peaks(const std::vector<DevicePeaks>& peaks, const std::string& device);
 
 nlohmann::json to_json(const DevicePeaks& p);
 // The inverse of to_json; throws nlohmann::json::exception naming a missing or mistyped field.

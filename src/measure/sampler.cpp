@@ -123,51 +123,44 @@ std::vector<UtilisationSample> Sampler::samples() const {
   return samples_;
 }
 
-nlohmann::json Sampler::timeline_json(size_t max_points) const {
+Utilisation Sampler::timeline(size_t max_points) const {
   const std::vector<UtilisationSample> all = samples();
-  nlohmann::json j;
-  j["interval_s"] = interval_s_;
+  Utilisation u;
+  u.interval_s = interval_s_;
+  u.samples = static_cast<int64_t>(all.size());
   const size_t stride = all.size() > max_points ? (all.size() + max_points - 1) / max_points : 1;
-  nlohmann::json t = nlohmann::json::array(), cpu = nlohmann::json::array(),
-                 rss = nlohmann::json::array(), cores = nlohmann::json::array();
-  nlohmann::json gpu = nlohmann::json::array(), gpu_mem = nlohmann::json::array(),
-                 power = nlohmann::json::array(), clock = nlohmann::json::array();
   bool any_gpu = false;
-  double cpu_sum = 0, gpu_sum = 0, rss_max = 0;
+  double cpu_sum = 0, gpu_sum = 0;
   size_t gpu_n = 0;
-  auto opt = [](const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(); };
   for (size_t i = 0; i < all.size(); ++i) {
     const UtilisationSample& s = all[i];
     cpu_sum += s.cpu_percent;
-    rss_max = std::max(rss_max, s.rss_mib);
+    u.max_rss_mib = std::max(u.max_rss_mib, s.rss_mib);
     if (s.gpu.utilisation_percent) {
       gpu_sum += *s.gpu.utilisation_percent;
       ++gpu_n;
       any_gpu = true;
     }
     if (i % stride != 0) continue;
-    t.push_back(std::round(s.t_s * 1000) / 1000);
-    cpu.push_back(std::round(s.cpu_percent * 10) / 10);
-    rss.push_back(std::round(s.rss_mib * 10) / 10);
-    cores.push_back(s.core_percent);
-    gpu.push_back(opt(s.gpu.utilisation_percent));
-    gpu_mem.push_back(opt(s.gpu.memory_used_mib));
-    power.push_back(opt(s.gpu.power_w));
-    clock.push_back(opt(s.gpu.sm_clock_mhz));
+    // Rounded as the report prints them: ms and a tenth of a percent or MiB.
+    u.t_s.push_back(std::round(s.t_s * 1000) / 1000);
+    u.cpu_percent.push_back(std::round(s.cpu_percent * 10) / 10);
+    u.rss_mib.push_back(std::round(s.rss_mib * 10) / 10);
+    u.cpu_core_percent.push_back(s.core_percent);
+    u.gpu_percent.push_back(s.gpu.utilisation_percent);
+    u.gpu_memory_mib.push_back(s.gpu.memory_used_mib);
+    u.gpu_power_w.push_back(s.gpu.power_w);
+    u.gpu_sm_clock_mhz.push_back(s.gpu.sm_clock_mhz);
   }
-  j["samples"] = all.size();
-  j["t_s"] = t;
-  j["cpu_percent"] = cpu;
-  j["cpu_core_percent"] = cores;
-  j["rss_mib"] = rss;
-  j["gpu_percent"] = any_gpu ? gpu : nlohmann::json();
-  j["gpu_memory_mib"] = any_gpu ? gpu_mem : nlohmann::json();
-  j["gpu_power_w"] = any_gpu ? power : nlohmann::json();
-  j["gpu_sm_clock_mhz"] = any_gpu ? clock : nlohmann::json();
-  j["mean_cpu_percent"] = all.empty() ? nlohmann::json() : nlohmann::json(cpu_sum / all.size());
-  j["mean_gpu_percent"] = gpu_n ? nlohmann::json(gpu_sum / gpu_n) : nlohmann::json();
-  j["max_rss_mib"] = rss_max;
-  return j;
+  if (!any_gpu) {
+    u.gpu_percent.clear();
+    u.gpu_memory_mib.clear();
+    u.gpu_power_w.clear();
+    u.gpu_sm_clock_mhz.clear();
+  }
+  if (!all.empty()) u.mean_cpu_percent = cpu_sum / static_cast<double>(all.size());
+  if (gpu_n) u.mean_gpu_percent = gpu_sum / static_cast<double>(gpu_n);
+  return u;
 }
 
 }  // namespace xo

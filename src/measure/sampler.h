@@ -7,7 +7,6 @@
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <thread>
@@ -23,6 +22,20 @@ struct UtilisationSample {
   double cpu_percent = 0;            // their mean
   double rss_mib = 0;                // the process's resident memory
   GpuReading gpu;                    // empty without NVML or without a GPU to watch
+};
+
+// What the report shows of a run's utilisation: a summary and a timeline thinned to at most a few
+// hundred points. The GPU series are empty when no sample had a GPU reading (no NVML, no GPU);
+// otherwise each sample's reading, empty where NVML gave none.
+struct Utilisation {
+  double interval_s = 0;
+  int64_t samples = 0;  // taken, before thinning
+  std::vector<double> t_s, cpu_percent, rss_mib;
+  std::vector<std::vector<double>> cpu_core_percent;
+  std::vector<std::optional<double>> gpu_percent, gpu_memory_mib, gpu_power_w, gpu_sm_clock_mhz;
+  std::optional<double> mean_cpu_percent;  // over every sample; none without samples
+  std::optional<double> mean_gpu_percent;  // over the samples with a GPU reading
+  double max_rss_mib = 0;
 };
 
 // Busy and total jiffies of each logical CPU ("cpuN" lines of /proc/stat); empty when unreadable.
@@ -49,9 +62,8 @@ class Sampler {
   void stop();
   std::vector<UtilisationSample> samples() const;
 
-  // A summary and a timeline of at most `max_points` points (evenly thinned), as the report's
-  // "utilisation" object: interval_s, t_s, cpu_percent, rss_mib, gpu_* (null without NVML).
-  nlohmann::json timeline_json(size_t max_points = 300) const;
+  // The summary over every sample and a timeline of at most `max_points` of them (evenly thinned).
+  Utilisation timeline(size_t max_points = 300) const;
 
  private:
   void take(double t_s);

@@ -9,6 +9,7 @@
 #include <string>
 
 #include <fmt/core.h>
+#include <nlohmann/json.hpp>  // its version, for the machine description
 
 #include "backend/backend.h"
 #include "core/clock.h"
@@ -31,38 +32,36 @@ std::string cpuinfo_field(const std::string& key) {
 
 }  // namespace
 
-nlohmann::json describe_machine() {
-  nlohmann::json m;
+MachineInfo describe_machine() {
+  MachineInfo m;
   utsname u{};
   uname(&u);
   const std::string flags = cpuinfo_field("flags");
-  m["cpu"] = cpuinfo_field("model name");
-  m["logical_cpus"] = sysconf(_SC_NPROCESSORS_ONLN);
-  m["avx512"] = flags.find("avx512f") != std::string::npos;
-  m["memory_gib"] = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGE_SIZE) /
-                    (1024.0 * 1024.0 * 1024.0);
-  m["os"] = std::string(u.sysname) + " " + u.release;
-  m["hostname"] = u.nodename;
-  m["compiler"] = CROSSOVER_COMPILER;
-  m["flags"] = CROSSOVER_BUILD_FLAGS;
-  m["cpu_cores"] = cpuinfo_field("cpu cores");
-  m["libraries"] = {{"oneDNN", CROSSOVER_DNNL_VERSION},
-                    {"fmt", std::to_string(FMT_VERSION / 10000) + "." +
-                                std::to_string(FMT_VERSION / 100 % 100) + "." +
-                                std::to_string(FMT_VERSION % 100)},
-                    {"nlohmann_json", std::to_string(NLOHMANN_JSON_VERSION_MAJOR) + "." +
-                                          std::to_string(NLOHMANN_JSON_VERSION_MINOR) + "." +
-                                          std::to_string(NLOHMANN_JSON_VERSION_PATCH)}};
+  m.cpu = cpuinfo_field("model name");
+  m.logical_cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  m.avx512 = flags.find("avx512f") != std::string::npos;
+  m.memory_gib = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGE_SIZE) /
+                 (1024.0 * 1024.0 * 1024.0);
+  m.os = std::string(u.sysname) + " " + u.release;
+  m.hostname = u.nodename;
+  m.compiler = CROSSOVER_COMPILER;
+  m.flags = CROSSOVER_BUILD_FLAGS;
+  m.cpu_cores = cpuinfo_field("cpu cores");
+  m.libraries = {{"oneDNN", CROSSOVER_DNNL_VERSION},
+                 {"fmt", std::to_string(FMT_VERSION / 10000) + "." +
+                             std::to_string(FMT_VERSION / 100 % 100) + "." +
+                             std::to_string(FMT_VERSION % 100)},
+                 {"nlohmann_json", std::to_string(NLOHMANN_JSON_VERSION_MAJOR) + "." +
+                                       std::to_string(NLOHMANN_JSON_VERSION_MINOR) + "." +
+                                       std::to_string(NLOHMANN_JSON_VERSION_PATCH)}};
   const Nvml& nvml = Nvml::get();
-  m["nvidia_driver"] = nvml.available() ? nvml.driver_version() : "n/a";
-  nlohmann::json gpus = nlohmann::json::array();
-  for (int i = 0; i < nvml.device_count(); ++i) gpus.push_back(nvml.device_name(i));
-  m["gpus"] = gpus;
-  m["crossover"] = CROSSOVER_VERSION;
-  m["date"] = utc_now();
+  m.nvidia_driver = nvml.available() ? nvml.driver_version() : "n/a";
+  for (int i = 0; i < nvml.device_count(); ++i) m.gpus.push_back(nvml.device_name(i));
+  m.crossover = CROSSOVER_VERSION;
+  m.date = utc_now();
   const DeviceList devices = list_devices();
-  m["devices"] = devices.available;
-  m["devices_unavailable"] = devices.unavailable_reasons;
+  m.devices = devices.available;
+  m.devices_unavailable = devices.unavailable_reasons;
   return m;
 }
 

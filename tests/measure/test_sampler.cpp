@@ -61,11 +61,11 @@ TEST(Sampler, SeesABusyCoreAndResidentMemory) {
     EXPECT_LT(peak_resident_mib(), with_block - 32);
   }
   EXPECT_GT(samples.back().t_s, samples.front().t_s);
-  const auto j = sampler.timeline_json(3);
-  EXPECT_LE(j["t_s"].size(), 3u);
-  EXPECT_EQ(j["samples"].get<size_t>(), samples.size());
-  EXPECT_TRUE(j["gpu_percent"].is_null());
-  EXPECT_GT(j["max_rss_mib"].get<double>(), 48);
+  const Utilisation u = sampler.timeline(3);
+  EXPECT_LE(u.t_s.size(), 3u);
+  EXPECT_EQ(static_cast<size_t>(u.samples), samples.size());
+  EXPECT_TRUE(u.gpu_percent.empty());
+  EXPECT_GT(u.max_rss_mib, 48);
 }
 
 TEST(Sampler, WithoutNvmlTheGpuColumnsAreEmptyNotAnError) {
@@ -80,7 +80,7 @@ TEST(Sampler, WithoutNvmlTheGpuColumnsAreEmptyNotAnError) {
   sampler.start();
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   sampler.stop();
-  EXPECT_TRUE(sampler.timeline_json()["gpu_percent"].is_null());
+  EXPECT_TRUE(sampler.timeline().gpu_percent.empty());
 }
 
 TEST(Peaks, ProbedOnceThenCachedAndADamagedCacheIsReplaced) {

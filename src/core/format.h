@@ -1,0 +1,40 @@
+// Numbers as people read them, one way for the terminal, the HTML report and the advice: durations
+// with a unit that suits them, prices in dollars, counts exact or short, percentages. Every
+// formatter answers "n/a" (kMissing) for a missing or non-finite value, never "nan" or "inf".
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace xo {
+
+inline constexpr std::string_view kMissing = "n/a";
+
+// `v` rounded to `digits` significant digits (subnormal and non-finite values as they are).
+double round_significant(double v, int digits);
+// `v` with `digits` significant digits in fixed notation (scientific far from 1); `trim` drops
+// trailing zeros ("2 ms", not "2.00 ms", for axis labels).
+std::string significant(double v, int digits = 3, bool trim = false);
+// A duration with a unit that suits it: µs, ms, s, then min (from 10 min) and h (from 10 h).
+std::string duration(double seconds, bool trim = false);
+std::string duration(const std::optional<double>& seconds);
+std::string duration_ms(const std::optional<double>& ms);
+// Counts in charts: 701k, 1.5M, 2B.
+std::string short_count(double v);
+// 1234567 -> "1,234,567".
+std::string group_digits(int64_t v);
+// Counts in tables, exact: 1,234,567 (non-integers with 6 significant digits).
+std::string exact_count(const std::optional<double>& v);
+// A value already in percent, with one decimal ("<0.1%" for tiny positive values).
+std::string percent(const std::optional<double>& p);
+// A fraction (0.031) as a percent (3.1%).
+std::string fraction_percent(const std::optional<double>& f);
+// Dollars: $1,800 from $100, $1.25 from $1, cents with two decimals ($0.10) and smaller amounts
+// with three significant digits ($0.00213).
+std::string usd(const std::optional<double>& v);
+// A measured quantity to `digits` significant digits; thousands and up as whole numbers, grouped.
+std::string plain(const std::optional<double>& v, int digits = 3);
+
+}  // namespace xo

@@ -1,0 +1,44 @@
+// The report document (`crossover.report/1`): what `run`, `sweep`, `advise` and `cost` measured,
+// predicted and concluded, as typed records. Written as results.json / results.csv / report.html
+// by report/files.h, read back by report/report_json.h, printed by report/terminal.h and
+// report/html.h. Each record is produced by the layer that computes it.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "advisor/advice.h"
+#include "advisor/analysis.h"
+#include "advisor/cost.h"
+#include "advisor/sweep.h"
+#include "measure/peaks.h"
+#include "measure/run_record.h"
+#include "report/machine.h"
+
+namespace xo {
+
+inline constexpr const char* kTrainSchema = "crossover.train/1";
+inline constexpr const char* kReportSchema = "crossover.report/1";
+
+// A run with its analysis against the device's peaks.
+struct ReportRun {
+  RunRecord run;
+  RunAnalysis analysis;
+};
+
+struct Report {
+  std::string kind;  // "run", "sweep", "advise" or "cost"
+  std::string title;
+  std::string created;   // UTC
+  bool complete = true;  // false: interrupted, the runs are those that finished
+  std::optional<MachineInfo> machine;
+  std::vector<DevicePeaks> peaks;
+  std::vector<ReportRun> runs;
+  std::optional<SweepRecord> sweep;
+  std::vector<DevicePrediction> predictions;  // of one model, for every device; empty: none
+  std::optional<CostTable> cost;
+  std::optional<std::vector<std::string>> advice;  // the recommendation, one sentence a line
+};
+
+}  // namespace xo

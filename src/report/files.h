@@ -1,0 +1,15 @@
+// The report folder: results.json (the document), results.csv (one line per run) and report.html,
+// each written atomically, so an interrupted sweep keeps what it finished.
+#pragma once
+
+#include <filesystem>
+#include <string>
+
+#include "report/document.h"
+
+namespace xo {
+
+void write_report(const std::filesystem::path& out_dir, const Report& report);
+std::string runs_csv(const Report& report);
+
+}  // namespace xo

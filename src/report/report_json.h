@@ -1,0 +1,23 @@
+// The one JSON writer and reader of the report document (results.json, `crossover.report/1`) and
+// of `crossover train --json` (`crossover.train/1`). The reader checks every field: in strict mode
+// the first wrong one is a UserError naming the file, the run and the field ("results.json: run
+// 'disc-6' on cpu: median_step_ms: expected a number, found a string"); in lenient mode (to render
+// whatever a damaged file still holds) a wrong field reads as missing.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "report/document.h"
+
+namespace xo {
+
+nlohmann::json to_json(const TrainResult& r);  // crossover.train/1
+nlohmann::json to_json(const Report& report);  // crossover.report/1
+
+enum class ReadMode { Strict, Lenient };
+// `origin` names the file in errors.
+Report read_report(const nlohmann::json& doc, const std::string& origin,
+                   ReadMode mode = ReadMode::Strict);
+
+}  // namespace xo
