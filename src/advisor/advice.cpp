@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "core/format.h"
+
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -40,38 +42,13 @@ bool same_model(const CatalogDevice& d, const DeviceInfo& local) {
 
 }  // namespace
 
-std::string format_duration(double seconds) {
-  if (seconds < 1e-3) return fmt::format("{:.1f} µs", seconds * 1e6);
-  if (seconds < 1) return fmt::format("{:.3g} ms", seconds * 1e3);
-  if (seconds < 120) return fmt::format("{:.3g} s", seconds);
-  if (seconds < 7200) return fmt::format("{:.3g} min", seconds / 60);
-  return fmt::format("{:.3g} h", seconds / 3600);
-}
-
-std::string format_usd(double v) {
-  if (v < 0.01) return fmt::format("${:.2g}", v);
-  if (v < 10) return fmt::format("${:.3f}", v);
-  return fmt::format("${:.0f}", v);
-}
-
 namespace {
 
 double step_seconds(const DevicePrediction& p) { return p.measured_s ? *p.measured_s : p.step.seconds; }
 
-nlohmann::json opt(const std::optional<double>& v) {
-  return v ? nlohmann::json(*v) : nlohmann::json();
-}
-
 }  // namespace
 
-const DevicePeaks* find_peaks(const std::vector<DevicePeaks>& peaks, const std::string& device) {
-  for (const DevicePeaks& p : peaks) {
-    if (p.device == device) return &p;
-  }
-  return nullptr;
-}
-
-double local_efficiency(const SweepRow& row, const std::vector<DevicePeaks>& peaks) {
+double local_efficiency(const RunRecord& row, const std::vector<DevicePeaks>& peaks) {
   const DevicePeaks* p = find_peaks(peaks, row.result.device.id);
   if (!p || row.result.step_ms.median <= 0) return 1.0;
   return calibrate_efficiency(row.cost, probed_rates(*p), row.result.step_ms.median * 1e-3);
@@ -110,21 +87,22 @@ DeviceRates catalog_rates(const CatalogDevice& d, const std::vector<DevicePeaks>
   return r;
 }
 
-std::vector<DevicePrediction> predict_devices(const SweepRow& focus,
-                                              const std::vector<SweepRow>& local_runs,
+std::vector<DevicePrediction> predict_devices(const RunRecord& focus,
+                                              const std::vector<RunRecord>& local_runs,
                                               const std::vector<DevicePeaks>& peaks,
                                               const Catalog& catalog, const AdviceOptions& o) {
   std::vector<DevicePrediction> out;
   // This machine's devices: the probe's roofline next to the measurement, and each kind's
   // efficiency for the catalog's devices of that kind.
   std::optional<double> efficiency_cpu, efficiency_gpu;
-  std::vector<const SweepRow*> measured;
-  for (const SweepRow& row : local_runs) {
+  std::vector<const RunRecord*> measured;
+  for (const RunRecord& row : local_runs) {
     if (row.result.model != focus.result.model) continue;
     const DevicePeaks* p = find_peaks(peaks, row.result.device.id);
     if (!p) continue;
     measured.push_back(&row);
     DevicePrediction d;
+    d.model = focus.result.model;
     d.device = row.result.device.id;
     d.name = row.result.device.name + " (this machine)";
     d.kind = row.result.device.kind == "cuda" ? "gpu" : "cpu";
@@ -145,6 +123,7 @@ std::vector<DevicePrediction> predict_devices(const SweepRow& focus,
   }
   for (const CatalogDevice& c : catalog.devices) {
     DevicePrediction d;
+    d.model = focus.result.model;
     d.device = c.id;
     d.name = c.name;
     d.kind = c.kind;
@@ -173,7 +152,7 @@ std::vector<DevicePrediction> predict_devices(const SweepRow& focus,
     if (c.kind == "cpu") {
       d.assumptions.push_back("every core busy at the datasheet rate (small layers scale worse)");
     }
-    for (const SweepRow* row : measured) {
+    for (const RunRecord* row : measured) {
       if (same_model(c, row->result.device)) d.measured_s = row->result.step_ms.median * 1e-3;
     }
     out.push_back(std::move(d));
@@ -181,35 +160,11 @@ std::vector<DevicePrediction> predict_devices(const SweepRow& focus,
   return out;
 }
 
-nlohmann::json predictions_json(const std::string& model, const std::vector<DevicePrediction>& ps) {
-  nlohmann::json out = nlohmann::json::array();
-  for (const DevicePrediction& p : ps) {
-    nlohmann::json j = {{"device", p.device},
-                        {"name", p.name},
-                        {"kind", p.kind},
-                        {"local", p.local},
-                        {"model", model},
-                        {"step_ms", p.step.seconds * 1e3},
-                        {"flops_ms", p.step.flops_seconds * 1e3},
-                        {"bytes_ms", p.step.bytes_seconds * 1e3},
-                        {"overhead_ms", p.step.overhead_seconds * 1e3},
-                        {"bound", p.step.bound},
-                        {"measured_step_ms", nlohmann::json()},
-                        {"error_percent", nlohmann::json()},
-                        {"assumptions", p.assumptions}};
-    if (p.measured_s) {
-      j["measured_step_ms"] = *p.measured_s * 1e3;
-      j["error_percent"] = 100 * (p.step.seconds - *p.measured_s) / *p.measured_s;
-    }
-    out.push_back(std::move(j));
-  }
-  return out;
-}
-
-nlohmann::json cost_json(const std::string& model, int64_t epochs, int64_t steps_per_epoch,
-                         const std::vector<DevicePrediction>& ps, const Catalog& catalog,
-                         const AdviceOptions& o) {
+CostTable cost_table(const std::string& model, int64_t epochs, int64_t steps_per_epoch,
+                     const std::vector<DevicePrediction>& ps, const Catalog& catalog,
+                     const AdviceOptions& o) {
   check_assumptions(o.ownership);
+  const double steps = static_cast<double>(steps_per_epoch * epochs);
   // Hours of the run on `device`; on a CPU instance with fewer vCPUs than the whole CPU has
   // hardware threads, the predicted work (not the fixed costs) takes proportionally longer.
   auto hours_on = [&](const std::string& device, bool* predicted,
@@ -224,65 +179,38 @@ nlohmann::json cost_json(const std::string& model, int64_t epochs, int64_t steps
         const double share = std::min(1.0, static_cast<double>(instance->vcpus) / d->threads);
         s = p.step.overhead_seconds + (p.step.flops_seconds + p.step.bytes_seconds) / share;
       }
-      return s * static_cast<double>(steps_per_epoch * epochs) / 3600.0;
+      return s * steps / 3600.0;
     }
     return std::nullopt;
   };
-  nlohmann::json j;
-  j["model"] = model;
-  j["epochs"] = epochs;
-  j["steps_per_epoch"] = steps_per_epoch;
-  j["assumptions"] = {{"lifetime_years", o.ownership.lifetime_years},
-                      {"utilisation", o.ownership.utilisation},
-                      {"electricity_usd_per_kwh", o.ownership.electricity_usd_per_kwh},
-                      {"host_power_w", o.ownership.host_power_w},
-                      {"hours_per_month", o.hours_per_month},
-                      {"catalog", catalog.origins}};
-  j["local"] = nlohmann::json::array();
+  CostTable t;
+  t.model = model;
+  t.epochs = epochs;
+  t.steps_per_epoch = steps_per_epoch;
+  t.assumptions = o.ownership;
+  t.hours_per_month = o.hours_per_month;
+  t.catalog = catalog.origins;
   for (const DevicePrediction& p : ps) {
     if (!p.local || !p.measured_s) continue;
-    j["local"].push_back({{"device", p.device},
-                          {"name", p.name},
-                          {"run_hours", *p.measured_s * static_cast<double>(steps_per_epoch * epochs) / 3600.0}});
+    t.local.push_back({p.device, p.name, *p.measured_s * steps / 3600.0});
   }
-  j["instances"] = nlohmann::json::array();
   for (const CatalogInstance& i : catalog.instances) {
     bool predicted = true;
     const auto hours = hours_on(i.device, &predicted, &i);
     if (!hours) continue;
     const InstanceCost c = instance_cost(i, *hours);
-    j["instances"].push_back({{"id", i.id},
-                              {"provider", i.provider},
-                              {"name", i.name},
-                              {"device", i.device},
-                              {"device_count", i.device_count},
-                              {"region", i.region},
-                              {"on_demand_usd_per_hour", i.on_demand_usd_per_hour},
-                              {"run_hours", c.run_hours},
-                              {"on_demand_usd", c.on_demand_usd},
-                              {"spot_usd", opt(c.spot_usd)},
-                              {"predicted", predicted},
-                              {"source", i.source},
-                              {"date", i.date}});
+    t.instances.push_back({i.id, i.provider, i.name, i.device, i.device_count, i.region,
+                           i.on_demand_usd_per_hour, c.run_hours, c.on_demand_usd, c.spot_usd,
+                           predicted, i.source, i.date});
   }
-  j["ownership"] = nlohmann::json::array();
-  j["break_even"] = nlohmann::json::array();
   for (const CatalogDevice& d : catalog.devices) {
     if (d.price_usd <= 0) continue;
     bool predicted = true;
     const auto hours = hours_on(d.id, &predicted);
     if (!hours) continue;
     const OwnershipCost c = ownership_cost(d, *hours, o.ownership);
-    j["ownership"].push_back({{"device", d.id},
-                              {"name", d.name},
-                              {"price_usd", d.price_usd},
-                              {"run_hours", *hours},
-                              {"run_usd", c.run_usd},
-                              {"hourly_capital_usd", c.hourly_capital_usd},
-                              {"hourly_power_usd", c.hourly_power_usd},
-                              {"predicted", predicted},
-                              {"source", d.source},
-                              {"date", d.date}});
+    t.ownership.push_back({d.id, d.name, d.price_usd, *hours, c.run_usd, c.hourly_capital_usd,
+                           c.hourly_power_usd, predicted, d.source, d.date});
     // Rent the same device where an instance offers it alone; else the cheapest single-device
     // instance of the same kind per run.
     const CatalogInstance* rent = nullptr;
@@ -323,25 +251,20 @@ nlohmann::json cost_json(const std::string& model, int64_t epochs, int64_t steps
     if (b.payback_months && *b.payback_months > o.ownership.lifetime_years * 12) {
       b.payback_months.reset();
     }
-    j["break_even"].push_back({{"device", d.id},
-                               {"name", d.name},
-                               {"instance", rent->id},
-                               {"same_device", rent->device == d.id},
-                               {"rent_usd_per_owned_hour", equivalent.on_demand_usd_per_hour},
-                               {"hours_per_month", opt(b.hours_per_month)},
-                               {"payback_months", opt(b.payback_months)},
-                               {"at_hours_per_month", b.at_hours_per_month}});
+    t.break_even.push_back({d.id, d.name, rent->id, rent->device == d.id,
+                            equivalent.on_demand_usd_per_hour, b.hours_per_month,
+                            b.payback_months, b.at_hours_per_month});
   }
-  return j;
+  return t;
 }
 
 std::vector<std::string> advice_lines(const std::string& model,
                                       const std::vector<DevicePrediction>& ps,
-                                      const nlohmann::json& cost,
+                                      const CostTable& cost,
                                       const std::vector<Crossover>& crossovers,
                                       const std::string& crossover_axis, bool crossover_predicted) {
   std::vector<std::string> lines;
-  const int64_t steps = cost.value("steps_per_epoch", int64_t{0}) * cost.value("epochs", int64_t{0});
+  const double steps = static_cast<double>(cost.steps_per_epoch * cost.epochs);
   const DevicePrediction* here = nullptr;
   const DevicePrediction* anywhere = nullptr;
   for (const DevicePrediction& p : ps) {
@@ -350,34 +273,26 @@ std::vector<std::string> advice_lines(const std::string& model,
   }
   if (here) {
     lines.push_back(fmt::format("Fastest here: {} at {} per step, {} for {} epochs of {} (measured).",
-                                here->device, format_duration(*here->measured_s),
-                                format_duration(*here->measured_s * static_cast<double>(steps)),
-                                cost.value("epochs", int64_t{0}), model));
+                                here->device, duration(*here->measured_s),
+                                duration(*here->measured_s * steps), cost.epochs, model));
   }
   if (anywhere) {
     lines.push_back(fmt::format(
         "Fastest in the catalog: {} at {} per step ({}; {}-bound).", anywhere->name,
-        format_duration(step_seconds(*anywhere)),
-        anywhere->measured_s ? "measured" : "predicted", anywhere->step.bound));
+        duration(step_seconds(*anywhere)), anywhere->measured_s ? "measured" : "predicted",
+        anywhere->step.bound));
   }
-  const nlohmann::json none = nlohmann::json::array();
-  const nlohmann::json& instances = cost.contains("instances") ? cost["instances"] : none;
-  const nlohmann::json& break_evens = cost.contains("break_even") ? cost["break_even"] : none;
-  const nlohmann::json* cheapest = nullptr;
-  for (const nlohmann::json& i : instances) {
-    if (!cheapest || i["on_demand_usd"].get<double>() < (*cheapest)["on_demand_usd"].get<double>()) {
-      cheapest = &i;
-    }
+  const CostTable::Instance* cheapest = nullptr;
+  for (const CostTable::Instance& i : cost.instances) {
+    if (!cheapest || i.on_demand_usd < cheapest->on_demand_usd) cheapest = &i;
   }
   if (cheapest) {
-    const nlohmann::json& c = *cheapest;
-    lines.push_back(fmt::format(
-        "Cheapest cloud run: {} {} at {} on demand{} for {} ({} time).",
-        c["provider"].get<std::string>(), c["name"].get<std::string>(),
-        format_usd(c["on_demand_usd"].get<double>()),
-        c["spot_usd"].is_number() ? fmt::format(", {} spot", format_usd(c["spot_usd"].get<double>())) : "",
-        format_duration(c["run_hours"].get<double>() * 3600),
-        c["predicted"].get<bool>() ? "predicted" : "measured"));
+    const CostTable::Instance& c = *cheapest;
+    lines.push_back(fmt::format("Cheapest cloud run: {} {} at {} on demand{} for {} ({} time).",
+                                c.provider, c.name, usd(c.on_demand_usd),
+                                c.spot_usd ? fmt::format(", {} spot", usd(c.spot_usd)) : "",
+                                duration(c.run_hours * 3600),
+                                c.predicted ? "predicted" : "measured"));
   }
   if (crossovers.empty()) {
     lines.push_back(fmt::format("No crossover along {} in what was {}: the same device is "
@@ -390,25 +305,41 @@ std::vector<std::string> advice_lines(const std::string& model,
                                 crossover_predicted ? "predicted" : "measured", c.faster, c.slower,
                                 crossover_axis, c.axis_value, c.params));
   }
-  const nlohmann::json* soonest = nullptr;
-  for (const nlohmann::json& b : break_evens) {
-    if (!b["hours_per_month"].is_number()) continue;
-    if (!soonest || b["hours_per_month"].get<double>() < (*soonest)["hours_per_month"].get<double>()) {
-      soonest = &b;
-    }
+  const CostTable::BuyOrRent* soonest = nullptr;
+  for (const CostTable::BuyOrRent& b : cost.break_even) {
+    if (!b.hours_per_month) continue;
+    if (!soonest || *b.hours_per_month < *soonest->hours_per_month) soonest = &b;
   }
   if (soonest) {
-    const nlohmann::json& b = *soonest;
+    const CostTable::BuyOrRent& b = *soonest;
     lines.push_back(fmt::format(
-        "Buying the {} beats renting {} above {:.0f} hours of use a month{}.",
-        b["name"].get<std::string>(), b["instance"].get<std::string>(),
-        b["hours_per_month"].get<double>(),
-        b["payback_months"].is_number()
-            ? fmt::format("; at {:.0f} h/month it pays back in {:.1f} months",
-                          b["at_hours_per_month"].get<double>(), b["payback_months"].get<double>())
-            : ""));
+        "Buying the {} beats renting {} above {:.0f} hours of use a month{}.", b.name, b.instance,
+        *b.hours_per_month,
+        b.payback_months ? fmt::format("; at {:.0f} h/month it pays back in {:.1f} months",
+                                       b.at_hours_per_month, *b.payback_months)
+                         : ""));
   }
   return lines;
+}
+
+std::optional<SweepSeries> predicted_gpu_series(const std::vector<RunRecord>& runs,
+                                                const std::vector<DevicePeaks>& peaks,
+                                                const Catalog& catalog, const AdviceOptions& o) {
+  for (const RunRecord& run : runs) {
+    if (run.result.device.kind == "cuda") return std::nullopt;  // a GPU was measured
+  }
+  const CatalogDevice* gpu = reference_gpu(catalog);
+  if (!gpu || runs.empty()) return std::nullopt;
+  SweepSeries s{gpu->id + " (predicted)", {}};
+  const DeviceRates rates = catalog_rates(*gpu, peaks, o);
+  const std::string first_device = runs.front().result.device.id;
+  for (const RunRecord& run : runs) {
+    if (run.result.device.id != first_device) continue;
+    const double step = predict_step(run.cost, rates, 1.0).seconds;
+    s.points.push_back({run.axis_value, static_cast<double>(run.result.params),
+                        step * static_cast<double>(run.result.steps_per_epoch) * 100});
+  }
+  return s;
 }
 
 }  // namespace xo

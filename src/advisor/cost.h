@@ -58,7 +58,7 @@ BreakEven break_even(const CatalogDevice& device, const CatalogInstance& instanc
 struct CostTable {
   std::string model;
   int64_t epochs = 0, steps_per_epoch = 0;
-  OwnershipAssumptions ownership;
+  OwnershipAssumptions assumptions;
   double hours_per_month = 0;        // the use at which payback times are given
   std::vector<std::string> catalog;  // the catalog files the prices came from
 

@@ -12,7 +12,7 @@
 #include "measure/nvml.h"
 #include "measure/peaks.h"
 #include "model/model.h"
-#include "report/results.h"
+#include "model/cost.h"
 #include "report/table.h"
 
 namespace xo::cli {

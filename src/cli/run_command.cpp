@@ -5,17 +5,19 @@
 // axis (depth, width, batch or sequence length) and finds where one device overtakes another.
 #include <fmt/format.h>
 
-#include <cmath>
 #include <filesystem>
 #include <memory>
 
 #include "advisor/crossover_point.h"
+#include "advisor/sweep.h"
 #include "cli/commands.h"
 #include "cli/session.h"
 #include "core/error.h"
 #include "model/model.h"
 #include "model/vary.h"
-#include "report/table.h"
+#include "model/cost.h"
+#include "report/files.h"
+#include "report/terminal.h"
 
 namespace xo::cli {
 namespace {
@@ -38,32 +40,9 @@ std::vector<std::string> suite_models(const std::string& suite) {
   return names;
 }
 
-std::string render_table(const nlohmann::json& report) {
-  Table table({"model", "layers", "params", "device", "s/100 epochs", "ms/step", "cv", "GFLOP/s",
-               "% of peak", "train error", "test accuracy"});
-  for (const nlohmann::json& r : report["runs"]) {
-    const nlohmann::json& acc = r["final_test_accuracy"];
-    table.add_row({r["model"].get<std::string>(), std::to_string(r["layers"].get<int64_t>()),
-                   std::to_string(r["params"].get<int64_t>()), r["device"].get<std::string>(),
-                   fmt::format("{:.3f}{}", r["seconds_per_100_epochs"].get<double>(),
-                               r["per_epoch_estimated"].get<bool>() ? "*" : ""),
-                   fmt::format("{:.4f}", r["median_step_ms"].get<double>()),
-                   fmt::format("{:.1f}%", 100.0 * r["step_ms"]["cv"].get<double>()),
-                   fmt::format("{:.1f}", r["gflops"].get<double>()),
-                   r["peak_fraction"].is_number()
-                       ? fmt::format("{:.1f}%", 100 * r["peak_fraction"].get<double>())
-                       : std::string("n/a"),
-                   r["epochs"].get<int64_t>() > 0
-                       ? fmt::format("{:.2f}%", r["final_train_error"].get<double>())
-                       : std::string("-"),
-                   acc.is_number() ? fmt::format("{:.2f}%", acc.get<double>()) : std::string("-")});
-  }
-  return table.render();
-}
-
 // The sweep section and the advice for the rows of `axis` (the disc models for `run`).
-void add_sweep_and_advice(nlohmann::json& report, const Session& session,
-                          const std::vector<SweepRow>& rows, const std::string& axis,
+void add_sweep_and_advice(Report& report, const Session& session,
+                          const std::vector<RunRecord>& rows, const std::string& axis,
                           const Catalog& catalog, const AdviceOptions& advice) {
   if (rows.empty()) return;
   std::vector<SweepSeries> series = sweep_series(rows);
@@ -73,44 +52,14 @@ void add_sweep_and_advice(nlohmann::json& report, const Session& session,
     series.push_back(std::move(*gpu));
   }
   const std::vector<Crossover> crossovers = find_crossovers(series);
-  report["sweep"] = sweep_json(axis, series, crossovers, predicted);
+  report.sweep = sweep_record(axis, series, crossovers, predicted);
   // Advice for the largest model of the sweep on the first device.
-  const SweepRow* focus = &rows.front();
-  for (const SweepRow& r : rows) {
+  const RunRecord* focus = &rows.front();
+  for (const RunRecord& r : rows) {
     if (r.result.device.id == focus->result.device.id && r.axis_value > focus->axis_value) focus = &r;
   }
   add_advice(report, *focus, rows, session.peaks(), catalog, advice, crossovers, axis,
              !predicted.empty());
-}
-
-void print_summary(const nlohmann::json& report, const std::filesystem::path& out,
-                   bool stopped) {
-  fmt::print("{}", render_table(report));
-  bool estimated = false;
-  for (const nlohmann::json& r : report["runs"]) estimated |= r["per_epoch_estimated"].get<bool>();
-  if (estimated) fmt::print("* from the median step times the steps per epoch (--steps)\n");
-  for (const nlohmann::json& p : report["peaks"]) {
-    fmt::print("peak of {}: {:.1f} GFLOP/s f32 matmul, {:.1f} GB/s (probed {}{})\n",
-               p["device"].get<std::string>(), p["matmul_gflops"].get<double>(),
-               p["bandwidth_gbs"].get<double>(), p["probed"].get<std::string>(),
-               p["cached"].get<bool>() ? ", cached" : "");
-  }
-  for (const nlohmann::json& r : report["runs"]) {
-    if (r["peak_fraction"].is_number() && r["peak_fraction"].get<double>() > 1.05) {
-      fmt::print(
-          "note: {} on {} reached {:.0f}% of the peak: the peak was probed on a busier machine; "
-          "`crossover devices --reprobe` measures it again\n",
-          r["model"].get<std::string>(), r["device"].get<std::string>(),
-          100 * r["peak_fraction"].get<double>());
-      break;
-    }
-  }
-  if (report.contains("advice")) {
-    fmt::print("\n");
-    for (const auto& line : report["advice"]) fmt::print("- {}\n", line.get<std::string>());
-  }
-  fmt::print("\nreport: {} (and results.json, results.csv){}\n", (out / "report.html").string(),
-             stopped ? " (interrupted: partial)" : "");
 }
 
 int run_models(const RunOptions& o) {
@@ -122,9 +71,9 @@ int run_models(const RunOptions& o) {
   const std::filesystem::path out(o.measure.out);
   const size_t jobs = specs.size() * session.devices().size();
   auto write = [&] {
-    nlohmann::json report = session.report("run", fmt::format("crossover run: {}", fmt::join(models, ", ")));
-    std::vector<SweepRow> disc;
-    for (const SweepRow& r : session.rows()) {
+    Report report = session.report("run", fmt::format("crossover run: {}", fmt::join(models, ", ")));
+    std::vector<RunRecord> disc;
+    for (const RunRecord& r : session.runs()) {
       if (!r.axis.empty()) disc.push_back(r);
     }
     add_sweep_and_advice(report, session, disc, "depth", catalog, o.cost.advice);
@@ -141,8 +90,8 @@ int run_models(const RunOptions& o) {
       write();  // after every model: an interruption keeps them
     }
   }
-  const nlohmann::json report = write();
-  print_summary(report, out, session.stopped());
+  const Report report = write();
+  fmt::print("{}", summary_text(report, out, session.stopped()));
   return session.stopped() ? 130 : 0;
 }
 
@@ -167,9 +116,9 @@ int run_sweep(const RunOptions& o) {
   const size_t jobs = specs.size() * session.devices().size();
   const std::string axis = axis_name(vary.axis);
   auto write = [&] {
-    nlohmann::json report = session.report(
+    Report report = session.report(
         "sweep", fmt::format("crossover sweep: {} along {}", base.name, axis));
-    add_sweep_and_advice(report, session, session.rows(), axis, catalog, o.cost.advice);
+    add_sweep_and_advice(report, session, session.runs(), axis, catalog, o.cost.advice);
     write_report(out, report);
     return report;
   };
@@ -181,8 +130,8 @@ int run_sweep(const RunOptions& o) {
       write();
     }
   }
-  const nlohmann::json report = write();
-  print_summary(report, out, session.stopped());
+  const Report report = write();
+  fmt::print("{}", summary_text(report, out, session.stopped()));
   return session.stopped() ? 130 : 0;
 }
 

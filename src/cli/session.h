@@ -5,7 +5,6 @@
 #pragma once
 
 #include <memory>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -14,7 +13,9 @@
 #include "advisor/catalog.h"
 #include "cli/commands.h"
 #include "measure/peaks.h"
-#include "report/results.h"
+#include "measure/run.h"
+#include "report/document.h"
+#include "report/machine.h"
 
 namespace xo::cli {
 
@@ -50,17 +51,17 @@ class Session {
 
   const std::vector<std::string>& devices() const { return devices_; }
   const std::vector<DevicePeaks>& peaks() const { return peaks_; }
-  const nlohmann::json& machine() const { return machine_; }
-  std::vector<SweepRow>& rows() { return rows_; }
+  const MachineInfo& machine() const { return machine_; }
+  const std::vector<RunRecord>& runs() const { return runs_; }
   bool stopped() const { return stopped_; }
 
   // Trains `spec` on `device` (progress on the terminal, the sampler running) and appends the
-  // row. `job` / `jobs` place it in the whole job for the progress bar.
-  const SweepRow& measure(const ModelSpec& spec, const std::string& device, size_t job,
+  // run. `job` / `jobs` place it in the whole job for the progress bar.
+  const RunRecord& measure(const ModelSpec& spec, const std::string& device, size_t job,
                           size_t jobs, const std::string& axis = "", double axis_value = 0);
 
-  // The report document around the rows measured so far.
-  nlohmann::json report(const std::string& kind, const std::string& title) const;
+  // The report document around the runs measured so far, each analysed against its peaks.
+  Report report(const std::string& kind, const std::string& title) const;
 
  private:
   Backend& backend(const std::string& device);
@@ -69,29 +70,15 @@ class Session {
   std::vector<std::string> devices_;
   std::vector<std::unique_ptr<Backend>> backends_;
   std::vector<DevicePeaks> peaks_;
-  nlohmann::json machine_;
-  std::vector<SweepRow> rows_;
+  MachineInfo machine_;
+  std::vector<RunRecord> runs_;
   Progress progress_;
   bool stopped_ = false;
   double started_ = 0;
 };
 
-// Sweep series (one per device, x = the axis) of the rows, by seconds per 100 epochs.
-std::vector<SweepSeries> sweep_series(const std::vector<SweepRow>& rows);
-nlohmann::json sweep_json(const std::string& axis, const std::vector<SweepSeries>& series,
-                          const std::vector<Crossover>& crossovers,
-                          const std::vector<std::string>& predicted_devices);
-
-// The catalog's reference GPU (see reference_gpu) predicted at every point of the first device's
-// rows, as a sweep series named "ID (predicted)"; none when a GPU was measured or the catalog has
-// no GPU instance.
-std::optional<SweepSeries> predicted_gpu_series(const std::vector<SweepRow>& rows,
-                                                const std::vector<DevicePeaks>& peaks,
-                                                const Catalog& catalog, const AdviceOptions& o);
-
-// Adds predictions, cost and advice for `focus` to a report document, and a predicted series of
-// the reference GPU to its sweep (when the sweep has no GPU of its own).
-void add_advice(nlohmann::json& report, const SweepRow& focus, const std::vector<SweepRow>& rows,
+// Adds predictions, cost and advice for `focus` to a report document.
+void add_advice(Report& report, const RunRecord& focus, const std::vector<RunRecord>& runs,
                 const std::vector<DevicePeaks>& peaks, const Catalog& catalog,
                 const AdviceOptions& o, const std::vector<Crossover>& crossovers,
                 const std::string& axis, bool crossover_predicted);

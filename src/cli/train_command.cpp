@@ -10,7 +10,7 @@
 #include "data/source.h"
 #include "model/model.h"
 #include "report/machine.h"
-#include "report/results.h"
+#include "report/report_json.h"
 
 namespace xo::cli {
 namespace {
@@ -94,7 +94,7 @@ int run_train(const TrainOptions& o) {
   }
   if (!o.json.empty()) {
     nlohmann::json j = to_json(r);
-    j["machine"] = describe_machine();
+    j["machine"] = to_json(describe_machine());
     write_file_atomic(o.json, j.dump(2) + "\n");
   }
   return r.interrupted ? 130 : 0;

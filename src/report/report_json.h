@@ -14,6 +14,7 @@ namespace xo {
 
 nlohmann::json to_json(const TrainResult& r);  // crossover.train/1
 nlohmann::json to_json(const Report& report);  // crossover.report/1
+nlohmann::json to_json(const MachineInfo& machine);
 
 enum class ReadMode { Strict, Lenient };
 // `origin` names the file in errors.

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "advisor/advice.h"
+#include "report/report_json.h"
 
 namespace xo {
 namespace {
@@ -24,8 +25,8 @@ Catalog hand_catalog() {
 }
 
 // A measured run on this machine's CPU: one FLOP-bound layer of 8e9 FLOPs.
-SweepRow measured_run(double measured_ms) {
-  SweepRow row;
+RunRecord measured_run(double measured_ms) {
+  RunRecord row;
   row.result.model = "m";
   row.result.device.id = "cpu";
   row.result.device.kind = "cpu";
@@ -49,7 +50,7 @@ DevicePeaks local_peaks() {
 
 TEST(Advice, PredictionsCostsAndBreakEvenByHand) {
   const Catalog c = hand_catalog();
-  const SweepRow row = measured_run(40);  // 40 ms measured: efficiency 0.5 of the 20 ms roofline
+  const RunRecord row = measured_run(40);  // 40 ms measured: efficiency 0.5 of the 20 ms roofline
   AdviceOptions o;
   const auto p = predict_devices(row, {row}, {local_peaks()}, c, o);
   ASSERT_EQ(p.size(), 3u);  // this CPU, the GPU, the CPU
@@ -63,31 +64,31 @@ TEST(Advice, PredictionsCostsAndBreakEvenByHand) {
   // Catalog CPU: the local efficiency 0.5 carries over: 8e9 / (0.8e12 * 0.5) = 20 ms.
   EXPECT_NEAR(p[2].step.seconds, 0.020, 1e-12);
 
-  const auto cost = cost_json("m", 3, 10, p, c, o);  // 30 steps
-  ASSERT_EQ(cost["instances"].size(), 2u);
-  const auto& gpu = cost["instances"][0];
+  const CostTable cost = cost_table("m", 3, 10, p, c, o);  // 30 steps
+  ASSERT_EQ(cost.instances.size(), 2u);
+  const auto& gpu = cost.instances[0];
   const double gpu_hours = 30 * (1e-3 + 16e-6) / 3600;
-  EXPECT_NEAR(gpu["run_hours"].get<double>(), gpu_hours, 1e-15);
-  EXPECT_NEAR(gpu["on_demand_usd"].get<double>(), 2.0 * gpu_hours, 1e-15);
-  EXPECT_NEAR(gpu["spot_usd"].get<double>(), 1.0 * gpu_hours, 1e-15);
+  EXPECT_NEAR(gpu.run_hours, gpu_hours, 1e-15);
+  EXPECT_NEAR(gpu.on_demand_usd, 2.0 * gpu_hours, 1e-15);
+  EXPECT_NEAR(gpu.spot_usd.value(), 1.0 * gpu_hours, 1e-15);
   // The CPU instance rents 2 of the chip's 16 threads: the work takes 8x as long.
-  const auto& cpu = cost["instances"][1];
-  EXPECT_NEAR(cpu["run_hours"].get<double>(), 30 * 0.020 * 8 / 3600, 1e-15);
-  EXPECT_TRUE(cpu["spot_usd"].is_null());
+  const auto& cpu = cost.instances[1];
+  EXPECT_NEAR(cpu.run_hours, 30 * 0.020 * 8 / 3600, 1e-15);
+  EXPECT_FALSE(cpu.spot_usd.has_value());
   // Owning the CPU: $500 over 3 years at 50% use, 100 W at $0.15/kWh.
-  const auto& own_cpu = cost["ownership"][1];
+  const auto& own_cpu = cost.ownership[1];
   const double capital = 500 / (3 * 365.25 * 24 * 0.5), power = 0.1 * 0.15;
-  EXPECT_NEAR(own_cpu["hourly_capital_usd"].get<double>(), capital, 1e-12);
-  EXPECT_NEAR(own_cpu["run_usd"].get<double>(), 30 * 0.020 / 3600 * (capital + power), 1e-15);
+  EXPECT_NEAR(own_cpu.hourly_capital_usd, capital, 1e-12);
+  EXPECT_NEAR(own_cpu.run_usd, 30 * 0.020 / 3600 * (capital + power), 1e-15);
   // Break-even for the CPU against the CPU instance: the same work costs 0.1 $/h * 8 per hour of
   // the owned CPU; monthly capital 500 / 36.
-  const auto& be = cost["break_even"][1];
-  EXPECT_EQ(be["instance"], "cloud-cpu");
-  EXPECT_NEAR(be["hours_per_month"].get<double>(), (500.0 / 36) / (0.8 - power), 1e-9);
+  const auto& be = cost.break_even[1];
+  EXPECT_EQ(be.instance, "cloud-cpu");
+  EXPECT_NEAR(be.hours_per_month.value(), (500.0 / 36) / (0.8 - power), 1e-9);
   // The GPU against its own instance: 2 $/h, 300 W + 150 W host.
-  const auto& be_gpu = cost["break_even"][0];
-  EXPECT_TRUE(be_gpu["same_device"].get<bool>());
-  EXPECT_NEAR(be_gpu["hours_per_month"].get<double>(), (2000.0 / 36) / (2.0 - 0.45 * 0.15), 1e-9);
+  const auto& be_gpu = cost.break_even[0];
+  EXPECT_TRUE(be_gpu.same_device);
+  EXPECT_NEAR(be_gpu.hours_per_month.value(), (2000.0 / 36) / (2.0 - 0.45 * 0.15), 1e-9);
 
   const auto lines = advice_lines("m", p, cost, {}, "width", true);
   ASSERT_GE(lines.size(), 4u);
@@ -101,14 +102,14 @@ TEST(Advice, PredictionsCostsAndBreakEvenByHand) {
 
 TEST(Advice, ALocalDeviceInTheCatalogIsMeasuredAndPredicted) {
   Catalog c = hand_catalog();
-  SweepRow row = measured_run(40);
+  RunRecord row = measured_run(40);
   row.result.device.name = "Test CPU 9999 64-Core";  // the same model as the catalog's cpu-a
   const auto p = predict_devices(row, {row}, {local_peaks()}, c, AdviceOptions{});
   ASSERT_EQ(p.size(), 3u);
   ASSERT_TRUE(p[2].measured_s.has_value());
   EXPECT_NEAR(*p[2].measured_s, 0.040, 1e-12);
   EXPECT_FALSE(p[1].measured_s.has_value());  // a GPU never stands for a CPU
-  const auto j = predictions_json("m", p);
+  const auto j = to_json(Report{.predictions = p})["predictions"];
   EXPECT_NEAR(j[2]["error_percent"].get<double>(), 100 * (0.020 - 0.040) / 0.040, 1e-9);
 }
 

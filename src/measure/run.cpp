@@ -1,0 +1,44 @@
+#include "measure/run.h"
+
+#include <cstdlib>
+#include <string>
+
+#include "data/source.h"
+#include "model/cost.h"
+#include "model/model.h"
+#include "measure/sampler.h"
+
+namespace xo {
+
+RunRecord measure_run(Backend& backend, const ModelSpec& spec, const MeasureSettings& settings,
+                      const EpochCallback& on_epoch) {
+  Model model(spec, backend);
+  const DataSplit data = load_data(spec, model.classes());
+  model.init(spec.train.seed);
+  reset_peak_resident();  // the peak memory below is this run's
+  // NVML numbers GPUs as CUDA does when CUDA_VISIBLE_DEVICES is unset (the usual case).
+  int gpu_index = -1;
+  const DeviceInfo& device = backend.info();
+  if (device.kind == "cuda") {
+    const auto colon = device.id.find(':');
+    gpu_index = colon == std::string::npos ? 0 : std::atoi(device.id.c_str() + colon + 1);
+  }
+  Sampler sampler(settings.sample_interval_s, gpu_index);
+  sampler.start();
+  ExecutionOptions exec;
+  exec.profile_steps = settings.profile_steps;
+  exec.max_steps = settings.max_steps;
+  exec.record_step = settings.record_step;
+  TrainResult result = train_model(model, data, spec.train, on_epoch, exec);
+  sampler.stop();
+  RunRecord run;
+  run.layers = weighted_layers(spec);
+  run.spec_toml = to_toml(spec);
+  run.cost = step_cost(model, result.batch);
+  run.utilisation = sampler.timeline();
+  run.peak_rss_mib = peak_resident_mib();
+  run.result = std::move(result);
+  return run;
+}
+
+}  // namespace xo

@@ -1,0 +1,57 @@
+#include "report/files.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <optional>
+
+#include "core/file.h"
+#include "report/html.h"
+#include "report/report_json.h"
+
+namespace xo {
+namespace {
+
+std::string num(double v) { return std::isfinite(v) ? fmt::format("{:.6g}", v) : std::string(); }
+std::string num(const std::optional<double>& v) { return v ? num(*v) : std::string(); }
+
+// Model names come from spec files: quote them as RFC 4180 asks.
+std::string text(const std::string& v) {
+  if (v.find_first_of(",\"\n") == std::string::npos) return v;
+  std::string q = "\"";
+  for (char c : v) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return q + "\"";
+}
+
+}  // namespace
+
+std::string runs_csv(const Report& report) {
+  std::string csv =
+      "model,layers,params,device,axis,axis_value,epochs,seconds_per_epoch,seconds_per_100_epochs,"
+      "ms_per_step,step_cv,gflops,peak_fraction,final_loss,final_train_error,final_test_accuracy,"
+      "peak_rss_mib,mean_cpu_percent\n";
+  for (const ReportRun& run : report.runs) {
+    const RunRecord& row = run.run;
+    const TrainResult& r = row.result;
+    const bool trained = !r.epochs.empty();  // else no final loss or error to report
+    csv += fmt::format(
+        "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", text(r.model),
+        num(static_cast<double>(row.layers)), num(static_cast<double>(r.params)),
+        text(r.device.id), row.axis, row.axis.empty() ? "" : num(row.axis_value),
+        num(static_cast<double>(r.epochs.size())), num(run.analysis.seconds_per_epoch),
+        num(100 * run.analysis.seconds_per_epoch), num(r.step_ms.median), num(r.step_ms.cv),
+        num(r.gflops), num(run.analysis.peak_fraction), trained ? num(r.final_loss) : "",
+        trained ? num(r.final_train_error) : "", num(r.final_test_accuracy),
+        num(row.peak_rss_mib),
+        row.utilisation ? num(row.utilisation->mean_cpu_percent) : std::string());
+  }
+  return csv;
+}
+
+void write_report(const std::filesystem::path& out_dir, const Report& report) {
+  write_file_atomic(out_dir / "results.json", to_json(report).dump(2) + "\n");
+  write_file_atomic(out_dir / "results.csv", runs_csv(report));
+  write_html_report(out_dir / "report.html", to_json(report));
+}
+
+}  // namespace xo

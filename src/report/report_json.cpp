@@ -1,0 +1,886 @@
+// The report document and the training result as JSON. Each record has one writer and one reader
+// here, next to each other, so that a field added to one is seen missing from the other.
+#include "report/report_json.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <limits>
+#include <optional>
+#include <utility>
+
+#include "core/error.h"
+
+namespace xo {
+namespace {
+
+using json = nlohmann::json;
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// JSON has no NaN: a value that is not finite is written as null.
+json number_or_null(double v) { return std::isfinite(v) ? json(v) : json(); }
+json optional_number(const std::optional<double>& v) { return v ? number_or_null(*v) : json(); }
+json optional_text(const std::optional<std::string>& v) { return v ? json(*v) : json(); }
+json optional_numbers(const std::vector<std::optional<double>>& v) {
+  json out = json::array();
+  for (const auto& x : v) out.push_back(optional_number(x));
+  return out;
+}
+
+const char* type_name(const json& v) {
+  switch (v.type()) {
+    case json::value_t::null:
+      return "null";
+    case json::value_t::boolean:
+      return "a boolean";
+    case json::value_t::string:
+      return "a string";
+    case json::value_t::array:
+      return "an array";
+    case json::value_t::object:
+      return "an object";
+    case json::value_t::discarded:
+      return "nothing";
+    default:
+      return "a number";
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reading: one object of the document, named for errors by where it sits ("run 'disc-4' on cpu",
+// "cost.instances[2]"). Strict: the first wrong field throws a UserError naming the file, the
+// place and the field. Lenient: a wrong field reads as missing (NaN, 0, "", false, empty).
+
+struct Source {
+  std::string origin;
+  ReadMode mode;
+};
+
+class In {
+ public:
+  In(const json& j, std::string where, const Source& source)
+      : j_(j), where_(std::move(where)), source_(source) {
+    if (!j_.is_object()) fail("", "an object", &j_);
+  }
+
+  const std::string& where() const { return where_; }
+  bool has(const char* key) const { return j_.is_object() && j_.contains(key); }
+
+  std::string text(const char* key) const {
+    const json* v = find(key, "a string");
+    if (!v) return {};
+    if (!v->is_string()) return fail(key, "a string", v), std::string();
+    return v->get<std::string>();
+  }
+  std::optional<std::string> optional_text(const char* key) const {
+    const json* v = find(key, "a string or null");
+    if (!v || v->is_null()) return std::nullopt;
+    if (!v->is_string()) return fail(key, "a string or null", v), std::nullopt;
+    return v->get<std::string>();
+  }
+  bool flag(const char* key) const {
+    const json* v = find(key, "true or false");
+    if (!v) return false;
+    if (!v->is_boolean()) return fail(key, "true or false", v), false;
+    return v->get<bool>();
+  }
+  double number(const char* key) const {
+    const json* v = find(key, "a number");
+    if (!v) return kNaN;
+    if (!v->is_number()) return fail(key, "a number", v), kNaN;
+    return v->get<double>();
+  }
+  // A number that the writer writes as null when it is not finite (NaN when null).
+  double nullable(const char* key) const { return optional_number(key).value_or(kNaN); }
+  std::optional<double> optional_number(const char* key) const {
+    const json* v = find(key, "a number or null");
+    if (!v || v->is_null()) return std::nullopt;
+    if (!v->is_number()) return fail(key, "a number or null", v), std::nullopt;
+    return v->get<double>();
+  }
+  int64_t integer(const char* key) const {
+    const json* v = find(key, "an integer");
+    if (!v) return 0;
+    if (v->is_number_unsigned() && v->get<uint64_t>() <= uint64_t{INT64_MAX})
+      return static_cast<int64_t>(v->get<uint64_t>());
+    if (v->is_number_integer() && !v->is_number_unsigned()) return v->get<int64_t>();
+    return fail(key, "an integer", v), 0;
+  }
+  std::vector<std::string> texts(const char* key) const {
+    std::vector<std::string> out;
+    const json* v = find(key, "an array of strings");
+    if (!v) return out;
+    if (!v->is_array()) return fail(key, "an array of strings", v), out;
+    for (size_t i = 0; i < v->size(); ++i) {
+      if ((*v)[i].is_string()) {
+        out.push_back((*v)[i].get<std::string>());
+      } else {
+        fail(fmt::format("{}[{}]", key, i), "a string", &(*v)[i]);
+      }
+    }
+    return out;
+  }
+  std::vector<double> numbers(const char* key) const {
+    std::vector<double> out;
+    const json* v = find(key, "an array of numbers");
+    if (!v) return out;
+    if (!v->is_array()) return fail(key, "an array of numbers", v), out;
+    for (size_t i = 0; i < v->size(); ++i) out.push_back(number_at(*v, key, i));
+    return out;
+  }
+  // An array of numbers and nulls; null (the whole array) reads as empty.
+  std::vector<std::optional<double>> optional_numbers(const char* key) const {
+    std::vector<std::optional<double>> out;
+    const json* v = find(key, "an array of numbers or null");
+    if (!v || v->is_null()) return out;
+    if (!v->is_array()) return fail(key, "an array of numbers or null", v), out;
+    for (size_t i = 0; i < v->size(); ++i) {
+      const json& x = (*v)[i];
+      if (x.is_null()) {
+        out.push_back(std::nullopt);
+      } else if (x.is_number()) {
+        out.push_back(x.get<double>());
+      } else {
+        fail(fmt::format("{}[{}]", key, i), "a number or null", &x);
+        out.push_back(std::nullopt);
+      }
+    }
+    return out;
+  }
+  std::vector<std::vector<double>> number_rows(const char* key) const {
+    std::vector<std::vector<double>> out;
+    const json* v = find(key, "an array of arrays of numbers");
+    if (!v) return out;
+    if (!v->is_array()) return fail(key, "an array of arrays of numbers", v), out;
+    for (size_t i = 0; i < v->size(); ++i) {
+      const json& row = (*v)[i];
+      std::vector<double> values;
+      if (!row.is_array()) {
+        fail(fmt::format("{}[{}]", key, i), "an array of numbers", &row);
+      } else {
+        for (size_t k = 0; k < row.size(); ++k)
+          values.push_back(number_at(row, fmt::format("{}[{}]", key, i), k));
+      }
+      out.push_back(std::move(values));
+    }
+    return out;
+  }
+
+  // A nested object; null or absent where `optional` (then nullopt).
+  std::optional<In> object(const char* key, bool optional = false) const {
+    const json* v = find(key, optional ? "an object or null" : "an object");
+    if (!v || (optional && v->is_null())) return std::nullopt;
+    if (!v->is_object()) return fail(key, "an object", v), std::nullopt;
+    return In(*v, path(key), source_);
+  }
+  // Each element of an array of objects, named `name(i, element)` for errors; null reads as
+  // empty where `optional`.
+  template <typename Name>
+  std::vector<In> objects(const char* key, Name name, bool optional = false) const {
+    std::vector<In> out;
+    const json* v = find(key, "an array");
+    if (!v || (optional && v->is_null())) return out;
+    if (!v->is_array()) return fail(key, "an array", v), out;
+    for (size_t i = 0; i < v->size(); ++i) {
+      const json& e = (*v)[i];
+      if (!e.is_object()) {
+        fail(fmt::format("{}[{}]", key, i), "an object", &e);
+        continue;
+      }
+      out.emplace_back(e, name(i, e), source_);
+    }
+    return out;
+  }
+  std::vector<In> objects(const char* key, bool optional = false) const {
+    return objects(key, [&](size_t i, const json&) { return fmt::format("{}[{}]", path(key), i); },
+                   optional);
+  }
+  // The object's own keys other than `known`, with string values (device details).
+  std::vector<std::pair<std::string, std::string>> other_texts(
+      std::initializer_list<const char*> known) const {
+    std::vector<std::pair<std::string, std::string>> out;
+    if (!j_.is_object()) return out;
+    for (const auto& [k, v] : j_.items()) {
+      bool is_known = false;
+      for (const char* name : known) is_known |= k == name;
+      if (is_known) continue;
+      if (v.is_string()) {
+        out.emplace_back(k, v.get<std::string>());
+      } else {
+        fail(k, "a string", &v);
+      }
+    }
+    return out;
+  }
+
+  // Reports a wrong field; returns normally only in lenient mode.
+  void fail(const std::string& key, const char* expected, const json* found) const {
+    if (source_.mode == ReadMode::Lenient) return;
+    const std::string place = where_.empty() ? "" : where_ + ": ";
+    const std::string field = key.empty() ? "" : key + ": ";
+    throw UserError(fmt::format("{}: {}{}expected {}, found {}", source_.origin, place, field,
+                                expected, found ? type_name(*found) : "nothing"));
+  }
+
+ private:
+  const json* find(const char* key, const char* expected) const {
+    if (!j_.is_object()) return nullptr;
+    const auto it = j_.find(key);
+    if (it != j_.end()) return &*it;
+    if (source_.mode == ReadMode::Strict) {
+      const std::string place = where_.empty() ? "" : where_ + ": ";
+      throw UserError(fmt::format("{}: {}{}: missing (expected {})", source_.origin, place, key,
+                                  expected));
+    }
+    return nullptr;
+  }
+  double number_at(const json& array, const std::string& key, size_t i) const {
+    const json& x = array[i];
+    if (x.is_number()) return x.get<double>();
+    fail(fmt::format("{}[{}]", key, i), "a number", &x);
+    return kNaN;
+  }
+  std::string path(const std::string& key) const {
+    return where_.empty() ? key : where_ + "." + key;
+  }
+
+  const json& j_;
+  std::string where_;
+  const Source& source_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// The training result (crossover.train/1; a report's run holds the same fields).
+
+json epoch_json(const EpochRecord& e) {
+  json epoch = {{"epoch", e.epoch}, {"loss", e.loss}, {"train_error", e.train_error},
+                {"seconds", e.seconds}};
+  if (!std::isnan(e.test_accuracy)) {
+    epoch["test_loss"] = e.test_loss;
+    epoch["test_accuracy"] = e.test_accuracy;
+  }
+  return epoch;
+}
+
+EpochRecord read_epoch(const In& in) {
+  EpochRecord e;
+  e.epoch = in.integer("epoch");
+  e.loss = in.nullable("loss");
+  e.train_error = in.nullable("train_error");
+  e.seconds = in.number("seconds");
+  // Without a test set the two are absent.
+  e.test_loss = in.has("test_loss") ? in.nullable("test_loss") : kNaN;
+  e.test_accuracy = in.has("test_accuracy") ? in.nullable("test_accuracy") : kNaN;
+  return e;
+}
+
+json timing_json(const TimingStats& s) {
+  return {{"count", s.count}, {"median", s.median}, {"mean", s.mean}, {"min", s.min},
+          {"max", s.max},     {"p10", s.p10},       {"p90", s.p90},   {"cv", s.cv}};
+}
+
+TimingStats read_timing(const In& in) {
+  TimingStats s;
+  s.count = in.integer("count");
+  s.median = in.nullable("median");
+  s.mean = in.nullable("mean");
+  s.min = in.nullable("min");
+  s.max = in.nullable("max");
+  s.p10 = in.nullable("p10");
+  s.p90 = in.nullable("p90");
+  s.cv = in.nullable("cv");
+  return s;
+}
+
+constexpr std::initializer_list<const char*> kDeviceInfoKeys = {"kind", "name", "threads",
+                                                                 "library", "precision"};
+
+// The fields of a TrainResult shared by crossover.train/1 and a report's run; `epochs` is the
+// key of the epoch records.
+json result_json(const TrainResult& r, const char* epochs) {
+  json j;
+  j["model"] = r.model;
+  j["origin"] = r.origin;
+  j["data"] = r.data;
+  j["params"] = r.params;
+  j["device"] = r.device.id;
+  j["device_info"] = {{"kind", r.device.kind},
+                      {"name", r.device.name},
+                      {"threads", r.device.threads},
+                      {"library", r.device.library},
+                      {"precision", r.device.precision}};
+  for (const auto& [k, v] : r.device.details) j["device_info"][k] = v;
+  j["batch"] = r.batch;
+  j["samples"] = r.samples;
+  j["steps_per_epoch"] = r.steps_per_epoch;
+  j["shards"] = r.shards;
+  j["precision"] = r.device.precision;
+  j["recorded_step"] = r.recorded_step;  // the step replayed as one CUDA Graph
+  j[epochs] = json::array();
+  for (const EpochRecord& e : r.epochs) j[epochs].push_back(epoch_json(e));
+  j["final_loss"] = r.final_loss;
+  j["final_train_error"] = r.final_train_error;
+  j["test_samples"] = r.test_samples;
+  // null without a test set (JSON has no NaN).
+  j["final_test_loss"] = number_or_null(r.final_test_loss);
+  j["final_test_accuracy"] = number_or_null(r.final_test_accuracy);
+  j["median_step_ms"] = r.step_ms.median;
+  j["step_ms"] = timing_json(r.step_ms);
+  j["flops_per_step"] = r.flops_per_step;
+  j["gflops"] = r.gflops;
+  j["samples_per_second"] = r.samples_per_second;
+  j["train_seconds"] = r.train_seconds;
+  j["setup_seconds"] = r.setup_seconds;
+  j["interrupted"] = r.interrupted;
+  j["diverged_epoch"] = r.diverged_epoch;
+  return j;
+}
+
+TrainResult read_result(const In& in, const char* epochs) {
+  TrainResult r;
+  r.model = in.text("model");
+  r.origin = in.text("origin");
+  r.data = in.text("data");
+  r.params = in.integer("params");
+  r.device.id = in.text("device");
+  if (const auto info = in.object("device_info")) {
+    r.device.kind = info->text("kind");
+    r.device.name = info->text("name");
+    r.device.threads = static_cast<int>(info->integer("threads"));
+    r.device.library = info->text("library");
+    r.device.precision = info->text("precision");
+    r.device.details = info->other_texts(kDeviceInfoKeys);
+  }
+  r.batch = in.integer("batch");
+  r.samples = in.integer("samples");
+  r.steps_per_epoch = in.integer("steps_per_epoch");
+  r.shards = static_cast<int>(in.integer("shards"));
+  r.recorded_step = in.flag("recorded_step");
+  for (const In& e : in.objects(epochs)) r.epochs.push_back(read_epoch(e));
+  r.final_loss = in.nullable("final_loss");
+  r.final_train_error = in.nullable("final_train_error");
+  r.test_samples = in.integer("test_samples");
+  r.final_test_loss = in.nullable("final_test_loss");
+  r.final_test_accuracy = in.nullable("final_test_accuracy");
+  if (const auto step = in.object("step_ms", /*optional=*/true)) r.step_ms = read_timing(*step);
+  // The headline figure, also inside step_ms: the reader checks it is there.
+  r.step_ms.median = in.nullable("median_step_ms");
+  r.flops_per_step = in.number("flops_per_step");
+  r.gflops = in.nullable("gflops");
+  r.samples_per_second = in.nullable("samples_per_second");
+  r.train_seconds = in.number("train_seconds");
+  r.setup_seconds = in.number("setup_seconds");
+  r.interrupted = in.flag("interrupted");
+  r.diverged_epoch = in.integer("diverged_epoch");
+  return r;
+}
+
+// ---------------------------------------------------------------------------------------------
+// A report's run: the result, what was measured around it, and its analysis.
+
+json utilisation_json(const Utilisation& u) {
+  const bool gpu = !u.gpu_percent.empty();
+  json cores = json::array();
+  for (const auto& c : u.cpu_core_percent) cores.push_back(c);
+  return {{"interval_s", u.interval_s},
+          {"samples", u.samples},
+          {"t_s", u.t_s},
+          {"cpu_percent", u.cpu_percent},
+          {"cpu_core_percent", cores},
+          {"rss_mib", u.rss_mib},
+          {"gpu_percent", gpu ? optional_numbers(u.gpu_percent) : json()},
+          {"gpu_memory_mib", gpu ? optional_numbers(u.gpu_memory_mib) : json()},
+          {"gpu_power_w", gpu ? optional_numbers(u.gpu_power_w) : json()},
+          {"gpu_sm_clock_mhz", gpu ? optional_numbers(u.gpu_sm_clock_mhz) : json()},
+          {"mean_cpu_percent", optional_number(u.mean_cpu_percent)},
+          {"mean_gpu_percent", optional_number(u.mean_gpu_percent)},
+          {"max_rss_mib", u.max_rss_mib}};
+}
+
+Utilisation read_utilisation(const In& in) {
+  Utilisation u;
+  u.interval_s = in.number("interval_s");
+  u.samples = in.integer("samples");
+  u.t_s = in.numbers("t_s");
+  u.cpu_percent = in.numbers("cpu_percent");
+  u.cpu_core_percent = in.number_rows("cpu_core_percent");
+  u.rss_mib = in.numbers("rss_mib");
+  u.gpu_percent = in.optional_numbers("gpu_percent");
+  u.gpu_memory_mib = in.optional_numbers("gpu_memory_mib");
+  u.gpu_power_w = in.optional_numbers("gpu_power_w");
+  u.gpu_sm_clock_mhz = in.optional_numbers("gpu_sm_clock_mhz");
+  u.mean_cpu_percent = in.optional_number("mean_cpu_percent");
+  u.mean_gpu_percent = in.optional_number("mean_gpu_percent");
+  u.max_rss_mib = in.number("max_rss_mib");
+  return u;
+}
+
+json run_json(const ReportRun& run) {
+  const RunRecord& row = run.run;
+  const RunAnalysis& a = run.analysis;
+  const TrainResult& r = row.result;
+  json j = result_json(r, "epoch_log");
+  j["epochs"] = r.epochs.size();
+  j["layers"] = row.layers;
+  j["axis"] = row.axis.empty() ? json() : json{{"name", row.axis}, {"value", row.axis_value}};
+  j["seconds_per_epoch"] = a.seconds_per_epoch;
+  j["seconds_per_100_epochs"] = 100 * a.seconds_per_epoch;
+  j["per_epoch_estimated"] = a.per_epoch_estimated;
+  j["steps_taken"] = r.steps_taken;
+  j["peak_gflops"] = optional_number(a.peak_gflops);
+  j["peak_fraction"] = optional_number(a.peak_fraction);
+  j["roofline_step_ms"] = optional_number(a.roofline_step_ms);
+  j["roofline_error_percent"] = optional_number(a.roofline_error_percent);
+  j["roofline_bound"] = optional_text(a.roofline_bound);
+  j["phases_ms"] = json();
+  j["layers_profile"] = json();
+  if (a.phases) {
+    json layers = json::array();
+    for (const LayerProfile& l : a.layers_profile) {
+      layers.push_back({{"name", l.name},
+                        {"forward_ms", l.forward_ms},
+                        {"backward_ms", l.backward_ms},
+                        {"flops", l.flops},
+                        {"bytes", l.bytes},
+                        {"gflops", l.gflops},
+                        {"peak_fraction", optional_number(l.peak_fraction)},
+                        {"bound", optional_text(l.bound)}});
+    }
+    j["layers_profile"] = layers;
+    j["profiled_steps"] = r.profiled_steps;
+    j["phases_ms"] = {{"data", optional_number(a.phases->data_ms)},
+                      {"forward", a.phases->forward_ms},
+                      {"backward", a.phases->backward_ms},
+                      {"optimizer", optional_number(a.phases->optimizer_ms)}};
+  }
+  j["loop_phases_ms"] = {{"data", optional_number(a.loop_phases.data_ms)},
+                         {"forward_backward", optional_number(a.loop_phases.forward_backward_ms)},
+                         {"optimizer", optional_number(a.loop_phases.optimizer_ms)}};
+  j["utilisation"] = row.utilisation ? utilisation_json(*row.utilisation) : json();
+  j["peak_rss_mib"] = row.peak_rss_mib;
+  j["mean_cpu_percent"] =
+      row.utilisation ? optional_number(row.utilisation->mean_cpu_percent) : json();
+  j["mean_gpu_percent"] =
+      row.utilisation ? optional_number(row.utilisation->mean_gpu_percent) : json();
+  j["step_flops"] = row.cost.flops;
+  j["step_bytes"] = row.cost.bytes;
+  j["spec_toml"] = row.spec_toml;
+  j["final_loss"] = number_or_null(r.final_loss);
+  if (r.epochs.empty()) {  // measured steps only (--steps): no epoch finished, nothing to report
+    j["final_loss"] = json();
+    j["final_train_error"] = json();
+  }
+  return j;
+}
+
+ReportRun read_run(const In& in) {
+  ReportRun out;
+  RunRecord& row = out.run;
+  RunAnalysis& a = out.analysis;
+  row.result = read_result(in, "epoch_log");
+  TrainResult& r = row.result;
+  row.layers = in.integer("layers");
+  if (const auto axis = in.object("axis", /*optional=*/true)) {
+    row.axis = axis->text("name");
+    row.axis_value = axis->number("value");
+  }
+  a.seconds_per_epoch = in.nullable("seconds_per_epoch");
+  in.nullable("seconds_per_100_epochs");  // 100 x seconds_per_epoch: checked, not kept
+  a.per_epoch_estimated = in.flag("per_epoch_estimated");
+  r.steps_taken = in.integer("steps_taken");
+  a.peak_gflops = in.optional_number("peak_gflops");
+  a.peak_fraction = in.optional_number("peak_fraction");
+  a.roofline_step_ms = in.optional_number("roofline_step_ms");
+  a.roofline_error_percent = in.optional_number("roofline_error_percent");
+  a.roofline_bound = in.optional_text("roofline_bound");
+  if (const auto phases = in.object("phases_ms", /*optional=*/true)) {
+    StepPhases p;
+    p.data_ms = phases->optional_number("data");
+    p.forward_ms = phases->nullable("forward");
+    p.backward_ms = phases->nullable("backward");
+    p.optimizer_ms = phases->optional_number("optimizer");
+    a.phases = p;
+    r.profiled_steps = in.has("profiled_steps") ? in.integer("profiled_steps") : 0;
+  }
+  for (const In& l : in.objects("layers_profile", /*optional=*/true)) {
+    LayerProfile p;
+    p.name = l.text("name");
+    p.forward_ms = l.nullable("forward_ms");
+    p.backward_ms = l.nullable("backward_ms");
+    p.flops = l.nullable("flops");
+    p.bytes = l.nullable("bytes");
+    p.gflops = l.nullable("gflops");
+    p.peak_fraction = l.optional_number("peak_fraction");
+    p.bound = l.optional_text("bound");
+    a.layers_profile.push_back(std::move(p));
+  }
+  if (const auto loop = in.object("loop_phases_ms", /*optional=*/true)) {
+    a.loop_phases = {loop->optional_number("data"), loop->optional_number("forward_backward"),
+                     loop->optional_number("optimizer")};
+  }
+  r.data_ms = a.loop_phases.data_ms.value_or(kNaN);
+  r.forward_backward_ms = a.loop_phases.forward_backward_ms.value_or(kNaN);
+  r.optimizer_ms = a.loop_phases.optimizer_ms.value_or(kNaN);
+  if (const auto u = in.object("utilisation", /*optional=*/true)) row.utilisation = read_utilisation(*u);
+  row.peak_rss_mib = in.nullable("peak_rss_mib");
+  in.optional_number("mean_cpu_percent");  // copies of the utilisation's: checked, not kept
+  in.optional_number("mean_gpu_percent");
+  row.cost.flops = in.number("step_flops");
+  row.cost.bytes = in.number("step_bytes");
+  row.cost.batch = r.batch;
+  row.spec_toml = in.text("spec_toml");
+  return out;
+}
+
+std::string run_name(size_t i, const json& run) {
+  const auto text = [&](const char* key) {
+    const auto it = run.find(key);
+    return it != run.end() && it->is_string() ? it->get<std::string>() : std::string();
+  };
+  const std::string model = text("model"), device = text("device");
+  if (model.empty()) return fmt::format("runs[{}]", i);
+  return device.empty() ? fmt::format("run '{}'", model)
+                        : fmt::format("run '{}' on {}", model, device);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The other records.
+
+}  // namespace
+
+json to_json(const MachineInfo& m) {
+  json libraries = json::object();
+  for (const auto& [name, version] : m.libraries) libraries[name] = version;
+  return {{"cpu", m.cpu},
+          {"logical_cpus", m.logical_cpus ? json(*m.logical_cpus) : json()},
+          {"avx512", m.avx512},
+          {"memory_gib", optional_number(m.memory_gib)},
+          {"os", m.os},
+          {"hostname", m.hostname},
+          {"compiler", m.compiler},
+          {"flags", m.flags},
+          {"cpu_cores", m.cpu_cores},
+          {"libraries", libraries},
+          {"nvidia_driver", m.nvidia_driver},
+          {"gpus", m.gpus},
+          {"crossover", m.crossover},
+          {"date", m.date},
+          {"devices", m.devices},
+          {"devices_unavailable", m.devices_unavailable}};
+}
+
+namespace {
+
+MachineInfo read_machine(const In& in) {
+  MachineInfo m;
+  m.cpu = in.text("cpu");
+  const auto cpus = in.optional_number("logical_cpus");
+  if (cpus && std::isfinite(*cpus)) m.logical_cpus = static_cast<int64_t>(*cpus);
+  m.avx512 = in.flag("avx512");
+  m.memory_gib = in.optional_number("memory_gib");
+  m.os = in.text("os");
+  m.hostname = in.text("hostname");
+  m.compiler = in.text("compiler");
+  m.flags = in.text("flags");
+  m.cpu_cores = in.text("cpu_cores");
+  if (const auto libraries = in.object("libraries")) m.libraries = libraries->other_texts({});
+  m.nvidia_driver = in.optional_text("nvidia_driver").value_or("");
+  m.gpus = in.texts("gpus");
+  m.crossover = in.text("crossover");
+  m.date = in.text("date");
+  m.devices = in.texts("devices");
+  m.devices_unavailable = in.texts("devices_unavailable");
+  return m;
+}
+
+DevicePeaks read_peaks(const In& in) {
+  DevicePeaks p;
+  p.device = in.text("device");
+  p.name = in.text("name");
+  p.threads = static_cast<int>(in.integer("threads"));
+  p.matmul_gflops = in.nullable("matmul_gflops");
+  p.matmul_n = in.integer("matmul_n");
+  p.bandwidth_gbs = in.nullable("bandwidth_gbs");
+  p.step_overhead_us = in.nullable("step_overhead_us");
+  p.layer_overhead_us = in.nullable("layer_overhead_us");
+  p.probed = in.text("probed");
+  p.cached = in.flag("cached");
+  return p;
+}
+
+json sweep_json(const SweepRecord& s) {
+  json series = json::array();
+  for (const SweepLine& line : s.series) {
+    json points = json::array();
+    for (const SweepPoint& p : line.points) {
+      points.push_back({{"axis_value", p.axis_value},
+                        {"params", p.params},
+                        {"seconds_per_100_epochs", p.seconds}});
+    }
+    series.push_back({{"device", line.device}, {"predicted", line.predicted}, {"points", points}});
+  }
+  json crossovers = json::array();
+  for (const Crossover& c : s.crossovers) {
+    crossovers.push_back({{"faster", c.faster},
+                          {"slower", c.slower},
+                          {"axis_value", c.axis_value},
+                          {"params", c.params},
+                          {"between", {c.below_axis, c.above_axis}}});
+  }
+  return {{"axis", s.axis}, {"x", s.x}, {"series", series}, {"crossovers", crossovers}};
+}
+
+SweepRecord read_sweep(const In& in) {
+  SweepRecord s;
+  s.axis = in.text("axis");
+  s.x = in.text("x");
+  for (const In& line : in.objects("series")) {
+    SweepLine l;
+    l.device = line.text("device");
+    l.predicted = line.flag("predicted");
+    for (const In& p : line.objects("points")) {
+      l.points.push_back({p.nullable("axis_value"), p.nullable("params"),
+                          p.nullable("seconds_per_100_epochs")});
+    }
+    s.series.push_back(std::move(l));
+  }
+  for (const In& c : in.objects("crossovers")) {
+    Crossover x;
+    x.faster = c.text("faster");
+    x.slower = c.text("slower");
+    x.axis_value = c.nullable("axis_value");
+    x.params = c.nullable("params");
+    const std::vector<double> between = c.numbers("between");
+    if (between.size() == 2) {
+      x.below_axis = between[0];
+      x.above_axis = between[1];
+    } else {
+      c.fail("between", "two numbers", nullptr);
+      x.below_axis = x.above_axis = kNaN;
+    }
+    s.crossovers.push_back(std::move(x));
+  }
+  return s;
+}
+
+json prediction_json(const DevicePrediction& p) {
+  json j = {{"device", p.device},
+            {"name", p.name},
+            {"kind", p.kind},
+            {"local", p.local},
+            {"model", p.model},
+            {"step_ms", p.step.seconds * 1e3},
+            {"flops_ms", p.step.flops_seconds * 1e3},
+            {"bytes_ms", p.step.bytes_seconds * 1e3},
+            {"overhead_ms", p.step.overhead_seconds * 1e3},
+            {"bound", p.step.bound},
+            {"measured_step_ms", json()},
+            {"error_percent", json()},
+            {"assumptions", p.assumptions}};
+  if (p.measured_s) {
+    j["measured_step_ms"] = *p.measured_s * 1e3;
+    j["error_percent"] = 100 * (p.step.seconds - *p.measured_s) / *p.measured_s;
+  }
+  return j;
+}
+
+DevicePrediction read_prediction(const In& in) {
+  DevicePrediction p;
+  p.device = in.text("device");
+  p.name = in.text("name");
+  p.kind = in.text("kind");
+  p.local = in.flag("local");
+  p.model = in.text("model");
+  p.step.seconds = in.nullable("step_ms") / 1e3;
+  p.step.flops_seconds = in.nullable("flops_ms") / 1e3;
+  p.step.bytes_seconds = in.nullable("bytes_ms") / 1e3;
+  p.step.overhead_seconds = in.nullable("overhead_ms") / 1e3;
+  p.step.bound = in.text("bound");
+  if (const auto measured = in.optional_number("measured_step_ms")) p.measured_s = *measured / 1e3;
+  in.optional_number("error_percent");  // from step_ms and measured_step_ms: checked, not kept
+  p.assumptions = in.texts("assumptions");
+  return p;
+}
+
+json cost_json(const CostTable& c) {
+  json j;
+  j["model"] = c.model;
+  j["epochs"] = c.epochs;
+  j["steps_per_epoch"] = c.steps_per_epoch;
+  j["assumptions"] = {{"lifetime_years", c.assumptions.lifetime_years},
+                      {"utilisation", c.assumptions.utilisation},
+                      {"electricity_usd_per_kwh", c.assumptions.electricity_usd_per_kwh},
+                      {"host_power_w", c.assumptions.host_power_w},
+                      {"hours_per_month", c.hours_per_month},
+                      {"catalog", c.catalog}};
+  j["local"] = json::array();
+  for (const CostTable::Local& l : c.local) {
+    j["local"].push_back({{"device", l.device}, {"name", l.name}, {"run_hours", l.run_hours}});
+  }
+  j["instances"] = json::array();
+  for (const CostTable::Instance& i : c.instances) {
+    j["instances"].push_back({{"id", i.id},
+                              {"provider", i.provider},
+                              {"name", i.name},
+                              {"device", i.device},
+                              {"device_count", i.device_count},
+                              {"region", i.region},
+                              {"on_demand_usd_per_hour", i.on_demand_usd_per_hour},
+                              {"run_hours", i.run_hours},
+                              {"on_demand_usd", i.on_demand_usd},
+                              {"spot_usd", optional_number(i.spot_usd)},
+                              {"predicted", i.predicted},
+                              {"source", i.source},
+                              {"date", i.date}});
+  }
+  j["ownership"] = json::array();
+  for (const CostTable::Owned& o : c.ownership) {
+    j["ownership"].push_back({{"device", o.device},
+                              {"name", o.name},
+                              {"price_usd", o.price_usd},
+                              {"run_hours", o.run_hours},
+                              {"run_usd", o.run_usd},
+                              {"hourly_capital_usd", o.hourly_capital_usd},
+                              {"hourly_power_usd", o.hourly_power_usd},
+                              {"predicted", o.predicted},
+                              {"source", o.source},
+                              {"date", o.date}});
+  }
+  j["break_even"] = json::array();
+  for (const CostTable::BuyOrRent& b : c.break_even) {
+    j["break_even"].push_back({{"device", b.device},
+                               {"name", b.name},
+                               {"instance", b.instance},
+                               {"same_device", b.same_device},
+                               {"rent_usd_per_owned_hour", b.rent_usd_per_owned_hour},
+                               {"hours_per_month", optional_number(b.hours_per_month)},
+                               {"payback_months", optional_number(b.payback_months)},
+                               {"at_hours_per_month", b.at_hours_per_month}});
+  }
+  return j;
+}
+
+CostTable read_cost(const In& in) {
+  CostTable c;
+  c.model = in.text("model");
+  c.epochs = in.integer("epochs");
+  c.steps_per_epoch = in.integer("steps_per_epoch");
+  if (const auto a = in.object("assumptions")) {
+    c.assumptions.lifetime_years = a->nullable("lifetime_years");
+    c.assumptions.utilisation = a->nullable("utilisation");
+    c.assumptions.electricity_usd_per_kwh = a->nullable("electricity_usd_per_kwh");
+    c.assumptions.host_power_w = a->nullable("host_power_w");
+    c.hours_per_month = a->nullable("hours_per_month");
+    c.catalog = a->texts("catalog");
+  }
+  for (const In& l : in.objects("local")) {
+    c.local.push_back({l.text("device"), l.text("name"), l.nullable("run_hours")});
+  }
+  for (const In& i : in.objects("instances")) {
+    CostTable::Instance x;
+    x.id = i.text("id");
+    x.provider = i.text("provider");
+    x.name = i.text("name");
+    x.device = i.text("device");
+    x.device_count = static_cast<int>(i.integer("device_count"));
+    x.region = i.text("region");
+    x.on_demand_usd_per_hour = i.nullable("on_demand_usd_per_hour");
+    x.run_hours = i.nullable("run_hours");
+    x.on_demand_usd = i.nullable("on_demand_usd");
+    x.spot_usd = i.optional_number("spot_usd");
+    x.predicted = i.flag("predicted");
+    x.source = i.text("source");
+    x.date = i.text("date");
+    c.instances.push_back(std::move(x));
+  }
+  for (const In& o : in.objects("ownership")) {
+    CostTable::Owned x;
+    x.device = o.text("device");
+    x.name = o.text("name");
+    x.price_usd = o.nullable("price_usd");
+    x.run_hours = o.nullable("run_hours");
+    x.run_usd = o.nullable("run_usd");
+    x.hourly_capital_usd = o.nullable("hourly_capital_usd");
+    x.hourly_power_usd = o.nullable("hourly_power_usd");
+    x.predicted = o.flag("predicted");
+    x.source = o.text("source");
+    x.date = o.text("date");
+    c.ownership.push_back(std::move(x));
+  }
+  for (const In& b : in.objects("break_even")) {
+    CostTable::BuyOrRent x;
+    x.device = b.text("device");
+    x.name = b.text("name");
+    x.instance = b.text("instance");
+    x.same_device = b.flag("same_device");
+    x.rent_usd_per_owned_hour = b.nullable("rent_usd_per_owned_hour");
+    x.hours_per_month = b.optional_number("hours_per_month");
+    x.payback_months = b.optional_number("payback_months");
+    x.at_hours_per_month = b.nullable("at_hours_per_month");
+    c.break_even.push_back(std::move(x));
+  }
+  return c;
+}
+
+}  // namespace
+
+json to_json(const TrainResult& r) {
+  json j = result_json(r, "epochs");
+  j["schema"] = kTrainSchema;
+  return j;
+}
+
+json to_json(const Report& report) {
+  json j;
+  j["schema"] = kReportSchema;
+  j["kind"] = report.kind;
+  j["title"] = report.title;
+  j["created"] = report.created;
+  j["complete"] = report.complete;
+  j["machine"] = report.machine ? to_json(*report.machine) : json();
+  j["peaks"] = json::array();
+  for (const DevicePeaks& p : report.peaks) j["peaks"].push_back(to_json(p));
+  j["runs"] = json::array();
+  for (const ReportRun& run : report.runs) j["runs"].push_back(run_json(run));
+  if (report.sweep) j["sweep"] = sweep_json(*report.sweep);
+  if (!report.predictions.empty()) {
+    j["predictions"] = json::array();
+    for (const DevicePrediction& p : report.predictions) j["predictions"].push_back(prediction_json(p));
+  }
+  if (report.cost) j["cost"] = cost_json(*report.cost);
+  if (report.advice) j["advice"] = *report.advice;
+  return j;
+}
+
+Report read_report(const json& doc, const std::string& origin, ReadMode mode) {
+  const Source source{origin, mode};
+  const bool is_report = doc.is_object() && doc.contains("schema") && doc["schema"].is_string() &&
+                         doc["schema"].get<std::string>() == kReportSchema;
+  if (!is_report && mode == ReadMode::Strict) {
+    throw UserError(fmt::format("{}: not a crossover results.json (expected schema '{}')", origin,
+                                kReportSchema));
+  }
+  const In in(doc, "", source);
+  Report r;
+  r.kind = in.text("kind");
+  r.title = in.text("title");
+  r.created = in.text("created");
+  r.complete = !in.has("complete") || in.flag("complete");
+  if (const auto machine = in.object("machine", /*optional=*/true)) r.machine = read_machine(*machine);
+  for (const In& p : in.objects("peaks")) r.peaks.push_back(read_peaks(p));
+  for (const In& run : in.objects("runs", run_name)) r.runs.push_back(read_run(run));
+  if (in.has("sweep")) {
+    if (const auto sweep = in.object("sweep")) r.sweep = read_sweep(*sweep);
+  }
+  if (in.has("predictions")) {
+    for (const In& p : in.objects("predictions")) r.predictions.push_back(read_prediction(p));
+  }
+  if (in.has("cost")) {
+    if (const auto cost = in.object("cost")) r.cost = read_cost(*cost);
+  }
+  if (in.has("advice")) r.advice = in.texts("advice");
+  return r;
+}
+
+}  // namespace xo

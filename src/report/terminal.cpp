@@ -1,0 +1,128 @@
+#include "report/terminal.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "core/format.h"
+#include "report/table.h"
+
+namespace xo {
+namespace {
+
+std::string hours(double h) { return duration(h * 3600); }
+
+}  // namespace
+
+std::string runs_table(const Report& report) {
+  Table table({"model", "layers", "params", "device", "s/100 epochs", "ms/step", "cv", "GFLOP/s",
+               "% of peak", "train error", "test accuracy"});
+  for (const ReportRun& run : report.runs) {
+    const TrainResult& r = run.run.result;
+    const RunAnalysis& a = run.analysis;
+    table.add_row({r.model, std::to_string(run.run.layers), std::to_string(r.params), r.device.id,
+                   fmt::format("{:.3f}{}", 100 * a.seconds_per_epoch,
+                               a.per_epoch_estimated ? "*" : ""),
+                   fmt::format("{:.4f}", r.step_ms.median),
+                   fmt::format("{:.1f}%", 100.0 * r.step_ms.cv), fmt::format("{:.1f}", r.gflops),
+                   a.peak_fraction ? fmt::format("{:.1f}%", 100 * *a.peak_fraction)
+                                   : std::string("n/a"),
+                   !r.epochs.empty() ? fmt::format("{:.2f}%", r.final_train_error)
+                                     : std::string("-"),
+                   std::isfinite(r.final_test_accuracy)
+                       ? fmt::format("{:.2f}%", r.final_test_accuracy)
+                       : std::string("-")});
+  }
+  return table.render();
+}
+
+std::string summary_text(const Report& report, const std::filesystem::path& out, bool stopped) {
+  std::string s = runs_table(report);
+  bool estimated = false;
+  for (const ReportRun& run : report.runs) estimated |= run.analysis.per_epoch_estimated;
+  if (estimated) s += "* from the median step times the steps per epoch (--steps)\n";
+  for (const DevicePeaks& p : report.peaks) {
+    s += fmt::format("peak of {}: {:.1f} GFLOP/s f32 matmul, {:.1f} GB/s (probed {}{})\n",
+                     p.device, p.matmul_gflops, p.bandwidth_gbs, p.probed,
+                     p.cached ? ", cached" : "");
+  }
+  for (const ReportRun& run : report.runs) {
+    if (run.analysis.peak_fraction && *run.analysis.peak_fraction > 1.05) {
+      s += fmt::format(
+          "note: {} on {} reached {:.0f}% of the peak: the peak was probed on a busier machine; "
+          "`crossover devices --reprobe` measures it again\n",
+          run.run.result.model, run.run.result.device.id, 100 * *run.analysis.peak_fraction);
+      break;
+    }
+  }
+  if (report.advice) {
+    s += '\n';
+    s += advice_text(*report.advice);
+  }
+  s += fmt::format("\nreport: {} (and results.json, results.csv){}\n",
+                   (out / "report.html").string(), stopped ? " (interrupted: partial)" : "");
+  return s;
+}
+
+std::string predictions_text(const Report& report) {
+  if (report.predictions.empty()) return "";
+  Table t({"device", "step (predicted)", "bound", "measured", "error"});
+  for (const DevicePrediction& p : report.predictions) {
+    t.add_row({p.name, fmt::format("{:.4f} ms", p.step.seconds * 1e3), p.step.bound,
+               p.measured_s ? fmt::format("{:.4f} ms", *p.measured_s * 1e3) : std::string("-"),
+               p.measured_s ? fmt::format("{:+.0f}%", 100 * (p.step.seconds - *p.measured_s) /
+                                                          *p.measured_s)
+                            : std::string("-")});
+  }
+  return fmt::format("\nPredicted step times ({}):\n{}", report.predictions.front().model,
+                     t.render());
+}
+
+std::string cost_text(const CostTable& c) {
+  std::string s = fmt::format("\nCost of {} epochs of {} ({} steps each):\n", c.epochs, c.model,
+                              c.steps_per_epoch);
+  for (const CostTable::Local& l : c.local) {
+    s += fmt::format("  here, on {}: {} (measured)\n", l.device, hours(l.run_hours));
+  }
+  Table inst({"provider", "instance", "device", "$/h", "run time", "on demand", "spot", "time"});
+  for (const CostTable::Instance& i : c.instances) {
+    inst.add_row({i.provider, i.name,
+                  fmt::format("{}{}", i.device_count > 1 ? fmt::format("{}x ", i.device_count) : "",
+                              i.device),
+                  fmt::format("{:.3f}", i.on_demand_usd_per_hour), hours(i.run_hours),
+                  usd(i.on_demand_usd), usd(i.spot_usd), i.predicted ? "predicted" : "measured"});
+  }
+  s += inst.render();
+  Table own({"owned device", "price", "capital $/h", "power $/h", "run time", "per run", "time"});
+  for (const CostTable::Owned& o : c.ownership) {
+    own.add_row({o.name, usd(o.price_usd), fmt::format("{:.4f}", o.hourly_capital_usd),
+                 fmt::format("{:.4f}", o.hourly_power_usd), hours(o.run_hours), usd(o.run_usd),
+                 o.predicted ? "predicted" : "measured"});
+  }
+  s += own.render();
+  Table be({"buy", "instead of renting", "break-even h/month", "payback"});
+  for (const CostTable::BuyOrRent& b : c.break_even) {
+    be.add_row({b.name, b.instance,
+                b.hours_per_month ? fmt::format("{:.0f}", *b.hours_per_month) : "never",
+                b.payback_months ? fmt::format("{:.1f} months at {:.0f} h/month",
+                                               *b.payback_months, b.at_hours_per_month)
+                                 : "never"});
+  }
+  s += be.render();
+  s += fmt::format(
+      "Assumptions: owned hardware written off over {} years at {:.0f}% use, electricity "
+      "${}/kWh, {} W host around a GPU; whole instances are billed even where a run uses one of "
+      "their GPUs. Predicted times are roofline predictions (see report.html for their "
+      "assumptions).\n",
+      c.assumptions.lifetime_years, 100 * c.assumptions.utilisation,
+      c.assumptions.electricity_usd_per_kwh, c.assumptions.host_power_w);
+  return s;
+}
+
+std::string advice_text(const std::vector<std::string>& advice) {
+  std::string s;
+  for (const std::string& line : advice) s += fmt::format("- {}\n", line);
+  return s;
+}
+
+}  // namespace xo

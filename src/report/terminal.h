@@ -1,0 +1,24 @@
+// The report on the terminal: the runs as one table with the peaks and the advice under it, the
+// predicted step times, and the cost tables. Figures come from the typed report and are formatted
+// by core/format.h, as report.html formats them.
+#pragma once
+
+#include <filesystem>
+#include <string>
+
+#include "report/document.h"
+
+namespace xo {
+
+// The runs table, with a "*" on per-epoch times estimated from the median step.
+std::string runs_table(const Report& report);
+// `run` and `sweep`: the table, the peaks, notes, the advice and where the report was written.
+std::string summary_text(const Report& report, const std::filesystem::path& out, bool stopped);
+// `advise` and `cost`: predicted step times of the report's model on every device.
+std::string predictions_text(const Report& report);
+// The cost of a run here, on every instance and owned device, and when buying pays off.
+std::string cost_text(const CostTable& cost);
+// The advice as a list ("- ..." a line).
+std::string advice_text(const std::vector<std::string>& advice);
+
+}  // namespace xo
