@@ -364,8 +364,10 @@ TrainResult read_result(const In& in, const char* epochs) {
   r.final_test_loss = in.nullable("final_test_loss");
   r.final_test_accuracy = in.nullable("final_test_accuracy");
   if (const auto step = in.object("step_ms", /*optional=*/true)) r.step_ms = read_timing(*step);
-  // The headline figure, also inside step_ms: the reader checks it is there.
-  r.step_ms.median = in.nullable("median_step_ms");
+  // The headline figure, also inside step_ms: the reader checks it is there (a lenient read of a
+  // document without it keeps step_ms's).
+  const double median = in.nullable("median_step_ms");
+  if (in.has("median_step_ms")) r.step_ms.median = median;
   r.flops_per_step = in.number("flops_per_step");
   r.gflops = in.nullable("gflops");
   r.samples_per_second = in.nullable("samples_per_second");
