@@ -51,7 +51,7 @@ std::string runs_csv(const Report& report) {
 void write_report(const std::filesystem::path& out_dir, const Report& report) {
   write_file_atomic(out_dir / "results.json", to_json(report).dump(2) + "\n");
   write_file_atomic(out_dir / "results.csv", runs_csv(report));
-  write_html_report(out_dir / "report.html", to_json(report));
+  write_html_report(out_dir / "report.html", report);
 }
 
 }  // namespace xo

@@ -24,6 +24,7 @@
 
 #include "core/file.h"
 #include "report/html.h"
+#include "report/report_json.h"
 
 namespace xo {
 namespace {
@@ -483,9 +484,9 @@ TEST(HtmlReport, WritesTheFileAtomically) {
   const fs::path dir =
       fs::temp_directory_path() / ("crossover-html-write-" + std::to_string(getpid()));
   fs::remove_all(dir);
-  const json doc = fixture();
-  write_html_report(dir / "report.html", doc);
-  EXPECT_EQ(read_file(dir / "report.html"), render_html_report(doc));
+  const Report report = read_report(fixture(), "fixture", ReadMode::Lenient);
+  write_html_report(dir / "report.html", report);
+  EXPECT_EQ(read_file(dir / "report.html"), render_html_report(report));
   EXPECT_EQ(std::distance(fs::directory_iterator(dir), fs::directory_iterator()),
             1);  // no temporary left
   fs::remove_all(dir);
@@ -554,7 +555,7 @@ TEST(HtmlReport, LoadsInHeadlessChromium) {
   ASSERT_NE(mkdtemp(dir_template.data()), nullptr);
   const fs::path dir = dir_template;
   const fs::path page = dir / "report.html";
-  write_html_report(page, fixture());
+  write_html_report(page, read_report(fixture(), "fixture", ReadMode::Lenient));
   const std::string url = "file://" + page.string();
   // A profile of its own, so that parallel test runs do not share one; `timeout` turns a hang
   // into a failure.

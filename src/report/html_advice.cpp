@@ -1,0 +1,190 @@
+// report.html's advisor sections: the recommendation, the predicted step times (always labelled as
+// predictions, beside their assumptions), and the cost of a run rented, owned, and when owning
+// pays.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/format.h"
+#include "report/html_sections.h"
+
+namespace xo::html {
+namespace {
+
+std::string predicted_cell(bool predicted) {
+  return predicted ? "<span class=\"badge\">predicted</span>"
+                   : "<span class=\"badge measured\">measured</span>";
+}
+
+std::string hours_cell(double hours) {
+  return cell(std::isfinite(hours) ? duration(hours * 3600) : std::string(kMissing));
+}
+
+// The ownership assumptions in words, in the order results.json lists them (by key).
+std::string cost_assumptions_html(const CostTable& cost) {
+  const OwnershipAssumptions& a = cost.assumptions;
+  // A value as "before value after", or a dimmed n/a.
+  auto figure = [](double v, const char* before, const char* after) {
+    return std::isfinite(v) ? before + significant(v, 3, true) + after : na();
+  };
+  const std::pair<const char*, std::string> items[] = {
+      {"catalog", text_list(cost.catalog)},
+      {"electricity", figure(a.electricity_usd_per_kwh, "$", " per kWh")},
+      {"host power", figure(a.host_power_w, "", " W")},
+      {"use", figure(cost.hours_per_month, "", " hours a month")},
+      {"lifetime", figure(a.lifetime_years, "", " years")},
+      {"in use", std::isfinite(a.utilisation)
+                     ? escape(fraction_percent(a.utilisation)) + " of its lifetime"
+                     : na()}};
+  std::string out = "<ul class=\"kv\">\n";
+  for (const auto& [label, shown] : items)
+    out += "<li><span class=\"k\">" + escape(label) + "</span> " + shown + "</li>\n";
+  return out + "</ul>\n";
+}
+
+}  // namespace
+
+std::string advice_html(const Report& report) {
+  if (!report.advice) return "";
+  std::string items;
+  for (const std::string& line : *report.advice) {
+    if (!line.empty()) items += "<li>" + escape(line) + "</li>\n";
+  }
+  return items.empty() ? std::string() : "<ul class=\"advice\">\n" + items + "</ul>\n";
+}
+
+std::string predictions_html(const Report& report, const DeviceColours& colours) {
+  const std::vector<DevicePrediction>& predictions = report.predictions;
+  if (predictions.empty()) return "";
+  // One model for all (as `crossover advise` writes them): named once, not in every row.
+  const std::string& first_model = predictions[0].model;
+  bool one_model = !first_model.empty();
+  for (const DevicePrediction& p : predictions) one_model &= p.model == first_model;
+  std::vector<std::vector<std::string>> rows;
+  for (const DevicePrediction& p : predictions) {
+    std::optional<double> measured_ms, error;
+    if (p.measured_s && std::isfinite(*p.measured_s)) {
+      measured_ms = *p.measured_s * 1e3;
+      error = finite(100 * (p.step.seconds - *p.measured_s) / *p.measured_s);
+    }
+    // Each prediction sits beside its assumptions.
+    std::string assumptions;
+    for (const std::string& a : p.assumptions) assumptions += "<li>" + escape(a) + "</li>";
+    rows.push_back({device_cell(colours, p.device), text_cell(p.name)});
+    if (!one_model) rows.back().push_back(text_cell(p.model));
+    rows.back().insert(
+        rows.back().end(),
+        {cell(duration_ms(finite(p.step.seconds * 1e3))) +
+             " <span class=\"badge\">predicted</span>",
+         measured_ms
+             ? cell(duration_ms(measured_ms)) + " <span class=\"badge measured\">measured</span>"
+             : na(),
+         cell(error ? fmt::format("{:+.1f}%", *error) : std::string(kMissing)),
+         text_cell(p.step.bound),
+         assumptions.empty() ? na() : "<ul class=\"assumptions\">" + assumptions + "</ul>"});
+  }
+  std::vector<Column> columns = {{"device"}, {"name"}};
+  if (!one_model) columns.push_back({"model"});
+  columns.insert(columns.end(), {{"predicted step", true},
+                                 {"measured step", true},
+                                 {"error", true},
+                                 {"bound"},
+                                 {"assumptions"}});
+  const std::string of_model =
+      one_model ? " of <strong>" + escape(first_model) + "</strong>" : std::string();
+  return "<p class=\"note\">These step times" + of_model +
+         " are <strong>predicted</strong> by the roofline model (FLOPs and bytes per layer at the "
+         "device's rates, plus fixed costs), not measured; where the device was also measured "
+         "here, the error is the prediction's against the measurement.</p>\n" +
+         html_table(columns, rows, "predictions");
+}
+
+std::string cost_html(const Report& report, const DeviceColours& colours) {
+  if (!report.cost) return "";
+  const CostTable& cost = *report.cost;
+  std::string out;
+  if (!cost.model.empty() || cost.epochs > 0) {
+    out += "<p>The cost of training <strong>" + text_cell(cost.model) + "</strong> for " +
+           cell(exact_count(static_cast<double>(cost.epochs))) + " epochs.</p>\n";
+  }
+  out += cost_assumptions_html(cost);
+
+  // Price sources are long (a page, a quote, a caveat): numbered notes under the tables.
+  std::vector<std::string> sources;
+  auto source_of = [&](const std::string& source, const std::string& date) {
+    if (source.empty()) return text_cell(date);
+    auto it = std::find(sources.begin(), sources.end(), source);
+    if (it == sources.end()) it = sources.insert(sources.end(), source);
+    const std::string note =
+        fmt::format("<a href=\"#source-{0}\">[{0}]</a>", it - sources.begin() + 1);
+    return date.empty() ? note : escape(date) + " " + note;
+  };
+  std::vector<std::vector<std::string>> rows;
+  for (const CostTable::Instance& i : cost.instances) {
+    rows.push_back({text_cell(i.provider), text_cell(i.name.empty() ? i.id : i.name),
+                    device_cell(colours, i.device), hours_cell(i.run_hours),
+                    cell(usd(i.on_demand_usd)), cell(usd(i.spot_usd)), predicted_cell(i.predicted),
+                    source_of(i.source, i.date)});
+  }
+  if (!rows.empty()) {
+    out += "<h3>Renting</h3>\n" + html_table({{"provider"},
+                                              {"instance"},
+                                              {"device"},
+                                              {"run time", true},
+                                              {"on demand", true},
+                                              {"spot", true},
+                                              {"basis"},
+                                              {"price as of"}},
+                                             rows, "instances");
+  }
+  rows.clear();
+  for (const CostTable::Owned& o : cost.ownership) {
+    rows.push_back({device_cell(colours, o.device), text_cell(o.name), cell(usd(o.price_usd)),
+                    cell(usd(o.run_usd)), cell(usd(o.hourly_capital_usd)),
+                    cell(usd(o.hourly_power_usd)), predicted_cell(o.predicted),
+                    source_of(o.source, o.date)});
+  }
+  if (!rows.empty()) {
+    out += "<h3>Owning</h3>\n" + html_table({{"device"},
+                                             {"name"},
+                                             {"price", true},
+                                             {"per run", true},
+                                             {"capital per hour", true},
+                                             {"power per hour", true},
+                                             {"basis"},
+                                             {"price as of"}},
+                                            rows, "ownership");
+  }
+  if (!sources.empty()) {
+    out += "<p class=\"note\">Price sources:</p>\n<ol class=\"sources\">\n";
+    for (size_t i = 0; i < sources.size(); ++i) {
+      out += fmt::format("<li id=\"source-{}\">{}</li>\n", i + 1, escape(sources[i]));
+    }
+    out += "</ol>\n";
+  }
+  rows.clear();
+  for (const CostTable::BuyOrRent& b : cost.break_even) {
+    rows.push_back({device_cell(colours, b.device), text_cell(b.instance),
+                    cell(plain(b.hours_per_month)), cell(plain(b.payback_months)),
+                    cell(plain(b.at_hours_per_month))});
+  }
+  if (!rows.empty()) {
+    out += "<h3>Own or rent</h3>\n" +
+           html_table({{"device"},
+                       {"rented instance"},
+                       {"break-even hours/month", true},
+                       {"payback months", true},
+                       {"at hours/month", true}},
+                      rows, "break-even") +
+           "<p class=\"note\">Break-even: the monthly hours of use above which owning costs less "
+           "than renting; payback: months until the purchase pays for itself at the given hours a "
+           "month. n/a: never.</p>\n";
+  }
+  return out;
+}
+
+}  // namespace xo::html
