@@ -29,7 +29,7 @@ std::string cost_assumptions_html(const CostTable& cost) {
   const OwnershipAssumptions& a = cost.assumptions;
   // A value as "before value after", or a dimmed n/a.
   auto figure = [](double v, const char* before, const char* after) {
-    return std::isfinite(v) ? before + significant(v, 3, true) + after : na();
+    return std::isfinite(v) ? escape(before + significant(v, 3, true) + after) : na();
   };
   const std::pair<const char*, std::string> items[] = {
       {"catalog", text_list(cost.catalog)},
