@@ -415,6 +415,30 @@ class FailedStepsAreFlagged(unittest.TestCase):
         self.assertEqual(json.loads(files["gpu-check.json"])["tests"],
                          {"failures": ["CudaBackend.GpuMatchesCpu"]})
 
+    def test_steps_that_timed_out_or_were_skipped_are_not_ok(self):
+        work = Work()
+        work.steps[6] = ("sweep", "timed out (budget)", "124", "300", "build-gpu/crossover run")
+        work.steps[11] = ("bf16", "skipped (time budget)", "", "0", "build-gpu/crossover run")
+        work.logs["sweep"] = "".join(f"epoch {i}\n" for i in range(1, 61))
+        del work.results["run-graph"], work.results["run-bf16"]
+        rc, text, _ = compose(work)
+        secs = sections(text)
+        self.assertIn("**Steps not ok:** sweep (timed out (budget)), bf16 (skipped (time budget)).",
+                      secs[""])
+        rows = by_first_column(table(secs["Commands"]))
+        self.assertEqual(rows["sweep"]["status"], "timed out (budget) (rc 124)")
+        self.assertEqual(rows["bf16"]["status"], "skipped (time budget)")
+        disc = by_first_column(table(find_section(secs, "disc sweep: median")))
+        self.assertEqual(disc["disc-8"]["crossover GPU (graph)"], "n/a (step 'sweep' timed out (budget))")
+        self.assertEqual(disc["disc-8"]["GPU bf16"], "n/a (step 'bf16' skipped (time budget))")
+        self.assertEqual(disc["disc-8"]["GPU tf32"], "0.1180")
+        # The end of the log (its last 40 lines) of a step that has one; bf16 never ran, so none.
+        logs = secs["Failed steps: the end of their logs"]
+        self.assertIn("<details><summary>sweep (timed out (budget))</summary>", logs)
+        self.assertEqual([l for l in logs if l.startswith("epoch")],
+                         [f"epoch {i}" for i in range(21, 61)])
+        self.assertFalse(any("bf16" in l for l in logs))
+
     def test_no_gpu(self):
         # gpu-check stops after the gpu step when there is none: one step and its log.
         work = Work()
