@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""The GPU check's report: reads what scripts/gpu-check's steps left in its work folder and writes the
-Markdown report, then the report, one compiled JSON, the runs' results.json and a tarball of the logs
-into the --out folder (8 files at most).
+"""The GPU check's report: reads what scripts/gpu-check's steps left in its work folder and writes
+the Markdown report, then the report, one compiled JSON, the runs' results.json and a tarball of the
+logs into the --out folder (8 files at most).
 
     python3 scripts/gpu_report.py WORK REPORT OUT_DIR
 
@@ -121,7 +121,7 @@ class Inputs:
         self.devices_log = read(os.path.join(work, "logs", "devices.log"))
 
     def why_missing(self, step):
-        """Why a step's numbers are missing: the reason printed next to n/a (None: the step is ok)."""
+        """Why a step's numbers are missing: the reason printed next to n/a (None: it is ok)."""
         s = self.steps.get(step)
         gpu = self.steps.get("gpu")
         if gpu and gpu["status"] != "ok" and step != "gpu":
@@ -221,8 +221,8 @@ def header_section(rep, inp, date, now):
     rep.add("")
     rep.add(f"Written by `scripts/gpu-check` ({'--quick, ' if quick else ''}report composed "
             f"{now.strftime('%Y-%m-%d %H:%M:%S')}). Every number below is read from "
-            "the files the run wrote (crossover's results.json, bench/gpu_vs_torch.py's JSON, the test "
-            "and `crossover devices` output); a missing one says why.")
+            "the files the run wrote (crossover's results.json, bench/gpu_vs_torch.py's JSON, the "
+            "test and `crossover devices` output); a missing one says why.")
     rep.add("")
     if failed_steps:
         not_ok = ", ".join("%s (%s)" % (n, inp.steps[n]["status"]) for n in failed_steps)
@@ -259,9 +259,11 @@ def machine_section(rep, inp):
         ("nvcc", inp.meta.get("nvcc", "n/a (not recorded)")),
         ("CPU", inp.meta.get("cpu") or machine.get("cpu") or "n/a (not recorded)"),
         ("cores", f"{inp.meta.get('cores', 'n/a')} logical CPUs"
-                  + (f", {machine['cpu_cores']} cores per socket" if machine.get("cpu_cores") else "")),
+                  + (f", {machine['cpu_cores']} cores per socket"
+                     if machine.get("cpu_cores") else "")),
         ("memory", f"{machine['memory_gib']:.0f} GiB"
-                   if isinstance(machine.get("memory_gib"), (int, float)) else "n/a (no results.json)"),
+                   if isinstance(machine.get("memory_gib"), (int, float))
+                   else "n/a (no results.json)"),
         ("OS", inp.meta.get("os", "n/a")),
         ("compiler, oneDNN", f"{machine.get('compiler', 'n/a')}, oneDNN "
                              f"{(machine.get('libraries') or {}).get('oneDNN', 'n/a')}"
@@ -321,8 +323,9 @@ def tests_section(rep, inp):
                     failed += 1
                     msgs = "\n".join(f.get("failure", "") for f in t["failures"])
                     failures.append((f"{suite.get('name')}.{t.get('name')}", msgs))
-        rep.add(f"`--gtest_filter='*Gpu*:*Cuda*:Ops/*'`: **{total} tests: {total - failed - skipped} "
-                f"passed, {failed} failed, {skipped} skipped** (disabled: {gtest.get('disabled', 0)}).")
+        rep.add(f"`--gtest_filter='*Gpu*:*Cuda*:Ops/*'`: **{total} tests: "
+                f"{total - failed - skipped} passed, {failed} failed, {skipped} skipped** "
+                f"(disabled: {gtest.get('disabled', 0)}).")
     elif test_log:
         summary = [l for l in test_log.splitlines()
                    if re.match(r"\[  (PASSED|FAILED|SKIPPED) ", l) or "tests ran" in l]
@@ -331,7 +334,8 @@ def tests_section(rep, inp):
         rep.add("```")
         rep.lines.extend(summary[-20:] or test_log.splitlines()[-20:])
         rep.add("```")
-        for m in re.finditer(r"^\[ RUN      \] (\S+)\n(.*?)^\[  FAILED  \] \1", test_log, re.M | re.S):
+        failed_test = r"^\[ RUN      \] (\S+)\n(.*?)^\[  FAILED  \] \1"
+        for m in re.finditer(failed_test, test_log, re.M | re.S):
             failures.append((m.group(1), m.group(2)))
     else:
         rep.add(na(inp.why_missing("tests") or "no test output"))
@@ -344,7 +348,9 @@ def tests_section(rep, inp):
             rep.add(f"<details><summary>{name}</summary>")
             rep.add("")
             rep.add("```")
-            rep.lines.extend(body[:40] + ([f"... ({len(body) - 40} more lines)"] if len(body) > 40 else []))
+            rep.lines.extend(body[:40])
+            if len(body) > 40:
+                rep.add(f"... ({len(body) - 40} more lines)")
             rep.add("```")
             rep.add("</details>")
         if len(failures) > 30:
@@ -356,7 +362,8 @@ def peaks_section(rep, inp):
     rep.add("## Measured peaks (`crossover devices --reprobe`)")
     rep.add("")
     log = inp.devices_log
-    peak_lines = re.findall(r"^(\S+): (.*)\n(?:  (?!measured).*\n)*  measured peak: (.*)$", log, re.M)
+    peak_lines = re.findall(r"^(\S+): (.*)\n(?:  (?!measured).*\n)*  measured peak: (.*)$", log,
+                            re.M)
     if peak_lines:
         for dev, name, peak in peak_lines:
             rep.add(f"- {dev} ({name}): {peak}")
@@ -374,8 +381,9 @@ def peaks_section(rep, inp):
     sweep_doc = inp.results["sweep"][0]
     if sweep_doc:
         for p in sweep_doc.get("peaks", []):
-            rep.add(f"- the sweep's results.json: {p.get('device')}: {p.get('matmul_gflops', 0):.1f} "
-                    f"GFLOP/s f32 matmul, {p.get('bandwidth_gbs', 0):.1f} GB/s "
+            rep.add(f"- the sweep's results.json: {p.get('device')}: "
+                    f"{p.get('matmul_gflops', 0):.1f} GFLOP/s f32 matmul, "
+                    f"{p.get('bandwidth_gbs', 0):.1f} GB/s "
                     f"({'cached' if p.get('cached') else 'probed'} {p.get('probed')})")
     rep.add("")
 
@@ -384,9 +392,9 @@ def disc_times_section(rep, inp):
     disc_how = inp.meta.get("disc_length", "run length not recorded")
     rep.add(f"## disc sweep: median ms per training step ({disc_how})")
     rep.add("")
-    rep.add("crossover: `crossover run` (GPU: f32, the whole step one CUDA Graph, unless said). PyTorch: "
-            "bench/gpu_vs_torch.py on the same GPU, f32 with TF32 off. Target for PyTorch eager / "
-            "crossover graph: ≥10x for disc-2 … disc-8, ≥1.5x for disc-12.")
+    rep.add("crossover: `crossover run` (GPU: f32, the whole step one CUDA Graph, unless said). "
+            "PyTorch: bench/gpu_vs_torch.py on the same GPU, f32 with TF32 off. Target for PyTorch "
+            "eager / crossover graph: ≥10x for disc-2 … disc-8, ≥1.5x for disc-12.")
     rep.add("")
     rep.add("| model | params | crossover CPU | crossover GPU (graph) | GPU no graph | GPU tf32 | "
             "GPU bf16 | PyTorch eager | PyTorch CUDA Graph | PyTorch eager / crossover graph | "
@@ -407,8 +415,9 @@ def disc_times_section(rep, inp):
         if target is not None:
             rep.judge(f"{model} PyTorch eager / crossover graph ≥{target:g}x",
                       te_v / g_v if te_v and g_v else None, target)
-        rep.add(f"| {model} | {params if params is not None else 'n/a'} | {cpu_c} | {g_c} | {ng_c} | "
-                f"{tf_c} | {bf_c} | {te_c} | {tg_c} | {ratio} | {ratio_cell(tg_v, g_v)} |")
+        rep.add(f"| {model} | {params if params is not None else 'n/a'} | {cpu_c} | {g_c} | "
+                f"{ng_c} | {tf_c} | {bf_c} | {te_c} | {tg_c} | {ratio} | "
+                f"{ratio_cell(tg_v, g_v)} |")
         rep.compiled["disc"][model] = {"params": params, "cpu_ms": cpu_v, "gpu_graph_ms": g_v,
                                        "gpu_nograph_ms": ng_v, "gpu_tf32_ms": tf_v,
                                        "gpu_bf16_ms": bf_v, "torch_eager_ms": te_v,
@@ -419,10 +428,10 @@ def disc_times_section(rep, inp):
 def disc_peaks_section(rep, inp):
     rep.add("## disc sweep: fraction of the GPU's peak, and the CPU's and GPU's final loss")
     rep.add("")
-    rep.add("% of peak: crossover's GFLOP/s on the GPU (f32, graph) over the cuBLASLt f32 matmul peak "
-            "its results.json holds (target ≥50% at disc-12). Final loss: the last epoch's summed loss "
-            "on each device (same data and initial weights; the math is the same, so they agree to f32 "
-            "rounding).")
+    rep.add("% of peak: crossover's GFLOP/s on the GPU (f32, graph) over the cuBLASLt f32 matmul "
+            "peak its results.json holds (target ≥50% at disc-12). Final loss: the last epoch's "
+            "summed loss on each device (same data and initial weights; the math is the same, so "
+            "they agree to f32 rounding).")
     rep.add("")
     rep.add("| model | GPU GFLOP/s | % of cuBLASLt f32 peak | CPU GFLOP/s | CPU % of its peak | "
             "CPU final loss | GPU final loss | relative difference |")
@@ -513,7 +522,8 @@ def classic_section(rep, inp):
         g_c, g_v = inp.ms_cell("classic", model, "cuda", expect_graph=True)
         te_c, te_v = inp.torch_cell(model, "eager")
         tg_c, tg_v = inp.torch_cell(model, "graph")
-        rep.judge(f"{model} PyTorch eager / crossover GPU ≥2x", te_v / g_v if te_v and g_v else None, 2)
+        rep.judge(f"{model} PyTorch eager / crossover GPU ≥2x",
+                  te_v / g_v if te_v and g_v else None, 2)
         rep.add(f"| {model} | {params if params is not None else 'n/a'} | {cpu_c} | {g_c} | "
                 f"{ratio_cell(cpu_v, g_v)} | {te_c} | {tg_c} | {ratio_cell(te_v, g_v, 2)} |")
         rep.compiled["classic"][model] = {"params": params, "cpu_ms": cpu_v, "gpu_graph_ms": g_v,
