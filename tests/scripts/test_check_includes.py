@@ -128,6 +128,12 @@ class CheckIncludes(unittest.TestCase):
         self.assertEqual(lines, ["src/report/: holds sources but has no row in the layer table of "
                                  "docs/architecture.md"])
 
+    def test_a_source_directly_in_src_fails(self):
+        rc, lines = run(dict(CLEAN, **{"version.h": []}))
+        self.assertEqual(rc, 1)
+        self.assertEqual(lines, ["src/: holds sources but has no row in the layer table of "
+                                 "docs/architecture.md"])
+
     def test_a_row_without_a_folder_fails(self):
         sources = {k: v for k, v in CLEAN.items() if not k.startswith("io/")}
         sources["model/model.h"] = ["backend/backend.h"]
