@@ -19,19 +19,15 @@ Run it with the system interpreter: Debian's torch is installed for /usr/bin/pyt
 import argparse
 import json
 import os
-import platform
-import statistics
-import struct
-import subprocess
-import sys
 import tempfile
 import time
 
 import numpy as np
 
-BATCH = 100
-SAMPLES = 1000
-LR = 0.1
+import peer  # bench/peer.py: what the benchmarks and the golden tests share
+
+BATCH = peer.DISC_BATCH
+SAMPLES = peer.DISC_SAMPLES
 # PyTorch with reference BLAS needs ~1.4 s per disc-12 step on the 2-core machine, so the largest
 # models train for fewer epochs; both engines always train the same epochs from the same weights.
 EPOCHS_BY_LAYERS = {**{layers: 100 for layers in range(2, 9)}, 9: 20, 10: 5, 11: 2, 12: 2}
@@ -46,48 +42,16 @@ def disc_data(seed=0):
     return xy.astype(np.float32), labels
 
 
-def write_csv(path, x, y):
-    with open(path, "w") as f:
-        f.write("x,y,label\n")
-        for row, label in zip(x, y):
-            f.write(f"{row[0]!r},{row[1]!r},{label}\n")
-
-
-def write_safetensors(path, tensors):
-    """tensors: list of (name, float32 numpy array). The format: u64 header length, JSON, data."""
-    header, offset, blobs = {}, 0, []
-    for name, array in tensors:
-        data = np.ascontiguousarray(array, dtype="<f4").tobytes()
-        header[name] = {"dtype": "F32", "shape": list(array.shape),
-                        "data_offsets": [offset, offset + len(data)]}
-        offset += len(data)
-        blobs.append(data)
-    text = json.dumps(header).encode()
-    text += b" " * (-(8 + len(text)) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
-
-
-def torch_model(layers):
-    import torch
-    modules, width = [], 2
-    for _ in range(layers - 1):
-        modules += [torch.nn.Linear(width, width * 2), torch.nn.ReLU()]
-        width *= 2
-    modules.append(torch.nn.Linear(width, 2))
-    return torch.nn.Sequential(*modules)
-
-
 def torch_worker(args):
-    """Trains one model in PyTorch; prints a JSON line. Runs in its own process per configuration."""
+    """Trains one model in PyTorch; prints a JSON line. One process per configuration."""
     import torch
     torch.manual_seed(0)
-    model = torch_model(args.layers)
+    model = peer.builtin_model(f"disc-{args.layers}")
     state = torch.load(args.init_pt)
     model.load_state_dict(state)
     x, y = disc_data()
     x, y = torch.from_numpy(x), torch.from_numpy(y)
-    opt = torch.optim.SGD(model.parameters(), lr=LR)
+    opt = peer.torch_optimizer(model.parameters(), peer.DISC_OPTIMIZER)
     loss_fn = torch.nn.CrossEntropyLoss()
     step_seconds, losses = [], []
     for _ in range(args.epochs):
@@ -101,45 +65,8 @@ def torch_worker(args):
             step_seconds.append(time.perf_counter() - t0)
             total += loss.item()
         losses.append(total)
-    steps = step_seconds[1:]  # the first step is the warm-up, as in crossover
-    med = statistics.median(steps)
-    print(json.dumps({"median_step_ms": med * 1e3,
-                      "cv": statistics.pstdev(steps) / statistics.mean(steps),
-                      "final_loss": losses[-1], "threads": torch.get_num_threads(),
-                      "version": torch.__version__}))
-
-
-def peers():
-    """(name, extra environment) for each PyTorch configuration measured."""
-    here = os.path.dirname(os.path.abspath(__file__))
-    openblas = subprocess.run([os.path.join(here, "setup-peers")], check=True,
-                              capture_output=True, text=True).stdout.strip().splitlines()[-1]
-    openblas = os.path.join(os.path.dirname(here), openblas)
-    return [("torch", {}), ("torch+openblas", {"LD_LIBRARY_PATH": openblas})]
-
-
-def run_torch(layers, epochs, init_pt, env_extra):
-    cmd = [sys.executable, os.path.abspath(__file__), "--worker", "--layers", str(layers),
-           "--epochs", str(epochs), "--init-pt", init_pt]
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True,
-                         env={**os.environ, **env_extra})
-    return json.loads(out.stdout.strip().splitlines()[-1])
-
-
-def run_crossover(binary, layers, epochs, csv, init, tmp):
-    out_json = os.path.join(tmp, f"disc-{layers}.json")
-    subprocess.run([binary, "train", f"disc-{layers}", "--data", csv, "--init", init,
-                    "--epochs", str(epochs), "--json", out_json, "--quiet"],
-                   check=True, capture_output=True, text=True)
-    with open(out_json) as f:
-        return json.load(f)
-
-
-def matmul_peak(build):
-    out = subprocess.run([os.path.join(build, "bench", "crossover_matmul_peak")], check=True,
-                         capture_output=True, text=True).stdout
-    print(out.strip())
-    return float(out.strip().splitlines()[-1].split()[-1])
+    print(json.dumps({**peer.step_stats(step_seconds), "final_loss": losses[-1],
+                      "threads": torch.get_num_threads(), "version": torch.__version__}))
 
 
 def parse_models(text):
@@ -148,11 +75,8 @@ def parse_models(text):
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    p.add_argument("--build", default="build", help="crossover build folder")
-    p.add_argument("--models", default="2-12", help="disc depths, e.g. 2-12 or 10")
-    p.add_argument("--out", default="bench/out", help="folder for disc_vs_torch.json")
-    p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    p = peer.comparison_parser(__doc__, "disc_vs_torch.json", "2-12",
+                               "disc depths, e.g. 2-12 or 10")
     p.add_argument("--layers", type=int, help=argparse.SUPPRESS)
     p.add_argument("--epochs", type=int, help=argparse.SUPPRESS)
     p.add_argument("--init-pt", help=argparse.SUPPRESS)
@@ -162,53 +86,44 @@ def main():
 
     import torch
     binary = os.path.join(args.build, "crossover")
-    cores = os.cpu_count()
-    print(f"machine: {platform.processor() or platform.machine()}, {cores} cores; "
-          f"torch {torch.__version__} (default threads {torch.get_num_threads()}); "
-          f"{time.strftime('%Y-%m-%d')}")
-    peak = matmul_peak(args.build)
-    peer_list = peers()
+    print(peer.machine_line(torch))
+    peak = peer.matmul_peak(args.build, echo=True)
+    peer_list = peer.peers()
     x, y = disc_data()
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         csv = os.path.join(tmp, "disc.csv")
-        write_csv(csv, x, y)
-        print(f"{'model':8} {'params':>9} {'epochs':>6} "
-              + "".join(f"{name + ' ms':>18} {'ratio':>7}" for name, _ in peer_list)
+        peer.write_csv(csv, x, y, header=["x", "y", "label"])
+        print(f"{'model':8} {'params':>9} {'epochs':>6} " + peer.peer_header(peer_list)
               + f" {'crossover ms':>12} {'GFLOP/s':>8} {'peak%':>6} {'torch loss':>11} "
               f"{'xo loss':>11}")
         for layers in parse_models(args.models):
             epochs = EPOCHS_BY_LAYERS[layers]
             torch.manual_seed(0)
-            model = torch_model(layers)
+            model = peer.builtin_model(f"disc-{layers}")
             init_pt = os.path.join(tmp, f"disc-{layers}.pt")
             torch.save(model.state_dict(), init_pt)
             init = os.path.join(tmp, f"disc-{layers}.safetensors")
-            write_safetensors(init, [(k, v.numpy()) for k, v in model.state_dict().items()])
-            xo = run_crossover(binary, layers, epochs, csv, init, tmp)
+            peer.write_safetensors(init, model.state_dict())
+            xo = peer.crossover_train(binary, f"disc-{layers}",
+                                      os.path.join(tmp, f"disc-{layers}.json"), "--data", csv,
+                                      "--init", init, "--epochs", str(epochs))
             row = {"model": f"disc-{layers}", "params": xo["params"], "epochs": epochs,
                    "crossover_ms": xo["median_step_ms"], "crossover_cv": xo["step_ms"]["cv"],
                    "crossover_gflops": xo["gflops"], "peak_gflops": peak,
-                   "crossover_final_loss": xo["final_loss"], "peers": {}}
-            for name, env in peer_list:
-                t = run_torch(layers, epochs, init_pt, env)
-                t["ratio"] = t["median_step_ms"] / row["crossover_ms"]
-                row["peers"][name] = t
+                   "crossover_final_loss": xo["final_loss"]}
+            worker_args = ["--layers", str(layers), "--epochs", str(epochs), "--init-pt", init_pt]
+            row["peers"] = peer.time_peers(peer_list, row["crossover_ms"],
+                                           lambda env: peer.run_worker(__file__, worker_args, env))
             rows.append(row)
             print(f"{row['model']:8} {row['params']:>9} {epochs:>6} "
-                  + "".join(f"{t['median_step_ms']:>18.4f} {t['ratio']:>6.1f}x"
-                            for t in row["peers"].values())
+                  + peer.peer_cells(row["peers"], 4)
                   + f" {row['crossover_ms']:>12.4f} {row['crossover_gflops']:>8.1f} "
                   f"{100 * row['crossover_gflops'] / peak:>5.1f}% "
                   f"{row['peers']['torch']['final_loss']:>11.6f} "
                   f"{row['crossover_final_loss']:>11.6f}", flush=True)
-    os.makedirs(args.out, exist_ok=True)
-    result = {"schema": "crossover.bench.disc_vs_torch/1", "date": time.strftime("%Y-%m-%d"),
-              "cores": cores, "torch": torch.__version__, "peak_gflops": peak, "rows": rows}
-    path = os.path.join(args.out, "disc_vs_torch.json")
-    with open(path + ".tmp", "w") as f:
-        json.dump(result, f, indent=2)
-    os.replace(path + ".tmp", path)
+    path = peer.write_comparison(args.out, "disc_vs_torch.json", "crossover.bench.disc_vs_torch/1",
+                                 torch, peak, rows)
     print(f"wrote {path}")
 
 

@@ -33,61 +33,24 @@ without a GPU; the numbers that matter are --device cuda's.
 """
 import argparse
 import inspect
-import json
 import os
 import platform
-import statistics
 import sys
 import time
 import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import classic_vs_torch  # noqa: E402  (the networks, built once for every benchmark)
-import disc_vs_torch  # noqa: E402
+import peer  # noqa: E402  (bench/peer.py: the networks, built once for every comparison)
 
-DISC_SAMPLES = 1000
-DISC_BATCH = 100
-
-# name: (batch, input shape, vocab or 0, classes, optimizer, loss)
-CLASSIC = {
-    "mnist-mlp": (128, (784,), 0, 10, "rmsprop", "cross_entropy"),
-    "mnist-cnn": (128, (1, 28, 28), 0, 10, "adadelta", "cross_entropy"),
-    "imdb-lstm": (32, (80,), 20000, 2, "adam", "bce"),
-}
-ALL_MODELS = [f"disc-{layers}" for layers in range(2, 13)] + list(CLASSIC)
+DISC_SAMPLES = peer.DISC_SAMPLES
+DISC_BATCH = peer.DISC_BATCH
+ALL_MODELS = peer.BUILTIN_MODELS
 POOL_BATCHES = 8  # batches of random data resident on the device for the classic models
-
-
-def disc_layers(name):
-    if not name.startswith("disc-"):
-        return None
-    layers = int(name[5:])
-    if not 2 <= layers <= 12:
-        raise ValueError(f"{name}: disc-L exists for L = 2 ... 12")
-    return layers
-
-
-def build_model(torch, name):
-    """The torch.nn modules of crossover's built-in spec `name` (PyTorch's default init)."""
-    layers = disc_layers(name)
-    if layers is not None:  # the same modules as the CPU comparison (specs/disc-L.toml)
-        return disc_vs_torch.torch_model(layers)
-    if name in CLASSIC:  # the same modules the CPU comparison builds
-        return classic_vs_torch.torch_model(name)
-    raise ValueError(f"unknown model '{name}' (expected one of: {', '.join(ALL_MODELS)})")
 
 
 def optimizer_spec(name):
     """(torch.optim class name, keyword arguments) of the spec's [train] optimizer."""
-    if disc_layers(name) is not None:
-        return "SGD", {"lr": 0.1, "momentum": 0.0, "dampening": 0.0, "nesterov": False,
-                       "weight_decay": 0.0}
-    kind = CLASSIC[name][4]
-    if kind == "rmsprop":
-        return "RMSprop", {"lr": 0.001, "alpha": 0.9, "eps": 1e-7, "weight_decay": 0.0}
-    if kind == "adadelta":
-        return "Adadelta", {"lr": 1.0, "rho": 0.95, "eps": 1e-7, "weight_decay": 0.0}
-    return "Adam", {"lr": 0.001, "betas": (0.9, 0.999), "eps": 1e-7, "weight_decay": 0.0}
+    return peer.torch_optimizer_args(peer.builtin_optimizer(name))
 
 
 def make_optimizer(torch, name, params, capturable):
@@ -101,14 +64,14 @@ def make_optimizer(torch, name, params, capturable):
 def make_data(torch, name, device):
     """(inputs, labels, batch, steps per pass, loss function) on the device."""
     g = torch.Generator(device="cpu").manual_seed(0)
-    layers = disc_layers(name)
-    if layers is not None:  # the disc rule: uniform [0,1]^2, x^2 + y^2 < 1/(2 pi), standardized
+    if peer.disc_depth(name) is not None:
+        # The disc rule: uniform [0,1]^2, x^2 + y^2 < 1/(2 pi), standardized.
         xy = torch.rand(DISC_SAMPLES, 2, generator=g, dtype=torch.float64)
         y = ((xy ** 2).sum(1) < 1.0 / (2.0 * 3.141592653589793)).long()
         xy = (xy - xy.mean()) / xy.std(unbiased=False)
         return (xy.float().to(device), y.to(device), DISC_BATCH, DISC_SAMPLES // DISC_BATCH,
                 torch.nn.CrossEntropyLoss())
-    batch, shape, vocab, classes, _, loss = CLASSIC[name]
+    batch, shape, vocab, classes, loss, _ = peer.CLASSIC[name]
     n = batch * POOL_BATCHES
     if vocab:
         x = torch.randint(0, vocab, (n, *shape), generator=g)
@@ -145,17 +108,16 @@ class Timer:
 
 
 def summarize(per_step_ms, warmup, steps):
-    return {"median_step_ms": statistics.median(per_step_ms),
-            "min_step_ms": min(per_step_ms), "max_step_ms": max(per_step_ms),
-            "cv": (statistics.pstdev(per_step_ms) / statistics.mean(per_step_ms)
-                   if len(per_step_ms) > 1 else 0.0),
+    median, cv = peer.median_cv(per_step_ms)
+    return {"median_step_ms": median,
+            "min_step_ms": min(per_step_ms), "max_step_ms": max(per_step_ms), "cv": cv,
             "blocks": len(per_step_ms), "steps_per_block": steps, "warmup_steps": warmup,
             "block_ms": per_step_ms}
 
 
 def time_eager(torch, name, device, warmup, blocks, steps):
     torch.manual_seed(0)
-    model = build_model(torch, name).to(device)
+    model = peer.builtin_model(name).to(device)
     model.train()
     opt, opt_args = make_optimizer(torch, name, model.parameters(), capturable=False)
     x, y, batch, batches, loss_fn = make_data(torch, name, device)
@@ -183,7 +145,7 @@ def time_eager(torch, name, device, warmup, blocks, steps):
 def time_graph(torch, name, device, warmup, blocks, steps):
     """The whole training step as one CUDA Graph (PyTorch's documented whole-network recipe)."""
     torch.manual_seed(0)
-    model = build_model(torch, name).to(device)
+    model = peer.builtin_model(name).to(device)
     model.train()
     opt, opt_args = make_optimizer(torch, name, model.parameters(), capturable=True)
     x, y, batch, batches, loss_fn = make_data(torch, name, device)
@@ -260,7 +222,7 @@ def main():
     models = [m for m in args.models.split(",") if m]
     for m in models:  # unknown names fail before any timing
         try:
-            build_model(torch, m)
+            peer.builtin_model(m)
         except ValueError as e:
             sys.exit(f"gpu_vs_torch: {e}")
 
@@ -340,11 +302,7 @@ def main():
                          "method": "median over blocks of (block time / steps); CUDA events "
                                    "after torch.cuda.synchronize() on a GPU, perf_counter on the CPU"},
               "models": rows}
-    out_dir = os.path.dirname(os.path.abspath(args.out))
-    os.makedirs(out_dir, exist_ok=True)
-    with open(args.out + ".tmp", "w") as f:
-        json.dump(result, f, indent=2)
-    os.replace(args.out + ".tmp", args.out)
+    peer.write_json(args.out, result)
     print(f"wrote {args.out}")
     return 1 if failed else 0
 

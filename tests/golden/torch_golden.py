@@ -15,18 +15,14 @@ Exit codes: 0 all agree, 1 a mismatch, 77 PyTorch is not installed (ctest report
 import argparse
 import json
 import os
-import struct
-import subprocess
 import sys
 import tempfile
 
-SKIP = 77
-try:
-    import numpy as np
-    import torch
-except ImportError as e:  # pragma: no cover - depends on the machine
-    print(f"golden: skipped, PyTorch is not importable here ({e})")
-    sys.exit(SKIP)
+# The helpers shared with the benchmarks (bench/peer.py), found relative to this file.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
+import peer  # noqa: E402
+
+np, torch = peer.import_torch_or_skip("golden")
 
 # Relative tolerance on each epoch's summed loss. Both engines compute in float32 but sum in
 # different orders (oneDNN's blocked GEMM vs PyTorch's BLAS), so values differ in the last bits and
@@ -38,51 +34,6 @@ LOSS_RTOL = 2e-6
 WEIGHT_RTOL = 5e-5
 
 
-def write_safetensors(path, state):
-    header, blobs, offset = {}, [], 0
-    for name, tensor in state.items():
-        # Counts (BatchNorm's num_batches_tracked) are int64 in PyTorch and I64 in the file.
-        integer = tensor.dtype == torch.int64
-        data = tensor.detach().contiguous().numpy().astype("<i8" if integer else "<f4").tobytes()
-        header[name] = {"dtype": "I64" if integer else "F32", "shape": list(tensor.shape),
-                        "data_offsets": [offset, offset + len(data)]}
-        blobs.append(data)
-        offset += len(data)
-    text = json.dumps(header).encode()
-    text += b" " * (-(8 + len(text)) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
-
-
-def read_safetensors(path):
-    with open(path, "rb") as f:
-        blob = f.read()
-    (length,) = struct.unpack("<Q", blob[:8])
-    header = json.loads(blob[8:8 + length])
-    header.pop("__metadata__", None)
-    out = {}
-    for name, info in header.items():
-        assert info["dtype"] in ("F32", "I64"), f"{name}: dtype {info['dtype']}"
-        begin, end = info["data_offsets"]
-        dtype = "<i8" if info["dtype"] == "I64" else "<f4"
-        array = np.frombuffer(blob[8 + length + begin:8 + length + end], dtype=dtype)
-        out[name] = torch.from_numpy(array.reshape(info["shape"]).copy())
-    return out
-
-
-def build(layers, features):
-    """layers: list of ("linear", out, bias) or ("relu"|"tanh"|"sigmoid",)."""
-    modules, width = [], features
-    for layer in layers:
-        if layer[0] == "linear":
-            modules.append(torch.nn.Linear(width, layer[1], bias=layer[2]))
-            width = layer[1]
-        else:
-            modules.append({"relu": torch.nn.ReLU, "tanh": torch.nn.Tanh,
-                            "sigmoid": torch.nn.Sigmoid}[layer[0]]())
-    return torch.nn.Sequential(*modules)
-
-
 def spec_text(layers, features, optimizer, batch, epochs, csv):
     toml_layers = ",\n".join(
         f'  {{ type = "linear", out = {l[1]}, bias = {str(l[2]).lower()} }}' if l[0] == "linear"
@@ -91,35 +42,6 @@ def spec_text(layers, features, optimizer, batch, epochs, csv):
     return (f"[model]\ninput = [{features}]\nlayers = [\n{toml_layers}\n]\n"
             f'loss = "cross_entropy"\n[train]\noptimizer = {{ {opt} }}\nbatch = {batch}\n'
             f'epochs = {epochs}\nshuffle = false\nseed = 0\n[data]\nsource = "csv:{csv}"\n')
-
-
-def torch_optimizer(params, cfg):
-    cfg = dict(cfg)
-    kind = cfg.pop("type")
-    if kind == "sgd":
-        return torch.optim.SGD(params, **cfg)
-    betas = (cfg.pop("beta1", 0.9), cfg.pop("beta2", 0.999))
-    cls = torch.optim.Adam if kind == "adam" else torch.optim.AdamW
-    return cls(params, betas=betas, **cfg)
-
-
-def train_torch(model, x, y, optimizer_cfg, batch, epochs):
-    opt = torch_optimizer(model.parameters(), optimizer_cfg)
-    loss_fn = torch.nn.CrossEntropyLoss()
-    history = []
-    for _ in range(epochs):
-        total, wrong = 0.0, 0
-        for start in range(0, len(x), batch):
-            xb, yb = x[start:start + batch], y[start:start + batch]
-            opt.zero_grad()
-            logits = model(xb)
-            loss = loss_fn(logits, yb)
-            loss.backward()
-            opt.step()
-            total += loss.item()
-            wrong += (logits.argmax(dim=1) != yb).sum().item()
-        history.append((total, 100.0 * wrong / len(x)))
-    return history
 
 
 CONFIGS = [
@@ -156,28 +78,26 @@ def run_config(index, config, crossover, tmp):
     x = rng.standard_normal((samples, features)).astype(np.float32)
     y = rng.randint(0, classes, size=samples).astype(np.int64)
     csv = os.path.join(tmp, f"data{index}.csv")
-    with open(csv, "w") as f:
-        f.write(",".join(f"f{i}" for i in range(features)) + ",label\n")
-        for row, label in zip(x, y):
-            f.write(",".join(repr(float(v)) for v in row) + f",{label}\n")
+    peer.write_csv(csv, x, y, header=[f"f{i}" for i in range(features)] + ["label"])
     spec = os.path.join(tmp, f"spec{index}.toml")
     with open(spec, "w") as f:
         f.write(spec_text(layers, features, optimizer, batch, epochs, csv))
 
     torch.manual_seed(index)
-    model = build(layers, features)
+    model = peer.sequential(layers, features)
     init = os.path.join(tmp, f"init{index}.safetensors")
-    write_safetensors(init, model.state_dict())
-    expected = train_torch(model, torch.from_numpy(x), torch.from_numpy(y), optimizer, batch, epochs)
+    peer.write_safetensors(init, model.state_dict())
+    expected = peer.train_torch(model, torch.from_numpy(x), torch.from_numpy(y), "cross_entropy",
+                                optimizer, batch, epochs)
 
     saved, result = os.path.join(tmp, f"out{index}.safetensors"), os.path.join(tmp, f"r{index}.json")
-    proc = subprocess.run([crossover, "train", spec, "--init", init, "--save", saved, "--json",
-                           result, "--quiet", *extra_args], capture_output=True, text=True)
-    if proc.returncode != 0:
-        print(f"  crossover failed ({proc.returncode}): {proc.stdout}{proc.stderr}")
+    try:
+        doc = peer.crossover_train(crossover, spec, result, "--init", init, "--save", saved,
+                                   *extra_args)
+    except peer.CrossoverFailed as e:
+        print(f"  {e}")
         return False
-    with open(result) as f:
-        got = [(e["loss"], e["train_error"]) for e in json.load(f)["epochs"]]
+    got = [(e["loss"], e["train_error"]) for e in doc["epochs"]]
 
     ok = True
     print(f"{'epoch':>5} {'torch loss':>14} {'crossover loss':>14} {'rel diff':>9}  "
@@ -192,22 +112,9 @@ def run_config(index, config, crossover, tmp):
     ok &= len(got) == len(expected)
 
     # The other direction: crossover's weights, read into PyTorch by name and shape.
-    trained = read_safetensors(saved)
-    reference = model.state_dict()
-    if set(trained) != set(reference):
-        print(f"  names differ: crossover {sorted(trained)} vs torch {sorted(reference)}")
-        return False
-    worst = 0.0
-    for key, tensor in reference.items():
-        if tuple(trained[key].shape) != tuple(tensor.shape):
-            print(f"  {key}: shape {tuple(trained[key].shape)} vs {tuple(tensor.shape)}")
-            return False
-        scale = max(float(tensor.abs().max()), 1e-6)
-        worst = max(worst, float((trained[key] - tensor).abs().max()) / scale)
-    fresh = build(layers, features)
-    fresh.load_state_dict(trained)  # strict: every name and shape must match
-    print(f"  final weights: max |diff| / max |w| = {worst:.2e} (tolerance {WEIGHT_RTOL:.0e})")
-    return ok and worst <= WEIGHT_RTOL
+    weights_ok = peer.compare_weights(saved, model.state_dict(), peer.sequential(layers, features),
+                                      WEIGHT_RTOL)
+    return ok and weights_ok
 
 
 def main():

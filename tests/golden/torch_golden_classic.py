@@ -14,19 +14,14 @@ Exit codes: 0 all agree, 1 a mismatch, 77 PyTorch is not installed (ctest report
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from torch_golden import SKIP, read_safetensors, write_safetensors  # noqa: E402
+# The helpers shared with the benchmarks (bench/peer.py), found relative to this file.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
+import peer  # noqa: E402
 
-try:
-    import numpy as np
-    import torch
-except ImportError as e:  # pragma: no cover - depends on the machine
-    print(f"golden: skipped, PyTorch is not importable here ({e})")
-    sys.exit(SKIP)
+np, torch = peer.import_torch_or_skip("golden")
 
 # Measured on 2026-11-22: per-epoch losses within 7.2e-8 relative, final weights within 1.7e-6
 # (the LSTM with Adam); with BatchNorm (Adam on an MLP) losses within 2.9e-7 and weights and
@@ -123,32 +118,6 @@ CONFIGS = [
 ]
 
 
-def torch_optimizer(params, cfg):
-    cfg = dict(cfg)
-    kind = cfg.pop("type")
-    cls = {"rmsprop": torch.optim.RMSprop, "adadelta": torch.optim.Adadelta,
-           "adam": torch.optim.Adam}[kind]
-    return cls(params, **cfg)
-
-
-def train_torch(model, x, y, loss_name, optimizer_cfg, batch, epochs):
-    opt = torch_optimizer(model.parameters(), optimizer_cfg)
-    loss_fn = torch.nn.BCEWithLogitsLoss() if loss_name == "bce" else torch.nn.CrossEntropyLoss()
-    history = []
-    for _ in range(epochs):
-        total = 0.0
-        for start in range(0, len(x), batch):
-            opt.zero_grad()
-            target = y[start:start + batch]
-            loss = loss_fn(model(x[start:start + batch]),
-                           target.float() if loss_name == "bce" else target)
-            loss.backward()
-            opt.step()
-            total += loss.item()
-        history.append(total)
-    return history
-
-
 def run_config(index, config, crossover, tmp):
     name, build, layers, shape, loss, classes, samples, batch, epochs, optimizer = config
     rng = np.random.RandomState(200 + index)
@@ -159,9 +128,7 @@ def run_config(index, config, crossover, tmp):
         x = rng.standard_normal((samples, features)).astype(np.float32)
     y = rng.randint(0, classes, size=samples).astype(np.int64)
     csv = os.path.join(tmp, f"data{index}.csv")
-    with open(csv, "w") as f:
-        for row, label in zip(x, y):
-            f.write(",".join(repr(float(v)) for v in row) + f",{label}\n")
+    peer.write_csv(csv, x, y)
     opt = ", ".join(f"{k} = {json.dumps(v)}" for k, v in optimizer.items())
     spec = os.path.join(tmp, f"spec{index}.toml")
     with open(spec, "w") as f:
@@ -172,45 +139,27 @@ def run_config(index, config, crossover, tmp):
     torch.manual_seed(index)
     model = build()
     init = os.path.join(tmp, f"init{index}.safetensors")
-    write_safetensors(init, model.state_dict())
+    peer.write_safetensors(init, model.state_dict())
     xt = torch.from_numpy(x.astype(np.int64)) if loss == "bce" else \
         torch.from_numpy(x).reshape(-1, *shape)
-    expected = train_torch(model, xt, torch.from_numpy(y), loss, optimizer, batch, epochs)
+    expected = [total for total, _ in peer.train_torch(model, xt, torch.from_numpy(y), loss,
+                                                         optimizer, batch, epochs)]
 
     saved, result = os.path.join(tmp, f"out{index}.safetensors"), os.path.join(tmp, f"r{index}.json")
-    proc = subprocess.run([crossover, "train", spec, "--init", init, "--save", saved, "--json",
-                           result, "--quiet"], capture_output=True, text=True)
-    if proc.returncode != 0:
-        print(f"  crossover failed ({proc.returncode}): {proc.stdout}{proc.stderr}")
+    try:
+        doc = peer.crossover_train(crossover, spec, result, "--init", init, "--save", saved)
+    except peer.CrossoverFailed as e:
+        print(f"  {e}")
         return False
-    with open(result) as f:
-        got = [e["loss"] for e in json.load(f)["epochs"]]
+    got = [e["loss"] for e in doc["epochs"]]
     ok = len(got) == len(expected)
     for epoch, (t_loss, c_loss) in enumerate(zip(expected, got), 1):
         rel = abs(t_loss - c_loss) / abs(t_loss)
         ok &= rel <= LOSS_RTOL
         print(f"  epoch {epoch}: torch {t_loss:.8f} crossover {c_loss:.8f} rel diff {rel:.2e}"
               f"{'  <-- MISMATCH' if rel > LOSS_RTOL else ''}")
-    trained = read_safetensors(saved)
-    reference = model.state_dict()
-    if set(trained) != set(reference):
-        print(f"  names differ: crossover {sorted(trained)} vs torch {sorted(reference)}")
-        return False
-    worst = 0.0
-    for key, tensor in reference.items():
-        if tensor.dtype == torch.int64:  # a count: exactly equal
-            if not torch.equal(trained[key], tensor):
-                print(f"  {key}: crossover {trained[key].tolist()} vs torch {tensor.tolist()}")
-                return False
-            continue
-        scale = max(float(tensor.abs().max()), 1e-6)
-        diff = float((trained[key] - tensor).abs().max()) / scale
-        if diff > WEIGHT_RTOL:
-            print(f"  {key}: max |diff| / max |w| = {diff:.2e}")
-        worst = max(worst, diff)
-    build().load_state_dict(trained)  # strict: every name and shape must match
-    print(f"  final weights: max |diff| / max |w| = {worst:.2e} (tolerance {WEIGHT_RTOL:.0e})")
-    return ok and worst <= WEIGHT_RTOL
+    weights_ok = peer.compare_weights(saved, model.state_dict(), build(), WEIGHT_RTOL)
+    return ok and weights_ok
 
 
 def main():

@@ -1,0 +1,377 @@
+"""The PyTorch side of crossover's comparisons, shared by the benchmarks (bench/*_vs_torch.py) and
+the golden tests (tests/golden/*.py): the built-in networks as torch modules with their optimizers,
+the exchange files (safetensors, CSV), running `crossover train`, and timing statistics.
+
+It lives in bench/ beside bench/setup-peers, which prepares the peers it runs; the golden tests
+import it by a path relative to their own file, so neither needs an installed package or
+PYTHONPATH. Only the standard library is imported at load time: numpy and torch are imported where
+they are used, so that a golden test can still say "skipped" (exit 77) on a machine without them.
+"""
+import argparse
+import collections
+import json
+import os
+import platform
+import statistics
+import struct
+import subprocess
+import sys
+import time
+
+# ctest's SKIP_RETURN_CODE for the golden tests: PyTorch (or numpy) is not importable here.
+SKIP = 77
+
+# -- crossover's built-in networks (specs/*.toml), as PyTorch builds them --------------------------
+
+DISC_DEPTHS = range(2, 13)
+DISC_BATCH = 100
+DISC_SAMPLES = 1000
+# specs/disc-L.toml's [train] optimizer, key for key.
+DISC_OPTIMIZER = {"type": "sgd", "lr": 0.1, "momentum": 0.0, "dampening": 0.0, "nesterov": False,
+                  "weight_decay": 0.0}
+
+Classic = collections.namedtuple("Classic", "batch shape vocab classes loss optimizer")
+# The classic Keras networks: batch, input shape, vocabulary (0: not token ids), classes, loss and
+# [train] optimizer of specs/<name>.toml.
+CLASSIC = {
+    "mnist-mlp": Classic(128, (784,), 0, 10, "cross_entropy",
+                         {"type": "rmsprop", "lr": 0.001, "alpha": 0.9, "eps": 1e-07,
+                          "weight_decay": 0.0}),
+    "mnist-cnn": Classic(128, (1, 28, 28), 0, 10, "cross_entropy",
+                         {"type": "adadelta", "lr": 1.0, "rho": 0.95, "eps": 1e-07,
+                          "weight_decay": 0.0}),
+    "imdb-lstm": Classic(32, (80,), 20000, 2, "bce",
+                         {"type": "adam", "lr": 0.001, "beta1": 0.9, "beta2": 0.999, "eps": 1e-07,
+                          "weight_decay": 0.0}),
+}
+BUILTIN_MODELS = [f"disc-{layers}" for layers in DISC_DEPTHS] + list(CLASSIC)
+
+
+def disc_depth(name):
+    """L for "disc-L", None for a name of another family; ValueError for a depth without a spec."""
+    if not name.startswith("disc-"):
+        return None
+    layers = int(name[5:])
+    if layers not in DISC_DEPTHS:
+        raise ValueError(f"{name}: disc-L exists for L = 2 ... 12")
+    return layers
+
+
+def disc_layers(layers):
+    """specs/disc-L.toml's layers: L Linear layers doubling the width from 2, ReLU between them."""
+    spec, width = [], 2
+    for _ in range(layers - 1):
+        spec += [("linear", width * 2, True), ("relu",)]
+        width *= 2
+    spec.append(("linear", 2, True))
+    return spec
+
+
+def sequential(layers, features):
+    """A torch.nn.Sequential of `layers`: ("linear", out, bias) or ("relu"|"tanh"|"sigmoid",),
+    created in order (PyTorch's default initialisation draws as it would for the same modules)."""
+    import torch
+    activations = {"relu": torch.nn.ReLU, "tanh": torch.nn.Tanh, "sigmoid": torch.nn.Sigmoid}
+    modules, width = [], features
+    for layer in layers:
+        if layer[0] == "linear":
+            modules.append(torch.nn.Linear(width, layer[1], bias=layer[2]))
+            width = layer[1]
+        else:
+            modules.append(activations[layer[0]]())
+    return torch.nn.Sequential(*modules)
+
+
+def builtin_model(name):
+    """The torch.nn modules of crossover's built-in spec `name` (PyTorch's default init)."""
+    import torch
+    nn = torch.nn
+    layers = disc_depth(name)
+    if layers is not None:
+        return sequential(disc_layers(layers), 2)
+    if name == "mnist-mlp":
+        return nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Dropout(0.2), nn.Linear(512, 512),
+                             nn.ReLU(), nn.Dropout(0.2), nn.Linear(512, 10))
+    if name == "mnist-cnn":
+        return nn.Sequential(nn.Conv2d(1, 32, 3), nn.ReLU(), nn.Conv2d(32, 64, 3), nn.ReLU(),
+                             nn.MaxPool2d(2), nn.Dropout(0.25), nn.Flatten(), nn.Linear(9216, 128),
+                             nn.ReLU(), nn.Dropout(0.5), nn.Linear(128, 10))
+    if name == "imdb-lstm":
+        class ImdbLstm(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.embedding = nn.Embedding(20000, 128)
+                self.lstm = nn.LSTM(128, 128, batch_first=True)
+                self.linear = nn.Linear(128, 1)
+
+            def forward(self, ids):
+                out, _ = self.lstm(self.embedding(ids))
+                return self.linear(out[:, -1]).squeeze(1)
+
+        return ImdbLstm()
+    raise ValueError(f"unknown model '{name}' (expected one of: {', '.join(BUILTIN_MODELS)})")
+
+
+def builtin_optimizer(name):
+    """The [train] optimizer of built-in spec `name`, as a crossover spec writes it."""
+    return DISC_OPTIMIZER if disc_depth(name) is not None else CLASSIC[name].optimizer
+
+
+# -- optimizers: a spec's [train] optimizer to torch.optim -----------------------------------------
+
+TORCH_OPTIMIZERS = {"sgd": "SGD", "adam": "Adam", "adamw": "AdamW", "rmsprop": "RMSprop",
+                    "adadelta": "Adadelta"}
+
+
+def torch_optimizer_args(cfg):
+    """(torch.optim class name, keyword arguments) of a spec's optimizer table, e.g.
+    {"type": "adam", "lr": 0.01, "beta1": 0.9}. The keys are PyTorch's but for beta1/beta2, which
+    become `betas` in beta1's place (PyTorch's default for the one not given)."""
+    kwargs = {}
+    for key, value in cfg.items():
+        if key == "type":
+            continue
+        if key in ("beta1", "beta2"):
+            if "betas" not in kwargs:
+                kwargs["betas"] = (cfg.get("beta1", 0.9), cfg.get("beta2", 0.999))
+            continue
+        kwargs[key] = value
+    return TORCH_OPTIMIZERS[cfg["type"]], kwargs
+
+
+def torch_optimizer(params, cfg):
+    import torch
+    cls_name, kwargs = torch_optimizer_args(cfg)
+    return getattr(torch.optim, cls_name)(params, **kwargs)
+
+
+def train_torch(model, x, y, loss_name, optimizer_cfg, batch, epochs):
+    """PyTorch's side of a golden test: mini-batches in order (the last one partial where the sizes
+    say so). Per epoch: (summed loss, training error in %, or None for binary cross-entropy)."""
+    import torch
+    opt = torch_optimizer(model.parameters(), optimizer_cfg)
+    bce = loss_name == "bce"
+    loss_fn = torch.nn.BCEWithLogitsLoss() if bce else torch.nn.CrossEntropyLoss()
+    history = []
+    for _ in range(epochs):
+        total, wrong = 0.0, 0
+        for start in range(0, len(x), batch):
+            xb, yb = x[start:start + batch], y[start:start + batch]
+            opt.zero_grad()
+            logits = model(xb)
+            loss = loss_fn(logits, yb.float() if bce else yb)
+            loss.backward()
+            opt.step()
+            total += loss.item()
+            if not bce:
+                wrong += (logits.argmax(dim=1) != yb).sum().item()
+        history.append((total, None if bce else 100.0 * wrong / len(x)))
+    return history
+
+
+# -- exchange files ------------------------------------------------------------------------------
+
+def write_safetensors(path, tensors):
+    """tensors: {name: numpy array or torch tensor}, written as F32, or I64 for int64 (BatchNorm's
+    num_batches_tracked). The format: a u64 header length, the JSON header padded to 8 bytes, then
+    the data."""
+    import numpy as np
+    header, offset, blobs = {}, 0, []
+    for name, array in tensors.items():
+        if hasattr(array, "detach"):  # a torch tensor
+            array = array.detach().contiguous().numpy()
+        integer = array.dtype == np.int64
+        data = np.ascontiguousarray(array, dtype="<i8" if integer else "<f4").tobytes()
+        header[name] = {"dtype": "I64" if integer else "F32", "shape": list(array.shape),
+                        "data_offsets": [offset, offset + len(data)]}
+        offset += len(data)
+        blobs.append(data)
+    text = json.dumps(header).encode()
+    text += b" " * (-(8 + len(text)) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
+
+
+def read_safetensors(path):
+    """{name: numpy array} of an F32/I64 safetensors file."""
+    import numpy as np
+    with open(path, "rb") as f:
+        blob = f.read()
+    (length,) = struct.unpack("<Q", blob[:8])
+    header = json.loads(blob[8:8 + length])
+    header.pop("__metadata__", None)
+    out = {}
+    for name, info in header.items():
+        assert info["dtype"] in ("F32", "I64"), f"{name}: dtype {info['dtype']}"
+        begin, end = info["data_offsets"]
+        dtype = "<i8" if info["dtype"] == "I64" else "<f4"
+        array = np.frombuffer(blob[8 + length + begin:8 + length + end], dtype=dtype)
+        out[name] = array.reshape(info["shape"]).copy()
+    return out
+
+
+def write_csv(path, x, y, header=None):
+    """Rows of features then the label, as crossover's CSV loader reads them. Each value is written
+    as the shortest text of its value widened to a double, which parses back to the same float32."""
+    with open(path, "w") as f:
+        if header:
+            f.write(",".join(header) + "\n")
+        for row, label in zip(x, y):
+            f.write(",".join(repr(float(v)) for v in row) + f",{label}\n")
+
+
+# -- the golden tests' side ------------------------------------------------------------------------
+
+def import_torch_or_skip(what):
+    """(numpy, torch), or exit with SKIP saying why they are not importable."""
+    try:
+        import numpy
+        import torch
+    except ImportError as e:  # pragma: no cover - depends on the machine
+        print(f"{what}: skipped, PyTorch is not importable here ({e})")
+        sys.exit(SKIP)
+    return numpy, torch
+
+
+def compare_weights(saved, reference, fresh, tolerance):
+    """Whether crossover's trained weights (the safetensors file `saved`) match PyTorch's state_dict
+    `reference`: the same names and shapes, counts (int64) exactly, every float tensor within
+    `tolerance` of its largest weight; and they load strictly into the fresh module `fresh`.
+    Prints what differs, and the largest difference."""
+    import torch
+    trained = {k: torch.from_numpy(v) for k, v in read_safetensors(saved).items()}
+    if set(trained) != set(reference):
+        print(f"  names differ: crossover {sorted(trained)} vs torch {sorted(reference)}")
+        return False
+    worst = 0.0
+    for key, tensor in reference.items():
+        if tuple(trained[key].shape) != tuple(tensor.shape):
+            print(f"  {key}: shape {tuple(trained[key].shape)} vs {tuple(tensor.shape)}")
+            return False
+        if tensor.dtype == torch.int64:  # a count: exactly equal
+            if not torch.equal(trained[key], tensor):
+                print(f"  {key}: crossover {trained[key].tolist()} vs torch {tensor.tolist()}")
+                return False
+            continue
+        scale = max(float(tensor.abs().max()), 1e-6)
+        diff = float((trained[key] - tensor).abs().max()) / scale
+        if diff > tolerance:
+            print(f"  {key}: max |diff| / max |w| = {diff:.2e}")
+        worst = max(worst, diff)
+    fresh.load_state_dict(trained)  # strict: every name and shape must match
+    print(f"  final weights: max |diff| / max |w| = {worst:.2e} (tolerance {tolerance:.0e})")
+    return worst <= tolerance
+
+
+# -- running crossover ----------------------------------------------------------------------------
+
+class CrossoverFailed(RuntimeError):
+    """`crossover` exited non-zero; the message carries its status and output."""
+
+
+def crossover_train(binary, target, json_out, *args):
+    """Runs `crossover train TARGET ARGS --json JSON_OUT --quiet`; returns the result document."""
+    proc = subprocess.run([binary, "train", target, *args, "--json", json_out, "--quiet"],
+                          capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise CrossoverFailed(f"crossover failed ({proc.returncode}): {proc.stdout}{proc.stderr}")
+    with open(json_out) as f:
+        return json.load(f)
+
+
+def matmul_peak(build, echo=False):
+    """The f32 matmul peak in GFLOP/s that bench/crossover_matmul_peak measures (its last word)."""
+    out = subprocess.run([os.path.join(build, "bench", "crossover_matmul_peak")], check=True,
+                         capture_output=True, text=True).stdout
+    if echo:
+        print(out.strip())
+    return float(out.strip().splitlines()[-1].split()[-1])
+
+
+# -- the PyTorch peers of the CPU benchmarks -------------------------------------------------------
+
+def peers():
+    """(name, extra environment) for each PyTorch configuration measured: Debian's torch as
+    installed, and the same torch over the OpenBLAS that bench/setup-peers unpacks."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    openblas = subprocess.run([os.path.join(here, "setup-peers")], check=True,
+                              capture_output=True, text=True).stdout.strip().splitlines()[-1]
+    openblas = os.path.join(os.path.dirname(here), openblas)
+    return [("torch", {}), ("torch+openblas", {"LD_LIBRARY_PATH": openblas})]
+
+
+def run_worker(script, worker_args, env_extra):
+    """Runs `script --worker ARGS` in a fresh interpreter (one process per peer configuration, so
+    each loads its own BLAS) and returns the JSON line it prints last."""
+    cmd = [sys.executable, os.path.abspath(script), "--worker", *worker_args]
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True,
+                         env={**os.environ, **env_extra})
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def time_peers(peer_list, crossover_ms, run):
+    """{peer name: its timing with "ratio" (peer ms / crossover ms)}; run(env) times one peer."""
+    timings = {}
+    for name, env in peer_list:
+        t = run(env)
+        t["ratio"] = t["median_step_ms"] / crossover_ms
+        timings[name] = t
+    return timings
+
+
+def peer_header(peer_list):
+    return "".join(f"{name + ' ms':>18} {'ratio':>7}" for name, _ in peer_list)
+
+
+def peer_cells(timings, decimals):
+    return "".join(f"{t['median_step_ms']:>18.{decimals}f} {t['ratio']:>6.1f}x"
+                   for t in timings.values())
+
+
+# -- timing and results ----------------------------------------------------------------------------
+
+def median_cv(values):
+    """(median, coefficient of variation: population standard deviation / mean; 0 for one value)."""
+    cv = statistics.pstdev(values) / statistics.mean(values) if len(values) > 1 else 0.0
+    return statistics.median(values), cv
+
+
+def step_stats(step_seconds):
+    """The median step in ms and the spread of the timed steps (the first step, the warm-up, is
+    left out, as crossover leaves it out)."""
+    median, cv = median_cv(step_seconds[1:])
+    return {"median_step_ms": median * 1e3, "cv": cv}
+
+
+def machine_line(torch):
+    return (f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores; "
+            f"torch {torch.__version__} (default threads {torch.get_num_threads()}); "
+            f"{time.strftime('%Y-%m-%d')}")
+
+
+def write_json(path, doc):
+    """Writes `doc` (indented) through a temporary file, so a reader never sees half of it."""
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path + ".tmp", "w") as f:
+        json.dump(doc, f, indent=2)
+    os.replace(path + ".tmp", path)
+
+
+def comparison_parser(doc, result_file, models_default, models_help):
+    """The command line of a CPU comparison (bench/disc_vs_torch.py, bench/classic_vs_torch.py):
+    --build, --models, --out, and the hidden --worker that runs one PyTorch timing in its own
+    process."""
+    p = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--build", default="build", help="crossover build folder")
+    p.add_argument("--models", default=models_default, help=models_help)
+    p.add_argument("--out", default="bench/out", help=f"folder for {result_file}")
+    p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    return p
+
+
+def write_comparison(out_dir, result_file, schema, torch, peak, rows):
+    """The comparison's JSON document in OUT_DIR/RESULT_FILE; returns its path."""
+    path = os.path.join(out_dir, result_file)
+    write_json(path, {"schema": schema, "date": time.strftime("%Y-%m-%d"), "cores": os.cpu_count(),
+                      "torch": torch.__version__, "peak_gflops": peak, "rows": rows})
+    return path
