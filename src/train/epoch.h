@@ -20,6 +20,7 @@ double read_step_times(TrainPlan& p, TrainState& state);
 // Closes a completed epoch: reads its loss statistics (the host's one wait per epoch), evaluates
 // the test split, notes divergence, and keeps the record, which it returns.
 EpochRecord finish_epoch(TrainPlan& p, TrainState& state, double epoch_ms);
+// The run's result, from the plan and the state at the end (step medians without the warm-up).
 TrainResult make_result(const TrainPlan& p, const TrainState& state, double setup_seconds,
                         bool interrupted);
 

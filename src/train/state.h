@@ -22,7 +22,9 @@ struct TrainState {
   explicit TrainState(uint64_t seed) : shuffle_rng(seed ^ kShuffleStream) {}
 
   int64_t epoch = 0;        // epochs completed
-  int64_t step = 0;         // steps completed in the epoch under way
+  // Steps completed in the epoch under way; where batches are gathered, the device's batch
+  // position is step * batch.
+  int64_t step = 0;
   int64_t steps_taken = 0;  // training steps run, all epochs
   Rng shuffle_rng;
   // The epoch's order of the samples, where batches are gathered on the device (else empty).
