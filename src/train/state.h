@@ -21,7 +21,7 @@ struct TrainState {
   static constexpr uint64_t kShuffleStream = 0x5eed5eed5eedULL;
   explicit TrainState(uint64_t seed) : shuffle_rng(seed ^ kShuffleStream) {}
 
-  int64_t epoch = 0;        // epochs completed
+  int64_t epoch = 0;  // epochs completed
   // Steps completed in the epoch under way; where batches are gathered, the device's batch
   // position is step * batch.
   int64_t step = 0;
