@@ -97,7 +97,7 @@ double tiny_step_seconds(Backend& be, int layers) {
   }
   Model model(spec, be);
   model.init(1);
-  Network net(model, 1, true, 1);
+  Network net(model, {.batch = 1, .shards = 1});
   auto optimizer = be.optimizer(spec.train.optimizer, model.flat_size());
   DeviceBuffer x = be.allocate(sizeof(float) * 4), y = be.allocate(sizeof(int32_t)),
                stats = be.allocate(sizeof(LossStats));

@@ -266,13 +266,17 @@ double Model::train_flops(int64_t batch) const {
   return flops;
 }
 
-Network::Network(const Model& model, int64_t batch, bool training, int shards,
-                 int64_t loss_normalizer)
-    : model_(model), batch_(batch), training_(training) {
+Network::Network(const Model& model, const NetworkOptions& options)
+    : model_(model), batch_(options.batch), training_(options.training) {
   Backend& be = model.backend();
+  const int64_t batch = options.batch;
+  const bool training = options.training;
+  int shards = options.shards;
   if (shards <= 0) shards = training ? be.batch_shards(batch, model.train_flops(batch)) : 1;
   if (model.has_batch_norm()) shards = 1;  // the batch's statistics need the whole batch
   shards = static_cast<int>(std::min<int64_t>(shards, batch));
+  // A sum is a mean with normalizer 1; a shard's mean divides by the whole batch.
+  const int64_t loss_normalizer = options.loss == LossReduction::Sum ? 1 : batch;
   auto buffer = [&](size_t bytes) {
     memory_.push_back(be.allocate(bytes));
     return memory_.back().as<void>();
@@ -286,7 +290,7 @@ Network::Network(const Model& model, int64_t batch, bool training, int shards,
     offset += s.batch;
     for (size_t i = 0; i < nodes.size(); ++i) {
       const Node& n = nodes[i];
-      LayerContext context{s.batch,    s.offset,    training, training && n.gradient_below,
+      LayerContext context{s.batch,    s.offset,     training,         training && n.gradient_below,
                            shards > 1, model.seed(), &model.buffers(), model.state()};
       s.layers.push_back(make_layer(n, model.tensors(), be, context));
       if (!s.layers.back()) {  // a view of its input: shares its buffers
@@ -298,8 +302,7 @@ Network::Network(const Model& model, int64_t batch, bool training, int shards,
       s.outputs.push_back(static_cast<float*>(buffer(bytes)));
       s.d_outputs.push_back(training ? static_cast<float*>(buffer(bytes)) : nullptr);
     }
-    s.loss = be.loss(model.loss_kind(), s.batch, model.outputs(),
-                     loss_normalizer > 0 ? loss_normalizer : batch);
+    s.loss = be.loss(model.loss_kind(), s.batch, model.outputs(), loss_normalizer);
     if (training) {
       s.grads =
           k == 0 ? model.grads() : static_cast<float*>(buffer(sizeof(float) * model.flat_size()));
@@ -309,42 +312,38 @@ Network::Network(const Model& model, int64_t batch, bool training, int shards,
   }
 }
 
-// A view node's output is its input: outputs[i] is null when that input is the batch itself.
-void Network::forward(Shard& s, const float* src, const uint64_t* step) {
+// A view node's output is its input, so outputs[i - 1] is node i's input (null: the batch itself).
+template <typename Timed>
+void Network::shard_step(Shard& s, const float* src, const int32_t* labels, LossStats* stats,
+                         bool train, Timed&& timed) {
   const float* params = model_.params();
-  const float* x = src;
+  const uint64_t* step = model_.step_counter();
+  auto input_of = [&](size_t i) { return i > 0 && s.outputs[i - 1] ? s.outputs[i - 1] : src; };
   for (size_t i = 0; i < s.layers.size(); ++i) {
-    if (s.layers[i]) {
-      s.layers[i]->forward(params, x, s.outputs[i], step);
-      x = s.outputs[i];
-    }
+    if (!s.layers[i]) continue;
+    timed(Pass::Forward, i, [&] { s.layers[i]->forward(params, input_of(i), s.outputs[i], step); });
   }
-}
-
-void Network::backward(Shard& s, const float* src) {
-  const float* params = model_.params();
+  const float* logits = s.outputs.back() ? s.outputs.back() : src;
+  float* d_logits = train ? s.d_outputs.back() : nullptr;
+  timed(Pass::Loss, 0, [&] { s.loss->forward_backward(logits, labels, d_logits, stats); });
+  if (!train) return;
   for (size_t i = s.layers.size(); i-- > 0;) {
     if (!s.layers[i]) continue;
-    // Views carry their input's buffers, so outputs[i - 1] is node i's input (null: the batch).
-    const float* x = i > 0 && s.outputs[i - 1] ? s.outputs[i - 1] : src;
-    float* d_x = i > 0 && model_.nodes()[i].gradient_below ? s.d_outputs[i - 1] : nullptr;
-    s.layers[i]->backward(params, x, s.outputs[i], s.d_outputs[i], s.grads, d_x);
+    float* d_src = i > 0 && model_.nodes()[i].gradient_below ? s.d_outputs[i - 1] : nullptr;
+    timed(Pass::Backward, i, [&] {
+      s.layers[i]->backward(params, input_of(i), s.outputs[i], s.d_outputs[i], s.grads, d_src);
+    });
   }
 }
 
 void Network::run(const float* src, const int32_t* labels, LossStats* stats, bool train) {
   Backend& be = model_.backend();
   const int64_t features = model_.input_features();
-  const uint64_t* step = model_.step_counter();
   be.parallel_shards(shards(), [&](int k) {
     Shard& s = shards_[k];
-    const float* x = src + s.offset * features;
     if (s.stats) be.fill_zero(s.stats, sizeof(LossStats));
-    forward(s, x, step);
-    const float* logits = s.outputs.back() ? s.outputs.back() : x;
-    s.loss->forward_backward(logits, labels + s.offset, train ? s.d_outputs.back() : nullptr,
-                             s.stats ? s.stats : stats);
-    if (train) backward(s, x);
+    shard_step(s, src + s.offset * features, labels + s.offset, s.stats ? s.stats : stats, train,
+               [](Pass, size_t, auto&& work) { work(); });
   });
   if (train) be.increment(model_.step_counter());
   // Merge in shard order, so the sums do not depend on which worker finished first.
@@ -358,38 +357,20 @@ void Network::profile_step(const float* src, const int32_t* labels, LossStats* s
                            StepProfile& out) {
   XO_ASSERT(training_ && shards_.size() == 1);
   Backend& be = model_.backend();
-  Shard& s = shards_[0];
-  const float* params = model_.params();
-  const size_t n = s.layers.size();
-  out.forward_ms.assign(n, 0.0);
-  out.backward_ms.assign(n, 0.0);
+  out.forward_ms.assign(shards_[0].layers.size(), 0.0);
+  out.backward_ms.assign(shards_[0].layers.size(), 0.0);
   using Clock = std::chrono::steady_clock;
-  auto ms_since = [&](Clock::time_point t0) {
-    be.synchronize();
-    return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-  };
-  const uint64_t* step = model_.step_counter();
-  be.synchronize();
-  const float* x = src;
-  for (size_t i = 0; i < n; ++i) {
-    if (!s.layers[i]) continue;
+  auto timed = [&](Pass pass, size_t node, auto&& work) {
     const auto t0 = Clock::now();
-    s.layers[i]->forward(params, x, s.outputs[i], step);
-    out.forward_ms[i] = ms_since(t0);
-    x = s.outputs[i];
-  }
-  const auto t0 = Clock::now();
-  s.loss->forward_backward(s.outputs.back() ? s.outputs.back() : src, labels, s.d_outputs.back(),
-                           stats);
-  out.loss_ms = ms_since(t0);
-  for (size_t i = n; i-- > 0;) {
-    if (!s.layers[i]) continue;
-    const float* in = i > 0 && s.outputs[i - 1] ? s.outputs[i - 1] : src;
-    float* d_in = i > 0 && model_.nodes()[i].gradient_below ? s.d_outputs[i - 1] : nullptr;
-    const auto t1 = Clock::now();
-    s.layers[i]->backward(params, in, s.outputs[i], s.d_outputs[i], s.grads, d_in);
-    out.backward_ms[i] = ms_since(t1);
-  }
+    work();
+    be.synchronize();
+    const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+    if (pass == Pass::Forward) out.forward_ms[node] = ms;
+    if (pass == Pass::Loss) out.loss_ms = ms;
+    if (pass == Pass::Backward) out.backward_ms[node] = ms;
+  };
+  be.synchronize();
+  shard_step(shards_[0], src, labels, stats, true, timed);
   be.increment(model_.step_counter());
 }
 

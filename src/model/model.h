@@ -119,16 +119,28 @@ class Model {
   uint64_t seed_ = 0;
 };
 
+// How a Network reduces the loss over its batch.
+enum class LossReduction {
+  Mean,  // divided by the batch (each shard by the whole batch): the training loss
+  Sum,   // summed over the samples: evaluation divides by the sample count itself
+};
+
+// What a Network is planned for. Designated initialisers name each field at the call site:
+// Network(model, {.batch = 100, .training = false, .loss = LossReduction::Sum}).
+struct NetworkOptions {
+  int64_t batch = 0;
+  bool training = true;  // gradient buffers, dropout on, BatchNorm on the batch's statistics
+  int shards = 0;        // 0: as many as the backend wants (Backend::batch_shards); 1 in inference
+  LossReduction loss = LossReduction::Mean;
+};
+
 // The execution plan of a model for one batch size: kernels built and activation and gradient
 // buffers allocated up front, so that a step allocates nothing and creates no primitive. Where the
 // backend asks for it, the batch is split into shards that run concurrently, each with its own
 // kernels and buffers; their gradients are then merged in a fixed order (deterministic).
 class Network {
  public:
-  // shards = 0: as many as the backend wants for this model and batch (see Backend::batch_shards).
-  // loss_normalizer = 0: the loss is the batch mean (the training loss); 1: the sum (evaluation).
-  Network(const Model& model, int64_t batch, bool training, int shards = 0,
-          int64_t loss_normalizer = 0);
+  Network(const Model& model, const NetworkOptions& options);
 
   int64_t batch() const { return batch_; }
   int shards() const { return static_cast<int>(shards_.size()); }
@@ -140,9 +152,9 @@ class Network {
   // Forward and loss only (dropout off).
   void evaluate(const float* src, const int32_t* labels, LossStats* stats);
 
-  // A training step (as train_step) with every node's forward and backward and the loss timed
-  // apart, the backend synchronised around each: per-node times in milliseconds, 0 for views.
-  // Needs an unsharded plan (shards() == 1).
+  // A training step through the same code as train_step, with every node's forward and backward
+  // and the loss timed apart, the backend synchronised around each: per-node times in
+  // milliseconds, 0 for views. Needs an unsharded plan (shards() == 1).
   struct StepProfile {
     std::vector<double> forward_ms, backward_ms;  // per node
     double loss_ms = 0;
@@ -161,8 +173,13 @@ class Network {
     LossStats* stats = nullptr;  // null for shard 0 (adds to the caller's), its own else
   };
 
-  void forward(Shard& s, const float* src, const uint64_t* step);
-  void backward(Shard& s, const float* src);
+  // One shard's forward, loss and backward (backward only when `train`). `timed(pass, node, work)`
+  // runs work(), node's forward or backward or the loss: the step passes a plain call, which the
+  // compiler inlines away, and profile_step one that times it.
+  enum class Pass { Forward, Loss, Backward };
+  template <typename Timed>
+  void shard_step(Shard& s, const float* src, const int32_t* labels, LossStats* stats, bool train,
+                  Timed&& timed);
   void run(const float* src, const int32_t* labels, LossStats* stats, bool train);
 
   const Model& model_;

@@ -139,7 +139,7 @@ TEST_P(ShardTest, ShardedStepEqualsUnsharded) {
   be->upload(dy.as<int32_t>(), y.data(), dy.bytes());
   auto step = [&](int shards, LossStats& stats) {
     model.init(3);  // the same weights and dropout step for both
-    Network net(model, batch, true, shards);
+    Network net(model, {.batch = batch, .shards = shards});
     EXPECT_EQ(net.shards(), shards);
     DeviceBuffer s = be->allocate(sizeof(LossStats));
     net.train_step(dx.as<float>(), dy.as<int32_t>(), s.as<LossStats>());
@@ -208,7 +208,7 @@ TEST(Model, BatchNormBuffersFollowPyTorchAndTrainUnsharded) {
   EXPECT_EQ(exported[7].dtype, "I64");
   EXPECT_TRUE(exported[7].shape.empty());  // a 0-d tensor, as in the state_dict
   // The whole batch's statistics: a plan asked for 2 shards runs 1.
-  Network net(m, 4, true, 2);
+  Network net(m, {.batch = 4, .shards = 2});
   EXPECT_EQ(net.shards(), 1);
   std::vector<float> x(4 * 25);
   for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(std::sin(0.7 * i));

@@ -66,7 +66,7 @@ TEST(Allocations, TrainingStepAllocatesOnlyWhatOneDnnDoesPerCall) {
   be->upload(y.as<int32_t>(), data.y.data(), y.bytes());
   for (int shards : {1, 2}) {
     SCOPED_TRACE(shards);
-    Network net(model, 100, true, shards);
+    Network net(model, {.batch = 100, .shards = shards});
     auto optimizer = be->optimizer(spec.train.optimizer, model.flat_size());
     DeviceBuffer stats = be->allocate(sizeof(LossStats));
     auto step = [&](int s) {

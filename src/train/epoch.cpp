@@ -1,0 +1,128 @@
+// The epoch bookkeeping of train_model and the assembly of its result (see epoch.h).
+#include "train/epoch.h"
+
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <utility>
+
+#include "train/stats.h"
+
+namespace xo {
+namespace {
+
+constexpr double kNoValue = std::numeric_limits<double>::quiet_NaN();
+
+// The first step pays for first-touch page faults and cold caches: it is the warm-up.
+TimingStats summarize_after_warmup(std::vector<double> samples) {
+  if (samples.size() > 1) samples.erase(samples.begin());
+  return summarize(std::move(samples));
+}
+
+}  // namespace
+
+TrainState start_state(TrainPlan& p, const TrainSpec& train) {
+  TrainState state(train.seed);
+  if (p.order) {
+    state.order.resize(static_cast<size_t>(p.samples));
+    std::iota(state.order.begin(), state.order.end(), 0);
+    p.backend.upload(p.order.as<int32_t>(), state.order.data(), p.order.bytes());
+  }
+  StepTimes& t = state.times;
+  t.step.reserve(static_cast<size_t>(train.epochs * p.steps_per_epoch));
+  for (auto* v : {&t.data, &t.forward_backward, &t.optimizer}) v->reserve(t.step.capacity());
+  return state;
+}
+
+void begin_epoch(TrainPlan& p, TrainState& state, bool shuffle) {
+  if (shuffle) {
+    std::iota(state.order.begin(), state.order.end(), 0);
+    for (int64_t i = p.samples - 1; i > 0; --i) {
+      std::swap(state.order[i], state.order[state.shuffle_rng.below(static_cast<uint64_t>(i + 1))]);
+    }
+    p.backend.upload(p.order.as<int32_t>(), state.order.data(), p.order.bytes());
+  }
+  if (p.gather) p.backend.fill_zero(p.position.as<int64_t>(), sizeof(int64_t));
+  p.backend.fill_zero(p.stats, sizeof(LossStats));
+}
+
+double read_step_times(TrainPlan& p, TrainState& state) {
+  using M = StepMarks;
+  QueueClock& clock = *p.clock;
+  StepTimes& t = state.times;
+  double epoch_ms = 0;
+  for (int64_t s = 0; s < state.step; ++s) {
+    const StepMarks marks(&clock, s);
+    const double ms = clock.ms_between(marks.at(M::Start), marks.at(M::End));
+    epoch_ms += ms;
+    if (s >= p.full_steps) continue;  // the partial batch would skew the medians
+    t.step.push_back(ms);
+    if (!p.recorded) {
+      t.data.push_back(clock.ms_between(marks.at(M::Start), marks.at(M::BatchSelected)));
+      t.forward_backward.push_back(
+          clock.ms_between(marks.at(M::BatchSelected), marks.at(M::GradientsReady)));
+      t.optimizer.push_back(clock.ms_between(marks.at(M::GradientsReady), marks.at(M::End)));
+    }
+  }
+  return epoch_ms;
+}
+
+EpochRecord finish_epoch(TrainPlan& p, TrainState& state, double epoch_ms) {
+  LossStats host{};
+  p.backend.download(&host, p.stats, sizeof(host));
+  EpochRecord record{state.epoch + 1, host.loss_sum, 100.0 * (1.0 - host.correct / host.samples),
+                     epoch_ms / 1e3,  kNoValue,      kNoValue};
+  if (p.evaluator) {
+    const Evaluation e = p.evaluator->run();
+    record.test_loss = e.loss;
+    record.test_accuracy = e.accuracy;
+  }
+  if (!std::isfinite(record.loss) && state.diverged_epoch == 0) {
+    state.diverged_epoch = record.epoch;
+  }
+  state.epochs.push_back(record);
+  ++state.epoch;
+  state.step = 0;
+  return record;
+}
+
+TrainResult make_result(const TrainPlan& p, const TrainState& state, double setup_seconds,
+                        bool interrupted) {
+  TrainResult r;
+  r.model = p.model.spec().name;
+  r.origin = p.model.spec().origin;
+  r.data = p.split.train.description;
+  r.params = p.model.parameter_count();
+  r.device = p.backend.info();
+  r.batch = p.batch;
+  r.samples = p.samples;
+  r.steps_per_epoch = p.steps_per_epoch;
+  r.test_samples = p.split.test.samples;
+  r.shards = p.full.shards();
+  r.recorded_step = p.recorded != nullptr;
+  r.flops_per_step = p.model.train_flops(p.batch);
+  r.setup_seconds = setup_seconds;
+  r.epochs = state.epochs;
+  for (const EpochRecord& e : r.epochs) r.train_seconds += e.seconds;
+  if (!r.epochs.empty()) {
+    r.final_loss = r.epochs.back().loss;
+    r.final_train_error = r.epochs.back().train_error;
+    r.final_test_loss = r.epochs.back().test_loss;
+    r.final_test_accuracy = r.epochs.back().test_accuracy;
+  }
+  const StepTimes& t = state.times;
+  r.step_ms = summarize_after_warmup(t.step);
+  r.data_ms = p.recorded ? kNoValue : summarize_after_warmup(t.data).median;
+  r.forward_backward_ms = p.recorded ? kNoValue : summarize_after_warmup(t.forward_backward).median;
+  r.optimizer_ms = p.recorded ? kNoValue : summarize_after_warmup(t.optimizer).median;
+  r.steps_taken = state.steps_taken;
+  if (r.step_ms.median > 0) {
+    r.gflops = r.flops_per_step / (r.step_ms.median * 1e-3) / 1e9;
+    r.samples_per_second = static_cast<double>(p.batch) / (r.step_ms.median * 1e-3);
+  }
+  r.interrupted = interrupted;
+  r.diverged_epoch = state.diverged_epoch;
+  return r;
+}
+
+}  // namespace xo

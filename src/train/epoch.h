@@ -1,0 +1,27 @@
+// The bookkeeping around the step loop: the state before the first epoch, the order shuffled and
+// the sums zeroed before each epoch, the timestamps and loss statistics read back after it (the
+// test split evaluated, the EpochRecord kept), and the TrainResult assembled at the end.
+#pragma once
+
+#include "train/plan.h"
+#include "train/state.h"
+#include "train/trainer.h"
+
+namespace xo {
+
+// The state before the first epoch; where batches may be gathered on the device, the samples'
+// own order is put there (a shuffled run replaces it every epoch).
+TrainState start_state(TrainPlan& p, const TrainSpec& train);
+// Shuffles the order when asked (Fisher-Yates with the seeded generator: the same order on every
+// machine), and zeroes the batch position and the loss sums.
+void begin_epoch(TrainPlan& p, TrainState& state, bool shuffle);
+// Reads the timestamps of the epoch's state.step steps into state.times; returns their sum.
+double read_step_times(TrainPlan& p, TrainState& state);
+// Closes a completed epoch: reads its loss statistics (the host's one wait per epoch), evaluates
+// the test split, notes divergence, and keeps the record, which it returns.
+EpochRecord finish_epoch(TrainPlan& p, TrainState& state, double epoch_ms);
+// The run's result, from the plan and the state at the end (step medians without the warm-up).
+TrainResult make_result(const TrainPlan& p, const TrainState& state, double setup_seconds,
+                        bool interrupted);
+
+}  // namespace xo

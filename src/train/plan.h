@@ -1,0 +1,114 @@
+// Planning a training run: everything the step loop touches (the data on the device, the
+// Networks, the optimizer, the batch-selection buffers, the step clock, the test evaluator),
+// allocated and uploaded before the first step, so that a step allocates nothing and can be
+// recorded as one unit.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "backend/backend.h"
+#include "data/dataset.h"
+#include "model/model.h"
+#include "train/trainer.h"
+
+namespace xo {
+
+// Throws UserError, naming what is wrong, unless the data sets fit the model and the batch size
+// and epoch count are positive.
+void check_training(const Model& model, const DataSplit& split, const TrainSpec& train);
+
+// Mean loss and accuracy of the model on a data set, in batches (no dropout, no gradient): the
+// inference Networks and the data on the device are planned when it is built.
+struct Evaluation {
+  double loss = 0, accuracy = 0;  // accuracy in percent
+};
+class Evaluator {
+ public:
+  Evaluator(const Model& model, const Dataset& data);
+  Evaluation run();
+
+ private:
+  const Model& model_;
+  const Dataset& data_;
+  int64_t batch_ = 0;
+  DeviceBuffer x_, y_, stats_;
+  std::optional<Network> full_, partial_;
+};
+
+// Where a step's batch is: rows [first, first + batch) of the data set, in place, or (gather) the
+// next rows of the epoch's order, gathered on the device by Backend::next_batch.
+struct BatchAt {
+  bool gather = false;
+  int64_t first = 0;
+};
+// A batch in device memory: src [batch, features], labels [batch].
+struct Batch {
+  const float* src = nullptr;
+  const int32_t* labels = nullptr;
+};
+
+// The four timestamps of step `s` of an epoch in the plan's QueueClock. They are taken in the
+// device's queue and read at the end of the epoch, so the host waits only there.
+class StepMarks {
+ public:
+  enum Mark { Start, BatchSelected, GradientsReady, End };
+  static constexpr int kPerStep = End + 1;
+  StepMarks() = default;  // no clock: inside a recorded step, which is timed as a whole
+  StepMarks(QueueClock* clock, int64_t s) : clock_(clock), first_(static_cast<int>(kPerStep * s)) {}
+  void stamp(Mark m) const {
+    if (clock_) clock_->mark(at(m));
+  }
+  int at(Mark m) const { return first_ + m; }
+
+ private:
+  QueueClock* clock_ = nullptr;
+  int first_ = 0;
+};
+
+// Everything one training run touches, planned once. A plain struct, as llm.c's model and data
+// loader: the step and the epoch bookkeeping read and use its members directly.
+struct TrainPlan {
+  TrainPlan(Model& model, const DataSplit& split, const TrainSpec& train,
+            const ExecutionOptions& exec);
+  // A recorded step holds pointers into the plan.
+  TrainPlan(const TrainPlan&) = delete;
+  TrainPlan& operator=(const TrainPlan&) = delete;
+
+  Network& network(int64_t s) { return s < full_steps ? full : *partial; }
+  BatchAt batch_at(int64_t s) const { return {gather, s * batch}; }
+  bool replays(int64_t s) const { return recorded && s < full_steps; }
+  // The batch `at` names; gathering it is a device call, part of the step.
+  Batch select_batch(const Network& net, BatchAt at);
+
+  Model& model;
+  Backend& backend;
+  const DataSplit& split;
+  int64_t samples = 0, features = 0, batch = 0;
+  int64_t full_steps = 0, steps_per_epoch = 0;  // per epoch: full batches, and all batches
+  DeviceBuffer x, y;                            // the training set
+  Network full;
+  std::optional<Network> partial;  // the last, partial batch of an epoch (if any)
+  std::unique_ptr<OptimizerKernel> optimizer;
+  std::optional<Evaluator> evaluator;  // when there is a test set
+  DeviceBuffer stats_buffer;
+  LossStats* stats = nullptr;  // the epoch's loss sums
+  // Batches are gathered on the device when shuffled, and when the step is recorded: a recorded
+  // step must find its batch without the host. The epoch's order, the batch, the position.
+  DeviceBuffer order, batch_x, batch_y, position;
+  bool gather = false;
+  std::unique_ptr<QueueClock> clock;       // StepMarks::kPerStep per step of an epoch
+  std::unique_ptr<RecordedWork> recorded;  // the full-batch step, where the backend records
+};
+
+// Allocates device memory for `values` and copies them there.
+template <typename T>
+DeviceBuffer to_device(Backend& backend, const std::vector<T>& values) {
+  DeviceBuffer buffer = backend.allocate(sizeof(T) * values.size());
+  backend.upload(buffer.as<T>(), values.data(), buffer.bytes());
+  return buffer;
+}
+
+}  // namespace xo

@@ -1,0 +1,15 @@
+// Per-node profiling after training: each node's forward and backward timed apart.
+#pragma once
+
+#include "backend/backend.h"
+#include "model/model.h"
+#include "train/trainer.h"
+
+namespace xo {
+
+// Times each node of an unsharded plan over `steps` steps (after 2 warm-ups) on the first batch of
+// x and y (gradients are computed, the optimizer is not applied), keeping per-node medians in r.
+void profile_nodes(Model& model, const DeviceBuffer& x, const DeviceBuffer& y, int64_t batch,
+                   int steps, TrainResult& r);
+
+}  // namespace xo
