@@ -127,7 +127,7 @@ const SweepRow& Session::measure(const ModelSpec& spec_in, const std::string& de
   const double job_start = now_seconds();
   progress_.update(fmt::format("[{}/{}] {}: loading data", job + 1, jobs, label));
   Model model(spec, be);
-  const DataSplit data = load_data(spec, model.classes());
+  const DataSplit data = load_data(spec.data, data_request(spec, model.classes()));
   model.init(spec.train.seed);
   reset_peak_resident();  // the peak memory below is this run's
   // NVML numbers GPUs as CUDA does when CUDA_VISIBLE_DEVICES is unset (the usual case).
