@@ -1,6 +1,7 @@
 // Shape inference for model specs: the shape after each layer, the parameters each layer owns
-// (PyTorch's names and shapes) and their count. Specs built in code are checked here too, so every
-// error names the origin, the line (where there is one) and the layer's key.
+// (PyTorch's names and shapes), their count, and what the data must fit (data_request). Specs built
+// in code are checked here too, so every error names the origin, the line (where there is one) and
+// the layer's key.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 

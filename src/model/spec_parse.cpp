@@ -166,6 +166,23 @@ void parse_model(const TomlTable& model, ModelSpec& spec) {
   spec.loss = kLossTypes[model.get("loss").choice("loss", losses)];
 }
 
+// PyTorch's `betas = [b1, b2]`, the other spelling of beta1 and beta2 (never both).
+void read_betas(const TomlTable& t, const TomlValue& betas, OptimizerSettings& o) {
+  for (std::string_view key : {"beta1", "beta2"}) {
+    if (const TomlValue beta = t.get(key)) {
+      beta.fail(
+          "given twice: betas already sets it (expected either betas = [b1, b2] or beta1/beta2)");
+    }
+  }
+  const std::vector<TomlValue> b = betas.is_list() ? betas.list("") : std::vector<TomlValue>{};
+  auto in_unit = [](const TomlValue& v) { return v.is_number() && kUnitOpen.contains(v.number()); };
+  if (b.size() != 2 || !in_unit(b[0]) || !in_unit(b[1])) {
+    betas.expected("two numbers in [0, 1), e.g. [0.9, 0.999]");
+  }
+  o.beta1 = b[0].number();
+  o.beta2 = b[1].number();
+}
+
 void parse_optimizer(const TomlTable& t, OptimizerSettings& o) {
   if (const TomlValue type = t.get("type")) {
     o.type = kOptimizerTypes[type.choice("optimizer", optimizer_names())];
@@ -194,24 +211,7 @@ void parse_optimizer(const TomlTable& t, OptimizerSettings& o) {
   if (const TomlValue v = t.get("beta2")) o.beta2 = v.number(kUnitOpen);
   if (const TomlValue v = t.get("alpha")) o.alpha = v.number(kUnitOpen);
   if (const TomlValue v = t.get("rho")) o.rho = v.number(kUnitOpen);
-  if (const TomlValue betas = t.get("betas")) {
-    for (std::string_view key : {"beta1", "beta2"}) {
-      if (const TomlValue beta = t.get(key)) {
-        beta.fail(
-            "given twice: betas already sets it (expected either betas = [b1, b2] or "
-            "beta1/beta2)");
-      }
-    }
-    const std::vector<TomlValue> b = betas.is_list() ? betas.list("") : std::vector<TomlValue>{};
-    auto in_unit = [](const TomlValue& v) {
-      return v.is_number() && kUnitOpen.contains(v.number());
-    };
-    if (b.size() != 2 || !in_unit(b[0]) || !in_unit(b[1])) {
-      betas.expected("two numbers in [0, 1), e.g. [0.9, 0.999]");
-    }
-    o.beta1 = b[0].number();
-    o.beta2 = b[1].number();
-  }
+  if (const TomlValue betas = t.get("betas")) read_betas(t, betas, o);
   if (const TomlValue v = t.get("dampening")) o.dampening = v.number(kUnitClosed);
   if (const TomlValue v = t.get("eps")) o.eps = v.number(kPositive);
   if (const TomlValue v = t.get("weight_decay")) o.weight_decay = v.number(kNonNegative);
