@@ -63,7 +63,7 @@ void BM_LinearBackward(benchmark::State& state) {
 // Argument: parameters. Plain SGD reads params and grads and writes params: 12 bytes each.
 void BM_SgdStep(benchmark::State& state) {
   const int64_t n = state.range(0);
-  auto opt = backend().optimizer(xo::OptimizerSpec{}, n);
+  auto opt = backend().optimizer(xo::OptimizerSettings{}, n);
   xo::DeviceBuffer params = backend().allocate(sizeof(float) * n);
   xo::DeviceBuffer grads = backend().allocate(sizeof(float) * n);
   for (auto _ : state) {

@@ -58,8 +58,9 @@ struct Catalog {
 // tree or installed data; CROSSOVER_CATALOG overrides the path).
 std::filesystem::path default_catalog_path();
 
-// Reads and validates a catalog file. Errors (UserError) name the file, the entry (its table and
-// id, or its index where the id is missing) and the field, and say what was expected: a missing
+// Reads and validates a catalog file. Errors (UserError) read "FILE:LINE: KEY: what was expected",
+// the key naming the entry by its id (or by its index where the id is missing) and the field, as in
+// "device.h100-sxm.price_usd" or "device[2].id": a missing
 // or mistyped field, a negative or zero rate or price, an unknown kind, a duplicate id, an instance
 // whose device is not in the catalog, a date not in YYYY-MM-DD form, an unknown key.
 //

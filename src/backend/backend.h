@@ -316,7 +316,7 @@ class Backend {
   virtual std::unique_ptr<EmbeddingKernel> embedding(const EmbeddingShape& shape) = 0;
   virtual std::unique_ptr<LstmKernel> lstm(const LstmShape& shape) = 0;
   virtual std::unique_ptr<BatchNormKernel> batch_norm(const BatchNormShape& shape) = 0;
-  virtual std::unique_ptr<OptimizerKernel> optimizer(const OptimizerSpec& spec,
+  virtual std::unique_ptr<OptimizerKernel> optimizer(const OptimizerSettings& spec,
                                                      int64_t parameters) = 0;
 };
 

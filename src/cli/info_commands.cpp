@@ -81,9 +81,10 @@ int run_models() {
   Table table({"name", "layers", "params", "optimizer", "batch", "epochs", "data"});
   for (const auto& name : builtin_spec_names()) {
     const ModelSpec s = *builtin_spec(name);
-    table.add_row({name, std::to_string(weighted_layers(s)), std::to_string(parameter_count(s)),
-                   fmt::format("{} lr {}", s.train.optimizer.type, s.train.optimizer.lr),
-                   std::to_string(s.train.batch), std::to_string(s.train.epochs), s.data.source});
+    table.add_row(
+        {name, std::to_string(weighted_layers(s)), std::to_string(parameter_count(s)),
+         fmt::format("{} lr {}", optimizer_type_name(s.train.optimizer.type), s.train.optimizer.lr),
+         std::to_string(s.train.batch), std::to_string(s.train.epochs), s.data.source});
   }
   fmt::print("{}", table.render());
   fmt::print("Spec files for these are in specs/; `crossover train FILE.toml` trains your own.\n");

@@ -42,7 +42,7 @@ int run_train(const TrainOptions& o) {
                o.precision);
   }
   Model model(spec, *backend);
-  const DataSplit data = load_data(spec, model.classes(), o.data);
+  const DataSplit data = load_data(spec.data, data_request(spec, model.classes()), o.data);
   if (o.init.empty()) {
     model.init(spec.train.seed);
   } else {
@@ -51,8 +51,8 @@ int run_train(const TrainOptions& o) {
   if (!o.quiet) {
     const DeviceInfo& d = backend->info();
     fmt::print("{}: {} parameters, {} on {} ({}, {}); data: {}\n", spec.name,
-               model.parameter_count(), spec.train.optimizer.type, d.id, d.name,
-               d.kind == "cpu" ? fmt::format("{} threads", d.threads) : d.precision,
+               model.parameter_count(), optimizer_type_name(spec.train.optimizer.type), d.id,
+               d.name, d.kind == "cpu" ? fmt::format("{} threads", d.threads) : d.precision,
                data.train.description);
   }
   ExecutionOptions exec;

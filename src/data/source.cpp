@@ -1,3 +1,4 @@
+// Turns a [data] section into data sets: generated, or read from the files it names.
 #include "data/source.h"
 
 #include <fmt/format.h>
@@ -14,54 +15,54 @@ constexpr std::string_view kCsv = "csv:";
 constexpr std::string_view kIdx = "idx:";
 constexpr std::string_view kImdb = "imdb:";
 
-// The sequence options of a spec whose first layer is an embedding over its [steps] input.
-ImdbOptions sequence_options(const ModelSpec& spec) {
-  if (spec.layers.empty() || spec.layers.front().type != LayerType::Embedding ||
-      spec.input.size() != 1) {
+// The sequence options of a model whose first layer is an embedding over its [steps] input.
+ImdbOptions sequence_options(const DataSpec& data, const DataRequest& model) {
+  if (model.vocab <= 0 || model.input.size() != 1) {
     throw UserError(fmt::format(
         "{}: data.source '{}' holds token sequences: the model needs input = [length] and an "
         "embedding as its first layer",
-        spec.origin, spec.data.source));
+        model.origin, data.source));
   }
   ImdbOptions o;
-  o.vocab = spec.layers.front().vocab;
-  o.seq_len = spec.input[0];
+  o.vocab = model.vocab;
+  o.seq_len = model.input[0];
   return o;
 }
 
 }  // namespace
 
-DataSplit load_data(const ModelSpec& spec, int64_t classes, const std::string& csv_override) {
+DataSplit load_data(const DataSpec& data, const DataRequest& model,
+                    const std::string& csv_override) {
   int64_t features = 1;
-  for (int64_t d : spec.input) features *= d;
-  if (!csv_override.empty()) return {load_csv(csv_override, classes, features), {}};
-  const std::string& source = spec.data.source;
+  for (int64_t d : model.input) features *= d;
+  if (!csv_override.empty()) return {load_csv(csv_override, model.classes, features), {}};
+  const std::string& source = data.source;
   if (source == "disc") {
-    DataSplit split{make_disc(spec.data.samples, spec.train.seed), {}};
-    if (spec.data.test_samples > 0) {
+    DataSplit split{make_disc(data.samples, model.seed), {}};
+    if (data.test_samples > 0) {
       // Another stream of the same generator: points the model never saw.
-      split.test = make_disc(spec.data.test_samples, spec.train.seed ^ 0x7e577e57ULL);
+      split.test = make_disc(data.test_samples, model.seed ^ 0x7e577e57ULL);
     }
     return split;
   }
   if (source.starts_with(kCsv)) {
-    return {load_csv(source.substr(kCsv.size()), classes, features), {}};
+    return {load_csv(source.substr(kCsv.size()), model.classes, features), {}};
   }
   if (source == "fashion-mnist") return load_fashion_mnist();
   if (source.starts_with(kIdx)) return load_idx_folder(source.substr(kIdx.size()), source);
   if (source == "imdb-synthetic") {
-    return make_imdb_synthetic(spec.data.samples, spec.data.test_samples, sequence_options(spec),
-                               spec.train.seed);
+    return make_imdb_synthetic(data.samples, data.test_samples, sequence_options(data, model),
+                               model.seed);
   }
   if (source.starts_with(kImdb)) {
-    return load_imdb_corpus(source.substr(kImdb.size()), sequence_options(spec),
+    return load_imdb_corpus(source.substr(kImdb.size()), sequence_options(data, model),
                             default_cache_dir())
         .split;
   }
   throw UserError(fmt::format(
       "{}: data.source '{}': expected disc, csv:PATH, fashion-mnist, idx:DIR, imdb:DIR or "
       "imdb-synthetic",
-      spec.origin, source));
+      model.origin, source));
 }
 
 }  // namespace xo

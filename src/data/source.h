@@ -1,17 +1,37 @@
 // Resolves a spec's [data] section (or a --data override) to a training and a test set in memory.
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "data/dataset.h"
-#include "model/spec.h"
 
 namespace xo {
 
-// `csv_override` (a path; empty for none) replaces the spec's source. Generated data uses the
-// spec's train.seed, so a spec and a seed name one data set. Sources: disc, csv:PATH (no test
-// set), fashion-mnist, idx:DIR, imdb:DIR, imdb-synthetic. Sequence sources take their length from
-// the model's input and their vocabulary from its embedding (`vocab`).
-DataSplit load_data(const ModelSpec& spec, int64_t classes, const std::string& csv_override = "");
+// Where the data comes from. "disc" and "imdb-synthetic" are generated; "csv:PATH" reads a CSV
+// (PATH relative to the spec file's folder; the parser makes it so); "fashion-mnist" reads Debian's
+// dataset-fashion-mnist; "idx:DIR" reads MNIST-format files from a folder; "imdb:DIR" reads the
+// aclImdb review corpus.
+struct DataSpec {
+  std::string source = "disc";
+  int64_t samples = 1000;    // generated sources: training samples
+  int64_t test_samples = 0;  // generated sources: test samples (0: no test split)
+};
+
+// What the data must fit: the model that trains on it, as plain values.
+struct DataRequest {
+  std::string origin;          // the spec's file (or "built-in"), for error messages
+  std::vector<int64_t> input;  // the shape of one sample
+  int64_t classes = 0;         // labels must lie in [0, classes)
+  int64_t vocab = 0;           // the first layer's embedding vocabulary; 0: it is no embedding
+  uint64_t seed = 0;           // generated data: a spec and a seed name one data set
+};
+
+// `csv_override` (a path; empty for none) replaces the spec's source. Sources: disc, csv:PATH (no
+// test set), fashion-mnist, idx:DIR, imdb:DIR, imdb-synthetic. Sequence sources take their length
+// from the input shape and their vocabulary from the embedding.
+DataSplit load_data(const DataSpec& data, const DataRequest& model,
+                    const std::string& csv_override = "");
 
 }  // namespace xo

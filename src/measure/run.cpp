@@ -13,7 +13,7 @@ namespace xo {
 RunRecord measure_run(Backend& backend, const ModelSpec& spec, const MeasureSettings& settings,
                       const EpochCallback& on_epoch) {
   Model model(spec, backend);
-  const DataSplit data = load_data(spec, model.classes());
+  const DataSplit data = load_data(spec.data, data_request(spec, model.classes()));
   model.init(spec.train.seed);
   reset_peak_resident();  // the peak memory below is this run's
   // NVML numbers GPUs as CUDA does when CUDA_VISIBLE_DEVICES is unset (the usual case).

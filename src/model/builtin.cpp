@@ -35,8 +35,8 @@ ModelSpec disc(int layers) {
   }
   s.layers.push_back({LayerType::Linear, kDiscClasses, true, kNoLine});
   s.loss = LossType::CrossEntropy;
-  s.train.optimizer = OptimizerSpec{};
-  s.train.optimizer.type = "sgd";
+  s.train.optimizer = OptimizerSettings{};
+  s.train.optimizer.type = OptimizerType::SGD;
   s.train.optimizer.lr = kDiscLearningRate;
   s.train.optimizer.momentum = 0.0;
   s.train.batch = kDiscBatch;
@@ -88,7 +88,7 @@ ModelSpec mnist_mlp() {
   s.layers = {layer(LayerType::Linear, 512), layer(LayerType::ReLU), dropout(0.2),
               layer(LayerType::Linear, 512), layer(LayerType::ReLU), dropout(0.2),
               layer(LayerType::Linear, 10)};
-  s.train.optimizer.type = "rmsprop";
+  s.train.optimizer.type = OptimizerType::RMSprop;
   s.train.optimizer.lr = 0.001;
   s.train.optimizer.alpha = 0.9;
   s.train.optimizer.eps = 1e-7;
@@ -114,7 +114,7 @@ ModelSpec mnist_cnn() {
               layer(LayerType::ReLU),
               dropout(0.5),
               layer(LayerType::Linear, 10)};
-  s.train.optimizer.type = "adadelta";
+  s.train.optimizer.type = OptimizerType::Adadelta;
   s.train.optimizer.lr = 1.0;
   s.train.optimizer.rho = 0.95;
   s.train.optimizer.eps = 1e-7;
@@ -135,7 +135,7 @@ ModelSpec imdb_lstm() {
   embedding.vocab = 20000;
   s.layers = {embedding, layer(LayerType::LSTM, 128), layer(LayerType::Linear, 1)};
   s.loss = LossType::BinaryCrossEntropy;
-  s.train.optimizer.type = "adam";
+  s.train.optimizer.type = OptimizerType::Adam;
   s.train.optimizer.lr = 0.001;
   s.train.optimizer.eps = 1e-7;
   s.train.batch = 32;

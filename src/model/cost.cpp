@@ -4,13 +4,23 @@
 
 namespace xo {
 
-double optimizer_bytes_per_param(const OptimizerSpec& o) {
+double optimizer_bytes_per_param(const OptimizerSettings& o) {
   // Per parameter: read the parameter and its gradient, write the parameter (12 bytes), and read
   // and write each state array (8 bytes each).
   int state = 0;
-  if (o.type == "sgd") state = o.momentum != 0 ? 1 : 0;
-  if (o.type == "adam" || o.type == "adamw" || o.type == "adadelta") state = 2;
-  if (o.type == "rmsprop") state = 1;
+  switch (o.type) {
+    case OptimizerType::SGD:
+      state = o.momentum != 0 ? 1 : 0;
+      break;
+    case OptimizerType::RMSprop:
+      state = 1;
+      break;
+    case OptimizerType::Adam:
+    case OptimizerType::AdamW:
+    case OptimizerType::Adadelta:
+      state = 2;
+      break;
+  }
   return 12.0 + 8.0 * state;
 }
 

@@ -30,7 +30,7 @@ struct StepCost {
 StepCost step_cost(const Model& model, int64_t batch);
 // Bytes per parameter the optimizer reads and writes in one step (SGD 12, with momentum 20, Adam
 // and AdamW 28, RMSprop 20, Adadelta 28).
-double optimizer_bytes_per_param(const OptimizerSpec& o);
+double optimizer_bytes_per_param(const OptimizerSettings& o);
 // The display name of a node ("2 linear+relu", "5 dropout").
 std::string node_name(const Node& node);
 

@@ -1,6 +1,7 @@
 // A model spec: the layers of a torch.nn.Sequential in order, the loss, how to train it and on what
 // data. Parsed from TOML files (see specs/) or taken from the built-in catalog (disc-2 ...
-// disc-12).
+// disc-12). Implemented in spec_parse.cpp (reading), shapes.cpp (shape inference, parameters),
+// spec_write.cpp (to_toml) and builtin.cpp.
 #pragma once
 
 #include <cstdint>
@@ -8,6 +9,9 @@
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "data/source.h"
+#include "optim/optimizer.h"
 
 namespace xo {
 
@@ -62,41 +66,12 @@ std::vector<ParamShape> layer_parameters(const LayerSpec& l, const std::vector<i
 enum class LossType { CrossEntropy, BinaryCrossEntropy };
 const char* loss_name(LossType t);
 
-struct OptimizerSpec {
-  std::string type = "sgd";  // "sgd", "adam", "adamw", "rmsprop" or "adadelta"
-  double lr = 0.1;
-  // SGD, with PyTorch's semantics (torch.optim.SGD).
-  double momentum = 0.0;
-  double dampening = 0.0;
-  bool nesterov = false;
-  // Adam / AdamW (torch.optim.Adam / AdamW). AdamW's decoupled decay uses weight_decay below.
-  double beta1 = 0.9;
-  double beta2 = 0.999;
-  double eps = 1e-8;  // Adam, RMSprop, Adadelta (the parser applies Adadelta's 1e-6 default)
-  // RMSprop (torch.optim.RMSprop, no momentum, not centered): the squared-gradient average's decay.
-  double alpha = 0.99;
-  // Adadelta (torch.optim.Adadelta): the decay of both running averages.
-  double rho = 0.9;
-  // L2 penalty for SGD/Adam (added to the gradient); decoupled decay for AdamW. PyTorch's default
-  // for AdamW is 0.01; the parser applies that default when type = "adamw" and the key is absent.
-  double weight_decay = 0.0;
-};
-
 struct TrainSpec {
-  OptimizerSpec optimizer;
+  OptimizerSettings optimizer;
   int64_t batch = 100;
   int64_t epochs = 100;
   bool shuffle = false;
   uint64_t seed = 0;
-};
-
-// Where the data comes from. "disc" and "imdb-synthetic" are generated; "csv:PATH" reads a CSV
-// (PATH relative to the spec file's folder); "fashion-mnist" reads Debian's dataset-fashion-mnist;
-// "idx:DIR" reads MNIST-format files from a folder; "imdb:DIR" reads the aclImdb review corpus.
-struct DataSpec {
-  std::string source = "disc";
-  int64_t samples = 1000;    // generated sources: training samples
-  int64_t test_samples = 0;  // generated sources: test samples (0: no test split)
 };
 
 struct ModelSpec {
@@ -124,6 +99,9 @@ std::vector<std::vector<int64_t>> infer_shapes(const ModelSpec& spec);
 
 // Trainable parameters of the spec's model (what PyTorch's sum(p.numel()) reports).
 int64_t parameter_count(const ModelSpec& spec);
+
+// What load_data needs to know of the spec's model, which predicts `classes` classes.
+DataRequest data_request(const ModelSpec& spec, int64_t classes);
 
 // Built-in specs, addressable by name ("disc-2" ... "disc-12", "mnist-mlp", "mnist-cnn",
 // "imdb-lstm").

@@ -87,13 +87,13 @@ TEST(Predict, CalibrationMeetsTheMeasurement) {
 }
 
 TEST(Predict, OptimizerBytes) {
-  OptimizerSpec o;
+  OptimizerSettings o;
   EXPECT_EQ(optimizer_bytes_per_param(o), 12);
   o.momentum = 0.9;
   EXPECT_EQ(optimizer_bytes_per_param(o), 20);
-  o.type = "adam";
+  o.type = OptimizerType::Adam;
   EXPECT_EQ(optimizer_bytes_per_param(o), 28);
-  o.type = "rmsprop";
+  o.type = OptimizerType::RMSprop;
   EXPECT_EQ(optimizer_bytes_per_param(o), 20);
 }
 

@@ -97,7 +97,7 @@ void expect_same(const ModelSpec& a, const ModelSpec& b) {
     EXPECT_EQ(a.layers[i].sequence, b.layers[i].sequence);
   }
   EXPECT_EQ(a.loss, b.loss);
-  const OptimizerSpec &x = a.train.optimizer, &y = b.train.optimizer;
+  const OptimizerSettings &x = a.train.optimizer, &y = b.train.optimizer;
   EXPECT_EQ(x.type, y.type);
   // Exact equality on purpose: to_toml must write doubles that read back bit for bit.
   EXPECT_EQ(x.lr, y.lr);
@@ -187,8 +187,8 @@ TEST(SpecParse, ReadsEveryKeyOfAnSgdSpec) {
   EXPECT_EQ(s.layers[4].out, 3);
   EXPECT_TRUE(s.layers[4].bias);  // the default
   EXPECT_EQ(s.loss, LossType::CrossEntropy);
-  const OptimizerSpec& o = s.train.optimizer;
-  EXPECT_EQ(o.type, "sgd");
+  const OptimizerSettings& o = s.train.optimizer;
+  EXPECT_EQ(o.type, OptimizerType::SGD);
   EXPECT_DOUBLE_EQ(o.lr, 0.05);
   EXPECT_DOUBLE_EQ(o.momentum, 0.9);
   EXPECT_DOUBLE_EQ(o.dampening, 0.0);
@@ -209,8 +209,8 @@ TEST(SpecParse, ReadsEveryKeyOfAnAdamSpec) {
           "{ type = \"adam\", lr = 3e-4, beta1 = 0.8, beta2 = 0.95, eps = 1e-6, weight_decay = 0.5 "
           "}"),
       "adam.toml");
-  const OptimizerSpec& o = s.train.optimizer;
-  EXPECT_EQ(o.type, "adam");
+  const OptimizerSettings& o = s.train.optimizer;
+  EXPECT_EQ(o.type, OptimizerType::Adam);
   EXPECT_DOUBLE_EQ(o.lr, 3e-4);
   EXPECT_DOUBLE_EQ(o.beta1, 0.8);
   EXPECT_DOUBLE_EQ(o.beta2, 0.95);
@@ -219,9 +219,9 @@ TEST(SpecParse, ReadsEveryKeyOfAnAdamSpec) {
 }
 
 TEST(SpecParse, AdamDefaultsAreSpecHDefaults) {
-  const OptimizerSpec o =
+  const OptimizerSettings o =
       parse_spec(with_optimizer("{ type = \"adam\" }"), "a.toml").train.optimizer;
-  const OptimizerSpec d;
+  const OptimizerSettings d;
   EXPECT_EQ(o.lr, d.lr);
   EXPECT_EQ(o.beta1, d.beta1);
   EXPECT_EQ(o.beta2, d.beta2);
@@ -230,10 +230,10 @@ TEST(SpecParse, AdamDefaultsAreSpecHDefaults) {
 }
 
 TEST(SpecParse, AdamWTakesBetasAndPyTorchsDefaultDecay) {
-  const OptimizerSpec o =
+  const OptimizerSettings o =
       parse_spec(with_optimizer("{ type = \"adamw\", lr = 0.001, betas = [0.8, 0.99] }"), "a.toml")
           .train.optimizer;
-  EXPECT_EQ(o.type, "adamw");
+  EXPECT_EQ(o.type, OptimizerType::AdamW);
   EXPECT_DOUBLE_EQ(o.weight_decay, 0.01);
   EXPECT_DOUBLE_EQ(o.beta1, 0.8);
   EXPECT_DOUBLE_EQ(o.beta2, 0.99);
@@ -242,7 +242,7 @@ TEST(SpecParse, AdamWTakesBetasAndPyTorchsDefaultDecay) {
                 .train.optimizer.weight_decay,
             0.0);
   // Integer betas are numbers too.
-  const OptimizerSpec z =
+  const OptimizerSettings z =
       parse_spec(with_optimizer("{ type = \"adam\", betas = [0, 0.5] }"), "a.toml").train.optimizer;
   EXPECT_EQ(z.beta1, 0.0);
   EXPECT_EQ(z.beta2, 0.5);
@@ -260,7 +260,7 @@ TEST(SpecParse, DefaultsAreThoseOfSpecH) {
   expected.input = {2};
   expected.layers = {LayerSpec{LayerType::Linear, 2, true, 3}};
   expect_same(s, expected);  // TrainSpec and DataSpec as default-constructed
-  EXPECT_EQ(s.train.optimizer.type, "sgd");
+  EXPECT_EQ(s.train.optimizer.type, OptimizerType::SGD);
   EXPECT_DOUBLE_EQ(s.train.optimizer.lr, 0.1);
   EXPECT_EQ(s.train.optimizer.momentum, 0.0);
   EXPECT_FALSE(s.train.optimizer.nesterov);
@@ -277,7 +277,7 @@ TEST(SpecParse, PartialTablesKeepTheOtherDefaults) {
   const ModelSpec s = parse_spec(
       model_and({"[train]", "optimizer = { lr = 0.5 }", "epochs = 3", "[data]", "samples = 20"}),
       "p.toml");
-  EXPECT_EQ(s.train.optimizer.type, "sgd");  // type defaults to sgd
+  EXPECT_EQ(s.train.optimizer.type, OptimizerType::SGD);  // type defaults to sgd
   EXPECT_DOUBLE_EQ(s.train.optimizer.lr, 0.5);
   EXPECT_EQ(s.train.optimizer.momentum, 0.0);
   EXPECT_EQ(s.train.batch, 100);
@@ -291,7 +291,7 @@ TEST(SpecParse, PartialTablesKeepTheOtherDefaults) {
 }
 
 TEST(SpecParse, IntegersAreAcceptedWhereNumbersAreExpected) {
-  const OptimizerSpec o =
+  const OptimizerSettings o =
       parse_spec(with_optimizer("{ lr = 1, momentum = 0, weight_decay = 0 }"), "i.toml")
           .train.optimizer;
   EXPECT_EQ(o.lr, 1.0);
@@ -893,7 +893,7 @@ TEST(SpecBuiltin, DiscLDoublesTheWidthThenClassifies) {
     EXPECT_EQ(s.layers.back().out, 2);
     for (const LayerSpec& l : s.layers) EXPECT_EQ(l.line, 0);
     EXPECT_EQ(s.loss, LossType::CrossEntropy);
-    EXPECT_EQ(s.train.optimizer.type, "sgd");
+    EXPECT_EQ(s.train.optimizer.type, OptimizerType::SGD);
     EXPECT_EQ(s.train.optimizer.lr, 0.1);
     EXPECT_EQ(s.train.optimizer.momentum, 0.0);
     EXPECT_FALSE(s.train.optimizer.nesterov);
@@ -947,9 +947,9 @@ TEST(SpecToToml, RoundTripsEveryBuiltin) {
 TEST(SpecToToml, RoundTripsEveryKeyAndOptimizer) {
   expect_round_trip(parse_spec(kFullSgd, "full.toml"));
   ModelSpec s = parse_spec(kFullSgd, "full.toml");
-  for (const char* type : {"adam", "adamw"}) {
-    SCOPED_TRACE(type);
-    s.train.optimizer = OptimizerSpec{};
+  for (OptimizerType type : {OptimizerType::Adam, OptimizerType::AdamW}) {
+    SCOPED_TRACE(optimizer_type_name(type));
+    s.train.optimizer = OptimizerSettings{};
     s.train.optimizer.type = type;
     s.train.optimizer.lr = 3e-4;
     s.train.optimizer.beta1 = 0.85;

@@ -9,15 +9,15 @@ namespace {
 
 struct OptCase {
   std::string name;
-  OptimizerSpec spec;
+  OptimizerSettings spec;
   int steps;
   float expected;  // p after `steps` steps, computed by hand (see each case's comment)
 };
 
-OptimizerSpec sgd(double lr, double momentum = 0, bool nesterov = false, double wd = 0,
-                  double dampening = 0) {
-  OptimizerSpec s;
-  s.type = "sgd";
+OptimizerSettings sgd(double lr, double momentum = 0, bool nesterov = false, double wd = 0,
+                      double dampening = 0) {
+  OptimizerSettings s;
+  s.type = OptimizerType::SGD;
   s.lr = lr;
   s.momentum = momentum;
   s.nesterov = nesterov;
@@ -26,25 +26,25 @@ OptimizerSpec sgd(double lr, double momentum = 0, bool nesterov = false, double 
   return s;
 }
 
-OptimizerSpec adam(std::string type, double lr, double wd) {
-  OptimizerSpec s;
-  s.type = std::move(type);
+OptimizerSettings adam(OptimizerType type, double lr, double wd) {
+  OptimizerSettings s;
+  s.type = type;
   s.lr = lr;
   s.weight_decay = wd;
   return s;
 }
 
-OptimizerSpec rmsprop(double lr, double alpha) {
-  OptimizerSpec s;
-  s.type = "rmsprop";
+OptimizerSettings rmsprop(double lr, double alpha) {
+  OptimizerSettings s;
+  s.type = OptimizerType::RMSprop;
   s.lr = lr;
   s.alpha = alpha;
   return s;
 }
 
-OptimizerSpec adadelta(double lr, double wd = 0) {
-  OptimizerSpec s;
-  s.type = "adadelta";
+OptimizerSettings adadelta(double lr, double wd = 0) {
+  OptimizerSettings s;
+  s.type = OptimizerType::Adadelta;
   s.lr = lr;
   s.rho = 0.9;
   s.eps = 1e-6;
@@ -65,13 +65,13 @@ std::vector<OptCase> cases() {
       // buf1 = 0.5, p1 = 0.95; buf2 = 0.9*0.5 + (1-0.5)*0.5 = 0.7, p2 = 0.95 - 0.07 = 0.88
       {"sgd_dampening", sgd(0.1, 0.9, false, 0, 0.5), 2, 0.88f},
       // m = 0.05, v = 0.00025; m_hat = 0.5, v_hat = 0.25; p = 1 - 0.1 * 0.5 / (0.5 + 1e-8)
-      {"adam_one_step", adam("adam", 0.1, 0), 1, 0.9f},
+      {"adam_one_step", adam(OptimizerType::Adam, 0.1, 0), 1, 0.9f},
       // Adam's bias correction keeps a constant gradient's step at lr: p = 1 - 3 * 0.1
-      {"adam_three_steps", adam("adam", 0.1, 0), 3, 0.7f},
+      {"adam_three_steps", adam(OptimizerType::Adam, 0.1, 0), 3, 0.7f},
       // L2: g = 0.5 + 0.5*1 = 1.0; the normalised step is still lr: p = 0.9
-      {"adam_l2", adam("adam", 0.1, 0.5), 1, 0.9f},
+      {"adam_l2", adam(OptimizerType::Adam, 0.1, 0.5), 1, 0.9f},
       // decoupled: p = 1 * (1 - 0.1*0.5) - 0.1 = 0.85
-      {"adamw_decay", adam("adamw", 0.1, 0.5), 1, 0.85f},
+      {"adamw_decay", adam(OptimizerType::AdamW, 0.1, 0.5), 1, 0.85f},
       // v = 0.1 * 0.25 = 0.025; p = 1 - 0.01 * 0.5 / (sqrt(0.025) + 1e-8)
       {"rmsprop_one_step", rmsprop(0.01, 0.9), 1, 0.9683772254f},
       // v2 = 0.9 * 0.025 + 0.025 = 0.0475; p2 = p1 - 0.005 / sqrt(0.0475)
@@ -111,6 +111,13 @@ TEST_P(OptimizerTest, MatchesHandComputedStep) {
 
 INSTANTIATE_TEST_SUITE_P(Optimizers, OptimizerTest, ::testing::ValuesIn(cases()),
                          [](const auto& case_info) { return case_info.param.name; });
+
+// The names spec files use and `crossover train` prints, one per type, in the order listed.
+TEST(OptimizerType, NamesAreThoseOfSpecFiles) {
+  std::vector<std::string> names;
+  for (OptimizerType t : kOptimizerTypes) names.push_back(optimizer_type_name(t));
+  EXPECT_EQ(names, (std::vector<std::string>{"sgd", "adam", "adamw", "rmsprop", "adadelta"}));
+}
 
 }  // namespace
 }  // namespace xo

@@ -59,7 +59,7 @@ TEST(Allocations, TrainingStepAllocatesOnlyWhatOneDnnDoesPerCall) {
   ModelSpec spec = *builtin_spec("disc-5");  // 5 Linear layers, ReLUs fused
   Model model(spec, *be);
   model.init(0);
-  const Dataset data = load_data(spec, model.classes()).train;
+  const Dataset data = load_data(spec.data, data_request(spec, model.classes())).train;
   DeviceBuffer x = be->allocate(sizeof(float) * data.x.size());
   DeviceBuffer y = be->allocate(sizeof(int32_t) * data.y.size());
   be->upload(x.as<float>(), data.x.data(), x.bytes());

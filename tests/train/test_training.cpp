@@ -20,15 +20,15 @@ struct TrainedRun {
 };
 
 TrainedRun train_builtin(const std::string& name, int64_t epochs, int threads, bool shuffle = false,
-                         const std::string& optimizer = "sgd", int shards = 0) {
+                         OptimizerType optimizer = OptimizerType::SGD, int shards = 0) {
   ModelSpec spec = *builtin_spec(name);
   spec.train.epochs = epochs;
   spec.train.shuffle = shuffle;
   spec.train.optimizer.type = optimizer;
-  if (optimizer != "sgd") spec.train.optimizer.lr = 1e-3;
+  if (optimizer != OptimizerType::SGD) spec.train.optimizer.lr = 1e-3;
   auto be = make_backend(parse_device("cpu", threads));
   Model model(spec, *be);
-  const Dataset data = load_data(spec, model.classes()).train;
+  const Dataset data = load_data(spec.data, data_request(spec, model.classes())).train;
   model.init(spec.train.seed);
   TrainedRun run{train_model(model, data, spec.train, {}, ExecutionOptions{shards}),
                  model.export_params()};
@@ -70,14 +70,14 @@ TEST(Training, SameSeedIsBitIdenticalWithOneThread) {
 }
 
 TEST(Training, ShuffledAndAdamRunsAreBitIdentical) {
-  expect_identical(train_builtin("disc-5", 4, 0, true, "adam"),
-                   train_builtin("disc-5", 4, 0, true, "adam"));
+  expect_identical(train_builtin("disc-5", 4, 0, true, OptimizerType::Adam),
+                   train_builtin("disc-5", 4, 0, true, OptimizerType::Adam));
 }
 
 TEST(Training, ShardedRunsAreBitIdentical) {
-  const TrainedRun a = train_builtin("disc-6", 3, 0, false, "sgd", 2);
+  const TrainedRun a = train_builtin("disc-6", 3, 0, false, OptimizerType::SGD, 2);
   EXPECT_EQ(a.result.shards, 2);
-  expect_identical(a, train_builtin("disc-6", 3, 0, false, "sgd", 2));
+  expect_identical(a, train_builtin("disc-6", 3, 0, false, OptimizerType::SGD, 2));
 }
 
 TEST(Training, ShuffleChangesTheTrajectory) {
@@ -101,7 +101,7 @@ TEST(Training, PartialLastBatchIsTrained) {
   spec.train.batch = 300;  // 1000 = 3 * 300 + 100
   auto be = make_backend(parse_device("cpu", 0));
   Model model(spec, *be);
-  const Dataset data = load_data(spec, model.classes()).train;
+  const Dataset data = load_data(spec.data, data_request(spec, model.classes())).train;
   model.init(0);
   const TrainResult r = train_model(model, data, spec.train);
   EXPECT_EQ(r.steps_per_epoch, 4);
@@ -146,7 +146,7 @@ source = "fashion-mnist"
                                     "small-cnn.toml");
   auto be = make_backend(parse_device("cpu", 0));
   Model model(spec, *be);
-  const DataSplit full = load_data(spec, model.classes());
+  const DataSplit full = load_data(spec.data, data_request(spec, model.classes()));
   const DataSplit few{head(full.train, 600), head(full.test, 500)};
   model.init(spec.train.seed);
   const TrainResult r = train_model(model, few, spec.train);

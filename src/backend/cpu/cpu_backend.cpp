@@ -161,7 +161,7 @@ std::unique_ptr<LstmKernel> CpuBackend::lstm(const LstmShape& shape) {
 std::unique_ptr<BatchNormKernel> CpuBackend::batch_norm(const BatchNormShape& shape) {
   return make_batch_norm(shape, engine_, stream_);
 }
-std::unique_ptr<OptimizerKernel> CpuBackend::optimizer(const OptimizerSpec& spec,
+std::unique_ptr<OptimizerKernel> CpuBackend::optimizer(const OptimizerSettings& spec,
                                                        int64_t parameters) {
   return make_optimizer(spec, parameters);
 }

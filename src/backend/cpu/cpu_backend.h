@@ -83,7 +83,7 @@ class CpuBackend final : public Backend {
   std::unique_ptr<EmbeddingKernel> embedding(const EmbeddingShape& shape) override;
   std::unique_ptr<LstmKernel> lstm(const LstmShape& shape) override;
   std::unique_ptr<BatchNormKernel> batch_norm(const BatchNormShape& shape) override;
-  std::unique_ptr<OptimizerKernel> optimizer(const OptimizerSpec& spec,
+  std::unique_ptr<OptimizerKernel> optimizer(const OptimizerSettings& spec,
                                              int64_t parameters) override;
 
  private:
@@ -110,7 +110,7 @@ std::unique_ptr<DropoutKernel> make_dropout(const DropoutShape& shape);
 std::unique_ptr<EmbeddingKernel> make_embedding(const EmbeddingShape& shape);
 std::unique_ptr<LstmKernel> make_lstm(const LstmShape& shape, const dnnl::engine& engine,
                                       const dnnl::stream& stream);
-std::unique_ptr<OptimizerKernel> make_optimizer(const OptimizerSpec& spec, int64_t parameters);
+std::unique_ptr<OptimizerKernel> make_optimizer(const OptimizerSettings& spec, int64_t parameters);
 
 // d_dst[i] *= act'(.) computed from the activation's output dst, for n elements (shared by the
 // fused Linear backward and the stand-alone activation).

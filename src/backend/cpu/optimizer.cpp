@@ -23,7 +23,7 @@ struct AlignedFloats {
 
 class CpuSgd final : public OptimizerKernel {
  public:
-  CpuSgd(const OptimizerSpec& s, int64_t n) : s_(s), n_(n), momentum_(s.momentum > 0 ? n : 0) {}
+  CpuSgd(const OptimizerSettings& s, int64_t n) : s_(s), n_(n), momentum_(s.momentum > 0 ? n : 0) {}
 
   void step(float* params, const float* grads) override {
     const float lr = static_cast<float>(s_.lr), wd = static_cast<float>(s_.weight_decay);
@@ -54,7 +54,7 @@ class CpuSgd final : public OptimizerKernel {
   int64_t steps() const override { return steps_; }
 
  private:
-  OptimizerSpec s_;
+  OptimizerSettings s_;
   int64_t n_;
   AlignedFloats momentum_;
   int64_t steps_ = 0;
@@ -62,7 +62,7 @@ class CpuSgd final : public OptimizerKernel {
 
 class CpuAdam final : public OptimizerKernel {
  public:
-  CpuAdam(const OptimizerSpec& s, int64_t n, bool decoupled)
+  CpuAdam(const OptimizerSettings& s, int64_t n, bool decoupled)
       : s_(s), n_(n), decoupled_(decoupled), m_(n), v_(n) {}
 
   void step(float* params, const float* grads) override {
@@ -95,7 +95,7 @@ class CpuAdam final : public OptimizerKernel {
   int64_t steps() const override { return steps_; }
 
  private:
-  OptimizerSpec s_;
+  OptimizerSettings s_;
   int64_t n_;
   bool decoupled_;
   AlignedFloats m_, v_;
@@ -105,7 +105,7 @@ class CpuAdam final : public OptimizerKernel {
 // torch.optim.RMSprop: v = alpha v + (1 - alpha) g^2; p -= lr g / (sqrt(v) + eps).
 class CpuRmsprop final : public OptimizerKernel {
  public:
-  CpuRmsprop(const OptimizerSpec& s, int64_t n) : s_(s), n_(n), v_(n) {}
+  CpuRmsprop(const OptimizerSettings& s, int64_t n) : s_(s), n_(n), v_(n) {}
 
   void step(float* params, const float* grads) override {
     const float lr = static_cast<float>(s_.lr), eps = static_cast<float>(s_.eps);
@@ -125,7 +125,7 @@ class CpuRmsprop final : public OptimizerKernel {
   int64_t steps() const override { return steps_; }
 
  private:
-  OptimizerSpec s_;
+  OptimizerSettings s_;
   int64_t n_;
   AlignedFloats v_;
   int64_t steps_ = 0;
@@ -135,7 +135,7 @@ class CpuRmsprop final : public OptimizerKernel {
 // u = rho u + (1 - rho) d^2; p -= lr d.
 class CpuAdadelta final : public OptimizerKernel {
  public:
-  CpuAdadelta(const OptimizerSpec& s, int64_t n) : s_(s), n_(n), v_(n), u_(n) {}
+  CpuAdadelta(const OptimizerSettings& s, int64_t n) : s_(s), n_(n), v_(n), u_(n) {}
 
   void step(float* params, const float* grads) override {
     const float lr = static_cast<float>(s_.lr), eps = static_cast<float>(s_.eps);
@@ -158,7 +158,7 @@ class CpuAdadelta final : public OptimizerKernel {
   int64_t steps() const override { return steps_; }
 
  private:
-  OptimizerSpec s_;
+  OptimizerSettings s_;
   int64_t n_;
   AlignedFloats v_, u_;
   int64_t steps_ = 0;
@@ -166,8 +166,8 @@ class CpuAdadelta final : public OptimizerKernel {
 
 }  // namespace
 
-std::unique_ptr<OptimizerKernel> make_optimizer(const OptimizerSpec& spec, int64_t parameters) {
-  switch (optimizer_type(spec)) {
+std::unique_ptr<OptimizerKernel> make_optimizer(const OptimizerSettings& spec, int64_t parameters) {
+  switch (spec.type) {
     case OptimizerType::SGD:
       return std::make_unique<CpuSgd>(spec, parameters);
     case OptimizerType::Adam:

@@ -212,7 +212,7 @@ std::unique_ptr<LstmKernel> CudaBackend::lstm(const LstmShape& shape) {
 std::unique_ptr<BatchNormKernel> CudaBackend::batch_norm(const BatchNormShape& shape) {
   return make_batch_norm(*this, shape);
 }
-std::unique_ptr<OptimizerKernel> CudaBackend::optimizer(const OptimizerSpec& spec,
+std::unique_ptr<OptimizerKernel> CudaBackend::optimizer(const OptimizerSettings& spec,
                                                         int64_t parameters) {
   return make_optimizer(*this, spec, parameters);
 }

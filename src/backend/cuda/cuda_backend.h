@@ -63,7 +63,7 @@ class CudaBackend final : public Backend {
   std::unique_ptr<EmbeddingKernel> embedding(const EmbeddingShape& shape) override;
   std::unique_ptr<LstmKernel> lstm(const LstmShape& shape) override;
   std::unique_ptr<BatchNormKernel> batch_norm(const BatchNormShape& shape) override;
-  std::unique_ptr<OptimizerKernel> optimizer(const OptimizerSpec& spec,
+  std::unique_ptr<OptimizerKernel> optimizer(const OptimizerSettings& spec,
                                              int64_t parameters) override;
 
  private:
@@ -100,7 +100,7 @@ std::unique_ptr<EmbeddingKernel> make_embedding(CudaBackend& be, const Embedding
 std::unique_ptr<LstmKernel> make_lstm(CudaBackend& be, const LstmShape& shape);  // lstm.cu
 std::unique_ptr<BatchNormKernel> make_batch_norm(CudaBackend& be,
                                                  const BatchNormShape& shape);  // batchnorm.cu
-std::unique_ptr<OptimizerKernel> make_optimizer(CudaBackend& be, const OptimizerSpec& spec,
+std::unique_ptr<OptimizerKernel> make_optimizer(CudaBackend& be, const OptimizerSettings& spec,
                                                 int64_t parameters);  // optimizer.cu
 
 }  // namespace xo::cuda

@@ -113,8 +113,8 @@ __global__ void adadelta_kernel(float* params, const float* grads, float* v, flo
 
 class GpuOptimizer final : public OptimizerKernel {
  public:
-  GpuOptimizer(CudaBackend& be, const OptimizerSpec& spec, int64_t n)
-      : be_(be), s_(spec), type_(optimizer_type(spec)), n_(n) {
+  GpuOptimizer(CudaBackend& be, const OptimizerSettings& spec, int64_t n)
+      : be_(be), s_(spec), type_(spec.type), n_(n) {
     XO_ASSERT(n >= 0);
     const size_t bytes = static_cast<size_t>(n) * sizeof(float);
     state_ = be.allocate(sizeof(StepState));  // zeroed: no steps taken
@@ -197,7 +197,7 @@ class GpuOptimizer final : public OptimizerKernel {
 
  private:
   CudaBackend& be_;
-  OptimizerSpec s_;
+  OptimizerSettings s_;
   OptimizerType type_;
   int64_t n_;
   DeviceBuffer state_;   // one StepState
@@ -207,7 +207,7 @@ class GpuOptimizer final : public OptimizerKernel {
 
 }  // namespace
 
-std::unique_ptr<OptimizerKernel> make_optimizer(CudaBackend& be, const OptimizerSpec& spec,
+std::unique_ptr<OptimizerKernel> make_optimizer(CudaBackend& be, const OptimizerSettings& spec,
                                                 int64_t parameters) {
   return std::make_unique<GpuOptimizer>(be, spec, parameters);
 }

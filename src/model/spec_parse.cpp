@@ -1,0 +1,333 @@
+// Reading TOML model specs through the one TOML reader (io/toml.h): every error names the file, the
+// line and the dotted key and says what was expected; unknown keys are errors, so a typo never
+// passes. Also the names of layer types and losses, and resolving a name to a spec.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <string_view>
+
+#include "core/error.h"
+#include "core/file.h"
+#include "io/toml.h"
+#include "model/spec.h"
+
+namespace xo {
+namespace {
+
+constexpr double kAdamWDefaultWeightDecay = 0.01;  // torch.optim.AdamW's default
+constexpr double kAdadeltaDefaultEps = 1e-6;       // torch.optim.Adadelta's default
+constexpr std::string_view kDiscSource = "disc";
+constexpr std::string_view kFashionMnistSource = "fashion-mnist";
+constexpr std::string_view kImdbSyntheticSource = "imdb-synthetic";
+// Sources that name a path after their prefix.
+constexpr std::string_view kPathPrefixes[] = {"csv:", "idx:", "imdb:"};
+constexpr LossType kLossTypes[] = {LossType::CrossEntropy, LossType::BinaryCrossEntropy};
+
+// What each layer type is called in spec files and which keys it takes besides "type".
+struct LayerInfo {
+  LayerType type;
+  std::string_view name;
+  std::vector<std::string_view> keys;
+};
+
+const std::vector<LayerInfo>& layer_table() {
+  static const std::vector<LayerInfo> table = {
+      {LayerType::Linear, "linear", {"out", "bias"}},
+      {LayerType::ReLU, "relu", {}},
+      {LayerType::Tanh, "tanh", {}},
+      {LayerType::Sigmoid, "sigmoid", {}},
+      {LayerType::Conv2d, "conv2d", {"out", "kernel", "stride", "padding", "bias"}},
+      {LayerType::MaxPool2d, "maxpool2d", {"kernel", "stride", "padding"}},
+      {LayerType::AvgPool2d, "avgpool2d", {"kernel", "stride", "padding"}},
+      {LayerType::Dropout, "dropout", {"p"}},
+      {LayerType::Flatten, "flatten", {}},
+      {LayerType::Embedding, "embedding", {"vocab", "out"}},
+      {LayerType::LSTM, "lstm", {"out", "layers", "sequence"}},
+      {LayerType::GlobalAvgPool, "global_avgpool", {}},
+      {LayerType::GlobalMaxPool, "global_maxpool", {}},
+      {LayerType::BatchNorm1d, "batchnorm1d", {"eps", "momentum"}},
+      {LayerType::BatchNorm2d, "batchnorm2d", {"eps", "momentum"}},
+  };
+  return table;
+}
+
+const LayerInfo& layer_info(LayerType t) {
+  for (const LayerInfo& info : layer_table()) {
+    if (info.type == t) return info;
+  }
+  XO_ASSERT(false && "layer type missing from layer_table()");
+}
+
+// Every key any layer takes, "type" first: checked before the type is known, so that
+// `{ typ = "relu" }` names "typ" rather than a missing "type".
+std::vector<std::string_view> all_layer_keys() {
+  std::vector<std::string_view> keys = {"type"};
+  for (const LayerInfo& info : layer_table()) {
+    for (std::string_view key : info.keys) {
+      if (std::find(keys.begin(), keys.end(), key) == keys.end()) keys.push_back(key);
+    }
+  }
+  return keys;
+}
+
+std::vector<std::string_view> optimizer_names() {
+  std::vector<std::string_view> names;
+  for (OptimizerType t : kOptimizerTypes) names.push_back(optimizer_type_name(t));
+  return names;
+}
+
+std::vector<int64_t> parse_input(const TomlValue& input) {
+  constexpr std::string_view kExpected = "a non-empty list of positive integers, e.g. [2]";
+  const std::vector<TomlValue> dims = input.list(kExpected);
+  if (dims.empty()) input.expected(kExpected);
+  std::vector<int64_t> shape;
+  for (const TomlValue& dim : dims) {
+    if (!dim.is_integer() || dim.integer() <= 0) dim.expected("a positive integer");
+    shape.push_back(dim.integer());
+  }
+  return shape;
+}
+
+// The keys the layer's type does not take, named with the keys it does take.
+void check_layer_keys(const TomlTable& t, const LayerInfo& info) {
+  for (const std::string& key : t.keys()) {
+    if (key == "type" || std::find(info.keys.begin(), info.keys.end(), key) != info.keys.end()) {
+      continue;
+    }
+    const std::string takes = info.keys.empty()
+                                  ? std::string("it has no settings")
+                                  : fmt::format("it takes: {}", fmt::join(info.keys, ", "));
+    t.get(key).fail(fmt::format("a {} layer takes no '{}' ({})", info.name, key, takes));
+  }
+}
+
+LayerSpec parse_layer(const TomlValue& node) {
+  const TomlTable t = node.table("a layer table such as { type = \"linear\", out = 4 }");
+  t.only_keys(all_layer_keys());
+  std::vector<std::string_view> names;
+  for (const LayerInfo& info : layer_table()) names.push_back(info.name);
+  LayerSpec layer;
+  layer.line = t.line();
+  layer.type = layer_table()[t.get("type").choice("layer type", names)].type;
+  const LayerInfo& info = layer_info(layer.type);
+  check_layer_keys(t, info);
+
+  auto has = [&](std::string_view key) {
+    return std::find(info.keys.begin(), info.keys.end(), key) != info.keys.end();
+  };
+  // A positive integer; `fallback` (when > 0) makes the key optional.
+  auto positive = [&](std::string_view key, int64_t fallback, std::string_view noun) {
+    const TomlValue v = t.get(key);
+    return !v && fallback > 0 ? fallback : v.integer_at_least(1, noun);
+  };
+  if (has("out")) layer.out = positive("out", 0, "width");
+  if (has("kernel")) layer.kernel = positive("kernel", 0, "kernel size");
+  if (has("stride")) {
+    const int64_t pool_default = layer.type == LayerType::Conv2d ? 1 : layer.kernel;
+    layer.stride = positive("stride", pool_default, "stride");
+  }
+  if (const TomlValue v = t.get("padding")) layer.padding = v.integer_at_least(0, "padding");
+  if (const TomlValue v = t.get("bias")) layer.bias = v.boolean();
+  if (const TomlValue v = t.get("p")) {
+    layer.p = v.number(kUnitOpen, "the probability of dropping an element");
+  }
+  if (const TomlValue v = t.get("eps")) layer.eps = v.number(kPositive, "added to the variance");
+  if (const TomlValue v = t.get("momentum")) {
+    layer.momentum = v.number(kUnitClosed, "the batch's weight in the running statistics");
+  }
+  if (has("vocab")) layer.vocab = positive("vocab", 0, "vocabulary size");
+  if (has("layers")) layer.layers = positive("layers", 1, "layer count");
+  if (const TomlValue v = t.get("sequence")) layer.sequence = v.boolean();
+  return layer;
+}
+
+void parse_model(const TomlTable& model, ModelSpec& spec) {
+  model.only_keys({"name", "input", "layers", "loss"});
+  if (const TomlValue name = model.get("name")) {
+    spec.name = name.string();
+    if (spec.name.empty()) {
+      name.fail(
+          "empty name (expected a name such as \"disc-8\", or no name key to use the file's)");
+    }
+  }
+  spec.input = parse_input(model.get("input"));
+
+  constexpr std::string_view kExpectedLayers =
+      "a non-empty list of layer tables, e.g. [ { type = \"linear\", out = 2 } ]";
+  const TomlValue layers = model.get("layers");
+  const std::vector<TomlValue> items = layers.list(kExpectedLayers);
+  if (items.empty()) layers.expected(kExpectedLayers);
+  spec.layers.clear();
+  for (const TomlValue& item : items) spec.layers.push_back(parse_layer(item));
+
+  std::vector<std::string_view> losses;
+  for (LossType t : kLossTypes) losses.push_back(loss_name(t));
+  spec.loss = kLossTypes[model.get("loss").choice("loss", losses)];
+}
+
+// PyTorch's `betas = [b1, b2]`, the other spelling of beta1 and beta2 (never both).
+void read_betas(const TomlTable& t, const TomlValue& betas, OptimizerSettings& o) {
+  for (std::string_view key : {"beta1", "beta2"}) {
+    if (const TomlValue beta = t.get(key)) {
+      beta.fail(
+          "given twice: betas already sets it (expected either betas = [b1, b2] or beta1/beta2)");
+    }
+  }
+  const std::vector<TomlValue> b = betas.is_list() ? betas.list("") : std::vector<TomlValue>{};
+  auto in_unit = [](const TomlValue& v) { return v.is_number() && kUnitOpen.contains(v.number()); };
+  if (b.size() != 2 || !in_unit(b[0]) || !in_unit(b[1])) {
+    betas.expected("two numbers in [0, 1), e.g. [0.9, 0.999]");
+  }
+  o.beta1 = b[0].number();
+  o.beta2 = b[1].number();
+}
+
+void parse_optimizer(const TomlTable& t, OptimizerSettings& o) {
+  if (const TomlValue type = t.get("type")) {
+    o.type = kOptimizerTypes[type.choice("optimizer", optimizer_names())];
+  }
+  switch (o.type) {
+    case OptimizerType::SGD:
+      t.only_keys({"type", "lr", "momentum", "dampening", "nesterov", "weight_decay"});
+      break;
+    case OptimizerType::Adam:
+    case OptimizerType::AdamW:
+      t.only_keys({"type", "lr", "beta1", "beta2", "betas", "eps", "weight_decay"});
+      if (o.type == OptimizerType::AdamW) o.weight_decay = kAdamWDefaultWeightDecay;
+      break;
+    case OptimizerType::RMSprop:
+      t.only_keys({"type", "lr", "alpha", "eps", "weight_decay"});
+      break;
+    case OptimizerType::Adadelta:
+      t.only_keys({"type", "lr", "rho", "eps", "weight_decay"});
+      o.eps = kAdadeltaDefaultEps;
+      break;
+  }
+  if (const TomlValue v = t.get("lr")) o.lr = v.number(kPositive);
+  // Momentum and Adam's betas are decay factors: 1 or more would never forget (or diverge).
+  if (const TomlValue v = t.get("momentum")) o.momentum = v.number(kUnitOpen);
+  if (const TomlValue v = t.get("beta1")) o.beta1 = v.number(kUnitOpen);
+  if (const TomlValue v = t.get("beta2")) o.beta2 = v.number(kUnitOpen);
+  if (const TomlValue v = t.get("alpha")) o.alpha = v.number(kUnitOpen);
+  if (const TomlValue v = t.get("rho")) o.rho = v.number(kUnitOpen);
+  if (const TomlValue betas = t.get("betas")) read_betas(t, betas, o);
+  if (const TomlValue v = t.get("dampening")) o.dampening = v.number(kUnitClosed);
+  if (const TomlValue v = t.get("eps")) o.eps = v.number(kPositive);
+  if (const TomlValue v = t.get("weight_decay")) o.weight_decay = v.number(kNonNegative);
+  const TomlValue nesterov = t.get("nesterov");
+  if (nesterov) o.nesterov = nesterov.boolean();
+  if (o.nesterov && (o.momentum <= 0 || o.dampening != 0)) {
+    nesterov.fail(fmt::format(
+        "Nesterov momentum needs momentum > 0 and dampening = 0, got momentum {} and dampening {} "
+        "(torch.optim.SGD refuses this too)",
+        toml_float(o.momentum), toml_float(o.dampening)));
+  }
+}
+
+void parse_train(const TomlTable& t, TrainSpec& train) {
+  t.only_keys({"optimizer", "batch", "epochs", "shuffle", "seed"});
+  if (const TomlValue v = t.get("optimizer")) {
+    const std::string names = fmt::format("{}", fmt::join(optimizer_names(), ", "));
+    parse_optimizer(v.table(fmt::format(
+                        "a table such as {{ type = \"sgd\", lr = 0.1 }}, type one of: {}", names)),
+                    train.optimizer);
+  }
+  if (const TomlValue v = t.get("batch")) train.batch = v.integer_at_least(1);
+  if (const TomlValue v = t.get("epochs")) train.epochs = v.integer_at_least(1);
+  if (const TomlValue v = t.get("shuffle")) train.shuffle = v.boolean();
+  if (const TomlValue v = t.get("seed")) train.seed = static_cast<uint64_t>(v.integer_at_least(0));
+}
+
+// `base` is the spec file's folder (empty for a spec given as text): a relative path is relative
+// to the spec, not to wherever crossover happens to run.
+std::string parse_source(const TomlValue& v, const std::filesystem::path& base) {
+  const std::string expected =
+      fmt::format("one of: \"{}\", \"csv:PATH\", \"{}\", \"idx:DIR\", \"imdb:DIR\", \"{}\"",
+                  kDiscSource, kFashionMnistSource, kImdbSyntheticSource);
+  const std::string source = v.string(expected);
+  if (source == kDiscSource || source == kFashionMnistSource || source == kImdbSyntheticSource) {
+    return source;
+  }
+  for (std::string_view prefix : kPathPrefixes) {
+    if (!source.starts_with(prefix)) continue;
+    std::filesystem::path path = source.substr(prefix.size());
+    if (path.empty()) {
+      v.fail(fmt::format("empty path (expected \"{}PATH\", e.g. \"{}data\")", prefix, prefix));
+    }
+    if (path.is_relative() && !base.empty()) path = (base / path).lexically_normal();
+    return std::string(prefix) + path.string();
+  }
+  v.fail(fmt::format("unknown source '{}' (expected {})", source, expected));
+}
+
+void parse_data(const TomlTable& t, const std::filesystem::path& base, DataSpec& data) {
+  t.only_keys({"source", "samples", "test_samples"});
+  if (const TomlValue v = t.get("source")) data.source = parse_source(v, base);
+  if (const TomlValue v = t.get("samples")) data.samples = v.integer_at_least(1);
+  if (const TomlValue v = t.get("test_samples")) {
+    data.test_samples = v.integer_at_least(0);
+    // Only generated sources make a test split of a chosen size; files bring their own (or none).
+    if (data.source != kDiscSource && data.source != kImdbSyntheticSource) {
+      v.fail(fmt::format(
+          "only generated sources (disc, imdb-synthetic) take test_samples; '{}' has its own test "
+          "split or none",
+          data.source));
+    }
+  }
+}
+
+ModelSpec parse(const std::string& text, const std::string& origin,
+                const std::filesystem::path& base) {
+  const TomlDocument doc(text, origin);
+  const TomlTable root = doc.root();
+  root.only_keys({"model", "train", "data"});
+  ModelSpec spec;
+  spec.origin = origin;
+  spec.name = std::filesystem::path(origin).stem().string();
+  parse_model(root.get("model").table("a [model] table with input, layers and loss"), spec);
+  if (const TomlValue train = root.get("train")) {
+    parse_train(train.table("a [train] table"), spec.train);
+  }
+  if (const TomlValue data = root.get("data")) {
+    parse_data(data.table("a [data] table"), base, spec.data);
+  }
+  infer_shapes(spec);
+  return spec;
+}
+
+}  // namespace
+
+ModelSpec parse_spec(const std::string& toml_text, const std::string& origin) {
+  return parse(toml_text, origin, {});
+}
+
+ModelSpec load_spec_file(const std::filesystem::path& path) {
+  return parse(read_file(path), path.string(), path.parent_path());
+}
+
+const char* layer_type_name(LayerType t) { return layer_info(t).name.data(); }
+
+const char* loss_name(LossType t) { return t == LossType::CrossEntropy ? "cross_entropy" : "bce"; }
+
+ModelSpec resolve_spec(const std::string& name_or_path) {
+  if (auto builtin = builtin_spec(name_or_path)) return *builtin;
+  const std::filesystem::path path(name_or_path);
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(path, ec)) return load_spec_file(path);
+  const std::string builtins = fmt::format("{}", fmt::join(builtin_spec_names(), ", "));
+  if (std::filesystem::exists(path, ec)) {
+    throw UserError(
+        fmt::format("{}: not a file (expected a TOML spec file or a built-in model: {})",
+                    name_or_path, builtins));
+  }
+  // Something that looks like a path gets a path's message; a bare word may be a mistyped name.
+  if (path.extension() == ".toml" || path.has_parent_path()) {
+    throw UserError(
+        fmt::format("{}: spec file not found (built-in models: {})", name_or_path, builtins));
+  }
+  throw UserError(
+      fmt::format("'{}' is neither a built-in model ({}) nor a spec file", name_or_path, builtins));
+}
+
+}  // namespace xo

@@ -1,0 +1,103 @@
+// Rendering a model spec back to TOML: what parse_spec reads back to the same spec, with only the
+// keys that differ from the defaults inside each layer.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "core/error.h"
+#include "io/toml.h"
+#include "model/spec.h"
+
+namespace xo {
+namespace {
+
+// One layer as an inline TOML table, with only the keys that differ from the defaults.
+std::string layer_toml(const LayerSpec& l) {
+  std::string out = fmt::format("{{ type = \"{}\"", layer_type_name(l.type));
+  const LayerSpec defaults;
+  switch (l.type) {
+    case LayerType::Linear:
+      out += fmt::format(", out = {}{}", l.out, l.bias ? "" : ", bias = false");
+      break;
+    case LayerType::Conv2d:
+      out += fmt::format(", out = {}, kernel = {}", l.out, l.kernel);
+      if (l.stride != 1) out += fmt::format(", stride = {}", l.stride);
+      if (l.padding != 0) out += fmt::format(", padding = {}", l.padding);
+      if (!l.bias) out += ", bias = false";
+      break;
+    case LayerType::MaxPool2d:
+    case LayerType::AvgPool2d:
+      out += fmt::format(", kernel = {}", l.kernel);
+      if (l.stride != l.kernel) out += fmt::format(", stride = {}", l.stride);
+      if (l.padding != 0) out += fmt::format(", padding = {}", l.padding);
+      break;
+    case LayerType::Dropout:
+      out += fmt::format(", p = {}", toml_float(l.p));
+      break;
+    case LayerType::Embedding:
+      out += fmt::format(", vocab = {}, out = {}", l.vocab, l.out);
+      break;
+    case LayerType::BatchNorm1d:
+    case LayerType::BatchNorm2d:
+      if (l.eps != defaults.eps) out += fmt::format(", eps = {}", toml_float(l.eps));
+      if (l.momentum != defaults.momentum) {
+        out += fmt::format(", momentum = {}", toml_float(l.momentum));
+      }
+      break;
+    case LayerType::LSTM:
+      out += fmt::format(", out = {}", l.out);
+      if (l.layers != defaults.layers) out += fmt::format(", layers = {}", l.layers);
+      if (l.sequence) out += ", sequence = true";
+      break;
+    default:
+      break;
+  }
+  return out + " }";
+}
+
+// Every setting the optimizer's type reads, in the order of torch.optim's signature.
+std::string optimizer_toml(const OptimizerSettings& o) {
+  const char* type = optimizer_type_name(o.type);
+  switch (o.type) {
+    case OptimizerType::SGD:
+      return fmt::format(
+          "{{ type = \"{}\", lr = {}, momentum = {}, dampening = {}, nesterov = {}, "
+          "weight_decay = {} }}",
+          type, toml_float(o.lr), toml_float(o.momentum), toml_float(o.dampening), o.nesterov,
+          toml_float(o.weight_decay));
+    case OptimizerType::RMSprop:
+      return fmt::format("{{ type = \"{}\", lr = {}, alpha = {}, eps = {}, weight_decay = {} }}",
+                         type, toml_float(o.lr), toml_float(o.alpha), toml_float(o.eps),
+                         toml_float(o.weight_decay));
+    case OptimizerType::Adadelta:
+      return fmt::format("{{ type = \"{}\", lr = {}, rho = {}, eps = {}, weight_decay = {} }}",
+                         type, toml_float(o.lr), toml_float(o.rho), toml_float(o.eps),
+                         toml_float(o.weight_decay));
+    case OptimizerType::Adam:
+    case OptimizerType::AdamW:
+      return fmt::format(
+          "{{ type = \"{}\", lr = {}, beta1 = {}, beta2 = {}, eps = {}, weight_decay = {} }}", type,
+          toml_float(o.lr), toml_float(o.beta1), toml_float(o.beta2), toml_float(o.eps),
+          toml_float(o.weight_decay));
+  }
+  XO_ASSERT(false && "optimizer type missing from optimizer_toml");
+}
+
+}  // namespace
+
+std::string to_toml(const ModelSpec& spec) {
+  std::string out = "[model]\n";
+  out += fmt::format("name = {}\n", toml_string(spec.name));
+  out += fmt::format("input = [{}]\n", fmt::join(spec.input, ", "));
+  out += "layers = [\n";
+  for (const LayerSpec& l : spec.layers) out += fmt::format("  {},\n", layer_toml(l));
+  out += fmt::format("]\nloss = \"{}\"\n\n[train]\n", loss_name(spec.loss));
+  out += fmt::format("optimizer = {}\n", optimizer_toml(spec.train.optimizer));
+  out += fmt::format("batch = {}\nepochs = {}\nshuffle = {}\nseed = {}\n\n", spec.train.batch,
+                     spec.train.epochs, spec.train.shuffle, spec.train.seed);
+  out += fmt::format("[data]\nsource = {}\nsamples = {}\n", toml_string(spec.data.source),
+                     spec.data.samples);
+  if (spec.data.test_samples > 0) out += fmt::format("test_samples = {}\n", spec.data.test_samples);
+  return out;
+}
+
+}  // namespace xo
