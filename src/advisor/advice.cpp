@@ -20,7 +20,7 @@ std::string lower(std::string s) {
 // A catalog device stands for a local one when its model number (the first word of its name
 // with a digit in it, e.g. "H100", "9654", "i9-14900K") appears in the local device's name.
 bool same_model(const CatalogDevice& d, const DeviceInfo& local) {
-  if ((d.kind == "gpu") != (local.kind == "cuda")) return false;
+  if (d.kind != local.kind) return false;
   const std::string name = lower(d.name), here = lower(local.name);
   size_t start = 0;
   while (start < name.size()) {
@@ -59,7 +59,7 @@ const CatalogDevice* reference_gpu(const Catalog& catalog) {
   double cheapest = std::numeric_limits<double>::infinity();
   for (const CatalogInstance& i : catalog.instances) {
     const CatalogDevice* d = catalog.find_device(i.device);
-    if (d && d->kind == "gpu" && i.device_count == 1 && i.on_demand_usd_per_hour < cheapest) {
+    if (d && d->kind == DeviceKind::Gpu && i.device_count == 1 && i.on_demand_usd_per_hour < cheapest) {
       cheapest = i.on_demand_usd_per_hour;
       best = d;
     }
@@ -72,15 +72,14 @@ DeviceRates catalog_rates(const CatalogDevice& d, const std::vector<DevicePeaks>
   DeviceRates r;
   r.gflops = d.f32_tflops * 1e3 * o.achievable_flops_fraction;
   r.bandwidth_gbs = d.memory_bandwidth_gbs * o.achievable_bandwidth_fraction;
-  const std::string local_kind = d.kind == "gpu" ? "cuda" : "cpu";
   const DevicePeaks* local = nullptr;
   for (const DevicePeaks& p : peaks) {
-    if (p.device.rfind(local_kind, 0) == 0) local = &p;
+    if (device_kind_of(p.device) == d.kind) local = &p;
   }
   if (local) {
     r.step_overhead_us = local->step_overhead_us;
     r.layer_overhead_us = local->layer_overhead_us;
-  } else if (d.kind == "gpu") {
+  } else if (d.kind == DeviceKind::Gpu) {
     r.step_overhead_us = o.gpu_step_overhead_us;
     r.layer_overhead_us = o.gpu_layer_overhead_us;
   }
@@ -105,12 +104,12 @@ std::vector<DevicePrediction> predict_devices(const RunRecord& focus,
     d.model = focus.result.model;
     d.device = row.result.device.id;
     d.name = row.result.device.name + " (this machine)";
-    d.kind = row.result.device.kind == "cuda" ? "gpu" : "cpu";
+    d.kind = row.result.device.kind;
     d.local = true;
     d.step = predict_step(row.cost, probed_rates(*p), 1.0);
     d.measured_s = row.result.step_ms.median * 1e-3;
     const double eff = calibrate_efficiency(row.cost, probed_rates(*p), *d.measured_s);
-    (d.kind == "gpu" ? efficiency_gpu : efficiency_cpu) = eff;
+    (d.kind == DeviceKind::Gpu ? efficiency_gpu : efficiency_cpu) = eff;
     d.assumptions = {
         fmt::format("roofline at this device's probed peaks: {:.1f} GFLOP/s f32 matmul, {:.1f} GB/s",
                     p->matmul_gflops, p->bandwidth_gbs),
@@ -128,7 +127,7 @@ std::vector<DevicePrediction> predict_devices(const RunRecord& focus,
     d.name = c.name;
     d.kind = c.kind;
     const DeviceRates rates = catalog_rates(c, peaks, o);
-    const std::optional<double> eff = c.kind == "gpu" ? efficiency_gpu : efficiency_cpu;
+    const std::optional<double> eff = c.kind == DeviceKind::Gpu ? efficiency_gpu : efficiency_cpu;
     d.step = predict_step(focus.cost, rates, eff.value_or(1.0));
     d.assumptions.push_back(fmt::format(
         "f32 (no TF32, no BF16); kernels reach {:.0f}% of the datasheet's {:.1f} TFLOP/s and "
@@ -138,18 +137,18 @@ std::vector<DevicePrediction> predict_devices(const RunRecord& focus,
     if (eff) {
       d.assumptions.push_back(fmt::format(
           "this model's efficiency as measured on this machine's {}: {:.2f} of the roofline",
-          c.kind == "gpu" ? "GPU" : "CPU", *eff));
+          c.kind == DeviceKind::Gpu ? "GPU" : "CPU", *eff));
     } else {
       d.assumptions.push_back(fmt::format(
           "no {} measured here: efficiency 1 (the roofline itself, a lower bound on the time)",
-          c.kind == "gpu" ? "GPU" : "CPU"));
+          c.kind == DeviceKind::Gpu ? "GPU" : "CPU"));
     }
     d.assumptions.push_back(fmt::format(
         "fixed costs {:.1f} µs per step and {:.2f} µs per layer ({})", rates.step_overhead_us,
         rates.layer_overhead_us,
-        c.kind == "gpu" && !efficiency_gpu ? "assumed for CUDA Graph replay: no GPU measured here"
+        c.kind == DeviceKind::Gpu && !efficiency_gpu ? "assumed for CUDA Graph replay: no GPU measured here"
                                            : "as probed on this machine's device of that kind"));
-    if (c.kind == "cpu") {
+    if (c.kind == DeviceKind::Cpu) {
       d.assumptions.push_back("every core busy at the datasheet rate (small layers scale worse)");
     }
     for (const RunRecord* row : measured) {
@@ -174,7 +173,7 @@ CostTable cost_table(const std::string& model, int64_t epochs, int64_t steps_per
       *predicted = !p.measured_s;
       double s = step_seconds(p);
       const CatalogDevice* d = catalog.find_device(device);
-      if (!p.measured_s && instance && d && d->kind == "cpu" && d->threads > 0 &&
+      if (!p.measured_s && instance && d && d->kind == DeviceKind::Cpu && d->threads > 0 &&
           instance->vcpus > 0) {
         const double share = std::min(1.0, static_cast<double>(instance->vcpus) / d->threads);
         s = p.step.overhead_seconds + (p.step.flops_seconds + p.step.bytes_seconds) / share;
@@ -326,7 +325,7 @@ std::optional<SweepSeries> predicted_gpu_series(const std::vector<RunRecord>& ru
                                                 const std::vector<DevicePeaks>& peaks,
                                                 const Catalog& catalog, const AdviceOptions& o) {
   for (const RunRecord& run : runs) {
-    if (run.result.device.kind == "cuda") return std::nullopt;  // a GPU was measured
+    if (run.result.device.kind == DeviceKind::Gpu) return std::nullopt;  // a GPU was measured
   }
   const CatalogDevice* gpu = reference_gpu(catalog);
   if (!gpu || runs.empty()) return std::nullopt;

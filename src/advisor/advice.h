@@ -35,7 +35,7 @@ struct DevicePrediction {
   std::string model;   // the model predicted
   std::string device;  // catalog id, or the local device id
   std::string name;
-  std::string kind;    // "cpu" or "gpu"
+  DeviceKind kind = DeviceKind::Cpu;
   bool local = false;  // a device of this machine: measured, and predicted from its probe
   StepPrediction step;
   std::optional<double> measured_s;

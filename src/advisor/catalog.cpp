@@ -26,9 +26,10 @@ constexpr std::string_view kSchema = "crossover.catalog/1";
 constexpr std::string_view kSpotSuffix = ".spot";
 constexpr size_t kSuggestions = 5;  // ids listed when an override names an unknown one
 
-constexpr std::string_view kCpu = "cpu";
-
-const std::vector<std::string_view> kKinds = {"gpu", kCpu};
+// The kinds in the order of DeviceKind's values.
+constexpr DeviceKind kKindValues[] = {DeviceKind::Gpu, DeviceKind::Cpu};
+const std::vector<std::string_view> kKinds = {device_kind_name(DeviceKind::Gpu),
+                                              device_kind_name(DeviceKind::Cpu)};
 const std::vector<std::string_view> kTopKeys = {"schema", "extends", "device", "instance"};
 const std::vector<std::string_view> kDeviceKeys = {"id",
                                                    "kind",
@@ -90,8 +91,8 @@ CatalogDevice read_device(const TomlTable& t) {
   t.only_keys(kDeviceKeys);
   CatalogDevice d;
   d.id = t.get("id").non_empty_string();
-  d.kind = kKinds[t.get("kind").choice("kind", kKinds)];
-  const bool cpu = d.kind == kCpu;
+  d.kind = kKindValues[t.get("kind").choice("kind", kKinds)];
+  const bool cpu = d.kind == DeviceKind::Cpu;
   d.name = t.get("name").non_empty_string();
   d.f32_tflops = t.get("f32_tflops").number(kPositive);
   if (const TomlValue v = t.get("tf32_tflops")) d.tf32_tflops = v.number(kNonNegative);

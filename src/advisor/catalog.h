@@ -9,12 +9,14 @@
 #include <string>
 #include <vector>
 
+#include "backend/backend.h"
+
 namespace xo {
 
 // A device one can buy (or that an instance carries).
 struct CatalogDevice {
   std::string id;          // unique across devices, e.g. "h100-sxm", "epyc-9654"
-  std::string kind;        // "gpu" or "cpu"
+  DeviceKind kind = DeviceKind::Gpu;
   std::string name;        // e.g. "NVIDIA H100 SXM5 80GB"
   double f32_tflops = 0;   // dense peak rates, TFLOP/s (> 0)
   double tf32_tflops = 0;  // 0 where the device has no such mode (CPUs)

@@ -22,7 +22,7 @@ double lifetime_hours(const OwnershipAssumptions& a) {
 
 // A GPU draws its board power plus the host it sits in; a CPU's TDP stands for its whole box.
 double hourly_power_usd(const CatalogDevice& device, const OwnershipAssumptions& a) {
-  const double watts = device.power_w + (device.kind == "gpu" ? a.host_power_w : 0);
+  const double watts = device.power_w + (device.kind == DeviceKind::Gpu ? a.host_power_w : 0);
   return watts / kWattsPerKilowatt * a.electricity_usd_per_kwh;
 }
 

@@ -6,7 +6,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/function_ref.h"
@@ -14,10 +16,19 @@
 
 namespace xo {
 
+// The kind of a device, one name everywhere: "cpu" or "gpu" (a device's kind in results.json, a
+// catalog entry's kind, a prediction's kind). Which GPU backend runs it is in the device id.
+enum class DeviceKind { Cpu, Gpu };
+const char* device_kind_name(DeviceKind kind);
+// "cpu" or "gpu"; also "cuda", the name results files written before crossover 0.1.1 gave GPUs.
+std::optional<DeviceKind> parse_device_kind(std::string_view name);
+// The kind of the device a backend id names ("cpu", "cuda:0").
+DeviceKind device_kind_of(std::string_view device_id);
+
 // What a device is, for tables, reports and results.json.
 struct DeviceInfo {
   std::string id;       // "cpu", "cuda:0"
-  std::string kind;     // "cpu" or "cuda"
+  DeviceKind kind = DeviceKind::Cpu;
   std::string name;     // e.g. "Intel(R) Xeon(R) Platinum 8481C"
   int threads = 0;      // CPU threads used; 0 for GPUs
   std::string library;  // e.g. "oneDNN 2.6.3 (OpenMP)"

@@ -38,7 +38,7 @@ std::vector<Crossover> predicted_width_crossover(const ModelSpec& spec, const Ru
                                                  std::vector<SweepSeries>& series_out) {
   const DevicePeaks* local = find_peaks(peaks, measured.result.device.id);
   const CatalogDevice* gpu = reference_gpu(catalog);
-  if (!local || !gpu || measured.result.device.kind == "cuda") return {};
+  if (!local || !gpu || measured.result.device.kind == DeviceKind::Gpu) return {};
   const double eff = local_efficiency(measured, peaks);
   const DeviceRates local_rates = probed_rates(*local);
   const DeviceRates gpu_rates = catalog_rates(*gpu, peaks, o);

@@ -37,7 +37,7 @@ int run_train(const TrainOptions& o) {
   if (o.seed) spec.train.seed = *o.seed;
   const DeviceRequest request = parse_device(o.device, o.threads, o.precision);
   auto backend = make_backend(request);
-  if (backend->info().kind == "cpu" && request.precision != Precision::F32) {
+  if (backend->info().kind == DeviceKind::Cpu && request.precision != Precision::F32) {
     fmt::print(stderr, "note: --precision {} applies to GPUs; the CPU computes in f32\n",
                o.precision);
   }
@@ -52,7 +52,7 @@ int run_train(const TrainOptions& o) {
     const DeviceInfo& d = backend->info();
     fmt::print("{}: {} parameters, {} on {} ({}, {}); data: {}\n", spec.name,
                model.parameter_count(), optimizer_type_name(spec.train.optimizer.type), d.id,
-               d.name, d.kind == "cpu" ? fmt::format("{} threads", d.threads) : d.precision,
+               d.name, d.kind == DeviceKind::Cpu ? fmt::format("{} threads", d.threads) : d.precision,
                data.train.description);
   }
   ExecutionOptions exec;

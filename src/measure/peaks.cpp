@@ -154,7 +154,7 @@ DevicePeaks probe_peaks(Backend& be) {
   p.device = d.id;
   p.name = d.name;
   p.threads = d.threads;
-  const bool gpu = d.kind == "cuda";
+  const bool gpu = d.kind == DeviceKind::Gpu;
   p.matmul_n = gpu ? 8192 : 2048;
   p.matmul_gflops = probe_matmul(be, p.matmul_n);
   p.bandwidth_gbs = probe_bandwidth(be, int64_t{1} << (gpu ? 28 : 26));  // 1 GiB / 256 MiB each

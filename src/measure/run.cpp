@@ -19,7 +19,7 @@ RunRecord measure_run(Backend& backend, const ModelSpec& spec, const MeasureSett
   // NVML numbers GPUs as CUDA does when CUDA_VISIBLE_DEVICES is unset (the usual case).
   int gpu_index = -1;
   const DeviceInfo& device = backend.info();
-  if (device.kind == "cuda") {
+  if (device.kind == DeviceKind::Gpu) {
     const auto colon = device.id.find(':');
     gpu_index = colon == std::string::npos ? 0 : std::atoi(device.id.c_str() + colon + 1);
   }

@@ -79,6 +79,14 @@ class In {
     if (!v->is_string()) return fail(key, "a string or null", v), std::nullopt;
     return v->get<std::string>();
   }
+  // "cpu" or "gpu" (or "cuda", as files before 0.1.1 named a GPU).
+  DeviceKind kind(const char* key) const {
+    const json* v = find(key, "\"cpu\" or \"gpu\"");
+    if (!v) return DeviceKind::Cpu;
+    const auto kind = v->is_string() ? parse_device_kind(v->get<std::string>()) : std::nullopt;
+    if (!kind) return fail(key, "\"cpu\" or \"gpu\"", v), DeviceKind::Cpu;
+    return *kind;
+  }
   bool flag(const char* key) const {
     const json* v = find(key, "true or false");
     if (!v) return false;
@@ -305,7 +313,7 @@ json result_json(const TrainResult& r, const char* epochs) {
   j["data"] = r.data;
   j["params"] = r.params;
   j["device"] = r.device.id;
-  j["device_info"] = {{"kind", r.device.kind},
+  j["device_info"] = {{"kind", device_kind_name(r.device.kind)},
                       {"name", r.device.name},
                       {"threads", r.device.threads},
                       {"library", r.device.library},
@@ -345,7 +353,7 @@ TrainResult read_result(const In& in, const char* epochs) {
   r.params = in.integer("params");
   r.device.id = in.text("device");
   if (const auto info = in.object("device_info")) {
-    r.device.kind = info->text("kind");
+    r.device.kind = info->kind("kind");
     r.device.name = info->text("name");
     r.device.threads = static_cast<int>(info->integer("threads"));
     r.device.library = info->text("library");
@@ -669,7 +677,7 @@ SweepRecord read_sweep(const In& in) {
 json prediction_json(const DevicePrediction& p) {
   json j = {{"device", p.device},
             {"name", p.name},
-            {"kind", p.kind},
+            {"kind", device_kind_name(p.kind)},
             {"local", p.local},
             {"model", p.model},
             {"step_ms", p.step.seconds * 1e3},
@@ -691,7 +699,7 @@ DevicePrediction read_prediction(const In& in) {
   DevicePrediction p;
   p.device = in.text("device");
   p.name = in.text("name");
-  p.kind = in.text("kind");
+  p.kind = in.kind("kind");
   p.local = in.flag("local");
   p.model = in.text("model");
   p.step.seconds = in.nullable("step_ms") / 1e3;

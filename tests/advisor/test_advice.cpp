@@ -13,9 +13,9 @@ namespace {
 Catalog hand_catalog() {
   Catalog c;
   // A GPU of 10 TFLOP/s and 1000 GB/s, $2000; a CPU of 1 TFLOP/s, 100 GB/s, 8 cores/16 threads.
-  c.devices.push_back({"gpu-a", "gpu", "Test GPU A100x", 10, 0, 0, 1000, 16, 300, 2000, 0, 0, "t",
+  c.devices.push_back({"gpu-a", DeviceKind::Gpu, "Test GPU A100x", 10, 0, 0, 1000, 16, 300, 2000, 0, 0, "t",
                        "2026-01-01"});
-  c.devices.push_back({"cpu-a", "cpu", "Test CPU 9999", 1, 0, 0, 100, 0, 100, 500, 8, 16, "t",
+  c.devices.push_back({"cpu-a", DeviceKind::Cpu, "Test CPU 9999", 1, 0, 0, 100, 0, 100, 500, 8, 16, "t",
                        "2026-01-01"});
   c.instances.push_back({"cloud-gpu", "Cloud", "g1", "gpu-a", 1, 4, 16, 2.0, 1.0, "r", "t",
                          "2026-01-01"});
@@ -29,7 +29,7 @@ RunRecord measured_run(double measured_ms) {
   RunRecord row;
   row.result.model = "m";
   row.result.device.id = "cpu";
-  row.result.device.kind = "cpu";
+  row.result.device.kind = DeviceKind::Cpu;
   row.result.device.name = "Local CPU";
   row.result.step_ms.median = measured_ms;
   row.result.steps_per_epoch = 10;

@@ -92,10 +92,10 @@ TEST(CatalogShipped, LoadsAndCoversGpusCpusAndInstances) {
   const Catalog c = load_catalog(kShipped);
   int gpus = 0, cpus = 0;
   for (const CatalogDevice& d : c.devices) {
-    (d.kind == "gpu" ? gpus : cpus) += 1;
+    (d.kind == DeviceKind::Gpu ? gpus : cpus) += 1;
     EXPECT_FALSE(d.source.empty()) << d.id;
     EXPECT_EQ(d.date.size(), 10u) << d.id;
-    if (d.kind == "cpu") {
+    if (d.kind == DeviceKind::Cpu) {
       EXPECT_GE(d.cores, 1) << d.id;
     }
     // Datasheets print tensor rates "with sparsity", twice the dense rate; the catalog holds dense
@@ -157,7 +157,7 @@ TEST(CatalogLoad, ReadsEveryField) {
   ASSERT_EQ(c.devices.size(), 2u);
   const CatalogDevice& g = c.devices[0];
   EXPECT_EQ(g.id, "gpu-a");
-  EXPECT_EQ(g.kind, "gpu");
+  EXPECT_EQ(g.kind, DeviceKind::Gpu);
   EXPECT_EQ(g.name, "Test GPU");
   EXPECT_DOUBLE_EQ(g.f32_tflops, 10);  // an integer where a float is expected
   EXPECT_DOUBLE_EQ(g.tf32_tflops, 40.5);
@@ -170,7 +170,7 @@ TEST(CatalogLoad, ReadsEveryField) {
   EXPECT_EQ(g.source, "a test");
   EXPECT_EQ(g.date, "2024-01-31");
   const CatalogDevice& cpu = c.devices[1];
-  EXPECT_EQ(cpu.kind, "cpu");
+  EXPECT_EQ(cpu.kind, DeviceKind::Cpu);
   EXPECT_EQ(cpu.cores, 16);
   EXPECT_EQ(cpu.threads, 32);
   EXPECT_DOUBLE_EQ(cpu.tf32_tflops, 0);
@@ -389,7 +389,7 @@ TEST(CatalogMerge, WithoutExtendsAFileMustResolveItsOwnReferences) {
 Catalog small_catalog() {
   Catalog c;
   c.devices.push_back(
-      {"gpu-a", "gpu", "Test GPU", 10, 0, 0, 500, 16, 250, 1000, 0, 0, "t", "2024-01-01"});
+      {"gpu-a", DeviceKind::Gpu, "Test GPU", 10, 0, 0, 500, 16, 250, 1000, 0, 0, "t", "2024-01-01"});
   CatalogInstance in;
   in.id = "cloud.a";  // ids may hold dots, as AWS names do
   in.device = "gpu-a";

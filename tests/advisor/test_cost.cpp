@@ -21,7 +21,7 @@ constexpr double kTolerance = 1e-12;
 CatalogDevice gpu(double price_usd = 3000, double power_w = 250) {
   CatalogDevice d;
   d.id = "gpu-a";
-  d.kind = "gpu";
+  d.kind = DeviceKind::Gpu;
   d.name = "Test GPU";
   d.f32_tflops = 10;
   d.memory_bandwidth_gbs = 500;
@@ -79,7 +79,7 @@ TEST(CostOwnership, CpuPowerLeavesOutTheHost) {
   // 2 years at full use: capital = 1000 / (2 x 365.25 x 24 x 1.0) = 1000 / 17532 = 0.0570385580...
   // 5 h: 5 x (0.05703855806525211 + 0.02) = 0.3851927903262606.
   CatalogDevice cpu = gpu(1000, 100);
-  cpu.kind = "cpu";
+  cpu.kind = DeviceKind::Cpu;
   cpu.cores = 16;
   OwnershipAssumptions a;
   a.lifetime_years = 2;

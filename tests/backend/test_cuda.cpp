@@ -40,10 +40,10 @@ TEST(CudaDevices, AMissingGpuIsExplainedAndAutoFallsBackToTheCpu) {
   std::string why;
   if (has_gpu(&why)) {
     auto be = make_backend(parse_device("cuda", 0));
-    EXPECT_EQ(be->info().kind, "cuda");
+    EXPECT_EQ(be->info().kind, DeviceKind::Gpu);
     EXPECT_NE(be->info().library.find("cuBLASLt"), std::string::npos) << be->info().library;
     EXPECT_NE(be->info().library.find("cuDNN"), std::string::npos) << be->info().library;
-    EXPECT_EQ(make_backend(parse_device("auto", 0))->info().kind, "cuda");
+    EXPECT_EQ(make_backend(parse_device("auto", 0))->info().kind, DeviceKind::Gpu);
     return;
   }
   // Built without CUDA, or built with it on a machine without a driver or a GPU: either way the
@@ -59,7 +59,7 @@ TEST(CudaDevices, AMissingGpuIsExplainedAndAutoFallsBackToTheCpu) {
   const std::string detail = reason.substr(6);
   testing::expect_user_error([] { make_backend(parse_device("cuda", 0)); }, {detail});
   testing::expect_user_error([] { make_backend(parse_device("cuda:1", 0)); }, {detail});
-  EXPECT_EQ(make_backend(parse_device("auto", 0))->info().kind, "cpu");
+  EXPECT_EQ(make_backend(parse_device("auto", 0))->info().kind, DeviceKind::Cpu);
 }
 
 TEST(CudaDevices, PrecisionNames) {

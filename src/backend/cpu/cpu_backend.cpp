@@ -43,7 +43,7 @@ CpuBackend::CpuBackend(int threads) {
   stream_ = XO_DNNL_CHECK(dnnl::stream(engine_));
   const dnnl_version_t* v = dnnl_version();
   info_.id = "cpu";
-  info_.kind = "cpu";
+  info_.kind = DeviceKind::Cpu;
   info_.name = cpu_model_name();
   info_.threads = threads;
   info_.library = fmt::format("oneDNN {}.{}.{} (OpenMP)", v->major, v->minor, v->patch);

@@ -77,7 +77,7 @@ CudaBackend::CudaBackend(int device, Precision precision) : device_(device), pre
   XO_CUDA_CHECK(cudaRuntimeGetVersion(&runtime));
   const size_t lt = cublasLtGetVersion(), dnn = cudnnGetVersion();
   info_.id = fmt::format("cuda:{}", device);
-  info_.kind = "cuda";
+  info_.kind = DeviceKind::Gpu;
   info_.name = properties_.name;
   info_.threads = 0;
   info_.library = fmt::format("cuBLASLt {}.{}.{}, cuDNN {}.{}.{}, CUDA runtime {}", lt / 10000,
