@@ -1,0 +1,178 @@
+// The report document's one writer and reader: a document written and read back strictly is the
+// same document; every field the writer writes is required by the strict reader, whose errors
+// name the file, the run and the field; a lenient read of anything never throws.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+
+#include "report/report_json.h"
+#include "support/expect_error.h"
+
+namespace xo {
+namespace {
+
+using json = nlohmann::json;
+
+ReportRun measured_run(const std::string& model, const std::string& device) {
+  ReportRun r;
+  TrainResult& t = r.run.result;
+  t.model = model;
+  t.origin = "built-in";
+  t.data = "disc (1000 samples)";
+  t.params = 1234;
+  t.device = {device, device == "cpu" ? DeviceKind::Cpu : DeviceKind::Gpu, "Test device", 2,
+              "oneDNN 2.6.3", "f32", {{"driver", "1.0"}}};
+  t.batch = 100;
+  t.samples = 1000;
+  t.steps_per_epoch = 10;
+  t.epochs = {{1, 6.5, 40, 0.01, std::nan(""), std::nan("")},
+              {2, 4.25, 20, 0.01, std::nan(""), std::nan("")}};
+  t.final_loss = 4.25;
+  t.final_train_error = 20;
+  t.step_ms = {19, 1.0, 1.1, 0.9, 2.0, 0.95, 1.3, 0.05};
+  t.flops_per_step = 2e6;
+  t.gflops = 2;
+  t.samples_per_second = 1e5;
+  t.train_seconds = 0.02;
+  t.setup_seconds = 0.001;
+  t.data_ms = 0.01;
+  t.forward_backward_ms = 0.8;
+  t.optimizer_ms = 0.1;
+  t.steps_taken = 20;
+  t.profiled_steps = 10;
+  r.run.layers = 2;
+  r.run.axis = "depth";
+  r.run.axis_value = 2;
+  r.run.spec_toml = "[model]\n";
+  r.run.cost.flops = 2e6;
+  r.run.cost.bytes = 1e5;
+  r.run.peak_rss_mib = 100;
+  Utilisation u;
+  u.interval_s = 0.1;
+  u.samples = 2;
+  u.t_s = {0, 0.1};
+  u.cpu_percent = {50, 60};
+  u.cpu_core_percent = {{40, 60}, {50, 70}};
+  u.rss_mib = {90, 100};
+  u.mean_cpu_percent = 55;
+  u.max_rss_mib = 100;
+  r.run.utilisation = u;
+  RunAnalysis& a = r.analysis;
+  a.seconds_per_epoch = 0.01;
+  a.peak_gflops = 400;
+  a.peak_fraction = 0.005;
+  a.roofline_step_ms = 0.5;
+  a.roofline_error_percent = -50;
+  a.roofline_bound = "overhead";
+  a.phases = StepPhases{0.01, 0.4, 0.5, 0.1};
+  a.layers_profile = {{"0 linear+relu", 0.2, 0.3, 1e6, 5e4, 2, 0.005, "overhead"}};
+  a.loop_phases = {0.01, 0.8, 0.1};
+  return r;
+}
+
+Report document() {
+  Report d;
+  d.kind = "sweep";
+  d.title = "crossover sweep";
+  d.created = "2026-11-23T10:00:00Z";
+  d.complete = false;
+  MachineInfo m;
+  m.cpu = "Test CPU";
+  m.logical_cpus = 2;
+  m.libraries = {{"fmt", "9.1.0"}, {"oneDNN", "2.6.3"}};
+  m.nvidia_driver = "n/a";
+  m.devices = {"cpu"};
+  d.machine = m;
+  DevicePeaks p;
+  p.device = "cpu";
+  p.name = "Test CPU";
+  p.matmul_gflops = 400;
+  p.bandwidth_gbs = 20;
+  d.peaks = {p};
+  d.runs = {measured_run("disc-2", "cpu"), measured_run("disc-2", "cuda:0")};
+  d.sweep = SweepRecord{"depth", "params", {{"cpu", false, {{2, 1234, 1.5}}}},
+                        {{"cuda:0", "cpu", 5, 7e5, 4, 6}}};
+  DevicePrediction pr;
+  pr.model = "disc-2";
+  pr.device = "h100";
+  pr.name = "H100";
+  pr.kind = DeviceKind::Gpu;
+  pr.step = {0.001, 0.0005, 0.0002, 0.0003, "FLOPs", {}};
+  pr.measured_s = 0.002;
+  pr.assumptions = {"f32"};
+  d.predictions = {pr};
+  CostTable c;
+  c.model = "disc-2";
+  c.epochs = 100;
+  c.steps_per_epoch = 10;
+  c.hours_per_month = 100;
+  c.catalog = {"data/catalog.toml"};
+  c.local = {{"cpu", "Test CPU", 0.5}};
+  c.instances = {{"aws-x", "AWS", "x", "h100", 1, "us", 3.0, 0.1, 0.3, std::nullopt, true, "s", "d"}};
+  c.ownership = {{"h100", "H100", 30000, 0.1, 0.25, 2.2, 0.1, true, "s", "d"}};
+  c.break_even = {{"h100", "H100", "aws-x", true, 3.0, 400.0, std::nullopt, 100}};
+  d.cost = c;
+  d.advice = std::vector<std::string>{"Fastest here: cpu."};
+  return d;
+}
+
+TEST(ReportJson, WrittenAndReadBackStrictlyIsTheSameDocument) {
+  const json written = to_json(document());
+  const Report read = read_report(json::parse(written.dump()), "results.json");
+  EXPECT_EQ(to_json(read), written);
+  ASSERT_EQ(read.runs.size(), 2u);
+  EXPECT_EQ(read.runs[1].run.result.device.kind, DeviceKind::Gpu);
+  EXPECT_EQ(written["runs"][1]["device_info"]["kind"], "gpu");
+  EXPECT_TRUE(std::isnan(read.runs[0].run.result.final_test_accuracy));  // null: no test set
+  EXPECT_FALSE(read.complete);
+}
+
+TEST(ReportJson, EveryFieldIsRequiredAndTheErrorNamesFileRunAndField) {
+  const json written = to_json(document());
+  for (const char* field : {"median_step_ms", "spec_toml", "step_flops", "epoch_log", "layers",
+                            "utilisation", "loop_phases_ms"}) {
+    json cut = written;
+    cut["runs"][1].erase(field);
+    testing::expect_user_error([&] { read_report(cut, "cut.json"); },
+                               {"cut.json", "run 'disc-2' on cuda:0", field, "missing"});
+  }
+  json wrong = written;
+  wrong["runs"][0]["params"] = "many";
+  testing::expect_user_error([&] { read_report(wrong, "w.json"); },
+                             {"w.json", "run 'disc-2' on cpu", "params", "expected an integer",
+                              "found a string"});
+  wrong = written;
+  wrong["cost"]["instances"][0]["run_hours"] = true;
+  testing::expect_user_error([&] { read_report(wrong, "w.json"); },
+                             {"w.json", "cost.instances[0]", "run_hours", "found a boolean"});
+  wrong = written;
+  wrong["predictions"][0]["kind"] = "tpu";
+  testing::expect_user_error([&] { read_report(wrong, "w.json"); },
+                             {"predictions[0]", "kind", "\"cpu\" or \"gpu\""});
+  testing::expect_user_error([&] { read_report(json{{"schema", "x/1"}}, "x.json"); },
+                             {"x.json", "not a crossover results.json"});
+}
+
+TEST(ReportJson, ResultsWrittenBeforeSayCudaForAGpu) {
+  json old = to_json(document());
+  old["runs"][1]["device_info"]["kind"] = "cuda";
+  EXPECT_EQ(read_report(old, "old.json").runs[1].run.result.device.kind, DeviceKind::Gpu);
+}
+
+TEST(ReportJson, LenientReadingOfAnythingNeverThrows) {
+  json mangled = to_json(document());
+  mangled["runs"][0]["step_ms"] = "fast";
+  mangled["runs"][1] = 5;
+  mangled["cost"]["instances"] = json::object();
+  mangled["sweep"]["series"][0]["points"] = {{{"params", "many"}}};
+  for (const json& doc : {mangled, json(), json(42), json::array(), json{{"runs", "x"}}}) {
+    EXPECT_NO_THROW(read_report(doc, "any.json", ReadMode::Lenient)) << doc.dump();
+  }
+  const Report r = read_report(mangled, "m.json", ReadMode::Lenient);
+  ASSERT_EQ(r.runs.size(), 1u);  // the run that is not an object is left out
+  EXPECT_EQ(r.runs[0].run.result.model, "disc-2");
+}
+
+}  // namespace
+}  // namespace xo
