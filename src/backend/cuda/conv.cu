@@ -59,7 +59,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/cuda/activation.cuh"
+#include "backend/activation_math.h"
 #include "backend/cuda/cuda_backend.h"
 
 namespace xo::cuda {

@@ -30,7 +30,7 @@
 //   the d_src matmul belongs to the layer above, which does not know this layer's activation, and
 //   this layer receives d_dst already computed; there is no matmul of ours whose output is d_pre,
 //   so DRELU_BGRAD would need an extra identity matmul, dearer than the element-wise pass it saves.
-#include "backend/cuda/activation.cuh"
+#include "backend/activation_math.h"
 #include "backend/cuda/matmul.h"
 
 namespace xo::cuda {
