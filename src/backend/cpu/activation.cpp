@@ -1,5 +1,5 @@
-// Element-wise activations on the CPU (ReLU, Tanh, Sigmoid), forward and backward, with the formulas
-// of backend/activation_math.h (derivatives computed from the output).
+// Element-wise activations on the CPU (ReLU, Tanh, Sigmoid), forward and backward, with the
+// formulas of backend/activation_math.h (derivatives computed from the output).
 #include <algorithm>
 
 #include "backend/activation_math.h"
@@ -43,7 +43,7 @@ class CpuActivation final : public ActivationKernel {
 #pragma omp simd
           for (int64_t i = begin; i < end; ++i) dst[i] = activate<Activation::ReLU>(src[i]);
           return;
-        // Tanh and Sigmoid stay scalar: glibc's vector tanh and exp need not round as its scalar ones.
+        // Scalar loops: glibc's vector tanh and exp need not round as its scalar ones do.
         case Activation::Tanh:
           for (int64_t i = begin; i < end; ++i) dst[i] = activate<Activation::Tanh>(src[i]);
           return;
