@@ -24,7 +24,8 @@ struct AlignedFloats {
 
 // Each pass below copies its coefficients into the worker's locals before the loop. Read through
 // the lambda's captures, they might alias the arrays the loop writes, so the compiler would load
-// them again in every iteration (Adam's pass ran ~10% slower that way).
+// them again in every iteration (measured on 100,000 parameters and one thread: plain SGD's pass
+// takes ~25% less time with the copies, the others the same or a few percent less).
 class CpuSgd final : public OptimizerKernel {
  public:
   CpuSgd(const OptimizerSpec& s, int64_t n) : s_(s), n_(n), momentum_(s.momentum > 0 ? n : 0) {}
