@@ -14,7 +14,7 @@ using dnnl::memory;
 using tag = memory::format_tag;
 constexpr auto f32 = memory::data_type::f32;
 
-class CpuLinear final : public LinearKernel {
+class CpuLinear final : public WeightedKernel {
  public:
   CpuLinear(const LinearShape& s, const dnnl::engine& engine, const dnnl::stream& stream)
       : shape_(s), stream_(stream) {
@@ -99,8 +99,8 @@ class CpuLinear final : public LinearKernel {
 
 }  // namespace
 
-std::unique_ptr<LinearKernel> make_linear(const LinearShape& shape, const dnnl::engine& engine,
-                                          const dnnl::stream& stream) {
+std::unique_ptr<WeightedKernel> make_linear(const LinearShape& shape, const dnnl::engine& engine,
+                                            const dnnl::stream& stream) {
   return std::make_unique<CpuLinear>(shape, engine, stream);
 }
 

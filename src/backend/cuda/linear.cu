@@ -283,7 +283,7 @@ MatmulShape d_src_shape(const LinearShape& s) {
 }
 
 template <Activation A>
-class GpuLinear final : public LinearKernel {
+class GpuLinear final : public WeightedKernel {
  public:
   GpuLinear(CudaBackend& be, const LinearShape& s) : be_(be), shape_(s), small_(is_small(s)) {
     XO_ASSERT(s.batch > 0 && s.in_features > 0 && s.out_features > 0);
@@ -354,7 +354,7 @@ class GpuLinear final : public LinearKernel {
 
 }  // namespace
 
-std::unique_ptr<LinearKernel> make_linear(CudaBackend& be, const LinearShape& shape) {
+std::unique_ptr<WeightedKernel> make_linear(CudaBackend& be, const LinearShape& shape) {
   switch (shape.activation) {
     case Activation::ReLU:
       return std::make_unique<GpuLinear<Activation::ReLU>>(be, shape);
