@@ -112,8 +112,9 @@ std::unique_ptr<LstmKernel> make_lstm(const LstmShape& shape, const dnnl::engine
                                       const dnnl::stream& stream);
 std::unique_ptr<OptimizerKernel> make_optimizer(const OptimizerSpec& spec, int64_t parameters);
 
-// d_dst[i] *= act'(.) computed from the activation's output dst, for n elements (shared by the
-// fused Linear backward and the stand-alone activation).
+// d_dst[i] *= act'(.) computed from the activation's output dst, for n elements: the Conv2d
+// backward and the stand-alone activation use it. The Linear backward applies the derivative in
+// its own pass, where it also sums the bias gradient's columns.
 void activation_backward_inplace(Activation act, const float* dst, float* d_dst, int64_t n);
 
 // Number of CPU cores this process may run on.
