@@ -42,7 +42,7 @@ class CpuSgd final : public OptimizerKernel {
       });
     } else {
       float* buf = momentum_.data.get();
-      const bool first = steps_ == 0;
+      const bool first = steps_ == 0;  // the momentum buffer starts at the first gradient
       parallel_for(n, [=](int64_t begin, int64_t end) {
         const SgdCoefficients c = coefficients;
 #pragma omp simd

@@ -10,7 +10,8 @@
 // derives what depends on it (Adam's bias corrections, computed in double exactly as the CPU does,
 // then rounded to f32), and the update kernel reads those; where the update does not (plain SGD,
 // RMSprop, Adadelta), the update kernel's first thread counts the step itself, saving a launch.
-// Hyper- parameters are fixed for the kernel's life, so they are plain arguments.
+// The coefficients (the hyperparameters in f32) are fixed for the kernel's life, so they are plain
+// by-value arguments.
 #include <cstddef>
 
 #include "backend/cuda/cuda_backend.h"
@@ -48,7 +49,7 @@ __global__ void sgd_kernel(float* params, const float* grads, int64_t n, SgdCoef
 
 __global__ void sgd_momentum_kernel(float* params, const float* grads, float* buf, int64_t n,
                                     SgdCoefficients c, const StepState* state) {
-  const bool first = state->steps == 1;
+  const bool first = state->steps == 1;  // begin_step has counted the step being applied
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
        i += int64_t{gridDim.x} * blockDim.x) {
     sgd_momentum_update(params[i], grads[i], buf[i], first, c);
