@@ -69,28 +69,6 @@ struct LinearShape {
   bool in_shard = false;   // runs inside one worker of parallel_shards(): use one thread
 };
 
-class LinearKernel {
- public:
-  virtual ~LinearKernel() = default;
-  // src [batch, in], weights [out, in] (PyTorch layout), bias [out] (may be null), dst [batch,
-  // out].
-  virtual void forward(const float* src, const float* weights, const float* bias, float* dst) = 0;
-  // d_dst [batch, out] is the gradient of the activation's output; it is used as scratch (it may
-  // hold the pre-activation gradient afterwards, or be left as it came). d_weights [out, in] and d_bias [out] are overwritten
-  // (not accumulated); d_src [batch, in] is overwritten when need_d_src, else must be null.
-  virtual void backward(const float* src, const float* weights, const float* dst, float* d_dst,
-                        float* d_weights, float* d_bias, float* d_src) = 0;
-};
-
-// An activation that is not fused into a Linear (e.g. one that follows another activation).
-class ActivationKernel {
- public:
-  virtual ~ActivationKernel() = default;
-  virtual void forward(const float* src, float* dst) = 0;
-  // The derivative is computed from dst; d_src is overwritten.
-  virtual void backward(const float* dst, const float* d_dst, float* d_src) = 0;
-};
-
 // A 2-D convolution (PyTorch's Conv2d, square kernel, same stride and padding on both axes) with
 // its following activation fused in. Tensors are NCHW, weights [out, in, k, k].
 struct Conv2dShape {
@@ -105,14 +83,30 @@ struct Conv2dShape {
   int64_t out_width() const { return (width + 2 * padding - kernel) / stride + 1; }
 };
 
-// Same contract as LinearKernel: d_dst is scratch (may hold the pre-activation gradient afterwards),
-// d_weights/d_bias/d_src are overwritten.
-class Conv2dKernel {
+// A Linear or a Conv2d with its following activation fused in (from Backend::linear or
+// Backend::conv2d: the shape says which); one contract for both. Linear: src [batch, in], weights
+// [out, in] (PyTorch's layout), bias [out], dst [batch, out]. Conv2d: src and dst NCHW, weights
+// [out, in, k, k], bias [out].
+class WeightedKernel {
  public:
-  virtual ~Conv2dKernel() = default;
+  virtual ~WeightedKernel() = default;
+  // bias may be null (a layer without one).
   virtual void forward(const float* src, const float* weights, const float* bias, float* dst) = 0;
+  // d_dst is the gradient of the activation's output; it is used as scratch (it may hold the
+  // pre-activation gradient afterwards, or be left as it came). d_weights and d_bias are
+  // overwritten (not accumulated); d_src is overwritten when need_d_src, else must be null.
   virtual void backward(const float* src, const float* weights, const float* dst, float* d_dst,
                         float* d_weights, float* d_bias, float* d_src) = 0;
+};
+
+// An activation that is not fused into a Linear or a Conv2d (e.g. one that follows another
+// activation).
+class ActivationKernel {
+ public:
+  virtual ~ActivationKernel() = default;
+  virtual void forward(const float* src, float* dst) = 0;
+  // The derivative is computed from dst; d_src is overwritten.
+  virtual void backward(const float* dst, const float* d_dst, float* d_src) = 0;
 };
 
 // Max or average pooling over square windows of NCHW tensors (average counts the zero padding, as
@@ -200,17 +194,6 @@ class LstmKernel {
                         const LstmLayerGrads* grads, float* d_src) = 0;
 };
 
-// Running sums a loss kernel adds to, kept on the device so the host reads them once per epoch.
-struct LossStats {
-  double loss_sum = 0;  // sum over batches of the batch's mean loss (the classic "epoch loss")
-  double correct = 0;   // samples whose arg-max prediction equals the label
-  double samples = 0;
-};
-
-// A loss over the last layer's output, fused with its gradient: softmax + cross-entropy (as
-// torch.nn.CrossEntropyLoss) or sigmoid + binary cross-entropy (torch.nn.BCEWithLogitsLoss), mean
-// over the batch. A kernel for one shard of a batch divides by the whole batch (`normalizer`), so
-// the shards' losses and gradients add up to the batch's.
 // Batch normalisation (PyTorch's BatchNorm1d/2d, affine, tracking running statistics) of NC or
 // NC(spatial) tensors: per channel, over the batch and the spatial positions. Training normalises
 // with the batch's mean and biased variance and moves the running statistics by `momentum`
@@ -235,6 +218,17 @@ class BatchNormKernel {
                         float* d_weight, float* d_bias) = 0;
 };
 
+// Running sums a loss kernel adds to, kept on the device so the host reads them once per epoch.
+struct LossStats {
+  double loss_sum = 0;  // sum over batches of the batch's mean loss (the classic "epoch loss")
+  double correct = 0;   // samples whose arg-max prediction equals the label
+  double samples = 0;
+};
+
+// A loss over the last layer's output, fused with its gradient: softmax + cross-entropy (as
+// torch.nn.CrossEntropyLoss) or sigmoid + binary cross-entropy (torch.nn.BCEWithLogitsLoss), mean
+// over the batch. A kernel for one shard of a batch divides by the whole batch (`normalizer`), so
+// the shards' losses and gradients add up to the batch's.
 enum class LossKind { CrossEntropy, BinaryCrossEntropy };
 class LossKernel {
  public:
@@ -316,11 +310,11 @@ class Backend {
   virtual void parallel_shards(int shards, FunctionRef<void(int shard)> body) = 0;
 
   // Kernels, created at plan time (this is where primitives are built and cached).
-  virtual std::unique_ptr<LinearKernel> linear(const LinearShape& shape) = 0;
+  virtual std::unique_ptr<WeightedKernel> linear(const LinearShape& shape) = 0;
   virtual std::unique_ptr<ActivationKernel> activation(Activation act, int64_t elements) = 0;
   virtual std::unique_ptr<LossKernel> loss(LossKind kind, int64_t batch, int64_t classes,
                                            int64_t normalizer) = 0;
-  virtual std::unique_ptr<Conv2dKernel> conv2d(const Conv2dShape& shape) = 0;
+  virtual std::unique_ptr<WeightedKernel> conv2d(const Conv2dShape& shape) = 0;
   virtual std::unique_ptr<PoolKernel> pool2d(const Pool2dShape& shape) = 0;
   virtual std::unique_ptr<PoolKernel> sequence_pool(const SequencePoolShape& shape) = 0;
   virtual std::unique_ptr<DropoutKernel> dropout(const DropoutShape& shape) = 0;

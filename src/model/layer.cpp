@@ -13,10 +13,10 @@ int64_t offset_of(const Node& node, const std::vector<ParamTensor>& tensors, siz
 }
 
 // A Linear or a Conv2d: a kernel with weights, an optional bias and a fused activation.
-template <typename Kernel>
 class WeightedLayer final : public Layer {
  public:
-  WeightedLayer(const Node& n, const std::vector<ParamTensor>& t, std::unique_ptr<Kernel> kernel)
+  WeightedLayer(const Node& n, const std::vector<ParamTensor>& t,
+                std::unique_ptr<WeightedKernel> kernel)
       : weight_(offset_of(n, t, 0)),
         bias_(n.spec.bias ? offset_of(n, t, 1) : -1),
         kernel_(std::move(kernel)) {}
@@ -31,7 +31,7 @@ class WeightedLayer final : public Layer {
 
  private:
   int64_t weight_, bias_;
-  std::unique_ptr<Kernel> kernel_;
+  std::unique_ptr<WeightedKernel> kernel_;
 };
 
 Conv2dShape conv_shape(const Node& n, const LayerContext& c) {
@@ -206,12 +206,11 @@ std::unique_ptr<Layer> make_layer(const Node& n, const std::vector<ParamTensor>&
                                   Backend& be, const LayerContext& c) {
   switch (n.kind) {
     case NodeKind::Linear:
-      return std::make_unique<WeightedLayer<LinearKernel>>(
-          n, tensors,
-          be.linear({c.batch, n.in_size, n.out_size, n.spec.bias, n.activation, c.need_d_src,
-                     c.in_shard}));
+      return std::make_unique<WeightedLayer>(n, tensors,
+                                             be.linear({c.batch, n.in_size, n.out_size, n.spec.bias,
+                                                        n.activation, c.need_d_src, c.in_shard}));
     case NodeKind::Conv2d:
-      return std::make_unique<WeightedLayer<Conv2dKernel>>(n, tensors, be.conv2d(conv_shape(n, c)));
+      return std::make_unique<WeightedLayer>(n, tensors, be.conv2d(conv_shape(n, c)));
     case NodeKind::Activation:
       return std::make_unique<ActivationLayer>(n, be, c);
     case NodeKind::Pool2d: {

@@ -2,7 +2,6 @@
 // (file, entry, field, expectation), overlays merge by id, and --price overrides apply or say why
 // not.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -14,6 +13,7 @@
 #include "advisor/catalog.h"
 #include "core/error.h"
 #include "support/expect_error.h"
+#include "support/temp_dir.h"
 
 namespace xo {
 namespace {
@@ -23,26 +23,16 @@ using testing::expect_user_error;
 
 const fs::path kShipped = fs::path(CROSSOVER_SOURCE_DIR) / "data" / "catalog.toml";
 
-// A catalog file in the system's temporary folder, removed when the test ends.
+// A catalog file in a temporary folder of its own, removed when the test ends.
 class TempFile {
  public:
-  explicit TempFile(const std::string& text) {
-    static int counter = 0;
-    path_ = fs::temp_directory_path() / ("xo_catalog_" + std::to_string(::getpid()) + "_" +
-                                         std::to_string(counter++) + ".toml");
-    std::ofstream(path_) << text;
-  }
-  ~TempFile() {
-    std::error_code ec;
-    fs::remove(path_, ec);
-  }
-  TempFile(const TempFile&) = delete;
-  TempFile& operator=(const TempFile&) = delete;
+  explicit TempFile(const std::string& text) { std::ofstream(path_) << text; }
   const fs::path& path() const { return path_; }
   std::string name() const { return path_.string(); }
 
  private:
-  fs::path path_;
+  const testing::TempDir dir_{"xo_catalog"};
+  const fs::path path_ = dir_ / "catalog.toml";
 };
 
 const std::string kHeader = "schema = \"crossover.catalog/1\"\n";
@@ -323,7 +313,8 @@ INSTANTIATE_TEST_SUITE_P(CatalogErrors, CatalogErrorTest, ::testing::ValuesIn(er
                          [](const auto& test) { return test.param.name; });
 
 TEST(CatalogLoad, MissingFileSaysCannotRead) {
-  const fs::path missing = fs::temp_directory_path() / "xo_catalog_does_not_exist.toml";
+  const testing::TempDir dir("xo_catalog");
+  const fs::path missing = dir / "does_not_exist.toml";
   expect_user_error([&] { load_catalog(missing); }, {missing.string(), "cannot read"});
 }
 

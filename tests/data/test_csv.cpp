@@ -2,17 +2,17 @@
 // syntax, and the error cases it leaves out (non-finite values, stray header rows, line counting).
 #include <fmt/format.h>
 #include <gtest/gtest.h>
-#include <unistd.h>
 
-#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/error.h"
 #include "data/dataset.h"
 #include "support/expect_error.h"
+#include "support/temp_dir.h"
 
 namespace xo {
 namespace {
@@ -21,24 +21,17 @@ namespace {
 // run never leak in.
 class CsvTest : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
-    // A parameterized suite's name has a '/' ("Cases/CsvErrors"): keep the folder flat.
-    std::string suite = ::testing::UnitTest::GetInstance()->current_test_suite()->name();
-    std::replace(suite.begin(), suite.end(), '/', '_');
-    dir_ = std::filesystem::path(::testing::TempDir()) / fmt::format("xo_{}_{}", suite, ::getpid());
-    std::filesystem::remove_all(dir_);
-    std::filesystem::create_directories(dir_);
-  }
-  static void TearDownTestSuite() { std::filesystem::remove_all(dir_); }
+  static void SetUpTestSuite() { dir_.emplace("xo_csv"); }
+  static void TearDownTestSuite() { dir_.reset(); }
 
   static std::filesystem::path write(const std::string& name, const std::string& text) {
-    const auto path = dir_ / name;
+    const auto path = *dir_ / name;
     std::ofstream(path, std::ios::binary) << text;
     return path;
   }
 
  private:
-  static inline std::filesystem::path dir_;
+  static inline std::optional<testing::TempDir> dir_;
 };
 
 using CsvParsing = CsvTest;

@@ -1,7 +1,6 @@
 // The IDX loader: values and shapes from tiny files the test writes (plain and gzip), every error
 // case named by file, and the real Fashion-MNIST where Debian's package is installed.
 #include <gtest/gtest.h>
-#include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -14,6 +13,7 @@
 
 #include "data/idx.h"
 #include "support/expect_error.h"
+#include "support/temp_dir.h"
 
 namespace xo {
 namespace {
@@ -53,15 +53,6 @@ std::string gzip(const std::string& data) {
 
 class IdxTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    // Parameterised tests are named "Test/case": the slash would make a nested folder.
-    std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    std::replace(name.begin(), name.end(), '/', '_');
-    dir_ = fs::temp_directory_path() / ("xo_idx_" + std::to_string(::getpid()) + "_" + name);
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
   fs::path write(const std::string& name, const std::string& bytes) {
     std::ofstream(dir_ / name, std::ios::binary) << bytes;
     return dir_ / name;
@@ -75,7 +66,8 @@ class IdxTest : public ::testing::Test {
     write("t10k-images-idx3-ubyte" + suffix, maybe(images_file(2, 2, 3)));
     write("t10k-labels-idx1-ubyte" + suffix, maybe(labels_file({4, 2})));
   }
-  fs::path dir_;
+  const testing::TempDir temp_{"xo_idx"};
+  const fs::path dir_ = temp_.path();
 };
 
 TEST_F(IdxTest, ReadsPlainAndGzipFilesAndScalesPixels) {

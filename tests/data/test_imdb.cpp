@@ -2,7 +2,6 @@
 // out-of-vocabulary, padding, truncation), the cache, the error cases, and the synthetic set's
 // properties.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <array>
 #include <cmath>
@@ -11,6 +10,7 @@
 
 #include "data/imdb.h"
 #include "support/expect_error.h"
+#include "support/temp_dir.h"
 
 namespace xo {
 namespace {
@@ -20,10 +20,6 @@ namespace fs = std::filesystem;
 class ImdbTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    root_ = fs::temp_directory_path() /
-            ("xo_imdb_" + std::to_string(::getpid()) + "_" +
-             ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(root_);
     corpus_ = root_ / "aclImdb";
     cache_ = root_ / "cache";
     review("train/pos/0_9.txt", "A great movie. Great cast!<br /><br />GREAT.");
@@ -33,12 +29,13 @@ class ImdbTest : public ::testing::Test {
     // Tokenizer corners: "<br />" between words, lone apostrophes, digits, inner apostrophes.
     review("test/neg/0_2.txt", "BAD<br />movie ''' 'bad' 10/10 rock'n'roll");
   }
-  void TearDown() override { fs::remove_all(root_); }
   void review(const std::string& path, const std::string& text) {
     fs::create_directories((corpus_ / path).parent_path());
     std::ofstream(corpus_ / path) << text;
   }
-  fs::path root_, corpus_, cache_;
+  const testing::TempDir temp_{"xo_imdb"};
+  const fs::path root_ = temp_.path();
+  fs::path corpus_, cache_;
 };
 
 std::vector<float> row(const Dataset& d, int64_t r) {

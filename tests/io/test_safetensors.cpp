@@ -2,9 +2,7 @@
 // bit pattern), and every malformed file named with the problem.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
-#include <unistd.h>
 
-#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -12,6 +10,7 @@
 #include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,6 +18,7 @@
 #include "core/file.h"
 #include "io/safetensors.h"
 #include "support/expect_error.h"
+#include "support/temp_dir.h"
 
 namespace xo {
 namespace {
@@ -30,17 +30,10 @@ constexpr size_t kAlignment = 8;    // we pad so that the data starts 8-byte ali
 // run never leak in.
 class SafetensorsTest : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
-    // A parameterized suite's name has a '/' ("Errors/SafetensorsErrors"): keep the folder flat.
-    std::string suite = ::testing::UnitTest::GetInstance()->current_test_suite()->name();
-    std::replace(suite.begin(), suite.end(), '/', '_');
-    dir_ = std::filesystem::path(::testing::TempDir()) / fmt::format("xo_{}_{}", suite, ::getpid());
-    std::filesystem::remove_all(dir_);
-    std::filesystem::create_directories(dir_);
-  }
-  static void TearDownTestSuite() { std::filesystem::remove_all(dir_); }
+  static void SetUpTestSuite() { dir_.emplace("xo_safetensors"); }
+  static void TearDownTestSuite() { dir_.reset(); }
 
-  static std::filesystem::path temp(const std::string& name) { return dir_ / name; }
+  static std::filesystem::path temp(const std::string& name) { return *dir_ / name; }
 
   // Builds a file by hand: the header length (or `length_override`), the header JSON, raw data.
   static std::filesystem::path raw_file(const std::string& name, const std::string& header,
@@ -55,7 +48,7 @@ class SafetensorsTest : public ::testing::Test {
   }
 
  private:
-  static inline std::filesystem::path dir_;
+  static inline std::optional<testing::TempDir> dir_;
 };
 
 using Safetensors = SafetensorsTest;

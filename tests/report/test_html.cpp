@@ -25,6 +25,7 @@
 #include "core/file.h"
 #include "report/html.h"
 #include "report/report_json.h"
+#include "support/temp_dir.h"
 
 namespace xo {
 namespace {
@@ -481,15 +482,13 @@ TEST(HtmlReport, SurvivesMangledDocuments) {
 }
 
 TEST(HtmlReport, WritesTheFileAtomically) {
-  const fs::path dir =
-      fs::temp_directory_path() / ("crossover-html-write-" + std::to_string(getpid()));
-  fs::remove_all(dir);
+  const testing::TempDir temp("crossover-html-write");
+  const fs::path dir = temp / "report";  // not there yet: the writer creates it
   const Report report = read_report(fixture(), "fixture", ReadMode::Lenient);
   write_html_report(dir / "report.html", report);
   EXPECT_EQ(read_file(dir / "report.html"), render_html_report(report));
   EXPECT_EQ(std::distance(fs::directory_iterator(dir), fs::directory_iterator()),
             1);  // no temporary left
-  fs::remove_all(dir);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -551,9 +550,8 @@ std::vector<std::string> page_messages(const std::string& err, const std::string
 TEST(HtmlReport, LoadsInHeadlessChromium) {
   const std::string chromium = find_chromium();
   if (chromium.empty()) GTEST_SKIP() << "chromium not installed: run scripts/setup";
-  std::string dir_template = (fs::temp_directory_path() / "crossover-html-XXXXXX").string();
-  ASSERT_NE(mkdtemp(dir_template.data()), nullptr);
-  const fs::path dir = dir_template;
+  const testing::TempDir temp("crossover-html");
+  const fs::path& dir = temp.path();
   const fs::path page = dir / "report.html";
   write_html_report(page, read_report(fixture(), "fixture", ReadMode::Lenient));
   const std::string url = "file://" + page.string();
@@ -598,7 +596,6 @@ TEST(HtmlReport, LoadsInHeadlessChromium) {
   EXPECT_GT(fs::file_size(png), kMoreThanBlank);
   EXPECT_EQ(read_file(png).substr(0, 8), std::string("\x89PNG\r\n\x1a\n", 8));
   EXPECT_TRUE(page_messages(shot.err, url).empty()) << shot.err;
-  fs::remove_all(dir);
 }
 
 }  // namespace

@@ -1,26 +1,29 @@
-// Element-wise activations on the CPU (ReLU, Tanh, Sigmoid), forward and backward. Derivatives are
-// computed from the output: relu' = [y > 0], tanh' = 1 - y^2, sigmoid' = y (1 - y).
+// Element-wise activations on the CPU (ReLU, Tanh, Sigmoid), forward and backward, with the
+// formulas of backend/activation_math.h (derivatives computed from the output).
 #include <algorithm>
-#include <cmath>
 
+#include "backend/activation_math.h"
 #include "backend/cpu/cpu_backend.h"
 
 namespace xo::cpu {
+namespace {
+
+template <Activation A>
+void derivative_times_inplace(const float* dst, float* d_dst, int64_t n) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) d_dst[i] = derivative_times<A>(dst[i], d_dst[i]);
+}
+
+}  // namespace
 
 void activation_backward_inplace(Activation act, const float* dst, float* d_dst, int64_t n) {
   switch (act) {
     case Activation::ReLU:
-#pragma omp simd
-      for (int64_t i = 0; i < n; ++i) d_dst[i] = dst[i] > 0.0f ? d_dst[i] : 0.0f;
-      return;
+      return derivative_times_inplace<Activation::ReLU>(dst, d_dst, n);
     case Activation::Tanh:
-#pragma omp simd
-      for (int64_t i = 0; i < n; ++i) d_dst[i] *= 1.0f - dst[i] * dst[i];
-      return;
+      return derivative_times_inplace<Activation::Tanh>(dst, d_dst, n);
     case Activation::Sigmoid:
-#pragma omp simd
-      for (int64_t i = 0; i < n; ++i) d_dst[i] *= dst[i] * (1.0f - dst[i]);
-      return;
+      return derivative_times_inplace<Activation::Sigmoid>(dst, d_dst, n);
     case Activation::None:
       return;
   }
@@ -38,13 +41,14 @@ class CpuActivation final : public ActivationKernel {
       switch (act) {
         case Activation::ReLU:
 #pragma omp simd
-          for (int64_t i = begin; i < end; ++i) dst[i] = src[i] > 0.0f ? src[i] : 0.0f;
+          for (int64_t i = begin; i < end; ++i) dst[i] = activate<Activation::ReLU>(src[i]);
           return;
+        // Scalar loops: glibc's vector tanh and exp need not round as its scalar ones do.
         case Activation::Tanh:
-          for (int64_t i = begin; i < end; ++i) dst[i] = std::tanh(src[i]);
+          for (int64_t i = begin; i < end; ++i) dst[i] = activate<Activation::Tanh>(src[i]);
           return;
         case Activation::Sigmoid:
-          for (int64_t i = begin; i < end; ++i) dst[i] = 1.0f / (1.0f + std::exp(-src[i]));
+          for (int64_t i = begin; i < end; ++i) dst[i] = activate<Activation::Sigmoid>(src[i]);
           return;
         case Activation::None:
           std::copy(src + begin, src + end, dst + begin);

@@ -13,7 +13,7 @@ using dnnl::memory;
 using tag = memory::format_tag;
 constexpr auto f32 = memory::data_type::f32;
 
-class CpuConv2d final : public Conv2dKernel {
+class CpuConv2d final : public WeightedKernel {
  public:
   CpuConv2d(const Conv2dShape& s, const dnnl::engine& engine, const dnnl::stream& stream)
       : shape_(s), stream_(stream), threads_(s.in_shard ? 1 : 0) {
@@ -148,8 +148,8 @@ class CpuConv2d final : public Conv2dKernel {
 
 }  // namespace
 
-std::unique_ptr<Conv2dKernel> make_conv2d(const Conv2dShape& shape, const dnnl::engine& engine,
-                                          const dnnl::stream& stream) {
+std::unique_ptr<WeightedKernel> make_conv2d(const Conv2dShape& shape, const dnnl::engine& engine,
+                                            const dnnl::stream& stream) {
   return std::make_unique<CpuConv2d>(shape, engine, stream);
 }
 

@@ -130,7 +130,7 @@ void CpuBackend::parallel_shards(int shards, FunctionRef<void(int shard)> body) 
   body(omp_get_thread_num());
 }
 
-std::unique_ptr<LinearKernel> CpuBackend::linear(const LinearShape& shape) {
+std::unique_ptr<WeightedKernel> CpuBackend::linear(const LinearShape& shape) {
   return make_linear(shape, engine_, stream_);
 }
 std::unique_ptr<ActivationKernel> CpuBackend::activation(Activation act, int64_t elements) {
@@ -140,7 +140,7 @@ std::unique_ptr<LossKernel> CpuBackend::loss(LossKind kind, int64_t batch, int64
                                              int64_t normalizer) {
   return make_loss(kind, batch, classes, normalizer);
 }
-std::unique_ptr<Conv2dKernel> CpuBackend::conv2d(const Conv2dShape& shape) {
+std::unique_ptr<WeightedKernel> CpuBackend::conv2d(const Conv2dShape& shape) {
   return make_conv2d(shape, engine_, stream_);
 }
 std::unique_ptr<PoolKernel> CpuBackend::pool2d(const Pool2dShape& shape) {

@@ -72,11 +72,11 @@ class CpuBackend final : public Backend {
   int batch_shards(int64_t batch, double flops) const override;
   void parallel_shards(int shards, FunctionRef<void(int shard)> body) override;
 
-  std::unique_ptr<LinearKernel> linear(const LinearShape& shape) override;
+  std::unique_ptr<WeightedKernel> linear(const LinearShape& shape) override;
   std::unique_ptr<ActivationKernel> activation(Activation act, int64_t elements) override;
   std::unique_ptr<LossKernel> loss(LossKind kind, int64_t batch, int64_t classes,
                                    int64_t normalizer) override;
-  std::unique_ptr<Conv2dKernel> conv2d(const Conv2dShape& shape) override;
+  std::unique_ptr<WeightedKernel> conv2d(const Conv2dShape& shape) override;
   std::unique_ptr<PoolKernel> pool2d(const Pool2dShape& shape) override;
   std::unique_ptr<PoolKernel> sequence_pool(const SequencePoolShape& shape) override;
   std::unique_ptr<DropoutKernel> dropout(const DropoutShape& shape) override;
@@ -93,13 +93,13 @@ class CpuBackend final : public Backend {
 };
 
 // Kernel factories, one per op-family file.
-std::unique_ptr<LinearKernel> make_linear(const LinearShape& shape, const dnnl::engine& engine,
-                                          const dnnl::stream& stream);
+std::unique_ptr<WeightedKernel> make_linear(const LinearShape& shape, const dnnl::engine& engine,
+                                            const dnnl::stream& stream);
 std::unique_ptr<ActivationKernel> make_activation(Activation act, int64_t elements);
 std::unique_ptr<LossKernel> make_loss(LossKind kind, int64_t batch, int64_t classes,
                                       int64_t normalizer);
-std::unique_ptr<Conv2dKernel> make_conv2d(const Conv2dShape& shape, const dnnl::engine& engine,
-                                          const dnnl::stream& stream);
+std::unique_ptr<WeightedKernel> make_conv2d(const Conv2dShape& shape, const dnnl::engine& engine,
+                                            const dnnl::stream& stream);
 std::unique_ptr<PoolKernel> make_pool2d(const Pool2dShape& shape, const dnnl::engine& engine,
                                         const dnnl::stream& stream);
 std::unique_ptr<PoolKernel> make_sequence_pool(const SequencePoolShape& shape);
@@ -112,8 +112,9 @@ std::unique_ptr<LstmKernel> make_lstm(const LstmShape& shape, const dnnl::engine
                                       const dnnl::stream& stream);
 std::unique_ptr<OptimizerKernel> make_optimizer(const OptimizerSettings& spec, int64_t parameters);
 
-// d_dst[i] *= act'(.) computed from the activation's output dst, for n elements (shared by the
-// fused Linear backward and the stand-alone activation).
+// d_dst[i] *= act'(.) computed from the activation's output dst, for n elements: the Conv2d
+// backward and the stand-alone activation use it. The Linear backward applies the derivative in
+// its own pass, where it also sums the bias gradient's columns.
 void activation_backward_inplace(Activation act, const float* dst, float* d_dst, int64_t n);
 
 // Number of CPU cores this process may run on.

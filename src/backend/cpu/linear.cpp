@@ -3,6 +3,7 @@
 // and the bias gradient are one fused pass over d_dst.
 #include <algorithm>
 
+#include "backend/activation_math.h"
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/primitive.h"
 
@@ -13,7 +14,7 @@ using dnnl::memory;
 using tag = memory::format_tag;
 constexpr auto f32 = memory::data_type::f32;
 
-class CpuLinear final : public LinearKernel {
+class CpuLinear final : public WeightedKernel {
  public:
   CpuLinear(const LinearShape& s, const dnnl::engine& engine, const dnnl::stream& stream)
       : shape_(s), stream_(stream) {
@@ -81,10 +82,7 @@ class CpuLinear final : public LinearKernel {
         const float* y = dst + r * cols;
 #pragma omp simd
         for (int64_t c = c0; c < c1; ++c) {
-          float v = g[c];
-          if constexpr (A == Activation::ReLU) v = y[c] > 0.0f ? v : 0.0f;
-          if constexpr (A == Activation::Tanh) v *= 1.0f - y[c] * y[c];
-          if constexpr (A == Activation::Sigmoid) v *= y[c] * (1.0f - y[c]);
+          const float v = derivative_times<A>(y[c], g[c]);
           g[c] = v;
           if (d_bias) d_bias[c] += v;
         }
@@ -101,8 +99,8 @@ class CpuLinear final : public LinearKernel {
 
 }  // namespace
 
-std::unique_ptr<LinearKernel> make_linear(const LinearShape& shape, const dnnl::engine& engine,
-                                          const dnnl::stream& stream) {
+std::unique_ptr<WeightedKernel> make_linear(const LinearShape& shape, const dnnl::engine& engine,
+                                            const dnnl::stream& stream) {
   return std::make_unique<CpuLinear>(shape, engine, stream);
 }
 

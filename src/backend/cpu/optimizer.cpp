@@ -1,12 +1,13 @@
 // Optimizers on the CPU as single fused passes over the flat parameter and gradient buffers, with
 // torch.optim's update rules (SGD with momentum/dampening/Nesterov/weight decay, Adam, AdamW,
-// RMSprop without momentum or centering, Adadelta).
-#include <cmath>
+// RMSprop without momentum or centering, Adadelta), written once for both backends in
+// optim/update_math.h.
 #include <cstdlib>
 #include <memory>
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
+#include "optim/update_math.h"
 
 namespace xo::cpu {
 namespace {
@@ -21,32 +22,32 @@ struct AlignedFloats {
   std::unique_ptr<float, decltype(&std::free)> data;
 };
 
+// Each pass below copies its coefficients into the worker's locals before the loop. Read through
+// the lambda's captures, they might alias the arrays the loop writes, so the compiler would load
+// them again in every iteration (measured on 100,000 parameters and one thread: plain SGD's pass
+// takes ~25% less time with the copies, the others the same or a few percent less).
 class CpuSgd final : public OptimizerKernel {
  public:
   CpuSgd(const OptimizerSettings& s, int64_t n) : s_(s), n_(n), momentum_(s.momentum > 0 ? n : 0) {}
 
   void step(float* params, const float* grads) override {
-    const float lr = static_cast<float>(s_.lr), wd = static_cast<float>(s_.weight_decay);
-    const float mu = static_cast<float>(s_.momentum),
-                damp = 1.0f - static_cast<float>(s_.dampening);
+    const SgdCoefficients coefficients =
+        sgd_coefficients(s_.lr, s_.weight_decay, s_.momentum, s_.dampening, s_.nesterov);
     const int64_t n = n_;
-    if (mu == 0.0f) {
+    if (coefficients.momentum == 0.0f) {
       parallel_for(n, [=](int64_t begin, int64_t end) {
+        const SgdCoefficients c = coefficients;
 #pragma omp simd
-        for (int64_t i = begin; i < end; ++i) params[i] -= lr * (grads[i] + wd * params[i]);
+        for (int64_t i = begin; i < end; ++i) sgd_update(params[i], grads[i], c);
       });
     } else {
       float* buf = momentum_.data.get();
-      const bool first = steps_ == 0;  // torch.optim.SGD starts the buffer at the first gradient
-      const bool nesterov = s_.nesterov;
+      const bool first = steps_ == 0;  // the momentum buffer starts at the first gradient
       parallel_for(n, [=](int64_t begin, int64_t end) {
+        const SgdCoefficients c = coefficients;
 #pragma omp simd
-        for (int64_t i = begin; i < end; ++i) {
-          const float g = grads[i] + wd * params[i];
-          const float b = first ? g : mu * buf[i] + damp * g;
-          buf[i] = b;
-          params[i] -= lr * (nesterov ? g + mu * b : b);
-        }
+        for (int64_t i = begin; i < end; ++i)
+          sgd_momentum_update(params[i], grads[i], buf[i], first, c);
       });
     }
     ++steps_;
@@ -67,29 +68,17 @@ class CpuAdam final : public OptimizerKernel {
 
   void step(float* params, const float* grads) override {
     ++steps_;
-    const double t = static_cast<double>(steps_);
-    const float b1 = static_cast<float>(s_.beta1), b2 = static_cast<float>(s_.beta2);
-    const float lr = static_cast<float>(s_.lr), eps = static_cast<float>(s_.eps);
-    const float wd = static_cast<float>(s_.weight_decay);
-    const float step_size = static_cast<float>(s_.lr / (1.0 - std::pow(s_.beta1, t)));
-    const float sqrt_bc2 = static_cast<float>(std::sqrt(1.0 - std::pow(s_.beta2, t)));
-    // AdamW shrinks the weights before the update (decoupled decay); Adam adds wd * p to the
-    // gradient (L2 penalty). Both as in torch.optim.
-    const float shrink = decoupled_ ? 1.0f - lr * wd : 1.0f;
-    const float l2 = decoupled_ ? 0.0f : wd;
+    const AdamCoefficients coefficients =
+        adam_coefficients(s_.lr, s_.weight_decay, s_.beta1, s_.beta2, s_.eps, decoupled_);
+    const AdamStepScale scale =
+        adam_step_scale(s_.lr, s_.beta1, s_.beta2, static_cast<double>(steps_));
     float* m = m_.data.get();
     float* v = v_.data.get();
     parallel_for(n_, [=](int64_t begin, int64_t end) {
+      const AdamCoefficients c = coefficients;
+      const AdamStepScale s = scale;
 #pragma omp simd
-      for (int64_t i = begin; i < end; ++i) {
-        const float p = params[i] * shrink;
-        const float g = grads[i] + l2 * params[i];
-        const float mi = b1 * m[i] + (1.0f - b1) * g;
-        const float vi = b2 * v[i] + (1.0f - b2) * g * g;
-        m[i] = mi;
-        v[i] = vi;
-        params[i] = p - step_size * mi / (std::sqrt(vi) / sqrt_bc2 + eps);
-      }
+      for (int64_t i = begin; i < end; ++i) adam_update(params[i], grads[i], m[i], v[i], c, s);
     });
   }
   int64_t steps() const override { return steps_; }
@@ -102,23 +91,18 @@ class CpuAdam final : public OptimizerKernel {
   int64_t steps_ = 0;
 };
 
-// torch.optim.RMSprop: v = alpha v + (1 - alpha) g^2; p -= lr g / (sqrt(v) + eps).
 class CpuRmsprop final : public OptimizerKernel {
  public:
   CpuRmsprop(const OptimizerSettings& s, int64_t n) : s_(s), n_(n), v_(n) {}
 
   void step(float* params, const float* grads) override {
-    const float lr = static_cast<float>(s_.lr), eps = static_cast<float>(s_.eps);
-    const float alpha = static_cast<float>(s_.alpha), wd = static_cast<float>(s_.weight_decay);
+    const RmspropCoefficients coefficients =
+        rmsprop_coefficients(s_.lr, s_.eps, s_.alpha, s_.weight_decay);
     float* v = v_.data.get();
     parallel_for(n_, [=](int64_t begin, int64_t end) {
+      const RmspropCoefficients c = coefficients;
 #pragma omp simd
-      for (int64_t i = begin; i < end; ++i) {
-        const float g = grads[i] + wd * params[i];
-        const float vi = alpha * v[i] + (1.0f - alpha) * g * g;
-        v[i] = vi;
-        params[i] -= lr * g / (std::sqrt(vi) + eps);
-      }
+      for (int64_t i = begin; i < end; ++i) rmsprop_update(params[i], grads[i], v[i], c);
     });
     ++steps_;
   }
@@ -131,27 +115,19 @@ class CpuRmsprop final : public OptimizerKernel {
   int64_t steps_ = 0;
 };
 
-// torch.optim.Adadelta: v = rho v + (1 - rho) g^2; d = sqrt(u + eps) / sqrt(v + eps) g;
-// u = rho u + (1 - rho) d^2; p -= lr d.
 class CpuAdadelta final : public OptimizerKernel {
  public:
   CpuAdadelta(const OptimizerSettings& s, int64_t n) : s_(s), n_(n), v_(n), u_(n) {}
 
   void step(float* params, const float* grads) override {
-    const float lr = static_cast<float>(s_.lr), eps = static_cast<float>(s_.eps);
-    const float rho = static_cast<float>(s_.rho), wd = static_cast<float>(s_.weight_decay);
+    const AdadeltaCoefficients coefficients =
+        adadelta_coefficients(s_.lr, s_.eps, s_.rho, s_.weight_decay);
     float* v = v_.data.get();
     float* u = u_.data.get();
     parallel_for(n_, [=](int64_t begin, int64_t end) {
+      const AdadeltaCoefficients c = coefficients;
 #pragma omp simd
-      for (int64_t i = begin; i < end; ++i) {
-        const float g = grads[i] + wd * params[i];
-        const float vi = rho * v[i] + (1.0f - rho) * g * g;
-        const float d = std::sqrt(u[i] + eps) / std::sqrt(vi + eps) * g;
-        v[i] = vi;
-        u[i] = rho * u[i] + (1.0f - rho) * d * d;
-        params[i] -= lr * d;
-      }
+      for (int64_t i = begin; i < end; ++i) adadelta_update(params[i], grads[i], v[i], u[i], c);
     });
     ++steps_;
   }

@@ -1,8 +1,7 @@
-// Element-wise activations on the GPU (ReLU, Tanh, Sigmoid, None), forward and backward, as the
-// CPU computes them: relu(x) = x > 0 ? x : 0, tanh, sigmoid = 1 / (1 + exp(-x)); derivatives from
-// the output: relu' = [y > 0], tanh' = 1 - y^2, sigmoid' = y (1 - y). One grid-stride kernel per
-// call, the activation a template parameter so the loop body has no branch.
-#include "backend/cuda/activation.cuh"
+// Element-wise activations on the GPU (ReLU, Tanh, Sigmoid, None), forward and backward, with the
+// formulas the CPU shares (backend/activation_math.h). One grid-stride kernel per call, the
+// activation a template parameter so the loop body has no branch.
+#include "backend/activation_math.h"
 #include "backend/cuda/cuda_backend.h"
 
 namespace xo::cuda {

@@ -59,7 +59,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/cuda/activation.cuh"
+#include "backend/activation_math.h"
 #include "backend/cuda/cuda_backend.h"
 
 namespace xo::cuda {
@@ -385,7 +385,7 @@ struct FindScratch {
   DeviceBuffer src, w, dst, d_w, workspace;
 };
 
-class GpuConv2d final : public Conv2dKernel {
+class GpuConv2d final : public WeightedKernel {
  public:
   GpuConv2d(CudaBackend& be, const Conv2dShape& s) : be_(be), s_(s), bias_split_(bias_split(s)) {
     const auto i32 = [](int64_t v) {
@@ -686,7 +686,7 @@ class GpuConv2d final : public Conv2dKernel {
 
 }  // namespace
 
-std::unique_ptr<Conv2dKernel> make_conv2d(CudaBackend& be, const Conv2dShape& shape) {
+std::unique_ptr<WeightedKernel> make_conv2d(CudaBackend& be, const Conv2dShape& shape) {
   return std::make_unique<GpuConv2d>(be, shape);
 }
 

@@ -181,7 +181,7 @@ void CudaBackend::parallel_shards(int shards, FunctionRef<void(int shard)> body)
   for (int k = 0; k < shards; ++k) body(k);
 }
 
-std::unique_ptr<LinearKernel> CudaBackend::linear(const LinearShape& shape) {
+std::unique_ptr<WeightedKernel> CudaBackend::linear(const LinearShape& shape) {
   return make_linear(*this, shape);
 }
 std::unique_ptr<ActivationKernel> CudaBackend::activation(Activation act, int64_t elements) {
@@ -191,7 +191,7 @@ std::unique_ptr<LossKernel> CudaBackend::loss(LossKind kind, int64_t batch, int6
                                               int64_t normalizer) {
   return make_loss(*this, kind, batch, classes, normalizer);
 }
-std::unique_ptr<Conv2dKernel> CudaBackend::conv2d(const Conv2dShape& shape) {
+std::unique_ptr<WeightedKernel> CudaBackend::conv2d(const Conv2dShape& shape) {
   return make_conv2d(*this, shape);
 }
 std::unique_ptr<PoolKernel> CudaBackend::pool2d(const Pool2dShape& shape) {

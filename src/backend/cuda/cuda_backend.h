@@ -52,11 +52,11 @@ class CudaBackend final : public Backend {
   int batch_shards(int64_t, double) const override { return 1; }
   void parallel_shards(int shards, FunctionRef<void(int shard)> body) override;
 
-  std::unique_ptr<LinearKernel> linear(const LinearShape& shape) override;
+  std::unique_ptr<WeightedKernel> linear(const LinearShape& shape) override;
   std::unique_ptr<ActivationKernel> activation(Activation act, int64_t elements) override;
   std::unique_ptr<LossKernel> loss(LossKind kind, int64_t batch, int64_t classes,
                                    int64_t normalizer) override;
-  std::unique_ptr<Conv2dKernel> conv2d(const Conv2dShape& shape) override;
+  std::unique_ptr<WeightedKernel> conv2d(const Conv2dShape& shape) override;
   std::unique_ptr<PoolKernel> pool2d(const Pool2dShape& shape) override;
   std::unique_ptr<PoolKernel> sequence_pool(const SequencePoolShape& shape) override;
   std::unique_ptr<DropoutKernel> dropout(const DropoutShape& shape) override;
@@ -86,12 +86,13 @@ void launch_accumulate(cudaStream_t stream, float* dst, const float* src, int64_
 void launch_accumulate_stats(cudaStream_t stream, LossStats* dst, const LossStats* src);
 
 // Kernel factories, one per op-family file (same names as the CPU backend's files).
-std::unique_ptr<LinearKernel> make_linear(CudaBackend& be, const LinearShape& shape);  // linear.cu
+std::unique_ptr<WeightedKernel> make_linear(CudaBackend& be,
+                                            const LinearShape& shape);  // linear.cu
 std::unique_ptr<ActivationKernel> make_activation(CudaBackend& be, Activation act,
                                                   int64_t elements);  // activation.cu
 std::unique_ptr<LossKernel> make_loss(CudaBackend& be, LossKind kind, int64_t batch,
                                       int64_t classes, int64_t normalizer);  // loss.cu
-std::unique_ptr<Conv2dKernel> make_conv2d(CudaBackend& be, const Conv2dShape& shape);  // conv.cu
+std::unique_ptr<WeightedKernel> make_conv2d(CudaBackend& be, const Conv2dShape& shape);  // conv.cu
 std::unique_ptr<PoolKernel> make_pool2d(CudaBackend& be, const Pool2dShape& shape);    // pool.cu
 std::unique_ptr<PoolKernel> make_sequence_pool(CudaBackend& be,
                                                const SequencePoolShape& shape);        // pool.cu

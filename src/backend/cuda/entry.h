@@ -1,5 +1,5 @@
-// The CUDA entry points the registry calls: cuda_backend.cu in a build with CUDA, unavailable.cpp
-// (which says plainly that CUDA was not built) in one without.
+// The CUDA entry points the registry calls: defined in cuda_backend.cpp in a build with CUDA, in
+// unavailable.cpp (which says plainly that CUDA was not built) in one without.
 #pragma once
 
 #include <memory>

@@ -30,7 +30,7 @@
 //   the d_src matmul belongs to the layer above, which does not know this layer's activation, and
 //   this layer receives d_dst already computed; there is no matmul of ours whose output is d_pre,
 //   so DRELU_BGRAD would need an extra identity matmul, dearer than the element-wise pass it saves.
-#include "backend/cuda/activation.cuh"
+#include "backend/activation_math.h"
 #include "backend/cuda/matmul.h"
 
 namespace xo::cuda {
@@ -283,7 +283,7 @@ MatmulShape d_src_shape(const LinearShape& s) {
 }
 
 template <Activation A>
-class GpuLinear final : public LinearKernel {
+class GpuLinear final : public WeightedKernel {
  public:
   GpuLinear(CudaBackend& be, const LinearShape& s) : be_(be), shape_(s), small_(is_small(s)) {
     XO_ASSERT(s.batch > 0 && s.in_features > 0 && s.out_features > 0);
@@ -354,7 +354,7 @@ class GpuLinear final : public LinearKernel {
 
 }  // namespace
 
-std::unique_ptr<LinearKernel> make_linear(CudaBackend& be, const LinearShape& shape) {
+std::unique_ptr<WeightedKernel> make_linear(CudaBackend& be, const LinearShape& shape) {
   switch (shape.activation) {
     case Activation::ReLU:
       return std::make_unique<GpuLinear<Activation::ReLU>>(be, shape);

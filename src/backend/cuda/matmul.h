@@ -15,7 +15,7 @@ namespace xo::cuda {
 // The epilogues Linear needs, in row-major terms (matmul.cpp maps each onto cuBLASLt's).
 // cuBLASLt's DRELU_BGRAD is deliberately absent: it applies ReLU's derivative to the output of the
 // matmul that produces the gradient of the layer *below*, through a bit mask written by the
-// forward's RELU_AUX epilogue, which does not fit the per-layer LinearKernel contract (see
+// forward's RELU_AUX epilogue, which does not fit the per-layer WeightedKernel contract (see
 // linear.cu).
 enum class MatmulEpilogue {
   None,

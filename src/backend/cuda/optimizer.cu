@@ -1,6 +1,6 @@
 // Optimizers on the GPU: one fused element-wise kernel per step over the flat parameter and
-// gradient buffers, with the CPU's update rules (optimizer.cpp, i.e. torch.optim's): SGD with
-// momentum, dampening, Nesterov and weight decay (the momentum buffer starts at the first
+// gradient buffers, with the update rules the CPU shares (optim/update_math.h, torch.optim's): SGD
+// with momentum, dampening, Nesterov and weight decay (the momentum buffer starts at the first
 // gradient), Adam and AdamW (L2 penalty vs decoupled decay, bias-corrected), RMSprop (no momentum,
 // not centered) and Adadelta.
 //
@@ -9,31 +9,28 @@
 // (Adam, SGD with momentum), each step first runs a one-thread kernel that increments it and
 // derives what depends on it (Adam's bias corrections, computed in double exactly as the CPU does,
 // then rounded to f32), and the update kernel reads those; where the update does not (plain SGD,
-// RMSprop, Adadelta), the update kernel's first thread counts the step itself, saving a launch. Hyper- parameters are fixed for the kernel's life, so they are plain arguments.
-#include <cmath>
+// RMSprop, Adadelta), the update kernel's first thread counts the step itself, saving a launch.
+// The coefficients (the hyperparameters in f32) are fixed for the kernel's life, so they are plain
+// by-value arguments.
 #include <cstddef>
 
 #include "backend/cuda/cuda_backend.h"
+#include "optim/update_math.h"
 
 namespace xo::cuda {
 namespace {
 
 // The per-step values, in device memory.
 struct StepState {
-  uint64_t steps;   // steps taken, including the one being applied once begin_step has run
-  float step_size;  // Adam: lr / (1 - beta1^t)
-  float sqrt_bc2;   // Adam: sqrt(1 - beta2^t)
+  uint64_t steps;      // steps taken, including the one being applied once begin_step has run
+  AdamStepScale adam;  // Adam: the bias corrections of the step being applied
 };
 
 __global__ void begin_step_kernel(StepState* state, bool adam, double lr, double beta1,
                                   double beta2) {
   const uint64_t t = state->steps + 1;
   state->steps = t;
-  if (adam) {
-    const double td = static_cast<double>(t);
-    state->step_size = static_cast<float>(lr / (1.0 - pow(beta1, td)));
-    state->sqrt_bc2 = static_cast<float>(sqrt(1.0 - pow(beta2, td)));
-  }
+  if (adam) state->adam = adam_step_scale(lr, beta1, beta2, static_cast<double>(t));
 }
 
 // The step counted by the update kernel itself (the kernels that do not read it).
@@ -41,73 +38,48 @@ __device__ __forceinline__ void count_step(StepState* state) {
   if (blockIdx.x == 0 && threadIdx.x == 0) state->steps += 1;
 }
 
-__global__ void sgd_kernel(float* params, const float* grads, int64_t n, float lr, float wd,
+__global__ void sgd_kernel(float* params, const float* grads, int64_t n, SgdCoefficients c,
                            StepState* state) {
   count_step(state);
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
        i += int64_t{gridDim.x} * blockDim.x) {
-    params[i] -= lr * (grads[i] + wd * params[i]);
+    sgd_update(params[i], grads[i], c);
   }
 }
 
 __global__ void sgd_momentum_kernel(float* params, const float* grads, float* buf, int64_t n,
-                                    float lr, float wd, float mu, float damp, bool nesterov,
-                                    const StepState* state) {
-  const bool first = state->steps == 1;  // torch.optim.SGD starts the buffer at the first gradient
+                                    SgdCoefficients c, const StepState* state) {
+  const bool first = state->steps == 1;  // begin_step has counted the step being applied
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
        i += int64_t{gridDim.x} * blockDim.x) {
-    const float g = grads[i] + wd * params[i];
-    const float b = first ? g : mu * buf[i] + damp * g;
-    buf[i] = b;
-    params[i] -= lr * (nesterov ? g + mu * b : b);
+    sgd_momentum_update(params[i], grads[i], buf[i], first, c);
   }
 }
 
-// AdamW shrinks the weights before the update (shrink = 1 - lr wd, l2 = 0); Adam adds wd * p to the
-// gradient (shrink = 1, l2 = wd).
 __global__ void adam_kernel(float* params, const float* grads, float* m, float* v, int64_t n,
-                            float b1, float b2, float eps, float shrink, float l2,
-                            const StepState* state) {
-  const float step_size = state->step_size;
-  const float sqrt_bc2 = state->sqrt_bc2;
+                            AdamCoefficients c, const StepState* state) {
+  const AdamStepScale scale = state->adam;
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
        i += int64_t{gridDim.x} * blockDim.x) {
-    const float p = params[i] * shrink;
-    const float g = grads[i] + l2 * params[i];
-    const float mi = b1 * m[i] + (1.0f - b1) * g;
-    const float vi = b2 * v[i] + (1.0f - b2) * g * g;
-    m[i] = mi;
-    v[i] = vi;
-    params[i] = p - step_size * mi / (sqrtf(vi) / sqrt_bc2 + eps);
+    adam_update(params[i], grads[i], m[i], v[i], c, scale);
   }
 }
 
-// v = alpha v + (1 - alpha) g^2; p -= lr g / (sqrt(v) + eps).
-__global__ void rmsprop_kernel(float* params, const float* grads, float* v, int64_t n, float lr,
-                               float eps, float alpha, float wd, StepState* state) {
+__global__ void rmsprop_kernel(float* params, const float* grads, float* v, int64_t n,
+                               RmspropCoefficients c, StepState* state) {
   count_step(state);
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
        i += int64_t{gridDim.x} * blockDim.x) {
-    const float g = grads[i] + wd * params[i];
-    const float vi = alpha * v[i] + (1.0f - alpha) * g * g;
-    v[i] = vi;
-    params[i] -= lr * g / (sqrtf(vi) + eps);
+    rmsprop_update(params[i], grads[i], v[i], c);
   }
 }
 
-// v = rho v + (1 - rho) g^2; d = sqrt(u + eps) / sqrt(v + eps) g; u = rho u + (1 - rho) d^2;
-// p -= lr d.
 __global__ void adadelta_kernel(float* params, const float* grads, float* v, float* u, int64_t n,
-                                float lr, float eps, float rho, float wd, StepState* state) {
+                                AdadeltaCoefficients c, StepState* state) {
   count_step(state);
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
        i += int64_t{gridDim.x} * blockDim.x) {
-    const float g = grads[i] + wd * params[i];
-    const float vi = rho * v[i] + (1.0f - rho) * g * g;
-    const float d = sqrtf(u[i] + eps) / sqrtf(vi + eps) * g;
-    v[i] = vi;
-    u[i] = rho * u[i] + (1.0f - rho) * d * d;
-    params[i] -= lr * d;
+    adadelta_update(params[i], grads[i], v[i], u[i], c);
   }
 }
 
@@ -150,39 +122,35 @@ class GpuOptimizer final : public OptimizerKernel {
     if (n_ == 0) return;
     const unsigned blocks = blocks_for(n_);
     cudaStream_t stream = be_.stream();
-    const float lr = static_cast<float>(s_.lr), wd = static_cast<float>(s_.weight_decay);
-    const float eps = static_cast<float>(s_.eps);
     switch (type_) {
       case OptimizerType::SGD: {
-        const float mu = static_cast<float>(s_.momentum);
-        const float damp = 1.0f - static_cast<float>(s_.dampening);
-        if (mu == 0.0f) {
-          XO_CUDA_LAUNCH(sgd_kernel, blocks, kThreads, 0, stream, params, grads, n_, lr, wd,
-                         state);
+        const SgdCoefficients c =
+            sgd_coefficients(s_.lr, s_.weight_decay, s_.momentum, s_.dampening, s_.nesterov);
+        if (c.momentum == 0.0f) {
+          XO_CUDA_LAUNCH(sgd_kernel, blocks, kThreads, 0, stream, params, grads, n_, c, state);
         } else {
           XO_CUDA_LAUNCH(sgd_momentum_kernel, blocks, kThreads, 0, stream, params, grads,
-                         first_.as<float>(), n_, lr, wd, mu, damp, s_.nesterov, state);
+                         first_.as<float>(), n_, c, state);
         }
         return;
       }
       case OptimizerType::Adam:
       case OptimizerType::AdamW: {
-        const bool decoupled = type_ == OptimizerType::AdamW;
-        const float shrink = decoupled ? 1.0f - lr * wd : 1.0f;
-        const float l2 = decoupled ? 0.0f : wd;
+        const AdamCoefficients c = adam_coefficients(s_.lr, s_.weight_decay, s_.beta1, s_.beta2,
+                                                     s_.eps, type_ == OptimizerType::AdamW);
         XO_CUDA_LAUNCH(adam_kernel, blocks, kThreads, 0, stream, params, grads, first_.as<float>(),
-                       second_.as<float>(), n_, static_cast<float>(s_.beta1),
-                       static_cast<float>(s_.beta2), eps, shrink, l2, state);
+                       second_.as<float>(), n_, c, state);
         return;
       }
       case OptimizerType::RMSprop:
         XO_CUDA_LAUNCH(rmsprop_kernel, blocks, kThreads, 0, stream, params, grads,
-                       first_.as<float>(), n_, lr, eps, static_cast<float>(s_.alpha), wd, state);
+                       first_.as<float>(), n_,
+                       rmsprop_coefficients(s_.lr, s_.eps, s_.alpha, s_.weight_decay), state);
         return;
       case OptimizerType::Adadelta:
         XO_CUDA_LAUNCH(adadelta_kernel, blocks, kThreads, 0, stream, params, grads,
-                       first_.as<float>(), second_.as<float>(), n_, lr, eps,
-                       static_cast<float>(s_.rho), wd, state);
+                       first_.as<float>(), second_.as<float>(), n_,
+                       adadelta_coefficients(s_.lr, s_.eps, s_.rho, s_.weight_decay), state);
         return;
     }
   }
