@@ -2,12 +2,12 @@
 
 #include <fmt/format.h>
 
-#include "core/format.h"
-
 #include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <limits>
+
+#include "core/format.h"
 
 namespace xo {
 namespace {
@@ -44,7 +44,9 @@ bool same_model(const CatalogDevice& d, const DeviceInfo& local) {
 
 namespace {
 
-double step_seconds(const DevicePrediction& p) { return p.measured_s ? *p.measured_s : p.step.seconds; }
+double step_seconds(const DevicePrediction& p) {
+  return p.measured_s ? *p.measured_s : p.step.seconds;
+}
 
 }  // namespace
 
@@ -59,7 +61,8 @@ const CatalogDevice* reference_gpu(const Catalog& catalog) {
   double cheapest = std::numeric_limits<double>::infinity();
   for (const CatalogInstance& i : catalog.instances) {
     const CatalogDevice* d = catalog.find_device(i.device);
-    if (d && d->kind == DeviceKind::Gpu && i.device_count == 1 && i.on_demand_usd_per_hour < cheapest) {
+    if (d && d->kind == DeviceKind::Gpu && i.device_count == 1 &&
+        i.on_demand_usd_per_hour < cheapest) {
       cheapest = i.on_demand_usd_per_hour;
       best = d;
     }
@@ -111,8 +114,9 @@ std::vector<DevicePrediction> predict_devices(const RunRecord& focus,
     const double eff = calibrate_efficiency(row.cost, probed_rates(*p), *d.measured_s);
     (d.kind == DeviceKind::Gpu ? efficiency_gpu : efficiency_cpu) = eff;
     d.assumptions = {
-        fmt::format("roofline at this device's probed peaks: {:.1f} GFLOP/s f32 matmul, {:.1f} GB/s",
-                    p->matmul_gflops, p->bandwidth_gbs),
+        fmt::format(
+            "roofline at this device's probed peaks: {:.1f} GFLOP/s f32 matmul, {:.1f} GB/s",
+            p->matmul_gflops, p->bandwidth_gbs),
         fmt::format("fixed costs from the probe: {:.1f} µs per step, {:.2f} µs per layer",
                     p->step_overhead_us, p->layer_overhead_us),
         "efficiency 1 (uncalibrated: how a device you do not have is predicted before any "
@@ -143,11 +147,12 @@ std::vector<DevicePrediction> predict_devices(const RunRecord& focus,
           "no {} measured here: efficiency 1 (the roofline itself, a lower bound on the time)",
           c.kind == DeviceKind::Gpu ? "GPU" : "CPU"));
     }
-    d.assumptions.push_back(fmt::format(
-        "fixed costs {:.1f} µs per step and {:.2f} µs per layer ({})", rates.step_overhead_us,
-        rates.layer_overhead_us,
-        c.kind == DeviceKind::Gpu && !efficiency_gpu ? "assumed for CUDA Graph replay: no GPU measured here"
-                                           : "as probed on this machine's device of that kind"));
+    d.assumptions.push_back(
+        fmt::format("fixed costs {:.1f} µs per step and {:.2f} µs per layer ({})",
+                    rates.step_overhead_us, rates.layer_overhead_us,
+                    c.kind == DeviceKind::Gpu && !efficiency_gpu
+                        ? "assumed for CUDA Graph replay: no GPU measured here"
+                        : "as probed on this machine's device of that kind"));
     if (c.kind == DeviceKind::Cpu) {
       d.assumptions.push_back("every core busy at the datasheet rate (small layers scale worse)");
     }
@@ -251,8 +256,8 @@ CostTable cost_table(const std::string& model, int64_t epochs, int64_t steps_per
       b.payback_months.reset();
     }
     t.break_even.push_back({d.id, d.name, rent->id, rent->device == d.id,
-                            equivalent.on_demand_usd_per_hour, b.hours_per_month,
-                            b.payback_months, b.at_hours_per_month});
+                            equivalent.on_demand_usd_per_hour, b.hours_per_month, b.payback_months,
+                            b.at_hours_per_month});
   }
   return t;
 }
@@ -271,15 +276,15 @@ std::vector<std::string> advice_lines(const std::string& model,
     if (!p.local && (!anywhere || step_seconds(p) < step_seconds(*anywhere))) anywhere = &p;
   }
   if (here) {
-    lines.push_back(fmt::format("Fastest here: {} at {} per step, {} for {} epochs of {} (measured).",
-                                here->device, duration(*here->measured_s),
-                                duration(*here->measured_s * steps), cost.epochs, model));
+    lines.push_back(fmt::format(
+        "Fastest here: {} at {} per step, {} for {} epochs of {} (measured).", here->device,
+        duration(*here->measured_s), duration(*here->measured_s * steps), cost.epochs, model));
   }
   if (anywhere) {
-    lines.push_back(fmt::format(
-        "Fastest in the catalog: {} at {} per step ({}; {}-bound).", anywhere->name,
-        duration(step_seconds(*anywhere)), anywhere->measured_s ? "measured" : "predicted",
-        anywhere->step.bound));
+    lines.push_back(fmt::format("Fastest in the catalog: {} at {} per step ({}; {}-bound).",
+                                anywhere->name, duration(step_seconds(*anywhere)),
+                                anywhere->measured_s ? "measured" : "predicted",
+                                anywhere->step.bound));
   }
   const CostTable::Instance* cheapest = nullptr;
   for (const CostTable::Instance& i : cost.instances) {
@@ -287,22 +292,23 @@ std::vector<std::string> advice_lines(const std::string& model,
   }
   if (cheapest) {
     const CostTable::Instance& c = *cheapest;
-    lines.push_back(fmt::format("Cheapest cloud run: {} {} at {} on demand{} for {} ({} time).",
-                                c.provider, c.name, usd(c.on_demand_usd),
-                                c.spot_usd ? fmt::format(", {} spot", usd(c.spot_usd)) : "",
-                                duration(c.run_hours * 3600),
-                                c.predicted ? "predicted" : "measured"));
+    lines.push_back(fmt::format(
+        "Cheapest cloud run: {} {} at {} on demand{} for {} ({} time).", c.provider, c.name,
+        usd(c.on_demand_usd), c.spot_usd ? fmt::format(", {} spot", usd(c.spot_usd)) : "",
+        duration(c.run_hours * 3600), c.predicted ? "predicted" : "measured"));
   }
   if (crossovers.empty()) {
-    lines.push_back(fmt::format("No crossover along {} in what was {}: the same device is "
-                                "fastest over the whole range.",
-                                crossover_axis, crossover_predicted ? "predicted" : "measured"));
+    lines.push_back(
+        fmt::format("No crossover along {} in what was {}: the same device is "
+                    "fastest over the whole range.",
+                    crossover_axis, crossover_predicted ? "predicted" : "measured"));
   }
   for (const Crossover& c : crossovers) {
-    lines.push_back(fmt::format("Crossover ({}): {} overtakes {} at {} {:.3g}, about {:.3g} "
-                                "parameters.",
-                                crossover_predicted ? "predicted" : "measured", c.faster, c.slower,
-                                crossover_axis, c.axis_value, c.params));
+    lines.push_back(
+        fmt::format("Crossover ({}): {} overtakes {} at {} {:.3g}, about {:.3g} "
+                    "parameters.",
+                    crossover_predicted ? "predicted" : "measured", c.faster, c.slower,
+                    crossover_axis, c.axis_value, c.params));
   }
   const CostTable::BuyOrRent* soonest = nullptr;
   for (const CostTable::BuyOrRent& b : cost.break_even) {

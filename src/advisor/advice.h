@@ -63,14 +63,13 @@ DeviceRates catalog_rates(const CatalogDevice& d, const std::vector<DevicePeaks>
 // Cost of `epochs` epochs of `steps_per_epoch` steps on every instance and owned device, and
 // break-even usage, from the predictions (measured times where the device is local).
 CostTable cost_table(const std::string& model, int64_t epochs, int64_t steps_per_epoch,
-                         const std::vector<DevicePrediction>& p, const Catalog& catalog,
-                         const AdviceOptions& o);
+                     const std::vector<DevicePrediction>& p, const Catalog& catalog,
+                     const AdviceOptions& o);
 
 // The recommendation: fastest here (measured), fastest anywhere (predicted), cheapest per run,
 // the crossovers, when buying pays off.
 std::vector<std::string> advice_lines(const std::string& model,
-                                      const std::vector<DevicePrediction>& p,
-                                      const CostTable& cost,
+                                      const std::vector<DevicePrediction>& p, const CostTable& cost,
                                       const std::vector<Crossover>& crossovers,
                                       const std::string& crossover_axis, bool crossover_predicted);
 

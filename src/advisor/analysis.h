@@ -39,13 +39,13 @@ struct LoopPhases {
 
 struct RunAnalysis {
   double seconds_per_epoch = 0;
-  bool per_epoch_estimated = false;  // from the median step (no epoch completed)
-  std::optional<double> peak_gflops;   // the device's probed matmul peak
+  bool per_epoch_estimated = false;     // from the median step (no epoch completed)
+  std::optional<double> peak_gflops;    // the device's probed matmul peak
   std::optional<double> peak_fraction;  // the run's GFLOP/s over it
   // The probe's roofline for this run (efficiency 1) and its error against the measurement.
   std::optional<double> roofline_step_ms, roofline_error_percent;
   std::optional<std::string> roofline_bound;
-  std::optional<StepPhases> phases;  // with a per-node profile only
+  std::optional<StepPhases> phases;          // with a per-node profile only
   std::vector<LayerProfile> layers_profile;  // empty without a profile
   LoopPhases loop_phases;
 };

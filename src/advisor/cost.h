@@ -13,10 +13,10 @@ namespace xo {
 
 // The assumptions of ownership, each overridable from the command line.
 struct OwnershipAssumptions {
-  double lifetime_years = 3;       // the hardware is written off over this time
-  double utilisation = 0.5;        // fraction of the lifetime's hours it is in use
+  double lifetime_years = 3;  // the hardware is written off over this time
+  double utilisation = 0.5;   // fraction of the lifetime's hours it is in use
   double electricity_usd_per_kwh = 0.15;
-  double host_power_w = 150;       // the rest of the machine a GPU sits in (0 for a CPU box)
+  double host_power_w = 150;  // the rest of the machine a GPU sits in (0 for a CPU box)
 };
 
 // Cost of one run on a cloud instance.
@@ -29,7 +29,7 @@ struct InstanceCost {
 
 // Cost of one run on owned hardware.
 struct OwnershipCost {
-  std::string device;           // CatalogDevice id
+  std::string device;             // CatalogDevice id
   double hourly_capital_usd = 0;  // price / (lifetime hours * utilisation)
   double hourly_power_usd = 0;    // (device + host power) in kW * electricity price
   double run_usd = 0;             // run_hours * (capital + power)

@@ -7,14 +7,14 @@
 #include <memory>
 
 #include "advisor/advice.h"
+#include "advisor/sweep.h"
 #include "cli/commands.h"
 #include "cli/session.h"
 #include "core/error.h"
 #include "core/file.h"
+#include "model/cost.h"
 #include "model/model.h"
 #include "model/vary.h"
-#include "advisor/sweep.h"
-#include "model/cost.h"
 #include "report/files.h"
 #include "report/report_json.h"
 #include "report/terminal.h"
@@ -60,8 +60,8 @@ std::vector<Crossover> predicted_width_crossover(const ModelSpec& spec, const Ru
     const double per_100 = static_cast<double>(measured.result.steps_per_epoch) * 100;
     here.points.push_back({static_cast<double>(width), params,
                            predict_step(cost, local_rates, eff).seconds * per_100});
-    there.points.push_back({static_cast<double>(width), params,
-                            predict_step(cost, gpu_rates, 1.0).seconds * per_100});
+    there.points.push_back(
+        {static_cast<double>(width), params, predict_step(cost, gpu_rates, 1.0).seconds * per_100});
   }
   series_out = {here, there};
   return find_crossovers(series_out);
@@ -89,15 +89,14 @@ RunRecord recorded_run(const Report& report, const std::string& file, const std:
 int run_advise(const AdviseOptions& o, bool advise) {
   const Catalog catalog = load_user_catalog(o.cost);
   Report report;
-  const bool from_results =
-      !advise && std::filesystem::path(o.spec).extension() == ".json" &&
-      std::filesystem::exists(o.spec);
+  const bool from_results = !advise && std::filesystem::path(o.spec).extension() == ".json" &&
+                            std::filesystem::exists(o.spec);
   if (from_results) {
     // Re-cost a run that was measured earlier: its spec and its device's peaks are in the file.
     const nlohmann::json doc = nlohmann::json::parse(read_file(o.spec), nullptr, false);
     if (doc.is_discarded()) {
-      throw UserError(fmt::format("{}: not a crossover results.json (expected schema '{}')",
-                                  o.spec, kReportSchema));
+      throw UserError(fmt::format("{}: not a crossover results.json (expected schema '{}')", o.spec,
+                                  kReportSchema));
     }
     report = read_report(doc, o.spec);
     const RunRecord run = recorded_run(report, o.spec, o.model);
@@ -117,10 +116,11 @@ int run_advise(const AdviseOptions& o, bool advise) {
                             fmt::format("crossover {}: {}", advise ? "advise" : "cost", spec.name));
     const RunRecord& focus = session.runs().front();
     std::vector<SweepSeries> series;
-    const std::vector<Crossover> crossovers = predicted_width_crossover(
-        spec, focus, session.peaks(), catalog, o.cost.advice, series);
+    const std::vector<Crossover> crossovers =
+        predicted_width_crossover(spec, focus, session.peaks(), catalog, o.cost.advice, series);
     if (!series.empty()) {
-      report.sweep = sweep_record("width", series, crossovers, {series[0].device, series[1].device});
+      report.sweep =
+          sweep_record("width", series, crossovers, {series[0].device, series[1].device});
     }
     add_advice(report, focus, session.runs(), session.peaks(), catalog, o.cost.advice, crossovers,
                "width", true);
@@ -144,7 +144,8 @@ Command add(CLI::App& app, const char* name, const char* help, bool advise) {
                   advise ? "A built-in name or a TOML spec"
                          : "A results.json from run/sweep/advise, or a spec to measure now")
       ->required();
-  if (!advise) sub->add_option("--model", o->model, "Which run of a results.json (default: the last)");
+  if (!advise)
+    sub->add_option("--model", o->model, "Which run of a results.json (default: the last)");
   add_measure_options(sub, o->measure, true);
   add_cost_options(sub, o->cost);
   return {sub, [o, advise] { return run_advise(*o, advise); }};

@@ -13,9 +13,9 @@
 #include "cli/commands.h"
 #include "cli/session.h"
 #include "core/error.h"
+#include "model/cost.h"
 #include "model/model.h"
 #include "model/vary.h"
-#include "model/cost.h"
 #include "report/files.h"
 #include "report/terminal.h"
 
@@ -56,7 +56,8 @@ void add_sweep_and_advice(Report& report, const Session& session,
   // Advice for the largest model of the sweep on the first device.
   const RunRecord* focus = &rows.front();
   for (const RunRecord& r : rows) {
-    if (r.result.device.id == focus->result.device.id && r.axis_value > focus->axis_value) focus = &r;
+    if (r.result.device.id == focus->result.device.id && r.axis_value > focus->axis_value)
+      focus = &r;
   }
   add_advice(report, *focus, rows, session.peaks(), catalog, advice, crossovers, axis,
              !predicted.empty());
@@ -71,7 +72,8 @@ int run_models(const RunOptions& o) {
   const std::filesystem::path out(o.measure.out);
   const size_t jobs = specs.size() * session.devices().size();
   auto write = [&] {
-    Report report = session.report("run", fmt::format("crossover run: {}", fmt::join(models, ", ")));
+    Report report =
+        session.report("run", fmt::format("crossover run: {}", fmt::join(models, ", ")));
     std::vector<RunRecord> disc;
     for (const RunRecord& r : session.runs()) {
       if (!r.axis.empty()) disc.push_back(r);
@@ -100,9 +102,10 @@ int run_sweep(const RunOptions& o) {
   AxisValues vary;
   if (o.vary.empty()) {
     if (!(base.origin == "built-in" && base.name.rfind("disc-", 0) == 0)) {
-      throw UserError(fmt::format("sweep {}: say what to vary, e.g. --vary batch=32,64,128 or "
-                                  "--vary width=64,128,256",
-                                  o.spec));
+      throw UserError(
+          fmt::format("sweep {}: say what to vary, e.g. --vary batch=32,64,128 or "
+                      "--vary width=64,128,256",
+                      o.spec));
     }
     vary = parse_vary("depth=2..12");
   } else {
@@ -116,8 +119,8 @@ int run_sweep(const RunOptions& o) {
   const size_t jobs = specs.size() * session.devices().size();
   const std::string axis = axis_name(vary.axis);
   auto write = [&] {
-    Report report = session.report(
-        "sweep", fmt::format("crossover sweep: {} along {}", base.name, axis));
+    Report report =
+        session.report("sweep", fmt::format("crossover sweep: {} along {}", base.name, axis));
     add_sweep_and_advice(report, session, session.runs(), axis, catalog, o.cost.advice);
     write_report(out, report);
     return report;

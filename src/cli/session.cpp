@@ -7,9 +7,9 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "advisor/analysis.h"
 #include "core/error.h"
 #include "core/interrupt.h"
-#include "advisor/analysis.h"
 #include "measure/sampler.h"
 
 namespace xo::cli {
@@ -100,7 +100,8 @@ Session::Session(const MeasureOptions& o) : o_(o), started_(now_seconds()) {
     progress_.update(fmt::format("probing the peaks of {}...", be.info().id));
     DevicePeaks p = device_peaks(be, o.reprobe, default_peaks_cache());
     progress_.clear();
-    fmt::print(stderr, "{}: f32 matmul {:.1f} GFLOP/s, memory {:.1f} GB/s, step overhead {:.1f} µs{}\n",
+    fmt::print(stderr,
+               "{}: f32 matmul {:.1f} GFLOP/s, memory {:.1f} GB/s, step overhead {:.1f} µs{}\n",
                p.device, p.matmul_gflops, p.bandwidth_gbs, p.step_overhead_us,
                p.cached ? " (cached; --reprobe measures again)" : " (measured now)");
     peaks_.push_back(std::move(p));
@@ -134,11 +135,11 @@ const RunRecord& Session::measure(const ModelSpec& spec_in, const std::string& d
     const double fraction = (static_cast<double>(job) + done) / static_cast<double>(jobs);
     const double elapsed = now_seconds() - started_;
     const double this_left = (now_seconds() - job_start) / done * (1 - done);
-    progress_.bar(fraction, fmt::format("[{}/{}] {}: epoch {}/{}, loss {:.4f}; this model "
-                                        "~{} left, all ~{} left",
-                                        job + 1, jobs, label, e.epoch, n, e.loss,
-                                        format_left(this_left),
-                                        format_left(elapsed / fraction * (1 - fraction))));
+    progress_.bar(fraction,
+                  fmt::format("[{}/{}] {}: epoch {}/{}, loss {:.4f}; this model "
+                              "~{} left, all ~{} left",
+                              job + 1, jobs, label, e.epoch, n, e.loss, format_left(this_left),
+                              format_left(elapsed / fraction * (1 - fraction))));
   });
   progress_.clear();
   run.axis = axis;

@@ -22,13 +22,13 @@ namespace xo::cli {
 struct MeasureOptions {
   std::vector<std::string> devices;  // empty: every device present
   std::optional<int64_t> epochs;
-  int64_t max_steps = 0;             // 0: train every epoch
+  int64_t max_steps = 0;  // 0: train every epoch
   int threads = 0;
   int profile_steps = 10;
   double sample_interval_s = 0.1;
-  bool reprobe = false;              // measure the peaks again rather than use the cache
-  std::string precision = "f32";     // GPUs' matmul arithmetic (the CPU always runs f32)
-  bool record_step = true;           // replay each step as one CUDA Graph where the device can
+  bool reprobe = false;           // measure the peaks again rather than use the cache
+  std::string precision = "f32";  // GPUs' matmul arithmetic (the CPU always runs f32)
+  bool record_step = true;        // replay each step as one CUDA Graph where the device can
   std::string out = "crossover-results";
 };
 
@@ -58,7 +58,7 @@ class Session {
   // Trains `spec` on `device` (progress on the terminal, the sampler running) and appends the
   // run. `job` / `jobs` place it in the whole job for the progress bar.
   const RunRecord& measure(const ModelSpec& spec, const std::string& device, size_t job,
-                          size_t jobs, const std::string& axis = "", double axis_value = 0);
+                           size_t jobs, const std::string& axis = "", double axis_value = 0);
 
   // The report document around the runs measured so far, each analysed against its peaks.
   Report report(const std::string& kind, const std::string& title) const;

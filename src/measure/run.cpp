@@ -4,9 +4,9 @@
 #include <string>
 
 #include "data/source.h"
+#include "measure/sampler.h"
 #include "model/cost.h"
 #include "model/model.h"
-#include "measure/sampler.h"
 
 namespace xo {
 

@@ -13,9 +13,9 @@
 namespace xo {
 
 struct MeasureSettings {
-  int profile_steps = 10;       // extra steps timing every node apart (0: none)
-  int64_t max_steps = 0;        // stop after this many training steps (0: every epoch)
-  bool record_step = true;      // replay each step as one CUDA Graph where the device can
+  int profile_steps = 10;   // extra steps timing every node apart (0: none)
+  int64_t max_steps = 0;    // stop after this many training steps (0: every epoch)
+  bool record_step = true;  // replay each step as one CUDA Graph where the device can
   double sample_interval_s = 0.1;
 };
 

@@ -16,13 +16,13 @@ namespace xo {
 
 struct RunRecord {
   TrainResult result;
-  int64_t layers = 0;       // layers with parameters (weighted_layers)
-  std::string axis;         // the swept axis ("depth", "batch", ...); empty outside sweeps
+  int64_t layers = 0;  // layers with parameters (weighted_layers)
+  std::string axis;    // the swept axis ("depth", "batch", ...); empty outside sweeps
   double axis_value = 0;
-  std::string spec_toml;    // the spec that ran, so that results can be re-costed later
-  StepCost cost;            // FLOPs and bytes per layer of a full-batch step
+  std::string spec_toml;  // the spec that ran, so that results can be re-costed later
+  StepCost cost;          // FLOPs and bytes per layer of a full-batch step
   std::optional<Utilisation> utilisation;  // none when not sampled
-  double peak_rss_mib = 0;  // the process's peak resident memory after the run
+  double peak_rss_mib = 0;                 // the process's peak resident memory after the run
 };
 
 // Per epoch: measured when epochs completed, else the median step times the steps per epoch (a

@@ -36,13 +36,12 @@ std::string runs_csv(const Report& report) {
     const bool trained = !r.epochs.empty();  // else no final loss or error to report
     csv += fmt::format(
         "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", text(r.model),
-        num(static_cast<double>(row.layers)), num(static_cast<double>(r.params)),
-        text(r.device.id), row.axis, row.axis.empty() ? "" : num(row.axis_value),
+        num(static_cast<double>(row.layers)), num(static_cast<double>(r.params)), text(r.device.id),
+        row.axis, row.axis.empty() ? "" : num(row.axis_value),
         num(static_cast<double>(r.epochs.size())), num(run.analysis.seconds_per_epoch),
         num(100 * run.analysis.seconds_per_epoch), num(r.step_ms.median), num(r.step_ms.cv),
         num(r.gflops), num(run.analysis.peak_fraction), trained ? num(r.final_loss) : "",
-        trained ? num(r.final_train_error) : "", num(r.final_test_accuracy),
-        num(row.peak_rss_mib),
+        trained ? num(r.final_train_error) : "", num(r.final_test_accuracy), num(row.peak_rss_mib),
         row.utilisation ? num(row.utilisation->mean_cpu_percent) : std::string());
   }
   return csv;

@@ -1,15 +1,14 @@
 #include "report/machine.h"
 
+#include <fmt/core.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <ctime>
 #include <fstream>
-#include <string>
-
-#include <fmt/core.h>
 #include <nlohmann/json.hpp>  // its version, for the machine description
+#include <string>
 
 #include "backend/backend.h"
 #include "core/clock.h"
@@ -47,13 +46,13 @@ MachineInfo describe_machine() {
   m.compiler = CROSSOVER_COMPILER;
   m.flags = CROSSOVER_BUILD_FLAGS;
   m.cpu_cores = cpuinfo_field("cpu cores");
-  m.libraries = {{"oneDNN", CROSSOVER_DNNL_VERSION},
-                 {"fmt", std::to_string(FMT_VERSION / 10000) + "." +
-                             std::to_string(FMT_VERSION / 100 % 100) + "." +
-                             std::to_string(FMT_VERSION % 100)},
-                 {"nlohmann_json", std::to_string(NLOHMANN_JSON_VERSION_MAJOR) + "." +
-                                       std::to_string(NLOHMANN_JSON_VERSION_MINOR) + "." +
-                                       std::to_string(NLOHMANN_JSON_VERSION_PATCH)}};
+  m.libraries = {
+      {"oneDNN", CROSSOVER_DNNL_VERSION},
+      {"fmt", std::to_string(FMT_VERSION / 10000) + "." + std::to_string(FMT_VERSION / 100 % 100) +
+                  "." + std::to_string(FMT_VERSION % 100)},
+      {"nlohmann_json", std::to_string(NLOHMANN_JSON_VERSION_MAJOR) + "." +
+                            std::to_string(NLOHMANN_JSON_VERSION_MINOR) + "." +
+                            std::to_string(NLOHMANN_JSON_VERSION_PATCH)}};
   const Nvml& nvml = Nvml::get();
   m.nvidia_driver = nvml.available() ? nvml.driver_version() : "n/a";
   for (int i = 0; i < nvml.device_count(); ++i) m.gpus.push_back(nvml.device_name(i));

@@ -18,7 +18,7 @@ struct MachineInfo {
   std::optional<double> memory_gib;
   std::string os, hostname, compiler, flags;
   std::vector<std::pair<std::string, std::string>> libraries;  // name, version
-  std::string nvidia_driver;  // "n/a" without NVML
+  std::string nvidia_driver;                                   // "n/a" without NVML
   std::vector<std::string> gpus;
   std::string crossover;  // its version
   std::string date;       // UTC, when described

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "core/error.h"
+#include "report/json_in.h"
 
 namespace xo {
 namespace {
@@ -28,242 +29,12 @@ json optional_numbers(const std::vector<std::optional<double>>& v) {
   return out;
 }
 
-const char* type_name(const json& v) {
-  switch (v.type()) {
-    case json::value_t::null:
-      return "null";
-    case json::value_t::boolean:
-      return "a boolean";
-    case json::value_t::string:
-      return "a string";
-    case json::value_t::array:
-      return "an array";
-    case json::value_t::object:
-      return "an object";
-    case json::value_t::discarded:
-      return "nothing";
-    default:
-      return "a number";
-  }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Reading: one object of the document, named for errors by where it sits ("run 'disc-4' on cpu",
-// "cost.instances[2]"). Strict: the first wrong field throws a UserError naming the file, the
-// place and the field. Lenient: a wrong field reads as missing (NaN, 0, "", false, empty).
-
-struct Source {
-  std::string origin;
-  ReadMode mode;
-};
-
-class In {
- public:
-  In(const json& j, std::string where, const Source& source)
-      : j_(j), where_(std::move(where)), source_(source) {
-    if (!j_.is_object()) fail("", "an object", &j_);
-  }
-
-  const std::string& where() const { return where_; }
-  bool has(const char* key) const { return j_.is_object() && j_.contains(key); }
-
-  std::string text(const char* key) const {
-    const json* v = find(key, "a string");
-    if (!v) return {};
-    if (!v->is_string()) return fail(key, "a string", v), std::string();
-    return v->get<std::string>();
-  }
-  std::optional<std::string> optional_text(const char* key) const {
-    const json* v = find(key, "a string or null");
-    if (!v || v->is_null()) return std::nullopt;
-    if (!v->is_string()) return fail(key, "a string or null", v), std::nullopt;
-    return v->get<std::string>();
-  }
-  // "cpu" or "gpu" (or "cuda", as files before 0.1.1 named a GPU).
-  DeviceKind kind(const char* key) const {
-    const json* v = find(key, "\"cpu\" or \"gpu\"");
-    if (!v) return DeviceKind::Cpu;
-    const auto kind = v->is_string() ? parse_device_kind(v->get<std::string>()) : std::nullopt;
-    if (!kind) return fail(key, "\"cpu\" or \"gpu\"", v), DeviceKind::Cpu;
-    return *kind;
-  }
-  bool flag(const char* key) const {
-    const json* v = find(key, "true or false");
-    if (!v) return false;
-    if (!v->is_boolean()) return fail(key, "true or false", v), false;
-    return v->get<bool>();
-  }
-  double number(const char* key) const {
-    const json* v = find(key, "a number");
-    if (!v) return kNaN;
-    if (!v->is_number()) return fail(key, "a number", v), kNaN;
-    return v->get<double>();
-  }
-  // A number that the writer writes as null when it is not finite (NaN when null).
-  double nullable(const char* key) const { return optional_number(key).value_or(kNaN); }
-  std::optional<double> optional_number(const char* key) const {
-    const json* v = find(key, "a number or null");
-    if (!v || v->is_null()) return std::nullopt;
-    if (!v->is_number()) return fail(key, "a number or null", v), std::nullopt;
-    return v->get<double>();
-  }
-  int64_t integer(const char* key) const {
-    const json* v = find(key, "an integer");
-    if (!v) return 0;
-    if (v->is_number_unsigned() && v->get<uint64_t>() <= uint64_t{INT64_MAX})
-      return static_cast<int64_t>(v->get<uint64_t>());
-    if (v->is_number_integer() && !v->is_number_unsigned()) return v->get<int64_t>();
-    return fail(key, "an integer", v), 0;
-  }
-  std::vector<std::string> texts(const char* key) const {
-    std::vector<std::string> out;
-    const json* v = find(key, "an array of strings");
-    if (!v) return out;
-    if (!v->is_array()) return fail(key, "an array of strings", v), out;
-    for (size_t i = 0; i < v->size(); ++i) {
-      if ((*v)[i].is_string()) {
-        out.push_back((*v)[i].get<std::string>());
-      } else {
-        fail(fmt::format("{}[{}]", key, i), "a string", &(*v)[i]);
-      }
-    }
-    return out;
-  }
-  std::vector<double> numbers(const char* key) const {
-    std::vector<double> out;
-    const json* v = find(key, "an array of numbers");
-    if (!v) return out;
-    if (!v->is_array()) return fail(key, "an array of numbers", v), out;
-    for (size_t i = 0; i < v->size(); ++i) out.push_back(number_at(*v, key, i));
-    return out;
-  }
-  // An array of numbers and nulls; null (the whole array) reads as empty.
-  std::vector<std::optional<double>> optional_numbers(const char* key) const {
-    std::vector<std::optional<double>> out;
-    const json* v = find(key, "an array of numbers or null");
-    if (!v || v->is_null()) return out;
-    if (!v->is_array()) return fail(key, "an array of numbers or null", v), out;
-    for (size_t i = 0; i < v->size(); ++i) {
-      const json& x = (*v)[i];
-      if (x.is_null()) {
-        out.push_back(std::nullopt);
-      } else if (x.is_number()) {
-        out.push_back(x.get<double>());
-      } else {
-        fail(fmt::format("{}[{}]", key, i), "a number or null", &x);
-        out.push_back(std::nullopt);
-      }
-    }
-    return out;
-  }
-  std::vector<std::vector<double>> number_rows(const char* key) const {
-    std::vector<std::vector<double>> out;
-    const json* v = find(key, "an array of arrays of numbers");
-    if (!v) return out;
-    if (!v->is_array()) return fail(key, "an array of arrays of numbers", v), out;
-    for (size_t i = 0; i < v->size(); ++i) {
-      const json& row = (*v)[i];
-      std::vector<double> values;
-      if (!row.is_array()) {
-        fail(fmt::format("{}[{}]", key, i), "an array of numbers", &row);
-      } else {
-        for (size_t k = 0; k < row.size(); ++k)
-          values.push_back(number_at(row, fmt::format("{}[{}]", key, i), k));
-      }
-      out.push_back(std::move(values));
-    }
-    return out;
-  }
-
-  // A nested object; null or absent where `optional` (then nullopt).
-  std::optional<In> object(const char* key, bool optional = false) const {
-    const json* v = find(key, optional ? "an object or null" : "an object");
-    if (!v || (optional && v->is_null())) return std::nullopt;
-    if (!v->is_object()) return fail(key, "an object", v), std::nullopt;
-    return In(*v, path(key), source_);
-  }
-  // Each element of an array of objects, named `name(i, element)` for errors; null reads as
-  // empty where `optional`.
-  template <typename Name>
-  std::vector<In> objects(const char* key, Name name, bool optional = false) const {
-    std::vector<In> out;
-    const json* v = find(key, "an array");
-    if (!v || (optional && v->is_null())) return out;
-    if (!v->is_array()) return fail(key, "an array", v), out;
-    for (size_t i = 0; i < v->size(); ++i) {
-      const json& e = (*v)[i];
-      if (!e.is_object()) {
-        fail(fmt::format("{}[{}]", key, i), "an object", &e);
-        continue;
-      }
-      out.emplace_back(e, name(i, e), source_);
-    }
-    return out;
-  }
-  std::vector<In> objects(const char* key, bool optional = false) const {
-    return objects(key, [&](size_t i, const json&) { return fmt::format("{}[{}]", path(key), i); },
-                   optional);
-  }
-  // The object's own keys other than `known`, with string values (device details).
-  std::vector<std::pair<std::string, std::string>> other_texts(
-      std::initializer_list<const char*> known) const {
-    std::vector<std::pair<std::string, std::string>> out;
-    if (!j_.is_object()) return out;
-    for (const auto& [k, v] : j_.items()) {
-      bool is_known = false;
-      for (const char* name : known) is_known |= k == name;
-      if (is_known) continue;
-      if (v.is_string()) {
-        out.emplace_back(k, v.get<std::string>());
-      } else {
-        fail(k, "a string", &v);
-      }
-    }
-    return out;
-  }
-
-  // Reports a wrong field; returns normally only in lenient mode.
-  void fail(const std::string& key, const char* expected, const json* found) const {
-    if (source_.mode == ReadMode::Lenient) return;
-    const std::string place = where_.empty() ? "" : where_ + ": ";
-    const std::string field = key.empty() ? "" : key + ": ";
-    throw UserError(fmt::format("{}: {}{}expected {}, found {}", source_.origin, place, field,
-                                expected, found ? type_name(*found) : "nothing"));
-  }
-
- private:
-  const json* find(const char* key, const char* expected) const {
-    if (!j_.is_object()) return nullptr;
-    const auto it = j_.find(key);
-    if (it != j_.end()) return &*it;
-    if (source_.mode == ReadMode::Strict) {
-      const std::string place = where_.empty() ? "" : where_ + ": ";
-      throw UserError(fmt::format("{}: {}{}: missing (expected {})", source_.origin, place, key,
-                                  expected));
-    }
-    return nullptr;
-  }
-  double number_at(const json& array, const std::string& key, size_t i) const {
-    const json& x = array[i];
-    if (x.is_number()) return x.get<double>();
-    fail(fmt::format("{}[{}]", key, i), "a number", &x);
-    return kNaN;
-  }
-  std::string path(const std::string& key) const {
-    return where_.empty() ? key : where_ + "." + key;
-  }
-
-  const json& j_;
-  std::string where_;
-  const Source& source_;
-};
-
 // ---------------------------------------------------------------------------------------------
 // The training result (crossover.train/1; a report's run holds the same fields).
 
 json epoch_json(const EpochRecord& e) {
-  json epoch = {{"epoch", e.epoch}, {"loss", e.loss}, {"train_error", e.train_error},
-                {"seconds", e.seconds}};
+  json epoch = {
+      {"epoch", e.epoch}, {"loss", e.loss}, {"train_error", e.train_error}, {"seconds", e.seconds}};
   if (!std::isnan(e.test_accuracy)) {
     epoch["test_loss"] = e.test_loss;
     epoch["test_accuracy"] = e.test_accuracy;
@@ -271,7 +42,7 @@ json epoch_json(const EpochRecord& e) {
   return epoch;
 }
 
-EpochRecord read_epoch(const In& in) {
+EpochRecord read_epoch(const JsonIn& in) {
   EpochRecord e;
   e.epoch = in.integer("epoch");
   e.loss = in.nullable("loss");
@@ -288,7 +59,7 @@ json timing_json(const TimingStats& s) {
           {"max", s.max},     {"p10", s.p10},       {"p90", s.p90},   {"cv", s.cv}};
 }
 
-TimingStats read_timing(const In& in) {
+TimingStats read_timing(const JsonIn& in) {
   TimingStats s;
   s.count = in.integer("count");
   s.median = in.nullable("median");
@@ -302,7 +73,7 @@ TimingStats read_timing(const In& in) {
 }
 
 constexpr std::initializer_list<const char*> kDeviceInfoKeys = {"kind", "name", "threads",
-                                                                 "library", "precision"};
+                                                                "library", "precision"};
 
 // The fields of a TrainResult shared by crossover.train/1 and a report's run; `epochs` is the
 // key of the epoch records.
@@ -345,7 +116,7 @@ json result_json(const TrainResult& r, const char* epochs) {
   return j;
 }
 
-TrainResult read_result(const In& in, const char* epochs) {
+TrainResult read_result(const JsonIn& in, const char* epochs) {
   TrainResult r;
   r.model = in.text("model");
   r.origin = in.text("origin");
@@ -365,7 +136,7 @@ TrainResult read_result(const In& in, const char* epochs) {
   r.steps_per_epoch = in.integer("steps_per_epoch");
   r.shards = static_cast<int>(in.integer("shards"));
   r.recorded_step = in.flag("recorded_step");
-  for (const In& e : in.objects(epochs)) r.epochs.push_back(read_epoch(e));
+  for (const JsonIn& e : in.objects(epochs)) r.epochs.push_back(read_epoch(e));
   r.final_loss = in.nullable("final_loss");
   r.final_train_error = in.nullable("final_train_error");
   r.test_samples = in.integer("test_samples");
@@ -408,7 +179,7 @@ json utilisation_json(const Utilisation& u) {
           {"max_rss_mib", u.max_rss_mib}};
 }
 
-Utilisation read_utilisation(const In& in) {
+Utilisation read_utilisation(const JsonIn& in) {
   Utilisation u;
   u.interval_s = in.number("interval_s");
   u.samples = in.integer("samples");
@@ -484,7 +255,7 @@ json run_json(const ReportRun& run) {
   return j;
 }
 
-ReportRun read_run(const In& in) {
+ReportRun read_run(const JsonIn& in) {
   ReportRun out;
   RunRecord& row = out.run;
   RunAnalysis& a = out.analysis;
@@ -513,7 +284,7 @@ ReportRun read_run(const In& in) {
     a.phases = p;
     r.profiled_steps = in.has("profiled_steps") ? in.integer("profiled_steps") : 0;
   }
-  for (const In& l : in.objects("layers_profile", /*optional=*/true)) {
+  for (const JsonIn& l : in.objects("layers_profile", /*optional=*/true)) {
     LayerProfile p;
     p.name = l.text("name");
     p.forward_ms = l.nullable("forward_ms");
@@ -532,7 +303,8 @@ ReportRun read_run(const In& in) {
   r.data_ms = a.loop_phases.data_ms.value_or(kNaN);
   r.forward_backward_ms = a.loop_phases.forward_backward_ms.value_or(kNaN);
   r.optimizer_ms = a.loop_phases.optimizer_ms.value_or(kNaN);
-  if (const auto u = in.object("utilisation", /*optional=*/true)) row.utilisation = read_utilisation(*u);
+  if (const auto u = in.object("utilisation", /*optional=*/true))
+    row.utilisation = read_utilisation(*u);
   row.peak_rss_mib = in.nullable("peak_rss_mib");
   in.optional_number("mean_cpu_percent");  // copies of the utilisation's: checked, not kept
   in.optional_number("mean_gpu_percent");
@@ -582,7 +354,7 @@ json to_json(const MachineInfo& m) {
 
 namespace {
 
-MachineInfo read_machine(const In& in) {
+MachineInfo read_machine(const JsonIn& in) {
   MachineInfo m;
   m.cpu = in.text("cpu");
   const auto cpus = in.optional_number("logical_cpus");
@@ -604,7 +376,7 @@ MachineInfo read_machine(const In& in) {
   return m;
 }
 
-DevicePeaks read_peaks(const In& in) {
+DevicePeaks read_peaks(const JsonIn& in) {
   DevicePeaks p;
   p.device = in.text("device");
   p.name = in.text("name");
@@ -641,21 +413,21 @@ json sweep_json(const SweepRecord& s) {
   return {{"axis", s.axis}, {"x", s.x}, {"series", series}, {"crossovers", crossovers}};
 }
 
-SweepRecord read_sweep(const In& in) {
+SweepRecord read_sweep(const JsonIn& in) {
   SweepRecord s;
   s.axis = in.text("axis");
   s.x = in.text("x");
-  for (const In& line : in.objects("series")) {
+  for (const JsonIn& line : in.objects("series")) {
     SweepLine l;
     l.device = line.text("device");
     l.predicted = line.flag("predicted");
-    for (const In& p : line.objects("points")) {
-      l.points.push_back({p.nullable("axis_value"), p.nullable("params"),
-                          p.nullable("seconds_per_100_epochs")});
+    for (const JsonIn& p : line.objects("points")) {
+      l.points.push_back(
+          {p.nullable("axis_value"), p.nullable("params"), p.nullable("seconds_per_100_epochs")});
     }
     s.series.push_back(std::move(l));
   }
-  for (const In& c : in.objects("crossovers")) {
+  for (const JsonIn& c : in.objects("crossovers")) {
     Crossover x;
     x.faster = c.text("faster");
     x.slower = c.text("slower");
@@ -695,7 +467,7 @@ json prediction_json(const DevicePrediction& p) {
   return j;
 }
 
-DevicePrediction read_prediction(const In& in) {
+DevicePrediction read_prediction(const JsonIn& in) {
   DevicePrediction p;
   p.device = in.text("device");
   p.name = in.text("name");
@@ -771,7 +543,7 @@ json cost_json(const CostTable& c) {
   return j;
 }
 
-CostTable read_cost(const In& in) {
+CostTable read_cost(const JsonIn& in) {
   CostTable c;
   c.model = in.text("model");
   c.epochs = in.integer("epochs");
@@ -784,10 +556,10 @@ CostTable read_cost(const In& in) {
     c.hours_per_month = a->nullable("hours_per_month");
     c.catalog = a->texts("catalog");
   }
-  for (const In& l : in.objects("local")) {
+  for (const JsonIn& l : in.objects("local")) {
     c.local.push_back({l.text("device"), l.text("name"), l.nullable("run_hours")});
   }
-  for (const In& i : in.objects("instances")) {
+  for (const JsonIn& i : in.objects("instances")) {
     CostTable::Instance x;
     x.id = i.text("id");
     x.provider = i.text("provider");
@@ -804,7 +576,7 @@ CostTable read_cost(const In& in) {
     x.date = i.text("date");
     c.instances.push_back(std::move(x));
   }
-  for (const In& o : in.objects("ownership")) {
+  for (const JsonIn& o : in.objects("ownership")) {
     CostTable::Owned x;
     x.device = o.text("device");
     x.name = o.text("name");
@@ -818,7 +590,7 @@ CostTable read_cost(const In& in) {
     x.date = o.text("date");
     c.ownership.push_back(std::move(x));
   }
-  for (const In& b : in.objects("break_even")) {
+  for (const JsonIn& b : in.objects("break_even")) {
     CostTable::BuyOrRent x;
     x.device = b.text("device");
     x.name = b.text("name");
@@ -856,7 +628,8 @@ json to_json(const Report& report) {
   if (report.sweep) j["sweep"] = sweep_json(*report.sweep);
   if (!report.predictions.empty()) {
     j["predictions"] = json::array();
-    for (const DevicePrediction& p : report.predictions) j["predictions"].push_back(prediction_json(p));
+    for (const DevicePrediction& p : report.predictions)
+      j["predictions"].push_back(prediction_json(p));
   }
   if (report.cost) j["cost"] = cost_json(*report.cost);
   if (report.advice) j["advice"] = *report.advice;
@@ -864,27 +637,28 @@ json to_json(const Report& report) {
 }
 
 Report read_report(const json& doc, const std::string& origin, ReadMode mode) {
-  const Source source{origin, mode};
+  const JsonSource source{origin, mode};
   const bool is_report = doc.is_object() && doc.contains("schema") && doc["schema"].is_string() &&
                          doc["schema"].get<std::string>() == kReportSchema;
   if (!is_report && mode == ReadMode::Strict) {
     throw UserError(fmt::format("{}: not a crossover results.json (expected schema '{}')", origin,
                                 kReportSchema));
   }
-  const In in(doc, "", source);
+  const JsonIn in(doc, "", source);
   Report r;
   r.kind = in.text("kind");
   r.title = in.text("title");
   r.created = in.text("created");
   r.complete = !in.has("complete") || in.flag("complete");
-  if (const auto machine = in.object("machine", /*optional=*/true)) r.machine = read_machine(*machine);
-  for (const In& p : in.objects("peaks")) r.peaks.push_back(read_peaks(p));
-  for (const In& run : in.objects("runs", run_name)) r.runs.push_back(read_run(run));
+  if (const auto machine = in.object("machine", /*optional=*/true))
+    r.machine = read_machine(*machine);
+  for (const JsonIn& p : in.objects("peaks")) r.peaks.push_back(read_peaks(p));
+  for (const JsonIn& run : in.objects("runs", run_name)) r.runs.push_back(read_run(run));
   if (in.has("sweep")) {
     if (const auto sweep = in.object("sweep")) r.sweep = read_sweep(*sweep);
   }
   if (in.has("predictions")) {
-    for (const In& p : in.objects("predictions")) r.predictions.push_back(read_prediction(p));
+    for (const JsonIn& p : in.objects("predictions")) r.predictions.push_back(read_prediction(p));
   }
   if (in.has("cost")) {
     if (const auto cost = in.object("cost")) r.cost = read_cost(*cost);

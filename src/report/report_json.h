@@ -9,6 +9,7 @@
 #include <string>
 
 #include "report/document.h"
+#include "report/json_in.h"
 
 namespace xo {
 
@@ -16,7 +17,6 @@ nlohmann::json to_json(const TrainResult& r);  // crossover.train/1
 nlohmann::json to_json(const Report& report);  // crossover.report/1
 nlohmann::json to_json(const MachineInfo& machine);
 
-enum class ReadMode { Strict, Lenient };
 // `origin` names the file in errors.
 Report read_report(const nlohmann::json& doc, const std::string& origin,
                    ReadMode mode = ReadMode::Strict);

@@ -20,18 +20,15 @@ std::string runs_table(const Report& report) {
   for (const ReportRun& run : report.runs) {
     const TrainResult& r = run.run.result;
     const RunAnalysis& a = run.analysis;
-    table.add_row({r.model, std::to_string(run.run.layers), std::to_string(r.params), r.device.id,
-                   fmt::format("{:.3f}{}", 100 * a.seconds_per_epoch,
-                               a.per_epoch_estimated ? "*" : ""),
-                   fmt::format("{:.4f}", r.step_ms.median),
-                   fmt::format("{:.1f}%", 100.0 * r.step_ms.cv), fmt::format("{:.1f}", r.gflops),
-                   a.peak_fraction ? fmt::format("{:.1f}%", 100 * *a.peak_fraction)
-                                   : std::string("n/a"),
-                   !r.epochs.empty() ? fmt::format("{:.2f}%", r.final_train_error)
-                                     : std::string("-"),
-                   std::isfinite(r.final_test_accuracy)
-                       ? fmt::format("{:.2f}%", r.final_test_accuracy)
-                       : std::string("-")});
+    table.add_row(
+        {r.model, std::to_string(run.run.layers), std::to_string(r.params), r.device.id,
+         fmt::format("{:.3f}{}", 100 * a.seconds_per_epoch, a.per_epoch_estimated ? "*" : ""),
+         fmt::format("{:.4f}", r.step_ms.median), fmt::format("{:.1f}%", 100.0 * r.step_ms.cv),
+         fmt::format("{:.1f}", r.gflops),
+         a.peak_fraction ? fmt::format("{:.1f}%", 100 * *a.peak_fraction) : std::string("n/a"),
+         !r.epochs.empty() ? fmt::format("{:.2f}%", r.final_train_error) : std::string("-"),
+         std::isfinite(r.final_test_accuracy) ? fmt::format("{:.2f}%", r.final_test_accuracy)
+                                              : std::string("-")});
   }
   return table.render();
 }
@@ -42,9 +39,8 @@ std::string summary_text(const Report& report, const std::filesystem::path& out,
   for (const ReportRun& run : report.runs) estimated |= run.analysis.per_epoch_estimated;
   if (estimated) s += "* from the median step times the steps per epoch (--steps)\n";
   for (const DevicePeaks& p : report.peaks) {
-    s += fmt::format("peak of {}: {:.1f} GFLOP/s f32 matmul, {:.1f} GB/s (probed {}{})\n",
-                     p.device, p.matmul_gflops, p.bandwidth_gbs, p.probed,
-                     p.cached ? ", cached" : "");
+    s += fmt::format("peak of {}: {:.1f} GFLOP/s f32 matmul, {:.1f} GB/s (probed {}{})\n", p.device,
+                     p.matmul_gflops, p.bandwidth_gbs, p.probed, p.cached ? ", cached" : "");
   }
   for (const ReportRun& run : report.runs) {
     if (run.analysis.peak_fraction && *run.analysis.peak_fraction > 1.05) {
@@ -70,9 +66,9 @@ std::string predictions_text(const Report& report) {
   for (const DevicePrediction& p : report.predictions) {
     t.add_row({p.name, fmt::format("{:.4f} ms", p.step.seconds * 1e3), p.step.bound,
                p.measured_s ? fmt::format("{:.4f} ms", *p.measured_s * 1e3) : std::string("-"),
-               p.measured_s ? fmt::format("{:+.0f}%", 100 * (p.step.seconds - *p.measured_s) /
-                                                          *p.measured_s)
-                            : std::string("-")});
+               p.measured_s
+                   ? fmt::format("{:+.0f}%", 100 * (p.step.seconds - *p.measured_s) / *p.measured_s)
+                   : std::string("-")});
   }
   return fmt::format("\nPredicted step times ({}):\n{}", report.predictions.front().model,
                      t.render());
@@ -104,8 +100,8 @@ std::string cost_text(const CostTable& c) {
   for (const CostTable::BuyOrRent& b : c.break_even) {
     be.add_row({b.name, b.instance,
                 b.hours_per_month ? fmt::format("{:.0f}", *b.hours_per_month) : "never",
-                b.payback_months ? fmt::format("{:.1f} months at {:.0f} h/month",
-                                               *b.payback_months, b.at_hours_per_month)
+                b.payback_months ? fmt::format("{:.1f} months at {:.0f} h/month", *b.payback_months,
+                                               b.at_hours_per_month)
                                  : "never"});
   }
   s += be.render();

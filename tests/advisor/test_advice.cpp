@@ -13,14 +13,14 @@ namespace {
 Catalog hand_catalog() {
   Catalog c;
   // A GPU of 10 TFLOP/s and 1000 GB/s, $2000; a CPU of 1 TFLOP/s, 100 GB/s, 8 cores/16 threads.
-  c.devices.push_back({"gpu-a", DeviceKind::Gpu, "Test GPU A100x", 10, 0, 0, 1000, 16, 300, 2000, 0, 0, "t",
-                       "2026-01-01"});
-  c.devices.push_back({"cpu-a", DeviceKind::Cpu, "Test CPU 9999", 1, 0, 0, 100, 0, 100, 500, 8, 16, "t",
-                       "2026-01-01"});
-  c.instances.push_back({"cloud-gpu", "Cloud", "g1", "gpu-a", 1, 4, 16, 2.0, 1.0, "r", "t",
-                         "2026-01-01"});
-  c.instances.push_back({"cloud-cpu", "Cloud", "c2", "cpu-a", 1, 2, 4, 0.1, std::nullopt, "r", "t",
-                         "2026-01-01"});
+  c.devices.push_back({"gpu-a", DeviceKind::Gpu, "Test GPU A100x", 10, 0, 0, 1000, 16, 300, 2000, 0,
+                       0, "t", "2026-01-01"});
+  c.devices.push_back({"cpu-a", DeviceKind::Cpu, "Test CPU 9999", 1, 0, 0, 100, 0, 100, 500, 8, 16,
+                       "t", "2026-01-01"});
+  c.instances.push_back(
+      {"cloud-gpu", "Cloud", "g1", "gpu-a", 1, 4, 16, 2.0, 1.0, "r", "t", "2026-01-01"});
+  c.instances.push_back(
+      {"cloud-cpu", "Cloud", "c2", "cpu-a", 1, 2, 4, 0.1, std::nullopt, "r", "t", "2026-01-01"});
   return c;
 }
 
@@ -43,7 +43,7 @@ DevicePeaks local_peaks() {
   DevicePeaks p;
   p.device = "cpu";
   p.name = "Local CPU";
-  p.matmul_gflops = 400;   // 8e9 FLOPs: 20 ms at the peak
+  p.matmul_gflops = 400;  // 8e9 FLOPs: 20 ms at the peak
   p.bandwidth_gbs = 50;
   return p;
 }

@@ -21,8 +21,13 @@ ReportRun measured_run(const std::string& model, const std::string& device) {
   t.origin = "built-in";
   t.data = "disc (1000 samples)";
   t.params = 1234;
-  t.device = {device, device == "cpu" ? DeviceKind::Cpu : DeviceKind::Gpu, "Test device", 2,
-              "oneDNN 2.6.3", "f32", {{"driver", "1.0"}}};
+  t.device = {device,
+              device == "cpu" ? DeviceKind::Cpu : DeviceKind::Gpu,
+              "Test device",
+              2,
+              "oneDNN 2.6.3",
+              "f32",
+              {{"driver", "1.0"}}};
   t.batch = 100;
   t.samples = 1000;
   t.steps_per_epoch = 10;
@@ -91,8 +96,8 @@ Report document() {
   p.bandwidth_gbs = 20;
   d.peaks = {p};
   d.runs = {measured_run("disc-2", "cpu"), measured_run("disc-2", "cuda:0")};
-  d.sweep = SweepRecord{"depth", "params", {{"cpu", false, {{2, 1234, 1.5}}}},
-                        {{"cuda:0", "cpu", 5, 7e5, 4, 6}}};
+  d.sweep = SweepRecord{
+      "depth", "params", {{"cpu", false, {{2, 1234, 1.5}}}}, {{"cuda:0", "cpu", 5, 7e5, 4, 6}}};
   DevicePrediction pr;
   pr.model = "disc-2";
   pr.device = "h100";
@@ -109,7 +114,8 @@ Report document() {
   c.hours_per_month = 100;
   c.catalog = {"data/catalog.toml"};
   c.local = {{"cpu", "Test CPU", 0.5}};
-  c.instances = {{"aws-x", "AWS", "x", "h100", 1, "us", 3.0, 0.1, 0.3, std::nullopt, true, "s", "d"}};
+  c.instances = {
+      {"aws-x", "AWS", "x", "h100", 1, "us", 3.0, 0.1, 0.3, std::nullopt, true, "s", "d"}};
   c.ownership = {{"h100", "H100", 30000, 0.1, 0.25, 2.2, 0.1, true, "s", "d"}};
   c.break_even = {{"h100", "H100", "aws-x", true, 3.0, 400.0, std::nullopt, 100}};
   d.cost = c;
@@ -139,9 +145,9 @@ TEST(ReportJson, EveryFieldIsRequiredAndTheErrorNamesFileRunAndField) {
   }
   json wrong = written;
   wrong["runs"][0]["params"] = "many";
-  testing::expect_user_error([&] { read_report(wrong, "w.json"); },
-                             {"w.json", "run 'disc-2' on cpu", "params", "expected an integer",
-                              "found a string"});
+  testing::expect_user_error(
+      [&] { read_report(wrong, "w.json"); },
+      {"w.json", "run 'disc-2' on cpu", "params", "expected an integer", "found a string"});
   wrong = written;
   wrong["cost"]["instances"][0]["run_hours"] = true;
   testing::expect_user_error([&] { read_report(wrong, "w.json"); },
@@ -150,8 +156,11 @@ TEST(ReportJson, EveryFieldIsRequiredAndTheErrorNamesFileRunAndField) {
   wrong["predictions"][0]["kind"] = "tpu";
   testing::expect_user_error([&] { read_report(wrong, "w.json"); },
                              {"predictions[0]", "kind", "\"cpu\" or \"gpu\""});
-  testing::expect_user_error([&] { read_report(json{{"schema", "x/1"}}, "x.json"); },
-                             {"x.json", "not a crossover results.json"});
+  testing::expect_user_error(
+      [&] {
+        read_report(json{{"schema", "x/1"}}, "x.json");
+      },
+      {"x.json", "not a crossover results.json"});
 }
 
 TEST(ReportJson, ResultsWrittenBeforeSayCudaForAGpu) {
