@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "backend/backend.h"
+#include "support/temp_dir.h"
 
 namespace {
 
@@ -48,13 +49,6 @@ Result run(const std::string& args) {
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
 }
 
-std::filesystem::path temp_dir(const std::string& name) {
-  auto dir = std::filesystem::path(::testing::TempDir()) / ("cli_" + name);
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir;
-}
-
 nlohmann::json read_json(const std::filesystem::path& path) {
   std::ifstream in(path);
   return nlohmann::json::parse(in);
@@ -72,7 +66,8 @@ TEST(Cli, HelpEverywhere) {
 }
 
 TEST(Cli, TrainWritesTheDocumentedJson) {
-  const auto dir = temp_dir("train");
+  const xo::testing::TempDir dir_folder("cli_train");
+  const auto& dir = dir_folder.path();
   const Result r = run("train disc-3 --epochs 3 --threads 1 --json " + (dir / "r.json").string());
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_NE(r.output.find("epoch 3/3"), std::string::npos) << r.output;
@@ -97,7 +92,8 @@ TEST(Cli, TrainWritesTheDocumentedJson) {
 }
 
 TEST(Cli, WeightsRoundTripThroughSafetensors) {
-  const auto dir = temp_dir("weights");
+  const xo::testing::TempDir dir_folder("cli_weights");
+  const auto& dir = dir_folder.path();
   const std::string saved = (dir / "w.safetensors").string();
   ASSERT_EQ(run("train disc-4 --epochs 2 -q --save " + saved).status, 0);
   // Continuing from the saved weights for 0 extra epochs is impossible, so train one epoch from
@@ -117,7 +113,8 @@ TEST(Cli, WeightsRoundTripThroughSafetensors) {
 }
 
 TEST(Cli, BadInputGivesAClearErrorAndExitCode2) {
-  const auto dir = temp_dir("errors");
+  const xo::testing::TempDir dir_folder("cli_errors");
+  const auto& dir = dir_folder.path();
   std::ofstream(dir / "bad.toml") << "[model]\ninput = [2]\nlayers = [ { type = \"conv\" } ]\n"
                                      "loss = \"cross_entropy\"\n";
   Result r = run("train " + (dir / "bad.toml").string());
@@ -151,7 +148,8 @@ TEST(Cli, BadInputGivesAClearErrorAndExitCode2) {
 }
 
 TEST(Cli, RunWritesTheSweepTableJsonAndCsv) {
-  const auto dir = temp_dir("run");
+  const xo::testing::TempDir dir_folder("cli_run");
+  const auto& dir = dir_folder.path();
   const Result r = run("run --models disc-2,disc-3 --epochs 2 --out " + dir.string());
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_NE(r.output.find("s/100 epochs"), std::string::npos) << r.output;
@@ -192,7 +190,8 @@ TEST(Cli, RunWritesTheSweepTableJsonAndCsv) {
 }
 
 TEST(Cli, InterruptKeepsPartialResults) {
-  const auto dir = temp_dir("interrupt");
+  const xo::testing::TempDir dir_folder("cli_interrupt");
+  const auto& dir = dir_folder.path();
   // disc-2 trains in well under a second and disc-12 for 100 epochs in ~25 s: SIGINT after 3 s
   // lands in disc-12 even on a loaded machine.
   ASSERT_EQ(run("devices").status, 0);  // the peaks probed and cached before the clock starts
@@ -209,7 +208,8 @@ TEST(Cli, InterruptKeepsPartialResults) {
 }
 
 TEST(Cli, DivergenceIsReported) {
-  const auto dir = temp_dir("diverge");
+  const xo::testing::TempDir dir_folder("cli_diverge");
+  const auto& dir = dir_folder.path();
   const Result r = run("train disc-6 --epochs 3 --lr 1e6 -q --json " + (dir / "r.json").string());
   EXPECT_EQ(r.status, 0) << r.output;
   EXPECT_NE(r.output.find("diverged at epoch"), std::string::npos) << r.output;
@@ -217,7 +217,8 @@ TEST(Cli, DivergenceIsReported) {
 }
 
 TEST(Cli, TestSplitIsEvaluatedAndSyntheticDataSaysSo) {
-  const auto dir = temp_dir("test_split");
+  const xo::testing::TempDir dir_folder("cli_test_split");
+  const auto& dir = dir_folder.path();
   std::ofstream(dir / "tiny-lstm.toml")
       << "[model]\ninput = [12]\nlayers = [ { type = \"embedding\", vocab = 50, out = 8 },\n"
          "  { type = \"lstm\", out = 8 }, { type = \"dropout\", p = 0.2 },\n"
@@ -270,7 +271,8 @@ TEST(Cli, ModelsAndDevicesList) {
 }
 
 TEST(Cli, SweepAlongBatchFindsEveryPointAndWritesTheReport) {
-  const auto dir = temp_dir("sweep");
+  const xo::testing::TempDir dir_folder("cli_sweep");
+  const auto& dir = dir_folder.path();
   const Result r = run("sweep disc-5 --vary batch=10,50,250 --epochs 2 --out " + dir.string());
   ASSERT_EQ(r.status, 0) << r.output;
   const auto j = read_json(dir / "results.json");
@@ -304,7 +306,8 @@ TEST(Cli, SweepErrorsNameWhatWasExpected) {
 }
 
 TEST(Cli, AdviseMeasuresPredictsCostsAndRecommends) {
-  const auto dir = temp_dir("advise");
+  const xo::testing::TempDir dir_folder("cli_advise");
+  const auto& dir = dir_folder.path();
   const Result r = run("advise disc-9 --steps 30 --out " + dir.string());
   ASSERT_EQ(r.status, 0) << r.output;
   for (const char* text : {"Fastest here: cpu", "Cheapest cloud run", "(this machine)",
@@ -330,7 +333,8 @@ TEST(Cli, AdviseMeasuresPredictsCostsAndRecommends) {
 }
 
 TEST(Cli, CostRecostsAResultsFileWithOverriddenPrices) {
-  const auto dir = temp_dir("cost");
+  const xo::testing::TempDir dir_folder("cli_cost");
+  const auto& dir = dir_folder.path();
   ASSERT_EQ(run("run --models disc-6 --epochs 2 --out " + dir.string()).status, 0);
   const Result base = run("cost " + (dir / "results.json").string());
   ASSERT_EQ(base.status, 0) << base.output;
@@ -368,7 +372,8 @@ TEST(Cli, CostRecostsAResultsFileWithOverriddenPrices) {
 }
 
 TEST(Cli, ProgressBarOnATerminalOnly) {
-  const auto dir = temp_dir("progress");
+  const xo::testing::TempDir dir_folder("cli_progress");
+  const auto& dir = dir_folder.path();
   // Through a pipe: no bar, no carriage returns.
   const Result piped = run("run --models disc-2 --epochs 30 --out " + dir.string());
   ASSERT_EQ(piped.status, 0) << piped.output;

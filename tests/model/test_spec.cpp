@@ -13,6 +13,7 @@
 
 #include "core/error.h"
 #include "model/spec.h"
+#include "support/temp_dir.h"
 
 #ifndef CROSSOVER_SOURCE_DIR
 #define CROSSOVER_SOURCE_DIR "."  // a manual build run from the repository root
@@ -120,13 +121,6 @@ void expect_same(const ModelSpec& a, const ModelSpec& b) {
 }
 
 // A folder of its own for each test: ctest runs the tests of this binary in parallel processes.
-fs::path temp_dir(const std::string& name) {
-  const fs::path dir = fs::path(::testing::TempDir()) / ("crossover_spec_" + name);
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
-
 void write(const fs::path& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary);
   out << text;
@@ -1028,7 +1022,8 @@ TEST(SpecFiles, EveryShippedSpecParses) {
 }
 
 TEST(SpecFiles, NameDefaultsToTheFileStemAndErrorsNameThePath) {
-  const fs::path dir = temp_dir("stem");
+  const xo::testing::TempDir dir_folder("crossover_spec_stem");
+  const auto& dir = dir_folder.path();
   write(dir / "my-model.toml", model_and());
   const ModelSpec s = load_spec_file(dir / "my-model.toml");
   EXPECT_EQ(s.name, "my-model");
@@ -1043,7 +1038,8 @@ TEST(SpecFiles, NameDefaultsToTheFileStemAndErrorsNameThePath) {
 }
 
 TEST(SpecFiles, CsvPathsAreRelativeToTheSpecFile) {
-  const fs::path dir = temp_dir("relative");
+  const xo::testing::TempDir dir_folder("crossover_spec_relative");
+  const auto& dir = dir_folder.path();
   write(dir / "m.toml", model_and({"[data]", "source = \"csv:data/train.csv\""}));
   EXPECT_EQ(load_spec_file(dir / "m.toml").data.source, "csv:" + (dir / "data/train.csv").string());
 
@@ -1065,7 +1061,8 @@ TEST(SpecResolve, BuiltinNamesFilesAndNeither) {
   expect_same(resolve_spec("disc-5"), *builtin_spec("disc-5"));
   EXPECT_EQ(resolve_spec("disc-5").origin, "built-in");
 
-  const fs::path dir = temp_dir("resolve");
+  const xo::testing::TempDir dir_folder("crossover_spec_resolve");
+  const auto& dir = dir_folder.path();
   write(dir / "mine.toml", model_and());
   const ModelSpec s = resolve_spec((dir / "mine.toml").string());
   EXPECT_EQ(s.name, "mine");
