@@ -8,20 +8,12 @@
 
 #include "core/error.h"
 #include "io/toml.h"
+#include "support/expect_error.h"
 
 namespace xo {
 namespace {
 
-// The message of the UserError that `call` throws, or a marker that fails every comparison.
-template <typename Call>
-std::string user_error(Call&& call) {
-  try {
-    call();
-  } catch (const UserError& e) {
-    return e.what();
-  }
-  return "<no UserError thrown>";
-}
+using testing::user_error;
 
 constexpr const char* kText = R"(top = 1
 [server]

@@ -13,6 +13,7 @@
 
 #include "core/error.h"
 #include "model/spec.h"
+#include "support/expect_error.h"
 #include "support/temp_dir.h"
 
 #ifndef CROSSOVER_SOURCE_DIR
@@ -24,16 +25,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// The message of the UserError that `call` throws, or a marker that makes every check fail.
-template <typename Call>
-std::string user_error(Call&& call) {
-  try {
-    call();
-  } catch (const UserError& e) {
-    return e.what();
-  }
-  return "<no UserError thrown>";
-}
+using testing::user_error;
 
 void expect_contains(const std::string& message, const std::vector<std::string>& pieces) {
   for (const auto& piece : pieces) {

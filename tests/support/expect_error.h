@@ -25,4 +25,15 @@ void expect_user_error(Call&& call, const std::vector<std::string>& expected) {
   }
 }
 
+// The message of the UserError that `call` throws, or a marker that makes every check of it fail.
+template <typename Call>
+std::string user_error(Call&& call) {
+  try {
+    call();
+  } catch (const UserError& e) {
+    return e.what();
+  }
+  return "<no UserError thrown>";
+}
+
 }  // namespace xo::testing
