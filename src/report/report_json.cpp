@@ -638,8 +638,9 @@ json to_json(const Report& report) {
 
 Report read_report(const json& doc, const std::string& origin, ReadMode mode) {
   const JsonSource source{origin, mode};
-  const bool is_report = doc.is_object() && doc.contains("schema") && doc["schema"].is_string() &&
-                         doc["schema"].get<std::string>() == kReportSchema;
+  const auto schema = doc.find("schema");  // end() for a document that is not an object
+  const bool is_report =
+      schema != doc.end() && schema->is_string() && schema->get<std::string>() == kReportSchema;
   if (!is_report && mode == ReadMode::Strict) {
     throw UserError(fmt::format("{}: not a crossover results.json (expected schema '{}')", origin,
                                 kReportSchema));
