@@ -1,4 +1,5 @@
-// The chart kit of report.html: scales, ticks, the <svg> element, legends and bar-row labels.
+// The chart kit of report.html: scales, ticks, the <svg> element, grid lines, labels, frames,
+// legends and bar-row labels.
 #include "report/svg.h"
 
 #include <fmt/format.h>
@@ -117,6 +118,32 @@ std::string svg_open(std::string_view cls, double width, double height, const st
                      std::string_view extra_attributes) {
   return fmt::format("<svg class=\"{}\"{} viewBox=\"0 0 {} {}\" role=\"img\" aria-label=\"{}\">\n",
                      cls, extra_attributes, px(width), px(height), escape(label));
+}
+
+std::string vertical_line(double x, double y0, double y1, std::string_view cls) {
+  return fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" class=\"{3}\"/>", px(x),
+                     px(y0), px(y1), cls);
+}
+
+std::string horizontal_line(double y, double x0, double x1, std::string_view cls) {
+  return fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{2}\" y2=\"{1}\" class=\"{3}\"/>", px(x0),
+                     px(y), px(x1), cls);
+}
+
+std::string text_at(double x, double y, std::string_view anchor, std::string_view text) {
+  return fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"{}\">{}</text>\n", px(x), px(y), anchor,
+                     escape(text));
+}
+
+std::string plot_frame(double left, double top, double width, double height) {
+  return fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" class=\"frame\"/>\n",
+                     px(left), px(top), px(width), px(height));
+}
+
+std::string axis_title(double x, double y, std::string_view title) {
+  return fmt::format(
+      "<text class=\"axis-label\" x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", px(x),
+      px(y), escape(title));
 }
 
 std::pair<std::string, double> legend(const std::vector<LegendItem>& items, double left, double top,

@@ -1,5 +1,6 @@
 // The chart kit of report.html: scales with nice domains and ticks (linear and log), the <svg>
-// element, legends, and the labelled rows of horizontal bar charts. Coordinates are SVG user units.
+// element, grid lines, labels and frames, legends, and the labelled rows of horizontal bar charts.
+// Coordinates are SVG user units.
 #pragma once
 
 #include <functional>
@@ -50,6 +51,19 @@ Scale make_scale(double lo, double hi, bool log, double from, double to, bool fr
 // The opening <svg> tag of a chart; `label` (escaped here) is what a screen reader says.
 std::string svg_open(std::string_view cls, double width, double height, const std::string& label,
                      std::string_view extra_attributes = "");
+
+// The pieces of a plot, each with its coordinates through px() and its text escaped here.
+// A grid line across the plot: vertical at x from y0 to y1, or horizontal at y from x0 to x1;
+// `cls` is "major" or "minor" (the page's style draws minor lines lighter).
+std::string vertical_line(double x, double y0, double y1, std::string_view cls);
+std::string horizontal_line(double y, double x0, double x1, std::string_view cls);
+// A tick label (or any plain text) at (x, y), anchored "start", "middle" or "end"; a line of its
+// own.
+std::string text_at(double x, double y, std::string_view anchor, std::string_view text);
+// The frame around a plot's area.
+std::string plot_frame(double left, double top, double width, double height);
+// An axis's title, centred at (x, y).
+std::string axis_title(double x, double y, std::string_view title);
 
 struct LegendItem {
   enum class Glyph { kLineAndDot, kLine, kBlock };  // a series, a mark, a bar's segment
