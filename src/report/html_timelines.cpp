@@ -85,33 +85,41 @@ std::string panel_figure(const Metric& m, double v) {
   return escape(m.percent ? percent(v) : significant(v, 3));
 }
 
-std::string timeline_chart(const RunRecord& run, const std::string& colour) {
-  if (!run.utilisation) return "";
-  const Utilisation& u = *run.utilisation;
-  const size_t n = samples_of(u);
-  const Series t = sample_times(u, n);
-  struct Panel {
-    const Metric* metric;
-    Series values;
-    double max = 0, mean = 0;
-  };
-  std::vector<Panel> panels;
-  for (const Metric& m : kMetrics) {
-    const Series values = m.values(u);
-    Panel p{&m, Series(n), 0, 0};
-    size_t count = 0;
-    for (size_t i = 0; i < values.size() && i < n; ++i) {
-      p.values[i] = values[i];
-      if (p.values[i] && t[i]) {
-        p.max = std::max(p.max, *p.values[i]);
-        p.mean += *p.values[i];
-        ++count;
-      }
+// The chart's layout in SVG units: one panel per metric, kPanel tall under a title line of kTitle
+// and kGap apart, above the time axis that they share.
+constexpr double kWidth = 900, kLeft = 64, kRight = 20, kPanel = 64, kTitle = 22, kGap = 10,
+                 kAxis = 40;
+constexpr double kPlotRight = kWidth - kRight;
+
+// A metric's panel: its value at each sample, with their mean and maximum over the samples that
+// have a time.
+struct Panel {
+  const Metric* metric;
+  Series values;
+  double max = 0, mean = 0;
+};
+
+// The panel of `m` at the sample times `t`, or nothing when no timed sample has a value of it.
+std::optional<Panel> panel_of(const Metric& m, const Utilisation& u, const Series& t) {
+  const Series values = m.values(u);
+  Panel p{&m, Series(t.size()), 0, 0};
+  size_t count = 0;
+  for (size_t i = 0; i < values.size() && i < t.size(); ++i) {
+    p.values[i] = values[i];
+    if (p.values[i] && t[i]) {
+      p.max = std::max(p.max, *p.values[i]);
+      p.mean += *p.values[i];
+      ++count;
     }
-    if (count == 0) continue;
-    p.mean /= static_cast<double>(count);
-    panels.push_back(std::move(p));
   }
+  if (count == 0) return std::nullopt;
+  p.mean /= static_cast<double>(count);
+  return p;
+}
+
+// The time axis, from the run's start (even when the first sample came later) to the last
+// sample; nothing when no sample has a time.
+std::optional<Scale> time_scale(const Series& t) {
   double t_min = INFINITY, t_max = -INFINITY;
   for (const auto& v : t) {
     if (v) {
@@ -119,92 +127,130 @@ std::string timeline_chart(const RunRecord& run, const std::string& colour) {
       t_max = std::max(t_max, *v);
     }
   }
-  if (panels.empty() || !std::isfinite(t_min)) return "";
-  t_min = std::min(t_min, 0.0);  // from the run's start, even when the first sample came later
-  if (t_max <= t_min) t_max = t_min + 1;
+  if (!std::isfinite(t_min)) return std::nullopt;
+  Scale sx;
+  sx.lo = std::min(t_min, 0.0);
+  sx.hi = t_max <= sx.lo ? sx.lo + 1 : t_max;
+  sx.from = kLeft;
+  sx.to = kPlotRight;
+  return sx;
+}
 
-  constexpr double kWidth = 900, kLeft = 64, kRight = 20, kPanel = 64, kTitle = 22, kGap = 10,
-                   kAxis = 40;
-  const double right = kWidth - kRight;
+// A panel's value axis from zero: to 100 for a percentage that stays within it, else to a round
+// number just above the maximum.
+Scale value_scale(const Panel& p, double top) {
+  Scale sy;
+  sy.lo = 0;
+  sy.hi = p.metric->percent && p.max <= 100 ? 100 : nice_ceiling(p.max * 1.02);
+  sy.from = top + kPanel;
+  sy.to = top;
+  return sy;
+}
+
+// A panel's grid: a line at each time tick, and three labelled values, which is all a short panel
+// has room for: zero, the middle and the top.
+std::string panel_grid(const Scale& sx, const Scale& sy, const std::vector<Tick>& x_ticks,
+                       double top, const std::string& unit) {
+  std::string out;
+  for (const Tick& tk : x_ticks) out += vertical_line(sx(tk.value), top, top + kPanel, "minor");
+  for (const double v : {0.0, sy.hi / 2, sy.hi}) {
+    out += horizontal_line(sy(v), kLeft, kPlotRight, "major");
+    out += text_at(kLeft - 6, sy(v) + 4, "end", significant(v, 3, true) + unit);
+  }
+  return out;
+}
+
+// A panel's line and the area under it, as SVG path data.
+struct PanelPaths {
+  std::string line, area;
+};
+using Segment = std::vector<std::pair<double, double>>;  // (x, y) in SVG units
+
+// `segment` appended to the line, and its area down to `bottom` to the area.
+void add_segment(const Segment& segment, double bottom, PanelPaths& paths) {
+  if (segment.empty()) return;
+  auto line = std::back_inserter(paths.line), area = std::back_inserter(paths.area);
+  for (size_t i = 0; i < segment.size(); ++i)
+    fmt::format_to(line, "{}{:.1f},{:.1f}", i ? 'L' : 'M', segment[i].first, segment[i].second);
+  fmt::format_to(area, "M{:.1f},{:.1f}", segment.front().first, bottom);
+  for (const auto& [x, y] : segment) fmt::format_to(area, "L{:.1f},{:.1f}", x, y);
+  fmt::format_to(area, "L{:.1f},{:.1f}Z", segment.back().first, bottom);
+}
+
+// The panel's values as paths. Gaps (samples without a value) split the line into segments, and
+// each gets its own area; a value above the axis is drawn at its top.
+PanelPaths panel_paths(const Panel& p, const Series& t, const Scale& sx, const Scale& sy,
+                       double bottom) {
+  PanelPaths paths;
+  Segment segment;
+  for (size_t i = 0; i < t.size(); ++i) {
+    if (p.values[i] && t[i]) {
+      segment.emplace_back(sx(*t[i]), sy(std::clamp(*p.values[i], sy.lo, sy.hi)));
+    } else {
+      add_segment(segment, bottom, paths);
+      segment.clear();
+    }
+  }
+  add_segment(segment, bottom, paths);
+  return paths;
+}
+
+// One metric's panel with its top at `top`: the title with the mean and maximum, the grid, the
+// area and the line of its values, and the frame.
+std::string panel_svg(const Panel& p, const Series& t, const Scale& sx,
+                      const std::vector<Tick>& x_ticks, double top, const std::string& colour) {
+  const double bottom = top + kPanel;
+  const Scale sy = value_scale(p, top);
+  const std::string mean = panel_figure(*p.metric, p.mean), max = panel_figure(*p.metric, p.max);
+  std::string out = fmt::format(
+      "<text class=\"panel-title\" x=\"{}\" y=\"{}\">{} <tspan class=\"muted\">mean {}, max "
+      "{}</tspan></text>\n",
+      px(kLeft), px(top - 7), p.metric->label, mean, max);
+  out += panel_grid(sx, sy, x_ticks, top, p.metric->percent ? "%" : "");
+  const PanelPaths paths = panel_paths(p, t, sx, sy, bottom);
+  out += fmt::format("<path d=\"{}\" fill=\"{}\" fill-opacity=\"0.14\" stroke=\"none\"/>\n",
+                     paths.area, colour);
+  out += fmt::format(
+      "<path class=\"line\" data-metric=\"{}\" d=\"{}\" fill=\"none\" stroke=\"{}\" "
+      "stroke-width=\"1.8\"><title>{}: mean {}, max {}</title></path>\n",
+      p.metric->key, paths.line, colour, p.metric->label, mean, max);
+  return out + plot_frame(kLeft, top, kPlotRight - kLeft, kPanel);
+}
+
+// The time axis under the panels, its labels at `y`: shared by them all, so drawn once.
+std::string time_axis_svg(const Scale& sx, const std::vector<Tick>& x_ticks, double y,
+                          double height) {
+  std::string out;
+  for (const Tick& tk : x_ticks) out += text_at(sx(tk.value), y + 6, "middle", tk.label);
+  return out + axis_title((kLeft + kPlotRight) / 2, height - 6,
+                          "time since the run started, s (linear scale)");
+}
+
+// A run's utilisation: a panel for each metric it sampled, over one time axis.
+std::string timeline_chart(const RunRecord& run, const std::string& colour) {
+  if (!run.utilisation) return "";
+  const Utilisation& u = *run.utilisation;
+  const Series t = sample_times(u, samples_of(u));
+  std::vector<Panel> panels;
+  for (const Metric& m : kMetrics) {
+    if (auto panel = panel_of(m, u, t)) panels.push_back(std::move(*panel));
+  }
+  const std::optional<Scale> sx = time_scale(t);
+  if (panels.empty() || !sx) return "";
+
   const double height = static_cast<double>(panels.size()) * (kTitle + kPanel + kGap) + kAxis;
   const std::string label = run_label(run);
   std::string out = svg_open("timeline", kWidth, height, "utilisation over time: " + label,
                              fmt::format(" data-run=\"{}\"", escape(label)));
-  Scale sx;
-  sx.lo = t_min;
-  sx.hi = t_max;
-  sx.from = kLeft;
-  sx.to = right;
   const std::vector<Tick> x_ticks =
-      linear_ticks(sx, 8, [](double v) { return significant(v, 3, true); });
-  double y0 = 0;
+      linear_ticks(*sx, 8, [](double v) { return significant(v, 3, true); });
+  double y = 0;  // the top of the next panel's title
   for (const Panel& p : panels) {
-    const double top = y0 + kTitle, bottom = top + kPanel;
-    Scale sy;
-    sy.lo = 0;
-    sy.hi = p.metric->percent && p.max <= 100 ? 100 : nice_ceiling(p.max * 1.02);
-    sy.from = bottom;
-    sy.to = top;
-    const std::string unit = p.metric->percent ? "%" : "";
-    out += fmt::format(
-        "<text class=\"panel-title\" x=\"{}\" y=\"{}\">{} <tspan class=\"muted\">mean {}, max "
-        "{}</tspan></text>\n",
-        px(kLeft), px(top - 7), p.metric->label, panel_figure(*p.metric, p.mean),
-        panel_figure(*p.metric, p.max));
-    for (const Tick& tk : x_ticks) {
-      out += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" class=\"minor\"/>",
-                         px(sx(tk.value)), px(top), px(bottom));
-    }
-    // A short panel has room for three labels: zero, the middle and the top.
-    for (const double v : {0.0, sy.hi / 2, sy.hi}) {
-      out += fmt::format(
-          "<line x1=\"{0}\" y1=\"{1}\" x2=\"{2}\" y2=\"{1}\" class=\"major\"/><text x=\"{3}\" "
-          "y=\"{4}\" text-anchor=\"end\">{5}</text>\n",
-          px(kLeft), px(sy(v)), px(right), px(kLeft - 6), px(sy(v) + 4),
-          escape(significant(v, 3, true) + unit));
-    }
-    // Gaps (samples without a value) split the line into segments; each gets its area.
-    std::string line, area;
-    std::vector<std::pair<double, double>> segment;
-    auto flush = [&] {
-      if (segment.empty()) return;
-      auto out_line = std::back_inserter(line), out_area = std::back_inserter(area);
-      for (size_t i = 0; i < segment.size(); ++i) {
-        fmt::format_to(out_line, "{}{:.1f},{:.1f}", i ? 'L' : 'M', segment[i].first,
-                       segment[i].second);
-      }
-      fmt::format_to(out_area, "M{:.1f},{:.1f}", segment.front().first, bottom);
-      for (const auto& [x, y] : segment) fmt::format_to(out_area, "L{:.1f},{:.1f}", x, y);
-      fmt::format_to(out_area, "L{:.1f},{:.1f}Z", segment.back().first, bottom);
-      segment.clear();
-    };
-    for (size_t i = 0; i < n; ++i) {
-      if (p.values[i] && t[i])
-        segment.emplace_back(sx(*t[i]), sy(std::clamp(*p.values[i], sy.lo, sy.hi)));
-      else
-        flush();
-    }
-    flush();
-    out += fmt::format("<path d=\"{}\" fill=\"{}\" fill-opacity=\"0.14\" stroke=\"none\"/>\n", area,
-                       colour);
-    out += fmt::format(
-        "<path class=\"line\" data-metric=\"{}\" d=\"{}\" fill=\"none\" stroke=\"{}\" "
-        "stroke-width=\"1.8\"><title>{}: mean {}, max {}</title></path>\n",
-        p.metric->key, line, colour, p.metric->label, panel_figure(*p.metric, p.mean),
-        panel_figure(*p.metric, p.max));
-    out += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" class=\"frame\"/>\n",
-                       px(kLeft), px(top), px(right - kLeft), px(kPanel));
-    y0 = bottom + kGap;
+    const double top = y + kTitle;
+    out += panel_svg(p, t, *sx, x_ticks, top, colour);
+    y = top + kPanel + kGap;
   }
-  for (const Tick& tk : x_ticks) {
-    out += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n",
-                       px(sx(tk.value)), px(y0 + 6), escape(tk.label));
-  }
-  out += fmt::format(
-      "<text class=\"axis-label\" x=\"{}\" y=\"{}\" text-anchor=\"middle\">time since the run "
-      "started, s (linear scale)</text>\n",
-      px((kLeft + right) / 2), px(height - 6));
-  return out + "</svg>\n";
+  return out + time_axis_svg(*sx, x_ticks, y, height) + "</svg>\n";
 }
 
 }  // namespace
