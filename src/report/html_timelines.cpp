@@ -253,21 +253,23 @@ std::string timeline_chart(const RunRecord& run, const std::string& colour) {
   return out + time_axis_svg(*sx, x_ticks, y, height) + "</svg>\n";
 }
 
-}  // namespace
-
-std::string timelines_html(const Report& report, const DeviceColours& colours) {
-  // At most kMaxTimelines charts: the longest timeline of each device first, then the longest
-  // others; shown in the runs' order.
-  constexpr size_t kMaxTimelines = 6;
-  const std::vector<ReportRun>& runs = report.runs;
+// The runs with a timeline, as (length, index in `runs`), the longest first.
+std::vector<std::pair<double, size_t>> timeline_candidates(const std::vector<ReportRun>& runs) {
   std::vector<std::pair<double, size_t>> candidates;
   for (size_t i = 0; i < runs.size(); ++i) {
     if (const double length = timeline_length(runs[i].run); length > 0)
       candidates.emplace_back(length, i);
   }
-  if (candidates.empty()) return "";
   std::stable_sort(candidates.begin(), candidates.end(),
                    [](const auto& a, const auto& b) { return a.first > b.first; });
+  return candidates;
+}
+
+// The runs whose timelines are drawn, in the runs' order: at most kMaxTimelines, the longest
+// timeline of each device first, then the longest others.
+std::vector<size_t> pick_timelines(const std::vector<std::pair<double, size_t>>& candidates,
+                                   const std::vector<ReportRun>& runs) {
+  constexpr size_t kMaxTimelines = 6;
   std::vector<size_t> picked;
   std::vector<std::string> devices;
   for (const auto& [length, i] : candidates) {
@@ -283,6 +285,16 @@ std::string timelines_html(const Report& report, const DeviceColours& colours) {
       picked.push_back(i);
   }
   std::sort(picked.begin(), picked.end());
+  return picked;
+}
+
+}  // namespace
+
+std::string timelines_html(const Report& report, const DeviceColours& colours) {
+  const std::vector<ReportRun>& runs = report.runs;
+  const std::vector<std::pair<double, size_t>> candidates = timeline_candidates(runs);
+  if (candidates.empty()) return "";
+  const std::vector<size_t> picked = pick_timelines(candidates, runs);
   std::string out;
   for (const size_t i : picked) {
     const std::string colour = colours(runs[i].run.result.device.id);
