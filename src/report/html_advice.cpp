@@ -46,6 +46,126 @@ std::string cost_assumptions_html(const CostTable& cost) {
   return out + "</ul>\n";
 }
 
+// Price sources are long (a page, a quote, a caveat): the tables cite them by number, and a
+// numbered list under the tables holds them.
+class SourceNotes {
+ public:
+  // A "price as of" cell: the date, and the number of its source where it has one.
+  std::string cite(const std::string& source, const std::string& date) {
+    if (source.empty()) return text_cell(date);
+    auto it = std::find(sources_.begin(), sources_.end(), source);
+    if (it == sources_.end()) it = sources_.insert(sources_.end(), source);
+    const std::string note =
+        fmt::format("<a href=\"#source-{0}\">[{0}]</a>", it - sources_.begin() + 1);
+    return date.empty() ? note : escape(date) + " " + note;
+  }
+
+  // The sources cited so far, in the order of their numbers; "" when there are none.
+  std::string html() const {
+    if (sources_.empty()) return "";
+    std::string out = "<p class=\"note\">Price sources:</p>\n<ol class=\"sources\">\n";
+    for (size_t i = 0; i < sources_.size(); ++i) {
+      out += fmt::format("<li id=\"source-{}\">{}</li>\n", i + 1, escape(sources_[i]));
+    }
+    return out + "</ol>\n";
+  }
+
+ private:
+  std::vector<std::string> sources_;
+};
+
+// The cloud instances the run could be rented on: its time on each and what it costs there.
+std::string renting_html(const CostTable& cost, const DeviceColours& colours,
+                         SourceNotes& sources) {
+  std::vector<std::vector<std::string>> rows;
+  for (const CostTable::Instance& i : cost.instances) {
+    rows.push_back({text_cell(i.provider), text_cell(i.name.empty() ? i.id : i.name),
+                    device_cell(colours, i.device), hours_cell(i.run_hours),
+                    cell(usd(i.on_demand_usd)), cell(usd(i.spot_usd)), predicted_cell(i.predicted),
+                    sources.cite(i.source, i.date)});
+  }
+  if (rows.empty()) return "";
+  return "<h3>Renting</h3>\n" + html_table({{"provider"},
+                                            {"instance"},
+                                            {"device"},
+                                            {"run time", true},
+                                            {"on demand", true},
+                                            {"spot", true},
+                                            {"basis"},
+                                            {"price as of"}},
+                                           rows, "instances");
+}
+
+// The devices the run could be trained on when bought: the price, the run's share of it, and the
+// hourly cost of capital and power.
+std::string owning_html(const CostTable& cost, const DeviceColours& colours, SourceNotes& sources) {
+  std::vector<std::vector<std::string>> rows;
+  for (const CostTable::Owned& o : cost.ownership) {
+    rows.push_back({device_cell(colours, o.device), text_cell(o.name), cell(usd(o.price_usd)),
+                    cell(usd(o.run_usd)), cell(usd(o.hourly_capital_usd)),
+                    cell(usd(o.hourly_power_usd)), predicted_cell(o.predicted),
+                    sources.cite(o.source, o.date)});
+  }
+  if (rows.empty()) return "";
+  return "<h3>Owning</h3>\n" + html_table({{"device"},
+                                           {"name"},
+                                           {"price", true},
+                                           {"per run", true},
+                                           {"capital per hour", true},
+                                           {"power per hour", true},
+                                           {"basis"},
+                                           {"price as of"}},
+                                          rows, "ownership");
+}
+
+// When owning a device beats renting an instance: the monthly hours above which it does, and
+// how soon the purchase pays for itself.
+std::string break_even_html(const CostTable& cost, const DeviceColours& colours) {
+  std::vector<std::vector<std::string>> rows;
+  for (const CostTable::BuyOrRent& b : cost.break_even) {
+    rows.push_back({device_cell(colours, b.device), text_cell(b.instance),
+                    cell(plain(b.hours_per_month)), cell(plain(b.payback_months)),
+                    cell(plain(b.at_hours_per_month))});
+  }
+  if (rows.empty()) return "";
+  return "<h3>Own or rent</h3>\n" +
+         html_table({{"device"},
+                     {"rented instance"},
+                     {"break-even hours/month", true},
+                     {"payback months", true},
+                     {"at hours/month", true}},
+                    rows, "break-even") +
+         "<p class=\"note\">Break-even: the monthly hours of use above which owning costs less "
+         "than renting; payback: months until the purchase pays for itself at the given hours a "
+         "month. n/a: never.</p>\n";
+}
+
+// A prediction's row: the predicted step beside the measured one where the device was measured
+// too, the prediction's error against it, the bound, and the prediction's assumptions; the model
+// only where the rows are of several.
+std::vector<std::string> prediction_row(const DevicePrediction& p, const DeviceColours& colours,
+                                        bool one_model) {
+  std::optional<double> measured_ms, error;
+  if (p.measured_s && std::isfinite(*p.measured_s)) {
+    measured_ms = *p.measured_s * 1e3;
+    error = finite(100 * (p.step.seconds - *p.measured_s) / *p.measured_s);
+  }
+  std::string assumptions;
+  for (const std::string& a : p.assumptions) assumptions += "<li>" + escape(a) + "</li>";
+  std::vector<std::string> row = {device_cell(colours, p.device), text_cell(p.name)};
+  if (!one_model) row.push_back(text_cell(p.model));
+  row.insert(
+      row.end(),
+      {cell(duration_ms(finite(p.step.seconds * 1e3))) + " <span class=\"badge\">predicted</span>",
+       measured_ms
+           ? cell(duration_ms(measured_ms)) + " <span class=\"badge measured\">measured</span>"
+           : na(),
+       cell(error ? fmt::format("{:+.1f}%", *error) : std::string(kMissing)),
+       text_cell(p.step.bound),
+       assumptions.empty() ? na() : "<ul class=\"assumptions\">" + assumptions + "</ul>"});
+  return row;
+}
+
 }  // namespace
 
 std::string advice_html(const Report& report) {
@@ -65,28 +185,8 @@ std::string predictions_html(const Report& report, const DeviceColours& colours)
   bool one_model = !first_model.empty();
   for (const DevicePrediction& p : predictions) one_model &= p.model == first_model;
   std::vector<std::vector<std::string>> rows;
-  for (const DevicePrediction& p : predictions) {
-    std::optional<double> measured_ms, error;
-    if (p.measured_s && std::isfinite(*p.measured_s)) {
-      measured_ms = *p.measured_s * 1e3;
-      error = finite(100 * (p.step.seconds - *p.measured_s) / *p.measured_s);
-    }
-    // Each prediction sits beside its assumptions.
-    std::string assumptions;
-    for (const std::string& a : p.assumptions) assumptions += "<li>" + escape(a) + "</li>";
-    rows.push_back({device_cell(colours, p.device), text_cell(p.name)});
-    if (!one_model) rows.back().push_back(text_cell(p.model));
-    rows.back().insert(
-        rows.back().end(),
-        {cell(duration_ms(finite(p.step.seconds * 1e3))) +
-             " <span class=\"badge\">predicted</span>",
-         measured_ms
-             ? cell(duration_ms(measured_ms)) + " <span class=\"badge measured\">measured</span>"
-             : na(),
-         cell(error ? fmt::format("{:+.1f}%", *error) : std::string(kMissing)),
-         text_cell(p.step.bound),
-         assumptions.empty() ? na() : "<ul class=\"assumptions\">" + assumptions + "</ul>"});
-  }
+  for (const DevicePrediction& p : predictions)
+    rows.push_back(prediction_row(p, colours, one_model));
   std::vector<Column> columns = {{"device"}, {"name"}};
   if (!one_model) columns.push_back({"model"});
   columns.insert(columns.end(), {{"predicted step", true},
@@ -112,79 +212,11 @@ std::string cost_html(const Report& report, const DeviceColours& colours) {
            cell(exact_count(static_cast<double>(cost.epochs))) + " epochs.</p>\n";
   }
   out += cost_assumptions_html(cost);
-
-  // Price sources are long (a page, a quote, a caveat): numbered notes under the tables.
-  std::vector<std::string> sources;
-  auto source_of = [&](const std::string& source, const std::string& date) {
-    if (source.empty()) return text_cell(date);
-    auto it = std::find(sources.begin(), sources.end(), source);
-    if (it == sources.end()) it = sources.insert(sources.end(), source);
-    const std::string note =
-        fmt::format("<a href=\"#source-{0}\">[{0}]</a>", it - sources.begin() + 1);
-    return date.empty() ? note : escape(date) + " " + note;
-  };
-  std::vector<std::vector<std::string>> rows;
-  for (const CostTable::Instance& i : cost.instances) {
-    rows.push_back({text_cell(i.provider), text_cell(i.name.empty() ? i.id : i.name),
-                    device_cell(colours, i.device), hours_cell(i.run_hours),
-                    cell(usd(i.on_demand_usd)), cell(usd(i.spot_usd)), predicted_cell(i.predicted),
-                    source_of(i.source, i.date)});
-  }
-  if (!rows.empty()) {
-    out += "<h3>Renting</h3>\n" + html_table({{"provider"},
-                                              {"instance"},
-                                              {"device"},
-                                              {"run time", true},
-                                              {"on demand", true},
-                                              {"spot", true},
-                                              {"basis"},
-                                              {"price as of"}},
-                                             rows, "instances");
-  }
-  rows.clear();
-  for (const CostTable::Owned& o : cost.ownership) {
-    rows.push_back({device_cell(colours, o.device), text_cell(o.name), cell(usd(o.price_usd)),
-                    cell(usd(o.run_usd)), cell(usd(o.hourly_capital_usd)),
-                    cell(usd(o.hourly_power_usd)), predicted_cell(o.predicted),
-                    source_of(o.source, o.date)});
-  }
-  if (!rows.empty()) {
-    out += "<h3>Owning</h3>\n" + html_table({{"device"},
-                                             {"name"},
-                                             {"price", true},
-                                             {"per run", true},
-                                             {"capital per hour", true},
-                                             {"power per hour", true},
-                                             {"basis"},
-                                             {"price as of"}},
-                                            rows, "ownership");
-  }
-  if (!sources.empty()) {
-    out += "<p class=\"note\">Price sources:</p>\n<ol class=\"sources\">\n";
-    for (size_t i = 0; i < sources.size(); ++i) {
-      out += fmt::format("<li id=\"source-{}\">{}</li>\n", i + 1, escape(sources[i]));
-    }
-    out += "</ol>\n";
-  }
-  rows.clear();
-  for (const CostTable::BuyOrRent& b : cost.break_even) {
-    rows.push_back({device_cell(colours, b.device), text_cell(b.instance),
-                    cell(plain(b.hours_per_month)), cell(plain(b.payback_months)),
-                    cell(plain(b.at_hours_per_month))});
-  }
-  if (!rows.empty()) {
-    out += "<h3>Own or rent</h3>\n" +
-           html_table({{"device"},
-                       {"rented instance"},
-                       {"break-even hours/month", true},
-                       {"payback months", true},
-                       {"at hours/month", true}},
-                      rows, "break-even") +
-           "<p class=\"note\">Break-even: the monthly hours of use above which owning costs less "
-           "than renting; payback: months until the purchase pays for itself at the given hours a "
-           "month. n/a: never.</p>\n";
-  }
-  return out;
+  SourceNotes sources;  // numbered in the order the tables cite them
+  out += renting_html(cost, colours, sources);
+  out += owning_html(cost, colours, sources);
+  out += sources.html();
+  return out + break_even_html(cost, colours);
 }
 
 }  // namespace xo::html
