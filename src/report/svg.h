@@ -52,7 +52,8 @@ Scale make_scale(double lo, double hi, bool log, double from, double to, bool fr
 std::string svg_open(std::string_view cls, double width, double height, const std::string& label,
                      std::string_view extra_attributes = "");
 
-// The pieces of a plot, each with its coordinates through px() and its text escaped here.
+// The pieces of a plot below take SVG coordinates (written through px()) and escape their text.
+
 // A grid line across the plot: vertical at x from y0 to y1, or horizontal at y from x0 to x1;
 // `cls` is "major" or "minor" (the page's style draws minor lines lighter).
 std::string vertical_line(double x, double y0, double y1, std::string_view cls);
