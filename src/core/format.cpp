@@ -95,6 +95,8 @@ std::string usd(const std::optional<double>& v) {
   if (a >= 1e15) return sign + "$" + significant(a, 3);
   if (a >= 100) return sign + "$" + group_digits(static_cast<int64_t>(std::llround(a)));
   if (a >= 1) return sign + fmt::format("${:.2f}", a);
+  // Below a tenth of a cent, zeros would outnumber the digits: three significant in scientific.
+  if (a > 0 && a < 1e-3) return sign + "$" + fmt::format("{:.2e}", a);
   // Cents keep two decimals ($0.10); smaller amounts three significant digits ($0.00213).
   std::string cents = significant(a, 3, /*trim=*/true);
   const size_t dot = cents.find('.');

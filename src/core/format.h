@@ -31,8 +31,8 @@ std::string exact_count(const std::optional<double>& v);
 std::string percent(const std::optional<double>& p);
 // A fraction (0.031) as a percent (3.1%).
 std::string fraction_percent(const std::optional<double>& f);
-// Dollars: $1,800 from $100, $1.25 from $1, cents with two decimals ($0.10) and smaller amounts
-// with three significant digits ($0.00213).
+// Dollars: $1,800 from $100, $1.25 from $1, cents with two decimals ($0.10), smaller amounts with
+// three significant digits ($0.00213), and below a tenth of a cent in scientific ($2.89e-08).
 std::string usd(const std::optional<double>& v);
 // A measured quantity to `digits` significant digits; thousands and up as whole numbers, grouped.
 std::string plain(const std::optional<double>& v, int digits = 3);
