@@ -51,7 +51,6 @@ class Session {
 
   const std::vector<std::string>& devices() const { return devices_; }
   const std::vector<DevicePeaks>& peaks() const { return peaks_; }
-  const MachineInfo& machine() const { return machine_; }
   const std::vector<RunRecord>& runs() const { return runs_; }
   bool stopped() const { return stopped_; }
 

@@ -650,7 +650,9 @@ Report read_report(const json& doc, const std::string& origin, ReadMode mode) {
   r.kind = in.text("kind");
   r.title = in.text("title");
   r.created = in.text("created");
-  r.complete = !in.has("complete") || in.flag("complete");
+  // Required like every field written; a lenient read of a document without it (a hand-made one)
+  // does not call it partial.
+  r.complete = mode == ReadMode::Lenient && !in.has("complete") ? true : in.flag("complete");
   if (const auto machine = in.object("machine", /*optional=*/true))
     r.machine = read_machine(*machine);
   for (const JsonIn& p : in.objects("peaks")) r.peaks.push_back(read_peaks(p));

@@ -12,8 +12,7 @@ namespace {
 
 std::string hours(double h) { return duration(h * 3600); }
 
-}  // namespace
-
+// The runs table, with a "*" on per-epoch times estimated from the median step.
 std::string runs_table(const Report& report) {
   Table table({"model", "layers", "params", "device", "s/100 epochs", "ms/step", "cv", "GFLOP/s",
                "% of peak", "train error", "test accuracy"});
@@ -32,6 +31,8 @@ std::string runs_table(const Report& report) {
   }
   return table.render();
 }
+
+}  // namespace
 
 std::string summary_text(const Report& report, const std::filesystem::path& out, bool stopped) {
   std::string s = runs_table(report);

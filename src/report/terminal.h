@@ -10,8 +10,6 @@
 
 namespace xo {
 
-// The runs table, with a "*" on per-epoch times estimated from the median step.
-std::string runs_table(const Report& report);
 // `run` and `sweep`: the table, the peaks, notes, the advice and where the report was written.
 std::string summary_text(const Report& report, const std::filesystem::path& out, bool stopped);
 // `advise` and `cost`: predicted step times of the report's model on every device.

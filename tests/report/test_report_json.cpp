@@ -143,6 +143,10 @@ TEST(ReportJson, EveryFieldIsRequiredAndTheErrorNamesFileRunAndField) {
     testing::expect_user_error([&] { read_report(cut, "cut.json"); },
                                {"cut.json", "run 'disc-2' on cuda:0", field, "missing"});
   }
+  json cut = written;
+  cut.erase("complete");
+  testing::expect_user_error([&] { read_report(cut, "cut.json"); },
+                             {"cut.json", "complete", "missing"});
   json wrong = written;
   wrong["runs"][0]["params"] = "many";
   testing::expect_user_error(
