@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "core/file.h"
+#include "core/hash.h"
 #include "data/idx.h"
 #include "data/imdb.h"
 
@@ -63,6 +64,14 @@ DataSplit load_data(const DataSpec& data, const DataRequest& model,
       "{}: data.source '{}': expected disc, csv:PATH, fashion-mnist, idx:DIR, imdb:DIR or "
       "imdb-synthetic",
       model.origin, source));
+}
+
+std::string data_fingerprint(const DataSplit& split) {
+  Hasher h;
+  for (const Dataset* d : {&split.train, &split.test}) {
+    h.value(d->samples).value(d->features).value(d->classes).values(d->x).values(d->y);
+  }
+  return h.hex();
 }
 
 }  // namespace xo

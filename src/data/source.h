@@ -34,4 +34,8 @@ struct DataRequest {
 DataSplit load_data(const DataSpec& data, const DataRequest& model,
                     const std::string& csv_override = "");
 
+// A hash of a split's contents (shapes, features, labels, train and test): 16 hex digits that
+// change when any sample does. A checkpoint is refused for other data; results.json records it.
+std::string data_fingerprint(const DataSplit& split);
+
 }  // namespace xo

@@ -8,6 +8,7 @@
 #include <map>
 
 #include "core/error.h"
+#include "core/hash.h"
 #include "core/random.h"
 
 namespace xo {
@@ -249,6 +250,17 @@ void Model::import_params(const std::vector<NamedTensor>& tensors, const std::st
   }
   backend_->upload(params(), host.data(), sizeof(float) * host.size());
   if (state_size_ > 0) backend_->upload(this->state(), state.data(), sizeof(float) * state.size());
+}
+
+std::string Model::parameter_hash() const {
+  std::vector<float> host(static_cast<size_t>(flat_size_));
+  backend_->download(host.data(), params(), sizeof(float) * host.size());
+  Hasher h;
+  h.values(host);
+  host.assign(static_cast<size_t>(state_size_), 0.0f);
+  if (state_size_ > 0) backend_->download(host.data(), state(), sizeof(float) * host.size());
+  h.values(host);
+  return h.hex();
 }
 
 double Model::forward_flops(int64_t batch) const {

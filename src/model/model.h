@@ -101,6 +101,10 @@ class Model {
   // Every tensor of the model must be present with its exact shape, and nothing else. Errors name
   // `origin` (the file) and the tensor.
   void import_params(const std::vector<NamedTensor>& tensors, const std::string& origin);
+  // A hash of the flat parameter buffer (alignment padding included) and the buffers: equal
+  // exactly when two models hold bit-identical state (a resumed run against an uninterrupted one,
+  // a replay against the recorded run). 16 hex digits.
+  std::string parameter_hash() const;
 
   // Matmul FLOPs (2 per multiply-add) of one training step on `batch` samples: forward, the weight
   // gradient and, where a gradient flows below, the input gradient. Element-wise work is not
