@@ -240,6 +240,13 @@ class LossKernel {
                                 LossStats* stats) = 0;
 };
 
+// One of an optimizer's state buffers: as many floats as the flat parameter buffer, in device
+// memory, named as torch.optim names its per-parameter state.
+struct OptimizerStateBuffer {
+  const char* name = "";  // "momentum_buffer", "exp_avg", "exp_avg_sq", "square_avg", "acc_delta"
+  float* data = nullptr;
+};
+
 // One fused pass over the flat parameter and gradient buffers; holds its own state buffers.
 class OptimizerKernel {
  public:
@@ -247,6 +254,10 @@ class OptimizerKernel {
   virtual void step(float* params, const float* grads) = 0;
   // Number of steps taken (Adam's bias correction and SGD's first-step momentum depend on it).
   virtual int64_t steps() const = 0;
+  // What a checkpoint saves and a resumed run restores: the state buffers (none for plain SGD)
+  // and the step count. set_steps is queued like a step, so a recorded step replays after it.
+  virtual std::vector<OptimizerStateBuffer> state_buffers() = 0;
+  virtual void set_steps(int64_t steps) = 0;
 };
 
 // Work recorded by Backend::capture, replayed as a whole (one launch for a whole training step).

@@ -5,6 +5,8 @@
 
 #include <cstdint>
 #include <random>
+#include <sstream>
+#include <string>
 
 namespace xo {
 
@@ -21,6 +23,21 @@ class Rng {
     do x = engine_();
     while (x >= limit);
     return x % n;
+  }
+
+  // The generator's whole state as text (the standard's 312 words), for checkpoints; restore()
+  // returns false when `text` is not such a state.
+  std::string state() const {
+    std::ostringstream os;
+    os << engine_;
+    return os.str();
+  }
+  bool restore(const std::string& text) {
+    std::istringstream is(text);
+    std::mt19937_64 engine;
+    if (!(is >> engine)) return false;
+    engine_ = engine;
+    return true;
   }
 
  private:

@@ -138,8 +138,9 @@ constexpr const char* kEntryForm =
 
 }  // namespace
 
-void save_safetensors(const std::filesystem::path& path, const std::vector<NamedTensor>& tensors,
-                      const std::map<std::string, std::string>& metadata) {
+std::string encode_safetensors(const std::vector<NamedTensor>& tensors,
+                               const std::map<std::string, std::string>& metadata,
+                               const std::string& name) {
   nlohmann::ordered_json header;
   if (!metadata.empty()) header[kMetadataKey] = metadata;
   size_t offset = 0;
@@ -148,7 +149,7 @@ void save_safetensors(const std::filesystem::path& path, const std::vector<Named
     // skipped by every reader. Both are caller bugs, not bad input.
     if (t.name == kMetadataKey || header.contains(t.name)) {
       throw_internal("unique tensor names",
-                     fmt::format("tensor '{}' for {}", t.name, path.string()), __FILE__, __LINE__);
+                     fmt::format("tensor '{}' for {}", t.name, name), __FILE__, __LINE__);
     }
     int64_t n = 1;
     for (int64_t d : t.shape) {
@@ -182,12 +183,19 @@ void save_safetensors(const std::filesystem::path& path, const std::vector<Named
     }
     file.append(reinterpret_cast<const char*>(t.data.data()), sizeof(float) * t.data.size());
   }
-  write_file_atomic(path, file);
+  return file;
+}
+
+void save_safetensors(const std::filesystem::path& path, const std::vector<NamedTensor>& tensors,
+                      const std::map<std::string, std::string>& metadata) {
+  write_file_atomic(path, encode_safetensors(tensors, metadata, path.string()));
 }
 
 std::vector<NamedTensor> load_safetensors(const std::filesystem::path& path) {
-  const std::string file = read_file(path);
-  const std::string name = path.string();
+  return decode_safetensors(read_file(path), path.string());
+}
+
+std::vector<NamedTensor> decode_safetensors(const std::string& file, const std::string& name) {
   if (file.size() < kHeaderLengthBytes) {
     throw UserError(
         fmt::format("{}: {} bytes is too short for a safetensors file (expected an 8-byte "

@@ -28,4 +28,10 @@ void save_safetensors(const std::filesystem::path& path, const std::vector<Named
 // unknown dtype, shape/offset mismatch, overlapping or out-of-bounds data offsets.
 std::vector<NamedTensor> load_safetensors(const std::filesystem::path& path);
 
+// The same in memory: the file's bytes, and the tensors of a file's bytes (`name` in messages).
+std::string encode_safetensors(const std::vector<NamedTensor>& tensors,
+                               const std::map<std::string, std::string>& metadata,
+                               const std::string& name);
+std::vector<NamedTensor> decode_safetensors(const std::string& file, const std::string& name);
+
 }  // namespace xo

@@ -44,17 +44,19 @@ void begin_epoch(TrainPlan& p, TrainState& state, bool shuffle) {
   }
   if (p.gather) p.backend.fill_zero(p.position.as<int64_t>(), sizeof(int64_t));
   p.backend.fill_zero(p.stats, sizeof(LossStats));
+  state.in_epoch = true;
+  state.checked_loss_sum = 0;
+  state.checked_step = 0;
 }
 
-double read_step_times(TrainPlan& p, TrainState& state) {
+void read_step_times(TrainPlan& p, TrainState& state) {
   using M = StepMarks;
   QueueClock& clock = *p.clock;
   StepTimes& t = state.times;
-  double epoch_ms = 0;
-  for (int64_t s = 0; s < state.step; ++s) {
+  for (int64_t s = state.timed; s < state.step; ++s) {
     const StepMarks marks(&clock, s);
     const double ms = clock.ms_between(marks.at(M::Start), marks.at(M::End));
-    epoch_ms += ms;
+    state.epoch_ms += ms;
     if (s >= p.full_steps) continue;  // the partial batch would skew the medians
     t.step.push_back(ms);
     if (!p.recorded) {
@@ -64,14 +66,14 @@ double read_step_times(TrainPlan& p, TrainState& state) {
       t.optimizer.push_back(clock.ms_between(marks.at(M::GradientsReady), marks.at(M::End)));
     }
   }
-  return epoch_ms;
+  state.timed = state.step;
 }
 
-EpochRecord finish_epoch(TrainPlan& p, TrainState& state, double epoch_ms) {
+EpochRecord finish_epoch(TrainPlan& p, TrainState& state) {
   LossStats host{};
   p.backend.download(&host, p.stats, sizeof(host));
   EpochRecord record{state.epoch + 1, host.loss_sum, 100.0 * (1.0 - host.correct / host.samples),
-                     epoch_ms / 1e3,  kNoValue,      kNoValue};
+                     state.epoch_ms / 1e3, kNoValue, kNoValue};
   if (p.evaluator) {
     const Evaluation e = p.evaluator->run();
     record.test_loss = e.loss;
@@ -82,7 +84,10 @@ EpochRecord finish_epoch(TrainPlan& p, TrainState& state, double epoch_ms) {
   }
   state.epochs.push_back(record);
   ++state.epoch;
+  state.in_epoch = false;
   state.step = 0;
+  state.timed = 0;
+  state.epoch_ms = 0;
   return record;
 }
 

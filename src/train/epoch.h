@@ -15,11 +15,12 @@ TrainState start_state(TrainPlan& p, const TrainSpec& train);
 // Shuffles the order when asked (Fisher-Yates with the seeded generator: the same order on every
 // machine), and zeroes the batch position and the loss sums.
 void begin_epoch(TrainPlan& p, TrainState& state, bool shuffle);
-// Reads the timestamps of the epoch's state.step steps into state.times; returns their sum.
-double read_step_times(TrainPlan& p, TrainState& state);
+// Reads the timestamps of the epoch's steps not read yet (from state.timed to state.step) into
+// state.times, adding their sum to state.epoch_ms. Waits for those steps.
+void read_step_times(TrainPlan& p, TrainState& state);
 // Closes a completed epoch: reads its loss statistics (the host's one wait per epoch), evaluates
 // the test split, notes divergence, and keeps the record, which it returns.
-EpochRecord finish_epoch(TrainPlan& p, TrainState& state, double epoch_ms);
+EpochRecord finish_epoch(TrainPlan& p, TrainState& state);
 // The run's result, from the plan and the state at the end (step medians without the warm-up).
 TrainResult make_result(const TrainPlan& p, const TrainState& state, double setup_seconds,
                         bool interrupted);

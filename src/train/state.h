@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "core/random.h"
@@ -26,11 +27,22 @@ struct TrainState {
   // position is step * batch.
   int64_t step = 0;
   int64_t steps_taken = 0;  // training steps run, all epochs
+  // Steps of the epoch under way whose times are in `times` already (read at a checkpoint), and
+  // their milliseconds: a resumed epoch's time is the sum of its parts in both processes.
+  int64_t timed = 0;
+  double epoch_ms = 0;
   Rng shuffle_rng;
   // The epoch's order of the samples, where batches are gathered on the device (else empty).
   std::vector<int32_t> order;
   std::vector<EpochRecord> epochs;  // the completed epochs
   int64_t diverged_epoch = 0;       // first epoch whose loss was not finite (0: none)
+  bool in_epoch = false;  // begin_epoch ran (the order is drawn) and finish_epoch has not yet
+  // The loss checks within the epoch (see trainer.cpp): the loss sum and step at the last check,
+  // and the last finite loss seen (the mean batch loss since the check before) with its place.
+  double checked_loss_sum = 0;
+  int64_t checked_step = 0;
+  double last_finite_loss = std::numeric_limits<double>::quiet_NaN();
+  int64_t last_finite_epoch = 0, last_finite_step = 0;  // 1-based; 0: none yet
   StepTimes times;
 };
 

@@ -2,7 +2,11 @@
 // steps are here; planning is in plan.cpp, the bookkeeping between epochs in epoch.cpp.
 #include "train/trainer.h"
 
+#include <fmt/format.h>
+
 #include <chrono>
+#include <cmath>
+#include <optional>
 
 #include "core/interrupt.h"
 #include "train/epoch.h"
@@ -16,7 +20,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 // Why the step loop left an epoch before its end.
-enum class Stop { None, Interrupted, StepLimit };
+enum class Stop { None, Interrupted, StepLimit, Diverged };
 
 // One training step on `net`. Its marks time the phases apart, except inside a recorded step.
 void step(TrainPlan& p, Network& net, BatchAt at, StepMarks marks) {
@@ -35,9 +39,33 @@ void record_step(TrainPlan& p) {
   if (p.recorded) p.gather = true;
 }
 
-// The steps of the epoch under way, from state.step on, until its end, Ctrl-C, or max_steps in
-// all (0: no limit).
-Stop run_steps(TrainPlan& p, TrainState& state, int64_t max_steps) {
+// What the step loop does at step boundaries besides stepping.
+struct Boundaries {
+  int64_t max_steps = 0;             // stop after this many steps in all (0: no limit)
+  int64_t check_every = 0;           // check the loss every this many steps (0: never)
+  Checkpointer* checkpoints = nullptr;
+};
+
+// Reads the epoch's loss sum: false once it is not finite. Else notes the mean batch loss since
+// the last check as the last finite loss. On a GPU the read waits for the queued steps, so the
+// loop checks every few hundred steps there and every step on the CPU, where it is a copy.
+bool loss_finite(TrainPlan& p, TrainState& state) {
+  LossStats host{};
+  p.backend.download(&host, p.stats, sizeof(host));
+  if (!std::isfinite(host.loss_sum)) return false;
+  if (const int64_t steps = state.step - state.checked_step; steps > 0) {
+    state.last_finite_loss = (host.loss_sum - state.checked_loss_sum) / static_cast<double>(steps);
+    state.last_finite_epoch = state.epoch + 1;
+    state.last_finite_step = state.step;
+  }
+  state.checked_loss_sum = host.loss_sum;
+  state.checked_step = state.step;
+  return true;
+}
+
+// The steps of the epoch under way, from state.step on, until its end, Ctrl-C, a loss that is
+// not finite, or the step limit.
+Stop run_steps(TrainPlan& p, TrainState& state, const Boundaries& b) {
   while (state.step < p.steps_per_epoch) {
     if (stop_requested()) return Stop::Interrupted;
     const int64_t s = state.step;
@@ -51,12 +79,31 @@ Stop run_steps(TrainPlan& p, TrainState& state, int64_t max_steps) {
     marks.stamp(StepMarks::End);
     ++state.step;
     ++state.steps_taken;
-    // A step boundary: a checkpoint would save TrainState, the model and the optimizer here.
-    if (max_steps > 0 && state.steps_taken >= max_steps && state.step < p.steps_per_epoch) {
+    // A step boundary: the loss is checked before a checkpoint is taken, so that a checkpoint
+    // never holds a diverged state.
+    const bool save = b.checkpoints && b.checkpoints->due(state);
+    if (b.check_every > 0 &&
+        (save || state.step == p.steps_per_epoch || state.step % b.check_every == 0) &&
+        !loss_finite(p, state)) {
+      return Stop::Diverged;
+    }
+    if (save) {
+      read_step_times(p, state);
+      b.checkpoints->save(p, state);
+    }
+    if (b.max_steps > 0 && state.steps_taken >= b.max_steps && state.step < p.steps_per_epoch) {
       return Stop::StepLimit;  // a partial epoch is not reported as an epoch
     }
   }
   return Stop::None;
+}
+
+void note(const ExecutionOptions& exec, const std::string& message) {
+  if (exec.checkpoint.note) {
+    exec.checkpoint.note(message);
+  } else {
+    fmt::print(stderr, "crossover: {}\n", message);
+  }
 }
 
 }  // namespace
@@ -73,6 +120,25 @@ TrainResult train_model(Model& model, const DataSplit& split, const TrainSpec& t
   TrainPlan plan(model, split, train, exec);
   TrainState state = start_state(plan, train);
   if (exec.record_step && plan.full_steps > 0) record_step(plan);
+
+  std::optional<Checkpointer> checkpoints;
+  int64_t resumed_at = 0;
+  if (!exec.checkpoint.dir.empty()) {
+    const RunFingerprint fingerprint =
+        run_fingerprint(plan, train, exec.max_steps, exec.record_step);
+    if (exec.checkpoint.resume) {
+      if (auto at = restore_checkpoint(plan, state, exec.checkpoint, fingerprint)) {
+        resumed_at = *at;
+        note(exec, fmt::format("resuming {} from its checkpoint in {}: epoch {}, step {} of {} "
+                               "({} steps taken)",
+                               model.spec().name, exec.checkpoint.dir.string(), state.epoch + 1,
+                               state.step, plan.steps_per_epoch, state.steps_taken));
+      }
+    }
+    if (exec.checkpoint.every.enabled()) checkpoints.emplace(plan, exec.checkpoint, fingerprint);
+  }
+  Boundaries boundaries{exec.max_steps, 0, checkpoints ? &*checkpoints : nullptr};
+  if (exec.stop_on_nan) boundaries.check_every = plan.backend.info().kind == DeviceKind::Cpu ? 1 : 256;
   model.backend().synchronize();
   const double setup_seconds =
       std::chrono::duration<double, std::milli>(Clock::now() - setup_start).count() / 1e3;
@@ -80,17 +146,39 @@ TrainResult train_model(Model& model, const DataSplit& split, const TrainSpec& t
   Stop stop = Stop::None;
   while (stop == Stop::None && state.epoch < train.epochs &&
          (exec.max_steps <= 0 || state.steps_taken < exec.max_steps)) {
-    begin_epoch(plan, state, train.shuffle);
-    stop = run_steps(plan, state, exec.max_steps);
-    const double epoch_ms = read_step_times(plan, state);
+    if (!state.in_epoch) begin_epoch(plan, state, train.shuffle);
+    stop = run_steps(plan, state, boundaries);
+    read_step_times(plan, state);
     if (stop != Stop::None) break;
-    const EpochRecord record = finish_epoch(plan, state, epoch_ms);
+    const EpochRecord record = finish_epoch(plan, state);
     if (on_epoch) on_epoch(record, train.epochs);
   }
   model.backend().synchronize();
+  if (checkpoints) {
+    // Ctrl-C or SIGTERM: the state at this step boundary is saved before the process ends,
+    // unless the loss has gone bad since the last check.
+    if (stop == Stop::Interrupted && (boundaries.check_every == 0 || loss_finite(plan, state))) {
+      checkpoints->save(plan, state);
+    }
+    checkpoints->flush();
+  }
 
   TrainResult r = make_result(plan, state, setup_seconds, stop == Stop::Interrupted);
-  if (exec.profile_steps > 0 && !r.interrupted) {
+  if (stop == Stop::Diverged) {
+    r.stopped_diverged = true;
+    r.diverged_epoch = state.epoch + 1;
+    r.diverged_from = state.checked_step + 1;
+    r.diverged_step = state.step;
+  }
+  r.last_finite_loss = state.last_finite_loss;
+  r.last_finite_epoch = state.last_finite_epoch;
+  r.last_finite_step = state.last_finite_step;
+  r.resumed_at_step = resumed_at;
+  if (checkpoints) {
+    r.checkpoints_written = checkpoints->written();
+    r.checkpoint_wait_ms = checkpoints->wait_ms();
+  }
+  if (exec.profile_steps > 0 && !r.interrupted && !r.stopped_diverged) {
     profile_nodes(model, plan.x, plan.y, plan.batch, exec.profile_steps, r);
   }
   return r;

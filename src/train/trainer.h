@@ -11,6 +11,7 @@
 #include "backend/backend.h"
 #include "data/dataset.h"
 #include "model/model.h"
+#include "train/checkpoint.h"
 #include "train/stats.h"
 
 namespace xo {
@@ -60,7 +61,20 @@ struct TrainResult {
   std::vector<double> node_forward_ms, node_backward_ms;
   double loss_ms = 0;
   bool interrupted = false;    // stopped early by Ctrl-C: epochs holds what completed
-  int64_t diverged_epoch = 0;  // first epoch whose loss was not finite (0: none); training goes on
+  int64_t diverged_epoch = 0;  // first epoch whose loss was not finite (0: none)
+  // Training stopped because the loss became NaN or infinite (ExecutionOptions::stop_on_nan):
+  // between steps diverged_from and diverged_step (1-based, of epoch diverged_epoch; equal where
+  // every step is checked, as on the CPU), after the last finite loss (the mean batch loss since
+  // the check before it) at step last_finite_step of epoch last_finite_epoch (0: none).
+  bool stopped_diverged = false;
+  int64_t diverged_from = 0, diverged_step = 0;
+  double last_finite_loss = std::numeric_limits<double>::quiet_NaN();
+  int64_t last_finite_epoch = 0, last_finite_step = 0;
+  // Checkpoints: the steps taken the run resumed at (0: it started afresh), how many were
+  // written, and the time the step loop spent copying them to the host.
+  int64_t resumed_at_step = 0;
+  int64_t checkpoints_written = 0;
+  double checkpoint_wait_ms = 0;
 };
 
 using EpochCallback = std::function<void(const EpochRecord&, int64_t total_epochs)>;
@@ -77,11 +91,18 @@ struct ExecutionOptions {
   // Record the full-batch training step once (batch selection, forward, loss, backward, optimizer)
   // and replay it, where the backend can (a CUDA Graph); false runs every call as it is made.
   bool record_step = true;
+  // Checkpoints of the run in progress (none unless checkpoint.dir is set), and resuming from them.
+  CheckpointOptions checkpoint;
+  // Stop when the loss becomes NaN or infinite, keeping the last checkpoint (else train on).
+  bool stop_on_nan = true;
 };
 
 // Trains `model` (already initialised) on `data.train` as `train` says, evaluating `data.test`
 // (when it has samples) after every epoch. Stops early, with result.interrupted set, when
-// stop_requested() turns true.
+// stop_requested() turns true (saving a checkpoint where checkpoints are on), and with
+// result.stopped_diverged when the loss stops being finite. With exec.checkpoint.resume, starts
+// from the newest checkpoint of the run in exec.checkpoint.dir and ends bit-identical to a run
+// never stopped.
 TrainResult train_model(Model& model, const DataSplit& data, const TrainSpec& train,
                         const EpochCallback& on_epoch = {}, const ExecutionOptions& exec = {});
 // Without a test set.

@@ -53,6 +53,11 @@ class CpuSgd final : public OptimizerKernel {
     ++steps_;
   }
   int64_t steps() const override { return steps_; }
+  void set_steps(int64_t steps) override { steps_ = steps; }
+  std::vector<OptimizerStateBuffer> state_buffers() override {
+    if (s_.momentum <= 0) return {};
+    return {{"momentum_buffer", momentum_.data.get()}};
+  }
 
  private:
   OptimizerSettings s_;
@@ -82,6 +87,10 @@ class CpuAdam final : public OptimizerKernel {
     });
   }
   int64_t steps() const override { return steps_; }
+  void set_steps(int64_t steps) override { steps_ = steps; }
+  std::vector<OptimizerStateBuffer> state_buffers() override {
+    return {{"exp_avg", m_.data.get()}, {"exp_avg_sq", v_.data.get()}};
+  }
 
  private:
   OptimizerSettings s_;
@@ -107,6 +116,8 @@ class CpuRmsprop final : public OptimizerKernel {
     ++steps_;
   }
   int64_t steps() const override { return steps_; }
+  void set_steps(int64_t steps) override { steps_ = steps; }
+  std::vector<OptimizerStateBuffer> state_buffers() override { return {{"square_avg", v_.data.get()}}; }
 
  private:
   OptimizerSettings s_;
@@ -132,6 +143,10 @@ class CpuAdadelta final : public OptimizerKernel {
     ++steps_;
   }
   int64_t steps() const override { return steps_; }
+  void set_steps(int64_t steps) override { steps_ = steps; }
+  std::vector<OptimizerStateBuffer> state_buffers() override {
+    return {{"square_avg", v_.data.get()}, {"acc_delta", u_.data.get()}};
+  }
 
  private:
   OptimizerSettings s_;

@@ -163,6 +163,29 @@ class GpuOptimizer final : public OptimizerKernel {
     return static_cast<int64_t>(steps);
   }
 
+  // The counter is the first member of StepState; the rest (Adam's bias corrections) is derived
+  // from it by begin_step before the update reads it.
+  void set_steps(int64_t steps) override {
+    const auto value = static_cast<uint64_t>(steps);
+    be_.upload(state_.as<uint64_t>(), &value, sizeof(value));
+  }
+
+  std::vector<OptimizerStateBuffer> state_buffers() override {
+    switch (type_) {
+      case OptimizerType::SGD:
+        if (!first_) return {};
+        return {{"momentum_buffer", first_.as<float>()}};
+      case OptimizerType::Adam:
+      case OptimizerType::AdamW:
+        return {{"exp_avg", first_.as<float>()}, {"exp_avg_sq", second_.as<float>()}};
+      case OptimizerType::RMSprop:
+        return {{"square_avg", first_.as<float>()}};
+      case OptimizerType::Adadelta:
+        return {{"square_avg", first_.as<float>()}, {"acc_delta", second_.as<float>()}};
+    }
+    return {};
+  }
+
  private:
   CudaBackend& be_;
   OptimizerSettings s_;

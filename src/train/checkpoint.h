@@ -1,0 +1,103 @@
+// Checkpoints of a training run in progress: the whole state between two steps (parameters,
+// BatchNorm buffers, optimizer state, counters, the random stream, the epoch's order and position,
+// the epochs and step times so far), so that a resumed run ends bit-identical to one never
+// stopped. The tensors go to a safetensors file that PyTorch can read, the rest to JSON beside it:
+//
+//   DIR/step-000000001200.safetensors   "0.weight", …, "optimizer.exp_avg.0.weight", …
+//   DIR/step-000000001200.json          counters, generator, order, epochs, times, fingerprint,
+//                                       and the size and hash of the safetensors file
+//
+// Each file is written atomically (temporary, fsync, rename, fsync of the folder), the JSON last:
+// a checkpoint exists once its JSON does, and is whole when the tensors match the JSON's hash. The
+// two newest whole checkpoints are kept, so a damaged newest one falls back to the one before.
+//
+// Saving costs the step loop only the copy to host buffers planned up front; a background thread
+// serialises and writes while training goes on.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace xo {
+
+struct TrainPlan;
+struct TrainState;
+struct TrainSpec;
+
+// When to save. A checkpoint is also written when the run is stopped (Ctrl-C, SIGTERM).
+struct CheckpointInterval {
+  int64_t steps = 0;    // every this many training steps (0: not by steps)
+  double seconds = 0;   // every this many seconds of training (0: not by time)
+  bool enabled() const { return steps > 0 || seconds > 0; }
+};
+// The default: about a minute, so a lost machine costs at most a minute of work.
+inline constexpr CheckpointInterval kDefaultCheckpointInterval{0, 60};
+
+// "500steps", "60s", "2min", "1h" or "off" (as --checkpoint-every takes it); throws UserError
+// naming `flag` and the accepted forms.
+CheckpointInterval parse_checkpoint_interval(const std::string& text, const std::string& flag);
+std::string describe(const CheckpointInterval& interval);  // "every 60 s", "every 500 steps"
+
+struct CheckpointOptions {
+  std::filesystem::path dir;  // empty: no checkpoints
+  CheckpointInterval every = kDefaultCheckpointInterval;
+  bool resume = false;  // continue from the newest whole checkpoint in dir, where there is one
+  // Notes for the user (a damaged checkpoint skipped, a write that failed); null: stderr.
+  std::function<void(const std::string&)> note;
+};
+
+// What a checkpoint belongs to. A resume is refused, naming the part, unless all are equal.
+struct RunFingerprint {
+  std::string version;   // crossover's
+  std::string spec;      // the spec as TOML, with the training settings used
+  std::string data;      // data_fingerprint of the split
+  std::string device;    // id, name, library, threads, precision
+  std::string settings;  // batch shards, recorded step, step limit
+};
+RunFingerprint run_fingerprint(const TrainPlan& p, const TrainSpec& train, int64_t max_steps,
+                               bool record_step);
+
+// Saves checkpoints of one run into options.dir. Host buffers are planned when it is built.
+class Checkpointer {
+ public:
+  Checkpointer(const TrainPlan& p, const CheckpointOptions& options, RunFingerprint fingerprint);
+  ~Checkpointer();  // waits for a write under way
+  Checkpointer(const Checkpointer&) = delete;
+  Checkpointer& operator=(const Checkpointer&) = delete;
+
+  // Whether the interval has passed since the last checkpoint (or the start).
+  bool due(const TrainState& state) const;
+  // Copies the state to the host and hands it to the writer (waiting for the previous write
+  // first); the step loop goes on while it is written.
+  void save(TrainPlan& p, TrainState& state);
+  // Waits until every checkpoint handed over is written (or failed, with a note).
+  void flush();
+
+  int64_t written() const;    // checkpoints written whole
+  double wait_ms() const;     // time the step loop spent in save(), all checkpoints
+  const std::filesystem::path& dir() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// The steps taken of the newest checkpoint in `dir` (whole or not), or nullopt where it holds none.
+std::optional<int64_t> newest_checkpoint(const std::filesystem::path& dir);
+// Removes the checkpoints in `dir` (and the folder, once empty). The caller does this once the
+// run's results are written: they hold what the checkpoint would.
+void remove_checkpoints(const std::filesystem::path& dir);
+
+// Restores the newest whole checkpoint of options.dir into the plan and the state, after the plan
+// is built and before the first step. Returns the steps taken it resumes at, or nullopt where the
+// folder holds none. A damaged checkpoint is skipped with a note; one of another run (spec, data,
+// device, settings or version) is refused with a UserError saying which differs.
+std::optional<int64_t> restore_checkpoint(TrainPlan& p, TrainState& state,
+                                          const CheckpointOptions& options,
+                                          const RunFingerprint& fingerprint);
+
+}  // namespace xo
