@@ -104,10 +104,11 @@ void check_fingerprint(const Json& saved, const RunFingerprint& now, const fs::p
   auto compare = [&](const char* key, const std::string& current, bool show_lines) {
     const std::string was = saved.at(key).get<std::string>();
     if (was == current) return;
-    differs.push_back(show_lines ? fmt::format("the {} differs ({})", key,
+    const char* verb = std::string_view(key) == "settings" ? "differ" : "differs";
+    differs.push_back(show_lines ? fmt::format("the {} {} ({})", key, verb,
                                                first_difference(was, current))
-                                 : fmt::format("the {} differs ('{}' in the checkpoint, '{}' now)",
-                                               key, was, current));
+                                 : fmt::format("the {} {} ('{}' in the checkpoint, '{}' now)",
+                                               key, verb, was, current));
   };
   compare("spec", now.spec, true);
   compare("data", now.data, false);
@@ -165,17 +166,15 @@ std::string describe(const CheckpointInterval& interval) {
   return "off";
 }
 
-RunFingerprint run_fingerprint(const TrainPlan& p, const TrainSpec& train, int64_t max_steps,
-                               bool record_step) {
+RunFingerprint run_fingerprint(const TrainPlan& p, const TrainSpec& train, bool record_step) {
   ModelSpec spec = p.model.spec();
   spec.train = train;
   const DeviceInfo& d = p.backend.info();
   return {CROSSOVER_VERSION, to_toml(spec), data_fingerprint(p.split),
           fmt::format("{} ({}), {}, {} threads, {}", d.id, d.name, d.library, d.threads,
                       d.precision),
-          fmt::format("{} batch shards, step {}, step limit {}", p.full.shards(),
-                      record_step && p.recorded ? "recorded" : "launched",
-                      max_steps > 0 ? fmt::format("{}", max_steps) : "none")};
+          fmt::format("{} batch shards, step {}", p.full.shards(),
+                      record_step && p.recorded ? "recorded" : "launched")};
 }
 
 struct Checkpointer::Impl {

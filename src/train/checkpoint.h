@@ -56,10 +56,11 @@ struct RunFingerprint {
   std::string spec;      // the spec as TOML, with the training settings used
   std::string data;      // data_fingerprint of the split
   std::string device;    // id, name, library, threads, precision
-  std::string settings;  // batch shards, recorded step, step limit
+  // Batch shards and whether the step is recorded: what changes the arithmetic. A step limit
+  // does not (it only says where to stop), so a resumed run may set another.
+  std::string settings;
 };
-RunFingerprint run_fingerprint(const TrainPlan& p, const TrainSpec& train, int64_t max_steps,
-                               bool record_step);
+RunFingerprint run_fingerprint(const TrainPlan& p, const TrainSpec& train, bool record_step);
 
 // Saves checkpoints of one run into options.dir. Host buffers are planned when it is built.
 class Checkpointer {

@@ -124,8 +124,7 @@ TrainResult train_model(Model& model, const DataSplit& split, const TrainSpec& t
   std::optional<Checkpointer> checkpoints;
   int64_t resumed_at = 0;
   if (!exec.checkpoint.dir.empty()) {
-    const RunFingerprint fingerprint =
-        run_fingerprint(plan, train, exec.max_steps, exec.record_step);
+    const RunFingerprint fingerprint = run_fingerprint(plan, train, exec.record_step);
     if (exec.checkpoint.resume) {
       if (auto at = restore_checkpoint(plan, state, exec.checkpoint, fingerprint)) {
         resumed_at = *at;

@@ -1,0 +1,320 @@
+// Checkpoints and resume: a run stopped at any step and resumed from its checkpoint ends with
+// exactly the parameters, losses and accuracies of the run never stopped (an MLP with momentum and
+// batch shards, a CNN with BatchNorm and dropout under Adadelta, an embedding + LSTM under Adam,
+// all shuffled, with partial last batches); damaged checkpoints fall back to the one before; a
+// checkpoint of another run is refused; a loss that stops being finite stops training.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include "backend/backend.h"
+#include "core/random.h"
+#include "data/source.h"
+#include "model/model.h"
+#include "support/expect_error.h"
+#include "support/temp_dir.h"
+#include "train/checkpoint.h"
+#include "train/trainer.h"
+
+namespace xo {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::expect_user_error;
+
+// Random samples for a model with `features` inputs: uniform floats, or token ids below `vocab`.
+Dataset random_data(int64_t samples, int64_t features, int64_t classes, uint64_t seed,
+                    int64_t vocab = 0) {
+  Rng rng(seed);
+  Dataset d;
+  d.samples = samples;
+  d.features = features;
+  d.classes = classes;
+  d.description = fmt::format("random: {} samples, seed {}", samples, seed);
+  for (int64_t i = 0; i < samples * features; ++i) {
+    d.x.push_back(vocab > 0 ? static_cast<float>(rng.below(static_cast<uint64_t>(vocab)))
+                            : static_cast<float>(rng.uniform(-1, 1)));
+  }
+  for (int64_t i = 0; i < samples; ++i) {
+    d.y.push_back(static_cast<int32_t>(rng.below(static_cast<uint64_t>(classes))));
+  }
+  return d;
+}
+
+struct Case {
+  const char* name;
+  const char* spec;
+  int shards = 0;
+  DataSplit (*data)() = nullptr;
+};
+
+DataSplit disc_split() {
+  ModelSpec spec = *builtin_spec("disc-4");
+  return load_data(spec.data, data_request(spec, 2));
+}
+DataSplit image_split() { return {random_data(100, 64, 3, 1), random_data(30, 64, 3, 2)}; }
+DataSplit token_split() { return {random_data(80, 6, 2, 3, 50), random_data(20, 6, 2, 4, 50)}; }
+
+const Case kCases[] = {
+    {"mlp-momentum-shards", R"([model]
+input = [2]
+layers = [ { type = "linear", out = 8 }, { type = "tanh" }, { type = "linear", out = 8 },
+           { type = "relu" }, { type = "linear", out = 2 } ]
+loss = "cross_entropy"
+[train]
+optimizer = { type = "sgd", lr = 0.1, momentum = 0.9 }
+batch = 96
+epochs = 3
+shuffle = true
+seed = 5
+)",
+     2, disc_split},
+    {"cnn-batchnorm-dropout-adadelta", R"([model]
+input = [1, 8, 8]
+layers = [ { type = "conv2d", out = 4, kernel = 3 }, { type = "batchnorm2d" }, { type = "relu" },
+           { type = "maxpool2d", kernel = 2 }, { type = "dropout", p = 0.25 },
+           { type = "flatten" }, { type = "linear", out = 3 } ]
+loss = "cross_entropy"
+[train]
+optimizer = { type = "adadelta", lr = 1.0, rho = 0.95, eps = 1e-7 }
+batch = 16
+epochs = 3
+shuffle = true
+seed = 7
+)",
+     0, image_split},
+    {"lstm-adam", R"([model]
+input = [6]
+layers = [ { type = "embedding", vocab = 50, out = 8 }, { type = "lstm", out = 8 },
+           { type = "linear", out = 1 } ]
+loss = "bce"
+[train]
+optimizer = { type = "adam", lr = 0.01 }
+batch = 16
+epochs = 2
+shuffle = true
+seed = 9
+)",
+     0, token_split},
+};
+
+struct Outcome {
+  TrainResult result;
+  std::string hash;  // Model::parameter_hash: every parameter and buffer, bit for bit
+};
+
+Outcome train(const ModelSpec& spec, const DataSplit& data, ExecutionOptions exec, int threads = 1) {
+  auto be = make_backend(parse_device("cpu", threads));
+  Model model(spec, *be);
+  model.init(spec.train.seed);
+  exec.profile_steps = 0;
+  Outcome o{train_model(model, data, spec.train, {}, exec), ""};
+  o.hash = model.parameter_hash();
+  return o;
+}
+
+void expect_same_outcome(const Outcome& a, const Outcome& b, const std::string& where) {
+  EXPECT_EQ(a.hash, b.hash) << where << ": the parameters differ";
+  EXPECT_EQ(a.result.steps_taken, b.result.steps_taken) << where;
+  ASSERT_EQ(a.result.epochs.size(), b.result.epochs.size()) << where;
+  for (size_t e = 0; e < a.result.epochs.size(); ++e) {
+    const EpochRecord &x = a.result.epochs[e], &y = b.result.epochs[e];
+    EXPECT_EQ(x.loss, y.loss) << where << ", epoch " << e + 1;
+    EXPECT_EQ(x.train_error, y.train_error) << where << ", epoch " << e + 1;
+    if (!std::isnan(x.test_loss)) {
+      EXPECT_EQ(x.test_loss, y.test_loss) << where << ", epoch " << e + 1;
+      EXPECT_EQ(x.test_accuracy, y.test_accuracy) << where << ", epoch " << e + 1;
+    }
+  }
+}
+
+ExecutionOptions with_checkpoints(const fs::path& dir, CheckpointInterval every, bool resume,
+                                  int shards, std::vector<std::string>* notes = nullptr) {
+  ExecutionOptions exec;
+  exec.shards = shards;
+  exec.checkpoint.dir = dir;
+  exec.checkpoint.every = every;
+  exec.checkpoint.resume = resume;
+  exec.checkpoint.note = [notes](const std::string& m) {
+    if (notes) notes->push_back(m);
+  };
+  return exec;
+}
+
+class Resume : public ::testing::TestWithParam<Case> {};
+
+// Stopped after k steps (the newest checkpoint is then at k: one is taken every step) and resumed:
+// inside the first epoch, just before, at and just after an epoch's end, and in the last epoch.
+TEST_P(Resume, StoppedAnywhereAndResumedIsBitIdentical) {
+  const Case& c = GetParam();
+  const ModelSpec spec = parse_spec(c.spec, std::string(c.name) + ".toml");
+  const DataSplit data = c.data();
+  const Outcome whole = train(spec, data, ExecutionOptions{c.shards});
+  const int64_t per_epoch = whole.result.steps_per_epoch;
+  ASSERT_GT(per_epoch, 3);
+  for (int64_t k : {int64_t{1}, per_epoch - 1, per_epoch, per_epoch + 1, whole.result.steps_taken - 2}) {
+    testing::TempDir dir("resume");
+    ExecutionOptions first = with_checkpoints(dir.path(), {1, 0}, false, c.shards);
+    first.max_steps = k;
+    const Outcome stopped = train(spec, data, first);
+    EXPECT_EQ(stopped.result.steps_taken, k);
+    EXPECT_EQ(newest_checkpoint(dir.path()), k);
+    const Outcome resumed =
+        train(spec, data, with_checkpoints(dir.path(), {1, 0}, true, c.shards));
+    EXPECT_EQ(resumed.result.resumed_at_step, k);
+    expect_same_outcome(whole, resumed, fmt::format("{} stopped after {} steps", c.name, k));
+  }
+}
+
+// A checkpoint every 5 steps: the resume repeats the steps since the last one.
+TEST_P(Resume, ResumedFromAnEarlierCheckpointIsBitIdentical) {
+  const Case& c = GetParam();
+  const ModelSpec spec = parse_spec(c.spec, std::string(c.name) + ".toml");
+  const DataSplit data = c.data();
+  const Outcome whole = train(spec, data, ExecutionOptions{c.shards});
+  testing::TempDir dir("resume");
+  ExecutionOptions first = with_checkpoints(dir.path(), {5, 0}, false, c.shards);
+  first.max_steps = whole.result.steps_per_epoch + 3;
+  train(spec, data, first);
+  const auto newest = newest_checkpoint(dir.path());
+  ASSERT_TRUE(newest);
+  EXPECT_EQ(*newest % 5, 0);
+  const Outcome resumed = train(spec, data, with_checkpoints(dir.path(), {5, 0}, true, c.shards));
+  EXPECT_EQ(resumed.result.resumed_at_step, *newest);
+  expect_same_outcome(whole, resumed, c.name);
+}
+
+INSTANTIATE_TEST_SUITE_P(Checkpoints, Resume, ::testing::ValuesIn(kCases),
+                         [](const auto& param_info) {
+                           std::string name = param_info.param.name;
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           return name;
+                         });
+
+const Case& mlp() { return kCases[0]; }
+
+// What a kill while writing can leave, each made by hand: the newest checkpoint's tensors
+// truncated, its JSON cut short, its tensors without a JSON, a temporary file beside them.
+TEST(Checkpoints, DamagedNewestCheckpointFallsBackToThePreviousOne) {
+  const ModelSpec spec = parse_spec(mlp().spec, "mlp.toml");
+  const DataSplit data = mlp().data();
+  const Outcome whole = train(spec, data, ExecutionOptions{2});
+  struct Damage {
+    const char* what;
+    void (*apply)(const fs::path& json, const fs::path& tensors);
+  };
+  const Damage damages[] = {
+      {"truncated tensors",
+       [](const fs::path&, const fs::path& t) { fs::resize_file(t, fs::file_size(t) / 2); }},
+      {"a flipped byte in the tensors",
+       [](const fs::path&, const fs::path& t) {
+         std::fstream f(t, std::ios::in | std::ios::out | std::ios::binary);
+         f.seekp(static_cast<std::streamoff>(fs::file_size(t) - 5));
+         f.put('\x7f');
+       }},
+      {"a JSON cut short",
+       [](const fs::path& j, const fs::path&) { fs::resize_file(j, fs::file_size(j) / 3); }},
+      {"tensors without their JSON", [](const fs::path& j, const fs::path&) { fs::remove(j); }},
+  };
+  for (const Damage& d : damages) {
+    testing::TempDir dir("damaged");
+    ExecutionOptions first = with_checkpoints(dir.path(), {1, 0}, false, 2);
+    first.max_steps = 14;
+    train(spec, data, first);
+    const fs::path json = dir.path() / "step-000000000014.json";
+    const fs::path tensors = dir.path() / "step-000000000014.safetensors";
+    ASSERT_TRUE(fs::exists(json) && fs::exists(tensors));
+    ASSERT_TRUE(fs::exists(dir.path() / "step-000000000013.json")) << "the previous one is kept";
+    d.apply(json, tensors);
+    std::ofstream(dir.path() / "step-000000000015.json.tmp.123") << "{";
+    std::vector<std::string> notes;
+    const Outcome resumed = train(spec, data, with_checkpoints(dir.path(), {1, 0}, true, 2, &notes));
+    EXPECT_EQ(resumed.result.resumed_at_step, 13) << d.what;
+    if (fs::exists(json)) {  // a checkpoint without its JSON was never whole: nothing to report
+      bool noted = false;
+      for (const auto& n : notes) noted |= n.find("damaged checkpoint") != std::string::npos;
+      EXPECT_TRUE(noted) << d.what << ": the damaged checkpoint is not reported";
+    }
+    expect_same_outcome(whole, resumed, d.what);
+  }
+}
+
+TEST(Checkpoints, CheckpointOfAnotherRunIsRefusedSayingWhatDiffers) {
+  const ModelSpec spec = parse_spec(mlp().spec, "mlp.toml");
+  const DataSplit data = mlp().data();
+  testing::TempDir dir("other");
+  ExecutionOptions first = with_checkpoints(dir.path(), {1, 0}, false, 2);
+  first.max_steps = 4;
+  train(spec, data, first);
+  const ExecutionOptions resume = with_checkpoints(dir.path(), {1, 0}, true, 2);
+
+  ModelSpec other_lr = spec;
+  other_lr.train.optimizer.lr = 0.05;
+  expect_user_error([&] { train(other_lr, data, resume); },
+                    {"belongs to another run", "the spec differs", "lr = 0.05"});
+  DataSplit other_data = data;
+  other_data.train.y[0] = 1 - other_data.train.y[0];
+  expect_user_error([&] { train(spec, other_data, resume); }, {"the data differs"});
+  expect_user_error([&] { train(spec, data, resume, 2); }, {"the device differs", "1 threads"});
+  expect_user_error([&] { train(spec, data, with_checkpoints(dir.path(), {1, 0}, true, 1)); },
+                    {"the settings differ", "2 batch shards"});
+}
+
+TEST(Checkpoints, NonFiniteLossStopsTrainingAndKeepsTheLastGoodCheckpoint) {
+  ModelSpec spec = parse_spec(mlp().spec, "mlp.toml");
+  spec.train.optimizer.lr = 1e30;  // the weights overflow within a few steps
+  spec.train.optimizer.momentum = 0;
+  const DataSplit data = mlp().data();
+  testing::TempDir dir("nan");
+  const Outcome o = train(spec, data, with_checkpoints(dir.path(), {1, 0}, false, 2));
+  const TrainResult& r = o.result;
+  ASSERT_TRUE(r.stopped_diverged);
+  EXPECT_EQ(r.diverged_epoch, 1);
+  EXPECT_EQ(r.diverged_from, r.diverged_step) << "the CPU checks every step";
+  EXPECT_EQ(r.steps_taken, r.diverged_step);
+  EXPECT_TRUE(r.epochs.empty());
+  if (r.diverged_step > 1) {
+    EXPECT_TRUE(std::isfinite(r.last_finite_loss));
+    EXPECT_EQ(r.last_finite_step, r.diverged_step - 1);
+    // The newest checkpoint is the last step whose loss was finite.
+    EXPECT_EQ(newest_checkpoint(dir.path()), r.diverged_step - 1);
+  } else {
+    EXPECT_FALSE(newest_checkpoint(dir.path()));
+  }
+
+  ExecutionOptions go_on;
+  go_on.shards = 2;
+  go_on.stop_on_nan = false;
+  const Outcome on = train(spec, data, go_on);
+  EXPECT_FALSE(on.result.stopped_diverged);
+  EXPECT_EQ(on.result.epochs.size(), 3u);
+  EXPECT_EQ(on.result.diverged_epoch, 1);
+}
+
+TEST(Checkpoints, InterruptedFreshRunWritesNothingWhenOff) {
+  const ModelSpec spec = parse_spec(mlp().spec, "mlp.toml");
+  testing::TempDir dir("off");
+  ExecutionOptions exec = with_checkpoints(dir.path() / "ck", {}, false, 2);
+  exec.max_steps = 5;
+  train(spec, mlp().data(), exec);
+  EXPECT_FALSE(fs::exists(dir.path() / "ck"));
+}
+
+TEST(Checkpoints, IntervalsParseAndBadOnesNameTheFlag) {
+  EXPECT_EQ(parse_checkpoint_interval("500steps", "--checkpoint-every").steps, 500);
+  EXPECT_EQ(parse_checkpoint_interval("60s", "--checkpoint-every").seconds, 60);
+  EXPECT_EQ(parse_checkpoint_interval("2min", "--checkpoint-every").seconds, 120);
+  EXPECT_EQ(parse_checkpoint_interval("1.5h", "--checkpoint-every").seconds, 5400);
+  EXPECT_FALSE(parse_checkpoint_interval("off", "--checkpoint-every").enabled());
+  for (const char* bad : {"10", "-5s", "0s", "5days", "1.5steps", "steps", "", "nan s"}) {
+    expect_user_error([&] { parse_checkpoint_interval(bad, "--checkpoint-every"); },
+                      {"--checkpoint-every", "500steps"});
+  }
+}
+
+}  // namespace
+}  // namespace xo
