@@ -105,6 +105,9 @@ int run_advise(const AdviseOptions& o, bool advise) {
   } else {
     const ModelSpec spec = resolve_spec(o.spec);
     Session session(o.measure);
+    const std::string kind = advise ? "advise" : "cost";
+    const std::string title = fmt::format("crossover {}: {}", kind, spec.name);
+    session.resume_job(kind, title);
     const size_t jobs = session.devices().size();
     size_t job = 0;
     for (const std::string& device : session.devices()) {
@@ -112,8 +115,7 @@ int run_advise(const AdviseOptions& o, bool advise) {
       session.measure(spec, device, job++, jobs);
     }
     if (session.runs().empty()) return 130;
-    report = session.report(advise ? "advise" : "cost",
-                            fmt::format("crossover {}: {}", advise ? "advise" : "cost", spec.name));
+    report = session.report(kind, title, true);
     const RunRecord& focus = session.runs().front();
     std::vector<SweepSeries> series;
     const std::vector<Crossover> crossovers =
@@ -126,6 +128,7 @@ int run_advise(const AdviseOptions& o, bool advise) {
                "width", true);
     if (!advise) report.advice.reset();
     write_report(o.measure.out, report);
+    session.settle();
   }
   fmt::print("{}", predictions_text(report));
   fmt::print("{}", cost_text(*report.cost));

@@ -71,15 +71,17 @@ int run_models(const RunOptions& o) {
   Session session(o.measure);
   const std::filesystem::path out(o.measure.out);
   const size_t jobs = specs.size() * session.devices().size();
-  auto write = [&] {
-    Report report =
-        session.report("run", fmt::format("crossover run: {}", fmt::join(models, ", ")));
+  const std::string title = fmt::format("crossover run: {}", fmt::join(models, ", "));
+  session.resume_job("run", title);
+  auto write = [&](bool finished) {
+    Report report = session.report("run", title, finished);
     std::vector<RunRecord> disc;
     for (const RunRecord& r : session.runs()) {
       if (!r.axis.empty()) disc.push_back(r);
     }
     add_sweep_and_advice(report, session, disc, "depth", catalog, o.cost.advice);
     write_report(out, report);
+    session.settle();  // the runs are in the report: their checkpoints hold nothing more
     return report;
   };
   size_t job = 0;
@@ -89,10 +91,10 @@ int run_models(const RunOptions& o) {
       const bool disc = spec.origin == "built-in" && spec.name.rfind("disc-", 0) == 0;
       session.measure(spec, device, job++, jobs, disc ? "depth" : "",
                       static_cast<double>(weighted_layers(spec)));
-      write();  // after every model: an interruption keeps them
+      write(false);  // after every model: an interruption keeps them
     }
   }
-  const Report report = write();
+  const Report report = write(true);
   fmt::print("{}", summary_text(report, out, session.stopped()));
   return session.stopped() ? 130 : 0;
 }
@@ -118,11 +120,13 @@ int run_sweep(const RunOptions& o) {
   const std::filesystem::path out(o.measure.out);
   const size_t jobs = specs.size() * session.devices().size();
   const std::string axis = axis_name(vary.axis);
-  auto write = [&] {
-    Report report =
-        session.report("sweep", fmt::format("crossover sweep: {} along {}", base.name, axis));
+  const std::string title = fmt::format("crossover sweep: {} along {}", base.name, axis);
+  session.resume_job("sweep", title);
+  auto write = [&](bool finished) {
+    Report report = session.report("sweep", title, finished);
     add_sweep_and_advice(report, session, session.runs(), axis, catalog, o.cost.advice);
     write_report(out, report);
+    session.settle();  // the runs are in the report: their checkpoints hold nothing more
     return report;
   };
   size_t job = 0;
@@ -130,10 +134,10 @@ int run_sweep(const RunOptions& o) {
     for (size_t i = 0; i < specs.size(); ++i) {
       if (session.stopped()) break;
       session.measure(specs[i], device, job++, jobs, axis, static_cast<double>(vary.values[i]));
-      write();
+      write(false);
     }
   }
-  const Report report = write();
+  const Report report = write(true);
   fmt::print("{}", summary_text(report, out, session.stopped()));
   return session.stopped() ? 130 : 0;
 }

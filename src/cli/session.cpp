@@ -9,8 +9,12 @@
 
 #include "advisor/analysis.h"
 #include "core/error.h"
+#include "core/file.h"
+#include "core/hash.h"
 #include "core/interrupt.h"
 #include "measure/sampler.h"
+#include "model/model.h"
+#include "report/report_json.h"
 
 namespace xo::cli {
 namespace {
@@ -28,6 +32,98 @@ std::string format_left(double seconds) {
 
 }  // namespace
 
+void add_checkpoint_options(CLI::App* sub, CheckpointFlags& f, bool for_train) {
+  sub->add_option("--checkpoint-every", f.every,
+                  "Save the training state every N steps or every so long (500steps, 90s, 5min, "
+                  "1h) and on Ctrl-C/SIGTERM, so that an interrupted run resumes where it was; off "
+                  "saves nothing")
+      ->capture_default_str();
+  if (for_train) {
+    sub->add_option("--checkpoint-dir", f.dir,
+                    "Folder for the checkpoints (default: crossover-checkpoints/MODEL)");
+    sub->add_flag("--resume", f.resume,
+                  "Continue from the checkpoint in the checkpoint folder (bit-identical to a run "
+                  "never stopped)");
+    sub->add_flag("--restart", f.restart,
+                  "Discard the checkpoint an unfinished run left and start afresh");
+  } else {
+    sub->add_flag("--restart", f.restart,
+                  "Discard what an unfinished job left in --out (its finished models and "
+                  "checkpoints) and start afresh; without it the job continues where it stopped");
+  }
+  sub->add_option("--on-nan", f.on_nan,
+                  "When the loss becomes NaN or infinite: stop (keeping the last good checkpoint) "
+                  "or continue")
+      ->check(CLI::IsMember({"stop", "continue"}))
+      ->capture_default_str();
+}
+
+std::filesystem::path default_checkpoint_dir(const std::string& model) {
+  return std::filesystem::path("crossover-checkpoints") / model;
+}
+
+CheckpointOptions checkpoint_options(const CheckpointFlags& f, const std::filesystem::path& dir) {
+  CheckpointOptions c;
+  c.every = parse_checkpoint_interval(f.every, "--checkpoint-every");
+  c.resume = f.resume;
+  if (f.resume && f.restart) throw UserError("--resume and --restart: choose one");
+  if (!c.every.enabled() && !f.resume) return c;  // no folder: no checkpoints
+  c.dir = dir;
+  if (const auto steps = newest_checkpoint(dir); steps && !f.resume) {
+    if (!f.restart) {
+      throw UserError(fmt::format(
+          "{} holds the checkpoint of an unfinished run (at step {}): --resume continues it, "
+          "--restart discards it and starts afresh",
+          dir.string(), *steps));
+    }
+    remove_checkpoints(dir);
+    fmt::print(stderr, "note: discarded the checkpoint in {} (--restart)\n", dir.string());
+  }
+  if (f.resume && !newest_checkpoint(dir)) {
+    fmt::print(stderr, "note: no checkpoint in {}: starting from the beginning\n", dir.string());
+  }
+  return c;
+}
+
+std::string stop_message(const TrainResult& r, const CheckpointOptions& checkpoint,
+                         const std::string& how_to_resume) {
+  const std::optional<int64_t> saved =
+      checkpoint.dir.empty() ? std::nullopt : newest_checkpoint(checkpoint.dir);
+  const std::string kept =
+      saved ? fmt::format("the checkpoint at step {} is kept in {}", *saved, checkpoint.dir.string())
+            : "no checkpoint had been saved yet (--checkpoint-every sets how often)";
+  if (r.stopped_diverged) {
+    const std::string where =
+        r.diverged_from == r.diverged_step
+            ? fmt::format("step {}", r.diverged_step)
+            : fmt::format("steps {} to {}", r.diverged_from, r.diverged_step);
+    const std::string last =
+        r.last_finite_step > 0
+            ? fmt::format("the last finite loss was {:.6g}, at epoch {} step {}", r.last_finite_loss,
+                          r.last_finite_epoch, r.last_finite_step)
+            : "no step had a finite loss";
+    return fmt::format(
+        "error: training of {} stopped: the loss became NaN or infinite at epoch {}, {}; {}; {}. "
+        "Try a smaller --lr, or --on-nan continue to train on regardless",
+        r.model, r.diverged_epoch, where, last, kept);
+  }
+  if (r.interrupted) {
+    return fmt::format("{} interrupted after {} training steps; {}{}", r.model, r.steps_taken, kept,
+                       saved ? fmt::format(" ({})", how_to_resume) : "");
+  }
+  if (r.diverged_epoch > 0) {
+    return fmt::format(
+        "warning: training diverged at epoch {} (the loss is not finite); try a smaller --lr",
+        r.diverged_epoch);
+  }
+  return "";
+}
+
+int exit_code(const TrainResult& r) {
+  if (r.stopped_diverged) return kExitDiverged;
+  return r.interrupted ? 130 : 0;
+}
+
 void add_measure_options(CLI::App* sub, MeasureOptions& o, bool with_steps) {
   sub->add_option("--out", o.out, "Folder for results.json, results.csv and report.html")
       ->capture_default_str();
@@ -44,6 +140,7 @@ void add_measure_options(CLI::App* sub, MeasureOptions& o, bool with_steps) {
       ->check(non_negative_integer());
   sub->add_flag("--reprobe", o.reprobe, "Measure each device's peaks again (they are cached)");
   add_gpu_options(sub, o.precision, o.record_step);
+  add_checkpoint_options(sub, o.checkpoint, false);
 }
 
 void add_gpu_options(CLI::App* sub, std::string& precision, bool& record_step) {
@@ -87,6 +184,7 @@ Catalog load_user_catalog(const CostOptions& o) {
 }
 
 Session::Session(const MeasureOptions& o) : o_(o), started_(now_seconds()) {
+  parse_checkpoint_interval(o.checkpoint.every, "--checkpoint-every");  // fail before any work
   devices_ = o.devices;
   if (devices_.empty()) {
     const DeviceList list = list_devices();
@@ -125,11 +223,36 @@ const RunRecord& Session::measure(const ModelSpec& spec_in, const std::string& d
   const std::string label = fmt::format("{} on {}", spec.name, be.info().id);
   const double job_start = now_seconds();
   progress_.update(fmt::format("[{}/{}] {}: loading data", job + 1, jobs, label));
+  const std::string spec_toml = to_toml(spec);
+  for (auto it = earlier_.begin(); it != earlier_.end(); ++it) {
+    if (it->spec_toml == spec_toml && it->result.device.id == be.info().id) {
+      fmt::print(stderr, "{}: kept from the earlier, unfinished run of this job in {}\n", label,
+                 o_.out);
+      runs_.push_back(std::move(*it));
+      earlier_.erase(it);
+      return runs_.back();
+    }
+  }
   MeasureSettings settings;
   settings.profile_steps = o_.profile_steps;
   settings.max_steps = o_.max_steps;
   settings.record_step = o_.record_step;
   settings.sample_interval_s = o_.sample_interval_s;
+  settings.stop_on_nan = o_.checkpoint.on_nan == "stop";
+  settings.checkpoint.every = parse_checkpoint_interval(o_.checkpoint.every, "--checkpoint-every");
+  if (settings.checkpoint.every.enabled()) {
+    // One folder per (model, device), named so that a changed spec never meets an old one.
+    std::string device_name = be.info().id;
+    std::replace(device_name.begin(), device_name.end(), ':', '-');
+    settings.checkpoint.dir = std::filesystem::path(o_.out) / "checkpoints" /
+                              fmt::format("{}-{}-{}", spec.name, device_name,
+                                          Hasher().text(spec_toml).hex().substr(0, 8));
+    settings.checkpoint.resume = true;  // a folder left by an earlier process of this job
+    settings.checkpoint.note = [this](const std::string& m) {
+      progress_.clear();
+      fmt::print(stderr, "crossover: {}\n", m);
+    };
+  }
   RunRecord run = measure_run(be, spec, settings, [&](const EpochRecord& e, int64_t n) {
     const double done = static_cast<double>(e.epoch) / static_cast<double>(n);
     const double fraction = (static_cast<double>(job) + done) / static_cast<double>(jobs);
@@ -150,17 +273,70 @@ const RunRecord& Session::measure(const ModelSpec& spec_in, const std::string& d
              r.step_ms.median, r.gflops,
              peaks ? fmt::format(" ({:.1f}% of peak)", 100 * r.gflops / peaks->matmul_gflops) : "",
              r.final_train_error);
+  if (const std::string why =
+          stop_message(r, settings.checkpoint, "the same command continues it");
+      !why.empty()) {
+    fmt::print(stderr, "crossover: {}\n", why);
+  }
   stopped_ = r.interrupted || stop_requested();
+  if (!r.interrupted && !settings.checkpoint.dir.empty()) {
+    finished_checkpoints_.push_back(settings.checkpoint.dir);
+  }
   runs_.push_back(std::move(run));
   return runs_.back();
 }
 
-Report Session::report(const std::string& kind, const std::string& title) const {
+void Session::resume_job(const std::string& kind, const std::string& title) {
+  namespace fs = std::filesystem;
+  const fs::path out(o_.out);
+  const fs::path results = out / "results.json";
+  const fs::path checkpoints = out / "checkpoints";
+  auto start_afresh = [&](const std::string& why) {
+    std::error_code ec;
+    if (fs::exists(checkpoints, ec)) {
+      fs::remove_all(checkpoints, ec);
+      fmt::print(stderr, "note: {}: discarded the checkpoints in {}\n", why, checkpoints.string());
+    }
+  };
+  if (o_.checkpoint.restart) return start_afresh("--restart");
+  if (!fs::exists(results)) return;  // nothing finished yet: any checkpoint resumes by itself
+  const nlohmann::json doc = nlohmann::json::parse(read_file(results), nullptr, false);
+  if (doc.is_discarded()) {
+    throw UserError(fmt::format(
+        "{}: not valid JSON, so the job it records cannot be continued: use another --out, or "
+        "--restart to start afresh in this one",
+        results.string()));
+  }
+  const Report earlier = read_report(doc, results.string());
+  if (earlier.complete) return start_afresh("the job in " + o_.out + " had finished");
+  if (earlier.kind != kind || earlier.title != title) {
+    throw UserError(fmt::format(
+        "{} holds the unfinished results of another job ('{}'; this one is '{}'): use another "
+        "--out, or --restart to discard them",
+        out.string(), earlier.title, title));
+  }
+  for (const ReportRun& r : earlier.runs) {
+    if (!r.run.result.interrupted) earlier_.push_back(r.run);
+  }
+  fmt::print(stderr,
+             "note: continuing the unfinished job in {}: {} finished run{} kept, the interrupted "
+             "one resumes from its checkpoint (--restart starts afresh)\n",
+             out.string(), earlier_.size(), earlier_.size() == 1 ? "" : "s");
+}
+
+void Session::settle() {
+  for (const auto& dir : finished_checkpoints_) remove_checkpoints(dir);
+  finished_checkpoints_.clear();
+  std::error_code ec;
+  std::filesystem::remove(std::filesystem::path(o_.out) / "checkpoints", ec);  // once empty
+}
+
+Report Session::report(const std::string& kind, const std::string& title, bool finished) const {
   Report r;
   r.kind = kind;
   r.title = title;
   r.created = machine_.date;
-  r.complete = !stopped_;
+  r.complete = finished && !stopped_;
   r.machine = machine_;
   r.peaks = peaks_;
   for (const RunRecord& run : runs_) {

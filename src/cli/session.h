@@ -4,6 +4,7 @@
 // document written after every model (so an interruption keeps what finished).
 #pragma once
 
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
@@ -19,6 +20,31 @@
 
 namespace xo::cli {
 
+// What every training command takes about checkpoints and stops: --checkpoint-every, --resume,
+// --restart, --on-nan (and --checkpoint-dir for `train`; the measuring commands keep theirs in
+// --out).
+struct CheckpointFlags {
+  std::string every = "60s";
+  std::string dir;
+  bool resume = false;   // `train`: continue from the checkpoint (the others resume by themselves)
+  bool restart = false;  // discard what an earlier, unfinished run left and start afresh
+  std::string on_nan = "stop";
+};
+void add_checkpoint_options(CLI::App* sub, CheckpointFlags& f, bool for_train);
+// `train`'s checkpoints: crossover-checkpoints/MODEL in the working folder.
+std::filesystem::path default_checkpoint_dir(const std::string& model);
+// The checkpoint options for one run into `dir`. Before any work: a checkpoint already there is
+// continued with --resume, discarded with --restart, and else refused with a message saying so.
+CheckpointOptions checkpoint_options(const CheckpointFlags& f, const std::filesystem::path& dir);
+// Why a run stopped before its end (interrupted, diverged), with where its checkpoint is and how
+// to go on (`how_to_resume`, e.g. "the same command with --resume continues it"); empty for a run
+// that finished.
+std::string stop_message(const TrainResult& r, const CheckpointOptions& checkpoint,
+                         const std::string& how_to_resume);
+// 0 finished, 130 interrupted, 4 stopped because the loss was not finite.
+int exit_code(const TrainResult& r);
+inline constexpr int kExitDiverged = 4;
+
 struct MeasureOptions {
   std::vector<std::string> devices;  // empty: every device present
   std::optional<int64_t> epochs;
@@ -30,6 +56,7 @@ struct MeasureOptions {
   std::string precision = "f32";  // GPUs' matmul arithmetic (the CPU always runs f32)
   bool record_step = true;        // replay each step as one CUDA Graph where the device can
   std::string out = "crossover-results";
+  CheckpointFlags checkpoint;
 };
 
 // The cost options every advising command takes.
@@ -59,8 +86,18 @@ class Session {
   const RunRecord& measure(const ModelSpec& spec, const std::string& device, size_t job,
                            size_t jobs, const std::string& axis = "", double axis_value = 0);
 
-  // The report document around the runs measured so far, each analysed against its peaks.
-  Report report(const std::string& kind, const std::string& title) const;
+  // The report document around the runs measured so far, each analysed against its peaks;
+  // complete only once the job has `finished` every run, uninterrupted.
+  Report report(const std::string& kind, const std::string& title, bool finished) const;
+
+  // Picks up the job `kind`/`title` where an earlier process left it in the --out folder: its
+  // finished runs are kept (measure() returns them instead of training again) and the run it was
+  // in resumes from its checkpoint. A finished job's folder starts afresh; an unfinished one of
+  // another job is refused unless --restart. Call before the first measure().
+  void resume_job(const std::string& kind, const std::string& title);
+  // Removes the checkpoints of the runs finished so far: call once the report holding them is
+  // written.
+  void settle();
 
  private:
   Backend& backend(const std::string& device);
@@ -71,6 +108,8 @@ class Session {
   std::vector<DevicePeaks> peaks_;
   MachineInfo machine_;
   std::vector<RunRecord> runs_;
+  std::vector<RunRecord> earlier_;  // finished by an earlier process of this job (resume_job)
+  std::vector<std::filesystem::path> finished_checkpoints_;
   Progress progress_;
   bool stopped_ = false;
   double started_ = 0;

@@ -27,6 +27,7 @@ struct TrainOptions {
   bool quiet = false;
   std::string precision = "f32";
   bool record_step = true;
+  CheckpointFlags checkpoint;
 };
 
 int run_train(const TrainOptions& o) {
@@ -35,6 +36,10 @@ int run_train(const TrainOptions& o) {
   if (o.batch) spec.train.batch = *o.batch;
   if (o.lr) spec.train.optimizer.lr = *o.lr;
   if (o.seed) spec.train.seed = *o.seed;
+  // Before any work: an unfinished run's checkpoint is continued or discarded only when asked.
+  const CheckpointOptions checkpoint = checkpoint_options(
+      o.checkpoint, o.checkpoint.dir.empty() ? default_checkpoint_dir(spec.name)
+                                             : std::filesystem::path(o.checkpoint.dir));
   const DeviceRequest request = parse_device(o.device, o.threads, o.precision);
   auto backend = make_backend(request);
   if (backend->info().kind == DeviceKind::Cpu && request.precision != Precision::F32) {
@@ -58,6 +63,8 @@ int run_train(const TrainOptions& o) {
   ExecutionOptions exec;
   exec.shards = o.shards;
   exec.record_step = o.record_step;
+  exec.stop_on_nan = o.checkpoint.on_nan == "stop";
+  exec.checkpoint = checkpoint;
   const TrainResult r = train_model(
       model, data, spec.train,
       [&](const EpochRecord& e, int64_t n) {
@@ -73,20 +80,21 @@ int run_train(const TrainOptions& o) {
       },
       exec);
   fmt::print(
-      "{}: final loss {:.6f}, train error {:.2f}%{}, {:.4f} ms/step (median of {}, cv {:.1f}%), "
+      "{}: {}{}, {:.4f} ms/step (median of {}, cv {:.1f}%), "
       "{:.1f} GFLOP/s, {:.0f} samples/s, {:.2f} s training, {} shard{}{}{}\n",
-      r.model, r.final_loss, r.final_train_error,
+      r.model,
+      r.epochs.empty() ? "no epoch completed"
+                       : fmt::format("final loss {:.6f}, train error {:.2f}%", r.final_loss,
+                                     r.final_train_error),
       std::isnan(r.final_test_accuracy) ? ""
                                         : fmt::format(", test accuracy {:.2f}% ({} samples)",
                                                       r.final_test_accuracy, r.test_samples),
       r.step_ms.median, r.step_ms.count, 100.0 * r.step_ms.cv, r.gflops, r.samples_per_second,
       r.train_seconds, r.shards, r.shards == 1 ? "" : "s",
       r.recorded_step ? ", replayed as one CUDA Graph" : "", r.interrupted ? " (interrupted)" : "");
-  if (r.diverged_epoch > 0) {
-    fmt::print(stderr,
-               "crossover: warning: training diverged at epoch {} (the loss is not finite); try a "
-               "smaller --lr\n",
-               r.diverged_epoch);
+  if (const std::string why = stop_message(r, exec.checkpoint, "the same command with --resume continues it");
+      !why.empty()) {
+    fmt::print(stderr, "crossover: {}\n", why);
   }
   if (!o.save.empty()) {
     save_safetensors(o.save, model.export_params(),
@@ -97,7 +105,9 @@ int run_train(const TrainOptions& o) {
     j["machine"] = to_json(describe_machine());
     write_file_atomic(o.json, j.dump(2) + "\n");
   }
-  return r.interrupted ? 130 : 0;
+  // The results are written: the checkpoint of a finished run holds nothing more.
+  if (!r.interrupted && !r.stopped_diverged) remove_checkpoints(exec.checkpoint.dir);
+  return exit_code(r);
 }
 
 }  // namespace
@@ -124,6 +134,7 @@ Command add_train(CLI::App& app) {
   sub->add_option("--json", o->json, "Write the result as JSON to this file");
   sub->add_flag("--quiet,-q", o->quiet, "Print only the final summary line");
   add_gpu_options(sub, o->precision, o->record_step);
+  add_checkpoint_options(sub, o->checkpoint, true);
   return {sub, [o] { return run_train(*o); }};
 }
 

@@ -29,6 +29,8 @@ RunRecord measure_run(Backend& backend, const ModelSpec& spec, const MeasureSett
   exec.profile_steps = settings.profile_steps;
   exec.max_steps = settings.max_steps;
   exec.record_step = settings.record_step;
+  exec.checkpoint = settings.checkpoint;
+  exec.stop_on_nan = settings.stop_on_nan;
   TrainResult result = train_model(model, data, spec.train, on_epoch, exec);
   sampler.stop();
   RunRecord run;

@@ -17,6 +17,8 @@ struct MeasureSettings {
   int64_t max_steps = 0;    // stop after this many training steps (0: every epoch)
   bool record_step = true;  // replay each step as one CUDA Graph where the device can
   double sample_interval_s = 0.1;
+  CheckpointOptions checkpoint;  // none unless checkpoint.dir is set
+  bool stop_on_nan = true;
 };
 
 // Trains `spec` on `backend` from its seed; `on_epoch` sees every epoch (progress). The record's

@@ -113,6 +113,18 @@ json result_json(const TrainResult& r, const char* epochs) {
   j["setup_seconds"] = r.setup_seconds;
   j["interrupted"] = r.interrupted;
   j["diverged_epoch"] = r.diverged_epoch;
+  // Where a loss that was not finite stopped training (null: it did not), and the checkpoints.
+  j["stopped_diverged"] = r.stopped_diverged
+                              ? json{{"epoch", r.diverged_epoch},
+                                     {"from_step", r.diverged_from},
+                                     {"step", r.diverged_step},
+                                     {"last_finite_loss", number_or_null(r.last_finite_loss)},
+                                     {"last_finite_epoch", r.last_finite_epoch},
+                                     {"last_finite_step", r.last_finite_step}}
+                              : json();
+  j["checkpoints"] = {{"resumed_at_step", r.resumed_at_step},
+                      {"written", r.checkpoints_written},
+                      {"step_loop_wait_ms", r.checkpoint_wait_ms}};
   return j;
 }
 
@@ -154,6 +166,20 @@ TrainResult read_result(const JsonIn& in, const char* epochs) {
   r.setup_seconds = in.number("setup_seconds");
   r.interrupted = in.flag("interrupted");
   r.diverged_epoch = in.integer("diverged_epoch");
+  // Files written before checkpoints existed (crossover 0.1.0) have neither of these.
+  if (const auto d = in.has("stopped_diverged") ? in.object("stopped_diverged", true) : std::nullopt) {
+    r.stopped_diverged = true;
+    r.diverged_from = d->integer("from_step");
+    r.diverged_step = d->integer("step");
+    r.last_finite_loss = d->nullable("last_finite_loss");
+    r.last_finite_epoch = d->integer("last_finite_epoch");
+    r.last_finite_step = d->integer("last_finite_step");
+  }
+  if (const auto c = in.has("checkpoints") ? in.object("checkpoints") : std::nullopt) {
+    r.resumed_at_step = c->integer("resumed_at_step");
+    r.checkpoints_written = c->integer("written");
+    r.checkpoint_wait_ms = c->number("step_loop_wait_ms");
+  }
   return r;
 }
 

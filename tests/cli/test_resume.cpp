@@ -1,0 +1,284 @@
+// Runs that are never lost, as a user meets them: `crossover train` killed with SIGKILL at several
+// points (inside epochs, at their ends, while a checkpoint is written) and resumed with --resume
+// ends with a weights file byte-identical to the run never stopped; a `run` job killed inside its
+// second model keeps the first and resumes the second; an unfinished run's checkpoint is not
+// overwritten unless asked; a diverging run stops with exit code 4.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/file.h"
+#include "core/random.h"
+#include "support/temp_dir.h"
+#include "train/checkpoint.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+struct Result {
+  int status;
+  std::string output;
+};
+
+// One cache for the tests' peaks, probed once (as test_cli.cpp's).
+std::string cache_dir() {
+  static const std::string dir = [] {
+    const auto d = fs::path(::testing::TempDir()) / "cli_cache";
+    fs::create_directories(d);
+    return d.string();
+  }();
+  return dir;
+}
+
+Result run(const fs::path& dir, const std::string& args) {
+  const std::string cmd =
+      "cd '" + dir.string() + "' && XDG_CACHE_HOME='" + cache_dir() + "' " + std::string(CROSSOVER_BINARY) + " " + args + " 2>&1";
+  FILE* pipe = popen(cmd.c_str(), "r");
+  std::string out;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) out.append(buf.data(), n);
+  const int status = pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+// Starts crossover with `args` in `dir` and SIGKILLs it once `ready()` holds (polled every
+// 200 µs); true when it was killed, false when it ended first.
+template <typename Ready>
+bool run_and_kill(const fs::path& dir, const std::vector<std::string>& args, Ready&& ready) {
+  const std::string cache = cache_dir();
+  const pid_t pid = fork();
+  if (pid == 0) {
+    if (chdir(dir.c_str()) != 0) _exit(127);
+    setenv("XDG_CACHE_HOME", cache.c_str(), 1);
+    if (!freopen("/dev/null", "w", stdout) || !freopen("/dev/null", "w", stderr)) _exit(127);
+    std::vector<char*> argv{const_cast<char*>(CROSSOVER_BINARY)};
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    execv(CROSSOVER_BINARY, argv.data());
+    _exit(127);
+  }
+  const auto deadline = Clock::now() + std::chrono::seconds(120);
+  int status = 0;
+  while (Clock::now() < deadline) {
+    if (waitpid(pid, &status, WNOHANG) == pid) return false;
+    if (ready()) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      return WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL;
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  kill(pid, SIGKILL);
+  waitpid(pid, &status, 0);
+  ADD_FAILURE() << "crossover did not reach the kill point in 120 s";
+  return false;
+}
+
+std::vector<std::string> split(const std::string& args) {
+  std::istringstream in(args);
+  std::vector<std::string> out;
+  for (std::string a; in >> a;) out.push_back(a);
+  return out;
+}
+
+bool temporary_present(const fs::path& dir) {
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    if (e.path().string().find(".tmp") != std::string::npos) return true;
+  }
+  return false;
+}
+
+// Small images as a CSV: 64 pixels and a label in [0, 3).
+void write_images(const fs::path& file) {
+  xo::Rng rng(11);
+  std::ofstream out(file);
+  for (int i = 0; i < 160; ++i) {
+    for (int p = 0; p < 64; ++p) out << rng.uniform(-1, 1) << ",";
+    out << rng.below(3) << "\n";
+  }
+}
+
+struct TrainCase {
+  const char* name;
+  const char* spec;
+};
+
+const TrainCase kTrainCases[] = {
+    {"mlp", R"([model]
+input = [2]
+layers = [ { type = "linear", out = 16 }, { type = "relu" }, { type = "linear", out = 2 } ]
+loss = "cross_entropy"
+[train]
+optimizer = { type = "sgd", lr = 0.1, momentum = 0.9, nesterov = true }
+batch = 64
+epochs = 20
+shuffle = true
+[data]
+source = "disc"
+samples = 600
+test_samples = 200
+)"},
+    {"cnn", R"([model]
+input = [1, 8, 8]
+layers = [ { type = "conv2d", out = 4, kernel = 3 }, { type = "batchnorm2d" }, { type = "relu" },
+           { type = "maxpool2d", kernel = 2 }, { type = "dropout", p = 0.3 },
+           { type = "flatten" }, { type = "linear", out = 3 } ]
+loss = "cross_entropy"
+[train]
+optimizer = { type = "adadelta", lr = 1.0, rho = 0.95, eps = 1e-7 }
+batch = 24
+epochs = 12
+shuffle = true
+[data]
+source = "csv:images.csv"
+)"},
+    {"lstm", R"([model]
+input = [10]
+layers = [ { type = "embedding", vocab = 40, out = 8 }, { type = "lstm", out = 8 },
+           { type = "linear", out = 1 } ]
+loss = "bce"
+[train]
+optimizer = { type = "adam", lr = 0.01 }
+batch = 16
+epochs = 10
+shuffle = true
+[data]
+source = "imdb-synthetic"
+samples = 120
+test_samples = 40
+)"},
+};
+
+class KilledTraining : public ::testing::TestWithParam<TrainCase> {};
+
+// Killed three times (after a few checkpoints, at a later one, and as soon as a checkpoint's
+// temporary file shows: during its write), resumed each time, and run to the end.
+TEST_P(KilledTraining, ResumedRunSavesByteIdenticalWeights) {
+  const TrainCase& c = GetParam();
+  const xo::testing::TempDir folder(std::string("kill-") + c.name);
+  const fs::path dir = folder.path();
+  write_images(dir / "images.csv");
+  std::ofstream(dir / "spec.toml") << c.spec;
+  const std::string common = "train spec.toml --threads 1 --shards 2 -q ";
+  const Result whole = run(dir, common + "--checkpoint-every off --save whole.safetensors");
+  ASSERT_EQ(whole.status, 0) << whole.output;
+
+  const std::string resumable = common + "--checkpoint-every 1steps --checkpoint-dir ck --save resumed.safetensors";
+  const fs::path ck = dir / "ck";
+  int kills = 0;
+  auto at_least = [&](int64_t steps) {
+    return [&, steps] {
+      const auto newest = xo::newest_checkpoint(ck);
+      return newest && *newest >= steps;
+    };
+  };
+  kills += run_and_kill(dir, split(resumable), at_least(7));
+  kills += run_and_kill(dir, split(resumable + " --resume"), at_least(40));
+  kills += run_and_kill(dir, split(resumable + " --resume"), [&] { return temporary_present(ck); });
+  EXPECT_GE(kills, 2) << "the runs ended before they could be killed: make them longer";
+  const Result resumed = run(dir, resumable + " --resume");
+  ASSERT_EQ(resumed.status, 0) << resumed.output;
+  EXPECT_NE(resumed.output.find("resuming"), std::string::npos) << resumed.output;
+  EXPECT_EQ(xo::read_file(dir / "whole.safetensors"), xo::read_file(dir / "resumed.safetensors"))
+      << c.name << ": the resumed run's weights differ from the run never stopped";
+  EXPECT_FALSE(fs::exists(ck)) << "a finished run leaves no checkpoint";
+}
+
+INSTANTIATE_TEST_SUITE_P(Cli, KilledTraining, ::testing::ValuesIn(kTrainCases),
+                         [](const auto& param_info) { return std::string(param_info.param.name); });
+
+TEST(CliResume, UnfinishedCheckpointIsNeitherOverwrittenNorIgnored) {
+  const xo::testing::TempDir folder("refuse");
+  const fs::path dir = folder.path();
+  std::ofstream(dir / "spec.toml") << kTrainCases[0].spec;
+  const std::string args = "train spec.toml --threads 1 -q --checkpoint-every 1steps --checkpoint-dir ck";
+  ASSERT_TRUE(run_and_kill(dir, split(args), [&] {
+    const auto n = xo::newest_checkpoint(dir / "ck");
+    return n && *n >= 3;
+  }));
+  const Result refused = run(dir, args);
+  EXPECT_EQ(refused.status, 2) << refused.output;
+  EXPECT_NE(refused.output.find("holds the checkpoint of an unfinished run"), std::string::npos)
+      << refused.output;
+  EXPECT_NE(refused.output.find("--resume continues it"), std::string::npos);
+  const Result other = run(dir, args + " --resume --lr 0.05");
+  EXPECT_EQ(other.status, 2) << other.output;
+  EXPECT_NE(other.output.find("the spec differs"), std::string::npos) << other.output;
+  const Result restarted = run(dir, args + " --restart");
+  EXPECT_EQ(restarted.status, 0) << restarted.output;
+  EXPECT_NE(restarted.output.find("discarded the checkpoint"), std::string::npos);
+}
+
+TEST(CliResume, RunJobKilledInsideItsSecondModelKeepsTheFirstAndResumesTheSecond) {
+  const xo::testing::TempDir folder("job");
+  const fs::path dir = folder.path();
+  const std::string job =
+      "run --models disc-2,disc-4 --devices cpu --threads 1 --epochs 25 --checkpoint-every "
+      "1steps";
+  const Result whole = run(dir, job + " --out whole");
+  ASSERT_EQ(whole.status, 0) << whole.output;
+  // Killed once disc-2 is in results.json and disc-4 has a checkpoint past its 60th step.
+  const bool killed = run_and_kill(dir, split(job + " --out cut"), [&] {
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(dir / "cut" / "checkpoints", ec)) {
+      if (e.path().filename().string().rfind("disc-4", 0) != 0) continue;
+      const auto n = xo::newest_checkpoint(e.path());
+      if (n && *n >= 60) return true;
+    }
+    return false;
+  });
+  ASSERT_TRUE(killed);
+  const auto partial = nlohmann::json::parse(xo::read_file(dir / "cut" / "results.json"));
+  EXPECT_FALSE(partial["complete"].get<bool>());
+  const Result resumed = run(dir, job + " --out cut");
+  ASSERT_EQ(resumed.status, 0) << resumed.output;
+  EXPECT_NE(resumed.output.find("disc-2 on cpu: kept from the earlier"), std::string::npos)
+      << resumed.output;
+  EXPECT_NE(resumed.output.find("resuming disc-4"), std::string::npos) << resumed.output;
+  const auto a = nlohmann::json::parse(xo::read_file(dir / "whole" / "results.json"));
+  const auto b = nlohmann::json::parse(xo::read_file(dir / "cut" / "results.json"));
+  EXPECT_TRUE(b["complete"].get<bool>());
+  ASSERT_EQ(a["runs"].size(), b["runs"].size());
+  for (size_t i = 0; i < a["runs"].size(); ++i) {
+    const auto &x = a["runs"][i], &y = b["runs"][i];
+    EXPECT_EQ(x["model"], y["model"]);
+    ASSERT_EQ(x["epoch_log"].size(), y["epoch_log"].size());
+    for (size_t e = 0; e < x["epoch_log"].size(); ++e) {
+      EXPECT_EQ(x["epoch_log"][e]["loss"], y["epoch_log"][e]["loss"]) << x["model"] << " epoch " << e;
+      EXPECT_EQ(x["epoch_log"][e]["train_error"], y["epoch_log"][e]["train_error"]);
+    }
+  }
+  EXPECT_FALSE(fs::exists(dir / "cut" / "checkpoints")) << "a finished job leaves none";
+}
+
+TEST(CliResume, DivergingRunStopsWithExitCode4) {
+  const xo::testing::TempDir folder("nan");
+  const Result r = run(folder.path(), "train disc-6 --epochs 3 --lr 1e6 -q");
+  EXPECT_EQ(r.status, 4) << r.output;
+  EXPECT_NE(r.output.find("stopped: the loss became NaN or infinite at epoch 1, step"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("the last finite loss was"), std::string::npos) << r.output;
+  const Result on = run(folder.path(), "train disc-6 --epochs 3 --lr 1e6 -q --on-nan continue");
+  EXPECT_EQ(on.status, 0) << on.output;
+  EXPECT_NE(on.output.find("diverged at epoch"), std::string::npos) << on.output;
+}
+
+}  // namespace
