@@ -76,6 +76,14 @@ class Session {
   double started_ = 0;
 };
 
+// The manifest of a job measured with `o` on `devices` (resolved ids): this build, its
+// libraries and those of the devices `runs` used, the command line and the settings
+// (cli/manifest.cpp).
+Manifest job_manifest(const MeasureOptions& o, const std::vector<std::string>& devices,
+                      const std::vector<RunRecord>& runs);
+// The measuring options that repeat a job recorded with `settings` (`crossover replay`).
+MeasureOptions measure_options(const ExecutionSettings& settings);
+
 // Adds predictions, cost and advice for `focus` to a report document.
 void add_advice(Report& report, const RunRecord& focus, const std::vector<RunRecord>& runs,
                 const std::vector<DevicePeaks>& peaks, const Catalog& catalog,
