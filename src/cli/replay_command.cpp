@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
@@ -77,7 +78,8 @@ std::filesystem::path fresh_replay_folder(const std::filesystem::path& folder) {
 }
 
 std::filesystem::path output_folder(const ReplayOptions& o) {
-  const std::filesystem::path folder = std::filesystem::path(o.file).parent_path();
+  std::filesystem::path folder = std::filesystem::path(o.file).parent_path();
+  if (folder.empty()) folder = ".";  // a file named without a folder is in the current one
   if (o.out.empty()) return fresh_replay_folder(folder);
   const auto canonical = [](const std::filesystem::path& p) {
     return std::filesystem::weakly_canonical(std::filesystem::absolute(p));

@@ -252,12 +252,16 @@ TEST(ReportJson, LenientReadingOfAnythingNeverThrows) {
   mangled["runs"][1] = 5;
   mangled["cost"]["instances"] = json::object();
   mangled["sweep"]["series"][0]["points"] = {{{"params", "many"}}};
+  mangled["manifest"]["settings"] = 5;
+  mangled["manifest"]["libraries"] = {{"oneDNN", 2}};
   for (const json& doc : {mangled, json(), json(42), json::array(), json{{"runs", "x"}}}) {
     EXPECT_NO_THROW(read_report(doc, "any.json", ReadMode::Lenient)) << doc.dump();
   }
   const Report r = read_report(mangled, "m.json", ReadMode::Lenient);
   ASSERT_EQ(r.runs.size(), 1u);  // the run that is not an object is left out
   EXPECT_EQ(r.runs[0].run.result.model, "disc-2");
+  ASSERT_TRUE(r.manifest.has_value());  // what is left of it
+  EXPECT_EQ(r.manifest->build.commit, "8ded193-dirty");
 }
 
 }  // namespace
