@@ -21,6 +21,18 @@ Command add_devices(CLI::App& app);
 Command add_sweep(CLI::App& app);
 Command add_advise(CLI::App& app);
 Command add_cost(CLI::App& app);
+Command add_replay(CLI::App& app);
+
+// Exit codes besides 0: 2 bad input (a UserError), 3 an internal error, 130 interrupted, 4
+// training stopped because the loss became NaN or infinite, and `replay`'s own: a replayed figure
+// differs from the recorded one beyond the tolerance.
+inline constexpr int kExitDiverged = 4;
+inline constexpr int kExitReplayDiffers = 5;
+
+// The command line as typed, shell-quoted: main() records it, the manifest of every report
+// written carries it.
+void record_command_line(int argc, const char* const* argv);
+const std::string& recorded_command_line();
 
 // Validators whose messages say what was expected in words (CLI11's own print the float range).
 CLI::Validator positive_number();

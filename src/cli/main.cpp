@@ -1,4 +1,6 @@
-// crossover's command line: train one model, run the classic sweep, list models and devices.
+// crossover's command line: train one model, run the classic sweep, list models and devices,
+// replay a recorded job. Exit codes: 0, 2 bad input, 3 internal error, 4 a replay differs, 130
+// interrupted.
 #include <fmt/format.h>
 
 #include <cstdio>
@@ -14,12 +16,11 @@ int main(int argc, char** argv) {
       "Run `crossover run` for the classic disc sweep, `crossover train disc-8` for one model."};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("crossover ") + CROSSOVER_VERSION);
-  const std::vector<xo::cli::Command> commands = {xo::cli::add_run(app), xo::cli::add_train(app),
-                                                  xo::cli::add_models(app),
-                                                  xo::cli::add_devices(app),
-                                                  xo::cli::add_sweep(app),
-                                                  xo::cli::add_advise(app),
-                                                  xo::cli::add_cost(app)};
+  const std::vector<xo::cli::Command> commands = {
+      xo::cli::add_run(app),     xo::cli::add_train(app), xo::cli::add_models(app),
+      xo::cli::add_devices(app), xo::cli::add_sweep(app), xo::cli::add_advise(app),
+      xo::cli::add_cost(app),    xo::cli::add_replay(app)};
+  xo::cli::record_command_line(argc, argv);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -338,6 +338,7 @@ Report Session::report(const std::string& kind, const std::string& title, bool f
   r.created = machine_.date;
   r.complete = finished && !stopped_;
   r.machine = machine_;
+  r.manifest = job_manifest(o_, devices_, runs_);
   r.peaks = peaks_;
   for (const RunRecord& run : runs_) {
     r.runs.push_back({run, analyse_run(run, find_peaks(peaks_, run.result.device.id))});

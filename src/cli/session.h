@@ -41,9 +41,8 @@ CheckpointOptions checkpoint_options(const CheckpointFlags& f, const std::filesy
 // that finished.
 std::string stop_message(const TrainResult& r, const CheckpointOptions& checkpoint,
                          const std::string& how_to_resume);
-// 0 finished, 130 interrupted, 4 stopped because the loss was not finite.
+// 0 finished, 130 interrupted, kExitDiverged stopped because the loss was not finite.
 int exit_code(const TrainResult& r);
-inline constexpr int kExitDiverged = 4;
 
 struct MeasureOptions {
   std::vector<std::string> devices;  // empty: every device present
@@ -114,6 +113,14 @@ class Session {
   bool stopped_ = false;
   double started_ = 0;
 };
+
+// The manifest of a job measured with `o` on `devices` (resolved ids): this build, its
+// libraries and those of the devices `runs` used, the command line and the settings
+// (cli/manifest.cpp).
+Manifest job_manifest(const MeasureOptions& o, const std::vector<std::string>& devices,
+                      const std::vector<RunRecord>& runs);
+// The measuring options that repeat a job recorded with `settings` (`crossover replay`).
+MeasureOptions measure_options(const ExecutionSettings& settings);
 
 // Adds predictions, cost and advice for `focus` to a report document.
 void add_advice(Report& report, const RunRecord& focus, const std::vector<RunRecord>& runs,

@@ -36,6 +36,10 @@ RunRecord measure_run(Backend& backend, const ModelSpec& spec, const MeasureSett
   RunRecord run;
   run.layers = weighted_layers(spec);
   run.spec_toml = to_toml(spec);
+  run.data_hash = data_fingerprint(data);
+  // The profile steps after training apply no update and put BatchNorm's statistics back, so
+  // this is the hash of the parameters the epochs left.
+  run.params_hash = model.parameter_hash();
   run.cost = step_cost(model, result.batch);
   run.utilisation = sampler.timeline();
   run.peak_rss_mib = peak_resident_mib();

@@ -20,7 +20,12 @@ struct RunRecord {
   std::string axis;    // the swept axis ("depth", "batch", ...); empty outside sweeps
   double axis_value = 0;
   std::string spec_toml;  // the spec that ran, so that results can be re-costed later
-  StepCost cost;          // FLOPs and bytes per layer of a full-batch step
+  // What a replay compares bit for bit (core/hash.h digests): the data trained and tested on
+  // (data_fingerprint) and the parameters and buffers training ended with (Model::parameter_hash).
+  // Empty in files written before crossover 0.1.1.
+  std::string data_hash;
+  std::string params_hash;
+  StepCost cost;                           // FLOPs and bytes per layer of a full-batch step
   std::optional<Utilisation> utilisation;  // none when not sampled
   double peak_rss_mib = 0;                 // the process's peak resident memory after the run
 };

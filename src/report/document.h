@@ -15,6 +15,7 @@
 #include "measure/peaks.h"
 #include "measure/run_record.h"
 #include "report/machine.h"
+#include "report/manifest.h"
 
 namespace xo {
 
@@ -33,6 +34,8 @@ struct Report {
   std::string created;   // UTC
   bool complete = true;  // false: interrupted, the runs are those that finished
   std::optional<MachineInfo> machine;
+  // What `crossover replay` needs to run the job again; none in files written before 0.1.1.
+  std::optional<Manifest> manifest;
   std::vector<DevicePeaks> peaks;
   std::vector<ReportRun> runs;
   std::optional<SweepRecord> sweep;

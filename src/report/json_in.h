@@ -110,6 +110,12 @@ class JsonIn {
     if (v->is_number_integer() && !v->is_number_unsigned()) return v->get<int64_t>();
     return fail(key, "an integer", v), 0;
   }
+  // An integer, or null (nullopt).
+  std::optional<int64_t> optional_integer(const char* key) const {
+    const json* v = find(key, "an integer or null");
+    if (!v || v->is_null()) return std::nullopt;
+    return integer(key);
+  }
   std::vector<std::string> texts(const char* key) const {
     std::vector<std::string> out;
     const json* v = find(key, "an array of strings");

@@ -7,12 +7,12 @@
 #include <chrono>
 #include <ctime>
 #include <fstream>
-#include <nlohmann/json.hpp>  // its version, for the machine description
 #include <string>
 
 #include "backend/backend.h"
 #include "core/clock.h"
 #include "measure/nvml.h"
+#include "report/manifest.h"
 
 namespace xo {
 namespace {
@@ -46,13 +46,7 @@ MachineInfo describe_machine() {
   m.compiler = CROSSOVER_COMPILER;
   m.flags = CROSSOVER_BUILD_FLAGS;
   m.cpu_cores = cpuinfo_field("cpu cores");
-  m.libraries = {
-      {"oneDNN", CROSSOVER_DNNL_VERSION},
-      {"fmt", std::to_string(FMT_VERSION / 10000) + "." + std::to_string(FMT_VERSION / 100 % 100) +
-                  "." + std::to_string(FMT_VERSION % 100)},
-      {"nlohmann_json", std::to_string(NLOHMANN_JSON_VERSION_MAJOR) + "." +
-                            std::to_string(NLOHMANN_JSON_VERSION_MINOR) + "." +
-                            std::to_string(NLOHMANN_JSON_VERSION_PATCH)}};
+  m.libraries = build_libraries();
   const Nvml& nvml = Nvml::get();
   m.nvidia_driver = nvml.available() ? nvml.driver_version() : "n/a";
   for (int i = 0; i < nvml.device_count(); ++i) m.gpus.push_back(nvml.device_name(i));

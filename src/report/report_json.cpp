@@ -273,6 +273,8 @@ json run_json(const ReportRun& run) {
   j["step_flops"] = row.cost.flops;
   j["step_bytes"] = row.cost.bytes;
   j["spec_toml"] = row.spec_toml;
+  j["data_hash"] = row.data_hash;
+  j["params_hash"] = row.params_hash;
   j["final_loss"] = number_or_null(r.final_loss);
   if (r.epochs.empty()) {  // measured steps only (--steps): no epoch finished, nothing to report
     j["final_loss"] = json();
@@ -281,7 +283,9 @@ json run_json(const ReportRun& run) {
   return j;
 }
 
-ReportRun read_run(const JsonIn& in) {
+// `hashes`: the document has a manifest (0.1.1 and later), so every run has its data's and final
+// parameters' hashes; older files have neither.
+ReportRun read_run(const JsonIn& in, bool hashes) {
   ReportRun out;
   RunRecord& row = out.run;
   RunAnalysis& a = out.analysis;
@@ -338,6 +342,8 @@ ReportRun read_run(const JsonIn& in) {
   row.cost.bytes = in.number("step_bytes");
   row.cost.batch = r.batch;
   row.spec_toml = in.text("spec_toml");
+  if (hashes || in.has("data_hash")) row.data_hash = in.text("data_hash");
+  if (hashes || in.has("params_hash")) row.params_hash = in.text("params_hash");
   return out;
 }
 
@@ -399,6 +405,65 @@ MachineInfo read_machine(const JsonIn& in) {
   m.date = in.text("date");
   m.devices = in.texts("devices");
   m.devices_unavailable = in.texts("devices_unavailable");
+  return m;
+}
+
+json pairs_json(const std::vector<std::pair<std::string, std::string>>& pairs) {
+  json j = json::object();
+  for (const auto& [k, v] : pairs) j[k] = v;
+  return j;
+}
+
+json manifest_json(const Manifest& m) {
+  const BuildInfo& b = m.build;
+  const ExecutionSettings& s = m.settings;
+  return {{"crossover", b.version},
+          {"commit", b.commit},
+          {"build",
+           {{"type", b.type},
+            {"compiler", b.compiler},
+            {"cxx_flags", b.cxx_flags},
+            {"cuda", b.cuda},
+            {"cuda_architectures", b.cuda_architectures}}},
+          {"libraries", pairs_json(m.libraries)},
+          {"device_libraries", pairs_json(m.device_libraries)},
+          {"command_line", m.command_line},
+          {"settings",
+           {{"devices", s.devices},
+            {"epochs", s.epochs ? json(*s.epochs) : json()},
+            {"max_steps", s.max_steps},
+            {"threads", s.threads},
+            {"profile_steps", s.profile_steps},
+            {"precision", s.precision},
+            {"record_step", s.record_step}}}};
+}
+
+Manifest read_manifest(const JsonIn& in) {
+  Manifest m;
+  BuildInfo& b = m.build;
+  b.version = in.text("crossover");
+  b.commit = in.text("commit");
+  if (const auto build = in.object("build")) {
+    b.type = build->text("type");
+    b.compiler = build->text("compiler");
+    b.cxx_flags = build->text("cxx_flags");
+    b.cuda = build->flag("cuda");
+    b.cuda_architectures = build->text("cuda_architectures");
+  }
+  if (const auto libraries = in.object("libraries")) m.libraries = libraries->other_texts({});
+  if (const auto devices = in.object("device_libraries"))
+    m.device_libraries = devices->other_texts({});
+  m.command_line = in.text("command_line");
+  if (const auto settings = in.object("settings")) {
+    ExecutionSettings& s = m.settings;
+    s.devices = settings->texts("devices");
+    s.epochs = settings->optional_integer("epochs");
+    s.max_steps = settings->integer("max_steps");
+    s.threads = static_cast<int>(settings->integer("threads"));
+    s.profile_steps = static_cast<int>(settings->integer("profile_steps"));
+    s.precision = settings->text("precision");
+    s.record_step = settings->flag("record_step");
+  }
   return m;
 }
 
@@ -647,6 +712,7 @@ json to_json(const Report& report) {
   j["created"] = report.created;
   j["complete"] = report.complete;
   j["machine"] = report.machine ? to_json(*report.machine) : json();
+  if (report.manifest) j["manifest"] = manifest_json(*report.manifest);
   j["peaks"] = json::array();
   for (const DevicePeaks& p : report.peaks) j["peaks"].push_back(to_json(p));
   j["runs"] = json::array();
@@ -682,7 +748,14 @@ Report read_report(const json& doc, const std::string& origin, ReadMode mode) {
   if (const auto machine = in.object("machine", /*optional=*/true))
     r.machine = read_machine(*machine);
   for (const JsonIn& p : in.objects("peaks")) r.peaks.push_back(read_peaks(p));
-  for (const JsonIn& run : in.objects("runs", run_name)) r.runs.push_back(read_run(run));
+  // Files before 0.1.1 have no manifest (and no hashes in their runs); a file with one must
+  // have a whole one.
+  const bool with_manifest = in.has("manifest");
+  if (with_manifest) {
+    if (const auto manifest = in.object("manifest")) r.manifest = read_manifest(*manifest);
+  }
+  for (const JsonIn& run : in.objects("runs", run_name))
+    r.runs.push_back(read_run(run, with_manifest));
   if (in.has("sweep")) {
     if (const auto sweep = in.object("sweep")) r.sweep = read_sweep(*sweep);
   }

@@ -1,5 +1,6 @@
 // The crossover command as a user runs it: help, errors and exit codes, and the JSON/CSV it
 // writes, checked by parsing them.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -38,8 +39,10 @@ bool gpu_present() {
   return false;
 }
 
-Result run(const std::string& args) {
-  const std::string cmd = cache_env() + std::string(CROSSOVER_BINARY) + " " + args + " 2>&1";
+// The command run in `cwd` (default: the tests' own).
+Result run(const std::string& args, const std::filesystem::path& cwd = {}) {
+  const std::string cd = cwd.empty() ? "" : "cd '" + cwd.string() + "' && ";
+  const std::string cmd = cd + cache_env() + std::string(CROSSOVER_BINARY) + " " + args + " 2>&1";
   FILE* pipe = popen(cmd.c_str(), "r");
   std::string out;
   std::array<char, 4096> buf;
@@ -49,6 +52,9 @@ Result run(const std::string& args) {
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
 }
 
+// A double as the replay prints it: the shortest text that reads back the same.
+std::string fmt_double(double v) { return fmt::format("{}", v); }
+
 nlohmann::json read_json(const std::filesystem::path& path) {
   std::ifstream in(path);
   return nlohmann::json::parse(in);
@@ -56,7 +62,7 @@ nlohmann::json read_json(const std::filesystem::path& path) {
 
 TEST(Cli, HelpEverywhere) {
   for (const std::string sub :
-       {"", "run", "train", "models", "devices", "sweep", "advise", "cost"}) {
+       {"", "run", "train", "models", "devices", "sweep", "advise", "cost", "replay"}) {
     const Result r = run(sub + " --help");
     EXPECT_EQ(r.status, 0) << sub << ": " << r.output;
     EXPECT_NE(r.output.find("Usage"), std::string::npos) << sub;
@@ -369,6 +375,168 @@ TEST(Cli, CostRecostsAResultsFileWithOverriddenPrices) {
   bad = run("cost " + (dir / "other.json").string());
   EXPECT_EQ(bad.status, 2);
   EXPECT_NE(bad.output.find("not a crossover results.json"), std::string::npos) << bad.output;
+}
+
+std::string file_text(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// The line of `out` that starts with `start` (after the table's padding), or "".
+std::string line_starting(const std::string& out, const std::string& start) {
+  std::istringstream in(out);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(start, 0) == 0) return line;
+  }
+  return "";
+}
+
+// One short recorded job for the replay tests: disc-2 on the CPU, one thread, two epochs.
+void record_disc2(const std::filesystem::path& dir) {
+  const Result r =
+      run("run --models disc-2 --devices cpu --epochs 2 --threads 1 --out " + dir.string());
+  ASSERT_EQ(r.status, 0) << r.output;
+}
+
+TEST(Cli, ReplayOfAFinishedRunIsBitIdentical) {
+  const xo::testing::TempDir dir_folder("cli_replay");
+  const auto& dir = dir_folder.path();
+  record_disc2(dir);
+  const auto recorded = read_json(dir / "results.json");
+  // The manifest: the build, the command line and the settings.
+  const auto& manifest = recorded["manifest"];
+  EXPECT_EQ(manifest["crossover"], CROSSOVER_VERSION);
+  EXPECT_FALSE(manifest["commit"].get<std::string>().empty());
+  EXPECT_NE(manifest["command_line"].get<std::string>().find("run --models disc-2 --devices cpu"),
+            std::string::npos);
+  EXPECT_EQ(manifest["settings"]["threads"], 1);
+  EXPECT_EQ(manifest["settings"]["epochs"], 2);
+  EXPECT_TRUE(manifest["libraries"]["oneDNN"].is_string());
+  EXPECT_EQ(recorded["runs"][0]["params_hash"].get<std::string>().size(), 16u);
+  const std::string before = file_text(dir / "results.json");
+
+  const Result r = run("replay " + (dir / "results.json").string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  for (const char* piece :
+       {"disc-2 on cpu: bit-identical", "the same build, libraries and machine",
+        "tolerance: relative 1e-05", "1 run replayed: 1 bit-identical, 0 within tolerance"}) {
+    EXPECT_NE(r.output.find(piece), std::string::npos) << piece << " not in: " << r.output;
+  }
+  EXPECT_NE(line_starting(r.output, "final parameters").find("bit-identical"), std::string::npos)
+      << r.output;
+  EXPECT_NE(line_starting(r.output, "loss").find("bit-identical"), std::string::npos) << r.output;
+  EXPECT_NE(line_starting(r.output, "data").find("same"), std::string::npos) << r.output;
+  // The replay wrote its own results beside the original, which it left alone.
+  EXPECT_EQ(file_text(dir / "results.json"), before);
+  const auto replayed = read_json(dir / "replay" / "results.json");
+  EXPECT_EQ(replayed["kind"], "replay");
+  EXPECT_EQ(replayed["runs"][0]["params_hash"], recorded["runs"][0]["params_hash"]);
+  EXPECT_EQ(replayed["manifest"]["settings"], recorded["manifest"]["settings"]);
+  // A second replay goes to a fresh folder, here named from the folder the results are in.
+  const Result again = run("replay results.json", dir);
+  ASSERT_EQ(again.status, 0) << again.output;
+  EXPECT_TRUE(std::filesystem::exists(dir / "replay-2" / "results.json"));
+}
+
+TEST(Cli, ReplayReportsAFigureThatDiffersAndTheManifestEntriesThatDiffer) {
+  const xo::testing::TempDir dir_folder("cli_replay_edit");
+  const auto& dir = dir_folder.path();
+  record_disc2(dir);
+  auto edited = read_json(dir / "results.json");
+  const double loss = edited["runs"][0]["epoch_log"][1]["loss"].get<double>();
+  edited["runs"][0]["epoch_log"][1]["loss"] = loss + 0.5;
+  edited["manifest"]["crossover"] = "0.0.9";
+  std::ofstream(dir / "edited.json") << edited.dump();
+  const Result r =
+      run("replay " + (dir / "edited.json").string() + " --out " + (dir / "out").string());
+  EXPECT_EQ(r.status, 5) << r.output;
+  const std::string row = line_starting(r.output, "loss");
+  for (const std::string& piece : {std::string("different"), fmt_double(loss + 0.5),
+                                   fmt_double(loss), std::string("epoch 2")}) {
+    EXPECT_NE(row.find(piece), std::string::npos) << piece << " not in: " << row << "\n"
+                                                  << r.output;
+  }
+  EXPECT_NE(line_starting(r.output, "final parameters").find("bit-identical"), std::string::npos)
+      << r.output;
+  const std::string version = line_starting(r.output, "crossover ");
+  EXPECT_NE(version.find("0.0.9"), std::string::npos) << r.output;
+  EXPECT_NE(version.find(CROSSOVER_VERSION), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("disc-2 on cpu: different"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("0 bit-identical, 0 within tolerance (relative 1e-05), 1 different"),
+            std::string::npos)
+      << r.output;
+  // --tolerance large enough takes the edited loss in.
+  const Result loose = run("replay " + (dir / "edited.json").string() + " --tolerance 0.5 --out " +
+                           (dir / "loose").string());
+  EXPECT_EQ(loose.status, 0) << loose.output;
+  EXPECT_NE(line_starting(loose.output, "loss").find("within tolerance"), std::string::npos)
+      << loose.output;
+}
+
+TEST(Cli, ReplaySkipsADeviceThatIsNotHereAndRefusesWhatItCannotReplay) {
+  const xo::testing::TempDir dir_folder("cli_replay_errors");
+  const auto& dir = dir_folder.path();
+  record_disc2(dir);
+  const std::string results = (dir / "results.json").string();
+  // A run recorded on a GPU this machine does not have is skipped, saying why; the others run.
+  auto two = read_json(dir / "results.json");
+  auto gpu_run = two["runs"][0];
+  gpu_run["device"] = "cuda:7";
+  gpu_run["device_info"]["kind"] = "gpu";
+  two["runs"].push_back(gpu_run);
+  std::ofstream(dir / "two.json") << two.dump();
+  Result r = run("replay " + (dir / "two.json").string() + " --out " + (dir / "two").string());
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("disc-2 on cuda:7: skipped: "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("1 bit-identical, 0 within tolerance (relative 1e-05), 0 different; 1 "
+                          "skipped"),
+            std::string::npos)
+      << r.output;
+  // Only that run: nothing to replay here.
+  r = run("replay " + (dir / "two.json").string() + " --devices cuda:7 --out " +
+          (dir / "gpu").string());
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_NE(r.output.find("none of its runs can be replayed here"), std::string::npos) << r.output;
+  r = run("replay " + results + " --devices cuda:0");
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_NE(r.output.find("--devices cuda:0"), std::string::npos) << r.output;
+  // Never over the results it replays.
+  r = run("replay " + results + " --out " + dir.string());
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_NE(r.output.find("would overwrite"), std::string::npos) << r.output;
+  r = run("replay " + results + " --tolerance -1");
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.output.find("--tolerance"), std::string::npos) << r.output;
+  // Not a results document: the error names the file.
+  std::ofstream(dir / "other.json") << "{\"schema\": \"something/1\"}";
+  std::ofstream(dir / "text.json") << "hello";
+  for (const char* name : {"other.json", "text.json"}) {
+    r = run("replay " + (dir / name).string());
+    EXPECT_EQ(r.status, 2) << r.output;
+    for (const char* piece : {name, "not a crossover results.json"}) {
+      EXPECT_NE(r.output.find(piece), std::string::npos) << piece << " not in: " << r.output;
+    }
+  }
+  r = run("replay " + (dir / "missing.json").string());
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_NE(r.output.find("missing.json"), std::string::npos) << r.output;
+  // Written before the manifest: cost still reads it, replay says what it lacks.
+  auto old = read_json(dir / "results.json");
+  old.erase("manifest");
+  old["runs"][0].erase("data_hash");
+  old["runs"][0].erase("params_hash");
+  std::ofstream(dir / "old.json") << old.dump();
+  EXPECT_EQ(run("cost " + (dir / "old.json").string()).status, 0);
+  r = run("replay " + (dir / "old.json").string());
+  EXPECT_EQ(r.status, 2) << r.output;
+  for (const char* piece : {"old.json", "no manifest", "before 0.1.1", "cannot replay"}) {
+    EXPECT_NE(r.output.find(piece), std::string::npos) << piece << " not in: " << r.output;
+  }
+  // The exit codes are documented.
+  EXPECT_NE(run("replay --help").output.find("Exit codes: 0"), std::string::npos);
 }
 
 TEST(Cli, ProgressBarOnATerminalOnly) {

@@ -50,6 +50,8 @@ ReportRun measured_run(const std::string& model, const std::string& device) {
   r.run.axis = "depth";
   r.run.axis_value = 2;
   r.run.spec_toml = "[model]\n";
+  r.run.data_hash = "0123456789abcdef";
+  r.run.params_hash = device == "cpu" ? "fedcba9876543210" : "00000000ffffffff";
   r.run.cost.flops = 2e6;
   r.run.cost.bytes = 1e5;
   r.run.peak_rss_mib = 100;
@@ -89,6 +91,13 @@ Report document() {
   m.nvidia_driver = "n/a";
   m.devices = {"cpu"};
   d.machine = m;
+  Manifest manifest;
+  manifest.build = {"0.1.1", "8ded193-dirty", "Release", "GNU 12.2.0", "-O3", true, "90-real"};
+  manifest.libraries = {{"oneDNN", "2.6.3"}, {"fmt", "9.1.0"}};
+  manifest.device_libraries = {{"cpu", "oneDNN 2.6.3 (OpenMP)"}, {"cuda:0", "cuDNN 9.1.0"}};
+  manifest.command_line = "crossover sweep --epochs 2 --out 'my results'";
+  manifest.settings = {{"cpu", "cuda:0"}, 2, 0, 1, 10, "tf32", false};
+  d.manifest = manifest;
   DevicePeaks p;
   p.device = "cpu";
   p.name = "Test CPU";
@@ -167,6 +176,70 @@ TEST(ReportJson, EveryFieldIsRequiredAndTheErrorNamesFileRunAndField) {
       {"x.json", "not a crossover results.json"});
 }
 
+TEST(ReportJson, TheManifestIsReadBackWholeAndEveryFieldOfItIsRequired) {
+  const json written = to_json(document());
+  const Report read = read_report(json::parse(written.dump()), "results.json");
+  ASSERT_TRUE(read.manifest.has_value());
+  const Manifest& m = *read.manifest;
+  EXPECT_EQ(m.build.commit, "8ded193-dirty");
+  EXPECT_TRUE(m.build.cuda);
+  EXPECT_EQ(m.build.cuda_architectures, "90-real");
+  EXPECT_EQ(m.command_line, "crossover sweep --epochs 2 --out 'my results'");
+  EXPECT_EQ(m.settings.epochs, 2);
+  EXPECT_EQ(m.settings.threads, 1);
+  EXPECT_EQ(m.settings.precision, "tf32");
+  EXPECT_FALSE(m.settings.record_step);
+  EXPECT_EQ(m.settings.devices, (std::vector<std::string>{"cpu", "cuda:0"}));
+  ASSERT_EQ(m.device_libraries.size(), 2u);
+  EXPECT_EQ(read.runs[1].run.params_hash, "00000000ffffffff");
+  EXPECT_EQ(read.runs[0].run.data_hash, "0123456789abcdef");
+  // No epochs override: null, read back as none.
+  json no_override = written;
+  no_override["manifest"]["settings"]["epochs"] = nullptr;
+  EXPECT_FALSE(read_report(no_override, "r.json").manifest->settings.epochs.has_value());
+  for (const char* field : {"commit", "build", "libraries", "command_line", "settings"}) {
+    json cut = written;
+    cut["manifest"].erase(field);
+    testing::expect_user_error([&] { read_report(cut, "cut.json"); },
+                               {"cut.json", "manifest", field, "missing"});
+  }
+  json cut = written;
+  cut["manifest"]["settings"].erase("threads");
+  testing::expect_user_error([&] { read_report(cut, "cut.json"); },
+                             {"cut.json", "manifest.settings", "threads", "missing"});
+  cut = written;
+  cut["manifest"]["build"]["cuda"] = "yes";
+  testing::expect_user_error([&] { read_report(cut, "cut.json"); },
+                             {"manifest.build", "cuda", "expected true or false"});
+  cut = written;
+  cut["manifest"] = nullptr;
+  testing::expect_user_error([&] { read_report(cut, "cut.json"); },
+                             {"cut.json", "manifest", "expected an object"});
+  // With a manifest, every run has its hashes.
+  for (const char* field : {"data_hash", "params_hash"}) {
+    cut = written;
+    cut["runs"][0].erase(field);
+    testing::expect_user_error([&] { read_report(cut, "cut.json"); },
+                               {"cut.json", "run 'disc-2' on cpu", field, "missing"});
+  }
+}
+
+TEST(ReportJson, FilesWrittenBeforeTheManifestStillReadStrictly) {
+  // crossover 0.1.0 wrote no manifest and no hashes: `cost` and the page still read such files,
+  // only `replay` needs what they lack.
+  json old = to_json(document());
+  old.erase("manifest");
+  for (json& run : old["runs"]) {
+    run.erase("data_hash");
+    run.erase("params_hash");
+  }
+  const Report read = read_report(old, "old.json");
+  EXPECT_FALSE(read.manifest.has_value());
+  ASSERT_EQ(read.runs.size(), 2u);
+  EXPECT_TRUE(read.runs[0].run.params_hash.empty());
+  EXPECT_EQ(read.runs[0].run.result.model, "disc-2");
+}
+
 TEST(ReportJson, ResultsWrittenBeforeSayCudaForAGpu) {
   json old = to_json(document());
   old["runs"][1]["device_info"]["kind"] = "cuda";
@@ -179,12 +252,16 @@ TEST(ReportJson, LenientReadingOfAnythingNeverThrows) {
   mangled["runs"][1] = 5;
   mangled["cost"]["instances"] = json::object();
   mangled["sweep"]["series"][0]["points"] = {{{"params", "many"}}};
+  mangled["manifest"]["settings"] = 5;
+  mangled["manifest"]["libraries"] = {{"oneDNN", 2}};
   for (const json& doc : {mangled, json(), json(42), json::array(), json{{"runs", "x"}}}) {
     EXPECT_NO_THROW(read_report(doc, "any.json", ReadMode::Lenient)) << doc.dump();
   }
   const Report r = read_report(mangled, "m.json", ReadMode::Lenient);
   ASSERT_EQ(r.runs.size(), 1u);  // the run that is not an object is left out
   EXPECT_EQ(r.runs[0].run.result.model, "disc-2");
+  ASSERT_TRUE(r.manifest.has_value());  // what is left of it
+  EXPECT_EQ(r.manifest->build.commit, "8ded193-dirty");
 }
 
 }  // namespace
