@@ -75,9 +75,9 @@ void write_file_atomic(const std::filesystem::path& path, std::string_view bytes
   // it, renamed over it only once they are all on the disk), or no file at all.
   const bool had_previous = std::filesystem::exists(path, ec);
   auto failed = [&](const char* what, int err) {
-    return UserError(fmt::format("{}: {}: {}; {}", path.string(), what, std::strerror(err),
-                                 had_previous ? "the previous version of the file is kept"
-                                              : "no file was written"));
+    return UserError(fmt::format(
+        "{}: {}: {}; {}", path.string(), what, std::strerror(err),
+        had_previous ? "the previous version of the file is kept" : "no file was written"));
   };
   const std::string tmp = fmt::format("{}.tmp.{}", path.string(), ::getpid());
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
