@@ -288,8 +288,16 @@ class Backend {
   virtual ~Backend() = default;
   virtual const DeviceInfo& info() const = 0;
 
-  // Memory: zero-initialised, aligned for vector loads.
+  // Memory: zero-initialised, aligned for vector loads. Throws OutOfMemory (core/error.h), naming
+  // the device and the size, when the device cannot hold `bytes` more.
   virtual DeviceBuffer allocate(size_t bytes) = 0;
+  // Bytes this device could still allocate now, as its system reports them (the host's available
+  // memory for the CPU, the GPU's free memory); nullopt where it does not say. Planning compares a
+  // run's needs with it before allocating anything (train/memory.h).
+  virtual std::optional<int64_t> free_memory_bytes() const = 0;
+  // Bytes requested through allocate() since this backend was made, freed buffers included: what
+  // the tests compare with a run's planned memory.
+  virtual int64_t bytes_allocated() const = 0;
   virtual void upload(void* device_dst, const void* host_src, size_t bytes) = 0;
   virtual void download(void* host_dst, const void* device_src, size_t bytes) = 0;
   virtual void fill_zero(void* device_dst, size_t bytes) = 0;

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <cstdio>
+#include <new>
 #include <vector>
 
 #include "cli/commands.h"
@@ -32,8 +33,15 @@ int main(int argc, char** argv) {
       if (command.app->parsed()) return command.run();
     }
     return 1;
-  } catch (const xo::UserError& e) {
+  } catch (const xo::UserError& e) {  // OutOfMemory too: the device, the size, what is free
     fmt::print(stderr, "crossover: error: {}\n", e.what());
+    return 2;
+  } catch (const std::bad_alloc&) {
+    // The host ran out outside the backends' allocations (a data set, a kernel's own buffers):
+    // the same remedy as the device's OutOfMemory, not a bug.
+    fmt::print(stderr,
+               "crossover: error: out of host memory (a smaller model, batch or data set needs "
+               "less)\n");
     return 2;
   } catch (const std::exception& e) {
     fmt::print(stderr, "crossover: internal error: {}\n", e.what());

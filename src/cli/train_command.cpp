@@ -11,6 +11,7 @@
 #include "model/model.h"
 #include "report/machine.h"
 #include "report/report_json.h"
+#include "train/memory.h"
 
 namespace xo::cli {
 namespace {
@@ -46,6 +47,7 @@ int run_train(const TrainOptions& o) {
     fmt::print(stderr, "note: --precision {} applies to GPUs; the CPU computes in f32\n",
                o.precision);
   }
+  check_model_memory(spec, *backend);
   Model model(spec, *backend);
   const DataSplit data = load_data(spec.data, data_request(spec, model.classes()), o.data);
   if (o.init.empty()) {

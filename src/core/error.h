@@ -2,6 +2,7 @@
 // (file, line, field, what was expected); internal failures carry expression, file and line.
 #pragma once
 
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 
@@ -12,6 +13,19 @@ namespace xo {
 class UserError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
+};
+
+// An allocation a device could not satisfy (the host's memory, for the CPU). A UserError: the
+// remedy is the user's (a smaller model or batch, another device), and the message names the device
+// and the size that was asked for.
+class OutOfMemory : public UserError {
+ public:
+  OutOfMemory(const std::string& message, int64_t requested_bytes)
+      : UserError(message), requested_bytes_(requested_bytes) {}
+  int64_t requested_bytes() const { return requested_bytes_; }
+
+ private:
+  int64_t requested_bytes_ = 0;
 };
 
 // A library call or an internal invariant failed; the message carries the expression and location.

@@ -1,10 +1,11 @@
 #include "core/file.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdio>
+#include <cstdio>  // std::rename
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -23,6 +24,46 @@ std::string read_file(const std::filesystem::path& path) {
   return buf.str();
 }
 
+namespace {
+
+// Writes all of `bytes` to `fd`, through short writes and interrupted calls; false with errno set
+// when the system refuses (ENOSPC on a full disk, EDQUOT over a quota, EFBIG over a file size
+// limit, EIO).
+bool write_all(int fd, std::string_view bytes) {
+  const char* p = bytes.data();
+  size_t left = bytes.size();
+  while (left > 0) {
+    const ssize_t n = ::write(fd, p, left);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    p += n;
+    left -= static_cast<size_t>(n);
+  }
+  return true;
+}
+
+// Makes a rename in `folder` survive a crash: the rename is an entry of the folder, which the
+// file's own fsync does not write. A file system that cannot sync a folder (EINVAL), or a folder
+// this process may write but not open, keeps the rename as well as it can; other failures are
+// errors.
+void sync_folder(const std::filesystem::path& folder, const std::filesystem::path& target) {
+  const int fd = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return;
+  const bool ok = ::fsync(fd) == 0 || errno == EINVAL || errno == ENOTSUP;
+  const int err = errno;
+  ::close(fd);
+  if (!ok) {
+    throw UserError(fmt::format(
+        "{}: written, but its folder could not be synced ({}): the new version may not survive a "
+        "crash",
+        target.string(), std::strerror(err)));
+  }
+}
+
+}  // namespace
+
 void write_file_atomic(const std::filesystem::path& path, std::string_view bytes) {
   std::error_code ec;
   if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path(), ec);
@@ -30,23 +71,34 @@ void write_file_atomic(const std::filesystem::path& path, std::string_view bytes
     throw UserError(
         fmt::format("{}: cannot create folder: {}", path.parent_path().string(), ec.message()));
   }
+  // What a failure leaves: the previous version untouched (the new bytes go to a temporary beside
+  // it, renamed over it only once they are all on the disk), or no file at all.
+  const bool had_previous = std::filesystem::exists(path, ec);
+  auto failed = [&](const char* what, int err) {
+    return UserError(fmt::format(
+        "{}: {}: {}; {}", path.string(), what, std::strerror(err),
+        had_previous ? "the previous version of the file is kept" : "no file was written"));
+  };
   const std::string tmp = fmt::format("{}.tmp.{}", path.string(), ::getpid());
-  std::FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (!f) throw UserError(fmt::format("{}: cannot write: {}", tmp, std::strerror(errno)));
-  const bool ok = std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size() &&
-                  std::fflush(f) == 0 && ::fsync(::fileno(f)) == 0;
-  const int err = errno;
-  std::fclose(f);
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+  if (fd < 0) throw failed("cannot write", errno);
+  // close() reports a failed write-back on some file systems (NFS), so its answer counts too.
+  bool ok = write_all(fd, bytes) && ::fsync(fd) == 0;
+  int err = errno;
+  if (::close(fd) != 0 && ok) {
+    ok = false;
+    err = errno;
+  }
   if (!ok) {
-    std::remove(tmp.c_str());
-    throw UserError(fmt::format("{}: write failed: {}", tmp, std::strerror(err)));
+    ::unlink(tmp.c_str());
+    throw failed("cannot write", err);
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int rename_err = errno;
-    std::remove(tmp.c_str());
-    throw UserError(
-        fmt::format("{}: cannot rename into place: {}", path.string(), std::strerror(rename_err)));
+    err = errno;
+    ::unlink(tmp.c_str());
+    throw failed("cannot rename the new version into place", err);
   }
+  sync_folder(path.has_parent_path() ? path.parent_path() : std::filesystem::path("."), path);
 }
 
 std::filesystem::path default_cache_dir() {

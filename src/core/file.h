@@ -12,7 +12,10 @@ namespace xo {
 std::string read_file(const std::filesystem::path& path);
 
 // Writes `bytes` to `path` atomically: creates parent folders, writes `path` + ".tmp.<pid>",
-// flushes, then renames over `path`. Throws UserError naming the path on failure.
+// syncs it, renames it over `path` and syncs the folder, so that a crash leaves the old version or
+// the new one. On failure (a full disk, a quota, a file size limit) the temporary is removed, the
+// previous version stays as it was, and the UserError names the path, the system's reason and
+// whether a previous version is kept.
 void write_file_atomic(const std::filesystem::path& path, std::string_view bytes);
 
 // Where crossover caches what it derived (tokenised corpora, measured peaks): $XDG_CACHE_HOME/

@@ -107,6 +107,23 @@ std::string usd(const std::optional<double>& v) {
   return sign + "$" + cents;
 }
 
+std::string byte_size(double bytes) {
+  if (!std::isfinite(bytes)) return std::string(kMissing);
+  static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  constexpr int kLastUnit = sizeof(kUnits) / sizeof(kUnits[0]) - 1;
+  // Rounded first, so that 1023.9 MiB reads "1.00 GiB", not "1020 MiB".
+  double v = std::fabs(bytes);
+  int unit = 0;
+  while (unit < kLastUnit && round_significant(v, 3) >= 1000) {
+    v /= 1024;
+    ++unit;
+  }
+  const std::string sign = bytes < 0 ? "-" : "";
+  // Whole bytes are exact: "512 B", never "512.0 B".
+  if (unit == 0) return sign + fmt::format("{} B", static_cast<int64_t>(std::llround(v)));
+  return sign + significant(v, 3) + " " + kUnits[unit];
+}
+
 std::string plain(const std::optional<double>& v, int digits) {
   if (!v || !std::isfinite(*v)) return std::string(kMissing);
   if (std::fabs(*v) >= 1000 && std::fabs(*v) < 9e15)

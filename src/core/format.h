@@ -34,6 +34,9 @@ std::string fraction_percent(const std::optional<double>& f);
 // Dollars: $1,800 from $100, $1.25 from $1, cents with two decimals ($0.10), smaller amounts with
 // three significant digits ($0.00213), and below a tenth of a cent in scientific ($2.89e-08).
 std::string usd(const std::optional<double>& v);
+// A size in bytes with a binary unit that keeps it below 1000 of it, three significant digits:
+// "512 B", "1.50 KiB", "41.3 GiB", "3.64 TiB".
+std::string byte_size(double bytes);
 // A measured quantity to `digits` significant digits; thousands and up as whole numbers, grouped.
 std::string plain(const std::optional<double>& v, int digits = 3);
 

@@ -7,11 +7,13 @@
 #include "measure/sampler.h"
 #include "model/cost.h"
 #include "model/model.h"
+#include "train/memory.h"
 
 namespace xo {
 
 RunRecord measure_run(Backend& backend, const ModelSpec& spec, const MeasureSettings& settings,
                       const EpochCallback& on_epoch) {
+  check_model_memory(spec, backend);
   Model model(spec, backend);
   const DataSplit data = load_data(spec.data, data_request(spec, model.classes()));
   model.init(spec.train.seed);

@@ -202,8 +202,13 @@ class BatchNormLayer final : public Layer {
 
 }  // namespace
 
+bool is_view(const Node& n, bool training) {
+  return n.kind == NodeKind::Flatten || (n.kind == NodeKind::Dropout && !training);
+}
+
 std::unique_ptr<Layer> make_layer(const Node& n, const std::vector<ParamTensor>& tensors,
                                   Backend& be, const LayerContext& c) {
+  if (is_view(n, c.training)) return nullptr;
   switch (n.kind) {
     case NodeKind::Linear:
       return std::make_unique<WeightedLayer>(n, tensors,
@@ -232,10 +237,9 @@ std::unique_ptr<Layer> make_layer(const Node& n, const std::vector<ParamTensor>&
           be.sequence_pool({type, c.batch, n.in_shape[0], n.in_shape[1]}));
     }
     case NodeKind::Dropout:
-      if (!c.training) return nullptr;  // the identity outside training: a view
       return std::make_unique<DropoutLayer>(n, be, c);
     case NodeKind::Flatten:
-      return nullptr;
+      return nullptr;  // a view (above)
     case NodeKind::Embedding:
       return std::make_unique<EmbeddingLayer>(n, tensors, be, c);
     case NodeKind::LSTM:

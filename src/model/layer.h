@@ -39,7 +39,11 @@ struct LayerContext {
   float* state = nullptr;
 };
 
-// Null for nodes that are views of their input (Flatten; Dropout outside training).
+// Whether a node is a view of its input (Flatten; Dropout outside training): it gets no layer and
+// no buffers of its own.
+bool is_view(const Node& node, bool training);
+
+// Null for nodes that are views of their input (is_view).
 std::unique_ptr<Layer> make_layer(const Node& node, const std::vector<ParamTensor>& tensors,
                                   Backend& backend, const LayerContext& context);
 

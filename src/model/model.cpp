@@ -96,25 +96,26 @@ double normal(Rng& rng) {
 
 }  // namespace
 
-Model::Model(ModelSpec spec, Backend& backend) : spec_(std::move(spec)), backend_(&backend) {
-  const auto shapes = infer_shapes(spec_);  // validates that the layers chain
-  input_features_ = product(spec_.input);
+ModelLayout model_layout(const ModelSpec& spec) {
+  const auto shapes = infer_shapes(spec);  // validates that the layers chain
+  ModelLayout m;
+  m.input_features = product(spec.input);
   auto add_tensor = [&](std::string name, std::vector<int64_t> shape) {
-    ParamTensor t{std::move(name), std::move(shape), flat_size_, 0};
+    ParamTensor t{std::move(name), std::move(shape), m.flat_size, 0};
     t.size = product(t.shape);
-    parameter_count_ += t.size;
-    flat_size_ += (t.size + kTensorAlignFloats - 1) / kTensorAlignFloats * kTensorAlignFloats;
-    tensors_.push_back(std::move(t));
-    return static_cast<int>(tensors_.size()) - 1;
+    m.parameter_count += t.size;
+    m.flat_size += (t.size + kTensorAlignFloats - 1) / kTensorAlignFloats * kTensorAlignFloats;
+    m.tensors.push_back(std::move(t));
+    return static_cast<int>(m.tensors.size()) - 1;
   };
-  const auto& layers = spec_.layers;
+  const auto& layers = spec.layers;
   for (size_t i = 0; i < layers.size(); ++i) {
     Node n;
     n.layer = static_cast<int>(i);
     n.kind = node_kind(layers[i].type);
     n.spec = layers[i];
     n.activation = activation_of(layers[i].type);
-    n.in_shape = i == 0 ? spec_.input : shapes[i - 1];
+    n.in_shape = i == 0 ? spec.input : shapes[i - 1];
     n.out_shape = shapes[i];
     for (const ParamShape& t : layer_parameters(layers[i], n.in_shape)) {
       n.params.push_back(add_tensor(fmt::format("{}.{}", i, t.suffix), t.shape));
@@ -127,11 +128,11 @@ Model::Model(ModelSpec spec, Backend& backend) : spec_(std::move(spec)), backend
                       size == 1 && std::string(suffix) == "num_batches_tracked"
                           ? std::vector<int64_t>{}
                           : std::vector<int64_t>{size},
-                      state_size_, size};
+                      m.state_size, size};
         b.integer = std::string(suffix) == "num_batches_tracked";
-        state_size_ += (size + kTensorAlignFloats - 1) / kTensorAlignFloats * kTensorAlignFloats;
-        n.buffers.push_back(static_cast<int>(buffers_.size()));
-        buffers_.push_back(std::move(b));
+        m.state_size += (size + kTensorAlignFloats - 1) / kTensorAlignFloats * kTensorAlignFloats;
+        n.buffers.push_back(static_cast<int>(m.buffers.size()));
+        m.buffers.push_back(std::move(b));
       }
     }
     // An activation right after a Linear or Conv2d is fused into it (a oneDNN post-op / epilogue).
@@ -144,10 +145,24 @@ Model::Model(ModelSpec spec, Backend& backend) : spec_(std::move(spec)), backend
     n.out_size = product(n.out_shape);
     n.forward_flops = node_forward_flops(n);
     n.gradient_below =
-        !nodes_.empty() && (nodes_.back().gradient_below || !nodes_.back().params.empty());
-    nodes_.push_back(std::move(n));
+        !m.nodes.empty() && (m.nodes.back().gradient_below || !m.nodes.back().params.empty());
+    m.nodes.push_back(std::move(n));
   }
-  outputs_ = nodes_.back().out_size;
+  m.outputs = m.nodes.back().out_size;
+  return m;
+}
+
+Model::Model(ModelSpec spec, Backend& backend) : spec_(std::move(spec)), backend_(&backend) {
+  ModelLayout layout = model_layout(spec_);
+  tensors_ = std::move(layout.tensors);
+  buffers_ = std::move(layout.buffers);
+  nodes_ = std::move(layout.nodes);
+  input_features_ = layout.input_features;
+  outputs_ = layout.outputs;
+  parameter_count_ = layout.parameter_count;
+  flat_size_ = layout.flat_size;
+  state_size_ = layout.state_size;
+  // train/memory.cpp counts what is allocated here, before it is: keep the two alike.
   params_ = backend.allocate(sizeof(float) * flat_size_);
   grads_ = backend.allocate(sizeof(float) * flat_size_);
   if (state_size_ > 0) state_ = backend.allocate(sizeof(float) * state_size_);
@@ -289,6 +304,7 @@ Network::Network(const Model& model, const NetworkOptions& options)
   shards = static_cast<int>(std::min<int64_t>(shards, batch));
   // A sum is a mean with normalizer 1; a shard's mean divides by the whole batch.
   const int64_t loss_normalizer = options.loss == LossReduction::Sum ? 1 : batch;
+  // train/memory.cpp counts what is allocated here, before it is: keep the two alike.
   auto buffer = [&](size_t bytes) {
     memory_.push_back(be.allocate(bytes));
     return memory_.back().as<void>();

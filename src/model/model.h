@@ -52,6 +52,18 @@ struct Node {
   bool gradient_below = false;
 };
 
+// A model's nodes and the layout of its flat buffers, worked out from the spec alone: nothing is
+// allocated, so a run's memory can be checked before the Model allocates it (train/memory.h).
+// The Model built from the same spec has the same tensors, nodes and sizes.
+struct ModelLayout {
+  std::vector<ParamTensor> tensors, buffers;
+  std::vector<Node> nodes;
+  int64_t input_features = 0, outputs = 0, parameter_count = 0;
+  int64_t flat_size = 0, state_size = 0;  // floats, padding included (Model::flat_size)
+};
+// Throws UserError when the layers do not chain (infer_shapes).
+ModelLayout model_layout(const ModelSpec& spec);
+
 class Model {
  public:
   Model(ModelSpec spec, Backend& backend);

@@ -4,7 +4,10 @@
 
 #include <cmath>
 #include <optional>
+#include <string>
+#include <utility>
 
+#include "core/error.h"
 #include "core/file.h"
 #include "report/html.h"
 #include "report/report_json.h"
@@ -48,9 +51,23 @@ std::string runs_csv(const Report& report) {
 }
 
 void write_report(const std::filesystem::path& out_dir, const Report& report) {
-  write_file_atomic(out_dir / "results.json", to_json(report).dump(2) + "\n");
-  write_file_atomic(out_dir / "results.csv", runs_csv(report));
-  write_html_report(out_dir / "report.html", report);
+  // All three rendered first, so that a failure to render one replaces none. Each file is
+  // replaced atomically; when one cannot be written (a full disk), the error names the ones
+  // already replaced, since the folder then holds versions of two different moments.
+  const std::pair<const char*, std::string> files[] = {
+      {"results.json", to_json(report).dump(2) + "\n"},
+      {"results.csv", runs_csv(report)},
+      {"report.html", render_html_report(report)}};
+  std::string written;
+  for (const auto& [name, bytes] : files) {
+    try {
+      write_file_atomic(out_dir / name, bytes);
+    } catch (const UserError& e) {
+      if (written.empty()) throw;
+      throw UserError(fmt::format("{} ({} already written)", e.what(), written));
+    }
+    written += (written.empty() ? "" : ", ") + std::string(name);
+  }
 }
 
 }  // namespace xo

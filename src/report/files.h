@@ -1,5 +1,6 @@
 // The report folder: results.json (the document), results.csv (one line per run) and report.html,
-// each written atomically, so an interrupted sweep keeps what it finished.
+// each written atomically, so an interrupted sweep keeps what it finished and a full disk leaves
+// each file whole (its previous version, or the new one).
 #pragma once
 
 #include <filesystem>

@@ -38,6 +38,8 @@ void check_data(const Model& model, const Dataset& data) {
   }
 }
 
+}  // namespace
+
 // Big batches run faster, up to a point; the activations of one batch are bounded so that a wide
 // CNN does not hold a gigabyte for its test pass (`crossover train mnist-cnn --epochs 1`: 1000
 // samples per batch peaked at 1.35 GB RSS for the whole run, ~190 at 0.95 GB, with the same test
@@ -51,8 +53,6 @@ int64_t evaluation_batch(const Model& model, int64_t samples) {
   const auto fit = static_cast<int64_t>(kEvaluationActivationBytes / std::max(per_sample, 1.0));
   return std::clamp<int64_t>(std::min(fit, kMaxEvaluationBatch), 1, std::max<int64_t>(samples, 1));
 }
-
-}  // namespace
 
 void check_training(const Model& model, const DataSplit& split, const TrainSpec& train) {
   check_data(model, split.train);

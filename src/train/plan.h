@@ -20,6 +20,9 @@ namespace xo {
 // and epoch count are positive.
 void check_training(const Model& model, const DataSplit& split, const TrainSpec& train);
 
+// The batch of the Evaluator's inference Network for `samples` test samples.
+int64_t evaluation_batch(const Model& model, int64_t samples);
+
 // Mean loss and accuracy of the model on a data set, in batches (no dropout, no gradient): the
 // inference Networks and the data on the device are planned when it is built.
 struct Evaluation {

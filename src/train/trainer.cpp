@@ -10,6 +10,7 @@
 
 #include "core/interrupt.h"
 #include "train/epoch.h"
+#include "train/memory.h"
 #include "train/plan.h"
 #include "train/profile.h"
 #include "train/state.h"
@@ -116,6 +117,7 @@ TrainResult train_model(Model& model, const Dataset& data, const TrainSpec& trai
 TrainResult train_model(Model& model, const DataSplit& split, const TrainSpec& train,
                         const EpochCallback& on_epoch, const ExecutionOptions& exec) {
   check_training(model, split, train);
+  check_training_memory(model, split, train, exec);
   const auto setup_start = Clock::now();
   TrainPlan plan(model, split, train, exec);
   TrainState state = start_state(plan, train);

@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 
 #include <array>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -153,6 +154,28 @@ TEST(Cli, BadInputGivesAClearErrorAndExitCode2) {
   EXPECT_NE(r.status, 0);
 }
 
+TEST(Cli, AModelTooBigForTheMachineStopsAtOnceWithTheFigures) {
+  const xo::testing::TempDir dir_folder("cli_memory");
+  const auto spec = dir_folder / "wide.toml";
+  // 1,000,000 x 1,000,000 weights: terabytes, beyond any machine this runs on.
+  std::ofstream(spec) << "[model]\nname = \"wide\"\ninput = [2]\nlayers = [\n"
+                         "  { type = \"linear\", out = 1000000 }, { type = \"relu\" },\n"
+                         "  { type = \"linear\", out = 1000000 }, { type = \"relu\" },\n"
+                         "  { type = \"linear\", out = 2 },\n]\nloss = \"cross_entropy\"\n";
+  const auto start = std::chrono::steady_clock::now();
+  const Result r = run("train " + spec.string());
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_LT(seconds, 5.0) << r.output;  // refused before anything is allocated
+  EXPECT_NE(r.output.find("crossover: error: model 'wide' on cpu needs at least "),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("parameters and gradients "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(" are free"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("internal error"), std::string::npos) << r.output;
+}
+
 TEST(Cli, RunWritesTheSweepTableJsonAndCsv) {
   const xo::testing::TempDir dir_folder("cli_run");
   const auto& dir = dir_folder.path();
@@ -216,7 +239,8 @@ TEST(Cli, InterruptKeepsPartialResults) {
 TEST(Cli, DivergenceIsReported) {
   const xo::testing::TempDir dir_folder("cli_diverge");
   const auto& dir = dir_folder.path();
-  const Result r = run("train disc-6 --epochs 3 --lr 1e6 -q --json " + (dir / "r.json").string());
+  const Result r = run("train disc-6 --epochs 3 --lr 1e6 -q --on-nan continue --json " +
+                       (dir / "r.json").string());
   EXPECT_EQ(r.status, 0) << r.output;
   EXPECT_NE(r.output.find("diverged at epoch"), std::string::npos) << r.output;
   EXPECT_GE(read_json(dir / "r.json")["diverged_epoch"].get<int>(), 1);

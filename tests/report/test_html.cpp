@@ -23,8 +23,11 @@
 #include <vector>
 
 #include "core/file.h"
+#include "report/files.h"
 #include "report/html.h"
 #include "report/report_json.h"
+#include "support/expect_error.h"
+#include "support/file_size_limit.h"
 #include "support/temp_dir.h"
 
 namespace xo {
@@ -489,6 +492,35 @@ TEST(HtmlReport, WritesTheFileAtomically) {
   EXPECT_EQ(read_file(dir / "report.html"), render_html_report(report));
   EXPECT_EQ(std::distance(fs::directory_iterator(dir), fs::directory_iterator()),
             1);  // no temporary left
+}
+
+// A full disk while the report folder is rewritten: every file stays whole (the previous version
+// or the new one, never a cut one), and the error names the file that was not written and the
+// ones that were.
+TEST(HtmlReport, AFullDiskLeavesEveryResultsFileWhole) {
+  const testing::TempDir temp("crossover-report-full");
+  Report small;
+  small.kind = "run";
+  small.title = "before";
+  write_report(temp.path(), small);
+  const std::string html_before = read_file(temp / "report.html");
+  const Report report = read_report(fixture(), "fixture", ReadMode::Lenient);
+  const std::string json_after = to_json(report).dump(2) + "\n";
+  // Room for the new results.json and results.csv, not for the page (a few times larger).
+  ASSERT_GT(render_html_report(report).size(), json_after.size() + 1024);
+  {
+    const testing::FileSizeLimit full(json_after.size() + 1024);
+    const std::string message = testing::user_error([&] { write_report(temp.path(), report); });
+    EXPECT_NE(message.find((temp / "report.html").string()), std::string::npos) << message;
+    EXPECT_NE(message.find("the previous version of the file is kept"), std::string::npos)
+        << message;
+    EXPECT_NE(message.find("(results.json, results.csv already written)"), std::string::npos)
+        << message;
+  }
+  EXPECT_EQ(read_file(temp / "results.json"), json_after);
+  EXPECT_EQ(read_file(temp / "results.csv"), runs_csv(report));
+  EXPECT_EQ(read_file(temp / "report.html"), html_before);
+  EXPECT_EQ(std::distance(fs::directory_iterator(temp.path()), fs::directory_iterator()), 3);
 }
 
 // ---------------------------------------------------------------------------------------------

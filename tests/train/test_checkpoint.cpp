@@ -107,8 +107,9 @@ struct Outcome {
   std::string hash;  // Model::parameter_hash: every parameter and buffer, bit for bit
 };
 
-Outcome train(const ModelSpec& spec, const DataSplit& data, ExecutionOptions exec, int threads = 1) {
-  auto be = make_backend(parse_device("cpu", threads));
+Outcome train(const ModelSpec& spec, const DataSplit& data, ExecutionOptions exec, int threads = 1,
+              const std::string& device = "cpu") {
+  auto be = make_backend(parse_device(device, threads));
   Model model(spec, *be);
   model.init(spec.train.seed);
   exec.profile_steps = 0;
@@ -186,6 +187,36 @@ TEST_P(Resume, ResumedFromAnEarlierCheckpointIsBitIdentical) {
   const Outcome resumed = train(spec, data, with_checkpoints(dir.path(), {5, 0}, true, c.shards));
   EXPECT_EQ(resumed.result.resumed_at_step, *newest);
   expect_same_outcome(whole, resumed, c.name);
+}
+
+bool gpu_present() {
+  for (const auto& id : list_devices().available) {
+    if (id.rfind("cuda", 0) == 0) return true;
+  }
+  return false;
+}
+
+// The same on a GPU, where the step is one recorded CUDA Graph whose counters (batch position,
+// dropout step, optimizer step) live in device memory and are restored there.
+TEST_P(Resume, OnTheGpuWithTheRecordedStepIsBitIdentical) {
+  if (!gpu_present()) GTEST_SKIP() << "no NVIDIA GPU here: the GPU resume is not tested";
+  const Case& c = GetParam();
+  const ModelSpec spec = parse_spec(c.spec, std::string(c.name) + ".toml");
+  const DataSplit data = c.data();
+  const Outcome whole = train(spec, data, ExecutionOptions{}, 0, "cuda");
+  EXPECT_TRUE(whole.result.recorded_step);
+  const int64_t per_epoch = whole.result.steps_per_epoch;
+  for (int64_t k : {int64_t{1}, per_epoch - 1, per_epoch, per_epoch + 2}) {
+    testing::TempDir dir("gpu-resume");
+    ExecutionOptions first = with_checkpoints(dir.path(), {1, 0}, false, 0);
+    first.max_steps = k;
+    train(spec, data, first, 0, "cuda");
+    const Outcome resumed =
+        train(spec, data, with_checkpoints(dir.path(), {1, 0}, true, 0), 0, "cuda");
+    EXPECT_EQ(resumed.result.resumed_at_step, k);
+    EXPECT_TRUE(resumed.result.recorded_step);
+    expect_same_outcome(whole, resumed, fmt::format("{} on cuda stopped after {} steps", c.name, k));
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Checkpoints, Resume, ::testing::ValuesIn(kCases),

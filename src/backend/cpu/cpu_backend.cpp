@@ -3,18 +3,24 @@
 #include <omp.h>
 #include <sched.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <vector>
 
 #include "backend/cpu/dnnl_check.h"
+#include "core/error.h"
+#include "core/format.h"
 
 namespace xo::cpu {
 namespace {
 
 constexpr size_t kAlignment = 64;  // one cache line, and one AVX-512 register
+// Allocations from this size on are compared with the available memory before they are made.
+constexpr size_t kCheckedAllocationBytes = size_t{64} << 20;
 
 std::string cpu_model_name() {
   std::ifstream in("/proc/cpuinfo");
@@ -26,6 +32,30 @@ std::string cpu_model_name() {
     }
   }
   return "unknown CPU";
+}
+
+// The kernel's estimate of the memory available to new allocations without swapping:
+// /proc/meminfo's MemAvailable (in KiB there).
+std::optional<int64_t> meminfo_available_bytes() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  int64_t kib = 0;
+  std::string unit;
+  while (in >> key >> kib) {
+    std::getline(in, unit);
+    if (key == "MemAvailable:") return kib * 1024;
+  }
+  return std::nullopt;
+}
+
+// What the cgroup (v2) this process runs in still lets it allocate: memory.max - memory.current;
+// nullopt without a limit ("max") or without cgroup v2.
+std::optional<int64_t> cgroup_room_bytes() {
+  std::ifstream max_file("/sys/fs/cgroup/memory.max"),
+      current_file("/sys/fs/cgroup/memory.current");
+  int64_t max = 0, current = 0;
+  if (!(max_file >> max) || !(current_file >> current)) return std::nullopt;
+  return std::max<int64_t>(max - current, 0);
 }
 
 }  // namespace
@@ -51,11 +81,38 @@ CpuBackend::CpuBackend(int threads) {
 }
 
 DeviceBuffer CpuBackend::allocate(size_t bytes) {
+  // Linux promises memory it may not have (overcommit): a big allocation beyond what is available
+  // succeeds, and zeroing it below then brings the OOM killer instead of an error. Big requests
+  // are compared with the available memory first (reading it costs tens of microseconds, nothing
+  // beside allocating and zeroing this much).
+  const auto refuse = [&] {
+    const auto free = free_memory_bytes();
+    return OutOfMemory(fmt::format("cpu: out of memory allocating {} ({} bytes){}",
+                                   byte_size(static_cast<double>(bytes)),
+                                   group_digits(static_cast<int64_t>(bytes)),
+                                   free ? fmt::format("; {} are available", byte_size(*free)) : ""),
+                       static_cast<int64_t>(bytes));
+  };
+  if (bytes > std::numeric_limits<size_t>::max() - kAlignment) throw refuse();
+  if (bytes >= kCheckedAllocationBytes) {
+    const auto free = free_memory_bytes();
+    if (free && static_cast<int64_t>(bytes) > *free) throw refuse();
+  }
   const size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
   void* p = std::aligned_alloc(kAlignment, rounded == 0 ? kAlignment : rounded);
-  if (!p) throw std::bad_alloc();
+  if (!p) throw refuse();
   std::memset(p, 0, rounded);
+  bytes_allocated_.fetch_add(static_cast<int64_t>(bytes), std::memory_order_relaxed);
   return DeviceBuffer(std::shared_ptr<void>(p, std::free), bytes);
+}
+
+std::optional<int64_t> CpuBackend::free_memory_bytes() const {
+  std::optional<int64_t> available = meminfo_available_bytes();
+  // In a container the cgroup's limit may be lower than what the host has available.
+  if (const auto limit = cgroup_room_bytes(); limit && (!available || *limit < *available)) {
+    available = limit;
+  }
+  return available;
 }
 
 void CpuBackend::upload(void* device_dst, const void* host_src, size_t bytes) {
@@ -163,7 +220,7 @@ std::unique_ptr<BatchNormKernel> CpuBackend::batch_norm(const BatchNormShape& sh
 }
 std::unique_ptr<OptimizerKernel> CpuBackend::optimizer(const OptimizerSettings& spec,
                                                        int64_t parameters) {
-  return make_optimizer(spec, parameters);
+  return make_optimizer(*this, spec, parameters);
 }
 
 }  // namespace xo::cpu

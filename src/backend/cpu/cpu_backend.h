@@ -5,6 +5,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <dnnl.hpp>
 
@@ -57,6 +58,10 @@ class CpuBackend final : public Backend {
   const DeviceInfo& info() const override { return info_; }
 
   DeviceBuffer allocate(size_t bytes) override;
+  std::optional<int64_t> free_memory_bytes() const override;
+  int64_t bytes_allocated() const override {
+    return bytes_allocated_.load(std::memory_order_relaxed);
+  }
   void upload(void* device_dst, const void* host_src, size_t bytes) override;
   void download(void* host_dst, const void* device_src, size_t bytes) override;
   void fill_zero(void* device_dst, size_t bytes) override;
@@ -90,6 +95,7 @@ class CpuBackend final : public Backend {
   DeviceInfo info_;
   dnnl::engine engine_;
   dnnl::stream stream_;
+  std::atomic<int64_t> bytes_allocated_{0};
 };
 
 // Kernel factories, one per op-family file.
@@ -110,7 +116,10 @@ std::unique_ptr<DropoutKernel> make_dropout(const DropoutShape& shape);
 std::unique_ptr<EmbeddingKernel> make_embedding(const EmbeddingShape& shape);
 std::unique_ptr<LstmKernel> make_lstm(const LstmShape& shape, const dnnl::engine& engine,
                                       const dnnl::stream& stream);
-std::unique_ptr<OptimizerKernel> make_optimizer(const OptimizerSettings& spec, int64_t parameters);
+// The optimizer's state (momentum, moments) is allocated through `backend`, as every buffer a run
+// plans.
+std::unique_ptr<OptimizerKernel> make_optimizer(Backend& backend, const OptimizerSettings& spec,
+                                                int64_t parameters);
 
 // d_dst[i] *= act'(.) computed from the activation's output dst, for n elements: the Conv2d
 // backward and the stand-alone activation use it. The Linear backward applies the derivative in

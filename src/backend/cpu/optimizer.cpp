@@ -2,9 +2,7 @@
 // torch.optim's update rules (SGD with momentum/dampening/Nesterov/weight decay, Adam, AdamW,
 // RMSprop without momentum or centering, Adadelta), written once for both backends in
 // optim/update_math.h.
-#include <cstdlib>
 #include <memory>
-#include <vector>
 
 #include "backend/cpu/cpu_backend.h"
 #include "optim/update_math.h"
@@ -12,15 +10,9 @@
 namespace xo::cpu {
 namespace {
 
-struct AlignedFloats {
-  explicit AlignedFloats(int64_t n)
-      : data(static_cast<float*>(std::aligned_alloc(64, ((n * sizeof(float) + 63) / 64) * 64 + 64)),
-             std::free) {
-    if (!data) throw std::bad_alloc();
-    std::fill(data.get(), data.get() + n, 0.0f);
-  }
-  std::unique_ptr<float, decltype(&std::free)> data;
-};
+// The optimizer's state: `n` floats, zeroed, from the backend (so that planning counts them and a
+// failed allocation is an OutOfMemory naming the size).
+DeviceBuffer state_floats(Backend& be, int64_t n) { return be.allocate(sizeof(float) * n); }
 
 // Each pass below copies its coefficients into the worker's locals before the loop. Read through
 // the lambda's captures, they might alias the arrays the loop writes, so the compiler would load
@@ -28,7 +20,10 @@ struct AlignedFloats {
 // takes ~25% less time with the copies, the others the same or a few percent less).
 class CpuSgd final : public OptimizerKernel {
  public:
-  CpuSgd(const OptimizerSettings& s, int64_t n) : s_(s), n_(n), momentum_(s.momentum > 0 ? n : 0) {}
+  // The momentum buffer exists exactly when step() takes the momentum path (mu != 0 in f32).
+  CpuSgd(Backend& be, const OptimizerSettings& s, int64_t n) : s_(s), n_(n) {
+    if (static_cast<float>(s.momentum) != 0.0f) momentum_ = state_floats(be, n);
+  }
 
   void step(float* params, const float* grads) override {
     const SgdCoefficients coefficients =
@@ -41,7 +36,7 @@ class CpuSgd final : public OptimizerKernel {
         for (int64_t i = begin; i < end; ++i) sgd_update(params[i], grads[i], c);
       });
     } else {
-      float* buf = momentum_.data.get();
+      float* buf = momentum_.as<float>();
       const bool first = steps_ == 0;  // the momentum buffer starts at the first gradient
       parallel_for(n, [=](int64_t begin, int64_t end) {
         const SgdCoefficients c = coefficients;
@@ -55,21 +50,21 @@ class CpuSgd final : public OptimizerKernel {
   int64_t steps() const override { return steps_; }
   void set_steps(int64_t steps) override { steps_ = steps; }
   std::vector<OptimizerStateBuffer> state_buffers() override {
-    if (s_.momentum <= 0) return {};
-    return {{"momentum_buffer", momentum_.data.get()}};
+    if (!momentum_) return {};
+    return {{"momentum_buffer", momentum_.as<float>()}};
   }
 
  private:
   OptimizerSettings s_;
   int64_t n_;
-  AlignedFloats momentum_;
+  DeviceBuffer momentum_;
   int64_t steps_ = 0;
 };
 
 class CpuAdam final : public OptimizerKernel {
  public:
-  CpuAdam(const OptimizerSettings& s, int64_t n, bool decoupled)
-      : s_(s), n_(n), decoupled_(decoupled), m_(n), v_(n) {}
+  CpuAdam(Backend& be, const OptimizerSettings& s, int64_t n, bool decoupled)
+      : s_(s), n_(n), decoupled_(decoupled), m_(state_floats(be, n)), v_(state_floats(be, n)) {}
 
   void step(float* params, const float* grads) override {
     ++steps_;
@@ -77,8 +72,8 @@ class CpuAdam final : public OptimizerKernel {
         adam_coefficients(s_.lr, s_.weight_decay, s_.beta1, s_.beta2, s_.eps, decoupled_);
     const AdamStepScale scale =
         adam_step_scale(s_.lr, s_.beta1, s_.beta2, static_cast<double>(steps_));
-    float* m = m_.data.get();
-    float* v = v_.data.get();
+    float* m = m_.as<float>();
+    float* v = v_.as<float>();
     parallel_for(n_, [=](int64_t begin, int64_t end) {
       const AdamCoefficients c = coefficients;
       const AdamStepScale s = scale;
@@ -89,25 +84,26 @@ class CpuAdam final : public OptimizerKernel {
   int64_t steps() const override { return steps_; }
   void set_steps(int64_t steps) override { steps_ = steps; }
   std::vector<OptimizerStateBuffer> state_buffers() override {
-    return {{"exp_avg", m_.data.get()}, {"exp_avg_sq", v_.data.get()}};
+    return {{"exp_avg", m_.as<float>()}, {"exp_avg_sq", v_.as<float>()}};
   }
 
  private:
   OptimizerSettings s_;
   int64_t n_;
   bool decoupled_;
-  AlignedFloats m_, v_;
+  DeviceBuffer m_, v_;
   int64_t steps_ = 0;
 };
 
 class CpuRmsprop final : public OptimizerKernel {
  public:
-  CpuRmsprop(const OptimizerSettings& s, int64_t n) : s_(s), n_(n), v_(n) {}
+  CpuRmsprop(Backend& be, const OptimizerSettings& s, int64_t n)
+      : s_(s), n_(n), v_(state_floats(be, n)) {}
 
   void step(float* params, const float* grads) override {
     const RmspropCoefficients coefficients =
         rmsprop_coefficients(s_.lr, s_.eps, s_.alpha, s_.weight_decay);
-    float* v = v_.data.get();
+    float* v = v_.as<float>();
     parallel_for(n_, [=](int64_t begin, int64_t end) {
       const RmspropCoefficients c = coefficients;
 #pragma omp simd
@@ -117,24 +113,27 @@ class CpuRmsprop final : public OptimizerKernel {
   }
   int64_t steps() const override { return steps_; }
   void set_steps(int64_t steps) override { steps_ = steps; }
-  std::vector<OptimizerStateBuffer> state_buffers() override { return {{"square_avg", v_.data.get()}}; }
+  std::vector<OptimizerStateBuffer> state_buffers() override {
+    return {{"square_avg", v_.as<float>()}};
+  }
 
  private:
   OptimizerSettings s_;
   int64_t n_;
-  AlignedFloats v_;
+  DeviceBuffer v_;
   int64_t steps_ = 0;
 };
 
 class CpuAdadelta final : public OptimizerKernel {
  public:
-  CpuAdadelta(const OptimizerSettings& s, int64_t n) : s_(s), n_(n), v_(n), u_(n) {}
+  CpuAdadelta(Backend& be, const OptimizerSettings& s, int64_t n)
+      : s_(s), n_(n), v_(state_floats(be, n)), u_(state_floats(be, n)) {}
 
   void step(float* params, const float* grads) override {
     const AdadeltaCoefficients coefficients =
         adadelta_coefficients(s_.lr, s_.eps, s_.rho, s_.weight_decay);
-    float* v = v_.data.get();
-    float* u = u_.data.get();
+    float* v = v_.as<float>();
+    float* u = u_.as<float>();
     parallel_for(n_, [=](int64_t begin, int64_t end) {
       const AdadeltaCoefficients c = coefficients;
 #pragma omp simd
@@ -145,30 +144,31 @@ class CpuAdadelta final : public OptimizerKernel {
   int64_t steps() const override { return steps_; }
   void set_steps(int64_t steps) override { steps_ = steps; }
   std::vector<OptimizerStateBuffer> state_buffers() override {
-    return {{"square_avg", v_.data.get()}, {"acc_delta", u_.data.get()}};
+    return {{"square_avg", v_.as<float>()}, {"acc_delta", u_.as<float>()}};
   }
 
  private:
   OptimizerSettings s_;
   int64_t n_;
-  AlignedFloats v_, u_;
+  DeviceBuffer v_, u_;
   int64_t steps_ = 0;
 };
 
 }  // namespace
 
-std::unique_ptr<OptimizerKernel> make_optimizer(const OptimizerSettings& spec, int64_t parameters) {
+std::unique_ptr<OptimizerKernel> make_optimizer(Backend& be, const OptimizerSettings& spec,
+                                                int64_t parameters) {
   switch (spec.type) {
     case OptimizerType::SGD:
-      return std::make_unique<CpuSgd>(spec, parameters);
+      return std::make_unique<CpuSgd>(be, spec, parameters);
     case OptimizerType::Adam:
-      return std::make_unique<CpuAdam>(spec, parameters, false);
+      return std::make_unique<CpuAdam>(be, spec, parameters, false);
     case OptimizerType::AdamW:
-      return std::make_unique<CpuAdam>(spec, parameters, true);
+      return std::make_unique<CpuAdam>(be, spec, parameters, true);
     case OptimizerType::RMSprop:
-      return std::make_unique<CpuRmsprop>(spec, parameters);
+      return std::make_unique<CpuRmsprop>(be, spec, parameters);
     case OptimizerType::Adadelta:
-      return std::make_unique<CpuAdadelta>(spec, parameters);
+      return std::make_unique<CpuAdadelta>(be, spec, parameters);
   }
   return nullptr;
 }

@@ -4,11 +4,11 @@
 // CPU backend, and the backend's own in queue.cu.
 #include <fmt/format.h>
 
-
 #include <vector>
 
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/entry.h"
+#include "core/format.h"
 
 namespace xo::cuda {
 namespace {
@@ -106,15 +106,38 @@ CudaBackend::~CudaBackend() {
 DeviceBuffer CudaBackend::allocate(size_t bytes) {
   void* p = nullptr;
   const size_t rounded = bytes == 0 ? 256 : (bytes + 255) / 256 * 256;
-  const cudaError_t e = cudaMalloc(&p, rounded);
-  if (e != cudaSuccess) {
-    throw UserError(fmt::format("{}: out of GPU memory allocating {:.1f} MiB ({})", info_.id,
-                                static_cast<double>(bytes) / (1024.0 * 1024),
-                                cudaGetErrorString(e)));
+  const cudaError_t e = rounded < bytes ? cudaErrorMemoryAllocation : cudaMalloc(&p, rounded);
+  if (e == cudaErrorMemoryAllocation) {
+    cudaGetLastError();  // an answer, not a broken context: clear it so later calls see success
+    const auto free = free_memory_bytes();
+    // The device id is in the message ("cuda:0"); the name too, while it is being set up.
+    throw OutOfMemory(
+        fmt::format(
+            "{}: out of GPU memory allocating {} ({} bytes){}",
+            info_.id.empty() ? fmt::format("cuda:{}", device_) : info_.id,
+            byte_size(static_cast<double>(bytes)), group_digits(static_cast<int64_t>(bytes)),
+            free ? fmt::format("; {} are free", byte_size(static_cast<double>(*free))) : ""),
+        static_cast<int64_t>(bytes));
   }
+  XO_CUDA_CHECK(e);
   XO_CUDA_CHECK(cudaMemsetAsync(p, 0, rounded, stream_));
   XO_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  bytes_allocated_.fetch_add(static_cast<int64_t>(bytes), std::memory_order_relaxed);
   return DeviceBuffer(std::shared_ptr<void>(p, [](void* q) { cudaFree(q); }), bytes);
+}
+
+std::optional<int64_t> CudaBackend::free_memory_bytes() const {
+  // cudaMemGetInfo answers for the current device: this one's, with the caller's put back after.
+  int current = 0;
+  size_t free = 0, total = 0;
+  const bool ok = cudaGetDevice(&current) == cudaSuccess && cudaSetDevice(device_) == cudaSuccess &&
+                  cudaMemGetInfo(&free, &total) == cudaSuccess;
+  cudaSetDevice(current);
+  if (!ok) {
+    cudaGetLastError();  // no answer is not an error of the calls that follow
+    return std::nullopt;
+  }
+  return static_cast<int64_t>(free);
 }
 
 void CudaBackend::upload(void* device_dst, const void* host_src, size_t bytes) {

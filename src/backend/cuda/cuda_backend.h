@@ -8,6 +8,7 @@
 #include <cuda_runtime.h>
 #include <cudnn.h>
 
+#include <atomic>
 #include <memory>
 
 #include "backend/backend.h"
@@ -36,6 +37,10 @@ class CudaBackend final : public Backend {
   size_t matmul_workspace_bytes() const { return workspace_.bytes(); }
 
   DeviceBuffer allocate(size_t bytes) override;
+  std::optional<int64_t> free_memory_bytes() const override;
+  int64_t bytes_allocated() const override {
+    return bytes_allocated_.load(std::memory_order_relaxed);
+  }
   void upload(void* device_dst, const void* host_src, size_t bytes) override;
   void download(void* host_dst, const void* device_src, size_t bytes) override;
   void fill_zero(void* device_dst, size_t bytes) override;
@@ -75,6 +80,7 @@ class CudaBackend final : public Backend {
   cublasLtHandle_t cublaslt_ = nullptr;
   cudnnHandle_t cudnn_ = nullptr;
   DeviceBuffer workspace_;
+  std::atomic<int64_t> bytes_allocated_{0};
 };
 
 // The backend's own kernels (queue.cu).

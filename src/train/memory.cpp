@@ -1,0 +1,161 @@
+// A training run's memory, counted from what Model, Network, TrainPlan and the Evaluator allocate
+// (each says where it keeps the two alike), and the checks against the device's free memory.
+#include "train/memory.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "core/format.h"
+#include "model/layer.h"
+#include "train/plan.h"
+
+namespace xo {
+namespace {
+
+constexpr int64_t kFloat = sizeof(float);
+
+template <typename T>
+int64_t bytes_of(const std::vector<T>& values) {
+  return static_cast<int64_t>(sizeof(T) * values.size());
+}
+
+// The Model's own buffers (its constructor): parameters and gradients (flat, padded), BatchNorm's
+// running statistics, the step counter.
+int64_t model_buffers(int64_t flat_size, int64_t state_size) {
+  return 2 * kFloat * flat_size + kFloat * state_size + int64_t{sizeof(uint64_t)};
+}
+
+// What Network's constructor allocates for `options`: each node that is not a view holds its
+// output for the shard's samples and, in training, the output's gradient; the shards' slices add
+// up to the batch. Every shard after the first also keeps its own gradients (training) and loss
+// sums, merged after the step.
+int64_t network_bytes(const Model& model, const NetworkOptions& options) {
+  int shards = options.shards;
+  if (shards <= 0) {
+    shards = options.training
+                 ? model.backend().batch_shards(options.batch, model.train_flops(options.batch))
+                 : 1;
+  }
+  if (model.has_batch_norm()) shards = 1;
+  shards = static_cast<int>(std::min<int64_t>(shards, options.batch));
+  int64_t floats_per_sample = 0;
+  for (const Node& n : model.nodes()) {
+    if (!is_view(n, options.training)) floats_per_sample += n.out_size;
+  }
+  int64_t bytes = kFloat * options.batch * floats_per_sample * (options.training ? 2 : 1);
+  if (options.training) bytes += (shards - 1) * kFloat * model.flat_size();
+  bytes += (shards - 1) * int64_t{sizeof(LossStats)};
+  return bytes;
+}
+
+// "parameters and gradients 29.8 GiB, optimizer state 14.9 GiB, ...": the parts that need any.
+std::string breakdown(const MemoryEstimate& m) {
+  std::string out;
+  auto add = [&](const char* what, int64_t bytes) {
+    if (bytes <= 0) return;
+    if (!out.empty()) out += ", ";
+    out += fmt::format("{} {}", what, byte_size(static_cast<double>(bytes)));
+  };
+  add("parameters and gradients", m.parameters);
+  add("optimizer state", m.optimizer);
+  add("activations", m.activations);
+  add("data", m.data);
+  return out;
+}
+
+}  // namespace
+
+int optimizer_state_per_parameter(const OptimizerSettings& optimizer) {
+  switch (optimizer.type) {
+    case OptimizerType::SGD:  // the momentum buffer exists when the step uses it (mu != 0 in f32)
+      return static_cast<float>(optimizer.momentum) != 0.0f ? 1 : 0;
+    case OptimizerType::Adam:
+    case OptimizerType::AdamW:
+      return 2;
+    case OptimizerType::RMSprop:
+      return 1;
+    case OptimizerType::Adadelta:
+      return 2;
+  }
+  return 0;
+}
+
+MemoryEstimate model_memory(const ModelLayout& layout, const OptimizerSettings& optimizer) {
+  MemoryEstimate m;
+  m.parameters = model_buffers(layout.flat_size, layout.state_size);
+  m.optimizer = optimizer_state_per_parameter(optimizer) * kFloat * layout.flat_size;
+  return m;
+}
+
+MemoryEstimate training_memory(const Model& model, const DataSplit& data, const TrainSpec& train,
+                               const ExecutionOptions& exec) {
+  MemoryEstimate m;
+  m.parameters = model_buffers(model.flat_size(), model.state_size());
+  m.optimizer = optimizer_state_per_parameter(train.optimizer) * kFloat * model.flat_size();
+  // TrainPlan: the training set on the device, the epoch's loss sums, the Networks of the full
+  // and the partial batch, and the buffers that gather a batch (shuffled or recorded steps).
+  const int64_t samples = data.train.samples, features = data.train.features;
+  const int64_t batch = std::min(train.batch, samples);
+  m.data += bytes_of(data.train.x) + bytes_of(data.train.y);
+  m.activations += sizeof(LossStats);
+  if (batch > 0) {
+    m.activations += network_bytes(model, {.batch = batch, .shards = exec.shards});
+    if (const int64_t tail = samples % batch) {
+      const auto shards = static_cast<int>(std::min<int64_t>(exec.shards, tail));
+      m.activations += network_bytes(model, {.batch = tail, .shards = shards});
+    }
+    if (train.shuffle || exec.record_step) {
+      m.data += int64_t{sizeof(int32_t)} * samples + kFloat * batch * features +
+                int64_t{sizeof(int32_t)} * batch + int64_t{sizeof(int64_t)};
+    }
+    // profile_nodes: one unsharded training Network, while the plan's are still held.
+    if (exec.profile_steps > 0) {
+      m.activations += network_bytes(model, {.batch = batch, .shards = 1}) + sizeof(LossStats);
+    }
+  }
+  // The Evaluator: the test set on the device, its loss sums, inference Networks for its batch
+  // and the last, partial one.
+  if (const int64_t test = data.test.samples; test > 0) {
+    const int64_t eval_batch = evaluation_batch(model, test);
+    m.data += bytes_of(data.test.x) + bytes_of(data.test.y);
+    m.activations += sizeof(LossStats);
+    NetworkOptions options{.batch = eval_batch, .training = false, .loss = LossReduction::Sum};
+    m.activations += network_bytes(model, options);
+    if (const int64_t tail = test % eval_batch) {
+      options.batch = tail;
+      m.activations += network_bytes(model, options);
+    }
+  }
+  return m;
+}
+
+void check_model_memory(const ModelSpec& spec, const Backend& backend) {
+  const MemoryEstimate need = model_memory(model_layout(spec), spec.train.optimizer);
+  const auto free = backend.free_memory_bytes();
+  if (!free || need.total() <= *free) return;
+  throw UserError(fmt::format(
+      "model '{}' on {} needs at least {} before its data and activations ({}); {} are free",
+      spec.name, backend.info().id, byte_size(static_cast<double>(need.total())), breakdown(need),
+      byte_size(static_cast<double>(*free))));
+}
+
+void check_training_memory(const Model& model, const DataSplit& data, const TrainSpec& train,
+                           const ExecutionOptions& exec) {
+  const Backend& backend = model.backend();
+  const MemoryEstimate need = training_memory(model, data, train, exec);
+  const auto free = backend.free_memory_bytes();
+  // The Model's buffers are allocated already, so what is free must hold the rest.
+  if (!free || need.total() - need.parameters <= *free) return;
+  throw UserError(fmt::format(
+      "model '{}' on {} needs at least {} ({}); {} are free besides the {} its parameters and "
+      "gradients hold",
+      model.spec().name, backend.info().id, byte_size(static_cast<double>(need.total())),
+      breakdown(need), byte_size(static_cast<double>(*free)),
+      byte_size(static_cast<double>(need.parameters))));
+}
+
+}  // namespace xo

@@ -1,0 +1,54 @@
+// The memory a training run allocates on its device, worked out before anything is allocated, and
+// the checks that it fits: a run too big for its device stops at once, saying how much it needs
+// and how much is free, instead of failing (or meeting the OOM killer) halfway through planning.
+#pragma once
+
+#include <cstdint>
+
+#include "backend/backend.h"
+#include "data/dataset.h"
+#include "model/model.h"
+#include "model/spec.h"
+#include "train/trainer.h"
+
+namespace xo {
+
+// Bytes a run allocates through its backend, by what they hold. The backends' own workspaces
+// (oneDNN scratchpads, cuBLASLt and cuDNN workspaces, what kernels keep for backward: an LSTM's
+// gates, max-pool positions, dropout masks) are not known before the kernels are built and come
+// on top: the total is a lower bound.
+struct MemoryEstimate {
+  int64_t parameters = 0;   // the Model's: parameters, gradients, buffers, step counter
+  int64_t optimizer = 0;    // its state: momentum, Adam's moments, ...
+  int64_t activations = 0;  // the Networks' node outputs and gradients, shard gradients, loss sums
+  int64_t data = 0;  // the training and test sets on the device, the epoch's order, the batch
+  int64_t total() const { return parameters + optimizer + activations + data; }
+};
+
+// Floats of optimizer state per parameter: SGD 1 with momentum (else 0), Adam and AdamW 2 (the
+// moments), RMSprop 1, Adadelta 2.
+int optimizer_state_per_parameter(const OptimizerSettings& optimizer);
+
+// What the Model for `layout` allocates when it is built, and the optimizer's state.
+MemoryEstimate model_memory(const ModelLayout& layout, const OptimizerSettings& optimizer);
+
+// Everything train_model allocates through the model's backend for training on `data`: the Model's
+// buffers, the optimizer's state, the training Network (per batch shard), the partial batch's,
+// the evaluator's inference Networks, the profiling Network (exec.profile_steps), the data sets on
+// the device and the batch gathering's buffers.
+MemoryEstimate training_memory(const Model& model, const DataSplit& data, const TrainSpec& train,
+                               const ExecutionOptions& exec);
+
+// Before the Model for `spec` is built on `backend`: throws UserError naming the model, the
+// device, what its parameters, gradients and optimizer state need and what is free, when they do
+// not fit (its data and activations come later, with check_training_memory). Nothing is checked
+// where the device does not say what is free.
+void check_model_memory(const ModelSpec& spec, const Backend& backend);
+
+// At the start of train_model, before the plan allocates anything: throws UserError naming the
+// model, the device, the total with its breakdown and what is free, when training_memory does not
+// fit beside what the Model already holds.
+void check_training_memory(const Model& model, const DataSplit& data, const TrainSpec& train,
+                           const ExecutionOptions& exec);
+
+}  // namespace xo
