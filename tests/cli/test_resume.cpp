@@ -57,10 +57,12 @@ Result run(const fs::path& dir, const std::string& args) {
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
 }
 
-// Starts crossover with `args` in `dir` and SIGKILLs it once `ready()` holds (polled every
-// 200 µs); true when it was killed, false when it ended first.
+// Starts crossover with `args` in `dir` and sends it `sig` (SIGKILL by default) once `ready()`
+// holds (polled every 200 µs); true when the signal ended it (SIGKILL) or it stopped as asked
+// (exit code 130 after SIGINT or SIGTERM), false when it ended first.
 template <typename Ready>
-bool run_and_kill(const fs::path& dir, const std::vector<std::string>& args, Ready&& ready) {
+bool run_and_kill(const fs::path& dir, const std::vector<std::string>& args, Ready&& ready,
+                  int sig = SIGKILL) {
   const std::string cache = cache_dir();
   const pid_t pid = fork();
   if (pid == 0) {
@@ -78,9 +80,10 @@ bool run_and_kill(const fs::path& dir, const std::vector<std::string>& args, Rea
   while (Clock::now() < deadline) {
     if (waitpid(pid, &status, WNOHANG) == pid) return false;
     if (ready()) {
-      kill(pid, SIGKILL);
+      kill(pid, sig);
       waitpid(pid, &status, 0);
-      return WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL;
+      if (sig == SIGKILL) return WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL;
+      return WIFEXITED(status) && WEXITSTATUS(status) == 130;
     }
     std::this_thread::sleep_for(std::chrono::microseconds(200));
   }
@@ -203,6 +206,41 @@ TEST_P(KilledTraining, ResumedRunSavesByteIdenticalWeights) {
 
 INSTANTIATE_TEST_SUITE_P(Cli, KilledTraining, ::testing::ValuesIn(kTrainCases),
                          [](const auto& param_info) { return std::string(param_info.param.name); });
+
+// SIGTERM (what clouds and Slurm send before preemption) saves the state at the next step
+// boundary, with the default interval far away.
+TEST(CliResume, SigtermSavesACheckpointAndTheResumedRunIsIdentical) {
+  const xo::testing::TempDir folder("sigterm");
+  const fs::path dir = folder.path();
+  // About two seconds of training here: SIGTERM comes at 300 ms.
+  std::ofstream(dir / "spec.toml") << R"([model]
+input = [2]
+layers = [ { type = "linear", out = 256 }, { type = "relu" }, { type = "linear", out = 2 } ]
+loss = "cross_entropy"
+[train]
+optimizer = { type = "sgd", lr = 0.1, momentum = 0.9 }
+batch = 64
+epochs = 1500
+shuffle = true
+[data]
+source = "disc"
+samples = 6000
+)";
+  const std::string common = "train spec.toml --threads 1 -q ";
+  ASSERT_EQ(run(dir, common + "--checkpoint-every off --save whole.safetensors").status, 0);
+  const std::string args = common + "--checkpoint-dir ck --save resumed.safetensors";
+  // Stopped once it has trained a while: the log of its epochs is not written, so wait for time.
+  const auto start = Clock::now();
+  ASSERT_TRUE(run_and_kill(
+      dir, split(args), [&] { return Clock::now() - start > std::chrono::milliseconds(300); },
+      SIGTERM))
+      << "the run ended before SIGTERM: make it longer";
+  const auto saved = xo::newest_checkpoint(dir / "ck");
+  ASSERT_TRUE(saved) << "SIGTERM saved no checkpoint";
+  const Result resumed = run(dir, args + " --resume");
+  ASSERT_EQ(resumed.status, 0) << resumed.output;
+  EXPECT_EQ(xo::read_file(dir / "whole.safetensors"), xo::read_file(dir / "resumed.safetensors"));
+}
 
 TEST(CliResume, UnfinishedCheckpointIsNeitherOverwrittenNorIgnored) {
   const xo::testing::TempDir folder("refuse");
