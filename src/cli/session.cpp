@@ -315,6 +315,24 @@ void Session::resume_job(const std::string& kind, const std::string& title) {
         "--out, or --restart to discard them",
         out.string(), earlier.title, title));
   }
+  // The finished runs are kept only if they were measured as this job would measure them.
+  if (earlier.manifest) {
+    const ExecutionSettings& was = earlier.manifest->settings;
+    std::vector<std::string> differs;
+    auto compare = [&](const char* flag, const std::string& a, const std::string& b) {
+      if (a != b) differs.push_back(fmt::format("{} {} then, {} now", flag, a, b));
+    };
+    compare("--steps", fmt::format("{}", was.max_steps), fmt::format("{}", o_.max_steps));
+    compare("--threads", fmt::format("{}", was.threads), fmt::format("{}", o_.threads));
+    compare("--precision", was.precision, o_.precision);
+    compare("--no-graph", was.record_step ? "off" : "on", o_.record_step ? "off" : "on");
+    if (!differs.empty()) {
+      throw UserError(fmt::format(
+          "{} holds the unfinished results of this job measured with other settings ({}): use "
+          "the same settings to continue it, another --out, or --restart to discard them",
+          out.string(), fmt::join(differs, "; ")));
+    }
+  }
   for (const ReportRun& r : earlier.runs) {
     if (!r.run.result.interrupted) earlier_.push_back(r.run);
   }

@@ -169,6 +169,8 @@ test_samples = 40
 )"},
 };
 
+void PrintTo(const TrainCase& c, std::ostream* os) { *os << c.name; }
+
 class KilledTraining : public ::testing::TestWithParam<TrainCase> {};
 
 // Killed three times (after a few checkpoints, at a later one, and as soon as a checkpoint's
@@ -285,6 +287,11 @@ TEST(CliResume, RunJobKilledInsideItsSecondModelKeepsTheFirstAndResumesTheSecond
   ASSERT_TRUE(killed);
   const auto partial = nlohmann::json::parse(xo::read_file(dir / "cut" / "results.json"));
   EXPECT_FALSE(partial["complete"].get<bool>());
+  std::string two_threads = job + " --out cut";
+  two_threads.replace(two_threads.find("--threads 1"), 11, "--threads 2");
+  const Result other = run(dir, two_threads);
+  EXPECT_EQ(other.status, 2) << other.output;
+  EXPECT_NE(other.output.find("--threads 1 then, 2 now"), std::string::npos) << other.output;
   const Result resumed = run(dir, job + " --out cut");
   ASSERT_EQ(resumed.status, 0) << resumed.output;
   EXPECT_NE(resumed.output.find("disc-2 on cpu: kept from the earlier"), std::string::npos)

@@ -52,6 +52,9 @@ struct Case {
   DataSplit (*data)() = nullptr;
 };
 
+// Test names and failure messages show the case's name, not its bytes.
+void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
+
 DataSplit disc_split() {
   ModelSpec spec = *builtin_spec("disc-4");
   return load_data(spec.data, data_request(spec, 2));
