@@ -306,9 +306,11 @@ struct Checkpointer::Impl {
       ++written;
       prune();
     } catch (const std::exception& e) {
+      const std::optional<int64_t> previous = newest_checkpoint(options.dir);
       note(fmt::format("warning: the checkpoint at step {} was not written ({}); {}",
                        s.state.steps_taken, e.what(),
-                       written > 0 ? "the previous checkpoint is kept" : "none is saved yet"));
+                       previous ? fmt::format("the previous one, at step {}, is kept", *previous)
+                                : std::string("none is saved yet")));
     }
   }
 

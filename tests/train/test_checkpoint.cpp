@@ -16,6 +16,7 @@
 #include "data/source.h"
 #include "model/model.h"
 #include "support/expect_error.h"
+#include "support/file_size_limit.h"
 #include "support/temp_dir.h"
 #include "train/checkpoint.h"
 #include "train/trainer.h"
@@ -275,6 +276,35 @@ TEST(Checkpoints, DamagedNewestCheckpointFallsBackToThePreviousOne) {
     }
     expect_same_outcome(whole, resumed, d.what);
   }
+}
+
+// A full disk (simulated with the file size limit) while a resumed run saves: every write fails,
+// the run goes on, the previous checkpoint stays and is what the next resume uses.
+TEST(Checkpoints, FullDiskKeepsThePreviousCheckpointAndSaysSo) {
+  const ModelSpec spec = parse_spec(mlp().spec, "mlp.toml");
+  const DataSplit data = mlp().data();
+  const Outcome whole = train(spec, data, ExecutionOptions{2});
+  testing::TempDir dir("full");
+  ExecutionOptions first = with_checkpoints(dir.path(), {1, 0}, false, 2);
+  first.max_steps = 5;
+  train(spec, data, first);
+  std::vector<std::string> notes;
+  {
+    const testing::FileSizeLimit full(64);  // smaller than any checkpoint file
+    ExecutionOptions second = with_checkpoints(dir.path(), {1, 0}, true, 2, &notes);
+    second.max_steps = 9;
+    const Outcome o = train(spec, data, second);
+    EXPECT_EQ(o.result.steps_taken, 9);
+    EXPECT_EQ(o.result.checkpoints_written, 0);
+  }
+  ASSERT_EQ(notes.size(), 5u);  // the note on resuming, then the four failed writes
+  EXPECT_NE(notes[1].find("the checkpoint at step 6 was not written"), std::string::npos)
+      << notes[1];
+  EXPECT_NE(notes[1].find("the previous one, at step 5, is kept"), std::string::npos) << notes[1];
+  EXPECT_EQ(newest_checkpoint(dir.path()), 5);
+  const Outcome resumed = train(spec, data, with_checkpoints(dir.path(), {1, 0}, true, 2));
+  EXPECT_EQ(resumed.result.resumed_at_step, 5);
+  expect_same_outcome(whole, resumed, "after a full disk");
 }
 
 TEST(Checkpoints, CheckpointOfAnotherRunIsRefusedSayingWhatDiffers) {
