@@ -50,7 +50,17 @@ std::string machine_html(const Report& report) {
       {"crossover", text_cell(m.crossover)},
       {"date", text_cell(m.date)},
       {"avx512", m.avx512 ? "yes" : "no"}};
-  return html_table({{"property"}, {"value"}}, rows, "machine");
+  std::vector<std::vector<std::string>> all = rows;
+  // What `crossover replay` needs to run the job again: the build and the command.
+  if (report.manifest) {
+    const Manifest& f = *report.manifest;
+    all.push_back({"commit", text_cell(f.build.commit)});
+    all.push_back(
+        {"build", text_cell(f.build.type + (f.build.cuda ? ", CUDA " + f.build.cuda_architectures
+                                                         : ", no CUDA"))});
+    all.push_back({"command line", "<code>" + escape(f.command_line) + "</code>"});
+  }
+  return html_table({{"property"}, {"value"}}, all, "machine");
 }
 
 }  // namespace xo::html

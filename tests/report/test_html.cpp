@@ -326,6 +326,20 @@ TEST(HtmlReport, EscapesStringsFromTheDocument) {
   EXPECT_NE(html.find("cpu&quot; onmouseover=&quot;alert(2)"), std::string::npos);
 }
 
+TEST(HtmlReport, MachineSectionShowsTheCommitAndTheEscapedCommandLine) {
+  Report report = read_report(fixture(), "fixture.json", ReadMode::Lenient);
+  Manifest m;
+  m.build.commit = "0123abcd-dirty";
+  m.build.type = "Release";
+  m.command_line = "crossover run --models '<b>x</b>'";
+  report.manifest = m;
+  const std::string html = render_html_report(report);
+  EXPECT_NE(html.find("0123abcd-dirty"), std::string::npos);
+  EXPECT_NE(html.find("Release, no CUDA"), std::string::npos);
+  EXPECT_NE(html.find("crossover run --models &#39;&lt;b&gt;x&lt;/b&gt;&#39;"), std::string::npos)
+      << html.substr(html.find("command line"), 200);
+}
+
 TEST(HtmlReport, IsSelfContained) {
   const std::string html = render_html_report(fixture());
   for (const char* loads : {"<script", "<link", "<img", "<iframe", "src=", "href=\"http", "url(",
