@@ -27,11 +27,11 @@ DeviceKind device_kind_of(std::string_view device_id);
 
 // What a device is, for tables, reports and results.json.
 struct DeviceInfo {
-  std::string id;       // "cpu", "cuda:0"
+  std::string id;  // "cpu", "cuda:0"
   DeviceKind kind = DeviceKind::Cpu;
-  std::string name;     // e.g. "Intel(R) Xeon(R) Platinum 8481C"
-  int threads = 0;      // CPU threads used; 0 for GPUs
-  std::string library;  // e.g. "oneDNN 2.6.3 (OpenMP)"
+  std::string name;               // e.g. "Intel(R) Xeon(R) Platinum 8481C"
+  int threads = 0;                // CPU threads used; 0 for GPUs
+  std::string library;            // e.g. "oneDNN 2.6.3 (OpenMP)"
   std::string precision = "f32";  // the matmul/convolution arithmetic: f32, tf32 or bf16
   std::vector<std::pair<std::string, std::string>> details;  // extra key/value facts
 };
@@ -276,8 +276,8 @@ class QueueClock {
   virtual double ms_between(int from, int to) = 0;
 };
 
-// The arithmetic of matmuls and convolutions. f32 everywhere by default, so that the CPU and the GPU
-// compute the same thing; on a GPU tf32 and bf16 trade accuracy for tensor-core speed (inputs
+// The arithmetic of matmuls and convolutions. f32 everywhere by default, so that the CPU and the
+// GPU compute the same thing; on a GPU tf32 and bf16 trade accuracy for tensor-core speed (inputs
 // rounded to 10 or 7 mantissa bits inside the matmul, f32 accumulation, f32 master weights).
 enum class Precision { F32, TF32, BF16 };
 const char* precision_name(Precision p);
@@ -348,7 +348,7 @@ class Backend {
 struct DeviceRequest {
   std::string kind;  // "cpu", "cuda" or "auto"
   int index = 0;
-  int threads = 0;  // CPU threads; 0 = all cores
+  int threads = 0;                       // CPU threads; 0 = all cores
   Precision precision = Precision::F32;  // GPUs only: the CPU always computes in f32
 };
 // `precision` as users write it (f32, tf32, bf16); a bad device or precision throws UserError.

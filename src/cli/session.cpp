@@ -90,17 +90,17 @@ std::string stop_message(const TrainResult& r, const CheckpointOptions& checkpoi
   const std::optional<int64_t> saved =
       checkpoint.dir.empty() ? std::nullopt : newest_checkpoint(checkpoint.dir);
   const std::string kept =
-      saved ? fmt::format("the checkpoint at step {} is kept in {}", *saved, checkpoint.dir.string())
-            : "no checkpoint had been saved yet (--checkpoint-every sets how often)";
+      saved
+          ? fmt::format("the checkpoint at step {} is kept in {}", *saved, checkpoint.dir.string())
+          : "no checkpoint had been saved yet (--checkpoint-every sets how often)";
   if (r.stopped_diverged) {
-    const std::string where =
-        r.diverged_from == r.diverged_step
-            ? fmt::format("step {}", r.diverged_step)
-            : fmt::format("steps {} to {}", r.diverged_from, r.diverged_step);
+    const std::string where = r.diverged_from == r.diverged_step
+                                  ? fmt::format("step {}", r.diverged_step)
+                                  : fmt::format("steps {} to {}", r.diverged_from, r.diverged_step);
     const std::string last =
         r.last_finite_step > 0
-            ? fmt::format("the last finite loss was {:.6g}, at epoch {} step {}", r.last_finite_loss,
-                          r.last_finite_epoch, r.last_finite_step)
+            ? fmt::format("the last finite loss was {:.6g}, at epoch {} step {}",
+                          r.last_finite_loss, r.last_finite_epoch, r.last_finite_step)
             : "no step had a finite loss";
     return fmt::format(
         "error: training of {} stopped: the loss became NaN or infinite at epoch {}, {}; {}; {}. "
@@ -273,8 +273,7 @@ const RunRecord& Session::measure(const ModelSpec& spec_in, const std::string& d
              r.step_ms.median, r.gflops,
              peaks ? fmt::format(" ({:.1f}% of peak)", 100 * r.gflops / peaks->matmul_gflops) : "",
              r.final_train_error);
-  if (const std::string why =
-          stop_message(r, settings.checkpoint, "the same command continues it");
+  if (const std::string why = stop_message(r, settings.checkpoint, "the same command continues it");
       !why.empty()) {
     fmt::print(stderr, "crossover: {}\n", why);
   }

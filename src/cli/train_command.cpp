@@ -59,7 +59,8 @@ int run_train(const TrainOptions& o) {
     const DeviceInfo& d = backend->info();
     fmt::print("{}: {} parameters, {} on {} ({}, {}); data: {}\n", spec.name,
                model.parameter_count(), optimizer_type_name(spec.train.optimizer.type), d.id,
-               d.name, d.kind == DeviceKind::Cpu ? fmt::format("{} threads", d.threads) : d.precision,
+               d.name,
+               d.kind == DeviceKind::Cpu ? fmt::format("{} threads", d.threads) : d.precision,
                data.train.description);
   }
   ExecutionOptions exec;
@@ -94,7 +95,8 @@ int run_train(const TrainOptions& o) {
       r.step_ms.median, r.step_ms.count, 100.0 * r.step_ms.cv, r.gflops, r.samples_per_second,
       r.train_seconds, r.shards, r.shards == 1 ? "" : "s",
       r.recorded_step ? ", replayed as one CUDA Graph" : "", r.interrupted ? " (interrupted)" : "");
-  if (const std::string why = stop_message(r, exec.checkpoint, "the same command with --resume continues it");
+  if (const std::string why =
+          stop_message(r, exec.checkpoint, "the same command with --resume continues it");
       !why.empty()) {
     fmt::print(stderr, "crossover: {}\n", why);
   }

@@ -4,8 +4,8 @@
 // cryptographic; it tells "the same bytes" from "different bytes" with a 2^-64 chance of a miss.
 #pragma once
 
-#include <cstdint>
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <string>
 #include <string_view>

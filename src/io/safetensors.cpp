@@ -148,8 +148,8 @@ std::string encode_safetensors(const std::vector<NamedTensor>& tensors,
     // A repeated name would overwrite the earlier entry and orphan its data; "__metadata__" is
     // skipped by every reader. Both are caller bugs, not bad input.
     if (t.name == kMetadataKey || header.contains(t.name)) {
-      throw_internal("unique tensor names",
-                     fmt::format("tensor '{}' for {}", t.name, name), __FILE__, __LINE__);
+      throw_internal("unique tensor names", fmt::format("tensor '{}' for {}", t.name, name),
+                     __FILE__, __LINE__);
     }
     int64_t n = 1;
     for (int64_t d : t.shape) {
@@ -258,8 +258,9 @@ std::vector<NamedTensor> decode_safetensors(const std::string& file, const std::
     const std::string dtype_name = dtype_it->get<std::string>();
     const DTypeInfo* dtype = find_dtype(dtype_name);
     if (dtype == nullptr) {
-      throw UserError(fmt::format(
-          "{}: dtype '{}' is not supported (expected F32, F64, F16, BF16 or I64)", where, dtype_name));
+      throw UserError(
+          fmt::format("{}: dtype '{}' is not supported (expected F32, F64, F16, BF16 or I64)",
+                      where, dtype_name));
     }
     Entry e{it.key(), dtype, {}, offsets[0], offsets[1]};
     // The element count is computed in bytes with overflow checks: a forged shape must not wrap

@@ -14,7 +14,7 @@ namespace xo {
 struct NamedTensor {
   std::string name;
   std::vector<int64_t> shape;
-  std::vector<float> data;  // row-major, product(shape) elements
+  std::vector<float> data;    // row-major, product(shape) elements
   std::string dtype = "F32";  // as written: "F32", or "I64" for counts (values must be integers)
 };
 
@@ -23,9 +23,10 @@ struct NamedTensor {
 void save_safetensors(const std::filesystem::path& path, const std::vector<NamedTensor>& tensors,
                       const std::map<std::string, std::string>& metadata = {});
 
-// Reads every tensor. Accepts F32 (and converts F64, F16, BF16 and I64 to float32; I64 tensors say so in dtype). Throws UserError naming
-// the file (and tensor) for: a missing/truncated file, a header length past the end, invalid JSON,
-// unknown dtype, shape/offset mismatch, overlapping or out-of-bounds data offsets.
+// Reads every tensor. Accepts F32 (and converts F64, F16, BF16 and I64 to float32; I64 tensors say
+// so in dtype). Throws UserError naming the file (and tensor) for: a missing/truncated file, a
+// header length past the end, invalid JSON, unknown dtype, shape/offset mismatch, overlapping or
+// out-of-bounds data offsets.
 std::vector<NamedTensor> load_safetensors(const std::filesystem::path& path);
 
 // The same in memory: the file's bytes, and the tensors of a file's bytes (`name` in messages).

@@ -123,7 +123,8 @@ ModelLayout model_layout(const ModelSpec& spec) {
     if (n.kind == NodeKind::BatchNorm) {  // PyTorch's buffers, in its state_dict order
       const int64_t channels = n.in_shape[0];
       for (auto [suffix, size] : {std::pair<const char*, int64_t>{"running_mean", channels},
-                                  {"running_var", channels}, {"num_batches_tracked", 1}}) {
+                                  {"running_var", channels},
+                                  {"num_batches_tracked", 1}}) {
         ParamTensor b{fmt::format("{}.{}", i, suffix),
                       size == 1 && std::string(suffix) == "num_batches_tracked"
                           ? std::vector<int64_t>{}
@@ -229,8 +230,9 @@ std::vector<NamedTensor> Model::export_params() const {
     std::vector<float> state(static_cast<size_t>(state_size_));
     backend_->download(state.data(), this->state(), sizeof(float) * state.size());
     for (const ParamTensor& b : buffers_) {
-      NamedTensor t{b.name, b.shape,
-                    std::vector<float>(state.begin() + b.offset, state.begin() + b.offset + b.size)};
+      NamedTensor t{
+          b.name, b.shape,
+          std::vector<float>(state.begin() + b.offset, state.begin() + b.offset + b.size)};
       if (b.integer) t.dtype = "I64";
       out.push_back(std::move(t));
     }

@@ -167,7 +167,8 @@ TrainResult read_result(const JsonIn& in, const char* epochs) {
   r.interrupted = in.flag("interrupted");
   r.diverged_epoch = in.integer("diverged_epoch");
   // Files written before checkpoints existed (crossover 0.1.0) have neither of these.
-  if (const auto d = in.has("stopped_diverged") ? in.object("stopped_diverged", true) : std::nullopt) {
+  if (const auto d =
+          in.has("stopped_diverged") ? in.object("stopped_diverged", true) : std::nullopt) {
     r.stopped_diverged = true;
     r.diverged_from = d->integer("from_step");
     r.diverged_step = d->integer("step");

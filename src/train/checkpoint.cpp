@@ -105,10 +105,10 @@ void check_fingerprint(const Json& saved, const RunFingerprint& now, const fs::p
     const std::string was = saved.at(key).get<std::string>();
     if (was == current) return;
     const char* verb = std::string_view(key) == "settings" ? "differ" : "differs";
-    differs.push_back(show_lines ? fmt::format("the {} {} ({})", key, verb,
-                                               first_difference(was, current))
-                                 : fmt::format("the {} {} ('{}' in the checkpoint, '{}' now)",
-                                               key, verb, was, current));
+    differs.push_back(
+        show_lines
+            ? fmt::format("the {} {} ({})", key, verb, first_difference(was, current))
+            : fmt::format("the {} {} ('{}' in the checkpoint, '{}' now)", key, verb, was, current));
   };
   compare("spec", now.spec, true);
   compare("data", now.data, false);
@@ -170,11 +170,11 @@ RunFingerprint run_fingerprint(const TrainPlan& p, const TrainSpec& train, bool 
   ModelSpec spec = p.model.spec();
   spec.train = train;
   const DeviceInfo& d = p.backend.info();
-  return {CROSSOVER_VERSION, to_toml(spec), data_fingerprint(p.split),
-          fmt::format("{} ({}), {}, {} threads, {}", d.id, d.name, d.library, d.threads,
-                      d.precision),
-          fmt::format("{} batch shards, step {}", p.full.shards(),
-                      record_step && p.recorded ? "recorded" : "launched")};
+  return {
+      CROSSOVER_VERSION, to_toml(spec), data_fingerprint(p.split),
+      fmt::format("{} ({}), {}, {} threads, {}", d.id, d.name, d.library, d.threads, d.precision),
+      fmt::format("{} batch shards, step {}", p.full.shards(),
+                  record_step && p.recorded ? "recorded" : "launched")};
 }
 
 struct Checkpointer::Impl {
@@ -252,7 +252,8 @@ struct Checkpointer::Impl {
     return out;
   }
 
-  Json state_json(const Snapshot& s, const std::string& tensor_file, const std::string& bytes) const {
+  Json state_json(const Snapshot& s, const std::string& tensor_file,
+                  const std::string& bytes) const {
     const TrainState& t = s.state;
     Json epochs = Json::array();
     for (const EpochRecord& e : t.epochs) {
@@ -263,34 +264,38 @@ struct Checkpointer::Impl {
                         {"test_loss", number(e.test_loss)},
                         {"test_accuracy", number(e.test_accuracy)}});
     }
-    return {{"format", kFormat},
-            {"model", model_name},
-            {"fingerprint", to_json(fingerprint)},
-            {"tensors", {{"file", tensor_file}, {"bytes", bytes.size()}, {"hash", Hasher().text(bytes).hex()}}},
-            {"epoch", t.epoch},
-            {"in_epoch", t.in_epoch},
-            {"step", t.step},
-            {"steps_taken", t.steps_taken},
-            {"optimizer_steps", s.optimizer_steps},
-            {"dropout_step", s.step_counter},
-            {"position", s.position},
-            {"loss_stats",
-             {number(s.stats.loss_sum), number(s.stats.correct), number(s.stats.samples)}},
-            {"shuffle_generator", t.shuffle_rng.state()},
-            {"order", t.order},
-            {"epochs", epochs},
-            {"diverged_epoch", t.diverged_epoch},
-            {"loss_check", {{"sum", number(t.checked_loss_sum)}, {"step", t.checked_step},
-                            {"last_finite_loss", number(t.last_finite_loss)},
-                            {"last_finite_epoch", t.last_finite_epoch},
-                            {"last_finite_step", t.last_finite_step}}},
-            {"times",
-             {{"timed_steps", t.timed},
-              {"epoch_ms", number(t.epoch_ms)},
-              {"step", numbers(t.times.step)},
-              {"data", numbers(t.times.data)},
-              {"forward_backward", numbers(t.times.forward_backward)},
-              {"optimizer", numbers(t.times.optimizer)}}}};
+    return {
+        {"format", kFormat},
+        {"model", model_name},
+        {"fingerprint", to_json(fingerprint)},
+        {"tensors",
+         {{"file", tensor_file}, {"bytes", bytes.size()}, {"hash", Hasher().text(bytes).hex()}}},
+        {"epoch", t.epoch},
+        {"in_epoch", t.in_epoch},
+        {"step", t.step},
+        {"steps_taken", t.steps_taken},
+        {"optimizer_steps", s.optimizer_steps},
+        {"dropout_step", s.step_counter},
+        {"position", s.position},
+        {"loss_stats",
+         {number(s.stats.loss_sum), number(s.stats.correct), number(s.stats.samples)}},
+        {"shuffle_generator", t.shuffle_rng.state()},
+        {"order", t.order},
+        {"epochs", epochs},
+        {"diverged_epoch", t.diverged_epoch},
+        {"loss_check",
+         {{"sum", number(t.checked_loss_sum)},
+          {"step", t.checked_step},
+          {"last_finite_loss", number(t.last_finite_loss)},
+          {"last_finite_epoch", t.last_finite_epoch},
+          {"last_finite_step", t.last_finite_step}}},
+        {"times",
+         {{"timed_steps", t.timed},
+          {"epoch_ms", number(t.epoch_ms)},
+          {"step", numbers(t.times.step)},
+          {"data", numbers(t.times.data)},
+          {"forward_backward", numbers(t.times.forward_backward)},
+          {"optimizer", numbers(t.times.optimizer)}}}};
   }
 
   // Writes one checkpoint, then prunes the older ones. A failure keeps the previous checkpoint.
@@ -361,9 +366,8 @@ bool Checkpointer::due(const TrainState& state) const {
   const CheckpointInterval& every = impl_->options.every;
   if (every.steps > 0 && state.steps_taken - impl_->last_steps >= every.steps) return true;
   if (every.seconds > 0) {
-    const Clock::time_point since = impl_->written > 0 || impl_->last_steps > 0
-                                        ? impl_->last
-                                        : impl_->started;
+    const Clock::time_point since =
+        impl_->written > 0 || impl_->last_steps > 0 ? impl_->last : impl_->started;
     return std::chrono::duration<double>(Clock::now() - since).count() >= every.seconds;
   }
   return false;
@@ -445,9 +449,10 @@ Loaded load(const fs::path& json_file) {
   const std::string bytes = read_file(tensor_file);
   if (bytes.size() != t.at("bytes").get<size_t>() ||
       Hasher().text(bytes).hex() != t.at("hash").get<std::string>()) {
-    throw UserError(fmt::format("{} is truncated or damaged (its size or hash differs from the "
-                                "one recorded)",
-                                tensor_file.filename().string()));
+    throw UserError(
+        fmt::format("{} is truncated or damaged (its size or hash differs from the "
+                    "one recorded)",
+                    tensor_file.filename().string()));
   }
   l.tensors = decode_safetensors(bytes, tensor_file.string());
   return l;
@@ -479,8 +484,8 @@ void apply(TrainPlan& p, TrainState& state, const Loaded& l, const fs::path& fil
       const std::string name = fmt::format("{}{}.{}", kOptimizerPrefix, b.name, t.name);
       const auto it = optimizer_tensors.find(name);
       if (it == optimizer_tensors.end() || it->second->data.size() != static_cast<size_t>(t.size)) {
-        throw UserError(fmt::format("{}: tensor '{}' is missing or has the wrong size",
-                                    file.string(), name));
+        throw UserError(
+            fmt::format("{}: tensor '{}' is missing or has the wrong size", file.string(), name));
       }
       std::copy(it->second->data.begin(), it->second->data.end(), flat.begin() + t.offset);
     }
@@ -578,8 +583,8 @@ std::optional<int64_t> restore_checkpoint(TrainPlan& p, TrainState& state,
     } catch (const UserError& e) {
       // A checkpoint of another run is refused outright; a damaged one falls back.
       if (l.json.is_object() && l.json.contains("fingerprint")) throw;
-      note(fmt::format("warning: {}: damaged checkpoint ({}); trying the one before",
-                       file.string(), e.what()));
+      note(fmt::format("warning: {}: damaged checkpoint ({}); trying the one before", file.string(),
+                       e.what()));
       continue;
     }
     try {

@@ -30,8 +30,8 @@ struct TrainSpec;
 
 // When to save. A checkpoint is also written when the run is stopped (Ctrl-C, SIGTERM).
 struct CheckpointInterval {
-  int64_t steps = 0;    // every this many training steps (0: not by steps)
-  double seconds = 0;   // every this many seconds of training (0: not by time)
+  int64_t steps = 0;   // every this many training steps (0: not by steps)
+  double seconds = 0;  // every this many seconds of training (0: not by time)
   bool enabled() const { return steps > 0 || seconds > 0; }
 };
 // The default: about a minute, so a lost machine costs at most a minute of work.
@@ -52,10 +52,10 @@ struct CheckpointOptions {
 
 // What a checkpoint belongs to. A resume is refused, naming the part, unless all are equal.
 struct RunFingerprint {
-  std::string version;   // crossover's
-  std::string spec;      // the spec as TOML, with the training settings used
-  std::string data;      // data_fingerprint of the split
-  std::string device;    // id, name, library, threads, precision
+  std::string version;  // crossover's
+  std::string spec;     // the spec as TOML, with the training settings used
+  std::string data;     // data_fingerprint of the split
+  std::string device;   // id, name, library, threads, precision
   // Batch shards and whether the step is recorded: what changes the arithmetic. A step limit
   // does not (it only says where to stop), so a resumed run may set another.
   std::string settings;
@@ -78,8 +78,8 @@ class Checkpointer {
   // Waits until every checkpoint handed over is written (or failed, with a note).
   void flush();
 
-  int64_t written() const;    // checkpoints written whole
-  double wait_ms() const;     // time the step loop spent in save(), all checkpoints
+  int64_t written() const;  // checkpoints written whole
+  double wait_ms() const;   // time the step loop spent in save(), all checkpoints
   const std::filesystem::path& dir() const;
 
  private:

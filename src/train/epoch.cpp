@@ -72,8 +72,9 @@ void read_step_times(TrainPlan& p, TrainState& state) {
 EpochRecord finish_epoch(TrainPlan& p, TrainState& state) {
   LossStats host{};
   p.backend.download(&host, p.stats, sizeof(host));
-  EpochRecord record{state.epoch + 1, host.loss_sum, 100.0 * (1.0 - host.correct / host.samples),
-                     state.epoch_ms / 1e3, kNoValue, kNoValue};
+  EpochRecord record{
+      state.epoch + 1,      host.loss_sum, 100.0 * (1.0 - host.correct / host.samples),
+      state.epoch_ms / 1e3, kNoValue,      kNoValue};
   if (p.evaluator) {
     const Evaluation e = p.evaluator->run();
     record.test_loss = e.loss;

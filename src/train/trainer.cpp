@@ -42,8 +42,8 @@ void record_step(TrainPlan& p) {
 
 // What the step loop does at step boundaries besides stepping.
 struct Boundaries {
-  int64_t max_steps = 0;             // stop after this many steps in all (0: no limit)
-  int64_t check_every = 0;           // check the loss every this many steps (0: never)
+  int64_t max_steps = 0;    // stop after this many steps in all (0: no limit)
+  int64_t check_every = 0;  // check the loss every this many steps (0: never)
   Checkpointer* checkpoints = nullptr;
 };
 
@@ -139,7 +139,8 @@ TrainResult train_model(Model& model, const DataSplit& split, const TrainSpec& t
     if (exec.checkpoint.every.enabled()) checkpoints.emplace(plan, exec.checkpoint, fingerprint);
   }
   Boundaries boundaries{exec.max_steps, 0, checkpoints ? &*checkpoints : nullptr};
-  if (exec.stop_on_nan) boundaries.check_every = plan.backend.info().kind == DeviceKind::Cpu ? 1 : 256;
+  if (exec.stop_on_nan)
+    boundaries.check_every = plan.backend.info().kind == DeviceKind::Cpu ? 1 : 256;
   model.backend().synchronize();
   const double setup_seconds =
       std::chrono::duration<double, std::milli>(Clock::now() - setup_start).count() / 1e3;

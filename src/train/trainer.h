@@ -46,8 +46,8 @@ struct TrainResult {
   double flops_per_step = 0;  // matmul FLOPs of a full-batch step
   double gflops = 0;          // flops_per_step / median step time
   double samples_per_second = 0;
-  double train_seconds = 0;    // all epochs, every step included
-  double setup_seconds = 0;    // building the plan and copying the data to the device
+  double train_seconds = 0;  // all epochs, every step included
+  double setup_seconds = 0;  // building the plan and copying the data to the device
   // Medians per step of the loop's phases: batch selection (data), forward + loss + backward, and
   // the optimizer; the warm-up step excluded.
   double data_ms = 0, forward_backward_ms = 0, optimizer_ms = 0;

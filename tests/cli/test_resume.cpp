@@ -46,8 +46,8 @@ std::string cache_dir() {
 }
 
 Result run(const fs::path& dir, const std::string& args) {
-  const std::string cmd =
-      "cd '" + dir.string() + "' && XDG_CACHE_HOME='" + cache_dir() + "' " + std::string(CROSSOVER_BINARY) + " " + args + " 2>&1";
+  const std::string cmd = "cd '" + dir.string() + "' && XDG_CACHE_HOME='" + cache_dir() + "' " +
+                          std::string(CROSSOVER_BINARY) + " " + args + " 2>&1";
   FILE* pipe = popen(cmd.c_str(), "r");
   std::string out;
   std::array<char, 4096> buf;
@@ -199,7 +199,8 @@ TEST_P(KilledTraining, ResumedRunSavesByteIdenticalWeights) {
   const Result whole = run(dir, common + "--checkpoint-every off --save whole.safetensors");
   ASSERT_EQ(whole.status, 0) << whole.output;
 
-  const std::string resumable = common + "--checkpoint-every 1steps --checkpoint-dir ck --save resumed.safetensors";
+  const std::string resumable =
+      common + "--checkpoint-every 1steps --checkpoint-dir ck --save resumed.safetensors";
   const fs::path ck = dir / "ck";
   int kills = 0;
   auto at_least = [&](int64_t steps) {
@@ -266,7 +267,8 @@ TEST(CliResume, UnfinishedCheckpointIsNeitherOverwrittenNorIgnored) {
   const xo::testing::TempDir folder("refuse");
   const fs::path dir = folder.path();
   std::ofstream(dir / "spec.toml") << kTrainCases[0].spec;
-  const std::string args = "train spec.toml --threads 1 -q --checkpoint-every 1steps --checkpoint-dir ck";
+  const std::string args =
+      "train spec.toml --threads 1 -q --checkpoint-every 1steps --checkpoint-dir ck";
   ASSERT_TRUE(run_and_kill(dir, split(args), [&] {
     const auto n = xo::newest_checkpoint(dir / "ck");
     return n && *n >= 3;
@@ -324,7 +326,8 @@ TEST(CliResume, RunJobKilledInsideItsSecondModelKeepsTheFirstAndResumesTheSecond
     EXPECT_EQ(x["model"], y["model"]);
     ASSERT_EQ(x["epoch_log"].size(), y["epoch_log"].size());
     for (size_t e = 0; e < x["epoch_log"].size(); ++e) {
-      EXPECT_EQ(x["epoch_log"][e]["loss"], y["epoch_log"][e]["loss"]) << x["model"] << " epoch " << e;
+      EXPECT_EQ(x["epoch_log"][e]["loss"], y["epoch_log"][e]["loss"])
+          << x["model"] << " epoch " << e;
       EXPECT_EQ(x["epoch_log"][e]["train_error"], y["epoch_log"][e]["train_error"]);
     }
   }

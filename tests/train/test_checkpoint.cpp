@@ -161,15 +161,15 @@ TEST_P(Resume, StoppedAnywhereAndResumedIsBitIdentical) {
   const Outcome whole = train(spec, data, ExecutionOptions{c.shards});
   const int64_t per_epoch = whole.result.steps_per_epoch;
   ASSERT_GT(per_epoch, 3);
-  for (int64_t k : {int64_t{1}, per_epoch - 1, per_epoch, per_epoch + 1, whole.result.steps_taken - 2}) {
+  for (int64_t k :
+       {int64_t{1}, per_epoch - 1, per_epoch, per_epoch + 1, whole.result.steps_taken - 2}) {
     testing::TempDir dir("resume");
     ExecutionOptions first = with_checkpoints(dir.path(), {1, 0}, false, c.shards);
     first.max_steps = k;
     const Outcome stopped = train(spec, data, first);
     EXPECT_EQ(stopped.result.steps_taken, k);
     EXPECT_EQ(newest_checkpoint(dir.path()), k);
-    const Outcome resumed =
-        train(spec, data, with_checkpoints(dir.path(), {1, 0}, true, c.shards));
+    const Outcome resumed = train(spec, data, with_checkpoints(dir.path(), {1, 0}, true, c.shards));
     EXPECT_EQ(resumed.result.resumed_at_step, k);
     expect_same_outcome(whole, resumed, fmt::format("{} stopped after {} steps", c.name, k));
   }
@@ -219,7 +219,8 @@ TEST_P(Resume, OnTheGpuWithTheRecordedStepIsBitIdentical) {
         train(spec, data, with_checkpoints(dir.path(), {1, 0}, true, 0), 0, "cuda");
     EXPECT_EQ(resumed.result.resumed_at_step, k);
     EXPECT_TRUE(resumed.result.recorded_step);
-    expect_same_outcome(whole, resumed, fmt::format("{} on cuda stopped after {} steps", c.name, k));
+    expect_same_outcome(whole, resumed,
+                        fmt::format("{} on cuda stopped after {} steps", c.name, k));
   }
 }
 
@@ -267,7 +268,8 @@ TEST(Checkpoints, DamagedNewestCheckpointFallsBackToThePreviousOne) {
     d.apply(json, tensors);
     std::ofstream(dir.path() / "step-000000000015.json.tmp.123") << "{";
     std::vector<std::string> notes;
-    const Outcome resumed = train(spec, data, with_checkpoints(dir.path(), {1, 0}, true, 2, &notes));
+    const Outcome resumed =
+        train(spec, data, with_checkpoints(dir.path(), {1, 0}, true, 2, &notes));
     EXPECT_EQ(resumed.result.resumed_at_step, 13) << d.what;
     if (fs::exists(json)) {  // a checkpoint without its JSON was never whole: nothing to report
       bool noted = false;
@@ -324,8 +326,11 @@ TEST(Checkpoints, CheckpointOfAnotherRunIsRefusedSayingWhatDiffers) {
   other_data.train.y[0] = 1 - other_data.train.y[0];
   expect_user_error([&] { train(spec, other_data, resume); }, {"the data differs"});
   expect_user_error([&] { train(spec, data, resume, 2); }, {"the device differs", "1 threads"});
-  expect_user_error([&] { train(spec, data, with_checkpoints(dir.path(), {1, 0}, true, 1)); },
-                    {"the settings differ", "2 batch shards"});
+  expect_user_error(
+      [&] {
+        train(spec, data, with_checkpoints(dir.path(), {1, 0}, true, 1));
+      },
+      {"the settings differ", "2 batch shards"});
 }
 
 TEST(Checkpoints, NonFiniteLossStopsTrainingAndKeepsTheLastGoodCheckpoint) {
