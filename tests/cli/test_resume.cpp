@@ -1,8 +1,8 @@
 // Runs that are never lost, as a user meets them: `crossover train` killed with SIGKILL at several
 // points (inside epochs, at their ends, while a checkpoint is written) and resumed with --resume
-// ends with a weights file byte-identical to the run never stopped; a `run` job killed inside its
-// second model keeps the first and resumes the second; an unfinished run's checkpoint is not
-// overwritten unless asked; a diverging run stops with exit code 4.
+// ends with a weights file byte-identical to the run never stopped; a `run` or `sweep` job killed
+// inside its second model keeps the first and resumes the second; an unfinished run's checkpoint
+// is not overwritten unless asked; a diverging run stops with exit code 4.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -286,19 +286,37 @@ TEST(CliResume, UnfinishedCheckpointIsNeitherOverwrittenNorIgnored) {
   EXPECT_NE(restarted.output.find("discarded the checkpoint"), std::string::npos);
 }
 
-TEST(CliResume, RunJobKilledInsideItsSecondModelKeepsTheFirstAndResumesTheSecond) {
+// A measuring job of two models: its command, and how its models are named.
+struct Job {
+  const char* name;
+  const char* command;
+  const char* first;   // the first model, as the progress lines name it
+  const char* second;  // the second model's name, which starts its checkpoint folder's
+};
+
+const Job kJobs[] = {
+    {"run", "run --models disc-2,disc-4", "disc-2", "disc-4"},
+    {"sweep", "sweep disc-3 --vary width=8,48", "disc-3[width=8]", "disc-3[width=48]"},
+};
+
+void PrintTo(const Job& j, std::ostream* os) { *os << j.name; }
+
+class KilledJob : public ::testing::TestWithParam<Job> {};
+
+TEST_P(KilledJob, KilledInsideItsSecondModelKeepsTheFirstAndResumesTheSecond) {
+  const Job& j = GetParam();
   const xo::testing::TempDir folder("job");
   const fs::path dir = folder.path();
   const std::string job =
-      "run --models disc-2,disc-4 --devices cpu --threads 1 --epochs 25 --checkpoint-every "
-      "1steps";
+      std::string(j.command) + " --devices cpu --threads 1 --epochs 25 --checkpoint-every 1steps";
   const Result whole = run(dir, job + " --out whole");
   ASSERT_EQ(whole.status, 0) << whole.output;
-  // Killed once disc-2 is in results.json and disc-4 has a checkpoint past its 60th step.
+  // Killed once the first model is in results.json and the second has a checkpoint past its
+  // 60th step.
   const bool killed = run_and_kill(dir, split(job + " --out cut"), [&] {
     std::error_code ec;
     for (const auto& e : fs::directory_iterator(dir / "cut" / "checkpoints", ec)) {
-      if (e.path().filename().string().rfind("disc-4", 0) != 0) continue;
+      if (e.path().filename().string().rfind(std::string(j.second) + "-", 0) != 0) continue;
       const auto n = xo::newest_checkpoint(e.path());
       if (n && *n >= 60) return true;
     }
@@ -314,9 +332,11 @@ TEST(CliResume, RunJobKilledInsideItsSecondModelKeepsTheFirstAndResumesTheSecond
   EXPECT_NE(other.output.find("--threads 1 then, 2 now"), std::string::npos) << other.output;
   const Result resumed = run(dir, job + " --out cut");
   ASSERT_EQ(resumed.status, 0) << resumed.output;
-  EXPECT_NE(resumed.output.find("disc-2 on cpu: kept from the earlier"), std::string::npos)
+  EXPECT_NE(resumed.output.find(std::string(j.first) + " on cpu: kept from the earlier"),
+            std::string::npos)
       << resumed.output;
-  EXPECT_NE(resumed.output.find("resuming disc-4"), std::string::npos) << resumed.output;
+  EXPECT_NE(resumed.output.find(std::string("resuming ") + j.second), std::string::npos)
+      << resumed.output;
   const auto a = nlohmann::json::parse(xo::read_file(dir / "whole" / "results.json"));
   const auto b = nlohmann::json::parse(xo::read_file(dir / "cut" / "results.json"));
   EXPECT_TRUE(b["complete"].get<bool>());
@@ -333,6 +353,9 @@ TEST(CliResume, RunJobKilledInsideItsSecondModelKeepsTheFirstAndResumesTheSecond
   }
   EXPECT_FALSE(fs::exists(dir / "cut" / "checkpoints")) << "a finished job leaves none";
 }
+
+INSTANTIATE_TEST_SUITE_P(Cli, KilledJob, ::testing::ValuesIn(kJobs),
+                         [](const auto& param_info) { return std::string(param_info.param.name); });
 
 TEST(CliResume, DivergingRunStopsWithExitCode4) {
   const xo::testing::TempDir folder("nan");
