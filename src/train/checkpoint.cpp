@@ -118,7 +118,7 @@ void check_fingerprint(const Json& saved, const RunFingerprint& now, const fs::p
   if (!differs.empty()) {
     throw UserError(fmt::format(
         "{}: this checkpoint belongs to another run: {}. Resume with the same spec, data, device "
-        "and settings, or start afresh with another checkpoint folder (or remove this one)",
+        "and settings, or start afresh (--restart discards the checkpoint)",
         file.string(), fmt::join(differs, "; ")));
   }
 }
