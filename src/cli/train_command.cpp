@@ -100,7 +100,11 @@ int run_train(const TrainOptions& o) {
       !why.empty()) {
     fmt::print(stderr, "crossover: {}\n", why);
   }
-  if (!o.save.empty()) {
+  if (!o.save.empty() && r.stopped_diverged) {
+    // The parameters hold NaN or infinities now: the last good ones are in the checkpoint.
+    fmt::print(stderr, "crossover: --save {}: not written, the parameters are not finite\n",
+               o.save);
+  } else if (!o.save.empty()) {
     save_safetensors(o.save, model.export_params(),
                      {{"format", "pt"}, {"model", spec.name}, {"producer", "crossover"}});
   }

@@ -359,8 +359,12 @@ INSTANTIATE_TEST_SUITE_P(Cli, KilledJob, ::testing::ValuesIn(kJobs),
 
 TEST(CliResume, DivergingRunStopsWithExitCode4) {
   const xo::testing::TempDir folder("nan");
-  const Result r = run(folder.path(), "train disc-6 --epochs 3 --lr 1e6 -q");
+  const Result r = run(folder.path(), "train disc-6 --epochs 3 --lr 1e6 -q --save w.safetensors");
   EXPECT_EQ(r.status, 4) << r.output;
+  EXPECT_NE(r.output.find("--save w.safetensors: not written, the parameters are not finite"),
+            std::string::npos)
+      << r.output;
+  EXPECT_FALSE(fs::exists(folder.path() / "w.safetensors"));
   EXPECT_NE(r.output.find("stopped: the loss became NaN or infinite at epoch 1, step"),
             std::string::npos)
       << r.output;
