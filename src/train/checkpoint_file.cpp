@@ -1,0 +1,350 @@
+// One checkpoint's files: a snapshot written as step-N.safetensors and step-N.json, read back and
+// checked whole, compared with the run about to resume, and applied to its plan and state.
+#include "train/checkpoint_file.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <string_view>
+
+#include "core/file.h"
+#include "core/hash.h"
+#include "train/plan.h"
+
+namespace xo {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+constexpr const char* kFormat = "crossover.checkpoint/1";
+constexpr const char* kOptimizerPrefix = "optimizer.";
+
+// JSON numbers for doubles: finite values print with 17 significant digits (nlohmann's default),
+// which read back to the same bits; the non-finite ones, which JSON lacks, as strings.
+Json number(double v) {
+  if (std::isfinite(v)) return v;
+  return std::isnan(v) ? "nan" : (v > 0 ? "inf" : "-inf");
+}
+double number(const Json& j) {
+  if (j.is_string()) {
+    const std::string s = j.get<std::string>();
+    if (s == "nan") return std::numeric_limits<double>::quiet_NaN();
+    if (s == "inf") return std::numeric_limits<double>::infinity();
+    if (s == "-inf") return -std::numeric_limits<double>::infinity();
+    throw UserError(fmt::format("'{}' is not a number", s));
+  }
+  return j.get<double>();
+}
+Json numbers(const std::vector<double>& v) {
+  Json a = Json::array();
+  for (double x : v) a.push_back(number(x));
+  return a;
+}
+std::vector<double> numbers(const Json& j) {
+  std::vector<double> v;
+  v.reserve(j.size());
+  for (const Json& x : j) v.push_back(number(x));
+  return v;
+}
+
+Json to_json(const RunFingerprint& f) {
+  return {{"version", f.version},
+          {"spec", f.spec},
+          {"data", f.data},
+          {"device", f.device},
+          {"settings", f.settings}};
+}
+
+// The first line where two texts differ, for a message.
+std::string first_difference(const std::string& a, const std::string& b) {
+  size_t line_start = 0;
+  for (size_t i = 0; i < std::max(a.size(), b.size()); ++i) {
+    if (i >= a.size() || i >= b.size() || a[i] != b[i]) {
+      auto line = [&](const std::string& s) {
+        if (line_start >= s.size()) return std::string("(end)");
+        return s.substr(line_start, s.find('\n', line_start) - line_start);
+      };
+      return fmt::format("'{}' in the checkpoint, '{}' now", line(a), line(b));
+    }
+    if (a[i] == '\n') line_start = i + 1;
+  }
+  return "";
+}
+
+// Throws unless the checkpoint belongs to this run, naming each part that differs.
+void compare_fingerprints(const Json& saved, const RunFingerprint& now, const fs::path& file) {
+  std::vector<std::string> differs;
+  auto compare = [&](const char* key, const std::string& current, bool show_lines) {
+    const std::string was = saved.at(key).get<std::string>();
+    if (was == current) return;
+    const char* verb = std::string_view(key) == "settings" ? "differ" : "differs";
+    differs.push_back(
+        show_lines
+            ? fmt::format("the {} {} ({})", key, verb, first_difference(was, current))
+            : fmt::format("the {} {} ('{}' in the checkpoint, '{}' now)", key, verb, was, current));
+  };
+  compare("spec", now.spec, true);
+  compare("data", now.data, false);
+  compare("device", now.device, false);
+  compare("settings", now.settings, false);
+  compare("version", now.version, false);
+  if (!differs.empty()) {
+    throw UserError(fmt::format(
+        "{}: this checkpoint belongs to another run: {}. Resume with the same spec, data, device "
+        "and settings, or start afresh (--restart discards the checkpoint)",
+        file.string(), fmt::join(differs, "; ")));
+  }
+}
+
+// The named tensors of a snapshot: the model's state_dict, then each optimizer state buffer
+// viewed per parameter tensor (their alignment padding is always zero, as the gradients' is).
+std::vector<NamedTensor> named_tensors(const CheckpointSnapshot& s,
+                                       const CheckpointLayout& layout) {
+  std::vector<NamedTensor> out;
+  auto view = [](const ParamTensor& t, const std::vector<float>& flat) {
+    return std::vector<float>(flat.begin() + t.offset, flat.begin() + t.offset + t.size);
+  };
+  for (const ParamTensor& t : layout.tensors) out.push_back({t.name, t.shape, view(t, s.params)});
+  for (const ParamTensor& b : layout.buffers) {
+    out.push_back({b.name, b.shape, view(b, s.buffers), b.integer ? "I64" : "F32"});
+  }
+  for (size_t k = 0; k < layout.optimizer.size(); ++k) {
+    for (const ParamTensor& t : layout.tensors) {
+      out.push_back({fmt::format("{}{}.{}", kOptimizerPrefix, layout.optimizer[k], t.name), t.shape,
+                     view(t, s.optimizer[k])});
+    }
+  }
+  return out;
+}
+
+// The JSON beside the tensors: everything that is not a tensor, and the tensors' size and hash.
+Json state_json(const CheckpointSnapshot& s, const CheckpointLayout& layout,
+                const RunFingerprint& fingerprint, const std::string& tensor_file,
+                const std::string& bytes) {
+  const TrainState& t = s.state;
+  Json epochs = Json::array();
+  for (const EpochRecord& e : t.epochs) {
+    epochs.push_back({{"epoch", e.epoch},
+                      {"loss", number(e.loss)},
+                      {"train_error", number(e.train_error)},
+                      {"seconds", number(e.seconds)},
+                      {"test_loss", number(e.test_loss)},
+                      {"test_accuracy", number(e.test_accuracy)}});
+  }
+  return {
+      {"format", kFormat},
+      {"model", layout.model},
+      {"fingerprint", to_json(fingerprint)},
+      {"tensors",
+       {{"file", tensor_file}, {"bytes", bytes.size()}, {"hash", Hasher().text(bytes).hex()}}},
+      {"epoch", t.epoch},
+      {"in_epoch", t.in_epoch},
+      {"step", t.step},
+      {"steps_taken", t.steps_taken},
+      {"optimizer_steps", s.optimizer_steps},
+      {"dropout_step", s.step_counter},
+      {"position", s.position},
+      {"loss_stats", {number(s.stats.loss_sum), number(s.stats.correct), number(s.stats.samples)}},
+      {"shuffle_generator", t.shuffle_rng.state()},
+      {"order", t.order},
+      {"epochs", epochs},
+      {"diverged_epoch", t.diverged_epoch},
+      {"loss_check",
+       {{"sum", number(t.checked_loss_sum)},
+        {"step", t.checked_step},
+        {"last_finite_loss", number(t.last_finite_loss)},
+        {"last_finite_epoch", t.last_finite_epoch},
+        {"last_finite_step", t.last_finite_step}}},
+      {"times",
+       {{"timed_steps", t.timed},
+        {"epoch_ms", number(t.epoch_ms)},
+        {"step", numbers(t.times.step)},
+        {"data", numbers(t.times.data)},
+        {"forward_backward", numbers(t.times.forward_backward)},
+        {"optimizer", numbers(t.times.optimizer)}}}};
+}
+
+// Uploads `floats` (flat, host) into a device buffer.
+void upload(Backend& be, float* dst, const std::vector<float>& floats) {
+  if (!floats.empty()) be.upload(dst, floats.data(), sizeof(float) * floats.size());
+}
+
+}  // namespace
+
+std::string checkpoint_stem(int64_t steps_taken) { return fmt::format("step-{:012}", steps_taken); }
+
+int64_t checkpoint_steps(const fs::path& file) {
+  const std::string name = file.filename().string();
+  if (name.size() != 22 || name.rfind("step-", 0) != 0 || file.extension() != ".json") return -1;
+  int64_t steps = -1;
+  const auto [end, ec] = std::from_chars(name.data() + 5, name.data() + 17, steps);
+  return ec == std::errc() && end == name.data() + 17 ? steps : -1;
+}
+
+void write_checkpoint(const fs::path& dir, const CheckpointSnapshot& s,
+                      const CheckpointLayout& layout, const RunFingerprint& fingerprint) {
+  const std::string name = checkpoint_stem(s.state.steps_taken);
+  const fs::path tensors = dir / (name + ".safetensors");
+  const std::string bytes = encode_safetensors(
+      named_tensors(s, layout),
+      {{"format", "pt"}, {"model", layout.model}, {"producer", "crossover"}}, tensors.string());
+  write_file_atomic(tensors, bytes);
+  write_file_atomic(
+      dir / (name + ".json"),
+      state_json(s, layout, fingerprint, name + ".safetensors", bytes).dump(1) + "\n");
+}
+
+CheckpointFile CheckpointFile::read(const fs::path& json_file) {
+  CheckpointFile c;
+  c.file_ = json_file;
+  try {
+    c.json_ = Json::parse(read_file(json_file));
+    c.read_tensors();
+  } catch (const Json::exception& e) {
+    throw DamagedCheckpoint(e.what());
+  } catch (const DamagedCheckpoint&) {
+    throw;
+  } catch (const UserError& e) {  // an unreadable or malformed file
+    throw DamagedCheckpoint(e.what());
+  }
+  return c;
+}
+
+void CheckpointFile::read_tensors() {
+  if (json_.value("format", "") != kFormat) {
+    throw DamagedCheckpoint(fmt::format("not a {} file", kFormat));
+  }
+  const Json& t = json_.at("tensors");
+  const fs::path& json_file = file_;
+  const fs::path tensor_file = json_file.parent_path() / t.at("file").get<std::string>();
+  const std::string bytes = read_file(tensor_file);
+  if (bytes.size() != t.at("bytes").get<size_t>() ||
+      Hasher().text(bytes).hex() != t.at("hash").get<std::string>()) {
+    throw DamagedCheckpoint(
+        fmt::format("{} is truncated or damaged (its size or hash differs from the "
+                    "one recorded)",
+                    tensor_file.filename().string()));
+  }
+  tensors_ = decode_safetensors(bytes, tensor_file.string());
+}
+
+void CheckpointFile::check_fingerprint(const RunFingerprint& now) const {
+  Json saved;
+  try {
+    saved = json_.at("fingerprint");
+    for (const char* key : {"spec", "data", "device", "settings", "version"}) {
+      saved.at(key).get<std::string>();
+    }
+  } catch (const Json::exception& e) {
+    throw DamagedCheckpoint(e.what());
+  }
+  compare_fingerprints(saved, now, file_);
+}
+
+void CheckpointFile::apply(TrainPlan& p, TrainState& state) const {
+  try {
+    apply_state(p, state);
+  } catch (const Json::exception& e) {
+    throw UserError(fmt::format("{}: damaged checkpoint ({})", file_.string(), e.what()));
+  }
+}
+
+void CheckpointFile::apply_state(TrainPlan& p, TrainState& state) const {
+  const Json& j = json_;
+  const fs::path& file = file_;
+  Model& model = p.model;
+  Backend& be = p.backend;
+  // The model's tensors through the checked import; the optimizer's scattered into flat buffers.
+  std::vector<NamedTensor> model_tensors;
+  std::map<std::string, const NamedTensor*> optimizer_tensors;
+  for (const NamedTensor& t : tensors_) {
+    if (t.name.rfind(kOptimizerPrefix, 0) == 0) {
+      optimizer_tensors[t.name] = &t;
+    } else {
+      model_tensors.push_back(t);
+    }
+  }
+  model.import_params(model_tensors, file.string());
+  for (const OptimizerStateBuffer& b : p.optimizer->state_buffers()) {
+    std::vector<float> flat(static_cast<size_t>(model.flat_size()), 0.0f);
+    for (const ParamTensor& t : model.tensors()) {
+      const std::string name = fmt::format("{}{}.{}", kOptimizerPrefix, b.name, t.name);
+      const auto it = optimizer_tensors.find(name);
+      if (it == optimizer_tensors.end() || it->second->data.size() != static_cast<size_t>(t.size)) {
+        throw UserError(
+            fmt::format("{}: tensor '{}' is missing or has the wrong size", file.string(), name));
+      }
+      std::copy(it->second->data.begin(), it->second->data.end(), flat.begin() + t.offset);
+    }
+    upload(be, b.data, flat);
+  }
+  p.optimizer->set_steps(j.at("optimizer_steps").get<int64_t>());
+  const auto dropout_step = j.at("dropout_step").get<uint64_t>();
+  be.upload(model.step_counter(), &dropout_step, sizeof(dropout_step));
+  if (p.position) {
+    const auto position = j.at("position").get<int64_t>();
+    be.upload(p.position.as<int64_t>(), &position, sizeof(position));
+  }
+  const Json& stats = j.at("loss_stats");
+  const LossStats host{number(stats.at(0)), number(stats.at(1)), number(stats.at(2))};
+  be.upload(p.stats, &host, sizeof(host));
+
+  state.epoch = j.at("epoch").get<int64_t>();
+  state.in_epoch = j.at("in_epoch").get<bool>();
+  state.step = j.at("step").get<int64_t>();
+  state.steps_taken = j.at("steps_taken").get<int64_t>();
+  if (!state.shuffle_rng.restore(j.at("shuffle_generator").get<std::string>())) {
+    throw UserError(fmt::format("{}: shuffle_generator: not a generator state", file.string()));
+  }
+  state.order = j.at("order").get<std::vector<int32_t>>();
+  if (p.order) {
+    if (state.order.size() != static_cast<size_t>(p.samples)) {
+      throw UserError(fmt::format("{}: order: {} entries, expected {} (the samples)", file.string(),
+                                  state.order.size(), p.samples));
+    }
+    for (int32_t i : state.order) {
+      if (i < 0 || i >= p.samples) {
+        throw UserError(fmt::format("{}: order: {} is not a sample index", file.string(), i));
+      }
+    }
+    be.upload(p.order.as<int32_t>(), state.order.data(), p.order.bytes());
+  }
+  if (state.step < 0 || state.step > p.steps_per_epoch || state.epoch < 0) {
+    throw UserError(fmt::format("{}: step {} of epoch {} is outside the run ({} steps per epoch)",
+                                file.string(), state.step, state.epoch, p.steps_per_epoch));
+  }
+  state.epochs.clear();
+  for (const Json& e : j.at("epochs")) {
+    state.epochs.push_back({e.at("epoch").get<int64_t>(), number(e.at("loss")),
+                            number(e.at("train_error")), number(e.at("seconds")),
+                            number(e.at("test_loss")), number(e.at("test_accuracy"))});
+  }
+  state.diverged_epoch = j.at("diverged_epoch").get<int64_t>();
+  const Json& check = j.at("loss_check");
+  state.checked_loss_sum = number(check.at("sum"));
+  state.checked_step = check.at("step").get<int64_t>();
+  state.last_finite_loss = number(check.at("last_finite_loss"));
+  state.last_finite_epoch = check.at("last_finite_epoch").get<int64_t>();
+  state.last_finite_step = check.at("last_finite_step").get<int64_t>();
+  const Json& times = j.at("times");
+  // The steps before the checkpoint were timed by the process that ran them.
+  state.timed = times.at("timed_steps").get<int64_t>();
+  if (state.timed != state.step) {
+    throw UserError(fmt::format("{}: times: {} steps timed, expected {}", file.string(),
+                                state.timed, state.step));
+  }
+  state.epoch_ms = number(times.at("epoch_ms"));
+  state.times.step = numbers(times.at("step"));
+  state.times.data = numbers(times.at("data"));
+  state.times.forward_backward = numbers(times.at("forward_backward"));
+  state.times.optimizer = numbers(times.at("optimizer"));
+}
+
+}  // namespace xo
