@@ -94,7 +94,11 @@ int run_train(const TrainOptions& o) {
                                                       r.final_test_accuracy, r.test_samples),
       r.step_ms.median, r.step_ms.count, 100.0 * r.step_ms.cv, r.gflops, r.samples_per_second,
       r.train_seconds, r.shards, r.shards == 1 ? "" : "s",
-      r.recorded_step ? ", replayed as one CUDA Graph" : "", r.interrupted ? " (interrupted)" : "");
+      r.recorded_step ? ", replayed as one CUDA Graph" : "",
+      r.interrupted ? " (interrupted)"
+      : r.resumed_at_step > 0
+          ? fmt::format(" (resumed from its checkpoint at step {})", r.resumed_at_step)
+          : "");
   if (const std::string why =
           stop_message(r, exec.checkpoint, "the same command with --resume continues it");
       !why.empty()) {

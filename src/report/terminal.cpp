@@ -52,6 +52,15 @@ std::string summary_text(const Report& report, const std::filesystem::path& out,
       break;
     }
   }
+  for (const ReportRun& run : report.runs) {
+    const TrainResult& r = run.run.result;
+    if (r.resumed_at_step > 0) {
+      s += fmt::format(
+          "note: {} on {} resumed from its checkpoint at step {}: its step times come from both "
+          "processes, its utilisation from the last one\n",
+          r.model, r.device.id, r.resumed_at_step);
+    }
+  }
   if (report.advice) {
     s += '\n';
     s += advice_text(*report.advice);

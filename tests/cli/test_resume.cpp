@@ -219,6 +219,8 @@ TEST_P(KilledTraining, ResumedRunSavesByteIdenticalWeights) {
     const Result resumed = run(dir, resumable + " --resume");
     ASSERT_EQ(resumed.status, 0) << resumed.output;
     EXPECT_NE(resumed.output.find("resuming"), std::string::npos) << resumed.output;
+    EXPECT_NE(resumed.output.find("(resumed from its checkpoint at step"), std::string::npos)
+        << resumed.output;
   }
   EXPECT_EQ(xo::read_file(dir / "whole.safetensors"), xo::read_file(dir / "resumed.safetensors"))
       << c.name << ": the resumed run's weights differ from the run never stopped";
@@ -336,6 +338,10 @@ TEST_P(KilledJob, KilledInsideItsSecondModelKeepsTheFirstAndResumesTheSecond) {
             std::string::npos)
       << resumed.output;
   EXPECT_NE(resumed.output.find(std::string("resuming ") + j.second), std::string::npos)
+      << resumed.output;
+  EXPECT_NE(resumed.output.find(std::string("note: ") + j.second +
+                                " on cpu resumed from its checkpoint at step"),
+            std::string::npos)
       << resumed.output;
   const auto a = nlohmann::json::parse(xo::read_file(dir / "whole" / "results.json"));
   const auto b = nlohmann::json::parse(xo::read_file(dir / "cut" / "results.json"));
