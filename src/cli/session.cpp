@@ -183,8 +183,11 @@ Catalog load_user_catalog(const CostOptions& o) {
   return c;
 }
 
-Session::Session(const MeasureOptions& o) : o_(o), started_(now_seconds()) {
-  parse_checkpoint_interval(o.checkpoint.every, "--checkpoint-every");  // fail before any work
+Session::Session(const MeasureOptions& o)
+    : o_(o),
+      // Parsed before any work, so that a bad interval fails at once.
+      checkpoint_every_(parse_checkpoint_interval(o.checkpoint.every, "--checkpoint-every")),
+      started_(now_seconds()) {
   devices_ = o.devices;
   if (devices_.empty()) {
     const DeviceList list = list_devices();
@@ -239,7 +242,7 @@ const RunRecord& Session::measure(const ModelSpec& spec_in, const std::string& d
   settings.record_step = o_.record_step;
   settings.sample_interval_s = o_.sample_interval_s;
   settings.stop_on_nan = o_.checkpoint.on_nan == "stop";
-  settings.checkpoint.every = parse_checkpoint_interval(o_.checkpoint.every, "--checkpoint-every");
+  settings.checkpoint.every = checkpoint_every_;
   if (settings.checkpoint.every.enabled()) {
     // One folder per (model, device), named so that a changed spec never meets an old one.
     std::string device_name = be.info().id;

@@ -102,6 +102,7 @@ class Session {
   Backend& backend(const std::string& device);
 
   MeasureOptions o_;
+  CheckpointInterval checkpoint_every_;
   std::vector<std::string> devices_;
   std::vector<std::unique_ptr<Backend>> backends_;
   std::vector<DevicePeaks> peaks_;

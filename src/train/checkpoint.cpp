@@ -53,6 +53,14 @@ CheckpointInterval parse_checkpoint_interval(const std::string& text, const std:
   return {0, value * it->second};
 }
 
+void CheckpointOptions::tell(const std::string& message) const {
+  if (note) {
+    note(message);
+  } else {
+    fmt::print(stderr, "crossover: {}\n", message);
+  }
+}
+
 std::string describe(const CheckpointInterval& interval) {
   if (interval.steps > 0) return fmt::format("every {} steps", interval.steps);
   if (interval.seconds > 0) return fmt::format("every {:g} s", interval.seconds);
@@ -71,12 +79,13 @@ RunFingerprint run_fingerprint(const TrainPlan& p, const TrainSpec& train, bool 
 }
 
 struct Checkpointer::Impl {
-  Impl(const TrainPlan& p, const CheckpointOptions& o, RunFingerprint f)
+  Impl(const TrainPlan& p, const CheckpointOptions& o, RunFingerprint f, int64_t steps_taken)
       : options(o),
         fingerprint(std::move(f)),
         layout{p.model.spec().name, p.model.tensors(), p.model.buffers(), {}},
         slot(p.model.spec().train.seed),
-        started(Clock::now()) {
+        last(Clock::now()),
+        last_steps(steps_taken) {
     // The host side of the snapshot, sized once: saving copies into it.
     slot.params.resize(static_cast<size_t>(p.model.flat_size()));
     slot.buffers.resize(static_cast<size_t>(p.model.state_size()));
@@ -94,14 +103,6 @@ struct Checkpointer::Impl {
     }
     wake.notify_all();
     writer.join();
-  }
-
-  void note(const std::string& message) const {
-    if (options.note) {
-      options.note(message);
-    } else {
-      fmt::print(stderr, "crossover: {}\n", message);
-    }
   }
 
   // Waits until the writer holds no snapshot.
@@ -131,10 +132,11 @@ struct Checkpointer::Impl {
       prune();
     } catch (const std::exception& e) {
       const std::optional<int64_t> previous = newest_checkpoint(options.dir);
-      note(fmt::format("warning: the checkpoint at step {} was not written ({}); {}",
-                       s.state.steps_taken, e.what(),
-                       previous ? fmt::format("the previous one, at step {}, is kept", *previous)
-                                : std::string("none is saved yet")));
+      options.tell(fmt::format("warning: the checkpoint at step {} was not written ({}); {}",
+                               s.state.steps_taken, e.what(),
+                               previous
+                                   ? fmt::format("the previous one, at step {}, is kept", *previous)
+                                   : std::string("none is saved yet")));
     }
   }
 
@@ -162,8 +164,8 @@ struct Checkpointer::Impl {
   RunFingerprint fingerprint;
   CheckpointLayout layout;
   CheckpointSnapshot slot;  // the writer's; the step loop fills it only while the writer is idle
-  Clock::time_point started, last{};
-  int64_t last_steps = 0;
+  Clock::time_point last;   // of the last checkpoint, or the start
+  int64_t last_steps;       // steps taken at the last checkpoint, or the start
   int64_t written = 0;
   double wait_ms = 0;
 
@@ -174,8 +176,8 @@ struct Checkpointer::Impl {
 };
 
 Checkpointer::Checkpointer(const TrainPlan& p, const CheckpointOptions& options,
-                           RunFingerprint fingerprint)
-    : impl_(std::make_unique<Impl>(p, options, std::move(fingerprint))) {}
+                           RunFingerprint fingerprint, int64_t steps_taken)
+    : impl_(std::make_unique<Impl>(p, options, std::move(fingerprint), steps_taken)) {}
 
 Checkpointer::~Checkpointer() = default;
 
@@ -183,9 +185,7 @@ bool Checkpointer::due(const TrainState& state) const {
   const CheckpointInterval& every = impl_->options.every;
   if (every.steps > 0 && state.steps_taken - impl_->last_steps >= every.steps) return true;
   if (every.seconds > 0) {
-    const Clock::time_point since =
-        impl_->written > 0 || impl_->last_steps > 0 ? impl_->last : impl_->started;
-    return std::chrono::duration<double>(Clock::now() - since).count() >= every.seconds;
+    return std::chrono::duration<double>(Clock::now() - impl_->last).count() >= every.seconds;
   }
   return false;
 }
@@ -256,13 +256,6 @@ std::optional<int64_t> restore_checkpoint(TrainPlan& p, TrainState& state,
     }
   }
   std::sort(found.rbegin(), found.rend());
-  auto note = [&](const std::string& m) {
-    if (options.note) {
-      options.note(m);
-    } else {
-      fmt::print(stderr, "crossover: {}\n", m);
-    }
-  };
   for (const auto& [steps, file] : found) {
     try {
       const CheckpointFile checkpoint = CheckpointFile::read(file);
@@ -270,15 +263,16 @@ std::optional<int64_t> restore_checkpoint(TrainPlan& p, TrainState& state,
       checkpoint.check_fingerprint(fingerprint);
       checkpoint.apply(p, state);
     } catch (const DamagedCheckpoint& e) {
-      note(fmt::format("warning: {}: damaged checkpoint ({}); trying the one before", file.string(),
-                       e.what()));
+      options.tell(fmt::format("warning: {}: damaged checkpoint ({}); trying the one before",
+                               file.string(), e.what()));
       continue;
     }
     return steps;
   }
   if (!found.empty()) {
-    note(fmt::format("warning: no whole checkpoint in {}; training starts from the beginning",
-                     options.dir.string()));
+    options.tell(
+        fmt::format("warning: no whole checkpoint in {}; training starts from the beginning",
+                    options.dir.string()));
   }
   return std::nullopt;
 }

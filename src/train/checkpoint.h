@@ -48,6 +48,8 @@ struct CheckpointOptions {
   bool resume = false;  // continue from the newest whole checkpoint in dir, where there is one
   // Notes for the user (a damaged checkpoint skipped, a write that failed); null: stderr.
   std::function<void(const std::string&)> note;
+  // Passes a note to `note`, or prints it on stderr.
+  void tell(const std::string& message) const;
 };
 
 // What a checkpoint belongs to. A resume is refused, naming the part, unless all are equal.
@@ -62,10 +64,12 @@ struct RunFingerprint {
 };
 RunFingerprint run_fingerprint(const TrainPlan& p, const TrainSpec& train, bool record_step);
 
-// Saves checkpoints of one run into options.dir. Host buffers are planned when it is built.
+// Saves checkpoints of one run into options.dir. Host buffers are planned when it is built; the
+// interval counts from `steps_taken` (where a resumed run starts) and from then.
 class Checkpointer {
  public:
-  Checkpointer(const TrainPlan& p, const CheckpointOptions& options, RunFingerprint fingerprint);
+  Checkpointer(const TrainPlan& p, const CheckpointOptions& options, RunFingerprint fingerprint,
+               int64_t steps_taken);
   ~Checkpointer();  // waits for a write under way
   Checkpointer(const Checkpointer&) = delete;
   Checkpointer& operator=(const Checkpointer&) = delete;

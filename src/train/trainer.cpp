@@ -99,14 +99,6 @@ Stop run_steps(TrainPlan& p, TrainState& state, const Boundaries& b) {
   return Stop::None;
 }
 
-void note(const ExecutionOptions& exec, const std::string& message) {
-  if (exec.checkpoint.note) {
-    exec.checkpoint.note(message);
-  } else {
-    fmt::print(stderr, "crossover: {}\n", message);
-  }
-}
-
 }  // namespace
 
 TrainResult train_model(Model& model, const Dataset& data, const TrainSpec& train,
@@ -130,13 +122,16 @@ TrainResult train_model(Model& model, const DataSplit& split, const TrainSpec& t
     if (exec.checkpoint.resume) {
       if (auto at = restore_checkpoint(plan, state, exec.checkpoint, fingerprint)) {
         resumed_at = *at;
-        note(exec, fmt::format("resuming {} from its checkpoint in {}: epoch {}, step {} of {} "
-                               "({} steps taken)",
-                               model.spec().name, exec.checkpoint.dir.string(), state.epoch + 1,
-                               state.step, plan.steps_per_epoch, state.steps_taken));
+        exec.checkpoint.tell(
+            fmt::format("resuming {} from its checkpoint in {}: epoch {}, step {} of {} "
+                        "({} steps taken)",
+                        model.spec().name, exec.checkpoint.dir.string(), state.epoch + 1,
+                        state.step, plan.steps_per_epoch, state.steps_taken));
       }
     }
-    if (exec.checkpoint.every.enabled()) checkpoints.emplace(plan, exec.checkpoint, fingerprint);
+    if (exec.checkpoint.every.enabled()) {
+      checkpoints.emplace(plan, exec.checkpoint, fingerprint, state.steps_taken);
+    }
   }
   Boundaries boundaries{exec.max_steps, 0, checkpoints ? &*checkpoints : nullptr};
   if (exec.stop_on_nan)

@@ -13,24 +13,16 @@
 #include "core/random.h"
 #include "model/model.h"
 #include "support/expect_error.h"
+#include "support/gpu.h"
 #include "train/trainer.h"
 
 namespace xo {
 namespace {
 
-bool has_gpu(std::string* why) {
-  const DeviceList list = list_devices();
-  for (const auto& id : list.available) {
-    if (id.rfind("cuda", 0) == 0) return true;
-  }
-  for (const auto& reason : list.unavailable_reasons) *why += reason;
-  return false;
-}
-
-#define SKIP_WITHOUT_GPU()                                         \
-  do {                                                             \
-    std::string why_;                                              \
-    if (!has_gpu(&why_)) GTEST_SKIP() << "no NVIDIA GPU here (" << why_ << ")"; \
+#define SKIP_WITHOUT_GPU()                                                                   \
+  do {                                                                                       \
+    std::string why_;                                                                        \
+    if (!testing::gpu_present(&why_)) GTEST_SKIP() << "no NVIDIA GPU here (" << why_ << ")"; \
   } while (0)
 
 TEST(CudaDevices, AMissingGpuIsExplainedAndAutoFallsBackToTheCpu) {
@@ -38,7 +30,7 @@ TEST(CudaDevices, AMissingGpuIsExplainedAndAutoFallsBackToTheCpu) {
   ASSERT_FALSE(list.available.empty());
   EXPECT_EQ(list.available.front(), "cpu");
   std::string why;
-  if (has_gpu(&why)) {
+  if (testing::gpu_present(&why)) {
     auto be = make_backend(parse_device("cuda", 0));
     EXPECT_EQ(be->info().kind, DeviceKind::Gpu);
     EXPECT_NE(be->info().library.find("cuBLASLt"), std::string::npos) << be->info().library;
@@ -81,9 +73,10 @@ void PrintTo(const EquivalenceCase& c, std::ostream* os) { *os << c.name; }
 
 ModelSpec case_spec(const EquivalenceCase& c) {
   ModelSpec spec = parse_spec("[model]\ninput = " + c.input + "\nlayers = [" + c.layers +
-                                  "]\nloss = \"" + c.loss + "\"\n[train]\nbatch = 16\nepochs = "
-                                  "3\nshuffle = true\noptimizer = { type = \"" + c.optimizer +
-                                  "\", lr = 0.01 }\n",
+                                  "]\nloss = \"" + c.loss +
+                                  "\"\n[train]\nbatch = 16\nepochs = "
+                                  "3\nshuffle = true\noptimizer = { type = \"" +
+                                  c.optimizer + "\", lr = 0.01 }\n",
                               c.name + ".toml");
   return spec;
 }

@@ -13,44 +13,20 @@
 #include <sstream>
 
 #include "backend/backend.h"
+#include "support/cli.h"
+#include "support/gpu.h"
 #include "support/temp_dir.h"
 
 namespace {
 
-struct Result {
-  int status;
-  std::string output;  // stdout and stderr together
-};
+using Result = xo::testing::CliResult;
+using xo::testing::gpu_present;
 
-// The tests' own cache folder: a peak probed while other tests load the machine must not become
-// the user's cached peak.
-std::string cache_env() {
-  static const std::string dir = [] {
-    const auto d = std::filesystem::path(::testing::TempDir()) / "cli_cache";
-    std::filesystem::create_directories(d);
-    return d.string();
-  }();
-  return "XDG_CACHE_HOME='" + dir + "' ";
-}
-
-bool gpu_present() {
-  for (const auto& id : xo::list_devices().available) {
-    if (id.rfind("cuda", 0) == 0) return true;
-  }
-  return false;
-}
+std::string cache_env() { return xo::testing::cli_cache_env(); }
 
 // The command run in `cwd` (default: the tests' own).
 Result run(const std::string& args, const std::filesystem::path& cwd = {}) {
-  const std::string cd = cwd.empty() ? "" : "cd '" + cwd.string() + "' && ";
-  const std::string cmd = cd + cache_env() + std::string(CROSSOVER_BINARY) + " " + args + " 2>&1";
-  FILE* pipe = popen(cmd.c_str(), "r");
-  std::string out;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) out.append(buf.data(), n);
-  const int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+  return xo::testing::run_cli(args, cwd);
 }
 
 // A double as the replay prints it: the shortest text that reads back the same.
@@ -225,8 +201,8 @@ TEST(Cli, InterruptKeepsPartialResults) {
   // lands in disc-12 even on a loaded machine.
   ASSERT_EQ(run("devices").status, 0);  // the peaks probed and cached before the clock starts
   const std::string cmd = cache_env() + "timeout --preserve-status -s INT 3 " +
-                          std::string(CROSSOVER_BINARY) +
-                          " run --models disc-2,disc-12 --out " + dir.string() + " >/dev/null 2>&1";
+                          std::string(CROSSOVER_BINARY) + " run --models disc-2,disc-12 --out " +
+                          dir.string() + " >/dev/null 2>&1";
   const int status = std::system(cmd.c_str());
   EXPECT_EQ(WEXITSTATUS(status), 130);
   const auto j = read_json(dir / "results.json");
@@ -340,8 +316,8 @@ TEST(Cli, AdviseMeasuresPredictsCostsAndRecommends) {
   const auto& dir = dir_folder.path();
   const Result r = run("advise disc-9 --steps 30 --out " + dir.string());
   ASSERT_EQ(r.status, 0) << r.output;
-  for (const char* text : {"Fastest here: cpu", "Cheapest cloud run", "(this machine)",
-                           "break-even", "predicted"}) {
+  for (const char* text :
+       {"Fastest here: cpu", "Cheapest cloud run", "(this machine)", "break-even", "predicted"}) {
     EXPECT_NE(r.output.find(text), std::string::npos) << text << "\n" << r.output;
   }
   const auto j = read_json(dir / "results.json");
@@ -375,8 +351,8 @@ TEST(Cli, CostRecostsAResultsFileWithOverriddenPrices) {
     EXPECT_NE(at, std::string::npos) << out;
     return out.substr(at, out.find('\n', at) - at);
   };
-  const Result doubled = run("cost " + (dir / "results.json").string() +
-                             " --price aws-g4dn.xlarge=1000");
+  const Result doubled =
+      run("cost " + (dir / "results.json").string() + " --price aws-g4dn.xlarge=1000");
   ASSERT_EQ(doubled.status, 0) << doubled.output;
   EXPECT_NE(cost_of(doubled.output, "g4dn.xlarge").find("1000.000"), std::string::npos)
       << cost_of(doubled.output, "g4dn.xlarge");

@@ -22,6 +22,7 @@
 
 #include "core/file.h"
 #include "core/random.h"
+#include "support/cli.h"
 #include "support/temp_dir.h"
 #include "train/checkpoint.h"
 
@@ -30,32 +31,10 @@ namespace {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
-struct Result {
-  int status;
-  std::string output;
-};
+using Result = xo::testing::CliResult;
+using xo::testing::cli_cache_dir;
 
-// One cache for the tests' peaks, probed once (as test_cli.cpp's).
-std::string cache_dir() {
-  static const std::string dir = [] {
-    const auto d = fs::path(::testing::TempDir()) / "cli_cache";
-    fs::create_directories(d);
-    return d.string();
-  }();
-  return dir;
-}
-
-Result run(const fs::path& dir, const std::string& args) {
-  const std::string cmd = "cd '" + dir.string() + "' && XDG_CACHE_HOME='" + cache_dir() + "' " +
-                          std::string(CROSSOVER_BINARY) + " " + args + " 2>&1";
-  FILE* pipe = popen(cmd.c_str(), "r");
-  std::string out;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) out.append(buf.data(), n);
-  const int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
+Result run(const fs::path& dir, const std::string& args) { return xo::testing::run_cli(args, dir); }
 
 // Whether process `pid` has a handler for `sig` (the SigCgt mask of /proc/PID/status).
 bool catches(pid_t pid, int sig) {
@@ -75,7 +54,7 @@ bool catches(pid_t pid, int sig) {
 template <typename Ready>
 bool run_and_kill(const fs::path& dir, const std::vector<std::string>& args, Ready&& ready,
                   int sig = SIGKILL) {
-  const std::string cache = cache_dir();
+  const std::string cache = cli_cache_dir();
   const pid_t pid = fork();
   if (pid == 0) {
     if (chdir(dir.c_str()) != 0) _exit(127);

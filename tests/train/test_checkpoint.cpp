@@ -17,6 +17,7 @@
 #include "model/model.h"
 #include "support/expect_error.h"
 #include "support/file_size_limit.h"
+#include "support/gpu.h"
 #include "support/temp_dir.h"
 #include "train/checkpoint.h"
 #include "train/trainer.h"
@@ -190,20 +191,15 @@ TEST_P(Resume, ResumedFromAnEarlierCheckpointIsBitIdentical) {
   EXPECT_EQ(*newest % 5, 0);
   const Outcome resumed = train(spec, data, with_checkpoints(dir.path(), {5, 0}, true, c.shards));
   EXPECT_EQ(resumed.result.resumed_at_step, *newest);
+  // The interval counts on from the step resumed at.
+  EXPECT_EQ(*newest_checkpoint(dir.path()) % 5, 0);
   expect_same_outcome(whole, resumed, c.name);
-}
-
-bool gpu_present() {
-  for (const auto& id : list_devices().available) {
-    if (id.rfind("cuda", 0) == 0) return true;
-  }
-  return false;
 }
 
 // The same on a GPU, where the step is one recorded CUDA Graph whose counters (batch position,
 // dropout step, optimizer step) live in device memory and are restored there.
 TEST_P(Resume, OnTheGpuWithTheRecordedStepIsBitIdentical) {
-  if (!gpu_present()) GTEST_SKIP() << "no NVIDIA GPU here: the GPU resume is not tested";
+  if (!testing::gpu_present()) GTEST_SKIP() << "no NVIDIA GPU here: the GPU resume is not tested";
   const Case& c = GetParam();
   const ModelSpec spec = parse_spec(c.spec, std::string(c.name) + ".toml");
   const DataSplit data = c.data();
