@@ -104,6 +104,7 @@ int run_advise(const AdviseOptions& o, bool advise) {
     report.advice.reset();
   } else {
     const ModelSpec spec = resolve_spec(o.spec);
+    print_notes(spec);
     Session session(o.measure);
     const std::string kind = advise ? "advise" : "cost";
     const std::string title = fmt::format("crossover {}: {}", kind, spec.name);

@@ -66,7 +66,10 @@ void add_sweep_and_advice(Report& report, const Session& session,
 int run_models(const RunOptions& o) {
   const std::vector<std::string> models = o.models.empty() ? suite_models(o.suite) : o.models;
   std::vector<ModelSpec> specs;
-  for (const auto& m : models) specs.push_back(resolve_spec(m));  // fail before any training
+  for (const auto& m : models) {
+    specs.push_back(resolve_spec(m));  // fail before any training
+    print_notes(specs.back());
+  }
   const Catalog catalog = load_user_catalog(o.cost);
   Session session(o.measure);
   const std::filesystem::path out(o.measure.out);
@@ -101,6 +104,7 @@ int run_models(const RunOptions& o) {
 
 int run_sweep(const RunOptions& o) {
   const ModelSpec base = resolve_spec(o.spec);
+  print_notes(base);
   AxisValues vary;
   if (o.vary.empty()) {
     if (!(base.origin == "built-in" && base.name.rfind("disc-", 0) == 0)) {
@@ -115,6 +119,12 @@ int run_sweep(const RunOptions& o) {
   }
   std::vector<ModelSpec> specs;
   for (int64_t v : vary.values) specs.push_back(vary_spec(base, vary.axis, v));
+  if (!base.init.empty() && (vary.axis == Axis::Width || vary.axis == Axis::Depth)) {
+    fmt::print(stderr,
+               "note: {}: its initial weights ({}) fit its own shapes only: along {} each model "
+               "draws its own from the seed\n",
+               base.origin, base.init, axis_name(vary.axis));
+  }
   const Catalog catalog = load_user_catalog(o.cost);
   Session session(o.measure);
   const std::filesystem::path out(o.measure.out);

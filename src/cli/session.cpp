@@ -119,6 +119,10 @@ std::string stop_message(const TrainResult& r, const CheckpointOptions& checkpoi
   return "";
 }
 
+void print_notes(const ModelSpec& spec) {
+  for (const std::string& note : spec.notes) fmt::print(stderr, "note: {}: {}\n", spec.origin, note);
+}
+
 int exit_code(const TrainResult& r) {
   if (r.stopped_diverged) return kExitDiverged;
   return r.interrupted ? 130 : 0;

@@ -65,6 +65,9 @@ struct CostOptions {
   AdviceOptions advice;
 };
 
+// A spec's notes (how an imported model was understood) on stderr, "note: NAME: …".
+void print_notes(const ModelSpec& spec);
+
 void add_measure_options(CLI::App* sub, MeasureOptions& o, bool with_steps);
 void add_cost_options(CLI::App* sub, CostOptions& o);
 // --precision and --no-graph, shared by `train` and the measuring commands.

@@ -37,6 +37,8 @@ int run_train(const TrainOptions& o) {
   if (o.batch) spec.train.batch = *o.batch;
   if (o.lr) spec.train.optimizer.lr = *o.lr;
   if (o.seed) spec.train.seed = *o.seed;
+  if (!o.data.empty()) spec.data.source = data_source_argument(o.data, "--data");
+  print_notes(spec);
   // Before any work: an unfinished run's checkpoint is continued or discarded only when asked.
   const CheckpointOptions checkpoint = checkpoint_options(
       o.checkpoint, o.checkpoint.dir.empty() ? default_checkpoint_dir(spec.name)
@@ -49,12 +51,8 @@ int run_train(const TrainOptions& o) {
   }
   check_model_memory(spec, *backend);
   Model model(spec, *backend);
-  const DataSplit data = load_data(spec.data, data_request(spec, model.classes()), o.data);
-  if (o.init.empty()) {
-    model.init(spec.train.seed);
-  } else {
-    model.import_params(load_safetensors(o.init), o.init);
-  }
+  const DataSplit data = load_data(spec.data, data_request(spec, model.classes()));
+  initialize(model, o.init);
   if (!o.quiet) {
     const DeviceInfo& d = backend->info();
     fmt::print("{}: {} parameters, {} on {} ({}, {}); data: {}\n", spec.name,
@@ -126,8 +124,9 @@ int run_train(const TrainOptions& o) {
 
 Command add_train(CLI::App& app) {
   auto o = std::make_shared<TrainOptions>();
-  CLI::App* sub = app.add_subcommand("train", "Train one model (a built-in name or a TOML spec)");
-  sub->add_option("spec", o->spec, "Built-in model name (see `crossover models`) or spec file")
+  CLI::App* sub = app.add_subcommand("train", "Train one model (a built-in name, a TOML spec or an ONNX model)");
+  sub->add_option("spec", o->spec,
+                  "Built-in model name (see `crossover models`), spec file, or ONNX model")
       ->required();
   sub->add_option("--device", o->device, "cpu, cuda, cuda:N or auto")->capture_default_str();
   sub->add_option("--epochs", o->epochs, "Override train.epochs")->check(positive_number());
@@ -140,7 +139,9 @@ Command add_train(CLI::App& app) {
   sub->add_option("--shards", o->shards,
                   "Split each batch into N shards trained concurrently (0 = the backend decides)")
       ->check(non_negative_integer());
-  sub->add_option("--data", o->data, "Train on this CSV instead of the spec's data source");
+  sub->add_option("--data", o->data,
+                  "Train on this CSV file, or this source (fashion-mnist, idx:DIR, imdb:DIR, "
+                  "imdb-synthetic, disc), instead of the spec's");
   sub->add_option("--init", o->init, "Initial weights from a safetensors file (PyTorch names)");
   sub->add_option("--save", o->save, "Write the trained weights to a safetensors file");
   sub->add_option("--json", o->json, "Write the result as JSON to this file");

@@ -101,6 +101,24 @@ void write_file_atomic(const std::filesystem::path& path, std::string_view bytes
   sync_folder(path.has_parent_path() ? path.parent_path() : std::filesystem::path("."), path);
 }
 
+void check_writable_path(const std::filesystem::path& path, std::string_view what) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    throw UserError(fmt::format("{} {}: a folder (expected a file to write)", what, path.string()));
+  }
+  std::filesystem::path folder = std::filesystem::absolute(path, ec).parent_path();
+  while (!folder.empty() && !std::filesystem::exists(folder, ec) && folder != folder.root_path()) {
+    folder = folder.parent_path();
+  }
+  if (!std::filesystem::is_directory(folder, ec)) {
+    throw UserError(fmt::format("{} {}: {} is not a folder", what, path.string(), folder.string()));
+  }
+  if (::access(folder.c_str(), W_OK) != 0) {
+    throw UserError(fmt::format("{} {}: cannot write in {} ({})", what, path.string(),
+                                folder.string(), std::strerror(errno)));
+  }
+}
+
 std::filesystem::path default_cache_dir() {
   if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) {
     return std::filesystem::path(xdg) / "crossover";

@@ -18,6 +18,11 @@ std::string read_file(const std::filesystem::path& path);
 // whether a previous version is kept.
 void write_file_atomic(const std::filesystem::path& path, std::string_view bytes);
 
+// Checks before any work that write_file_atomic(path) can succeed as far as permissions go: the
+// path is not a folder, and its folder (or the nearest existing one above it, which the write
+// creates the rest of) is a writable folder. Throws UserError naming `what` (a flag) and the path.
+void check_writable_path(const std::filesystem::path& path, std::string_view what);
+
 // Where crossover caches what it derived (tokenised corpora, measured peaks): $XDG_CACHE_HOME/
 // crossover, else $HOME/.cache/crossover, else the system's temporary folder.
 std::filesystem::path default_cache_dir();

@@ -32,12 +32,17 @@ ImdbOptions sequence_options(const DataSpec& data, const DataRequest& model) {
 
 }  // namespace
 
-DataSplit load_data(const DataSpec& data, const DataRequest& model,
-                    const std::string& csv_override) {
+DataSplit load_data(const DataSpec& data, const DataRequest& model) {
   int64_t features = 1;
   for (int64_t d : model.input) features *= d;
-  if (!csv_override.empty()) return {load_csv(csv_override, model.classes, features), {}};
   const std::string& source = data.source;
+  if (source.empty()) {
+    throw UserError(fmt::format(
+        "{}: no data to train on: name it in a [data] table (source = \"csv:PATH\", "
+        "\"fashion-mnist\", \"idx:DIR\", \"imdb:DIR\" or \"imdb-synthetic\"; for an ONNX model, "
+        "in the TOML file of the same name beside it) or pass --data",
+        model.origin));
+  }
   if (source == "disc") {
     DataSplit split{make_disc(data.samples, model.seed), {}};
     if (data.test_samples > 0) {

@@ -1,4 +1,4 @@
-// Resolves a spec's [data] section (or a --data override) to a training and a test set in memory.
+// Resolves a spec's [data] section (or a --data override, parsed by data_source_argument) to a training and a test set in memory.
 #pragma once
 
 #include <cstdint>
@@ -28,11 +28,10 @@ struct DataRequest {
   uint64_t seed = 0;           // generated data: a spec and a seed name one data set
 };
 
-// `csv_override` (a path; empty for none) replaces the spec's source. Sources: disc, csv:PATH (no
-// test set), fashion-mnist, idx:DIR, imdb:DIR, imdb-synthetic. Sequence sources take their length
-// from the input shape and their vocabulary from the embedding.
-DataSplit load_data(const DataSpec& data, const DataRequest& model,
-                    const std::string& csv_override = "");
+// Sources: disc, csv:PATH (no test set), fashion-mnist, idx:DIR, imdb:DIR, imdb-synthetic. Sequence
+// sources take their length from the input shape and their vocabulary from the embedding. An empty
+// source (an imported model without a training file) is refused with what to write.
+DataSplit load_data(const DataSpec& data, const DataRequest& model);
 
 // A hash of a split's contents (shapes, features, labels, train and test): 16 hex digits that
 // change when any sample does. A checkpoint is refused for other data; results.json records it.

@@ -16,7 +16,7 @@ RunRecord measure_run(Backend& backend, const ModelSpec& spec, const MeasureSett
   check_model_memory(spec, backend);
   Model model(spec, backend);
   const DataSplit data = load_data(spec.data, data_request(spec, model.classes()));
-  model.init(spec.train.seed);
+  initialize(model);
   reset_peak_resident();  // the peak memory below is this run's
   // NVML numbers GPUs as CUDA does when CUDA_VISIBLE_DEVICES is unset (the usual case).
   int gpu_index = -1;

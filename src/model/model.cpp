@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/hash.h"
 #include "core/random.h"
+#include "model/onnx_import.h"
 
 namespace xo {
 namespace {
@@ -267,6 +268,12 @@ void Model::import_params(const std::vector<NamedTensor>& tensors, const std::st
   }
   backend_->upload(params(), host.data(), sizeof(float) * host.size());
   if (state_size_ > 0) backend_->upload(this->state(), state.data(), sizeof(float) * state.size());
+}
+
+void initialize(Model& model, const std::string& init_file) {
+  model.init(model.spec().train.seed);
+  const std::string& file = init_file.empty() ? model.spec().init : init_file;
+  if (!file.empty()) model.import_params(load_initial_weights(file), file);
 }
 
 std::string Model::parameter_hash() const {

@@ -135,6 +135,11 @@ class Model {
   uint64_t seed_ = 0;
 };
 
+// Initialises the model as its spec says: PyTorch's default initialisation drawn from train.seed
+// (which also seeds the dropout masks), then the weights of `init_file` where given, else of the
+// spec's `init` (a safetensors file or an ONNX model) where it names one.
+void initialize(Model& model, const std::string& init_file = "");
+
 // How a Network reduces the loss over its batch.
 enum class LossReduction {
   Mean,  // divided by the batch (each shard by the whole batch): the training loss

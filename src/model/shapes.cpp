@@ -240,6 +240,11 @@ std::vector<std::vector<int64_t>> infer_shapes(const ModelSpec& spec) {
   return shapes;
 }
 
+std::vector<int64_t> layer_output_shape(const ModelSpec& spec, size_t index,
+                                        const std::vector<int64_t>& in) {
+  return LayerShape(spec, index, in).output();
+}
+
 int64_t parameter_count(const ModelSpec& spec) {
   const auto shapes = infer_shapes(spec);  // also guarantees the sum below cannot overflow
   int64_t params = 0;

@@ -77,6 +77,13 @@ struct TrainSpec {
 struct ModelSpec {
   std::string name;            // built-in name, or the file's stem
   std::string origin;          // the file path, or "built-in"
+  // The initial weights: a safetensors file (PyTorch names) or an ONNX model's initializers
+  // (`model.init` in a spec, relative to its folder; an imported ONNX model's own file). Empty:
+  // drawn from train.seed with PyTorch's default initialisation.
+  std::string init;
+  // What the user should know of how this spec was made (an imported model's notes), printed by
+  // the commands that take it.
+  std::vector<std::string> notes;
   std::vector<int64_t> input;  // shape of one sample, e.g. {2}
   std::vector<LayerSpec> layers;
   LossType loss = LossType::CrossEntropy;
@@ -93,9 +100,19 @@ struct ModelSpec {
 ModelSpec parse_spec(const std::string& toml_text, const std::string& origin);
 ModelSpec load_spec_file(const std::filesystem::path& path);
 
+// Applies a training file to a spec whose layers come from elsewhere (an ONNX model): [train] and
+// [data] as in a spec, and in [model] only `loss` (and `name`). A [model] table with layers or an
+// input is refused, naming `layers_from`.
+void apply_training_file(ModelSpec& spec, const std::filesystem::path& path,
+                         const std::string& layers_from);
+
 // Checks that the layers chain from `input` and returns the shape after each layer. Throws
 // UserError naming origin, line and layer index when they do not.
 std::vector<std::vector<int64_t>> infer_shapes(const ModelSpec& spec);
+
+// The shape layer `index` outputs for an input of shape `in` (its checks as infer_shapes's).
+std::vector<int64_t> layer_output_shape(const ModelSpec& spec, size_t index,
+                                        const std::vector<int64_t>& in);
 
 // Trainable parameters of the spec's model (what PyTorch's sum(p.numel()) reports).
 int64_t parameter_count(const ModelSpec& spec);
@@ -108,9 +125,14 @@ DataRequest data_request(const ModelSpec& spec, int64_t classes);
 std::vector<std::string> builtin_spec_names();
 std::optional<ModelSpec> builtin_spec(const std::string& name);
 
-// A name of a built-in spec, or a path to a TOML file. Throws UserError listing the built-in names
-// when neither matches.
+// A name of a built-in spec, a path to a TOML spec, or a path to an ONNX model (imported with the
+// training file beside it, model/onnx_import.h). Throws UserError listing the built-in names when
+// none matches.
 ModelSpec resolve_spec(const std::string& name_or_path);
+
+// A --data argument as a [data] source: a source as a spec writes it ("fashion-mnist",
+// "csv:PATH", "idx:DIR", …), or a path to a CSV file. Throws UserError naming `flag`.
+std::string data_source_argument(const std::string& text, const std::string& flag);
 
 // Renders a spec back to TOML (used to ship specs/ files and to record what ran).
 std::string to_toml(const ModelSpec& spec);

@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/file.h"
 #include "io/toml.h"
+#include "model/onnx_import.h"
 #include "model/spec.h"
 
 namespace xo {
@@ -142,8 +143,7 @@ LayerSpec parse_layer(const TomlValue& node) {
   return layer;
 }
 
-void parse_model(const TomlTable& model, ModelSpec& spec) {
-  model.only_keys({"name", "input", "layers", "loss"});
+void parse_name(const TomlTable& model, ModelSpec& spec) {
   if (const TomlValue name = model.get("name")) {
     spec.name = name.string();
     if (spec.name.empty()) {
@@ -151,6 +151,24 @@ void parse_model(const TomlTable& model, ModelSpec& spec) {
           "empty name (expected a name such as \"disc-8\", or no name key to use the file's)");
     }
   }
+}
+
+void parse_loss(const TomlValue& loss, ModelSpec& spec) {
+  std::vector<std::string_view> losses;
+  for (LossType t : kLossTypes) losses.push_back(loss_name(t));
+  spec.loss = kLossTypes[loss.choice("loss", losses)];
+}
+
+// A path relative to the spec file's folder (`base`; empty for a spec given as text).
+std::string relative_to(const std::filesystem::path& base, const std::string& file) {
+  std::filesystem::path path = file;
+  if (path.is_relative() && !base.empty()) path = (base / path).lexically_normal();
+  return path.string();
+}
+
+void parse_model(const TomlTable& model, const std::filesystem::path& base, ModelSpec& spec) {
+  model.only_keys({"name", "input", "layers", "loss", "init"});
+  parse_name(model, spec);
   spec.input = parse_input(model.get("input"));
 
   constexpr std::string_view kExpectedLayers =
@@ -160,10 +178,12 @@ void parse_model(const TomlTable& model, ModelSpec& spec) {
   if (items.empty()) layers.expected(kExpectedLayers);
   spec.layers.clear();
   for (const TomlValue& item : items) spec.layers.push_back(parse_layer(item));
-
-  std::vector<std::string_view> losses;
-  for (LossType t : kLossTypes) losses.push_back(loss_name(t));
-  spec.loss = kLossTypes[model.get("loss").choice("loss", losses)];
+  parse_loss(model.get("loss"), spec);
+  if (const TomlValue init = model.get("init")) {
+    spec.init = relative_to(
+        base, init.string("a path to a safetensors file or an ONNX model with the initial weights"));
+    if (spec.init.empty()) init.expected("a path to a safetensors file or an ONNX model");
+  }
 }
 
 // PyTorch's `betas = [b1, b2]`, the other spelling of beta1 and beta2 (never both).
@@ -251,12 +271,11 @@ std::string parse_source(const TomlValue& v, const std::filesystem::path& base) 
   }
   for (std::string_view prefix : kPathPrefixes) {
     if (!source.starts_with(prefix)) continue;
-    std::filesystem::path path = source.substr(prefix.size());
+    const std::string path = source.substr(prefix.size());
     if (path.empty()) {
       v.fail(fmt::format("empty path (expected \"{}PATH\", e.g. \"{}data\")", prefix, prefix));
     }
-    if (path.is_relative() && !base.empty()) path = (base / path).lexically_normal();
-    return std::string(prefix) + path.string();
+    return std::string(prefix) + relative_to(base, path);
   }
   v.fail(fmt::format("unknown source '{}' (expected {})", source, expected));
 }
@@ -285,7 +304,7 @@ ModelSpec parse(const std::string& text, const std::string& origin,
   ModelSpec spec;
   spec.origin = origin;
   spec.name = std::filesystem::path(origin).stem().string();
-  parse_model(root.get("model").table("a [model] table with input, layers and loss"), spec);
+  parse_model(root.get("model").table("a [model] table with input, layers and loss"), base, spec);
   if (const TomlValue train = root.get("train")) {
     parse_train(train.table("a [train] table"), spec.train);
   }
@@ -298,12 +317,54 @@ ModelSpec parse(const std::string& text, const std::string& origin,
 
 }  // namespace
 
+void apply_training_file(ModelSpec& spec, const std::filesystem::path& path,
+                         const std::string& layers_from) {
+  const TomlDocument doc(read_file(path), path.string());
+  const TomlTable root = doc.root();
+  root.only_keys({"model", "train", "data"});
+  if (const TomlValue model_value = root.get("model")) {
+    const TomlTable model = model_value.table("a [model] table with loss (and name)");
+    for (std::string_view key : {"layers", "input", "init"}) {
+      if (const TomlValue v = model.get(key)) {
+        v.fail(fmt::format(
+            "the model's {} come from {}: a training file beside it sets [train], [data] and "
+            "model.loss only (a whole spec is trained by passing the spec itself)",
+            key == "init" ? "initial weights" : key == "input" ? "input shape" : "layers",
+            layers_from));
+      }
+    }
+    model.only_keys({"name", "loss"});
+    parse_name(model, spec);
+    if (const TomlValue loss = model.get("loss")) parse_loss(loss, spec);
+  }
+  if (const TomlValue train = root.get("train")) {
+    parse_train(train.table("a [train] table"), spec.train);
+  }
+  if (const TomlValue data = root.get("data")) {
+    parse_data(data.table("a [data] table"), path.parent_path(), spec.data);
+  }
+}
+
 ModelSpec parse_spec(const std::string& toml_text, const std::string& origin) {
   return parse(toml_text, origin, {});
 }
 
 ModelSpec load_spec_file(const std::filesystem::path& path) {
   return parse(read_file(path), path.string(), path.parent_path());
+}
+
+std::string data_source_argument(const std::string& text, const std::string& flag) {
+  if (text.empty()) throw UserError(fmt::format("{}: empty (expected a CSV file or a data source)", flag));
+  if (text == kDiscSource || text == kFashionMnistSource || text == kImdbSyntheticSource) return text;
+  for (std::string_view prefix : kPathPrefixes) {
+    if (text.starts_with(prefix)) {
+      if (text.size() == prefix.size()) {
+        throw UserError(fmt::format("{} {}: empty path (expected {}PATH)", flag, text, prefix));
+      }
+      return text;
+    }
+  }
+  return "csv:" + text;  // a file, as before sources could be named
 }
 
 const char* layer_type_name(LayerType t) { return layer_info(t).name.data(); }
@@ -314,15 +375,19 @@ ModelSpec resolve_spec(const std::string& name_or_path) {
   if (auto builtin = builtin_spec(name_or_path)) return *builtin;
   const std::filesystem::path path(name_or_path);
   std::error_code ec;
-  if (std::filesystem::is_regular_file(path, ec)) return load_spec_file(path);
+  if (std::filesystem::is_regular_file(path, ec)) {
+    std::string ext = path.extension().string();
+    std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
+    return ext == ".onnx" ? load_onnx_spec(path) : load_spec_file(path);
+  }
   const std::string builtins = fmt::format("{}", fmt::join(builtin_spec_names(), ", "));
   if (std::filesystem::exists(path, ec)) {
     throw UserError(
-        fmt::format("{}: not a file (expected a TOML spec file or a built-in model: {})",
+        fmt::format("{}: not a file (expected a TOML spec, an ONNX model or a built-in model: {})",
                     name_or_path, builtins));
   }
   // Something that looks like a path gets a path's message; a bare word may be a mistyped name.
-  if (path.extension() == ".toml" || path.has_parent_path()) {
+  if (path.extension() == ".toml" || path.extension() == ".onnx" || path.has_parent_path()) {
     throw UserError(
         fmt::format("{}: spec file not found (built-in models: {})", name_or_path, builtins));
   }

@@ -90,12 +90,21 @@ std::string to_toml(const ModelSpec& spec) {
   out += fmt::format("input = [{}]\n", fmt::join(spec.input, ", "));
   out += "layers = [\n";
   for (const LayerSpec& l : spec.layers) out += fmt::format("  {},\n", layer_toml(l));
-  out += fmt::format("]\nloss = \"{}\"\n\n[train]\n", loss_name(spec.loss));
+  out += fmt::format("]\nloss = \"{}\"\n", loss_name(spec.loss));
+  if (!spec.init.empty()) out += fmt::format("init = {}\n", toml_string(spec.init));
+  out += "\n[train]\n";
   out += fmt::format("optimizer = {}\n", optimizer_toml(spec.train.optimizer));
   out += fmt::format("batch = {}\nepochs = {}\nshuffle = {}\nseed = {}\n\n", spec.train.batch,
                      spec.train.epochs, spec.train.shuffle, spec.train.seed);
-  out += fmt::format("[data]\nsource = {}\nsamples = {}\n", toml_string(spec.data.source),
-                     spec.data.samples);
+  if (spec.data.source.empty()) {  // an imported model's: none named yet
+    out += fmt::format(
+        "[data]\n# source = \"csv:PATH\"  (none yet: csv:PATH, fashion-mnist, idx:DIR, imdb:DIR or "
+        "imdb-synthetic)\nsamples = {}\n",
+        spec.data.samples);
+  } else {
+    out += fmt::format("[data]\nsource = {}\nsamples = {}\n", toml_string(spec.data.source),
+                       spec.data.samples);
+  }
   if (spec.data.test_samples > 0) out += fmt::format("test_samples = {}\n", spec.data.test_samples);
   return out;
 }

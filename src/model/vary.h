@@ -30,6 +30,8 @@ AxisValues parse_vary(const std::string& text);
 //  - width: every Linear, Conv2d, LSTM and Embedding width but the last layer's becomes V;
 //  - batch: the training batch;
 //  - sequence: the token sequence length of a model whose first layer is an Embedding.
+// Along depth and width the spec's `init` is dropped (its weights fit the spec's shapes only): the
+// grown models draw their initial weights from the seed.
 ModelSpec vary_spec(const ModelSpec& spec, Axis axis, int64_t value);
 
 }  // namespace xo

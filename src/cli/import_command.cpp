@@ -1,0 +1,116 @@
+// `crossover import MODEL.onnx`: shows how an ONNX model maps onto crossover's layers and writes the
+// equivalent spec (TOML) and its weights (safetensors), so that what was understood can be read and
+// edited.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <filesystem>
+#include <memory>
+
+#include "cli/commands.h"
+#include "cli/session.h"
+#include "core/error.h"
+#include "core/file.h"
+#include "core/format.h"
+#include "model/onnx_import.h"
+
+namespace xo::cli {
+namespace {
+
+struct ImportOptions {
+  std::string model, spec, weights;
+};
+
+std::string layer_text(const LayerSpec& l) {
+  switch (l.type) {
+    case LayerType::Linear:
+      return fmt::format("linear {}{}", l.out, l.bias ? "" : ", no bias");
+    case LayerType::Conv2d:
+      return fmt::format("conv2d {}, {}x{} stride {} padding {}{}", l.out, l.kernel, l.kernel,
+                         l.stride, l.padding, l.bias ? "" : ", no bias");
+    case LayerType::MaxPool2d:
+    case LayerType::AvgPool2d:
+      return fmt::format("{} {}x{} stride {} padding {}", layer_type_name(l.type), l.kernel,
+                         l.kernel, l.stride, l.padding);
+    case LayerType::Dropout:
+      return fmt::format("dropout p = {}", l.p);
+    case LayerType::Embedding:
+      return fmt::format("embedding {} x {}", l.vocab, l.out);
+    case LayerType::LSTM:
+      return fmt::format("lstm {}, {} layer{}, {}", l.out, l.layers, l.layers == 1 ? "" : "s",
+                         l.sequence ? "every step" : "last step");
+    case LayerType::BatchNorm1d:
+    case LayerType::BatchNorm2d:
+      return fmt::format("{} eps {} momentum {}", layer_type_name(l.type), l.eps, l.momentum);
+    default:
+      return layer_type_name(l.type);
+  }
+}
+
+// `to` as a path relative to the folder of `from_file` (how a spec names its weights).
+std::string relative_path(const std::filesystem::path& to, const std::filesystem::path& from_file) {
+  const std::filesystem::path folder = std::filesystem::absolute(from_file).parent_path();
+  return std::filesystem::absolute(to).lexically_proximate(folder).string();
+}
+
+int run_import(const ImportOptions& o) {
+  // Where the files go is checked before the model is read.
+  if (!o.spec.empty()) check_writable_path(o.spec, "--spec");
+  if (!o.weights.empty()) check_writable_path(o.weights, "--weights");
+  const std::filesystem::path path(o.model);
+  const OnnxGraph graph = read_onnx(path);
+  OnnxImport imported = import_onnx(graph);
+  ModelSpec spec = load_onnx_spec(path);  // with its training file, as `train` would take it
+  const std::vector<std::vector<int64_t>> shapes = infer_shapes(spec);
+
+  fmt::print("{} ({}, ONNX opset {}): {} layers, {} parameters, loss {}\n", o.model,
+             graph.producer.empty() ? "unknown producer" : graph.producer, graph.opset,
+             spec.layers.size(), group_digits(parameter_count(spec)), loss_name(spec.loss));
+  fmt::print("  input [{}]\n", fmt::join(spec.input, ", "));
+  for (size_t i = 0; i < spec.layers.size(); ++i) {
+    fmt::print("  {:>3}  {:<44} -> [{}]  from {}\n", i, layer_text(spec.layers[i]),
+               fmt::join(shapes[i], ", "), imported.sources[i]);
+  }
+  for (const std::string& note : spec.notes) fmt::print("note: {}\n", note);
+
+  if (!o.weights.empty()) {
+    save_safetensors(o.weights, imported.weights,
+                     {{"format", "pt"}, {"model", spec.name}, {"producer", "crossover import"}});
+    fmt::print("wrote {} ({} tensors, PyTorch names)\n", o.weights, imported.weights.size());
+  }
+  if (!o.spec.empty()) {
+    spec.notes.clear();
+    spec.init = o.weights.empty() ? relative_path(path, o.spec) : relative_path(o.weights, o.spec);
+    std::string text = fmt::format("# Imported by crossover {} from {}\n", CROSSOVER_VERSION, o.model);
+    text += to_toml(spec);
+    write_file_atomic(o.spec, text);
+    fmt::print("wrote {} (the spec; its initial weights: {})\n", o.spec, spec.init);
+    if (spec.data.source.empty()) {
+      fmt::print(stderr,
+                 "note: {} has no [data] source yet: add one (source = \"csv:PATH\", "
+                 "\"fashion-mnist\", …) before training it, or pass --data\n",
+                 o.spec);
+    }
+  } else if (o.weights.empty()) {
+    fmt::print("(--spec FILE and --weights FILE write the spec and its weights)\n");
+  }
+  return 0;
+}
+
+}  // namespace
+
+Command add_import(CLI::App& app) {
+  auto o = std::make_shared<ImportOptions>();
+  CLI::App* sub = app.add_subcommand(
+      "import",
+      "Show how an ONNX model (from torch.onnx.export or tf2onnx) maps onto crossover's layers, "
+      "and write the equivalent spec and weights");
+  sub->add_option("model", o->model, "An ONNX model file")->required();
+  sub->add_option("--spec", o->spec, "Write the equivalent spec (TOML) to this file");
+  sub->add_option("--weights", o->weights,
+                  "Write the model's weights (safetensors, PyTorch names) to this file; the spec "
+                  "names it as its initial weights");
+  return {sub, [o] { return run_import(*o); }};
+}
+
+}  // namespace xo::cli
