@@ -29,7 +29,8 @@ constexpr int64_t kMaxEvaluated = int64_t{1} << 20;
 constexpr std::string_view kSupported =
     "Gemm, MatMul (+ Add as its bias), Conv, Relu, Tanh, Sigmoid, MaxPool, AveragePool, "
     "GlobalAveragePool, GlobalMaxPool, Flatten, Reshape (to [N, -1]), Dropout, "
-    "BatchNormalization, Gather (an embedding, or an LSTM's last step), LSTM, Transpose (batch and "
+    "BatchNormalization, Gather (an embedding, or an LSTM's last step), Slice + Squeeze (an LSTM's "
+    "last step), Pad (folded into a Conv or AveragePool), LSTM, Transpose (batch and "
     "time), Squeeze, ReduceMean and ReduceMax (over a sequence), Identity, and Softmax, "
     "LogSoftmax or Sigmoid at the end";
 
@@ -393,15 +394,16 @@ class Importer {
         out.dims = dims;
       }
     } else if (op == "Concat") {
-      out.type = kOnnxInt64;
-      for (const std::string& in : n.inputs) {
-        const OnnxTensor part = constant(n, in);
-        if (!part.is_integer() || part.dims.size() > 1) {
-          refuse(n, "a Concat crossover evaluates joins 1-D integer shapes");
-        }
-        out.ints.insert(out.ints.end(), part.ints.begin(), part.ints.end());
+      std::vector<OnnxTensor> parts;
+      for (const std::string& in : n.inputs) parts.push_back(constant(n, in));
+      out = concat(n, parts, attr_int(n, "axis", 0));
+    } else if (op == "Transpose") {
+      const OnnxTensor in = constant(n, input(n, 0));
+      std::vector<int64_t> perm = attr_ints(n, "perm", {});
+      if (perm.empty()) {
+        for (size_t d = in.dims.size(); d-- > 0;) perm.push_back(static_cast<int64_t>(d));
       }
-      out.dims = {static_cast<int64_t>(out.ints.size())};
+      out = transposed(n, in, perm);
     } else if (op == "Gather") {
       const OnnxTensor data = constant(n, input(n, 0));
       const OnnxTensor index = constant(n, input(n, 1));
@@ -431,17 +433,7 @@ class Importer {
         if (!input(n, 3).empty()) axes = constant(n, input(n, 3)).ints;
         if (!input(n, 4).empty()) steps = constant(n, input(n, 4)).ints;
       }
-      const bool unit_steps = std::all_of(steps.begin(), steps.end(), [](int64_t s) { return s == 1; });
-      if (!data.is_integer() || data.dims.size() != 1 || starts.size() != 1 || ends.size() != 1 ||
-          !unit_steps || (!axes.empty() && normalise_axis(axes[0], 1) != 0)) {
-        refuse(n, "a Slice crossover evaluates takes a range of a 1-D integer shape");
-      }
-      const auto size = static_cast<int64_t>(data.ints.size());
-      auto clamp_index = [&](int64_t i) { return std::clamp(i < 0 ? i + size : i, int64_t{0}, size); };
-      const int64_t from = clamp_index(starts[0]), to = clamp_index(ends[0]);
-      out.type = kOnnxInt64;
-      for (int64_t i = from; i < to; ++i) out.ints.push_back(data.ints[static_cast<size_t>(i)]);
-      out.dims = {static_cast<int64_t>(out.ints.size())};
+      out = sliced(n, data, starts, ends, axes, steps);
     } else if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div") {
       const OnnxTensor a = constant(n, input(n, 0)), b = constant(n, input(n, 1));
       if (!a.is_integer() || !b.is_integer() ||
@@ -486,11 +478,140 @@ class Importer {
       }
     } else {
       refuse(n, fmt::format("computes the input '{}' of {}, and crossover evaluates only shape "
-                            "arithmetic (Constant, Shape, Gather, Slice, Concat, Unsqueeze, "
-                            "Squeeze, Cast, Add, Sub, Mul, Div, ConstantOfShape) there",
+                            "arithmetic and weight rearrangement (Constant, Shape, Gather, "
+                            "Slice, Concat, Transpose, Unsqueeze, Squeeze, Cast, Add, Sub, Mul, "
+                            "Div, ConstantOfShape) there",
                             name, user.described()));
     }
     return out;
+  }
+
+  // -- N-dimensional constants: row-major tensors of floats or integers --------------------
+  static std::vector<int64_t> strides_of(const std::vector<int64_t>& dims) {
+    std::vector<int64_t> strides(dims.size(), 1);
+    for (size_t d = dims.size(); d-- > 1;) strides[d - 1] = strides[d] * dims[d];
+    return strides;
+  }
+  // out[i] = in[source(i)] for every element of the output shape `dims`.
+  template <typename Source>
+  static OnnxTensor gathered(const OnnxTensor& in, std::vector<int64_t> dims, Source source) {
+    OnnxTensor out;
+    out.type = in.type;
+    out.dims = std::move(dims);
+    const int64_t count = product(out.dims);
+    const std::vector<int64_t> strides = strides_of(out.dims);
+    std::vector<int64_t> at(out.dims.size());
+    for (int64_t i = 0; i < count; ++i) {
+      int64_t rest = i;
+      for (size_t d = 0; d < at.size(); ++d) {
+        at[d] = rest / strides[d];
+        rest %= strides[d];
+      }
+      const auto from = static_cast<size_t>(source(at));
+      if (in.is_float()) {
+        out.floats.push_back(in.floats[from]);
+      } else {
+        out.ints.push_back(in.ints[from]);
+      }
+    }
+    return out;
+  }
+
+  void check_materialised(const OnnxNode& n, const OnnxTensor& t) const {
+    if (t.is_float() ? t.floats.size() != static_cast<size_t>(t.size())
+                     : !t.is_integer() || t.ints.size() != static_cast<size_t>(t.size())) {
+      refuse(n, fmt::format("an input of type {} without values crossover can read",
+                            onnx_element_type_name(t.type)));
+    }
+  }
+
+  OnnxTensor concat(const OnnxNode& n, const std::vector<OnnxTensor>& parts, int64_t axis_attr) {
+    if (parts.empty()) refuse(n, "a Concat of nothing");
+    const size_t rank = parts[0].dims.size();
+    const int64_t axis = normalise_axis(axis_attr, rank);
+    if (rank == 0 || axis < 0 || axis >= static_cast<int64_t>(rank)) {
+      refuse(n, fmt::format("axis {} of a rank-{} tensor", axis_attr, rank));
+    }
+    // The concatenation along `axis` is the parts' blocks of `inner` elements interleaved.
+    OnnxTensor out = parts[0];
+    out.floats.clear();
+    out.ints.clear();
+    out.dims[static_cast<size_t>(axis)] = 0;
+    int64_t outer = 1;
+    for (int64_t d = 0; d < axis; ++d) outer *= parts[0].dims[static_cast<size_t>(d)];
+    for (const OnnxTensor& p : parts) {
+      check_materialised(n, p);
+      bool same = p.dims.size() == rank && p.is_float() == parts[0].is_float();
+      for (size_t d = 0; same && d < rank; ++d) {
+        same = static_cast<int64_t>(d) == axis || p.dims[d] == parts[0].dims[d];
+      }
+      if (!same) refuse(n, "its inputs' shapes or types do not concatenate");
+      out.dims[static_cast<size_t>(axis)] += p.dims[static_cast<size_t>(axis)];
+    }
+    for (int64_t o = 0; o < outer; ++o) {
+      for (const OnnxTensor& p : parts) {
+        const int64_t block = p.size() / std::max<int64_t>(outer, 1);
+        if (p.is_float()) {
+          out.floats.insert(out.floats.end(), p.floats.begin() + o * block,
+                            p.floats.begin() + (o + 1) * block);
+        } else {
+          out.ints.insert(out.ints.end(), p.ints.begin() + o * block, p.ints.begin() + (o + 1) * block);
+        }
+      }
+    }
+    return out;
+  }
+
+  OnnxTensor transposed(const OnnxNode& n, const OnnxTensor& in, const std::vector<int64_t>& perm) {
+    check_materialised(n, in);
+    std::vector<int64_t> sorted = perm;
+    std::sort(sorted.begin(), sorted.end());
+    for (size_t d = 0; d < sorted.size(); ++d) {
+      if (sorted[d] != static_cast<int64_t>(d) || perm.size() != in.dims.size()) {
+        refuse(n, fmt::format("perm [{}] is not a permutation of {} axes", fmt::join(perm, ", "),
+                              in.dims.size()));
+      }
+    }
+    std::vector<int64_t> dims;
+    for (int64_t p : perm) dims.push_back(in.dims[static_cast<size_t>(p)]);
+    const std::vector<int64_t> strides = strides_of(in.dims);
+    return gathered(in, dims, [&](const std::vector<int64_t>& at) {
+      int64_t from = 0;
+      for (size_t d = 0; d < at.size(); ++d) from += at[d] * strides[static_cast<size_t>(perm[d])];
+      return from;
+    });
+  }
+
+  OnnxTensor sliced(const OnnxNode& n, const OnnxTensor& in, const std::vector<int64_t>& starts,
+                    const std::vector<int64_t>& ends, std::vector<int64_t> axes,
+                    const std::vector<int64_t>& steps) {
+    check_materialised(n, in);
+    if (axes.empty()) {
+      for (size_t d = 0; d < starts.size(); ++d) axes.push_back(static_cast<int64_t>(d));
+    }
+    const bool unit_steps = std::all_of(steps.begin(), steps.end(), [](int64_t s) { return s == 1; });
+    if (starts.size() != ends.size() || starts.size() != axes.size() || !unit_steps ||
+        (!steps.empty() && steps.size() != starts.size())) {
+      refuse(n, "a Slice crossover evaluates has one start and end per axis and steps of 1");
+    }
+    std::vector<int64_t> from(in.dims.size(), 0), dims = in.dims;
+    for (size_t k = 0; k < axes.size(); ++k) {
+      const int64_t axis = normalise_axis(axes[k], in.dims.size());
+      if (axis < 0 || axis >= static_cast<int64_t>(in.dims.size())) {
+        refuse(n, fmt::format("axis {} of a rank-{} tensor", axes[k], in.dims.size()));
+      }
+      const int64_t size = in.dims[static_cast<size_t>(axis)];
+      auto clamp_index = [&](int64_t i) { return std::clamp(i < 0 ? i + size : i, int64_t{0}, size); };
+      const int64_t begin = clamp_index(starts[k]), end = clamp_index(ends[k]);
+      from[static_cast<size_t>(axis)] = begin;
+      dims[static_cast<size_t>(axis)] = std::max<int64_t>(end - begin, 0);
+    }
+    const std::vector<int64_t> strides = strides_of(in.dims);
+    return gathered(in, dims, [&](const std::vector<int64_t>& at) {
+      int64_t offset = 0;
+      for (size_t d = 0; d < at.size(); ++d) offset += (at[d] + from[d]) * strides[d];
+      return offset;
+    });
   }
 
   // Whether a non-data input is all zeros (an LSTM's initial state), without building it: a
@@ -613,6 +734,9 @@ class Importer {
                             n.domain, kSupported));
     }
     const std::string& op = n.op_type;
+    if (pending_pad_ > 0 && op != "Conv" && op != "AveragePool") {
+      refuse(n, "follows a Pad: crossover folds a Pad only into the Conv or AveragePool after it");
+    }
     if (op == "Gather") return gather(n);
     if (ids_ && out_.spec.layers.empty()) {
       refuse(n, "the input holds token ids, so the first node must be a Gather on a weight (an "
@@ -634,6 +758,8 @@ class Importer {
     if (op == "Squeeze") return squeeze(n);
     if (op == "ReduceMean" || op == "ReduceMax") return reduce(n);
     if (op == "Softmax" || op == "LogSoftmax") return softmax(n);
+    if (op == "Pad") return pad(n);
+    if (op == "Slice") return slice_last_step(n);
     if (op == "Identity") {
       takes_data_first(n);
       return set_current(n.outputs.at(0), layout_, sample_);
@@ -724,7 +850,7 @@ class Importer {
   struct Window {
     int64_t kernel = 0, stride = 1, padding = 0;
   };
-  Window window(const OnnxNode& n, std::vector<int64_t> kernel, int64_t default_stride) const {
+  Window window(const OnnxNode& n, std::vector<int64_t> kernel, int64_t default_stride) {
     if (kernel.size() != 2 || kernel[0] != kernel[1]) {
       refuse(n, fmt::format("kernel [{}]: crossover's windows are square over two dimensions",
                             fmt::join(kernel, ", ")));
@@ -740,6 +866,7 @@ class Importer {
     }
     Window w{kernel[0], strides[0], 0};
     const std::string auto_pad = attr_string(n, "auto_pad", "NOTSET");
+    if (pending_pad_ > 0 && auto_pad != "NOTSET") refuse(n, "auto_pad after a Pad node");
     if (auto_pad == "VALID") return w;
     if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
       if (w.stride != 1 || w.kernel % 2 == 0) {
@@ -756,6 +883,11 @@ class Importer {
       refuse(n, fmt::format("pads [{}]: crossover pads every side equally", fmt::join(pads, ", ")));
     }
     w.padding = pads[0];
+    if (pending_pad_ > 0) {  // the Pad node before this one
+      if (w.padding != 0) refuse(n, "pads of its own after a Pad node");
+      w.padding = pending_pad_;
+      pending_pad_ = 0;
+    }
     return w;
   }
 
@@ -873,8 +1005,9 @@ class Importer {
     need(n, layout_ == Layout::Batch && sample_.size() == 3,
          "a pool crossover maps is 2-D, on [channels, height, width]");
     if (attr_int(n, "ceil_mode", 0) != 0) refuse(n, "ceil_mode = 1 is not supported");
+    const bool padded_before = pending_pad_ > 0;  // zeros of a Pad node are data: counted
     const Window win = window(n, attr_ints(n, "kernel_shape", {}), 1);
-    if (!max && win.padding > 0 && attr_int(n, "count_include_pad", 0) == 0) {
+    if (!max && !padded_before && win.padding > 0 && attr_int(n, "count_include_pad", 0) == 0) {
       refuse(n, "an average over padding that leaves the padding out of the count "
                 "(count_include_pad = 0) is not supported: crossover's avgpool2d counts it, as "
                 "PyTorch's default");
@@ -955,6 +1088,36 @@ class Importer {
     LayerSpec l;
     l.type = LayerType::Flatten;
     add_layer(l, n, {}, Layout::Batch);
+  }
+
+  // PyTorch exports a pool's padding as a Pad before it: zeros on the spatial sides, folded into
+  // the next Conv or AveragePool (whose average counts them, as crossover's does).
+  void pad(const OnnxNode& n) {
+    known_attributes(n, {"mode", "pads", "value"});
+    takes_data_first(n);
+    if (attr_string(n, "mode", "constant") != "constant") {
+      refuse(n, fmt::format("mode '{}' (crossover pads with zeros only)", attr_string(n, "mode", "")));
+    }
+    const std::vector<int64_t> pads =
+        g_.opset < 11 ? attr_ints(n, "pads", {}) : constant(n, input(n, 1)).ints;
+    double value = attr_float(n, "value", 0.0);
+    if (g_.opset >= 11 && !input(n, 2).empty()) {
+      const OnnxTensor v = constant(n, input(n, 2));
+      value = v.is_float() && !v.floats.empty() ? v.floats[0] : v.ints.empty() ? 0.0 : v.ints[0];
+    }
+    const bool none = std::all_of(pads.begin(), pads.end(), [](int64_t p) { return p == 0; });
+    if (none) return set_current(n.outputs.at(0), layout_, sample_);
+    const std::vector<int64_t> shape = full_shape();
+    const bool spatial = layout_ == Layout::Batch && sample_.size() == 3 && pads.size() == 8 &&
+                         pads[0] == 0 && pads[1] == 0 && pads[4] == 0 && pads[5] == 0 &&
+                         pads[2] > 0 && pads[2] == pads[3] && pads[2] == pads[6] && pads[2] == pads[7];
+    if (!spatial || value != 0.0) {
+      refuse(n, fmt::format("pads [{}] with {} on data laid out [{}] (crossover folds equal zero "
+                            "padding of height and width into the next layer)",
+                            fmt::join(pads, ", "), value, fmt::join(shape, ", ")));
+    }
+    pending_pad_ = pads[2];
+    set_current(n.outputs.at(0), layout_, sample_);
   }
 
   void dropout(const OnnxNode& n) {
@@ -1194,9 +1357,56 @@ class Importer {
                             "Gather as an embedding or as an LSTM's last step, out[:, -1])",
                             fmt::join(index.ints, ", "), axis, fmt::join(shape, ", ")));
     }
+    take_last_step(n.outputs.at(0));
+  }
+
+  // The LSTM before outputs its last step only (sequence = false).
+  void take_last_step(const std::string& output) {
     out_.spec.layers[static_cast<size_t>(lstm_layer_)].sequence = false;
-    set_current(n.outputs.at(0), Layout::Batch, {sample_[1]});
+    set_current(output, Layout::Batch, {sample_[1]});
     lstm_layer_ = -1;
+  }
+
+  // Older opsets export out[:, -1] as a Slice of the last step and a Squeeze of its axis.
+  void slice_last_step(const OnnxNode& n) {
+    known_attributes(n, {"starts", "ends", "axes"});
+    takes_data_first(n);
+    std::vector<int64_t> starts, ends, axes, steps;
+    if (g_.opset < 10) {
+      starts = attr_ints(n, "starts", {});
+      ends = attr_ints(n, "ends", {});
+      axes = attr_ints(n, "axes", {});
+    } else {
+      starts = constant(n, input(n, 1)).ints;
+      ends = constant(n, input(n, 2)).ints;
+      if (!input(n, 3).empty()) axes = constant(n, input(n, 3)).ints;
+      if (!input(n, 4).empty()) steps = constant(n, input(n, 4)).ints;
+    }
+    const std::vector<int64_t> shape = full_shape();
+    const int64_t axis = axes.size() == 1 ? normalise_axis(axes[0], shape.size()) : -1;
+    const bool over_time = (layout_ == Layout::Batch && sample_.size() == 2 && axis == 1) ||
+                           (layout_ == Layout::Time && axis == 0);
+    const int64_t steps_count = over_time ? sample_[0] : 0;
+    const bool last = over_time && starts.size() == 1 && ends.size() == 1 &&
+                      (starts[0] == -1 || starts[0] == steps_count - 1) &&
+                      ends[0] >= steps_count && (steps.empty() || steps == std::vector<int64_t>{1});
+    const auto users = consumers_.find(n.outputs.at(0));
+    const OnnxNode* squeeze = users != consumers_.end() && users->second.size() == 1
+                                  ? &g_.nodes[users->second[0]]
+                                  : nullptr;
+    if (!last || lstm_layer_ < 0 || !squeeze || squeeze->op_type != "Squeeze") {
+      refuse(n, fmt::format("slices [{}:{}] along axis {} of data laid out [{}] (crossover maps a "
+                            "Slice only as an LSTM's last step, out[:, -1])",
+                            fmt::join(starts, ","), fmt::join(ends, ","), fmt::join(axes, ","),
+                            fmt::join(shape, ", ")));
+    }
+    std::vector<int64_t> squeezed = axes_of(*squeeze);
+    for (int64_t& a : squeezed) a = normalise_axis(a, shape.size());
+    if (squeezed != std::vector<int64_t>{axis}) {
+      refuse(*squeeze, "squeezes another axis than the step the Slice before it kept");
+    }
+    used_[users->second[0]] = true;
+    take_last_step(squeeze->outputs.at(0));
   }
 
   void reduce(const OnnxNode& n) {
@@ -1285,6 +1495,7 @@ class Importer {
   bool ids_ = false;
   int64_t export_batch_ = 0;
   int lstm_layer_ = -1;  // the LSTM layer whose every-step output the data is, if any
+  int64_t pending_pad_ = 0;  // a Pad's zeros, for the Conv or AveragePool after it
   std::optional<LossType> loss_hint_;
   std::vector<Weights> weights_;
   std::vector<std::vector<int64_t>> layer_inputs_;
