@@ -23,8 +23,11 @@ namespace {
 
 // The batch dimension in evaluated shapes: a prime no real dimension of these models takes.
 constexpr int64_t kBatch = 1000003;
-// Constants materialised by the evaluator (an all-zero initial state is checked, not built).
+// Constants materialised by the evaluator (an all-zero initial state is checked, not built): one
+// ConstantOfShape, and all evaluated values together (weights rearranged by Slice and Concat count).
 constexpr int64_t kMaxEvaluated = int64_t{1} << 20;
+constexpr int64_t kMaxEvaluatedTotal = int64_t{1} << 30;
+constexpr size_t kMaxConstantDepth = 256;
 
 constexpr std::string_view kSupported =
     "Gemm, MatMul (+ Add as its bias), Conv, Relu, Tanh, Sigmoid, MaxPool, AveragePool, "
@@ -163,6 +166,12 @@ class Importer {
     }
   }
 
+  // A node's first output, which the chain continues with.
+  const std::string& output_of(const OnnxNode& n) const {
+    if (n.outputs.empty() || n.outputs[0].empty()) refuse(n, "has no output");
+    return n.outputs[0];
+  }
+
   // An input's name, or "" where the node leaves it out.
   static const std::string& input(const OnnxNode& n, size_t i) {
     static const std::string none;
@@ -292,7 +301,19 @@ class Importer {
   // data's shape.
   OnnxTensor constant(const OnnxNode& user, const std::string& name) {
     if (auto it = constants_.find(name); it != constants_.end()) return it->second;
+    // A constant computed from itself, or from a chain deeper than any exporter writes, would
+    // recurse without end.
+    if (!evaluating_.insert(name).second || evaluating_.size() > kMaxConstantDepth) {
+      refuse(user, fmt::format("its input '{}' is computed from itself or through more than {} "
+                               "nodes",
+                               name, kMaxConstantDepth));
+    }
     OnnxTensor value = evaluate(user, name);
+    evaluating_.erase(name);
+    evaluated_ += static_cast<int64_t>(value.floats.size() + value.ints.size());
+    if (evaluated_ > kMaxEvaluatedTotal) {
+      refuse(user, "its constant inputs add up to more values than crossover evaluates");
+    }
     constants_[name] = value;
     return value;
   }
@@ -616,8 +637,8 @@ class Importer {
 
   // Whether a non-data input is all zeros (an LSTM's initial state), without building it: a
   // ConstantOfShape of 0 and reshapes or slices of it.
-  bool is_zero(const OnnxNode& user, const std::string& name) {
-    if (data_.count(name)) return false;
+  bool is_zero(const OnnxNode& user, const std::string& name, size_t depth = 0) {
+    if (data_.count(name) || depth > kMaxConstantDepth) return false;
     auto all_zero = [](const OnnxTensor& t) {
       return std::all_of(t.floats.begin(), t.floats.end(), [](float v) { return v == 0.0f; }) &&
              std::all_of(t.ints.begin(), t.ints.end(), [](int64_t v) { return v == 0; });
@@ -636,7 +657,7 @@ class Importer {
       return true;
     }
     if (kViews.count(n.op_type)) {
-      if (!is_zero(n, input(n, 0))) return false;
+      if (!is_zero(n, input(n, 0), depth + 1)) return false;
       used_[p->second] = true;
       for (size_t i = 1; i < n.inputs.size(); ++i) {
         if (!n.inputs[i].empty()) constant(n, n.inputs[i]);
@@ -711,7 +732,7 @@ class Importer {
     out_.sources.push_back(n.name.empty() ? n.described() : n.name);
     module_.push_back(module_index(n.name));
     lstm_layer_ = -1;
-    set_current(n.outputs.at(0), layout, std::move(shape));
+    set_current(output_of(n), layout, std::move(shape));
   }
 
   // "/3/Gemm" → 3: the index of the torch.nn.Sequential module the node came from; -1 for none.
@@ -728,7 +749,11 @@ class Importer {
   }
 
   void step(const OnnxNode& n) {
+    if (used_[&n - g_.nodes.data()]) {
+      refuse(n, "is reached twice from the input: the graph has a cycle");
+    }
     used_[&n - g_.nodes.data()] = true;
+    output_of(n);  // every node on the chain has an output
     if (!n.domain.empty() && n.domain != "ai.onnx") {
       refuse(n, fmt::format("operator of domain '{}' (crossover supports the standard operators: {})",
                             n.domain, kSupported));
@@ -762,7 +787,7 @@ class Importer {
     if (op == "Slice") return slice_last_step(n);
     if (op == "Identity") {
       takes_data_first(n);
-      return set_current(n.outputs.at(0), layout_, sample_);
+      return set_current(output_of(n), layout_, sample_);
     }
     if (op == "Add") {
       refuse(n, "crossover maps an Add only as the bias of a MatMul (a linear layer); an Add of "
@@ -832,7 +857,7 @@ class Importer {
          "step of a sequence)");
     const OnnxTensor w = weight(n, 1, "right-hand matrix");
     // A following Add of a constant vector is the bias.
-    const auto& users = consumers_[n.outputs.at(0)];
+    const auto& users = consumers_[output_of(n)];
     if (users.size() == 1 && n.outputs[0] != output_) {
       const OnnxNode& add = g_.nodes[users[0]];
       const std::string& other = input(add, 0) == n.outputs[0] ? input(add, 1) : input(add, 0);
@@ -947,7 +972,7 @@ class Importer {
     const OnnxNode& next = g_.nodes[it->second[0]];
     if (next.op_type != "Squeeze" && next.op_type != "Identity") return false;
     through.push_back(it->second[0]);
-    return leads_to_output(next.outputs.at(0), through);
+    return leads_to_output(output_of(next), through);
   }
 
   void end_in_loss(const OnnxNode& n, LossType loss, std::vector<int>& through, std::string note) {
@@ -968,7 +993,7 @@ class Importer {
     std::vector<int> through;
     const bool one_score = (layout_ == Layout::Batch && sample_ == std::vector<int64_t>{1}) ||
                            layout_ == Layout::Squeezed;
-    if (one_score && leads_to_output(n.outputs.at(0), through)) {
+    if (one_score && leads_to_output(output_of(n), through)) {
       return end_in_loss(n, LossType::BinaryCrossEntropy, through,
                          "the final Sigmoid is part of the bce loss (binary cross-entropy on the "
                          "score, as PyTorch's BCEWithLogitsLoss and Keras's binary_crossentropy "
@@ -981,7 +1006,7 @@ class Importer {
     known_attributes(n, {"axis"});
     takes_data_first(n);
     std::vector<int> through;
-    need(n, layout_ == Layout::Batch && sample_.size() == 1 && leads_to_output(n.outputs.at(0), through),
+    need(n, layout_ == Layout::Batch && sample_.size() == 1 && leads_to_output(output_of(n), through),
          fmt::format("{} is supported only as the last node, over the class scores", n.op_type));
     const int64_t axis = normalise_axis(attr_int(n, "axis", g_.opset >= 13 ? -1 : 1), 2);
     if (axis != 1) refuse(n, fmt::format("axis {} is not the class axis", attr_int(n, "axis", 0)));
@@ -1039,7 +1064,7 @@ class Importer {
     takes_data_first(n);
     need(n, layout_ == Layout::Batch && sample_.size() == 3,
          "a global pool crossover maps is over the map of [channels, height, width]");
-    whole_map_pool(n, n.op_type == "GlobalMaxPool", n.outputs.at(0));
+    whole_map_pool(n, n.op_type == "GlobalMaxPool", output_of(n));
   }
 
   void flatten(const OnnxNode& n) {
@@ -1083,7 +1108,7 @@ class Importer {
                             fmt::join(in, ", "), fmt::join(target.ints, ", "), features));
     }
     if (layout_ == Layout::LstmState || sample_.size() == 1) {
-      return set_current(n.outputs.at(0), Layout::Batch, {features});  // already flat per sample
+      return set_current(output_of(n), Layout::Batch, {features});  // already flat per sample
     }
     LayerSpec l;
     l.type = LayerType::Flatten;
@@ -1106,7 +1131,7 @@ class Importer {
       value = v.is_float() && !v.floats.empty() ? v.floats[0] : v.ints.empty() ? 0.0 : v.ints[0];
     }
     const bool none = std::all_of(pads.begin(), pads.end(), [](int64_t p) { return p == 0; });
-    if (none) return set_current(n.outputs.at(0), layout_, sample_);
+    if (none) return set_current(output_of(n), layout_, sample_);
     const std::vector<int64_t> shape = full_shape();
     const bool spatial = layout_ == Layout::Batch && sample_.size() == 3 && pads.size() == 8 &&
                          pads[0] == 0 && pads[1] == 0 && pads[4] == 0 && pads[5] == 0 &&
@@ -1117,7 +1142,7 @@ class Importer {
                             fmt::join(pads, ", "), value, fmt::join(shape, ", ")));
     }
     pending_pad_ = pads[2];
-    set_current(n.outputs.at(0), layout_, sample_);
+    set_current(output_of(n), layout_, sample_);
   }
 
   void dropout(const OnnxNode& n) {
@@ -1189,7 +1214,7 @@ class Importer {
                             fmt::join(perm, ", "), fmt::join(full_shape(), ", ")));
     }
     const int keep = lstm_layer_;
-    set_current(n.outputs.at(0), layout_ == Layout::Time ? Layout::Batch : Layout::Time, sample_);
+    set_current(output_of(n), layout_ == Layout::Time ? Layout::Batch : Layout::Time, sample_);
     lstm_layer_ = keep;
   }
 
@@ -1201,14 +1226,14 @@ class Importer {
     for (int64_t& a : axes) a = normalise_axis(a, shape.size());
     const int keep = lstm_layer_;
     if (layout_ == Layout::LstmY && axes == std::vector<int64_t>{1}) {
-      set_current(n.outputs.at(0), Layout::Time, sample_);
+      set_current(output_of(n), Layout::Time, sample_);
     } else if (layout_ == Layout::LstmYBatch && axes == std::vector<int64_t>{2}) {
-      set_current(n.outputs.at(0), Layout::Batch, sample_);
+      set_current(output_of(n), Layout::Batch, sample_);
     } else if (layout_ == Layout::LstmState && axes == std::vector<int64_t>{0}) {
-      set_current(n.outputs.at(0), Layout::Batch, sample_);
+      set_current(output_of(n), Layout::Batch, sample_);
     } else if (layout_ == Layout::Batch && sample_ == std::vector<int64_t>{1} &&
                (axes.empty() || axes == std::vector<int64_t>{1})) {
-      set_current(n.outputs.at(0), Layout::Squeezed, sample_);
+      set_current(output_of(n), Layout::Squeezed, sample_);
     } else {
       refuse(n, fmt::format("squeezes axes [{}] of data laid out [{}] (crossover maps a Squeeze of "
                             "an LSTM's direction axis, or of a final single score)",
@@ -1346,7 +1371,7 @@ class Importer {
     const bool scalar = index.is_integer() && index.ints.size() == 1 && index.dims.empty();
     if (layout_ == Layout::LstmState && scalar && along == 0 &&
         (index.ints[0] == 0 || index.ints[0] == -1)) {
-      return set_current(n.outputs.at(0), Layout::Batch, sample_);
+      return set_current(output_of(n), Layout::Batch, sample_);
     }
     const bool over_time = (layout_ == Layout::Batch && sample_.size() == 2 && along == 1) ||
                            (layout_ == Layout::Time && along == 0);
@@ -1357,7 +1382,7 @@ class Importer {
                             "Gather as an embedding or as an LSTM's last step, out[:, -1])",
                             fmt::join(index.ints, ", "), axis, fmt::join(shape, ", ")));
     }
-    take_last_step(n.outputs.at(0));
+    take_last_step(output_of(n));
   }
 
   // The LSTM before outputs its last step only (sequence = false).
@@ -1390,7 +1415,7 @@ class Importer {
     const bool last = over_time && starts.size() == 1 && ends.size() == 1 &&
                       (starts[0] == -1 || starts[0] == steps_count - 1) &&
                       ends[0] >= steps_count && (steps.empty() || steps == std::vector<int64_t>{1});
-    const auto users = consumers_.find(n.outputs.at(0));
+    const auto users = consumers_.find(output_of(n));
     const OnnxNode* squeeze = users != consumers_.end() && users->second.size() == 1
                                   ? &g_.nodes[users->second[0]]
                                   : nullptr;
@@ -1406,7 +1431,7 @@ class Importer {
       refuse(*squeeze, "squeezes another axis than the step the Slice before it kept");
     }
     used_[users->second[0]] = true;
-    take_last_step(squeeze->outputs.at(0));
+    take_last_step(output_of(*squeeze));
   }
 
   void reduce(const OnnxNode& n) {
@@ -1427,7 +1452,7 @@ class Importer {
       return add_layer(l, n, {}, Layout::Batch);
     }
     if (layout_ == Layout::Batch && sample_.size() == 3 && axes == std::vector<int64_t>{2, 3}) {
-      if (keep) return whole_map_pool(n, max, n.outputs.at(0));
+      if (keep) return whole_map_pool(n, max, output_of(n));
       // [C, H, H] → pool to [C, 1, 1] → flatten to [C]
       whole_map_pool(n, max, n.name + "#pooled");
       LayerSpec flat;
@@ -1489,6 +1514,8 @@ class Importer {
   std::set<std::string> data_;
   std::map<std::string, std::vector<int64_t>> shapes_;
   std::map<std::string, OnnxTensor> constants_;
+  std::set<std::string> evaluating_;  // constants being evaluated (a cycle check)
+  int64_t evaluated_ = 0;             // values evaluated so far
   std::string output_, current_;
   Layout layout_ = Layout::Batch;
   std::vector<int64_t> sample_;
