@@ -15,6 +15,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <utility>
 
 #include "core/error.h"
 
@@ -28,6 +29,10 @@ constexpr int64_t kBatch = 1000003;
 constexpr int64_t kMaxEvaluated = int64_t{1} << 20;
 constexpr int64_t kMaxEvaluatedTotal = int64_t{1} << 30;
 constexpr size_t kMaxConstantDepth = 256;
+// Bounds on the sizes a graph declares, so that no shape arithmetic downstream can overflow: a
+// sample of at most 2^31 values, windows, strides, padding and widths of at most 2^24.
+constexpr int64_t kMaxSampleValues = int64_t{1} << 31;
+constexpr int64_t kMaxExtent = int64_t{1} << 24;
 
 constexpr std::string_view kSupported =
     "Gemm, MatMul (+ Add as its bias), Conv, Relu, Tanh, Sigmoid, MaxPool, AveragePool, "
@@ -209,7 +214,12 @@ class Importer {
                        in.has_shape ? fmt::format("{} dimension(s)", in.dims.size())
                                     : std::string("no shape")));
     }
+    int64_t values = 1;
     for (size_t d = 1; d < in.dims.size(); ++d) {
+      if (in.dims[d].value > 0 &&
+          (__builtin_mul_overflow(values, in.dims[d].value, &values) || values > kMaxSampleValues)) {
+        fail(fmt::format("input '{}' has more than 2^31 values per sample", in.name));
+      }
       if (in.dims[d].value <= 0) {
         fail(fmt::format("input '{}': dimension {} is {} (crossover needs every dimension but the "
                          "batch fixed; export with a fixed {} and dynamic_axes on the batch only)",
@@ -889,6 +899,14 @@ class Importer {
     if (std::any_of(dilations.begin(), dilations.end(), [](int64_t d) { return d != 1; })) {
       refuse(n, fmt::format("dilations [{}] are not supported", fmt::join(dilations, ", ")));
     }
+    const std::vector<int64_t> pads_attr = attr_ints(n, "pads", {});
+    for (const std::vector<int64_t>* v : {&std::as_const(kernel), &strides, &pads_attr}) {
+      for (int64_t x : *v) {
+        if (x < 0 || x > kMaxExtent) {
+          refuse(n, fmt::format("a kernel, stride or padding of {} (expected 0 to 2^24)", x));
+        }
+      }
+    }
     Window w{kernel[0], strides[0], 0};
     const std::string auto_pad = attr_string(n, "auto_pad", "NOTSET");
     if (pending_pad_ > 0 && auto_pad != "NOTSET") refuse(n, "auto_pad after a Pad node");
@@ -1133,6 +1151,9 @@ class Importer {
     const bool none = std::all_of(pads.begin(), pads.end(), [](int64_t p) { return p == 0; });
     if (none) return set_current(output_of(n), layout_, sample_);
     const std::vector<int64_t> shape = full_shape();
+    if (std::any_of(pads.begin(), pads.end(), [](int64_t p) { return p < 0 || p > kMaxExtent; })) {
+      refuse(n, fmt::format("pads [{}] (expected 0 to 2^24 each)", fmt::join(pads, ", ")));
+    }
     const bool spatial = layout_ == Layout::Batch && sample_.size() == 3 && pads.size() == 8 &&
                          pads[0] == 0 && pads[1] == 0 && pads[4] == 0 && pads[5] == 0 &&
                          pads[2] > 0 && pads[2] == pads[3] && pads[2] == pads[6] && pads[2] == pads[7];
@@ -1279,7 +1300,9 @@ class Importer {
     const int64_t input_size = sample_[1];
     const OnnxTensor w = weight(n, 1, "weight W"), r = weight(n, 2, "recurrence weight R");
     const int64_t hidden = attr_int(n, "hidden_size", w.dims.size() == 3 ? w.dims[1] / 4 : 0);
-    if (hidden <= 0) refuse(n, "no hidden_size");
+    if (hidden <= 0 || hidden > kMaxExtent) {
+      refuse(n, fmt::format("hidden_size {} (expected 1 to 2^24)", hidden));
+    }
     if (w.dims != std::vector<int64_t>{1, 4 * hidden, input_size}) {
       refuse(n, fmt::format("W '{}' has the shape [{}] (expected [1, {}, {}])", w.name,
                             fmt::join(w.dims, ", "), 4 * hidden, input_size));
