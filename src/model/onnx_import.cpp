@@ -1231,10 +1231,10 @@ class Importer {
     const bool sequence = (layout_ == Layout::Batch && sample_.size() == 2) || layout_ == Layout::Time;
     const bool channels = perm == std::vector<int64_t>{0, 3, 1, 2} || perm == std::vector<int64_t>{0, 2, 3, 1};
     if (channels) {
-      refuse(n, fmt::format("perm [{}] moves the channels (a Keras model's channels-last layout): "
-                            "crossover's layers are channels-first, as PyTorch's; convert with "
-                            "tf2onnx --inputs-as-nchw {} so that the graph reads [N, C, H, W]",
-                            fmt::join(perm, ", "), g_.inputs[0].name));
+      refuse(n, fmt::format("perm [{}] moves the channels (the channels-last layout of a Keras "
+                            "model converted by tf2onnx): crossover's layers are channels-first, "
+                            "as PyTorch's, and a channels-last graph is not supported",
+                            fmt::join(perm, ", ")));
     }
     if (!sequence || perm != swap) {
       refuse(n, fmt::format("perm [{}] on data laid out [{}]: crossover maps a Transpose only as the "
