@@ -43,6 +43,16 @@ enum class Layout {
   Squeezed,    // a single score squeezed to [N]
 };
 
+// A shape as messages show it: the batch dimension as N, never the number that stands for it.
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string text;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i > 0) text += ", ";
+    text += shape[i] == kBatch ? std::string("N") : std::to_string(shape[i]);
+  }
+  return text;
+}
+
 int64_t product(const std::vector<int64_t>& v) {
   int64_t n = 1;
   for (int64_t d : v) n *= d;
@@ -472,7 +482,7 @@ class Importer {
       for (int64_t d : shape.ints) {
         if (d < 0 || __builtin_mul_overflow(count, d, &count) || count > kMaxEvaluated) {
           refuse(n, fmt::format("a constant of shape [{}] is larger than crossover evaluates",
-                                fmt::join(shape.ints, ", ")));
+                                shape_text(shape.ints)));
         }
       }
       const OnnxAttribute* v = attr(n, "value", OnnxAttribute::Kind::Tensor);
@@ -947,7 +957,7 @@ class Importer {
     if (!flat || (layout_ != Layout::Batch && layout_ != Layout::LstmState)) {
       refuse(n, fmt::format("reshapes [{}] to [{}]: crossover maps a Reshape only to flatten each "
                             "sample to [N, {}]",
-                            fmt::join(in, ", "), fmt::join(target.ints, ", "), features));
+                            shape_text(in), shape_text(target.ints), features));
     }
     if (layout_ == Layout::LstmState || sample_.size() == 1) {
       return set_current(n.outputs.at(0), Layout::Batch, {features});  // already flat per sample
@@ -1023,7 +1033,7 @@ class Importer {
     if (!sequence || perm != swap) {
       refuse(n, fmt::format("perm [{}] on data laid out [{}]: crossover maps a Transpose only as the "
                             "swap of batch and time around an LSTM (perm [1, 0, 2])",
-                            fmt::join(perm, ", "), fmt::join(full_shape(), ", ")));
+                            fmt::join(perm, ", "), shape_text(full_shape())));
     }
     const int keep = lstm_layer_;
     set_current(n.outputs.at(0), layout_ == Layout::Time ? Layout::Batch : Layout::Time, sample_);
@@ -1049,7 +1059,7 @@ class Importer {
     } else {
       refuse(n, fmt::format("squeezes axes [{}] of data laid out [{}] (crossover maps a Squeeze of "
                             "an LSTM's direction axis, or of a final single score)",
-                            fmt::join(axes, ", "), fmt::join(shape, ", ")));
+                            fmt::join(axes, ", "), shape_text(shape)));
     }
     lstm_layer_ = keep;
   }
@@ -1192,7 +1202,7 @@ class Importer {
     if (!last || lstm_layer_ < 0) {
       refuse(n, fmt::format("gathers [{}] along axis {} of data laid out [{}] (crossover maps a "
                             "Gather as an embedding or as an LSTM's last step, out[:, -1])",
-                            fmt::join(index.ints, ", "), axis, fmt::join(shape, ", ")));
+                            fmt::join(index.ints, ", "), axis, shape_text(shape)));
     }
     out_.spec.layers[static_cast<size_t>(lstm_layer_)].sequence = false;
     set_current(n.outputs.at(0), Layout::Batch, {sample_[1]});
@@ -1227,7 +1237,7 @@ class Importer {
     refuse(n, fmt::format("reduces axes [{}]{} of data laid out [{}] (crossover maps a mean or max "
                           "over a sequence's steps, keepdims = 0, or over a whole map)",
                           fmt::join(axes, ", "), keep ? " keeping them" : "",
-                          fmt::join(shape, ", ")));
+                          shape_text(shape)));
   }
 
   // -- the result ----------------------------------------------------------------------------
