@@ -935,7 +935,12 @@ class Importer {
     takes_data_first(n);
     const OnnxTensor target = constant(n, input(n, 1));
     if (!target.is_integer()) refuse(n, "its shape is not an integer tensor");
-    const std::vector<int64_t> in = full_shape();
+    std::vector<int64_t> in = full_shape();
+    // Exported with a fixed batch, x.view(x.size(0), -1) folds to [2, -1]: the -1 is inferred
+    // from that batch, not from the number standing for a dynamic one.
+    if (export_batch_ > 0 && !target.ints.empty() && target.ints[0] == export_batch_) {
+      std::replace(in.begin(), in.end(), kBatch, export_batch_);
+    }
     std::vector<int64_t> out;
     int64_t known = 1, infer = -1;
     for (size_t i = 0; i < target.ints.size(); ++i) {
