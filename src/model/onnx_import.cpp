@@ -102,6 +102,7 @@ class Importer {
 
   OnnxImport run() {
     check_graph();
+    check_order();
     out_.spec.origin = g_.origin;
     const OnnxValueInfo& input = g_.inputs[0];
     output_ = g_.outputs[0].name;
@@ -217,6 +218,31 @@ class Importer {
                          in.dims[d].param.empty() ? std::string("unknown")
                                                   : fmt::format("'{}'", in.dims[d].param),
                          d == 1 && ids ? "sequence length" : "shape"));
+      }
+    }
+  }
+
+  // ONNX lists a graph's nodes in topological order, each tensor computed once. A file that does
+  // not (hand-made or damaged) could send the walk below round a cycle for ever: refused here, so
+  // that every step follows a node to a later one and every evaluation to an earlier one.
+  void check_order() const {
+    std::set<std::string> defined;
+    for (const OnnxValueInfo& v : g_.inputs) defined.insert(v.name);
+    for (const OnnxTensor& t : g_.initializers) defined.insert(t.name);
+    for (const OnnxNode& n : g_.nodes) {
+      for (const std::string& in : n.inputs) {
+        if (!in.empty() && !defined.count(in)) {
+          refuse(n, fmt::format("its input '{}' is computed by no node before it (an ONNX graph "
+                                "lists its nodes in topological order)",
+                                in));
+        }
+      }
+      for (const std::string& out : n.outputs) {
+        if (!out.empty() && !defined.insert(out).second) {
+          refuse(n, fmt::format("its output '{}' is computed twice (each tensor of an ONNX graph "
+                                "has one producer)",
+                                out));
+        }
       }
     }
   }
