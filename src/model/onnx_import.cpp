@@ -25,6 +25,9 @@ namespace {
 constexpr int64_t kBatch = 1000003;
 // Constants materialised by the evaluator (an all-zero initial state is checked, not built).
 constexpr int64_t kMaxEvaluated = int64_t{1} << 20;
+// The most values a sample, and so any window or hidden size over it, may hold: the reader's
+// bound on a tensor, and far below what the shape arithmetic (2 x padding, 8 x hidden) overflows.
+constexpr int64_t kMaxSize = int64_t{1} << 31;
 
 constexpr std::string_view kSupported =
     "Gemm, MatMul (+ Add as its bias), Conv, Relu, Tanh, Sigmoid, MaxPool, AveragePool, "
@@ -218,6 +221,15 @@ class Importer {
                          in.dims[d].param.empty() ? std::string("unknown")
                                                   : fmt::format("'{}'", in.dims[d].param),
                          d == 1 && ids ? "sequence length" : "shape"));
+      }
+    }
+    int64_t values = 1;
+    for (size_t d = 1; d < in.dims.size(); ++d) {
+      if (__builtin_mul_overflow(values, in.dims[d].value, &values) || values > kMaxSize) {
+        std::vector<int64_t> sample;
+        for (size_t i = 1; i < in.dims.size(); ++i) sample.push_back(in.dims[i].value);
+        fail(fmt::format("input '{}': a sample of [{}] holds more than 2^31 values", in.name,
+                         fmt::join(sample, ", ")));
       }
     }
   }
@@ -774,6 +786,9 @@ class Importer {
     if (std::any_of(dilations.begin(), dilations.end(), [](int64_t d) { return d != 1; })) {
       refuse(n, fmt::format("dilations [{}] are not supported", fmt::join(dilations, ", ")));
     }
+    if (kernel[0] < 1 || kernel[0] > kMaxSize) {
+      refuse(n, fmt::format("kernel [{}] (expected sizes from 1 to 2^31)", fmt::join(kernel, ", ")));
+    }
     Window w{kernel[0], strides[0], 0};
     const std::string auto_pad = attr_string(n, "auto_pad", "NOTSET");
     if (auto_pad == "VALID") return w;
@@ -790,6 +805,9 @@ class Importer {
     const std::vector<int64_t> pads = attr_ints(n, "pads", {0, 0, 0, 0});
     if (pads.size() != 4 || std::any_of(pads.begin(), pads.end(), [&](int64_t p) { return p != pads[0]; })) {
       refuse(n, fmt::format("pads [{}]: crossover pads every side equally", fmt::join(pads, ", ")));
+    }
+    if (pads[0] < 0 || pads[0] > kMaxSize) {
+      refuse(n, fmt::format("pads [{}] (expected sizes from 0 to 2^31)", fmt::join(pads, ", ")));
     }
     w.padding = pads[0];
     return w;
@@ -1132,7 +1150,11 @@ class Importer {
     const int64_t input_size = sample_[1];
     const OnnxTensor w = weight(n, 1, "weight W"), r = weight(n, 2, "recurrence weight R");
     const int64_t hidden = attr_int(n, "hidden_size", w.dims.size() == 3 ? w.dims[1] / 4 : 0);
-    if (hidden <= 0) refuse(n, "no hidden_size");
+    if (hidden <= 0 || hidden > kMaxSize) {
+      refuse(n, fmt::format("hidden_size {} (expected a size from 1 to 2^31, W being [1, 4 x "
+                            "hidden_size, input_size])",
+                            hidden));
+    }
     if (w.dims != std::vector<int64_t>{1, 4 * hidden, input_size}) {
       refuse(n, fmt::format("W '{}' has the shape [{}] (expected [1, {}, {}])", w.name,
                             fmt::join(w.dims, ", "), 4 * hidden, input_size));
