@@ -29,10 +29,11 @@ constexpr int64_t kBatch = 1000003;
 constexpr int64_t kMaxEvaluated = int64_t{1} << 20;
 constexpr int64_t kMaxEvaluatedTotal = int64_t{1} << 30;
 constexpr size_t kMaxConstantDepth = 256;
-// Bounds on the sizes a graph declares, so that no shape arithmetic downstream can overflow: a
-// sample of at most 2^31 values, windows, strides, padding and widths of at most 2^24.
-constexpr int64_t kMaxSampleValues = int64_t{1} << 31;
+// Bounds on the sizes a graph declares, so that no shape arithmetic downstream (2 x padding,
+// 8 x hidden) can overflow: windows, strides, padding and hidden sizes of at most 2^24, ...
 constexpr int64_t kMaxExtent = int64_t{1} << 24;
+// ... and a sample of at most 2^31 values, the reader's bound on a tensor.
+constexpr int64_t kMaxSize = int64_t{1} << 31;
 
 constexpr std::string_view kSupported =
     "Gemm, MatMul (+ Add as its bias), Conv, Relu, Tanh, Sigmoid, MaxPool, AveragePool, "
@@ -51,6 +52,16 @@ enum class Layout {
   LstmState,   // an LSTM's Y_h: [1, N, H]
   Squeezed,    // a single score squeezed to [N]
 };
+
+// A shape as messages show it: the batch dimension as N, never the number that stands for it.
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string text;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i > 0) text += ", ";
+    text += shape[i] == kBatch ? std::string("N") : std::to_string(shape[i]);
+  }
+  return text;
+}
 
 int64_t product(const std::vector<int64_t>& v) {
   int64_t n = 1;
@@ -101,6 +112,7 @@ class Importer {
 
   OnnxImport run() {
     check_graph();
+    check_order();
     out_.spec.origin = g_.origin;
     const OnnxValueInfo& input = g_.inputs[0];
     output_ = g_.outputs[0].name;
@@ -214,12 +226,7 @@ class Importer {
                        in.has_shape ? fmt::format("{} dimension(s)", in.dims.size())
                                     : std::string("no shape")));
     }
-    int64_t values = 1;
     for (size_t d = 1; d < in.dims.size(); ++d) {
-      if (in.dims[d].value > 0 &&
-          (__builtin_mul_overflow(values, in.dims[d].value, &values) || values > kMaxSampleValues)) {
-        fail(fmt::format("input '{}' has more than 2^31 values per sample", in.name));
-      }
       if (in.dims[d].value <= 0) {
         fail(fmt::format("input '{}': dimension {} is {} (crossover needs every dimension but the "
                          "batch fixed; export with a fixed {} and dynamic_axes on the batch only)",
@@ -227,6 +234,40 @@ class Importer {
                          in.dims[d].param.empty() ? std::string("unknown")
                                                   : fmt::format("'{}'", in.dims[d].param),
                          d == 1 && ids ? "sequence length" : "shape"));
+      }
+    }
+    int64_t values = 1;
+    for (size_t d = 1; d < in.dims.size(); ++d) {
+      if (__builtin_mul_overflow(values, in.dims[d].value, &values) || values > kMaxSize) {
+        std::vector<int64_t> sample;
+        for (size_t i = 1; i < in.dims.size(); ++i) sample.push_back(in.dims[i].value);
+        fail(fmt::format("input '{}': a sample of [{}] holds more than 2^31 values", in.name,
+                         fmt::join(sample, ", ")));
+      }
+    }
+  }
+
+  // ONNX lists a graph's nodes in topological order, each tensor computed once. A file that does
+  // not (hand-made or damaged) could send the walk below round a cycle for ever: refused here, so
+  // that every step follows a node to a later one and every evaluation to an earlier one.
+  void check_order() const {
+    std::set<std::string> defined;
+    for (const OnnxValueInfo& v : g_.inputs) defined.insert(v.name);
+    for (const OnnxTensor& t : g_.initializers) defined.insert(t.name);
+    for (const OnnxNode& n : g_.nodes) {
+      for (const std::string& in : n.inputs) {
+        if (!in.empty() && !defined.count(in)) {
+          refuse(n, fmt::format("its input '{}' is computed by no node before it (an ONNX graph "
+                                "lists its nodes in topological order)",
+                                in));
+        }
+      }
+      for (const std::string& out : n.outputs) {
+        if (!out.empty() && !defined.insert(out).second) {
+          refuse(n, fmt::format("its output '{}' is computed twice (each tensor of an ONNX graph "
+                                "has one producer)",
+                                out));
+        }
       }
     }
   }
@@ -495,7 +536,7 @@ class Importer {
       for (int64_t d : shape.ints) {
         if (d < 0 || __builtin_mul_overflow(count, d, &count) || count > kMaxEvaluated) {
           refuse(n, fmt::format("a constant of shape [{}] is larger than crossover evaluates",
-                                fmt::join(shape.ints, ", ")));
+                                shape_text(shape.ints)));
         }
       }
       const OnnxAttribute* v = attr(n, "value", OnnxAttribute::Kind::Tensor);
@@ -900,10 +941,14 @@ class Importer {
       refuse(n, fmt::format("dilations [{}] are not supported", fmt::join(dilations, ", ")));
     }
     const std::vector<int64_t> pads_attr = attr_ints(n, "pads", {});
-    for (const std::vector<int64_t>* v : {&std::as_const(kernel), &strides, &pads_attr}) {
-      for (int64_t x : *v) {
-        if (x < 0 || x > kMaxExtent) {
-          refuse(n, fmt::format("a kernel, stride or padding of {} (expected 0 to 2^24)", x));
+    const std::pair<const char*, const std::vector<int64_t>*> extents[] = {
+        {"kernel", &kernel}, {"strides", &strides}, {"pads", &pads_attr}};
+    for (const auto& [what, values] : extents) {
+      const int64_t least = std::string_view(what) == "pads" ? 0 : 1;
+      for (int64_t x : *values) {
+        if (x < least || x > kMaxExtent) {
+          refuse(n, fmt::format("{} [{}] (expected sizes from {} to 2^24)", what,
+                                fmt::join(*values, ", "), least));
         }
       }
     }
@@ -1101,7 +1146,12 @@ class Importer {
     takes_data_first(n);
     const OnnxTensor target = constant(n, input(n, 1));
     if (!target.is_integer()) refuse(n, "its shape is not an integer tensor");
-    const std::vector<int64_t> in = full_shape();
+    std::vector<int64_t> in = full_shape();
+    // Exported with a fixed batch, x.view(x.size(0), -1) folds to [2, -1]: the -1 is inferred
+    // from that batch, not from the number standing for a dynamic one.
+    if (export_batch_ > 0 && !target.ints.empty() && target.ints[0] == export_batch_) {
+      std::replace(in.begin(), in.end(), kBatch, export_batch_);
+    }
     std::vector<int64_t> out;
     int64_t known = 1, infer = -1;
     for (size_t i = 0; i < target.ints.size(); ++i) {
@@ -1123,7 +1173,7 @@ class Importer {
     if (!flat || (layout_ != Layout::Batch && layout_ != Layout::LstmState)) {
       refuse(n, fmt::format("reshapes [{}] to [{}]: crossover maps a Reshape only to flatten each "
                             "sample to [N, {}]",
-                            fmt::join(in, ", "), fmt::join(target.ints, ", "), features));
+                            shape_text(in), shape_text(target.ints), features));
     }
     if (layout_ == Layout::LstmState || sample_.size() == 1) {
       return set_current(output_of(n), Layout::Batch, {features});  // already flat per sample
@@ -1239,7 +1289,7 @@ class Importer {
     if (!sequence || perm != swap) {
       refuse(n, fmt::format("perm [{}] on data laid out [{}]: crossover maps a Transpose only as the "
                             "swap of batch and time around an LSTM (perm [1, 0, 2])",
-                            fmt::join(perm, ", "), fmt::join(full_shape(), ", ")));
+                            fmt::join(perm, ", "), shape_text(full_shape())));
     }
     const int keep = lstm_layer_;
     set_current(output_of(n), layout_ == Layout::Time ? Layout::Batch : Layout::Time, sample_);
@@ -1265,7 +1315,7 @@ class Importer {
     } else {
       refuse(n, fmt::format("squeezes axes [{}] of data laid out [{}] (crossover maps a Squeeze of "
                             "an LSTM's direction axis, or of a final single score)",
-                            fmt::join(axes, ", "), fmt::join(shape, ", ")));
+                            fmt::join(axes, ", "), shape_text(shape)));
     }
     lstm_layer_ = keep;
   }
@@ -1410,7 +1460,7 @@ class Importer {
     if (!last || lstm_layer_ < 0) {
       refuse(n, fmt::format("gathers [{}] along axis {} of data laid out [{}] (crossover maps a "
                             "Gather as an embedding or as an LSTM's last step, out[:, -1])",
-                            fmt::join(index.ints, ", "), axis, fmt::join(shape, ", ")));
+                            fmt::join(index.ints, ", "), axis, shape_text(shape)));
     }
     take_last_step(output_of(n));
   }
@@ -1492,7 +1542,7 @@ class Importer {
     refuse(n, fmt::format("reduces axes [{}]{} of data laid out [{}] (crossover maps a mean or max "
                           "over a sequence's steps, keepdims = 0, or over a whole map)",
                           fmt::join(axes, ", "), keep ? " keeping them" : "",
-                          fmt::join(shape, ", ")));
+                          shape_text(shape)));
   }
 
   // -- the result ----------------------------------------------------------------------------
