@@ -1,6 +1,6 @@
 // libFuzzer target: arbitrary bytes as an ONNX file, read and mapped onto crossover's layers. A
-// UserError is the expected answer to bad input; anything else (a crash, a sanitizer report, another
-// exception, a hang) is a finding.
+// UserError is the expected answer to bad input; anything else (a crash, a sanitizer report,
+// another exception, a hang) is a finding.
 #include <cstddef>
 #include <cstdint>
 #include <string>

@@ -1,6 +1,6 @@
-// `crossover import MODEL.onnx`: shows how an ONNX model maps onto crossover's layers and writes the
-// equivalent spec (TOML) and its weights (safetensors), so that what was understood can be read and
-// edited.
+// `crossover import MODEL.onnx`: shows how an ONNX model maps onto crossover's layers and writes
+// the equivalent spec (TOML) and its weights (safetensors), so that what was understood can be read
+// and edited.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -81,7 +81,8 @@ int run_import(const ImportOptions& o) {
   if (!o.spec.empty()) {
     spec.notes.clear();
     spec.init = o.weights.empty() ? relative_path(path, o.spec) : relative_path(o.weights, o.spec);
-    std::string text = fmt::format("# Imported by crossover {} from {}\n", CROSSOVER_VERSION, o.model);
+    std::string text =
+        fmt::format("# Imported by crossover {} from {}\n", CROSSOVER_VERSION, o.model);
     text += to_toml(spec);
     write_file_atomic(o.spec, text);
     fmt::print("wrote {} (the spec; its initial weights: {})\n", o.spec, spec.init);

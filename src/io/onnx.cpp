@@ -47,10 +47,10 @@ void read_values(const std::string& origin, const onnx::TensorProto& t, int64_t 
   if (t.has_raw_data()) {
     const std::string& raw = t.raw_data();
     if (raw.size() != static_cast<size_t>(n) * sizeof(Raw)) {
-      fail(origin, fmt::format("tensor '{}': raw_data holds {} bytes, its shape needs {} ({} values "
-                               "of {} bytes)",
-                               t.name(), raw.size(), static_cast<size_t>(n) * sizeof(Raw), n,
-                               sizeof(Raw)));
+      fail(origin,
+           fmt::format("tensor '{}': raw_data holds {} bytes, its shape needs {} ({} values "
+                       "of {} bytes)",
+                       t.name(), raw.size(), static_cast<size_t>(n) * sizeof(Raw), n, sizeof(Raw)));
     }
     for (int64_t i = 0; i < n; ++i) {
       Raw v;
@@ -180,9 +180,7 @@ const OnnxAttribute* OnnxNode::attribute(std::string_view attr) const {
 }
 
 std::string OnnxNode::described() const {
-  const std::string& label = !name.empty()           ? name
-                             : !outputs.empty()      ? outputs[0]
-                                                     : op_type;
+  const std::string& label = !name.empty() ? name : !outputs.empty() ? outputs[0] : op_type;
   return fmt::format("node '{}' ({})", label, op_type);
 }
 
@@ -195,8 +193,9 @@ const OnnxTensor* OnnxGraph::initializer(std::string_view tensor) const {
 
 OnnxGraph parse_onnx(const std::string& bytes, const std::string& origin) {
   if (bytes.size() > static_cast<size_t>(std::numeric_limits<int>::max())) {
-    fail(origin, "larger than 2 GiB (ONNX keeps the weights of such models in external files, "
-                 "which crossover does not read)");
+    fail(origin,
+         "larger than 2 GiB (ONNX keeps the weights of such models in external files, "
+         "which crossover does not read)");
   }
   onnx::ModelProto model;
   if (!model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {

@@ -1,7 +1,7 @@
-// ONNX files (https://onnx.ai: a protobuf ModelProto) read into plain values: the graph's nodes with
-// their attributes, its initializers as float or integer tensors, its inputs and outputs with their
-// shapes. Nothing of protobuf or of the ONNX library leaks past onnx.cpp; model/onnx_import.cpp maps
-// the graph onto crossover's layers.
+// ONNX files (https://onnx.ai: a protobuf ModelProto) read into plain values: the graph's nodes
+// with their attributes, its initializers as float or integer tensors, its inputs and outputs with
+// their shapes. Nothing of protobuf or of the ONNX library leaks past onnx.cpp;
+// model/onnx_import.cpp maps the graph onto crossover's layers.
 #pragma once
 
 #include <cstdint>
@@ -53,7 +53,7 @@ struct OnnxAttribute {
 struct OnnxNode {
   std::string name;  // may be empty in hand-made files: described() then uses its first output
   std::string op_type;
-  std::string domain;  // "" (or "ai.onnx") for the standard operators
+  std::string domain;                        // "" (or "ai.onnx") for the standard operators
   std::vector<std::string> inputs, outputs;  // "" for an optional input left out
   std::vector<OnnxAttribute> attributes;
 
@@ -78,10 +78,10 @@ struct OnnxValueInfo {
 struct OnnxGraph {
   std::string origin;  // the file, for messages
   int64_t ir_version = 0;
-  int64_t opset = 0;  // of the default domain; 0 when the file imports none
+  int64_t opset = 0;                       // of the default domain; 0 when the file imports none
   std::vector<std::string> other_domains;  // imported operator sets besides the default one
   std::string producer;                    // "pytorch 1.13.0", "tf2onnx 1.9.3", …
-  std::vector<OnnxValueInfo> inputs;  // the graph's inputs, initializers left out
+  std::vector<OnnxValueInfo> inputs;       // the graph's inputs, initializers left out
   std::vector<OnnxValueInfo> outputs;
   std::vector<OnnxTensor> initializers;
   std::vector<OnnxNode> nodes;  // in the file's (topological) order
@@ -90,8 +90,8 @@ struct OnnxGraph {
 };
 
 // Parses a serialised ModelProto. Throws UserError naming `origin` for: bytes that are not an ONNX
-// model, tensors whose data does not match their shape (or whose shape overflows), tensors stored in
-// external files, a model with no graph.
+// model, tensors whose data does not match their shape (or whose shape overflows), tensors stored
+// in external files, a model with no graph.
 OnnxGraph parse_onnx(const std::string& bytes, const std::string& origin);
 OnnxGraph read_onnx(const std::filesystem::path& path);
 

@@ -25,7 +25,8 @@ namespace {
 // The batch dimension in evaluated shapes: a prime no real dimension of these models takes.
 constexpr int64_t kBatch = 1000003;
 // Constants materialised by the evaluator (an all-zero initial state is checked, not built): one
-// ConstantOfShape, and all evaluated values together (weights rearranged by Slice and Concat count).
+// ConstantOfShape, and all evaluated values together (weights rearranged by Slice and Concat
+// count).
 constexpr int64_t kMaxEvaluated = int64_t{1} << 20;
 constexpr int64_t kMaxEvaluatedTotal = int64_t{1} << 30;
 constexpr size_t kMaxConstantDepth = 256;
@@ -126,9 +127,10 @@ class Importer {
     while (current_ != output_) step(next_node());
     for (int c : consumers_[output_]) {
       if (g_.nodes[c].op_type != "Shape") {
-        fail(fmt::format("its output '{}' also feeds {}: crossover imports a chain that ends at the "
-                         "graph's output",
-                         output_, g_.nodes[c].described()));
+        fail(
+            fmt::format("its output '{}' also feeds {}: crossover imports a chain that ends at the "
+                        "graph's output",
+                        output_, g_.nodes[c].described()));
       }
       used_[c] = true;
     }
@@ -199,14 +201,14 @@ class Importer {
   void check_graph() const {
     if (g_.opset == 0) fail("the model imports no standard ONNX operator set");
     if (g_.opset < kMinOnnxOpset || g_.opset > kMaxOnnxOpset) {
-      fail(fmt::format("ONNX opset {}: crossover reads opsets {} to {} (e.g. "
-                       "torch.onnx.export(..., opset_version=14))",
-                       g_.opset, kMinOnnxOpset, kMaxOnnxOpset));
+      fail(
+          fmt::format("ONNX opset {}: crossover reads opsets {} to {} (e.g. "
+                      "torch.onnx.export(..., opset_version=14))",
+                      g_.opset, kMinOnnxOpset, kMaxOnnxOpset));
     }
     if (g_.inputs.size() != 1) {
       fail(fmt::format("the graph has {} inputs ({}): crossover trains a model of one input",
-                       g_.inputs.size(),
-                       fmt::join(names_of(g_.inputs), ", ")));
+                       g_.inputs.size(), fmt::join(names_of(g_.inputs), ", ")));
     }
     if (g_.outputs.size() != 1) {
       fail(fmt::format("the graph has {} outputs ({}): crossover trains a model of one output",
@@ -220,20 +222,21 @@ class Importer {
                        onnx_element_type_name(in.type)));
     }
     if (!in.has_shape || in.dims.size() < 2) {
-      fail(fmt::format("input '{}' has {} (expected [batch, ...] with the sample's dimensions "
-                       "fixed)",
-                       in.name,
-                       in.has_shape ? fmt::format("{} dimension(s)", in.dims.size())
-                                    : std::string("no shape")));
+      fail(fmt::format(
+          "input '{}' has {} (expected [batch, ...] with the sample's dimensions "
+          "fixed)",
+          in.name,
+          in.has_shape ? fmt::format("{} dimension(s)", in.dims.size()) : std::string("no shape")));
     }
     for (size_t d = 1; d < in.dims.size(); ++d) {
       if (in.dims[d].value <= 0) {
-        fail(fmt::format("input '{}': dimension {} is {} (crossover needs every dimension but the "
-                         "batch fixed; export with a fixed {} and dynamic_axes on the batch only)",
-                         in.name, d,
-                         in.dims[d].param.empty() ? std::string("unknown")
-                                                  : fmt::format("'{}'", in.dims[d].param),
-                         d == 1 && ids ? "sequence length" : "shape"));
+        fail(
+            fmt::format("input '{}': dimension {} is {} (crossover needs every dimension but the "
+                        "batch fixed; export with a fixed {} and dynamic_axes on the batch only)",
+                        in.name, d,
+                        in.dims[d].param.empty() ? std::string("unknown")
+                                                 : fmt::format("'{}'", in.dims[d].param),
+                        d == 1 && ids ? "sequence length" : "shape"));
       }
     }
     int64_t values = 1;
@@ -329,9 +332,9 @@ class Importer {
       }
     }
     const auto from = producer_.find(current_);
-    const std::string made_by =
-        from == producer_.end() ? std::string("the graph's input")
-                                : "the output of " + g_.nodes[from->second].described();
+    const std::string made_by = from == producer_.end()
+                                    ? std::string("the graph's input")
+                                    : "the output of " + g_.nodes[from->second].described();
     if (users.empty()) {
       fail(fmt::format("the tensor '{}' ({}) is not the graph's output '{}', and no node uses it",
                        current_, made_by, output_));
@@ -339,10 +342,11 @@ class Importer {
     if (users.size() > 1) {
       std::vector<std::string> names;
       for (int u : users) names.push_back(g_.nodes[u].described());
-      fail(fmt::format("the graph branches at the tensor '{}' ({}): it feeds {}; crossover imports "
-                       "a chain of layers, each feeding the next (a residual connection or a "
-                       "second head is not supported)",
-                       current_, made_by, fmt::join(names, " and ")));
+      fail(
+          fmt::format("the graph branches at the tensor '{}' ({}): it feeds {}; crossover imports "
+                      "a chain of layers, each feeding the next (a residual connection or a "
+                      "second head is not supported)",
+                      current_, made_by, fmt::join(names, " and ")));
     }
     return g_.nodes[users[0]];
   }
@@ -378,8 +382,8 @@ class Importer {
     if (const OnnxTensor* t = g_.initializer(name)) return *t;
     const auto p = producer_.find(name);
     if (p == producer_.end()) {
-      refuse(user, fmt::format("its input '{}' is neither an initializer nor computed by a node",
-                               name));
+      refuse(user,
+             fmt::format("its input '{}' is neither an initializer nor computed by a node", name));
     }
     used_[p->second] = true;
     const OnnxNode& n = g_.nodes[p->second];
@@ -405,15 +409,18 @@ class Importer {
         out.floats = fs->floats;
         out.dims = {static_cast<int64_t>(fs->floats.size())};
       } else {
-        refuse(n, "a Constant without a value crossover reads (value, value_float(s), value_int(s))");
+        refuse(n,
+               "a Constant without a value crossover reads (value, value_float(s), value_int(s))");
       }
     } else if (op == "Shape") {
       const std::string& of = input(n, 0);
       if (!shapes_.count(of)) refuse(n, fmt::format("the shape of '{}' is not known here", of));
       const std::vector<int64_t>& s = shapes_[of];
       const auto rank = static_cast<int64_t>(s.size());
-      int64_t start = std::clamp(normalise_axis(attr_int(n, "start", 0), s.size()), int64_t{0}, rank);
-      int64_t end = std::clamp(normalise_axis(attr_int(n, "end", rank), s.size()), int64_t{0}, rank);
+      int64_t start =
+          std::clamp(normalise_axis(attr_int(n, "start", 0), s.size()), int64_t{0}, rank);
+      int64_t end =
+          std::clamp(normalise_axis(attr_int(n, "end", rank), s.size()), int64_t{0}, rank);
       out.type = kOnnxInt64;
       out.ints.assign(s.begin() + start, s.begin() + std::max(start, end));
       out.dims = {static_cast<int64_t>(out.ints.size())};
@@ -458,9 +465,10 @@ class Importer {
         std::vector<int64_t> dims;
         for (size_t d = 0; d < out.dims.size(); ++d) {
           const bool removed =
-              axes.empty() ? out.dims[d] == 1 : std::any_of(axes.begin(), axes.end(), [&](int64_t a) {
-                return normalise_axis(a, out.dims.size()) == static_cast<int64_t>(d);
-              });
+              axes.empty() ? out.dims[d] == 1
+                           : std::any_of(axes.begin(), axes.end(), [&](int64_t a) {
+                               return normalise_axis(a, out.dims.size()) == static_cast<int64_t>(d);
+                             });
           if (!removed) dims.push_back(out.dims[d]);
         }
         out.dims = dims;
@@ -516,7 +524,8 @@ class Importer {
       out.dims = a.ints.size() >= b.ints.size() ? a.dims : b.dims;
       const size_t count = std::max(a.ints.size(), b.ints.size());
       for (size_t i = 0; i < count; ++i) {
-        const int64_t x = a.ints[a.ints.size() == 1 ? 0 : i], y = b.ints[b.ints.size() == 1 ? 0 : i];
+        const int64_t x = a.ints[a.ints.size() == 1 ? 0 : i],
+                      y = b.ints[b.ints.size() == 1 ? 0 : i];
         int64_t r = 0;
         bool overflow = false;
         if (op == "Add") overflow = __builtin_add_overflow(x, y, &r);
@@ -543,7 +552,8 @@ class Importer {
       out.dims = shape.ints;
       if (v && v->tensor->is_integer()) {
         out.type = kOnnxInt64;
-        out.ints.assign(static_cast<size_t>(count), v->tensor->ints.empty() ? 0 : v->tensor->ints[0]);
+        out.ints.assign(static_cast<size_t>(count),
+                        v->tensor->ints.empty() ? 0 : v->tensor->ints[0]);
       } else {
         out.floats.assign(static_cast<size_t>(count),
                           v && !v->tensor->floats.empty() ? v->tensor->floats[0] : 0.0f);
@@ -627,7 +637,8 @@ class Importer {
           out.floats.insert(out.floats.end(), p.floats.begin() + o * block,
                             p.floats.begin() + (o + 1) * block);
         } else {
-          out.ints.insert(out.ints.end(), p.ints.begin() + o * block, p.ints.begin() + (o + 1) * block);
+          out.ints.insert(out.ints.end(), p.ints.begin() + o * block,
+                          p.ints.begin() + (o + 1) * block);
         }
       }
     }
@@ -661,7 +672,8 @@ class Importer {
     if (axes.empty()) {
       for (size_t d = 0; d < starts.size(); ++d) axes.push_back(static_cast<int64_t>(d));
     }
-    const bool unit_steps = std::all_of(steps.begin(), steps.end(), [](int64_t s) { return s == 1; });
+    const bool unit_steps =
+        std::all_of(steps.begin(), steps.end(), [](int64_t s) { return s == 1; });
     if (starts.size() != ends.size() || starts.size() != axes.size() || !unit_steps ||
         (!steps.empty() && steps.size() != starts.size())) {
       refuse(n, "a Slice crossover evaluates has one start and end per axis and steps of 1");
@@ -673,7 +685,9 @@ class Importer {
         refuse(n, fmt::format("axis {} of a rank-{} tensor", axes[k], in.dims.size()));
       }
       const int64_t size = in.dims[static_cast<size_t>(axis)];
-      auto clamp_index = [&](int64_t i) { return std::clamp(i < 0 ? i + size : i, int64_t{0}, size); };
+      auto clamp_index = [&](int64_t i) {
+        return std::clamp(i < 0 ? i + size : i, int64_t{0}, size);
+      };
       const int64_t begin = clamp_index(starts[k]), end = clamp_index(ends[k]);
       from[static_cast<size_t>(axis)] = begin;
       dims[static_cast<size_t>(axis)] = std::max<int64_t>(end - begin, 0);
@@ -698,7 +712,7 @@ class Importer {
     const auto p = producer_.find(name);
     if (p == producer_.end()) return false;
     const OnnxNode& n = g_.nodes[p->second];
-    static const std::set<std::string> kViews = {"Slice", "Squeeze", "Unsqueeze", "Reshape",
+    static const std::set<std::string> kViews = {"Slice",  "Squeeze",  "Unsqueeze", "Reshape",
                                                  "Expand", "Identity", "Transpose", "Cast"};
     if (n.op_type == "ConstantOfShape") {
       const OnnxAttribute* v = attr(n, "value", OnnxAttribute::Kind::Tensor);
@@ -806,8 +820,9 @@ class Importer {
     used_[&n - g_.nodes.data()] = true;
     output_of(n);  // every node on the chain has an output
     if (!n.domain.empty() && n.domain != "ai.onnx") {
-      refuse(n, fmt::format("operator of domain '{}' (crossover supports the standard operators: {})",
-                            n.domain, kSupported));
+      refuse(n,
+             fmt::format("operator of domain '{}' (crossover supports the standard operators: {})",
+                         n.domain, kSupported));
     }
     const std::string& op = n.op_type;
     if (pending_pad_ > 0 && op != "Conv" && op != "AveragePool") {
@@ -815,13 +830,15 @@ class Importer {
     }
     if (op == "Gather") return gather(n);
     if (ids_ && out_.spec.layers.empty()) {
-      refuse(n, "the input holds token ids, so the first node must be a Gather on a weight (an "
-                "embedding)");
+      refuse(n,
+             "the input holds token ids, so the first node must be a Gather on a weight (an "
+             "embedding)");
     }
     if (op == "Gemm") return gemm(n);
     if (op == "MatMul") return matmul(n);
     if (op == "Conv") return conv(n);
-    if (op == "Relu" || op == "Tanh") return activation(n, op == "Relu" ? LayerType::ReLU : LayerType::Tanh);
+    if (op == "Relu" || op == "Tanh")
+      return activation(n, op == "Relu" ? LayerType::ReLU : LayerType::Tanh);
     if (op == "Sigmoid") return sigmoid(n);
     if (op == "MaxPool" || op == "AveragePool") return pool(n);
     if (op == "GlobalAveragePool" || op == "GlobalMaxPool") return global_pool(n);
@@ -841,8 +858,9 @@ class Importer {
       return set_current(output_of(n), layout_, sample_);
     }
     if (op == "Add") {
-      refuse(n, "crossover maps an Add only as the bias of a MatMul (a linear layer); an Add of "
-                "two branches is a residual connection, which is not supported");
+      refuse(n,
+             "crossover maps an Add only as the bias of a MatMul (a linear layer); an Add of "
+             "two branches is a residual connection, which is not supported");
     }
     refuse(n, fmt::format("operator {} is not supported (crossover maps: {})", op, kSupported));
   }
@@ -887,7 +905,8 @@ class Importer {
     }
     Weights weights{{"weight", tensor({out, in}, std::move(data))}};
     if (bias) {
-      if (bias->size() != out || bias->dims.size() > 2 || (bias->dims.size() == 2 && bias->dims[0] != 1)) {
+      if (bias->size() != out || bias->dims.size() > 2 ||
+          (bias->dims.size() == 2 && bias->dims[0] != 1)) {
         refuse(last, fmt::format("bias '{}' has the shape [{}] (expected [{}], one per output)",
                                  bias->name, fmt::join(bias->dims, ", "), out));
       }
@@ -903,9 +922,10 @@ class Importer {
   void matmul(const OnnxNode& n) {
     known_attributes(n, {});
     takes_data_first(n);
-    need(n, layout_ == Layout::Batch && sample_.size() == 1,
-         "a MatMul is a linear layer on flat features [F] (crossover has no linear layer over every "
-         "step of a sequence)");
+    need(
+        n, layout_ == Layout::Batch && sample_.size() == 1,
+        "a MatMul is a linear layer on flat features [F] (crossover has no linear layer over every "
+        "step of a sequence)");
     const OnnxTensor w = weight(n, 1, "right-hand matrix");
     // A following Add of a constant vector is the bias.
     const auto& users = consumers_[output_of(n)];
@@ -967,7 +987,8 @@ class Importer {
     }
     if (auto_pad != "NOTSET") refuse(n, fmt::format("auto_pad '{}' is not supported", auto_pad));
     const std::vector<int64_t> pads = attr_ints(n, "pads", {0, 0, 0, 0});
-    if (pads.size() != 4 || std::any_of(pads.begin(), pads.end(), [&](int64_t p) { return p != pads[0]; })) {
+    if (pads.size() != 4 ||
+        std::any_of(pads.begin(), pads.end(), [&](int64_t p) { return p != pads[0]; })) {
       refuse(n, fmt::format("pads [{}]: crossover pads every side equally", fmt::join(pads, ", ")));
     }
     w.padding = pads[0];
@@ -1069,7 +1090,8 @@ class Importer {
     known_attributes(n, {"axis"});
     takes_data_first(n);
     std::vector<int> through;
-    need(n, layout_ == Layout::Batch && sample_.size() == 1 && leads_to_output(output_of(n), through),
+    need(n,
+         layout_ == Layout::Batch && sample_.size() == 1 && leads_to_output(output_of(n), through),
          fmt::format("{} is supported only as the last node, over the class scores", n.op_type));
     const int64_t axis = normalise_axis(attr_int(n, "axis", g_.opset >= 13 ? -1 : 1), 2);
     if (axis != 1) refuse(n, fmt::format("axis {} is not the class axis", attr_int(n, "axis", 0)));
@@ -1086,8 +1108,8 @@ class Importer {
                            "storage_order", "strides"});
       no_users(n, 1, "the arg-max indices");
     } else {
-      known_attributes(n, {"auto_pad", "ceil_mode", "count_include_pad", "kernel_shape", "pads",
-                           "strides"});
+      known_attributes(
+          n, {"auto_pad", "ceil_mode", "count_include_pad", "kernel_shape", "pads", "strides"});
     }
     takes_data_first(n);
     need(n, layout_ == Layout::Batch && sample_.size() == 3,
@@ -1096,9 +1118,10 @@ class Importer {
     const bool padded_before = pending_pad_ > 0;  // zeros of a Pad node are data: counted
     const Window win = window(n, attr_ints(n, "kernel_shape", {}), 1);
     if (!max && !padded_before && win.padding > 0 && attr_int(n, "count_include_pad", 0) == 0) {
-      refuse(n, "an average over padding that leaves the padding out of the count "
-                "(count_include_pad = 0) is not supported: crossover's avgpool2d counts it, as "
-                "PyTorch's default");
+      refuse(n,
+             "an average over padding that leaves the padding out of the count "
+             "(count_include_pad = 0) is not supported: crossover's avgpool2d counts it, as "
+             "PyTorch's default");
     }
     LayerSpec l;
     l.type = max ? LayerType::MaxPool2d : LayerType::AvgPool2d;
@@ -1164,11 +1187,13 @@ class Importer {
       }
       out.push_back(d);
     }
-    const int64_t total = product(in) ;
-    if (infer >= 0 && known > 0 && total % known == 0) out[static_cast<size_t>(infer)] = total / known;
+    const int64_t total = product(in);
+    if (infer >= 0 && known > 0 && total % known == 0)
+      out[static_cast<size_t>(infer)] = total / known;
     const int64_t features = product(sample_);
     // A model exported with a fixed batch may carry its batch folded into the target.
-    const bool batch_first = !out.empty() && (out[0] == kBatch || (export_batch_ > 0 && out[0] == export_batch_));
+    const bool batch_first =
+        !out.empty() && (out[0] == kBatch || (export_batch_ > 0 && out[0] == export_batch_));
     const bool flat = out.size() == 2 && batch_first && out[1] == features;
     if (!flat || (layout_ != Layout::Batch && layout_ != Layout::LstmState)) {
       refuse(n, fmt::format("reshapes [{}] to [{}]: crossover maps a Reshape only to flatten each "
@@ -1189,7 +1214,8 @@ class Importer {
     known_attributes(n, {"mode", "pads", "value"});
     takes_data_first(n);
     if (attr_string(n, "mode", "constant") != "constant") {
-      refuse(n, fmt::format("mode '{}' (crossover pads with zeros only)", attr_string(n, "mode", "")));
+      refuse(n,
+             fmt::format("mode '{}' (crossover pads with zeros only)", attr_string(n, "mode", "")));
     }
     const std::vector<int64_t> pads =
         g_.opset < 11 ? attr_ints(n, "pads", {}) : constant(n, input(n, 1)).ints;
@@ -1206,7 +1232,8 @@ class Importer {
     }
     const bool spatial = layout_ == Layout::Batch && sample_.size() == 3 && pads.size() == 8 &&
                          pads[0] == 0 && pads[1] == 0 && pads[4] == 0 && pads[5] == 0 &&
-                         pads[2] > 0 && pads[2] == pads[3] && pads[2] == pads[6] && pads[2] == pads[7];
+                         pads[2] > 0 && pads[2] == pads[3] && pads[2] == pads[6] &&
+                         pads[2] == pads[7];
     if (!spatial || value != 0.0) {
       refuse(n, fmt::format("pads [{}] with {} on data laid out [{}] (crossover folds equal zero "
                             "padding of height and width into the next layer)",
@@ -1278,8 +1305,10 @@ class Importer {
     takes_data_first(n);
     const std::vector<int64_t> perm = attr_ints(n, "perm", {});
     const std::vector<int64_t> swap{1, 0, 2};
-    const bool sequence = (layout_ == Layout::Batch && sample_.size() == 2) || layout_ == Layout::Time;
-    const bool channels = perm == std::vector<int64_t>{0, 3, 1, 2} || perm == std::vector<int64_t>{0, 2, 3, 1};
+    const bool sequence =
+        (layout_ == Layout::Batch && sample_.size() == 2) || layout_ == Layout::Time;
+    const bool channels =
+        perm == std::vector<int64_t>{0, 3, 1, 2} || perm == std::vector<int64_t>{0, 2, 3, 1};
     if (channels) {
       refuse(n, fmt::format("perm [{}] moves the channels (the channels-last layout of a Keras "
                             "model converted by tf2onnx): crossover's layers are channels-first, "
@@ -1287,9 +1316,10 @@ class Importer {
                             fmt::join(perm, ", ")));
     }
     if (!sequence || perm != swap) {
-      refuse(n, fmt::format("perm [{}] on data laid out [{}]: crossover maps a Transpose only as the "
-                            "swap of batch and time around an LSTM (perm [1, 0, 2])",
-                            fmt::join(perm, ", "), shape_text(full_shape())));
+      refuse(n,
+             fmt::format("perm [{}] on data laid out [{}]: crossover maps a Transpose only as the "
+                         "swap of batch and time around an LSTM (perm [1, 0, 2])",
+                         fmt::join(perm, ", "), shape_text(full_shape())));
     }
     const int keep = lstm_layer_;
     set_current(output_of(n), layout_ == Layout::Time ? Layout::Batch : Layout::Time, sample_);
@@ -1336,8 +1366,9 @@ class Importer {
     const int64_t layout = attr_int(n, "layout", 0);
     takes_data_first(n);
     const bool time_first = layout == 0;
-    need(n, sample_.size() == 2 && ((time_first && layout_ == Layout::Time) ||
-                                    (!time_first && layout_ == Layout::Batch)),
+    need(n,
+         sample_.size() == 2 &&
+             ((time_first && layout_ == Layout::Time) || (!time_first && layout_ == Layout::Batch)),
          time_first ? "an LSTM with layout 0 reads a sequence stored [T, N, F] (after a Transpose "
                       "of batch and time)"
                     : "an LSTM with layout 1 reads a sequence stored [N, T, F]");
@@ -1389,17 +1420,20 @@ class Importer {
     };
     const bool every_step = used(0), last_state = used(1);
     if (every_step && last_state) {
-      refuse(n, "uses both Y (every step) and Y_h (the last state): crossover's lstm continues "
-                "with one of them (for h_n[-1] of a stacked LSTM, take out[:, -1] instead)");
+      refuse(n,
+             "uses both Y (every step) and Y_h (the last state): crossover's lstm continues "
+             "with one of them (for h_n[-1] of a stacked LSTM, take out[:, -1] instead)");
     }
     const std::string& next = n.outputs.at(last_state ? 1 : 0);
-    Weights layer{
-        {"weight_ih_l", tensor({4 * hidden, input_size}, pytorch_gate_order(w.floats.data(), hidden, input_size))},
-        {"weight_hh_l", tensor({4 * hidden, hidden}, pytorch_gate_order(r.floats.data(), hidden, hidden))},
-        {"bias_ih_l", tensor({4 * hidden}, pytorch_gate_order(bias.data(), hidden, 1))},
-        {"bias_hh_l", tensor({4 * hidden}, pytorch_gate_order(bias.data() + 4 * hidden, hidden, 1))}};
-    const bool stacked = lstm_layer_ >= 0 &&
-                         out_.spec.layers[static_cast<size_t>(lstm_layer_)].out == hidden;
+    Weights layer{{"weight_ih_l", tensor({4 * hidden, input_size},
+                                         pytorch_gate_order(w.floats.data(), hidden, input_size))},
+                  {"weight_hh_l", tensor({4 * hidden, hidden},
+                                         pytorch_gate_order(r.floats.data(), hidden, hidden))},
+                  {"bias_ih_l", tensor({4 * hidden}, pytorch_gate_order(bias.data(), hidden, 1))},
+                  {"bias_hh_l",
+                   tensor({4 * hidden}, pytorch_gate_order(bias.data() + 4 * hidden, hidden, 1))}};
+    const bool stacked =
+        lstm_layer_ >= 0 && out_.spec.layers[static_cast<size_t>(lstm_layer_)].out == hidden;
     int64_t k = 0;
     if (stacked) {
       LayerSpec& l = out_.spec.layers[static_cast<size_t>(lstm_layer_)];
@@ -1429,8 +1463,9 @@ class Importer {
     const int64_t axis = attr_int(n, "axis", 0);
     if (input(n, 1) == current_) {  // a lookup of the data's ids in a weight: an embedding
       if (!ids_ || !out_.spec.layers.empty()) {
-        refuse(n, "looks up the data in a table: crossover maps that only as an embedding, the "
-                  "first layer, on the integer input");
+        refuse(n,
+               "looks up the data in a table: crossover maps that only as an embedding, the "
+               "first layer, on the integer input");
       }
       if (axis != 0) refuse(n, fmt::format("axis {} (an embedding gathers rows, axis 0)", axis));
       const OnnxTensor table = weight(n, 0, "table");
@@ -1455,8 +1490,8 @@ class Importer {
     }
     const bool over_time = (layout_ == Layout::Batch && sample_.size() == 2 && along == 1) ||
                            (layout_ == Layout::Time && along == 0);
-    const bool last = scalar && over_time &&
-                      (index.ints[0] == -1 || index.ints[0] == sample_[0] - 1);
+    const bool last =
+        scalar && over_time && (index.ints[0] == -1 || index.ints[0] == sample_[0] - 1);
     if (!last || lstm_layer_ < 0) {
       refuse(n, fmt::format("gathers [{}] along axis {} of data laid out [{}] (crossover maps a "
                             "Gather as an embedding or as an LSTM's last step, out[:, -1])",
@@ -1493,8 +1528,8 @@ class Importer {
                            (layout_ == Layout::Time && axis == 0);
     const int64_t steps_count = over_time ? sample_[0] : 0;
     const bool last = over_time && starts.size() == 1 && ends.size() == 1 &&
-                      (starts[0] == -1 || starts[0] == steps_count - 1) &&
-                      ends[0] >= steps_count && (steps.empty() || steps == std::vector<int64_t>{1});
+                      (starts[0] == -1 || starts[0] == steps_count - 1) && ends[0] >= steps_count &&
+                      (steps.empty() || steps == std::vector<int64_t>{1});
     const auto users = consumers_.find(output_of(n));
     const OnnxNode* squeeze = users != consumers_.end() && users->second.size() == 1
                                   ? &g_.nodes[users->second[0]]
@@ -1523,9 +1558,9 @@ class Importer {
     const std::vector<int64_t> shape = full_shape();
     for (int64_t& a : axes) a = normalise_axis(a, shape.size());
     std::sort(axes.begin(), axes.end());
-    const bool over_time = (layout_ == Layout::Batch && sample_.size() == 2 &&
-                            axes == std::vector<int64_t>{1}) ||
-                           (layout_ == Layout::Time && axes == std::vector<int64_t>{0});
+    const bool over_time =
+        (layout_ == Layout::Batch && sample_.size() == 2 && axes == std::vector<int64_t>{1}) ||
+        (layout_ == Layout::Time && axes == std::vector<int64_t>{0});
     if (over_time && !keep) {
       LayerSpec l;
       l.type = max ? LayerType::GlobalMaxPool : LayerType::GlobalAvgPool;
@@ -1541,8 +1576,7 @@ class Importer {
     }
     refuse(n, fmt::format("reduces axes [{}]{} of data laid out [{}] (crossover maps a mean or max "
                           "over a sequence's steps, keepdims = 0, or over a whole map)",
-                          fmt::join(axes, ", "), keep ? " keeping them" : "",
-                          shape_text(shape)));
+                          fmt::join(axes, ", "), keep ? " keeping them" : "", shape_text(shape)));
   }
 
   // -- the result ----------------------------------------------------------------------------
@@ -1550,7 +1584,7 @@ class Importer {
     ModelSpec& spec = out_.spec;
     if (spec.layers.empty()) fail("the graph maps to no layer");
     const std::vector<int64_t>& last = sample_;
-    spec.loss = loss_hint_ ? *loss_hint_
+    spec.loss = loss_hint_                        ? *loss_hint_
                 : last == std::vector<int64_t>{1} ? LossType::BinaryCrossEntropy
                                                   : LossType::CrossEntropy;
     // The weights in the order and shapes the model lays them out (layer_parameters).
@@ -1573,7 +1607,8 @@ class Importer {
     }
     // Modules an eval-mode export leaves out (Dropout; BatchNormalization folded into the
     // convolution before it) shift the numbering of what follows.
-    const bool numbered = std::all_of(module_.begin(), module_.end(), [](int64_t m) { return m >= 0; });
+    const bool numbered =
+        std::all_of(module_.begin(), module_.end(), [](int64_t m) { return m >= 0; });
     for (size_t i = 0; numbered && i < module_.size(); ++i) {
       if (module_[i] == static_cast<int64_t>(i)) continue;
       spec.notes.push_back(fmt::format(
@@ -1601,7 +1636,7 @@ class Importer {
   std::vector<int64_t> sample_;
   bool ids_ = false;
   int64_t export_batch_ = 0;
-  int lstm_layer_ = -1;  // the LSTM layer whose every-step output the data is, if any
+  int lstm_layer_ = -1;      // the LSTM layer whose every-step output the data is, if any
   int64_t pending_pad_ = 0;  // a Pad's zeros, for the Conv or AveragePool after it
   std::optional<LossType> loss_hint_;
   std::vector<Weights> weights_;

@@ -1,6 +1,6 @@
-// A model exported to ONNX (torch.onnx.export, tf2onnx) as a crossover spec and its initial weights.
-// The graph must be a chain from its one input to its one output of operators that map exactly
-// onto crossover's layers:
+// A model exported to ONNX (torch.onnx.export, tf2onnx) as a crossover spec and its initial
+// weights. The graph must be a chain from its one input to its one output of operators that map
+// exactly onto crossover's layers:
 //   Gemm, MatMul (+ Add)          linear (weights transposed where the file stores [in, out])
 //   Conv                          conv2d (square kernel, equal strides and padding, no groups)
 //   Relu, Tanh, Sigmoid           the activations

@@ -12,8 +12,8 @@ namespace xo {
 namespace {
 
 TEST(OnnxRegressions, EveryFuzzFindingIsAUserError) {
-  const std::filesystem::path dir = std::filesystem::path(CROSSOVER_SOURCE_DIR) / "fuzz" /
-                                    "regressions" / "onnx";
+  const std::filesystem::path dir =
+      std::filesystem::path(CROSSOVER_SOURCE_DIR) / "fuzz" / "regressions" / "onnx";
   int inputs = 0;
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {
     ++inputs;
