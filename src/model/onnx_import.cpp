@@ -1399,15 +1399,18 @@ class Importer {
       refuse(n, fmt::format("R '{}' has the shape [{}] (expected [1, {}, {}])", r.name,
                             fmt::join(r.dims, ", "), 4 * hidden, hidden));
     }
-    std::vector<float> bias(static_cast<size_t>(8 * hidden), 0.0f);
-    if (!input(n, 3).empty()) {
-      const OnnxTensor b = weight(n, 3, "bias B");
-      if (b.dims != std::vector<int64_t>{1, 8 * hidden}) {
-        refuse(n, fmt::format("B '{}' has the shape [{}] (expected [1, {}])", b.name,
-                              fmt::join(b.dims, ", "), 8 * hidden));
-      }
-      bias = b.floats;
+    // crossover's lstm always trains biases (nn.LSTM's bias=True): zeros in place of a missing B
+    // would train into a different model.
+    if (input(n, 3).empty()) {
+      refuse(n, "has no bias B: crossover's lstm has trained biases (nn.LSTM with bias=True), so "
+                "an LSTM without them is not supported");
     }
+    const OnnxTensor b = weight(n, 3, "bias B");
+    if (b.dims != std::vector<int64_t>{1, 8 * hidden}) {
+      refuse(n, fmt::format("B '{}' has the shape [{}] (expected [1, {}])", b.name,
+                            fmt::join(b.dims, ", "), 8 * hidden));
+    }
+    const std::vector<float>& bias = b.floats;
     // Y continues (every step), or Y_h (the last step); Y_c is never used.
     no_users(n, 2, "the final cell state Y_c");
     auto used = [&](size_t i) {

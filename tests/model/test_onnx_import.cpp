@@ -974,8 +974,9 @@ OnnxModelBuilder lstm_with(const std::function<void(testing::OnnxNodeBuilder&)>&
   b.then("Transpose", "/lstm/Transpose").ints("perm", {1, 0, 2});
   b.ramp_weight("W", {1, 4 * kHidden, kWidth});
   b.ramp_weight("R", {1, 4 * kHidden, kHidden});
+  b.ramp_weight("B", {1, 8 * kHidden});
   if (states) states(b);
-  std::vector<std::string> inputs{"W", "R", "", ""};
+  std::vector<std::string> inputs{"W", "R", "B", ""};
   if (states) inputs.insert(inputs.end(), {"h0", "c0"});
   testing::OnnxNodeBuilder n = b.then("LSTM", "/lstm/LSTM", inputs, 3);
   n.i("hidden_size", kHidden);
@@ -1568,6 +1569,9 @@ TEST(OnnxImport, RefusesSizesPastWhatItsShapeArithmeticHolds) {
       {"an LSTM hidden_size of 2^62",
        [huge] { return lstm_with([&](auto& n) { n.proto().mutable_attribute(0)->set_i(huge); }); },
        {"node '/lstm/LSTM' (LSTM)", "hidden_size 4611686018427387904"}},
+      {"an LSTM without biases",
+       [] { return lstm_with([](auto& n) { n.proto().set_input(3, ""); }); },
+       {"node '/lstm/LSTM' (LSTM)", "has no bias B", "bias=True"}},
       {"a negative LSTM hidden_size",
        [] { return lstm_with([](auto& n) { n.proto().mutable_attribute(0)->set_i(-2); }); },
        {"node '/lstm/LSTM' (LSTM)", "hidden_size -2"}},
