@@ -60,7 +60,10 @@ int run_import(const ImportOptions& o) {
   const std::filesystem::path path(o.model);
   const OnnxGraph graph = read_onnx(path);
   OnnxImport imported = import_onnx(graph);
-  ModelSpec spec = load_onnx_spec(path);  // with its training file, as `train` would take it
+  const std::vector<std::string> sources = imported.sources;
+  // With its training file, as `train` takes it; the weights move into spec.init_weights.
+  ModelSpec spec = onnx_training_spec(std::move(imported), path);
+  const std::vector<NamedTensor>& weights = *spec.init_weights;
   const std::vector<std::vector<int64_t>> shapes = infer_shapes(spec);
 
   fmt::print("{} ({}, ONNX opset {}): {} layers, {} parameters, loss {}\n", o.model,
@@ -69,14 +72,14 @@ int run_import(const ImportOptions& o) {
   fmt::print("  input [{}]\n", fmt::join(spec.input, ", "));
   for (size_t i = 0; i < spec.layers.size(); ++i) {
     fmt::print("  {:>3}  {:<44} -> [{}]  from {}\n", i, layer_text(spec.layers[i]),
-               fmt::join(shapes[i], ", "), imported.sources[i]);
+               fmt::join(shapes[i], ", "), sources[i]);
   }
   for (const std::string& note : spec.notes) fmt::print("note: {}\n", note);
 
   if (!o.weights.empty()) {
-    save_safetensors(o.weights, imported.weights,
+    save_safetensors(o.weights, weights,
                      {{"format", "pt"}, {"model", spec.name}, {"producer", "crossover import"}});
-    fmt::print("wrote {} ({} tensors, PyTorch names)\n", o.weights, imported.weights.size());
+    fmt::print("wrote {} ({} tensors, PyTorch names)\n", o.weights, weights.size());
   }
   if (!o.spec.empty()) {
     spec.notes.clear();

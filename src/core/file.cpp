@@ -10,6 +10,7 @@
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <vector>
 
 #include "core/error.h"
 
@@ -18,10 +19,18 @@ namespace xo {
 std::string read_file(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw UserError(fmt::format("{}: cannot open: {}", path.string(), std::strerror(errno)));
-  std::ostringstream buf;
-  buf << in.rdbuf();
+  // One allocation of the file's size (a model file is tens of megabytes: a growing buffer would
+  // copy it over and over), then the bytes in chunks, which also reads files of no known size.
+  std::string bytes;
+  std::error_code ec;
+  const auto size = std::filesystem::file_size(path, ec);
+  if (!ec) bytes.reserve(static_cast<size_t>(size));
+  std::vector<char> chunk(size_t{1} << 16);
+  while (in.read(chunk.data(), static_cast<std::streamsize>(chunk.size())) || in.gcount() > 0) {
+    bytes.append(chunk.data(), static_cast<size_t>(in.gcount()));
+  }
   if (in.bad()) throw UserError(fmt::format("{}: read failed", path.string()));
-  return buf.str();
+  return bytes;
 }
 
 namespace {

@@ -191,7 +191,9 @@ const OnnxTensor* OnnxGraph::initializer(std::string_view tensor) const {
   return nullptr;
 }
 
-OnnxGraph parse_onnx(const std::string& bytes, const std::string& origin) {
+namespace {
+
+onnx::ModelProto parsed_model(const std::string& bytes, const std::string& origin) {
   if (bytes.size() > static_cast<size_t>(std::numeric_limits<int>::max())) {
     fail(origin,
          "larger than 2 GiB (ONNX keeps the weights of such models in external files, "
@@ -202,6 +204,12 @@ OnnxGraph parse_onnx(const std::string& bytes, const std::string& origin) {
     fail(origin, "not an ONNX model (the bytes do not parse as an ONNX ModelProto)");
   }
   if (!model.has_graph()) fail(origin, "an ONNX model without a graph");
+  return model;
+}
+
+// The model's values; each initializer's bytes are released once converted, so that a large model
+// is held about twice (protobuf's copy shrinking as the floats grow), not three times.
+OnnxGraph graph_of(onnx::ModelProto& model, const std::string& origin) {
   OnnxGraph g;
   g.origin = origin;
   g.ir_version = model.ir_version();
@@ -214,9 +222,11 @@ OnnxGraph parse_onnx(const std::string& bytes, const std::string& origin) {
       g.other_domains.push_back(fmt::format("{} version {}", set.domain(), set.version()));
     }
   }
-  const onnx::GraphProto& graph = model.graph();
-  for (const onnx::TensorProto& t : graph.initializer()) {
+  onnx::GraphProto& graph = *model.mutable_graph();
+  for (onnx::TensorProto& t : *graph.mutable_initializer()) {
     g.initializers.push_back(tensor_of(origin, t));
+    std::string().swap(*t.mutable_raw_data());
+    t.clear_float_data();
   }
   for (const onnx::ValueInfoProto& v : graph.input()) {
     // Older exporters list the initializers among the inputs too: those are weights, not data.
@@ -238,8 +248,20 @@ OnnxGraph parse_onnx(const std::string& bytes, const std::string& origin) {
   return g;
 }
 
+}  // namespace
+
+OnnxGraph parse_onnx(const std::string& bytes, const std::string& origin) {
+  onnx::ModelProto model = parsed_model(bytes, origin);
+  return graph_of(model, origin);
+}
+
 OnnxGraph read_onnx(const std::filesystem::path& path) {
-  return parse_onnx(read_file(path), path.string());
+  onnx::ModelProto model;
+  {
+    const std::string bytes = read_file(path);  // released once parsed
+    model = parsed_model(bytes, path.string());
+  }
+  return graph_of(model, path.string());
 }
 
 }  // namespace xo

@@ -272,7 +272,12 @@ void Model::import_params(const std::vector<NamedTensor>& tensors, const std::st
 
 void initialize(Model& model, const std::string& init_file) {
   model.init(model.spec().train.seed);
-  const std::string& file = init_file.empty() ? model.spec().init : init_file;
+  const ModelSpec& spec = model.spec();
+  if (init_file.empty() && spec.init_weights) {
+    model.import_params(*spec.init_weights, spec.init);
+    return;
+  }
+  const std::string& file = init_file.empty() ? spec.init : init_file;
   if (!file.empty()) model.import_params(load_initial_weights(file), file);
 }
 

@@ -354,7 +354,12 @@ class Importer {
   // -- constants -----------------------------------------------------------------------------
   // The value of a non-data input: an initializer, a Constant, or arithmetic over those and the
   // data's shape.
-  OnnxTensor constant(const OnnxNode& user, const std::string& name) {
+  // A reference to the initializer itself or to the evaluated value (kept for the whole import): a
+  // weight of tens of megabytes is never copied on its way to the layer.
+  const OnnxTensor& constant(const OnnxNode& user, const std::string& name) {
+    if (data_.count(name) == 0) {
+      if (const OnnxTensor* t = g_.initializer(name)) return *t;
+    }
     if (auto it = constants_.find(name); it != constants_.end()) return it->second;
     // A constant computed from itself, or from a chain deeper than any exporter writes, would
     // recurse without end.
@@ -369,8 +374,7 @@ class Importer {
     if (evaluated_ > kMaxEvaluatedTotal) {
       refuse(user, "its constant inputs add up to more values than crossover evaluates");
     }
-    constants_[name] = value;
-    return value;
+    return constants_[name] = std::move(value);
   }
 
   OnnxTensor evaluate(const OnnxNode& user, const std::string& name) {
@@ -478,15 +482,15 @@ class Importer {
       for (const std::string& in : n.inputs) parts.push_back(constant(n, in));
       out = concat(n, parts, attr_int(n, "axis", 0));
     } else if (op == "Transpose") {
-      const OnnxTensor in = constant(n, input(n, 0));
+      const OnnxTensor& in = constant(n, input(n, 0));
       std::vector<int64_t> perm = attr_ints(n, "perm", {});
       if (perm.empty()) {
         for (size_t d = in.dims.size(); d-- > 0;) perm.push_back(static_cast<int64_t>(d));
       }
       out = transposed(n, in, perm);
     } else if (op == "Gather") {
-      const OnnxTensor data = constant(n, input(n, 0));
-      const OnnxTensor index = constant(n, input(n, 1));
+      const OnnxTensor& data = constant(n, input(n, 0));
+      const OnnxTensor& index = constant(n, input(n, 1));
       if (!data.is_integer() || data.dims.size() != 1 || !index.is_integer() ||
           index.dims.size() > 1 || attr_int(n, "axis", 0) != 0) {
         refuse(n, "a Gather crossover evaluates picks entries of a 1-D integer shape");
@@ -501,7 +505,7 @@ class Importer {
         out.ints.push_back(data.ints[static_cast<size_t>(at)]);
       }
     } else if (op == "Slice") {
-      const OnnxTensor data = constant(n, input(n, 0));
+      const OnnxTensor& data = constant(n, input(n, 0));
       std::vector<int64_t> starts, ends, axes, steps;
       if (g_.opset < 10) {
         starts = attr_ints(n, "starts", {});
@@ -515,7 +519,8 @@ class Importer {
       }
       out = sliced(n, data, starts, ends, axes, steps);
     } else if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div") {
-      const OnnxTensor a = constant(n, input(n, 0)), b = constant(n, input(n, 1));
+      const OnnxTensor& a = constant(n, input(n, 0));
+      const OnnxTensor& b = constant(n, input(n, 1));
       if (!a.is_integer() || !b.is_integer() ||
           (a.ints.size() != b.ints.size() && a.ints.size() != 1 && b.ints.size() != 1)) {
         refuse(n, "arithmetic crossover evaluates is on integer shapes");
@@ -539,7 +544,7 @@ class Importer {
         out.ints.push_back(r);
       }
     } else if (op == "ConstantOfShape") {
-      const OnnxTensor shape = constant(n, input(n, 0));
+      const OnnxTensor& shape = constant(n, input(n, 0));
       if (!shape.is_integer()) refuse(n, "its shape is not an integer tensor");
       int64_t count = 1;
       for (int64_t d : shape.ints) {
@@ -745,14 +750,14 @@ class Importer {
   }
 
   // A float tensor that becomes a parameter: an initializer (or a Constant).
-  OnnxTensor weight(const OnnxNode& n, size_t index, std::string_view what) {
+  const OnnxTensor& weight(const OnnxNode& n, size_t index, std::string_view what) {
     const std::string& name = input(n, index);
     if (name.empty()) refuse(n, fmt::format("has no {}", what));
     if (data_.count(name)) {
       refuse(n, fmt::format("its {} is the data '{}' (crossover's layers take weights there)", what,
                             name));
     }
-    OnnxTensor t = constant(n, name);
+    const OnnxTensor& t = constant(n, name);
     if (!t.is_float()) {
       refuse(n, fmt::format("its {} '{}' holds {} (expected FLOAT weights)", what, name,
                             onnx_element_type_name(t.type)));
@@ -926,7 +931,7 @@ class Importer {
         n, layout_ == Layout::Batch && sample_.size() == 1,
         "a MatMul is a linear layer on flat features [F] (crossover has no linear layer over every "
         "step of a sequence)");
-    const OnnxTensor w = weight(n, 1, "right-hand matrix");
+    const OnnxTensor& w = weight(n, 1, "right-hand matrix");
     // A following Add of a constant vector is the bias.
     const auto& users = consumers_[output_of(n)];
     if (users.size() == 1 && n.outputs[0] != output_) {
@@ -1009,7 +1014,7 @@ class Importer {
       refuse(n, fmt::format("group = {} (grouped or depthwise convolutions are not supported)",
                             attr_int(n, "group", 1)));
     }
-    const OnnxTensor w = weight(n, 1, "weight W");
+    const OnnxTensor& w = weight(n, 1, "weight W");
     if (w.dims.size() != 4 || w.dims[1] != sample_[0]) {
       refuse(n, fmt::format("weight '{}' has the shape [{}] (expected [out, {}, k, k])", w.name,
                             fmt::join(w.dims, ", "), sample_[0]));
@@ -1029,7 +1034,7 @@ class Importer {
     l.padding = win.padding;
     l.bias = !input(n, 2).empty();
     if (l.bias) {
-      const OnnxTensor b = weight(n, 2, "bias B");
+      const OnnxTensor& b = weight(n, 2, "bias B");
       if (b.dims != std::vector<int64_t>{l.out}) {
         refuse(n, fmt::format("bias '{}' has the shape [{}] (expected [{}])", b.name,
                               fmt::join(b.dims, ", "), l.out));
@@ -1167,7 +1172,7 @@ class Importer {
   void reshape(const OnnxNode& n) {
     known_attributes(n, {"allowzero"});
     takes_data_first(n);
-    const OnnxTensor target = constant(n, input(n, 1));
+    const OnnxTensor& target = constant(n, input(n, 1));
     if (!target.is_integer()) refuse(n, "its shape is not an integer tensor");
     std::vector<int64_t> in = full_shape();
     // Exported with a fixed batch, x.view(x.size(0), -1) folds to [2, -1]: the -1 is inferred
@@ -1221,7 +1226,7 @@ class Importer {
         g_.opset < 11 ? attr_ints(n, "pads", {}) : constant(n, input(n, 1)).ints;
     double value = attr_float(n, "value", 0.0);
     if (g_.opset >= 11 && !input(n, 2).empty()) {
-      const OnnxTensor v = constant(n, input(n, 2));
+      const OnnxTensor& v = constant(n, input(n, 2));
       value = v.is_float() && !v.floats.empty() ? v.floats[0] : v.ints.empty() ? 0.0 : v.ints[0];
     }
     const bool none = std::all_of(pads.begin(), pads.end(), [](int64_t p) { return p == 0; });
@@ -1249,7 +1254,7 @@ class Importer {
     no_users(n, 1, "the dropout mask");
     double ratio = attr_float(n, "ratio", 0.5);
     if (!input(n, 1).empty()) {
-      const OnnxTensor r = constant(n, input(n, 1));
+      const OnnxTensor& r = constant(n, input(n, 1));
       if (!r.is_float() || r.floats.size() != 1) refuse(n, "its ratio is not one number");
       ratio = r.floats[0];
     }
@@ -1273,7 +1278,7 @@ class Importer {
     const char* names[] = {"weight", "bias", "running_mean", "running_var"};
     const char* what[] = {"scale", "bias B", "input_mean", "input_var"};
     for (size_t i = 0; i < 4; ++i) {
-      const OnnxTensor t = weight(n, i + 1, what[i]);
+      const OnnxTensor& t = weight(n, i + 1, what[i]);
       if (t.dims != std::vector<int64_t>{channels}) {
         refuse(n, fmt::format("its {} '{}' has the shape [{}] (expected [{}])", what[i], t.name,
                               fmt::join(t.dims, ", "), channels));
@@ -1386,7 +1391,8 @@ class Importer {
       }
     }
     const int64_t input_size = sample_[1];
-    const OnnxTensor w = weight(n, 1, "weight W"), r = weight(n, 2, "recurrence weight R");
+    const OnnxTensor& w = weight(n, 1, "weight W");
+    const OnnxTensor& r = weight(n, 2, "recurrence weight R");
     const int64_t hidden = attr_int(n, "hidden_size", w.dims.size() == 3 ? w.dims[1] / 4 : 0);
     if (hidden <= 0 || hidden > kMaxExtent) {
       refuse(n, fmt::format("hidden_size {} (expected 1 to 2^24)", hidden));
@@ -1405,7 +1411,7 @@ class Importer {
       refuse(n, "has no bias B: crossover's lstm has trained biases (nn.LSTM with bias=True), so "
                 "an LSTM without them is not supported");
     }
-    const OnnxTensor b = weight(n, 3, "bias B");
+    const OnnxTensor& b = weight(n, 3, "bias B");
     if (b.dims != std::vector<int64_t>{1, 8 * hidden}) {
       refuse(n, fmt::format("B '{}' has the shape [{}] (expected [1, {}])", b.name,
                             fmt::join(b.dims, ", "), 8 * hidden));
@@ -1471,7 +1477,7 @@ class Importer {
                "first layer, on the integer input");
       }
       if (axis != 0) refuse(n, fmt::format("axis {} (an embedding gathers rows, axis 0)", axis));
-      const OnnxTensor table = weight(n, 0, "table");
+      const OnnxTensor& table = weight(n, 0, "table");
       if (table.dims.size() != 2) {
         refuse(n, fmt::format("its table '{}' has the shape [{}] (expected [vocabulary, width])",
                               table.name, fmt::join(table.dims, ", ")));
@@ -1483,7 +1489,7 @@ class Importer {
       return add_layer(l, n, {{"weight", tensor(table.dims, table.floats)}}, Layout::Batch);
     }
     takes_data_first(n);
-    const OnnxTensor index = constant(n, input(n, 1));
+    const OnnxTensor& index = constant(n, input(n, 1));
     const std::vector<int64_t> shape = full_shape();
     const int64_t along = normalise_axis(axis, shape.size());
     const bool scalar = index.is_integer() && index.ints.size() == 1 && index.dims.empty();
@@ -1663,10 +1669,12 @@ OnnxImport import_onnx(const OnnxGraph& graph) {
   return out;
 }
 
-ModelSpec load_onnx_spec(const std::filesystem::path& path) {
-  OnnxImport imported = import_onnx(read_onnx(path));
+ModelSpec onnx_training_spec(OnnxImport imported, const std::filesystem::path& path) {
   ModelSpec spec = std::move(imported.spec);
   spec.init = path.string();
+  // The weights were read with the graph: the model starts from them without reading it again.
+  spec.init_weights =
+      std::make_shared<const std::vector<NamedTensor>>(std::move(imported.weights));
   spec.data.source.clear();  // none until the training file names one (or --data)
   std::filesystem::path training = path;
   training.replace_extension(".toml");
@@ -1682,6 +1690,10 @@ ModelSpec load_onnx_spec(const std::filesystem::path& path) {
   }
   infer_shapes(spec);  // the loss against the output, with the training file's say
   return spec;
+}
+
+ModelSpec load_onnx_spec(const std::filesystem::path& path) {
+  return onnx_training_spec(import_onnx(read_onnx(path)), path);
 }
 
 std::vector<NamedTensor> load_initial_weights(const std::filesystem::path& path) {

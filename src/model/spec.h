@@ -6,11 +6,13 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "data/source.h"
+#include "io/safetensors.h"
 #include "optim/optimizer.h"
 
 namespace xo {
@@ -81,6 +83,9 @@ struct ModelSpec {
   // (`model.init` in a spec, relative to its folder; an imported ONNX model's own file). Empty:
   // drawn from train.seed with PyTorch's default initialisation.
   std::string init;
+  // The weights `init` names when they were read already (an imported ONNX model's, read with its
+  // graph); shared by the spec's copies. Null: initialize() reads `init`.
+  std::shared_ptr<const std::vector<NamedTensor>> init_weights;
   // What the user should know of how this spec was made (an imported model's notes), printed by
   // the commands that take it.
   std::vector<std::string> notes;

@@ -149,7 +149,10 @@ ModelSpec vary_spec(const ModelSpec& spec, Axis axis, int64_t value) {
   }
   s.name = fmt::format("{}[{}={}]", spec.name, axis_name(axis), value);
   // Initial weights from a file fit the spec's own shapes only: a grown model draws its own.
-  if (axis == Axis::Width || axis == Axis::Depth) s.init.clear();
+  if (axis == Axis::Width || axis == Axis::Depth) {
+    s.init.clear();
+    s.init_weights.reset();
+  }
   infer_shapes(s);  // the layers must still chain
   return s;
 }
