@@ -9,6 +9,7 @@
 
 #include "cli/commands.h"
 #include "core/error.h"
+#include "core/format.h"
 #include "core/interrupt.h"
 
 int main(int argc, char** argv) {
@@ -18,9 +19,9 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("crossover ") + CROSSOVER_VERSION);
   const std::vector<xo::cli::Command> commands = {
-      xo::cli::add_run(app),     xo::cli::add_train(app), xo::cli::add_models(app),
-      xo::cli::add_devices(app), xo::cli::add_sweep(app), xo::cli::add_advise(app),
-      xo::cli::add_cost(app),    xo::cli::add_replay(app),  xo::cli::add_import(app)};
+      xo::cli::add_run(app),     xo::cli::add_train(app),  xo::cli::add_models(app),
+      xo::cli::add_devices(app), xo::cli::add_sweep(app),  xo::cli::add_advise(app),
+      xo::cli::add_cost(app),    xo::cli::add_replay(app), xo::cli::add_import(app)};
   xo::cli::record_command_line(argc, argv);
   try {
     app.parse(argc, argv);
@@ -34,7 +35,8 @@ int main(int argc, char** argv) {
     }
     return 1;
   } catch (const xo::UserError& e) {  // OutOfMemory too: the device, the size, what is free
-    fmt::print(stderr, "crossover: error: {}\n", e.what());
+    // A message may echo a name from a file (a model, a key, a path): shown, never acted on.
+    fmt::print(stderr, "crossover: error: {}\n", xo::terminal_safe(e.what()));
     return 2;
   } catch (const std::bad_alloc&) {
     // The host ran out outside the backends' allocations (a data set, a kernel's own buffers):
@@ -44,7 +46,7 @@ int main(int argc, char** argv) {
                "less)\n");
     return 2;
   } catch (const std::exception& e) {
-    fmt::print(stderr, "crossover: internal error: {}\n", e.what());
+    fmt::print(stderr, "crossover: internal error: {}\n", xo::terminal_safe(e.what()));
     return 3;
   }
 }

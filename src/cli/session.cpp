@@ -10,6 +10,7 @@
 #include "advisor/analysis.h"
 #include "core/error.h"
 #include "core/file.h"
+#include "core/format.h"
 #include "core/hash.h"
 #include "core/interrupt.h"
 #include "measure/sampler.h"
@@ -120,7 +121,9 @@ std::string stop_message(const TrainResult& r, const CheckpointOptions& checkpoi
 }
 
 void print_notes(const ModelSpec& spec) {
-  for (const std::string& note : spec.notes) fmt::print(stderr, "note: {}: {}\n", spec.origin, note);
+  for (const std::string& note : spec.notes) {
+    fmt::print(stderr, "note: {}: {}\n", terminal_safe(spec.origin), terminal_safe(note));
+  }
 }
 
 int exit_code(const TrainResult& r) {
@@ -191,7 +194,11 @@ Session::Session(const MeasureOptions& o)
     : o_(o),
       // Parsed before any work, so that a bad interval fails at once.
       checkpoint_every_(parse_checkpoint_interval(o.checkpoint.every, "--checkpoint-every")),
+      out_lock_(o.out, recorded_command_line(), "--out"),
       started_(now_seconds()) {
+  if (!out_lock_.unsupported().empty()) {
+    fmt::print(stderr, "note: --out {}\n", out_lock_.unsupported());
+  }
   devices_ = o.devices;
   if (devices_.empty()) {
     const DeviceList list = list_devices();
@@ -227,7 +234,8 @@ const RunRecord& Session::measure(const ModelSpec& spec_in, const std::string& d
   ModelSpec spec = spec_in;
   if (o_.epochs) spec.train.epochs = *o_.epochs;
   Backend& be = backend(device);
-  const std::string label = fmt::format("{} on {}", spec.name, be.info().id);
+  // The label goes to the terminal (progress, the summary line): the spec's name may be anything.
+  const std::string label = terminal_safe(fmt::format("{} on {}", spec.name, be.info().id));
   const double job_start = now_seconds();
   progress_.update(fmt::format("[{}/{}] {}: loading data", job + 1, jobs, label));
   const std::string spec_toml = to_toml(spec);
@@ -282,7 +290,7 @@ const RunRecord& Session::measure(const ModelSpec& spec_in, const std::string& d
              r.final_train_error);
   if (const std::string why = stop_message(r, settings.checkpoint, "the same command continues it");
       !why.empty()) {
-    fmt::print(stderr, "crossover: {}\n", why);
+    fmt::print(stderr, "crossover: {}\n", terminal_safe(why));
   }
   stopped_ = r.interrupted || stop_requested();
   if (!r.interrupted && !settings.checkpoint.dir.empty()) {

@@ -13,6 +13,7 @@
 #include "advisor/advice.h"
 #include "advisor/catalog.h"
 #include "cli/commands.h"
+#include "core/file.h"
 #include "measure/peaks.h"
 #include "measure/run.h"
 #include "report/document.h"
@@ -76,6 +77,8 @@ Catalog load_user_catalog(const CostOptions& o);
 
 class Session {
  public:
+  // Locks the --out folder first (FolderLock: a second job into it is refused at once), then
+  // resolves the devices and probes their peaks.
   explicit Session(const MeasureOptions& o);
 
   const std::vector<std::string>& devices() const { return devices_; }
@@ -106,6 +109,7 @@ class Session {
 
   MeasureOptions o_;
   CheckpointInterval checkpoint_every_;
+  FolderLock out_lock_;  // --out, for the whole job: taken before any work, dropped at its end
   std::vector<std::string> devices_;
   std::vector<std::unique_ptr<Backend>> backends_;
   std::vector<DevicePeaks> peaks_;

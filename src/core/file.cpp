@@ -2,14 +2,19 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/file.h>
+#include <sys/random.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>  // std::rename
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <utility>
 #include <vector>
 
 #include "core/error.h"
@@ -73,7 +78,150 @@ void sync_folder(const std::filesystem::path& folder, const std::filesystem::pat
 
 }  // namespace
 
-void write_file_atomic(const std::filesystem::path& path, std::string_view bytes) {
+namespace {
+
+// Where the bytes for a path go. Files are replaced through a temporary; what is not a regular
+// file (a terminal, a pipe, /dev/null, this process's own output) is written in place, since
+// replacing it would put a regular file where the user pointed at a device or a reader.
+struct Target {
+  enum class Kind { Replace, InPlace, StandardOutput };
+  Kind kind = Kind::Replace;
+  std::filesystem::path path;  // for Replace, the file the symlinks lead to
+  int fd = -1;                 // for StandardOutput: 1 or 2
+};
+
+// The bound the kernel puts on symlinks followed in one lookup (MAXSYMLINKS).
+constexpr int kMaxSymlinkHops = 40;
+
+bool same_file(const struct stat& a, int fd) {
+  struct stat b;
+  return ::fstat(fd, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
+// Refuses a symlink that another user planted in a sticky, world-writable folder (/tmp), the case
+// the kernel's fs.protected_symlinks refuses when opening: following it would let that user choose
+// which of our files is replaced.
+void check_link_owner(const std::filesystem::path& link, const struct stat& link_st,
+                      const std::filesystem::path& original) {
+  const std::filesystem::path folder = link.has_parent_path() ? link.parent_path() : ".";
+  struct stat dir;
+  if (::stat(folder.c_str(), &dir) != 0) return;
+  const bool shared = (dir.st_mode & S_ISVTX) && (dir.st_mode & S_IWOTH);
+  if (shared && link_st.st_uid != ::geteuid() && link_st.st_uid != dir.st_uid) {
+    throw UserError(fmt::format(
+        "{}: a symlink owned by another user in the shared folder {}: not followed (it could "
+        "point anywhere); remove it or write elsewhere",
+        original.string(), folder.string()));
+  }
+}
+
+// Classifies `path`: "-" is standard output; a path that leads to this process's standard output
+// or error (/dev/stdout, or the file the shell redirected it to) is written through that stream,
+// at its position; a character device or a FIFO (or a symlink to one) is opened and written in
+// place; anything else is replaced atomically, and a symlink to a regular file (or to a name not
+// yet created) is followed so that the file it points to is replaced and the link stays, as
+// editors do. Folders, sockets and block devices are refused.
+Target classify(const std::filesystem::path& path) {
+  if (path == "-") return {Target::Kind::StandardOutput, path, STDOUT_FILENO};
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0) {
+    // /dev/stdout is a link through /proc whose name for a pipe is no path: compare the files.
+    for (const int fd : {STDOUT_FILENO, STDERR_FILENO}) {
+      if (same_file(st, fd)) return {Target::Kind::StandardOutput, path, fd};
+    }
+    if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)) return {Target::Kind::InPlace, path, -1};
+    if (S_ISDIR(st.st_mode)) {
+      throw UserError(fmt::format("{}: a folder (expected a file to write)", path.string()));
+    }
+    if (!S_ISREG(st.st_mode)) {
+      throw UserError(fmt::format("{}: neither a regular file nor a terminal or pipe: not written",
+                                  path.string()));
+    }
+  }
+  std::filesystem::path p = path;
+  for (int hop = 0; hop <= kMaxSymlinkHops; ++hop) {
+    struct stat lst;
+    if (::lstat(p.c_str(), &lst) != 0 || !S_ISLNK(lst.st_mode)) return {Target::Kind::Replace, p};
+    check_link_owner(p, lst, path);
+    std::vector<char> target(static_cast<size_t>(lst.st_size > 0 ? lst.st_size : 255) + 1);
+    const ssize_t n = ::readlink(p.c_str(), target.data(), target.size());
+    if (n < 0) {
+      throw UserError(fmt::format("{}: cannot read the symlink {}: {}", path.string(), p.string(),
+                                  std::strerror(errno)));
+    }
+    const std::filesystem::path next(std::string(target.data(), static_cast<size_t>(n)));
+    p = next.is_absolute() || !p.has_parent_path() ? next : p.parent_path() / next;
+  }
+  throw UserError(fmt::format("{}: {}", path.string(), std::strerror(ELOOP)));
+}
+
+// Writes to a device, a FIFO or our own output where it is: no temporary, no truncation (a
+// terminal has none, and a redirected stdout keeps what was printed before). Blocks, as the shell
+// does, until a FIFO has a reader.
+void write_in_place(const Target& target, std::string_view bytes) {
+  // What was printed through stdio goes first, so that the output keeps its order.
+  std::fflush(stdout);
+  std::fflush(stderr);
+  int fd = target.fd;
+  if (fd < 0) {
+    do {
+      fd = ::open(target.path.c_str(), O_WRONLY | O_NOCTTY | O_CLOEXEC);
+    } while (fd < 0 && errno == EINTR);
+    if (fd < 0) {
+      throw UserError(fmt::format("{}: cannot open for writing: {}", target.path.string(),
+                                  std::strerror(errno)));
+    }
+  }
+  const bool ok = write_all(fd, bytes);
+  const int err = errno;
+  if (target.fd < 0) ::close(fd);
+  if (!ok) {
+    throw UserError(
+        fmt::format("{}: cannot write: {}",
+                    target.path == "-" ? std::string("standard output") : target.path.string(),
+                    std::strerror(err)));
+  }
+}
+
+// 72 random bits in 12 letters and digits: a temporary's name nobody can guess ahead of time, so
+// nobody can plant a symlink there (O_EXCL | O_NOFOLLOW refuse one anyway; the unpredictable
+// name keeps a planted file from making the write fail).
+std::string random_suffix() {
+  static constexpr std::string_view kAlphabet =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+  unsigned char raw[12];
+  size_t got = 0;
+  while (got < sizeof raw) {
+    const ssize_t n = ::getrandom(raw + got, sizeof raw - got, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw_internal("getrandom", std::strerror(errno), __FILE__, __LINE__);
+    got += static_cast<size_t>(n);
+  }
+  std::string s;
+  for (const unsigned char c : raw) s += kAlphabet[c % kAlphabet.size()];
+  return s;
+}
+
+// Creates a fresh temporary beside `path` ("NAME.tmp.RANDOM"): never an existing file, never
+// through a symlink. Permissions are those of any new file (0666 less the umask, 0644 by default),
+// as the file had before this write replaced it through a temporary. Returns -1 with errno set.
+int create_temporary(const std::filesystem::path& path, std::string& tmp) {
+  constexpr int kAttempts = 100;  // a collision of 72 random bits is for an attacker who guessed
+  for (int i = 0; i < kAttempts; ++i) {
+    tmp = fmt::format("{}.tmp.{}", path.string(), random_suffix());
+    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+    if (fd >= 0 || errno != EEXIST) return fd;
+  }
+  errno = EEXIST;
+  return -1;
+}
+
+}  // namespace
+
+void write_file_atomic(const std::filesystem::path& path_in, std::string_view bytes) {
+  const Target target = classify(path_in);
+  if (target.kind != Target::Kind::Replace) return write_in_place(target, bytes);
+  const std::filesystem::path& path = target.path;
   std::error_code ec;
   if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path(), ec);
   if (ec) {
@@ -83,13 +231,17 @@ void write_file_atomic(const std::filesystem::path& path, std::string_view bytes
   // What a failure leaves: the previous version untouched (the new bytes go to a temporary beside
   // it, renamed over it only once they are all on the disk), or no file at all.
   const bool had_previous = std::filesystem::exists(path, ec);
+  // A followed symlink is named with the file it leads to, which is the one replaced.
+  const std::string named = path == path_in
+                                ? path_in.string()
+                                : fmt::format("{} (a link to {})", path_in.string(), path.string());
   auto failed = [&](const char* what, int err) {
     return UserError(fmt::format(
-        "{}: {}: {}; {}", path.string(), what, std::strerror(err),
+        "{}: {}: {}; {}", named, what, std::strerror(err),
         had_previous ? "the previous version of the file is kept" : "no file was written"));
   };
-  const std::string tmp = fmt::format("{}.tmp.{}", path.string(), ::getpid());
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+  std::string tmp;
+  const int fd = create_temporary(path, tmp);
   if (fd < 0) throw failed("cannot write", errno);
   // close() reports a failed write-back on some file systems (NFS), so its answer counts too.
   bool ok = write_all(fd, bytes) && ::fsync(fd) == 0;
@@ -102,6 +254,7 @@ void write_file_atomic(const std::filesystem::path& path, std::string_view bytes
     ::unlink(tmp.c_str());
     throw failed("cannot write", err);
   }
+  // rename() replaces the name, never what a symlink there points to.
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
     err = errno;
     ::unlink(tmp.c_str());
@@ -110,23 +263,122 @@ void write_file_atomic(const std::filesystem::path& path, std::string_view bytes
   sync_folder(path.has_parent_path() ? path.parent_path() : std::filesystem::path("."), path);
 }
 
-void check_writable_path(const std::filesystem::path& path, std::string_view what) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) {
-    throw UserError(fmt::format("{} {}: a folder (expected a file to write)", what, path.string()));
+void check_writable_path(const std::filesystem::path& path_in, std::string_view what) {
+  Target target;
+  try {
+    target = classify(path_in);
+  } catch (const UserError& e) {
+    throw UserError(fmt::format("{} {}", what, e.what()));
   }
+  if (target.kind == Target::Kind::StandardOutput) return;
+  if (target.kind == Target::Kind::InPlace) {
+    if (::access(path_in.c_str(), W_OK) != 0) {
+      throw UserError(fmt::format("{} {}: cannot write to it ({})", what, path_in.string(),
+                                  std::strerror(errno)));
+    }
+    return;
+  }
+  const std::filesystem::path& path = target.path;
+  std::error_code ec;
   std::filesystem::path folder = std::filesystem::absolute(path, ec).parent_path();
   while (!folder.empty() && !std::filesystem::exists(folder, ec) && folder != folder.root_path()) {
     folder = folder.parent_path();
   }
   if (!std::filesystem::is_directory(folder, ec)) {
-    throw UserError(fmt::format("{} {}: {} is not a folder", what, path.string(), folder.string()));
+    throw UserError(
+        fmt::format("{} {}: {} is not a folder", what, path_in.string(), folder.string()));
   }
   if (::access(folder.c_str(), W_OK) != 0) {
-    throw UserError(fmt::format("{} {}: cannot write in {} ({})", what, path.string(),
+    throw UserError(fmt::format("{} {}: cannot write in {} ({})", what, path_in.string(),
                                 folder.string(), std::strerror(errno)));
   }
 }
+
+namespace {
+
+// What the lock file says about its holder, for the message of the process it refuses.
+constexpr size_t kLockNoteMax = 4096;
+
+// "pid 1234: crossover run ..." from a lock file's "pid 1234\ncommand crossover run ...\n";
+// empty when the holder has not written it yet.
+std::string lock_holder(int fd) {
+  std::string note(kLockNoteMax, '\0');
+  const ssize_t n = ::pread(fd, note.data(), note.size(), 0);
+  note.resize(n > 0 ? static_cast<size_t>(n) : 0);
+  std::string pid, command;
+  size_t at = 0;
+  while (at < note.size()) {
+    const size_t end = std::min(note.find('\n', at), note.size());
+    const std::string_view line(note.data() + at, end - at);
+    if (line.substr(0, 4) == "pid ") pid = line.substr(4);
+    if (line.substr(0, 8) == "command ") command = line.substr(8);
+    at = end + 1;
+  }
+  if (pid.empty()) return "";
+  return command.empty() ? fmt::format("pid {}", pid) : fmt::format("pid {}: {}", pid, command);
+}
+
+}  // namespace
+
+FolderLock::FolderLock(const std::filesystem::path& folder, std::string_view holder,
+                       std::string_view what) {
+  std::error_code ec;
+  std::filesystem::create_directories(folder, ec);
+  if (ec) {
+    throw UserError(
+        fmt::format("{} {}: cannot create folder: {}", what, folder.string(), ec.message()));
+  }
+  const std::filesystem::path file = folder / kFolderLockName;
+  // O_NOFOLLOW: a symlink planted in the folder cannot make us create or truncate a file
+  // elsewhere; O_NONBLOCK: a FIFO planted there cannot hang the open.
+  fd_ =
+      ::open(file.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0666);
+  struct stat st;
+  if (fd_ >= 0 && (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode))) {
+    ::close(fd_);
+    fd_ = -1;
+    errno = EINVAL;
+  }
+  if (fd_ < 0) {
+    throw UserError(fmt::format("{} {}: cannot create its lock file {}: {}", what, folder.string(),
+                                file.string(), std::strerror(errno)));
+  }
+  if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+    const int err = errno;
+    if (err == EWOULDBLOCK) {
+      const std::string other = lock_holder(fd_);
+      ::close(fd_);
+      fd_ = -1;
+      throw UserError(fmt::format(
+          "{} {}: another crossover{} is writing into this folder now; two jobs in one folder "
+          "would mix their files: wait for it to end, or choose another {}",
+          what, folder.string(), other.empty() ? "" : fmt::format(" ({})", other), what));
+    }
+    // A file system without locks (some network mounts): the job goes on, unguarded, and says so.
+    unsupported_ = fmt::format(
+        "{}: cannot be locked ({}): nothing stops another job from writing "
+        "into it at the same time",
+        folder.string(), std::strerror(err));
+    ::close(fd_);
+    fd_ = -1;
+    return;
+  }
+  // The holder's note, for a process refused while this one runs. Best effort: the lock itself is
+  // the flock, which the kernel drops when this process ends however it ends.
+  const std::string note = fmt::format("pid {}\ncommand {}\n", ::getpid(), holder);
+  if (::ftruncate(fd_, 0) == 0) {
+    [[maybe_unused]] const ssize_t n = ::pwrite(fd_, note.data(), note.size(), 0);
+  }
+}
+
+FolderLock::~FolderLock() {
+  // Closing drops the flock. The file stays: removing it would let a process that opened it just
+  // before lock a file no longer in the folder while a third locks a new one.
+  if (fd_ >= 0) ::close(fd_);
+}
+
+FolderLock::FolderLock(FolderLock&& other) noexcept
+    : fd_(std::exchange(other.fd_, -1)), unsupported_(std::move(other.unsupported_)) {}
 
 std::filesystem::path default_cache_dir() {
   if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) {

@@ -11,17 +11,57 @@ namespace xo {
 // Reads a whole file; throws UserError naming the path if it cannot be opened or read.
 std::string read_file(const std::filesystem::path& path);
 
-// Writes `bytes` to `path` atomically: creates parent folders, writes `path` + ".tmp.<pid>",
-// syncs it, renames it over `path` and syncs the folder, so that a crash leaves the old version or
-// the new one. On failure (a full disk, a quota, a file size limit) the temporary is removed, the
-// previous version stays as it was, and the UserError names the path, the system's reason and
-// whether a previous version is kept.
+// Writes `bytes` to `path` atomically: creates parent folders, writes a temporary beside it with
+// an unpredictable name (`path` + ".tmp." + 12 random letters, created with O_EXCL | O_NOFOLLOW,
+// so a planted file or symlink is never written through), syncs it, renames it over `path` and
+// syncs the folder, so that a crash leaves the old version or the new one. On failure (a full
+// disk, a quota, a file size limit) the temporary is removed, the previous version stays as it
+// was, and the UserError names the path, the system's reason and whether a previous version is
+// kept.
+//
+// What is not a regular file is written in place, never replaced: "-" is standard output; a path
+// to this process's own stdout or stderr (/dev/stdout, or the file the shell redirected it to) is
+// written through it; a character device (a terminal, /dev/null) or a FIFO, or a symlink to one,
+// is opened and written (a FIFO's open waits for a reader, as the shell's does). A symlink to a
+// regular file (or to a name not yet created) is followed: the file it leads to is replaced and
+// the link stays, as editors do; a link that another user owns in a sticky world-writable folder
+// (/tmp) is refused, as the kernel's fs.protected_symlinks refuses it. A folder, a socket or a
+// block device is refused.
 void write_file_atomic(const std::filesystem::path& path, std::string_view bytes);
 
 // Checks before any work that write_file_atomic(path) can succeed as far as permissions go: the
 // path is not a folder, and its folder (or the nearest existing one above it, which the write
-// creates the rest of) is a writable folder. Throws UserError naming `what` (a flag) and the path.
+// creates the rest of) is a writable folder; a device or FIFO is writable; "-" always is. Throws
+// UserError naming `what` (a flag) and the path.
 void check_writable_path(const std::filesystem::path& path, std::string_view what);
+
+// The lock file of an output folder (see FolderLock).
+inline constexpr std::string_view kFolderLockName = ".crossover.lock";
+
+// An exclusive lock on an output folder, held while the object lives: FOLDER/.crossover.lock,
+// created with O_NOFOLLOW and locked with flock(LOCK_EX | LOCK_NB), so that two jobs writing the
+// same folder at once (whose files would interleave) are refused at once. flock, not a pid file:
+// the kernel drops the lock when the process ends however it ends, so a killed job never blocks
+// the next one. The file holds the holder's pid and command, for the message of a refused job.
+class FolderLock {
+ public:
+  // Creates `folder` if need be and locks it. Throws UserError naming `what` (the flag, e.g.
+  // "--out"), the folder and, where the lock file says, the other process's pid and command.
+  // `holder` is this process's command line, written into the lock file.
+  FolderLock(const std::filesystem::path& folder, std::string_view holder, std::string_view what);
+  ~FolderLock();
+  FolderLock(FolderLock&& other) noexcept;
+  FolderLock(const FolderLock&) = delete;
+  FolderLock& operator=(const FolderLock&) = delete;
+  FolderLock& operator=(FolderLock&&) = delete;
+
+  // Why the folder is not locked (a file system without flock); empty when the lock is held.
+  const std::string& unsupported() const { return unsupported_; }
+
+ private:
+  int fd_ = -1;
+  std::string unsupported_;
+};
 
 // Where crossover caches what it derived (tokenised corpora, measured peaks): $XDG_CACHE_HOME/
 // crossover, else $HOME/.cache/crossover, else the system's temporary folder.

@@ -131,4 +131,68 @@ std::string plain(const std::optional<double>& v, int digits) {
   return significant(*v, digits);
 }
 
+namespace {
+
+// The length of the UTF-8 sequence at `s[i]` and its code point; 0 when the bytes there are not
+// one (a stray continuation byte, a truncated sequence, an overlong form, a surrogate).
+size_t utf8_sequence(std::string_view s, size_t i, char32_t& cp) {
+  const auto byte = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
+  const unsigned char lead = byte(i);
+  size_t n = 0;
+  char32_t min = 0;
+  if (lead >= 0xc2 && lead <= 0xdf) {
+    n = 2, cp = lead & 0x1f, min = 0x80;
+  } else if (lead >= 0xe0 && lead <= 0xef) {
+    n = 3, cp = lead & 0x0f, min = 0x800;
+  } else if (lead >= 0xf0 && lead <= 0xf4) {
+    n = 4, cp = lead & 0x07, min = 0x10000;
+  } else {
+    return 0;
+  }
+  if (i + n > s.size()) return 0;
+  for (size_t k = 1; k < n; ++k) {
+    if ((byte(i + k) & 0xc0) != 0x80) return 0;
+    cp = (cp << 6) | (byte(i + k) & 0x3f);
+  }
+  if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return 0;
+  return n;
+}
+
+// Characters that reorder or hide the text around them (Unicode's bidirectional embeddings,
+// overrides and isolates): "Trojan Source" names that read as something else.
+bool reorders_text(char32_t cp) {
+  return (cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069);
+}
+
+}  // namespace
+
+std::string terminal_safe(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size();) {
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    if (c >= 0x20 && c < 0x7f) {
+      out += static_cast<char>(c);
+      ++i;
+      continue;
+    }
+    char32_t cp = 0;
+    const size_t n = c >= 0x80 ? utf8_sequence(text, i, cp) : 0;
+    if (n == 0 || (cp >= 0x80 && cp <= 0x9f)) {
+      // A control, or bytes a terminal would read in its own way: each byte shown as a number.
+      for (size_t k = 0; k < std::max<size_t>(n, 1); ++k) {
+        out += fmt::format("\\x{:02x}", static_cast<unsigned char>(text[i + k]));
+      }
+      i += std::max<size_t>(n, 1);
+    } else if (reorders_text(cp)) {
+      out += fmt::format("\\u{:04x}", static_cast<uint32_t>(cp));
+      i += n;
+    } else {
+      out.append(text.substr(i, n));
+      i += n;
+    }
+  }
+  return out;
+}
+
 }  // namespace xo

@@ -40,4 +40,13 @@ std::string byte_size(double bytes);
 // A measured quantity to `digits` significant digits; thousands and up as whole numbers, grouped.
 std::string plain(const std::optional<double>& v, int digits = 3);
 
+// `text` safe to print on a terminal: a name from a file (a spec's model name, a file name, a
+// device id) may carry escape sequences that would move the cursor, retitle the window or hide
+// what follows. C0 controls (newline and tab too: they would break a table's rows), DEL, bytes
+// that are not UTF-8 and the C1 controls are written as \xNN, byte by byte; the bidirectional
+// overrides and isolates, which reorder what is shown, as \u202e and the like. Everything else
+// (printable UTF-8) is kept; a backslash is kept as it is, so the escapes are for reading, not
+// for decoding back.
+std::string terminal_safe(std::string_view text);
+
 }  // namespace xo

@@ -5,10 +5,12 @@
 #include <cmath>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include "core/error.h"
 #include "core/file.h"
+#include "core/format.h"
 #include "report/html.h"
 #include "report/report_json.h"
 
@@ -18,9 +20,17 @@ namespace {
 std::string num(double v) { return std::isfinite(v) ? fmt::format("{:.6g}", v) : std::string(); }
 std::string num(const std::optional<double>& v) { return v ? num(*v) : std::string(); }
 
-// Model names come from spec files: quote them as RFC 4180 asks.
-std::string text(const std::string& v) {
-  if (v.find_first_of(",\"\n") == std::string::npos) return v;
+// A text cell (model, device, axis), whose value comes from a spec or a results file. A cell that
+// begins with = + - @ (or a tab or carriage return) is a formula to a spreadsheet, which would run
+// it on opening ("CSV injection"): it gets a leading apostrophe, as OWASP recommends, so it shows
+// as text. Control characters are escaped (terminal_safe: a newline is \x0a, so one cell stays one
+// line), then the cell is quoted as RFC 4180 asks where it holds a comma or a quote.
+std::string text(const std::string& raw) {
+  const bool formula =
+      !raw.empty() && std::string_view("=+-@\t\r").find(raw[0]) != std::string_view::npos;
+  std::string v = formula ? "'" : "";
+  v += terminal_safe(raw);
+  if (v.find_first_of(",\"") == std::string::npos) return v;
   std::string q = "\"";
   for (char c : v) q += c == '"' ? std::string("\"\"") : std::string(1, c);
   return q + "\"";
@@ -40,7 +50,7 @@ std::string runs_csv(const Report& report) {
     csv += fmt::format(
         "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", text(r.model),
         num(static_cast<double>(row.layers)), num(static_cast<double>(r.params)), text(r.device.id),
-        row.axis, row.axis.empty() ? "" : num(row.axis_value),
+        text(row.axis), row.axis.empty() ? "" : num(row.axis_value),
         num(static_cast<double>(r.epochs.size())), num(run.analysis.seconds_per_epoch),
         num(100 * run.analysis.seconds_per_epoch), num(r.step_ms.median), num(r.step_ms.cv),
         num(r.gflops), num(run.analysis.peak_fraction), trained ? num(r.final_loss) : "",

@@ -4,6 +4,7 @@
 #include <cctype>
 
 #include "core/error.h"
+#include "core/format.h"
 
 namespace xo {
 namespace {
@@ -15,10 +16,15 @@ bool looks_numeric(const std::string& s) {
 
 }  // namespace
 
-Table::Table(std::vector<std::string> headers) : headers_(std::move(headers)) {}
+// Cells are made terminal-safe as they come in: a model or device name from a file is printed
+// with its control characters shown, never acted on, and a newline in one cannot break the rows.
+Table::Table(std::vector<std::string> headers) {
+  for (const std::string& h : headers) headers_.push_back(terminal_safe(h));
+}
 
 void Table::add_row(std::vector<std::string> cells) {
   XO_ASSERT(cells.size() == headers_.size());
+  for (std::string& cell : cells) cell = terminal_safe(cell);
   rows_.push_back(std::move(cells));
 }
 

@@ -1,4 +1,5 @@
-// A plain terminal table: columns sized to their widest cell, numbers right-aligned.
+// A plain terminal table: columns sized to their widest cell, numbers right-aligned, every cell
+// terminal-safe (control characters shown as \xNN, see terminal_safe).
 #pragma once
 
 #include <string>

@@ -1,3 +1,5 @@
+// The terminal's text: the runs table, the peaks, predictions, cost and advice. Names that come
+// from files (models, devices, catalog entries) go through terminal_safe.
 #include "report/terminal.h"
 
 #include <fmt/format.h>
@@ -40,15 +42,17 @@ std::string summary_text(const Report& report, const std::filesystem::path& out,
   for (const ReportRun& run : report.runs) estimated |= run.analysis.per_epoch_estimated;
   if (estimated) s += "* from the median step times the steps per epoch (--steps)\n";
   for (const DevicePeaks& p : report.peaks) {
-    s += fmt::format("peak of {}: {:.1f} GFLOP/s f32 matmul, {:.1f} GB/s (probed {}{})\n", p.device,
-                     p.matmul_gflops, p.bandwidth_gbs, p.probed, p.cached ? ", cached" : "");
+    s += fmt::format("peak of {}: {:.1f} GFLOP/s f32 matmul, {:.1f} GB/s (probed {}{})\n",
+                     terminal_safe(p.device), p.matmul_gflops, p.bandwidth_gbs,
+                     terminal_safe(p.probed), p.cached ? ", cached" : "");
   }
   for (const ReportRun& run : report.runs) {
     if (run.analysis.peak_fraction && *run.analysis.peak_fraction > 1.05) {
       s += fmt::format(
           "note: {} on {} reached {:.0f}% of the peak: the peak was probed on a busier machine; "
           "`crossover devices --reprobe` measures it again\n",
-          run.run.result.model, run.run.result.device.id, 100 * *run.analysis.peak_fraction);
+          terminal_safe(run.run.result.model), terminal_safe(run.run.result.device.id),
+          100 * *run.analysis.peak_fraction);
       break;
     }
   }
@@ -58,7 +62,7 @@ std::string summary_text(const Report& report, const std::filesystem::path& out,
       s += fmt::format(
           "note: {} on {} resumed from its checkpoint at step {}: its step times come from both "
           "processes, its utilisation from the last one\n",
-          r.model, r.device.id, r.resumed_at_step);
+          terminal_safe(r.model), terminal_safe(r.device.id), r.resumed_at_step);
     }
   }
   if (report.advice) {
@@ -66,7 +70,8 @@ std::string summary_text(const Report& report, const std::filesystem::path& out,
     s += advice_text(*report.advice);
   }
   s += fmt::format("\nreport: {} (and results.json, results.csv){}\n",
-                   (out / "report.html").string(), stopped ? " (interrupted: partial)" : "");
+                   terminal_safe((out / "report.html").string()),
+                   stopped ? " (interrupted: partial)" : "");
   return s;
 }
 
@@ -80,15 +85,15 @@ std::string predictions_text(const Report& report) {
                    ? fmt::format("{:+.0f}%", 100 * (p.step.seconds - *p.measured_s) / *p.measured_s)
                    : std::string("-")});
   }
-  return fmt::format("\nPredicted step times ({}):\n{}", report.predictions.front().model,
-                     t.render());
+  return fmt::format("\nPredicted step times ({}):\n{}",
+                     terminal_safe(report.predictions.front().model), t.render());
 }
 
 std::string cost_text(const CostTable& c) {
-  std::string s = fmt::format("\nCost of {} epochs of {} ({} steps each):\n", c.epochs, c.model,
-                              c.steps_per_epoch);
+  std::string s = fmt::format("\nCost of {} epochs of {} ({} steps each):\n", c.epochs,
+                              terminal_safe(c.model), c.steps_per_epoch);
   for (const CostTable::Local& l : c.local) {
-    s += fmt::format("  here, on {}: {} (measured)\n", l.device, hours(l.run_hours));
+    s += fmt::format("  here, on {}: {} (measured)\n", terminal_safe(l.device), hours(l.run_hours));
   }
   Table inst({"provider", "instance", "device", "$/h", "run time", "on demand", "spot", "time"});
   for (const CostTable::Instance& i : c.instances) {
@@ -127,7 +132,7 @@ std::string cost_text(const CostTable& c) {
 
 std::string advice_text(const std::vector<std::string>& advice) {
   std::string s;
-  for (const std::string& line : advice) s += fmt::format("- {}\n", line);
+  for (const std::string& line : advice) s += fmt::format("- {}\n", terminal_safe(line));
   return s;
 }
 

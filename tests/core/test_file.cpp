@@ -1,10 +1,19 @@
 // Atomic file writes on a full disk (simulated with a file size limit): the previous version stays
 // whole, no temporary is left behind, and the error names the file, the reason and what was kept.
+// Writes that a planted symlink cannot redirect; special targets (stdout, a FIFO, a device, links
+// to them) written in place; the output folder's lock.
+#include <fcntl.h>
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/error.h"
@@ -81,6 +90,175 @@ TEST(WriteFileAtomic, AFullDiskKeepsThePreviousWeights) {
   ASSERT_EQ(back.size(), 1u);
   EXPECT_EQ(back[0].data, before[0].data);
   EXPECT_EQ(names_in(temp.path()), std::vector<std::string>{"w.safetensors"});
+}
+
+bool is_link(const fs::path& p) { return fs::is_symlink(fs::symlink_status(p)); }
+
+TEST(WriteFileAtomic, APlantedSymlinkAtTheOldTemporaryNameIsNeverFollowed) {
+  const testing::TempDir temp("write-planted");
+  const fs::path victim = temp / "victim.txt";
+  write_file_atomic(victim, "precious\n");
+  const fs::path file = temp / "results.json";
+  // The name the temporary had before (PATH.tmp.PID): another user could plant a link there.
+  const fs::path planted = fs::path(fmt::format("{}.tmp.{}", file.string(), ::getpid()));
+  fs::create_symlink(victim, planted);
+  write_file_atomic(file, "new\n");
+  write_file_atomic(file, "newer\n");
+  EXPECT_EQ(read_file(victim), "precious\n");
+  EXPECT_TRUE(is_link(planted));
+  EXPECT_FALSE(is_link(file));
+  EXPECT_EQ(read_file(file), "newer\n");
+  // Nothing else left beside them: the temporaries had other names and were renamed.
+  auto names = names_in(temp.path());
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names,
+            (std::vector<std::string>{"results.json", planted.filename().string(), "victim.txt"}));
+}
+
+TEST(WriteFileAtomic, AFifoWithAReaderGetsTheBytesAndStaysAFifo) {
+  const testing::TempDir temp("write-fifo");
+  const fs::path fifo = temp / "pipe";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0) << std::strerror(errno);
+  const std::string bytes = std::string(200'000, 'x') + "end\n";  // more than a pipe holds
+  std::string received;
+  std::thread reader([&] {
+    const int fd = ::open(fifo.c_str(), O_RDONLY | O_CLOEXEC);
+    char buf[4096];
+    for (ssize_t n; fd >= 0 && (n = ::read(fd, buf, sizeof buf)) > 0;) {
+      received.append(buf, static_cast<size_t>(n));
+    }
+    if (fd >= 0) ::close(fd);
+  });
+  write_file_atomic(fifo, bytes);
+  reader.join();
+  EXPECT_EQ(received, bytes);
+  EXPECT_TRUE(fs::is_fifo(fs::symlink_status(fifo)));
+  EXPECT_EQ(names_in(temp.path()), std::vector<std::string>{"pipe"});
+}
+
+// Standard output redirected to a file for the length of a test, as a shell's `> FILE` does.
+class CapturedStdout {
+ public:
+  explicit CapturedStdout(const fs::path& file) {
+    std::fflush(stdout);
+    saved_ = ::dup(STDOUT_FILENO);
+    const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    ::dup2(fd, STDOUT_FILENO);
+    ::close(fd);
+  }
+  ~CapturedStdout() {
+    std::fflush(stdout);
+    ::dup2(saved_, STDOUT_FILENO);
+    ::close(saved_);
+  }
+  CapturedStdout(const CapturedStdout&) = delete;
+  CapturedStdout& operator=(const CapturedStdout&) = delete;
+
+ private:
+  int saved_ = -1;
+};
+
+TEST(WriteFileAtomic, DashAndDevStdoutWriteToStandardOutputInPlace) {
+  const testing::TempDir temp("write-stdout");
+  const fs::path captured = temp / "stdout.txt";
+  struct stat before;
+  {
+    const CapturedStdout redirect(captured);
+    ASSERT_EQ(::stat(captured.c_str(), &before), 0);
+    std::printf("printed first\n");  // still in stdio's buffer: it must come out first
+    write_file_atomic("-", "{\"dash\": 1}\n");
+    // /dev/stdout leads to the very file the shell opened: written through it, never replaced
+    // (a replacement would cut the stream off from everything printed after it).
+    write_file_atomic("/dev/stdout", "{\"dev\": 2}\n");
+    std::printf("printed last\n");
+  }
+  EXPECT_EQ(read_file(captured), "printed first\n{\"dash\": 1}\n{\"dev\": 2}\nprinted last\n");
+  struct stat after;
+  ASSERT_EQ(::stat(captured.c_str(), &after), 0);
+  EXPECT_EQ(after.st_ino, before.st_ino);
+  EXPECT_EQ(names_in(temp.path()), std::vector<std::string>{"stdout.txt"});
+  check_writable_path("-", "--json");
+  check_writable_path("/dev/stdout", "--json");
+}
+
+TEST(WriteFileAtomic, ADeviceOrALinkToOneIsWrittenNotReplaced) {
+  const testing::TempDir temp("write-device");
+  write_file_atomic("/dev/null", "discarded");
+  EXPECT_TRUE(fs::is_character_file("/dev/null"));
+  const fs::path link = temp / "sink";
+  fs::create_symlink("/dev/null", link);
+  write_file_atomic(link, "discarded too");
+  EXPECT_TRUE(is_link(link));
+  EXPECT_EQ(fs::read_symlink(link), "/dev/null");
+  check_writable_path(link, "--json");
+}
+
+TEST(WriteFileAtomic, ASymlinkToAFileReplacesTheFileAndKeepsTheLink) {
+  const testing::TempDir temp("write-link");
+  const fs::path real = temp / "data" / "results.json";
+  write_file_atomic(real, "old\n");
+  const fs::path link = temp / "latest.json";
+  fs::create_symlink(fs::path("data") / "results.json", link);  // relative, as people make them
+  write_file_atomic(link, "new\n");
+  EXPECT_TRUE(is_link(link));
+  EXPECT_EQ(read_file(real), "new\n");
+  EXPECT_EQ(names_in(real.parent_path()), std::vector<std::string>{"results.json"});
+  // A link to a name not yet written: the file is created where it points.
+  const fs::path dangling = temp / "next.json";
+  fs::create_symlink(temp / "data" / "next.json", dangling);
+  write_file_atomic(dangling, "created\n");
+  EXPECT_TRUE(is_link(dangling));
+  EXPECT_EQ(read_file(temp / "data" / "next.json"), "created\n");
+  // A loop is an error, not a hang.
+  fs::create_symlink(temp / "b", temp / "a");
+  fs::create_symlink(temp / "a", temp / "b");
+  testing::expect_user_error([&] { write_file_atomic(temp / "a", "x"); },
+                             {(temp / "a").string(), std::strerror(ELOOP)});
+}
+
+TEST(WriteFileAtomic, ALinkAnotherUserPlantedInASharedFolderIsRefused) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to give a symlink to another user";
+  const testing::TempDir temp("write-shared");
+  const fs::path shared = temp / "tmp";
+  fs::create_directory(shared);
+  ASSERT_EQ(::chmod(shared.c_str(), 01777), 0);  // as /tmp: sticky, world-writable
+  const fs::path victim = temp / "victim.txt";
+  write_file_atomic(victim, "precious\n");
+  const fs::path planted = shared / "results.json";
+  fs::create_symlink(victim, planted);
+  constexpr uid_t kOtherUser = 54321;
+  ASSERT_EQ(::lchown(planted.c_str(), kOtherUser, kOtherUser), 0) << std::strerror(errno);
+  testing::expect_user_error([&] { write_file_atomic(planted, "overwritten\n"); },
+                             {planted.string(), "owned by another user", "not followed"});
+  EXPECT_EQ(read_file(victim), "precious\n");
+}
+
+TEST(FolderLock, ASecondLockOnTheFolderIsRefusedUntilTheFirstIsGone) {
+  const testing::TempDir temp("lock");
+  const fs::path out = temp / "out";  // created by the lock
+  {
+    const FolderLock first(out, "crossover run --models disc-12", "--out");
+    EXPECT_TRUE(first.unsupported().empty());
+    EXPECT_TRUE(fs::is_regular_file(out / std::string(kFolderLockName)));
+    testing::expect_user_error(
+        [&] { const FolderLock second(out, "crossover sweep", "--out"); },
+        {"--out " + out.string(), "another crossover",
+         fmt::format("pid {}: crossover run --models disc-12", ::getpid()), "another --out"});
+  }
+  const FolderLock again(out, "crossover sweep", "--out");  // the first one is released
+  EXPECT_TRUE(again.unsupported().empty());
+}
+
+TEST(FolderLock, APlantedSymlinkAsTheLockFileIsNotFollowed) {
+  const testing::TempDir temp("lock-planted");
+  const fs::path victim = temp / "victim.txt";
+  write_file_atomic(victim, "precious\n");
+  const fs::path out = temp / "out";
+  fs::create_directory(out);
+  fs::create_symlink(victim, out / std::string(kFolderLockName));
+  testing::expect_user_error([&] { const FolderLock lock(out, "crossover run", "--out"); },
+                             {out.string(), "lock file", std::strerror(ELOOP)});
+  EXPECT_EQ(read_file(victim), "precious\n");
 }
 
 }  // namespace

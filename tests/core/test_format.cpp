@@ -1,8 +1,10 @@
-// core/format's byte sizes, as memory errors print them.
+// core/format's byte sizes, as memory errors print them, and terminal_safe, which every name from a
+// file goes through before it reaches the terminal.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <limits>
+#include <string>
 
 #include "core/format.h"
 
@@ -21,6 +23,34 @@ TEST(Format, ByteSizesTakeTheUnitThatKeepsThemBelowAThousand) {
         Case{41.3 * GiB, "41.3 GiB"}, Case{596 * GiB, "596 GiB"}, Case{4 * TiB, "4.00 TiB"},
         Case{-2 * KiB, "-2.00 KiB"}, Case{std::numeric_limits<double>::quiet_NaN(), "n/a"}}) {
     EXPECT_EQ(byte_size(c.bytes), c.expected) << c.bytes;
+  }
+}
+
+TEST(TerminalSafe, ShowsControlCharactersInsteadOfSendingThem) {
+  struct Case {
+    std::string text;
+    std::string expected;
+  };
+  for (const Case& c : {
+           Case{"disc-12", "disc-12"},
+           Case{"\x1b[31mred\x1b[0m", "\\x1b[31mred\\x1b[0m"},  // colour codes
+           Case{"\x1b]0;owned\x07", "\\x1b]0;owned\\x07"},      // a window title
+           Case{"two\nlines\ttab\r", "two\\x0alines\\x09tab\\x0d"},
+           Case{std::string("nul\0byte", 8), "nul\\x00byte"},
+           Case{"del\x7f", "del\\x7f"},
+           Case{"c1 \xc2\x9b"
+                "2J",
+                "c1 \\xc2\\x9b2J"},  // CSI as a UTF-8 C1 control
+           Case{"raw \x9b"
+                "2J",
+                "raw \\x9b2J"},                     // CSI as a raw byte
+           Case{"cut \xe2\x82", "cut \\xe2\\x82"},  // a truncated sequence
+           Case{"overlong \xc0\xaf", "overlong \\xc0\\xaf"},
+           Case{"evil\xe2\x80\xaetxt.exe", "evil\\u202etxt.exe"},  // right-to-left override
+           Case{"µs, é, 日本, 😀", "µs, é, 日本, 😀"},               // printable UTF-8 is kept
+           Case{"C:\\path", "C:\\path"},
+       }) {
+    EXPECT_EQ(terminal_safe(c.text), c.expected) << c.expected;
   }
 }
 

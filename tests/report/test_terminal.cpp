@@ -1,0 +1,84 @@
+// Names from files in the terminal's tables and in results.csv: control characters shown, never
+// sent; a cell a spreadsheet would run as a formula made text.
+#include <gtest/gtest.h>
+
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "report/files.h"
+#include "report/table.h"
+#include "report/terminal.h"
+
+namespace xo {
+namespace {
+
+Report report_of(const std::vector<std::pair<std::string, std::string>>& model_and_axis) {
+  Report report;
+  report.kind = "run";
+  for (const auto& [model, axis] : model_and_axis) {
+    ReportRun run;
+    run.run.result.model = model;
+    run.run.result.device.id = "cpu";
+    run.run.axis = axis;
+    report.runs.push_back(run);
+  }
+  return report;
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+TEST(TerminalTable, ANameWithControlsStaysOneRowAndSendsNothing) {
+  Table t({"model", "params"});
+  t.add_row({"two\nlines\x1b[2J", "70"});
+  t.add_row({"plain", "1,234"});
+  const std::string s = t.render();
+  EXPECT_EQ(s.find('\x1b'), std::string::npos) << s;
+  const std::vector<std::string> lines = lines_of(s);
+  ASSERT_EQ(lines.size(), 4u) << s;  // header, rule, two rows
+  EXPECT_EQ(lines[2].rfind("two\\x0alines\\x1b[2J", 0), 0u) << lines[2];
+  EXPECT_EQ(lines[2].size(), lines[3].size()) << "columns aligned to the escaped width";
+}
+
+TEST(TerminalSummary, ModelNamesAreEscapedInTheTableAndTheNotes) {
+  Report report = report_of({{"red\x1b[31m", ""}});
+  report.runs[0].run.result.resumed_at_step = 5;  // a note that names the model
+  const std::string s = summary_text(report, "out", false);
+  EXPECT_EQ(s.find('\x1b'), std::string::npos) << s;
+  EXPECT_NE(s.find("note: red\\x1b[31m on cpu resumed"), std::string::npos) << s;
+}
+
+TEST(ResultsCsv, FormulaCellsAreTextAndControlsAreEscaped) {
+  const Report report = report_of({{"=HYPERLINK(\"http://x\",\"y\")", "depth"},
+                                   {"+1", "-axis"},
+                                   {"@SUM(A1)", ""},
+                                   {"\tlead", ""},
+                                   {"line\nbreak\x1b[0m", ""},
+                                   {"disc-3, wide", ""},
+                                   {"-", ""},
+                                   {"ok-name", ""}});
+  const std::vector<std::string> lines = lines_of(runs_csv(report));
+  ASSERT_EQ(lines.size(), 9u) << "one line per run: a newline in a name is escaped";
+  auto starts = [&](size_t row, const std::string& prefix) {
+    EXPECT_EQ(lines[row].rfind(prefix, 0), 0u) << lines[row];
+  };
+  // The apostrophe goes inside the quotes that the quote characters ask for (RFC 4180).
+  starts(1, "\"'=HYPERLINK(\"\"http://x\"\",\"\"y\"\")\",");
+  EXPECT_NE(lines[1].find(",depth,"), std::string::npos) << lines[1];
+  starts(2, "'+1,");
+  EXPECT_NE(lines[2].find(",'-axis,"), std::string::npos) << lines[2];
+  starts(3, "'@SUM(A1),");
+  starts(4, "'\\x09lead,");
+  starts(5, "line\\x0abreak\\x1b[0m,");
+  starts(6, "\"disc-3, wide\",");
+  starts(7, "'-,");
+  starts(8, "ok-name,0,0,cpu,");
+}
+
+}  // namespace
+}  // namespace xo
