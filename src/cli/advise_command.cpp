@@ -12,6 +12,7 @@
 #include "cli/session.h"
 #include "core/error.h"
 #include "core/file.h"
+#include "core/format.h"
 #include "model/cost.h"
 #include "model/model.h"
 #include "model/vary.h"
@@ -89,6 +90,7 @@ RunRecord recorded_run(const Report& report, const std::string& file, const std:
 int run_advise(const AdviseOptions& o, bool advise) {
   const Catalog catalog = load_user_catalog(o.cost);
   Report report;
+  bool stopped = false;  // interrupted: the report says it is partial, the exit code 130
   const bool from_results = !advise && std::filesystem::path(o.spec).extension() == ".json" &&
                             std::filesystem::exists(o.spec);
   if (from_results) {
@@ -130,14 +132,19 @@ int run_advise(const AdviseOptions& o, bool advise) {
     if (!advise) report.advice.reset();
     write_report(o.measure.out, report);
     session.settle();
+    stopped = session.stopped();
   }
   fmt::print("{}", predictions_text(report));
   fmt::print("{}", cost_text(*report.cost));
-  if (report.advice) fmt::print("\nAdvice for {}:\n{}", o.spec, advice_text(*report.advice));
-  if (!from_results) {
-    fmt::print("\nreport: {}\n", (std::filesystem::path(o.measure.out) / "report.html").string());
+  if (report.advice) {
+    fmt::print("\nAdvice for {}:\n{}", terminal_safe(o.spec), advice_text(*report.advice));
   }
-  return 0;
+  if (!from_results) {
+    fmt::print("\nreport: {}{}\n",
+               terminal_safe((std::filesystem::path(o.measure.out) / "report.html").string()),
+               stopped ? " (interrupted: partial)" : "");
+  }
+  return stopped ? 130 : 0;
 }
 
 Command add(CLI::App& app, const char* name, const char* help, bool advise) {

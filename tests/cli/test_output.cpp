@@ -21,6 +21,7 @@
 #include "core/file.h"
 #include "support/cli.h"
 #include "support/temp_dir.h"
+#include "train/checkpoint.h"
 
 namespace {
 
@@ -134,10 +135,11 @@ TEST(CliOutput, ARunInterruptedAfterItsFirstModelIsNotComplete) {
   const fs::path out = dir / "out";
   const fs::path results = out / "results.json";
   ASSERT_EQ(run_cli("devices", dir).status, 0);  // the peaks probed and cached beforehand
-  // disc-2 takes a few seconds for 300 epochs on one thread, disc-3 and disc-4 as long or longer:
-  // SIGINT as soon as the first model is in results.json lands inside disc-3.
+  // Each of these takes about two seconds for 10000 epochs on one thread (a step is a few
+  // microseconds): SIGINT as soon as the first model is in results.json lands inside disc-3, or
+  // just before it starts, never after the job's end.
   const pid_t pid = start(dir,
-                          {"run", "--models", "disc-2,disc-3,disc-4", "--epochs", "300",
+                          {"run", "--models", "disc-2,disc-3,disc-4", "--epochs", "10000",
                            "--devices", "cpu", "--threads", "1", "--out", out.string()},
                           dir / "log");
   const bool first_written = wait_for(pid, [&] {
@@ -157,11 +159,42 @@ TEST(CliOutput, ARunInterruptedAfterItsFirstModelIsNotComplete) {
   ASSERT_LE(j["runs"].size(), 2u);
   EXPECT_EQ(j["runs"][0]["model"], "disc-2");
   EXPECT_FALSE(j["runs"][0]["interrupted"].get<bool>());
-  if (j["runs"].size() == 2) {
+  if (j["runs"].size() == 2) {  // else stopped between the two
     EXPECT_EQ(j["runs"][1]["model"], "disc-3");
     EXPECT_TRUE(j["runs"][1]["interrupted"].get<bool>());
   }
   EXPECT_NE(text_of(out / "report.html").find("class=\"banner partial\""), std::string::npos);
+  EXPECT_NE(text_of(dir / "log").find("(interrupted: partial)"), std::string::npos)
+      << text_of(dir / "log");
+}
+
+TEST(CliOutput, AnAdviseInterruptedWhileMeasuringIsNotComplete) {
+  const xo::testing::TempDir folder("cli_advise_partial");
+  const fs::path dir = folder.path();
+  const fs::path out = dir / "out";
+  // Interrupted once training has begun (its first checkpoint is on the disk).
+  const pid_t pid =
+      start(dir,
+            {"advise", "disc-8", "--epochs", "100000", "--steps", "1000000", "--checkpoint-every",
+             "1steps", "--devices", "cpu", "--threads", "1", "--out", out.string()},
+            dir / "log");
+  const bool training = wait_for(pid, [&] {
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(out / "checkpoints", ec)) {
+      if (xo::newest_checkpoint(e.path())) return true;
+    }
+    return false;
+  });
+  kill(pid, training ? SIGINT : SIGKILL);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(training) << text_of(dir / "log");
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 130) << text_of(dir / "log");
+  const auto j = nlohmann::json::parse(text_of(out / "results.json"));
+  EXPECT_EQ(j["kind"], "advise");
+  EXPECT_FALSE(j["complete"].get<bool>());
+  ASSERT_EQ(j["runs"].size(), 1u);
+  EXPECT_TRUE(j["runs"][0]["interrupted"].get<bool>());
   EXPECT_NE(text_of(dir / "log").find("(interrupted: partial)"), std::string::npos)
       << text_of(dir / "log");
 }
