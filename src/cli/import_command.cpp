@@ -66,15 +66,17 @@ int run_import(const ImportOptions& o) {
   const std::vector<NamedTensor>& weights = *spec.init_weights;
   const std::vector<std::vector<int64_t>> shapes = infer_shapes(spec);
 
-  fmt::print("{} ({}, ONNX opset {}): {} layers, {} parameters, loss {}\n", o.model,
-             graph.producer.empty() ? "unknown producer" : graph.producer, graph.opset,
-             spec.layers.size(), group_digits(parameter_count(spec)), loss_name(spec.loss));
+  // Names below come from the ONNX file (its producer, node names): shown, never acted on.
+  fmt::print("{} ({}, ONNX opset {}): {} layers, {} parameters, loss {}\n", terminal_safe(o.model),
+             terminal_safe(graph.producer.empty() ? "unknown producer" : graph.producer),
+             graph.opset, spec.layers.size(), group_digits(parameter_count(spec)),
+             loss_name(spec.loss));
   fmt::print("  input [{}]\n", fmt::join(spec.input, ", "));
   for (size_t i = 0; i < spec.layers.size(); ++i) {
     fmt::print("  {:>3}  {:<44} -> [{}]  from {}\n", i, layer_text(spec.layers[i]),
-               fmt::join(shapes[i], ", "), sources[i]);
+               fmt::join(shapes[i], ", "), terminal_safe(sources[i]));
   }
-  for (const std::string& note : spec.notes) fmt::print("note: {}\n", note);
+  for (const std::string& note : spec.notes) fmt::print("note: {}\n", terminal_safe(note));
 
   if (!o.weights.empty()) {
     save_safetensors(o.weights, weights,

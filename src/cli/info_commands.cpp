@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "core/format.h"
 #include "measure/nvml.h"
 #include "measure/peaks.h"
 #include "model/model.h"
@@ -48,8 +49,9 @@ Progress::~Progress() { clear(); }
 
 void Progress::update(const std::string& text_in) {
   if (!tty_) return;
-  // One line: cut to the terminal's width, so that \r returns to its start.
-  std::string text = text_in;
+  // One line: cut to the terminal's width, so that \r returns to its start. terminal_safe (which
+  // leaves escaped text as it is) keeps a name's control characters from moving the cursor.
+  std::string text = terminal_safe(text_in);
   winsize w{};
   if (ioctl(STDERR_FILENO, TIOCGWINSZ, &w) == 0 && w.ws_col > 1 && text.size() >= w.ws_col) {
     text.resize(w.ws_col - 1);

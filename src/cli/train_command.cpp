@@ -7,6 +7,7 @@
 #include "cli/commands.h"
 #include "cli/session.h"
 #include "core/file.h"
+#include "core/format.h"
 #include "data/source.h"
 #include "model/model.h"
 #include "report/machine.h"
@@ -55,7 +56,7 @@ int run_train(const TrainOptions& o) {
   initialize(model, o.init);
   if (!o.quiet) {
     const DeviceInfo& d = backend->info();
-    fmt::print("{}: {} parameters, {} on {} ({}, {}); data: {}\n", spec.name,
+    fmt::print("{}: {} parameters, {} on {} ({}, {}); data: {}\n", terminal_safe(spec.name),
                model.parameter_count(), optimizer_type_name(spec.train.optimizer.type), d.id,
                d.name,
                d.kind == DeviceKind::Cpu ? fmt::format("{} threads", d.threads) : d.precision,
@@ -100,7 +101,7 @@ int run_train(const TrainOptions& o) {
   if (const std::string why =
           stop_message(r, exec.checkpoint, "the same command with --resume continues it");
       !why.empty()) {
-    fmt::print(stderr, "crossover: {}\n", why);
+    fmt::print(stderr, "crossover: {}\n", terminal_safe(why));
   }
   if (!o.save.empty() && r.stopped_diverged) {
     // The parameters hold NaN or infinities now: the last good ones are in the checkpoint.

@@ -76,10 +76,6 @@ void sync_folder(const std::filesystem::path& folder, const std::filesystem::pat
   }
 }
 
-}  // namespace
-
-namespace {
-
 // Where the bytes for a path go. Files are replaced through a temporary; what is not a regular
 // file (a terminal, a pipe, /dev/null, this process's own output) is written in place, since
 // replacing it would put a regular file where the user pointed at a device or a reader.
@@ -183,8 +179,8 @@ void write_in_place(const Target& target, std::string_view bytes) {
   }
 }
 
-// 72 random bits in 12 letters and digits: a temporary's name nobody can guess ahead of time, so
-// nobody can plant a symlink there (O_EXCL | O_NOFOLLOW refuse one anyway; the unpredictable
+// About 71 random bits in 12 letters and digits: a temporary's name nobody can guess ahead of time,
+// so nobody can plant a symlink there (O_EXCL | O_NOFOLLOW refuse one anyway; the unpredictable
 // name keeps a planted file from making the write fail).
 std::string random_suffix() {
   static constexpr std::string_view kAlphabet =
@@ -206,7 +202,7 @@ std::string random_suffix() {
 // through a symlink. Permissions are those of any new file (0666 less the umask, 0644 by default),
 // as the file had before this write replaced it through a temporary. Returns -1 with errno set.
 int create_temporary(const std::filesystem::path& path, std::string& tmp) {
-  constexpr int kAttempts = 100;  // a collision of 72 random bits is for an attacker who guessed
+  constexpr int kAttempts = 100;  // a name taken 100 times in a row is no accident: give up
   for (int i = 0; i < kAttempts; ++i) {
     tmp = fmt::format("{}.tmp.{}", path.string(), random_suffix());
     const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);

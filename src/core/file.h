@@ -1,5 +1,5 @@
-// File helpers: whole-file reads and atomic writes (write to a temporary beside the target, then
-// rename), so an interrupted run never leaves a half-written result.
+// File helpers: whole-file reads, atomic writes (a temporary beside the target, then a rename), so
+// an interrupted run never leaves a half-written result, and the lock of an output folder.
 #pragma once
 
 #include <filesystem>

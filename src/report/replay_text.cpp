@@ -81,7 +81,7 @@ std::string run_comparison_text(const RunComparison& c) {
   t.add_row({"median step",
              std::isfinite(ratio) ? fmt::format("{:.2f}x", ratio) : std::string(kMissing),
              ms(c.recorded_step_ms), ms(c.replayed_step_ms), "a measurement: replayed / recorded"});
-  std::string s = fmt::format("\n{} on {}: {}\n", c.model, c.device,
+  std::string s = fmt::format("\n{} on {}: {}\n", terminal_safe(c.model), terminal_safe(c.device),
                               c.figures.empty() ? std::string("nothing to compare")
                                                 : verdict_text(c.verdict(), Figure::Loss));
   s += t.render();
@@ -101,7 +101,8 @@ std::string run_comparison_text(const RunComparison& c) {
 
 std::string skipped_run_text(const std::string& model, const std::string& device,
                              const std::string& why) {
-  return fmt::format("\n{} on {}: skipped: {}\n", model, device, why);
+  return fmt::format("\n{} on {}: skipped: {}\n", terminal_safe(model), terminal_safe(device),
+                     terminal_safe(why));
 }
 
 std::string replay_summary_text(const std::vector<RunComparison>& runs, size_t skipped,
