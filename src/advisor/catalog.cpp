@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <sstream>
 #include <string_view>
@@ -25,6 +26,9 @@ namespace {
 constexpr std::string_view kSchema = "crossover.catalog/1";
 constexpr std::string_view kSpotSuffix = ".spot";
 constexpr size_t kSuggestions = 5;  // ids listed when an override names an unknown one
+// Counts (cores, threads, GPUs, vCPUs) are ints: a larger value was cast to a wrong one
+// (4294967296 GPUs read as 0).
+constexpr int64_t kMaxCount = std::numeric_limits<int>::max();
 
 // The kinds in the order of DeviceKind's values.
 constexpr DeviceKind kKindValues[] = {DeviceKind::Gpu, DeviceKind::Cpu};
@@ -105,10 +109,10 @@ CatalogDevice read_device(const TomlTable& t) {
   const TomlValue cores = t.get("cores");
   const TomlValue threads = t.get("threads");
   if (cpu) {
-    d.cores = static_cast<int>(cores.integer_at_least(1));
+    d.cores = static_cast<int>(cores.integer_in(1, kMaxCount));
     const int64_t n = threads.integer();
     if (n < d.cores) threads.fail(fmt::format("{} must be >= cores ({})", n, d.cores));
-    d.threads = static_cast<int>(n);
+    d.threads = static_cast<int>(threads.integer_in(d.cores, kMaxCount));
   } else if (cores) {
     cores.fail("for CPUs only (physical cores); leave it out for a GPU");
   } else if (threads) {
@@ -126,8 +130,8 @@ CatalogInstance read_instance(const TomlTable& t) {
   in.provider = t.get("provider").non_empty_string();
   in.name = t.get("name").non_empty_string();
   in.device = t.get("device").non_empty_string();
-  in.device_count = static_cast<int>(t.get("device_count").integer_at_least(1));
-  in.vcpus = static_cast<int>(t.get("vcpus").integer_at_least(1));
+  in.device_count = static_cast<int>(t.get("device_count").integer_in(1, kMaxCount));
+  in.vcpus = static_cast<int>(t.get("vcpus").integer_in(1, kMaxCount));
   in.memory_gib = t.get("memory_gib").number(kPositive);
   in.on_demand_usd_per_hour = t.get("on_demand_usd_per_hour").number(kPositive);
   if (const TomlValue v = t.get("spot_usd_per_hour")) in.spot_usd_per_hour = v.number(kPositive);

@@ -350,8 +350,10 @@ struct DeviceRequest {
   int index = 0;
   int threads = 0;                       // CPU threads; 0 = all cores
   Precision precision = Precision::F32;  // GPUs only: the CPU always computes in f32
+  std::string note;  // set when the threads asked for were more than the cores, and clamped
 };
 // `precision` as users write it (f32, tf32, bf16); a bad device or precision throws UserError.
+// Threads beyond the cores this process may run on are clamped to them (see `note`).
 DeviceRequest parse_device(const std::string& text, int threads,
                            const std::string& precision = "f32");
 

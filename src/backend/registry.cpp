@@ -61,6 +61,13 @@ DeviceRequest parse_device(const std::string& text, int threads, const std::stri
   r.precision = parse_precision(precision);
   if (threads < 0)
     throw UserError(fmt::format("--threads {}: expected 0 (all cores) or more", threads));
+  // More threads than cores only contend, and far more (--threads 100000) made oneDNN fail to
+  // create its memory objects, reported as an internal error: clamp, and say so.
+  if (const int cores = cpu::available_cores(); threads > cores) {
+    r.threads = cores;
+    r.note = fmt::format("--threads {}: this machine has {} cores; using {} threads", threads,
+                         cores, cores);
+  }
   if (text == "cpu" || text == "auto" || text == "cuda") {
     r.kind = text;
     return r;

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -12,8 +13,8 @@
 #include "core/format.h"
 #include "measure/nvml.h"
 #include "measure/peaks.h"
-#include "model/model.h"
 #include "model/cost.h"
+#include "model/model.h"
 #include "report/table.h"
 
 namespace xo::cli {
@@ -23,7 +24,8 @@ CLI::Validator positive_number() {
       [](std::string& text) -> std::string {
         char* end = nullptr;
         const double v = std::strtod(text.c_str(), &end);
-        if (end == text.c_str() || *end != '\0' || !(v > 0)) {
+        // strtod reads "inf" and "1e999" as infinite: no setting means anything with them.
+        if (end == text.c_str() || *end != '\0' || !(v > 0) || !std::isfinite(v)) {
           return "expected a positive number, got '" + text + "'";
         }
         return "";
@@ -110,10 +112,10 @@ int run_devices(bool probe, bool reprobe) {
         p.cached ? "; --reprobe measures again" : "");
   }
   const Nvml& nvml = Nvml::get();
-  fmt::print("NVML: {}\n", nvml.available()
-                               ? fmt::format("driver {}, {} GPU(s)", nvml.driver_version(),
-                                             nvml.device_count())
-                               : "n/a (" + nvml.why() + ")");
+  fmt::print("NVML: {}\n",
+             nvml.available()
+                 ? fmt::format("driver {}, {} GPU(s)", nvml.driver_version(), nvml.device_count())
+                 : "n/a (" + nvml.why() + ")");
   for (const auto& why : list.unavailable_reasons) fmt::print("not available: {}\n", why);
   return 0;
 }

@@ -4,7 +4,10 @@
 #include <fmt/format.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <new>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "cli/commands.h"
@@ -19,9 +22,9 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("crossover ") + CROSSOVER_VERSION);
   const std::vector<xo::cli::Command> commands = {
-      xo::cli::add_run(app),     xo::cli::add_train(app), xo::cli::add_models(app),
-      xo::cli::add_devices(app), xo::cli::add_sweep(app), xo::cli::add_advise(app),
-      xo::cli::add_cost(app),    xo::cli::add_replay(app),  xo::cli::add_import(app)};
+      xo::cli::add_run(app),     xo::cli::add_train(app),  xo::cli::add_models(app),
+      xo::cli::add_devices(app), xo::cli::add_sweep(app),  xo::cli::add_advise(app),
+      xo::cli::add_cost(app),    xo::cli::add_replay(app), xo::cli::add_import(app)};
   xo::cli::record_command_line(argc, argv);
   try {
     app.parse(argc, argv);
@@ -29,9 +32,18 @@ int main(int argc, char** argv) {
     return app.exit(e);
   }
   xo::install_interrupt_handler();
+  // What the command was doing, for the messages of the failures that carry no context.
+  std::string doing = "crossover";
+  // Only these reach "internal error": an InternalError (a library call or an invariant failed)
+  // and exceptions from code that should have checked its input (a JSON type error on a document
+  // crossover wrote itself, a std::logic_error). Everything a user or a file can cause is a
+  // UserError by then, or one of the two below.
   try {
     for (const auto& command : commands) {
-      if (command.app->parsed()) return command.run();
+      if (command.app->parsed()) {
+        doing = "crossover " + command.app->get_name();
+        return command.run();
+      }
     }
     return 1;
   } catch (const xo::UserError& e) {  // OutOfMemory too: the device, the size, what is free
@@ -42,8 +54,22 @@ int main(int argc, char** argv) {
     // The host ran out outside the backends' allocations (a data set, a kernel's own buffers):
     // the same remedy as the device's OutOfMemory, not a bug.
     fmt::print(stderr,
-               "crossover: error: out of host memory (a smaller model, batch or data set needs "
-               "less)\n");
+               "crossover: error: out of host memory during `{}` (a smaller model, batch or data "
+               "set needs less)\n",
+               doing);
+    return 2;
+  } catch (const std::length_error& e) {
+    // A container asked for more elements than it can address: a size from the input, too big
+    // for any memory.
+    fmt::print(stderr, "crossover: error: out of host memory during `{}`: {}\n", doing, e.what());
+    return 2;
+  } catch (const std::filesystem::filesystem_error& e) {
+    // A path the user gave (or a folder under it) that cannot be created, read or replaced.
+    const std::string paths = e.path2().empty()
+                                  ? e.path1().string()
+                                  : fmt::format("{} -> {}", e.path1().string(), e.path2().string());
+    fmt::print(stderr, "crossover: error: {}: {} (during `{}`)\n", paths, e.code().message(),
+               doing);
     return 2;
   } catch (const std::exception& e) {
     fmt::print(stderr, "crossover: internal error: {}\n", xo::terminal_safe(e.what()));

@@ -224,7 +224,11 @@ Backend& Session::backend(const std::string& device) {
   for (const auto& be : backends_) {
     if (be->info().id == device) return *be;
   }
-  backends_.push_back(make_backend(parse_device(device, o_.threads, o_.precision)));
+  const DeviceRequest request = parse_device(device, o_.threads, o_.precision);
+  backends_.push_back(make_backend(request));
+  // Threads are the CPU's: a GPU's backend takes none (a Session holds one CPU backend at most).
+  if (!request.note.empty() && backends_.back()->info().kind == DeviceKind::Cpu)
+    fmt::print(stderr, "note: {}\n", request.note);
   // "auto" and "cuda" name the device they resolve to from here on.
   return *backends_.back();
 }

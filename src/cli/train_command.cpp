@@ -46,6 +46,8 @@ int run_train(const TrainOptions& o) {
                                              : std::filesystem::path(o.checkpoint.dir));
   const DeviceRequest request = parse_device(o.device, o.threads, o.precision);
   auto backend = make_backend(request);
+  if (backend->info().kind == DeviceKind::Cpu && !request.note.empty())
+    fmt::print(stderr, "note: {}\n", request.note);
   if (backend->info().kind == DeviceKind::Cpu && request.precision != Precision::F32) {
     fmt::print(stderr, "note: --precision {} applies to GPUs; the CPU computes in f32\n",
                o.precision);
@@ -125,7 +127,8 @@ int run_train(const TrainOptions& o) {
 
 Command add_train(CLI::App& app) {
   auto o = std::make_shared<TrainOptions>();
-  CLI::App* sub = app.add_subcommand("train", "Train one model (a built-in name, a TOML spec or an ONNX model)");
+  CLI::App* sub = app.add_subcommand(
+      "train", "Train one model (a built-in name, a TOML spec or an ONNX model)");
   sub->add_option("spec", o->spec,
                   "Built-in model name (see `crossover models`), spec file, or ONNX model")
       ->required();

@@ -80,12 +80,16 @@ Dataset load_csv(const std::filesystem::path& path, int64_t classes, int64_t exp
     ++line_no;
     if (line.empty()) continue;
     split(line, fields);
-    if (!seen_first) {
+    // A header names its columns: no field of it is a number. A first line with some numbers is
+    // data, and a field that is not a number there is a typo ("0.5,O.3,1") reported below; taken
+    // for a header, the row was dropped without a word.
+    const bool first = !seen_first;
+    if (first) {
       seen_first = true;
       double ignored;
-      const bool numeric = std::all_of(fields.begin(), fields.end(),
-                                       [&](auto f) { return parse_double(f, ignored); });
-      if (!numeric) continue;  // a header line
+      const bool any_number = std::any_of(fields.begin(), fields.end(),
+                                          [&](auto f) { return parse_double(f, ignored); });
+      if (!any_number) continue;  // a header line
     }
     if (columns == 0) {
       columns = fields.size();
@@ -115,8 +119,11 @@ Dataset load_csv(const std::filesystem::path& path, int64_t classes, int64_t exp
     for (size_t c = 0; c + 1 < columns; ++c) {
       double v;
       if (!parse_double(fields[c], v)) {
-        throw UserError(
-            fmt::format("{}:{}: column {} is '{}', not a number", name, line_no, c + 1, fields[c]));
+        throw UserError(fmt::format(
+            "{}:{}: column {} is '{}', not a number{}", name, line_no, c + 1, fields[c],
+            first ? " (the line has numbers, so it is data, not a header: a header has no "
+                    "numeric field)"
+                  : ""));
       }
       // Features are stored as float32, so a double beyond float's range is rejected too.
       if (!std::isfinite(v) || std::abs(v) > std::numeric_limits<float>::max()) {

@@ -153,6 +153,15 @@ int64_t TomlValue::integer_at_least(int64_t min, std::string_view noun) const {
   return v;
 }
 
+int64_t TomlValue::integer_in(int64_t min, int64_t max, std::string_view noun) const {
+  const int64_t v = integer_at_least(min, noun);
+  if (v > max) {
+    fail(fmt::format("{}{}{} is too large (expected an integer <= {})", noun,
+                     noun.empty() ? "" : " ", v, max));
+  }
+  return v;
+}
+
 double TomlValue::number() const {
   if (!is_number()) expected("a finite number");
   const toml::node& n = node_of(node_);

@@ -69,6 +69,10 @@ class TomlValue {
   // An integer >= `min`; a value below reads "[NOUN ]-4 must be a positive integer" (min 1) or
   // "... must be an integer >= MIN".
   int64_t integer_at_least(int64_t min, std::string_view noun = {}) const;
+  // An integer in [min, max], for fields narrower than int64: below `min` as integer_at_least,
+  // above `max` "[NOUN ]4294967296 is too large (expected an integer <= 2147483647)", never a
+  // silent cast.
+  int64_t integer_in(int64_t min, int64_t max, std::string_view noun = {}) const;
   // A finite number; integers are accepted ("lr = 1" means 1.0). inf and nan, which TOML allows,
   // are refused: no setting crossover reads is meaningful with them.
   double number() const;

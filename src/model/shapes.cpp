@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <limits>
 #include <string_view>
 #include <utility>
 
@@ -33,7 +34,8 @@ std::vector<ParamShape> layer_parameters(const LayerSpec& l, const std::vector<i
       params.push_back({"bias", {in.at(0)}});
       break;
     case LayerType::LSTM:
-      // PyTorch's nn.LSTM: gates stacked in the order input, forget, cell, output.
+      // PyTorch's nn.LSTM: gates stacked in the order input, forget, cell, output. LayerShape
+      // refuses an `out` whose four gates overflow before this is reached.
       for (int64_t k = 0; k < l.layers; ++k) {
         const int64_t input = k == 0 ? in.at(1) : l.out;
         params.push_back({fmt::format("weight_ih_l{}", k), {4 * l.out, input}});
@@ -51,10 +53,21 @@ std::vector<ParamShape> layer_parameters(const LayerSpec& l, const std::vector<i
 namespace {
 
 constexpr int64_t kMinClasses = 2;  // cross_entropy over one class is always zero
+constexpr int64_t kLstmGates = 4;   // input, forget, cell, output
 
-// The output side of a convolution or pooling window: floor((n + 2 pad - k) / stride) + 1.
-int64_t window_out(int64_t n, int64_t kernel, int64_t stride, int64_t padding) {
-  return (n + 2 * padding - kernel) / stride + 1;
+// The most values a model may hold in its parameters, or in one layer's output for one sample:
+// 2^50 floats are 4 PiB, beyond any device, and every size computed from them later (bytes, with
+// gradients and optimizer state, per tensor alignment) stays far inside int64.
+constexpr int64_t kMaxValues = int64_t{1} << 50;
+constexpr const char* kMaxValuesText = "2^50";
+
+// The values of a shape, or -1 when their product is above kMaxValues (or overflows int64).
+int64_t checked_elements(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (__builtin_mul_overflow(n, d, &n) || n > kMaxValues) return -1;
+  }
+  return n;
 }
 
 // The checks of one layer against its input shape, and the shape it outputs. Every failure names
@@ -84,8 +97,13 @@ class LayerShape {
         need_rank(3, "[channels, height, width]");
         return windowed(in_[0]);
       case LayerType::Flatten: {
-        int64_t n = 1;
-        for (int64_t d : in_) n *= d;
+        // Checked: a product that wrapped would read as a small feature count and build a
+        // model that has nothing to do with the spec.
+        const int64_t n = checked_elements(in_);
+        if (n < 0) {
+          fail(fmt::format("flattening [{}] gives more than {} features", fmt::join(in_, ", "),
+                           kMaxValuesText));
+        }
         return {n};
       }
       case LayerType::Embedding:
@@ -98,6 +116,11 @@ class LayerShape {
         need_rank(2, "[steps, features]; e.g. after an embedding");
         positive(l_.out, "out", "width");
         positive(l_.layers, "layers", "layer count");
+        if (l_.out > std::numeric_limits<int64_t>::max() / kLstmGates) {
+          fail_at(spec_.origin, l_.line, key_ + ".out",
+                  fmt::format("width {} is too large (its {} gates overflow a 64-bit size)", l_.out,
+                              kLstmGates));
+        }
         return l_.sequence ? std::vector<int64_t>{in_[0], l_.out} : std::vector<int64_t>{l_.out};
       case LayerType::GlobalAvgPool:
       case LayerType::GlobalMaxPool:
@@ -125,20 +148,27 @@ class LayerShape {
     XO_ASSERT(false && "layer type missing from LayerShape::output");
   }
 
-  // Adds the layer's parameter count to `total`, failing past 2^63 so that no later size
+  // Adds the layer's parameter count to `total`, failing past kMaxValues so that no later size
   // computation can overflow. Returns whether the layer has parameters.
   bool add_parameters(int64_t& total) const {
     const std::vector<ParamShape> params = layer_parameters(l_, in_);
     for (const ParamShape& t : params) {
-      int64_t n = 1;
-      for (int64_t d : t.shape) {
-        if (__builtin_mul_overflow(n, d, &n)) n = -1;
-      }
-      if (n < 0 || __builtin_add_overflow(total, n, &total)) {
-        fail("too many parameters (more than 2^63)");
+      const int64_t n = checked_elements(t.shape);
+      if (n < 0 || (total += n) > kMaxValues) {
+        fail(fmt::format("too many parameters (more than {}; {} is [{}])", kMaxValuesText, t.suffix,
+                         fmt::join(t.shape, ", ")));
       }
     }
     return !params.empty();
+  }
+
+  // The layer's output must have a countable size per sample: every later size (a batch's
+  // activations, the memory estimate) multiplies it.
+  void check_output_size(const std::vector<int64_t>& out) const {
+    if (checked_elements(out) < 0) {
+      fail(fmt::format("{} outputs [{}], more than {} values per sample", name_,
+                       fmt::join(out, ", "), kMaxValuesText));
+    }
   }
 
  private:
@@ -165,17 +195,32 @@ class LayerShape {
     positive(l_.kernel, "kernel", "kernel size");
     positive(l_.stride, "stride", "stride");
     const bool conv = l_.type == LayerType::Conv2d;
-    if (l_.padding < 0 || (!conv && 2 * l_.padding > l_.kernel)) {
+    // `padding > kernel / 2` is `2 padding > kernel` for integers, without the doubling that
+    // could overflow.
+    if (l_.padding < 0 || (!conv && l_.padding > l_.kernel / 2)) {
       fail_at(spec_.origin, l_.line, key_ + ".padding",
               fmt::format("padding {} must be >= 0{}", l_.padding,
                           conv ? "" : " and at most half the kernel"));
     }
-    if (in_[1] + 2 * l_.padding < l_.kernel || in_[2] + 2 * l_.padding < l_.kernel) {
+    const int64_t height = padded(in_[1]), width = padded(in_[2]);
+    if (height < l_.kernel || width < l_.kernel) {
       fail(fmt::format("a {}x{} kernel does not fit the input [{}] with padding {}", l_.kernel,
                        l_.kernel, fmt::join(in_, ", "), l_.padding));
     }
-    return {channels, window_out(in_[1], l_.kernel, l_.stride, l_.padding),
-            window_out(in_[2], l_.kernel, l_.stride, l_.padding)};
+    // The output side of the window: floor((n + 2 pad - k) / stride) + 1, which cannot overflow
+    // once n + 2 pad does not.
+    return {channels, (height - l_.kernel) / l_.stride + 1, (width - l_.kernel) / l_.stride + 1};
+  }
+
+  // A side with the padding on both ends, refused where it overflows int64.
+  int64_t padded(int64_t side) const {
+    int64_t n = 0;
+    if (__builtin_mul_overflow(l_.padding, 2, &n) || __builtin_add_overflow(side, n, &n)) {
+      fail_at(spec_.origin, l_.line, key_ + ".padding",
+              fmt::format("padding {} is too large (the padded side overflows a 64-bit size)",
+                          l_.padding));
+    }
+    return n;
   }
 
   const ModelSpec& spec_;
@@ -193,6 +238,11 @@ void check_input(const ModelSpec& spec) {
       fail_at(spec.origin, kNoLine, fmt::format("model.input[{}]", i),
               fmt::format("{} must be a positive integer", spec.input[i]));
     }
+  }
+  if (checked_elements(spec.input) < 0) {
+    fail_at(spec.origin, kNoLine, "model.input",
+            fmt::format("[{}] has more than {} values per sample", fmt::join(spec.input, ", "),
+                        kMaxValuesText));
   }
 }
 
@@ -228,6 +278,7 @@ std::vector<std::vector<int64_t>> infer_shapes(const ModelSpec& spec) {
   for (size_t i = 0; i < spec.layers.size(); ++i) {
     const LayerShape layer(spec, i, i == 0 ? spec.input : shapes.back());
     std::vector<int64_t> out = layer.output();
+    layer.check_output_size(out);
     any_params = layer.add_parameters(params) || any_params;
     shapes.push_back(std::move(out));
   }

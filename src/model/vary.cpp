@@ -14,9 +14,15 @@ bool is_weighted(LayerType t) {
          t == LayerType::Embedding;
 }
 
-bool is_disc(const ModelSpec& s) {
-  return s.origin == "built-in" && s.name.rfind("disc-", 0) == 0;
-}
+bool is_disc(const ModelSpec& s) { return s.origin == "built-in" && s.name.rfind("disc-", 0) == 0; }
+
+// A sweep trains one model per value on every device: more values than this is a typo (a range
+// with a zero too many), not a sweep anyone waits for.
+constexpr size_t kMaxVaryValues = 1000;
+
+// The deepest MLP a depth sweep builds: far deeper than any that trains, small enough that copying
+// its blocks is instant.
+constexpr int64_t kMaxDepth = 1000;
 
 int64_t parse_positive(const std::string& text, const std::string& whole) {
   int64_t v = 0;
@@ -32,10 +38,14 @@ int64_t parse_positive(const std::string& text, const std::string& whole) {
 
 const char* axis_name(Axis a) {
   switch (a) {
-    case Axis::Depth: return "depth";
-    case Axis::Width: return "width";
-    case Axis::Batch: return "batch";
-    case Axis::Sequence: return "sequence";
+    case Axis::Depth:
+      return "depth";
+    case Axis::Width:
+      return "width";
+    case Axis::Batch:
+      return "batch";
+    case Axis::Sequence:
+      return "sequence";
   }
   return "?";
 }
@@ -44,13 +54,15 @@ Axis parse_axis(const std::string& text) {
   for (Axis a : {Axis::Depth, Axis::Width, Axis::Batch, Axis::Sequence}) {
     if (text == axis_name(a)) return a;
   }
-  throw UserError(fmt::format("unknown axis '{}' (expected depth, width, batch or sequence)", text));
+  throw UserError(
+      fmt::format("unknown axis '{}' (expected depth, width, batch or sequence)", text));
 }
 
 AxisValues parse_vary(const std::string& text) {
   const auto eq = text.find('=');
   if (eq == std::string::npos) {
-    throw UserError(fmt::format("--vary '{}': expected AXIS=V1,V2,... (e.g. batch=32,64,128)", text));
+    throw UserError(
+        fmt::format("--vary '{}': expected AXIS=V1,V2,... (e.g. batch=32,64,128)", text));
   }
   AxisValues out;
   out.axis = parse_axis(text.substr(0, eq));
@@ -62,12 +74,19 @@ AxisValues parse_vary(const std::string& text) {
     if (const auto dots = item.find(".."); dots != std::string::npos) {
       const int64_t lo = parse_positive(item.substr(0, dots), text);
       const int64_t hi = parse_positive(item.substr(dots + 2), text);
-      if (hi < lo || hi - lo > 10000) {
-        throw UserError(fmt::format("--vary '{}': range '{}' must go up, by at most 10000", text, item));
+      // hi - lo cannot overflow: both are positive. The count, not `v <= hi`, ends the loop, which
+      // never ended for hi = INT64_MAX.
+      if (hi < lo || hi - lo >= static_cast<int64_t>(kMaxVaryValues)) {
+        throw UserError(fmt::format("--vary '{}': range '{}' must go up, over at most {} values",
+                                    text, item, kMaxVaryValues));
       }
-      for (int64_t v = lo; v <= hi; ++v) out.values.push_back(v);
+      for (int64_t k = 0; k <= hi - lo; ++k) out.values.push_back(lo + k);
     } else {
       out.values.push_back(parse_positive(item, text));
+    }
+    if (out.values.size() > kMaxVaryValues) {
+      throw UserError(fmt::format("--vary '{}': {} values or more (expected at most {})", text,
+                                  out.values.size(), kMaxVaryValues));
     }
     start = comma + 1;
   }
@@ -77,8 +96,8 @@ AxisValues parse_vary(const std::string& text) {
 ModelSpec vary_spec(const ModelSpec& spec, Axis axis, int64_t value) {
   ModelSpec s = spec;
   auto fail = [&](const std::string& why) {
-    return UserError(fmt::format("{} ({}): cannot vary {}: {}", spec.name, spec.origin,
-                                 axis_name(axis), why));
+    return UserError(
+        fmt::format("{} ({}): cannot vary {}: {}", spec.name, spec.origin, axis_name(axis), why));
   };
   switch (axis) {
     case Axis::Batch:
@@ -117,16 +136,23 @@ ModelSpec vary_spec(const ModelSpec& spec, Axis axis, int64_t value) {
       std::vector<int> linears;
       for (int i = 0; i < static_cast<int>(s.layers.size()); ++i) {
         const LayerType t = s.layers[i].type;
-        if (is_weighted(t) && t != LayerType::Linear) throw fail("depth applies to MLPs (Linear layers only)");
+        if (is_weighted(t) && t != LayerType::Linear)
+          throw fail("depth applies to MLPs (Linear layers only)");
         if (t == LayerType::Linear) linears.push_back(i);
       }
-      if (linears.size() < 2) throw fail("it needs a hidden Linear block before the output layer to repeat");
+      if (linears.size() < 2)
+        throw fail("it needs a hidden Linear block before the output layer to repeat");
       const int block_begin = linears[linears.size() - 2], block_end = linears.back();
       const std::vector<LayerSpec> block(s.layers.begin() + block_begin,
                                          s.layers.begin() + block_end);
       std::vector<LayerSpec> layers(s.layers.begin(), s.layers.begin() + block_begin);
       int64_t count = static_cast<int64_t>(linears.size()) - 2;  // Linear layers kept before it
       if (value < 2) throw fail("a depth below 2 leaves no hidden layer");
+      // Each unit of depth copies a block of layers: a depth near INT64_MAX asked for more layers
+      // than memory holds before any check of the model could refuse it.
+      if (value > kMaxDepth) {
+        throw fail(fmt::format("depth {} is more than {} Linear layers", value, kMaxDepth));
+      }
       // Drop blocks from the front when the model is deeper than asked.
       while (count > value - 2) {
         // remove the last Linear block of `layers`
@@ -140,7 +166,8 @@ ModelSpec vary_spec(const ModelSpec& spec, Axis axis, int64_t value) {
         layers.resize(static_cast<size_t>(cut));
         --count;
       }
-      for (int64_t k = count; k < value - 1; ++k) layers.insert(layers.end(), block.begin(), block.end());
+      for (int64_t k = count; k < value - 1; ++k)
+        layers.insert(layers.end(), block.begin(), block.end());
       layers.push_back(s.layers[block_end]);
       layers.insert(layers.end(), s.layers.begin() + block_end + 1, s.layers.end());
       s.layers = layers;

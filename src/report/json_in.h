@@ -110,6 +110,16 @@ class JsonIn {
     if (v->is_number_integer() && !v->is_number_unsigned()) return v->get<int64_t>();
     return fail(key, "an integer", v), 0;
   }
+  // An integer that fits an int (a count of threads, shards or devices): a larger one was cast
+  // to a wrong count.
+  int int_integer(const char* key) const {
+    const int64_t v = integer(key);
+    if (v < std::numeric_limits<int>::min() || v > std::numeric_limits<int>::max()) {
+      const json* found = find(key, "an integer");
+      return fail(key, "an integer that fits 32 bits", found), 0;
+    }
+    return static_cast<int>(v);
+  }
   // An integer, or null (nullopt).
   std::optional<int64_t> optional_integer(const char* key) const {
     const json* v = find(key, "an integer or null");

@@ -138,7 +138,7 @@ TrainResult read_result(const JsonIn& in, const char* epochs) {
   if (const auto info = in.object("device_info")) {
     r.device.kind = info->kind("kind");
     r.device.name = info->text("name");
-    r.device.threads = static_cast<int>(info->integer("threads"));
+    r.device.threads = info->int_integer("threads");
     r.device.library = info->text("library");
     r.device.precision = info->text("precision");
     r.device.details = info->other_texts(kDeviceInfoKeys);
@@ -146,7 +146,7 @@ TrainResult read_result(const JsonIn& in, const char* epochs) {
   r.batch = in.integer("batch");
   r.samples = in.integer("samples");
   r.steps_per_epoch = in.integer("steps_per_epoch");
-  r.shards = static_cast<int>(in.integer("shards"));
+  r.shards = in.int_integer("shards");
   r.recorded_step = in.flag("recorded_step");
   for (const JsonIn& e : in.objects(epochs)) r.epochs.push_back(read_epoch(e));
   r.final_loss = in.nullable("final_loss");
@@ -460,8 +460,8 @@ Manifest read_manifest(const JsonIn& in) {
     s.devices = settings->texts("devices");
     s.epochs = settings->optional_integer("epochs");
     s.max_steps = settings->integer("max_steps");
-    s.threads = static_cast<int>(settings->integer("threads"));
-    s.profile_steps = static_cast<int>(settings->integer("profile_steps"));
+    s.threads = settings->int_integer("threads");
+    s.profile_steps = settings->int_integer("profile_steps");
     s.precision = settings->text("precision");
     s.record_step = settings->flag("record_step");
   }
@@ -472,7 +472,7 @@ DevicePeaks read_peaks(const JsonIn& in) {
   DevicePeaks p;
   p.device = in.text("device");
   p.name = in.text("name");
-  p.threads = static_cast<int>(in.integer("threads"));
+  p.threads = in.int_integer("threads");
   p.matmul_gflops = in.nullable("matmul_gflops");
   p.matmul_n = in.integer("matmul_n");
   p.bandwidth_gbs = in.nullable("bandwidth_gbs");
@@ -657,7 +657,7 @@ CostTable read_cost(const JsonIn& in) {
     x.provider = i.text("provider");
     x.name = i.text("name");
     x.device = i.text("device");
-    x.device_count = static_cast<int>(i.integer("device_count"));
+    x.device_count = i.int_integer("device_count");
     x.region = i.text("region");
     x.on_demand_usd_per_hour = i.nullable("on_demand_usd_per_hour");
     x.run_hours = i.nullable("run_hours");

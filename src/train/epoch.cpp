@@ -1,6 +1,7 @@
 // The epoch bookkeeping of train_model and the assembly of its result (see epoch.h).
 #include "train/epoch.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <numeric>
@@ -12,6 +13,9 @@ namespace xo {
 namespace {
 
 constexpr double kNoValue = std::numeric_limits<double>::quiet_NaN();
+
+// 2^20 steps of four timings are 32 MiB of doubles: the most a run reserves before it starts.
+constexpr int64_t kReservedSteps = int64_t{1} << 20;
 
 // The first step pays for first-touch page faults and cold caches: it is the warm-up.
 TimingStats summarize_after_warmup(std::vector<double> samples) {
@@ -29,7 +33,10 @@ TrainState start_state(TrainPlan& p, const TrainSpec& train) {
     p.backend.upload(p.order.as<int32_t>(), state.order.data(), p.order.bytes());
   }
   StepTimes& t = state.times;
-  t.step.reserve(static_cast<size_t>(train.epochs * p.steps_per_epoch));
+  // Reserved for the whole run (check_training bounds the product) so that the step loop does not
+  // regrow the vectors, up to kReservedSteps: a run of more steps regrows them now and then,
+  // rather than asking for gigabytes of timings it may never fill.
+  t.step.reserve(static_cast<size_t>(std::min(train.epochs * p.steps_per_epoch, kReservedSteps)));
   for (auto* v : {&t.data, &t.forward_backward, &t.optimizer}) v->reserve(t.step.capacity());
   return state;
 }

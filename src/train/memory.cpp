@@ -5,11 +5,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
 #include <string>
 #include <vector>
 
 #include "core/error.h"
 #include "core/format.h"
+#include "data/source.h"
 #include "model/layer.h"
 #include "train/plan.h"
 
@@ -17,6 +19,18 @@ namespace xo {
 namespace {
 
 constexpr int64_t kFloat = sizeof(float);
+
+// Sizes that saturate at int64's maximum instead of wrapping: a model far too big for any device
+// (a batch of 10^6 samples of a layer with 10^13 outputs) must read as "needs more than is free",
+// never as a small or negative number of bytes.
+int64_t times(int64_t a, int64_t b) {
+  int64_t r = 0;
+  return __builtin_mul_overflow(a, b, &r) ? std::numeric_limits<int64_t>::max() : r;
+}
+int64_t plus(int64_t a, int64_t b) {
+  int64_t r = 0;
+  return __builtin_add_overflow(a, b, &r) ? std::numeric_limits<int64_t>::max() : r;
+}
 
 template <typename T>
 int64_t bytes_of(const std::vector<T>& values) {
@@ -27,6 +41,15 @@ int64_t bytes_of(const std::vector<T>& values) {
 // running statistics, the step counter.
 int64_t model_buffers(int64_t flat_size, int64_t state_size) {
   return 2 * kFloat * flat_size + kFloat * state_size + int64_t{sizeof(uint64_t)};
+}
+
+// The node outputs (and, in training, their gradients) a Network of `batch` samples holds.
+int64_t activation_bytes(const std::vector<Node>& nodes, int64_t batch, bool training) {
+  int64_t floats_per_sample = 0;
+  for (const Node& n : nodes) {
+    if (!is_view(n, training)) floats_per_sample = plus(floats_per_sample, n.out_size);
+  }
+  return times(times(kFloat, batch), times(floats_per_sample, training ? 2 : 1));
 }
 
 // What Network's constructor allocates for `options`: each node that is not a view holds its
@@ -42,14 +65,15 @@ int64_t network_bytes(const Model& model, const NetworkOptions& options) {
   }
   if (model.has_batch_norm()) shards = 1;
   shards = static_cast<int>(std::min<int64_t>(shards, options.batch));
-  int64_t floats_per_sample = 0;
-  for (const Node& n : model.nodes()) {
-    if (!is_view(n, options.training)) floats_per_sample += n.out_size;
-  }
-  int64_t bytes = kFloat * options.batch * floats_per_sample * (options.training ? 2 : 1);
-  if (options.training) bytes += (shards - 1) * kFloat * model.flat_size();
-  bytes += (shards - 1) * int64_t{sizeof(LossStats)};
-  return bytes;
+  int64_t bytes = activation_bytes(model.nodes(), options.batch, options.training);
+  if (options.training) bytes = plus(bytes, times(shards - 1, kFloat * model.flat_size()));
+  return plus(bytes, (shards - 1) * int64_t{sizeof(LossStats)});
+}
+
+// Whether a source makes its data (spec.data.samples of it) rather than reading a file of
+// unknown length.
+bool generated_source(const DataSpec& data) {
+  return data.source == "disc" || data.source == "imdb-synthetic";
 }
 
 // "parameters and gradients 29.8 GiB, optimizer state 14.9 GiB, ...": the parts that need any.
@@ -134,11 +158,22 @@ MemoryEstimate training_memory(const Model& model, const DataSplit& data, const 
 }
 
 void check_model_memory(const ModelSpec& spec, const Backend& backend) {
-  const MemoryEstimate need = model_memory(model_layout(spec), spec.train.optimizer);
+  const ModelLayout layout = model_layout(spec);
+  MemoryEstimate need = model_memory(layout, spec.train.optimizer);
+  // A lower bound of what training adds, known before the Model is built or any data loaded: the
+  // outputs and gradients of one batch, and a generated training set. Building a model of 10^8
+  // outputs per sample first took a minute and 6 GB before check_training_memory said no.
+  // A file's length is not known yet, so its batch counts as one sample.
+  const bool generated = generated_source(spec.data);
+  const int64_t batch = generated ? std::min(spec.train.batch, spec.data.samples) : 1;
+  need.activations = activation_bytes(layout.nodes, std::max<int64_t>(batch, 1), true);
+  if (generated) {
+    need.data = times(times(kFloat, spec.data.samples), layout.input_features);
+  }
   const auto free = backend.free_memory_bytes();
   if (!free || need.total() <= *free) return;
   throw UserError(fmt::format(
-      "model '{}' on {} needs at least {} before its data and activations ({}); {} are free",
+      "model '{}' on {} needs at least {} ({}); {} are free (a smaller model or batch fits)",
       spec.name, backend.info().id, byte_size(static_cast<double>(need.total())), breakdown(need),
       byte_size(static_cast<double>(*free))));
 }

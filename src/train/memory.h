@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 
 #include "backend/backend.h"
 #include "data/dataset.h"
@@ -22,7 +23,14 @@ struct MemoryEstimate {
   int64_t optimizer = 0;    // its state: momentum, Adam's moments, ...
   int64_t activations = 0;  // the Networks' node outputs and gradients, shard gradients, loss sums
   int64_t data = 0;  // the training and test sets on the device, the epoch's order, the batch
-  int64_t total() const { return parameters + optimizer + activations + data; }
+  // Saturates at int64's maximum: the parts of a model far beyond any device may add up past it.
+  int64_t total() const {
+    int64_t sum = 0;
+    for (int64_t part : {parameters, optimizer, activations, data}) {
+      if (__builtin_add_overflow(sum, part, &sum)) return std::numeric_limits<int64_t>::max();
+    }
+    return sum;
+  }
 };
 
 // Floats of optimizer state per parameter: SGD 1 with momentum (else 0), Adam and AdamW 2 (the

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
 
 #include "core/error.h"
 
@@ -60,6 +61,17 @@ void check_training(const Model& model, const DataSplit& split, const TrainSpec&
   if (train.batch <= 0 || train.epochs <= 0) {
     throw UserError(
         fmt::format("batch ({}) and epochs ({}) must be positive", train.batch, train.epochs));
+  }
+  // Every step's times are kept, and step numbers are counted over the run: epochs x steps must
+  // be a count, not an overflow.
+  const int64_t batch = std::min(train.batch, split.train.samples);
+  const int64_t steps_per_epoch = (split.train.samples + batch - 1) / batch;
+  int64_t steps = 0;
+  if (__builtin_mul_overflow(train.epochs, steps_per_epoch, &steps)) {
+    throw UserError(fmt::format(
+        "train.epochs {} x {} steps per epoch is more steps than a 64-bit count holds (expected "
+        "epochs <= {})",
+        train.epochs, steps_per_epoch, std::numeric_limits<int64_t>::max() / steps_per_epoch));
   }
 }
 

@@ -269,6 +269,21 @@ std::vector<ErrorCase> error_cases() {
       {"instance_zero_devices",
        kHeader + device("gpu-a") + instance("cloud-a", "gpu-a", {{"device_count", "0"}}),
        {"instance.cloud-a.device_count", "must be a positive integer"}},
+      // Counts are ints: 2^32 was cast to 0 devices, and the cost divided by it.
+      {"instance_devices_beyond_int",
+       kHeader + device("gpu-a") + instance("cloud-a", "gpu-a", {{"device_count", "4294967296"}}),
+       {"instance.cloud-a.device_count", "4294967296 is too large",
+        "expected an integer <= 2147483647"}},
+      {"instance_vcpus_beyond_int",
+       kHeader + device("gpu-a") + instance("cloud-a", "gpu-a", {{"vcpus", "2147483648"}}),
+       {"instance.cloud-a.vcpus", "2147483648 is too large"}},
+      {"cpu_cores_beyond_int",
+       kHeader +
+           device("cpu-a", {{"kind", "\"cpu\""}}, "cores = 4294967297\nthreads = 4294967297\n"),
+       {"device.cpu-a.cores", "4294967297 is too large"}},
+      {"cpu_threads_beyond_int",
+       kHeader + device("cpu-a", {{"kind", "\"cpu\""}}, "cores = 4\nthreads = 4294967300\n"),
+       {"device.cpu-a.threads", "4294967300 is too large"}},
       {"instance_missing_price",
        kHeader + device("gpu-a") + instance("cloud-a", "gpu-a", {{"on_demand_usd_per_hour", ""}}),
        {"instance.cloud-a.on_demand_usd_per_hour: missing"}},
@@ -379,8 +394,8 @@ TEST(CatalogMerge, WithoutExtendsAFileMustResolveItsOwnReferences) {
 
 Catalog small_catalog() {
   Catalog c;
-  c.devices.push_back(
-      {"gpu-a", DeviceKind::Gpu, "Test GPU", 10, 0, 0, 500, 16, 250, 1000, 0, 0, "t", "2024-01-01"});
+  c.devices.push_back({"gpu-a", DeviceKind::Gpu, "Test GPU", 10, 0, 0, 500, 16, 250, 1000, 0, 0,
+                       "t", "2024-01-01"});
   CatalogInstance in;
   in.id = "cloud.a";  // ids may hold dots, as AWS names do
   in.device = "gpu-a";

@@ -87,10 +87,24 @@ TEST_F(CsvParsing, NumberSyntax) {
   EXPECT_EQ(d.y, (std::vector<int32_t>{1, 0}));
 }
 
-TEST_F(CsvParsing, PartlyNumericFirstLineIsAHeader) {
-  const Dataset d = load_csv(write("partly.csv", "1,feature_2,0\n5,6,1\n"), 2, 2);
+// A header has no numeric field; a first line with numbers is data, and a field there that is not
+// a number is a typo, reported with its line and column. Taken for a header, the row was dropped
+// without a word.
+TEST_F(CsvParsing, AHeaderHasNoNumberAndAFirstLineWithATypoIsAnError) {
+  const Dataset d = load_csv(write("header.csv", "x1, x2 ,label\n5,6,1\n"), 2, 2);
   EXPECT_EQ(d.samples, 1);
   EXPECT_EQ(d.x, (std::vector<float>{5.0f, 6.0f}));
+  const auto typo = write("typo.csv", "0.5,O.3,1\n0.1,0.2,0\n");
+  testing::expect_user_error(
+      [&] { load_csv(typo, 2, 2); },
+      {typo.string() + ":1: column 2 is 'O.3', not a number", "it is data, not a header"});
+  const auto partly = write("partly.csv", "1,feature_2,0\n5,6,1\n");
+  testing::expect_user_error([&] { load_csv(partly, 2, 2); },
+                             {partly.string() + ":1: column 2 is 'feature_2'"});
+  // A typo in the label of the first line is the label's error, not a header either.
+  const auto label = write("label.csv", "0.5,0.3,l\n0.1,0.2,0\n");
+  testing::expect_user_error([&] { load_csv(label, 2, 2); },
+                             {label.string() + ":1: label 'l' is not an integer"});
 }
 
 TEST_F(CsvParsing, ClassesComeFromTheCaller) {

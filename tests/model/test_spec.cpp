@@ -538,16 +538,15 @@ std::vector<ErrorCase> error_cases() {
        with_layers({"{ type = \"linear\", out = 4 }", "{ type = \"batchnorm2d\" }", kLinear2}),
        {"bad.toml:5:", "model.layers[1]: batchnorm2d needs an input of rank 3"}},
       {"batchnorm1d_on_an_image",
-       with_layers({"{ type = \"batchnorm1d\" }", "{ type = \"flatten\" }", kLinear2},
-                   "[1, 5, 5]"),
+       with_layers({"{ type = \"batchnorm1d\" }", "{ type = \"flatten\" }", kLinear2}, "[1, 5, 5]"),
        {"bad.toml:4:", "batchnorm1d normalises [channels] or [channels, length], got [1, 5, 5]"}},
       {"batchnorm_zero_eps",
-       with_layers({"{ type = \"linear\", out = 4 }", "{ type = \"batchnorm1d\", eps = 0 }",
-                    kLinear2}),
+       with_layers(
+           {"{ type = \"linear\", out = 4 }", "{ type = \"batchnorm1d\", eps = 0 }", kLinear2}),
        {"bad.toml:5:", "model.layers[1].eps", "must be > 0"}},
       {"batchnorm_momentum_above_one",
-       with_layers({"{ type = \"linear\", out = 4 }",
-                    "{ type = \"batchnorm1d\", momentum = 1.5 }", kLinear2}),
+       with_layers({"{ type = \"linear\", out = 4 }", "{ type = \"batchnorm1d\", momentum = 1.5 }",
+                    kLinear2}),
        {"bad.toml:5:", "model.layers[1].momentum", "1.5 must be in [0, 1]"}},
       {"global_pool_on_flat_input",
        with_layers({kLinear2, "{ type = \"global_maxpool\" }"}),
@@ -804,6 +803,65 @@ TEST(SpecShapes, AbsurdWidthsAreRefusedInsteadOfOverflowing) {
       {"{ type = \"linear\", out = 1099511627776 }", "{ type = \"linear\", out = 1099511627776 }"});
   expect_contains(user_error([&] { parse_spec(toml, "huge.toml"); }),
                   {"huge.toml:5:", "model.layers[1]", "too many parameters"});
+}
+
+// Sizes that overflowed int64 (undefined behaviour, reported by UBSan) or wrapped to a small count
+// that built a model other than the spec's: each is refused naming the file, the line and the
+// field. Layers start on line 4.
+TEST(SpecShapes, SizesThatWouldOverflowAreRefusedNamingTheField) {
+  struct Case {
+    std::string toml;
+    std::vector<std::string> expected;
+  };
+  const std::vector<Case> cases = {
+      // 2 x padding overflowed before the kernel was compared with the padded side.
+      {with_layers({"{ type = \"conv2d\", out = 2, kernel = 3, padding = 4611686018427387904 }",
+                    "{ type = \"flatten\" }", "{ type = \"linear\", out = 2 }"},
+                   "[1, 8, 8]"),
+       {"big.toml:4:", "model.layers[0].padding", "4611686018427387904", "too large"}},
+      {with_layers({"{ type = \"maxpool2d\", kernel = 3, padding = 9223372036854775807 }",
+                    "{ type = \"flatten\" }", "{ type = \"linear\", out = 2 }"},
+                   "[1, 8, 8]"),
+       {"big.toml:4:", "model.layers[0].padding", "at most half the kernel"}},
+      // An LSTM's four gates: 4 x out overflowed in its weights' shapes.
+      {with_layers(
+           {"{ type = \"embedding\", vocab = 10, out = 4 }",
+            "{ type = \"lstm\", out = 2305843009213693952 }", "{ type = \"linear\", out = 2 }"},
+           "[10]"),
+       {"big.toml:5:", "model.layers[1].out", "2305843009213693952", "gates"}},
+      // 3 x 6148914691236517206 is 2^64 + 2: wrapped, it trained a model of two features.
+      {with_layers({"{ type = \"flatten\" }", "{ type = \"linear\", out = 2 }"},
+                   "[3, 6148914691236517206]"),
+       {"big.toml", "model.input", "more than 2^50 values per sample"}},
+      // A convolution whose output per sample is beyond any device, with inputs that are not.
+      {with_layers({"{ type = \"conv2d\", out = 1048576, kernel = 1 }", "{ type = \"flatten\" }",
+                    "{ type = \"linear\", out = 2 }"},
+                   "[1, 65536, 65536]"),
+       {"big.toml:4:", "model.layers[0]", "conv2d outputs [1048576, 65536, 65536]",
+        "more than 2^50"}},
+      {with_layers({"{ type = \"embedding\", vocab = 1125899906842624, out = 2 }",
+                    "{ type = \"lstm\", out = 2 }", "{ type = \"linear\", out = 2 }"},
+                   "[10]"),
+       {"big.toml:4:", "model.layers[0]", "too many parameters",
+        "weight is [1125899906842624, 2]"}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.toml);
+    expect_contains(user_error([&] { parse_spec(c.toml, "big.toml"); }), c.expected);
+  }
+}
+
+// A spec built in code reaches the checks without the parser: a flatten whose product wraps is
+// refused there too (layer_output_shape is called on layers one at a time).
+TEST(SpecShapes, AFlattenOfTooManyFeaturesIsRefused) {
+  ModelSpec s = *builtin_spec("disc-3");
+  s.layers.insert(s.layers.begin(), LayerSpec{});
+  s.layers.front().type = LayerType::Flatten;
+  expect_contains(user_error([&] {
+                    layer_output_shape(s, 0, {3, 6148914691236517206});
+                  }),
+                  {"built-in: model.layers[0]", "flattening [3, 6148914691236517206]",
+                   "more than 2^50 features"});
 }
 
 // --- Built-ins --------------------------------------------------------------------------------

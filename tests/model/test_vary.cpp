@@ -14,10 +14,35 @@ TEST(Vary, ParsesValuesAndRanges) {
   EXPECT_EQ(v.axis, Axis::Depth);
   EXPECT_EQ(v.values, (std::vector<int64_t>{2, 3, 4, 8}));
   EXPECT_EQ(parse_vary("batch=16,32").values, (std::vector<int64_t>{16, 32}));
-  for (const char* bad : {"batch", "batch=", "batch=0", "batch=1,,2", "batch=4..2", "batch=x",
-                          "size=3"}) {
+  for (const char* bad :
+       {"batch", "batch=", "batch=0", "batch=1,,2", "batch=4..2", "batch=x", "size=3"}) {
     EXPECT_THROW(parse_vary(bad), UserError) << bad;
   }
+}
+
+// A range ending at INT64_MAX never ended (`v <= hi` holds for every int64); ranges and lists are
+// bounded at 1000 values, each error naming the text.
+TEST(Vary, RangesNearTheLargestIntegerEndAndCountsAreBounded) {
+  const AxisValues top = parse_vary("batch=9223372036854775805..9223372036854775807");
+  EXPECT_EQ(top.values,
+            (std::vector<int64_t>{9223372036854775805, 9223372036854775806, 9223372036854775807}));
+  EXPECT_EQ(parse_vary("width=1..1000").values.size(), 1000u);
+  testing::expect_user_error([] { parse_vary("width=1..1001"); },
+                             {"--vary 'width=1..1001'", "range '1..1001'", "at most 1000 values"});
+  testing::expect_user_error([] { parse_vary("batch=1..9223372036854775807"); },
+                             {"range '1..9223372036854775807'", "at most 1000 values"});
+  testing::expect_user_error([] { parse_vary("batch=1..600,1..600"); },
+                             {"--vary 'batch=1..600,1..600'", "expected at most 1000"});
+  testing::expect_user_error([] { parse_vary("batch=9223372036854775808"); },
+                             {"'9223372036854775808' is not a positive integer"});
+}
+
+// Each unit of depth copies a block: a depth near INT64_MAX is refused before any is copied.
+TEST(Vary, AnAbsurdDepthIsRefusedBeforeItsLayersAreBuilt) {
+  testing::expect_user_error(
+      [] { vary_spec(*builtin_spec("mnist-mlp"), Axis::Depth, 9223372036854775807); },
+      {"mnist-mlp", "cannot vary depth", "more than 1000 Linear layers"});
+  EXPECT_EQ(vary_spec(*builtin_spec("mnist-mlp"), Axis::Depth, 1000).layers.back().out, 10);
 }
 
 TEST(Vary, DepthOfDiscIsTheBuiltInModel) {

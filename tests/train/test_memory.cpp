@@ -158,15 +158,63 @@ TEST(Memory, AModelTooBigIsRefusedBeforeItsBuffersAreAllocated) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_LT(seconds, 1.0);  // worked out from the spec: nothing is allocated or touched
   EXPECT_EQ(be.bytes_allocated(), 0);
-  for (const std::string& piece :
-       {std::string("model 'wide' on cpu needs at least "), byte_size(need.total()),
-        "parameters and gradients " + byte_size(need.parameters),
-        "optimizer state " + byte_size(need.optimizer)}) {
+  for (const std::string& piece : {std::string("model 'wide' on cpu needs at least "),
+                                   "parameters and gradients " + byte_size(need.parameters),
+                                   "optimizer state " + byte_size(need.optimizer)}) {
     EXPECT_NE(message.find(piece), std::string::npos) << "'" << piece << "' not in: " << message;
   }
   EXPECT_TRUE(states_free_memory(message)) << message;
   // Adam keeps two moments: the optimizer's state is the parameters' twice.
   EXPECT_EQ(need.optimizer, 2 * 4 * model_layout(spec).flat_size);
+}
+
+// Parameters that fit (3.7 GB with their gradients) and a layer of 10^8 outputs per sample: its
+// activations for one batch (10^5 samples, 74 TiB) are counted from the spec, before the Model
+// is built. The Model was built first, which took a minute and 6 GB before the training check said
+// no.
+TEST(Memory, OneBatchOfActivationsIsCountedBeforeTheModelIsBuilt) {
+  auto backend = make_backend(parse_device("cpu", 1));
+  Backend& be = *backend;
+  ModelSpec spec = spec_of("tall", R"({ type = "linear", out = 100000000 }, { type = "relu" },
+                                    { type = "linear", out = 2 })",
+                           "[2]", "cross_entropy", R"({ type = "sgd", lr = 0.1 })");
+  spec.train.batch = 100000;
+  spec.data.samples = 100000;
+  const auto start = std::chrono::steady_clock::now();
+  const std::string message = testing::user_error([&] { check_model_memory(spec, be); });
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_LT(seconds, 1.0);
+  EXPECT_EQ(be.bytes_allocated(), 0);
+  // Outputs and their gradients of both layers that are not views (the ReLU is fused, not a view):
+  // at least the 10^8-wide layer's, twice, in float32.
+  const double activations = 2.0 * 4 * 100000 * 1e8;
+  EXPECT_NE(message.find("model 'tall' on cpu needs at least "), std::string::npos) << message;
+  EXPECT_NE(message.find("activations "), std::string::npos) << message;
+  EXPECT_TRUE(states_free_memory(message)) << message;
+  const std::smatch found = [&] {
+    std::smatch m;
+    std::regex_search(message, m, std::regex(R"(activations ([0-9.]+) TiB)"));
+    return m;
+  }();
+  ASSERT_FALSE(found.empty()) << message;
+  EXPECT_GE(std::stod(found[1].str()) * 1.01, activations / std::pow(2.0, 40)) << message;
+}
+
+// A file's length is not known before it is read: its batch counts as one sample, never as more
+// than the file may hold.
+TEST(Memory, AFileSourceCountsOneSampleBeforeItIsRead) {
+  auto backend = make_backend(parse_device("cpu", 1));
+  Backend& be = *backend;
+  ModelSpec spec = spec_of("file", R"({ type = "linear", out = 1000000 }, { type = "relu" },
+                                    { type = "linear", out = 2 })",
+                           "[2]", "cross_entropy", R"({ type = "sgd", lr = 0.1 })");
+  spec.train.batch = 1000000;  // 8 TB of activations if the file had a million rows
+  spec.data.source = "csv:rows.csv";
+  check_model_memory(spec, be);  // 16 MB of parameters and gradients, 8 MB for one sample
+  spec.data.source = "disc";
+  spec.data.samples = 1000000;
+  EXPECT_TRUE(states_free_memory(testing::user_error([&] { check_model_memory(spec, be); })));
 }
 
 TEST(Memory, ARunTooBigForItsActivationsIsRefusedBeforeThePlanAllocates) {
