@@ -63,9 +63,8 @@ double probe_matmul(Backend& be, int64_t n) {
   for (size_t i = 0; i < host.size(); ++i) host[i] = static_cast<float>(i % 7) * 0.125f - 0.375f;
   be.upload(a.as<float>(), host.data(), a.bytes());
   be.upload(w.as<float>(), host.data(), w.bytes());
-  const double s = best_seconds(9, be, [&] {
-    kernel->forward(a.as<float>(), w.as<float>(), nullptr, c.as<float>());
-  });
+  const double s = best_seconds(
+      9, be, [&] { kernel->forward(a.as<float>(), w.as<float>(), nullptr, c.as<float>()); });
   return 2.0 * static_cast<double>(n) * n * n / s / 1e9;
 }
 
@@ -120,34 +119,6 @@ const DevicePeaks* find_peaks(const std::vector<DevicePeaks>& peaks, const std::
   return nullptr;
 }
 
-nlohmann::json to_json(const DevicePeaks& p) {
-  return {{"device", p.device},
-          {"name", p.name},
-          {"threads", p.threads},
-          {"matmul_gflops", p.matmul_gflops},
-          {"matmul_n", p.matmul_n},
-          {"bandwidth_gbs", p.bandwidth_gbs},
-          {"step_overhead_us", p.step_overhead_us},
-          {"layer_overhead_us", p.layer_overhead_us},
-          {"probed", p.probed},
-          {"cached", p.cached}};
-}
-
-DevicePeaks peaks_from_json(const nlohmann::json& e) {
-  DevicePeaks p;
-  p.device = e.at("device").get<std::string>();
-  p.name = e.at("name").get<std::string>();
-  p.threads = e.at("threads").get<int>();
-  p.matmul_gflops = e.at("matmul_gflops").get<double>();
-  p.matmul_n = e.at("matmul_n").get<int64_t>();
-  p.bandwidth_gbs = e.at("bandwidth_gbs").get<double>();
-  p.step_overhead_us = e.at("step_overhead_us").get<double>();
-  p.layer_overhead_us = e.at("layer_overhead_us").get<double>();
-  p.probed = e.at("probed").get<std::string>();
-  p.cached = e.value("cached", false);
-  return p;
-}
-
 DevicePeaks probe_peaks(Backend& be) {
   const DeviceInfo& d = be.info();
   DevicePeaks p;
@@ -160,7 +131,8 @@ DevicePeaks probe_peaks(Backend& be) {
   p.bandwidth_gbs = probe_bandwidth(be, int64_t{1} << (gpu ? 28 : 26));  // 1 GiB / 256 MiB each
   const double one = tiny_step_seconds(be, 1), eight = tiny_step_seconds(be, 8);
   if (std::getenv("CROSSOVER_DEBUG_PROBE")) {
-    fmt::print(stderr, "probe: 1-layer step {:.3f} us, 8-layer step {:.3f} us\n", one * 1e6, eight * 1e6);
+    fmt::print(stderr, "probe: 1-layer step {:.3f} us, 8-layer step {:.3f} us\n", one * 1e6,
+               eight * 1e6);
   }
   p.layer_overhead_us = std::max(0.0, (eight - one) / 7 * 1e6);
   p.step_overhead_us = std::max(0.0, one * 1e6 - p.layer_overhead_us);
@@ -183,9 +155,8 @@ DevicePeaks device_peaks(Backend& be, bool reprobe, const std::filesystem::path&
   std::error_code ec;
   if (std::filesystem::exists(cache_file, ec)) {
     try {
-      cache = nlohmann::json::parse(read_file(cache_file));
-      if (!cache.is_object()) cache = nlohmann::json::object();
-    } catch (const std::exception&) {
+      cache = parse_peaks_cache(read_file(cache_file), cache_file.string());
+    } catch (const UserError&) {
       cache = nlohmann::json::object();  // damaged: probe again and replace it
     }
   }
