@@ -120,8 +120,7 @@ std::string stop_message(const TrainResult& r, const CheckpointOptions& checkpoi
 }
 
 void print_notes(const ModelSpec& spec) {
-  for (const std::string& note : spec.notes)
-    fmt::print(stderr, "note: {}: {}\n", spec.origin, note);
+  for (const std::string& note : spec.notes) fmt::print(stderr, "note: {}: {}\n", spec.origin, note);
 }
 
 int exit_code(const TrainResult& r) {
