@@ -102,13 +102,15 @@ inline void read_report(const std::string& bytes, const std::string& origin) {
 }
 
 // The peaks cache as device_peaks reads it: a damaged file is a UserError (then probed again and
-// replaced), an entry of another layout a JSON exception (probed again); then written back.
+// replaced), an entry of another layout a JSON exception or a UserError (probed again); then
+// written back.
 inline void read_peaks(const std::string& bytes, const std::string& origin) {
   nlohmann::json cache = parse_peaks_cache(bytes, origin);
   for (auto& [key, entry] : cache.items()) {
     try {
       entry = to_json(peaks_from_json(entry));
     } catch (const nlohmann::json::exception&) {
+    } catch (const UserError&) {
     }
   }
   cache.dump(2);

@@ -142,7 +142,9 @@ constexpr const char* kEntryForm =
 std::string encode_safetensors(const std::vector<NamedTensor>& tensors,
                                const std::map<std::string, std::string>& metadata,
                                const std::string& name) {
-  nlohmann::ordered_json header;
+  // An object from the start: with no tensors and no metadata a default (null) value would be
+  // written as "null", a header every reader refuses (found by fuzz_safetensors).
+  nlohmann::ordered_json header = nlohmann::ordered_json::object();
   if (!metadata.empty()) header[kMetadataKey] = metadata;
   size_t offset = 0;
   for (const NamedTensor& t : tensors) {

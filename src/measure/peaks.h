@@ -30,7 +30,8 @@ struct DevicePeaks {
 const DevicePeaks* find_peaks(const std::vector<DevicePeaks>& peaks, const std::string& device);
 
 nlohmann::json to_json(const DevicePeaks& p);
-// The inverse of to_json; throws nlohmann::json::exception naming a missing or mistyped field.
+// The inverse of to_json; throws nlohmann::json::exception naming a missing or mistyped field, or
+// UserError for an integer field out of its type's range.
 DevicePeaks peaks_from_json(const nlohmann::json& j);
 
 // The entries of a peaks cache file's text (`origin` names it). Throws UserError when the text is

@@ -3,11 +3,34 @@
 // backend.
 #include <fmt/format.h>
 
+#include <cstdint>
+#include <limits>
+
 #include "core/error.h"
 #include "core/json_depth.h"
 #include "measure/peaks.h"
 
 namespace xo {
+namespace {
+
+// nlohmann's get<int> of a number outside int's range is a float-to-int or narrowing cast
+// (undefined behaviour for a float), so an integer field is checked before it is converted.
+template <typename Int>
+Int integer_field(const nlohmann::json& entry, const char* key) {
+  const nlohmann::json& v = entry.at(key);
+  const bool fits = v.is_number_unsigned()
+                        ? v.get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<Int>::max())
+                        : v.is_number_integer() &&
+                              v.get<int64_t>() >= std::numeric_limits<Int>::min() &&
+                              v.get<int64_t>() <= std::numeric_limits<Int>::max();
+  if (!fits) {
+    throw UserError(fmt::format("peaks cache entry: {}: expected an integer from {} to {}", key,
+                                std::numeric_limits<Int>::min(), std::numeric_limits<Int>::max()));
+  }
+  return static_cast<Int>(v.get<int64_t>());
+}
+
+}  // namespace
 
 nlohmann::json to_json(const DevicePeaks& p) {
   return {{"device", p.device},
@@ -26,9 +49,9 @@ DevicePeaks peaks_from_json(const nlohmann::json& e) {
   DevicePeaks p;
   p.device = e.at("device").get<std::string>();
   p.name = e.at("name").get<std::string>();
-  p.threads = e.at("threads").get<int>();
+  p.threads = integer_field<int>(e, "threads");
   p.matmul_gflops = e.at("matmul_gflops").get<double>();
-  p.matmul_n = e.at("matmul_n").get<int64_t>();
+  p.matmul_n = integer_field<int64_t>(e, "matmul_n");
   p.bandwidth_gbs = e.at("bandwidth_gbs").get<double>();
   p.step_overhead_us = e.at("step_overhead_us").get<double>();
   p.layer_overhead_us = e.at("layer_overhead_us").get<double>();
