@@ -179,7 +179,9 @@ std::filesystem::path find(const std::filesystem::path& dir, const std::string& 
 
 Dataset load_idx_pair(const std::filesystem::path& images, const std::filesystem::path& labels,
                       const std::string& description) {
-  return parse_idx_pair(read_file(images), images.string(), read_file(labels), labels.string(),
+  // Images first, so that a missing image file is the one named when both are.
+  std::string image_bytes = read_file(images);
+  return parse_idx_pair(std::move(image_bytes), images.string(), read_file(labels), labels.string(),
                         description);
 }
 

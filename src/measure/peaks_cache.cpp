@@ -18,11 +18,11 @@ namespace {
 template <typename Int>
 Int integer_field(const nlohmann::json& entry, const char* key) {
   const nlohmann::json& v = entry.at(key);
-  const bool fits = v.is_number_unsigned()
-                        ? v.get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<Int>::max())
-                        : v.is_number_integer() &&
-                              v.get<int64_t>() >= std::numeric_limits<Int>::min() &&
-                              v.get<int64_t>() <= std::numeric_limits<Int>::max();
+  const bool fits =
+      v.is_number_unsigned()
+          ? v.get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<Int>::max())
+          : v.is_number_integer() && v.get<int64_t>() >= std::numeric_limits<Int>::min() &&
+                v.get<int64_t>() <= std::numeric_limits<Int>::max();
   if (!fits) {
     throw UserError(fmt::format("peaks cache entry: {}: expected an integer from {} to {}", key,
                                 std::numeric_limits<Int>::min(), std::numeric_limits<Int>::max()));
