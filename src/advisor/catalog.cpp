@@ -215,8 +215,11 @@ Catalog load_catalog(const std::filesystem::path& file) {
   }
   std::ostringstream text;
   text << stream.rdbuf();
+  return parse_catalog(text.str(), origin);
+}
 
-  const TomlDocument doc(text.str(), origin);
+Catalog parse_catalog(const std::string& text, const std::string& origin) {
+  const TomlDocument doc(text, origin);
   const TomlTable root = doc.root();
   root.only_keys(kTopKeys);
   const TomlValue schema = root.get("schema");

@@ -70,6 +70,8 @@ std::filesystem::path default_catalog_path();
 // `extends = true` at the top: such a file is an overlay meant to be merged onto another catalog
 // (it may name the shipped catalog's devices), and merge_catalogs checks its references instead.
 Catalog load_catalog(const std::filesystem::path& file);
+// The same from a catalog's text; `origin` names it in errors.
+Catalog parse_catalog(const std::string& text, const std::string& origin);
 
 // `base` with `overlay`'s entries added; an entry whose id exists in base replaces it (keeping
 // base's position), new ones are appended, origins are concatenated. Instances' device references

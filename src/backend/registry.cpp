@@ -43,18 +43,6 @@ Precision parse_precision(const std::string& text) {
   throw UserError(fmt::format("--precision '{}': expected f32, tf32 or bf16", text));
 }
 
-const char* device_kind_name(DeviceKind kind) { return kind == DeviceKind::Gpu ? "gpu" : "cpu"; }
-
-std::optional<DeviceKind> parse_device_kind(std::string_view name) {
-  if (name == "cpu") return DeviceKind::Cpu;
-  if (name == "gpu" || name == "cuda") return DeviceKind::Gpu;
-  return std::nullopt;
-}
-
-DeviceKind device_kind_of(std::string_view device_id) {
-  return device_id.rfind("cuda", 0) == 0 ? DeviceKind::Gpu : DeviceKind::Cpu;
-}
-
 DeviceRequest parse_device(const std::string& text, int threads, const std::string& precision) {
   DeviceRequest r;
   r.threads = threads;

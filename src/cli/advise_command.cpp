@@ -129,7 +129,7 @@ int run_advise(const AdviseOptions& o, bool advise) {
                             std::filesystem::exists(o.spec);
   if (from_results) {
     // Re-cost a run that was measured earlier: its spec and its device's peaks are in the file.
-    const nlohmann::json doc = nlohmann::json::parse(read_file(o.spec), nullptr, false);
+    const nlohmann::json doc = parse_report_json(read_file(o.spec), o.spec);
     if (doc.is_discarded()) {
       throw UserError(fmt::format("{}: not a crossover results.json (expected schema '{}')", o.spec,
                                   kReportSchema));

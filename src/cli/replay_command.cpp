@@ -49,7 +49,7 @@ CLI::Validator non_negative_number() {
 }
 
 Report read_results(const std::string& file) {
-  const nlohmann::json doc = nlohmann::json::parse(read_file(file), nullptr, false);
+  const nlohmann::json doc = parse_report_json(read_file(file), file);
   if (doc.is_discarded()) {
     throw UserError(fmt::format("{}: not a crossover results.json (not JSON; expected schema '{}')",
                                 file, kReportSchema));

@@ -318,7 +318,7 @@ void Session::resume_job(const std::string& kind, const std::string& title) {
   };
   if (o_.checkpoint.restart) return start_afresh("--restart");
   if (!fs::exists(results)) return;  // nothing finished yet: any checkpoint resumes by itself
-  const nlohmann::json doc = nlohmann::json::parse(read_file(results), nullptr, false);
+  const nlohmann::json doc = parse_report_json(read_file(results), results.string());
   if (doc.is_discarded()) {
     throw UserError(fmt::format(
         "{}: not valid JSON, so the job it records cannot be continued: use another --out, or "

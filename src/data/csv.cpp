@@ -56,9 +56,12 @@ bool parse_double(std::string_view s, double& out) {
 }  // namespace
 
 Dataset load_csv(const std::filesystem::path& path, int64_t classes, int64_t expected_features) {
+  return parse_csv(read_file(path), path.string(), classes, expected_features);
+}
+
+Dataset parse_csv(const std::string& text, const std::string& name, int64_t classes,
+                  int64_t expected_features) {
   XO_ASSERT(classes >= 1);
-  const std::string text = read_file(path);
-  const std::string name = path.string();
   std::string_view body(text);
   if (body.substr(0, kUtf8Bom.size()) == kUtf8Bom) body.remove_prefix(kUtf8Bom.size());
   Dataset d;

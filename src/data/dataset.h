@@ -37,5 +37,8 @@ Dataset make_disc(int64_t samples, uint64_t seed);
 // the first data row), a field that is not a number, a label that is not an integer or out of
 // range, fewer than 2 columns. `expected_features` (if > 0) must match the feature column count.
 Dataset load_csv(const std::filesystem::path& path, int64_t classes, int64_t expected_features);
+// The same from a CSV file's text; `name` names it in errors.
+Dataset parse_csv(const std::string& text, const std::string& name, int64_t classes,
+                  int64_t expected_features);
 
 }  // namespace xo

@@ -6,6 +6,9 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
+#include <optional>
+#include <string>
+#include <utility>
 
 #include "core/error.h"
 #include "core/file.h"
@@ -21,38 +24,101 @@ constexpr const char* kFashionMnistDir = "/usr/share/datasets/fashion-mnist";
 constexpr unsigned char kGzipMagic[2] = {0x1f, 0x8b};
 // Deflate never compresses better than about 1032:1, so a larger size in a gzip trailer is a lie.
 constexpr uint64_t kMaxDeflateRatio = 1032;
+// The most data one IDX file may hold: 1 GiB, twice EMNIST's largest image file (697,932 images of
+// 28 x 28, 547 MB), and 4 GiB once stored as float features.
+constexpr uint64_t kMaxIdxBytes = uint64_t{1} << 30;
 
 bool starts_with_gzip_magic(const std::string& bytes, size_t at) {
   return bytes.size() >= at + 2 && static_cast<unsigned char>(bytes[at]) == kGzipMagic[0] &&
          static_cast<unsigned char>(bytes[at + 1]) == kGzipMagic[1];
 }
 
-// The file's bytes, inflated when it starts with the gzip magic. Concatenated gzip members are
-// joined, as gunzip does.
-std::string read_maybe_gzip(const std::filesystem::path& path) {
-  std::string raw = read_file(path);
+uint32_t big_endian(const std::string& bytes, size_t at) {
+  uint32_t v = 0;
+  for (size_t i = 0; i < 4; ++i) v = (v << 8) | static_cast<unsigned char>(bytes[at + i]);
+  return v;
+}
+
+// Checks the magic and the dimensions of the header at the start of `bytes`; returns the header's
+// size and the data's, in bytes. Three 32-bit dimensions can multiply past 64 bits, so the
+// product is checked as it grows.
+struct IdxSize {
+  size_t header = 0;
+  uint64_t body = 0;
+};
+IdxSize read_idx_size(const std::string& bytes, const std::string& name, uint32_t magic,
+                      size_t dims, uint64_t* counts) {
+  IdxSize size;
+  size.header = 4 + 4 * dims;
+  if (bytes.size() < size.header) {
+    throw UserError(fmt::format("{}: truncated: {} bytes, shorter than the {}-byte IDX header",
+                                name, bytes.size(), size.header));
+  }
+  if (big_endian(bytes, 0) != magic) {
+    throw UserError(fmt::format("{}: not an IDX {} file: magic number 0x{:08x}, expected 0x{:08x}",
+                                name, magic == kImageMagic ? "image" : "label",
+                                big_endian(bytes, 0), magic));
+  }
+  size.body = 1;
+  bool too_large = false;
+  for (size_t d = 0; d < dims; ++d) {
+    counts[d] = big_endian(bytes, 4 + 4 * d);
+    too_large |= counts[d] != 0 && size.body > UINT64_MAX / counts[d];
+    size.body *= counts[d];
+  }
+  if (too_large || size.body > kMaxIdxBytes) {
+    throw UserError(fmt::format(
+        "{}: the header's dimensions declare {} bytes of data (expected at most {}, the most "
+        "crossover reads from one IDX file)",
+        name, too_large ? std::string("more than 2^64") : std::to_string(size.body), kMaxIdxBytes));
+  }
+  return size;
+}
+
+// The file's bytes, inflated when they start with the gzip magic. Concatenated gzip members are
+// joined, as gunzip does. A stream inflates to the size its IDX header declares (magic `magic`,
+// `dims` dimensions) and no further: the output never grows past that, so a small file that
+// inflates to gigabytes is refused after its declared size, not when memory runs out.
+std::string maybe_inflate(std::string raw, const std::string& name, uint32_t magic, size_t dims) {
   if (!starts_with_gzip_magic(raw, 0)) return raw;
   z_stream z{};
   // 16 + MAX_WBITS: expect a gzip header.
   if (inflateInit2(&z, 16 + MAX_WBITS) != Z_OK) {
-    throw UserError(fmt::format("{}: cannot start gzip decompression", path.string()));
+    throw UserError(fmt::format("{}: cannot start gzip decompression", name));
   }
   // The trailer's last 4 bytes hold the inflated size (mod 2^32): one allocation for real files.
   uint64_t size_hint = 0;
   for (size_t i = 0; i < 4 && raw.size() >= 4; ++i) {
     size_hint = (size_hint << 8) | static_cast<unsigned char>(raw[raw.size() - 1 - i]);
   }
-  std::string out;
-  out.resize(std::min<uint64_t>(size_hint, raw.size() * kMaxDeflateRatio) + 1);
+  uint64_t counts[3];
+  std::optional<uint64_t> declared;     // header and data, once the header is inflated
+  std::string out(4 + 4 * dims, '\0');  // first the header only
   z.next_in = reinterpret_cast<Bytef*>(raw.data());
-  z.avail_in = static_cast<uInt>(raw.size());
+  z.avail_in = static_cast<uInt>(std::min<size_t>(raw.size(), UINT32_MAX));
   auto fail = [&](const std::string& why) {
     inflateEnd(&z);
-    throw UserError(fmt::format("{}: {}", path.string(), why));
+    throw UserError(fmt::format("{}: {}", name, why));
   };
   size_t done = 0;  // not z.total_out: inflateReset clears it
   for (;;) {
-    if (done == out.size()) out.resize(out.size() * 2);
+    if (done == out.size()) {
+      if (!declared) {
+        try {
+          const IdxSize size = read_idx_size(out, name, magic, dims, counts);
+          declared = size.header + size.body;
+        } catch (const UserError&) {
+          inflateEnd(&z);
+          throw;
+        }
+      }
+      if (done > *declared) {
+        fail(fmt::format("inflates to more than the {} bytes its IDX header declares", *declared));
+      }
+      // One byte past the declared size, to see a stream that goes on.
+      const uint64_t first = std::min<uint64_t>(size_hint, raw.size() * kMaxDeflateRatio) + 1;
+      out.resize(std::min<uint64_t>(*declared + 1, std::max<uint64_t>(2 * out.size(), first)));
+    }
     const auto room = static_cast<uInt>(std::min<size_t>(out.size() - done, UINT32_MAX));
     z.next_out = reinterpret_cast<Bytef*>(out.data() + done);
     z.avail_out = room;
@@ -80,49 +146,21 @@ std::string read_maybe_gzip(const std::filesystem::path& path) {
   return out;
 }
 
-uint32_t big_endian(const std::string& bytes, size_t at) {
-  uint32_t v = 0;
-  for (size_t i = 0; i < 4; ++i) v = (v << 8) | static_cast<unsigned char>(bytes[at + i]);
-  return v;
-}
-
-// Checks the magic and that the body holds exactly what the header says; returns the body's
-// offset. Three 32-bit dimensions can multiply past 64 bits, so the product is checked as it grows.
-size_t check_header(const std::string& bytes, const std::filesystem::path& path, uint32_t magic,
-                    size_t dims, uint64_t* counts) {
-  const size_t header = 4 + 4 * dims;
-  if (bytes.size() < header) {
-    throw UserError(fmt::format("{}: truncated: {} bytes, shorter than the {}-byte IDX header",
-                                path.string(), bytes.size(), header));
-  }
-  if (big_endian(bytes, 0) != magic) {
-    throw UserError(fmt::format("{}: not an IDX {} file: magic number 0x{:08x}, expected 0x{:08x}",
-                                path.string(), magic == kImageMagic ? "image" : "label",
-                                big_endian(bytes, 0), magic));
-  }
-  const uint64_t present = bytes.size() - header;
-  uint64_t body = 1;
-  bool too_large = false;
-  for (size_t d = 0; d < dims; ++d) {
-    counts[d] = big_endian(bytes, 4 + 4 * d);
-    too_large |= counts[d] != 0 && body > UINT64_MAX / counts[d];
-    body *= counts[d];
-  }
-  if (too_large) {
-    throw UserError(fmt::format(
-        "{}: truncated: the header's dimensions promise more than 2^64 bytes of data, {} present",
-        path.string(), present));
-  }
-  if (present < body) {
+// Checks that the body holds exactly what the header says; returns the body's offset.
+size_t check_header(const std::string& bytes, const std::string& name, uint32_t magic, size_t dims,
+                    uint64_t* counts) {
+  const IdxSize size = read_idx_size(bytes, name, magic, dims, counts);
+  const uint64_t present = bytes.size() - size.header;
+  if (present < size.body) {
     throw UserError(fmt::format("{}: truncated: the header promises {} bytes of data, {} present",
-                                path.string(), body, present));
+                                name, size.body, present));
   }
-  if (present > body) {
+  if (present > size.body) {
     throw UserError(
         fmt::format("{}: {} bytes of data, but the header promises {} (expected exactly that many)",
-                    path.string(), present, body));
+                    name, present, size.body));
   }
-  return header;
+  return size.header;
 }
 
 // `base` or `base`.gz in dir, preferring the plain file.
@@ -141,21 +179,30 @@ std::filesystem::path find(const std::filesystem::path& dir, const std::string& 
 
 Dataset load_idx_pair(const std::filesystem::path& images, const std::filesystem::path& labels,
                       const std::string& description) {
-  const std::string img = read_maybe_gzip(images);
-  const std::string lab = read_maybe_gzip(labels);
+  // Images first, so that a missing image file is the one named when both are.
+  std::string image_bytes = read_file(images);
+  return parse_idx_pair(std::move(image_bytes), images.string(), read_file(labels), labels.string(),
+                        description);
+}
+
+Dataset parse_idx_pair(std::string images_bytes, const std::string& images,
+                       std::string labels_bytes, const std::string& labels,
+                       const std::string& description) {
+  const std::string img = maybe_inflate(std::move(images_bytes), images, kImageMagic, 3);
+  const std::string lab = maybe_inflate(std::move(labels_bytes), labels, kLabelMagic, 1);
   uint64_t img_dims[3], lab_dims[1];
   const size_t img_at = check_header(img, images, kImageMagic, 3, img_dims);
   const size_t lab_at = check_header(lab, labels, kLabelMagic, 1, lab_dims);
-  if (img_dims[0] == 0) throw UserError(fmt::format("{}: holds no images", images.string()));
+  if (img_dims[0] == 0) throw UserError(fmt::format("{}: holds no images", images));
   if (img_dims[1] == 0 || img_dims[2] == 0) {
-    throw UserError(fmt::format("{}: images of {}x{} pixels (expected at least 1x1)",
-                                images.string(), img_dims[1], img_dims[2]));
+    throw UserError(fmt::format("{}: images of {}x{} pixels (expected at least 1x1)", images,
+                                img_dims[1], img_dims[2]));
   }
   if (img_dims[0] != lab_dims[0]) {
     throw UserError(
         fmt::format("{} holds {} images but {} holds {} labels (expected one label "
                     "per image)",
-                    images.string(), img_dims[0], labels.string(), lab_dims[0]));
+                    images, img_dims[0], labels, lab_dims[0]));
   }
   Dataset d;
   d.samples = static_cast<int64_t>(img_dims[0]);
@@ -167,7 +214,7 @@ Dataset load_idx_pair(const std::filesystem::path& images, const std::filesystem
     const int label = static_cast<unsigned char>(lab[lab_at + i]);
     if (label >= kClasses) {
       throw UserError(fmt::format("{}: label {} of sample {} is out of range (expected 0 to {})",
-                                  labels.string(), label, i, kClasses - 1));
+                                  labels, label, i, kClasses - 1));
     }
     d.y[i] = label;
   }

@@ -17,6 +17,11 @@ namespace xo {
 // that differ, and a label out of range (>= 10).
 Dataset load_idx_pair(const std::filesystem::path& images, const std::filesystem::path& labels,
                       const std::string& description);
+// The same from the two files' bytes; `images` and `labels` name them in errors. A gzip stream is
+// inflated no further than its IDX header declares, and a header may declare at most 1 GiB.
+Dataset parse_idx_pair(std::string images_bytes, const std::string& images,
+                       std::string labels_bytes, const std::string& labels,
+                       const std::string& description);
 
 // A folder with train-images-idx3-ubyte, train-labels-idx1-ubyte, t10k-images-idx3-ubyte and
 // t10k-labels-idx1-ubyte, each possibly with a .gz suffix. `name` labels the data sets.

@@ -12,6 +12,7 @@
 
 #include "core/error.h"
 #include "core/file.h"
+#include "core/function_ref.h"
 #include "core/random.h"
 
 namespace xo {
@@ -258,6 +259,37 @@ std::string cache_key(const fs::path& dir, const std::vector<fs::path> (&files)[
 
 }  // namespace
 
+DataSplit imdb_from_reviews(FunctionRef<bool(int& part, std::string& text)> next,
+                            const ImdbOptions& o) {
+  Corpus corpus;
+  int part = 0;
+  std::string text;
+  while (next(part, text)) {
+    XO_ASSERT(part >= 0 && part < 4);  // the caller numbers the parts
+    corpus.add_review(text, part, o.seq_len);
+  }
+  const std::vector<int32_t> id = corpus.ids(o.vocab);
+  DataSplit result;
+  Dataset* splits[2] = {&result.train, &result.test};
+  std::vector<int32_t> seq;
+  for (int split = 0; split < 2; ++split) {
+    const auto& neg = corpus.tails[2 * split];
+    const auto& pos = corpus.tails[2 * split + 1];
+    Dataset& d = *splits[split];
+    d = make_dataset(static_cast<int64_t>(neg.size() + pos.size()), o.seq_len, "");
+    int64_t row = 0;
+    for (int label = 0; label < kLabels; ++label) {
+      for (const auto& tail : label == 0 ? neg : pos) {
+        seq.clear();
+        for (int32_t w : tail) seq.push_back(id[w]);
+        write_row(seq, o.seq_len, d.x.data() + row * o.seq_len);
+        d.y[row++] = label;
+      }
+    }
+  }
+  return result;
+}
+
 ImdbData load_imdb_corpus(const fs::path& dir, const ImdbOptions& o, const fs::path& cache_dir) {
   check_options(o, dir.string());
   std::error_code ec;
@@ -291,28 +323,19 @@ ImdbData load_imdb_corpus(const fs::path& dir, const ImdbOptions& o, const fs::p
     return result;
   }
 
-  Corpus corpus;
-  for (int k = 0; k < 4; ++k) {
-    for (const auto& f : files[k]) corpus.add_review(read_file(f), k, o.seq_len);
-  }
-  const std::vector<int32_t> id = corpus.ids(o.vocab);
-  Dataset* splits[2] = {&result.split.train, &result.split.test};
-  std::vector<int32_t> seq;
-  for (int split = 0; split < 2; ++split) {
-    const auto& neg = corpus.tails[2 * split];
-    const auto& pos = corpus.tails[2 * split + 1];
-    Dataset& d = *splits[split];
-    d = make_dataset(static_cast<int64_t>(neg.size() + pos.size()), o.seq_len, "");
-    int64_t row = 0;
-    for (int label = 0; label < kLabels; ++label) {
-      for (const auto& tail : label == 0 ? neg : pos) {
-        seq.clear();
-        for (int32_t w : tail) seq.push_back(id[w]);
-        write_row(seq, o.seq_len, d.x.data() + row * o.seq_len);
-        d.y[row++] = label;
-      }
-    }
-  }
+  size_t part = 0, file = 0;
+  result.split = imdb_from_reviews(
+      [&](int& review_part, std::string& text) {
+        while (part < 4 && file == files[part].size()) {
+          ++part;
+          file = 0;
+        }
+        if (part == 4) return false;
+        review_part = static_cast<int>(part);
+        text = read_file(files[part][file++]);
+        return true;
+      },
+      o);
   try {
     write_file_atomic(cache, encode(result.split, key));
   } catch (const UserError& e) {

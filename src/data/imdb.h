@@ -3,7 +3,9 @@
 #pragma once
 
 #include <filesystem>
+#include <string>
 
+#include "core/function_ref.h"
 #include "data/dataset.h"
 
 namespace xo {
@@ -29,6 +31,13 @@ struct ImdbData {
 // happened). x holds the ids as floats. Throws UserError naming the folder or file: a missing
 // folder, a folder without .txt files, an unreadable review, a cache that cannot be written,
 // vocab < 3 or seq_len < 1.
+// The reviews' token-id sequences as load_imdb_corpus builds them (the rules above, no cache). Each
+// call of `next` gives one review: its part (0 train/neg, 1 train/pos, 2 test/neg, 3 test/pos) and
+// its text; it returns false after the last. One review at a time, so that a corpus of 50,000 files
+// never sits in memory as text.
+DataSplit imdb_from_reviews(FunctionRef<bool(int& part, std::string& text)> next,
+                            const ImdbOptions& options);
+
 ImdbData load_imdb_corpus(const std::filesystem::path& dir, const ImdbOptions& options,
                           const std::filesystem::path& cache_dir);
 

@@ -43,7 +43,8 @@ int64_t checked_size(const std::string& origin, const std::string& tensor,
 template <typename Raw, typename Out, typename Field>
 void read_values(const std::string& origin, const onnx::TensorProto& t, int64_t n,
                  const Field& field, std::vector<Out>& out) {
-  out.resize(static_cast<size_t>(n));
+  // The values are allocated only once the file is seen to hold them all: a shape of 2^31
+  // elements with no data behind it is refused before it takes 8 GB (found by fuzz_onnx).
   if (t.has_raw_data()) {
     const std::string& raw = t.raw_data();
     if (raw.size() != static_cast<size_t>(n) * sizeof(Raw)) {
@@ -52,6 +53,7 @@ void read_values(const std::string& origin, const onnx::TensorProto& t, int64_t 
                        "of {} bytes)",
                        t.name(), raw.size(), static_cast<size_t>(n) * sizeof(Raw), n, sizeof(Raw)));
     }
+    out.resize(static_cast<size_t>(n));
     for (int64_t i = 0; i < n; ++i) {
       Raw v;
       std::memcpy(&v, raw.data() + i * static_cast<int64_t>(sizeof(Raw)), sizeof(Raw));
@@ -63,6 +65,7 @@ void read_values(const std::string& origin, const onnx::TensorProto& t, int64_t 
     fail(origin, fmt::format("tensor '{}': {} values stored, its shape [{}] needs {}", t.name(),
                              field.size(), fmt::join(t.dims(), ", "), n));
   }
+  out.resize(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) out[static_cast<size_t>(i)] = static_cast<Out>(field.Get(i));
 }
 

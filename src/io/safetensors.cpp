@@ -13,6 +13,7 @@
 
 #include "core/error.h"
 #include "core/file.h"
+#include "core/json_depth.h"
 
 namespace xo {
 namespace {
@@ -141,7 +142,9 @@ constexpr const char* kEntryForm =
 std::string encode_safetensors(const std::vector<NamedTensor>& tensors,
                                const std::map<std::string, std::string>& metadata,
                                const std::string& name) {
-  nlohmann::ordered_json header;
+  // An object from the start: with no tensors and no metadata a default (null) value would be
+  // written as "null", a header every reader refuses (found by fuzz_safetensors).
+  nlohmann::ordered_json header = nlohmann::ordered_json::object();
   if (!metadata.empty()) header[kMetadataKey] = metadata;
   size_t offset = 0;
   for (const NamedTensor& t : tensors) {
@@ -217,9 +220,11 @@ std::vector<NamedTensor> decode_safetensors(const std::string& file, const std::
                     name, len, kMaxHeaderBytes));
   }
   // Ordered, so that tensors sharing an offset (empty ones) come back in the file's order.
+  const std::string_view header_text = std::string_view(file).substr(kHeaderLengthBytes, len);
+  check_json_depth(header_text, name + " (header)");
   nlohmann::ordered_json header;
   try {
-    header = nlohmann::ordered_json::parse(file.substr(kHeaderLengthBytes, len));
+    header = nlohmann::ordered_json::parse(header_text);
   } catch (const nlohmann::json::exception& e) {
     throw UserError(fmt::format("{}: header is not valid JSON: {}", name, e.what()));
   }

@@ -120,34 +120,6 @@ const DevicePeaks* find_peaks(const std::vector<DevicePeaks>& peaks, const std::
   return nullptr;
 }
 
-nlohmann::json to_json(const DevicePeaks& p) {
-  return {{"device", p.device},
-          {"name", p.name},
-          {"threads", p.threads},
-          {"matmul_gflops", p.matmul_gflops},
-          {"matmul_n", p.matmul_n},
-          {"bandwidth_gbs", p.bandwidth_gbs},
-          {"step_overhead_us", p.step_overhead_us},
-          {"layer_overhead_us", p.layer_overhead_us},
-          {"probed", p.probed},
-          {"cached", p.cached}};
-}
-
-DevicePeaks peaks_from_json(const nlohmann::json& e) {
-  DevicePeaks p;
-  p.device = e.at("device").get<std::string>();
-  p.name = e.at("name").get<std::string>();
-  p.threads = e.at("threads").get<int>();
-  p.matmul_gflops = e.at("matmul_gflops").get<double>();
-  p.matmul_n = e.at("matmul_n").get<int64_t>();
-  p.bandwidth_gbs = e.at("bandwidth_gbs").get<double>();
-  p.step_overhead_us = e.at("step_overhead_us").get<double>();
-  p.layer_overhead_us = e.at("layer_overhead_us").get<double>();
-  p.probed = e.at("probed").get<std::string>();
-  p.cached = e.value("cached", false);
-  return p;
-}
-
 DevicePeaks probe_peaks(Backend& be) {
   const DeviceInfo& d = be.info();
   DevicePeaks p;
@@ -183,9 +155,8 @@ DevicePeaks device_peaks(Backend& be, bool reprobe, const std::filesystem::path&
   std::error_code ec;
   if (std::filesystem::exists(cache_file, ec)) {
     try {
-      cache = nlohmann::json::parse(read_file(cache_file));
-      if (!cache.is_object()) cache = nlohmann::json::object();
-    } catch (const std::exception&) {
+      cache = parse_peaks_cache(read_file(cache_file), cache_file.string());
+    } catch (const UserError&) {
       cache = nlohmann::json::object();  // damaged: probe again and replace it
     }
   }

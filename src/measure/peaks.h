@@ -30,8 +30,13 @@ struct DevicePeaks {
 const DevicePeaks* find_peaks(const std::vector<DevicePeaks>& peaks, const std::string& device);
 
 nlohmann::json to_json(const DevicePeaks& p);
-// The inverse of to_json; throws nlohmann::json::exception naming a missing or mistyped field.
+// The inverse of to_json; throws nlohmann::json::exception naming a missing or mistyped field, or
+// UserError for an integer field out of its type's range.
 DevicePeaks peaks_from_json(const nlohmann::json& j);
+
+// The entries of a peaks cache file's text (`origin` names it). Throws UserError when the text is
+// not JSON, nests too deep (core/json_depth.h) or is not an object; an entry is not checked here.
+nlohmann::json parse_peaks_cache(const std::string& text, const std::string& origin);
 
 // Measures the peaks now (about a second on a CPU).
 DevicePeaks probe_peaks(Backend& backend);

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "core/error.h"
+#include "core/json_depth.h"
 #include "report/json_in.h"
 
 namespace xo {
@@ -768,6 +769,11 @@ Report read_report(const json& doc, const std::string& origin, ReadMode mode) {
   }
   if (in.has("advice")) r.advice = in.texts("advice");
   return r;
+}
+
+nlohmann::json parse_report_json(const std::string& text, const std::string& origin) {
+  check_json_depth(text, origin);
+  return json::parse(text, nullptr, false);
 }
 
 }  // namespace xo

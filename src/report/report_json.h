@@ -17,6 +17,11 @@ nlohmann::json to_json(const TrainResult& r);  // crossover.train/1
 nlohmann::json to_json(const Report& report);  // crossover.report/1
 nlohmann::json to_json(const MachineInfo& machine);
 
+// results.json's text as JSON (`origin` names the file). Throws UserError when it nests deeper
+// than core/json_depth.h allows; a text that is not JSON comes back discarded (is_discarded()), for
+// the caller to say what it expected.
+nlohmann::json parse_report_json(const std::string& text, const std::string& origin);
+
 // `origin` names the file in errors.
 Report read_report(const nlohmann::json& doc, const std::string& origin,
                    ReadMode mode = ReadMode::Strict);

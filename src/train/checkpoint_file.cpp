@@ -13,6 +13,7 @@
 
 #include "core/file.h"
 #include "core/hash.h"
+#include "core/json_depth.h"
 #include "train/plan.h"
 
 namespace xo {
@@ -205,7 +206,9 @@ CheckpointFile CheckpointFile::read(const fs::path& json_file) {
   CheckpointFile c;
   c.file_ = json_file;
   try {
-    c.json_ = Json::parse(read_file(json_file));
+    const std::string text = read_file(json_file);
+    check_json_depth(text, json_file.string());
+    c.json_ = Json::parse(text);
     c.read_tensors();
   } catch (const Json::exception& e) {
     throw DamagedCheckpoint(e.what());

@@ -185,7 +185,29 @@ INSTANTIATE_TEST_SUITE_P(
         IdxErrorCase{"dimensions_overflow",
                      be32(0x803) + be32(1u << 22) + be32(1u << 21) + be32(1u << 21),
                      labels_file({1}),
-                     {"images: truncated", "more than 2^64 bytes of data, 0 present"}},
+                     {"images: the header's dimensions declare more than 2^64 bytes of data",
+                      "expected at most 1073741824"}},
+        // 2^12 * 2^10 * 2^9: 2 GiB, past the 1 GiB one IDX file may hold, refused from the header
+        // alone.
+        IdxErrorCase{"dimensions_past_limit",
+                     be32(0x803) + be32(1u << 12) + be32(1u << 10) + be32(1u << 9),
+                     labels_file({1}),
+                     {"images: the header's dimensions declare 2147483648 bytes of data"}},
+        // A small gzip stream that inflates far past what its header declares is refused after
+        // the declared size, before it takes the memory it would inflate to.
+        IdxErrorCase{"gzip_inflates_past_header",
+                     gzip(images_file(1, 1, 1) + std::string(16u << 20, '\0')),
+                     labels_file({1}),
+                     {"images: inflates to more than the 17 bytes its IDX header declares"}},
+        IdxErrorCase{"gzip_header_past_limit",
+                     gzip(be32(0x803) + be32(1u << 12) + be32(1u << 10) + be32(1u << 9) +
+                          std::string(1u << 20, '\0')),
+                     labels_file({1}),
+                     {"images: the header's dimensions declare 2147483648 bytes of data"}},
+        IdxErrorCase{"gzip_wrong_magic",
+                     gzip(images_file(2, 2, 2, 0x801)),
+                     labels_file({1, 2}),
+                     {"images: not an IDX image file", "expected 0x00000803"}},
         IdxErrorCase{"empty_images",
                      images_file(2, 0, 3),
                      labels_file({1, 2}),

@@ -164,6 +164,9 @@ TEST_F(Safetensors, NoTensorsAtAll) {
   save_safetensors(path, {}, {{"note", "nothing here"}});
   EXPECT_TRUE(load_safetensors(path).empty());
   EXPECT_EQ((kLengthBytes + read_layout(path).header_len) % kAlignment, 0u);
+  // Without metadata either, the header is still an object (once written as "null").
+  save_safetensors(path, {});
+  EXPECT_TRUE(load_safetensors(path).empty());
 }
 
 TEST_F(Safetensors, RepeatedNameIsACallerBug) {
@@ -340,6 +343,12 @@ INSTANTIATE_TEST_SUITE_P(
         BadFile{"bad_json", "{not json", "", -1, {"not valid JSON"}},
         BadFile{"empty_header", "", "", -1, {"not valid JSON"}},
         BadFile{"header_not_object", "[1, 2]", "", -1, {"not a JSON object"}},
+        BadFile{"nested_too_deep",
+                R"({"w": {"dtype": "F32", "shape": )" + std::string(100, '[') +
+                    std::string(100, ']') + R"(, "data_offsets": [0, 0]}})",
+                "",
+                -1,
+                {"(header): JSON nested too deep", "expected at most 64 levels"}},
         BadFile{"entry_not_object", R"({"w": 5})", "", -1, {"tensor 'w'", "not a JSON object"}},
         BadFile{"unknown_dtype",
                 R"({"w":{"dtype":"I8","shape":[1],"data_offsets":[0,1]}})",

@@ -251,6 +251,13 @@ TEST(Checkpoints, DamagedNewestCheckpointFallsBackToThePreviousOne) {
       {"a JSON cut short",
        [](const fs::path& j, const fs::path&) { fs::resize_file(j, fs::file_size(j) / 3); }},
       {"tensors without their JSON", [](const fs::path& j, const fs::path&) { fs::remove(j); }},
+      // nlohmann-json's copies and dumps recurse once per level: refused before it parses.
+      {"a JSON nested 100,000 levels deep",
+       [](const fs::path& j, const fs::path&) {
+         constexpr size_t kDepth = 100000;
+         std::ofstream(j) << "{\"tensors\": " << std::string(kDepth, '[')
+                          << std::string(kDepth, ']') << "}";
+       }},
   };
   for (const Damage& d : damages) {
     testing::TempDir dir("damaged");

@@ -1,0 +1,146 @@
+// What each fuzz target does with its input, shared by the libFuzzer targets (fuzz/NAME_fuzz.cpp)
+// and the unit test that replays their seeds and regression inputs (tests/fuzz/). Each reader takes
+// a file's bytes as the parser it tests takes them, `origin` naming the file, and throws UserError
+// (naming `origin`) for bad input; any other exception, crash or sanitizer report is a finding.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "advisor/catalog.h"
+#include "core/error.h"
+#include "data/dataset.h"
+#include "data/idx.h"
+#include "data/imdb.h"
+#include "io/onnx.h"
+#include "io/safetensors.h"
+#include "measure/peaks.h"
+#include "model/onnx_import.h"
+#include "model/spec.h"
+#include "report/report_json.h"
+
+namespace xo::fuzz {
+
+// A spec's TOML: parsed (with every layer's shape checks), counted and written back as TOML.
+inline void read_spec(const std::string& bytes, const std::string& origin) {
+  const ModelSpec spec = parse_spec(bytes, origin);
+  parameter_count(spec);
+  to_toml(spec);
+}
+
+// A hardware catalog's TOML, merged onto itself as a user's catalog is merged onto the shipped one.
+inline void read_catalog(const std::string& bytes, const std::string& origin) {
+  const Catalog catalog = parse_catalog(bytes, origin);
+  merge_catalogs(catalog, catalog);
+}
+
+// A CSV data file: feature columns, then a label of 10 classes.
+inline void read_csv(const std::string& bytes, const std::string& origin) {
+  constexpr int64_t kClasses = 10;
+  constexpr int64_t kAnyFeatureCount = 0;
+  parse_csv(bytes, origin, kClasses, kAnyFeatureCount);
+}
+
+// An IDX image file and its label file, each plain or gzip'd, in one input: two bytes (big-endian)
+// give the label file's length, its bytes follow, then the image file's.
+inline void read_idx(const std::string& bytes, const std::string& origin) {
+  constexpr size_t kLengthBytes = 2;
+  if (bytes.size() < kLengthBytes) throw UserError(origin + ": shorter than the 2-byte length");
+  const size_t length =
+      (size_t{static_cast<unsigned char>(bytes[0])} << 8) | static_cast<unsigned char>(bytes[1]);
+  const size_t labels_size = std::min(length, bytes.size() - kLengthBytes);
+  parse_idx_pair(bytes.substr(kLengthBytes + labels_size), origin + " (images)",
+                 bytes.substr(kLengthBytes, labels_size), origin + " (labels)", origin);
+}
+
+// IMDB reviews separated by NUL bytes, the i-th in part i mod 4 (train/neg, train/pos, test/neg,
+// test/pos), tokenized and numbered as the corpus reader does. No text is bad input.
+inline void read_imdb(const std::string& bytes, const std::string& /*origin*/) {
+  constexpr int kParts = 4;
+  // Small, so that the vocabulary's cut-off and the truncation of long reviews are both reached.
+  ImdbOptions options;
+  options.vocab = 16;
+  options.seq_len = 8;
+  const std::string_view input(bytes);
+  size_t at = 0;
+  int review = 0;
+  imdb_from_reviews(
+      [&](int& part, std::string& text) {
+        if (at > input.size()) return false;
+        const size_t end = std::min(input.find('\0', at), input.size());
+        text.assign(input.substr(at, end - at));
+        at = end + 1;
+        part = review++ % kParts;
+        return true;
+      },
+      options);
+}
+
+// A safetensors file (`--init`, checkpoints): what was read once must be written and read back.
+inline void read_safetensors(const std::string& bytes, const std::string& origin) {
+  const std::vector<NamedTensor> tensors = decode_safetensors(bytes, origin);
+  const std::string again = encode_safetensors(tensors, {}, origin);
+  try {
+    decode_safetensors(again, origin);
+  } catch (const UserError& e) {
+    throw InternalError(std::string("a safetensors file read once does not read back: ") +
+                        e.what());
+  }
+}
+
+// A results.json as `cost` and `replay` read it (strict) and the HTML report does (lenient),
+// written back.
+inline void read_report(const std::string& bytes, const std::string& origin) {
+  const nlohmann::json doc = parse_report_json(bytes, origin);
+  if (doc.is_discarded()) throw UserError(origin + ": not JSON");
+  to_json(xo::read_report(doc, origin, ReadMode::Lenient)).dump(2);
+  to_json(xo::read_report(doc, origin, ReadMode::Strict)).dump(2);
+}
+
+// The peaks cache as device_peaks reads it: a damaged file is a UserError (then probed again and
+// replaced), an entry of another layout a JSON exception or a UserError (probed again); then
+// written back.
+inline void read_peaks(const std::string& bytes, const std::string& origin) {
+  nlohmann::json cache = parse_peaks_cache(bytes, origin);
+  for (auto& [key, entry] : cache.items()) {
+    try {
+      entry = to_json(peaks_from_json(entry));
+    } catch (const nlohmann::json::exception&) {
+    } catch (const UserError&) {
+    }
+  }
+  cache.dump(2);
+}
+
+// An ONNX file, read and mapped onto crossover's layers, with the spec's shape checks.
+inline void read_onnx(const std::string& bytes, const std::string& origin) {
+  const OnnxImport imported = import_onnx(parse_onnx(bytes, origin));
+  infer_shapes(imported.spec);
+}
+
+struct Target {
+  const char* name;  // fuzz/corpus/NAME, fuzz/regressions/NAME, build-fuzz/fuzz/fuzz_NAME
+  void (*read)(const std::string& bytes, const std::string& origin);
+};
+
+inline constexpr Target kTargets[] = {{"catalog", read_catalog}, {"csv", read_csv},
+                                      {"idx", read_idx},         {"imdb", read_imdb},
+                                      {"onnx", read_onnx},       {"peaks", read_peaks},
+                                      {"report", read_report},   {"safetensors", read_safetensors},
+                                      {"spec", read_spec}};
+
+// The body of every LLVMFuzzerTestOneInput: a UserError is the answer to bad input.
+inline int run_target(void (*read)(const std::string&, const std::string&), const uint8_t* data,
+                      size_t size, const char* origin) {
+  try {
+    read(std::string(reinterpret_cast<const char*>(data), size), origin);
+  } catch (const UserError&) {
+  }
+  return 0;
+}
+
+}  // namespace xo::fuzz

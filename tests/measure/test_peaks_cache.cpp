@@ -1,0 +1,59 @@
+// The peaks cache's JSON: a damaged file and a mistyped entry are refused with a clear error (so
+// that device_peaks probes again), and an entry reads back what was written.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "measure/peaks.h"
+#include "support/expect_error.h"
+
+namespace xo {
+namespace {
+
+TEST(PeaksCache, AnEntryReadsBackWhatWasWritten) {
+  DevicePeaks p;
+  p.device = "cpu";
+  p.name = "a CPU";
+  p.threads = 2;
+  p.matmul_gflops = 95.5;
+  p.matmul_n = 2048;
+  p.bandwidth_gbs = 12.25;
+  p.step_overhead_us = 20.5;
+  p.layer_overhead_us = 3.25;
+  p.probed = "2026-11-23T10:00:00Z";
+  const nlohmann::json cache =
+      parse_peaks_cache(nlohmann::json{{"key", to_json(p)}}.dump(2), "peaks.json");
+  const DevicePeaks q = peaks_from_json(cache.at("key"));
+  EXPECT_EQ(q.threads, 2);
+  EXPECT_EQ(q.matmul_n, 2048);
+  EXPECT_EQ(q.bandwidth_gbs, 12.25);
+  EXPECT_EQ(q.probed, p.probed);
+}
+
+TEST(PeaksCache, DamagedFilesAreUserErrorsNamingTheFile) {
+  testing::expect_user_error([] { parse_peaks_cache("{\"a\": 1", "cache/peaks.json"); },
+                             {"cache/peaks.json: not valid JSON"});
+  testing::expect_user_error([] { parse_peaks_cache("[1, 2]", "cache/peaks.json"); },
+                             {"cache/peaks.json: not a JSON object"});
+  // nlohmann-json dumps (and copies) recursively: the cache, written back after a probe, once
+  // overflowed the stack on a deeply nested value.
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  testing::expect_user_error(
+      [&] { parse_peaks_cache("{\"k\": " + deep + "}", "cache/peaks.json"); },
+      {"cache/peaks.json: JSON nested too deep"});
+}
+
+TEST(PeaksCache, IntegersOutOfRangeAreRefusedNotCast) {
+  nlohmann::json entry = to_json(DevicePeaks{});
+  entry["threads"] = 1e300;  // get<int> would be a float-to-int cast: undefined behaviour
+  testing::expect_user_error([&] { peaks_from_json(entry); },
+                             {"threads: expected an integer from -2147483648 to 2147483647"});
+  entry["threads"] = int64_t{1} << 40;
+  testing::expect_user_error([&] { peaks_from_json(entry); }, {"threads"});
+  entry["threads"] = 4;
+  entry["matmul_n"] = UINT64_MAX;
+  testing::expect_user_error([&] { peaks_from_json(entry); }, {"matmul_n"});
+}
+
+}  // namespace
+}  // namespace xo
