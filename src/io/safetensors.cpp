@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -179,7 +180,13 @@ std::string encode_safetensors(const std::vector<NamedTensor>& tensors,
   for (const NamedTensor& t : tensors) {
     if (t.dtype == "I64") {
       for (float v : t.data) {
-        const auto i = static_cast<int64_t>(v);
+        // A count read from a file may be any float: saturate rather than convert out of range
+        // (undefined behaviour; found by the fuzzer). 2^63 as a float is the first one past.
+        constexpr float kPastInt64 = 9223372036854775808.0f;
+        const int64_t i = std::isnan(v)     ? 0
+                          : v >= kPastInt64 ? std::numeric_limits<int64_t>::max()
+                          : v < -kPastInt64 ? std::numeric_limits<int64_t>::min()
+                                            : static_cast<int64_t>(v);
         file.append(reinterpret_cast<const char*>(&i), sizeof(i));
       }
       continue;
