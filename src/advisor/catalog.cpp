@@ -193,24 +193,13 @@ const CatalogInstance* Catalog::find_instance(const std::string& id) const {
   return nullptr;
 }
 
-std::filesystem::path default_catalog_path() {
-  if (const char* env = std::getenv("CROSSOVER_CATALOG"); env && *env) return env;
-#if defined(CROSSOVER_DATA_DIR)
-  return std::filesystem::path(CROSSOVER_DATA_DIR) / "catalog.toml";
-#elif defined(CROSSOVER_SOURCE_ROOT)
-  return std::filesystem::path(CROSSOVER_SOURCE_ROOT) / "data" / "catalog.toml";
-#else
-  return std::filesystem::path("data") / "catalog.toml";
-#endif
-}
-
 Catalog load_catalog(const std::filesystem::path& file) {
   const std::string origin = file.string();
   std::ifstream stream(file, std::ios::binary);
   if (!stream) {
     throw UserError(fmt::format(
-        "{}: cannot read the hardware catalog (no such file, or not readable); pass --catalog "
-        "FILE or set CROSSOVER_CATALOG",
+        "{}: cannot read the hardware catalog (no such file, or not readable; expected a "
+        "catalog TOML file like data/catalog.toml)",
         origin));
   }
   std::ostringstream text;

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "backend/backend.h"
@@ -56,9 +57,15 @@ struct Catalog {
   const CatalogInstance* find_instance(const std::string& id) const;  // null when absent
 };
 
-// The catalog shipped with crossover (data/catalog.toml, found next to the executable's source
-// tree or installed data; CROSSOVER_CATALOG overrides the path).
-std::filesystem::path default_catalog_path();
+// The catalog shipped with crossover: data/catalog.toml as it was when the binary was built, which
+// the binary carries (cmake/embed.cmake), so that it runs wherever it is moved or installed. A
+// file named by the environment variable CROSSOVER_CATALOG replaces it (--catalog files merge over
+// either).
+Catalog shipped_catalog();
+// data/catalog.toml's bytes, as built in (generated from the file by the build).
+std::string_view shipped_catalog_text();
+// The origin the built-in catalog's errors and records name.
+inline constexpr char kShippedCatalogOrigin[] = "data/catalog.toml (built in)";
 
 // Reads and validates a catalog file. Errors (UserError) read "FILE:LINE: KEY: what was expected",
 // the key naming the entry by its id (or by its index where the id is missing) and the field, as in

@@ -46,6 +46,12 @@ int main(int argc, char** argv) {
       }
     }
     return 1;
+  } catch (const xo::Interrupted& e) {
+    // SIGINT/SIGTERM outside the step loop: what had finished is kept (the results written after
+    // every run, a checkpoint); the unfinished piece of work is named.
+    fmt::print(stderr, "crossover: stopped while {} (what had finished is kept)\n",
+               xo::terminal_safe(e.what()));
+    return 130;
   } catch (const xo::UserError& e) {  // OutOfMemory too: the device, the size, what is free
     // A message may echo a name from a file (a model, a key, a path): shown, never acted on.
     fmt::print(stderr, "crossover: error: {}\n", xo::terminal_safe(e.what()));

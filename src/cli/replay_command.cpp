@@ -212,7 +212,7 @@ int run_replay(const ReplayOptions& o) {
     ModelSpec spec = parse_spec(run.run.spec_toml, fmt::format("{} (spec_toml of run '{}' on {})",
                                                                o.file, r.model, r.device.id));
     spec.origin = r.origin;
-    RunRecord replayed;
+    const RunRecord* replayed = nullptr;
     try {
       replayed = session.measure(spec, r.device.id, job++, jobs, run.run.axis, run.run.axis_value);
     } catch (const UserError& e) {  // its data is not here, say: the other runs go on
@@ -220,9 +220,10 @@ int run_replay(const ReplayOptions& o) {
       ++skipped;
       continue;
     }
+    if (!replayed) break;  // stopped before it trained
     write_report(out, session.report("replay", title, false));
-    if (replayed.result.interrupted) break;
-    compared.push_back(compare_runs(run.run, replayed, o.tolerance));
+    if (replayed->result.interrupted) break;
+    compared.push_back(compare_runs(run.run, *replayed, o.tolerance));
     fmt::print("{}", run_comparison_text(compared.back()));
     std::fflush(stdout);
   }

@@ -184,7 +184,7 @@ void add_cost_options(CLI::App* sub, CostOptions& o) {
 
 Catalog load_user_catalog(const CostOptions& o) {
   check_assumptions(o.advice.ownership);
-  Catalog c = load_catalog(default_catalog_path());
+  Catalog c = shipped_catalog();
   for (const std::string& file : o.catalogs) c = merge_catalogs(std::move(c), load_catalog(file));
   for (const std::string& p : o.prices) apply_price_override(c, p);
   return c;
@@ -233,7 +233,7 @@ Backend& Session::backend(const std::string& device) {
   return *backends_.back();
 }
 
-const RunRecord& Session::measure(const ModelSpec& spec_in, const std::string& device, size_t job,
+const RunRecord* Session::measure(const ModelSpec& spec_in, const std::string& device, size_t job,
                                   size_t jobs, const std::string& axis, double axis_value) {
   ModelSpec spec = spec_in;
   if (o_.epochs) spec.train.epochs = *o_.epochs;
@@ -249,7 +249,7 @@ const RunRecord& Session::measure(const ModelSpec& spec_in, const std::string& d
                  o_.out);
       runs_.push_back(std::move(*it));
       earlier_.erase(it);
-      return runs_.back();
+      return &runs_.back();
     }
   }
   MeasureSettings settings;
@@ -272,18 +272,29 @@ const RunRecord& Session::measure(const ModelSpec& spec_in, const std::string& d
       fmt::print(stderr, "crossover: {}\n", m);
     };
   }
-  RunRecord run = measure_run(be, spec, settings, [&](const EpochRecord& e, int64_t n) {
-    const double done = static_cast<double>(e.epoch) / static_cast<double>(n);
-    const double fraction = (static_cast<double>(job) + done) / static_cast<double>(jobs);
-    const double elapsed = now_seconds() - started_;
-    const double this_left = (now_seconds() - job_start) / done * (1 - done);
-    progress_.bar(fraction,
-                  fmt::format("[{}/{}] {}: epoch {}/{}, loss {:.4f}; this model "
-                              "~{} left, all ~{} left",
-                              job + 1, jobs, label, e.epoch, n, e.loss, format_left(this_left),
-                              format_left(elapsed / fraction * (1 - fraction))));
-  });
+  // A stop while the data loads or is generated, or while the profile runs: the job ends with
+  // the runs finished so far (the trainer itself returns an interrupted run at a step boundary).
+  std::optional<RunRecord> measured;
+  try {
+    measured = measure_run(be, spec, settings, [&](const EpochRecord& e, int64_t n) {
+      const double done = static_cast<double>(e.epoch) / static_cast<double>(n);
+      const double fraction = (static_cast<double>(job) + done) / static_cast<double>(jobs);
+      const double elapsed = now_seconds() - started_;
+      const double this_left = (now_seconds() - job_start) / done * (1 - done);
+      progress_.bar(fraction,
+                    fmt::format("[{}/{}] {}: epoch {}/{}, loss {:.4f}; this model "
+                                "~{} left, all ~{} left",
+                                job + 1, jobs, label, e.epoch, n, e.loss, format_left(this_left),
+                                format_left(elapsed / fraction * (1 - fraction))));
+    });
+  } catch (const Interrupted& e) {
+    progress_.clear();
+    fmt::print(stderr, "crossover: {}: stopped while {}\n", label, terminal_safe(e.what()));
+    stopped_ = true;
+    return nullptr;
+  }
   progress_.clear();
+  RunRecord& run = *measured;
   run.axis = axis;
   run.axis_value = axis_value;
   const TrainResult& r = run.result;
@@ -301,7 +312,7 @@ const RunRecord& Session::measure(const ModelSpec& spec_in, const std::string& d
     finished_checkpoints_.push_back(settings.checkpoint.dir);
   }
   runs_.push_back(std::move(run));
-  return runs_.back();
+  return &runs_.back();
 }
 
 void Session::resume_job(const std::string& kind, const std::string& title) {

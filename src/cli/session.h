@@ -87,8 +87,9 @@ class Session {
   bool stopped() const { return stopped_; }
 
   // Trains `spec` on `device` (progress on the terminal, the sampler running) and appends the
-  // run. `job` / `jobs` place it in the whole job for the progress bar.
-  const RunRecord& measure(const ModelSpec& spec, const std::string& device, size_t job,
+  // run. `job` / `jobs` place it in the whole job for the progress bar. Null when a stop request
+  // cut it short before it had trained (while its data loaded, say): stopped() then holds.
+  const RunRecord* measure(const ModelSpec& spec, const std::string& device, size_t job,
                            size_t jobs, const std::string& axis = "", double axis_value = 0);
 
   // The report document around the runs measured so far, each analysed against its peaks;

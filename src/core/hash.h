@@ -27,7 +27,7 @@ class Hasher {
       mix(word);
     }
     uint64_t tail = 0;
-    std::memcpy(&tail, p + i, n - i);
+    if (n > i) std::memcpy(&tail, p + i, n - i);  // never memcpy from null (an empty vector's data)
     mix(tail ^ (static_cast<uint64_t>(n - i) << 56));
     length_ += n;
     return *this;

@@ -13,7 +13,7 @@ volatile std::sig_atomic_t g_stop = 0;
 void on_signal(int sig) {
   if (g_stop) _exit(128 + sig);
   g_stop = 1;
-  constexpr char kMessage[] = "\ncrossover: stopping after the current step (again to quit now)\n";
+  constexpr char kMessage[] = "\ncrossover: stopping at the next safe point (again to quit now)\n";
   [[maybe_unused]] auto n = write(STDERR_FILENO, kMessage, sizeof(kMessage) - 1);
 }
 
@@ -25,5 +25,7 @@ void install_interrupt_handler() {
 }
 
 bool stop_requested() { return g_stop != 0; }
+void request_stop() { g_stop = 1; }
+void clear_stop_request() { g_stop = 0; }
 
 }  // namespace xo

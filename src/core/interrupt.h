@@ -1,10 +1,44 @@
-// Ctrl-C handling: the first SIGINT/SIGTERM asks long loops to stop at the next safe point (the
-// trainer finishes its step, results so far are written); a second one ends the process at once.
+// Ctrl-C handling: the first SIGINT/SIGTERM asks crossover to stop at the next safe point; a
+// second one ends the process at once.
+//
+// Safe points: the trainer finishes its step and returns what completed (results so far are
+// written); work outside the step loop (loading or generating data, probing peaks, evaluating,
+// hashing) polls throw_if_stop_requested often enough to stop within a second or two, and the
+// command catches Interrupted where it can keep what finished (cli/session.cpp, cli/main.cpp).
 #pragma once
+
+#include <cstdint>
+#include <exception>
+#include <string>
+#include <utility>
 
 namespace xo {
 
 void install_interrupt_handler();
 bool stop_requested();
+// For tests: what the first signal does, and its undoing.
+void request_stop();
+void clear_stop_request();
+
+// A stop request noticed outside the step loop: what() names the work it cut short ("loading
+// the CSV file a.csv").
+class Interrupted : public std::exception {
+ public:
+  explicit Interrupted(std::string doing) : doing_(std::move(doing)) {}
+  const char* what() const noexcept override { return doing_.c_str(); }
+
+ private:
+  std::string doing_;
+};
+
+// Throws Interrupted(doing) once a stop is requested.
+inline void throw_if_stop_requested(const char* doing) {
+  if (stop_requested()) throw Interrupted(doing);
+}
+
+// The loops' poll: true every kStopPollEvery-th iteration i (a flag read is cheap, but not free
+// in a loop of a few nanoseconds a turn).
+constexpr int64_t kStopPollEvery = int64_t{1} << 14;
+inline bool stop_poll_due(int64_t i) { return (i & (kStopPollEvery - 1)) == 0; }
 
 }  // namespace xo

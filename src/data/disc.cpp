@@ -5,6 +5,7 @@
 #include <numbers>
 
 #include "core/error.h"
+#include "core/interrupt.h"
 #include "core/random.h"
 #include "data/dataset.h"
 
@@ -27,6 +28,7 @@ Dataset make_disc(int64_t samples, uint64_t seed) {
   std::vector<double> xy(kDiscFeatures * samples);
   Rng rng(seed);
   for (int64_t i = 0; i < samples; ++i) {
+    if (stop_poll_due(i)) throw_if_stop_requested("generating the disc data set");
     // x is drawn before y: the order is part of what a seed means.
     const double x = rng.uniform();
     const double y = rng.uniform();

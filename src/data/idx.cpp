@@ -12,6 +12,7 @@
 
 #include "core/error.h"
 #include "core/file.h"
+#include "core/interrupt.h"
 
 namespace xo {
 namespace {
@@ -24,6 +25,8 @@ constexpr const char* kFashionMnistDir = "/usr/share/datasets/fashion-mnist";
 constexpr unsigned char kGzipMagic[2] = {0x1f, 0x8b};
 // Deflate never compresses better than about 1032:1, so a larger size in a gzip trailer is a lie.
 constexpr uint64_t kMaxDeflateRatio = 1032;
+// Output one inflate call may write: 64 MiB, a tenth of a second or so.
+constexpr size_t kInflateChunk = size_t{64} << 20;
 // The most data one IDX file may hold: 1 GiB, twice EMNIST's largest image file (697,932 images of
 // 28 x 28, 547 MB), and 4 GiB once stored as float features.
 constexpr uint64_t kMaxIdxBytes = uint64_t{1} << 30;
@@ -119,7 +122,12 @@ std::string maybe_inflate(std::string raw, const std::string& name, uint32_t mag
       const uint64_t first = std::min<uint64_t>(size_hint, raw.size() * kMaxDeflateRatio) + 1;
       out.resize(std::min<uint64_t>(*declared + 1, std::max<uint64_t>(2 * out.size(), first)));
     }
-    const auto room = static_cast<uInt>(std::min<size_t>(out.size() - done, UINT32_MAX));
+    // At most kInflateChunk a call (a fraction of a second), so that a stop request is seen.
+    if (stop_requested()) {
+      inflateEnd(&z);
+      throw Interrupted("decompressing " + name);
+    }
+    const auto room = static_cast<uInt>(std::min<size_t>(out.size() - done, kInflateChunk));
     z.next_out = reinterpret_cast<Bytef*>(out.data() + done);
     z.avail_out = room;
     const int status = inflate(&z, Z_NO_FLUSH);

@@ -13,6 +13,7 @@
 #include "core/error.h"
 #include "core/file.h"
 #include "core/function_ref.h"
+#include "core/interrupt.h"
 #include "core/random.h"
 
 namespace xo {
@@ -264,7 +265,9 @@ DataSplit imdb_from_reviews(FunctionRef<bool(int& part, std::string& text)> next
   Corpus corpus;
   int part = 0;
   std::string text;
-  while (next(part, text)) {
+  for (int64_t n = 0; next(part, text); ++n) {
+    // 50,000 reviews take seconds to tokenize: a poll every 256.
+    if (n % 256 == 0) throw_if_stop_requested("reading the IMDB reviews");
     XO_ASSERT(part >= 0 && part < 4);  // the caller numbers the parts
     corpus.add_review(text, part, o.seq_len);
   }
@@ -389,6 +392,7 @@ DataSplit make_imdb_synthetic(int64_t train_samples, int64_t test_samples, const
                                          samples, part, o.vocab, o.seq_len, seed));
     std::vector<int32_t> seq;
     for (int64_t i = 0; i < samples; ++i) {
+      if (i % 256 == 0) throw_if_stop_requested("generating the imdb-synthetic data set");
       const int label = static_cast<int>(i % 2);
       const int64_t length =
           o.seq_len / 2 +

@@ -12,6 +12,7 @@
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/file.h"
+#include "core/interrupt.h"
 #include "model/model.h"
 #include "train/stats.h"
 
@@ -32,6 +33,7 @@ std::vector<double> timed_seconds(int reps, Backend& be, F&& body) {
   be.synchronize();
   std::vector<double> s;
   for (int i = 0; i < reps; ++i) {
+    throw_if_stop_requested("probing the device's peaks");
     const auto t0 = Clock::now();
     body();
     be.synchronize();

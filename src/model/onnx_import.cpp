@@ -506,18 +506,8 @@ class Importer {
       }
     } else if (op == "Slice") {
       const OnnxTensor& data = constant(n, input(n, 0));
-      std::vector<int64_t> starts, ends, axes, steps;
-      if (g_.opset < 10) {
-        starts = attr_ints(n, "starts", {});
-        ends = attr_ints(n, "ends", {});
-        axes = attr_ints(n, "axes", {});
-      } else {
-        starts = constant(n, input(n, 1)).ints;
-        ends = constant(n, input(n, 2)).ints;
-        if (!input(n, 3).empty()) axes = constant(n, input(n, 3)).ints;
-        if (!input(n, 4).empty()) steps = constant(n, input(n, 4)).ints;
-      }
-      out = sliced(n, data, starts, ends, axes, steps);
+      const SliceBounds b = slice_bounds(n);
+      out = sliced(n, data, b.starts, b.ends, b.axes, b.steps);
     } else if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div") {
       const OnnxTensor& a = constant(n, input(n, 0));
       const OnnxTensor& b = constant(n, input(n, 1));
@@ -736,6 +726,26 @@ class Importer {
     }
     if (n.op_type == "Constant") return all_zero(constant(user, name));
     return false;
+  }
+
+  // A Slice's bounds: attributes before opset 10, constant inputs from 10 on (axes and steps
+  // optional; empty when absent).
+  struct SliceBounds {
+    std::vector<int64_t> starts, ends, axes, steps;
+  };
+  SliceBounds slice_bounds(const OnnxNode& n) {
+    SliceBounds b;
+    if (g_.opset < 10) {
+      b.starts = attr_ints(n, "starts", {});
+      b.ends = attr_ints(n, "ends", {});
+      b.axes = attr_ints(n, "axes", {});
+    } else {
+      b.starts = constant(n, input(n, 1)).ints;
+      b.ends = constant(n, input(n, 2)).ints;
+      if (!input(n, 3).empty()) b.axes = constant(n, input(n, 3)).ints;
+      if (!input(n, 4).empty()) b.steps = constant(n, input(n, 4)).ints;
+    }
+    return b;
   }
 
   // Squeeze/Unsqueeze axes: an attribute before opset 13, an input from 13 on.
@@ -1520,17 +1530,9 @@ class Importer {
   void slice_last_step(const OnnxNode& n) {
     known_attributes(n, {"starts", "ends", "axes"});
     takes_data_first(n);
-    std::vector<int64_t> starts, ends, axes, steps;
-    if (g_.opset < 10) {
-      starts = attr_ints(n, "starts", {});
-      ends = attr_ints(n, "ends", {});
-      axes = attr_ints(n, "axes", {});
-    } else {
-      starts = constant(n, input(n, 1)).ints;
-      ends = constant(n, input(n, 2)).ints;
-      if (!input(n, 3).empty()) axes = constant(n, input(n, 3)).ints;
-      if (!input(n, 4).empty()) steps = constant(n, input(n, 4)).ints;
-    }
+    const SliceBounds bounds = slice_bounds(n);
+    const std::vector<int64_t>&starts = bounds.starts, &ends = bounds.ends, &axes = bounds.axes,
+                               &steps = bounds.steps;
     const std::vector<int64_t> shape = full_shape();
     const int64_t axis = axes.size() == 1 ? normalise_axis(axes[0], shape.size()) : -1;
     const bool over_time = (layout_ == Layout::Batch && sample_.size() == 2 && axis == 1) ||

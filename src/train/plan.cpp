@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "core/error.h"
+#include "core/interrupt.h"
 
 namespace xo {
 namespace {
@@ -97,6 +98,12 @@ Evaluation Evaluator::run() {
   be.fill_zero(stats, sizeof(LossStats));
   const int64_t f = data_.features;
   for (int64_t start = 0; start < data_.samples; start += batch_) {
+    // A large test split takes seconds: a stop request ends it between batches.
+    if (stop_requested()) {
+      be.synchronize();
+      constexpr double kNone = std::numeric_limits<double>::quiet_NaN();
+      return {kNone, kNone, false};
+    }
     Network& net = start + batch_ <= data_.samples ? *full_ : *partial_;
     net.evaluate(x_.as<float>() + start * f, y_.as<int32_t>() + start, stats);
   }

@@ -149,6 +149,9 @@ TrainResult train_model(Model& model, const DataSplit& split, const TrainSpec& t
     if (stop != Stop::None) break;
     const EpochRecord record = finish_epoch(plan, state);
     if (on_epoch) on_epoch(record, train.epochs);
+    // A stop request during the epoch's evaluation: its training is kept, its test figures (cut
+    // short) are NaN, and the run is interrupted even after its last epoch.
+    if (stop_requested()) stop = Stop::Interrupted;
   }
   model.backend().synchronize();
   if (checkpoints) {

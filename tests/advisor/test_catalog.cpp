@@ -12,6 +12,7 @@
 
 #include "advisor/catalog.h"
 #include "core/error.h"
+#include "core/file.h"
 #include "support/expect_error.h"
 #include "support/temp_dir.h"
 
@@ -121,18 +122,50 @@ TEST(CatalogShipped, HasTheEntriesTheAdvisorNames) {
   EXPECT_EQ(p5->device_count, 8);
 }
 
-TEST(CatalogPath, EnvironmentOverridesTheDefault) {
-  const char* old = std::getenv("CROSSOVER_CATALOG");
-  const std::optional<std::string> saved = old ? std::optional<std::string>(old) : std::nullopt;
-  ::setenv("CROSSOVER_CATALOG", "/somewhere/my.toml", 1);
-  EXPECT_EQ(default_catalog_path(), fs::path("/somewhere/my.toml"));
-  ::setenv("CROSSOVER_CATALOG", "", 1);  // empty counts as unset
-  const fs::path fallback = default_catalog_path();
-  EXPECT_EQ(fallback.filename(), "catalog.toml");
-  EXPECT_EQ(fallback.parent_path().filename(), "data");
-  ::unsetenv("CROSSOVER_CATALOG");
-  EXPECT_EQ(default_catalog_path(), fallback);
-  if (saved) ::setenv("CROSSOVER_CATALOG", saved->c_str(), 1);
+// The environment variable for the scope of a test, restored after.
+class CatalogVariable {
+ public:
+  explicit CatalogVariable(const std::string& value) {
+    if (const char* old = std::getenv("CROSSOVER_CATALOG")) saved_ = old;
+    ::setenv("CROSSOVER_CATALOG", value.c_str(), 1);
+  }
+  ~CatalogVariable() {
+    if (saved_) {
+      ::setenv("CROSSOVER_CATALOG", saved_->c_str(), 1);
+    } else {
+      ::unsetenv("CROSSOVER_CATALOG");
+    }
+  }
+
+ private:
+  std::optional<std::string> saved_;
+};
+
+TEST(ShippedCatalog, TheBinaryCarriesTheFileItWasBuiltFrom) {
+  EXPECT_EQ(std::string(shipped_catalog_text()), xo::read_file(kShipped));
+  const CatalogVariable unset("");  // empty counts as unset
+  const Catalog built_in = shipped_catalog();
+  const Catalog from_file = load_catalog(kShipped);
+  EXPECT_EQ(built_in.devices.size(), from_file.devices.size());
+  EXPECT_EQ(built_in.instances.size(), from_file.instances.size());
+  ASSERT_EQ(built_in.origins.size(), 1u);
+  EXPECT_EQ(built_in.origins[0], kShippedCatalogOrigin);
+}
+
+TEST(ShippedCatalog, TheEnvironmentNamesAFileThatReplacesIt) {
+  const testing::TempDir dir("catalog-env");
+  const fs::path file = dir / "mine.toml";
+  std::ofstream(file) << xo::read_file(kShipped);
+  {
+    const CatalogVariable set(file.string());
+    const Catalog c = shipped_catalog();
+    ASSERT_EQ(c.origins.size(), 1u);
+    EXPECT_EQ(c.origins[0], file.string());
+  }
+  const CatalogVariable missing((dir / "absent.toml").string());
+  testing::expect_user_error([] { shipped_catalog(); },
+                             {"CROSSOVER_CATALOG=", "absent.toml: no such file",
+                              "unset it to use the built-in catalog"});
 }
 
 // --- Good files ----------------------------------------------------------------------------------

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstddef>
 #include <cstdlib>
 #include <new>
 
@@ -14,15 +15,59 @@
 
 namespace {
 std::atomic<int64_t> g_allocations{0};
-}  // namespace
 
-void* operator new(std::size_t size) {
+// Every form of the global operator new counts and allocates with malloc (aligned_alloc for the
+// over-aligned forms), and every form of delete frees with free: replacing only some forms leaves
+// the others with the library's (or AddressSanitizer's) allocator, and a pointer from one freed by
+// the other is a mismatch ASan reports.
+void* counted(std::size_t size, std::size_t alignment) noexcept {
   g_allocations.fetch_add(1, std::memory_order_relaxed);
-  if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
+  if (size == 0) size = 1;
+  if (alignment <= alignof(std::max_align_t)) return std::malloc(size);
+  // aligned_alloc wants a size that is a multiple of the alignment.
+  return std::aligned_alloc(alignment, (size + alignment - 1) / alignment * alignment);
+}
+void* counted_or_throw(std::size_t size, std::size_t alignment) {
+  if (void* p = counted(size, alignment)) return p;
   throw std::bad_alloc();
 }
+constexpr std::size_t kPlain = alignof(std::max_align_t);
+}  // namespace
+
+void* operator new(std::size_t size) { return counted_or_throw(size, kPlain); }
+void* operator new[](std::size_t size) { return counted_or_throw(size, kPlain); }
+void* operator new(std::size_t size, const std::nothrow_t&) noexcept {
+  return counted(size, kPlain);
+}
+void* operator new[](std::size_t size, const std::nothrow_t&) noexcept {
+  return counted(size, kPlain);
+}
+void* operator new(std::size_t size, std::align_val_t a) {
+  return counted_or_throw(size, static_cast<std::size_t>(a));
+}
+void* operator new[](std::size_t size, std::align_val_t a) {
+  return counted_or_throw(size, static_cast<std::size_t>(a));
+}
+void* operator new(std::size_t size, std::align_val_t a, const std::nothrow_t&) noexcept {
+  return counted(size, static_cast<std::size_t>(a));
+}
+void* operator new[](std::size_t size, std::align_val_t a, const std::nothrow_t&) noexcept {
+  return counted(size, static_cast<std::size_t>(a));
+}
 void operator delete(void* p) noexcept { std::free(p); }
+void operator delete[](void* p) noexcept { std::free(p); }
 void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
+void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
+void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); }
+void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::align_val_t) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
+void operator delete(void* p, std::align_val_t, const std::nothrow_t&) noexcept { std::free(p); }
+void operator delete[](void* p, std::align_val_t, const std::nothrow_t&) noexcept {
+  std::free(p);
+}
 
 namespace xo {
 namespace {
