@@ -3,10 +3,13 @@
 // run by run and figure by figure: bit-identical, within a relative tolerance, or different, with
 // what differs between the recorded build and machine and this one.
 #include <fmt/format.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -68,12 +71,17 @@ const Manifest& manifest_of(const Report& report, const std::string& file) {
   return *report.manifest;
 }
 
-// The first of <folder>/replay, replay-2, ... that does not exist: a replay never overwrites the
-// results it replays, nor an earlier replay.
+// The first of <folder>/replay, replay-2, ... that did not exist, created here: a replay never
+// overwrites the results it replays, nor an earlier replay, and two replays started at once get
+// two folders (mkdir creates a name or fails, atomically).
 std::filesystem::path fresh_replay_folder(const std::filesystem::path& folder) {
   for (int i = 1;; ++i) {
     const std::filesystem::path p = folder / (i == 1 ? "replay" : fmt::format("replay-{}", i));
-    if (!std::filesystem::exists(p)) return p;
+    if (::mkdir(p.c_str(), 0777) == 0) return p;
+    if (errno != EEXIST) {
+      throw UserError(fmt::format("{}: cannot create the replay's folder: {}", p.string(),
+                                  std::strerror(errno)));
+    }
   }
 }
 
@@ -160,6 +168,11 @@ int run_replay(const ReplayOptions& o) {
       }
     }
   }
+  if (devices.empty()) {
+    throw UserError(fmt::format("{}: none of its runs can be replayed here ({})", o.file,
+                                absent.empty() ? std::string("no device") : absent[0].second));
+  }
+  // Created now (a fresh replay folder), once nothing before the work can fail.
   const std::filesystem::path out = output_folder(o);
   m.out = out.string();
 
@@ -191,10 +204,6 @@ int run_replay(const ReplayOptions& o) {
       fmt::print("{}", skipped_run_text(run.run.result.model, device, why));
       ++skipped;
     }
-  }
-  if (devices.empty()) {
-    throw UserError(fmt::format("{}: none of its runs can be replayed here ({})", o.file,
-                                absent.empty() ? std::string("no device") : absent[0].second));
   }
 
   Session session(m);

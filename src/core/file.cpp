@@ -199,8 +199,8 @@ std::string random_suffix() {
 }
 
 // Creates a fresh temporary beside `path` ("NAME.tmp.RANDOM"): never an existing file, never
-// through a symlink. Permissions are those of any new file (0666 less the umask, 0644 by default),
-// as the file had before this write replaced it through a temporary. Returns -1 with errno set.
+// through a symlink. Permissions are those of any new file (0666 less the umask, 0644 by default);
+// write_file_atomic gives it those of the file it replaces. Returns -1 with errno set.
 int create_temporary(const std::filesystem::path& path, std::string& tmp) {
   constexpr int kAttempts = 100;  // a name taken 100 times in a row is no accident: give up
   for (int i = 0; i < kAttempts; ++i) {
@@ -239,6 +239,11 @@ void write_file_atomic(const std::filesystem::path& path_in, std::string_view by
   std::string tmp;
   const int fd = create_temporary(path, tmp);
   if (fd < 0) throw failed("cannot write", errno);
+  // A replaced file keeps its permissions (a private 0600 file stays private); set-id bits never
+  // carry over.
+  if (struct stat previous; had_previous && ::stat(path.c_str(), &previous) == 0) {
+    ::fchmod(fd, previous.st_mode & 0777);
+  }
   // close() reports a failed write-back on some file systems (NFS), so its answer counts too.
   bool ok = write_all(fd, bytes) && ::fsync(fd) == 0;
   int err = errno;

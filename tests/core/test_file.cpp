@@ -46,6 +46,18 @@ TEST(WriteFileAtomic, CreatesFoldersAndReplacesTheFile) {
   EXPECT_EQ(names_in(file.parent_path()), std::vector<std::string>{"out.txt"});
 }
 
+TEST(WriteFileAtomic, AReplacedFileKeepsItsPermissions) {
+  const testing::TempDir temp("write-atomic");
+  const fs::path file = temp / "private.json";
+  write_file_atomic(file, "first");
+  ASSERT_EQ(::chmod(file.c_str(), 0600), 0);
+  write_file_atomic(file, "second");
+  struct stat st;
+  ASSERT_EQ(::stat(file.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  EXPECT_EQ(read_file(file), "second");
+}
+
 TEST(WriteFileAtomic, AFullDiskKeepsThePreviousVersionAndSaysSo) {
   const testing::TempDir temp("write-full");
   const fs::path file = temp / "results.json";
