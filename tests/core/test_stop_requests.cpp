@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <functional>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -69,6 +70,9 @@ const std::vector<StopCase>& stop_cases() {
   };
   return cases;
 }
+
+// The case's name in test listings, not a dump of its bytes.
+void PrintTo(const StopCase& c, std::ostream* os) { *os << c.name; }
 
 class StopRequestTest : public ::testing::TestWithParam<StopCase> {};
 

@@ -2,6 +2,8 @@
 // backend. Parameters start at p = 1 with a constant gradient g = 0.5.
 #include <gtest/gtest.h>
 
+#include <ostream>
+
 #include "backend/backend.h"
 
 namespace xo {
@@ -84,6 +86,9 @@ std::vector<OptCase> cases() {
       {"adadelta_weight_decay", adadelta(0.5, 0.1), 1, 0.9984188831f},
   };
 }
+
+// The case's name in test listings (ctest's), not a dump of its bytes.
+void PrintTo(const OptCase& c, std::ostream* os) { *os << c.name; }
 
 class OptimizerTest : public ::testing::TestWithParam<OptCase> {};
 
