@@ -1,7 +1,8 @@
 // crossover's command line: train one model, run the classic sweep, list models and devices,
-// replay a recorded job. Exit codes: 0, 2 bad input, 3 internal error, 4 a replay differs, 130
-// interrupted.
+// replay a recorded job. Exit codes: 0, 2 bad input (a usage error too), 3 internal error, 4 a
+// replay differs, 130 interrupted.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -29,7 +30,27 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    // A usage error: the same prefix and exit code as every other bad input (CLI11's own codes,
+    // 105, 106, ..., mean nothing to a script), and where the usage is.
+    std::string usage = "crossover --help";
+    std::string message = e.what();
+    std::vector<std::string> names;
+    bool parsed = false;
+    for (const auto& command : commands) {
+      names.push_back(command.app->get_name());
+      if (command.app->parsed()) {
+        usage = "crossover " + command.app->get_name() + " --help";
+        parsed = true;
+      }
+    }
+    if (!parsed && argc > 1 && argv[1][0] != '-') {
+      message = fmt::format("unknown command '{}' (expected one of {})", argv[1],
+                            fmt::join(names, ", "));
+    }
+    fmt::print(stderr, "crossover: error: {} (`{}` shows the usage)\n", xo::terminal_safe(message),
+               usage);
+    return 2;
   }
   xo::install_interrupt_handler();
   // What the command was doing, for the messages of the failures that carry no context.

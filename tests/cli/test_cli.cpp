@@ -130,6 +130,31 @@ TEST(Cli, BadInputGivesAClearErrorAndExitCode2) {
   EXPECT_NE(r.status, 0);
 }
 
+// A usage error (a missing argument or subcommand, an unknown flag, a flag's bad value) is an
+// error like any other: the prefix, exit code 2, and where the usage is.
+TEST(Cli, UsageErrorsHaveThePrefixAndExitCode2) {
+  struct Case {
+    const char* args;
+    const char* says;
+    const char* usage;
+  };
+  for (const Case& c : {Case{"", "A subcommand is required", "`crossover --help`"},
+                        Case{"train", "spec is required", "`crossover train --help`"},
+                        Case{"train disc-2 --epochs x", "--epochs: expected a positive number",
+                             "`crossover train --help`"},
+                        Case{"sweep disc-2 --no-such-flag", "no-such-flag",
+                             "`crossover sweep --help`"},
+                        Case{"nosuch", "unknown command 'nosuch' (expected one of run, train",
+                             "`crossover --help`"}}) {
+    const Result r = run(c.args);
+    EXPECT_EQ(r.status, 2) << c.args << ": " << r.output;
+    EXPECT_EQ(r.output.rfind("crossover: error: ", 0), 0u) << c.args << ": " << r.output;
+    EXPECT_NE(r.output.find(c.says), std::string::npos) << c.args << ": " << r.output;
+    EXPECT_NE(r.output.find(c.usage), std::string::npos) << c.args << ": " << r.output;
+  }
+  EXPECT_EQ(run("--version").status, 0);
+}
+
 TEST(Cli, AModelTooBigForTheMachineStopsAtOnceWithTheFigures) {
   const xo::testing::TempDir dir_folder("cli_memory");
   const auto spec = dir_folder / "wide.toml";
