@@ -125,6 +125,7 @@ int run_advise(const AdviseOptions& o, bool advise) {
   const Catalog catalog = load_user_catalog(o.cost);
   Report report;
   bool stopped = false;  // interrupted: the report says it is partial, the exit code 130
+  std::string out;       // the folder written (a spec measured here)
   const bool from_results = !advise && std::filesystem::path(o.spec).extension() == ".json" &&
                             std::filesystem::exists(o.spec);
   if (from_results) {
@@ -164,7 +165,8 @@ int run_advise(const AdviseOptions& o, bool advise) {
     add_advice(report, focus, session.runs(), session.peaks(), catalog, o.cost.advice, crossovers,
                "width", true);
     if (!advise) report.advice.reset();
-    write_report(o.measure.out, report);
+    out = session.out();
+    write_report(out, report);
     session.settle();
     stopped = session.stopped();
   }
@@ -175,7 +177,7 @@ int run_advise(const AdviseOptions& o, bool advise) {
   }
   if (!from_results) {
     fmt::print("\nreport: {}{}\n",
-               terminal_safe((std::filesystem::path(o.measure.out) / "report.html").string()),
+               terminal_safe((std::filesystem::path(out) / "report.html").string()),
                stopped ? " (interrupted: partial)" : "");
   }
   return stopped ? 130 : 0;

@@ -35,6 +35,7 @@ struct ReplayOptions {
   std::string file;
   double tolerance = kDefaultTolerance;
   std::string out;                   // empty: a fresh folder beside the results
+  bool overwrite = false;            // replace a finished job in --out
   std::vector<std::string> devices;  // empty: every device the file has runs on
 };
 
@@ -175,6 +176,7 @@ int run_replay(const ReplayOptions& o) {
   // Created now (a fresh replay folder), once nothing before the work can fail.
   const std::filesystem::path out = output_folder(o);
   m.out = out.string();
+  m.overwrite = o.overwrite;
 
   fmt::print("replay of {}: {} ({} run{}), created {}\n", o.file, recorded.title,
              recorded.runs.size(), recorded.runs.size() == 1 ? "" : "s", recorded.created);
@@ -271,6 +273,7 @@ Command add_replay(CLI::App& app) {
   sub->add_option("--out", o->out,
                   "Folder for the replay's own results.json, results.csv and report.html "
                   "(default: a fresh 'replay' folder beside the results)");
+  sub->add_flag("--overwrite", o->overwrite, "Replace the finished job in --out");
   sub->add_option("--devices", o->devices,
                   "Replay only the runs on these devices (default: every recorded device present)")
       ->delimiter(',');

@@ -72,7 +72,7 @@ int run_models(const RunOptions& o) {
   }
   const Catalog catalog = load_user_catalog(o.cost);
   Session session(o.measure);
-  const std::filesystem::path out(o.measure.out);
+  const std::filesystem::path out(session.out());
   const size_t jobs = specs.size() * session.devices().size();
   const std::string title = fmt::format("crossover run: {}", fmt::join(models, ", "));
   session.resume_job("run", title);
@@ -127,7 +127,7 @@ int run_sweep(const RunOptions& o) {
   }
   const Catalog catalog = load_user_catalog(o.cost);
   Session session(o.measure);
-  const std::filesystem::path out(o.measure.out);
+  const std::filesystem::path out(session.out());
   const size_t jobs = specs.size() * session.devices().size();
   const std::string axis = axis_name(vary.axis);
   const std::string title = fmt::format("crossover sweep: {} along {}", base.name, axis);

@@ -6,8 +6,10 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <optional>
 
 #include "advisor/analysis.h"
+#include "core/clock.h"
 #include "core/error.h"
 #include "core/file.h"
 #include "core/format.h"
@@ -29,6 +31,54 @@ std::string format_left(double seconds) {
   if (seconds < 90) return fmt::format("{:.0f} s", seconds);
   if (seconds < 5400) return fmt::format("{:.0f} min", seconds / 60);
   return fmt::format("{:.1f} h", seconds / 3600);
+}
+
+// The finished job an output folder holds ("'TITLE' of DATE"), if its results.json says complete;
+// nothing for a folder without one, or with an unfinished or unreadable one (resume_job's cases).
+std::optional<std::string> finished_job(const std::filesystem::path& out) {
+  const std::filesystem::path results = out / "results.json";
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(results, ec)) return std::nullopt;
+  try {
+    const nlohmann::json doc = parse_report_json(read_file(results), results.string());
+    if (doc.is_discarded()) return std::nullopt;
+    const Report earlier = read_report(doc, results.string());
+    if (!earlier.complete) return std::nullopt;
+    return fmt::format("'{}' of {}", earlier.title, earlier.created);
+  } catch (const UserError&) {
+    return std::nullopt;  // resume_job names what is wrong with it
+  }
+}
+
+// The folder a measuring job writes (before it is locked): --out as given; by default
+// crossover-results, or, when that holds a finished job, a new folder named by the date and time
+// beside it, so that a finished job is never overwritten without --overwrite.
+std::string job_folder(const MeasureOptions& o) {
+  const bool given = !o.out.empty();
+  const std::string out = given ? o.out : kDefaultOutFolder;
+  const std::optional<std::string> finished = finished_job(out);
+  if (!finished) return out;
+  if (o.overwrite) {
+    fmt::print(stderr, "note: --overwrite: replacing the finished job {} in {}\n",
+               terminal_safe(*finished), terminal_safe(out));
+    return out;
+  }
+  if (given) {
+    throw UserError(fmt::format(
+        "--out {}: holds the finished job {}: --overwrite replaces it, another --out keeps it", out,
+        *finished));
+  }
+  std::string stamp = utc_now();  // 2026-11-23T18:15:02Z -> 20261123-181502
+  stamp.erase(std::remove_if(stamp.begin(), stamp.end(), [](char c) { return c == '-' || c == ':' || c == 'Z'; }),
+              stamp.end());
+  std::replace(stamp.begin(), stamp.end(), 'T', '-');
+  std::string dated = fmt::format("{}-{}", out, stamp);
+  for (int i = 2; std::filesystem::exists(dated); ++i) dated = fmt::format("{}-{}-{}", out, stamp, i);
+  fmt::print(stderr,
+             "note: {} holds the finished job {}: this job writes to {} (--out chooses the folder, "
+             "--overwrite replaces)\n",
+             out, terminal_safe(*finished), dated);
+  return dated;
 }
 
 }  // namespace
@@ -132,8 +182,13 @@ int exit_code(const TrainResult& r) {
 }
 
 void add_measure_options(CLI::App* sub, MeasureOptions& o, bool with_steps) {
-  sub->add_option("--out", o.out, "Folder for results.json, results.csv and report.html")
-      ->capture_default_str();
+  sub->add_option("--out", o.out,
+                  "Folder for results.json, results.csv and report.html (default: "
+                  "crossover-results, or a new dated folder beside it when that holds a finished "
+                  "job)");
+  sub->add_flag("--overwrite", o.overwrite,
+                "Replace the finished job in --out (without it, a finished job is never "
+                "overwritten)");
   sub->add_option("--devices", o.devices, "Devices (default: every device present)")
       ->delimiter(',');
   sub->add_option("--epochs", o.epochs, "Override every model's epochs")->check(positive_number());
@@ -182,6 +237,11 @@ void add_cost_options(CLI::App* sub, CostOptions& o) {
       ->capture_default_str();
 }
 
+MeasureOptions with_out(MeasureOptions o, std::string out) {
+  o.out = std::move(out);
+  return o;
+}
+
 Catalog load_user_catalog(const CostOptions& o) {
   check_assumptions(o.advice.ownership);
   Catalog c = shipped_catalog();
@@ -191,10 +251,10 @@ Catalog load_user_catalog(const CostOptions& o) {
 }
 
 Session::Session(const MeasureOptions& o)
-    : o_(o),
+    : o_(with_out(o, job_folder(o))),
       // Parsed before any work, so that a bad interval fails at once.
       checkpoint_every_(parse_checkpoint_interval(o.checkpoint.every, "--checkpoint-every")),
-      out_lock_(o.out, recorded_command_line(), "--out"),
+      out_lock_(o_.out, recorded_command_line(), "--out"),
       started_(now_seconds()) {
   if (!out_lock_.unsupported().empty()) {
     fmt::print(stderr, "note: --out {}\n", out_lock_.unsupported());

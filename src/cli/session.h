@@ -45,6 +45,13 @@ std::string stop_message(const TrainResult& r, const CheckpointOptions& checkpoi
 // 0 finished, 130 interrupted, kExitDiverged stopped because the loss was not finite.
 int exit_code(const TrainResult& r);
 
+// Where a measuring job writes when --out is not given.
+inline constexpr char kDefaultOutFolder[] = "crossover-results";
+
+// `o` with its output folder set to `out`.
+struct MeasureOptions;
+MeasureOptions with_out(MeasureOptions o, std::string out);
+
 struct MeasureOptions {
   std::vector<std::string> devices;  // empty: every device present
   std::optional<int64_t> epochs;
@@ -55,7 +62,8 @@ struct MeasureOptions {
   bool reprobe = false;           // measure the peaks again rather than use the cache
   std::string precision = "f32";  // GPUs' matmul arithmetic (the CPU always runs f32)
   bool record_step = true;        // replay each step as one CUDA Graph where the device can
-  std::string out = "crossover-results";
+  std::string out;         // empty: kDefaultOutFolder, or a dated folder (Session::out())
+  bool overwrite = false;  // replace a finished job in `out` rather than refuse
   CheckpointFlags checkpoint;
 };
 
@@ -81,6 +89,8 @@ class Session {
   // resolves the devices and probes their peaks.
   explicit Session(const MeasureOptions& o);
 
+  // The folder the job writes: --out, or the default chosen when it was not given.
+  const std::string& out() const { return o_.out; }
   const std::vector<std::string>& devices() const { return devices_; }
   const std::vector<DevicePeaks>& peaks() const { return peaks_; }
   const std::vector<RunRecord>& runs() const { return runs_; }

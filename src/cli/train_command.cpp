@@ -33,6 +33,9 @@ struct TrainOptions {
 };
 
 int run_train(const TrainOptions& o) {
+  // Before any work: a path the results cannot be written to fails now, not after the training.
+  if (!o.save.empty()) check_writable_path(o.save, "--save");
+  if (!o.json.empty()) check_writable_path(o.json, "--json");
   ModelSpec spec = resolve_spec(o.spec);
   if (o.epochs) spec.train.epochs = *o.epochs;
   if (o.batch) spec.train.batch = *o.batch;

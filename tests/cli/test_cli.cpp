@@ -574,7 +574,7 @@ TEST(Cli, ProgressBarOnATerminalOnly) {
   // On a terminal (util-linux's `script` gives the command one): the bar with model, device,
   // epoch and the time left.
   const std::string cmd = "script -qec \"" + cache_env() + std::string(CROSSOVER_BINARY) +
-                          " run --models disc-3 --epochs 30 --out " + dir.string() +
+                          " run --models disc-3 --epochs 30 --overwrite --out " + dir.string() +
                           "\" /dev/null 2>&1";
   FILE* pipe = popen(cmd.c_str(), "r");
   ASSERT_NE(pipe, nullptr);

@@ -238,3 +238,61 @@ samples = 200
 }
 
 }  // namespace
+
+namespace {
+
+// Nothing lost: a finished job's folder is never overwritten without --overwrite. By default the
+// next job goes to a dated folder beside it; an --out that names it is refused.
+TEST(CliOutput, AFinishedJobIsNeverOverwrittenWithoutOverwrite) {
+  const xo::testing::TempDir dir("finished-job");
+  const std::string quick = " --devices cpu --epochs 1";
+  CliResult r = run_cli("run --models disc-2" + quick, dir.path());
+  ASSERT_EQ(r.status, 0) << r.output;
+  const fs::path first = dir / "crossover-results" / "results.json";
+  const std::string finished = text_of(first);
+  ASSERT_NE(finished.find("\"complete\": true"), std::string::npos);
+
+  r = run_cli("advise disc-2" + quick, dir.path());
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("crossover-results holds the finished job 'crossover run: disc-2'"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(text_of(first), finished);  // untouched
+  int dated = 0;
+  for (const auto& e : fs::directory_iterator(dir.path())) {
+    const std::string name = e.path().filename();
+    if (name.rfind("crossover-results-", 0) == 0) {
+      ++dated;
+      EXPECT_TRUE(fs::exists(e.path() / "results.json")) << name;
+    }
+  }
+  EXPECT_EQ(dated, 1);
+
+  r = run_cli("advise disc-2 --out crossover-results" + quick, dir.path());
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_NE(r.output.find("crossover: error: --out crossover-results: holds the finished job "
+                          "'crossover run: disc-2' of "),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("--overwrite replaces it"), std::string::npos) << r.output;
+  EXPECT_EQ(text_of(first), finished);
+
+  r = run_cli("advise disc-2 --out crossover-results --overwrite" + quick, dir.path());
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(text_of(first).find("\"kind\": \"advise\""), std::string::npos);
+}
+
+// --json and --save are checked before the training, not after it.
+TEST(CliOutput, AnUnwritableResultPathFailsBeforeTraining) {
+  const xo::testing::TempDir dir("unwritable");
+  std::ofstream(dir / "a-file") << "not a folder";
+  for (const std::string flag : {"--json", "--save"}) {
+    const CliResult r = run_cli("train disc-2 --epochs 1 " + flag + " a-file/out", dir.path());
+    EXPECT_EQ(r.status, 2) << r.output;
+    EXPECT_NE(r.output.find("crossover: error: " + flag + " a-file/out:"), std::string::npos)
+        << r.output;
+    EXPECT_EQ(r.output.find("epoch 1/1"), std::string::npos) << "trained first: " << r.output;
+  }
+}
+
+}  // namespace
