@@ -359,10 +359,11 @@ const RunRecord* Session::measure(const ModelSpec& spec_in, const std::string& d
   run.axis_value = axis_value;
   const TrainResult& r = run.result;
   const DevicePeaks* peaks = find_peaks(peaks_, be.info().id);
-  fmt::print(stderr, "{}: {:.4f} ms/step, {:.1f} GFLOP/s{}, train error {:.2f}%\n", label,
-             r.step_ms.median, r.gflops,
+  // The training error only where an epoch completed (a --steps run or an early stop has none).
+  fmt::print(stderr, "{}: {:.4f} ms/step, {:.1f} GFLOP/s{}{}\n", label, r.step_ms.median, r.gflops,
              peaks ? fmt::format(" ({:.1f}% of peak)", 100 * r.gflops / peaks->matmul_gflops) : "",
-             r.final_train_error);
+             r.epochs.empty() ? std::string(", no epoch completed")
+                              : fmt::format(", train error {:.2f}%", r.final_train_error));
   if (const std::string why = stop_message(r, settings.checkpoint, "the same command continues it");
       !why.empty()) {
     fmt::print(stderr, "crossover: {}\n", terminal_safe(why));
