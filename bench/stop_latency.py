@@ -93,22 +93,24 @@ def main():
     a = ap.parse_args()
     binary = os.path.abspath(a.crossover)
     cases = [
-        # name, arguments, seconds into the run when the signal goes (inside the phase)
+        # name, arguments, seconds into the run when the signal goes (inside the phase; a list is
+        # cycled through, to land at different points of a phase made of different steps)
         ("generating imdb-synthetic", ["train", "generation.toml"], 2.0, signal.SIGTERM),
         ("reading a 400k-row CSV", ["train", "csv.toml"], 0.3, signal.SIGTERM),
         ("evaluating 2M test samples",
          ["train", "evaluation.toml", "--checkpoint-every", "off"], 3.0, signal.SIGINT),
         ("probing peaks (--reprobe)",
-         ["advise", "disc-2", "--devices", "cpu", "--reprobe", "--out", "out"], 1.0,
-         signal.SIGTERM),
+         ["advise", "disc-2", "--devices", "cpu", "--reprobe", "--out", "out", "--overwrite"],
+         [0.2, 0.5, 0.8, 1.1, 1.4, 1.7], signal.SIGTERM),
     ]
     with tempfile.TemporaryDirectory() as folder:
         write_inputs(folder)
         print(f"{'phase':<28} {'median s':>9} {'worst s':>8}  exit  what it said")
         for name, args, delay, sig in cases:
             times, codes, said = [], set(), ""
-            for _ in range(a.repeat):
-                seconds, code, said = stop_once(binary, args, folder, delay, sig)
+            delays = delay if isinstance(delay, list) else [delay]
+            for i in range(a.repeat * len(delays)):
+                seconds, code, said = stop_once(binary, args, folder, delays[i % len(delays)], sig)
                 times.append(seconds)
                 codes.add(code)
             print(f"{name:<28} {statistics.median(times):9.3f} {max(times):8.3f}  "

@@ -29,6 +29,9 @@ double seconds_since(Clock::time_point t0) {
 // other work on the machine only ever slows a call down), or the median for the fixed costs.
 template <typename F>
 std::vector<double> timed_seconds(int reps, Backend& be, F&& body) {
+  // A stop is seen between calls: the longest wait is one call (under a second on this CPU's
+  // largest probe).
+  throw_if_stop_requested("probing the device's peaks");
   body();
   be.synchronize();
   std::vector<double> s;
@@ -72,10 +75,19 @@ double probe_matmul(Backend& be, int64_t n) {
 }
 
 double probe_bandwidth(Backend& be, int64_t floats) {
-  DeviceBuffer a = be.allocate(sizeof(float) * floats), b = be.allocate(sizeof(float) * floats);
+  // Hundreds of megabytes are touched before the timed calls, a few tenths of a second each step:
+  // a stop is looked for between them.
+  constexpr char kDoing[] = "probing the device's peaks";
+  throw_if_stop_requested(kDoing);
+  DeviceBuffer a = be.allocate(sizeof(float) * floats);  // zeroed: 0.3 s for the CPU's 256 MiB
+  throw_if_stop_requested(kDoing);
+  DeviceBuffer b = be.allocate(sizeof(float) * floats);
+  throw_if_stop_requested(kDoing);
   // Written first: untouched pages of a fresh allocation may all map to one zero page in cache.
   const std::vector<float> ones(static_cast<size_t>(floats), 1.0f);
+  throw_if_stop_requested(kDoing);
   be.upload(a.as<float>(), ones.data(), a.bytes());
+  throw_if_stop_requested(kDoing);
   be.upload(b.as<float>(), ones.data(), b.bytes());
   const double s =
       best_seconds(7, be, [&] { be.accumulate(a.as<float>(), b.as<float>(), floats); });
