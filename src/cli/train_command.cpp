@@ -87,7 +87,7 @@ int run_train(const TrainOptions& o) {
       },
       exec);
   fmt::print(
-      "{}: {}{}, {:.4f} ms/step (median of {}, cv {:.1f}%), "
+      "{}: {}{}, {:.4f} ms/step (median of {}, p10-p90 {:.4f}-{:.4f}), "
       "{:.1f} GFLOP/s, {:.0f} samples/s, {:.2f} s training, {} shard{}{}{}\n",
       r.model,
       r.epochs.empty() ? "no epoch completed"
@@ -96,7 +96,7 @@ int run_train(const TrainOptions& o) {
       std::isnan(r.final_test_accuracy) ? ""
                                         : fmt::format(", test accuracy {:.2f}% ({} samples)",
                                                       r.final_test_accuracy, r.test_samples),
-      r.step_ms.median, r.step_ms.count, 100.0 * r.step_ms.cv, r.gflops, r.samples_per_second,
+      r.step_ms.median, r.step_ms.count, r.step_ms.p10, r.step_ms.p90, r.gflops, r.samples_per_second,
       r.train_seconds, r.shards, r.shards == 1 ? "" : "s",
       r.recorded_step ? ", replayed as one CUDA Graph" : "",
       r.interrupted ? " (interrupted)"

@@ -93,7 +93,7 @@ std::string achieved_chart(const Report& report, const DeviceColours& colours) {
 std::vector<Column> speed_columns(bool any_axis) {
   std::vector<Column> columns = {{"model"}, {"device"}};
   if (any_axis) columns.push_back({"axis"});
-  for (const char* c : {"params", "layers", "batch", "step (median)", "step p10–p90", "step CV",
+  for (const char* c : {"params", "layers", "batch", "step (median)", "step p10–p90", "spread",
                         "per 100 epochs", "GFLOP/s", "of peak"}) {
     columns.push_back({c, true});
   }
@@ -118,7 +118,7 @@ std::vector<std::string> speed_row(const ReportRun& run, const DeviceColours& co
        cell(exact_count(static_cast<double>(row.layers))),
        cell(exact_count(static_cast<double>(r.batch))), cell(duration_ms(finite(r.step_ms.median))),
        cell(p10 && p90 ? duration_ms(p10) + " – " + duration_ms(p90) : std::string(kMissing)),
-       cell(fraction_percent(finite(r.step_ms.cv))),
+       cell(fraction_percent(finite(relative_spread(r.step_ms)))),
        cell(duration(finite(100 * run.analysis.seconds_per_epoch))), cell(plain(finite(r.gflops))),
        cell(fraction_percent(run.analysis.peak_fraction))});
   return cells;

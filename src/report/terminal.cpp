@@ -16,7 +16,7 @@ std::string hours(double h) { return duration(h * 3600); }
 
 // The runs table, with a "*" on per-epoch times estimated from the median step.
 std::string runs_table(const Report& report) {
-  Table table({"model", "layers", "params", "device", "s/100 epochs", "ms/step", "cv", "GFLOP/s",
+  Table table({"model", "layers", "params", "device", "s/100 epochs", "ms/step", "spread", "GFLOP/s",
                "% of peak", "train error", "test accuracy"});
   for (const ReportRun& run : report.runs) {
     const TrainResult& r = run.run.result;
@@ -24,7 +24,9 @@ std::string runs_table(const Report& report) {
     table.add_row(
         {r.model, std::to_string(run.run.layers), std::to_string(r.params), r.device.id,
          fmt::format("{:.3f}{}", 100 * a.seconds_per_epoch, a.per_epoch_estimated ? "*" : ""),
-         fmt::format("{:.4f}", r.step_ms.median), fmt::format("{:.1f}%", 100.0 * r.step_ms.cv),
+         fmt::format("{:.4f}", r.step_ms.median), std::isfinite(relative_spread(r.step_ms))
+             ? fmt::format("{:.1f}%", 100.0 * relative_spread(r.step_ms))
+             : std::string("-"),
          fmt::format("{:.1f}", r.gflops),
          a.peak_fraction ? fmt::format("{:.1f}%", 100 * *a.peak_fraction) : std::string("n/a"),
          !r.epochs.empty() ? fmt::format("{:.2f}%", r.final_train_error) : std::string("-"),
@@ -41,6 +43,7 @@ std::string summary_text(const Report& report, const std::filesystem::path& out,
   bool estimated = false;
   for (const ReportRun& run : report.runs) estimated |= run.analysis.per_epoch_estimated;
   if (estimated) s += "* from the median step times the steps per epoch (--steps)\n";
+  s += "spread: p10 to p90 of the step times, as a share of the median\n";
   for (const DevicePeaks& p : report.peaks) {
     s += fmt::format("peak of {}: {:.1f} GFLOP/s f32 matmul, {:.1f} GB/s (probed {}{})\n",
                      terminal_safe(p.device), p.matmul_gflops, p.bandwidth_gbs,

@@ -1,5 +1,7 @@
 #include "train/stats.h"
 
+#include <limits>
+
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -16,6 +18,11 @@ double percentile(const std::vector<double>& sorted, double q) {
 }
 
 }  // namespace
+
+double relative_spread(const TimingStats& s) {
+  if (s.count == 0 || !(s.median > 0)) return std::numeric_limits<double>::quiet_NaN();
+  return (s.p90 - s.p10) / s.median;
+}
 
 TimingStats summarize(std::vector<double> samples) {
   TimingStats s;
