@@ -364,6 +364,12 @@ const RunRecord* Session::measure(const ModelSpec& spec_in, const std::string& d
              peaks ? fmt::format(" ({:.1f}% of peak)", 100 * r.gflops / peaks->matmul_gflops) : "",
              r.epochs.empty() ? std::string(", no epoch completed")
                               : fmt::format(", train error {:.2f}%", r.final_train_error));
+  if (run.utilisation) {
+    if (const std::string busy = contamination_warning(*run.utilisation, "this run");
+        !busy.empty()) {
+      fmt::print(stderr, "warning: {}: {}\n", label, busy);
+    }
+  }
   if (const std::string why = stop_message(r, settings.checkpoint, "the same command continues it");
       !why.empty()) {
     fmt::print(stderr, "crossover: {}\n", terminal_safe(why));

@@ -7,6 +7,7 @@
 #include "cli/commands.h"
 #include "cli/session.h"
 #include "core/file.h"
+#include "measure/sampler.h"
 #include "core/format.h"
 #include "data/source.h"
 #include "model/model.h"
@@ -72,6 +73,10 @@ int run_train(const TrainOptions& o) {
   exec.record_step = o.record_step;
   exec.stop_on_nan = o.checkpoint.on_nan == "stop";
   exec.checkpoint = checkpoint;
+  // Beside the training, the load of other processes on this one's CPUs: timings measured while
+  // another process ran are marked as such (a busy core made steps 13-48x slower here).
+  Sampler sampler(0.1);
+  sampler.start();
   const TrainResult r = train_model(
       model, data, spec.train,
       [&](const EpochRecord& e, int64_t n) {
@@ -86,6 +91,8 @@ int run_train(const TrainOptions& o) {
         }
       },
       exec);
+  sampler.stop();
+  const Utilisation load = sampler.timeline(1);
   fmt::print(
       "{}: {}{}, {:.4f} ms/step (median of {}, p10-p90 {:.4f}-{:.4f}), "
       "{:.1f} GFLOP/s, {:.0f} samples/s, {:.2f} s training, {} shard{}{}{}\n",
@@ -103,6 +110,9 @@ int run_train(const TrainOptions& o) {
       : r.resumed_at_step > 0
           ? fmt::format(" (resumed from its checkpoint at step {})", r.resumed_at_step)
           : "");
+  if (const std::string busy = contamination_warning(load, "this run"); !busy.empty()) {
+    fmt::print(stderr, "crossover: warning: {}\n", busy);
+  }
   if (const std::string why =
           stop_message(r, exec.checkpoint, "the same command with --resume continues it");
       !why.empty()) {
@@ -119,6 +129,9 @@ int run_train(const TrainOptions& o) {
   if (!o.json.empty()) {
     nlohmann::json j = to_json(r);
     j["machine"] = to_json(describe_machine());
+    j["mean_other_cores"] =
+        load.mean_other_cores ? nlohmann::json(*load.mean_other_cores) : nlohmann::json();
+    j["timings_contaminated"] = timings_contaminated(load);
     write_file_atomic(o.json, j.dump(2) + "\n");
   }
   // The results are written: the checkpoint of a finished run holds nothing more.

@@ -1,22 +1,57 @@
 #include "measure/sampler.h"
 
+#include <fmt/format.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 
 namespace xo {
 
+namespace {
+
+// User + system jiffies of this process: fields 14 and 15 of /proc/self/stat, counted after the
+// command name's closing parenthesis (a name may hold spaces or parentheses itself).
+std::optional<uint64_t> process_jiffies() {
+  std::ifstream in("/proc/self/stat");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t close = text.rfind(')');
+  if (close == std::string::npos) return std::nullopt;
+  std::istringstream fields(text.substr(close + 1));
+  std::string field;
+  uint64_t utime = 0, stime = 0;
+  for (int i = 3; i <= 15 && fields >> field; ++i) {  // field 3 is the state
+    if (i == 14) utime = std::strtoull(field.c_str(), nullptr, 10);
+    if (i == 15) stime = std::strtoull(field.c_str(), nullptr, 10);
+  }
+  if (!fields) return std::nullopt;
+  return utime + stime;
+}
+
+}  // namespace
+
 CpuTimes read_cpu_times() {
   CpuTimes t;
+  cpu_set_t affinity;
+  CPU_ZERO(&affinity);
+  const bool have_affinity = sched_getaffinity(0, sizeof(affinity), &affinity) == 0;
+  if (const auto p = process_jiffies()) {
+    t.process = *p;
+    t.process_known = true;
+  }
   std::ifstream in("/proc/stat");
   std::string line;
   while (std::getline(in, line)) {
     // "cpuN user nice system idle iowait irq softirq steal ..." (the aggregate "cpu " is skipped)
     if (line.size() < 4 || line.compare(0, 3, "cpu") != 0 || line[3] == ' ') continue;
+    const int cpu = std::atoi(line.c_str() + 3);
+    t.mine.push_back(!have_affinity || (cpu >= 0 && cpu < CPU_SETSIZE && CPU_ISSET(cpu, &affinity)));
     std::istringstream fields(line.substr(line.find(' ')));
     uint64_t v = 0, total = 0, idle = 0;
     for (int i = 0; fields >> v; ++i) {
@@ -39,6 +74,33 @@ std::vector<double> core_utilisation(const CpuTimes& before, const CpuTimes& aft
     percent[i] = 100.0 * busy / static_cast<double>(after.total[i] - before.total[i]);
   }
   return percent;
+}
+
+std::optional<double> other_cores(const CpuTimes& before, const CpuTimes& after) {
+  if (!before.process_known || !after.process_known || after.process < before.process ||
+      before.total.size() != after.total.size() || after.mine.size() != after.total.size()) {
+    return std::nullopt;
+  }
+  double busy = 0, total = 0;
+  int cores = 0;
+  for (size_t i = 0; i < after.total.size(); ++i) {
+    if (!after.mine[i] || after.total[i] <= before.total[i]) continue;
+    busy += static_cast<double>(after.busy[i] - before.busy[i]);
+    total += static_cast<double>(after.total[i] - before.total[i]);
+    ++cores;
+  }
+  if (cores == 0 || total <= 0) return std::nullopt;
+  const double per_core = total / cores;  // the interval, in jiffies
+  const double mine = static_cast<double>(after.process - before.process);
+  return std::max(0.0, busy - mine) / per_core;
+}
+
+std::string contamination_warning(const Utilisation& u, const std::string& what) {
+  if (!timings_contaminated(u)) return "";
+  return fmt::format(
+      "other processes kept {:.1f} cores busy on average during {}: its timings are contaminated "
+      "(measure again on a quiet machine, or with fewer --threads than free cores)",
+      *u.mean_other_cores, what);
 }
 
 double resident_mib() {
@@ -95,6 +157,7 @@ void Sampler::take(double t_s) {
   s.t_s = t_s;
   const CpuTimes now = read_cpu_times();
   s.core_percent = core_utilisation(last_, now);
+  s.other_cores = other_cores(last_, now);
   last_ = now;
   double sum = 0;
   for (double p : s.core_percent) sum += p;
@@ -130,11 +193,15 @@ Utilisation Sampler::timeline(size_t max_points) const {
   u.samples = static_cast<int64_t>(all.size());
   const size_t stride = all.size() > max_points ? (all.size() + max_points - 1) / max_points : 1;
   bool any_gpu = false;
-  double cpu_sum = 0, gpu_sum = 0;
-  size_t gpu_n = 0;
+  double cpu_sum = 0, gpu_sum = 0, other_sum = 0;
+  size_t gpu_n = 0, other_n = 0;
   for (size_t i = 0; i < all.size(); ++i) {
     const UtilisationSample& s = all[i];
     cpu_sum += s.cpu_percent;
+    if (s.other_cores) {
+      other_sum += *s.other_cores;
+      ++other_n;
+    }
     u.max_rss_mib = std::max(u.max_rss_mib, s.rss_mib);
     if (s.gpu.utilisation_percent) {
       gpu_sum += *s.gpu.utilisation_percent;
@@ -160,6 +227,7 @@ Utilisation Sampler::timeline(size_t max_points) const {
   }
   if (!all.empty()) u.mean_cpu_percent = cpu_sum / static_cast<double>(all.size());
   if (gpu_n) u.mean_gpu_percent = gpu_sum / static_cast<double>(gpu_n);
+  if (other_n) u.mean_other_cores = other_sum / static_cast<double>(other_n);
   return u;
 }
 

@@ -21,6 +21,9 @@ struct UtilisationSample {
   std::vector<double> core_percent;  // busy share of each logical CPU over the last interval
   double cpu_percent = 0;            // their mean
   double rss_mib = 0;                // the process's resident memory
+  // Cores kept busy by everything but this process over the last interval, on the CPUs this
+  // process may run on (none where the counters are unreadable).
+  std::optional<double> other_cores;
   GpuReading gpu;                    // empty without NVML or without a GPU to watch
 };
 
@@ -35,16 +38,38 @@ struct Utilisation {
   std::vector<std::optional<double>> gpu_percent, gpu_memory_mib, gpu_power_w, gpu_sm_clock_mhz;
   std::optional<double> mean_cpu_percent;  // over every sample; none without samples
   std::optional<double> mean_gpu_percent;  // over the samples with a GPU reading
+  // Other processes' load on this process's CPUs, in cores, averaged over the samples: a run's
+  // timings are contaminated from kContaminatingCores on (timings_contaminated).
+  std::optional<double> mean_other_cores;
   double max_rss_mib = 0;
 };
 
+// A quarter of a core busy elsewhere, on average over the run, makes its timings untrustworthy:
+// on this 2-core machine one other busy process (a whole core) made steps 13-48x slower, while
+// the machine's own background (kernel threads, a shell) stays under a tenth of a core.
+inline constexpr double kContaminatingCores = 0.25;
+inline bool timings_contaminated(const Utilisation& u) {
+  return u.mean_other_cores && *u.mean_other_cores >= kContaminatingCores;
+}
+// The warning a contaminated run prints and its reports show ("other processes kept 1.0 cores
+// busy ..."); empty when the run was not contaminated.
+std::string contamination_warning(const Utilisation& u, const std::string& what);
+
 // Busy and total jiffies of each logical CPU ("cpuN" lines of /proc/stat); empty when unreadable.
+// `mine` says which of them this process may run on (its affinity mask): a container's /proc/stat
+// lists the host's CPUs.
 struct CpuTimes {
   std::vector<uint64_t> busy, total;
+  std::vector<bool> mine;
+  uint64_t process = 0;  // this process's user + system jiffies (/proc/self/stat)
+  bool process_known = false;
 };
 CpuTimes read_cpu_times();
 // Per-core busy percent between two readings (0 where a core did not advance).
 std::vector<double> core_utilisation(const CpuTimes& before, const CpuTimes& after);
+// Cores kept busy by other processes between two readings, on this process's CPUs: their busy
+// jiffies less this process's, over the interval's jiffies per core. None where unreadable.
+std::optional<double> other_cores(const CpuTimes& before, const CpuTimes& after);
 // Resident memory of this process in MiB (0 when unreadable), and its peak so far (VmHWM).
 double resident_mib();
 double peak_resident_mib();

@@ -243,13 +243,22 @@ std::string runs_html(const Report& report, const DeviceColours& colours) {
   bool any_axis = false;
   for (const ReportRun& r : report.runs) any_axis |= !r.run.axis.empty();
   std::vector<std::vector<std::string>> speed, outcome;
+  std::string busy;  // the runs whose timings other processes contaminated, one warning each
   for (const ReportRun& run : report.runs) {
     speed.push_back(speed_row(run, colours, any_axis));
     outcome.push_back(outcome_row(run, colours));
+    if (run.run.utilisation && timings_contaminated(*run.run.utilisation)) {
+      speed.back().front() += " !";
+      busy += "<p class=\"note warning\">! " +
+              escape(contamination_warning(
+                  *run.run.utilisation,
+                  run.run.result.model + " on " + run.run.result.device.id)) +
+              "</p>\n";
+    }
   }
-  return "<h3>Speed</h3>\n" + html_table(speed_columns(any_axis), speed, "runs") +
-         "<p class=\"note\">Step times are medians over the timed steps; CV is their coefficient "
-         "of variation; GFLOP/s is achieved, against the device's measured matmul "
+  return "<h3>Speed</h3>\n" + html_table(speed_columns(any_axis), speed, "runs") + busy +
+         "<p class=\"note\">Step times are medians over the timed steps; spread is p10 to p90 of "
+         "them as a share of the median; GFLOP/s is achieved, against the device's measured matmul "
          "peak.</p>\n<h3>Training and resources</h3>\n" +
          html_table(outcome_columns(), outcome, "outcomes") +
          "<p class=\"note\">Train error is the percentage of the last epoch's samples "

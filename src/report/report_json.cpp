@@ -204,6 +204,7 @@ json utilisation_json(const Utilisation& u) {
           {"gpu_sm_clock_mhz", gpu ? optional_numbers(u.gpu_sm_clock_mhz) : json()},
           {"mean_cpu_percent", optional_number(u.mean_cpu_percent)},
           {"mean_gpu_percent", optional_number(u.mean_gpu_percent)},
+          {"mean_other_cores", optional_number(u.mean_other_cores)},
           {"max_rss_mib", u.max_rss_mib}};
 }
 
@@ -221,6 +222,8 @@ Utilisation read_utilisation(const JsonIn& in) {
   u.gpu_sm_clock_mhz = in.optional_numbers("gpu_sm_clock_mhz");
   u.mean_cpu_percent = in.optional_number("mean_cpu_percent");
   u.mean_gpu_percent = in.optional_number("mean_gpu_percent");
+  // Since 0.1.1's busy-machine check; earlier files have no such figure.
+  if (in.has("mean_other_cores")) u.mean_other_cores = in.optional_number("mean_other_cores");
   u.max_rss_mib = in.number("max_rss_mib");
   return u;
 }
@@ -272,6 +275,8 @@ json run_json(const ReportRun& run) {
       row.utilisation ? optional_number(row.utilisation->mean_cpu_percent) : json();
   j["mean_gpu_percent"] =
       row.utilisation ? optional_number(row.utilisation->mean_gpu_percent) : json();
+  // Other processes were busy on this run's CPUs: its timings are not the machine's.
+  j["timings_contaminated"] = row.utilisation && timings_contaminated(*row.utilisation);
   j["step_flops"] = row.cost.flops;
   j["step_bytes"] = row.cost.bytes;
   j["spec_toml"] = row.spec_toml;
@@ -340,6 +345,7 @@ ReportRun read_run(const JsonIn& in, bool hashes) {
   row.peak_rss_mib = in.nullable("peak_rss_mib");
   in.optional_number("mean_cpu_percent");  // copies of the utilisation's: checked, not kept
   in.optional_number("mean_gpu_percent");
+  if (in.has("timings_contaminated")) in.flag("timings_contaminated");  // derived: checked
   row.cost.flops = in.number("step_flops");
   row.cost.bytes = in.number("step_bytes");
   row.cost.batch = r.batch;

@@ -24,7 +24,8 @@ std::string runs_table(const Report& report) {
     table.add_row(
         {r.model, std::to_string(run.run.layers), std::to_string(r.params), r.device.id,
          fmt::format("{:.3f}{}", 100 * a.seconds_per_epoch, a.per_epoch_estimated ? "*" : ""),
-         fmt::format("{:.4f}", r.step_ms.median), std::isfinite(relative_spread(r.step_ms))
+         fmt::format("{:.4f}{}", r.step_ms.median,
+                     run.run.utilisation && timings_contaminated(*run.run.utilisation) ? "!" : ""), std::isfinite(relative_spread(r.step_ms))
              ? fmt::format("{:.1f}%", 100.0 * relative_spread(r.step_ms))
              : std::string("-"),
          fmt::format("{:.1f}", r.gflops),
@@ -44,6 +45,12 @@ std::string summary_text(const Report& report, const std::filesystem::path& out,
   for (const ReportRun& run : report.runs) estimated |= run.analysis.per_epoch_estimated;
   if (estimated) s += "* from the median step times the steps per epoch (--steps)\n";
   s += "spread: p10 to p90 of the step times, as a share of the median\n";
+  for (const ReportRun& run : report.runs) {
+    if (!run.run.utilisation) continue;
+    const std::string warning = contamination_warning(
+        *run.run.utilisation, run.run.result.model + " on " + run.run.result.device.id);
+    if (!warning.empty()) s += "! " + terminal_safe(warning) + "\n";
+  }
   for (const DevicePeaks& p : report.peaks) {
     s += fmt::format("peak of {}: {:.1f} GFLOP/s f32 matmul, {:.1f} GB/s (probed {}{})\n",
                      terminal_safe(p.device), p.matmul_gflops, p.bandwidth_gbs,

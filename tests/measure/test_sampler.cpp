@@ -2,12 +2,16 @@
 // memory follows an allocation), NVML's absence reported without an error, and the peaks cache.
 #include <gtest/gtest.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <thread>
 
 #include "core/file.h"
@@ -108,6 +112,48 @@ TEST(Peaks, ProbedOnceThenCachedAndADamagedCacheIsReplaced) {
   write_file_atomic(file, "{ not json");
   EXPECT_FALSE(device_peaks(*be, false, file).cached);
   EXPECT_TRUE(device_peaks(*be, false, file).cached);
+}
+
+}  // namespace
+}  // namespace xo
+
+namespace xo {
+namespace {
+
+// The other processes' load from two readings: the CPUs' busy jiffies less this process's, over
+// the interval, on the CPUs this process may use only.
+TEST(OtherLoad, IsTheBusyTimeThatIsNotThisProcesssOnItsOwnCpus) {
+  CpuTimes before{{100, 200, 300}, {1000, 1000, 1000}, {true, true, false}, 50, true};
+  // 100 jiffies pass on each CPU; the first two were busy 80 and 90 of them, 60 of those ours;
+  // the third (not ours: another container's) was busy throughout and does not count.
+  CpuTimes after{{180, 290, 400}, {1100, 1100, 1100}, {true, true, false}, 110, true};
+  const std::optional<double> other = other_cores(before, after);
+  ASSERT_TRUE(other.has_value());
+  EXPECT_DOUBLE_EQ(*other, (80 + 90 - 60) / 100.0);
+  after.process_known = false;
+  EXPECT_FALSE(other_cores(before, after).has_value());
+}
+
+// A child process spinning beside the sampler: most of a core of other load (this process idles).
+TEST(OtherLoad, ASpinningProcessIsSeen) {
+  const pid_t child = fork();
+  if (child == 0) {
+    const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(900);
+    volatile uint64_t x = 0;
+    while (std::chrono::steady_clock::now() < end) x = x + 1;
+    _exit(0);
+  }
+  ASSERT_GT(child, 0);
+  Sampler sampler(0.05);
+  sampler.start();
+  std::this_thread::sleep_for(std::chrono::milliseconds(600));
+  sampler.stop();
+  int status = 0;
+  waitpid(child, &status, 0);
+  const Utilisation u = sampler.timeline(10);
+  ASSERT_TRUE(u.mean_other_cores.has_value());
+  EXPECT_GT(*u.mean_other_cores, 0.5);
+  EXPECT_TRUE(timings_contaminated(u));
 }
 
 }  // namespace

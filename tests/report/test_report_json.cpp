@@ -63,6 +63,7 @@ ReportRun measured_run(const std::string& model, const std::string& device) {
   u.cpu_core_percent = {{40, 60}, {50, 70}};
   u.rss_mib = {90, 100};
   u.mean_cpu_percent = 55;
+  u.mean_other_cores = device == "cpu" ? 1.25 : 0.0;  // a busy machine under the CPU run
   u.max_rss_mib = 100;
   r.run.utilisation = u;
   RunAnalysis& a = r.analysis;
