@@ -365,7 +365,9 @@ const RunRecord* Session::measure(const ModelSpec& spec_in, const std::string& d
              r.epochs.empty() ? std::string(", no epoch completed")
                               : fmt::format(", train error {:.2f}%", r.final_train_error));
   if (run.utilisation) {
-    if (const std::string busy = contamination_warning(*run.utilisation, "this run");
+    if (const std::string busy = contamination_warning(
+            *run.utilisation, "this run",
+            be.info().kind == DeviceKind::Cpu ? be.info().threads : 0);
         !busy.empty()) {
       fmt::print(stderr, "warning: {}: {}\n", label, busy);
     }

@@ -110,7 +110,10 @@ int run_train(const TrainOptions& o) {
       : r.resumed_at_step > 0
           ? fmt::format(" (resumed from its checkpoint at step {})", r.resumed_at_step)
           : "");
-  if (const std::string busy = contamination_warning(load, "this run"); !busy.empty()) {
+  if (const std::string busy = contamination_warning(
+          load, "this run",
+          backend->info().kind == DeviceKind::Cpu ? backend->info().threads : 0);
+      !busy.empty()) {
     fmt::print(stderr, "crossover: warning: {}\n", busy);
   }
   if (const std::string why =

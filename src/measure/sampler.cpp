@@ -95,12 +95,20 @@ std::optional<double> other_cores(const CpuTimes& before, const CpuTimes& after)
   return std::max(0.0, busy - mine) / per_core;
 }
 
-std::string contamination_warning(const Utilisation& u, const std::string& what) {
+std::string contamination_warning(const Utilisation& u, const std::string& what,
+                                  int cpu_threads) {
   if (!timings_contaminated(u)) return "";
+  const int busy = static_cast<int>(std::ceil(*u.mean_other_cores - kContaminatingCores));
+  const int free_threads = std::max(1, cpu_threads - std::max(1, busy));
+  const std::string remedy =
+      cpu_threads > 1 ? fmt::format("measure again on a quiet machine, or with --threads {} to "
+                                    "leave the busy cores alone",
+                                    free_threads)
+                      : std::string("measure again on a quiet machine");
   return fmt::format(
       "other processes kept {:.1f} cores busy on average during {}: its timings are contaminated "
-      "(measure again on a quiet machine, or with fewer --threads than free cores)",
-      *u.mean_other_cores, what);
+      "({})",
+      *u.mean_other_cores, what, remedy);
 }
 
 double resident_mib() {

@@ -52,8 +52,12 @@ inline bool timings_contaminated(const Utilisation& u) {
   return u.mean_other_cores && *u.mean_other_cores >= kContaminatingCores;
 }
 // The warning a contaminated run prints and its reports show ("other processes kept 1.0 cores
-// busy ..."); empty when the run was not contaminated.
-std::string contamination_warning(const Utilisation& u, const std::string& what);
+// busy ..."); empty when the run was not contaminated. `cpu_threads`, for a CPU run, adds the
+// thread count that leaves the busy cores alone: on a busy core, OpenMP's spinning threads wait
+// for the one that was descheduled (bench/contention.py: 2.3x the quiet mean step with 2 threads,
+// 1.04x with 1).
+std::string contamination_warning(const Utilisation& u, const std::string& what,
+                                  int cpu_threads = 0);
 
 // Busy and total jiffies of each logical CPU ("cpuN" lines of /proc/stat); empty when unreadable.
 // `mine` says which of them this process may run on (its affinity mask): a container's /proc/stat

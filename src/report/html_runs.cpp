@@ -251,8 +251,9 @@ std::string runs_html(const Report& report, const DeviceColours& colours) {
       speed.back().front() += " !";
       busy += "<p class=\"note warning\">! " +
               escape(contamination_warning(
-                  *run.run.utilisation,
-                  run.run.result.model + " on " + run.run.result.device.id)) +
+                  *run.run.utilisation, run.run.result.model + " on " + run.run.result.device.id,
+                  run.run.result.device.kind == DeviceKind::Cpu ? run.run.result.device.threads
+                                                                : 0)) +
               "</p>\n";
     }
   }

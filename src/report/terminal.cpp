@@ -47,8 +47,10 @@ std::string summary_text(const Report& report, const std::filesystem::path& out,
   s += "spread: p10 to p90 of the step times, as a share of the median\n";
   for (const ReportRun& run : report.runs) {
     if (!run.run.utilisation) continue;
-    const std::string warning = contamination_warning(
-        *run.run.utilisation, run.run.result.model + " on " + run.run.result.device.id);
+    const TrainResult& r = run.run.result;
+    const std::string warning =
+        contamination_warning(*run.run.utilisation, r.model + " on " + r.device.id,
+                              r.device.kind == DeviceKind::Cpu ? r.device.threads : 0);
     if (!warning.empty()) s += "! " + terminal_safe(warning) + "\n";
   }
   for (const DevicePeaks& p : report.peaks) {

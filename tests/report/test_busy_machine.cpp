@@ -50,6 +50,20 @@ TEST(BusyMachine, ContaminationStartsAtAQuarterOfACore) {
             0u);
 }
 
+// A CPU run on more threads than the cores the others leave free is told how many to use; one
+// thread, or a GPU run, only to measure again.
+TEST(BusyMachine, TheWarningSaysHowManyThreadsLeaveTheBusyCoresAlone) {
+  Utilisation u;
+  u.mean_other_cores = 1.02;
+  EXPECT_NE(contamination_warning(u, "x", 2).find("or with --threads 1 to leave the busy cores"),
+            std::string::npos);
+  EXPECT_NE(contamination_warning(u, "x", 8).find("--threads 7"), std::string::npos);
+  EXPECT_EQ(contamination_warning(u, "x", 1).find("--threads"), std::string::npos);
+  EXPECT_EQ(contamination_warning(u, "x", 0).find("--threads"), std::string::npos);
+  u.mean_other_cores = 2.6;
+  EXPECT_NE(contamination_warning(u, "x", 8).find("--threads 5"), std::string::npos);
+}
+
 TEST(BusyMachine, TheTerminalMarksTheRunAndSaysWhy) {
   const std::string s = summary_text(busy_and_quiet(), "out", false);
   EXPECT_NE(s.find("2.0000!"), std::string::npos) << s;
