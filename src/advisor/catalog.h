@@ -16,7 +16,7 @@ namespace xo {
 
 // A device one can buy (or that an instance carries).
 struct CatalogDevice {
-  std::string id;          // unique across devices, e.g. "h100-sxm", "epyc-9654"
+  std::string id;  // unique across devices, e.g. "h100-sxm", "epyc-9654"
   DeviceKind kind = DeviceKind::Gpu;
   std::string name;        // e.g. "NVIDIA H100 SXM5 80GB"
   double f32_tflops = 0;   // dense peak rates, TFLOP/s (> 0)

@@ -45,8 +45,8 @@ int main(int argc, char** argv) {
       }
     }
     if (!parsed && argc > 1 && argv[1][0] != '-') {
-      message = fmt::format("unknown command '{}' (expected one of {})", argv[1],
-                            fmt::join(names, ", "));
+      message =
+          fmt::format("unknown command '{}' (expected one of {})", argv[1], fmt::join(names, ", "));
     }
     fmt::print(stderr, "crossover: error: {} (`{}` shows the usage)\n", xo::terminal_safe(message),
                usage);

@@ -69,11 +69,13 @@ std::string job_folder(const MeasureOptions& o) {
         *finished));
   }
   std::string stamp = utc_now();  // 2026-11-23T18:15:02Z -> 20261123-181502
-  stamp.erase(std::remove_if(stamp.begin(), stamp.end(), [](char c) { return c == '-' || c == ':' || c == 'Z'; }),
+  stamp.erase(std::remove_if(stamp.begin(), stamp.end(),
+                             [](char c) { return c == '-' || c == ':' || c == 'Z'; }),
               stamp.end());
   std::replace(stamp.begin(), stamp.end(), 'T', '-');
   std::string dated = fmt::format("{}-{}", out, stamp);
-  for (int i = 2; std::filesystem::exists(dated); ++i) dated = fmt::format("{}-{}-{}", out, stamp, i);
+  for (int i = 2; std::filesystem::exists(dated); ++i)
+    dated = fmt::format("{}-{}-{}", out, stamp, i);
   fmt::print(stderr,
              "note: {} holds the finished job {}: this job writes to {} (--out chooses the folder, "
              "--overwrite replaces)\n",
@@ -365,9 +367,9 @@ const RunRecord* Session::measure(const ModelSpec& spec_in, const std::string& d
              r.epochs.empty() ? std::string(", no epoch completed")
                               : fmt::format(", train error {:.2f}%", r.final_train_error));
   if (run.utilisation) {
-    if (const std::string busy = contamination_warning(
-            *run.utilisation, "this run",
-            be.info().kind == DeviceKind::Cpu ? be.info().threads : 0);
+    if (const std::string busy =
+            contamination_warning(*run.utilisation, "this run",
+                                  be.info().kind == DeviceKind::Cpu ? be.info().threads : 0);
         !busy.empty()) {
       fmt::print(stderr, "warning: {}: {}\n", label, busy);
     }

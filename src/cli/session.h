@@ -62,8 +62,8 @@ struct MeasureOptions {
   bool reprobe = false;           // measure the peaks again rather than use the cache
   std::string precision = "f32";  // GPUs' matmul arithmetic (the CPU always runs f32)
   bool record_step = true;        // replay each step as one CUDA Graph where the device can
-  std::string out;         // empty: kDefaultOutFolder, or a dated folder (Session::out())
-  bool overwrite = false;  // replace a finished job in `out` rather than refuse
+  std::string out;                // empty: kDefaultOutFolder, or a dated folder (Session::out())
+  bool overwrite = false;         // replace a finished job in `out` rather than refuse
   CheckpointFlags checkpoint;
 };
 

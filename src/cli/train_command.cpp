@@ -7,9 +7,9 @@
 #include "cli/commands.h"
 #include "cli/session.h"
 #include "core/file.h"
-#include "measure/sampler.h"
 #include "core/format.h"
 #include "data/source.h"
+#include "measure/sampler.h"
 #include "model/model.h"
 #include "report/machine.h"
 #include "report/report_json.h"
@@ -103,16 +103,15 @@ int run_train(const TrainOptions& o) {
       std::isnan(r.final_test_accuracy) ? ""
                                         : fmt::format(", test accuracy {:.2f}% ({} samples)",
                                                       r.final_test_accuracy, r.test_samples),
-      r.step_ms.median, r.step_ms.count, r.step_ms.p10, r.step_ms.p90, r.gflops, r.samples_per_second,
-      r.train_seconds, r.shards, r.shards == 1 ? "" : "s",
+      r.step_ms.median, r.step_ms.count, r.step_ms.p10, r.step_ms.p90, r.gflops,
+      r.samples_per_second, r.train_seconds, r.shards, r.shards == 1 ? "" : "s",
       r.recorded_step ? ", replayed as one CUDA Graph" : "",
       r.interrupted ? " (interrupted)"
       : r.resumed_at_step > 0
           ? fmt::format(" (resumed from its checkpoint at step {})", r.resumed_at_step)
           : "");
   if (const std::string busy = contamination_warning(
-          load, "this run",
-          backend->info().kind == DeviceKind::Cpu ? backend->info().threads : 0);
+          load, "this run", backend->info().kind == DeviceKind::Cpu ? backend->info().threads : 0);
       !busy.empty()) {
     fmt::print(stderr, "crossover: warning: {}\n", busy);
   }

@@ -68,9 +68,8 @@ double probe_matmul(Backend& be, int64_t n) {
   for (size_t i = 0; i < host.size(); ++i) host[i] = static_cast<float>(i % 7) * 0.125f - 0.375f;
   be.upload(a.as<float>(), host.data(), a.bytes());
   be.upload(w.as<float>(), host.data(), w.bytes());
-  const double s = best_seconds(9, be, [&] {
-    kernel->forward(a.as<float>(), w.as<float>(), nullptr, c.as<float>());
-  });
+  const double s = best_seconds(
+      9, be, [&] { kernel->forward(a.as<float>(), w.as<float>(), nullptr, c.as<float>()); });
   return 2.0 * static_cast<double>(n) * n * n / s / 1e9;
 }
 
@@ -146,7 +145,8 @@ DevicePeaks probe_peaks(Backend& be) {
   p.bandwidth_gbs = probe_bandwidth(be, int64_t{1} << (gpu ? 28 : 26));  // 1 GiB / 256 MiB each
   const double one = tiny_step_seconds(be, 1), eight = tiny_step_seconds(be, 8);
   if (std::getenv("CROSSOVER_DEBUG_PROBE")) {
-    fmt::print(stderr, "probe: 1-layer step {:.3f} us, 8-layer step {:.3f} us\n", one * 1e6, eight * 1e6);
+    fmt::print(stderr, "probe: 1-layer step {:.3f} us, 8-layer step {:.3f} us\n", one * 1e6,
+               eight * 1e6);
   }
   p.layer_overhead_us = std::max(0.0, (eight - one) / 7 * 1e6);
   p.step_overhead_us = std::max(0.0, one * 1e6 - p.layer_overhead_us);

@@ -51,7 +51,8 @@ CpuTimes read_cpu_times() {
     // "cpuN user nice system idle iowait irq softirq steal ..." (the aggregate "cpu " is skipped)
     if (line.size() < 4 || line.compare(0, 3, "cpu") != 0 || line[3] == ' ') continue;
     const int cpu = std::atoi(line.c_str() + 3);
-    t.mine.push_back(!have_affinity || (cpu >= 0 && cpu < CPU_SETSIZE && CPU_ISSET(cpu, &affinity)));
+    t.mine.push_back(!have_affinity ||
+                     (cpu >= 0 && cpu < CPU_SETSIZE && CPU_ISSET(cpu, &affinity)));
     std::istringstream fields(line.substr(line.find(' ')));
     uint64_t v = 0, total = 0, idle = 0;
     for (int i = 0; fields >> v; ++i) {
@@ -95,16 +96,16 @@ std::optional<double> other_cores(const CpuTimes& before, const CpuTimes& after)
   return std::max(0.0, busy - mine) / per_core;
 }
 
-std::string contamination_warning(const Utilisation& u, const std::string& what,
-                                  int cpu_threads) {
+std::string contamination_warning(const Utilisation& u, const std::string& what, int cpu_threads) {
   if (!timings_contaminated(u)) return "";
   const int busy = static_cast<int>(std::ceil(*u.mean_other_cores - kContaminatingCores));
   const int free_threads = std::max(1, cpu_threads - std::max(1, busy));
-  const std::string remedy =
-      cpu_threads > 1 ? fmt::format("measure again on a quiet machine, or with --threads {} to "
-                                    "leave the busy cores alone",
-                                    free_threads)
-                      : std::string("measure again on a quiet machine");
+  const std::string remedy = cpu_threads > 1
+                                 ? fmt::format(
+                                       "measure again on a quiet machine, or with --threads {} to "
+                                       "leave the busy cores alone",
+                                       free_threads)
+                                 : std::string("measure again on a quiet machine");
   return fmt::format(
       "other processes kept {:.1f} cores busy on average during {}: its timings are contaminated "
       "({})",

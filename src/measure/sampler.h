@@ -17,14 +17,14 @@
 namespace xo {
 
 struct UtilisationSample {
-  double t_s = 0;                   // since start()
+  double t_s = 0;                    // since start()
   std::vector<double> core_percent;  // busy share of each logical CPU over the last interval
   double cpu_percent = 0;            // their mean
   double rss_mib = 0;                // the process's resident memory
   // Cores kept busy by everything but this process over the last interval, on the CPUs this
   // process may run on (none where the counters are unreadable).
   std::optional<double> other_cores;
-  GpuReading gpu;                    // empty without NVML or without a GPU to watch
+  GpuReading gpu;  // empty without NVML or without a GPU to watch
 };
 
 // What the report shows of a run's utilisation: a summary and a timeline thinned to at most a few

@@ -1418,8 +1418,9 @@ class Importer {
     // crossover's lstm always trains biases (nn.LSTM's bias=True): zeros in place of a missing B
     // would train into a different model.
     if (input(n, 3).empty()) {
-      refuse(n, "has no bias B: crossover's lstm has trained biases (nn.LSTM with bias=True), so "
-                "an LSTM without them is not supported");
+      refuse(n,
+             "has no bias B: crossover's lstm has trained biases (nn.LSTM with bias=True), so "
+             "an LSTM without them is not supported");
     }
     const OnnxTensor& b = weight(n, 3, "bias B");
     if (b.dims != std::vector<int64_t>{1, 8 * hidden}) {
@@ -1531,8 +1532,10 @@ class Importer {
     known_attributes(n, {"starts", "ends", "axes"});
     takes_data_first(n);
     const SliceBounds bounds = slice_bounds(n);
-    const std::vector<int64_t>&starts = bounds.starts, &ends = bounds.ends, &axes = bounds.axes,
-                               &steps = bounds.steps;
+    const std::vector<int64_t>& starts = bounds.starts;
+    const std::vector<int64_t>& ends = bounds.ends;
+    const std::vector<int64_t>& axes = bounds.axes;
+    const std::vector<int64_t>& steps = bounds.steps;
     const std::vector<int64_t> shape = full_shape();
     const int64_t axis = axes.size() == 1 ? normalise_axis(axes[0], shape.size()) : -1;
     const bool over_time = (layout_ == Layout::Batch && sample_.size() == 2 && axis == 1) ||
@@ -1675,8 +1678,7 @@ ModelSpec onnx_training_spec(OnnxImport imported, const std::filesystem::path& p
   ModelSpec spec = std::move(imported.spec);
   spec.init = path.string();
   // The weights were read with the graph: the model starts from them without reading it again.
-  spec.init_weights =
-      std::make_shared<const std::vector<NamedTensor>>(std::move(imported.weights));
+  spec.init_weights = std::make_shared<const std::vector<NamedTensor>>(std::move(imported.weights));
   spec.data.source.clear();  // none until the training file names one (or --data)
   std::filesystem::path training = path;
   training.replace_extension(".toml");

@@ -41,7 +41,8 @@ std::string text(const std::string& raw) {
 std::string runs_csv(const Report& report) {
   std::string csv =
       "model,layers,params,device,axis,axis_value,epochs,seconds_per_epoch,seconds_per_100_epochs,"
-      "ms_per_step,step_p10_ms,step_p90_ms,step_spread,gflops,peak_fraction,final_loss,final_train_error,final_test_accuracy,"
+      "ms_per_step,step_p10_ms,step_p90_ms,step_spread,gflops,peak_fraction,final_loss,final_train_"
+      "error,final_test_accuracy,"
       "peak_rss_mib,mean_cpu_percent\n";
   for (const ReportRun& run : report.runs) {
     const RunRecord& row = run.run;
@@ -53,8 +54,8 @@ std::string runs_csv(const Report& report) {
         text(row.axis), row.axis.empty() ? "" : num(row.axis_value),
         num(static_cast<double>(r.epochs.size())), num(run.analysis.seconds_per_epoch),
         num(100 * run.analysis.seconds_per_epoch), num(r.step_ms.median), num(r.step_ms.p10),
-        num(r.step_ms.p90), num(relative_spread(r.step_ms)),
-        num(r.gflops), num(run.analysis.peak_fraction), trained ? num(r.final_loss) : "",
+        num(r.step_ms.p90), num(relative_spread(r.step_ms)), num(r.gflops),
+        num(run.analysis.peak_fraction), trained ? num(r.final_loss) : "",
         trained ? num(r.final_train_error) : "", num(r.final_test_accuracy), num(row.peak_rss_mib),
         row.utilisation ? num(row.utilisation->mean_cpu_percent) : std::string());
   }

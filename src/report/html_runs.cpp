@@ -249,12 +249,12 @@ std::string runs_html(const Report& report, const DeviceColours& colours) {
     outcome.push_back(outcome_row(run, colours));
     if (run.run.utilisation && timings_contaminated(*run.run.utilisation)) {
       speed.back().front() += " !";
-      busy += "<p class=\"note warning\">! " +
-              escape(contamination_warning(
-                  *run.run.utilisation, run.run.result.model + " on " + run.run.result.device.id,
-                  run.run.result.device.kind == DeviceKind::Cpu ? run.run.result.device.threads
-                                                                : 0)) +
-              "</p>\n";
+      busy +=
+          "<p class=\"note warning\">! " +
+          escape(contamination_warning(
+              *run.run.utilisation, run.run.result.model + " on " + run.run.result.device.id,
+              run.run.result.device.kind == DeviceKind::Cpu ? run.run.result.device.threads : 0)) +
+          "</p>\n";
     }
   }
   return "<h3>Speed</h3>\n" + html_table(speed_columns(any_axis), speed, "runs") + busy +

@@ -16,8 +16,8 @@ std::string hours(double h) { return duration(h * 3600); }
 
 // The runs table, with a "*" on per-epoch times estimated from the median step.
 std::string runs_table(const Report& report) {
-  Table table({"model", "layers", "params", "device", "s/100 epochs", "ms/step", "spread", "GFLOP/s",
-               "% of peak", "train error", "test accuracy"});
+  Table table({"model", "layers", "params", "device", "s/100 epochs", "ms/step", "spread",
+               "GFLOP/s", "% of peak", "train error", "test accuracy"});
   for (const ReportRun& run : report.runs) {
     const TrainResult& r = run.run.result;
     const RunAnalysis& a = run.analysis;
@@ -25,7 +25,8 @@ std::string runs_table(const Report& report) {
         {r.model, std::to_string(run.run.layers), std::to_string(r.params), r.device.id,
          fmt::format("{:.3f}{}", 100 * a.seconds_per_epoch, a.per_epoch_estimated ? "*" : ""),
          fmt::format("{:.4f}{}", r.step_ms.median,
-                     run.run.utilisation && timings_contaminated(*run.run.utilisation) ? "!" : ""), std::isfinite(relative_spread(r.step_ms))
+                     run.run.utilisation && timings_contaminated(*run.run.utilisation) ? "!" : ""),
+         std::isfinite(relative_spread(r.step_ms))
              ? fmt::format("{:.1f}%", 100.0 * relative_spread(r.step_ms))
              : std::string("-"),
          fmt::format("{:.1f}", r.gflops),

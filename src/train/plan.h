@@ -27,7 +27,7 @@ int64_t evaluation_batch(const Model& model, int64_t samples);
 // inference Networks and the data on the device are planned when it is built.
 struct Evaluation {
   double loss = 0, accuracy = 0;  // accuracy in percent
-  bool complete = true;  // false: a stop request cut it short (loss and accuracy are NaN)
+  bool complete = true;           // false: a stop request cut it short (loss and accuracy are NaN)
 };
 class Evaluator {
  public:

@@ -1,9 +1,8 @@
 #include "train/stats.h"
 
-#include <limits>
-
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 
 namespace xo {

@@ -163,9 +163,9 @@ TEST(ShippedCatalog, TheEnvironmentNamesAFileThatReplacesIt) {
     EXPECT_EQ(c.origins[0], file.string());
   }
   const CatalogVariable missing((dir / "absent.toml").string());
-  testing::expect_user_error([] { shipped_catalog(); },
-                             {"CROSSOVER_CATALOG=", "absent.toml: no such file",
-                              "unset it to use the built-in catalog"});
+  testing::expect_user_error(
+      [] { shipped_catalog(); },
+      {"CROSSOVER_CATALOG=", "absent.toml: no such file", "unset it to use the built-in catalog"});
 }
 
 // --- Good files ----------------------------------------------------------------------------------

@@ -138,14 +138,14 @@ TEST(Cli, UsageErrorsHaveThePrefixAndExitCode2) {
     const char* says;
     const char* usage;
   };
-  for (const Case& c : {Case{"", "A subcommand is required", "`crossover --help`"},
-                        Case{"train", "spec is required", "`crossover train --help`"},
-                        Case{"train disc-2 --epochs x", "--epochs: expected a positive number",
-                             "`crossover train --help`"},
-                        Case{"sweep disc-2 --no-such-flag", "no-such-flag",
-                             "`crossover sweep --help`"},
-                        Case{"nosuch", "unknown command 'nosuch' (expected one of run, train",
-                             "`crossover --help`"}}) {
+  for (const Case& c :
+       {Case{"", "A subcommand is required", "`crossover --help`"},
+        Case{"train", "spec is required", "`crossover train --help`"},
+        Case{"train disc-2 --epochs x", "--epochs: expected a positive number",
+             "`crossover train --help`"},
+        Case{"sweep disc-2 --no-such-flag", "no-such-flag", "`crossover sweep --help`"},
+        Case{"nosuch", "unknown command 'nosuch' (expected one of run, train",
+             "`crossover --help`"}}) {
     const Result r = run(c.args);
     EXPECT_EQ(r.status, 2) << c.args << ": " << r.output;
     EXPECT_EQ(r.output.rfind("crossover: error: ", 0), 0u) << c.args << ": " << r.output;

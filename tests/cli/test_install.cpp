@@ -43,10 +43,9 @@ TEST(Install, TheInstalledBinaryRunsAwayFromItsSourceTree) {
   // From an empty folder, without CROSSOVER_CATALOG: `advise` measures disc-2 for one epoch and
   // prices it on the built-in catalog's instances.
   const xo::testing::TempDir elsewhere("install-cwd");
-  const Shell advise =
-      shell("cd '" + elsewhere.path().string() + "' && env -u CROSSOVER_CATALOG " +
-            xo::testing::cli_cache_env() + "'" + binary.string() +
-            "' advise disc-2 --devices cpu --epochs 1 --out out");
+  const Shell advise = shell("cd '" + elsewhere.path().string() + "' && env -u CROSSOVER_CATALOG " +
+                             xo::testing::cli_cache_env() + "'" + binary.string() +
+                             "' advise disc-2 --devices cpu --epochs 1 --out out");
   EXPECT_EQ(advise.status, 0) << advise.output;
   EXPECT_NE(advise.output.find("p5.48xlarge"), std::string::npos) << advise.output;
   EXPECT_TRUE(fs::exists(elsewhere / "out" / "report.html"));

@@ -38,8 +38,8 @@ bool catches(pid_t pid, int sig) {
 }
 
 struct Stopped {
-  int exit_code = -1;      // -1: it did not exit by itself
-  double seconds = 0;      // from the signal to the exit
+  int exit_code = -1;  // -1: it did not exit by itself
+  double seconds = 0;  // from the signal to the exit
   std::string stderr_text;
 };
 
@@ -162,20 +162,22 @@ TEST(PromptStop, SigintWhileEvaluatingKeepsTheFinishedEpochAndItsTraining) {
 TEST(PromptStop, SigtermWhileAMeasuringJobPreparesEndsItWithoutResults) {
   const xo::testing::TempDir dir("prompt-stop");
   write_spec(dir / "spec.toml", kLongGeneration);
-  const Stopped s = stop_after(dir.path(), {"advise", "spec.toml", "--devices", "cpu", "--out", "out"},
-                               std::chrono::milliseconds(500), SIGTERM);
+  const Stopped s =
+      stop_after(dir.path(), {"advise", "spec.toml", "--devices", "cpu", "--out", "out"},
+                 std::chrono::milliseconds(500), SIGTERM);
   EXPECT_EQ(s.exit_code, 130) << s.stderr_text;
   EXPECT_LT(s.seconds, kPromptSeconds) << s.stderr_text;
   // Either the peaks were still being probed (a cold cache) or the data was being generated.
-  const bool named = s.stderr_text.find("stopped while probing the device's peaks") !=
-                         std::string::npos ||
-                     s.stderr_text.find("stopped while generating the imdb-synthetic data set") !=
-                         std::string::npos;
+  const bool named =
+      s.stderr_text.find("stopped while probing the device's peaks") != std::string::npos ||
+      s.stderr_text.find("stopped while generating the imdb-synthetic data set") !=
+          std::string::npos;
   EXPECT_TRUE(named) << s.stderr_text;
   // No run finished: no results claim otherwise, and the folder is free for the next job.
   EXPECT_FALSE(fs::exists(dir / "out" / "results.json"));
-  const Stopped again = stop_after(dir.path(), {"advise", "spec.toml", "--devices", "cpu", "--out", "out"},
-                                   std::chrono::milliseconds(500), SIGTERM);
+  const Stopped again =
+      stop_after(dir.path(), {"advise", "spec.toml", "--devices", "cpu", "--out", "out"},
+                 std::chrono::milliseconds(500), SIGTERM);
   EXPECT_EQ(again.exit_code, 130) << again.stderr_text;
 }
 

@@ -43,11 +43,12 @@ TEST(BusyMachine, ContaminationStartsAtAQuarterOfACore) {
   EXPECT_EQ(contamination_warning(u, "x"), "");
   u.mean_other_cores = kContaminatingCores;
   EXPECT_TRUE(timings_contaminated(u));
-  EXPECT_EQ(contamination_warning(u, "this run").rfind(
-                "other processes kept 0.2 cores busy on average during this run: its timings are "
-                "contaminated",
-                0),
-            0u);
+  EXPECT_EQ(
+      contamination_warning(u, "this run")
+          .rfind("other processes kept 0.2 cores busy on average during this run: its timings are "
+                 "contaminated",
+                 0),
+      0u);
 }
 
 // A CPU run on more threads than the cores the others leave free is told how many to use; one
