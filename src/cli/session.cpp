@@ -178,6 +178,14 @@ void print_notes(const ModelSpec& spec) {
   }
 }
 
+std::string batch_note(const ModelSpec& spec, int64_t training_samples) {
+  if (training_samples <= 0 || spec.train.batch <= training_samples) return "";
+  return fmt::format(
+      "batch {} is larger than the {} training samples: every step takes all {} (one step per "
+      "epoch)",
+      spec.train.batch, training_samples, training_samples);
+}
+
 int exit_code(const TrainResult& r) {
   if (r.stopped_diverged) return kExitDiverged;
   return r.interrupted ? 130 : 0;
@@ -361,6 +369,9 @@ const RunRecord* Session::measure(const ModelSpec& spec_in, const std::string& d
   run.axis_value = axis_value;
   const TrainResult& r = run.result;
   const DevicePeaks* peaks = find_peaks(peaks_, be.info().id);
+  if (const std::string note = batch_note(spec, r.samples); !note.empty()) {
+    fmt::print(stderr, "note: {}: {}\n", label, note);
+  }
   // The training error only where an epoch completed (a --steps run or an early stop has none).
   fmt::print(stderr, "{}: {:.4f} ms/step, {:.1f} GFLOP/s{}{}\n", label, r.step_ms.median, r.gflops,
              peaks ? fmt::format(" ({:.1f}% of peak)", 100 * r.gflops / peaks->matmul_gflops) : "",

@@ -76,6 +76,9 @@ struct CostOptions {
 
 // A spec's notes (how an imported model was understood) on stderr, "note: NAME: …".
 void print_notes(const ModelSpec& spec);
+// What a batch larger than the training set becomes (every step takes the whole set, as PyTorch's
+// DataLoader does), said rather than done silently; empty when the batch fits.
+std::string batch_note(const ModelSpec& spec, int64_t training_samples);
 
 void add_measure_options(CLI::App* sub, MeasureOptions& o, bool with_steps);
 void add_cost_options(CLI::App* sub, CostOptions& o);

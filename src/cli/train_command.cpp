@@ -59,6 +59,9 @@ int run_train(const TrainOptions& o) {
   check_model_memory(spec, *backend);
   Model model(spec, *backend);
   const DataSplit data = load_data(spec.data, data_request(spec, model.classes()));
+  if (const std::string note = batch_note(spec, data.train.samples); !note.empty()) {
+    fmt::print(stderr, "note: {}\n", note);
+  }
   initialize(model, o.init);
   if (!o.quiet) {
     const DeviceInfo& d = backend->info();

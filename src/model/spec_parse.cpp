@@ -181,7 +181,8 @@ void parse_model(const TomlTable& model, const std::filesystem::path& base, Mode
   parse_loss(model.get("loss"), spec);
   if (const TomlValue init = model.get("init")) {
     spec.init = relative_to(
-        base, init.string("a path to a safetensors file or an ONNX model with the initial weights"));
+        base,
+        init.string("a path to a safetensors file or an ONNX model with the initial weights"));
     if (spec.init.empty()) init.expected("a path to a safetensors file or an ONNX model");
   }
 }
@@ -280,10 +281,22 @@ std::string parse_source(const TomlValue& v, const std::filesystem::path& base) 
   v.fail(fmt::format("unknown source '{}' (expected {})", source, expected));
 }
 
-void parse_data(const TomlTable& t, const std::filesystem::path& base, DataSpec& data) {
+// `notes` gains what the spec asks for that will not happen (a sample count for a file).
+void parse_data(const TomlTable& t, const std::filesystem::path& base, DataSpec& data,
+                std::vector<std::string>& notes) {
   t.only_keys({"source", "samples", "test_samples"});
   if (const TomlValue v = t.get("source")) data.source = parse_source(v, base);
-  if (const TomlValue v = t.get("samples")) data.samples = v.integer_at_least(1);
+  if (const TomlValue v = t.get("samples")) {
+    data.samples = v.integer_at_least(1);
+    // A file brings its own rows. A note, not an error: results recorded before 0.1.1 wrote a
+    // sample count for every source, and their specs must still read.
+    if (!data.source.empty() && data.source != kDiscSource && data.source != kImdbSyntheticSource) {
+      notes.push_back(fmt::format(
+          "data.samples = {} is not used: '{}' brings its own rows (only the generated sources, "
+          "disc and imdb-synthetic, take a sample count)",
+          data.samples, data.source));
+    }
+  }
   if (const TomlValue v = t.get("test_samples")) {
     data.test_samples = v.integer_at_least(0);
     // Only generated sources make a test split of a chosen size; files bring their own (or none).
@@ -309,7 +322,7 @@ ModelSpec parse(const std::string& text, const std::string& origin,
     parse_train(train.table("a [train] table"), spec.train);
   }
   if (const TomlValue data = root.get("data")) {
-    parse_data(data.table("a [data] table"), base, spec.data);
+    parse_data(data.table("a [data] table"), base, spec.data, spec.notes);
   }
   infer_shapes(spec);
   return spec;
@@ -329,7 +342,9 @@ void apply_training_file(ModelSpec& spec, const std::filesystem::path& path,
         v.fail(fmt::format(
             "the model's {} come from {}: a training file beside it sets [train], [data] and "
             "model.loss only (a whole spec is trained by passing the spec itself)",
-            key == "init" ? "initial weights" : key == "input" ? "input shape" : "layers",
+            key == "init"    ? "initial weights"
+            : key == "input" ? "input shape"
+                             : "layers",
             layers_from));
       }
     }
@@ -341,7 +356,7 @@ void apply_training_file(ModelSpec& spec, const std::filesystem::path& path,
     parse_train(train.table("a [train] table"), spec.train);
   }
   if (const TomlValue data = root.get("data")) {
-    parse_data(data.table("a [data] table"), path.parent_path(), spec.data);
+    parse_data(data.table("a [data] table"), path.parent_path(), spec.data, spec.notes);
   }
 }
 
@@ -354,8 +369,10 @@ ModelSpec load_spec_file(const std::filesystem::path& path) {
 }
 
 std::string data_source_argument(const std::string& text, const std::string& flag) {
-  if (text.empty()) throw UserError(fmt::format("{}: empty (expected a CSV file or a data source)", flag));
-  if (text == kDiscSource || text == kFashionMnistSource || text == kImdbSyntheticSource) return text;
+  if (text.empty())
+    throw UserError(fmt::format("{}: empty (expected a CSV file or a data source)", flag));
+  if (text == kDiscSource || text == kFashionMnistSource || text == kImdbSyntheticSource)
+    return text;
   for (std::string_view prefix : kPathPrefixes) {
     if (text.starts_with(prefix)) {
       if (text.size() == prefix.size()) {
@@ -377,7 +394,8 @@ ModelSpec resolve_spec(const std::string& name_or_path) {
   std::error_code ec;
   if (std::filesystem::is_regular_file(path, ec)) {
     std::string ext = path.extension().string();
-    std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
+    std::transform(ext.begin(), ext.end(), ext.begin(),
+                   [](unsigned char c) { return std::tolower(c); });
     return ext == ".onnx" ? load_onnx_spec(path) : load_spec_file(path);
   }
   const std::string builtins = fmt::format("{}", fmt::join(builtin_spec_names(), ", "));

@@ -101,9 +101,11 @@ std::string to_toml(const ModelSpec& spec) {
         "[data]\n# source = \"csv:PATH\"  (none yet: csv:PATH, fashion-mnist, idx:DIR, imdb:DIR or "
         "imdb-synthetic)\nsamples = {}\n",
         spec.data.samples);
-  } else {
+  } else if (spec.data.source == "disc" || spec.data.source == "imdb-synthetic") {
     out += fmt::format("[data]\nsource = {}\nsamples = {}\n", toml_string(spec.data.source),
                        spec.data.samples);
+  } else {  // a file or a data set brings its own rows
+    out += fmt::format("[data]\nsource = {}\n", toml_string(spec.data.source));
   }
   if (spec.data.test_samples > 0) out += fmt::format("test_samples = {}\n", spec.data.test_samples);
   return out;

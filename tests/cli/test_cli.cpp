@@ -130,6 +130,19 @@ TEST(Cli, BadInputGivesAClearErrorAndExitCode2) {
   EXPECT_NE(r.status, 0);
 }
 
+// A batch larger than the data is said, not silently shrunk.
+TEST(Cli, ABatchLargerThanTheDataIsSaid) {
+  const xo::testing::TempDir dir("cli_batch");
+  std::ofstream(dir / "three.csv") << "0.1,0.2,0\n0.3,0.1,1\n0.5,0.5,1\n";
+  const Result r = run("train disc-2 --epochs 1 --batch 64 --checkpoint-every off --data " +
+                       (dir / "three.csv").string());
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("note: batch 64 is larger than the 3 training samples: every step takes "
+                          "all 3 (one step per epoch)"),
+            std::string::npos)
+      << r.output;
+}
+
 // A usage error (a missing argument or subcommand, an unknown flag, a flag's bad value) is an
 // error like any other: the prefix, exit code 2, and where the usage is.
 TEST(Cli, UsageErrorsHaveThePrefixAndExitCode2) {
