@@ -377,6 +377,9 @@ const RunRecord* Session::measure(const ModelSpec& spec_in, const std::string& d
              peaks ? fmt::format(" ({:.1f}% of peak)", 100 * r.gflops / peaks->matmul_gflops) : "",
              r.epochs.empty() ? std::string(", no epoch completed")
                               : fmt::format(", train error {:.2f}%", r.final_train_error));
+  if (const std::string stuck = stuck_warning(r); !stuck.empty()) {
+    fmt::print(stderr, "warning: {}\n", terminal_safe(stuck));
+  }
   if (run.utilisation) {
     if (const std::string busy =
             contamination_warning(*run.utilisation, "this run",

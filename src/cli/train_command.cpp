@@ -113,6 +113,9 @@ int run_train(const TrainOptions& o) {
       : r.resumed_at_step > 0
           ? fmt::format(" (resumed from its checkpoint at step {})", r.resumed_at_step)
           : "");
+  if (const std::string stuck = stuck_warning(r); !stuck.empty()) {
+    fmt::print(stderr, "crossover: warning: {}\n", terminal_safe(stuck));
+  }
   if (const std::string busy = contamination_warning(
           load, "this run", backend->info().kind == DeviceKind::Cpu ? backend->info().threads : 0);
       !busy.empty()) {

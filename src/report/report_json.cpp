@@ -101,6 +101,7 @@ json result_json(const TrainResult& r, const char* epochs) {
   for (const EpochRecord& e : r.epochs) j[epochs].push_back(epoch_json(e));
   j["final_loss"] = r.final_loss;
   j["final_train_error"] = r.final_train_error;
+  j["majority_class_error"] = number_or_null(r.majority_class_error);
   j["test_samples"] = r.test_samples;
   // null without a test set (JSON has no NaN).
   j["final_test_loss"] = number_or_null(r.final_test_loss);
@@ -152,6 +153,8 @@ TrainResult read_result(const JsonIn& in, const char* epochs) {
   for (const JsonIn& e : in.objects(epochs)) r.epochs.push_back(read_epoch(e));
   r.final_loss = in.nullable("final_loss");
   r.final_train_error = in.nullable("final_train_error");
+  // Since 0.1.1's stuck-model check; earlier files have no such figure.
+  if (in.has("majority_class_error")) r.majority_class_error = in.nullable("majority_class_error");
   r.test_samples = in.integer("test_samples");
   r.final_test_loss = in.nullable("final_test_loss");
   r.final_test_accuracy = in.nullable("final_test_accuracy");

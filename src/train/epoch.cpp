@@ -1,10 +1,13 @@
 // The epoch bookkeeping of train_model and the assembly of its result (see epoch.h).
 #include "train/epoch.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <string>
 #include <utility>
 
 #include "train/stats.h"
@@ -135,7 +138,34 @@ TrainResult make_result(const TrainPlan& p, const TrainState& state, double setu
   }
   r.interrupted = interrupted;
   r.diverged_epoch = state.diverged_epoch;
+  r.majority_class_error = majority_class_error(p.split.train.y);
   return r;
+}
+
+double majority_class_error(const std::vector<int32_t>& labels) {
+  if (labels.empty()) return std::numeric_limits<double>::quiet_NaN();
+  std::vector<int64_t> counts;
+  for (const int32_t y : labels) {
+    if (y < 0) continue;
+    if (static_cast<size_t>(y) >= counts.size()) counts.resize(static_cast<size_t>(y) + 1, 0);
+    ++counts[static_cast<size_t>(y)];
+  }
+  const int64_t most = counts.empty() ? 0 : *std::max_element(counts.begin(), counts.end());
+  return 100.0 * (1.0 - static_cast<double>(most) / static_cast<double>(labels.size()));
+}
+
+std::string stuck_warning(const TrainResult& r) {
+  constexpr double kPoints = 0.5;  // percentage points of slack
+  if (r.epochs.empty() || !std::isfinite(r.majority_class_error) ||
+      !std::isfinite(r.final_train_error) ||
+      r.final_train_error < r.majority_class_error - kPoints) {
+    return "";
+  }
+  return fmt::format(
+      "{}: train error {:.2f}% is no better than always predicting the most frequent class "
+      "({:.2f}% of the samples are not in it): the model learned nothing beyond the class balance "
+      "(a learning rate too high or too low, or a network too deep to train as it is)",
+      r.model, r.final_train_error, r.majority_class_error);
 }
 
 }  // namespace xo

@@ -39,6 +39,9 @@ struct TrainResult {
   std::vector<EpochRecord> epochs;
   double final_loss = 0;
   double final_train_error = 0;
+  // The training error of always predicting the most frequent class (percent of the training
+  // samples not in it): a final_train_error no better than this is a model that learned nothing.
+  double majority_class_error = std::numeric_limits<double>::quiet_NaN();
   int64_t test_samples = 0;                                               // 0: no test set
   double final_test_loss = std::numeric_limits<double>::quiet_NaN();      // no test set: NaN
   double final_test_accuracy = std::numeric_limits<double>::quiet_NaN();  // percent
@@ -108,5 +111,11 @@ TrainResult train_model(Model& model, const DataSplit& data, const TrainSpec& tr
 // Without a test set.
 TrainResult train_model(Model& model, const Dataset& data, const TrainSpec& train,
                         const EpochCallback& on_epoch = {}, const ExecutionOptions& exec = {});
+
+// The percent of `labels` outside the most frequent class (NaN without labels).
+double majority_class_error(const std::vector<int32_t>& labels);
+// A warning when a result's training error is no better than majority_class_error (within half a
+// percentage point): the model predicts one class, or learned nothing else; empty otherwise.
+std::string stuck_warning(const TrainResult& r);
 
 }  // namespace xo

@@ -2,6 +2,7 @@
 // bit-identical results.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 
@@ -44,6 +45,40 @@ TEST(Training, Disc4LearnsTheDiscInOneHundredEpochs) {
   EXPECT_EQ(run.result.steps_per_epoch, 10);
   EXPECT_GT(run.result.gflops, 0.0);
   EXPECT_EQ(run.result.step_ms.count, 100 * 10 - 1);  // the warm-up step is excluded
+  // The disc's points inside the quarter disc are about 1/8 of them: the baseline of always
+  // answering "outside", which disc-4 beats by far.
+  EXPECT_GT(run.result.majority_class_error, 8.0);
+  EXPECT_LT(run.result.majority_class_error, 17.0);
+  EXPECT_EQ(stuck_warning(run.result), "");
+}
+
+TEST(Training, MajorityClassErrorIsTheShareOutsideTheMostFrequentClass) {
+  EXPECT_DOUBLE_EQ(majority_class_error({0, 1, 1, 1, 2, 1, 0, 1}), 100.0 * 3 / 8);
+  EXPECT_DOUBLE_EQ(majority_class_error({4, 4}), 0.0);
+  EXPECT_TRUE(std::isnan(majority_class_error({})));
+}
+
+// A model stuck at the class balance (disc-11 and disc-12 predicting "outside" for every point)
+// is told; one that learned, or one with no finished epoch, is not.
+TEST(Training, AModelNoBetterThanTheMajorityClassIsWarnedAbout) {
+  TrainResult r;
+  r.model = "disc-12";
+  r.epochs.resize(1);
+  r.majority_class_error = 12.5;
+  r.final_train_error = 12.5;
+  EXPECT_EQ(
+      stuck_warning(r).rfind("disc-12: train error 12.50% is no better than always predicting "
+                             "the most frequent class (12.50% of the samples are not in it)",
+                             0),
+      0u)
+      << stuck_warning(r);
+  r.final_train_error = 12.2;  // within half a point: still nothing learned
+  EXPECT_NE(stuck_warning(r), "");
+  r.final_train_error = 3.0;
+  EXPECT_EQ(stuck_warning(r), "");
+  r.final_train_error = 12.5;
+  r.epochs.clear();
+  EXPECT_EQ(stuck_warning(r), "");
 }
 
 void expect_identical(const TrainedRun& a, const TrainedRun& b) {
