@@ -33,6 +33,12 @@ std::string format_left(double seconds) {
   return fmt::format("{:.1f} h", seconds / 3600);
 }
 
+// `o` with its output folder set to `out`.
+MeasureOptions with_out(MeasureOptions o, std::string out) {
+  o.out = std::move(out);
+  return o;
+}
+
 // The finished job an output folder holds ("'TITLE' of DATE"), if its results.json says complete;
 // nothing for a folder without one, or with an unfinished or unreadable one (resume_job's cases).
 std::optional<std::string> finished_job(const std::filesystem::path& out) {
@@ -245,11 +251,6 @@ void add_cost_options(CLI::App* sub, CostOptions& o) {
                   "Use per month at which payback times are given")
       ->check(positive_number())
       ->capture_default_str();
-}
-
-MeasureOptions with_out(MeasureOptions o, std::string out) {
-  o.out = std::move(out);
-  return o;
 }
 
 Catalog load_user_catalog(const CostOptions& o) {

@@ -48,10 +48,6 @@ int exit_code(const TrainResult& r);
 // Where a measuring job writes when --out is not given.
 inline constexpr char kDefaultOutFolder[] = "crossover-results";
 
-// `o` with its output folder set to `out`.
-struct MeasureOptions;
-MeasureOptions with_out(MeasureOptions o, std::string out);
-
 struct MeasureOptions {
   std::vector<std::string> devices;  // empty: every device present
   std::optional<int64_t> epochs;

@@ -77,7 +77,8 @@ int run_train(const TrainOptions& o) {
   exec.stop_on_nan = o.checkpoint.on_nan == "stop";
   exec.checkpoint = checkpoint;
   // Beside the training, the load of other processes on this one's CPUs: timings measured while
-  // another process ran are marked as such (a busy core made steps 13-48x slower here).
+  // another process ran are marked as such (bench/contention.py: one busy process, 2.6x the mean
+  // step).
   Sampler sampler(0.1);
   sampler.start();
   const TrainResult r = train_model(

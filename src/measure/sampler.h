@@ -45,8 +45,8 @@ struct Utilisation {
 };
 
 // A quarter of a core busy elsewhere, on average over the run, makes its timings untrustworthy:
-// on this 2-core machine one other busy process (a whole core) made steps 13-48x slower, while
-// the machine's own background (kernel threads, a shell) stays under a tenth of a core.
+// on this 2-core machine one other spinning process made the mean step 2.6x slower and read as
+// 0.64-1.00 cores, while a quiet machine read 0.00-0.05 (bench/contention.py, docs/benchmarks.md).
 inline constexpr double kContaminatingCores = 0.25;
 inline bool timings_contaminated(const Utilisation& u) {
   return u.mean_other_cores && *u.mean_other_cores >= kContaminatingCores;
@@ -54,7 +54,7 @@ inline bool timings_contaminated(const Utilisation& u) {
 // The warning a contaminated run prints and its reports show ("other processes kept 1.0 cores
 // busy ..."); empty when the run was not contaminated. `cpu_threads`, for a CPU run, adds the
 // thread count that leaves the busy cores alone: on a busy core, OpenMP's spinning threads wait
-// for the one that was descheduled (bench/contention.py: 2.3x the quiet mean step with 2 threads,
+// for the one that was descheduled (bench/contention.py: 2.6x the quiet mean step with 2 threads,
 // 1.04x with 1).
 std::string contamination_warning(const Utilisation& u, const std::string& what,
                                   int cpu_threads = 0);

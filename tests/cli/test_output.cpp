@@ -20,6 +20,7 @@
 
 #include "core/file.h"
 #include "support/cli.h"
+#include "support/process.h"
 #include "support/temp_dir.h"
 #include "train/checkpoint.h"
 
@@ -58,19 +59,7 @@ TEST(CliOutput, JsonToDevStdoutOrDashIsPrinted) {
 
 // Starts crossover with `args` in `dir`, its output into `log`; returns its pid.
 pid_t start(const fs::path& dir, const std::vector<std::string>& args, const fs::path& log) {
-  const std::string cache = xo::testing::cli_cache_dir();
-  const pid_t pid = fork();
-  if (pid == 0) {
-    if (chdir(dir.c_str()) != 0) _exit(127);
-    setenv("XDG_CACHE_HOME", cache.c_str(), 1);
-    if (!freopen(log.c_str(), "w", stdout) || dup2(fileno(stdout), STDERR_FILENO) < 0) _exit(127);
-    std::vector<char*> argv{const_cast<char*>(CROSSOVER_BINARY)};
-    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    execv(CROSSOVER_BINARY, argv.data());
-    _exit(127);
-  }
-  return pid;
+  return xo::testing::start_crossover(dir, args, log, log);
 }
 
 // Polls `ready` every 10 ms for up to two minutes (a loaded machine starts processes slowly);

@@ -12,30 +12,19 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "core/file.h"
 #include "support/cli.h"
+#include "support/process.h"
 #include "support/temp_dir.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
-
-// Whether process `pid` has a handler for `sig` (the SigCgt mask of /proc/PID/status).
-bool catches(pid_t pid, int sig) {
-  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
-  for (std::string line; std::getline(status, line);) {
-    if (line.rfind("SigCgt:", 0) == 0) {
-      const unsigned long long mask = std::stoull(line.substr(7), nullptr, 16);
-      return (mask >> (sig - 1)) & 1u;
-    }
-  }
-  return false;
-}
 
 struct Stopped {
   int exit_code = -1;  // -1: it did not exit by itself
@@ -47,23 +36,12 @@ struct Stopped {
 // waits (up to a minute) for it to end.
 Stopped stop_after(const fs::path& dir, const std::vector<std::string>& args,
                    std::chrono::milliseconds delay, int sig) {
-  const std::string cache = xo::testing::cli_cache_dir();
   const fs::path err = dir / "stderr.txt";
-  const pid_t pid = fork();
-  if (pid == 0) {
-    if (chdir(dir.c_str()) != 0) _exit(127);
-    setenv("XDG_CACHE_HOME", cache.c_str(), 1);
-    if (!freopen("/dev/null", "w", stdout) || !freopen(err.c_str(), "w", stderr)) _exit(127);
-    std::vector<char*> argv{const_cast<char*>(CROSSOVER_BINARY)};
-    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    execv(CROSSOVER_BINARY, argv.data());
-    _exit(127);
-  }
+  const pid_t pid = xo::testing::start_crossover(dir, args, "/dev/null", err);
   Stopped s;
   int status = 0;
   const auto give_up = Clock::now() + std::chrono::seconds(60);
-  while (!catches(pid, sig) && Clock::now() < give_up) {
+  while (!xo::testing::catches(pid, sig) && Clock::now() < give_up) {
     if (waitpid(pid, &status, WNOHANG) == pid) {
       ADD_FAILURE() << "crossover ended before its signal handler was in place";
       return s;
@@ -88,10 +66,7 @@ Stopped stop_after(const fs::path& dir, const std::vector<std::string>& args,
   } else if (WIFEXITED(status)) {
     s.exit_code = WEXITSTATUS(status);
   }
-  std::ifstream in(err);
-  std::stringstream text;
-  text << in.rdbuf();
-  s.stderr_text = text.str();
+  s.stderr_text = xo::read_file(err);
   return s;
 }
 
@@ -153,10 +128,8 @@ TEST(PromptStop, SigintWhileEvaluatingKeepsTheFinishedEpochAndItsTraining) {
   EXPECT_LT(s.seconds, kPromptSeconds) << s.stderr_text;
   EXPECT_NE(s.stderr_text.find("interrupted"), std::string::npos) << s.stderr_text;
   // What completed is written: the run, marked interrupted, with its one trained epoch.
-  std::ifstream json(dir / "run.json");
-  std::stringstream text;
-  text << json.rdbuf();
-  EXPECT_NE(text.str().find("\"interrupted\": true"), std::string::npos) << text.str();
+  const std::string json = xo::read_file(dir / "run.json");
+  EXPECT_NE(json.find("\"interrupted\": true"), std::string::npos) << json;
 }
 
 TEST(PromptStop, SigtermWhileAMeasuringJobPreparesEndsItWithoutResults) {

@@ -23,6 +23,7 @@
 #include "core/file.h"
 #include "core/random.h"
 #include "support/cli.h"
+#include "support/process.h"
 #include "support/temp_dir.h"
 #include "train/checkpoint.h"
 
@@ -32,21 +33,9 @@ namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
 using Result = xo::testing::CliResult;
-using xo::testing::cli_cache_dir;
+using xo::testing::catches;
 
 Result run(const fs::path& dir, const std::string& args) { return xo::testing::run_cli(args, dir); }
-
-// Whether process `pid` has a handler for `sig` (the SigCgt mask of /proc/PID/status).
-bool catches(pid_t pid, int sig) {
-  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
-  for (std::string line; std::getline(status, line);) {
-    if (line.rfind("SigCgt:", 0) == 0) {
-      const unsigned long long mask = std::stoull(line.substr(7), nullptr, 16);
-      return (mask >> (sig - 1)) & 1u;
-    }
-  }
-  return false;
-}
 
 // Starts crossover with `args` in `dir` and sends it `sig` (SIGKILL by default) once `ready()`
 // holds (polled every 200 µs); true when the signal ended it (SIGKILL) or it stopped as asked
@@ -54,18 +43,7 @@ bool catches(pid_t pid, int sig) {
 template <typename Ready>
 bool run_and_kill(const fs::path& dir, const std::vector<std::string>& args, Ready&& ready,
                   int sig = SIGKILL) {
-  const std::string cache = cli_cache_dir();
-  const pid_t pid = fork();
-  if (pid == 0) {
-    if (chdir(dir.c_str()) != 0) _exit(127);
-    setenv("XDG_CACHE_HOME", cache.c_str(), 1);
-    if (!freopen("/dev/null", "w", stdout) || !freopen("/dev/null", "w", stderr)) _exit(127);
-    std::vector<char*> argv{const_cast<char*>(CROSSOVER_BINARY)};
-    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    execv(CROSSOVER_BINARY, argv.data());
-    _exit(127);
-  }
+  const pid_t pid = xo::testing::start_crossover(dir, args, "/dev/null", "/dev/null");
   const auto deadline = Clock::now() + std::chrono::seconds(120);
   int status = 0;
   while (Clock::now() < deadline) {

@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <functional>
+#include <memory>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -97,20 +98,23 @@ TEST_P(StopRequestTest, WithoutAStopRequestTheWorkRuns) {
 INSTANTIATE_TEST_SUITE_P(Work, StopRequestTest, ::testing::ValuesIn(stop_cases()),
                          [](const ::testing::TestParamInfo<StopCase>& c) { return c.param.name; });
 
-ModelSpec small_spec() {
-  ModelSpec spec = *builtin_spec("disc-2");
-  spec.train.epochs = 3;
-  spec.data.test_samples = 500;
-  return spec;
-}
+// disc-2 for 3 epochs with a test split of 500 points, initialised on one CPU thread.
+struct SmallRun {
+  ModelSpec spec = [] {
+    ModelSpec s = *builtin_spec("disc-2");
+    s.train.epochs = 3;
+    s.data.test_samples = 500;
+    return s;
+  }();
+  std::unique_ptr<Backend> be = make_backend(parse_device("cpu", 1));
+  Model model{spec, *be};
+  DataSplit data = load_data(spec.data, data_request(spec, model.classes()));
+  SmallRun() { model.init(1); }
+};
 
 TEST(StopRequest, EvaluationIsCutShortWithNaNFigures) {
-  const ModelSpec spec = small_spec();
-  auto be = make_backend(parse_device("cpu", 1));
-  Model model(spec, *be);
-  model.init(1);
-  const DataSplit data = load_data(spec.data, data_request(spec, model.classes()));
-  Evaluator evaluator(model, data.test);
+  SmallRun run;
+  Evaluator evaluator(run.model, run.data.test);
   const Evaluation whole = evaluator.run();
   EXPECT_TRUE(whole.complete);
   EXPECT_GT(whole.accuracy, 0.0);
@@ -122,18 +126,15 @@ TEST(StopRequest, EvaluationIsCutShortWithNaNFigures) {
 }
 
 TEST(StopRequest, TrainingStopsAfterTheEpochWhoseEvaluationItCut) {
-  const ModelSpec spec = small_spec();
-  auto be = make_backend(parse_device("cpu", 1));
-  Model model(spec, *be);
-  model.init(1);
-  const DataSplit data = load_data(spec.data, data_request(spec, model.classes()));
+  SmallRun run;
   // The request arrives while the first epoch trains (here: at its end, as the epoch callback
   // runs after the evaluation it would have cut).
   bool requested = false;
-  const TrainResult r = train_model(model, data, spec.train, [&](const EpochRecord&, int64_t) {
-    request_stop();
-    requested = true;
-  });
+  const TrainResult r =
+      train_model(run.model, run.data, run.spec.train, [&](const EpochRecord&, int64_t) {
+        request_stop();
+        requested = true;
+      });
   clear_stop_request();
   ASSERT_TRUE(requested);
   EXPECT_TRUE(r.interrupted);

@@ -1,0 +1,52 @@
+// Running crossover as a separate process that a test signals, as a supervisor would: started in
+// a folder with the tests' cache, its output into files, and whether its signal handler is in
+// place yet (a signal sent before that would kill it instead of asking it to stop).
+#pragma once
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "support/cli.h"
+
+namespace xo::testing {
+
+// Starts crossover with `args` in `dir`, its stdout into `out` and its stderr into `err` (the same
+// path for both: one log; "/dev/null" drops it); returns its pid.
+inline pid_t start_crossover(const std::filesystem::path& dir, const std::vector<std::string>& args,
+                             const std::filesystem::path& out, const std::filesystem::path& err) {
+  const std::string cache = cli_cache_dir();
+  const pid_t pid = fork();
+  if (pid == 0) {
+    if (chdir(dir.c_str()) != 0) _exit(127);
+    setenv("XDG_CACHE_HOME", cache.c_str(), 1);
+    if (!freopen(out.c_str(), "w", stdout)) _exit(127);
+    if (out == err ? dup2(fileno(stdout), STDERR_FILENO) < 0 : !freopen(err.c_str(), "w", stderr))
+      _exit(127);
+    std::vector<char*> argv{const_cast<char*>(CROSSOVER_BINARY)};
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    execv(CROSSOVER_BINARY, argv.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+// Whether process `pid` has a handler for `sig` (the SigCgt mask of /proc/PID/status).
+inline bool catches(pid_t pid, int sig) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  for (std::string line; std::getline(status, line);) {
+    if (line.rfind("SigCgt:", 0) == 0) {
+      const unsigned long long mask = std::stoull(line.substr(7), nullptr, 16);
+      return (mask >> (sig - 1)) & 1u;
+    }
+  }
+  return false;
+}
+
+}  // namespace xo::testing
