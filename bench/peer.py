@@ -147,7 +147,9 @@ def torch_optimizer(params, cfg):
 
 def train_torch(model, x, y, loss_name, optimizer_cfg, batch, epochs):
     """PyTorch's side of a golden test: mini-batches in order (the last one partial where the sizes
-    say so). Per epoch: (summed loss, training error in %, or None for binary cross-entropy)."""
+    say so). Per epoch: (mean loss per sample, as Keras reports it and as crossover does: each
+    batch's mean loss weighted by its size; training error in %, or None for binary
+    cross-entropy)."""
     import torch
     opt = torch_optimizer(model.parameters(), optimizer_cfg)
     bce = loss_name == "bce"
@@ -162,10 +164,10 @@ def train_torch(model, x, y, loss_name, optimizer_cfg, batch, epochs):
             loss = loss_fn(logits, yb.float() if bce else yb)
             loss.backward()
             opt.step()
-            total += loss.item()
+            total += loss.item() * len(xb)
             if not bce:
                 wrong += (logits.argmax(dim=1) != yb).sum().item()
-        history.append((total, None if bce else 100.0 * wrong / len(x)))
+        history.append((total / len(x), None if bce else 100.0 * wrong / len(x)))
     return history
 
 

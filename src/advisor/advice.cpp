@@ -50,10 +50,38 @@ double step_seconds(const DevicePrediction& p) {
 
 }  // namespace
 
+const char* prediction_kind(const DevicePrediction& p) {
+  if (p.measured_s) return "measured";
+  return p.lower_bound ? "predicted, a lower bound" : "predicted";
+}
+
+double run_seconds(const DevicePrediction& p, int64_t epochs, int64_t steps_per_epoch) {
+  if (p.measured_epoch_s) return *p.measured_epoch_s * static_cast<double>(epochs);
+  return step_seconds(p) * static_cast<double>(steps_per_epoch * epochs);
+}
+
 double local_efficiency(const RunRecord& row, const std::vector<DevicePeaks>& peaks) {
   const DevicePeaks* p = find_peaks(peaks, row.result.device.id);
   if (!p || row.result.step_ms.median <= 0) return 1.0;
   return calibrate_efficiency(row.cost, probed_rates(*p), row.result.step_ms.median * 1e-3);
+}
+
+std::string reference_gpu_note(const Catalog& catalog) {
+  const CatalogDevice* gpu = reference_gpu(catalog);
+  if (!gpu) return "";
+  const CatalogInstance* rented = nullptr;
+  for (const CatalogInstance& i : catalog.instances) {
+    if (i.device == gpu->id && i.device_count == 1 &&
+        (!rented || i.on_demand_usd_per_hour < rented->on_demand_usd_per_hour)) {
+      rented = &i;
+    }
+  }
+  return fmt::format(
+      "the {} is the GPU of the catalog's cheapest single-GPU instance ({} {} at ${:.3f}/h), "
+      "the GPU one would rent first; predicted at its roofline ({:.1f} TFLOP/s f32, {:.0f} GB/s) "
+      "with no GPU measured here to calibrate it, so a lower bound on its time",
+      gpu->name, rented ? rented->provider : "", rented ? rented->name : "",
+      rented ? rented->on_demand_usd_per_hour : 0.0, gpu->f32_tflops, gpu->memory_bandwidth_gbs);
 }
 
 const CatalogDevice* reference_gpu(const Catalog& catalog) {
@@ -111,6 +139,7 @@ std::vector<DevicePrediction> predict_devices(const RunRecord& focus,
     d.local = true;
     d.step = predict_step(row.cost, probed_rates(*p), 1.0);
     d.measured_s = row.result.step_ms.median * 1e-3;
+    d.measured_epoch_s = seconds_per_epoch(row.result);
     const double eff = calibrate_efficiency(row.cost, probed_rates(*p), *d.measured_s);
     (d.kind == DeviceKind::Gpu ? efficiency_gpu : efficiency_cpu) = eff;
     d.assumptions = {
@@ -146,6 +175,7 @@ std::vector<DevicePrediction> predict_devices(const RunRecord& focus,
       d.assumptions.push_back(fmt::format(
           "no {} measured here: efficiency 1 (the roofline itself, a lower bound on the time)",
           c.kind == DeviceKind::Gpu ? "GPU" : "CPU"));
+      d.lower_bound = true;
     }
     d.assumptions.push_back(
         fmt::format("fixed costs {:.1f} µs per step and {:.2f} µs per layer ({})",
@@ -157,7 +187,10 @@ std::vector<DevicePrediction> predict_devices(const RunRecord& focus,
       d.assumptions.push_back("every core busy at the datasheet rate (small layers scale worse)");
     }
     for (const RunRecord* row : measured) {
-      if (same_model(c, row->result.device)) d.measured_s = row->result.step_ms.median * 1e-3;
+      if (same_model(c, row->result.device)) {
+        d.measured_s = row->result.step_ms.median * 1e-3;
+        d.measured_epoch_s = seconds_per_epoch(row->result);
+      }
     }
     out.push_back(std::move(d));
   }
@@ -176,14 +209,15 @@ CostTable cost_table(const std::string& model, int64_t epochs, int64_t steps_per
     for (const DevicePrediction& p : ps) {
       if (p.device != device || p.local) continue;
       *predicted = !p.measured_s;
-      double s = step_seconds(p);
+      double s = run_seconds(p, epochs, steps_per_epoch);
       const CatalogDevice* d = catalog.find_device(device);
       if (!p.measured_s && instance && d && d->kind == DeviceKind::Cpu && d->threads > 0 &&
           instance->vcpus > 0) {
         const double share = std::min(1.0, static_cast<double>(instance->vcpus) / d->threads);
-        s = p.step.overhead_seconds + (p.step.flops_seconds + p.step.bytes_seconds) / share;
+        s = (p.step.overhead_seconds + (p.step.flops_seconds + p.step.bytes_seconds) / share) *
+            steps;
       }
-      return s * steps / 3600.0;
+      return s / 3600.0;
     }
     return std::nullopt;
   };
@@ -196,7 +230,7 @@ CostTable cost_table(const std::string& model, int64_t epochs, int64_t steps_per
   t.catalog = catalog.origins;
   for (const DevicePrediction& p : ps) {
     if (!p.local || !p.measured_s) continue;
-    t.local.push_back({p.device, p.name, *p.measured_s * steps / 3600.0});
+    t.local.push_back({p.device, p.name, run_seconds(p, epochs, steps_per_epoch) / 3600.0});
   }
   for (const CatalogInstance& i : catalog.instances) {
     bool predicted = true;
@@ -264,11 +298,9 @@ CostTable cost_table(const std::string& model, int64_t epochs, int64_t steps_per
 
 std::vector<std::string> advice_lines(const std::string& model,
                                       const std::vector<DevicePrediction>& ps,
-                                      const CostTable& cost,
-                                      const std::vector<Crossover>& crossovers,
-                                      const std::string& crossover_axis, bool crossover_predicted) {
+                                      const CostTable& cost, const std::string& crossover,
+                                      const std::string& verdict_device) {
   std::vector<std::string> lines;
-  const double steps = static_cast<double>(cost.steps_per_epoch * cost.epochs);
   const DevicePrediction* here = nullptr;
   const DevicePrediction* anywhere = nullptr;
   for (const DevicePrediction& p : ps) {
@@ -278,12 +310,13 @@ std::vector<std::string> advice_lines(const std::string& model,
   if (here) {
     lines.push_back(fmt::format(
         "Fastest here: {} at {} per step, {} for {} epochs of {} (measured).", here->device,
-        duration(*here->measured_s), duration(*here->measured_s * steps), cost.epochs, model));
+        duration(*here->measured_s),
+        duration(run_seconds(*here, cost.epochs, cost.steps_per_epoch)), cost.epochs, model));
   }
   if (anywhere) {
     lines.push_back(fmt::format("Fastest in the catalog: {} at {} per step ({}; {}-bound).",
                                 anywhere->name, duration(step_seconds(*anywhere)),
-                                anywhere->measured_s ? "measured" : "predicted",
+                                anywhere->measured_s ? "measured" : prediction_kind(*anywhere),
                                 anywhere->step.bound));
   }
   const CostTable::Instance* cheapest = nullptr;
@@ -297,32 +330,35 @@ std::vector<std::string> advice_lines(const std::string& model,
         usd(c.on_demand_usd), c.spot_usd ? fmt::format(", {} spot", usd(c.spot_usd)) : "",
         duration(c.run_hours * 3600), c.predicted ? "predicted" : "measured"));
   }
-  if (crossovers.empty()) {
-    lines.push_back(
-        fmt::format("No crossover along {} in what was {}: the same device is "
-                    "fastest over the whole range.",
-                    crossover_axis, crossover_predicted ? "predicted" : "measured"));
-  }
-  for (const Crossover& c : crossovers) {
-    lines.push_back(
-        fmt::format("Crossover ({}): {} overtakes {} at {} {:.3g}, about {:.3g} "
-                    "parameters.",
-                    crossover_predicted ? "predicted" : "measured", c.faster, c.slower,
-                    crossover_axis, c.axis_value, c.params));
-  }
-  const CostTable::BuyOrRent* soonest = nullptr;
+  if (!crossover.empty()) lines.push_back(crossover);
+  // Buying against renting: for the device the verdict names where it is one to buy or rent,
+  // else the device that pays back at the least use.
+  const CostTable::BuyOrRent* shown = nullptr;
   for (const CostTable::BuyOrRent& b : cost.break_even) {
     if (!b.hours_per_month) continue;
-    if (!soonest || *b.hours_per_month < *soonest->hours_per_month) soonest = &b;
+    if (!shown || *b.hours_per_month < *shown->hours_per_month) shown = &b;
   }
-  if (soonest) {
-    const CostTable::BuyOrRent& b = *soonest;
-    lines.push_back(fmt::format(
-        "Buying the {} beats renting {} above {:.0f} hours of use a month{}.", b.name, b.instance,
-        *b.hours_per_month,
-        b.payback_months ? fmt::format("; at {:.0f} h/month it pays back in {:.1f} months",
-                                       b.at_hours_per_month, *b.payback_months)
-                         : ""));
+  for (const CostTable::BuyOrRent& b : cost.break_even) {
+    if (!verdict_device.empty() && b.device == verdict_device) shown = &b;
+  }
+  if (shown) {
+    const CostTable::BuyOrRent& b = *shown;
+    const std::string pairing =
+        b.same_device ? fmt::format("renting one on {}", b.instance)
+                      : fmt::format(
+                            "renting {} (no instance in the catalog rents a {} alone: "
+                            "the single-device instance of its kind with the cheapest "
+                            "run, priced for the same work)",
+                            b.instance, b.name);
+    lines.push_back(
+        b.hours_per_month
+            ? fmt::format("Buying the {} beats {} above {:.0f} hours of use a month{}.", b.name,
+                          pairing, *b.hours_per_month,
+                          b.payback_months
+                              ? fmt::format("; at {:.0f} h/month it pays back in {:.1f} months",
+                                            b.at_hours_per_month, *b.payback_months)
+                              : "")
+            : fmt::format("Buying the {} never beats {} at these prices.", b.name, pairing));
   }
   return lines;
 }
@@ -335,7 +371,7 @@ std::optional<SweepSeries> predicted_gpu_series(const std::vector<RunRecord>& ru
   }
   const CatalogDevice* gpu = reference_gpu(catalog);
   if (!gpu || runs.empty()) return std::nullopt;
-  SweepSeries s{gpu->id + " (predicted)", {}};
+  SweepSeries s{gpu->id + " (predicted, lower bound)", {}};
   const DeviceRates rates = catalog_rates(*gpu, peaks, o);
   const std::string first_device = runs.front().result.device.id;
   for (const RunRecord& run : runs) {

@@ -38,7 +38,11 @@ struct DevicePrediction {
   DeviceKind kind = DeviceKind::Cpu;
   bool local = false;  // a device of this machine: measured, and predicted from its probe
   StepPrediction step;
-  std::optional<double> measured_s;
+  std::optional<double> measured_s;        // the median step measured on it
+  std::optional<double> measured_epoch_s;  // an epoch measured on it (seconds_per_epoch)
+  // A GPU predicted at its roofline (efficiency 1) with no GPU measured here to calibrate it:
+  // the step takes at least this long.
+  bool lower_bound = false;
   std::vector<std::string> assumptions;
 };
 
@@ -50,12 +54,24 @@ std::vector<DevicePrediction> predict_devices(const RunRecord& focus,
                                               const std::vector<DevicePeaks>& peaks,
                                               const Catalog& catalog, const AdviceOptions& o);
 
+// "measured", "predicted", or "predicted, a lower bound": the kind of estimate `p` is.
+const char* prediction_kind(const DevicePrediction& p);
+
+// The full run (epochs x steps per epoch) on the device `p` names, by the one definition every
+// per-run figure uses (the runs table, the sweep, the cost table, the advice and the verdict):
+// where it was measured, its epoch time (seconds_per_epoch: an epoch's wall time, every step
+// included, or the median step times the steps where no epoch completed); else the predicted
+// step times the steps.
+double run_seconds(const DevicePrediction& p, int64_t epochs, int64_t steps_per_epoch);
+
 // The efficiency of `row` on its device, against that device's probed peaks (1 when unprobed).
 double local_efficiency(const RunRecord& row, const std::vector<DevicePeaks>& peaks);
 
 // The catalog GPU predicted against the sweeps when no GPU is here: the GPU of the cheapest
 // single-GPU instance (what a user would rent first). Null when the catalog has none.
 const CatalogDevice* reference_gpu(const Catalog& catalog);
+// Why the reference GPU, and what kind of estimate its predicted line is, for a chart's note.
+std::string reference_gpu_note(const Catalog& catalog);
 // A catalog device's rates as predictions use them (achievable fractions of its datasheet).
 DeviceRates catalog_rates(const CatalogDevice& d, const std::vector<DevicePeaks>& peaks,
                           const AdviceOptions& o);
@@ -66,12 +82,13 @@ CostTable cost_table(const std::string& model, int64_t epochs, int64_t steps_per
                      const std::vector<DevicePrediction>& p, const Catalog& catalog,
                      const AdviceOptions& o);
 
-// The recommendation: fastest here (measured), fastest anywhere (predicted), cheapest per run,
-// the crossovers, when buying pays off.
+// The recommendation under the verdict: fastest here (measured), fastest anywhere (predicted),
+// cheapest per run, the crossover sentence (verdict.h), when buying pays off against renting (for
+// `verdict_device`, the catalog device the verdict names, where it has a break-even).
 std::vector<std::string> advice_lines(const std::string& model,
                                       const std::vector<DevicePrediction>& p, const CostTable& cost,
-                                      const std::vector<Crossover>& crossovers,
-                                      const std::string& crossover_axis, bool crossover_predicted);
+                                      const std::string& crossover,
+                                      const std::string& verdict_device);
 
 // The catalog's reference GPU (see reference_gpu) predicted at every point of the first device's
 // runs, as a sweep series named "ID (predicted)"; none when a GPU was measured or the catalog has

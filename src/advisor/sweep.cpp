@@ -21,6 +21,12 @@ std::vector<SweepSeries> sweep_series(const std::vector<RunRecord>& runs) {
   return series;
 }
 
+std::vector<SweepSeries> as_series(const SweepRecord& record) {
+  std::vector<SweepSeries> out;
+  for (const SweepLine& l : record.series) out.push_back({l.device, l.points});
+  return out;
+}
+
 SweepRecord sweep_record(const std::string& axis, const std::vector<SweepSeries>& series,
                          const std::vector<Crossover>& crossovers,
                          const std::vector<std::string>& predicted) {
@@ -35,7 +41,7 @@ SweepRecord sweep_record(const std::string& axis, const std::vector<SweepSeries>
   for (const SweepSeries& s : series) {
     const bool is_predicted =
         std::find(predicted.begin(), predicted.end(), s.device) != predicted.end();
-    r.series.push_back({s.device, is_predicted, s.points});
+    r.series.push_back({s.device, is_predicted, "", s.points});
   }
   r.crossovers = crossovers;
   return r;

@@ -16,6 +16,8 @@ namespace xo {
 struct SweepLine {
   std::string device;  // a device id, or "ID (predicted)"
   bool predicted = false;
+  // How a predicted line was predicted and why of that device ("" for a measured one).
+  std::string note;
   std::vector<SweepPoint> points;  // seconds: per 100 epochs
 };
 
@@ -30,6 +32,8 @@ struct SweepRecord {
 // Sweep series (one per device, x = the axis) of the runs, by seconds per 100 epochs.
 std::vector<SweepSeries> sweep_series(const std::vector<RunRecord>& runs);
 
+// The record's lines as series, for find_crossovers and fastest_throughout.
+std::vector<SweepSeries> as_series(const SweepRecord& record);
 // The record of `series` along `axis`; the devices in `predicted` are predictions.
 SweepRecord sweep_record(const std::string& axis, const std::vector<SweepSeries>& series,
                          const std::vector<Crossover>& crossovers,

@@ -46,7 +46,7 @@ std::vector<Crossover> predicted_width_crossover(const ModelSpec& spec, const Ru
   const DeviceRates gpu_rates = catalog_rates(*gpu, peaks, o);
   auto cpu_backend = make_backend(parse_device("cpu", 1));
   SweepSeries here{measured.result.device.id + " (calibrated)", {}};
-  SweepSeries there{gpu->id + " (predicted)", {}};
+  SweepSeries there{gpu->id + " (predicted, lower bound)", {}};
   for (int64_t width = 16; width <= 4096; width *= 2) {
     ModelSpec s;
     try {
@@ -137,7 +137,8 @@ int run_advise(const AdviseOptions& o, bool advise) {
     }
     report = read_report(doc, o.spec);
     const RunRecord run = recorded_run(report, o.spec, o.model);
-    add_advice(report, run, {run}, report.peaks, catalog, o.cost.advice, {}, "width", true);
+    report.sweep.reset();  // the recorded sweep's axis is not this run's
+    add_advice(report, run, {run}, report.peaks, catalog, o.cost.advice, "", true);
     report.advice.reset();
   } else {
     const ModelSpec spec = resolve_spec(o.spec);
@@ -161,15 +162,20 @@ int run_advise(const AdviseOptions& o, bool advise) {
     if (!series.empty()) {
       report.sweep =
           sweep_record("width", series, crossovers, {series[0].device, series[1].device});
+      report.sweep->series[0].note = fmt::format(
+          "this machine's {} at the probe's roofline, calibrated by the efficiency {} reached here",
+          focus.result.device.id, spec.name);
+      report.sweep->series[1].note = reference_gpu_note(catalog);
     }
-    add_advice(report, focus, session.runs(), session.peaks(), catalog, o.cost.advice, crossovers,
-               "width", true);
+    add_advice(report, focus, session.runs(), session.peaks(), catalog, o.cost.advice, "width",
+               true);
     if (!advise) report.advice.reset();
     out = session.out();
     write_report(out, report);
     session.settle();
     stopped = session.stopped();
   }
+  if (report.verdict) fmt::print("{}", verdict_text(*report.verdict));
   fmt::print("{}", predictions_text(report));
   fmt::print("{}", cost_text(*report.cost));
   if (report.advice) {

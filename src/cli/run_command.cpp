@@ -53,14 +53,16 @@ void add_sweep_and_advice(Report& report, const Session& session,
   }
   const std::vector<Crossover> crossovers = find_crossovers(series);
   report.sweep = sweep_record(axis, series, crossovers, predicted);
+  for (SweepLine& line : report.sweep->series) {
+    if (line.predicted) line.note = reference_gpu_note(catalog);
+  }
   // Advice for the largest model of the sweep on the first device.
   const RunRecord* focus = &rows.front();
   for (const RunRecord& r : rows) {
     if (r.result.device.id == focus->result.device.id && r.axis_value > focus->axis_value)
       focus = &r;
   }
-  add_advice(report, *focus, rows, session.peaks(), catalog, advice, crossovers, axis,
-             !predicted.empty());
+  add_advice(report, *focus, rows, session.peaks(), catalog, advice, axis, !predicted.empty());
 }
 
 int run_models(const RunOptions& o) {

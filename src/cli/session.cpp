@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "advisor/analysis.h"
+#include "advisor/verdict.h"
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/file.h"
@@ -481,14 +482,20 @@ Report Session::report(const std::string& kind, const std::string& title, bool f
 
 void add_advice(Report& report, const RunRecord& focus, const std::vector<RunRecord>& runs,
                 const std::vector<DevicePeaks>& peaks, const Catalog& catalog,
-                const AdviceOptions& o, const std::vector<Crossover>& crossovers,
-                const std::string& axis, bool crossover_predicted) {
+                const AdviceOptions& o, const std::string& axis, bool crossover_predicted) {
   report.predictions = predict_devices(focus, runs, peaks, catalog, o);
   const int64_t epochs = parse_spec(focus.spec_toml, focus.result.model).train.epochs;
   report.cost = cost_table(focus.result.model, epochs, focus.result.steps_per_epoch,
                            report.predictions, catalog, o);
-  report.advice = advice_lines(focus.result.model, report.predictions, *report.cost, crossovers,
-                               axis, crossover_predicted);
+  const std::string crossover =
+      report.sweep ? crossover_sentence(as_series(*report.sweep), report.sweep->crossovers, axis,
+                                        crossover_predicted)
+                   : "";
+  report.verdict = make_verdict(report.predictions, *report.cost, catalog, crossover);
+  const std::string verdict_device =
+      report.verdict && report.verdict->gpu ? report.verdict->gpu->device : "";
+  report.advice =
+      advice_lines(focus.result.model, report.predictions, *report.cost, crossover, verdict_device);
 }
 
 }  // namespace xo::cli

@@ -140,10 +140,10 @@ Manifest job_manifest(const MeasureOptions& o, const std::vector<std::string>& d
 // The measuring options that repeat a job recorded with `settings` (`crossover replay`).
 MeasureOptions measure_options(const ExecutionSettings& settings);
 
-// Adds predictions, cost and advice for `focus` to a report document.
+// Adds predictions, cost, the verdict and advice for `focus` to a report document; the crossover
+// is the report's sweep's (along `axis`, predicted or measured), if it has one.
 void add_advice(Report& report, const RunRecord& focus, const std::vector<RunRecord>& runs,
                 const std::vector<DevicePeaks>& peaks, const Catalog& catalog,
-                const AdviceOptions& o, const std::vector<Crossover>& crossovers,
-                const std::string& axis, bool crossover_predicted);
+                const AdviceOptions& o, const std::string& axis, bool crossover_predicted);
 
 }  // namespace xo::cli

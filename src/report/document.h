@@ -1,4 +1,4 @@
-// The report document (`crossover.report/1`): what `run`, `sweep`, `advise` and `cost` measured,
+// The report document (`crossover.report/2`): what `run`, `sweep`, `advise` and `cost` measured,
 // predicted and concluded, as typed records. Written as results.json / results.csv / report.html
 // by report/files.h, read back by report/report_json.h, printed by report/terminal.h and
 // report/html.h. Each record is produced by the layer that computes it.
@@ -12,6 +12,7 @@
 #include "advisor/analysis.h"
 #include "advisor/cost.h"
 #include "advisor/sweep.h"
+#include "advisor/verdict.h"
 #include "measure/peaks.h"
 #include "measure/run_record.h"
 #include "report/machine.h"
@@ -19,8 +20,11 @@
 
 namespace xo {
 
-inline constexpr const char* kTrainSchema = "crossover.train/1";
-inline constexpr const char* kReportSchema = "crossover.report/1";
+// Schema 2 (crossover 0.2.0): mean losses per sample, `_percent` and `_fraction` in the names of
+// such figures. Schema 1's files are still read (report/report_json.cpp says how).
+inline constexpr const char* kTrainSchema = "crossover.train/2";
+inline constexpr const char* kReportSchema = "crossover.report/2";
+inline constexpr const char* kReportSchemaV1 = "crossover.report/1";
 
 // A run with its analysis against the device's peaks.
 struct ReportRun {
@@ -41,6 +45,7 @@ struct Report {
   std::optional<SweepRecord> sweep;
   std::vector<DevicePrediction> predictions;  // of one model, for every device; empty: none
   std::optional<CostTable> cost;
+  std::optional<GpuVerdict> verdict;  // the answer first: is a GPU worth it for this run
   std::optional<std::vector<std::string>> advice;  // the recommendation, one sentence a line
 };
 

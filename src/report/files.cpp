@@ -41,9 +41,8 @@ std::string text(const std::string& raw) {
 std::string runs_csv(const Report& report) {
   std::string csv =
       "model,layers,params,device,axis,axis_value,epochs,seconds_per_epoch,seconds_per_100_epochs,"
-      "ms_per_step,step_p10_ms,step_p90_ms,step_spread,gflops,peak_fraction,final_loss,final_train_"
-      "error,final_test_accuracy,"
-      "peak_rss_mib,mean_cpu_percent\n";
+      "ms_per_step,step_p10_ms,step_p90_ms,step_spread_fraction,gflops,peak_fraction,final_loss,"
+      "final_train_error_percent,final_test_accuracy_percent,peak_rss_mib,mean_cpu_percent\n";
   for (const ReportRun& run : report.runs) {
     const RunRecord& row = run.run;
     const TrainResult& r = row.result;

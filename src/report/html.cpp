@@ -68,6 +68,9 @@ nav a{color:var(--accent);text-decoration:none;margin-right:1.1em;white-space:no
 .banner{margin:1em 0;background:#fff4e5;border:1px solid #f0b35b;color:#7a4300;padding:.6em .9em;border-radius:6px;font-weight:600}
 .advice{margin:0;background:#eef5ff;border-left:4px solid var(--accent);padding:.9em 1.2em .9em 2.4em;border-radius:4px;font-size:1.05em}
 .advice li+li{margin-top:.35em}
+.verdict{margin:0 0 .6em;padding:.9em 1.2em;border-radius:4px;font-size:1.1em;border-left:4px solid}
+.verdict.yes{background:#eaf7ee;border-color:#2e8b57}
+.verdict.no{background:#fff6e5;border-color:#d98e04}
 .scroll{overflow-x:auto}
 table{border-collapse:collapse;width:100%;font-size:.9em;margin:.3em 0 .9em}
 th,td{padding:.36em .6em;border-bottom:1px solid var(--line);text-align:left;vertical-align:top}
@@ -114,6 +117,7 @@ std::string render_html_report(const Report& report) {
   auto add = [&](const char* id, const char* title, std::string body) {
     if (!body.empty()) sections.push_back({id, title, std::move(body)});
   };
+  add("verdict", "Verdict", html::verdict_html(report));
   add("advice", "Advice", html::advice_html(report));
   add("sweep", "Sweep", html::sweep_html(report, colours));
   add("results", "Results", html::runs_html(report, colours));

@@ -1,4 +1,4 @@
-// report.html: the report document (crossover.report/1) as one self-contained page, with its
+// report.html: the report document (crossover.report/2) as one self-contained page, with its
 // charts as inline SVG drawn here, so it opens offline and loads nothing from anywhere else.
 #pragma once
 

@@ -168,6 +168,25 @@ std::vector<std::string> prediction_row(const DevicePrediction& p, const DeviceC
 
 }  // namespace
 
+std::string verdict_html(const Report& report) {
+  if (!report.verdict) return "";
+  const GpuVerdict& v = *report.verdict;
+  std::string out = fmt::format("<p class=\"verdict {}\"><strong>{}</strong></p>\n",
+                                v.worth_it ? "yes" : "no", escape(v.sentence));
+  if (!v.crossover.empty()) out += "<p>" + escape(v.crossover) + "</p>\n";
+  out += fmt::format(
+      "<p class=\"note\">For {} epochs of {}, the time here is {} ({}). GPU times marked "
+      "&ldquo;a lower bound&rdquo; are roofline predictions with no GPU measured here to calibrate "
+      "them: the GPU takes at least that long. A GPU counts as worth it from {:.1f}x faster and {} "
+      "saved a run.</p>\n",
+      v.epochs, escape(v.model), escape(duration(v.here_seconds)),
+      v.here_estimated ? "the median step times the steps: no epoch completed"
+                       : "measured whole epochs, every step included",
+      GpuVerdictThresholds{}.min_speedup,
+      escape(duration(GpuVerdictThresholds{}.min_saving_seconds)));
+  return out;
+}
+
 std::string advice_html(const Report& report) {
   if (!report.advice) return "";
   std::string items;

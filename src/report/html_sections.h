@@ -10,6 +10,8 @@
 namespace xo::html {
 
 // html_advice.cpp: what the advisor concluded, predicted and priced.
+// The verdict first: its sentence, the crossover, and what its times are.
+std::string verdict_html(const Report& report);
 std::string advice_html(const Report& report);
 std::string predictions_html(const Report& report, const DeviceColours& colours);
 std::string cost_html(const Report& report, const DeviceColours& colours);

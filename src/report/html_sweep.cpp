@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "advisor/verdict.h"
 #include "core/format.h"
 #include "report/html_sections.h"
 #include "report/svg.h"
@@ -300,11 +301,16 @@ std::string sweep_html(const Report& report, const DeviceColours& colours) {
     if (s.predicted) {
       notes += "<li>" + escape(s.device) +
                ": <span class=\"badge\">predicted</span> from the roofline model, not measured "
-               "(dashed).</li>\n";
+               "(dashed)" +
+               (s.note.empty() ? std::string() : ": " + escape(s.note)) + ".</li>\n";
     }
   }
   if (sweep.crossovers.empty()) {
-    notes += "<li>No crossover: one device stays faster across the whole sweep.</li>\n";
+    if (const auto leader = fastest_throughout(as_series(sweep))) {
+      notes += "<li>No crossover: " + escape(leader->device) + " is faster over the whole range (" +
+               escape(sweep.axis) + " " + escape(significant(leader->from, 4, true)) + " to " +
+               escape(significant(leader->to, 4, true)) + ").</li>\n";
+    }
   }
   if (!notes.empty()) out += "<ul class=\"notes\">\n" + notes + "</ul>\n";
   return out;

@@ -31,27 +31,42 @@ json optional_numbers(const std::vector<std::optional<double>>& v) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The training result (crossover.train/1; a report's run holds the same fields).
+// The training result (crossover.train/2; a report's run holds the same fields).
+//
+// The conventions since schema 2 (crossover 0.2.0): losses are means per sample, as Keras and
+// PyTorch report them; a figure in percent says so in its name (`_percent`), a fraction in [0, 1]
+// in its (`_fraction`). Schema 1 named percentages as plain `train_error`, `test_accuracy`, … and
+// summed the training loss over the epoch's batches; its files are read with those names and their
+// training loss turned into a mean (exact where every batch was full, which schema 1 could not
+// tell apart from the partial batch's share otherwise).
+
+// The key a figure has in a file of `schema` (1 or 2): schema 1's name, else schema 2's.
+const char* key(int schema, const char* v1, const char* v2) { return schema == 1 ? v1 : v2; }
 
 json epoch_json(const EpochRecord& e) {
-  json epoch = {
-      {"epoch", e.epoch}, {"loss", e.loss}, {"train_error", e.train_error}, {"seconds", e.seconds}};
+  json epoch = {{"epoch", e.epoch},
+                {"loss", e.loss},
+                {"train_error_percent", e.train_error},
+                {"seconds", e.seconds}};
   if (!std::isnan(e.test_accuracy)) {
     epoch["test_loss"] = e.test_loss;
-    epoch["test_accuracy"] = e.test_accuracy;
+    epoch["test_accuracy_percent"] = e.test_accuracy;
   }
   return epoch;
 }
 
-EpochRecord read_epoch(const JsonIn& in) {
+// `steps_per_epoch`: a schema 1 file's summed training loss becomes a mean by it.
+EpochRecord read_epoch(const JsonIn& in, int schema, int64_t steps_per_epoch) {
   EpochRecord e;
   e.epoch = in.integer("epoch");
   e.loss = in.nullable("loss");
-  e.train_error = in.nullable("train_error");
+  if (schema == 1 && steps_per_epoch > 0) e.loss /= static_cast<double>(steps_per_epoch);
+  e.train_error = in.nullable(key(schema, "train_error", "train_error_percent"));
   e.seconds = in.number("seconds");
   // Without a test set the two are absent.
+  const char* accuracy = key(schema, "test_accuracy", "test_accuracy_percent");
   e.test_loss = in.has("test_loss") ? in.nullable("test_loss") : kNaN;
-  e.test_accuracy = in.has("test_accuracy") ? in.nullable("test_accuracy") : kNaN;
+  e.test_accuracy = in.has(accuracy) ? in.nullable(accuracy) : kNaN;
   return e;
 }
 
@@ -76,7 +91,7 @@ TimingStats read_timing(const JsonIn& in) {
 constexpr std::initializer_list<const char*> kDeviceInfoKeys = {"kind", "name", "threads",
                                                                 "library", "precision"};
 
-// The fields of a TrainResult shared by crossover.train/1 and a report's run; `epochs` is the
+// The fields of a TrainResult shared by crossover.train/2 and a report's run; `epochs` is the
 // key of the epoch records.
 json result_json(const TrainResult& r, const char* epochs) {
   json j;
@@ -100,12 +115,12 @@ json result_json(const TrainResult& r, const char* epochs) {
   j[epochs] = json::array();
   for (const EpochRecord& e : r.epochs) j[epochs].push_back(epoch_json(e));
   j["final_loss"] = r.final_loss;
-  j["final_train_error"] = r.final_train_error;
-  j["majority_class_error"] = number_or_null(r.majority_class_error);
+  j["final_train_error_percent"] = r.final_train_error;
+  j["majority_class_error_percent"] = number_or_null(r.majority_class_error);
   j["test_samples"] = r.test_samples;
   // null without a test set (JSON has no NaN).
   j["final_test_loss"] = number_or_null(r.final_test_loss);
-  j["final_test_accuracy"] = number_or_null(r.final_test_accuracy);
+  j["final_test_accuracy_percent"] = number_or_null(r.final_test_accuracy);
   j["median_step_ms"] = r.step_ms.median;
   j["step_ms"] = timing_json(r.step_ms);
   j["flops_per_step"] = r.flops_per_step;
@@ -130,7 +145,7 @@ json result_json(const TrainResult& r, const char* epochs) {
   return j;
 }
 
-TrainResult read_result(const JsonIn& in, const char* epochs) {
+TrainResult read_result(const JsonIn& in, const char* epochs, int schema) {
   TrainResult r;
   r.model = in.text("model");
   r.origin = in.text("origin");
@@ -150,14 +165,18 @@ TrainResult read_result(const JsonIn& in, const char* epochs) {
   r.steps_per_epoch = in.integer("steps_per_epoch");
   r.shards = in.int_integer("shards");
   r.recorded_step = in.flag("recorded_step");
-  for (const JsonIn& e : in.objects(epochs)) r.epochs.push_back(read_epoch(e));
+  for (const JsonIn& e : in.objects(epochs))
+    r.epochs.push_back(read_epoch(e, schema, r.steps_per_epoch));
   r.final_loss = in.nullable("final_loss");
-  r.final_train_error = in.nullable("final_train_error");
-  // Since 0.1.1's stuck-model check; earlier files have no such figure.
-  if (in.has("majority_class_error")) r.majority_class_error = in.nullable("majority_class_error");
+  if (schema == 1 && r.steps_per_epoch > 0) r.final_loss /= static_cast<double>(r.steps_per_epoch);
+  r.final_train_error = in.nullable(key(schema, "final_train_error", "final_train_error_percent"));
+  // Since the stuck-model check (late 0.1.1); earlier files have no such figure.
+  const char* majority = key(schema, "majority_class_error", "majority_class_error_percent");
+  if (in.has(majority)) r.majority_class_error = in.nullable(majority);
   r.test_samples = in.integer("test_samples");
   r.final_test_loss = in.nullable("final_test_loss");
-  r.final_test_accuracy = in.nullable("final_test_accuracy");
+  r.final_test_accuracy =
+      in.nullable(key(schema, "final_test_accuracy", "final_test_accuracy_percent"));
   if (const auto step = in.object("step_ms", /*optional=*/true)) r.step_ms = read_timing(*step);
   // The headline figure, also inside step_ms: the reader checks it is there (a lenient read of a
   // document without it keeps step_ms's).
@@ -295,11 +314,11 @@ json run_json(const ReportRun& run) {
 
 // `hashes`: the document has a manifest (0.1.1 and later), so every run has its data's and final
 // parameters' hashes; older files have neither.
-ReportRun read_run(const JsonIn& in, bool hashes) {
+ReportRun read_run(const JsonIn& in, bool hashes, int schema) {
   ReportRun out;
   RunRecord& row = out.run;
   RunAnalysis& a = out.analysis;
-  row.result = read_result(in, "epoch_log");
+  row.result = read_result(in, "epoch_log", schema);
   TrainResult& r = row.result;
   row.layers = in.integer("layers");
   if (const auto axis = in.object("axis", /*optional=*/true)) {
@@ -502,7 +521,10 @@ json sweep_json(const SweepRecord& s) {
                         {"params", p.params},
                         {"seconds_per_100_epochs", p.seconds}});
     }
-    series.push_back({{"device", line.device}, {"predicted", line.predicted}, {"points", points}});
+    series.push_back({{"device", line.device},
+                      {"predicted", line.predicted},
+                      {"note", line.note},
+                      {"points", points}});
   }
   json crossovers = json::array();
   for (const Crossover& c : s.crossovers) {
@@ -515,7 +537,7 @@ json sweep_json(const SweepRecord& s) {
   return {{"axis", s.axis}, {"x", s.x}, {"series", series}, {"crossovers", crossovers}};
 }
 
-SweepRecord read_sweep(const JsonIn& in) {
+SweepRecord read_sweep(const JsonIn& in, int schema) {
   SweepRecord s;
   s.axis = in.text("axis");
   s.x = in.text("x");
@@ -523,6 +545,7 @@ SweepRecord read_sweep(const JsonIn& in) {
     SweepLine l;
     l.device = line.text("device");
     l.predicted = line.flag("predicted");
+    if (schema >= 2) l.note = line.text("note");
     for (const JsonIn& p : line.objects("points")) {
       l.points.push_back(
           {p.nullable("axis_value"), p.nullable("params"), p.nullable("seconds_per_100_epochs")});
@@ -560,6 +583,8 @@ json prediction_json(const DevicePrediction& p) {
             {"overhead_ms", p.step.overhead_seconds * 1e3},
             {"bound", p.step.bound},
             {"measured_step_ms", json()},
+            {"measured_epoch_s", optional_number(p.measured_epoch_s)},
+            {"lower_bound", p.lower_bound},
             {"error_percent", json()},
             {"assumptions", p.assumptions}};
   if (p.measured_s) {
@@ -569,7 +594,7 @@ json prediction_json(const DevicePrediction& p) {
   return j;
 }
 
-DevicePrediction read_prediction(const JsonIn& in) {
+DevicePrediction read_prediction(const JsonIn& in, int schema) {
   DevicePrediction p;
   p.device = in.text("device");
   p.name = in.text("name");
@@ -582,6 +607,10 @@ DevicePrediction read_prediction(const JsonIn& in) {
   p.step.overhead_seconds = in.nullable("overhead_ms") / 1e3;
   p.step.bound = in.text("bound");
   if (const auto measured = in.optional_number("measured_step_ms")) p.measured_s = *measured / 1e3;
+  if (schema >= 2) {
+    p.measured_epoch_s = in.optional_number("measured_epoch_s");
+    p.lower_bound = in.flag("lower_bound");
+  }
   in.optional_number("error_percent");  // from step_ms and measured_step_ms: checked, not kept
   p.assumptions = in.texts("assumptions");
   return p;
@@ -593,7 +622,7 @@ json cost_json(const CostTable& c) {
   j["epochs"] = c.epochs;
   j["steps_per_epoch"] = c.steps_per_epoch;
   j["assumptions"] = {{"lifetime_years", c.assumptions.lifetime_years},
-                      {"utilisation", c.assumptions.utilisation},
+                      {"utilisation_fraction", c.assumptions.utilisation},
                       {"electricity_usd_per_kwh", c.assumptions.electricity_usd_per_kwh},
                       {"host_power_w", c.assumptions.host_power_w},
                       {"hours_per_month", c.hours_per_month},
@@ -645,14 +674,14 @@ json cost_json(const CostTable& c) {
   return j;
 }
 
-CostTable read_cost(const JsonIn& in) {
+CostTable read_cost(const JsonIn& in, int schema) {
   CostTable c;
   c.model = in.text("model");
   c.epochs = in.integer("epochs");
   c.steps_per_epoch = in.integer("steps_per_epoch");
   if (const auto a = in.object("assumptions")) {
     c.assumptions.lifetime_years = a->nullable("lifetime_years");
-    c.assumptions.utilisation = a->nullable("utilisation");
+    c.assumptions.utilisation = a->nullable(key(schema, "utilisation", "utilisation_fraction"));
     c.assumptions.electricity_usd_per_kwh = a->nullable("electricity_usd_per_kwh");
     c.assumptions.host_power_w = a->nullable("host_power_w");
     c.hours_per_month = a->nullable("hours_per_month");
@@ -707,6 +736,55 @@ CostTable read_cost(const JsonIn& in) {
   return c;
 }
 
+json verdict_json(const GpuVerdict& v) {
+  json gpu;
+  if (v.gpu) {
+    const GpuOption& g = *v.gpu;
+    gpu = {{"how", g.how},
+           {"id", g.id},
+           {"name", g.name},
+           {"device", g.device},
+           {"seconds", g.seconds},
+           {"usd", optional_number(g.usd)},
+           {"predicted", g.predicted},
+           {"lower_bound", g.lower_bound}};
+  }
+  return {{"model", v.model},
+          {"epochs", v.epochs},
+          {"here", v.here},
+          {"here_seconds", v.here_seconds},
+          {"here_estimated", v.here_estimated},
+          {"gpu", gpu},
+          {"worth_it", v.worth_it},
+          {"sentence", v.sentence},
+          {"crossover", v.crossover}};
+}
+
+GpuVerdict read_verdict(const JsonIn& in) {
+  GpuVerdict v;
+  v.model = in.text("model");
+  v.epochs = in.integer("epochs");
+  v.here = in.text("here");
+  v.here_seconds = in.nullable("here_seconds");
+  v.here_estimated = in.flag("here_estimated");
+  if (const auto g = in.object("gpu", /*optional=*/true)) {
+    GpuOption o;
+    o.how = g->text("how");
+    o.id = g->text("id");
+    o.name = g->text("name");
+    o.device = g->text("device");
+    o.seconds = g->nullable("seconds");
+    o.usd = g->optional_number("usd");
+    o.predicted = g->flag("predicted");
+    o.lower_bound = g->flag("lower_bound");
+    v.gpu = o;
+  }
+  v.worth_it = in.flag("worth_it");
+  v.sentence = in.text("sentence");
+  v.crossover = in.text("crossover");
+  return v;
+}
+
 }  // namespace
 
 json to_json(const TrainResult& r) {
@@ -735,15 +813,19 @@ json to_json(const Report& report) {
       j["predictions"].push_back(prediction_json(p));
   }
   if (report.cost) j["cost"] = cost_json(*report.cost);
+  if (report.verdict) j["verdict"] = verdict_json(*report.verdict);
   if (report.advice) j["advice"] = *report.advice;
   return j;
 }
 
 Report read_report(const json& doc, const std::string& origin, ReadMode mode) {
   const JsonSource source{origin, mode};
-  const auto schema = doc.find("schema");  // end() for a document that is not an object
-  const bool is_report =
-      schema != doc.end() && schema->is_string() && schema->get<std::string>() == kReportSchema;
+  const auto found = doc.find("schema");  // end() for a document that is not an object
+  const std::string name =
+      found != doc.end() && found->is_string() ? found->get<std::string>() : "";
+  const bool is_report = name == kReportSchema || name == kReportSchemaV1;
+  // A lenient read of a document without a schema takes it as the current one.
+  const int schema = name == kReportSchemaV1 ? 1 : 2;
   if (!is_report && mode == ReadMode::Strict) {
     throw UserError(fmt::format("{}: not a crossover results.json (expected schema '{}')", origin,
                                 kReportSchema));
@@ -766,15 +848,19 @@ Report read_report(const json& doc, const std::string& origin, ReadMode mode) {
     if (const auto manifest = in.object("manifest")) r.manifest = read_manifest(*manifest);
   }
   for (const JsonIn& run : in.objects("runs", run_name))
-    r.runs.push_back(read_run(run, with_manifest));
+    r.runs.push_back(read_run(run, with_manifest, schema));
   if (in.has("sweep")) {
-    if (const auto sweep = in.object("sweep")) r.sweep = read_sweep(*sweep);
+    if (const auto sweep = in.object("sweep")) r.sweep = read_sweep(*sweep, schema);
   }
   if (in.has("predictions")) {
-    for (const JsonIn& p : in.objects("predictions")) r.predictions.push_back(read_prediction(p));
+    for (const JsonIn& p : in.objects("predictions"))
+      r.predictions.push_back(read_prediction(p, schema));
   }
   if (in.has("cost")) {
-    if (const auto cost = in.object("cost")) r.cost = read_cost(*cost);
+    if (const auto cost = in.object("cost")) r.cost = read_cost(*cost, schema);
+  }
+  if (in.has("verdict")) {
+    if (const auto verdict = in.object("verdict")) r.verdict = read_verdict(*verdict);
   }
   if (in.has("advice")) r.advice = in.texts("advice");
   return r;

@@ -1,5 +1,5 @@
-// The one JSON writer and reader of the report document (results.json, `crossover.report/1`) and
-// of `crossover train --json` (`crossover.train/1`). The reader checks every field: in strict mode
+// The one JSON writer and reader of the report document (results.json, `crossover.report/2`) and
+// of `crossover train --json` (`crossover.train/2`). The reader checks every field: in strict mode
 // the first wrong one is a UserError naming the file, the run and the field ("results.json: run
 // 'disc-6' on cpu: median_step_ms: expected a number, found a string"); in lenient mode (to render
 // whatever a damaged file still holds) a wrong field reads as missing.
@@ -13,8 +13,8 @@
 
 namespace xo {
 
-nlohmann::json to_json(const TrainResult& r);  // crossover.train/1
-nlohmann::json to_json(const Report& report);  // crossover.report/1
+nlohmann::json to_json(const TrainResult& r);  // crossover.train/2
+nlohmann::json to_json(const Report& report);  // crossover.report/2
 nlohmann::json to_json(const MachineInfo& machine);
 
 // results.json's text as JSON (`origin` names the file). Throws UserError when it nests deeper

@@ -42,6 +42,8 @@ std::string runs_table(const Report& report) {
 
 std::string summary_text(const Report& report, const std::filesystem::path& out, bool stopped) {
   std::string s = runs_table(report);
+  // The answer first, then the tables and notes it stands on.
+  if (report.verdict) s = verdict_text(*report.verdict).substr(1) + "\n" + s;
   bool estimated = false;
   for (const ReportRun& run : report.runs) estimated |= run.analysis.per_epoch_estimated;
   if (estimated) s += "* from the median step times the steps per epoch (--steps)\n";
@@ -140,6 +142,17 @@ std::string cost_text(const CostTable& c) {
       "assumptions).\n",
       c.assumptions.lifetime_years, 100 * c.assumptions.utilisation,
       c.assumptions.electricity_usd_per_kwh, c.assumptions.host_power_w);
+  return s;
+}
+
+std::string verdict_text(const GpuVerdict& v) {
+  std::string s = fmt::format("\nVerdict for {} epochs of {}: {}\n", v.epochs,
+                              terminal_safe(v.model), terminal_safe(v.sentence));
+  if (!v.crossover.empty()) s += terminal_safe(v.crossover) + "\n";
+  if (v.here_estimated) {
+    s += "(the time here is the median step times the steps per epoch: no epoch completed within "
+         "--steps)\n";
+  }
   return s;
 }
 

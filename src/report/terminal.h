@@ -16,6 +16,8 @@ std::string summary_text(const Report& report, const std::filesystem::path& out,
 std::string predictions_text(const Report& report);
 // The cost of a run here, on every instance and owned device, and when buying pays off.
 std::string cost_text(const CostTable& cost);
+// The verdict: its sentence, the crossover, and how the time here was measured.
+std::string verdict_text(const GpuVerdict& v);
 // The advice as a list ("- ..." a line).
 std::string advice_text(const std::vector<std::string>& advice);
 

@@ -208,7 +208,7 @@ void Checkpointer::save(TrainPlan& p, TrainState& state) {
   be.download(&s.step_counter, p.model.step_counter(), sizeof(s.step_counter));
   s.position = 0;
   if (p.position) be.download(&s.position, p.position.as<int64_t>(), sizeof(s.position));
-  be.download(&s.stats, p.stats, sizeof(s.stats));
+  be.download(s.stats, p.stats, sizeof(s.stats));
   s.state = state;
   {
     std::lock_guard lock(impl_->mutex);

@@ -55,6 +55,12 @@ std::vector<double> numbers(const Json& j) {
   return v;
 }
 
+// A LossStats as [loss_sum, correct, samples].
+Json stats_json(const LossStats& s) {
+  return {number(s.loss_sum), number(s.correct), number(s.samples)};
+}
+LossStats read_stats(const Json& j) { return {number(j.at(0)), number(j.at(1)), number(j.at(2))}; }
+
 Json to_json(const RunFingerprint& f) {
   return {{"version", f.version},
           {"spec", f.spec},
@@ -139,37 +145,37 @@ Json state_json(const CheckpointSnapshot& s, const CheckpointLayout& layout,
                       {"test_loss", number(e.test_loss)},
                       {"test_accuracy", number(e.test_accuracy)}});
   }
-  return {
-      {"format", kFormat},
-      {"model", layout.model},
-      {"fingerprint", to_json(fingerprint)},
-      {"tensors",
-       {{"file", tensor_file}, {"bytes", bytes.size()}, {"hash", Hasher().text(bytes).hex()}}},
-      {"epoch", t.epoch},
-      {"in_epoch", t.in_epoch},
-      {"step", t.step},
-      {"steps_taken", t.steps_taken},
-      {"optimizer_steps", s.optimizer_steps},
-      {"dropout_step", s.step_counter},
-      {"position", s.position},
-      {"loss_stats", {number(s.stats.loss_sum), number(s.stats.correct), number(s.stats.samples)}},
-      {"shuffle_generator", t.shuffle_rng.state()},
-      {"order", t.order},
-      {"epochs", epochs},
-      {"diverged_epoch", t.diverged_epoch},
-      {"loss_check",
-       {{"sum", number(t.checked_loss_sum)},
-        {"step", t.checked_step},
-        {"last_finite_loss", number(t.last_finite_loss)},
-        {"last_finite_epoch", t.last_finite_epoch},
-        {"last_finite_step", t.last_finite_step}}},
-      {"times",
-       {{"timed_steps", t.timed},
-        {"epoch_ms", number(t.epoch_ms)},
-        {"step", numbers(t.times.step)},
-        {"data", numbers(t.times.data)},
-        {"forward_backward", numbers(t.times.forward_backward)},
-        {"optimizer", numbers(t.times.optimizer)}}}};
+  return {{"format", kFormat},
+          {"model", layout.model},
+          {"fingerprint", to_json(fingerprint)},
+          {"tensors",
+           {{"file", tensor_file}, {"bytes", bytes.size()}, {"hash", Hasher().text(bytes).hex()}}},
+          {"epoch", t.epoch},
+          {"in_epoch", t.in_epoch},
+          {"step", t.step},
+          {"steps_taken", t.steps_taken},
+          {"optimizer_steps", s.optimizer_steps},
+          {"dropout_step", s.step_counter},
+          {"position", s.position},
+          {"loss_stats", stats_json(s.stats[0])},
+          {"partial_loss_stats", stats_json(s.stats[1])},
+          {"shuffle_generator", t.shuffle_rng.state()},
+          {"order", t.order},
+          {"epochs", epochs},
+          {"diverged_epoch", t.diverged_epoch},
+          {"loss_check",
+           {{"sum", number(t.checked_loss_sum)},
+            {"step", t.checked_step},
+            {"last_finite_loss", number(t.last_finite_loss)},
+            {"last_finite_epoch", t.last_finite_epoch},
+            {"last_finite_step", t.last_finite_step}}},
+          {"times",
+           {{"timed_steps", t.timed},
+            {"epoch_ms", number(t.epoch_ms)},
+            {"step", numbers(t.times.step)},
+            {"data", numbers(t.times.data)},
+            {"forward_backward", numbers(t.times.forward_backward)},
+            {"optimizer", numbers(t.times.optimizer)}}}};
 }
 
 // Uploads `floats` (flat, host) into a device buffer.
@@ -295,9 +301,9 @@ void CheckpointFile::apply_state(TrainPlan& p, TrainState& state) const {
     const auto position = j.at("position").get<int64_t>();
     be.upload(p.position.as<int64_t>(), &position, sizeof(position));
   }
-  const Json& stats = j.at("loss_stats");
-  const LossStats host{number(stats.at(0)), number(stats.at(1)), number(stats.at(2))};
-  be.upload(p.stats, &host, sizeof(host));
+  const LossStats host[2] = {read_stats(j.at("loss_stats")),
+                             read_stats(j.at("partial_loss_stats"))};
+  be.upload(p.stats, host, sizeof(host));
 
   state.epoch = j.at("epoch").get<int64_t>();
   state.in_epoch = j.at("in_epoch").get<bool>();

@@ -29,7 +29,7 @@ struct CheckpointSnapshot {
   int64_t optimizer_steps = 0;
   uint64_t step_counter = 0;  // the dropout masks' step
   int64_t position = 0;       // the batch position, where batches are gathered
-  LossStats stats{};          // the epoch's loss sums so far
+  LossStats stats[2]{};       // the epoch's loss sums so far: full batches, partial batch
   TrainState state;
 };
 

@@ -53,7 +53,7 @@ void begin_epoch(TrainPlan& p, TrainState& state, bool shuffle) {
     p.backend.upload(p.order.as<int32_t>(), state.order.data(), p.order.bytes());
   }
   if (p.gather) p.backend.fill_zero(p.position.as<int64_t>(), sizeof(int64_t));
-  p.backend.fill_zero(p.stats, sizeof(LossStats));
+  p.backend.fill_zero(p.stats, 2 * sizeof(LossStats));
   state.in_epoch = true;
   state.checked_loss_sum = 0;
   state.checked_step = 0;
@@ -80,11 +80,16 @@ void read_step_times(TrainPlan& p, TrainState& state) {
 }
 
 EpochRecord finish_epoch(TrainPlan& p, TrainState& state) {
-  LossStats host{};
-  p.backend.download(&host, p.stats, sizeof(host));
-  EpochRecord record{
-      state.epoch + 1,      host.loss_sum, 100.0 * (1.0 - host.correct / host.samples),
-      state.epoch_ms / 1e3, kNoValue,      kNoValue};
+  LossStats host[2]{};
+  p.backend.download(host, p.stats, sizeof(host));
+  const double correct = host[0].correct + host[1].correct;
+  const double samples = host[0].samples + host[1].samples;
+  EpochRecord record{state.epoch + 1,
+                     epoch_mean_loss(host[0], host[1], p.batch),
+                     100.0 * (1.0 - correct / samples),
+                     state.epoch_ms / 1e3,
+                     kNoValue,
+                     kNoValue};
   if (p.evaluator) {
     const Evaluation e = p.evaluator->run();
     record.test_loss = e.loss;
@@ -140,6 +145,14 @@ TrainResult make_result(const TrainPlan& p, const TrainState& state, double setu
   r.diverged_epoch = state.diverged_epoch;
   r.majority_class_error = majority_class_error(p.split.train.y);
   return r;
+}
+
+double epoch_mean_loss(const LossStats& full, const LossStats& partial, int64_t batch) {
+  // Each sum adds batch means: times the batch size, the sums of the samples' losses. A partial
+  // batch is one step, so its sample count is its size.
+  const double samples = full.samples + partial.samples;
+  return (full.loss_sum * static_cast<double>(batch) + partial.loss_sum * partial.samples) /
+         samples;
 }
 
 double majority_class_error(const std::vector<int32_t>& labels) {

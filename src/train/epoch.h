@@ -21,6 +21,9 @@ void read_step_times(TrainPlan& p, TrainState& state);
 // Closes a completed epoch: reads its loss statistics (the host's one wait per epoch), evaluates
 // the test split, notes divergence, and keeps the record, which it returns.
 EpochRecord finish_epoch(TrainPlan& p, TrainState& state);
+// The mean loss per sample of an epoch (as Keras and PyTorch report it) from its loss sums: those
+// of its full batches of `batch` samples, and those of its partial batch (zeros when it has none).
+double epoch_mean_loss(const LossStats& full, const LossStats& partial, int64_t batch);
 // The run's result, from the plan and the state at the end (step medians without the warm-up).
 TrainResult make_result(const TrainPlan& p, const TrainState& state, double setup_seconds,
                         bool interrupted);

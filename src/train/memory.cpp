@@ -125,7 +125,7 @@ MemoryEstimate training_memory(const Model& model, const DataSplit& data, const 
   const int64_t samples = data.train.samples, features = data.train.features;
   const int64_t batch = std::min(train.batch, samples);
   m.data += bytes_of(data.train.x) + bytes_of(data.train.y);
-  m.activations += sizeof(LossStats);
+  m.activations += 2 * sizeof(LossStats);  // the full batches' and the partial batch's
   if (batch > 0) {
     m.activations += network_bytes(model, {.batch = batch, .shards = exec.shards});
     if (const int64_t tail = samples % batch) {

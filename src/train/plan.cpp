@@ -133,7 +133,7 @@ TrainPlan::TrainPlan(Model& trained_model, const DataSplit& data, const TrainSpe
   }
   optimizer = backend.optimizer(train.optimizer, model.flat_size());
   if (split.test.samples > 0) evaluator.emplace(model, split.test);
-  stats_buffer = backend.allocate(sizeof(LossStats));
+  stats_buffer = backend.allocate(2 * sizeof(LossStats));
   stats = stats_buffer.as<LossStats>();
   if (train.shuffle || exec.record_step) {
     order = backend.allocate(sizeof(int32_t) * samples);

@@ -97,8 +97,12 @@ struct TrainPlan {
   std::optional<Network> partial;  // the last, partial batch of an epoch (if any)
   std::unique_ptr<OptimizerKernel> optimizer;
   std::optional<Evaluator> evaluator;  // when there is a test set
+  // The epoch's loss sums, two of them: stats[0] for its full batches, stats[1] for its partial
+  // batch. Each adds batch means, and the epoch's mean loss per sample weights them by their
+  // batch sizes (epoch_mean_loss), which one sum of batch means of unequal sizes could not.
   DeviceBuffer stats_buffer;
-  LossStats* stats = nullptr;  // the epoch's loss sums
+  LossStats* stats = nullptr;
+  LossStats* stats_for(int64_t s) { return s < full_steps ? stats : stats + 1; }
   // Batches are gathered on the device when shuffled, and when the step is recorded: a recorded
   // step must find its batch without the host. The epoch's order, the batch, the position.
   DeviceBuffer order, batch_x, batch_y, position;

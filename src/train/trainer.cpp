@@ -24,10 +24,10 @@ using Clock = std::chrono::steady_clock;
 enum class Stop { None, Interrupted, StepLimit, Diverged };
 
 // One training step on `net`. Its marks time the phases apart, except inside a recorded step.
-void step(TrainPlan& p, Network& net, BatchAt at, StepMarks marks) {
+void step(TrainPlan& p, Network& net, BatchAt at, LossStats* stats, StepMarks marks) {
   const Batch batch = p.select_batch(net, at);
   marks.stamp(StepMarks::BatchSelected);
-  net.train_step(batch.src, batch.labels, p.stats);  // forward, loss, backward: grads overwritten
+  net.train_step(batch.src, batch.labels, stats);  // forward, loss, backward: grads overwritten
   marks.stamp(StepMarks::GradientsReady);
   // The gradients are ready: data-parallel training reduces them across ranks here.
   p.optimizer->step(p.model.params(), p.model.grads());
@@ -36,7 +36,7 @@ void step(TrainPlan& p, Network& net, BatchAt at, StepMarks marks) {
 // Records the full-batch step where the backend can (a CUDA Graph), to replay it every step. A
 // recorded step must find its batch without the host: from then on batches are gathered.
 void record_step(TrainPlan& p) {
-  p.recorded = p.backend.capture([&] { step(p, p.full, {.gather = true}, StepMarks()); });
+  p.recorded = p.backend.capture([&] { step(p, p.full, {.gather = true}, p.stats, StepMarks()); });
   if (p.recorded) p.gather = true;
 }
 
@@ -47,19 +47,20 @@ struct Boundaries {
   Checkpointer* checkpoints = nullptr;
 };
 
-// Reads the epoch's loss sum: false once it is not finite. Else notes the mean batch loss since
-// the last check as the last finite loss. On a GPU the read waits for the queued steps, so the
-// loop checks every few hundred steps there and every step on the CPU, where it is a copy.
+// Reads the epoch's loss sums: false once they are not finite. Else notes the mean batch loss
+// since the last check as the last finite loss. On a GPU the read waits for the queued steps, so
+// the loop checks every few hundred steps there and every step on the CPU, where it is a copy.
 bool loss_finite(TrainPlan& p, TrainState& state) {
-  LossStats host{};
-  p.backend.download(&host, p.stats, sizeof(host));
-  if (!std::isfinite(host.loss_sum)) return false;
+  LossStats host[2]{};
+  p.backend.download(host, p.stats, sizeof(host));
+  const double loss_sum = host[0].loss_sum + host[1].loss_sum;  // of batch means
+  if (!std::isfinite(loss_sum)) return false;
   if (const int64_t steps = state.step - state.checked_step; steps > 0) {
-    state.last_finite_loss = (host.loss_sum - state.checked_loss_sum) / static_cast<double>(steps);
+    state.last_finite_loss = (loss_sum - state.checked_loss_sum) / static_cast<double>(steps);
     state.last_finite_epoch = state.epoch + 1;
     state.last_finite_step = state.step;
   }
-  state.checked_loss_sum = host.loss_sum;
+  state.checked_loss_sum = loss_sum;
   state.checked_step = state.step;
   return true;
 }
@@ -75,7 +76,7 @@ Stop run_steps(TrainPlan& p, TrainState& state, const Boundaries& b) {
     if (p.replays(s)) {
       p.recorded->replay();
     } else {
-      step(p, p.network(s), p.batch_at(s), marks);
+      step(p, p.network(s), p.batch_at(s), p.stats_for(s), marks);
     }
     marks.stamp(StepMarks::End);
     ++state.step;

@@ -18,7 +18,7 @@ namespace xo {
 
 struct EpochRecord {
   int64_t epoch = 0;       // 1-based
-  double loss = 0;         // sum over the epoch's batches of the batch mean loss
+  double loss = 0;         // mean over the epoch's samples of the training loss
   double train_error = 0;  // percent of the epoch's samples misclassified while training
   double seconds = 0;      // wall time of the epoch's steps
   // On the test set after the epoch (no dropout, no gradient); NaN when there is no test set.

@@ -90,14 +90,18 @@ TEST(Advice, PredictionsCostsAndBreakEvenByHand) {
   EXPECT_TRUE(be_gpu.same_device);
   EXPECT_NEAR(be_gpu.hours_per_month.value(), (2000.0 / 36) / (2.0 - 0.45 * 0.15), 1e-9);
 
-  const auto lines = advice_lines("m", p, cost, {}, "width", true);
-  ASSERT_GE(lines.size(), 4u);
+  const auto lines = advice_lines("m", p, cost, "cpu is faster over the whole range", "gpu-a");
+  ASSERT_GE(lines.size(), 5u);
   EXPECT_NE(lines[0].find("Fastest here: cpu"), std::string::npos) << lines[0];
   EXPECT_NE(lines[0].find("(measured)"), std::string::npos) << lines[0];
   EXPECT_NE(lines[1].find("Test GPU A100x"), std::string::npos) << lines[1];
   EXPECT_NE(lines[1].find("predicted"), std::string::npos) << lines[1];
   EXPECT_NE(lines[2].find("Cloud g1"), std::string::npos) << lines[2];
-  EXPECT_NE(lines[3].find("No crossover"), std::string::npos) << lines[3];
+  EXPECT_EQ(lines[3], "cpu is faster over the whole range");
+  // Buying the GPU the verdict names, against renting the same GPU.
+  EXPECT_NE(lines[4].find("Buying the Test GPU A100x beats renting one on cloud-gpu above"),
+            std::string::npos)
+      << lines[4];
 }
 
 TEST(Advice, ALocalDeviceInTheCatalogIsMeasuredAndPredicted) {

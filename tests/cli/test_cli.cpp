@@ -55,17 +55,17 @@ TEST(Cli, TrainWritesTheDocumentedJson) {
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_NE(r.output.find("epoch 3/3"), std::string::npos) << r.output;
   const auto j = read_json(dir / "r.json");
-  EXPECT_EQ(j["schema"], "crossover.train/1");
+  EXPECT_EQ(j["schema"], "crossover.train/2");
   EXPECT_EQ(j["model"], "disc-3");
   EXPECT_EQ(j["params"], 70);
   EXPECT_EQ(j["device"], "cpu");
   ASSERT_EQ(j["epochs"].size(), 3u);
-  for (const char* key : {"epoch", "loss", "train_error", "seconds"}) {
+  for (const char* key : {"epoch", "loss", "train_error_percent", "seconds"}) {
     EXPECT_TRUE(j["epochs"][0].contains(key)) << key;
   }
   EXPECT_EQ(j["epochs"][2]["epoch"], 3);
   EXPECT_EQ(j["final_loss"], j["epochs"][2]["loss"]);
-  for (const char* key : {"final_train_error", "median_step_ms", "gflops", "step_ms"}) {
+  for (const char* key : {"final_train_error_percent", "median_step_ms", "gflops", "step_ms"}) {
     EXPECT_TRUE(j.contains(key)) << key;
   }
   EXPECT_GT(j["median_step_ms"].get<double>(), 0.0);
@@ -197,7 +197,7 @@ TEST(Cli, RunWritesTheSweepTableJsonAndCsv) {
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_NE(r.output.find("s/100 epochs"), std::string::npos) << r.output;
   const auto j = read_json(dir / "results.json");
-  EXPECT_EQ(j["schema"], "crossover.report/1");
+  EXPECT_EQ(j["schema"], "crossover.report/2");
   EXPECT_EQ(j["kind"], "run");
   EXPECT_TRUE(j["complete"].get<bool>());
   EXPECT_TRUE(j["machine"].contains("cpu"));
@@ -278,14 +278,14 @@ TEST(Cli, TestSplitIsEvaluatedAndSyntheticDataSaysSo) {
   EXPECT_NE(j["data"].get<std::string>().find("imdb-synthetic (generated, not real reviews)"),
             std::string::npos);
   ASSERT_EQ(j["epochs"].size(), 2u);
-  const double accuracy = j["final_test_accuracy"].get<double>();
+  const double accuracy = j["final_test_accuracy_percent"].get<double>();
   EXPECT_GE(accuracy, 0.0);
   EXPECT_LE(accuracy, 100.0);
-  EXPECT_EQ(j["epochs"][1]["test_accuracy"].get<double>(), accuracy);
+  EXPECT_EQ(j["epochs"][1]["test_accuracy_percent"].get<double>(), accuracy);
   // No test split: null, not a made-up number.
   const Result d = run("train disc-2 --epochs 1 -q --json " + (dir / "d.json").string());
   ASSERT_EQ(d.status, 0) << d.output;
-  EXPECT_TRUE(read_json(dir / "d.json")["final_test_accuracy"].is_null());
+  EXPECT_TRUE(read_json(dir / "d.json")["final_test_accuracy_percent"].is_null());
 }
 
 TEST(Cli, SuiteIsCheckedAndClassicModelsAreListed) {
@@ -485,14 +485,14 @@ TEST(Cli, ReplayReportsAFigureThatDiffersAndTheManifestEntriesThatDiffer) {
   record_disc2(dir);
   auto edited = read_json(dir / "results.json");
   const double loss = edited["runs"][0]["epoch_log"][1]["loss"].get<double>();
-  edited["runs"][0]["epoch_log"][1]["loss"] = loss + 0.5;
+  edited["runs"][0]["epoch_log"][1]["loss"] = loss * 1.5;
   edited["manifest"]["crossover"] = "0.0.9";
   std::ofstream(dir / "edited.json") << edited.dump();
   const Result r =
       run("replay " + (dir / "edited.json").string() + " --out " + (dir / "out").string());
   EXPECT_EQ(r.status, 5) << r.output;
   const std::string row = line_starting(r.output, "loss");
-  for (const std::string& piece : {std::string("different"), fmt_double(loss + 0.5),
+  for (const std::string& piece : {std::string("different"), fmt_double(loss * 1.5),
                                    fmt_double(loss), std::string("epoch 2")}) {
     EXPECT_NE(row.find(piece), std::string::npos) << piece << " not in: " << row << "\n"
                                                   << r.output;

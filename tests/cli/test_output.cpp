@@ -50,7 +50,7 @@ TEST(CliOutput, JsonToDevStdoutOrDashIsPrinted) {
     ASSERT_EQ(r.status, 0) << r.output;
     const nlohmann::json j = json_in(r.output);
     ASSERT_TRUE(j.is_object()) << target << ": no JSON in: " << r.output;
-    EXPECT_EQ(j["schema"], "crossover.train/1") << target;
+    EXPECT_EQ(j["schema"], "crossover.train/2") << target;
     EXPECT_EQ(j["model"], "disc-2") << target;
   }
   EXPECT_FALSE(fs::exists(folder.path() / "-")) << "written to stdout, not to a file named '-'";

@@ -311,7 +311,7 @@ TEST_P(KilledJob, KilledInsideItsSecondModelKeepsTheFirstAndResumesTheSecond) {
     for (size_t e = 0; e < x["epoch_log"].size(); ++e) {
       EXPECT_EQ(x["epoch_log"][e]["loss"], y["epoch_log"][e]["loss"])
           << x["model"] << " epoch " << e;
-      EXPECT_EQ(x["epoch_log"][e]["train_error"], y["epoch_log"][e]["train_error"]);
+      EXPECT_EQ(x["epoch_log"][e]["train_error_percent"], y["epoch_log"][e]["train_error_percent"]);
     }
   }
   EXPECT_FALSE(fs::exists(dir / "cut" / "checkpoints")) << "a finished job leaves none";

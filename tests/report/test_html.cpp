@@ -82,8 +82,8 @@ json run(const std::string& device, int i) {
             {"gflops", 12.3 * (i + 1)},
             {"peak_fraction", 0.031 * (i + 1)},
             {"final_loss", 0.1},
-            {"final_train_error", 1.2},
-            {"final_test_accuracy", json()},
+            {"final_train_error_percent", 1.2},
+            {"final_test_accuracy_percent", json()},
             {"phases_ms",
              {{"data", step_ms * 0.05},
               {"forward", step_ms * 0.4},
@@ -124,7 +124,7 @@ json fixture() {
     series.push_back({{"device", device}, {"points", points}});
   }
   return {
-      {"schema", "crossover.report/1"},
+      {"schema", "crossover.report/2"},
       {"kind", "sweep"},
       {"title", "crossover sweep: disc-2 ... disc-10"},
       {"created", "2026-11-22T18:00:00Z"},
@@ -180,7 +180,7 @@ json fixture() {
       {"cost",
        {{"assumptions",
          {{"lifetime_years", 3},
-          {"utilisation", 0.5},
+          {"utilisation_fraction", 0.5},
           {"electricity_usd_per_kwh", 0.15},
           {"host_power_w", 150}}},
         {"model", "disc-10"},
@@ -350,7 +350,7 @@ TEST(HtmlReport, IsSelfContained) {
 }
 
 TEST(HtmlReport, OmitsMissingSections) {
-  const json doc = {{"schema", "crossover.report/1"},
+  const json doc = {{"schema", "crossover.report/2"},
                     {"kind", "run"},
                     {"title", "crossover run: disc-4"},
                     {"runs", {{{"model", "disc-4"}, {"device", "cpu"}, {"params", 1234}}}}};
@@ -422,7 +422,7 @@ TEST(HtmlReport, NonFiniteNumbersAreNeverPrinted) {
   doc["sweep"]["crossovers"][0]["params"] = nan;
   doc["predictions"][0]["step_ms"] = nan;
   doc["cost"]["instances"][0]["on_demand_usd"] = inf;
-  doc["cost"]["assumptions"]["utilisation"] = nan;
+  doc["cost"]["assumptions"]["utilisation_fraction"] = nan;
   doc["machine"]["memory_gib"] = nan;
   doc["peaks"][0]["matmul_gflops"] = inf;
   for (const json& d : {doc, json::parse(doc.dump())}) {  // set in code, and as parsed (null)

@@ -107,7 +107,10 @@ Report document() {
   d.peaks = {p};
   d.runs = {measured_run("disc-2", "cpu"), measured_run("disc-2", "cuda:0")};
   d.sweep = SweepRecord{
-      "depth", "params", {{"cpu", false, {{2, 1234, 1.5}}}}, {{"cuda:0", "cpu", 5, 7e5, 4, 6}}};
+      "depth",
+      "params",
+      {{"cpu", false, "", {{2, 1234, 1.5}}}, {"t4 (predicted, lower bound)", true, "why", {}}},
+      {{"cuda:0", "cpu", 5, 7e5, 4, 6}}};
   DevicePrediction pr;
   pr.model = "disc-2";
   pr.device = "h100";
@@ -115,6 +118,7 @@ Report document() {
   pr.kind = DeviceKind::Gpu;
   pr.step = {0.001, 0.0005, 0.0002, 0.0003, "FLOPs", {}};
   pr.measured_s = 0.002;
+  pr.measured_epoch_s = 0.025;
   pr.assumptions = {"f32"};
   d.predictions = {pr};
   CostTable c;
@@ -129,6 +133,15 @@ Report document() {
   c.ownership = {{"h100", "H100", 30000, 0.1, 0.25, 2.2, 0.1, true, "s", "d"}};
   c.break_even = {{"h100", "H100", "aws-x", true, 3.0, 400.0, std::nullopt, 100}};
   d.cost = c;
+  d.verdict = GpuVerdict{"disc-2",
+                         100,
+                         "cpu",
+                         2.5,
+                         false,
+                         GpuOption{"rent", "aws-x", "AWS x (h100)", "h100", 0.36, 0.3, true, true},
+                         false,
+                         "A GPU is not worth it for this run: …",
+                         "cpu is faster …"};
   d.advice = std::vector<std::string>{"Fastest here: cpu."};
   return d;
 }
@@ -239,6 +252,57 @@ TEST(ReportJson, FilesWrittenBeforeTheManifestStillReadStrictly) {
   ASSERT_EQ(read.runs.size(), 2u);
   EXPECT_TRUE(read.runs[0].run.params_hash.empty());
   EXPECT_EQ(read.runs[0].run.result.model, "disc-2");
+}
+
+TEST(ReportJson, SchemaOneFilesReadWithTheirNamesAndTheirLossSummedOverBatches) {
+  // crossover.report/1 named percentages without `_percent`, the cost's utilisation without
+  // `_fraction`, and summed the training loss over an epoch's batches: read as schema 2 means.
+  const json now = to_json(document());
+  json old = now;
+  old["schema"] = "crossover.report/1";
+  auto rename = [](json& j, const char* from, const char* to) {
+    if (!j.contains(from)) return;
+    j[to] = j[from];
+    j.erase(from);
+  };
+  for (json& run : old["runs"]) {
+    const double steps = run["steps_per_epoch"].get<double>();
+    for (json& e : run["epoch_log"]) {
+      e["loss"] = e["loss"].get<double>() * steps;
+      rename(e, "train_error_percent", "train_error");
+      rename(e, "test_accuracy_percent", "test_accuracy");
+    }
+    run["final_loss"] = run["final_loss"].get<double>() * steps;
+    rename(run, "final_train_error_percent", "final_train_error");
+    rename(run, "final_test_accuracy_percent", "final_test_accuracy");
+    rename(run, "majority_class_error_percent", "majority_class_error");
+  }
+  rename(old["cost"]["assumptions"], "utilisation_fraction", "utilisation");
+  // What schema 2 added is absent from schema 1 files, and read as nothing.
+  json expected = now;
+  old.erase("verdict");
+  expected.erase("verdict");
+  for (auto* doc : {&old, &expected}) {
+    for (json& line : (*doc)["sweep"]["series"]) line["note"] = "";
+    for (json& p : (*doc)["predictions"]) {
+      p["measured_epoch_s"] = nullptr;
+      p["lower_bound"] = false;
+    }
+  }
+  for (json& line : old["sweep"]["series"]) line.erase("note");
+  for (json& p : old["predictions"]) {
+    p.erase("measured_epoch_s");
+    p.erase("lower_bound");
+  }
+  const Report read = read_report(old, "old.json");
+  EXPECT_EQ(to_json(read), expected);
+  EXPECT_DOUBLE_EQ(read.runs[0].run.result.epochs[1].loss, 4.25);
+  EXPECT_DOUBLE_EQ(read.runs[0].run.result.final_train_error, 20);
+  // Schema 1's names are not schema 2's: a current file with an old name is missing a field.
+  json mixed = now;
+  mixed["runs"][0]["final_train_error"] = 20;
+  mixed["runs"][0].erase("final_train_error_percent");
+  EXPECT_THROW(read_report(mixed, "mixed.json"), UserError);
 }
 
 TEST(ReportJson, ResultsWrittenBeforeSayCudaForAGpu) {

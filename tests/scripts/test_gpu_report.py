@@ -117,7 +117,7 @@ def results_docs():
     sweep = {"crossovers": [{"faster": "cuda:0", "slower": "cpu", "params": 13147.001604305446,
                              "axis_value": 7.1, "between": [7, 8]}],
              "series": []}
-    doc = lambda runs, **extra: {"schema": "crossover.report/1", "machine": MACHINE,  # noqa: E731
+    doc = lambda runs, **extra: {"schema": "crossover.report/2", "machine": MACHINE,  # noqa: E731
                                  "peaks": PEAKS, "runs": runs, **extra}
     return {"run-graph": doc(graph, sweep=sweep), "run-nograph": doc(nograph),
             "run-tf32": doc(tf32), "run-bf16": doc(bf16), "run-classic": doc(classic)}

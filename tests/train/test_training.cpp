@@ -10,6 +10,7 @@
 #include "data/source.h"
 #include "model/model.h"
 #include "support/expect_error.h"
+#include "train/epoch.h"
 #include "train/trainer.h"
 
 namespace xo {
@@ -56,6 +57,15 @@ TEST(Training, MajorityClassErrorIsTheShareOutsideTheMostFrequentClass) {
   EXPECT_DOUBLE_EQ(majority_class_error({0, 1, 1, 1, 2, 1, 0, 1}), 100.0 * 3 / 8);
   EXPECT_DOUBLE_EQ(majority_class_error({4, 4}), 0.0);
   EXPECT_TRUE(std::isnan(majority_class_error({})));
+}
+
+// The epoch's loss is a mean per sample, as Keras reports it: each batch's mean weighted by its
+// size, so a partial batch counts for its samples only (3 full batches of 4 at mean 1, a partial
+// batch of 2 at mean 2: 16 / 14, where a mean of the batch means would say 5 / 4).
+TEST(Training, TheEpochLossIsAMeanPerSampleWithThePartialBatchWeightedBySize) {
+  const LossStats full{3.0, 9, 12}, partial{2.0, 1, 2}, none{};
+  EXPECT_DOUBLE_EQ(epoch_mean_loss(full, partial, 4), 16.0 / 14.0);
+  EXPECT_DOUBLE_EQ(epoch_mean_loss(full, none, 4), 1.0);
 }
 
 // A model stuck at the class balance (disc-11 and disc-12 predicting "outside" for every point)
