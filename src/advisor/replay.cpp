@@ -43,6 +43,10 @@ const char* figure_name(Figure f) {
       return "loss";
     case Figure::TrainError:
       return "train error";
+    case Figure::ValLoss:
+      return "validation loss";
+    case Figure::ValAccuracy:
+      return "validation accuracy";
     case Figure::TestLoss:
       return "test loss";
     case Figure::TestAccuracy:
@@ -102,11 +106,16 @@ RunComparison compare_runs(const RunRecord& recorded, const RunRecord& replayed,
               static_cast<double>(b.epochs.size()), 0);
   }
   const bool test = a.test_samples > 0 || b.test_samples > 0;
+  const bool validation = a.validation_samples > 0 || b.validation_samples > 0;
   const size_t epochs = std::min(a.epochs.size(), b.epochs.size());
   for (size_t i = 0; i < epochs; ++i) {
     const EpochRecord &x = a.epochs[i], &y = b.epochs[i];
     add_value(c, Figure::Loss, x.epoch, x.loss, y.loss, tolerance);
     add_value(c, Figure::TrainError, x.epoch, x.train_error, y.train_error, tolerance);
+    if (validation) {
+      add_value(c, Figure::ValLoss, x.epoch, x.val_loss, y.val_loss, tolerance);
+      add_value(c, Figure::ValAccuracy, x.epoch, x.val_accuracy, y.val_accuracy, tolerance);
+    }
     if (test) {
       add_value(c, Figure::TestLoss, x.epoch, x.test_loss, y.test_loss, tolerance);
       add_value(c, Figure::TestAccuracy, x.epoch, x.test_accuracy, y.test_accuracy, tolerance);

@@ -16,7 +16,17 @@ namespace xo {
 // Ordered from best to worst: a run's verdict is its worst figure's.
 enum class Verdict { Identical, WithinTolerance, Different };
 
-enum class Figure { Data, Parameters, Epochs, Loss, TrainError, TestLoss, TestAccuracy };
+enum class Figure {
+  Data,
+  Parameters,
+  Epochs,
+  Loss,
+  TrainError,
+  ValLoss,
+  ValAccuracy,
+  TestLoss,
+  TestAccuracy
+};
 
 const char* figure_name(Figure f);  // "data", "final parameters", "epochs", "loss", ...
 

@@ -70,6 +70,13 @@ int run_train(const TrainOptions& o) {
                d.name,
                d.kind == DeviceKind::Cpu ? fmt::format("{} threads", d.threads) : d.precision,
                data.train.description);
+    if (data.validation.samples > 0) {
+      fmt::print("validation: {}; training on the first {}\n", data.validation.description,
+                 data.train.samples);
+    }
+    if (!spec.data.test.empty()) {
+      fmt::print("test: {} ({} samples)\n", terminal_safe(spec.data.test), data.test.samples);
+    }
   }
   ExecutionOptions exec;
   exec.shards = o.shards;
@@ -85,10 +92,14 @@ int run_train(const TrainOptions& o) {
       model, data, spec.train,
       [&](const EpochRecord& e, int64_t n) {
         if (!o.quiet) {
-          const std::string test = std::isnan(e.test_accuracy)
-                                       ? ""
-                                       : fmt::format("  test loss {:.4f}  test accuracy {:6.2f}%",
-                                                     e.test_loss, e.test_accuracy);
+          std::string test = std::isnan(e.val_accuracy)
+                                 ? ""
+                                 : fmt::format("  val loss {:.4f}  val accuracy {:6.2f}%",
+                                               e.val_loss, e.val_accuracy);
+          if (!std::isnan(e.test_accuracy)) {
+            test += fmt::format("  test loss {:.4f}  test accuracy {:6.2f}%", e.test_loss,
+                                e.test_accuracy);
+          }
           fmt::print("epoch {:>{}}/{}  loss {:.6f}  train error {:6.2f}%{}  {:.3f} ms\n", e.epoch,
                      fmt::formatted_size("{}", n), n, e.loss, e.train_error, test, e.seconds * 1e3);
           std::fflush(stdout);
@@ -104,9 +115,12 @@ int run_train(const TrainOptions& o) {
       r.epochs.empty() ? "no epoch completed"
                        : fmt::format("final loss {:.6f}, train error {:.2f}%", r.final_loss,
                                      r.final_train_error),
-      std::isnan(r.final_test_accuracy) ? ""
-                                        : fmt::format(", test accuracy {:.2f}% ({} samples)",
-                                                      r.final_test_accuracy, r.test_samples),
+      (std::isnan(r.final_val_accuracy) ? std::string()
+                                        : fmt::format(", validation accuracy {:.2f}% ({} samples)",
+                                                      r.final_val_accuracy, r.validation_samples)) +
+          (std::isnan(r.final_test_accuracy) ? std::string()
+                                             : fmt::format(", test accuracy {:.2f}% ({} samples)",
+                                                           r.final_test_accuracy, r.test_samples)),
       r.step_ms.median, r.step_ms.count, r.step_ms.p10, r.step_ms.p90, r.gflops,
       r.samples_per_second, r.train_seconds, r.shards, r.shards == 1 ? "" : "s",
       r.recorded_step ? ", replayed as one CUDA Graph" : "",

@@ -18,10 +18,12 @@ struct Dataset {
   std::string description;  // e.g. "disc: 1000 points, seed 0" or "csv: data/train.csv"
 };
 
-// A training set and its test set (samples = 0 where the source has none).
+// A training set, its test set, and its validation set held out of the training samples
+// (samples = 0 where there is none).
 struct DataSplit {
   Dataset train;
   Dataset test;
+  Dataset validation;
 };
 
 // The "disc" data set of the classic CPU-vs-GPU experiment: points uniform in [0,1]^2, label 1 when

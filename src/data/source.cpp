@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+
 #include "core/error.h"
 #include "core/file.h"
 #include "core/hash.h"
@@ -32,7 +34,53 @@ ImdbOptions sequence_options(const DataSpec& data, const DataRequest& model) {
 
 }  // namespace
 
+namespace {
+
+DataSplit load_source(const DataSpec& data, const DataRequest& model);
+
+}  // namespace
+
+void split_validation(DataSplit& split, double fraction, const std::string& origin) {
+  if (fraction <= 0) return;
+  Dataset& train = split.train;
+  // As Keras (train_validation_split): the first floor(n (1 - fraction)) samples train, the rest
+  // validate.
+  const auto kept =
+      static_cast<int64_t>(std::floor(static_cast<double>(train.samples) * (1.0 - fraction)));
+  const int64_t held = train.samples - kept;
+  if (kept < 1 || held < 1) {
+    throw UserError(fmt::format(
+        "{}: data.validation_split = {} of {} training samples leaves {} to train on and {} to "
+        "validate (expected at least one of each)",
+        origin, fraction, train.samples, kept, held));
+  }
+  Dataset& v = split.validation;
+  v.samples = held;
+  v.features = train.features;
+  v.classes = train.classes;
+  const auto f = static_cast<size_t>(train.features);
+  v.x.assign(train.x.begin() + static_cast<ptrdiff_t>(kept * f), train.x.end());
+  v.y.assign(train.y.begin() + static_cast<ptrdiff_t>(kept), train.y.end());
+  v.description = fmt::format("the last {} samples of {} (validation_split {})", held,
+                              train.description, fraction);
+  train.x.resize(static_cast<size_t>(kept) * f);
+  train.y.resize(static_cast<size_t>(kept));
+  train.samples = kept;
+}
+
 DataSplit load_data(const DataSpec& data, const DataRequest& model) {
+  DataSplit split = load_source(data, model);
+  if (!data.test.empty()) {
+    // Only a CSV names a test split on its own (the parser makes it so).
+    split.test = load_csv(data.test.substr(kCsv.size()), model.classes, split.train.features);
+  }
+  split_validation(split, data.validation_split, model.origin);
+  return split;
+}
+
+namespace {
+
+DataSplit load_source(const DataSpec& data, const DataRequest& model) {
   int64_t features = 1;
   for (int64_t d : model.input) features *= d;
   const std::string& source = data.source;
@@ -71,9 +119,11 @@ DataSplit load_data(const DataSpec& data, const DataRequest& model) {
       model.origin, source));
 }
 
+}  // namespace
+
 std::string data_fingerprint(const DataSplit& split) {
   Hasher h;
-  for (const Dataset* d : {&split.train, &split.test}) {
+  for (const Dataset* d : {&split.train, &split.test, &split.validation}) {
     h.value(d->samples).value(d->features).value(d->classes).values(d->x).values(d->y);
   }
   return h.hex();

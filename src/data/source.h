@@ -1,4 +1,5 @@
-// Resolves a spec's [data] section (or a --data override, parsed by data_source_argument) to a training and a test set in memory.
+// Resolves a spec's [data] section (or a --data override, parsed by data_source_argument) to a
+// training and a test set in memory.
 #pragma once
 
 #include <cstdint>
@@ -17,6 +18,12 @@ struct DataSpec {
   std::string source = "disc";
   int64_t samples = 1000;    // generated sources: training samples
   int64_t test_samples = 0;  // generated sources: test samples (0: no test split)
+  // The test split from a file ("csv:PATH", relative to the spec's folder as the source's path),
+  // in place of the source's own test split (a spec's `test`); empty: the source's.
+  std::string test;
+  // Keras's validation_split: this fraction of the training samples, the last ones before any
+  // shuffling, held out and evaluated after every epoch (0: none).
+  double validation_split = 0;
 };
 
 // What the data must fit: the model that trains on it, as plain values.
@@ -30,8 +37,16 @@ struct DataRequest {
 
 // Sources: disc, csv:PATH (no test set), fashion-mnist, idx:DIR, imdb:DIR, imdb-synthetic. Sequence
 // sources take their length from the input shape and their vocabulary from the embedding. An empty
-// source (an imported model without a training file) is refused with what to write.
+// source (an imported model without a training file) is refused with what to write. `data.test`
+// replaces the test split; `data.validation_split` holds out the training set's last samples
+// (split_validation).
+
 DataSplit load_data(const DataSpec& data, const DataRequest& model);
+
+// Holds out the training samples after the first floor(samples x (1 - fraction)) as the validation
+// set (Keras's validation_split: before any shuffling). Throws UserError, naming `origin`, when
+// either part would be empty. A fraction of 0 does nothing.
+void split_validation(DataSplit& split, double fraction, const std::string& origin);
 
 // A hash of a split's contents (shapes, features, labels, train and test): 16 hex digits that
 // change when any sample does. A checkpoint is refused for other data; results.json records it.

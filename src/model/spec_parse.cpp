@@ -284,7 +284,7 @@ std::string parse_source(const TomlValue& v, const std::filesystem::path& base) 
 // `notes` gains what the spec asks for that will not happen (a sample count for a file).
 void parse_data(const TomlTable& t, const std::filesystem::path& base, DataSpec& data,
                 std::vector<std::string>& notes) {
-  t.only_keys({"source", "samples", "test_samples"});
+  t.only_keys({"source", "samples", "test_samples", "test", "validation_split"});
   if (const TomlValue v = t.get("source")) data.source = parse_source(v, base);
   if (const TomlValue v = t.get("samples")) {
     data.samples = v.integer_at_least(1);
@@ -306,6 +306,27 @@ void parse_data(const TomlTable& t, const std::filesystem::path& base, DataSpec&
           "split or none",
           data.source));
     }
+  }
+  if (const TomlValue v = t.get("test")) {
+    const std::string test = parse_source(v, base);
+    if (!test.starts_with("csv:")) {
+      v.fail(
+          fmt::format("'{}' is not a CSV (expected \"csv:PATH\": a file of the training "
+                      "set's columns)",
+                      test));
+    }
+    if (data.test_samples > 0) {
+      v.fail(
+          fmt::format("a test file and test_samples = {} both name the test split (expected "
+                      "one of them)",
+                      data.test_samples));
+    }
+    data.test = test;
+  }
+  if (const TomlValue v = t.get("validation_split")) {
+    data.validation_split = v.number(
+        Range{0, true, 1, true},
+        "the fraction of the training samples held out to validate, as Keras's validation_split");
   }
 }
 

@@ -108,6 +108,10 @@ std::string to_toml(const ModelSpec& spec) {
     out += fmt::format("[data]\nsource = {}\n", toml_string(spec.data.source));
   }
   if (spec.data.test_samples > 0) out += fmt::format("test_samples = {}\n", spec.data.test_samples);
+  if (!spec.data.test.empty()) out += fmt::format("test = {}\n", toml_string(spec.data.test));
+  if (spec.data.validation_split > 0) {
+    out += fmt::format("validation_split = {}\n", toml_float(spec.data.validation_split));
+  }
   return out;
 }
 

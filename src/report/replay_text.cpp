@@ -16,8 +16,8 @@ std::string exact(double v) { return std::isnan(v) ? std::string(kMissing) : fmt
 
 // The figures in the order they are shown.
 constexpr Figure kOrder[] = {Figure::Data,        Figure::Parameters, Figure::Epochs,
-                             Figure::Loss,        Figure::TrainError, Figure::TestLoss,
-                             Figure::TestAccuracy};
+                             Figure::Loss,        Figure::TrainError, Figure::ValLoss,
+                             Figure::ValAccuracy, Figure::TestLoss,   Figure::TestAccuracy};
 
 bool per_epoch(Figure f) {
   return f != Figure::Data && f != Figure::Parameters && f != Figure::Epochs;

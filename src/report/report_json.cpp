@@ -52,6 +52,10 @@ json epoch_json(const EpochRecord& e) {
     epoch["test_loss"] = e.test_loss;
     epoch["test_accuracy_percent"] = e.test_accuracy;
   }
+  if (!std::isnan(e.val_accuracy)) {  // Keras's names
+    epoch["val_loss"] = e.val_loss;
+    epoch["val_accuracy_percent"] = e.val_accuracy;
+  }
   return epoch;
 }
 
@@ -67,6 +71,8 @@ EpochRecord read_epoch(const JsonIn& in, int schema, int64_t steps_per_epoch) {
   const char* accuracy = key(schema, "test_accuracy", "test_accuracy_percent");
   e.test_loss = in.has("test_loss") ? in.nullable("test_loss") : kNaN;
   e.test_accuracy = in.has(accuracy) ? in.nullable(accuracy) : kNaN;
+  e.val_loss = in.has("val_loss") ? in.nullable("val_loss") : kNaN;
+  e.val_accuracy = in.has("val_accuracy_percent") ? in.nullable("val_accuracy_percent") : kNaN;
   return e;
 }
 
@@ -121,6 +127,9 @@ json result_json(const TrainResult& r, const char* epochs) {
   // null without a test set (JSON has no NaN).
   j["final_test_loss"] = number_or_null(r.final_test_loss);
   j["final_test_accuracy_percent"] = number_or_null(r.final_test_accuracy);
+  j["validation_samples"] = r.validation_samples;
+  j["final_val_loss"] = number_or_null(r.final_val_loss);
+  j["final_val_accuracy_percent"] = number_or_null(r.final_val_accuracy);
   j["median_step_ms"] = r.step_ms.median;
   j["step_ms"] = timing_json(r.step_ms);
   j["flops_per_step"] = r.flops_per_step;
@@ -177,6 +186,11 @@ TrainResult read_result(const JsonIn& in, const char* epochs, int schema) {
   r.final_test_loss = in.nullable("final_test_loss");
   r.final_test_accuracy =
       in.nullable(key(schema, "final_test_accuracy", "final_test_accuracy_percent"));
+  if (schema >= 2) {  // schema 1 had no validation split
+    r.validation_samples = in.integer("validation_samples");
+    r.final_val_loss = in.nullable("final_val_loss");
+    r.final_val_accuracy = in.nullable("final_val_accuracy_percent");
+  }
   if (const auto step = in.object("step_ms", /*optional=*/true)) r.step_ms = read_timing(*step);
   // The headline figure, also inside step_ms: the reader checks it is there (a lenient read of a
   // document without it keeps step_ms's).

@@ -143,7 +143,9 @@ Json state_json(const CheckpointSnapshot& s, const CheckpointLayout& layout,
                       {"train_error", number(e.train_error)},
                       {"seconds", number(e.seconds)},
                       {"test_loss", number(e.test_loss)},
-                      {"test_accuracy", number(e.test_accuracy)}});
+                      {"test_accuracy", number(e.test_accuracy)},
+                      {"val_loss", number(e.val_loss)},
+                      {"val_accuracy", number(e.val_accuracy)}});
   }
   return {{"format", kFormat},
           {"model", layout.model},
@@ -333,7 +335,8 @@ void CheckpointFile::apply_state(TrainPlan& p, TrainState& state) const {
   for (const Json& e : j.at("epochs")) {
     state.epochs.push_back({e.at("epoch").get<int64_t>(), number(e.at("loss")),
                             number(e.at("train_error")), number(e.at("seconds")),
-                            number(e.at("test_loss")), number(e.at("test_accuracy"))});
+                            number(e.at("test_loss")), number(e.at("test_accuracy")),
+                            number(e.at("val_loss")), number(e.at("val_accuracy"))});
   }
   state.diverged_epoch = j.at("diverged_epoch").get<int64_t>();
   const Json& check = j.at("loss_check");

@@ -10,6 +10,7 @@
 #include <string>
 #include <utility>
 
+#include "core/interrupt.h"
 #include "train/stats.h"
 
 namespace xo {
@@ -95,6 +96,11 @@ EpochRecord finish_epoch(TrainPlan& p, TrainState& state) {
     record.test_loss = e.loss;
     record.test_accuracy = e.accuracy;
   }
+  if (p.validator && !stop_requested()) {
+    const Evaluation e = p.validator->run();
+    record.val_loss = e.loss;
+    record.val_accuracy = e.accuracy;
+  }
   if (!std::isfinite(record.loss) && state.diverged_epoch == 0) {
     state.diverged_epoch = record.epoch;
   }
@@ -119,6 +125,7 @@ TrainResult make_result(const TrainPlan& p, const TrainState& state, double setu
   r.samples = p.samples;
   r.steps_per_epoch = p.steps_per_epoch;
   r.test_samples = p.split.test.samples;
+  r.validation_samples = p.split.validation.samples;
   r.shards = p.full.shards();
   r.recorded_step = p.recorded != nullptr;
   r.flops_per_step = p.model.train_flops(p.batch);
@@ -130,6 +137,8 @@ TrainResult make_result(const TrainPlan& p, const TrainState& state, double setu
     r.final_train_error = r.epochs.back().train_error;
     r.final_test_loss = r.epochs.back().test_loss;
     r.final_test_accuracy = r.epochs.back().test_accuracy;
+    r.final_val_loss = r.epochs.back().val_loss;
+    r.final_val_accuracy = r.epochs.back().val_accuracy;
   }
   const StepTimes& t = state.times;
   r.step_ms = summarize_after_warmup(t.step);

@@ -143,13 +143,16 @@ MemoryEstimate training_memory(const Model& model, const DataSplit& data, const 
   }
   // The Evaluator: the test set on the device, its loss sums, inference Networks for its batch
   // and the last, partial one.
-  if (const int64_t test = data.test.samples; test > 0) {
-    const int64_t eval_batch = evaluation_batch(model, test);
-    m.data += bytes_of(data.test.x) + bytes_of(data.test.y);
+  // The same for the validation set.
+  for (const Dataset* evaluated : {&data.test, &data.validation}) {
+    const int64_t samples_evaluated = evaluated->samples;
+    if (samples_evaluated <= 0) continue;
+    const int64_t eval_batch = evaluation_batch(model, samples_evaluated);
+    m.data += bytes_of(evaluated->x) + bytes_of(evaluated->y);
     m.activations += sizeof(LossStats);
     NetworkOptions options{.batch = eval_batch, .training = false, .loss = LossReduction::Sum};
     m.activations += network_bytes(model, options);
-    if (const int64_t tail = test % eval_batch) {
+    if (const int64_t tail = samples_evaluated % eval_batch) {
       options.batch = tail;
       m.activations += network_bytes(model, options);
     }

@@ -59,6 +59,7 @@ int64_t evaluation_batch(const Model& model, int64_t samples) {
 void check_training(const Model& model, const DataSplit& split, const TrainSpec& train) {
   check_data(model, split.train);
   if (split.test.samples > 0) check_data(model, split.test);
+  if (split.validation.samples > 0) check_data(model, split.validation);
   if (train.batch <= 0 || train.epochs <= 0) {
     throw UserError(
         fmt::format("batch ({}) and epochs ({}) must be positive", train.batch, train.epochs));
@@ -133,6 +134,7 @@ TrainPlan::TrainPlan(Model& trained_model, const DataSplit& data, const TrainSpe
   }
   optimizer = backend.optimizer(train.optimizer, model.flat_size());
   if (split.test.samples > 0) evaluator.emplace(model, split.test);
+  if (split.validation.samples > 0) validator.emplace(model, split.validation);
   stats_buffer = backend.allocate(2 * sizeof(LossStats));
   stats = stats_buffer.as<LossStats>();
   if (train.shuffle || exec.record_step) {

@@ -97,6 +97,7 @@ struct TrainPlan {
   std::optional<Network> partial;  // the last, partial batch of an epoch (if any)
   std::unique_ptr<OptimizerKernel> optimizer;
   std::optional<Evaluator> evaluator;  // when there is a test set
+  std::optional<Evaluator> validator;  // when there is a validation set
   // The epoch's loss sums, two of them: stats[0] for its full batches, stats[1] for its partial
   // batch. Each adds batch means, and the epoch's mean loss per sample weights them by their
   // batch sizes (epoch_mean_loss), which one sum of batch means of unequal sizes could not.

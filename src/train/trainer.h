@@ -24,6 +24,9 @@ struct EpochRecord {
   // On the test set after the epoch (no dropout, no gradient); NaN when there is no test set.
   double test_loss = 0;      // mean over the test samples
   double test_accuracy = 0;  // percent
+  // The same on the validation set (held out of the training data); NaN without one.
+  double val_loss = std::numeric_limits<double>::quiet_NaN();
+  double val_accuracy = std::numeric_limits<double>::quiet_NaN();  // percent
 };
 
 struct TrainResult {
@@ -42,7 +45,10 @@ struct TrainResult {
   // The training error of always predicting the most frequent class (percent of the training
   // samples not in it): a final_train_error no better than this is a model that learned nothing.
   double majority_class_error = std::numeric_limits<double>::quiet_NaN();
-  int64_t test_samples = 0;                                               // 0: no test set
+  int64_t test_samples = 0;        // 0: no test set
+  int64_t validation_samples = 0;  // 0: no validation set
+  double final_val_loss = std::numeric_limits<double>::quiet_NaN();
+  double final_val_accuracy = std::numeric_limits<double>::quiet_NaN();   // percent
   double final_test_loss = std::numeric_limits<double>::quiet_NaN();      // no test set: NaN
   double final_test_accuracy = std::numeric_limits<double>::quiet_NaN();  // percent
   TimingStats step_ms;        // per training step, the first (warm-up) step excluded

@@ -288,6 +288,40 @@ TEST(Cli, TestSplitIsEvaluatedAndSyntheticDataSaysSo) {
   EXPECT_TRUE(read_json(dir / "d.json")["final_test_accuracy_percent"].is_null());
 }
 
+// A user's CSV with a test CSV beside it and a fifth of the training rows held out to validate:
+// every epoch says both, the result keeps both, and the rows held out are not trained on.
+TEST(Cli, TrainValidatesOnAHeldOutSplitAndTestsOnATestCsv) {
+  const xo::testing::TempDir dir_folder("cli_validation");
+  const auto& dir = dir_folder.path();
+  {
+    std::ofstream train(dir / "train.csv"), test(dir / "test.csv");
+    train << "x,y,label\n";
+    for (int i = 0; i < 50; ++i) train << i % 7 << "," << i % 5 << "," << (i % 7 > 3) << "\n";
+    test << "x,y,label\n1,2,0\n6,1,1\n5,0,1\n";
+  }
+  std::ofstream(dir / "mine.toml")
+      << "[model]\ninput = [2]\nlayers = [ { type = \"linear\", out = 8 }, { type = \"relu\" },\n"
+         "  { type = \"linear\", out = 2 } ]\nloss = \"cross_entropy\"\n[train]\nbatch = 8\n"
+         "epochs = 2\n[data]\nsource = \"csv:train.csv\"\ntest = \"csv:test.csv\"\n"
+         "validation_split = 0.2\n";
+  const Result r =
+      run("train " + (dir / "mine.toml").string() + " --json " + (dir / "r.json").string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  for (const char* text :
+       {"validation: the last 10 samples of", "training on the first 40",
+        "test: csv:", "(3 samples)", "val loss", "val accuracy", "validation accuracy"}) {
+    EXPECT_NE(r.output.find(text), std::string::npos) << text << "\n" << r.output;
+  }
+  const auto j = read_json(dir / "r.json");
+  EXPECT_EQ(j["samples"], 40);
+  EXPECT_EQ(j["steps_per_epoch"], 5);
+  EXPECT_EQ(j["validation_samples"], 10);
+  EXPECT_EQ(j["test_samples"], 3);
+  for (const char* key : {"val_loss", "val_accuracy_percent", "test_loss", "test_accuracy_percent"})
+    EXPECT_TRUE(j["epochs"][1][key].is_number()) << key;
+  EXPECT_EQ(j["final_val_accuracy_percent"], j["epochs"][1]["val_accuracy_percent"]);
+}
+
 TEST(Cli, SuiteIsCheckedAndClassicModelsAreListed) {
   const Result r = run("run --suite everything");
   EXPECT_NE(r.status, 0);
@@ -374,6 +408,29 @@ TEST(Cli, AdviseMeasuresPredictsCostsAndRecommends) {
   EXPECT_GE(j["cost"]["instances"].size(), 10u);
   EXPECT_EQ(j["cost"]["steps_per_epoch"], 10);
   EXPECT_EQ(j["sweep"]["axis"], "width");
+  // The verdict comes first, in the terminal, the JSON and the page, with one run time: the
+  // local run time in the cost table.
+  const size_t verdict = r.output.find("Verdict for 100 epochs of disc-9: A GPU is ");
+  ASSERT_NE(verdict, std::string::npos) << r.output;
+  EXPECT_LT(verdict, r.output.find("Predicted step times")) << r.output;
+  const auto& v = j["verdict"];
+  EXPECT_EQ(v["here"], "cpu");
+  EXPECT_EQ(v["gpu"]["how"], "rent");  // no GPU here: the GPU is weighed on a rented instance
+  EXPECT_TRUE(v["gpu"]["lower_bound"].get<bool>());
+  EXPECT_NE(v["sentence"].get<std::string>().find("(predicted, a lower bound)"), std::string::npos)
+      << v;
+  EXPECT_DOUBLE_EQ(v["here_seconds"].get<double>(),
+                   j["cost"]["local"][0]["run_hours"].get<double>() * 3600);
+  // Along width, predicted: one device faster throughout, or where one overtakes the other
+  // (which one depends on this machine's speed).
+  const std::string crossover = v["crossover"].get<std::string>();
+  EXPECT_TRUE(crossover.find("is faster over the whole range of width") != std::string::npos ||
+              crossover.rfind("Crossover (predicted): ", 0) == 0)
+      << crossover;
+  std::ostringstream page_text;
+  page_text << std::ifstream(dir / "report.html").rdbuf();
+  const std::string page = page_text.str();
+  EXPECT_LT(page.find("id=\"verdict\""), page.find("id=\"advice\"")) << "the verdict first";
 }
 
 TEST(Cli, CostRecostsAResultsFileWithOverriddenPrices) {

@@ -104,6 +104,8 @@ void expect_same(const ModelSpec& a, const ModelSpec& b) {
   EXPECT_EQ(x.alpha, y.alpha);
   EXPECT_EQ(x.rho, y.rho);
   EXPECT_EQ(a.data.test_samples, b.data.test_samples);
+  EXPECT_EQ(a.data.test, b.data.test);
+  EXPECT_EQ(a.data.validation_split, b.data.validation_split);
   EXPECT_EQ(a.train.batch, b.train.batch);
   EXPECT_EQ(a.train.epochs, b.train.epochs);
   EXPECT_EQ(a.train.shuffle, b.train.shuffle);
@@ -255,6 +257,21 @@ TEST(SpecParse, SamplesForAFileSourceIsANoteAndIsNotWritten) {
       "disc.toml");
   EXPECT_TRUE(disc.notes.empty());
   EXPECT_NE(to_toml(disc).find("samples = 500"), std::string::npos);
+}
+
+// A test split from its own CSV, and a validation split held out of the training set, as Keras's
+// validation_data and validation_split; both written back by to_toml.
+TEST(SpecParse, ATestCsvAndAValidationSplitReadAndWriteBack) {
+  const ModelSpec spec = parse_spec(
+      "[model]\ninput = [2]\nlayers = [ { type = \"linear\", out = 2 } ]\n"
+      "loss = \"cross_entropy\"\n[data]\nsource = \"csv:train.csv\"\ntest = \"csv:test.csv\"\n"
+      "validation_split = 0.2\n",
+      "mine.toml");
+  EXPECT_EQ(spec.data.test, "csv:test.csv");
+  EXPECT_EQ(spec.data.validation_split, 0.2);
+  expect_contains(to_toml(spec), {"test = \"csv:test.csv\"\n", "validation_split = 0.2\n"});
+  const ModelSpec back = parse_spec(to_toml(spec), "again.toml");
+  expect_same(back, spec);
 }
 
 TEST(SpecParse, DefaultsAreThoseOfSpecH) {
@@ -751,6 +768,19 @@ std::vector<ErrorCase> error_cases() {
        model_and({"[data]", "source = \"fashion-mnist\"", "test_samples = 100"}),
        {"bad.toml:11:", "data.test_samples",
         "only generated sources (disc, imdb-synthetic) take test_samples"}},
+      {"test_that_is_not_a_csv",
+       model_and({"[data]", "source = \"csv:a.csv\"", "test = \"fashion-mnist\""}),
+       {"bad.toml:11:", "data.test", "'fashion-mnist' is not a CSV", "csv:PATH"}},
+      {"test_file_and_test_samples",
+       model_and({"[data]", "source = \"disc\"", "test_samples = 10", "test = \"csv:t.csv\""}),
+       {"bad.toml:12:", "data.test", "test_samples = 10 both name the test split"}},
+      {"validation_split_of_one",
+       model_and({"[data]", "validation_split = 1.0"}),
+       {"bad.toml:10:", "data.validation_split", "1.0 must be in (0, 1)",
+        "Keras's validation_split"}},
+      {"validation_split_of_zero",
+       model_and({"[data]", "validation_split = 0"}),
+       {"bad.toml:10:", "data.validation_split", "0.0 must be in (0, 1)"}},
       {"unknown_source",
        model_and({"[data]", "source = \"mnist\""}),
        {"bad.toml:10:", "data.source", "unknown source 'mnist'",
