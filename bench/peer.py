@@ -149,11 +149,12 @@ def train_torch(model, x, y, loss_name, optimizer_cfg, batch, epochs):
     """PyTorch's side of a golden test: mini-batches in order (the last one partial where the sizes
     say so). Per epoch: (mean loss per sample, as Keras reports it and as crossover does: each
     batch's mean loss weighted by its size; training error in %, or None for binary
-    cross-entropy)."""
+    cross-entropy and for mse, whose targets `y` are float32 values)."""
     import torch
     opt = torch_optimizer(model.parameters(), optimizer_cfg)
-    bce = loss_name == "bce"
-    loss_fn = torch.nn.BCEWithLogitsLoss() if bce else torch.nn.CrossEntropyLoss()
+    bce, mse = loss_name == "bce", loss_name == "mse"
+    loss_fn = torch.nn.BCEWithLogitsLoss() if bce else torch.nn.MSELoss() if mse else \
+        torch.nn.CrossEntropyLoss()
     history = []
     for _ in range(epochs):
         total, wrong = 0.0, 0
@@ -161,13 +162,13 @@ def train_torch(model, x, y, loss_name, optimizer_cfg, batch, epochs):
             xb, yb = x[start:start + batch], y[start:start + batch]
             opt.zero_grad()
             logits = model(xb)
-            loss = loss_fn(logits, yb.float() if bce else yb)
+            loss = loss_fn(logits, yb.float() if bce else yb.unsqueeze(1) if mse else yb)
             loss.backward()
             opt.step()
             total += loss.item() * len(xb)
-            if not bce:
+            if not bce and not mse:
                 wrong += (logits.argmax(dim=1) != yb).sum().item()
-        history.append((total / len(x), None if bce else 100.0 * wrong / len(x)))
+        history.append((total / len(x), None if bce or mse else 100.0 * wrong / len(x)))
     return history
 
 
@@ -219,7 +220,11 @@ def write_csv(path, x, y, header=None):
         if header:
             f.write(",".join(header) + "\n")
         for row, label in zip(x, y):
-            f.write(",".join(repr(float(v)) for v in row) + f",{label}\n")
+            # A class label as an integer; a regression target (a Python or numpy float) as the
+            # shortest text of its value, which parses back to the same float32.
+            floating = isinstance(label, float) or type(label).__name__.startswith("float")
+            target = repr(float(label)) if floating else f"{label}"
+            f.write(",".join(repr(float(v)) for v in row) + f",{target}\n")
 
 
 # -- the golden tests' side ------------------------------------------------------------------------

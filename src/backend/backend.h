@@ -221,7 +221,7 @@ class BatchNormKernel {
 // Running sums a loss kernel adds to, kept on the device so the host reads them once per epoch.
 struct LossStats {
   double loss_sum = 0;  // sum over batches of the batch's mean loss (the classic "epoch loss")
-  double correct = 0;   // samples whose arg-max prediction equals the label
+  double correct = 0;   // samples whose arg-max prediction equals the label (0 for mse)
   double samples = 0;
 };
 
@@ -229,7 +229,10 @@ struct LossStats {
 // torch.nn.CrossEntropyLoss) or sigmoid + binary cross-entropy (torch.nn.BCEWithLogitsLoss), mean
 // over the batch. A kernel for one shard of a batch divides by the whole batch (`normalizer`), so
 // the shards' losses and gradients add up to the batch's.
-enum class LossKind { CrossEntropy, BinaryCrossEntropy };
+// Mean squared error (torch.nn.MSELoss) on one output against a real target: the target travels in
+// the 32-bit label slot as the bits of a float (std::bit_cast), so batches gather it as a label.
+// CPU only for now (the trainer refuses it elsewhere).
+enum class LossKind { CrossEntropy, BinaryCrossEntropy, MeanSquaredError };
 class LossKernel {
  public:
   virtual ~LossKernel() = default;

@@ -378,7 +378,9 @@ const RunRecord* Session::measure(const ModelSpec& spec_in, const std::string& d
   fmt::print(stderr, "{}: {:.4f} ms/step, {:.1f} GFLOP/s{}{}\n", label, r.step_ms.median, r.gflops,
              peaks ? fmt::format(" ({:.1f}% of peak)", 100 * r.gflops / peaks->matmul_gflops) : "",
              r.epochs.empty() ? std::string(", no epoch completed")
-                              : fmt::format(", train error {:.2f}%", r.final_train_error));
+             : std::isnan(r.final_train_error)
+                 ? fmt::format(", final loss {:.6f}", r.final_loss)
+                 : fmt::format(", train error {:.2f}%", r.final_train_error));
   if (const std::string stuck = stuck_warning(r); !stuck.empty()) {
     fmt::print(stderr, "warning: {}\n", terminal_safe(stuck));
   }

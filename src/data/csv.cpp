@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <bit>
 #include <charconv>
 #include <cmath>
 #include <limits>
@@ -62,7 +63,8 @@ Dataset load_csv(const std::filesystem::path& path, int64_t classes, int64_t exp
 
 Dataset parse_csv(const std::string& text, const std::string& name, int64_t classes,
                   int64_t expected_features) {
-  XO_ASSERT(classes >= 1);
+  XO_ASSERT(classes >= 0);
+  const bool regression = classes == 0;
   std::string_view body(text);
   if (body.substr(0, kUtf8Bom.size()) == kUtf8Bom) body.remove_prefix(kUtf8Bom.size());
   Dataset d;
@@ -142,6 +144,17 @@ Dataset parse_csv(const std::string& text, const std::string& name, int64_t clas
     }
     const std::string_view label_text = fields.back();
     double label;
+    if (regression) {  // a real target, carried in the label slot as a float's bits
+      if (!parse_double(label_text, label) || !std::isfinite(label) ||
+          std::abs(label) > std::numeric_limits<float>::max()) {
+        throw UserError(fmt::format(
+            "{}:{}: target '{}' is not a finite number (expected the regression target, a finite "
+            "float32 value, in the last column)",
+            name, line_no, label_text));
+      }
+      d.y.push_back(std::bit_cast<int32_t>(static_cast<float>(label)));
+      continue;
+    }
     if (!parse_double(label_text, label) || !std::isfinite(label) || label != std::floor(label)) {
       throw UserError(fmt::format(
           "{}:{}: label '{}' is not an integer class index (expected an integer in [0, {}])", name,

@@ -12,7 +12,9 @@ namespace xo {
 struct Dataset {
   int64_t samples = 0;
   int64_t features = 0;
-  int64_t classes = 0;      // labels are in [0, classes)
+  int64_t classes = 0;  // labels are in [0, classes); 0: regression targets (below)
+  // [samples]: class labels, or (classes = 0, for mse) real targets as the bits of floats
+  // (std::bit_cast<float>), so that batches gather them like labels.
   std::vector<float> x;     // [samples, features], row-major
   std::vector<int32_t> y;   // [samples]
   std::string description;  // e.g. "disc: 1000 points, seed 0" or "csv: data/train.csv"
@@ -34,7 +36,8 @@ Dataset make_disc(int64_t samples, uint64_t seed);
 
 // Loads a CSV of numeric feature columns with an integer class label in the last column. A first
 // line that is not numeric is taken as a header. Blank lines are skipped. `classes` is the number
-// of classes the model predicts: labels must be integers in [0, classes). Throws UserError naming
+// of classes the model predicts: labels must be integers in [0, classes); 0 reads the last column
+// as a regression target instead (any finite float32, kept as its bits). Throws UserError naming
 // the file and line for: an unreadable file, no data rows, ragged rows (column count differs from
 // the first data row), a field that is not a number, a label that is not an integer or out of
 // range, fewer than 2 columns. `expected_features` (if > 0) must match the feature column count.

@@ -69,6 +69,13 @@ void split_validation(DataSplit& split, double fraction, const std::string& orig
 }
 
 DataSplit load_data(const DataSpec& data, const DataRequest& model) {
+  if (model.classes == 0 && !data.source.starts_with(kCsv)) {
+    throw UserError(fmt::format(
+        "{}: loss \"mse\" regresses a real-valued target, which only a CSV brings (its last "
+        "column); data.source '{}' has class labels (expected source = \"csv:PATH\", or a "
+        "classification loss)",
+        model.origin, data.source));
+  }
   DataSplit split = load_source(data, model);
   if (!data.test.empty()) {
     // Only a CSV names a test split on its own (the parser makes it so).

@@ -30,7 +30,7 @@ struct DataSpec {
 struct DataRequest {
   std::string origin;          // the spec's file (or "built-in"), for error messages
   std::vector<int64_t> input;  // the shape of one sample
-  int64_t classes = 0;         // labels must lie in [0, classes)
+  int64_t classes = 0;         // labels must lie in [0, classes); 0: real targets (mse, a CSV)
   int64_t vocab = 0;           // the first layer's embedding vocabulary; 0: it is no embedding
   uint64_t seed = 0;           // generated data: a spec and a seed name one data set
 };

@@ -20,7 +20,7 @@ struct ParamTensor {
   std::vector<int64_t> shape;  // e.g. {out, in}
   int64_t offset = 0;          // in floats, into params() and grads() (buffers: into state())
   int64_t size = 0;
-  bool integer = false;        // a count kept as a float, exchanged as I64 (num_batches_tracked)
+  bool integer = false;  // a count kept as a float, exchanged as I64 (num_batches_tracked)
 };
 
 // A unit of execution: one layer of the spec, with the activation that follows a Linear or a
@@ -44,7 +44,7 @@ struct Node {
   Activation activation = Activation::None;  // fused (Linear, Conv2d), or the op (Activation)
   std::vector<int64_t> in_shape, out_shape;  // of one sample
   int64_t in_size = 0, out_size = 0;         // their element counts
-  std::vector<int> params;  // indices into Model::tensors(), in layer_parameters() order
+  std::vector<int> params;   // indices into Model::tensors(), in layer_parameters() order
   std::vector<int> buffers;  // indices into Model::buffers(): state that is not trained
   // Matmul FLOPs (2 per multiply-add) of the forward pass for one sample.
   double forward_flops = 0;
@@ -76,9 +76,16 @@ class Model {
   // Outputs of the last layer: the classes for cross_entropy, 1 for bce.
   int64_t outputs() const { return outputs_; }
   // Classes the labels may take: outputs() for cross_entropy, 2 for bce.
-  int64_t classes() const { return spec_.loss == LossType::BinaryCrossEntropy ? 2 : outputs_; }
+  // The classes the labels index; 0 for a regression (mse), whose targets are real numbers.
+  int64_t classes() const {
+    return spec_.loss == LossType::BinaryCrossEntropy ? 2
+           : spec_.loss == LossType::MeanSquaredError ? 0
+                                                      : outputs_;
+  }
+  bool regression() const { return spec_.loss == LossType::MeanSquaredError; }
   LossKind loss_kind() const {
     return spec_.loss == LossType::BinaryCrossEntropy ? LossKind::BinaryCrossEntropy
+           : spec_.loss == LossType::MeanSquaredError ? LossKind::MeanSquaredError
                                                       : LossKind::CrossEntropy;
   }
   // The vocabulary when the first layer is an Embedding (inputs are token ids), else 0.

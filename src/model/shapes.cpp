@@ -256,6 +256,12 @@ void check_loss(const ModelSpec& spec, const std::vector<int64_t>& shape) {
                         "least {}, got [{}]",
                         kMinClasses, fmt::join(shape, ", ")));
   }
+  if (spec.loss == LossType::MeanSquaredError && shape != std::vector<int64_t>{1}) {
+    fail_at(spec.origin, last.line, last_key,
+            fmt::format("mse needs the last layer to output one value, the prediction of the "
+                        "CSV's target column (a linear with out = 1), got [{}]",
+                        fmt::join(shape, ", ")));
+  }
   if (spec.loss == LossType::BinaryCrossEntropy && shape != std::vector<int64_t>{1}) {
     fail_at(spec.origin, last.line, last_key,
             fmt::format("bce needs the last layer to output one score (a linear with out = 1), "

@@ -64,8 +64,10 @@ struct ParamShape {
 std::vector<ParamShape> layer_parameters(const LayerSpec& l, const std::vector<int64_t>& in);
 
 // cross_entropy: softmax over the last layer's scores (torch.nn.CrossEntropyLoss); bce: a sigmoid
-// on the single output, binary cross-entropy against labels 0/1 (torch.nn.BCEWithLogitsLoss).
-enum class LossType { CrossEntropy, BinaryCrossEntropy };
+// on the single output, binary cross-entropy against labels 0/1 (torch.nn.BCEWithLogitsLoss); mse:
+// the single output against a real-valued target, squared error averaged over the batch
+// (torch.nn.MSELoss), for regression: there are no classes, and no error or accuracy is measured.
+enum class LossType { CrossEntropy, BinaryCrossEntropy, MeanSquaredError };
 const char* loss_name(LossType t);
 
 struct TrainSpec {
@@ -77,8 +79,8 @@ struct TrainSpec {
 };
 
 struct ModelSpec {
-  std::string name;            // built-in name, or the file's stem
-  std::string origin;          // the file path, or "built-in"
+  std::string name;    // built-in name, or the file's stem
+  std::string origin;  // the file path, or "built-in"
   // The initial weights: a safetensors file (PyTorch names) or an ONNX model's initializers
   // (`model.init` in a spec, relative to its folder; an imported ONNX model's own file). Empty:
   // drawn from train.seed with PyTorch's default initialisation.

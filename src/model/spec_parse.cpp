@@ -23,7 +23,8 @@ constexpr std::string_view kFashionMnistSource = "fashion-mnist";
 constexpr std::string_view kImdbSyntheticSource = "imdb-synthetic";
 // Sources that name a path after their prefix.
 constexpr std::string_view kPathPrefixes[] = {"csv:", "idx:", "imdb:"};
-constexpr LossType kLossTypes[] = {LossType::CrossEntropy, LossType::BinaryCrossEntropy};
+constexpr LossType kLossTypes[] = {LossType::CrossEntropy, LossType::BinaryCrossEntropy,
+                                   LossType::MeanSquaredError};
 
 // What each layer type is called in spec files and which keys it takes besides "type".
 struct LayerInfo {
@@ -407,7 +408,17 @@ std::string data_source_argument(const std::string& text, const std::string& fla
 
 const char* layer_type_name(LayerType t) { return layer_info(t).name.data(); }
 
-const char* loss_name(LossType t) { return t == LossType::CrossEntropy ? "cross_entropy" : "bce"; }
+const char* loss_name(LossType t) {
+  switch (t) {
+    case LossType::CrossEntropy:
+      return "cross_entropy";
+    case LossType::BinaryCrossEntropy:
+      return "bce";
+    case LossType::MeanSquaredError:
+      return "mse";
+  }
+  return "?";
+}
 
 ModelSpec resolve_spec(const std::string& name_or_path) {
   if (auto builtin = builtin_spec(name_or_path)) return *builtin;

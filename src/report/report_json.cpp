@@ -46,15 +46,16 @@ const char* key(int schema, const char* v1, const char* v2) { return schema == 1
 json epoch_json(const EpochRecord& e) {
   json epoch = {{"epoch", e.epoch},
                 {"loss", e.loss},
-                {"train_error_percent", e.train_error},
+                {"train_error_percent", number_or_null(e.train_error)},
                 {"seconds", e.seconds}};
-  if (!std::isnan(e.test_accuracy)) {
-    epoch["test_loss"] = e.test_loss;
-    epoch["test_accuracy_percent"] = e.test_accuracy;
+  // Where there is the split (a regression's accuracy is null: not measured).
+  if (!std::isnan(e.test_loss) || !std::isnan(e.test_accuracy)) {
+    epoch["test_loss"] = number_or_null(e.test_loss);
+    epoch["test_accuracy_percent"] = number_or_null(e.test_accuracy);
   }
-  if (!std::isnan(e.val_accuracy)) {  // Keras's names
-    epoch["val_loss"] = e.val_loss;
-    epoch["val_accuracy_percent"] = e.val_accuracy;
+  if (!std::isnan(e.val_loss) || !std::isnan(e.val_accuracy)) {  // Keras's names
+    epoch["val_loss"] = number_or_null(e.val_loss);
+    epoch["val_accuracy_percent"] = number_or_null(e.val_accuracy);
   }
   return epoch;
 }
@@ -121,7 +122,7 @@ json result_json(const TrainResult& r, const char* epochs) {
   j[epochs] = json::array();
   for (const EpochRecord& e : r.epochs) j[epochs].push_back(epoch_json(e));
   j["final_loss"] = r.final_loss;
-  j["final_train_error_percent"] = r.final_train_error;
+  j["final_train_error_percent"] = number_or_null(r.final_train_error);
   j["majority_class_error_percent"] = number_or_null(r.majority_class_error);
   j["test_samples"] = r.test_samples;
   // null without a test set (JSON has no NaN).

@@ -31,7 +31,9 @@ std::string runs_table(const Report& report) {
              : std::string("-"),
          fmt::format("{:.1f}", r.gflops),
          a.peak_fraction ? fmt::format("{:.1f}%", 100 * *a.peak_fraction) : std::string("n/a"),
-         !r.epochs.empty() ? fmt::format("{:.2f}%", r.final_train_error) : std::string("-"),
+         !r.epochs.empty() && std::isfinite(r.final_train_error)
+             ? fmt::format("{:.2f}%", r.final_train_error)
+             : std::string("-"),
          std::isfinite(r.final_test_accuracy) ? fmt::format("{:.2f}%", r.final_test_accuracy)
                                               : std::string("-")});
   }

@@ -85,9 +85,10 @@ EpochRecord finish_epoch(TrainPlan& p, TrainState& state) {
   p.backend.download(host, p.stats, sizeof(host));
   const double correct = host[0].correct + host[1].correct;
   const double samples = host[0].samples + host[1].samples;
+  // A regression measures no error (nothing to count as right or wrong).
   EpochRecord record{state.epoch + 1,
                      epoch_mean_loss(host[0], host[1], p.batch),
-                     100.0 * (1.0 - correct / samples),
+                     p.model.regression() ? kNoValue : 100.0 * (1.0 - correct / samples),
                      state.epoch_ms / 1e3,
                      kNoValue,
                      kNoValue};
@@ -152,7 +153,7 @@ TrainResult make_result(const TrainPlan& p, const TrainState& state, double setu
   }
   r.interrupted = interrupted;
   r.diverged_epoch = state.diverged_epoch;
-  r.majority_class_error = majority_class_error(p.split.train.y);
+  if (!p.model.regression()) r.majority_class_error = majority_class_error(p.split.train.y);
   return r;
 }
 

@@ -20,6 +20,13 @@ void check_data(const Model& model, const Dataset& data) {
                                 data.description, data.features, model.spec().name,
                                 model.input_features()));
   }
+  if ((data.classes == 0) != model.regression()) {
+    throw UserError(fmt::format("data '{}' has {}, model '{}' {}", data.description,
+                                data.classes == 0 ? "real-valued targets" : "class labels",
+                                model.spec().name,
+                                model.regression() ? "regresses (loss mse) a real target"
+                                                   : "classifies (expected class labels)"));
+  }
   if (data.classes > model.classes()) {
     throw UserError(fmt::format("data '{}' has {} classes, model '{}' predicts only {}",
                                 data.description, data.classes, model.spec().name,
@@ -57,6 +64,13 @@ int64_t evaluation_batch(const Model& model, int64_t samples) {
 }
 
 void check_training(const Model& model, const DataSplit& split, const TrainSpec& train) {
+  // Mean squared error has a CPU kernel only: a GPU would need its own, not yet run on one.
+  if (model.regression() && model.backend().info().kind != DeviceKind::Cpu) {
+    throw UserError(fmt::format(
+        "{}: model.loss \"mse\" trains on the CPU in this version (its GPU kernel is not written "
+        "yet); use --device cpu",
+        model.spec().origin));
+  }
   check_data(model, split.train);
   if (split.test.samples > 0) check_data(model, split.test);
   if (split.validation.samples > 0) check_data(model, split.validation);
@@ -111,7 +125,9 @@ Evaluation Evaluator::run() {
   LossStats host{};
   be.synchronize();
   be.download(&host, stats, sizeof(host));
-  return {host.loss_sum / host.samples, 100.0 * host.correct / host.samples};
+  const double accuracy = model_.regression() ? std::numeric_limits<double>::quiet_NaN()
+                                              : 100.0 * host.correct / host.samples;
+  return {host.loss_sum / host.samples, accuracy};
 }
 
 TrainPlan::TrainPlan(Model& trained_model, const DataSplit& data, const TrainSpec& train,

@@ -5,11 +5,13 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
 #include <functional>
 #include <random>
 
 #include "backend/backend.h"
+#include "core/error.h"
 #include "core/random.h"
 
 namespace xo {
@@ -34,6 +36,8 @@ struct OpCase {
       run;
   // Inputs drawn uniformly from this range (kept away from kinks where a case needs it).
   double lo = -1.0, hi = 1.0;
+  // A kernel the CPU has and the GPU refuses (mse): elsewhere the case checks the refusal.
+  bool cpu_only = false;
 };
 
 // gtest prints a failing parameter with this (instead of its bytes).
@@ -210,6 +214,36 @@ OpCase bce_case(int64_t batch, double scale) {
   c.run = [=](Backend& be, const std::vector<std::vector<float>>& inputs,
               const std::vector<float>& d_output) {
     return run_loss(be, LossKind::BinaryCrossEntropy, 1, labels, inputs[0], d_output[0]);
+  };
+  return c;
+}
+
+// Mean squared error on outputs [batch] against fixed real targets, carried as a float's bits.
+OpCase mse_case(int64_t batch, double scale) {
+  OpCase c;
+  c.name = fmt::format("mse_b{}_x{}", batch, scale);
+  c.input_sizes = {batch};
+  c.tolerance = 1e-4;
+  c.lo = -scale;
+  c.hi = scale;
+  c.cpu_only = true;
+  std::vector<float> targets(batch);
+  std::vector<int32_t> bits(batch);
+  for (int64_t b = 0; b < batch; ++b) {
+    targets[b] = static_cast<float>(scale * (static_cast<double>((b * 7 + 2) % 11) / 5.0 - 1.0));
+    bits[b] = std::bit_cast<int32_t>(targets[b]);
+  }
+  c.reference = [=](const Tensors& t) {
+    double loss = 0;
+    for (int64_t b = 0; b < batch; ++b) {
+      const double d = t[0][b] - static_cast<double>(targets[b]);
+      loss += d * d;
+    }
+    return std::vector<double>{loss / batch};
+  };
+  c.run = [=](Backend& be, const std::vector<std::vector<float>>& inputs,
+              const std::vector<float>& d_output) {
+    return run_loss(be, LossKind::MeanSquaredError, 1, bits, inputs[0], d_output[0]);
   };
   return c;
 }
@@ -595,6 +629,8 @@ std::vector<OpCase> all_cases() {
   cases.push_back(cross_entropy_case(3, 4, 30.0));  // large logits: the max shift must hold
   cases.push_back(bce_case(7, 1.0));
   cases.push_back(bce_case(5, 40.0));  // large logits: softplus and sigmoid must not overflow
+  cases.push_back(mse_case(9, 1.0));
+  cases.push_back(mse_case(4, 30.0));  // large errors
   cases.push_back(conv2d_case(conv_shape(2, 1, 6, 3, 3, 1, 0, Activation::ReLU, true, false)));
   cases.push_back(conv2d_case(conv_shape(2, 3, 5, 4, 3, 1, 1, Activation::None, true, true)));
   cases.push_back(conv2d_case(conv_shape(1, 2, 7, 5, 3, 2, 1, Activation::Tanh, false, true)));
@@ -681,6 +717,10 @@ TEST_P(OpTest, ForwardGradientsAndBackends) {
   std::optional<OpResult> cpu_result;
   for (auto& be : backends_here()) {
     SCOPED_TRACE(be->info().id);
+    if (c.cpu_only && be->info().kind != DeviceKind::Cpu) {
+      EXPECT_THROW(c.run(*be, inputs, d_output), UserError);
+      continue;
+    }
     const OpResult r = c.run(*be, inputs, d_output);
     ASSERT_EQ(r.output.size(), ref_out.size());
     const double out_scale = max_abs(ref_out);

@@ -322,6 +322,42 @@ TEST(Cli, TrainValidatesOnAHeldOutSplitAndTestsOnATestCsv) {
   EXPECT_EQ(j["final_val_accuracy_percent"], j["epochs"][1]["val_accuracy_percent"]);
 }
 
+// Regression on a CSV with mean squared error: a loss and nothing that was not measured (no train
+// error, no accuracy), and a classification source refused for it.
+TEST(Cli, TrainRegressesARealTargetWithMse) {
+  const xo::testing::TempDir dir_folder("cli_mse");
+  const auto& dir = dir_folder.path();
+  {
+    std::ofstream csv(dir / "houses.csv");
+    csv << "rooms,age,price\n";
+    for (int i = 0; i < 60; ++i) csv << i % 6 << "," << i % 9 << "," << 0.5 * (i % 6) + 0.1 << "\n";
+  }
+  const std::string spec =
+      "[model]\ninput = [2]\nlayers = [ { type = \"linear\", out = 8 }, { type = \"relu\" },\n"
+      "  { type = \"linear\", out = 1 } ]\nloss = \"mse\"\n[train]\nbatch = 16\nepochs = 3\n"
+      "optimizer = { type = \"adam\", lr = 0.01 }\n[data]\n";
+  std::ofstream(dir / "mse.toml") << spec
+                                  << "source = \"csv:houses.csv\"\nvalidation_split = 0.25\n";
+  const Result r =
+      run("train " + (dir / "mse.toml").string() + " --json " + (dir / "r.json").string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(r.output.find("error"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("accuracy"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("val loss"), std::string::npos) << r.output;
+  const auto j = read_json(dir / "r.json");
+  EXPECT_TRUE(j["final_loss"].is_number());
+  EXPECT_TRUE(j["final_train_error_percent"].is_null());
+  EXPECT_TRUE(j["majority_class_error_percent"].is_null());
+  EXPECT_TRUE(j["epochs"][2]["val_loss"].is_number());
+  EXPECT_TRUE(j["epochs"][2]["val_accuracy_percent"].is_null());
+  std::ofstream(dir / "disc.toml") << spec << "source = \"disc\"\n";
+  const Result d = run("train " + (dir / "disc.toml").string());
+  EXPECT_EQ(d.status, 2) << d.output;
+  EXPECT_NE(d.output.find("loss \"mse\" regresses a real-valued target, which only a CSV brings"),
+            std::string::npos)
+      << d.output;
+}
+
 TEST(Cli, SuiteIsCheckedAndClassicModelsAreListed) {
   const Result r = run("run --suite everything");
   EXPECT_NE(r.status, 0);

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -169,6 +170,21 @@ INSTANTIATE_TEST_SUITE_P(
 TEST(CsvFile, MissingFileIsNamed) {
   testing::expect_user_error([] { load_csv("/nonexistent/dir/points.csv", 2, 0); },
                              {"/nonexistent/dir/points.csv", "cannot open"});
+}
+
+// A regression CSV (classes = 0, loss mse): the last column is a real target, kept exactly as a
+// float's bits in the label slot; a target that is not a finite number names its line.
+TEST(CsvRegression, TheLastColumnIsARealTargetKeptAsAFloatsBits) {
+  const Dataset d = parse_csv("a,b,target\n1,2,0.5\n3,4,-1e3\n5,6,2\n", "reg.csv", 0, 2);
+  ASSERT_EQ(d.samples, 3);
+  EXPECT_EQ(d.classes, 0);
+  EXPECT_EQ(std::bit_cast<float>(d.y[0]), 0.5f);
+  EXPECT_EQ(std::bit_cast<float>(d.y[1]), -1000.0f);
+  EXPECT_EQ(std::bit_cast<float>(d.y[2]), 2.0f);
+  testing::expect_user_error([] { parse_csv("a,t\n1,2\n3,nan\n", "reg.csv", 0, 1); },
+                             {"reg.csv:3:", "target 'nan' is not a finite number"});
+  testing::expect_user_error([] { parse_csv("a,t\n1,1e39\n", "reg.csv", 0, 1); },
+                             {"reg.csv:2:", "finite float32"});
 }
 
 }  // namespace

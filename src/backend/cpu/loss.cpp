@@ -1,8 +1,10 @@
 // The losses on the CPU, each fused with its gradient. Softmax cross-entropy: loss (mean over the
 // batch, as torch.nn.CrossEntropyLoss), the arg-max accuracy and d(loss)/d(logits) = (softmax -
 // onehot) / batch. Binary cross-entropy on a logit (torch.nn.BCEWithLogitsLoss): loss = softplus(x)
-// - y x, accuracy from x > 0, gradient (sigmoid(x) - y) / batch.
+// - y x, accuracy from x > 0, gradient (sigmoid(x) - y) / batch. Mean squared error on one output
+// (torch.nn.MSELoss): loss (x - t)^2, gradient 2 (x - t) / batch, no accuracy.
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <vector>
 
@@ -104,6 +106,27 @@ class CpuBinaryCrossEntropy final : public LossKernel {
   int64_t batch_, normalizer_;
 };
 
+class CpuMeanSquaredError final : public LossKernel {
+ public:
+  CpuMeanSquaredError(int64_t batch, int64_t normalizer) : batch_(batch), normalizer_(normalizer) {}
+
+  void forward_backward(const float* outputs, const int32_t* targets, float* d_outputs,
+                        LossStats* stats) override {
+    const float scale = 2.0f / static_cast<float>(normalizer_);
+    double loss = 0.0;
+    for (int64_t r = 0; r < batch_; ++r) {
+      const float diff = outputs[r] - std::bit_cast<float>(targets[r]);  // a target's bits
+      loss += static_cast<double>(diff * diff);
+      if (d_outputs) d_outputs[r] = diff * scale;
+    }
+    stats->loss_sum += loss / static_cast<double>(normalizer_);
+    stats->samples += static_cast<double>(batch_);
+  }
+
+ private:
+  int64_t batch_, normalizer_;
+};
+
 }  // namespace
 
 std::unique_ptr<LossKernel> make_loss(LossKind kind, int64_t batch, int64_t classes,
@@ -111,6 +134,10 @@ std::unique_ptr<LossKernel> make_loss(LossKind kind, int64_t batch, int64_t clas
   if (kind == LossKind::BinaryCrossEntropy) {
     XO_ASSERT(classes == 1);
     return std::make_unique<CpuBinaryCrossEntropy>(batch, normalizer);
+  }
+  if (kind == LossKind::MeanSquaredError) {
+    XO_ASSERT(classes == 1);
+    return std::make_unique<CpuMeanSquaredError>(batch, normalizer);
   }
   return std::make_unique<CpuCrossEntropy>(batch, classes, normalizer);
 }

@@ -2,11 +2,12 @@
 // on it; CUDA Graphs for recorded steps; events for timestamps. Host code only (compiled by the C++
 // compiler); the kernels are in .cu files, one per op family (linear.cu, conv.cu, ...) as in the
 // CPU backend, and the backend's own in queue.cu.
+#include "backend/cuda/cuda_backend.h"
+
 #include <fmt/format.h>
 
 #include <vector>
 
-#include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/entry.h"
 #include "core/format.h"
 
@@ -47,7 +48,9 @@ class EventClock final : public QueueClock {
   ~EventClock() override {
     for (auto& e : events_) cudaEventDestroy(e);
   }
-  void mark(int i) override { XO_CUDA_CHECK(cudaEventRecord(events_.at(static_cast<size_t>(i)), stream_)); }
+  void mark(int i) override {
+    XO_CUDA_CHECK(cudaEventRecord(events_.at(static_cast<size_t>(i)), stream_));
+  }
   double ms_between(int from, int to) override {
     cudaEvent_t a = events_.at(static_cast<size_t>(from)), b = events_.at(static_cast<size_t>(to));
     XO_CUDA_CHECK(cudaEventSynchronize(b));
@@ -81,8 +84,8 @@ CudaBackend::CudaBackend(int device, Precision precision) : device_(device), pre
   info_.name = properties_.name;
   info_.threads = 0;
   info_.library = fmt::format("cuBLASLt {}.{}.{}, cuDNN {}.{}.{}, CUDA runtime {}", lt / 10000,
-                              (lt / 100) % 100, lt % 100, dnn / 10000, (dnn / 100) % 100,
-                              dnn % 100, version_string(runtime));
+                              (lt / 100) % 100, lt % 100, dnn / 10000, (dnn / 100) % 100, dnn % 100,
+                              version_string(runtime));
   info_.precision = precision_name(precision);
   info_.details = {
       {"memory", fmt::format("{:.1f} GiB", static_cast<double>(properties_.totalGlobalMem) /
@@ -160,9 +163,7 @@ void CudaBackend::next_batch(const float* src, const int32_t* src_labels, const 
   launch_next_batch(stream_, src, src_labels, order, position, rows, row_floats, dst, dst_labels);
 }
 
-void CudaBackend::increment(uint64_t* counter) {
-  launch_increment(stream_, counter);
-}
+void CudaBackend::increment(uint64_t* counter) { launch_increment(stream_, counter); }
 
 void CudaBackend::synchronize() { XO_CUDA_CHECK(cudaStreamSynchronize(stream_)); }
 
@@ -212,6 +213,11 @@ std::unique_ptr<ActivationKernel> CudaBackend::activation(Activation act, int64_
 }
 std::unique_ptr<LossKernel> CudaBackend::loss(LossKind kind, int64_t batch, int64_t classes,
                                               int64_t normalizer) {
+  // No GPU kernel for mean squared error yet (one not run on a GPU is not shipped); the trainer
+  // refuses it first with what to do.
+  if (kind == LossKind::MeanSquaredError) {
+    throw UserError("loss mse has no GPU kernel in this version: train it with --device cpu");
+  }
   return make_loss(*this, kind, batch, classes, normalizer);
 }
 std::unique_ptr<WeightedKernel> CudaBackend::conv2d(const Conv2dShape& shape) {
@@ -250,8 +256,9 @@ std::vector<std::string> list_devices(std::string* why) {
       if (e == cudaErrorNoDevice) {
         *why = "no NVIDIA GPU is present";
       } else if (e == cudaErrorInsufficientDriver) {
-        *why = "no NVIDIA GPU is usable: no NVIDIA driver is loaded, or it is older than this "
-               "crossover's CUDA runtime";
+        *why =
+            "no NVIDIA GPU is usable: no NVIDIA driver is loaded, or it is older than this "
+            "crossover's CUDA runtime";
       } else {
         *why = fmt::format("no NVIDIA GPU is usable ({}: {})", cudaGetErrorName(e),
                            cudaGetErrorString(e));
@@ -270,9 +277,10 @@ std::unique_ptr<Backend> make_backend(int device_index, Precision precision) {
   const auto ids = list_devices(&why);
   if (ids.empty()) throw UserError(fmt::format("--device cuda:{}: {}", device_index, why));
   if (device_index >= static_cast<int>(ids.size())) {
-    throw UserError(fmt::format("--device cuda:{}: this machine has {} NVIDIA GPU{} (cuda:0{})",
-                                device_index, ids.size(), ids.size() == 1 ? "" : "s",
-                                ids.size() == 1 ? "" : fmt::format(" ... cuda:{}", ids.size() - 1)));
+    throw UserError(
+        fmt::format("--device cuda:{}: this machine has {} NVIDIA GPU{} (cuda:0{})", device_index,
+                    ids.size(), ids.size() == 1 ? "" : "s",
+                    ids.size() == 1 ? "" : fmt::format(" ... cuda:{}", ids.size() - 1)));
   }
   return std::make_unique<CudaBackend>(device_index, precision);
 }
