@@ -345,11 +345,7 @@ std::vector<std::string> advice_lines(const std::string& model,
     const CostTable::BuyOrRent& b = *shown;
     const std::string pairing =
         b.same_device ? fmt::format("renting one on {}", b.instance)
-                      : fmt::format(
-                            "renting {} (no instance in the catalog rents a {} alone: "
-                            "the single-device instance of its kind with the cheapest "
-                            "run, priced for the same work)",
-                            b.instance, b.name);
+                      : fmt::format("renting {} ({})", b.instance, pairing_text(b));
     lines.push_back(
         b.hours_per_month
             ? fmt::format("Buying the {} beats {} above {:.0f} hours of use a month{}.", b.name,

@@ -107,4 +107,11 @@ BreakEven break_even(const CatalogDevice& device, const CatalogInstance& instanc
   return b;
 }
 
+std::string pairing_text(const CostTable::BuyOrRent& b) {
+  if (b.same_device) return "the same device, rented";
+  return "no instance in the catalog rents a " + b.name +
+         " alone: the single-device instance of its kind with the cheapest run, priced for the "
+         "same work";
+}
+
 }  // namespace xo

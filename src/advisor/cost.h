@@ -85,6 +85,8 @@ struct CostTable {
   };
   struct BuyOrRent {
     std::string device, name, instance;
+    // The instance rents this device alone; else, where no instance does, it is the single-device
+    // instance of the same kind with the cheapest run, priced for the same work (pairing_text).
     bool same_device = false;
     double rent_usd_per_owned_hour = 0;  // renting the work of one hour on the owned device
     std::optional<double> hours_per_month, payback_months;  // none: never
@@ -95,6 +97,9 @@ struct CostTable {
   std::vector<Owned> ownership;
   std::vector<BuyOrRent> break_even;
 };
+
+// Why a break-even compares with its instance: "the same device, rented" or the reason another.
+std::string pairing_text(const CostTable::BuyOrRent& b);
 
 // Checks the assumptions (positive lifetime, utilisation in (0, 1], non-negative prices); errors
 // name the option.

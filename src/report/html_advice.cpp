@@ -124,13 +124,14 @@ std::string break_even_html(const CostTable& cost, const DeviceColours& colours)
   std::vector<std::vector<std::string>> rows;
   for (const CostTable::BuyOrRent& b : cost.break_even) {
     rows.push_back({device_cell(colours, b.device), text_cell(b.instance),
-                    cell(plain(b.hours_per_month)), cell(plain(b.payback_months)),
-                    cell(plain(b.at_hours_per_month))});
+                    text_cell(pairing_text(b)), cell(plain(b.hours_per_month)),
+                    cell(plain(b.payback_months)), cell(plain(b.at_hours_per_month))});
   }
   if (rows.empty()) return "";
   return "<h3>Own or rent</h3>\n" +
          html_table({{"device"},
                      {"rented instance"},
+                     {"compared because"},
                      {"break-even hours/month", true},
                      {"payback months", true},
                      {"at hours/month", true}},

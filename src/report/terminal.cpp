@@ -129,14 +129,20 @@ std::string cost_text(const CostTable& c) {
   }
   s += own.render();
   Table be({"buy", "instead of renting", "break-even h/month", "payback"});
+  bool other_devices = false;  // a pairing with another device: said under the table
   for (const CostTable::BuyOrRent& b : c.break_even) {
-    be.add_row({b.name, b.instance,
+    other_devices |= !b.same_device;
+    be.add_row({b.name, b.same_device ? b.instance : b.instance + " *",
                 b.hours_per_month ? fmt::format("{:.0f}", *b.hours_per_month) : "never",
                 b.payback_months ? fmt::format("{:.1f} months at {:.0f} h/month", *b.payback_months,
                                                b.at_hours_per_month)
                                  : "never"});
   }
   s += be.render();
+  if (other_devices) {
+    s += "* no instance in the catalog rents that device alone: compared with the single-device "
+         "instance of its kind with the cheapest run, priced for the same work\n";
+  }
   s += fmt::format(
       "Assumptions: owned hardware written off over {} years at {:.0f}% use, electricity "
       "${}/kWh, {} W host around a GPU; whole instances are billed even where a run uses one of "

@@ -88,6 +88,12 @@ TEST(Advice, PredictionsCostsAndBreakEvenByHand) {
   // The GPU against its own instance: 2 $/h, 300 W + 150 W host.
   const auto& be_gpu = cost.break_even[0];
   EXPECT_TRUE(be_gpu.same_device);
+  EXPECT_EQ(pairing_text(be_gpu), "the same device, rented");
+  CostTable::BuyOrRent other = be_gpu;
+  other.same_device = false;
+  EXPECT_EQ(pairing_text(other),
+            "no instance in the catalog rents a Test GPU A100x alone: the single-device instance "
+            "of its kind with the cheapest run, priced for the same work");
   EXPECT_NEAR(be_gpu.hours_per_month.value(), (2000.0 / 36) / (2.0 - 0.45 * 0.15), 1e-9);
 
   const auto lines = advice_lines("m", p, cost, "cpu is faster over the whole range", "gpu-a");
