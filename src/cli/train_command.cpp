@@ -89,8 +89,11 @@ int run_train(const TrainOptions& o) {
                                        ? ""
                                        : fmt::format("  test loss {:.4f}  test accuracy {:6.2f}%",
                                                      e.test_loss, e.test_accuracy);
-          fmt::print("epoch {:>{}}/{}  loss {:.6f}  train error {:6.2f}%{}  {:.3f} ms\n", e.epoch,
-                     fmt::formatted_size("{}", n), n, e.loss, e.train_error, test, e.seconds * 1e3);
+          // A scheduled rate changes between epochs: each line says which one the epoch used.
+          const std::string lr = spec.train.schedule ? fmt::format("  lr {:.6g}", e.lr) : "";
+          fmt::print("epoch {:>{}}/{}{}  loss {:.6f}  train error {:6.2f}%{}  {:.3f} ms\n", e.epoch,
+                     fmt::formatted_size("{}", n), n, lr, e.loss, e.train_error, test,
+                     e.seconds * 1e3);
           std::fflush(stdout);
         }
       },
@@ -114,6 +117,9 @@ int run_train(const TrainOptions& o) {
       : r.resumed_at_step > 0
           ? fmt::format(" (resumed from its checkpoint at step {})", r.resumed_at_step)
           : "");
+  if (const std::string early = early_stopping_message(r); !early.empty()) {
+    fmt::print("{}: {}\n", terminal_safe(r.model), early);
+  }
   if (const std::string stuck = stuck_warning(r); !stuck.empty()) {
     fmt::print(stderr, "crossover: warning: {}\n", terminal_safe(stuck));
   }

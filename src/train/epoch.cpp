@@ -85,6 +85,7 @@ EpochRecord finish_epoch(TrainPlan& p, TrainState& state) {
   EpochRecord record{
       state.epoch + 1,      host.loss_sum, 100.0 * (1.0 - host.correct / host.samples),
       state.epoch_ms / 1e3, kNoValue,      kNoValue};
+  record.lr = state.schedule.lr;
   if (p.evaluator) {
     const Evaluation e = p.evaluator->run();
     record.test_loss = e.loss;

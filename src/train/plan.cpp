@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "core/interrupt.h"
+#include "train/epoch_rules.h"
 
 namespace xo {
 namespace {
@@ -57,6 +58,7 @@ int64_t evaluation_batch(const Model& model, int64_t samples) {
 }
 
 void check_training(const Model& model, const DataSplit& split, const TrainSpec& train) {
+  check_epoch_rules(model.spec(), train, model.backend().info().kind, split.test.samples);
   check_data(model, split.train);
   if (split.test.samples > 0) check_data(model, split.test);
   if (train.batch <= 0 || train.epochs <= 0) {

@@ -24,6 +24,7 @@ struct EpochRecord {
   // On the test set after the epoch (no dropout, no gradient); NaN when there is no test set.
   double test_loss = 0;      // mean over the test samples
   double test_accuracy = 0;  // percent
+  double lr = 0;             // the learning rate the epoch trained with
 };
 
 struct TrainResult {
@@ -63,7 +64,18 @@ struct TrainResult {
   int64_t profiled_steps = 0;
   std::vector<double> node_forward_ms, node_backward_ms;
   double loss_ms = 0;
-  bool interrupted = false;    // stopped early by Ctrl-C: epochs holds what completed
+  bool interrupted = false;  // stopped early by Ctrl-C: epochs holds what completed
+  // [train.early_stopping]: the figure watched (empty: no early stopping) with the rule's
+  // patience and min_delta; whether the rule stopped training before train.epochs, the best epoch
+  // (1-based; 0: none improved) and its figure, and whether its parameters were put back at the
+  // end.
+  std::string early_stopping_monitor;
+  int64_t early_stopping_patience = 0;
+  double early_stopping_min_delta = 0;
+  bool stopped_early = false;
+  int64_t best_epoch = 0;
+  double best_value = std::numeric_limits<double>::quiet_NaN();
+  bool restored_best = false;
   int64_t diverged_epoch = 0;  // first epoch whose loss was not finite (0: none)
   // Training stopped because the loss became NaN or infinite (ExecutionOptions::stop_on_nan):
   // between steps diverged_from and diverged_step (1-based, of epoch diverged_epoch; equal where

@@ -49,6 +49,8 @@ class CpuSgd final : public OptimizerKernel {
   }
   int64_t steps() const override { return steps_; }
   void set_steps(int64_t steps) override { steps_ = steps; }
+  // The coefficients (and Adam's step scale) are computed from s_.lr at every step.
+  void set_learning_rate(double lr) override { s_.lr = lr; }
   std::vector<OptimizerStateBuffer> state_buffers() override {
     if (!momentum_) return {};
     return {{"momentum_buffer", momentum_.as<float>()}};
@@ -83,6 +85,8 @@ class CpuAdam final : public OptimizerKernel {
   }
   int64_t steps() const override { return steps_; }
   void set_steps(int64_t steps) override { steps_ = steps; }
+  // The coefficients (and Adam's step scale) are computed from s_.lr at every step.
+  void set_learning_rate(double lr) override { s_.lr = lr; }
   std::vector<OptimizerStateBuffer> state_buffers() override {
     return {{"exp_avg", m_.as<float>()}, {"exp_avg_sq", v_.as<float>()}};
   }
@@ -113,6 +117,8 @@ class CpuRmsprop final : public OptimizerKernel {
   }
   int64_t steps() const override { return steps_; }
   void set_steps(int64_t steps) override { steps_ = steps; }
+  // The coefficients (and Adam's step scale) are computed from s_.lr at every step.
+  void set_learning_rate(double lr) override { s_.lr = lr; }
   std::vector<OptimizerStateBuffer> state_buffers() override {
     return {{"square_avg", v_.as<float>()}};
   }
@@ -143,6 +149,8 @@ class CpuAdadelta final : public OptimizerKernel {
   }
   int64_t steps() const override { return steps_; }
   void set_steps(int64_t steps) override { steps_ = steps; }
+  // The coefficients (and Adam's step scale) are computed from s_.lr at every step.
+  void set_learning_rate(double lr) override { s_.lr = lr; }
   std::vector<OptimizerStateBuffer> state_buffers() override {
     return {{"square_avg", v_.as<float>()}, {"acc_delta", u_.as<float>()}};
   }
