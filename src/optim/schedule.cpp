@@ -1,7 +1,7 @@
 // The per-epoch rules (see schedule.h): PyTorch 1.13's StepLR, CosineAnnealingLR and
 // ReduceLROnPlateau in their recursive forms, the ones scheduler.step() runs, and Keras's
 // EarlyStopping. Each expression keeps PyTorch's (or Keras's) order of operations in doubles, so
-// that both produce the same bits.
+// that both produce the same bits (src/CMakeLists.txt compiles this file without FMA contraction).
 #include "optim/schedule.h"
 
 #include <algorithm>
