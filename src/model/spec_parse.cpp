@@ -271,7 +271,11 @@ ScheduleSettings parse_schedule(const TomlTable& t, const std::string& origin) {
   switch (s.type) {
     case ScheduleType::Step:
       t.only_keys({"type", "step_size", "gamma"});
-      s.step_size = t.get("step_size").integer_at_least(1, "step_size (epochs)");
+      if (const TomlValue v = t.get("step_size"); !v) {
+        v.expected("a positive integer: the epochs between two multiplications by gamma");
+      } else {
+        s.step_size = v.integer_at_least(1, "step_size (epochs)");
+      }
       if (const TomlValue v = t.get("gamma")) s.gamma = v.number(kPositive, "the rate's factor");
       break;
     case ScheduleType::Cosine:
