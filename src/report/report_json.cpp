@@ -38,7 +38,7 @@ json epoch_json(const EpochRecord& e) {
                 {"loss", e.loss},
                 {"train_error", e.train_error},
                 {"seconds", e.seconds},
-                {"lr", e.lr}};
+                {"lr", number_or_null(e.lr)}};
   if (!std::isnan(e.test_accuracy)) {
     epoch["test_loss"] = e.test_loss;
     epoch["test_accuracy"] = e.test_accuracy;
@@ -56,7 +56,7 @@ EpochRecord read_epoch(const JsonIn& in) {
   e.test_loss = in.has("test_loss") ? in.nullable("test_loss") : kNaN;
   e.test_accuracy = in.has("test_accuracy") ? in.nullable("test_accuracy") : kNaN;
   // Files written before learning-rate schedules have no rate per epoch.
-  e.lr = in.has("lr") ? in.number("lr") : kNaN;
+  e.lr = in.has("lr") ? in.nullable("lr") : kNaN;
   return e;
 }
 
