@@ -268,6 +268,7 @@ ScheduleSettings parse_schedule(const TomlTable& t, const std::string& origin) {
   ScheduleSettings s;
   const std::vector<std::string_view> types = names_of(kScheduleTypes, schedule_type_name);
   s.type = kScheduleTypes[t.get("type").choice("schedule type", types)];
+  s.place = {origin, t.line()};
   switch (s.type) {
     case ScheduleType::Step:
       t.only_keys({"type", "step_size", "gamma"});

@@ -36,6 +36,7 @@ const char* schedule_type_name(ScheduleType t);  // "step", "cosine", "plateau"
 // `[train.schedule]`. Each type reads only its own fields.
 struct ScheduleSettings {
   ScheduleType type = ScheduleType::Step;
+  SpecPlace place;  // of the table, for the checks that need the device or the data
   // step (StepLR): the rate is multiplied by gamma every step_size epochs.
   int64_t step_size = 0;
   double gamma = 0.1;

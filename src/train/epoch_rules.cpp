@@ -32,11 +32,12 @@ void check_epoch_rules(const ModelSpec& spec, const TrainSpec& train, DeviceKind
                        int64_t test_samples) {
   if (train.schedule) {
     if (device != DeviceKind::Cpu) {
-      throw UserError(fmt::format(
-          "{}: train.schedule: learning-rate schedules run on the CPU in this version (the GPU's "
-          "optimizer kernels take the rate at record time and have not been verified with a "
-          "changing one); remove [train.schedule] or use --device cpu",
-          spec.origin));
+      // Where the table came from: the spec, or the training file beside an ONNX model.
+      const SpecPlace& at = train.schedule->place;
+      fail_at(at.origin.empty() ? spec.origin : at.origin, at.line, "train.schedule",
+              "learning-rate schedules run on the CPU in this version (the GPU's optimizer kernels "
+              "take the rate at record time and have not been verified with a changing one); "
+              "remove [train.schedule] or use --device cpu");
     }
     check_monitor(train.schedule->monitor, train.schedule->monitor_place, "train.schedule.monitor",
                   test_samples);

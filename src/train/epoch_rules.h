@@ -16,7 +16,7 @@ namespace xo {
 // Throws UserError before any work unless the spec's schedule and early stopping can run here:
 // a schedule only on the CPU (the GPU's optimizer kernels take the rate when the step is recorded,
 // and a changing one has not been verified there), and a test metric only with a test split.
-// `spec` names the file in messages.
+// Messages name the file and line of the table (`spec`'s file where the table has none).
 void check_epoch_rules(const ModelSpec& spec, const TrainSpec& train, DeviceKind device,
                        int64_t test_samples);
 

@@ -68,7 +68,7 @@ struct TrainResult {
   // [train.early_stopping]: the figure watched (empty: no early stopping) with the rule's
   // patience and min_delta; whether the rule stopped training before train.epochs, the best epoch
   // (1-based; 0: none improved) and its figure, and whether its parameters were put back at the
-  // end.
+  // end (final_loss and the other final figures stay the last epoch's).
   std::string early_stopping_monitor;
   int64_t early_stopping_patience = 0;
   double early_stopping_min_delta = 0;
@@ -115,9 +115,10 @@ struct ExecutionOptions {
 // Trains `model` (already initialised) on `data.train` as `train` says, evaluating `data.test`
 // (when it has samples) after every epoch. Stops early, with result.interrupted set, when
 // stop_requested() turns true (saving a checkpoint where checkpoints are on), and with
-// result.stopped_diverged when the loss stops being finite. With exec.checkpoint.resume, starts
-// from the newest checkpoint of the run in exec.checkpoint.dir and ends bit-identical to a run
-// never stopped.
+// result.stopped_diverged when the loss stops being finite, and with result.stopped_early when
+// train.early_stopping says so; the rate follows train.schedule (on the CPU only). With
+// exec.checkpoint.resume, starts from the newest checkpoint of the run in exec.checkpoint.dir and
+// ends bit-identical to a run never stopped.
 TrainResult train_model(Model& model, const DataSplit& data, const TrainSpec& train,
                         const EpochCallback& on_epoch = {}, const ExecutionOptions& exec = {});
 // Without a test set.

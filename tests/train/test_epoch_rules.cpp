@@ -174,7 +174,7 @@ TEST(EpochRules, AScheduleIsRefusedOffTheCpu) {
       spec_with("[train.schedule]\ntype = \"step\"\nstep_size = 1\n[train.early_stopping]\n");
   expect_user_error(
       [&] { check_epoch_rules(spec, spec.train, DeviceKind::Gpu, 10); },
-      {"rules.toml", "train.schedule", "learning-rate schedules run on the CPU in this version",
+      {"rules.toml:10: train.schedule: learning-rate schedules run on the CPU in this version",
        "remove [train.schedule] or use --device cpu"});
   EXPECT_NO_THROW(check_epoch_rules(spec, spec.train, DeviceKind::Cpu, 10));
   ModelSpec stopping_only = spec;
