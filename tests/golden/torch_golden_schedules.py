@@ -32,8 +32,10 @@ import peer  # noqa: E402
 
 np, torch = peer.import_torch_or_skip("golden schedules")
 
-# Final weights: the largest difference relative to the tensor's largest weight, as torch_golden.py
-# (measured there at most 5.5e-6, Adam; about 10x margin).
+# Final weights: the largest difference relative to the tensor's largest weight, torch_golden.py's
+# tolerance. Measured here on 2026-11-23: SGD cases at most 1e-6; Adam, whose normalised steps
+# amplify rounding over its 9-10 epochs, 1.2e-5 (cosine) and 2.5e-5 (plateau on the test loss), so
+# the margin is 2x for that case.
 WEIGHT_RTOL = 5e-5
 
 IDX_CLASSES = 10  # MNIST-format labels are digits
