@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/error.h"
 #include "core/function_ref.h"
 #include "optim/optimizer.h"
 
@@ -261,6 +262,16 @@ class OptimizerKernel {
   // and the step count. set_steps is queued like a step, so a recorded step replays after it.
   virtual std::vector<OptimizerStateBuffer> state_buffers() = 0;
   virtual void set_steps(int64_t steps) = 0;
+  // The learning rate of the steps from the next one on (a schedule, between epochs). Not pure: a
+  // backend whose kernels take the rate when the step is recorded (the CUDA Graph's by-value
+  // arguments) does not override it, the trainer refuses a schedule there before any work, and a
+  // call that gets here anyway is a bug, never a rate silently kept.
+  virtual void set_learning_rate(double lr) {
+    throw_internal("OptimizerKernel::set_learning_rate",
+                   "this backend's optimizer takes its learning rate at record time (lr " +
+                       std::to_string(lr) + " asked)",
+                   __FILE__, __LINE__);
+  }
 };
 
 // Work recorded by Backend::capture, replayed as a whole (one launch for a whole training step).

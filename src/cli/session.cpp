@@ -179,6 +179,24 @@ std::string stop_message(const TrainResult& r, const CheckpointOptions& checkpoi
   return "";
 }
 
+std::string early_stopping_message(const TrainResult& r) {
+  if (r.early_stopping_monitor.empty() || r.epochs.empty()) return "";
+  const std::string best =
+      r.best_epoch > 0
+          ? fmt::format(
+                "best {:.4f} at epoch {}{}", r.best_value, r.best_epoch,
+                r.restored_best ? fmt::format("; weights of epoch {} restored", r.best_epoch) : "")
+          : std::string("no epoch improved on the start");
+  if (!r.stopped_early) {
+    return r.restored_best ? fmt::format("early stopping did not stop the run ({})", best) : "";
+  }
+  return fmt::format(
+      "stopped early after epoch {}: {} did not improve by more than {:g} for {} "
+      "epochs ({})",
+      r.epochs.back().epoch, r.early_stopping_monitor, r.early_stopping_min_delta,
+      r.early_stopping_patience, best);
+}
+
 void print_notes(const ModelSpec& spec) {
   for (const std::string& note : spec.notes) {
     fmt::print(stderr, "note: {}: {}\n", terminal_safe(spec.origin), terminal_safe(note));
@@ -395,6 +413,9 @@ const RunRecord* Session::measure(const ModelSpec& spec_in, const std::string& d
   if (const std::string why = stop_message(r, settings.checkpoint, "the same command continues it");
       !why.empty()) {
     fmt::print(stderr, "crossover: {}\n", terminal_safe(why));
+  }
+  if (const std::string early = early_stopping_message(r); !early.empty()) {
+    fmt::print(stderr, "{}: {}\n", label, early);
   }
   stopped_ = r.interrupted || stop_requested();
   if (!r.interrupted && !settings.checkpoint.dir.empty()) {

@@ -42,6 +42,9 @@ CheckpointOptions checkpoint_options(const CheckpointFlags& f, const std::filesy
 // that finished.
 std::string stop_message(const TrainResult& r, const CheckpointOptions& checkpoint,
                          const std::string& how_to_resume);
+// What early stopping did: "stopped early after epoch 7: test_loss did not improve by more than 0
+// for 5 epochs (best 0.3121 at epoch 2; weights of epoch 2 restored)"; empty without it.
+std::string early_stopping_message(const TrainResult& r);
 // 0 finished, 130 interrupted, kExitDiverged stopped because the loss was not finite.
 int exit_code(const TrainResult& r);
 

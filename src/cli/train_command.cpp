@@ -103,7 +103,10 @@ int run_train(const TrainOptions& o) {
         if (!o.quiet) {
           // What was measured, nothing else: a regression has no error or accuracy, a split
           // that is not there no figures.
-          std::string figures = fmt::format("loss {:.6f}", e.loss);
+          // A scheduled rate changes between epochs: each line says which one the epoch used.
+          std::string figures =
+              spec.train.schedule ? fmt::format("lr {:.6g}  ", e.lr) : std::string();
+          figures += fmt::format("loss {:.6f}", e.loss);
           if (!std::isnan(e.train_error))
             figures += fmt::format("  train error {:6.2f}%", e.train_error);
           if (!std::isnan(e.val_loss)) figures += fmt::format("  val loss {:.4f}", e.val_loss);
@@ -139,6 +142,9 @@ int run_train(const TrainOptions& o) {
       : r.resumed_at_step > 0
           ? fmt::format(" (resumed from its checkpoint at step {})", r.resumed_at_step)
           : "");
+  if (const std::string early = early_stopping_message(r); !early.empty()) {
+    fmt::print("{}: {}\n", terminal_safe(r.model), early);
+  }
   if (const std::string stuck = stuck_warning(r); !stuck.empty()) {
     fmt::print(stderr, "crossover: warning: {}\n", terminal_safe(stuck));
   }

@@ -14,6 +14,7 @@
 #include "data/source.h"
 #include "io/safetensors.h"
 #include "optim/optimizer.h"
+#include "optim/schedule.h"
 
 namespace xo {
 
@@ -76,6 +77,8 @@ struct TrainSpec {
   int64_t epochs = 100;
   bool shuffle = false;
   uint64_t seed = 0;
+  std::optional<ScheduleSettings> schedule;             // [train.schedule]; none: a constant rate
+  std::optional<EarlyStoppingSettings> early_stopping;  // [train.early_stopping]
 };
 
 struct ModelSpec {

@@ -247,8 +247,76 @@ void parse_optimizer(const TomlTable& t, OptimizerSettings& o) {
   }
 }
 
-void parse_train(const TomlTable& t, TrainSpec& train) {
-  t.only_keys({"optimizer", "batch", "epochs", "shuffle", "seed"});
+template <typename E, size_t N>
+std::vector<std::string_view> names_of(const E (&values)[N], const char* (*name)(E)) {
+  std::vector<std::string_view> names;
+  for (E v : values) names.push_back(name(v));
+  return names;
+}
+
+// The monitor key of a schedule or early stopping table, and where it is (the table's line when
+// it is absent: the default is resolved, and may be refused, once the data is known).
+std::optional<Metric> parse_monitor(const TomlTable& t, const std::string& origin,
+                                    SpecPlace& place) {
+  const TomlValue v = t.get("monitor");
+  place = {origin, v ? v.line() : t.line()};
+  if (!v) return std::nullopt;
+  return kMetrics[v.choice("monitor", names_of(kMetrics, metric_name))];
+}
+
+// [train.schedule]: each type takes its own keys, as torch.optim.lr_scheduler's classes do.
+ScheduleSettings parse_schedule(const TomlTable& t, const std::string& origin) {
+  ScheduleSettings s;
+  const std::vector<std::string_view> types = names_of(kScheduleTypes, schedule_type_name);
+  s.type = kScheduleTypes[t.get("type").choice("schedule type", types)];
+  s.place = {origin, t.line()};
+  switch (s.type) {
+    case ScheduleType::Step:
+      t.only_keys({"type", "step_size", "gamma"});
+      if (const TomlValue v = t.get("step_size"); !v) {
+        v.expected("a positive integer: the epochs between two multiplications by gamma");
+      } else {
+        s.step_size = v.integer_at_least(1, "step_size (epochs)");
+      }
+      if (const TomlValue v = t.get("gamma")) s.gamma = v.number(kPositive, "the rate's factor");
+      break;
+    case ScheduleType::Cosine:
+      t.only_keys({"type", "t_max", "eta_min"});
+      if (const TomlValue v = t.get("t_max")) s.t_max = v.integer_at_least(1, "t_max (epochs)");
+      if (const TomlValue v = t.get("eta_min")) s.eta_min = v.number(kNonNegative, "a rate");
+      break;
+    case ScheduleType::Plateau:
+      t.only_keys({"type", "monitor", "factor", "patience", "threshold", "cooldown", "min_lr"});
+      s.monitor = parse_monitor(t, origin, s.monitor_place);
+      if (const TomlValue v = t.get("factor")) {
+        s.factor = v.number(Range{0, true, 1, true}, "a factor below 1 lowers the rate");
+      }
+      if (const TomlValue v = t.get("patience")) s.patience = v.integer_at_least(0, "patience");
+      if (const TomlValue v = t.get("threshold")) {
+        s.threshold = v.number(kNonNegative, "a relative improvement");
+      }
+      if (const TomlValue v = t.get("cooldown")) s.cooldown = v.integer_at_least(0, "cooldown");
+      if (const TomlValue v = t.get("min_lr")) s.min_lr = v.number(kNonNegative, "a rate");
+      break;
+  }
+  return s;
+}
+
+EarlyStoppingSettings parse_early_stopping(const TomlTable& t, const std::string& origin) {
+  t.only_keys({"monitor", "patience", "min_delta", "restore_best"});
+  EarlyStoppingSettings e;
+  e.monitor = parse_monitor(t, origin, e.monitor_place);
+  if (const TomlValue v = t.get("patience")) e.patience = v.integer_at_least(0, "patience");
+  if (const TomlValue v = t.get("min_delta")) {
+    e.min_delta = v.number(kNonNegative, "the least change that counts as an improvement");
+  }
+  if (const TomlValue v = t.get("restore_best")) e.restore_best = v.boolean();
+  return e;
+}
+
+// `origin` names the file for the checks that run once the data is known (a test metric).
+void parse_train(const TomlTable& t, TrainSpec& train, const std::string& origin) {
+  t.only_keys({"optimizer", "batch", "epochs", "shuffle", "seed", "schedule", "early_stopping"});
   if (const TomlValue v = t.get("optimizer")) {
     const std::string names = fmt::format("{}", fmt::join(optimizer_names(), ", "));
     parse_optimizer(v.table(fmt::format(
@@ -259,6 +327,16 @@ void parse_train(const TomlTable& t, TrainSpec& train) {
   if (const TomlValue v = t.get("epochs")) train.epochs = v.integer_at_least(1);
   if (const TomlValue v = t.get("shuffle")) train.shuffle = v.boolean();
   if (const TomlValue v = t.get("seed")) train.seed = static_cast<uint64_t>(v.integer_at_least(0));
+  if (const TomlValue v = t.get("schedule")) {
+    train.schedule = parse_schedule(
+        v.table("a [train.schedule] table with type = \"step\", \"cosine\" or \"plateau\""),
+        origin);
+  }
+  if (const TomlValue v = t.get("early_stopping")) {
+    train.early_stopping = parse_early_stopping(
+        v.table("a [train.early_stopping] table (monitor, patience, min_delta, restore_best)"),
+        origin);
+  }
 }
 
 // `base` is the spec file's folder (empty for a spec given as text): a relative path is relative
@@ -341,7 +419,7 @@ ModelSpec parse(const std::string& text, const std::string& origin,
   spec.name = std::filesystem::path(origin).stem().string();
   parse_model(root.get("model").table("a [model] table with input, layers and loss"), base, spec);
   if (const TomlValue train = root.get("train")) {
-    parse_train(train.table("a [train] table"), spec.train);
+    parse_train(train.table("a [train] table"), spec.train, origin);
   }
   if (const TomlValue data = root.get("data")) {
     parse_data(data.table("a [data] table"), base, spec.data, spec.notes);
@@ -375,7 +453,7 @@ void apply_training_file(ModelSpec& spec, const std::filesystem::path& path,
     if (const TomlValue loss = model.get("loss")) parse_loss(loss, spec);
   }
   if (const TomlValue train = root.get("train")) {
-    parse_train(train.table("a [train] table"), spec.train);
+    parse_train(train.table("a [train] table"), spec.train, path.string());
   }
   if (const TomlValue data = root.get("data")) {
     parse_data(data.table("a [data] table"), path.parent_path(), spec.data, spec.notes);

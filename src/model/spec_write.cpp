@@ -82,6 +82,35 @@ std::string optimizer_toml(const OptimizerSettings& o) {
   XO_ASSERT(false && "optimizer type missing from optimizer_toml");
 }
 
+// [train.schedule] with every field its type reads; the monitor and t_max only where the spec set
+// them (their defaults depend on the data and on train.epochs, which may be overridden).
+std::string schedule_toml(const ScheduleSettings& s) {
+  std::string out = fmt::format("[train.schedule]\ntype = \"{}\"\n", schedule_type_name(s.type));
+  switch (s.type) {
+    case ScheduleType::Step:
+      out += fmt::format("step_size = {}\ngamma = {}\n", s.step_size, toml_float(s.gamma));
+      break;
+    case ScheduleType::Cosine:
+      if (s.t_max > 0) out += fmt::format("t_max = {}\n", s.t_max);
+      out += fmt::format("eta_min = {}\n", toml_float(s.eta_min));
+      break;
+    case ScheduleType::Plateau:
+      if (s.monitor) out += fmt::format("monitor = \"{}\"\n", metric_name(*s.monitor));
+      out += fmt::format("factor = {}\npatience = {}\nthreshold = {}\ncooldown = {}\nmin_lr = {}\n",
+                         toml_float(s.factor), s.patience, toml_float(s.threshold), s.cooldown,
+                         toml_float(s.min_lr));
+      break;
+  }
+  return out + "\n";
+}
+
+std::string early_stopping_toml(const EarlyStoppingSettings& e) {
+  std::string out = "[train.early_stopping]\n";
+  if (e.monitor) out += fmt::format("monitor = \"{}\"\n", metric_name(*e.monitor));
+  return out + fmt::format("patience = {}\nmin_delta = {}\nrestore_best = {}\n\n", e.patience,
+                           toml_float(e.min_delta), e.restore_best);
+}
+
 }  // namespace
 
 std::string to_toml(const ModelSpec& spec) {
@@ -96,6 +125,8 @@ std::string to_toml(const ModelSpec& spec) {
   out += fmt::format("optimizer = {}\n", optimizer_toml(spec.train.optimizer));
   out += fmt::format("batch = {}\nepochs = {}\nshuffle = {}\nseed = {}\n\n", spec.train.batch,
                      spec.train.epochs, spec.train.shuffle, spec.train.seed);
+  if (spec.train.schedule) out += schedule_toml(*spec.train.schedule);
+  if (spec.train.early_stopping) out += early_stopping_toml(*spec.train.early_stopping);
   if (spec.data.source.empty()) {  // an imported model's: none named yet
     out += fmt::format(
         "[data]\n# source = \"csv:PATH\"  (none yet: csv:PATH, fashion-mnist, idx:DIR, imdb:DIR or "

@@ -47,7 +47,8 @@ json epoch_json(const EpochRecord& e) {
   json epoch = {{"epoch", e.epoch},
                 {"loss", e.loss},
                 {"train_error_percent", number_or_null(e.train_error)},
-                {"seconds", e.seconds}};
+                {"seconds", e.seconds},
+                {"lr", number_or_null(e.lr)}};
   // Where there is the split (a regression's accuracy is null: not measured).
   if (!std::isnan(e.test_loss) || !std::isnan(e.test_accuracy)) {
     epoch["test_loss"] = number_or_null(e.test_loss);
@@ -74,6 +75,8 @@ EpochRecord read_epoch(const JsonIn& in, int schema, int64_t steps_per_epoch) {
   e.test_accuracy = in.has(accuracy) ? in.nullable(accuracy) : kNaN;
   e.val_loss = in.has("val_loss") ? in.nullable("val_loss") : kNaN;
   e.val_accuracy = in.has("val_accuracy_percent") ? in.nullable("val_accuracy_percent") : kNaN;
+  // Files written before learning-rate schedules have no rate per epoch.
+  e.lr = in.has("lr") ? in.nullable("lr") : kNaN;
   return e;
 }
 
@@ -149,6 +152,16 @@ json result_json(const TrainResult& r, const char* epochs) {
                                      {"last_finite_epoch", r.last_finite_epoch},
                                      {"last_finite_step", r.last_finite_step}}
                               : json();
+  // [train.early_stopping]'s outcome (null: the run had none).
+  j["early_stopping"] = r.early_stopping_monitor.empty()
+                            ? json()
+                            : json{{"monitor", r.early_stopping_monitor},
+                                   {"patience", r.early_stopping_patience},
+                                   {"min_delta", r.early_stopping_min_delta},
+                                   {"stopped_early", r.stopped_early},
+                                   {"best_epoch", r.best_epoch},
+                                   {"best_value", number_or_null(r.best_value)},
+                                   {"restored_best", r.restored_best}};
   j["checkpoints"] = {{"resumed_at_step", r.resumed_at_step},
                       {"written", r.checkpoints_written},
                       {"step_loop_wait_ms", r.checkpoint_wait_ms}};
@@ -213,6 +226,16 @@ TrainResult read_result(const JsonIn& in, const char* epochs, int schema) {
     r.last_finite_loss = d->nullable("last_finite_loss");
     r.last_finite_epoch = d->integer("last_finite_epoch");
     r.last_finite_step = d->integer("last_finite_step");
+  }
+  // Files written before early stopping have no such key.
+  if (const auto e = in.has("early_stopping") ? in.object("early_stopping", true) : std::nullopt) {
+    r.early_stopping_monitor = e->text("monitor");
+    r.early_stopping_patience = e->integer("patience");
+    r.early_stopping_min_delta = e->number("min_delta");
+    r.stopped_early = e->flag("stopped_early");
+    r.best_epoch = e->integer("best_epoch");
+    r.best_value = e->nullable("best_value");
+    r.restored_best = e->flag("restored_best");
   }
   if (const auto c = in.has("checkpoints") ? in.object("checkpoints") : std::nullopt) {
     r.resumed_at_step = c->integer("resumed_at_step");

@@ -26,6 +26,8 @@ using Json = nlohmann::ordered_json;
 
 constexpr const char* kFormat = "crossover.checkpoint/1";
 constexpr const char* kOptimizerPrefix = "optimizer.";
+// early_stopping.restore_best: the best epoch's parameters and buffers, by their state_dict names.
+constexpr const char* kBestPrefix = "early_stopping.best.";
 
 // JSON numbers for doubles: finite values print with 17 significant digits (nlohmann's default),
 // which read back to the same bits; the non-finite ones, which JSON lacks, as strings.
@@ -128,6 +130,15 @@ std::vector<NamedTensor> named_tensors(const CheckpointSnapshot& s,
                      view(t, s.optimizer[k])});
     }
   }
+  if (!s.state.best_params.empty()) {
+    for (const ParamTensor& t : layout.tensors) {
+      out.push_back({kBestPrefix + t.name, t.shape, view(t, s.state.best_params)});
+    }
+    for (const ParamTensor& b : layout.buffers) {
+      out.push_back({kBestPrefix + b.name, b.shape, view(b, s.state.best_buffers),
+                     b.integer ? "I64" : "F32"});
+    }
+  }
   return out;
 }
 
@@ -145,8 +156,11 @@ Json state_json(const CheckpointSnapshot& s, const CheckpointLayout& layout,
                       {"test_loss", number(e.test_loss)},
                       {"test_accuracy", number(e.test_accuracy)},
                       {"val_loss", number(e.val_loss)},
-                      {"val_accuracy", number(e.val_accuracy)}});
+                      {"val_accuracy", number(e.val_accuracy)},
+                      {"lr", number(e.lr)}});
   }
+  const ScheduleState& schedule = t.schedule;
+  const EarlyStoppingState& stopping = t.early_stopping;
   return {{"format", kFormat},
           {"model", layout.model},
           {"fingerprint", to_json(fingerprint)},
@@ -165,6 +179,17 @@ Json state_json(const CheckpointSnapshot& s, const CheckpointLayout& layout,
           {"order", t.order},
           {"epochs", epochs},
           {"diverged_epoch", t.diverged_epoch},
+          {"schedule",
+           {{"lr", number(schedule.lr)},
+            {"last_epoch", schedule.last_epoch},
+            {"best", number(schedule.best)},
+            {"num_bad_epochs", schedule.num_bad_epochs},
+            {"cooldown_counter", schedule.cooldown_counter}}},
+          {"early_stopping",
+           {{"best", number(stopping.best)},
+            {"wait", stopping.wait},
+            {"best_epoch", stopping.best_epoch},
+            {"stop", stopping.stop}}},
           {"loss_check",
            {{"sum", number(t.checked_loss_sum)},
             {"step", t.checked_step},
@@ -272,12 +297,13 @@ void CheckpointFile::apply_state(TrainPlan& p, TrainState& state) const {
   const fs::path& file = file_;
   Model& model = p.model;
   Backend& be = p.backend;
-  // The model's tensors through the checked import; the optimizer's scattered into flat buffers.
+  // The model's tensors through the checked import; the optimizer's (and early stopping's best
+  // epoch's) scattered into flat buffers.
   std::vector<NamedTensor> model_tensors;
-  std::map<std::string, const NamedTensor*> optimizer_tensors;
+  std::map<std::string, const NamedTensor*> state_tensors;
   for (const NamedTensor& t : tensors_) {
-    if (t.name.rfind(kOptimizerPrefix, 0) == 0) {
-      optimizer_tensors[t.name] = &t;
+    if (t.name.rfind(kOptimizerPrefix, 0) == 0 || t.name.rfind(kBestPrefix, 0) == 0) {
+      state_tensors[t.name] = &t;
     } else {
       model_tensors.push_back(t);
     }
@@ -287,14 +313,30 @@ void CheckpointFile::apply_state(TrainPlan& p, TrainState& state) const {
     std::vector<float> flat(static_cast<size_t>(model.flat_size()), 0.0f);
     for (const ParamTensor& t : model.tensors()) {
       const std::string name = fmt::format("{}{}.{}", kOptimizerPrefix, b.name, t.name);
-      const auto it = optimizer_tensors.find(name);
-      if (it == optimizer_tensors.end() || it->second->data.size() != static_cast<size_t>(t.size)) {
+      const auto it = state_tensors.find(name);
+      if (it == state_tensors.end() || it->second->data.size() != static_cast<size_t>(t.size)) {
         throw UserError(
             fmt::format("{}: tensor '{}' is missing or has the wrong size", file.string(), name));
       }
       std::copy(it->second->data.begin(), it->second->data.end(), flat.begin() + t.offset);
     }
     upload(be, b.data, flat);
+  }
+  // The best epoch's parameters, where restore_best keeps them (the state sized them already).
+  auto read_best = [&](const std::vector<ParamTensor>& tensors, std::vector<float>& flat) {
+    for (const ParamTensor& t : tensors) {
+      const std::string name = kBestPrefix + t.name;
+      const auto it = state_tensors.find(name);
+      if (it == state_tensors.end() || it->second->data.size() != static_cast<size_t>(t.size)) {
+        throw UserError(
+            fmt::format("{}: tensor '{}' is missing or has the wrong size", file.string(), name));
+      }
+      std::copy(it->second->data.begin(), it->second->data.end(), flat.begin() + t.offset);
+    }
+  };
+  if (!state.best_params.empty()) {
+    read_best(model.tensors(), state.best_params);
+    read_best(model.buffers(), state.best_buffers);
   }
   p.optimizer->set_steps(j.at("optimizer_steps").get<int64_t>());
   const auto dropout_step = j.at("dropout_step").get<uint64_t>();
@@ -336,7 +378,25 @@ void CheckpointFile::apply_state(TrainPlan& p, TrainState& state) const {
     state.epochs.push_back({e.at("epoch").get<int64_t>(), number(e.at("loss")),
                             number(e.at("train_error")), number(e.at("seconds")),
                             number(e.at("test_loss")), number(e.at("test_accuracy")),
-                            number(e.at("val_loss")), number(e.at("val_accuracy"))});
+                            number(e.at("val_loss")), number(e.at("val_accuracy")),
+                            e.contains("lr") ? number(e.at("lr")) : state.schedule.lr});
+  }
+  // Checkpoints written before schedules and early stopping have neither (their run had none: the
+  // spec in the fingerprint says so, and the state from EpochRules::start stands).
+  if (j.contains("schedule")) {
+    const Json& schedule = j.at("schedule");
+    state.schedule.lr = number(schedule.at("lr"));
+    state.schedule.last_epoch = schedule.at("last_epoch").get<int64_t>();
+    state.schedule.best = number(schedule.at("best"));
+    state.schedule.num_bad_epochs = schedule.at("num_bad_epochs").get<int64_t>();
+    state.schedule.cooldown_counter = schedule.at("cooldown_counter").get<int64_t>();
+  }
+  if (j.contains("early_stopping")) {
+    const Json& stopping = j.at("early_stopping");
+    state.early_stopping.best = number(stopping.at("best"));
+    state.early_stopping.wait = stopping.at("wait").get<int64_t>();
+    state.early_stopping.best_epoch = stopping.at("best_epoch").get<int64_t>();
+    state.early_stopping.stop = stopping.at("stop").get<bool>();
   }
   state.diverged_epoch = j.at("diverged_epoch").get<int64_t>();
   const Json& check = j.at("loss_check");

@@ -92,6 +92,7 @@ EpochRecord finish_epoch(TrainPlan& p, TrainState& state) {
                      state.epoch_ms / 1e3,
                      kNoValue,
                      kNoValue};
+  record.lr = state.schedule.lr;
   if (p.evaluator) {
     const Evaluation e = p.evaluator->run();
     record.test_loss = e.loss;

@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "core/interrupt.h"
+#include "train/epoch_rules.h"
 
 namespace xo {
 namespace {
@@ -71,6 +72,8 @@ void check_training(const Model& model, const DataSplit& split, const TrainSpec&
         "yet); use --device cpu",
         model.spec().origin));
   }
+  check_epoch_rules(model.spec(), train, model.backend().info().kind, split.test.samples,
+                    split.validation.samples);
   check_data(model, split.train);
   if (split.test.samples > 0) check_data(model, split.test);
   if (split.validation.samples > 0) check_data(model, split.validation);

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/random.h"
+#include "optim/schedule.h"
 #include "train/trainer.h"
 
 namespace xo {
@@ -44,6 +45,13 @@ struct TrainState {
   double last_finite_loss = std::numeric_limits<double>::quiet_NaN();
   int64_t last_finite_epoch = 0, last_finite_step = 0;  // 1-based; 0: none yet
   StepTimes times;
+  // The rules between epochs (train/epoch_rules.h). schedule.lr is the rate of the epoch under way,
+  // with a schedule or without one.
+  ScheduleState schedule;
+  EarlyStoppingState early_stopping;
+  // early_stopping.restore_best: the parameters and buffers (the model's flat buffers) of the best
+  // epoch so far, sized before the first step.
+  std::vector<float> best_params, best_buffers;
 };
 
 }  // namespace xo

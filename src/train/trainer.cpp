@@ -10,6 +10,7 @@
 
 #include "core/interrupt.h"
 #include "train/epoch.h"
+#include "train/epoch_rules.h"
 #include "train/memory.h"
 #include "train/plan.h"
 #include "train/profile.h"
@@ -21,7 +22,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 // Why the step loop left an epoch before its end.
-enum class Stop { None, Interrupted, StepLimit, Diverged };
+enum class Stop { None, Interrupted, StepLimit, Diverged, EarlyStopping };
 
 // One training step on `net`. Its marks time the phases apart, except inside a recorded step.
 void step(TrainPlan& p, Network& net, BatchAt at, LossStats* stats, StepMarks marks) {
@@ -114,6 +115,8 @@ TrainResult train_model(Model& model, const DataSplit& split, const TrainSpec& t
   const auto setup_start = Clock::now();
   TrainPlan plan(model, split, train, exec);
   TrainState state = start_state(plan, train);
+  const EpochRules rules(train, split.test.samples, split.validation.samples);
+  rules.start(plan, state);
   if (exec.record_step && plan.full_steps > 0) record_step(plan);
 
   std::optional<Checkpointer> checkpoints;
@@ -134,6 +137,7 @@ TrainResult train_model(Model& model, const DataSplit& split, const TrainSpec& t
       checkpoints.emplace(plan, exec.checkpoint, fingerprint, state.steps_taken);
     }
   }
+  rules.apply_rate(plan, state);  // a resumed run's rate
   Boundaries boundaries{exec.max_steps, 0, checkpoints ? &*checkpoints : nullptr};
   if (exec.stop_on_nan)
     boundaries.check_every = plan.backend.info().kind == DeviceKind::Cpu ? 1 : 256;
@@ -142,6 +146,9 @@ TrainResult train_model(Model& model, const DataSplit& split, const TrainSpec& t
       std::chrono::duration<double, std::milli>(Clock::now() - setup_start).count() / 1e3;
 
   Stop stop = Stop::None;
+  // A checkpoint taken after early stopping decided (Ctrl-C in the last evaluation) resumes to
+  // the end.
+  if (state.early_stopping.stop) stop = Stop::EarlyStopping;
   while (stop == Stop::None && state.epoch < train.epochs &&
          (exec.max_steps <= 0 || state.steps_taken < exec.max_steps)) {
     if (!state.in_epoch) begin_epoch(plan, state, train.shuffle);
@@ -149,6 +156,7 @@ TrainResult train_model(Model& model, const DataSplit& split, const TrainSpec& t
     read_step_times(plan, state);
     if (stop != Stop::None) break;
     const EpochRecord record = finish_epoch(plan, state);
+    if (rules.after_epoch(plan, state, record)) stop = Stop::EarlyStopping;
     if (on_epoch) on_epoch(record, train.epochs);
     // A stop request during the epoch's evaluation: its training is kept, its test figures (cut
     // short) are NaN, and the run is interrupted even after its last epoch.
@@ -165,6 +173,9 @@ TrainResult train_model(Model& model, const DataSplit& split, const TrainSpec& t
   }
 
   TrainResult r = make_result(plan, state, setup_seconds, stop == Stop::Interrupted);
+  rules.finish(plan, state,
+               stop == Stop::EarlyStopping || (stop == Stop::None && state.epoch == train.epochs),
+               r);
   if (stop == Stop::Diverged) {
     r.stopped_diverged = true;
     r.diverged_epoch = state.epoch + 1;

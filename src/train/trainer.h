@@ -27,6 +27,7 @@ struct EpochRecord {
   // The same on the validation set (held out of the training data); NaN without one.
   double val_loss = std::numeric_limits<double>::quiet_NaN();
   double val_accuracy = std::numeric_limits<double>::quiet_NaN();  // percent
+  double lr = 0;  // the learning rate the epoch trained with
 };
 
 struct TrainResult {
@@ -69,7 +70,18 @@ struct TrainResult {
   int64_t profiled_steps = 0;
   std::vector<double> node_forward_ms, node_backward_ms;
   double loss_ms = 0;
-  bool interrupted = false;    // stopped early by Ctrl-C: epochs holds what completed
+  bool interrupted = false;  // stopped early by Ctrl-C: epochs holds what completed
+  // [train.early_stopping]: the figure watched (empty: no early stopping) with the rule's
+  // patience and min_delta; whether the rule stopped training before train.epochs, the best epoch
+  // (1-based; 0: none improved) and its figure, and whether its parameters were put back at the
+  // end (final_loss and the other final figures stay the last epoch's).
+  std::string early_stopping_monitor;
+  int64_t early_stopping_patience = 0;
+  double early_stopping_min_delta = 0;
+  bool stopped_early = false;
+  int64_t best_epoch = 0;
+  double best_value = std::numeric_limits<double>::quiet_NaN();
+  bool restored_best = false;
   int64_t diverged_epoch = 0;  // first epoch whose loss was not finite (0: none)
   // Training stopped because the loss became NaN or infinite (ExecutionOptions::stop_on_nan):
   // between steps diverged_from and diverged_step (1-based, of epoch diverged_epoch; equal where
@@ -109,9 +121,10 @@ struct ExecutionOptions {
 // Trains `model` (already initialised) on `data.train` as `train` says, evaluating `data.test`
 // (when it has samples) after every epoch. Stops early, with result.interrupted set, when
 // stop_requested() turns true (saving a checkpoint where checkpoints are on), and with
-// result.stopped_diverged when the loss stops being finite. With exec.checkpoint.resume, starts
-// from the newest checkpoint of the run in exec.checkpoint.dir and ends bit-identical to a run
-// never stopped.
+// result.stopped_diverged when the loss stops being finite, and with result.stopped_early when
+// train.early_stopping says so; the rate follows train.schedule (on the CPU only). With
+// exec.checkpoint.resume, starts from the newest checkpoint of the run in exec.checkpoint.dir and
+// ends bit-identical to a run never stopped.
 TrainResult train_model(Model& model, const DataSplit& data, const TrainSpec& train,
                         const EpochCallback& on_epoch = {}, const ExecutionOptions& exec = {});
 // Without a test set.

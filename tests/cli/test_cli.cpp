@@ -74,6 +74,43 @@ TEST(Cli, TrainWritesTheDocumentedJson) {
   EXPECT_TRUE(j["machine"].contains("compiler"));
 }
 
+// A schedule shows each epoch's rate on its line; early stopping says where it stopped and why, and
+// both are in the JSON. min_delta 100 on the training loss: no epoch after the first improves.
+TEST(Cli, TrainShowsTheScheduledRateAndWhereEarlyStoppingStopped) {
+  const xo::testing::TempDir dir_folder("cli_schedule");
+  const auto& dir = dir_folder.path();
+  {
+    std::ofstream spec(dir / "s.toml");
+    spec << "[model]\ninput = [2]\nlayers = [ { type = \"linear\", out = 4 }, { type = \"relu\" },"
+            " { type = \"linear\", out = 2 } ]\nloss = \"cross_entropy\"\n"
+            "[train]\noptimizer = { type = \"sgd\", lr = 0.1 }\nbatch = 50\nepochs = 10\n"
+            "[train.schedule]\ntype = \"step\"\nstep_size = 1\ngamma = 0.5\n"
+            "[train.early_stopping]\nmonitor = \"loss\"\npatience = 2\nmin_delta = 100\n"
+            "restore_best = true\n"
+            "[data]\nsource = \"disc\"\nsamples = 200\n";
+  }
+  const Result r = run("train " + (dir / "s.toml").string() + " --threads 1 --json " +
+                       (dir / "r.json").string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("epoch  1/10  lr 0.1  loss"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("epoch  3/10  lr 0.025  loss"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("epoch  4/10"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("stopped early after epoch 3: loss did not improve by more than 100 for "
+                          "2 epochs (best "),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("at epoch 1; weights of epoch 1 restored)"), std::string::npos)
+      << r.output;
+  const auto j = read_json(dir / "r.json");
+  ASSERT_EQ(j["epochs"].size(), 3u);
+  EXPECT_EQ(j["epochs"][1]["lr"], 0.05);
+  EXPECT_EQ(j["early_stopping"]["monitor"], "loss");
+  EXPECT_EQ(j["early_stopping"]["stopped_early"], true);
+  EXPECT_EQ(j["early_stopping"]["best_epoch"], 1);
+  EXPECT_EQ(j["early_stopping"]["best_value"], j["epochs"][0]["loss"]);
+  EXPECT_EQ(j["early_stopping"]["restored_best"], true);
+}
+
 TEST(Cli, WeightsRoundTripThroughSafetensors) {
   const xo::testing::TempDir dir_folder("cli_weights");
   const auto& dir = dir_folder.path();

@@ -114,6 +114,28 @@ TEST_P(OptimizerTest, MatchesHandComputedStep) {
   }
 }
 
+// A schedule's rate replaces the one the CPU optimizer was built with, for every update rule: built
+// with a rate 70 times too large and given the case's before the first step, it gives the case's
+// hand-computed result. (The GPU's kernels take the rate at record time: the trainer refuses a
+// schedule there, and tests/train/test_epoch_rules.cpp checks that refusal.)
+TEST_P(OptimizerTest, TheCpuOptimizerTakesANewLearningRate) {
+  const OptCase& c = GetParam();
+  constexpr int64_t kN = 50000;
+  auto be = make_backend(parse_device("cpu", 0));
+  OptimizerSettings built = c.spec;
+  built.lr = 70 * c.spec.lr;
+  auto opt = be->optimizer(built, kN);
+  opt->set_learning_rate(c.spec.lr);
+  std::vector<float> p(kN, 1.0f), g(kN, 0.5f);
+  DeviceBuffer params = be->allocate(sizeof(float) * kN);
+  DeviceBuffer grads = be->allocate(sizeof(float) * kN);
+  be->upload(params.as<float>(), p.data(), sizeof(float) * kN);
+  be->upload(grads.as<float>(), g.data(), sizeof(float) * kN);
+  for (int s = 0; s < c.steps; ++s) opt->step(params.as<float>(), grads.as<float>());
+  be->download(p.data(), params.as<float>(), sizeof(float) * kN);
+  EXPECT_NEAR(p[0], c.expected, 3e-6f);
+}
+
 INSTANTIATE_TEST_SUITE_P(Optimizers, OptimizerTest, ::testing::ValuesIn(cases()),
                          [](const auto& case_info) { return case_info.param.name; });
 

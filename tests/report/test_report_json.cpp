@@ -157,6 +157,47 @@ TEST(ReportJson, WrittenAndReadBackStrictlyIsTheSameDocument) {
   EXPECT_FALSE(read.complete);
 }
 
+// Each epoch's learning rate and early stopping's outcome are read back; files written before
+// either existed (no "lr", no "early_stopping") still read, with no rate and no early stopping.
+TEST(ReportJson, TheRatePerEpochAndEarlyStoppingAreReadBack) {
+  Report report = document();
+  TrainResult& t = report.runs[0].run.result;
+  t.epochs[0].lr = 0.1;
+  t.epochs[1].lr = 0.05;
+  t.early_stopping_monitor = "test_loss";
+  t.early_stopping_patience = 3;
+  t.early_stopping_min_delta = 0.001;
+  t.stopped_early = true;
+  t.best_epoch = 1;
+  t.best_value = 0.3121;
+  t.restored_best = true;
+  const json written = to_json(report);
+  EXPECT_EQ(written["runs"][0]["epoch_log"][1]["lr"], 0.05);
+  EXPECT_EQ(written["runs"][0]["early_stopping"]["best_epoch"], 1);
+  EXPECT_TRUE(written["runs"][1]["early_stopping"].is_null());
+  const Report read = read_report(json::parse(written.dump()), "results.json");
+  EXPECT_EQ(to_json(read), written);
+  const TrainResult& back = read.runs[0].run.result;
+  EXPECT_EQ(back.epochs[1].lr, 0.05);
+  EXPECT_EQ(back.early_stopping_monitor, "test_loss");
+  EXPECT_EQ(back.early_stopping_patience, 3);
+  EXPECT_EQ(back.early_stopping_min_delta, 0.001);
+  EXPECT_TRUE(back.stopped_early);
+  EXPECT_EQ(back.best_epoch, 1);
+  EXPECT_EQ(back.best_value, 0.3121);
+  EXPECT_TRUE(back.restored_best);
+
+  json older = written;
+  for (json& run : older["runs"]) {
+    run.erase("early_stopping");
+    for (json& e : run["epoch_log"]) e.erase("lr");
+  }
+  const Report old = read_report(older, "old.json");
+  EXPECT_TRUE(std::isnan(old.runs[0].run.result.epochs[0].lr));
+  EXPECT_TRUE(old.runs[0].run.result.early_stopping_monitor.empty());
+  EXPECT_FALSE(old.runs[0].run.result.stopped_early);
+}
+
 TEST(ReportJson, EveryFieldIsRequiredAndTheErrorNamesFileRunAndField) {
   const json written = to_json(document());
   for (const char* field : {"median_step_ms", "spec_toml", "step_flops", "epoch_log", "layers",

@@ -1,8 +1,10 @@
 // Checkpoints and resume: a run stopped at any step and resumed from its checkpoint ends with
 // exactly the parameters, losses and accuracies of the run never stopped (an MLP with momentum and
 // batch shards, a CNN with BatchNorm and dropout under Adadelta, an embedding + LSTM under Adam,
-// all shuffled, with partial last batches); damaged checkpoints fall back to the one before; a
-// checkpoint of another run is refused; a loss that stops being finite stops training.
+// all shuffled, with partial last batches; and an MLP whose rate follows a plateau schedule and
+// whose training stops early with the best epoch's weights restored); damaged checkpoints fall back
+// to the one before; a checkpoint of another run is refused; a loss that stops being finite stops
+// training.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -52,6 +54,8 @@ struct Case {
   const char* spec;
   int shards = 0;
   DataSplit (*data)() = nullptr;
+  // A learning-rate schedule: refused on the GPU, so its GPU resume is not run.
+  bool cpu_only = false;
 };
 
 // Test names and failure messages show the case's name, not its bytes.
@@ -63,6 +67,7 @@ DataSplit disc_split() {
 }
 DataSplit image_split() { return {random_data(100, 64, 3, 1), random_data(30, 64, 3, 2)}; }
 DataSplit token_split() { return {random_data(80, 6, 2, 3, 50), random_data(20, 6, 2, 4, 50)}; }
+DataSplit noise_split() { return {random_data(100, 8, 3, 5), random_data(40, 8, 3, 6)}; }
 
 const Case kCases[] = {
     {"mlp-momentum-shards", R"([model]
@@ -105,6 +110,31 @@ shuffle = true
 seed = 9
 )",
      0, token_split},
+    // Random labels: the training loss stalls (the plateau lowers the rate, with a cooldown) and
+    // the test loss soon rises (early stopping ends the run and restores the best epoch).
+    {"mlp-plateau-early-stopping", R"([model]
+input = [8]
+layers = [ { type = "linear", out = 16 }, { type = "relu" }, { type = "linear", out = 3 } ]
+loss = "cross_entropy"
+[train]
+optimizer = { type = "sgd", lr = 0.5, momentum = 0.9 }
+batch = 24
+epochs = 12
+shuffle = true
+seed = 11
+[train.schedule]
+type = "plateau"
+monitor = "loss"
+factor = 0.5
+patience = 0
+threshold = 0.05
+cooldown = 1
+[train.early_stopping]
+monitor = "test_loss"
+patience = 3
+restore_best = true
+)",
+     0, noise_split, true},
 };
 
 struct Outcome {
@@ -131,11 +161,15 @@ void expect_same_outcome(const Outcome& a, const Outcome& b, const std::string& 
     const EpochRecord &x = a.result.epochs[e], &y = b.result.epochs[e];
     EXPECT_EQ(x.loss, y.loss) << where << ", epoch " << e + 1;
     EXPECT_EQ(x.train_error, y.train_error) << where << ", epoch " << e + 1;
+    EXPECT_EQ(x.lr, y.lr) << where << ", epoch " << e + 1;
     if (!std::isnan(x.test_loss)) {
       EXPECT_EQ(x.test_loss, y.test_loss) << where << ", epoch " << e + 1;
       EXPECT_EQ(x.test_accuracy, y.test_accuracy) << where << ", epoch " << e + 1;
     }
   }
+  EXPECT_EQ(a.result.stopped_early, b.result.stopped_early) << where;
+  EXPECT_EQ(a.result.best_epoch, b.result.best_epoch) << where;
+  EXPECT_EQ(a.result.restored_best, b.result.restored_best) << where;
 }
 
 ExecutionOptions with_checkpoints(const fs::path& dir, CheckpointInterval every, bool resume,
@@ -201,6 +235,7 @@ TEST_P(Resume, ResumedFromAnEarlierCheckpointIsBitIdentical) {
 TEST_P(Resume, OnTheGpuWithTheRecordedStepIsBitIdentical) {
   if (!testing::gpu_present()) GTEST_SKIP() << "no NVIDIA GPU here: the GPU resume is not tested";
   const Case& c = GetParam();
+  if (c.cpu_only) GTEST_SKIP() << c.name << ": learning-rate schedules run on the CPU only";
   const ModelSpec spec = parse_spec(c.spec, std::string(c.name) + ".toml");
   const DataSplit data = c.data();
   const Outcome whole = train(spec, data, ExecutionOptions{}, 0, "cuda");
@@ -228,6 +263,43 @@ INSTANTIATE_TEST_SUITE_P(Checkpoints, Resume, ::testing::ValuesIn(kCases),
                          });
 
 const Case& mlp() { return kCases[0]; }
+const Case& scheduled() { return kCases[3]; }
+
+// The scheduled case does what the resume tests rely on: its rate changes, and early stopping
+// ends it before train.epochs and puts back an earlier epoch's weights.
+TEST(Checkpoints, TheScheduledCaseChangesItsRateAndStopsEarly) {
+  const ModelSpec spec = parse_spec(scheduled().spec, "scheduled.toml");
+  const Outcome whole = train(spec, scheduled().data(), ExecutionOptions{});
+  const auto& epochs = whole.result.epochs;
+  ASSERT_GE(epochs.size(), 3u);
+  EXPECT_LT(epochs.back().lr, epochs.front().lr);
+  EXPECT_TRUE(whole.result.stopped_early);
+  EXPECT_LT(static_cast<int64_t>(epochs.size()), spec.train.epochs);
+  EXPECT_TRUE(whole.result.restored_best);
+  EXPECT_LT(whole.result.best_epoch, epochs.back().epoch);
+}
+
+// A checkpoint taken under one schedule (or early-stopping rule) is refused by a run with another.
+TEST(Checkpoints, CheckpointOfAnotherScheduleIsRefused) {
+  const ModelSpec spec = parse_spec(scheduled().spec, "scheduled.toml");
+  const DataSplit data = scheduled().data();
+  testing::TempDir dir("other-schedule");
+  ExecutionOptions first = with_checkpoints(dir.path(), {1, 0}, false, 0);
+  first.max_steps = 6;
+  train(spec, data, first);
+  const ExecutionOptions resume = with_checkpoints(dir.path(), {1, 0}, true, 0);
+  ModelSpec other_factor = spec;
+  other_factor.train.schedule->factor = 0.25;
+  expect_user_error([&] { train(other_factor, data, resume); },
+                    {"belongs to another run", "the spec differs", "factor = 0.25"});
+  ModelSpec other_patience = spec;
+  other_patience.train.early_stopping->patience = 4;
+  expect_user_error([&] { train(other_patience, data, resume); },
+                    {"belongs to another run", "patience = 4"});
+  ModelSpec unscheduled = spec;
+  unscheduled.train.schedule.reset();
+  expect_user_error([&] { train(unscheduled, data, resume); }, {"the spec differs"});
+}
 
 // What a kill while writing can leave, each made by hand: the newest checkpoint's tensors
 // truncated, its JSON cut short, its tensors without a JSON, a temporary file beside them.

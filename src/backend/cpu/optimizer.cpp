@@ -49,6 +49,8 @@ class CpuSgd final : public OptimizerKernel {
   }
   int64_t steps() const override { return steps_; }
   void set_steps(int64_t steps) override { steps_ = steps; }
+  // step() computes its coefficients from s_.lr every time: the next step takes the new rate.
+  void set_learning_rate(double lr) override { s_.lr = lr; }
   std::vector<OptimizerStateBuffer> state_buffers() override {
     if (!momentum_) return {};
     return {{"momentum_buffer", momentum_.as<float>()}};
@@ -83,6 +85,9 @@ class CpuAdam final : public OptimizerKernel {
   }
   int64_t steps() const override { return steps_; }
   void set_steps(int64_t steps) override { steps_ = steps; }
+  // step() computes its coefficients and the bias-corrected step scale (lr / (1 - beta1^t)) from
+  // s_.lr every time: the next step takes the new rate.
+  void set_learning_rate(double lr) override { s_.lr = lr; }
   std::vector<OptimizerStateBuffer> state_buffers() override {
     return {{"exp_avg", m_.as<float>()}, {"exp_avg_sq", v_.as<float>()}};
   }
@@ -113,6 +118,8 @@ class CpuRmsprop final : public OptimizerKernel {
   }
   int64_t steps() const override { return steps_; }
   void set_steps(int64_t steps) override { steps_ = steps; }
+  // step() computes its coefficients from s_.lr every time: the next step takes the new rate.
+  void set_learning_rate(double lr) override { s_.lr = lr; }
   std::vector<OptimizerStateBuffer> state_buffers() override {
     return {{"square_avg", v_.as<float>()}};
   }
@@ -143,6 +150,8 @@ class CpuAdadelta final : public OptimizerKernel {
   }
   int64_t steps() const override { return steps_; }
   void set_steps(int64_t steps) override { steps_ = steps; }
+  // step() computes its coefficients from s_.lr every time: the next step takes the new rate.
+  void set_learning_rate(double lr) override { s_.lr = lr; }
   std::vector<OptimizerStateBuffer> state_buffers() override {
     return {{"square_avg", v_.as<float>()}, {"acc_delta", u_.as<float>()}};
   }
