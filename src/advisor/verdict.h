@@ -48,6 +48,9 @@ struct GpuVerdict {
   bool worth_it = false;
   std::string sentence;   // "A GPU is not worth it for this run: …"
   std::string crossover;  // where one device overtakes the other along the sweep; may be empty
+  // Why the time here may not be the machine's (other processes kept its cores busy: the
+  // contamination warning); empty when the measurement was clean.
+  std::string caution;
 };
 
 // The leader of a sweep without a crossover: the device fastest at every point two or more series

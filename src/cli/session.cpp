@@ -515,6 +515,12 @@ void add_advice(Report& report, const RunRecord& focus, const std::vector<RunRec
                                         crossover_predicted)
                    : "";
   report.verdict = make_verdict(report.predictions, *report.cost, catalog, crossover);
+  if (report.verdict && focus.utilisation) {
+    const TrainResult& r = focus.result;
+    report.verdict->caution =
+        contamination_warning(*focus.utilisation, r.model + " on " + r.device.id,
+                              r.device.kind == DeviceKind::Cpu ? r.device.threads : 0);
+  }
   const std::string verdict_device =
       report.verdict && report.verdict->gpu ? report.verdict->gpu->device : "";
   report.advice =

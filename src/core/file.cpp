@@ -293,6 +293,25 @@ void check_writable_path(const std::filesystem::path& path_in, std::string_view 
     throw UserError(fmt::format("{} {}: cannot write in {} ({})", what, path_in.string(),
                                 folder.string(), std::strerror(errno)));
   }
+  // Permissions are not the whole answer: root passes access() everywhere, and a read-only or
+  // virtual file system (/proc) refuses what the bits allow. The folders the write would create
+  // are created now, and a probe file is made and removed in the last one.
+  const std::filesystem::path parent = std::filesystem::absolute(path, ec).parent_path();
+  if (!std::filesystem::exists(parent, ec)) {
+    std::filesystem::create_directories(parent, ec);
+    if (ec) {
+      throw UserError(fmt::format("{} {}: cannot create the folder {} ({})", what, path_in.string(),
+                                  parent.string(), ec.message()));
+    }
+  }
+  std::string probe = (parent / ".crossover-write-check-XXXXXX").string();
+  const int fd = ::mkstemp(probe.data());
+  if (fd < 0) {
+    throw UserError(fmt::format("{} {}: cannot write in {} ({})", what, path_in.string(),
+                                parent.string(), std::strerror(errno)));
+  }
+  ::close(fd);
+  ::unlink(probe.c_str());
 }
 
 namespace {

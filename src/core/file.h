@@ -29,10 +29,11 @@ std::string read_file(const std::filesystem::path& path);
 // block device is refused.
 void write_file_atomic(const std::filesystem::path& path, std::string_view bytes);
 
-// Checks before any work that write_file_atomic(path) can succeed as far as permissions go: the
-// path is not a folder, and its folder (or the nearest existing one above it, which the write
-// creates the rest of) is a writable folder; a device or FIFO is writable; "-" always is. Throws
-// UserError naming `what` (a flag) and the path.
+// Checks before any work that write_file_atomic(path) can succeed: the path is not a folder, its
+// folder (or the nearest existing one above it) is a writable folder, the missing folders are
+// created, and a file can be made in the last one (a probe, removed: root passes every permission
+// check, and a read-only file system refuses what the bits allow); a device or FIFO is writable;
+// "-" always is. Throws UserError naming `what` (a flag) and the path.
 void check_writable_path(const std::filesystem::path& path, std::string_view what);
 
 // The lock file of an output folder (see FolderLock).

@@ -175,6 +175,10 @@ std::string verdict_html(const Report& report) {
   std::string out = fmt::format("<p class=\"verdict {}\"><strong>{}</strong></p>\n",
                                 v.worth_it ? "yes" : "no", escape(v.sentence));
   if (!v.crossover.empty()) out += "<p>" + escape(v.crossover) + "</p>\n";
+  if (!v.caution.empty()) {
+    out += "<p class=\"note\"><strong>The time here is not to be trusted:</strong> " +
+           escape(v.caution) + "</p>\n";
+  }
   out += fmt::format(
       "<p class=\"note\">For {} epochs of {}, the time here is {} ({}). GPU times marked "
       "&ldquo;a lower bound&rdquo; are roofline predictions with no GPU measured here to calibrate "

@@ -795,7 +795,8 @@ json verdict_json(const GpuVerdict& v) {
           {"gpu", gpu},
           {"worth_it", v.worth_it},
           {"sentence", v.sentence},
-          {"crossover", v.crossover}};
+          {"crossover", v.crossover},
+          {"caution", v.caution}};
 }
 
 GpuVerdict read_verdict(const JsonIn& in) {
@@ -820,6 +821,7 @@ GpuVerdict read_verdict(const JsonIn& in) {
   v.worth_it = in.flag("worth_it");
   v.sentence = in.text("sentence");
   v.crossover = in.text("crossover");
+  v.caution = in.text("caution");
   return v;
 }
 

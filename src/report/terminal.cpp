@@ -157,6 +157,8 @@ std::string verdict_text(const GpuVerdict& v) {
   std::string s = fmt::format("\nVerdict for {} epochs of {}: {}\n", v.epochs,
                               terminal_safe(v.model), terminal_safe(v.sentence));
   if (!v.crossover.empty()) s += terminal_safe(v.crossover) + "\n";
+  if (!v.caution.empty())
+    s += "! the time here is not to be trusted: " + terminal_safe(v.caution) + "\n";
   if (v.here_estimated) {
     s += "(the time here is the median step times the steps per epoch: no epoch completed within "
          "--steps)\n";

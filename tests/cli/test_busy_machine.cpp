@@ -58,4 +58,21 @@ TEST(BusyMachineCli, TrainWarnsThatItsTimingsAreContaminated) {
   EXPECT_GE(j["mean_other_cores"].get<double>(), 0.25) << j.dump();
 }
 
+// The verdict built on a contaminated time says so beside it, in the terminal and the JSON.
+TEST(BusyMachineCli, AVerdictOnABusyMachineSaysItsTimeIsNotToBeTrusted) {
+  const xo::testing::TempDir dir("busy-verdict");
+  const int cores = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
+  const Spinners spinners(std::max(1, cores));
+  const xo::testing::CliResult r = xo::testing::run_cli(
+      "advise disc-10 --epochs 20 --devices cpu --checkpoint-every off --out out", dir.path());
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("! the time here is not to be trusted: other processes kept"),
+            std::string::npos)
+      << r.output;
+  std::ifstream in(dir / "out" / "results.json");
+  const nlohmann::json j = nlohmann::json::parse(in);
+  EXPECT_NE(j["verdict"]["caution"].get<std::string>().find("contaminated"), std::string::npos)
+      << j["verdict"].dump();
+}
+
 }  // namespace

@@ -205,6 +205,21 @@ TEST(WriteFileAtomic, ADeviceOrALinkToOneIsWrittenNotReplaced) {
   check_writable_path(link, "--json");
 }
 
+// The check before any work creates the folders a write needs and writes a probe there, so that
+// what permission bits allow but the file system refuses (root on /proc) fails before training,
+// not after it; the probe leaves nothing behind.
+TEST(CheckWritablePath, CreatesTheFoldersAndProbesTheFileSystem) {
+  const testing::TempDir temp("writable");
+  const fs::path deep = temp / "a" / "b" / "w.safetensors";
+  check_writable_path(deep, "--save");
+  EXPECT_TRUE(fs::is_directory(temp / "a" / "b"));
+  EXPECT_TRUE(names_in(temp / "a" / "b").empty());
+  testing::expect_user_error([] { check_writable_path("/proc/crossover-nope/w.json", "--json"); },
+                             {"--json /proc/crossover-nope/w.json: cannot create the folder"});
+  testing::expect_user_error([] { check_writable_path("/proc/w.json", "--json"); },
+                             {"--json /proc/w.json: cannot write in /proc"});
+}
+
 TEST(WriteFileAtomic, ASymlinkToAFileReplacesTheFileAndKeepsTheLink) {
   const testing::TempDir temp("write-link");
   const fs::path real = temp / "data" / "results.json";

@@ -141,7 +141,8 @@ Report document() {
                          GpuOption{"rent", "aws-x", "AWS x (h100)", "h100", 0.36, 0.3, true, true},
                          false,
                          "A GPU is not worth it for this run: …",
-                         "cpu is faster …"};
+                         "cpu is faster …",
+                         "other processes kept 1.0 cores busy"};
   d.advice = std::vector<std::string>{"Fastest here: cpu."};
   return d;
 }
