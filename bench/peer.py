@@ -229,6 +229,32 @@ def write_csv(path, x, y, header=None):
 
 # -- the golden tests' side ------------------------------------------------------------------------
 
+def golden_main(doc, title, groups):
+    """The golden scripts' main: parses --crossover, then runs every config of each group, a
+    (label, configs, run) triple, as run(index, config, crossover, tmp) in one temporary folder,
+    printing "[label i/n] name" before each and FAILED after each that returns False. Returns the
+    exit code: 0 when all passed, 1 otherwise."""
+    import argparse
+    import tempfile
+    import torch
+    parser = argparse.ArgumentParser(description=doc)
+    parser.add_argument("--crossover", required=True, help="the crossover binary")
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    passed = failed = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        for label, configs, run in groups:
+            for index, config in enumerate(configs):
+                print(f"[{label}{index + 1}/{len(configs)}] {config[0]}")
+                if run(index, config, args.crossover, tmp):
+                    passed += 1
+                else:
+                    failed += 1
+                    print("  FAILED")
+    print(f"{title}: {passed} passed, {failed} failed")
+    return 0 if failed == 0 else 1
+
+
 def import_torch_or_skip(what):
     """(numpy, torch), or exit with SKIP saying why they are not importable."""
     try:

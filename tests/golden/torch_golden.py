@@ -12,11 +12,9 @@ into PyTorch with the same names and shapes.
 
 Exit codes: 0 all agree, 1 a mismatch, 77 PyTorch is not installed (ctest reports a skip).
 """
-import argparse
 import json
 import os
 import sys
-import tempfile
 
 # The helpers shared with the benchmarks (bench/peer.py), found relative to this file.
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
@@ -172,29 +170,8 @@ def run_regression(index, config, crossover, tmp):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--crossover", required=True, help="the crossover binary")
-    args = parser.parse_args()
-    torch.set_num_threads(1)
-    passed = failed = 0
-    with tempfile.TemporaryDirectory() as tmp:
-        for index, config in enumerate(CONFIGS):
-            print(f"[{index + 1}/{len(CONFIGS)}] {config[0]}")
-            if run_config(index, config, args.crossover, tmp):
-                passed += 1
-            else:
-                failed += 1
-                print("  FAILED")
-        for index, config in enumerate(REGRESSION_CONFIGS):
-            print(f"[regression {index + 1}/{len(REGRESSION_CONFIGS)}] {config[0]}")
-            if run_regression(index, config, args.crossover, tmp):
-                passed += 1
-            else:
-                failed += 1
-                print("  FAILED")
-    print(f"golden: {passed} passed, {failed} failed")
-    return 0 if failed == 0 else 1
-
+    return peer.golden_main(__doc__, "golden", [("", CONFIGS, run_config),
+                                                ("regression ", REGRESSION_CONFIGS, run_regression)])
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -11,11 +11,9 @@ out: the engines draw different masks by design (crossover's are a function of s
 
 Exit codes: 0 all agree, 1 a mismatch, 77 PyTorch is not installed (ctest reports a skip).
 """
-import argparse
 import json
 import os
 import sys
-import tempfile
 
 # The helpers shared with the benchmarks (bench/peer.py), found relative to this file.
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
@@ -163,20 +161,7 @@ def run_config(index, config, crossover, tmp):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--crossover", required=True, help="the crossover binary")
-    args = parser.parse_args()
-    torch.set_num_threads(1)
-    failed = 0
-    with tempfile.TemporaryDirectory() as tmp:
-        for index, config in enumerate(CONFIGS):
-            print(f"[{index + 1}/{len(CONFIGS)}] {config[0]}")
-            if not run_config(index, config, args.crossover, tmp):
-                failed += 1
-                print("  FAILED")
-    print(f"golden classic: {len(CONFIGS) - failed} passed, {failed} failed")
-    return 0 if failed == 0 else 1
-
+    return peer.golden_main(__doc__, "golden classic", [("", CONFIGS, run_config)])
 
 if __name__ == "__main__":
     sys.exit(main())
