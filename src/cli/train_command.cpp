@@ -6,6 +6,7 @@
 
 #include "cli/commands.h"
 #include "cli/session.h"
+#include "core/error.h"
 #include "core/file.h"
 #include "core/format.h"
 #include "data/source.h"
@@ -39,6 +40,7 @@ struct TrainOptions {
   bool quiet = false;
   std::string precision = "f32";
   bool record_step = true;
+  int64_t pause_after = 0;
   CheckpointFlags checkpoint;
 };
 
@@ -57,6 +59,11 @@ int run_train(const TrainOptions& o) {
   const CheckpointOptions checkpoint = checkpoint_options(
       o.checkpoint, o.checkpoint.dir.empty() ? default_checkpoint_dir(spec.name)
                                              : std::filesystem::path(o.checkpoint.dir));
+  if (o.pause_after > 0 && !checkpoint.every.enabled()) {
+    throw UserError(
+        "--pause-after needs checkpoints: with --checkpoint-every off there is nothing to go on "
+        "from");
+  }
   const DeviceRequest request = parse_device(o.device, o.threads, o.precision);
   auto backend = make_backend(request);
   if (backend->info().kind == DeviceKind::Cpu && !request.note.empty())
@@ -92,6 +99,7 @@ int run_train(const TrainOptions& o) {
   exec.record_step = o.record_step;
   exec.stop_on_nan = o.checkpoint.on_nan == "stop";
   exec.checkpoint = checkpoint;
+  exec.pause_after_epochs = o.pause_after;
   // Beside the training, the load of other processes on this one's CPUs: timings measured while
   // another process ran are marked as such (bench/contention.py: one busy process, 2.6x the mean
   // step).
@@ -139,6 +147,7 @@ int run_train(const TrainOptions& o) {
       r.samples_per_second, r.train_seconds, r.shards, r.shards == 1 ? "" : "s",
       r.recorded_step ? ", replayed as one CUDA Graph" : "",
       r.interrupted ? " (interrupted)"
+      : r.paused    ? fmt::format(" (paused after epoch {} of {})", r.epochs.size(), spec.train.epochs)
       : r.resumed_at_step > 0
           ? fmt::format(" (resumed from its checkpoint at step {})", r.resumed_at_step)
           : "");
@@ -174,8 +183,17 @@ int run_train(const TrainOptions& o) {
     j["timings_contaminated"] = timings_contaminated(load);
     write_file_atomic(o.json, j.dump(2) + "\n");
   }
-  // The results are written: the checkpoint of a finished run holds nothing more.
-  if (!r.interrupted && !r.stopped_diverged) remove_checkpoints(exec.checkpoint.dir);
+  // The results are written: the checkpoint of a finished run holds nothing more. A paused run's
+  // is where it goes on from.
+  if (r.paused) {
+    fmt::print(stderr,
+               "crossover: {} paused after epoch {} of {}; its checkpoint is kept in {} (the same "
+               "command with --resume and a later --pause-after, or none, continues it)\n",
+               terminal_safe(r.model), r.epochs.size(), spec.train.epochs,
+               exec.checkpoint.dir.string());
+  } else if (!r.interrupted && !r.stopped_diverged) {
+    remove_checkpoints(exec.checkpoint.dir);
+  }
   return exit_code(r);
 }
 
@@ -206,6 +224,10 @@ Command add_train(CLI::App& app) {
   sub->add_option("--save", o->save, "Write the trained weights to a safetensors file");
   sub->add_option("--json", o->json, "Write the result as JSON to this file");
   sub->add_flag("--quiet,-q", o->quiet, "Print only the final summary line");
+  sub->add_option("--pause-after", o->pause_after,
+                  "Stop after this many epochs of train.epochs and keep a checkpoint there (the "
+                  "rate schedule and the arithmetic stay those of train.epochs; --resume goes on)")
+      ->check(positive_number());
   add_gpu_options(sub, o->precision, o->record_step);
   add_checkpoint_options(sub, o->checkpoint, true);
   return {sub, [o] { return run_train(*o); }};

@@ -163,6 +163,7 @@ json result_json(const TrainResult& r, const char* epochs) {
                                    {"best_value", number_or_null(r.best_value)},
                                    {"restored_best", r.restored_best}};
   j["checkpoints"] = {{"resumed_at_step", r.resumed_at_step},
+                      {"paused", r.paused},
                       {"written", r.checkpoints_written},
                       {"step_loop_wait_ms", r.checkpoint_wait_ms}};
   return j;
@@ -239,6 +240,7 @@ TrainResult read_result(const JsonIn& in, const char* epochs, int schema) {
   }
   if (const auto c = in.has("checkpoints") ? in.object("checkpoints") : std::nullopt) {
     r.resumed_at_step = c->integer("resumed_at_step");
+    if (c->has("paused")) r.paused = c->flag("paused");
     r.checkpoints_written = c->integer("written");
     r.checkpoint_wait_ms = c->number("step_loop_wait_ms");
   }

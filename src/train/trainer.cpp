@@ -149,7 +149,10 @@ TrainResult train_model(Model& model, const DataSplit& split, const TrainSpec& t
   // A checkpoint taken after early stopping decided (Ctrl-C in the last evaluation) resumes to
   // the end.
   if (state.early_stopping.stop) stop = Stop::EarlyStopping;
-  while (stop == Stop::None && state.epoch < train.epochs &&
+  const int64_t last_epoch = exec.pause_after_epochs > 0
+                                 ? std::min(exec.pause_after_epochs, train.epochs)
+                                 : train.epochs;
+  while (stop == Stop::None && state.epoch < last_epoch &&
          (exec.max_steps <= 0 || state.steps_taken < exec.max_steps)) {
     if (!state.in_epoch) begin_epoch(plan, state, train.shuffle);
     stop = run_steps(plan, state, boundaries);
@@ -169,6 +172,10 @@ TrainResult train_model(Model& model, const DataSplit& split, const TrainSpec& t
     if (stop == Stop::Interrupted && (boundaries.check_every == 0 || loss_finite(plan, state))) {
       checkpoints->save(plan, state);
     }
+    // A pause: the state between two epochs is what the run goes on from.
+    if (stop == Stop::None && state.epoch < train.epochs && state.epoch == last_epoch) {
+      checkpoints->save(plan, state);
+    }
     checkpoints->flush();
   }
 
@@ -186,6 +193,7 @@ TrainResult train_model(Model& model, const DataSplit& split, const TrainSpec& t
   r.last_finite_epoch = state.last_finite_epoch;
   r.last_finite_step = state.last_finite_step;
   r.resumed_at_step = resumed_at;
+  r.paused = stop == Stop::None && state.epoch < train.epochs && state.epoch == last_epoch;
   if (checkpoints) {
     r.checkpoints_written = checkpoints->written();
     r.checkpoint_wait_ms = checkpoints->wait_ms();

@@ -94,6 +94,9 @@ struct TrainResult {
   // Checkpoints: the steps taken the run resumed at (0: it started afresh), how many were
   // written, and the time the step loop spent copying them to the host.
   int64_t resumed_at_step = 0;
+  // Paused at ExecutionOptions::pause_after_epochs, before train.epochs: a checkpoint of this
+  // point lets the same run go on (successive halving gives a trial more epochs this way).
+  bool paused = false;
   int64_t checkpoints_written = 0;
   double checkpoint_wait_ms = 0;
 };
@@ -114,6 +117,10 @@ struct ExecutionOptions {
   bool record_step = true;
   // Checkpoints of the run in progress (none unless checkpoint.dir is set), and resuming from them.
   CheckpointOptions checkpoint;
+  // Stop after this many epochs of train.epochs (0: no pause), saving a checkpoint there where
+  // checkpoints are on. Nothing else changes: the schedule, the shuffle and the arithmetic are
+  // those of train.epochs, so a resumed run ends bit-identical to one never paused.
+  int64_t pause_after_epochs = 0;
   // Stop when the loss becomes NaN or infinite, keeping the last checkpoint (else train on).
   bool stop_on_nan = true;
 };

@@ -230,6 +230,34 @@ TEST_P(Resume, ResumedFromAnEarlierCheckpointIsBitIdentical) {
   expect_same_outcome(whole, resumed, c.name);
 }
 
+// Paused after whole epochs (what successive halving does to a trial it may promote) and
+// continued, once and then again: the schedule and the arithmetic are those of train.epochs, so
+// the run ends bit-identical to one never paused. Checkpoints every 1000 steps: the pause saves
+// its own.
+TEST_P(Resume, PausedAfterEpochsAndContinuedIsBitIdentical) {
+  const Case& c = GetParam();
+  const ModelSpec spec = parse_spec(c.spec, std::string(c.name) + ".toml");
+  const DataSplit data = c.data();
+  const Outcome whole = train(spec, data, ExecutionOptions{c.shards});
+  const auto epochs = static_cast<int64_t>(whole.result.epochs.size());
+  ASSERT_GE(epochs, 2);
+  testing::TempDir dir("pause");
+  ExecutionOptions first = with_checkpoints(dir.path(), {1000, 0}, false, c.shards);
+  first.pause_after_epochs = 1;
+  const Outcome paused = train(spec, data, first);
+  EXPECT_TRUE(paused.result.paused);
+  EXPECT_EQ(paused.result.epochs.size(), 1u);
+  EXPECT_EQ(newest_checkpoint(dir.path()), whole.result.steps_per_epoch);
+  if (epochs >= 3) {
+    ExecutionOptions second = with_checkpoints(dir.path(), {1000, 0}, true, c.shards);
+    second.pause_after_epochs = 2;
+    EXPECT_TRUE(train(spec, data, second).result.paused);
+  }
+  const Outcome rest = train(spec, data, with_checkpoints(dir.path(), {1000, 0}, true, c.shards));
+  EXPECT_FALSE(rest.result.paused);
+  expect_same_outcome(whole, rest, fmt::format("{} paused and continued", c.name));
+}
+
 // The same on a GPU, where the step is one recorded CUDA Graph whose counters (batch position,
 // dropout step, optimizer step) live in device memory and are restored there.
 TEST_P(Resume, OnTheGpuWithTheRecordedStepIsBitIdentical) {
