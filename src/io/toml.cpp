@@ -315,4 +315,57 @@ TomlTable TomlDocument::root() const {
   return TomlTable(handle(tree_->root), origin_, "", kTopLine);
 }
 
+std::string toml_with_value(std::string_view text, const std::vector<std::string>& path,
+                            std::string_view value, std::string_view what) {
+  XO_ASSERT(!path.empty());
+  toml::table root = toml::parse(text);
+  // The value: TOML where it reads as TOML, else the text as a string.
+  toml::table holder;
+  try {
+    holder = toml::parse(fmt::format("v = {}", value));
+  } catch (const toml::parse_error&) {
+    holder = toml::table{{"v", std::string(value)}};
+  }
+  if (holder.size() != 1 || !holder.contains("v")) holder = toml::table{{"v", std::string(value)}};
+  toml::node* at = &root;
+  std::string walked;
+  for (size_t i = 0; i < path.size(); ++i) {
+    const std::string& key = path[i];
+    const bool last = i + 1 == path.size();
+    if (auto* list = at->as_array()) {
+      size_t index = 0;
+      const auto [end, ec] = std::from_chars(key.data(), key.data() + key.size(), index);
+      if (ec != std::errc() || end != key.data() + key.size()) {
+        throw UserError(fmt::format("{}: {} is a list: expected an index (0 to {}) after it, not "
+                                    "'{}'",
+                                    what, walked, list->size() - 1, key));
+      }
+      if (index >= list->size()) {
+        throw UserError(fmt::format("{}: {} has {} items: index {} is past its end (0 to {})",
+                                    what, walked, list->size(), index, list->size() - 1));
+      }
+      if (last) {
+        list->replace(list->begin() + static_cast<std::ptrdiff_t>(index), *holder.get("v"));
+      } else {
+        at = list->get(index);
+      }
+    } else if (auto* table = at->as_table()) {
+      if (last) {
+        table->insert_or_assign(key, *holder.get("v"));
+      } else {
+        if (!table->contains(key)) table->insert(key, toml::table{});
+        at = table->get(key);
+      }
+    } else {
+      throw UserError(fmt::format("{}: {} is a single value, not a table or a list: '{}' cannot "
+                                  "follow it",
+                                  what, walked, key));
+    }
+    walked = walked.empty() ? key : fmt::format("{}.{}", walked, key);
+  }
+  std::ostringstream out;
+  out << toml::toml_formatter(root);
+  return out.str();
+}
+
 }  // namespace xo

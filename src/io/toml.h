@@ -32,6 +32,14 @@ std::string toml_float(double v);
 // `parent.key` as a dotted key; `key` is quoted where it is not a bare key ("aws-g5.xlarge").
 std::string toml_path(std::string_view parent, std::string_view key);
 
+// `text` (a TOML document that reads) with the value at `path` set. Path items are keys, or
+// indices ("3", from 0) into a list; tables missing on the way are made. `value` is read as TOML
+// ("0.01", "true", "[3, 3]", "\"adam\"") or, where it does not read as a TOML value, taken as a
+// string ("adam"). Throws UserError "WHAT: why" when the path runs into a value that is neither a
+// table nor a list, or past the end of a list.
+std::string toml_with_value(std::string_view text, const std::vector<std::string>& path,
+                            std::string_view value, std::string_view what);
+
 // An interval a number must lie in. Its text follows "VALUE must be": "> 0", ">= 0", "in [0, 1)".
 struct Range {
   double low = 0;

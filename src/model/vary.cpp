@@ -2,9 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cctype>
 #include <charconv>
 
 #include "core/error.h"
+#include "io/toml.h"
 
 namespace xo {
 namespace {
@@ -182,6 +185,159 @@ ModelSpec vary_spec(const ModelSpec& spec, Axis axis, int64_t value) {
   }
   infer_shapes(s);  // the layers must still chain
   return s;
+}
+
+namespace {
+
+struct ShortKey {
+  const char* name;
+  std::vector<std::string> path;
+};
+const std::vector<ShortKey>& short_keys() {
+  static const std::vector<ShortKey> keys = {
+      {"lr", {"train", "optimizer", "lr"}},
+      {"optimizer", {"train", "optimizer", "type"}},
+      {"epochs", {"train", "epochs"}},
+      {"seed", {"train", "seed"}},
+  };
+  return keys;
+}
+
+std::vector<std::string> split_dots(const std::string& text) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  while (true) {
+    const size_t dot = text.find('.', start);
+    parts.push_back(text.substr(start, dot - start));
+    if (dot == std::string::npos) break;
+    start = dot + 1;
+  }
+  return parts;
+}
+
+std::optional<LayerType> layer_type_named(const std::string& name) {
+  for (int t = 0; t <= static_cast<int>(LayerType::BatchNorm2d); ++t) {
+    if (name == layer_type_name(static_cast<LayerType>(t))) return static_cast<LayerType>(t);
+  }
+  return std::nullopt;
+}
+
+// Every parameter's shape, in order: what initial weights must match.
+std::vector<std::vector<int64_t>> parameter_shapes(const ModelSpec& spec) {
+  std::vector<std::vector<int64_t>> shapes;
+  const auto outputs = infer_shapes(spec);
+  for (size_t i = 0; i < spec.layers.size(); ++i) {
+    for (ParamShape& p : layer_parameters(spec.layers[i], i == 0 ? spec.input : outputs[i - 1]))
+      shapes.push_back(std::move(p.shape));
+  }
+  return shapes;
+}
+
+}  // namespace
+
+SpecKey parse_spec_key(const std::string& text) {
+  SpecKey key;
+  key.text = text;
+  for (Axis a : {Axis::Depth, Axis::Width, Axis::Batch, Axis::Sequence}) {
+    if (text == axis_name(a)) key.axis = a;
+  }
+  if (key.axis) return key;
+  for (const ShortKey& s : short_keys()) {
+    if (text == s.name) key.path = s.path;
+  }
+  if (!key.path.empty()) return key;
+  const std::vector<std::string> parts = split_dots(text);
+  const bool empty_part =
+      std::any_of(parts.begin(), parts.end(), [](const std::string& p) { return p.empty(); });
+  if (!empty_part && parts.size() >= 2 &&
+      (parts[0] == "model" || parts[0] == "train" || parts[0] == "data")) {
+    key.path = parts;
+    return key;
+  }
+  if (!empty_part && parts.size() == 2) {
+    if (auto type = layer_type_named(parts[0])) {
+      key.layer_type = type;
+      key.layer_key = parts[1];
+      return key;
+    }
+  }
+  throw UserError(fmt::format(
+      "--vary: unknown key '{}' (expected an axis: depth, width, batch, sequence; a short name: lr, "
+      "optimizer, epochs, seed; a dotted key of the spec file: train.optimizer.lr, train.batch, "
+      "model.layers.N.out, data.validation_split, ...; or TYPE.KEY for every layer of a type: "
+      "dropout.p, linear.out, ...)",
+      text));
+}
+
+ModelSpec with_spec_value(const ModelSpec& spec, const SpecKey& key, const std::string& value) {
+  const std::string what = fmt::format("--vary {}={}", key.text, value);
+  ModelSpec out;
+  if (key.axis) {
+    int64_t v = 0;
+    const char* end = value.data() + value.size();
+    const auto [ptr, ec] = std::from_chars(value.data(), end, v);
+    if (ec != std::errc() || ptr != end || v <= 0) {
+      throw UserError(fmt::format("{}: {} takes a positive integer", what, key.text));
+    }
+    out = vary_spec(spec, *key.axis, v);
+  } else {
+    std::vector<std::vector<std::string>> paths;
+    if (key.layer_type) {
+      // `out` of the output layer stays: it is the number of classes.
+      std::optional<size_t> output_layer;
+      for (size_t i = 0; i < spec.layers.size(); ++i) {
+        if (is_weighted(spec.layers[i].type)) output_layer = i;
+      }
+      for (size_t i = 0; i < spec.layers.size(); ++i) {
+        if (spec.layers[i].type != *key.layer_type) continue;
+        if (key.layer_key == "out" && output_layer == i) continue;
+        paths.push_back({"model", "layers", std::to_string(i), key.layer_key});
+      }
+      if (paths.empty()) {
+        throw UserError(fmt::format("{}: {} has no {} layer{}", what, spec.name,
+                                    layer_type_name(*key.layer_type),
+                                    key.layer_key == "out" ? " besides the output layer" : ""));
+      }
+    } else {
+      paths.push_back(key.path);
+    }
+    std::string text = to_toml(spec);
+    for (const auto& path : paths) text = toml_with_value(text, path, value, what);
+    // The reader's messages name its origin and a line of the text made here: they are said of
+    // the --vary argument instead.
+    const std::string origin = "\x01vary";
+    try {
+      out = parse_spec(text, origin);
+    } catch (const UserError& e) {
+      std::string message = e.what();
+      if (message.rfind(origin, 0) == 0) {
+        size_t rest = origin.size();
+        if (rest < message.size() && message[rest] == ':') {
+          ++rest;
+          while (rest < message.size() && std::isdigit(static_cast<unsigned char>(message[rest])))
+            ++rest;
+          if (rest < message.size() && message[rest] == ':') ++rest;
+        }
+        while (rest < message.size() && message[rest] == ' ') ++rest;
+        message = fmt::format("{}: {}", what, message.substr(rest));
+      }
+      throw UserError(message);
+    }
+    out.origin = spec.origin;
+    out.notes = spec.notes;
+    if (!spec.init.empty() && parameter_shapes(out) == parameter_shapes(spec)) {
+      out.init = spec.init;
+      out.init_weights = spec.init_weights;
+    } else {
+      out.init.clear();
+      out.init_weights.reset();
+    }
+  }
+  const std::string tag = fmt::format("{}={}", key.text, value);
+  out.name = !spec.name.empty() && spec.name.back() == ']'
+                 ? fmt::format("{},{}]", spec.name.substr(0, spec.name.size() - 1), tag)
+                 : fmt::format("{}[{}]", spec.name, tag);
+  return out;
 }
 
 }  // namespace xo

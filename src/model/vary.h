@@ -3,6 +3,7 @@
 // predicted crossover use it.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,5 +34,30 @@ AxisValues parse_vary(const std::string& text);
 // Along depth and width the spec's `init` is dropped (its weights fit the spec's shapes only): the
 // grown models draw their initial weights from the seed.
 ModelSpec vary_spec(const ModelSpec& spec, Axis axis, int64_t value);
+
+// A key of a spec that a search varies (`crossover tune --vary KEY=...`), besides the axes above:
+//  - a dotted key as the spec file writes it: "train.optimizer.lr", "train.batch",
+//    "train.optimizer.type", "data.validation_split", "model.layers.3.out" (layers counted from 0,
+//    as nn.Sequential names them);
+//  - "TYPE.KEY" for KEY in every layer of that type: "dropout.p"; "linear.out" sets every Linear's
+//    width but the output layer's (as the width axis does);
+//  - the short names lr (train.optimizer.lr), optimizer (train.optimizer.type), epochs and seed
+//    (train.epochs, train.seed).
+// An axis name (depth, width, batch, sequence) is the sweep's axis (an integer value, vary_spec).
+// Throws UserError naming the key and what keys there are.
+struct SpecKey {
+  std::string text;           // as given
+  std::optional<Axis> axis;   // a sweep axis
+  std::vector<std::string> path;  // a dotted key of the file (empty for an axis or a layer type)
+  std::optional<LayerType> layer_type;  // TYPE.KEY: every layer of this type
+  std::string layer_key;
+};
+SpecKey parse_spec_key(const std::string& text);
+
+// The spec with `key` set to `value` (TOML text, or a bare word taken as a string: "adam"), read
+// back through the spec reader, so a value the spec does not allow fails as it would in a file,
+// here naming "KEY=VALUE". The name gains "[KEY=VALUE]". Initial weights (`init`) are kept where
+// the parameter shapes stay the same, and dropped (drawn from the seed) where they change.
+ModelSpec with_spec_value(const ModelSpec& spec, const SpecKey& key, const std::string& value);
 
 }  // namespace xo
