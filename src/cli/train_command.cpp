@@ -41,6 +41,7 @@ struct TrainOptions {
   std::string precision = "f32";
   bool record_step = true;
   int64_t pause_after = 0;
+  int64_t max_steps = 0;
   CheckpointFlags checkpoint;
 };
 
@@ -100,6 +101,7 @@ int run_train(const TrainOptions& o) {
   exec.stop_on_nan = o.checkpoint.on_nan == "stop";
   exec.checkpoint = checkpoint;
   exec.pause_after_epochs = o.pause_after;
+  exec.max_steps = o.max_steps;
   // Beside the training, the load of other processes on this one's CPUs: timings measured while
   // another process ran are marked as such (bench/contention.py: one busy process, 2.6x the mean
   // step).
@@ -227,6 +229,10 @@ Command add_train(CLI::App& app) {
   sub->add_option("--pause-after", o->pause_after,
                   "Stop after this many epochs of train.epochs and keep a checkpoint there (the "
                   "rate schedule and the arithmetic stay those of train.epochs; --resume goes on)")
+      ->check(positive_number());
+  sub->add_option("--steps", o->max_steps,
+                  "Stop after this many training steps in all (to time a model; a partial epoch "
+                  "is not reported as an epoch)")
       ->check(positive_number());
   add_gpu_options(sub, o->precision, o->record_step);
   add_checkpoint_options(sub, o->checkpoint, true);

@@ -302,7 +302,17 @@ ModelSpec with_spec_value(const ModelSpec& spec, const SpecKey& key, const std::
       paths.push_back(key.path);
     }
     std::string text = to_toml(spec);
-    for (const auto& path : paths) text = toml_with_value(text, path, value, what);
+    if (key.path == std::vector<std::string>{"train", "optimizer", "type"}) {
+      // Another optimizer takes other settings: it starts from its own defaults (PyTorch's), at
+      // the spec's learning rate.
+      text = toml_with_value(text, {"train", "optimizer"},
+                             fmt::format("{{ type = {}, lr = {} }}",
+                                         value.front() == '"' ? value : toml_string(value),
+                                         toml_float(spec.train.optimizer.lr)),
+                             what);
+    } else {
+      for (const auto& path : paths) text = toml_with_value(text, path, value, what);
+    }
     // The reader's messages name its origin and a line of the text made here: they are said of
     // the --vary argument instead.
     const std::string origin = "\x01vary";

@@ -56,7 +56,8 @@ SpecKey parse_spec_key(const std::string& text);
 
 // The spec with `key` set to `value` (TOML text, or a bare word taken as a string: "adam"), read
 // back through the spec reader, so a value the spec does not allow fails as it would in a file,
-// here naming "KEY=VALUE". The name gains "[KEY=VALUE]". Initial weights (`init`) are kept where
+// here naming "KEY=VALUE". Another optimizer type starts from its own defaults at the spec's
+// learning rate (an RMSprop's alpha means nothing to Adam). The name gains "[KEY=VALUE]". Initial weights (`init`) are kept where
 // the parameter shapes stay the same, and dropped (drawn from the seed) where they change.
 ModelSpec with_spec_value(const ModelSpec& spec, const SpecKey& key, const std::string& value);
 

@@ -913,4 +913,15 @@ nlohmann::json parse_report_json(const std::string& text, const std::string& ori
   return json::parse(text, nullptr, false);
 }
 
+TrainResult read_train_result(const std::string& text, const std::string& origin) {
+  const json doc = parse_report_json(text, origin);
+  if (doc.is_discarded() || !doc.is_object() || !doc.contains("schema") ||
+      doc["schema"] != kTrainSchema) {
+    throw UserError(fmt::format("{}: not a crossover train --json file (expected schema '{}')",
+                                origin, kTrainSchema));
+  }
+  const JsonSource source{origin, ReadMode::Strict};
+  return read_result(JsonIn(doc, "", source), "epochs", 2);
+}
+
 }  // namespace xo

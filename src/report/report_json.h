@@ -26,4 +26,7 @@ nlohmann::json parse_report_json(const std::string& text, const std::string& ori
 Report read_report(const nlohmann::json& doc, const std::string& origin,
                    ReadMode mode = ReadMode::Strict);
 
+// A `crossover train --json` file (crossover.train/2), read strictly; `origin` names the file.
+TrainResult read_train_result(const std::string& text, const std::string& origin);
+
 }  // namespace xo

@@ -1,0 +1,129 @@
+// The World over OpenMPI's C API.
+#include <fmt/format.h>
+#include <mpi.h>
+
+#include <climits>
+
+#include "core/error.h"
+#include "dist/mpi.h"
+
+// One checked-call macro for MPI: a failed call is an internal error naming the call and MPI's
+// message (MPI's default handler would abort the job without one).
+#define XO_MPI_CHECK(call)                                                                  \
+  do {                                                                                      \
+    const int xo_mpi_rc = (call);                                                           \
+    if (xo_mpi_rc != MPI_SUCCESS) {                                                         \
+      char xo_mpi_text[MPI_MAX_ERROR_STRING];                                               \
+      int xo_mpi_len = 0;                                                                   \
+      MPI_Error_string(xo_mpi_rc, xo_mpi_text, &xo_mpi_len);                                \
+      throw ::xo::InternalError(fmt::format("{} failed: {}", #call,                         \
+                                            std::string(xo_mpi_text, xo_mpi_len)));          \
+    }                                                                                       \
+  } while (0)
+
+namespace xo::mpi {
+namespace {
+
+int length_of(const std::string& s) {
+  if (s.size() > static_cast<size_t>(INT_MAX)) throw InternalError("MPI message over 2 GiB");
+  return static_cast<int>(s.size());
+}
+
+std::string receive_status(const MPI_Status& status) {
+  int count = 0;
+  XO_MPI_CHECK(MPI_Get_count(&status, MPI_CHAR, &count));
+  std::string text(static_cast<size_t>(count), '\0');
+  XO_MPI_CHECK(MPI_Recv(text.data(), count, MPI_CHAR, status.MPI_SOURCE, status.MPI_TAG,
+                        MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+  return text;
+}
+
+}  // namespace
+
+bool built_with_mpi() { return true; }
+
+World::World() {
+  int ready = 0;
+  XO_MPI_CHECK(MPI_Initialized(&ready));
+  if (!ready) XO_MPI_CHECK(MPI_Init(nullptr, nullptr));
+  // Errors come back as return codes, for XO_MPI_CHECK to report.
+  XO_MPI_CHECK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+  XO_MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank_));
+  XO_MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &size_));
+  MPI_Comm local = MPI_COMM_NULL;
+  XO_MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL,
+                                   &local));
+  XO_MPI_CHECK(MPI_Comm_rank(local, &local_rank_));
+  XO_MPI_CHECK(MPI_Comm_size(local, &local_size_));
+  local_comm_ = new MPI_Comm(local);
+}
+
+World::~World() {
+  if (auto* local = static_cast<MPI_Comm*>(local_comm_)) {
+    MPI_Comm_free(local);
+    delete local;
+  }
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized) MPI_Finalize();
+}
+
+std::string World::host() const {
+  char name[MPI_MAX_PROCESSOR_NAME];
+  int length = 0;
+  XO_MPI_CHECK(MPI_Get_processor_name(name, &length));
+  return std::string(name, static_cast<size_t>(length));
+}
+
+void World::send(int to, int tag, const std::string& message) const {
+  XO_MPI_CHECK(MPI_Send(message.data(), length_of(message), MPI_CHAR, to, tag, MPI_COMM_WORLD));
+}
+
+std::optional<std::pair<int, std::string>> World::try_receive(int tag) const {
+  int arrived = 0;
+  MPI_Status status;
+  XO_MPI_CHECK(MPI_Iprobe(MPI_ANY_SOURCE, tag, MPI_COMM_WORLD, &arrived, &status));
+  if (!arrived) return std::nullopt;
+  const int from = status.MPI_SOURCE;
+  return std::make_pair(from, receive_status(status));
+}
+
+std::string World::receive(int from, int tag) const {
+  MPI_Status status;
+  XO_MPI_CHECK(MPI_Probe(from, tag, MPI_COMM_WORLD, &status));
+  return receive_status(status);
+}
+
+std::string World::broadcast(const std::string& message) const {
+  int length = rank_ == 0 ? length_of(message) : 0;
+  XO_MPI_CHECK(MPI_Bcast(&length, 1, MPI_INT, 0, MPI_COMM_WORLD));
+  std::string text = rank_ == 0 ? message : std::string(static_cast<size_t>(length), '\0');
+  XO_MPI_CHECK(MPI_Bcast(text.data(), length, MPI_CHAR, 0, MPI_COMM_WORLD));
+  return text;
+}
+
+std::vector<std::string> World::gather(const std::string& message) const {
+  const int length = length_of(message);
+  std::vector<int> lengths(rank_ == 0 ? static_cast<size_t>(size_) : 0);
+  XO_MPI_CHECK(MPI_Gather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, 0, MPI_COMM_WORLD));
+  std::vector<int> offsets(lengths.size(), 0);
+  int total = 0;
+  for (size_t i = 0; i < lengths.size(); ++i) {
+    offsets[i] = total;
+    total += lengths[i];
+  }
+  std::string all(static_cast<size_t>(total), '\0');
+  XO_MPI_CHECK(MPI_Gatherv(message.data(), length, MPI_CHAR, all.data(), lengths.data(),
+                           offsets.data(), MPI_CHAR, 0, MPI_COMM_WORLD));
+  std::vector<std::string> out;
+  for (size_t i = 0; i < lengths.size(); ++i)
+    out.push_back(all.substr(static_cast<size_t>(offsets[i]), static_cast<size_t>(lengths[i])));
+  return out;
+}
+
+void World::abort(int code) const {
+  MPI_Abort(MPI_COMM_WORLD, code);
+  std::_Exit(code);
+}
+
+}  // namespace xo::mpi

@@ -1,0 +1,25 @@
+// A build without MPI (libopenmpi-dev absent, or -DCROSSOVER_MPI=OFF): its World says so.
+#include <cstdlib>
+
+#include "core/error.h"
+#include "dist/mpi.h"
+
+namespace xo::mpi {
+
+bool built_with_mpi() { return false; }
+
+World::World() {
+  throw UserError(
+      "this crossover was built without MPI, so it cannot run as one job across ranks: install "
+      "libopenmpi-dev (scripts/setup does) and build again");
+}
+World::~World() = default;
+std::string World::host() const { return {}; }
+void World::send(int, int, const std::string&) const {}
+std::optional<std::pair<int, std::string>> World::try_receive(int) const { return std::nullopt; }
+std::string World::receive(int, int) const { return {}; }
+std::string World::broadcast(const std::string& message) const { return message; }
+std::vector<std::string> World::gather(const std::string& message) const { return {message}; }
+void World::abort(int code) const { std::_Exit(code); }
+
+}  // namespace xo::mpi

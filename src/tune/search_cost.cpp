@@ -1,0 +1,90 @@
+#include "tune/search_cost.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <set>
+
+#include "core/error.h"
+
+namespace xo {
+
+Placement place_jobs(const std::vector<double>& jobs, int instances, int per_instance) {
+  XO_ASSERT(instances > 0 && per_instance > 0);
+  std::vector<double> free_at(static_cast<size_t>(instances) * per_instance, 0.0);
+  for (double job : jobs) {
+    auto first = std::min_element(free_at.begin(), free_at.end());
+    *first += job;
+  }
+  Placement p;
+  for (int i = 0; i < instances; ++i) {
+    const auto begin = free_at.begin() + static_cast<std::ptrdiff_t>(i) * per_instance;
+    const double last = *std::max_element(begin, begin + per_instance);
+    p.wall_seconds = std::max(p.wall_seconds, last);
+    p.instance_seconds += last;
+  }
+  return p;
+}
+
+double predicted_trial_seconds(const TrialCostInput& t, const CatalogDevice& device,
+                               const std::vector<DevicePeaks>& peaks, const AdviceOptions& o,
+                               bool& lower_bound) {
+  const bool gpu = device.cores == 0;
+  const DeviceKind kind = gpu ? DeviceKind::Gpu : DeviceKind::Cpu;
+  const DeviceRates rates = catalog_rates(device, peaks, o);
+  double efficiency = 1;
+  lower_bound = false;
+  if (kind == t.kind) {
+    // Calibrated by the trial's own step here, on a device of the same kind.
+    if (const DevicePeaks* here = find_peaks(peaks, t.device); here && t.measured_step_s > 0)
+      efficiency = calibrate_efficiency(t.cost, probed_rates(*here), t.measured_step_s);
+  } else {
+    lower_bound = gpu;  // an uncalibrated GPU: its roofline, the least the step can take
+  }
+  const double step = predict_step(t.cost, rates, efficiency).seconds;
+  const double outside_steps = std::max(0.0, t.process_seconds - t.train_seconds);
+  return step * static_cast<double>(t.steps) + outside_steps;
+}
+
+std::vector<SearchCostLine> search_cost(const std::vector<TrialCostInput>& trials,
+                                        const std::vector<DevicePeaks>& peaks,
+                                        const Catalog& catalog, const AdviceOptions& o,
+                                        int instances, std::string& note) {
+  std::vector<SearchCostLine> lines;
+  if (trials.empty()) return lines;
+  std::set<int> counts = {1, std::max(1, instances), static_cast<int>(trials.size())};
+  for (const CatalogInstance& inst : catalog.instances) {
+    const CatalogDevice* device = catalog.find_device(inst.device);
+    if (!device) continue;
+    SearchCostLine line;
+    line.instance = inst.id;
+    line.device = device->id;
+    // A GPU instance runs one trial per GPU; a CPU instance one trial on all its cores.
+    line.devices = device->cores == 0 ? std::max(1, inst.device_count) : 1;
+    line.price_per_hour = inst.on_demand_usd_per_hour;
+    std::vector<double> jobs;
+    for (const TrialCostInput& t : trials) {
+      bool lower = false;
+      jobs.push_back(predicted_trial_seconds(t, *device, peaks, o, lower));
+      line.lower_bound = line.lower_bound || lower;
+    }
+    for (int n : counts) {
+      const Placement p = place_jobs(jobs, n, line.devices);
+      line.plans.push_back({n, p.wall_seconds, p.instance_seconds / 3600 * line.price_per_hour});
+    }
+    lines.push_back(std::move(line));
+  }
+  std::stable_sort(lines.begin(), lines.end(), [](const SearchCostLine& a, const SearchCostLine& b) {
+    return a.plans.front().dollars < b.plans.front().dollars;
+  });
+  note = fmt::format(
+      "Each trial's steps predicted on the instance's device by the roofline (calibrated by the "
+      "trial's own median step here on a device of the same kind; a GPU with none measured here "
+      "at its roofline: at least that long), plus its time outside the steps (start-up, data, "
+      "evaluation) as measured here; trials placed in the search's order on the first free "
+      "device (one trial per GPU, one per CPU instance); each instance billed on demand until its "
+      "last trial ends. Successive halving's waits between rungs are not modelled.");
+  return lines;
+}
+
+}  // namespace xo

@@ -1,0 +1,47 @@
+// A measured search predicted and priced elsewhere: each trial's steps on a catalog instance's
+// device (the advisor's roofline, calibrated by the trial's own measured step here where the
+// device is of the same kind), plus what its process spent outside the steps (start-up, data,
+// evaluation) as measured; the trials then placed on 1, N and one-per-trial instances in the
+// search's order, each on the first free device, and each instance billed until its last trial ends.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "advisor/advice.h"
+#include "model/cost.h"
+#include "tune/record.h"
+
+namespace xo {
+
+struct TrialCostInput {
+  StepCost cost;              // one training step of the trial's model
+  int64_t steps = 0;          // steps it took
+  double measured_step_s = 0; // its median step here
+  DeviceKind kind = DeviceKind::Cpu;  // where it was measured
+  std::string device;                 // the local device id
+  double process_seconds = 0;         // its processes' wall time here
+  double train_seconds = 0;           // the part of it spent in training steps
+};
+
+// The whole search on every catalog instance, cheapest first, for 1, `instances` and one instance
+// per trial; `note` says what the predictions assume.
+std::vector<SearchCostLine> search_cost(const std::vector<TrialCostInput>& trials,
+                                        const std::vector<DevicePeaks>& peaks,
+                                        const Catalog& catalog, const AdviceOptions& o,
+                                        int instances, std::string& note);
+
+// One trial's predicted seconds on the device of `line` (what its dollars are priced at).
+double predicted_trial_seconds(const TrialCostInput& t, const CatalogDevice& device,
+                               const std::vector<DevicePeaks>& peaks, const AdviceOptions& o,
+                               bool& lower_bound);
+
+// Wall time and billed instance-seconds of `jobs` (seconds each, in order) on `instances`
+// instances of `per_instance` devices: each job to the device free first.
+struct Placement {
+  double wall_seconds = 0;
+  double instance_seconds = 0;
+};
+Placement place_jobs(const std::vector<double>& jobs, int instances, int per_instance);
+
+}  // namespace xo

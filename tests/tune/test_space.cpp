@@ -1,0 +1,159 @@
+// The search space of `crossover tune`: --vary over any spec key (axes, dotted keys, TYPE.KEY,
+// short names), grids, seeded random samples and log ranges, and every bad key or value named.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "model/spec.h"
+#include "support/expect_error.h"
+#include "tune/space.h"
+
+namespace xo {
+namespace {
+
+using testing::expect_user_error;
+
+ModelSpec mlp() { return *builtin_spec("mnist-mlp"); }
+
+TEST(TuneSpace, DottedKeysSetTheSpecAsItsFileWould) {
+  const ModelSpec base = mlp();
+  const ModelSpec lr = with_spec_value(base, parse_spec_key("train.optimizer.lr"), "0.01");
+  EXPECT_DOUBLE_EQ(lr.train.optimizer.lr, 0.01);
+  EXPECT_EQ(lr.name, "mnist-mlp[train.optimizer.lr=0.01]");
+  const ModelSpec adam = with_spec_value(lr, parse_spec_key("optimizer"), "adam");
+  EXPECT_EQ(adam.train.optimizer.type, OptimizerType::Adam);
+  EXPECT_EQ(adam.name, "mnist-mlp[train.optimizer.lr=0.01,optimizer=adam]");
+  EXPECT_EQ(with_spec_value(base, parse_spec_key("train.batch"), "64").train.batch, 64);
+  EXPECT_EQ(with_spec_value(base, parse_spec_key("batch"), "32").train.batch, 32);  // the axis
+  EXPECT_EQ(with_spec_value(base, parse_spec_key("model.layers.0.out"), "256").layers[0].out, 256);
+  EXPECT_DOUBLE_EQ(
+      with_spec_value(base, parse_spec_key("data.validation_split"), "0.1").data.validation_split,
+      0.1);
+  // Everything else stays.
+  EXPECT_EQ(lr.layers.size(), base.layers.size());
+  EXPECT_EQ(lr.data.source, base.data.source);
+  EXPECT_EQ(lr.train.epochs, base.train.epochs);
+}
+
+TEST(TuneSpace, ALayerTypeKeySetsEveryLayerOfThatTypeButTheOutputsWidth) {
+  const ModelSpec base = mlp();
+  const ModelSpec p = with_spec_value(base, parse_spec_key("dropout.p"), "0.5");
+  int dropouts = 0;
+  for (const LayerSpec& l : p.layers) {
+    if (l.type == LayerType::Dropout) {
+      EXPECT_DOUBLE_EQ(l.p, 0.5);
+      ++dropouts;
+    }
+  }
+  EXPECT_EQ(dropouts, 2);
+  const ModelSpec wide = with_spec_value(base, parse_spec_key("linear.out"), "128");
+  EXPECT_EQ(wide.layers[0].out, 128);
+  EXPECT_EQ(wide.layers[3].out, 128);
+  EXPECT_EQ(wide.layers.back().out, 10);  // the classes
+}
+
+TEST(TuneSpace, BadKeysAndValuesAreNamed) {
+  const ModelSpec base = mlp();
+  expect_user_error([] { parse_spec_key("learning_rate"); },
+                    {"unknown key 'learning_rate'", "train.optimizer.lr", "dropout.p"});
+  expect_user_error([&] { with_spec_value(base, parse_spec_key("train.optimizer.lr"), "-1"); },
+                    {"--vary train.optimizer.lr=-1", "lr"});
+  expect_user_error([&] { with_spec_value(base, parse_spec_key("optimizer"), "adamm"); },
+                    {"--vary optimizer=adamm", "adamm", "adam"});
+  expect_user_error([&] { with_spec_value(base, parse_spec_key("train.batchsize"), "3"); },
+                    {"--vary train.batchsize=3", "batchsize"});
+  expect_user_error([&] { with_spec_value(base, parse_spec_key("model.layers.9.out"), "3"); },
+                    {"--vary model.layers.9.out=3", "7 items", "index 9"});
+  expect_user_error([&] { with_spec_value(base, parse_spec_key("conv2d.out"), "3"); },
+                    {"--vary conv2d.out=3", "no conv2d layer"});
+  expect_user_error([&] { with_spec_value(base, parse_spec_key("width"), "0.5"); },
+                    {"--vary width=0.5", "positive integer"});
+  // The reader's line numbers are of text made here, not of a file: never shown.
+  try {
+    with_spec_value(base, parse_spec_key("train.epochs"), "0");
+    FAIL() << "epochs = 0 was taken";
+  } catch (const UserError& e) {
+    EXPECT_EQ(std::string(e.what()).find('\x01'), std::string::npos) << e.what();
+    EXPECT_EQ(std::string(e.what()).rfind("--vary train.epochs=0: ", 0), 0u) << e.what();
+  }
+}
+
+TEST(TuneSpace, ArgumentsParseIntoListsAndRanges) {
+  const Dimension list = parse_dimension("optimizer=sgd,adam");
+  EXPECT_EQ(list.values, (std::vector<std::string>{"sgd", "adam"}));
+  EXPECT_FALSE(list.range);
+  const Dimension ints = parse_dimension("train.batch=32..35");
+  EXPECT_EQ(ints.values, (std::vector<std::string>{"32", "33", "34", "35"}));
+  const Dimension log = parse_dimension("lr=1e-4..1e-1:log");
+  EXPECT_TRUE(log.range && log.log && !log.integer);
+  EXPECT_TRUE(log.values.empty());
+  EXPECT_DOUBLE_EQ(log.low, 1e-4);
+  EXPECT_DOUBLE_EQ(log.high, 1e-1);
+  // Commas inside brackets belong to a value.
+  EXPECT_EQ(parse_dimension("model.layers.0.kernel=[3, 3],[5, 5]").values.size(), 2u);
+  expect_user_error([] { parse_dimension("lr"); }, {"--vary 'lr'", "KEY=V1,V2"});
+  expect_user_error([] { parse_dimension("lr=0.1..0.01"); }, {"must go up"});
+  expect_user_error([] { parse_dimension("lr=0..1:log"); }, {"log range needs A > 0"});
+  expect_user_error([] { parse_dimension("lr=0.1,:log"); }, {"':log' follows a range"});
+  expect_user_error([] { parse_dimension("lr=0.1,,0.2"); }, {"an empty value"});
+  expect_user_error([] { parse_dimension("lr=a..b"); }, {"needs two numbers"});
+  expect_user_error([] { parse_dimension("width=1.5..8"); }, {"takes integers"});
+}
+
+TEST(TuneSpace, TheGridIsEveryCombinationWithTheLastKeyFastest) {
+  const std::vector<Dimension> dims = {parse_dimension("lr=0.1,0.01"),
+                                       parse_dimension("train.batch=32,64,128")};
+  const std::vector<Assignment> g = grid(dims);
+  ASSERT_EQ(g.size(), 6u);
+  EXPECT_EQ(g[0], (Assignment{{"lr", "0.1"}, {"train.batch", "32"}}));
+  EXPECT_EQ(g[1], (Assignment{{"lr", "0.1"}, {"train.batch", "64"}}));
+  EXPECT_EQ(g[5], (Assignment{{"lr", "0.01"}, {"train.batch", "128"}}));
+  expect_user_error([] { grid({parse_dimension("lr=1e-4..1e-1:log")}); },
+                    {"--vary 'lr=1e-4..1e-1:log'", "--samples"});
+}
+
+TEST(TuneSpace, SamplesAreSeededDistinctAndInsideTheirRanges) {
+  const std::vector<Dimension> dims = {parse_dimension("lr=1e-4..1e-1:log"),
+                                       parse_dimension("optimizer=sgd,adam"),
+                                       parse_dimension("width=16..4096:log")};
+  const std::vector<Assignment> a = sample(dims, 200, 7);
+  EXPECT_EQ(a, sample(dims, 200, 7));
+  EXPECT_NE(a, sample(dims, 200, 8));
+  ASSERT_EQ(a.size(), 200u);
+  int below_1e3 = 0, small_width = 0;
+  for (const Assignment& t : a) {
+    const double lr = std::stod(t[0].second);
+    EXPECT_GE(lr, 1e-4 * 0.9999);
+    EXPECT_LE(lr, 1e-1 * 1.0001);
+    below_1e3 += lr < 1e-3;
+    EXPECT_TRUE(t[1].second == "sgd" || t[1].second == "adam");
+    const int width = std::stoi(t[2].second);
+    EXPECT_GE(width, 16);
+    EXPECT_LE(width, 4096);
+    small_width += width < 256;
+  }
+  // Log-uniform: a third of the draws in the first decade of three (uniform would give 0.9%).
+  EXPECT_GT(below_1e3, 40);
+  EXPECT_LT(below_1e3, 95);
+  EXPECT_GT(small_width, 70);  // half of the log range of widths lies below 256
+  // A small space gives what it has.
+  EXPECT_EQ(sample({parse_dimension("optimizer=sgd,adam")}, 5, 1).size(), 2u);
+}
+
+TEST(TuneSpace, EveryValueIsCheckedOnTheSpecBeforeAnyTrial) {
+  const ModelSpec base = mlp();
+  check_dimensions(base, {parse_dimension("lr=1e-4..1e-1:log"), parse_dimension("dropout.p=0,0.5")});
+  expect_user_error(
+      [&] { check_dimensions(base, {parse_dimension("dropout.p=0.2,1.5")}); },
+      {"--vary dropout.p=1.5"});
+  const ModelSpec t = trial_spec(base, {parse_dimension("lr=0.1,0.2"), parse_dimension("dropout.p=0.3")},
+                                 {{"lr", "0.2"}, {"dropout.p", "0.3"}});
+  EXPECT_DOUBLE_EQ(t.train.optimizer.lr, 0.2);
+  EXPECT_DOUBLE_EQ(t.layers[2].p, 0.3);
+}
+
+}  // namespace
+}  // namespace xo
