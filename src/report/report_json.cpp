@@ -141,6 +141,7 @@ json result_json(const TrainResult& r, const char* epochs) {
   j["samples_per_second"] = r.samples_per_second;
   j["train_seconds"] = r.train_seconds;
   j["setup_seconds"] = r.setup_seconds;
+  j["steps_taken"] = r.steps_taken;
   j["interrupted"] = r.interrupted;
   j["diverged_epoch"] = r.diverged_epoch;
   // Where a loss that was not finite stopped training (null: it did not), and the checkpoints.
@@ -171,6 +172,8 @@ json result_json(const TrainResult& r, const char* epochs) {
 
 TrainResult read_result(const JsonIn& in, const char* epochs, int schema) {
   TrainResult r;
+  // Written here since 0.2.0 (before, only in a report's runs, read by read_run).
+  if (in.has("steps_taken")) r.steps_taken = in.integer("steps_taken");
   r.model = in.text("model");
   r.origin = in.text("origin");
   r.data = in.text("data");

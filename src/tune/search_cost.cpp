@@ -82,8 +82,8 @@ std::vector<SearchCostLine> search_cost(const std::vector<TrialCostInput>& trial
       "trial's own median step here on a device of the same kind; a GPU with none measured here "
       "at its roofline: at least that long), plus its time outside the steps (start-up, data, "
       "evaluation) as measured here; trials placed in the search's order on the first free "
-      "device (one trial per GPU, one per CPU instance); each instance billed on demand until its "
-      "last trial ends. Successive halving's waits between rungs are not modelled.");
+      "device (one trial per GPU, one per CPU instance); each instance billed on demand, by the "
+      "second with no minimum charge, until its last trial ends. Successive halving's waits between rungs are not modelled.");
   return lines;
 }
 

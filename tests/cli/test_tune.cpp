@@ -1,0 +1,207 @@
+// `crossover tune` as a user runs it: every trial of a grid once, concurrent trials equal to the
+// same trials one at a time, halving's decisions with each promoted trial's curve unbroken, a
+// search killed and started again that keeps its finished trials, the MPI scheduler on 2 and 3
+// ranks, and bad input refused before any trial.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/file.h"
+#include "support/cli.h"
+#include "support/process.h"
+#include "support/temp_dir.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using xo::testing::run_cli;
+
+json results(const fs::path& out) { return json::parse(xo::read_file(out / "results.json")); }
+
+// How many times a trial's `crossover train` ran: one summary line per run in its log.
+int runs_of(const fs::path& out, const std::string& trial) {
+  std::istringstream log(xo::read_file(out / "trials" / trial / "log.txt"));
+  int runs = 0;
+  for (std::string line; std::getline(log, line);) runs += line.find(" ms/step (median") != std::string::npos;
+  return runs;
+}
+
+std::string status_of(const json& trial) { return trial.at("status").get<std::string>(); }
+
+TEST(Tune, AGridRunsEveryTrialOnceAndWritesTheBestSpecAndWeights) {
+  xo::testing::TempDir dir("tune-grid");
+  const auto r = run_cli("tune disc-3 --vary lr=0.05,0.2,0.5 --vary train.batch=50,100 --epochs 3 "
+                         "--parallel 2 --out out",
+                         dir.path());
+  ASSERT_EQ(r.status, 0) << r.output;
+  const json j = results(dir.path() / "out");
+  EXPECT_EQ(j.at("schema"), "crossover.tune/1");
+  ASSERT_EQ(j.at("trials").size(), 6u);
+  for (const json& t : j.at("trials")) {
+    EXPECT_EQ(status_of(t), "finished") << t.dump();
+    EXPECT_EQ(t.at("epochs"), 3);
+    EXPECT_EQ(runs_of(dir.path() / "out", t.at("id")), 1);
+  }
+  // disc has no validation or test split: the training loss ranks the trials.
+  EXPECT_EQ(j.at("objective"), "loss");
+  const std::string best = j.at("best");
+  ASSERT_FALSE(best.empty());
+  EXPECT_EQ(xo::read_file(dir.path() / "out" / "best.toml"),
+            xo::read_file(dir.path() / "out" / "trials" / best / "spec.toml"));
+  EXPECT_TRUE(fs::exists(dir.path() / "out" / "best.safetensors"));
+  EXPECT_TRUE(fs::exists(dir.path() / "out" / "results.csv"));
+  EXPECT_TRUE(fs::exists(dir.path() / "out" / "report.html"));
+  EXPECT_NE(r.output.find("2 at once on cpu"), std::string::npos) << r.output;
+}
+
+// Two trials at once, each on one thread, against the same trials one after another on one
+// thread: the same final parameters, bit for bit.
+TEST(Tune, ConcurrentTrialsEqualTheSameTrialsOneAtATime) {
+  xo::testing::TempDir dir("tune-concurrent");
+  const std::string search = "tune disc-4 --vary lr=0.05,0.1,0.2 --epochs 4 --threads 1 --quiet ";
+  const auto together = run_cli(search + "--parallel 2 --out together", dir.path());
+  ASSERT_EQ(together.status, 0) << together.output;
+  const auto apart = run_cli(search + "--parallel 1 --out apart", dir.path());
+  ASSERT_EQ(apart.status, 0) << apart.output;
+  const json a = results(dir.path() / "together"), b = results(dir.path() / "apart");
+  for (const std::string trial : {"t01", "t02", "t03"}) {
+    EXPECT_EQ(xo::read_file(dir.path() / "together" / "trials" / trial / "weights.safetensors"),
+              xo::read_file(dir.path() / "apart" / "trials" / trial / "weights.safetensors"))
+        << trial;
+  }
+  int most_at_once = 0;
+  for (const json& t : a.at("trials")) most_at_once = std::max(most_at_once, t.at("concurrent").get<int>());
+  EXPECT_EQ(most_at_once, 2);
+}
+
+// Nine trials, rungs of 1, 3 and 9 epochs: every decision recorded; a promoted trial's curve runs
+// unbroken from epoch 1 (resumed from its checkpoint, not trained again).
+TEST(Tune, HalvingRecordsItsDecisionsAndContinuesPromotedTrials) {
+  xo::testing::TempDir dir("tune-halving");
+  const auto r = run_cli("tune disc-3 --vary lr=0.8,0.01,0.3,0.05,1.2,0.02,0.5,0.1,0.2 --epochs 9 "
+                         "--halving --min-epochs 1 --factor 3 --parallel 1 --out out",
+                         dir.path());
+  ASSERT_EQ(r.status, 0) << r.output;
+  const json j = results(dir.path() / "out");
+  EXPECT_EQ(j.at("rungs"), json::parse("[1, 3, 9]"));
+  int full = 0, stopped = 0, promotions = 0;
+  for (const json& d : j.at("decisions")) promotions += d.at("promoted").get<bool>();
+  for (const json& t : j.at("trials")) {
+    const int epochs = t.at("epochs");
+    ASSERT_EQ(t.at("curve").size(), static_cast<size_t>(epochs));
+    for (int e = 0; e < epochs; ++e) EXPECT_EQ(t.at("curve")[e].at("epoch"), e + 1);
+    if (status_of(t) == "finished") ++full;
+    if (status_of(t) == "stopped") ++stopped;
+    // One process per rung it reached.
+    EXPECT_EQ(runs_of(dir.path() / "out", t.at("id")), static_cast<int>(t.at("rung_objective").size()));
+  }
+  EXPECT_GE(full, 1);
+  EXPECT_GE(stopped, 3);
+  EXPECT_EQ(full + stopped, 9);
+  EXPECT_GE(promotions, 3);  // at least 2 to rung 1 and 1 to rung 2
+  EXPECT_NE(r.output.find("promoted to 3 epochs"), std::string::npos) << r.output;
+}
+
+TEST(Tune, ASearchKilledAndStartedAgainKeepsItsFinishedTrials) {
+  xo::testing::TempDir dir("tune-killed");
+  const std::vector<std::string> args = {"tune", "disc-9", "--vary", "lr=0.02,0.05,0.1,0.2",
+                                         "--epochs", "100", "--parallel", "1", "--out", "out"};
+  const pid_t pid = xo::testing::start_crossover(dir.path(), args, dir.path() / "first.txt",
+                                                 dir.path() / "first.txt");
+  // Killed once a trial has finished (its results are written as it ends).
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  int finished = 0;
+  while (std::chrono::steady_clock::now() < deadline && finished == 0) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    try {
+      const json now = results(dir.path() / "out");
+      for (const json& t : now.at("trials")) finished += status_of(t) == "finished";
+    } catch (const std::exception&) {
+    }
+  }
+  ASSERT_GT(finished, 0) << xo::read_file(dir.path() / "first.txt");
+  kill(pid, SIGKILL);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // its trial ends with it
+  const auto again = run_cli("tune disc-9 --vary lr=0.02,0.05,0.1,0.2 --epochs 100 --parallel 1 "
+                             "--out out",
+                             dir.path());
+  ASSERT_EQ(again.status, 0) << again.output;
+  EXPECT_NE(again.output.find("trials in out are kept"), std::string::npos) << again.output;
+  const json j = results(dir.path() / "out");
+  for (const json& t : j.at("trials")) {
+    EXPECT_EQ(status_of(t), "finished");
+    EXPECT_EQ(t.at("curve").size(), 100u);
+  }
+  // The first trial finished before the kill and did not run again.
+  EXPECT_EQ(runs_of(dir.path() / "out", "t01"), 1);
+  // Another search in the same folder is refused, naming what differs.
+  const auto other = run_cli("tune disc-9 --vary lr=0.3 --epochs 100 --out out", dir.path());
+  EXPECT_EQ(other.status, 2);
+  EXPECT_NE(other.output.find("holds another search"), std::string::npos) << other.output;
+}
+
+TEST(Tune, BadInputIsRefusedBeforeAnyTrial) {
+  xo::testing::TempDir dir("tune-bad");
+  struct Case {
+    std::string args, expected;
+  };
+  const std::vector<Case> cases = {
+      {"--vary learning_rate=0.1", "unknown key 'learning_rate'"},
+      {"--vary lr=0.1,-2", "--vary lr=-2"},
+      {"--vary lr=1e-4..1e-1:log", "--samples"},
+      {"--vary lr=0.1 --objective val_accuracy", "no validation split"},
+      {"--vary lr=0.1 --objective accuracy", "--objective 'accuracy'"},
+      {"--vary lr=0.1,0.2 --halving --min-epochs 5", "leaves nothing to halve"},
+  };
+  for (const Case& c : cases) {
+    const auto r = run_cli("tune disc-2 --epochs 5 --out out " + c.args, dir.path());
+    EXPECT_EQ(r.status, 2) << c.args << "\n" << r.output;
+    EXPECT_NE(r.output.find(c.expected), std::string::npos) << c.args << "\n" << r.output;
+    EXPECT_FALSE(fs::exists(dir.path() / "out" / "trials")) << c.args;
+  }
+}
+
+// rank 0 hands trials to free ranks: every trial runs exactly once, on the ranks of the job.
+class TuneOnRanks : public ::testing::TestWithParam<int> {};
+
+TEST_P(TuneOnRanks, EveryTrialRunsExactlyOnce) {
+  if (std::system("command -v mpirun >/dev/null 2>&1") != 0) GTEST_SKIP() << "no mpirun: run scripts/setup";
+  const int ranks = GetParam();
+  xo::testing::TempDir dir("tune-mpi");
+  const auto r = run_cli(
+      "--version >/dev/null && OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "
+      "OMPI_MCA_rmaps_base_oversubscribe=1 mpirun -np " +
+          std::to_string(ranks) + " " + CROSSOVER_BINARY +
+          " tune disc-3 --vary lr=0.02,0.05,0.1,0.2,0.5 --epochs 3 --out out",
+      dir.path());
+  if (r.output.find("built without MPI") != std::string::npos) GTEST_SKIP() << "built without MPI";
+  ASSERT_EQ(r.status, 0) << r.output;
+  const json j = results(dir.path() / "out");
+  EXPECT_EQ(j.at("ranks"), ranks);
+  std::vector<int> per_rank(static_cast<size_t>(ranks), 0);
+  for (const json& t : j.at("trials")) {
+    EXPECT_EQ(status_of(t), "finished");
+    EXPECT_EQ(runs_of(dir.path() / "out", t.at("id")), 1) << t.at("id");
+    ++per_rank.at(t.at("rank").get<size_t>());
+  }
+  EXPECT_EQ(j.at("trials").size(), 5u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Mpi, TuneOnRanks, ::testing::Values(2, 3),
+                         [](const auto& param_info) { return std::to_string(param_info.param) + "_ranks"; });
+
+}  // namespace
