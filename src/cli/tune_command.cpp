@@ -69,6 +69,7 @@ struct TuneOptions {
   bool restart = false;
   int instances = 4;
   int probe_steps = 200;
+  std::string checkpoint_every = "60s";
   bool quiet = false;
   CostOptions cost;
 };
@@ -164,6 +165,25 @@ std::string failure_text(const fs::path& log, int code) {
   return found;
 }
 
+// The spec as a file in a trial's folder: the paths it names (data, test split, initial weights),
+// which the spec reader keeps relative to where crossover runs, made absolute, so that they read
+// the same from there.
+ModelSpec with_absolute_paths(ModelSpec spec) {
+  auto absolute = [](std::string& source) {
+    for (const char* prefix : {"csv:", "idx:", "imdb:"}) {
+      const std::string p = prefix;
+      if (source.rfind(p, 0) == 0) {
+        source = p + fs::absolute(source.substr(p.size())).lexically_normal().string();
+        return;
+      }
+    }
+  };
+  absolute(spec.data.source);
+  absolute(spec.data.test);
+  if (!spec.init.empty()) spec.init = fs::absolute(spec.init).lexically_normal().string();
+  return spec;
+}
+
 struct TrialFiles {
   fs::path dir, spec, result, weights, checkpoints, log;
 };
@@ -187,7 +207,8 @@ struct Slot {
 };
 
 std::vector<std::string> train_args(const TrialFiles& f, const std::string& device, int threads,
-                                    std::optional<int64_t> pause_after) {
+                                    std::optional<int64_t> pause_after,
+                                    const std::string& checkpoint_every) {
   std::vector<std::string> a = {"train",
                                 f.spec.string(),
                                 "--device",
@@ -201,6 +222,8 @@ std::vector<std::string> train_args(const TrialFiles& f, const std::string& devi
                                 f.weights.string(),
                                 "--checkpoint-dir",
                                 f.checkpoints.string(),
+                                "--checkpoint-every",
+                                checkpoint_every,
                                 "--resume"};
   if (pause_after) {
     a.push_back("--pause-after");
@@ -360,6 +383,10 @@ void Search::prepare() {
     base_.train.schedule->t_max = base_.train.epochs;
   print_notes(base_);
   if (o_.vary.empty()) throw UserError("tune: give at least one --vary KEY=V1,V2,...");
+  if (!parse_checkpoint_interval(o_.checkpoint_every, "--checkpoint-every").enabled()) {
+    throw UserError(
+        "--checkpoint-every off: a trial's checkpoints are how a stopped search and halving go on");
+  }
   for (const std::string& v : o_.vary) dims_.push_back(parse_dimension(v));
   check_dimensions(base_, dims_);
   const std::vector<Assignment> points = o_.samples > 0 ? sample(dims_, o_.samples, o_.seed)
@@ -609,7 +636,8 @@ void Search::start_job(Slot& slot, const HalvingJob& job) {
   const std::vector<std::string> args =
       train_args(f, slot.device, slot.threads,
                  last ? std::nullopt
-                      : std::optional<int64_t>(record_.rungs[static_cast<size_t>(job.rung)]));
+                      : std::optional<int64_t>(record_.rungs[static_cast<size_t>(job.rung)]),
+                 o_.checkpoint_every);
   t.status = TrialStatus::Running;
   t.device = slot.device;
   t.threads = slot.threads;
@@ -866,7 +894,7 @@ int Search::run() {
   for (size_t i = 0; i < specs_.size(); ++i) {
     const TrialFiles f = trial_files(out_, record_.trials[i].id);
     fs::create_directories(f.dir);
-    write_file_atomic(f.spec, to_toml(specs_[i]));
+    write_file_atomic(f.spec, to_toml(with_absolute_paths(specs_[i])));
   }
   if (world_ && world_->size() > 1) {
     make_rank_slots();
@@ -969,6 +997,10 @@ Command add_tune(CLI::App& app) {
   sub->add_option("--probe-steps", o->probe_steps,
                   "Steps each process trains when measuring trials at once")
       ->check(positive_number())
+      ->capture_default_str();
+  sub->add_option("--checkpoint-every", o->checkpoint_every,
+                  "Each trial's checkpoints: every DURATION (30s, 5m) or N steps (500steps); a "
+                  "stopped search goes on from them (halving needs them: not off)")
       ->capture_default_str();
   sub->add_flag("--quiet,-q", o->quiet, "Print only the final table");
   add_cost_options(sub, o->cost);
