@@ -352,6 +352,8 @@ class Search {
   void record_result(size_t i, const TrainResult& r);
   void finish();
   void write_results() const;
+  // The record as it stands, with the search's wall time and device time so far.
+  TuneRecord snapshot() const;
   std::vector<TrialProgress> progress() const;
   std::optional<HalvingJob> resumed_job() const;
 
@@ -627,10 +629,7 @@ void Search::start_job(Slot& slot, const HalvingJob& job) {
     const int64_t at = record_.rungs[static_cast<size_t>(job.rung - 1)];
     record_.decisions.push_back({t.id, true, at, record_.rungs[static_cast<size_t>(job.rung)],
                                  job.place, job.of, job.top});
-    if (!o_.quiet) {
-      fmt::print("{} promoted to {} epochs: {} of {} at {} epochs (top {})\n", t.id,
-                 record_.rungs[static_cast<size_t>(job.rung)], job.place, job.of, at, job.top);
-    }
+    if (!o_.quiet) fmt::print("{}\n", decision_text(record_.decisions.back()));
   }
   const bool last = job.rung + 1 == static_cast<int>(record_.rungs.size());
   const std::vector<std::string> args =
@@ -815,18 +814,14 @@ void Search::finish() {
     }
   }
   // The best trial: its spec and weights beside the results.
+  // The best trial that trained the whole budget (under halving, a stopped trial was compared at
+  // fewer epochs).
   const TrialRecord* best = nullptr;
-  for (const TrialRecord& t : record_.trials) {
-    if (t.status != TrialStatus::Finished && t.status != TrialStatus::EarlyStopped &&
-        t.status != TrialStatus::Stopped)
-      continue;
-    if (std::isnan(t.objective)) continue;
-    // Only trials that trained the full budget compete for best under halving (a trial stopped
-    // at a low rung is compared at fewer epochs).
-    if (record_.halving && t.status == TrialStatus::Stopped) continue;
-    if (!best || (record_.higher_is_better ? t.objective > best->objective
-                                           : t.objective < best->objective))
-      best = &t;
+  if (const std::vector<size_t> order = trials_by_objective(record_); !order.empty()) {
+    const TrialRecord& first = record_.trials[order.front()];
+    if ((first.status == TrialStatus::Finished || first.status == TrialStatus::EarlyStopped) &&
+        !std::isnan(first.objective))
+      best = &first;
   }
   if (best) {
     record_.best = best->id;
@@ -874,12 +869,17 @@ void Search::finish() {
   }
 }
 
-void Search::write_results() const {
+TuneRecord Search::snapshot() const {
   TuneRecord r = record_;
   r.wall_seconds = wall_before_ + seconds_since(started_);
   r.device_seconds = 0;
   for (const TrialRecord& t : r.trials) r.device_seconds += t.process_seconds;
   r.interrupted = interrupted_;
+  return r;
+}
+
+void Search::write_results() const {
+  const TuneRecord r = snapshot();
   nlohmann::json j = to_json(r);
   const nlohmann::json machine = to_json(describe_machine());
   j["machine"] = machine;
@@ -920,7 +920,7 @@ int Search::run() {
   }
   finish();
   write_results();
-  if (!o_.quiet) fmt::print("\n{}", tune_table_text(record_));
+  if (!o_.quiet) fmt::print("\n{}", tune_table_text(snapshot()));
   fmt::print("results: {}\n", (out_ / "report.html").string());
   if (interrupted_) {
     fmt::print(stderr,

@@ -111,6 +111,31 @@ footer{margin-top:3em;color:var(--muted);font-size:.85em;border-top:1px solid va
 
 }  // namespace
 
+std::string html::html_page(const std::string& title, const std::string& header,
+                            const std::vector<PageSection>& sections, std::string_view schema) {
+  std::string page =
+      "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+      // Nothing may load from anywhere: the page is complete as it is, and a string that escaped
+      // escaping could still not run a script.
+      "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src "
+      "'unsafe-inline'\">\n<meta name=\"viewport\" content=\"width=device-width, "
+      "initial-scale=1\">\n<title>" +
+      escape(title) + "</title>\n<style>" + std::string(kStyle) +
+      "</style>\n</head>\n<body>\n<main>\n";
+  page += header;
+  for (const PageSection& s : sections) {
+    page += fmt::format("<section id=\"{}\">\n<h2>{}{}</h2>\n", s.id, s.title,
+                        s.predicted ? " <span class=\"badge\">predicted</span>" : "");
+    page += s.html + "</section>\n";
+  }
+  if (sections.empty()) page += "<p class=\"note\">This report holds no results yet.</p>\n";
+  page += fmt::format(
+      "<footer>Written by crossover · {} · self-contained: this page loads nothing from "
+      "elsewhere.</footer>\n</main>\n</body>\n</html>\n",
+      schema);
+  return page;
+}
+
 std::string render_html_report(const Report& report) {
   const DeviceColours colours = html::device_colours(report);
   std::vector<Section> sections;
@@ -130,27 +155,11 @@ std::string render_html_report(const Report& report) {
   add("machine", "Machine", html::machine_html(report));
 
   const std::string title = report.title.empty() ? "crossover report" : report.title;
-  std::string page =
-      "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-      // Nothing may load from anywhere: the page is complete as it is, and a string that escaped
-      // escaping could still not run a script.
-      "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src "
-      "'unsafe-inline'\">\n<meta name=\"viewport\" content=\"width=device-width, "
-      "initial-scale=1\">\n<title>" +
-      escape(title) + "</title>\n<style>" + std::string(kStyle) +
-      "</style>\n</head>\n<body>\n<main>\n";
-  page += header_html(report, sections);
-  for (const Section& s : sections) {
-    page += fmt::format("<section id=\"{}\">\n<h2>{}{}</h2>\n", s.id, s.title,
-                        s.id == "predictions" ? " <span class=\"badge\">predicted</span>" : "");
-    page += s.html + "</section>\n";
+  std::vector<html::PageSection> page_sections;
+  for (Section& s : sections) {
+    page_sections.push_back({s.id, s.title, std::move(s.html), s.id == "predictions"});
   }
-  if (sections.empty()) page += "<p class=\"note\">This report holds no results yet.</p>\n";
-  page += fmt::format(
-      "<footer>Written by crossover · {} · self-contained: this page loads nothing from "
-      "elsewhere.</footer>\n</main>\n</body>\n</html>\n",
-      kReportSchema);
-  return page;
+  return html::html_page(title, header_html(report, sections), page_sections, kReportSchema);
 }
 
 std::string render_html_report(const nlohmann::json& report) {

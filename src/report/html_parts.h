@@ -62,4 +62,13 @@ std::string device_cell(const DeviceColours& colours, const std::string& device)
 // "disc-4 on cpu", with "?" for a missing model or device.
 std::string run_label(const RunRecord& run);
 
+// A whole page in the report's style: `header` (HTML: title, meta line, navigation) above the
+// sections, each under its heading (`predicted` adds the badge), and the footer naming `schema`.
+struct PageSection {
+  std::string id, title, html;
+  bool predicted = false;
+};
+std::string html_page(const std::string& title, const std::string& header,
+                      const std::vector<PageSection>& sections, std::string_view schema);
+
 }  // namespace xo::html

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <cstdint>
 #include <initializer_list>
 #include <limits>
@@ -39,6 +40,11 @@ inline const char* json_type_name(const nlohmann::json& v) {
     default:
       return "a number";
   }
+}
+
+// A figure as the documents write it: null where it was not measured (JSON has no NaN).
+inline nlohmann::json number_or_null(double v) {
+  return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json();
 }
 
 struct JsonSource {

@@ -21,7 +21,6 @@ using json = nlohmann::json;
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 // JSON has no NaN: a value that is not finite is written as null.
-json number_or_null(double v) { return std::isfinite(v) ? json(v) : json(); }
 json optional_number(const std::optional<double>& v) { return v ? number_or_null(*v) : json(); }
 json optional_text(const std::optional<std::string>& v) { return v ? json(*v) : json(); }
 json optional_numbers(const std::vector<std::optional<double>>& v) {

@@ -4,6 +4,7 @@
 // after every trial that finishes, and read back when the same search starts again.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <optional>
@@ -131,5 +132,9 @@ struct TuneRecord {
   std::string cost_note;  // what the predictions assume
   bool interrupted = false;
 };
+
+// The trials best first: those that trained every epoch (finished or stopped by their own early
+// stopping) before those halving stopped, each group by the objective; failed ones (NaN) last.
+std::vector<size_t> trials_by_objective(const TuneRecord& r);
 
 }  // namespace xo

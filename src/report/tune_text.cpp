@@ -1,0 +1,130 @@
+#include "report/tune_text.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "core/format.h"
+#include "report/table.h"
+
+namespace xo {
+namespace {
+
+std::string ordinal(int n) {
+  const int tens = n % 100;
+  const char* suffix = (tens >= 11 && tens <= 13) ? "th"
+                       : n % 10 == 1              ? "st"
+                       : n % 10 == 2              ? "nd"
+                       : n % 10 == 3              ? "rd"
+                                                  : "th";
+  return fmt::format("{}{}", n, suffix);
+}
+
+std::string epochs_text(int64_t n) { return fmt::format("{} epoch{}", n, n == 1 ? "" : "s"); }
+
+std::string figure(double v) { return std::isfinite(v) ? significant(v, 4) : "-"; }
+
+std::string best_of(int top, const char* verb) {
+  return top == 1 ? fmt::format("the best one {}", verb[0] == 'g' ? "goes on" : "went on")
+                  : fmt::format("the best {} {}", top, verb);
+}
+
+}  // namespace
+
+std::string decision_text(const HalvingDecision& d) {
+  if (d.promoted) {
+    return fmt::format("{} promoted to {}: {} of {} at {} ({})", d.trial, epochs_text(d.to_epochs),
+                       ordinal(d.place), d.of, epochs_text(d.at_epochs), best_of(d.top, "go on"));
+  }
+  return fmt::format("{} stopped at {}: {} of {} ({})", d.trial, epochs_text(d.at_epochs),
+                     ordinal(d.place), d.of, best_of(d.top, "went on"));
+}
+
+std::string parallel_text(const ParallelChoice& c) {
+  std::string out = fmt::format("{} at once on {}", c.k, c.device);
+  if (!c.measured) return out + " (as asked)";
+  std::vector<std::string> options;
+  for (const ParallelOption& o : c.options) {
+    options.push_back(fmt::format("{} x {} {:.0f} samples/s", o.k,
+                                  o.threads > 0 ? fmt::format("{} thread{}", o.threads,
+                                                              o.threads == 1 ? "" : "s")
+                                                : std::string("process"),
+                                  o.samples_per_second));
+  }
+  return fmt::format("{} (measured fastest: {})", out, fmt::join(options, "; "));
+}
+
+std::string tune_table_text(const TuneRecord& r) {
+  std::vector<std::string> headers = {"#", "trial"};
+  if (!r.trials.empty()) {
+    for (const auto& [k, v] : r.trials.front().values) headers.push_back(k);
+  }
+  const bool priced = !r.dollars_instance.empty();
+  for (const char* h : {"epochs", "status", "device", "time"}) headers.emplace_back(h);
+  headers.insert(headers.begin() + static_cast<std::ptrdiff_t>(headers.size() - 4), r.objective);
+  if (priced) headers.push_back(fmt::format("$ on {}", r.dollars_instance));
+  Table table(headers);
+  int place = 0;
+  for (size_t i : trials_by_objective(r)) {
+    const TrialRecord& t = r.trials[i];
+    std::vector<std::string> row = {std::to_string(++place), t.id};
+    for (const auto& [k, v] : t.values) row.push_back(terminal_safe(v));
+    row.push_back(figure(t.objective));
+    row.push_back(std::to_string(t.epochs));
+    row.push_back(trial_status_name(t.status));
+    row.push_back(t.device.empty() ? "-"
+                  : t.threads > 0  ? fmt::format("{} ({}t)", t.device, t.threads)
+                                   : t.device);
+    row.push_back(t.process_seconds > 0 ? duration(t.process_seconds) : "-");
+    if (priced) row.push_back(std::isfinite(t.dollars) ? usd(t.dollars) : "-");
+    table.add_row(std::move(row));
+  }
+  std::string out = fmt::format("{}: {} trials by {} ({} is better){}\n", terminal_safe(r.model),
+                                r.trials.size(), r.objective,
+                                r.higher_is_better ? "higher" : "lower",
+                                r.best.empty() ? "" : fmt::format("; best {}", r.best));
+  out += table.render();
+  for (const TrialRecord& t : r.trials) {
+    if (!t.error.empty()) out += fmt::format("{}: {}\n", t.id, terminal_safe(t.error));
+  }
+  if (!r.decisions.empty()) {
+    out += "\nhalving:\n";
+    for (const HalvingDecision& d : r.decisions) out += fmt::format("  {}\n", decision_text(d));
+  }
+  if (!r.parallel.empty()) {
+    out += "\ntrials at once:\n";
+    for (const ParallelChoice& c : r.parallel)
+      out += fmt::format("  {}\n", terminal_safe(parallel_text(c)));
+    out +=
+        "  (trials that ran beside others were timed on a shared device: `crossover sweep` "
+        "compares speeds)\n";
+  }
+  out += fmt::format("\nsearch: {} wall, {} of trial processes\n", duration(r.wall_seconds),
+                     duration(r.device_seconds));
+  if (!r.cost.empty()) {
+    const size_t shown = std::min<size_t>(r.cost.size(), 6);
+    std::vector<std::string> h = {"the same search on", "$/h"};
+    for (const SearchCostLine::Plan& p : r.cost.front().plans) {
+      h.push_back(fmt::format("{} instance{}", p.instances, p.instances == 1 ? "" : "s"));
+    }
+    Table cost(h);
+    for (size_t i = 0; i < shown; ++i) {
+      const SearchCostLine& l = r.cost[i];
+      std::vector<std::string> row = {terminal_safe(l.instance), usd(l.price_per_hour)};
+      for (const SearchCostLine::Plan& p : l.plans) {
+        row.push_back(fmt::format("{}{} {}", l.lower_bound ? ">= " : "", duration(p.wall_seconds),
+                                  usd(p.dollars)));
+      }
+      cost.add_row(std::move(row));
+    }
+    out += '\n';
+    out += cost.render();
+    out += fmt::format("({} cheapest of {} instances, predicted; results.json has all)\n", shown,
+                       r.cost.size());
+  } else if (!r.cost_note.empty()) {
+    out += fmt::format("{}\n", terminal_safe(r.cost_note));
+  }
+  return out;
+}
+
+}  // namespace xo
