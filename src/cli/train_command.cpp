@@ -149,7 +149,7 @@ int run_train(const TrainOptions& o) {
       r.samples_per_second, r.train_seconds, r.shards, r.shards == 1 ? "" : "s",
       r.recorded_step ? ", replayed as one CUDA Graph" : "",
       r.interrupted ? " (interrupted)"
-      : r.paused    ? fmt::format(" (paused after epoch {} of {})", r.epochs.size(), spec.train.epochs)
+      : r.paused ? fmt::format(" (paused after epoch {} of {})", r.epochs.size(), spec.train.epochs)
       : r.resumed_at_step > 0
           ? fmt::format(" (resumed from its checkpoint at step {})", r.resumed_at_step)
           : "");

@@ -14,9 +14,9 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstring>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -122,7 +122,8 @@ pid_t spawn(const std::vector<std::string>& args, const fs::path& log) {
   envp.push_back(nullptr);
   const pid_t parent = getpid();
   const pid_t pid = fork();
-  if (pid < 0) throw UserError(fmt::format("could not start a trial process: {}", std::strerror(errno)));
+  if (pid < 0)
+    throw UserError(fmt::format("could not start a trial process: {}", std::strerror(errno)));
   if (pid == 0) {
     prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (getppid() != parent) _exit(kExitNotStarted);
@@ -189,8 +190,12 @@ struct TrialFiles {
 };
 TrialFiles trial_files(const fs::path& out, const std::string& id) {
   const fs::path dir = out / "trials" / id;
-  return {dir,          dir / "spec.toml", dir / "result.json", dir / "weights.safetensors",
-          dir / "checkpoints", dir / "log.txt"};
+  return {dir,
+          dir / "spec.toml",
+          dir / "result.json",
+          dir / "weights.safetensors",
+          dir / "checkpoints",
+          dir / "log.txt"};
 }
 
 // Where trials run: a device of a rank, and the threads each trial gets there.
@@ -239,18 +244,19 @@ Metric objective_metric(const TuneOptions& o, const ModelSpec& base, const DataS
     for (Metric m : kMetrics) {
       if (o.objective == metric_name(m)) {
         if (needs_validation_split(m) && data.validation.samples == 0) {
-          throw UserError(fmt::format(
-              "--objective {}: {} has no validation split (set data.validation_split)",
-              o.objective, base.name));
+          throw UserError(
+              fmt::format("--objective {}: {} has no validation split (set data.validation_split)",
+                          o.objective, base.name));
         }
         if (needs_test_split(m) && data.test.samples == 0) {
           throw UserError(
               fmt::format("--objective {}: {}'s data has no test split", o.objective, base.name));
         }
         if (regression && (m == Metric::ValAccuracy || m == Metric::TestAccuracy)) {
-          throw UserError(fmt::format("--objective {}: {} is a regression (mse): it has no "
-                                      "accuracy",
-                                      o.objective, base.name));
+          throw UserError(
+              fmt::format("--objective {}: {} is a regression (mse): it has no "
+                          "accuracy",
+                          o.objective, base.name));
         }
         return m;
       }
@@ -277,8 +283,8 @@ std::vector<std::string> rank_slot(const mpi::World& world, const TuneOptions& o
   } catch (const UserError&) {
   }
   if (seen != token) {
-    return {"error", fmt::format("{} on {} does not see {}", world.rank(), world.host(),
-                                 out.string())};
+    return {"error",
+            fmt::format("{} on {} does not see {}", world.rank(), world.host(), out.string())};
   }
   const DeviceList list = list_devices();
   std::vector<std::string> devices = o.devices.empty() ? list.available : o.devices;
@@ -391,8 +397,8 @@ void Search::prepare() {
   }
   for (const std::string& v : o_.vary) dims_.push_back(parse_dimension(v));
   check_dimensions(base_, dims_);
-  const std::vector<Assignment> points = o_.samples > 0 ? sample(dims_, o_.samples, o_.seed)
-                                                        : grid(dims_);
+  const std::vector<Assignment> points =
+      o_.samples > 0 ? sample(dims_, o_.samples, o_.seed) : grid(dims_);
   if (o_.samples > 0 && static_cast<int64_t>(points.size()) < o_.samples) {
     fmt::print(stderr, "note: the space holds {} distinct trials, fewer than --samples {}\n",
                points.size(), o_.samples);
@@ -414,9 +420,10 @@ void Search::prepare() {
   record_.max_epochs = base_.train.epochs;
   if (o_.halving) {
     if (o_.min_epochs >= base_.train.epochs) {
-      throw UserError(fmt::format("--min-epochs {} leaves nothing to halve: the trials train {} "
-                                  "epochs (set --epochs higher or --min-epochs lower)",
-                                  o_.min_epochs, base_.train.epochs));
+      throw UserError(
+          fmt::format("--min-epochs {} leaves nothing to halve: the trials train {} "
+                      "epochs (set --epochs higher or --min-epochs lower)",
+                      o_.min_epochs, base_.train.epochs));
     }
     record_.halving = HalvingSettings{o_.min_epochs, o_.factor};
   }
@@ -495,11 +502,11 @@ ParallelOption Search::measure_parallel(const std::string& device, int k, int th
     fs::remove(json);
     results.push_back(json);
     // The first trial's model, for a fixed number of steps, no checkpoints.
-    pids.push_back(spawn({"train", (out_ / "trials" / record_.trials[0].id / "spec.toml").string(),
-                          "--device", device, "--threads", std::to_string(threads), "--quiet",
-                          "--json", json.string(), "--steps", std::to_string(o_.probe_steps),
-                          "--checkpoint-every", "off"},
-                         dir / "log.txt"));
+    pids.push_back(
+        spawn({"train", (out_ / "trials" / record_.trials[0].id / "spec.toml").string(), "--device",
+               device, "--threads", std::to_string(threads), "--quiet", "--json", json.string(),
+               "--steps", std::to_string(o_.probe_steps), "--checkpoint-every", "off"},
+              dir / "log.txt"));
   }
   for (size_t i = 0; i < pids.size(); ++i) {
     int status = 0;
@@ -527,8 +534,10 @@ void Search::choose_parallel() {
                                     [&](const ParallelChoice& c) { return c.device == id; });
     if (o_.parallel > 0) {
       ParallelChoice c{id, o_.parallel, false, {}};
-      if (known != record_.parallel.end()) *known = c;
-      else record_.parallel.push_back(c);
+      if (known != record_.parallel.end())
+        *known = c;
+      else
+        record_.parallel.push_back(c);
       continue;
     }
     if (known != record_.parallel.end() && known->measured) continue;  // measured before a restart
@@ -536,17 +545,16 @@ void Search::choose_parallel() {
     const bool cpu = device_kind_of(id) == DeviceKind::Cpu;
     const int most = cpu ? cores : 4;
     for (int k = 1; k <= most; k *= 2) {
-      if (!o_.quiet) fmt::print(stderr, "measuring {} trial{} at once on {}...\n", k,
-                                k == 1 ? "" : "s", id);
-      c.options.push_back(
-          measure_parallel(id, k, cpu ? (o_.threads > 0 ? o_.threads : std::max(1, cores / k)) : 0));
+      if (!o_.quiet)
+        fmt::print(stderr, "measuring {} trial{} at once on {}...\n", k, k == 1 ? "" : "s", id);
+      c.options.push_back(measure_parallel(
+          id, k, cpu ? (o_.threads > 0 ? o_.threads : std::max(1, cores / k)) : 0));
       if (o_.parallel == 0 && k * 2 > most) break;
     }
-    const auto best = std::max_element(
-        c.options.begin(), c.options.end(),
-        [](const ParallelOption& a, const ParallelOption& b) {
-          return a.samples_per_second < b.samples_per_second;
-        });
+    const auto best = std::max_element(c.options.begin(), c.options.end(),
+                                       [](const ParallelOption& a, const ParallelOption& b) {
+                                         return a.samples_per_second < b.samples_per_second;
+                                       });
     c.k = best->k;
     record_.parallel.push_back(c);
   }
@@ -569,8 +577,8 @@ void Search::make_rank_slots() {
   const std::string token = fmt::format("{}-{}", getpid(), Clock::now().time_since_epoch().count());
   write_file_atomic(out_ / ".ranks-token", token);
   world_->broadcast(join_args({fs::absolute(out_).string(), token}));
-  const std::vector<std::string> replies = world_->gather(join_args(rank_slot(*world_, o_, token,
-                                                                             fs::absolute(out_))));
+  const std::vector<std::string> replies =
+      world_->gather(join_args(rank_slot(*world_, o_, token, fs::absolute(out_))));
   fs::remove(out_ / ".ranks-token");
   std::vector<std::string> unseen;
   record_.parallel.clear();
@@ -627,16 +635,15 @@ void Search::start_job(Slot& slot, const HalvingJob& job) {
   const TrialFiles f = trial_files(out_, t.id);
   if (job.promotion) {
     const int64_t at = record_.rungs[static_cast<size_t>(job.rung - 1)];
-    record_.decisions.push_back({t.id, true, at, record_.rungs[static_cast<size_t>(job.rung)],
-                                 job.place, job.of, job.top});
+    record_.decisions.push_back(
+        {t.id, true, at, record_.rungs[static_cast<size_t>(job.rung)], job.place, job.of, job.top});
     if (!o_.quiet) fmt::print("{}\n", decision_text(record_.decisions.back()));
   }
   const bool last = job.rung + 1 == static_cast<int>(record_.rungs.size());
-  const std::vector<std::string> args =
-      train_args(f, slot.device, slot.threads,
-                 last ? std::nullopt
-                      : std::optional<int64_t>(record_.rungs[static_cast<size_t>(job.rung)]),
-                 o_.checkpoint_every);
+  const std::vector<std::string> args = train_args(
+      f, slot.device, slot.threads,
+      last ? std::nullopt : std::optional<int64_t>(record_.rungs[static_cast<size_t>(job.rung)]),
+      o_.checkpoint_every);
   t.status = TrialStatus::Running;
   t.device = slot.device;
   t.threads = slot.threads;
@@ -653,7 +660,8 @@ void Search::start_job(Slot& slot, const HalvingJob& job) {
   }
   // The most trials at once on this device so far, for every trial running on it.
   int on_device = 0;
-  for (const Slot& s : slots_) on_device += s.busy && s.device == slot.device && s.rank == slot.rank;
+  for (const Slot& s : slots_)
+    on_device += s.busy && s.device == slot.device && s.rank == slot.rank;
   for (const Slot& s : slots_) {
     if (s.busy && s.device == slot.device && s.rank == slot.rank) {
       TrialRecord& other = record_.trials[s.trial];
@@ -672,8 +680,8 @@ void Search::record_result(size_t i, const TrainResult& r) {
   t.curve.clear();
   t.train_seconds = 0;
   for (const EpochRecord& e : r.epochs) {
-    t.curve.push_back({e.epoch, e.loss, e.val_loss, e.val_accuracy, e.test_loss, e.test_accuracy,
-                       e.seconds});
+    t.curve.push_back(
+        {e.epoch, e.loss, e.val_loss, e.val_accuracy, e.test_loss, e.test_accuracy, e.seconds});
     t.train_seconds += e.seconds;
   }
   // The objective where the saved weights are: the best epoch where early stopping put it back.
@@ -724,9 +732,9 @@ void Search::job_done(Slot& slot, int code, double seconds) {
       for (const auto& [k, x] : t.values) v.push_back(fmt::format("{}={}", k, x));
       return fmt::format("{}", fmt::join(v, " "));
     }();
-    const std::string figure =
-        std::isnan(t.objective) ? terminal_safe(t.error)
-                                : fmt::format("{} {:.4g}", record_.objective, t.objective);
+    const std::string figure = std::isnan(t.objective)
+                                   ? terminal_safe(t.error)
+                                   : fmt::format("{} {:.4g}", record_.objective, t.objective);
     fmt::print("{} {}: {} after {} epoch{}, {}, {} on {}{}\n", t.id, terminal_safe(values),
                trial_status_name(t.status), t.epochs, t.epochs == 1 ? "" : "s", figure,
                duration(t.process_seconds), t.device,
@@ -805,10 +813,9 @@ void Search::finish() {
       const int rung = static_cast<int>(t.rung_objective.size()) - 1;
       const auto [place, of] = place_at_rung(p, i, rung, record_.higher_is_better);
       t.status = TrialStatus::Stopped;
-      record_.decisions.push_back({t.id, false, record_.rungs[static_cast<size_t>(rung)], 0, place,
-                                   of,
-                                   static_cast<int>(of / record_.halving.value_or(
-                                                             HalvingSettings{}).factor)});
+      record_.decisions.push_back(
+          {t.id, false, record_.rungs[static_cast<size_t>(rung)], 0, place, of,
+           static_cast<int>(of / record_.halving.value_or(HalvingSettings{}).factor)});
       // Its checkpoint is not needed any more.
       fs::remove_all(trial_files(out_, t.id).checkpoints);
     }
@@ -848,8 +855,8 @@ void Search::finish() {
       }
       const Model model(specs_[i], *cpu_);
       const int64_t batch = specs_[i].train.batch;
-      inputs.push_back({step_cost(model, batch), t.steps, t.step_ms / 1e3,
-                        device_kind_of(t.device), t.device, t.process_seconds, t.train_seconds});
+      inputs.push_back({step_cost(model, batch), t.steps, t.step_ms / 1e3, device_kind_of(t.device),
+                        t.device, t.process_seconds, t.train_seconds});
       priced.push_back(i);
     }
     record_.cost =

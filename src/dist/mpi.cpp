@@ -1,24 +1,25 @@
 // The World over OpenMPI's C API.
+#include "dist/mpi.h"
+
 #include <fmt/format.h>
 #include <mpi.h>
 
 #include <climits>
 
 #include "core/error.h"
-#include "dist/mpi.h"
 
 // One checked-call macro for MPI: a failed call is an internal error naming the call and MPI's
 // message (MPI's default handler would abort the job without one).
-#define XO_MPI_CHECK(call)                                                                  \
-  do {                                                                                      \
-    const int xo_mpi_rc = (call);                                                           \
-    if (xo_mpi_rc != MPI_SUCCESS) {                                                         \
-      char xo_mpi_text[MPI_MAX_ERROR_STRING];                                               \
-      int xo_mpi_len = 0;                                                                   \
-      MPI_Error_string(xo_mpi_rc, xo_mpi_text, &xo_mpi_len);                                \
-      throw ::xo::InternalError(fmt::format("{} failed: {}", #call,                         \
-                                            std::string(xo_mpi_text, xo_mpi_len)));          \
-    }                                                                                       \
+#define XO_MPI_CHECK(call)                                                            \
+  do {                                                                                \
+    const int xo_mpi_rc = (call);                                                     \
+    if (xo_mpi_rc != MPI_SUCCESS) {                                                   \
+      char xo_mpi_text[MPI_MAX_ERROR_STRING];                                         \
+      int xo_mpi_len = 0;                                                             \
+      MPI_Error_string(xo_mpi_rc, xo_mpi_text, &xo_mpi_len);                          \
+      throw ::xo::InternalError(                                                      \
+          fmt::format("{} failed: {}", #call, std::string(xo_mpi_text, xo_mpi_len))); \
+    }                                                                                 \
   } while (0)
 
 namespace xo::mpi {
@@ -51,8 +52,8 @@ World::World() {
   XO_MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank_));
   XO_MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &size_));
   MPI_Comm local = MPI_COMM_NULL;
-  XO_MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL,
-                                   &local));
+  XO_MPI_CHECK(
+      MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &local));
   XO_MPI_CHECK(MPI_Comm_rank(local, &local_rank_));
   XO_MPI_CHECK(MPI_Comm_size(local, &local_size_));
   local_comm_ = new MPI_Comm(local);

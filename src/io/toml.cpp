@@ -336,13 +336,14 @@ std::string toml_with_value(std::string_view text, const std::vector<std::string
       size_t index = 0;
       const auto [end, ec] = std::from_chars(key.data(), key.data() + key.size(), index);
       if (ec != std::errc() || end != key.data() + key.size()) {
-        throw UserError(fmt::format("{}: {} is a list: expected an index (0 to {}) after it, not "
-                                    "'{}'",
-                                    what, walked, list->size() - 1, key));
+        throw UserError(
+            fmt::format("{}: {} is a list: expected an index (0 to {}) after it, not "
+                        "'{}'",
+                        what, walked, list->size() - 1, key));
       }
       if (index >= list->size()) {
-        throw UserError(fmt::format("{}: {} has {} items: index {} is past its end (0 to {})",
-                                    what, walked, list->size(), index, list->size() - 1));
+        throw UserError(fmt::format("{}: {} has {} items: index {} is past its end (0 to {})", what,
+                                    walked, list->size(), index, list->size() - 1));
       }
       if (last) {
         list->replace(list->begin() + static_cast<std::ptrdiff_t>(index), *holder.get("v"));
@@ -357,9 +358,10 @@ std::string toml_with_value(std::string_view text, const std::vector<std::string
         at = table->get(key);
       }
     } else {
-      throw UserError(fmt::format("{}: {} is a single value, not a table or a list: '{}' cannot "
-                                  "follow it",
-                                  what, walked, key));
+      throw UserError(
+          fmt::format("{}: {} is a single value, not a table or a list: '{}' cannot "
+                      "follow it",
+                      what, walked, key));
     }
     walked = walked.empty() ? key : fmt::format("{}.{}", walked, key);
   }

@@ -262,7 +262,8 @@ SpecKey parse_spec_key(const std::string& text) {
     }
   }
   throw UserError(fmt::format(
-      "--vary: unknown key '{}' (expected an axis: depth, width, batch, sequence; a short name: lr, "
+      "--vary: unknown key '{}' (expected an axis: depth, width, batch, sequence; a short name: "
+      "lr, "
       "optimizer, epochs, seed; a dotted key of the spec file: train.optimizer.lr, train.batch, "
       "model.layers.N.out, data.validation_split, ...; or TYPE.KEY for every layer of a type: "
       "dropout.p, linear.out, ...)",
@@ -305,11 +306,11 @@ ModelSpec with_spec_value(const ModelSpec& spec, const SpecKey& key, const std::
     if (key.path == std::vector<std::string>{"train", "optimizer", "type"}) {
       // Another optimizer takes other settings: it starts from its own defaults (PyTorch's), at
       // the spec's learning rate.
-      text = toml_with_value(text, {"train", "optimizer"},
-                             fmt::format("{{ type = {}, lr = {} }}",
-                                         value.front() == '"' ? value : toml_string(value),
-                                         toml_float(spec.train.optimizer.lr)),
-                             what);
+      text = toml_with_value(
+          text, {"train", "optimizer"},
+          fmt::format("{{ type = {}, lr = {} }}", value.front() == '"' ? value : toml_string(value),
+                      toml_float(spec.train.optimizer.lr)),
+          what);
     } else {
       for (const auto& path : paths) text = toml_with_value(text, path, value, what);
     }

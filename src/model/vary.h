@@ -46,8 +46,8 @@ ModelSpec vary_spec(const ModelSpec& spec, Axis axis, int64_t value);
 // An axis name (depth, width, batch, sequence) is the sweep's axis (an integer value, vary_spec).
 // Throws UserError naming the key and what keys there are.
 struct SpecKey {
-  std::string text;           // as given
-  std::optional<Axis> axis;   // a sweep axis
+  std::string text;               // as given
+  std::optional<Axis> axis;       // a sweep axis
   std::vector<std::string> path;  // a dotted key of the file (empty for an axis or a layer type)
   std::optional<LayerType> layer_type;  // TYPE.KEY: every layer of this type
   std::string layer_key;
@@ -57,8 +57,9 @@ SpecKey parse_spec_key(const std::string& text);
 // The spec with `key` set to `value` (TOML text, or a bare word taken as a string: "adam"), read
 // back through the spec reader, so a value the spec does not allow fails as it would in a file,
 // here naming "KEY=VALUE". Another optimizer type starts from its own defaults at the spec's
-// learning rate (an RMSprop's alpha means nothing to Adam). The name gains "[KEY=VALUE]". Initial weights (`init`) are kept where
-// the parameter shapes stay the same, and dropped (drawn from the seed) where they change.
+// learning rate (an RMSprop's alpha means nothing to Adam). The name gains "[KEY=VALUE]". Initial
+// weights (`init`) are kept where the parameter shapes stay the same, and dropped (drawn from the
+// seed) where they change.
 ModelSpec with_spec_value(const ModelSpec& spec, const SpecKey& key, const std::string& value);
 
 }  // namespace xo

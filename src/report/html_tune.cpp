@@ -17,8 +17,7 @@ namespace {
 
 using html::escape;
 
-constexpr double kWidth = 900, kLeft = 78, kRight = 28, kTop = 14, kPlotHeight = 320,
-                 kBottom = 54;
+constexpr double kWidth = 900, kLeft = 78, kRight = 28, kTop = 14, kPlotHeight = 320, kBottom = 54;
 constexpr double kPlotRight = kWidth - kRight;
 constexpr const char* kTrialColour = "#4C78A8";
 constexpr const char* kFrontColour = "#E45756";
@@ -54,8 +53,10 @@ std::string frame_svg(const Plot& p, const html::TickFormat& x_format,
                       const std::string& y_title) {
   std::string out = "<g class=\"grid\">\n";
   for (const html::Tick& t : html::linear_ticks(p.sx, 8, x_format)) {
-    out += html::vertical_line(p.sx(t.value), kTop, kTop + kPlotHeight, t.major ? "major" : "minor");
-    if (!t.label.empty()) out += html::text_at(p.sx(t.value), kTop + kPlotHeight + 17, "middle", t.label);
+    out +=
+        html::vertical_line(p.sx(t.value), kTop, kTop + kPlotHeight, t.major ? "major" : "minor");
+    if (!t.label.empty())
+      out += html::text_at(p.sx(t.value), kTop + kPlotHeight + 17, "middle", t.label);
   }
   for (const html::Tick& t : html::linear_ticks(p.sy, 6, y_format)) {
     out += html::horizontal_line(p.sy(t.value), kLeft, kPlotRight, t.major ? "major" : "minor");
@@ -105,10 +106,12 @@ std::string trials_chart(const TuneRecord& r) {
          html::make_scale(y0, y1, false, kTop + kPlotHeight, kTop)};
   std::string out = html::svg_open(
       "trials", kWidth, height,
-      fmt::format("{} of each trial against its process time, the Pareto front in red", r.objective),
+      fmt::format("{} of each trial against its process time, the Pareto front in red",
+                  r.objective),
       "id=\"trials-chart\"");
   out += frame_svg(
-      p, [](double v) { return duration(v, true); }, [](double v) { return significant(v, 3, true); },
+      p, [](double v) { return duration(v, true); },
+      [](double v) { return significant(v, 3, true); },
       "trial process time (start-up, training, evaluation)", metric_label(r.objective));
   const std::vector<size_t> front = pareto_front(r, drawn);
   std::string path;
@@ -155,12 +158,12 @@ std::string curves_chart(const TuneRecord& r) {
   if (epochs == 0) return "";
   if (y1 <= y0) y1 = y0 + std::max(1e-9, std::fabs(y0) * 0.01 + 1e-9);
   const double height = kTop + kPlotHeight + kBottom;
-  Plot p{html::make_scale(epochs > 1 ? 1 : 0, static_cast<double>(epochs), false, kLeft,
-                          kPlotRight),
-         html::make_scale(y0, y1, false, kTop + kPlotHeight, kTop)};
-  std::string out = html::svg_open(
-      "curves", kWidth, height, fmt::format("{} per epoch, one line per trial", r.objective),
-      "id=\"curves-chart\"");
+  Plot p{
+      html::make_scale(epochs > 1 ? 1 : 0, static_cast<double>(epochs), false, kLeft, kPlotRight),
+      html::make_scale(y0, y1, false, kTop + kPlotHeight, kTop)};
+  std::string out = html::svg_open("curves", kWidth, height,
+                                   fmt::format("{} per epoch, one line per trial", r.objective),
+                                   "id=\"curves-chart\"");
   out += frame_svg(
       p, [](double v) { return significant(v, 3, true); },
       [](double v) { return significant(v, 3, true); }, "epoch", metric_label(r.objective));
@@ -197,19 +200,18 @@ std::string trials_table(const TuneRecord& r) {
   if (!r.trials.empty()) {
     for (const auto& [k, v] : r.trials.front().values) columns.push_back({escape(k), false});
   }
-  for (const html::Column& c :
-       std::vector<html::Column>{{escape(metric_label(r.objective)), true},
-                                 {"epochs", true},
-                                 {"status", false},
-                                 {"device", false},
-                                 {"at once", true},
-                                 {"train time", true},
-                                 {"process time", true},
-                                 {"median step", true},
-                                 {r.dollars_instance.empty()
-                                      ? std::string("$")
-                                      : "$ on " + escape(r.dollars_instance) + " (predicted)",
-                                  true}}) {
+  for (const html::Column& c : std::vector<html::Column>{
+           {escape(metric_label(r.objective)), true},
+           {"epochs", true},
+           {"status", false},
+           {"device", false},
+           {"at once", true},
+           {"train time", true},
+           {"process time", true},
+           {"median step", true},
+           {r.dollars_instance.empty() ? std::string("$")
+                                       : "$ on " + escape(r.dollars_instance) + " (predicted)",
+            true}}) {
     columns.push_back(c);
   }
   std::vector<std::vector<std::string>> rows;
@@ -223,11 +225,12 @@ std::string trials_table(const TuneRecord& r) {
     for (const auto& [k, v] : t.values) row.push_back(escape(v));
     row.push_back(html::cell(std::isfinite(t.objective) ? significant(t.objective, 4) : ""));
     row.push_back(std::to_string(t.epochs));
-    row.push_back(escape(trial_status_name(t.status)) +
-                  (t.error.empty() ? "" : "<br><span class=\"note\">" + escape(t.error) + "</span>"));
+    row.push_back(
+        escape(trial_status_name(t.status)) +
+        (t.error.empty() ? "" : "<br><span class=\"note\">" + escape(t.error) + "</span>"));
     row.push_back(t.device.empty() ? html::na()
                   : t.threads > 0  ? escape(fmt::format("{} ({} thread{})", t.device, t.threads,
-                                                        t.threads == 1 ? "" : "s"))
+                                                       t.threads == 1 ? "" : "s"))
                                    : escape(t.device));
     row.push_back(std::to_string(t.concurrent));
     row.push_back(html::cell(t.train_seconds > 0 ? duration(t.train_seconds) : ""));
@@ -245,8 +248,8 @@ std::string cost_table(const TuneRecord& r) {
   }
   std::vector<html::Column> columns = {{"instance", false}, {"device", false}, {"$/h", true}};
   for (const SearchCostLine::Plan& p : r.cost.front().plans) {
-    columns.push_back({fmt::format("{} instance{}: wall", p.instances, p.instances == 1 ? "" : "s"),
-                       true});
+    columns.push_back(
+        {fmt::format("{} instance{}: wall", p.instances, p.instances == 1 ? "" : "s"), true});
     columns.push_back({"$", true});
   }
   std::vector<std::vector<std::string>> rows;
@@ -269,8 +272,10 @@ std::string machine_html(const nlohmann::json& machine) {
   if (!machine.is_object()) return "";
   std::vector<std::vector<std::string>> rows;
   for (const auto& [k, v] : machine.items()) {
-    if (v.is_string()) rows.push_back({escape(k), escape(v.get<std::string>())});
-    else if (v.is_number()) rows.push_back({escape(k), escape(v.dump())});
+    if (v.is_string())
+      rows.push_back({escape(k), escape(v.get<std::string>())});
+    else if (v.is_number())
+      rows.push_back({escape(k), escape(v.dump())});
   }
   if (rows.empty()) return "";
   return html::html_table({{"", false}, {"", false}}, rows, "machine");
@@ -322,12 +327,14 @@ std::string render_tune_html(const TuneRecord& r, const nlohmann::json& machine)
   sections.push_back({"table", "All trials", trials_table(r)});
   if (!r.decisions.empty()) {
     std::string list = "<ul>\n";
-    for (const HalvingDecision& d : r.decisions) list += "<li>" + escape(decision_text(d)) + "</li>\n";
+    for (const HalvingDecision& d : r.decisions)
+      list += "<li>" + escape(decision_text(d)) + "</li>\n";
     sections.push_back({"halving", "Successive halving", list + "</ul>\n"});
   }
   if (!r.parallel.empty()) {
     std::string list = "<ul>\n";
-    for (const ParallelChoice& c : r.parallel) list += "<li>" + escape(parallel_text(c)) + "</li>\n";
+    for (const ParallelChoice& c : r.parallel)
+      list += "<li>" + escape(parallel_text(c)) + "</li>\n";
     sections.push_back({"parallel", "Trials at once", list + "</ul>\n"});
   }
   if (std::string cost = cost_table(r); !cost.empty()) {

@@ -55,7 +55,8 @@ json trial_json(const TrialRecord& t) {
 TrialRecord read_trial(const JsonIn& in) {
   TrialRecord t;
   t.id = in.text("id");
-  for (const JsonIn& v : in.objects("values")) t.values.emplace_back(v.text("key"), v.text("value"));
+  for (const JsonIn& v : in.objects("values"))
+    t.values.emplace_back(v.text("key"), v.text("value"));
   const std::string status = in.text("status");
   const auto parsed = parse_trial_status(status);
   if (!parsed) {
@@ -121,9 +122,9 @@ json to_json(const TuneRecord& r) {
   j["objective_unit"] = objective_key(r.objective);
   j["higher_is_better"] = r.higher_is_better;
   j["max_epochs"] = r.max_epochs;
-  j["halving"] = r.halving ? json{{"min_epochs", r.halving->min_epochs},
-                                  {"factor", r.halving->factor}}
-                           : json();
+  j["halving"] = r.halving
+                     ? json{{"min_epochs", r.halving->min_epochs}, {"factor", r.halving->factor}}
+                     : json();
   j["rungs"] = r.rungs;
   j["trials"] = json::array();
   for (const TrialRecord& t : r.trials) j["trials"].push_back(trial_json(t));
@@ -224,8 +225,8 @@ TuneRecord read_tune_record(const std::string& text, const std::string& origin) 
     line.price_per_hour = l.number("usd_per_hour");
     line.lower_bound = l.flag("lower_bound");
     for (const JsonIn& p : l.objects("plans")) {
-      line.plans.push_back({p.int_integer("instances"), p.number("wall_seconds"),
-                            p.number("dollars")});
+      line.plans.push_back(
+          {p.int_integer("instances"), p.number("wall_seconds"), p.number("dollars")});
     }
     r.cost.push_back(std::move(line));
   }

@@ -45,11 +45,11 @@ std::string parallel_text(const ParallelChoice& c) {
   if (!c.measured) return out + " (as asked)";
   std::vector<std::string> options;
   for (const ParallelOption& o : c.options) {
-    options.push_back(fmt::format("{} x {} {:.0f} samples/s", o.k,
-                                  o.threads > 0 ? fmt::format("{} thread{}", o.threads,
-                                                              o.threads == 1 ? "" : "s")
-                                                : std::string("process"),
-                                  o.samples_per_second));
+    options.push_back(
+        fmt::format("{} x {} {:.0f} samples/s", o.k,
+                    o.threads > 0 ? fmt::format("{} thread{}", o.threads, o.threads == 1 ? "" : "s")
+                                  : std::string("process"),
+                    o.samples_per_second));
   }
   return fmt::format("{} (measured fastest: {})", out, fmt::join(options, "; "));
 }
@@ -79,10 +79,10 @@ std::string tune_table_text(const TuneRecord& r) {
     if (priced) row.push_back(std::isfinite(t.dollars) ? usd(t.dollars) : "-");
     table.add_row(std::move(row));
   }
-  std::string out = fmt::format("{}: {} trials by {} ({} is better){}\n", terminal_safe(r.model),
-                                r.trials.size(), r.objective,
-                                r.higher_is_better ? "higher" : "lower",
-                                r.best.empty() ? "" : fmt::format("; best {}", r.best));
+  std::string out =
+      fmt::format("{}: {} trials by {} ({} is better){}\n", terminal_safe(r.model), r.trials.size(),
+                  r.objective, r.higher_is_better ? "higher" : "lower",
+                  r.best.empty() ? "" : fmt::format("; best {}", r.best));
   out += table.render();
   for (const TrialRecord& t : r.trials) {
     if (!t.error.empty()) out += fmt::format("{}: {}\n", t.id, terminal_safe(t.error));

@@ -149,9 +149,8 @@ TrainResult train_model(Model& model, const DataSplit& split, const TrainSpec& t
   // A checkpoint taken after early stopping decided (Ctrl-C in the last evaluation) resumes to
   // the end.
   if (state.early_stopping.stop) stop = Stop::EarlyStopping;
-  const int64_t last_epoch = exec.pause_after_epochs > 0
-                                 ? std::min(exec.pause_after_epochs, train.epochs)
-                                 : train.epochs;
+  const int64_t last_epoch =
+      exec.pause_after_epochs > 0 ? std::min(exec.pause_after_epochs, train.epochs) : train.epochs;
   while (stop == Stop::None && state.epoch < last_epoch &&
          (exec.max_steps <= 0 || state.steps_taken < exec.max_steps)) {
     if (!state.in_epoch) begin_epoch(plan, state, train.shuffle);

@@ -36,17 +36,17 @@ struct TrialProgress {
 
 struct HalvingJob {
   size_t trial = 0;
-  int rung = 0;        // the rung to run it to
+  int rung = 0;  // the rung to run it to
   bool promotion = false;
-  int place = 0;       // a promotion: its place among the trials that completed the rung below
-  int of = 0;          //   (1-based), of how many, and how many of them the top 1/factor holds
+  int place = 0;  // a promotion: its place among the trials that completed the rung below
+  int of = 0;     //   (1-based), of how many, and how many of them the top 1/factor holds
   int top = 0;
 };
 
 // The next job for a free slot, or none (wait for running trials, or the search is done). Trials
 // are taken in their order when new; `higher_is_better` says how the objective ranks.
-std::optional<HalvingJob> next_halving_job(const std::vector<TrialProgress>& trials,
-                                           int rungs, int64_t factor, bool higher_is_better);
+std::optional<HalvingJob> next_halving_job(const std::vector<TrialProgress>& trials, int rungs,
+                                           int64_t factor, bool higher_is_better);
 
 // A trial's place (1-based) among those that completed `rung`, and how many did; ties keep the
 // trials' order.

@@ -2,10 +2,9 @@
 
 namespace xo {
 namespace {
-constexpr TrialStatus kStatuses[] = {TrialStatus::Pending,  TrialStatus::Running,
-                                     TrialStatus::Paused,   TrialStatus::Stopped,
-                                     TrialStatus::Finished, TrialStatus::EarlyStopped,
-                                     TrialStatus::Diverged, TrialStatus::Failed};
+constexpr TrialStatus kStatuses[] = {
+    TrialStatus::Pending,  TrialStatus::Running,      TrialStatus::Paused,   TrialStatus::Stopped,
+    TrialStatus::Finished, TrialStatus::EarlyStopped, TrialStatus::Diverged, TrialStatus::Failed};
 }  // namespace
 
 const char* trial_status_name(TrialStatus s) {

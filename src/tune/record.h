@@ -43,7 +43,7 @@ const char* trial_status_name(TrialStatus s);
 std::optional<TrialStatus> parse_trial_status(const std::string& text);
 
 struct TrialRecord {
-  std::string id;                                          // "t03"
+  std::string id;                                           // "t03"
   std::vector<std::pair<std::string, std::string>> values;  // KEY, VALUE as varied
   TrialStatus status = TrialStatus::Pending;
   std::string device;  // where it ran: "cpu", "cuda:0"
@@ -80,7 +80,7 @@ struct HalvingDecision {
 // trial's spec for a fixed number of steps, summing their samples per second.
 struct ParallelOption {
   int k = 1;
-  int threads = 0;  // per trial (CPU)
+  int threads = 0;                // per trial (CPU)
   double samples_per_second = 0;  // all K together
   std::vector<double> per_trial;  // each process's own
 };
@@ -109,8 +109,8 @@ struct SearchCostLine {
 
 struct TuneRecord {
   std::string schema = kTuneSchema;
-  std::string model;     // the base spec's name
-  std::string spec_toml; // the base spec
+  std::string model;              // the base spec's name
+  std::string spec_toml;          // the base spec
   std::vector<std::string> vary;  // the --vary arguments
   std::string mode;               // "grid" or "random"
   int64_t samples = 0;
@@ -129,7 +129,7 @@ struct TuneRecord {
   std::string best;           // the best trial's id ("" while none finished)
   std::vector<SearchCostLine> cost;
   std::string dollars_instance;  // the instance each trial's dollars are for: the search's cheapest
-  std::string cost_note;  // what the predictions assume
+  std::string cost_note;         // what the predictions assume
   bool interrupted = false;
 };
 

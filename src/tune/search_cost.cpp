@@ -74,16 +74,18 @@ std::vector<SearchCostLine> search_cost(const std::vector<TrialCostInput>& trial
     }
     lines.push_back(std::move(line));
   }
-  std::stable_sort(lines.begin(), lines.end(), [](const SearchCostLine& a, const SearchCostLine& b) {
-    return a.plans.front().dollars < b.plans.front().dollars;
-  });
+  std::stable_sort(lines.begin(), lines.end(),
+                   [](const SearchCostLine& a, const SearchCostLine& b) {
+                     return a.plans.front().dollars < b.plans.front().dollars;
+                   });
   note = fmt::format(
       "Each trial's steps predicted on the instance's device by the roofline (calibrated by the "
       "trial's own median step here on a device of the same kind; a GPU with none measured here "
       "at its roofline: at least that long), plus its time outside the steps (start-up, data, "
       "evaluation) as measured here; trials placed in the search's order on the first free "
       "device (one trial per GPU, one per CPU instance); each instance billed on demand, by the "
-      "second with no minimum charge, until its last trial ends. Successive halving's waits between rungs are not modelled.");
+      "second with no minimum charge, until its last trial ends. Successive halving's waits "
+      "between rungs are not modelled.");
   return lines;
 }
 

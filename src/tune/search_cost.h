@@ -2,7 +2,8 @@
 // device (the advisor's roofline, calibrated by the trial's own measured step here where the
 // device is of the same kind), plus what its process spent outside the steps (start-up, data,
 // evaluation) as measured; the trials then placed on 1, N and one-per-trial instances in the
-// search's order, each on the first free device, and each instance billed until its last trial ends.
+// search's order, each on the first free device, and each instance billed until its last trial
+// ends.
 #pragma once
 
 #include <string>
@@ -15,9 +16,9 @@
 namespace xo {
 
 struct TrialCostInput {
-  StepCost cost;              // one training step of the trial's model
-  int64_t steps = 0;          // steps it took
-  double measured_step_s = 0; // its median step here
+  StepCost cost;                      // one training step of the trial's model
+  int64_t steps = 0;                  // steps it took
+  double measured_step_s = 0;         // its median step here
   DeviceKind kind = DeviceKind::Cpu;  // where it was measured
   std::string device;                 // the local device id
   double process_seconds = 0;         // its processes' wall time here

@@ -60,8 +60,8 @@ std::string draw(const Dimension& d, Rng& rng) {
   if (d.integer) {
     if (d.log) {
       const double x = std::exp(rng.uniform(std::log(d.low), std::log(d.high + 1)));
-      return std::to_string(std::min(static_cast<int64_t>(std::floor(x)),
-                                     static_cast<int64_t>(d.high)));
+      return std::to_string(
+          std::min(static_cast<int64_t>(std::floor(x)), static_cast<int64_t>(d.high)));
     }
     const auto span = static_cast<uint64_t>(d.high - d.low) + 1;
     return std::to_string(static_cast<int64_t>(d.low) + static_cast<int64_t>(rng.below(span)));
@@ -92,7 +92,8 @@ Dimension parse_dimension(const std::string& text) {
     int64_t ia = 0, ib = 0;
     d.integer = parse_integer(a, ia) && parse_integer(b, ib);
     if (!parse_real(a, d.low) || !parse_real(b, d.high)) {
-      throw UserError(fmt::format("--vary '{}': the range '{}' needs two numbers A..B", text, rest));
+      throw UserError(
+          fmt::format("--vary '{}': the range '{}' needs two numbers A..B", text, rest));
     }
     if (d.high <= d.low) {
       throw UserError(fmt::format("--vary '{}': the range must go up (A < B)", text));
@@ -116,8 +117,8 @@ Dimension parse_dimension(const std::string& text) {
   }
   for (std::string& item : split_items(rest)) {
     if (item.empty()) {
-      throw UserError(fmt::format("--vary '{}': an empty value (two commas, or one at an end)",
-                                  text));
+      throw UserError(
+          fmt::format("--vary '{}': an empty value (two commas, or one at an end)", text));
     }
     d.values.push_back(std::move(item));
   }
@@ -129,8 +130,8 @@ std::vector<Assignment> grid(const std::vector<Dimension>& dims) {
   for (const Dimension& d : dims) {
     if (d.values.empty() && d.integer && !d.log) {
       throw UserError(fmt::format(
-          "--vary '{}': the range holds over {} integers: give --samples N to draw from it",
-          d.text, kMaxIntegerRange));
+          "--vary '{}': the range holds over {} integers: give --samples N to draw from it", d.text,
+          kMaxIntegerRange));
     }
     if (d.values.empty()) {
       throw UserError(fmt::format(
@@ -140,15 +141,16 @@ std::vector<Assignment> grid(const std::vector<Dimension>& dims) {
     }
     total *= d.values.size();
     if (total > kMaxGrid) {
-      throw UserError(fmt::format("the grid of --vary has over {} points: give --samples N",
-                                  kMaxGrid));
+      throw UserError(
+          fmt::format("the grid of --vary has over {} points: give --samples N", kMaxGrid));
     }
   }
   std::vector<Assignment> out;
   std::vector<size_t> at(dims.size(), 0);
   for (size_t n = 0; n < total; ++n) {
     Assignment a;
-    for (size_t i = 0; i < dims.size(); ++i) a.emplace_back(dims[i].key.text, dims[i].values[at[i]]);
+    for (size_t i = 0; i < dims.size(); ++i)
+      a.emplace_back(dims[i].key.text, dims[i].values[at[i]]);
     out.push_back(std::move(a));
     for (size_t i = dims.size(); i-- > 0;) {
       if (++at[i] < dims[i].values.size()) break;
@@ -190,10 +192,10 @@ void check_dimensions(const ModelSpec& base, const std::vector<Dimension>& dims)
     if (!d.values.empty()) {
       for (const std::string& v : d.values) with_spec_value(base, d.key, v);
     } else {
-      with_spec_value(base, d.key, d.integer ? std::to_string(static_cast<int64_t>(d.low))
-                                             : real_text(d.low));
-      with_spec_value(base, d.key, d.integer ? std::to_string(static_cast<int64_t>(d.high))
-                                             : real_text(d.high));
+      with_spec_value(base, d.key,
+                      d.integer ? std::to_string(static_cast<int64_t>(d.low)) : real_text(d.low));
+      with_spec_value(base, d.key,
+                      d.integer ? std::to_string(static_cast<int64_t>(d.high)) : real_text(d.high));
     }
   }
 }

@@ -34,7 +34,8 @@ json results(const fs::path& out) { return json::parse(xo::read_file(out / "resu
 int runs_of(const fs::path& out, const std::string& trial) {
   std::istringstream log(xo::read_file(out / "trials" / trial / "log.txt"));
   int runs = 0;
-  for (std::string line; std::getline(log, line);) runs += line.find(" ms/step (median") != std::string::npos;
+  for (std::string line; std::getline(log, line);)
+    runs += line.find(" ms/step (median") != std::string::npos;
   return runs;
 }
 
@@ -42,9 +43,10 @@ std::string status_of(const json& trial) { return trial.at("status").get<std::st
 
 TEST(Tune, AGridRunsEveryTrialOnceAndWritesTheBestSpecAndWeights) {
   xo::testing::TempDir dir("tune-grid");
-  const auto r = run_cli("tune disc-3 --vary lr=0.05,0.2,0.5 --vary train.batch=50,100 --epochs 3 "
-                         "--parallel 2 --out out",
-                         dir.path());
+  const auto r = run_cli(
+      "tune disc-3 --vary lr=0.05,0.2,0.5 --vary train.batch=50,100 --epochs 3 "
+      "--parallel 2 --out out",
+      dir.path());
   ASSERT_EQ(r.status, 0) << r.output;
   const json j = results(dir.path() / "out");
   EXPECT_EQ(j.at("schema"), "crossover.tune/1");
@@ -82,7 +84,8 @@ TEST(Tune, ConcurrentTrialsEqualTheSameTrialsOneAtATime) {
         << trial;
   }
   int most_at_once = 0;
-  for (const json& t : a.at("trials")) most_at_once = std::max(most_at_once, t.at("concurrent").get<int>());
+  for (const json& t : a.at("trials"))
+    most_at_once = std::max(most_at_once, t.at("concurrent").get<int>());
   EXPECT_EQ(most_at_once, 2);
 }
 
@@ -90,9 +93,10 @@ TEST(Tune, ConcurrentTrialsEqualTheSameTrialsOneAtATime) {
 // unbroken from epoch 1 (resumed from its checkpoint, not trained again).
 TEST(Tune, HalvingRecordsItsDecisionsAndContinuesPromotedTrials) {
   xo::testing::TempDir dir("tune-halving");
-  const auto r = run_cli("tune disc-3 --vary lr=0.8,0.01,0.3,0.05,1.2,0.02,0.5,0.1,0.2 --epochs 9 "
-                         "--halving --min-epochs 1 --factor 3 --parallel 1 --out out",
-                         dir.path());
+  const auto r = run_cli(
+      "tune disc-3 --vary lr=0.8,0.01,0.3,0.05,1.2,0.02,0.5,0.1,0.2 --epochs 9 "
+      "--halving --min-epochs 1 --factor 3 --parallel 1 --out out",
+      dir.path());
   ASSERT_EQ(r.status, 0) << r.output;
   const json j = results(dir.path() / "out");
   EXPECT_EQ(j.at("rungs"), json::parse("[1, 3, 9]"));
@@ -105,7 +109,8 @@ TEST(Tune, HalvingRecordsItsDecisionsAndContinuesPromotedTrials) {
     if (status_of(t) == "finished") ++full;
     if (status_of(t) == "stopped") ++stopped;
     // One process per rung it reached.
-    EXPECT_EQ(runs_of(dir.path() / "out", t.at("id")), static_cast<int>(t.at("rung_objective").size()));
+    EXPECT_EQ(runs_of(dir.path() / "out", t.at("id")),
+              static_cast<int>(t.at("rung_objective").size()));
   }
   EXPECT_GE(full, 1);
   EXPECT_GE(stopped, 3);
@@ -116,8 +121,9 @@ TEST(Tune, HalvingRecordsItsDecisionsAndContinuesPromotedTrials) {
 
 TEST(Tune, ASearchKilledAndStartedAgainKeepsItsFinishedTrials) {
   xo::testing::TempDir dir("tune-killed");
-  const std::vector<std::string> args = {"tune", "disc-9", "--vary", "lr=0.02,0.05,0.1,0.2",
-                                         "--epochs", "100", "--parallel", "1", "--out", "out"};
+  const std::vector<std::string> args = {"tune",     "disc-9", "--vary",     "lr=0.02,0.05,0.1,0.2",
+                                         "--epochs", "100",    "--parallel", "1",
+                                         "--out",    "out"};
   const pid_t pid = xo::testing::start_crossover(dir.path(), args, dir.path() / "first.txt",
                                                  dir.path() / "first.txt");
   // Killed once a trial has finished (its results are written as it ends).
@@ -136,9 +142,10 @@ TEST(Tune, ASearchKilledAndStartedAgainKeepsItsFinishedTrials) {
   int status = 0;
   waitpid(pid, &status, 0);
   std::this_thread::sleep_for(std::chrono::milliseconds(300));  // its trial ends with it
-  const auto again = run_cli("tune disc-9 --vary lr=0.02,0.05,0.1,0.2 --epochs 100 --parallel 1 "
-                             "--out out",
-                             dir.path());
+  const auto again = run_cli(
+      "tune disc-9 --vary lr=0.02,0.05,0.1,0.2 --epochs 100 --parallel 1 "
+      "--out out",
+      dir.path());
   ASSERT_EQ(again.status, 0) << again.output;
   EXPECT_NE(again.output.find("trials in out are kept"), std::string::npos) << again.output;
   const json j = results(dir.path() / "out");
@@ -179,7 +186,8 @@ TEST(Tune, BadInputIsRefusedBeforeAnyTrial) {
 class TuneOnRanks : public ::testing::TestWithParam<int> {};
 
 TEST_P(TuneOnRanks, EveryTrialRunsExactlyOnce) {
-  if (std::system("command -v mpirun >/dev/null 2>&1") != 0) GTEST_SKIP() << "no mpirun: run scripts/setup";
+  if (std::system("command -v mpirun >/dev/null 2>&1") != 0)
+    GTEST_SKIP() << "no mpirun: run scripts/setup";
   const int ranks = GetParam();
   xo::testing::TempDir dir("tune-mpi");
   const auto r = run_cli(
@@ -199,9 +207,13 @@ TEST_P(TuneOnRanks, EveryTrialRunsExactlyOnce) {
     ++per_rank.at(t.at("rank").get<size_t>());
   }
   EXPECT_EQ(j.at("trials").size(), 5u);
+  // Rank 0 hands the first trials out one per rank: every rank ran at least one.
+  for (int rank = 0; rank < ranks; ++rank)
+    EXPECT_GE(per_rank[static_cast<size_t>(rank)], 1) << rank;
 }
 
-INSTANTIATE_TEST_SUITE_P(Mpi, TuneOnRanks, ::testing::Values(2, 3),
-                         [](const auto& param_info) { return std::to_string(param_info.param) + "_ranks"; });
+INSTANTIATE_TEST_SUITE_P(Mpi, TuneOnRanks, ::testing::Values(2, 3), [](const auto& param_info) {
+  return std::to_string(param_info.param) + "_ranks";
+});
 
 }  // namespace

@@ -26,9 +26,9 @@
 #include "report/files.h"
 #include "report/html.h"
 #include "report/report_json.h"
+#include "support/chromium.h"
 #include "support/expect_error.h"
 #include "support/file_size_limit.h"
-#include "support/chromium.h"
 #include "support/temp_dir.h"
 
 namespace xo {

@@ -137,8 +137,7 @@ TEST(TuneReport, TheTerminalSaysWhatWasNotMeasuredAndEveryDecision) {
   EXPECT_NE(text.find("t2 promoted to 3 epochs: 1st of 3 at 1 epoch (the best one goes on)"),
             std::string::npos)
       << text;
-  EXPECT_NE(text.find("t1 stopped at 1 epoch: 3rd of 3 (the best one went on)"),
-            std::string::npos);
+  EXPECT_NE(text.find("t1 stopped at 1 epoch: 3rd of 3 (the best one went on)"), std::string::npos);
   EXPECT_NE(text.find("2 at once on cpu (measured fastest: 1 x 2 threads 1000 samples/s; 2 x 1 "
                       "thread 1500 samples/s)"),
             std::string::npos)

@@ -145,12 +145,13 @@ TEST(TuneSpace, SamplesAreSeededDistinctAndInsideTheirRanges) {
 
 TEST(TuneSpace, EveryValueIsCheckedOnTheSpecBeforeAnyTrial) {
   const ModelSpec base = mlp();
-  check_dimensions(base, {parse_dimension("lr=1e-4..1e-1:log"), parse_dimension("dropout.p=0,0.5")});
-  expect_user_error(
-      [&] { check_dimensions(base, {parse_dimension("dropout.p=0.2,1.5")}); },
-      {"--vary dropout.p=1.5"});
-  const ModelSpec t = trial_spec(base, {parse_dimension("lr=0.1,0.2"), parse_dimension("dropout.p=0.3")},
-                                 {{"lr", "0.2"}, {"dropout.p", "0.3"}});
+  check_dimensions(base,
+                   {parse_dimension("lr=1e-4..1e-1:log"), parse_dimension("dropout.p=0,0.5")});
+  expect_user_error([&] { check_dimensions(base, {parse_dimension("dropout.p=0.2,1.5")}); },
+                    {"--vary dropout.p=1.5"});
+  const ModelSpec t =
+      trial_spec(base, {parse_dimension("lr=0.1,0.2"), parse_dimension("dropout.p=0.3")},
+                 {{"lr", "0.2"}, {"dropout.p", "0.3"}});
   EXPECT_DOUBLE_EQ(t.train.optimizer.lr, 0.2);
   EXPECT_DOUBLE_EQ(t.layers[2].p, 0.3);
 }
