@@ -22,6 +22,8 @@
 #include "model/onnx_import.h"
 #include "model/spec.h"
 #include "report/report_json.h"
+#include "report/tune_json.h"
+#include "tune/space.h"
 
 namespace xo::fuzz {
 
@@ -122,6 +124,24 @@ inline void read_onnx(const std::string& bytes, const std::string& origin) {
   infer_shapes(imported.spec);
 }
 
+// `crossover tune`'s inputs. The first line: a --vary argument, set on a built-in spec (at most
+// three of its values, as the search checks them before any trial). The rest: a search's
+// results.json, read back as a search started again reads it, and written again.
+inline void read_tune(const std::string& bytes, const std::string& origin) {
+  const size_t line = std::min(bytes.find('\n'), bytes.size());
+  try {
+    const Dimension d = parse_dimension(bytes.substr(0, line));
+    Dimension few = d;
+    if (few.values.size() > 3) few.values.resize(3);
+    check_dimensions(*builtin_spec("mnist-cnn"), {few});
+  } catch (const UserError&) {
+  }
+  const std::string json = line < bytes.size() ? bytes.substr(line + 1) : std::string();
+  const TuneRecord r = read_tune_record(json, origin);
+  to_json(r).dump(2);
+  tune_csv(r);
+}
+
 struct Target {
   const char* name;  // fuzz/corpus/NAME, fuzz/regressions/NAME, build-fuzz/fuzz/fuzz_NAME
   void (*read)(const std::string& bytes, const std::string& origin);
@@ -131,7 +151,7 @@ inline constexpr Target kTargets[] = {{"catalog", read_catalog}, {"csv", read_cs
                                       {"idx", read_idx},         {"imdb", read_imdb},
                                       {"onnx", read_onnx},       {"peaks", read_peaks},
                                       {"report", read_report},   {"safetensors", read_safetensors},
-                                      {"spec", read_spec}};
+                                      {"spec", read_spec},       {"tune", read_tune}};
 
 // The body of every LLVMFuzzerTestOneInput: a UserError is the answer to bad input.
 inline int run_target(void (*read)(const std::string&, const std::string&), const uint8_t* data,

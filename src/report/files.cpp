@@ -11,30 +11,15 @@
 #include "core/error.h"
 #include "core/file.h"
 #include "core/format.h"
+#include "report/csv.h"
 #include "report/html.h"
 #include "report/report_json.h"
 
 namespace xo {
 namespace {
 
-std::string num(double v) { return std::isfinite(v) ? fmt::format("{:.6g}", v) : std::string(); }
+std::string num(double v) { return csv_number(v); }
 std::string num(const std::optional<double>& v) { return v ? num(*v) : std::string(); }
-
-// A text cell (model, device, axis), whose value comes from a spec or a results file. A cell that
-// begins with = + - @ (or a tab or carriage return) is a formula to a spreadsheet, which would run
-// it on opening ("CSV injection"): it gets a leading apostrophe, as OWASP recommends, so it shows
-// as text. Control characters are escaped (terminal_safe: a newline is \x0a, so one cell stays one
-// line), then the cell is quoted as RFC 4180 asks where it holds a comma or a quote.
-std::string text(const std::string& raw) {
-  const bool formula =
-      !raw.empty() && std::string_view("=+-@\t\r").find(raw[0]) != std::string_view::npos;
-  std::string v = formula ? "'" : "";
-  v += terminal_safe(raw);
-  if (v.find_first_of(",\"") == std::string::npos) return v;
-  std::string q = "\"";
-  for (char c : v) q += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return q + "\"";
-}
 
 }  // namespace
 
@@ -48,9 +33,9 @@ std::string runs_csv(const Report& report) {
     const TrainResult& r = row.result;
     const bool trained = !r.epochs.empty();  // else no final loss or error to report
     csv += fmt::format(
-        "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", text(r.model),
-        num(static_cast<double>(row.layers)), num(static_cast<double>(r.params)), text(r.device.id),
-        text(row.axis), row.axis.empty() ? "" : num(row.axis_value),
+        "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", csv_text(r.model),
+        num(static_cast<double>(row.layers)), num(static_cast<double>(r.params)),
+        csv_text(r.device.id), csv_text(row.axis), row.axis.empty() ? "" : num(row.axis_value),
         num(static_cast<double>(r.epochs.size())), num(run.analysis.seconds_per_epoch),
         num(100 * run.analysis.seconds_per_epoch), num(r.step_ms.median), num(r.step_ms.p10),
         num(r.step_ms.p90), num(relative_spread(r.step_ms)), num(r.gflops),

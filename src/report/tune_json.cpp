@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "core/json_depth.h"
+#include "report/csv.h"
 #include "report/json_in.h"
 
 namespace xo {
@@ -90,21 +91,6 @@ TrialRecord read_trial(const JsonIn& in) {
   t.dollars = in.nullable("dollars");
   t.error = in.text("error");
   return t;
-}
-
-std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
-  std::string out = "\"";
-  for (char c : s) {
-    out += c;
-    if (c == '"') out += c;
-  }
-  out += '"';
-  return out;
-}
-
-std::string csv_number(double v, const char* format = "{}") {
-  return std::isfinite(v) ? fmt::format(fmt::runtime(format), v) : std::string();
 }
 
 }  // namespace
@@ -242,7 +228,7 @@ std::string tune_csv(const TuneRecord& r) {
   if (!r.trials.empty()) {
     for (const auto& [k, v] : r.trials.front().values) keys.push_back(k);
   }
-  for (const std::string& k : keys) out += fmt::format(",{}", csv_field(k));
+  for (const std::string& k : keys) out += fmt::format(",{}", csv_text(k));
   out += fmt::format(
       ",{},epochs,device,threads,rank_mpi,concurrent,train_seconds,process_seconds,step_ms,"
       "dollars,error\n",
@@ -250,12 +236,12 @@ std::string tune_csv(const TuneRecord& r) {
   int place = 0;
   for (size_t i : trials_by_objective(r)) {
     const TrialRecord& t = r.trials[i];
-    out += fmt::format("{},{},{}", ++place, csv_field(t.id), trial_status_name(t.status));
-    for (const auto& [k, v] : t.values) out += fmt::format(",{}", csv_field(v));
+    out += fmt::format("{},{},{}", ++place, csv_text(t.id), trial_status_name(t.status));
+    for (const auto& [k, v] : t.values) out += fmt::format(",{}", csv_text(v));
     out += fmt::format(",{},{},{},{},{},{},{},{},{},{},{}\n", csv_number(t.objective), t.epochs,
-                       csv_field(t.device), t.threads, t.rank, t.concurrent,
+                       csv_text(t.device), t.threads, t.rank, t.concurrent,
                        csv_number(t.train_seconds), csv_number(t.process_seconds),
-                       csv_number(t.step_ms), csv_number(t.dollars), csv_field(t.error));
+                       csv_number(t.step_ms), csv_number(t.dollars), csv_text(t.error));
   }
   return out;
 }
