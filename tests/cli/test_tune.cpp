@@ -161,6 +161,43 @@ TEST(Tune, ASearchKilledAndStartedAgainKeepsItsFinishedTrials) {
   EXPECT_NE(other.output.find("holds another search"), std::string::npos) << other.output;
 }
 
+// A trial that diverges is recorded as such, ranked last, and the search goes on; a spec in
+// another folder keeps reading its data (the trials' specs name it by an absolute path).
+TEST(Tune, ADivergingTrialIsRecordedAndASpecElsewhereFindsItsData) {
+  xo::testing::TempDir dir("tune-diverged");
+  fs::create_directories(dir.path() / "specs");
+  {
+    std::ofstream csv(dir.path() / "specs" / "points.csv");
+    for (int i = 0; i < 120; ++i)
+      csv << (i % 7) * 0.1 << "," << (i % 5) * 0.2 << "," << (i % 2) << "\n";
+    std::ofstream spec(dir.path() / "specs" / "small.toml");
+    spec << "[model]\ninput = [2]\nlayers = [ { type = \"linear\", out = 8 }, { type = \"relu\" }, "
+            "{ type = \"linear\", out = 2 } ]\nloss = \"cross_entropy\"\n[train]\noptimizer = { "
+            "type = \"sgd\", lr = 0.1 "
+            "}\nbatch = 20\nepochs = 3\n[data]\nsource = \"csv:points.csv\"\n"
+            "validation_split = 0.25\n";
+  }
+  const auto elsewhere =
+      run_cli("tune specs/small.toml --vary lr=0.1,0.5 --out elsewhere", dir.path());
+  ASSERT_EQ(elsewhere.status, 0) << elsewhere.output;
+  const json e = results(dir.path() / "elsewhere");
+  EXPECT_EQ(e.at("objective"), "val_accuracy");
+  for (const json& t : e.at("trials")) EXPECT_EQ(status_of(t), "finished") << t.dump();
+
+  const auto r = run_cli(
+      "tune disc-3 --vary lr=0.1,1e6 --vary train.optimizer.momentum=0.9 "
+      "--epochs 3 --parallel 1 --out out",
+      dir.path());
+  ASSERT_EQ(r.status, 0) << r.output;
+  const json j = results(dir.path() / "out");
+  EXPECT_EQ(status_of(j.at("trials")[0]), "finished");
+  EXPECT_EQ(status_of(j.at("trials")[1]), "diverged");
+  EXPECT_TRUE(j.at("trials")[1].at("objective").is_null());
+  EXPECT_EQ(j.at("best"), "t01");
+  EXPECT_NE(r.output.find("t02 lr=1e6 train.optimizer.momentum=0.9: diverged"), std::string::npos)
+      << r.output;
+}
+
 TEST(Tune, BadInputIsRefusedBeforeAnyTrial) {
   xo::testing::TempDir dir("tune-bad");
   struct Case {
