@@ -5,6 +5,9 @@
 // axis (depth, width, batch or sequence length) and finds where one device overtakes another.
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <charconv>
+#include <cmath>
 #include <filesystem>
 #include <memory>
 
@@ -18,6 +21,7 @@
 #include "model/vary.h"
 #include "report/files.h"
 #include "report/terminal.h"
+#include "tune/space.h"
 
 namespace xo::cli {
 namespace {
@@ -107,31 +111,51 @@ int run_models(const RunOptions& o) {
 int run_sweep(const RunOptions& o) {
   const ModelSpec base = resolve_spec(o.spec);
   print_notes(base);
-  AxisValues vary;
-  if (o.vary.empty()) {
+  // The same --vary as `tune`'s (tune/space.h): an axis or any key of the spec, whose values,
+  // numbers, are the chart's x.
+  std::string vary_text = o.vary;
+  if (vary_text.empty()) {
     if (!(base.origin == "built-in" && base.name.rfind("disc-", 0) == 0)) {
       throw UserError(
           fmt::format("sweep {}: say what to vary, e.g. --vary batch=32,64,128 or "
                       "--vary width=64,128,256",
                       o.spec));
     }
-    vary = parse_vary("depth=2..12");
-  } else {
-    vary = parse_vary(o.vary);
+    vary_text = "depth=2..12";
+  }
+  const Dimension vary = parse_dimension(vary_text);
+  if (vary.values.empty()) {
+    throw UserError(
+        fmt::format("--vary '{}': a sweep takes a list of values (or an integer range "
+                    "of at most 1000); `crossover tune --samples` draws from ranges",
+                    vary_text));
   }
   std::vector<ModelSpec> specs;
-  for (int64_t v : vary.values) specs.push_back(vary_spec(base, vary.axis, v));
-  if (!base.init.empty() && (vary.axis == Axis::Width || vary.axis == Axis::Depth)) {
+  std::vector<double> values;
+  for (const std::string& v : vary.values) {
+    double x = 0;
+    const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
+    if (ec != std::errc() || end != v.data() + v.size() || !std::isfinite(x)) {
+      throw UserError(fmt::format(
+          "--vary '{}': '{}' is not a number: a sweep's values are its chart's x (`crossover "
+          "tune` compares other choices)",
+          vary_text, v));
+    }
+    specs.push_back(with_spec_value(base, vary.key, v));
+    values.push_back(x);
+  }
+  if (!base.init.empty() &&
+      std::any_of(specs.begin(), specs.end(), [](const ModelSpec& s) { return s.init.empty(); })) {
     fmt::print(stderr,
                "note: {}: its initial weights ({}) fit its own shapes only: along {} each model "
                "draws its own from the seed\n",
-               base.origin, base.init, axis_name(vary.axis));
+               base.origin, base.init, vary.key.text);
   }
   const Catalog catalog = load_user_catalog(o.cost);
   Session session(o.measure);
   const std::filesystem::path out(session.out());
   const size_t jobs = specs.size() * session.devices().size();
-  const std::string axis = axis_name(vary.axis);
+  const std::string axis = vary.key.text;
   const std::string title = fmt::format("crossover sweep: {} along {}", base.name, axis);
   session.resume_job("sweep", title);
   auto write = [&](bool finished) {
@@ -145,7 +169,7 @@ int run_sweep(const RunOptions& o) {
   for (const std::string& device : session.devices()) {
     for (size_t i = 0; i < specs.size(); ++i) {
       if (session.stopped()) break;
-      session.measure(specs[i], device, job++, jobs, axis, static_cast<double>(vary.values[i]));
+      session.measure(specs[i], device, job++, jobs, axis, values[i]);
       write(false);
     }
   }
@@ -178,7 +202,9 @@ Command add_sweep(CLI::App& app) {
                   "A built-in name or a TOML spec (default: the disc family, along depth)")
       ->capture_default_str();
   sub->add_option("--vary", o->vary,
-                  "AXIS=V1,V2,... or AXIS=A..B: depth, width, batch or sequence");
+                  "AXIS=V1,V2,... or AXIS=A..B: depth, width, batch, sequence, or any numeric "
+                  "key of the spec as `tune --vary` takes it (train.optimizer.lr, dropout.p, "
+                  "model.layers.0.out)");
   add_measure_options(sub, o->measure, true);
   add_cost_options(sub, o->cost);
   return {sub, [o] { return run_sweep(*o); }};

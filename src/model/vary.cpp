@@ -344,6 +344,8 @@ ModelSpec with_spec_value(const ModelSpec& spec, const SpecKey& key, const std::
       out.init_weights.reset();
     }
   }
+  // An axis names the model as the sweep does (disc-N, or "NAME[batch=256]").
+  if (key.axis) return out;
   const std::string tag = fmt::format("{}={}", key.text, value);
   out.name = !spec.name.empty() && spec.name.back() == ']'
                  ? fmt::format("{},{}]", spec.name.substr(0, spec.name.size() - 1), tag)

@@ -95,6 +95,11 @@ Dimension parse_dimension(const std::string& text) {
       throw UserError(
           fmt::format("--vary '{}': the range '{}' needs two numbers A..B", text, rest));
     }
+    // Integers a double holds exactly: draws compute in doubles.
+    constexpr int64_t kExact = int64_t{1} << 53;
+    if (d.integer && (ia > kExact || ia < -kExact || ib > kExact || ib < -kExact)) {
+      throw UserError(fmt::format("--vary '{}': integers beyond 2^53 are not taken", text));
+    }
     if (d.high <= d.low) {
       throw UserError(fmt::format("--vary '{}': the range must go up (A < B)", text));
     }
@@ -106,9 +111,11 @@ Dimension parse_dimension(const std::string& text) {
     }
     d.range = true;
     d.log = log;
-    // An integer range without :log is a list too, as the sweep reads it (grids take it).
-    if (d.integer && !log && ib - ia < static_cast<int64_t>(kMaxIntegerRange)) {
-      for (int64_t v = ia; v <= ib; ++v) d.values.push_back(std::to_string(v));
+    // An integer range without :log is a list too, as the sweep reads it (grids take it). The
+    // count, not `v <= ib`, ends the loop (which would not end at INT64_MAX).
+    if (d.integer && !log && d.high - d.low < static_cast<double>(kMaxIntegerRange)) {
+      const int64_t n = ib - ia + 1;
+      for (int64_t i = 0; i < n; ++i) d.values.push_back(std::to_string(ia + i));
     }
     return d;
   }

@@ -464,10 +464,13 @@ TEST(Cli, SweepErrorsNameWhatWasExpected) {
   EXPECT_NE(r.output.find("--vary"), std::string::npos) << r.output;
   r = run("sweep disc-4 --vary colour=1,2");
   EXPECT_EQ(r.status, 2);
-  EXPECT_NE(r.output.find("unknown axis 'colour'"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("unknown key 'colour' (expected an axis: depth, width, batch"),
+            std::string::npos)
+      << r.output;
   r = run("sweep disc-4 --vary batch=10,-3");
   EXPECT_EQ(r.status, 2);
-  EXPECT_NE(r.output.find("'-3' is not a positive integer"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("--vary batch=-3: batch takes a positive integer"), std::string::npos)
+      << r.output;
   r = run("sweep disc-4 --vary sequence=10");
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.output.find("cannot vary sequence"), std::string::npos) << r.output;

@@ -74,7 +74,9 @@ TEST(CliHostileInput, AShapeThatWouldOverflowIsRefused) {
 // A range ending at INT64_MAX looped for ever.
 TEST(CliHostileInput, AVaryRangeNearTheLargestIntegerIsBounded) {
   expect_user_error(run("sweep disc-2 --vary batch=1..9223372036854775807 --devices cpu"),
-                    "at most 1000 values");
+                    "integers beyond 2^53 are not taken");
+  expect_user_error(run("sweep disc-2 --vary batch=1..100000 --devices cpu"),
+                    "an integer range of at most 1000");
 }
 
 // The first data line with a typo was taken for a header and dropped without a word.

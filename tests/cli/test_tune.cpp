@@ -219,6 +219,28 @@ TEST(Tune, BadInputIsRefusedBeforeAnyTrial) {
   }
 }
 
+// `sweep --vary` takes the same keys: a numeric key of the spec is the chart's x; a choice that is
+// not a number is `tune`'s.
+TEST(Tune, SweepTakesTheSameKeysAsTune) {
+  xo::testing::TempDir dir("sweep-keys");
+  const auto r =
+      run_cli("sweep disc-3 --vary dropout.p=0,0.5 --epochs 2 --devices cpu --out out", dir.path());
+  if (r.status != 0) {
+    // disc-3 has no dropout layer: said so, naming the key.
+    EXPECT_NE(r.output.find("--vary dropout.p=0: disc-3 has no dropout layer"), std::string::npos)
+        << r.output;
+  }
+  const auto lr =
+      run_cli("sweep disc-3 --vary train.optimizer.lr=0.05,0.1 --epochs 2 --devices cpu --out lr",
+              dir.path());
+  ASSERT_EQ(lr.status, 0) << lr.output;
+  const json j = results(dir.path() / "lr");
+  EXPECT_EQ(j.at("sweep").at("axis"), "train.optimizer.lr") << j.at("sweep").dump();
+  const auto words = run_cli("sweep disc-3 --vary optimizer=sgd,adam --out words", dir.path());
+  EXPECT_EQ(words.status, 2);
+  EXPECT_NE(words.output.find("'sgd' is not a number"), std::string::npos) << words.output;
+}
+
 // rank 0 hands trials to free ranks: every trial runs exactly once, on the ranks of the job.
 class TuneOnRanks : public ::testing::TestWithParam<int> {};
 

@@ -27,7 +27,10 @@ TEST(TuneSpace, DottedKeysSetTheSpecAsItsFileWould) {
   EXPECT_EQ(adam.train.optimizer.type, OptimizerType::Adam);
   EXPECT_EQ(adam.name, "mnist-mlp[train.optimizer.lr=0.01,optimizer=adam]");
   EXPECT_EQ(with_spec_value(base, parse_spec_key("train.batch"), "64").train.batch, 64);
-  EXPECT_EQ(with_spec_value(base, parse_spec_key("batch"), "32").train.batch, 32);  // the axis
+  const ModelSpec batch = with_spec_value(base, parse_spec_key("batch"), "32");  // the axis
+  EXPECT_EQ(batch.train.batch, 32);
+  EXPECT_EQ(batch.name, "mnist-mlp[batch=32]");  // named as the sweep names it
+  EXPECT_EQ(with_spec_value(*builtin_spec("disc-2"), parse_spec_key("depth"), "5").name, "disc-5");
   EXPECT_EQ(with_spec_value(base, parse_spec_key("model.layers.0.out"), "256").layers[0].out, 256);
   EXPECT_DOUBLE_EQ(
       with_spec_value(base, parse_spec_key("data.validation_split"), "0.1").data.validation_split,
@@ -101,6 +104,12 @@ TEST(TuneSpace, ArgumentsParseIntoListsAndRanges) {
   expect_user_error([] { parse_dimension("lr=0.1,,0.2"); }, {"an empty value"});
   expect_user_error([] { parse_dimension("lr=a..b"); }, {"needs two numbers"});
   expect_user_error([] { parse_dimension("width=1.5..8"); }, {"takes integers"});
+  // Ranges at the ends of int64 neither overflow nor loop for ever.
+  expect_user_error([] { parse_dimension("seed=9223372036854775800..9223372036854775807"); },
+                    {"beyond 2^53"});
+  expect_user_error([] { parse_dimension("seed=-9007199254740993..9007199254740993"); },
+                    {"beyond 2^53"});
+  EXPECT_EQ(parse_dimension("seed=9007199254740990..9007199254740992").values.size(), 3u);
 }
 
 TEST(TuneSpace, TheGridIsEveryCombinationWithTheLastKeyFastest) {
