@@ -191,6 +191,13 @@ std::string curves_chart(const TuneRecord& r) {
         "opacity=\"{}\"><title>{}</title></polyline>\n",
         points, best ? kFrontColour : kTrialColour, best ? 2.5 : 1.2, best ? 1 : 0.55,
         escape(fmt::format("{} {}", t->id, values_text(*t))));
+    // Where a curve ends (a trial halving stopped after one epoch is only this point).
+    const size_t last = points.rfind(' ');
+    const std::string end = last == std::string::npos ? points : points.substr(last + 1);
+    const size_t comma = end.find(',');
+    out += fmt::format("<circle class=\"curve-end\" cx=\"{}\" cy=\"{}\" r=\"2.5\" fill=\"{}\"/>\n",
+                       end.substr(0, comma), end.substr(comma + 1),
+                       best ? kFrontColour : kTrialColour);
   }
   return out + "</svg>\n";
 }

@@ -183,6 +183,8 @@ TEST(TuneReport, ThePageDrawsEveryTrialAndCurveInHeadlessChromium) {
   // t1 (1.5 s, 80%), t3 (5 s, 88%) and t2 (6 s, 91.5%): each beats every cheaper trial.
   EXPECT_EQ(count(dom.out, "class=\"trial front\""), 3u);
   EXPECT_EQ(count(dom.out, "<polyline class=\"curve\""), 3u) << dom.out;
+  // Each curve's end marked: t1, stopped after one epoch, is that point alone.
+  EXPECT_EQ(count(dom.out, "<circle class=\"curve-end\""), 3u);
   EXPECT_NE(dom.out.find("EPYC &lt;b&gt;"), std::string::npos);
   EXPECT_TRUE(testing::page_messages(dom.err, url).empty()) << dom.err;
 }
