@@ -549,7 +549,6 @@ void Search::choose_parallel() {
         fmt::print(stderr, "measuring {} trial{} at once on {}...\n", k, k == 1 ? "" : "s", id);
       c.options.push_back(measure_parallel(
           id, k, cpu ? (o_.threads > 0 ? o_.threads : std::max(1, cores / k)) : 0));
-      if (o_.parallel == 0 && k * 2 > most) break;
     }
     const auto best = std::max_element(c.options.begin(), c.options.end(),
                                        [](const ParallelOption& a, const ParallelOption& b) {
@@ -698,24 +697,25 @@ void Search::job_done(Slot& slot, int code, double seconds) {
   slot.pid = -1;
   running_[i] = false;
   t.process_seconds += seconds;
-  const bool last = slot.rung + 1 == static_cast<int>(record_.rungs.size());
+  // The objective where this job's rung ended (NaN: the trial failed there).
+  auto end_rung = [&](double value) {
+    t.rung_objective.resize(static_cast<size_t>(slot.rung), std::nan(""));
+    t.rung_objective.push_back(value);
+  };
   if (code == 0) {
     const TrainResult r = read_train_result(read_file(f.result), f.result.string());
     record_result(i, r);
-    t.rung_objective.resize(static_cast<size_t>(slot.rung), std::nan(""));
-    t.rung_objective.push_back(t.objective);
+    end_rung(t.objective);
     t.status = r.stopped_early ? TrialStatus::EarlyStopped
                : r.paused      ? TrialStatus::Paused
                                : TrialStatus::Finished;
-    (void)last;
   } else if (code == kExitDiverged) {
     try {
       record_result(i, read_train_result(read_file(f.result), f.result.string()));
     } catch (const UserError&) {
     }
     t.objective = std::nan("");
-    t.rung_objective.resize(static_cast<size_t>(slot.rung), std::nan(""));
-    t.rung_objective.push_back(std::nan(""));
+    end_rung(std::nan(""));
     t.status = TrialStatus::Diverged;
     t.error = "the loss became NaN or infinite";
   } else if (code == 130 || (interrupted_ && code >= 128)) {
@@ -723,8 +723,7 @@ void Search::job_done(Slot& slot, int code, double seconds) {
   } else {
     t.status = TrialStatus::Failed;
     t.error = failure_text(f.log, code);
-    t.rung_objective.resize(static_cast<size_t>(slot.rung), std::nan(""));
-    t.rung_objective.push_back(std::nan(""));
+    end_rung(std::nan(""));
   }
   if (!o_.quiet && t.status != TrialStatus::Pending) {
     const std::string values = [&] {
