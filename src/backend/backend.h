@@ -297,6 +297,22 @@ enum class Precision { F32, TF32, BF16 };
 const char* precision_name(Precision p);
 Precision parse_precision(const std::string& text);  // throws UserError naming the choices
 
+// How a backend spreads a training step over its workers, as plain figures: the batch shards it
+// asks for (`shard_threads` workers, each with a slice of at least `min_shard_batch` samples, for
+// steps of `min_shard_flops` to `max_shard_flops` matmul FLOPs) and the matmuls it runs on one
+// thread (below `single_thread_flops`). A GPU: one shard, no single-thread rule.
+struct ExecutionPolicy {
+  int shard_threads = 1;
+  int64_t min_shard_batch = 0;
+  double min_shard_flops = 0, max_shard_flops = 0;
+  double single_thread_flops = 0;
+  int shards(int64_t batch, double flops) const {
+    if (shard_threads < 2 || batch < shard_threads * min_shard_batch) return 1;
+    if (flops < min_shard_flops || flops > max_shard_flops) return 1;
+    return shard_threads;
+  }
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -337,9 +353,14 @@ class Backend {
   virtual void accumulate_stats(LossStats* dst, const LossStats* src) = 0;
 
   // Batch sharding: a small model trains faster when each worker runs a slice of the batch on
-  // its own than when every op is split across workers. How many shards this backend wants for a
-  // training step of `flops` over `batch` samples (1: none), and a way to run them concurrently.
-  virtual int batch_shards(int64_t batch, double flops) const = 0;
+  // its own than when every op is split across workers. The rules (ExecutionPolicy, recorded in a
+  // device profile so that a prediction runs a model as this backend would), how many shards this
+  // backend wants for a training step of `flops` over `batch` samples (1: none), and a way to run
+  // them concurrently.
+  virtual ExecutionPolicy execution_policy() const = 0;
+  int batch_shards(int64_t batch, double flops) const {
+    return execution_policy().shards(batch, flops);
+  }
   virtual void parallel_shards(int shards, FunctionRef<void(int shard)> body) = 0;
 
   // Kernels, created at plan time (this is where primitives are built and cached).

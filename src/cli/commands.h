@@ -6,6 +6,8 @@
 #include <optional>
 #include <string>
 
+#include "measure/profile.h"
+
 namespace xo::cli {
 
 // A registered subcommand and what runs it once the command line is parsed.
@@ -24,6 +26,9 @@ Command add_cost(CLI::App& app);
 Command add_replay(CLI::App& app);
 Command add_import(CLI::App& app);
 Command add_tune(CLI::App& app);
+Command add_validate(CLI::App& app);
+
+
 
 // Exit codes besides 0: 2 bad input (a UserError), 3 an internal error, 130 interrupted, 4
 // training stopped because the loss became NaN or infinite, and `replay`'s own: a replayed figure
@@ -54,5 +59,9 @@ class Progress {
   bool tty_;
   size_t last_width_ = 0;
 };
+
+// This machine's device profile (measure/profile.h): the cached one, else measured now (a
+// progress bar on `progress`) and cached; its id is the device's name and threads ("amd-epyc-2t").
+DeviceProfile local_profile(Backend& backend, bool reprofile, Progress* progress);
 
 }  // namespace xo::cli

@@ -24,6 +24,7 @@
 #include <thread>
 
 #include "advisor/advice.h"
+#include "cli/child.h"
 #include "cli/commands.h"
 #include "cli/session.h"
 #include "core/error.h"
@@ -76,8 +77,6 @@ struct TuneOptions {
 
 // MPI tags: a job for a worker rank, its end, and the end of the search.
 constexpr int kTagJob = 1, kTagDone = 2, kTagStop = 3;
-// The exit status a trial process reports when it could not be started at all.
-constexpr int kExitNotStarted = 127;
 constexpr auto kPoll = std::chrono::milliseconds(20);
 
 double seconds_since(Clock::time_point t) {
@@ -102,47 +101,6 @@ std::vector<std::string> split_args(const std::string& text) {
     start = end + 1;
   }
   return args;
-}
-
-// Starts this crossover binary with `args`, its output appended to `log`. It ends when this
-// process ends (PR_SET_PDEATHSIG), and sees no MPI launcher variables: a trial is a process of its
-// own, not a rank of the job.
-pid_t spawn(const std::vector<std::string>& args, const fs::path& log) {
-  std::vector<std::string> env;
-  for (char** e = environ; *e; ++e) {
-    const std::string entry = *e;
-    if (!mpi::is_launcher_variable(entry.substr(0, entry.find('=')))) env.push_back(entry);
-  }
-  std::vector<char*> argv, envp;
-  const std::string exe = "/proc/self/exe";
-  argv.push_back(const_cast<char*>(exe.c_str()));
-  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  for (const std::string& e : env) envp.push_back(const_cast<char*>(e.c_str()));
-  envp.push_back(nullptr);
-  const pid_t parent = getpid();
-  const pid_t pid = fork();
-  if (pid < 0)
-    throw UserError(fmt::format("could not start a trial process: {}", std::strerror(errno)));
-  if (pid == 0) {
-    prctl(PR_SET_PDEATHSIG, SIGTERM);
-    if (getppid() != parent) _exit(kExitNotStarted);
-    const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    if (fd >= 0) {
-      dup2(fd, STDOUT_FILENO);
-      dup2(fd, STDERR_FILENO);
-    }
-    execve(argv[0], argv.data(), envp.data());
-    _exit(kExitNotStarted);
-  }
-  return pid;
-}
-
-// A process's exit code as a shell gives it (128 + signal for a signal).
-int exit_status(int status) {
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
-  return kExitNotStarted;
 }
 
 // The last line of `log` that says "error", for a failed trial's record.

@@ -33,43 +33,51 @@ std::string node_name(const Node& node) {
   return name;
 }
 
-StepCost step_cost(const Model& model, int64_t batch) {
+LayerCost node_cost(const Node& n, const std::vector<ParamTensor>& tensors, int64_t batch) {
+  LayerCost l;
+  l.name = node_name(n);
+  const double b = static_cast<double>(batch);
+  const double f = b * n.forward_flops;
+  l.flops = n.gradient_below ? 3 * f : 2 * f;
+  double params = 0;
+  for (int t : n.params) params += static_cast<double>(tensors[t].size);
+  const double in = b * static_cast<double>(n.in_size), out = b * static_cast<double>(n.out_size);
+  // Forward: read the input and the parameters, write the output. Backward: read the output
+  // gradient, the input, the output (activation derivative) and the parameters; write the
+  // parameter gradients and, where a gradient flows below, the input gradient.
+  double floats = in + params + out;
+  floats += out + in + out + params + params + (n.gradient_below ? in : 0);
+  if (n.kind == NodeKind::LSTM) {
+    // The four gates of every step and layer: written forward, read and written backward.
+    const double gates = b * 4.0 * static_cast<double>(n.spec.out) *
+                         static_cast<double>(n.in_shape.empty() ? 1 : n.in_shape[0]) *
+                         static_cast<double>(n.spec.layers);
+    floats += 3 * gates;
+  }
+  l.bytes = 4.0 * floats;
+  return l;
+}
+
+StepCost step_cost(const std::vector<Node>& nodes, const std::vector<ParamTensor>& tensors,
+                   int64_t parameters, const OptimizerSettings& optimizer, int64_t batch) {
   StepCost c;
   c.batch = batch;
-  const auto& tensors = model.tensors();
-  const double b = static_cast<double>(batch);
-  for (size_t i = 0; i < model.nodes().size(); ++i) {
-    const Node& n = model.nodes()[i];
-    if (n.kind == NodeKind::Flatten) continue;  // a view
-    LayerCost l;
-    l.name = node_name(n);
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (nodes[i].kind == NodeKind::Flatten) continue;  // a view
+    LayerCost l = node_cost(nodes[i], tensors, batch);
     l.node = static_cast<int>(i);
-    const double f = b * n.forward_flops;
-    l.flops = n.gradient_below ? 3 * f : 2 * f;
-    double params = 0;
-    for (int t : n.params) params += static_cast<double>(tensors[t].size);
-    const double in = b * static_cast<double>(n.in_size), out = b * static_cast<double>(n.out_size);
-    // Forward: read the input and the parameters, write the output. Backward: read the output
-    // gradient, the input, the output (activation derivative) and the parameters; write the
-    // parameter gradients and, where a gradient flows below, the input gradient.
-    double floats = in + params + out;
-    floats += out + in + out + params + params + (n.gradient_below ? in : 0);
-    if (n.kind == NodeKind::LSTM) {
-      // The four gates of every step and layer: written forward, read and written backward.
-      const double gates = b * 4.0 * static_cast<double>(n.spec.out) *
-                           static_cast<double>(n.in_shape.empty() ? 1 : n.in_shape[0]) *
-                           static_cast<double>(n.spec.layers);
-      floats += 3 * gates;
-    }
-    l.bytes = 4.0 * floats;
     c.flops += l.flops;
     c.bytes += l.bytes;
     c.layers.push_back(l);
   }
-  c.optimizer_bytes = optimizer_bytes_per_param(model.spec().train.optimizer) *
-                      static_cast<double>(model.parameter_count());
+  c.optimizer_bytes = optimizer_bytes_per_param(optimizer) * static_cast<double>(parameters);
   c.bytes += c.optimizer_bytes;
   return c;
+}
+
+StepCost step_cost(const Model& model, int64_t batch) {
+  return step_cost(model.nodes(), model.tensors(), model.parameter_count(),
+                   model.spec().train.optimizer, batch);
 }
 
 int64_t weighted_layers(const ModelSpec& spec) {

@@ -28,6 +28,10 @@ struct StepCost {
 };
 
 StepCost step_cost(const Model& model, int64_t batch);
+StepCost step_cost(const std::vector<Node>& nodes, const std::vector<ParamTensor>& tensors,
+                   int64_t parameters, const OptimizerSettings& optimizer, int64_t batch);
+// One node's work in a step of `batch` samples (its `node` index left 0).
+LayerCost node_cost(const Node& node, const std::vector<ParamTensor>& tensors, int64_t batch);
 // Bytes per parameter the optimizer reads and writes in one step (SGD 12, with momentum 20, Adam
 // and AdamW 28, RMSprop 20, Adadelta 28).
 double optimizer_bytes_per_param(const OptimizerSettings& o);

@@ -171,11 +171,12 @@ void CpuBackend::accumulate_stats(LossStats* dst, const LossStats* src) {
   dst->samples += src->samples;
 }
 
-int CpuBackend::batch_shards(int64_t batch, double flops) const {
-  const int threads = info_.threads;
-  if (threads < 2 || batch < threads * kMinShardBatch) return 1;
-  if (flops < kMinShardedStepFlops || flops > kMaxShardedStepFlops) return 1;
-  return threads;
+ExecutionPolicy CpuBackend::execution_policy() const {
+  return {.shard_threads = info_.threads,
+          .min_shard_batch = kMinShardBatch,
+          .min_shard_flops = kMinShardedStepFlops,
+          .max_shard_flops = kMaxShardedStepFlops,
+          .single_thread_flops = kSingleThreadMatmulFlops};
 }
 
 void CpuBackend::parallel_shards(int shards, FunctionRef<void(int shard)> body) {

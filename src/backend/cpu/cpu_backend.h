@@ -74,7 +74,7 @@ class CpuBackend final : public Backend {
   std::unique_ptr<QueueClock> clock(int marks) override;
   void accumulate(float* dst, const float* src, int64_t n) override;
   void accumulate_stats(LossStats* dst, const LossStats* src) override;
-  int batch_shards(int64_t batch, double flops) const override;
+  ExecutionPolicy execution_policy() const override;
   void parallel_shards(int shards, FunctionRef<void(int shard)> body) override;
 
   std::unique_ptr<WeightedKernel> linear(const LinearShape& shape) override;

@@ -54,7 +54,7 @@ class CudaBackend final : public Backend {
   void accumulate(float* dst, const float* src, int64_t n) override;
   void accumulate_stats(LossStats* dst, const LossStats* src) override;
   // A GPU runs the whole batch at once: no shards.
-  int batch_shards(int64_t, double) const override { return 1; }
+  ExecutionPolicy execution_policy() const override { return {}; }
   void parallel_shards(int shards, FunctionRef<void(int shard)> body) override;
 
   std::unique_ptr<WeightedKernel> linear(const LinearShape& shape) override;

@@ -1,0 +1,278 @@
+#include "advisor/profile_predict.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+
+#include "model/cost.h"
+#include "model/layer.h"
+#include "train/stats.h"
+
+namespace xo {
+namespace {
+
+// Which kernel of a step a sample stands for, and so which fixed cost it carries: a node's
+// kernels (forward and backward) or one small kernel (loss, optimizer, merge, batch gather).
+enum class Part { Node, Small };
+
+struct Rates {
+  const ExecutionPolicy* policy;
+  DeviceKind kind;
+  int threads;
+  double gflops, bandwidth_gbs, layer_overhead_us;
+};
+
+Rates rates_of(const DeviceProfile& p) {
+  return {&p.policy, p.kind, std::max(1, p.threads), p.peaks.matmul_gflops, p.peaks.bandwidth_gbs,
+          p.peaks.layer_overhead_us};
+}
+Rates rates_of(const TargetDevice& t) {
+  return {&t.policy, t.kind, std::max(1, t.threads), t.gflops, t.bandwidth_gbs,
+          t.layer_overhead_us};
+}
+
+// The matmul rate a kernel of `s` gets: one core's share where it runs on one thread (a shard, or
+// a matmul below the backend's single-thread size), else the whole device's.
+double flops_per_us(const KernelSample& s, const Rates& r) {
+  const bool one_thread =
+      r.kind == DeviceKind::Cpu &&
+      (s.shards > 1 || s.flops / 3 < r.policy->single_thread_flops || r.threads == 1);
+  return r.gflops * 1e3 / (one_thread ? r.threads : 1);
+}
+
+// The roofline of `s` on `r`, microseconds; whether its FLOPs bound it.
+double roofline_us(const KernelSample& s, const Rates& r, bool* flops_bound = nullptr) {
+  const double tf = s.flops / flops_per_us(s, r), tb = s.bytes / (r.bandwidth_gbs * 1e3);
+  if (flops_bound) *flops_bound = tf >= tb;
+  return std::max(tf, tb);
+}
+
+double fixed_us(Part part, const Rates& r) {
+  return part == Part::Node ? r.layer_overhead_us : r.layer_overhead_us / 3;
+}
+
+bool same_shape(const KernelSample& a, const KernelSample& b) {
+  return a.batch == b.batch && a.in_size == b.in_size && a.out_size == b.out_size;
+}
+
+double log_ratio(double a, double b) { return std::abs(std::log((a + 1) / (b + 1))); }
+
+// The sample of the profile nearest to `want` (same op and variant; the same shard count where
+// the profile has one), or null.
+const KernelSample* nearest(const DeviceProfile& p, const KernelSample& want, bool* exact) {
+  const KernelSample* best = nullptr;
+  double best_d = std::numeric_limits<double>::infinity();
+  for (int pass = 0; pass < 2 && !best; ++pass) {
+    for (const KernelSample& s : p.samples) {
+      if (s.op != want.op || s.variant != want.variant) continue;
+      if (pass == 0 && s.shards != want.shards) continue;
+      const double d = log_ratio(s.flops, want.flops) + log_ratio(s.bytes, want.bytes) +
+                       0.5 * log_ratio(static_cast<double>(s.batch), static_cast<double>(want.batch)) +
+                       (s.shards != want.shards ? 10 : 0);
+      if (d < best_d) {
+        best_d = d;
+        best = &s;
+      }
+    }
+  }
+  *exact = best && best->shards == want.shards && same_shape(*best, want);
+  return best;
+}
+
+struct Accumulator {
+  double flops_us = 0, bytes_us = 0, fixed_us = 0;
+  int interpolated = 0, unprofiled = 0;
+};
+
+// The time of the kernel(s) `want` stands for, on the target: from the source's nearest sample,
+// moved to this shape by the roofline's ratio on the source, then to the target by the ratio of
+// the rate that bounds it there; the fixed part by the two devices' fixed costs.
+double kernel_us(const DeviceProfile& source, const TargetDevice& target, bool own,
+                 const KernelSample& want, Part part, Accumulator& acc) {
+  const Rates src = rates_of(source), dst = own ? src : rates_of(target);
+  bool exact = false;
+  const KernelSample* s = nearest(source, want, &exact);
+  bool flops_bound = false;
+  if (!s) {
+    // Not in the profile at all: the roofline on the target, with its fixed cost.
+    ++acc.unprofiled;
+    const double roof = roofline_us(want, dst, &flops_bound);
+    (flops_bound ? acc.flops_us : acc.bytes_us) += roof;
+    acc.fixed_us += fixed_us(part, dst);
+    return roof + fixed_us(part, dst);
+  }
+  const double measured = s->total_us();
+  const double fixed_src = std::min(measured, fixed_us(part, src));
+  double work = measured - fixed_src;
+  if (!exact) {
+    ++acc.interpolated;
+    const double here = roofline_us(*s, src);
+    if (here > 0) work *= roofline_us(want, src) / here;
+  }
+  roofline_us(want, src, &flops_bound);
+  double fixed = fixed_src;
+  if (!own) {
+    const double ratio = flops_bound ? flops_per_us(want, src) / flops_per_us(want, dst)
+                                     : src.bandwidth_gbs / dst.bandwidth_gbs;
+    work *= ratio;
+    if (target.kind != source.kind) fixed = fixed_us(part, dst);
+  }
+  (flops_bound ? acc.flops_us : acc.bytes_us) += work;
+  acc.fixed_us += fixed;
+  return work + fixed;
+}
+
+}  // namespace
+
+TargetDevice profile_target(const DeviceProfile& p) {
+  TargetDevice t;
+  t.id = p.id;
+  t.name = p.name;
+  t.kind = p.kind;
+  t.threads = p.threads;
+  t.gflops = p.peaks.matmul_gflops;
+  t.bandwidth_gbs = p.peaks.bandwidth_gbs;
+  t.step_overhead_us = p.peaks.step_overhead_us;
+  t.layer_overhead_us = p.peaks.layer_overhead_us;
+  t.policy = p.policy;
+  t.rates = fmt::format("probed {}", p.peaks.probed.substr(0, 10));
+  return t;
+}
+
+std::string ProfilePrediction::how() const {
+  return own ? "own profile" : fmt::format("from {}'s profile, scaled", source);
+}
+
+ProfilePrediction predict_with_profile(const ModelSpec& spec, int64_t batch,
+                                       const DeviceProfile& source, const TargetDevice& target,
+                                       bool own) {
+  const ModelLayout layout = model_layout(spec);
+  ProfilePrediction out;
+  out.source = source.id;
+  out.own = own;
+  double train_flops = 0;
+  bool batch_norm = !layout.buffers.empty();
+  for (const Node& n : layout.nodes) {
+    train_flops += static_cast<double>(batch) * n.forward_flops * (n.gradient_below ? 3 : 2);
+  }
+  const ExecutionPolicy& policy = own ? source.policy : target.policy;
+  out.shards = batch_norm ? 1 : policy.shards(batch, train_flops);
+  out.shards = static_cast<int>(std::min<int64_t>(out.shards, batch));
+  const int64_t slice = batch / out.shards + (batch % out.shards ? 1 : 0);  // the longest shard
+  Accumulator acc;
+  double us = 0;
+  for (size_t i = 0; i < layout.nodes.size(); ++i) {
+    if (is_view(layout.nodes[i], true)) continue;
+    ++out.nodes;
+    us += kernel_us(source, target, own, node_sample(layout, i, slice, out.shards), Part::Node, acc);
+  }
+  KernelSample loss;
+  loss.op = "loss";
+  loss.variant = loss_name(spec.loss);
+  loss.batch = slice;
+  loss.shards = out.shards;
+  loss.in_size = static_cast<double>(layout.outputs);
+  loss.bytes = 4.0 * 3 * static_cast<double>(slice) * loss.in_size;
+  us += kernel_us(source, target, own, loss, Part::Small, acc);
+  KernelSample opt;
+  opt.op = "optimizer";
+  opt.variant = optimizer_type_name(spec.train.optimizer.type);
+  opt.batch = 1;
+  opt.in_size = static_cast<double>(layout.flat_size);
+  opt.bytes = optimizer_bytes_per_param(spec.train.optimizer) * opt.in_size;
+  us += kernel_us(source, target, own, opt, Part::Small, acc);
+  if (out.shards > 1) {
+    KernelSample merge;
+    merge.op = "accumulate";
+    merge.batch = 1;
+    merge.shards = out.shards;
+    merge.in_size = static_cast<double>(layout.flat_size);
+    merge.bytes = 12.0 * merge.in_size * (out.shards - 1);
+    us += kernel_us(source, target, own, merge, Part::Small, acc);
+  }
+  if (spec.train.shuffle) {
+    KernelSample gather;
+    gather.op = "batch";
+    gather.batch = batch;
+    gather.in_size = static_cast<double>(layout.input_features);
+    gather.bytes = 8.0 * static_cast<double>(batch) * gather.in_size;
+    us += kernel_us(source, target, own, gather, Part::Small, acc);
+  }
+  // The step's own fixed cost: the source's where the software is the same kind of device, the
+  // target's probe (or assumption) across kinds; one parallel region when sharded.
+  double step_fixed = own || target.kind == source.kind ? source.step_fixed_us
+                                                         : target.step_overhead_us;
+  if (out.shards > 1) step_fixed += source.shard_fork_us;
+  acc.fixed_us += step_fixed;
+  us += step_fixed;
+  out.kernels_s = (us - acc.fixed_us) * 1e-6;
+  out.fixed_s = acc.fixed_us * 1e-6;
+  out.seconds = us * 1e-6;
+  out.interpolated = acc.interpolated;
+  out.unprofiled = acc.unprofiled;
+  out.bound = acc.fixed_us >= acc.flops_us && acc.fixed_us >= acc.bytes_us ? "overhead"
+              : acc.flops_us >= acc.bytes_us                              ? "FLOPs"
+                                                                          : "bytes";
+  return out;
+}
+
+std::vector<ValidationRow> validate_profiles(const std::vector<DeviceProfile>& profiles) {
+  std::vector<ValidationRow> rows;
+  for (const DeviceProfile& d : profiles) {
+    if (d.measured.empty()) continue;
+    for (const DeviceProfile& s : profiles) {
+      const bool own = &s == &d;
+      ValidationRow row;
+      row.device = d.id;
+      row.name = d.name;
+      row.from = s.id;
+      row.own = own;
+      row.how = own ? "own profile"
+                    : fmt::format("from {}'s profile, scaled by {}'s probed peaks", s.id, d.id);
+      if (!s.has_kernels()) {
+        if (!own) continue;  // a profile of peaks only predicts nothing for another device
+        row.unmeasured = fmt::format("no kernel profile of {} was measured{}", d.id,
+                                     d.note.empty() ? "" : fmt::format(" ({})", d.note));
+        rows.push_back(row);
+        continue;
+      }
+      const TargetDevice target = profile_target(d);
+      std::vector<double> errors;
+      for (const MeasuredStep& m : d.measured) {
+        const std::optional<ModelSpec> spec = builtin_spec(m.model);
+        if (!spec) continue;
+        const ProfilePrediction p = predict_with_profile(*spec, m.batch, s, target, own);
+        row.entries.push_back({m.model, p.seconds * 1e3, m.step_ms});
+        errors.push_back(std::abs(row.entries.back().error()));
+      }
+      if (errors.empty()) continue;
+      row.median_abs = summarize(errors).median;
+      row.worst_abs = *std::max_element(errors.begin(), errors.end());
+      rows.push_back(std::move(row));
+    }
+  }
+  return rows;
+}
+
+std::optional<double> expected_error(const std::vector<ValidationRow>& rows, DeviceKind from,
+                                     DeviceKind to, bool own,
+                                     const std::vector<DeviceProfile>& profiles) {
+  auto kind_of = [&](const std::string& id) -> std::optional<DeviceKind> {
+    for (const DeviceProfile& p : profiles) {
+      if (p.id == id) return p.kind;
+    }
+    return std::nullopt;
+  };
+  std::optional<double> worst;
+  for (const ValidationRow& r : rows) {
+    if (r.entries.empty() || r.own != own) continue;
+    if (kind_of(r.from) != from || kind_of(r.device) != to) continue;
+    worst = std::max(worst.value_or(0.0), r.median_abs);
+  }
+  return worst;
+}
+
+}  // namespace xo

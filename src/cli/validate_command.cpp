@@ -1,0 +1,241 @@
+// `crossover validate`: predictions against measurements. This machine's CPU is profiled (or its
+// cached profile read), the built-in models are measured on it, and every device with measured
+// steps (this one and the profiles crossover ships, data/profiles/) is predicted from its own
+// profile and from every other: the leave-one-out table, with the median and worst absolute
+// error. `--write-profile` writes this machine's profile and measurements as a data/profiles file.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <cctype>
+#include <memory>
+
+#include "advisor/profile_predict.h"
+#include "cli/child.h"
+#include "cli/commands.h"
+#include "core/error.h"
+#include "core/clock.h"
+#include "core/file.h"
+#include "core/format.h"
+#include "measure/peaks.h"
+#include "measure/profile.h"
+#include "core/interrupt.h"
+#include "report/report_json.h"
+#include "report/machine.h"
+#include "report/table.h"
+#include "train/stats.h"
+
+namespace xo::cli {
+
+std::string machine_line(const MachineInfo& m) {
+  return fmt::format("{}, {} logical CPUs, {:.0f} GiB, {}", m.cpu,
+                     m.logical_cpus ? std::to_string(*m.logical_cpus) : "?",
+                     m.memory_gib.value_or(0.0), m.os);
+}
+
+DeviceProfile local_profile(Backend& be, bool reprofile, Progress* progress) {
+  const DevicePeaks peaks = device_peaks(be, false, default_peaks_cache());
+  if (!reprofile) {
+    if (auto cached = cached_profile(be.info(), default_profile_cache())) return *cached;
+  }
+  std::vector<ModelSpec> specs;
+  for (const std::string& name : builtin_spec_names()) specs.push_back(*builtin_spec(name));
+  for (ModelSpec& s : measure_grid_specs()) specs.push_back(std::move(s));
+  DeviceProfile p = measure_profile(
+      be, peaks, specs, machine_line(describe_machine()), [&](size_t done, size_t total) {
+        if (progress) {
+          progress->bar(static_cast<double>(done) / static_cast<double>(total),
+                        fmt::format("profiling {}", be.info().id));
+        }
+      });
+  if (progress) progress->clear();
+  std::string id;
+  for (char c : fmt::format("{}-{}t", p.name, p.threads)) {
+    const unsigned char u = static_cast<unsigned char>(c);
+    if (std::isalnum(u)) id += static_cast<char>(std::tolower(u));
+    else if (!id.empty() && id.back() != '-') id += '-';
+  }
+  p.id = id;
+  try {
+    store_profile(be.info(), p, default_profile_cache());
+  } catch (const UserError& e) {
+    fmt::print(stderr, "warning: profile not cached: {}\n", e.what());
+  }
+  return p;
+}
+
+std::string validation_table(const std::vector<ValidationRow>& rows) {
+  Table t({"device", "predicted from", "models", "median |error|", "worst |error|", "worst model"});
+  for (const ValidationRow& r : rows) {
+    if (r.entries.empty()) {
+      t.add_row({r.device, r.how, "-", "unmeasured", "", r.unmeasured});
+      continue;
+    }
+    const auto worst = std::max_element(
+        r.entries.begin(), r.entries.end(),
+        [](const auto& a, const auto& b) { return std::abs(a.error()) < std::abs(b.error()); });
+    t.add_row({r.device, r.how, std::to_string(r.entries.size()), fraction_percent(r.median_abs),
+               fraction_percent(r.worst_abs),
+               fmt::format("{} ({:+.0f}%)", worst->model, 100 * worst->error())});
+  }
+  return t.render();
+}
+
+std::string validation_markdown(const std::vector<ValidationRow>& rows) {
+  std::string md = "| device | predicted from | model | predicted ms | measured ms | error |\n"
+                   "|---|---|---|---:|---:|---:|\n";
+  for (const ValidationRow& r : rows) {
+    if (r.entries.empty()) {
+      md += fmt::format("| {} | {} | all | unmeasured | | {} |\n", r.device, r.how, r.unmeasured);
+      continue;
+    }
+    for (const auto& e : r.entries) {
+      md += fmt::format("| {} | {} | {} | {:.4g} | {:.4g} | {:+.1f}% |\n", r.device, r.how, e.model,
+                        e.predicted_ms, e.measured_ms, 100 * e.error());
+    }
+    md += fmt::format("| {} | {} | **median / worst** | | | **{:.1f}% / {:.1f}%** |\n", r.device,
+                      r.how, 100 * r.median_abs, 100 * r.worst_abs);
+  }
+  return md;
+}
+
+namespace {
+
+// A new folder under the system's temporary folder.
+std::filesystem::path make_temp_dir(const std::string& stem) {
+  std::string pattern = (std::filesystem::temp_directory_path() / (stem + "-XXXXXX")).string();
+  if (!mkdtemp(pattern.data())) {
+    throw UserError(fmt::format("could not create a temporary folder {}: {}", pattern,
+                                std::strerror(errno)));
+  }
+  return pattern;
+}
+
+struct ValidateOptions {
+  int threads = 0;
+  int64_t steps = 200;
+  int repeat = 5;
+  std::vector<std::string> models;
+  bool reprofile = false;
+  std::string write_profile, markdown, json;
+};
+
+int run_validate(const ValidateOptions& o) {
+  for (const std::string* path : {&o.write_profile, &o.markdown, &o.json}) {
+    if (!path->empty()) check_writable_path(*path, "output file");
+  }
+  auto be = make_backend(parse_device("cpu", o.threads));
+  Progress progress;
+  DeviceProfile here = local_profile(*be, o.reprofile, &progress);
+  const std::vector<std::string> models = o.models.empty() ? builtin_spec_names() : o.models;
+  here.measured.clear();
+  const std::filesystem::path work = make_temp_dir("crossover-validate");
+  struct Cleanup {
+    std::filesystem::path dir;
+    ~Cleanup() {
+      std::error_code ec;
+      std::filesystem::remove_all(dir, ec);
+    }
+  } cleanup{work};
+  for (size_t i = 0; i < models.size(); ++i) {
+    const std::optional<ModelSpec> spec = builtin_spec(models[i]);
+    if (!spec) {
+      throw UserError(fmt::format("--models: '{}' is not a built-in model (crossover models)",
+                                  models[i]));
+    }
+    progress.bar(static_cast<double>(i) / static_cast<double>(models.size()),
+                 fmt::format("measuring {}", models[i]));
+    // Each model in a process of its own, as `crossover train` measures it, `--repeat` times: the
+    // fastest of the runs' median steps. A shared host's neighbours come and go in phases of
+    // seconds that slow memory-heavy steps by up to half; the profile's samples likewise keep the
+    // faster of two passes, so both sides are the device without them.
+    std::vector<double> medians;
+    int64_t batch = 0;
+    for (int r = 0; r < o.repeat; ++r) {
+      const std::filesystem::path json = work / fmt::format("{}-{}.json", models[i], r);
+      const int code = run_child({"train", models[i], "--steps", std::to_string(o.steps),
+                                  "--threads", std::to_string(o.threads), "--checkpoint-every",
+                                  "off", "--json", json.string()},
+                                 work / "log.txt");
+      if (stop_requested()) return 130;
+      if (code != 0) {
+        std::string log = read_file(work / "log.txt");
+        while (!log.empty() && log.back() == '\n') log.pop_back();
+        log = log.substr(log.rfind('\n') == std::string::npos ? 0 : log.rfind('\n') + 1);
+        throw UserError(fmt::format("measuring {}: `crossover train` exited with {}: {}",
+                                    models[i], code, log));
+      }
+      const TrainResult result = read_train_result(read_file(json), json.string());
+      medians.push_back(result.step_ms.median);
+      batch = result.batch;
+    }
+    here.measured.push_back(
+        {models[i], batch, *std::min_element(medians.begin(), medians.end()),
+         fmt::format("fastest median step of {} runs of crossover train {} --steps {} (slowest "
+                     "{:.3g} ms; {})",
+                     o.repeat, models[i], o.steps,
+                     *std::max_element(medians.begin(), medians.end()), utc_now().substr(0, 10))});
+  }
+  progress.clear();
+  std::vector<DeviceProfile> profiles;
+  for (DeviceProfile& p : shipped_profiles()) {
+    if (p.id != here.id) profiles.push_back(std::move(p));
+  }
+  profiles.insert(profiles.begin(), here);
+  const std::vector<ValidationRow> rows = validate_profiles(profiles);
+  fmt::print("Predicted step times against measured ones (leave-one-out; {} is this machine, "
+             "measured now):\n{}",
+             here.id, validation_table(rows));
+  if (!o.markdown.empty()) write_file_atomic(o.markdown, validation_markdown(rows));
+  if (!o.json.empty()) {
+    nlohmann::json j = nlohmann::json::array();
+    for (const ValidationRow& r : rows) {
+      nlohmann::json entries = nlohmann::json::array();
+      for (const auto& e : r.entries) {
+        entries.push_back({{"model", e.model},
+                           {"predicted_ms", e.predicted_ms},
+                           {"measured_ms", e.measured_ms},
+                           {"error", e.error()}});
+      }
+      j.push_back({{"device", r.device},
+                   {"from", r.from},
+                   {"own", r.own},
+                   {"how", r.how},
+                   {"entries", entries},
+                   {"median_abs_error", r.entries.empty() ? nlohmann::json() : nlohmann::json(r.median_abs)},
+                   {"worst_abs_error", r.entries.empty() ? nlohmann::json() : nlohmann::json(r.worst_abs)},
+                   {"unmeasured", r.unmeasured}});
+    }
+    write_file_atomic(o.json, j.dump(1) + "\n");
+  }
+  if (!o.write_profile.empty()) write_file_atomic(o.write_profile, to_json(here).dump(1) + "\n");
+  return 0;
+}
+
+}  // namespace
+
+Command add_validate(CLI::App& app) {
+  auto o = std::make_shared<ValidateOptions>();
+  CLI::App* sub = app.add_subcommand(
+      "validate",
+      "Predicted step times against measured ones: this CPU profiled and measured, and every "
+      "shipped device profile, each predicted from its own profile and from the others");
+  sub->add_option("--threads", o->threads, "CPU threads (default: all)")
+      ->check(CLI::Range(0, 4096));
+  sub->add_option("--steps", o->steps, "Training steps measured per model")
+      ->check(CLI::Range(int64_t{5}, int64_t{1'000'000}));
+  sub->add_option("--repeat", o->repeat, "Runs per model (the fastest of their median steps)")
+      ->check(CLI::Range(1, 100));
+  sub->add_option("--models", o->models, "Built-in models to measure (default: all)")
+      ->delimiter(',');
+  sub->add_flag("--reprofile", o->reprofile, "Measure the profile again rather than read the cache");
+  sub->add_option("--write-profile", o->write_profile,
+                  "Write this machine's profile and measurements (a data/profiles/ file)");
+  sub->add_option("--markdown", o->markdown, "Write the table, model by model, as Markdown");
+  sub->add_option("--json", o->json, "Write the table as JSON");
+  return {sub, [o] { return run_validate(*o); }};
+}
+
+}  // namespace xo::cli

@@ -1,0 +1,95 @@
+// A device profile: what a prediction of a training step needs, measured on the device through
+// the engine's own kernels. Every node kind of a model (Linear, Conv2d, LSTM, pools, ...) is timed
+// forward and backward at the shapes the built-in models use and over a grid around them, run as
+// the engine runs it (the whole device, or as concurrent batch shards on one thread each); the loss,
+// the optimizer's pass and the shards' merge over sizes; and the fixed costs of a step. Stored per
+// device in the cache, and committed under data/profiles/ for every device the project measured,
+// with the machine and the date, and the step times measured there for the validation.
+#pragma once
+
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "measure/peaks.h"
+#include "model/model.h"
+
+namespace xo {
+
+inline constexpr char kProfileSchema[] = "crossover.profile/1";
+
+// One timed kernel (or a node's kernels): what it is, where it ran, its work, and its medians.
+struct KernelSample {
+  std::string op;       // "linear", "conv2d", ..., "loss", "optimizer", "accumulate"
+  std::string variant;  // what must match for a time to carry over (activation, input gradient,
+                        // kernel/stride/padding, loss or optimizer type)
+  int64_t batch = 0;    // samples per shard (the whole batch when shards is 1)
+  int shards = 1;       // run concurrently, each on one thread, when > 1
+  double in_size = 0, out_size = 0;  // elements per sample (params for the optimizer)
+  double flops = 0, bytes = 0;       // per shard, forward and backward together (model/cost)
+  double forward_us = 0, backward_us = 0;
+  double total_us() const { return forward_us + backward_us; }
+};
+
+// A step's measured time on the device, for the validation (leave-one-out) table.
+struct MeasuredStep {
+  std::string model;
+  int64_t batch = 0;
+  double step_ms = 0;  // median
+  std::string source;  // how it was measured (command, file)
+};
+
+struct DeviceProfile {
+  std::string id;      // e.g. "amd-epyc-2t": the file's stem under data/profiles/
+  std::string device;  // DeviceInfo::id
+  DeviceKind kind = DeviceKind::Cpu;
+  std::string name;
+  int threads = 0;
+  std::string machine;  // CPU model, cores, memory, OS: where it was measured
+  std::string date;     // UTC, of the measurement
+  std::string library;
+  DevicePeaks peaks;
+  ExecutionPolicy policy;
+  double step_fixed_us = 0;      // a step's cost besides its kernels (loop, clock, batch pointer)
+  double shard_fork_us = 0;      // one parallel region of the shards
+  std::vector<KernelSample> samples;  // empty: a profile of peaks only (not measured per kernel)
+  std::vector<MeasuredStep> measured;
+  std::string note;  // what the profile holds and lacks, for a profile of peaks only
+  bool has_kernels() const { return !samples.empty(); }
+};
+
+// The kernel sample of one node of `layout` at `batch` samples per shard in `shards` shards,
+// without its times (what a lookup matches against).
+KernelSample node_sample(const ModelLayout& layout, size_t node, int64_t batch, int shards);
+
+// Measures a profile of `backend`: every node of `specs` (the built-in models and the grid of
+// measure_grid_specs), the losses and optimizers they use, the merge and the fixed costs.
+// `progress(done, total)` is called between samples. Stops (UserError) on Ctrl-C.
+DeviceProfile measure_profile(Backend& backend, const DevicePeaks& peaks,
+                              const std::vector<ModelSpec>& specs, const std::string& machine,
+                              const std::function<void(size_t, size_t)>& progress = {});
+// The grid around the built-in models' shapes: MLPs over widths and batches.
+std::vector<ModelSpec> measure_grid_specs();
+
+nlohmann::json to_json(const DeviceProfile& p);
+// Throws UserError naming `origin` and the field that is missing or wrong.
+DeviceProfile profile_from_json(const nlohmann::json& j, const std::string& origin);
+// A profile file's text (schema crossover.profile/1).
+DeviceProfile parse_profile(const std::string& text, const std::string& origin);
+
+// The profiles crossover ships (data/profiles/*.json, built into the binary), by id.
+std::vector<DeviceProfile> shipped_profiles();
+
+// The cached profile of this device (same key as the peaks cache), or none.
+std::optional<DeviceProfile> cached_profile(const DeviceInfo& device,
+                                            const std::filesystem::path& cache_file);
+void store_profile(const DeviceInfo& device, const DeviceProfile& p,
+                   const std::filesystem::path& cache_file);
+std::filesystem::path default_profile_cache();
+
+}  // namespace xo

@@ -1,0 +1,194 @@
+// A device profile's JSON (crossover.profile/1): written by `crossover devices --profile`, read
+// back from the cache and from data/profiles/. The reader checks every field and names the file
+// and the place of the first that is wrong. Apart from the measurement, so that the fuzz target
+// links no backend.
+#include <fmt/format.h>
+
+#include <cmath>
+#include <limits>
+
+#include "core/error.h"
+#include "core/json_depth.h"
+#include "measure/profile.h"
+
+namespace xo {
+namespace {
+
+using nlohmann::json;
+
+nlohmann::json sample_json(const KernelSample& s) {
+  return {{"op", s.op},         {"variant", s.variant},   {"batch", s.batch},
+          {"shards", s.shards}, {"in_size", s.in_size},   {"out_size", s.out_size},
+          {"flops", s.flops},   {"bytes", s.bytes},       {"forward_us", s.forward_us},
+          {"backward_us", s.backward_us}};
+}
+
+// Reads fields of one JSON object, each error naming the file and the object's place.
+class Fields {
+ public:
+  Fields(const json& j, std::string origin, std::string place)
+      : j_(j), origin_(std::move(origin)), place_(std::move(place)) {
+    if (!j_.is_object()) fail("", "expected an object");
+  }
+  [[noreturn]] void fail(const std::string& key, const std::string& what) const {
+    throw UserError(fmt::format("{}: {}{}{}: {}", origin_, place_,
+                                place_.empty() || key.empty() ? "" : ".", key, what));
+  }
+  const json& at(const std::string& key) const {
+    if (!j_.contains(key)) fail(key, "missing");
+    return j_.at(key);
+  }
+  std::string text(const std::string& key) const {
+    const json& v = at(key);
+    if (!v.is_string()) fail(key, "expected a string");
+    return v.get<std::string>();
+  }
+  // A finite number >= `min`.
+  double number(const std::string& key, double min = 0) const {
+    const json& v = at(key);
+    if (!v.is_number()) fail(key, "expected a number");
+    const double x = v.get<double>();
+    if (!std::isfinite(x) || x < min) fail(key, fmt::format("{} (expected a number >= {})", x, min));
+    return x;
+  }
+  int64_t integer(const std::string& key, int64_t min, int64_t max) const {
+    const json& v = at(key);
+    const bool in_range =
+        v.is_number_unsigned() ? v.get<uint64_t>() <= static_cast<uint64_t>(max)
+                               : v.is_number_integer() && v.get<int64_t>() >= min &&
+                                     v.get<int64_t>() <= max;
+    if (!in_range || v.get<int64_t>() < min) {
+      fail(key, fmt::format("expected an integer from {} to {}", min, max));
+    }
+    return v.get<int64_t>();
+  }
+  const json& array(const std::string& key) const {
+    const json& v = at(key);
+    if (!v.is_array()) fail(key, "expected an array");
+    return v;
+  }
+  std::string where(const std::string& key) const {
+    return place_.empty() ? key : fmt::format("{}.{}", place_, key);
+  }
+
+ private:
+  const json& j_;
+  std::string origin_, place_;
+};
+
+constexpr int64_t kMaxInt = std::numeric_limits<int32_t>::max();
+
+}  // namespace
+
+nlohmann::json to_json(const DeviceProfile& p) {
+  json samples = json::array();
+  for (const KernelSample& s : p.samples) samples.push_back(sample_json(s));
+  json measured = json::array();
+  for (const MeasuredStep& m : p.measured) {
+    measured.push_back(
+        {{"model", m.model}, {"batch", m.batch}, {"step_ms", m.step_ms}, {"source", m.source}});
+  }
+  const ExecutionPolicy& e = p.policy;
+  json peaks = to_json(p.peaks);
+  peaks.erase("cached");
+  return {{"schema", kProfileSchema},
+          {"id", p.id},
+          {"device", p.device},
+          {"kind", device_kind_name(p.kind)},
+          {"name", p.name},
+          {"threads", p.threads},
+          {"machine", p.machine},
+          {"date", p.date},
+          {"library", p.library},
+          {"note", p.note},
+          {"peaks", peaks},
+          {"policy",
+           {{"shard_threads", e.shard_threads},
+            {"min_shard_batch", e.min_shard_batch},
+            {"min_shard_flops", e.min_shard_flops},
+            {"max_shard_flops", e.max_shard_flops},
+            {"single_thread_flops", e.single_thread_flops}}},
+          {"step_fixed_us", p.step_fixed_us},
+          {"shard_fork_us", p.shard_fork_us},
+          {"samples", samples},
+          {"measured", measured}};
+}
+
+DeviceProfile profile_from_json(const json& j, const std::string& origin) {
+  const Fields f(j, origin, "");
+  if (f.text("schema") != kProfileSchema) {
+    f.fail("schema", fmt::format("'{}' (expected '{}')", f.text("schema"), kProfileSchema));
+  }
+  DeviceProfile p;
+  p.id = f.text("id");
+  p.device = f.text("device");
+  const std::string kind = f.text("kind");
+  const std::optional<DeviceKind> k = parse_device_kind(kind);
+  if (!k) f.fail("kind", fmt::format("'{}' (expected 'cpu' or 'gpu')", kind));
+  p.kind = *k;
+  p.name = f.text("name");
+  p.threads = static_cast<int>(f.integer("threads", 0, kMaxInt));
+  p.machine = f.text("machine");
+  p.date = f.text("date");
+  p.library = f.text("library");
+  p.note = f.text("note");
+  {
+    const Fields e(f.at("peaks"), origin, "peaks");
+    p.peaks.device = e.text("device");
+    p.peaks.name = e.text("name");
+    p.peaks.threads = static_cast<int>(e.integer("threads", 0, kMaxInt));
+    p.peaks.matmul_gflops = e.number("matmul_gflops", 1e-9);
+    p.peaks.matmul_n = e.integer("matmul_n", 0, kMaxInt);
+    p.peaks.bandwidth_gbs = e.number("bandwidth_gbs", 1e-9);
+    p.peaks.step_overhead_us = e.number("step_overhead_us");
+    p.peaks.layer_overhead_us = e.number("layer_overhead_us");
+    p.peaks.probed = e.text("probed");
+  }
+  {
+    const Fields e(f.at("policy"), origin, "policy");
+    p.policy.shard_threads = static_cast<int>(e.integer("shard_threads", 1, 4096));
+    p.policy.min_shard_batch = e.integer("min_shard_batch", 0, kMaxInt);
+    p.policy.min_shard_flops = e.number("min_shard_flops");
+    p.policy.max_shard_flops = e.number("max_shard_flops");
+    p.policy.single_thread_flops = e.number("single_thread_flops");
+  }
+  p.step_fixed_us = f.number("step_fixed_us");
+  p.shard_fork_us = f.number("shard_fork_us");
+  const json& samples = f.array("samples");
+  for (size_t i = 0; i < samples.size(); ++i) {
+    const Fields e(samples[i], origin, fmt::format("samples[{}]", i));
+    KernelSample s;
+    s.op = e.text("op");
+    if (s.op.empty()) e.fail("op", "empty");
+    s.variant = e.text("variant");
+    s.batch = e.integer("batch", 1, std::numeric_limits<int64_t>::max() / 2);
+    s.shards = static_cast<int>(e.integer("shards", 1, 4096));
+    s.in_size = e.number("in_size");
+    s.out_size = e.number("out_size");
+    s.flops = e.number("flops");
+    s.bytes = e.number("bytes");
+    s.forward_us = e.number("forward_us");
+    s.backward_us = e.number("backward_us");
+    p.samples.push_back(std::move(s));
+  }
+  const json& measured = f.array("measured");
+  for (size_t i = 0; i < measured.size(); ++i) {
+    const Fields e(measured[i], origin, fmt::format("measured[{}]", i));
+    MeasuredStep m;
+    m.model = e.text("model");
+    m.batch = e.integer("batch", 1, std::numeric_limits<int64_t>::max() / 2);
+    m.step_ms = e.number("step_ms", 1e-12);
+    m.source = e.text("source");
+    p.measured.push_back(std::move(m));
+  }
+  return p;
+}
+
+DeviceProfile parse_profile(const std::string& text, const std::string& origin) {
+  check_json_depth(text, origin);
+  const json j = json::parse(text, nullptr, false);
+  if (j.is_discarded()) throw UserError(fmt::format("{}: not JSON", origin));
+  return profile_from_json(j, origin);
+}
+
+}  // namespace xo

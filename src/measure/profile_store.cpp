@@ -1,0 +1,64 @@
+// Where device profiles live: the ones crossover ships (data/profiles/, built into the binary) and
+// this machine's, cached beside the peaks under the same key.
+#include <fmt/format.h>
+
+#include <string_view>
+#include <utility>
+
+#include "core/error.h"
+#include "core/file.h"
+#include "core/json_depth.h"
+#include "measure/profile.h"
+
+namespace xo {
+
+// Generated from data/profiles/ by cmake/embed_folder.cmake.
+std::vector<std::pair<std::string_view, std::string_view>> shipped_profile_files();
+
+std::vector<DeviceProfile> shipped_profiles() {
+  std::vector<DeviceProfile> out;
+  for (const auto& [name, text] : shipped_profile_files()) {
+    out.push_back(parse_profile(std::string(text), fmt::format("data/profiles/{}", name)));
+  }
+  return out;
+}
+
+std::filesystem::path default_profile_cache() { return default_cache_dir() / "profiles.json"; }
+
+namespace {
+
+nlohmann::json read_cache(const std::filesystem::path& file) {
+  std::error_code ec;
+  if (!std::filesystem::exists(file, ec)) return nlohmann::json::object();
+  try {
+    const std::string text = read_file(file);
+    check_json_depth(text, file.string());
+    nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+    if (j.is_object()) return j;
+  } catch (const UserError&) {
+  }
+  return nlohmann::json::object();  // damaged: replaced by the next profile stored
+}
+
+}  // namespace
+
+std::optional<DeviceProfile> cached_profile(const DeviceInfo& device,
+                                            const std::filesystem::path& cache_file) {
+  const nlohmann::json cache = read_cache(cache_file);
+  const std::string key = peaks_cache_key(device);
+  if (!cache.contains(key)) return std::nullopt;
+  try {
+    return profile_from_json(cache.at(key), cache_file.string());
+  } catch (const UserError&) {
+    return std::nullopt;  // an entry of an older layout: measured again when asked
+  }
+}
+
+void store_profile(const DeviceInfo& device, const DeviceProfile& p,
+                   const std::filesystem::path& cache_file) {
+  nlohmann::json cache = read_cache(cache_file);
+  cache[peaks_cache_key(device)] = to_json(p);
+  write_file_atomic(cache_file, cache.dump(1) + "\n");
+}
+
+}  // namespace xo
