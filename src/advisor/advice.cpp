@@ -66,7 +66,7 @@ double local_efficiency(const RunRecord& row, const std::vector<DevicePeaks>& pe
   return calibrate_efficiency(row.cost, probed_rates(*p), row.result.step_ms.median * 1e-3);
 }
 
-std::string reference_gpu_note(const Catalog& catalog) {
+std::string reference_gpu_note(const Catalog& catalog, const AdviceOptions& o) {
   const CatalogDevice* gpu = reference_gpu(catalog);
   if (!gpu) return "";
   const CatalogInstance* rented = nullptr;
@@ -76,12 +76,28 @@ std::string reference_gpu_note(const Catalog& catalog) {
       rented = &i;
     }
   }
-  return fmt::format(
+  const std::string why = fmt::format(
       "the {} is the GPU of the catalog's cheapest single-GPU instance ({} {} at ${:.3f}/h), "
-      "the GPU one would rent first; predicted at its roofline ({:.1f} TFLOP/s f32, {:.0f} GB/s) "
-      "with no GPU measured here to calibrate it, so a lower bound on its time",
+      "the GPU one would rent first",
       gpu->name, rented ? rented->provider : "", rented ? rented->name : "",
-      rented ? rented->on_demand_usd_per_hour : 0.0, gpu->f32_tflops, gpu->memory_bandwidth_gbs);
+      rented ? rented->on_demand_usd_per_hour : 0.0);
+  if (!o.profiles.empty()) {
+    // The kind of estimate: which profile, and its validated error.
+    const ModelSpec probe = *builtin_spec("disc-2");
+    if (const auto ps = profiled_step(probe, probe.train.batch, catalog_target(*gpu, {}, o), o)) {
+      return fmt::format(
+          "{}; predicted from the {} profile, each kernel scaled by the {}'s datasheet rates "
+          "({:.1f} TFLOP/s f32, {:.0f} GB/s){}",
+          why, ps->from->id, gpu->name, gpu->f32_tflops, gpu->memory_bandwidth_gbs,
+          ps->expected_error
+              ? fmt::format(", expected error ±{:.0f}% (validation table)", 100 * *ps->expected_error)
+              : "");
+    }
+  }
+  return fmt::format(
+      "{}; predicted at its roofline ({:.1f} TFLOP/s f32, {:.0f} GB/s) with no GPU measured here "
+      "to calibrate it, so a lower bound on its time",
+      why, gpu->f32_tflops, gpu->memory_bandwidth_gbs);
 }
 
 const CatalogDevice* reference_gpu(const Catalog& catalog) {
@@ -117,11 +133,137 @@ DeviceRates catalog_rates(const CatalogDevice& d, const std::vector<DevicePeaks>
   return r;
 }
 
+
+void use_profiles(AdviceOptions& o, const std::vector<DeviceProfile>& local) {
+  o.profiles = local;
+  o.local_profiles.clear();
+  for (const DeviceProfile& p : local) o.local_profiles.push_back(p.id);
+  std::vector<DeviceProfile> shipped = shipped_profiles();
+  for (DeviceProfile& p : shipped) {
+    bool replaced = false;
+    for (const DeviceProfile& l : local) replaced |= l.id == p.id;
+    if (!replaced) o.profiles.push_back(std::move(p));
+  }
+  o.validation = validate_profiles(o.profiles);
+}
+
+namespace {
+
+// The engine's rules for a device of `kind` with `threads`: a CPU's as a CPU profile recorded
+// them, with its own thread count; a GPU's: one shard.
+ExecutionPolicy policy_for(DeviceKind kind, int threads, const AdviceOptions& o) {
+  if (kind == DeviceKind::Gpu) return {};
+  for (const DeviceProfile& p : o.profiles) {
+    if (p.kind == DeviceKind::Cpu && p.has_kernels()) {
+      ExecutionPolicy e = p.policy;
+      e.shard_threads = std::max(1, threads);
+      return e;
+    }
+  }
+  return {};
+}
+
+// This machine's device as a target: its probed peaks.
+TargetDevice local_target(const DeviceInfo& d, const DevicePeaks& p, const AdviceOptions& o) {
+  TargetDevice t;
+  t.id = d.id;
+  t.name = d.name;
+  t.kind = d.kind;
+  t.threads = d.kind == DeviceKind::Cpu ? d.threads : 0;
+  t.gflops = p.matmul_gflops;
+  t.bandwidth_gbs = p.bandwidth_gbs;
+  t.step_overhead_us = p.step_overhead_us;
+  t.layer_overhead_us = p.layer_overhead_us;
+  t.policy = policy_for(d.kind, t.threads, o);
+  t.rates = fmt::format("probed {}", p.probed.substr(0, 10));
+  return t;
+}
+
+bool is_local_profile(const DeviceProfile& p, const AdviceOptions& o) {
+  return std::find(o.local_profiles.begin(), o.local_profiles.end(), p.id) !=
+         o.local_profiles.end();
+}
+
+std::string profile_assumption(const ProfiledStep& ps) {
+  const DeviceProfile& f = *ps.from;
+  std::string text =
+      ps.own ? fmt::format("each kernel from this device's own profile ({}, measured {})", f.id,
+                           f.date.substr(0, 10))
+             : fmt::format("each kernel from the {} profile of {} ({} threads, measured {}), "
+                           "scaled by the rate that bounds it (compute or bandwidth)",
+                           f.id, f.name, f.threads, f.date.substr(0, 10));
+  text += ps.expected_error
+              ? fmt::format("; expected error ±{:.0f}% (the validation table's median for this "
+                            "kind of prediction)",
+                            100 * *ps.expected_error)
+              : "; no validation row for this kind of prediction: its error is unknown";
+  return text;
+}
+
+}  // namespace
+
+TargetDevice catalog_target(const CatalogDevice& d, const std::vector<DevicePeaks>& peaks,
+                            const AdviceOptions& o) {
+  const DeviceRates r = catalog_rates(d, peaks, o);
+  TargetDevice t;
+  t.id = d.id;
+  t.name = d.name;
+  t.kind = d.kind;
+  t.threads = d.kind == DeviceKind::Cpu ? d.threads : 0;
+  t.gflops = r.gflops;
+  t.bandwidth_gbs = r.bandwidth_gbs;
+  t.step_overhead_us = r.step_overhead_us;
+  t.layer_overhead_us = r.layer_overhead_us;
+  t.policy = policy_for(d.kind, t.threads, o);
+  t.rates = fmt::format("datasheet x {:.0f}% (compute) and {:.0f}% (bandwidth)",
+                        100 * o.achievable_flops_fraction, 100 * o.achievable_bandwidth_fraction);
+  return t;
+}
+
+std::optional<ProfiledStep> profiled_step(const ModelSpec& spec, int64_t batch,
+                                          const TargetDevice& target, const AdviceOptions& o) {
+  const DeviceProfile* from = nullptr;
+  bool own = false;
+  for (const DeviceProfile& p : o.profiles) {
+    if (p.has_kernels() && is_local_profile(p, o) && p.device == target.id &&
+        p.threads == target.threads) {
+      from = &p;
+      own = true;
+      break;
+    }
+  }
+  for (int pass = 0; pass < 2 && !from; ++pass) {
+    for (const DeviceProfile& p : o.profiles) {
+      if (p.has_kernels() && (pass == 1 || p.kind == target.kind)) {
+        from = &p;
+        break;
+      }
+    }
+  }
+  if (!from) return std::nullopt;
+  const ProfilePrediction pp = predict_with_profile(spec, batch, *from, target, own);
+  ProfiledStep out;
+  out.from = from;
+  out.own = own;
+  out.step.seconds = pp.seconds;
+  out.step.flops_seconds = pp.flops_s;
+  out.step.bytes_seconds = pp.bytes_s;
+  out.step.overhead_seconds = pp.fixed_s;
+  out.step.bound = pp.bound;
+  out.expected_error = expected_error(o.validation, from->kind, target.kind, own, o.profiles);
+  return out;
+}
+
 std::vector<DevicePrediction> predict_devices(const RunRecord& focus,
                                               const std::vector<RunRecord>& local_runs,
                                               const std::vector<DevicePeaks>& peaks,
                                               const Catalog& catalog, const AdviceOptions& o) {
   std::vector<DevicePrediction> out;
+  // The spec that ran, for predictions from profiles (none without: the roofline of the peaks).
+  const std::optional<ModelSpec> spec =
+      o.profiles.empty() ? std::nullopt
+                         : std::optional(parse_spec(focus.spec_toml,
+                                                    focus.result.model + " (spec_toml)"));
   // This machine's devices: the probe's roofline next to the measurement, and each kind's
   // efficiency for the catalog's devices of that kind.
   std::optional<double> efficiency_cpu, efficiency_gpu;
@@ -142,6 +284,20 @@ std::vector<DevicePrediction> predict_devices(const RunRecord& focus,
     d.measured_epoch_s = seconds_per_epoch(row.result);
     const double eff = calibrate_efficiency(row.cost, probed_rates(*p), *d.measured_s);
     (d.kind == DeviceKind::Gpu ? efficiency_gpu : efficiency_cpu) = eff;
+    if (spec) {
+      if (const auto ps = profiled_step(*spec, row.result.batch,
+                                        local_target(row.result.device, *p, o), o)) {
+        d.step = ps->step;
+        d.profile = ps->from->id;
+        d.expected_error = ps->expected_error;
+        d.assumptions = {profile_assumption(*ps),
+                         fmt::format("the measurement is this model's, on this device ({} per "
+                                     "step): the prediction is shown against it",
+                                     duration(*d.measured_s))};
+        out.push_back(std::move(d));
+        continue;
+      }
+    }
     d.assumptions = {
         fmt::format(
             "roofline at this device's probed peaks: {:.1f} GFLOP/s f32 matmul, {:.1f} GB/s",
@@ -162,6 +318,36 @@ std::vector<DevicePrediction> predict_devices(const RunRecord& focus,
     const DeviceRates rates = catalog_rates(c, peaks, o);
     const std::optional<double> eff = c.kind == DeviceKind::Gpu ? efficiency_gpu : efficiency_cpu;
     d.step = predict_step(focus.cost, rates, eff.value_or(1.0));
+    const std::optional<ProfiledStep> ps =
+        spec ? profiled_step(*spec, focus.result.batch, catalog_target(c, peaks, o), o)
+             : std::nullopt;
+    if (ps) {
+      d.step = ps->step;
+      d.profile = ps->from->id;
+      d.expected_error = ps->expected_error;
+      d.assumptions.push_back(profile_assumption(*ps));
+      d.assumptions.push_back(fmt::format(
+          "f32 (no TF32, no BF16); the device's rates: {:.0f}% of the datasheet's {:.1f} TFLOP/s "
+          "and {:.0f}% of its {:.0f} GB/s",
+          100 * o.achievable_flops_fraction, c.f32_tflops, 100 * o.achievable_bandwidth_fraction,
+          c.memory_bandwidth_gbs));
+      if (c.kind == DeviceKind::Gpu && ps->from->kind != DeviceKind::Gpu) {
+        d.assumptions.push_back(fmt::format(
+            "no GPU profile: a GPU's step predicted from a CPU's kernels, with fixed costs of "
+            "{:.1f} µs per step and {:.2f} µs per layer ({})",
+            rates.step_overhead_us, rates.layer_overhead_us,
+            efficiency_gpu ? "as probed on this machine's GPU"
+                           : "assumed for CUDA Graph replay: no GPU measured here"));
+      }
+      for (const RunRecord* row : measured) {
+        if (same_model(c, row->result.device)) {
+          d.measured_s = row->result.step_ms.median * 1e-3;
+          d.measured_epoch_s = seconds_per_epoch(row->result);
+        }
+      }
+      out.push_back(std::move(d));
+      continue;
+    }
     d.assumptions.push_back(fmt::format(
         "f32 (no TF32, no BF16); kernels reach {:.0f}% of the datasheet's {:.1f} TFLOP/s and "
         "{:.0f}% of its {:.0f} GB/s",
@@ -367,12 +553,19 @@ std::optional<SweepSeries> predicted_gpu_series(const std::vector<RunRecord>& ru
   }
   const CatalogDevice* gpu = reference_gpu(catalog);
   if (!gpu || runs.empty()) return std::nullopt;
-  SweepSeries s{gpu->id + " (predicted, lower bound)", {}};
+  const bool profiled = !o.profiles.empty();
+  SweepSeries s{gpu->id + (profiled ? " (predicted)" : " (predicted, lower bound)"), {}};
   const DeviceRates rates = catalog_rates(*gpu, peaks, o);
+  const TargetDevice target = catalog_target(*gpu, peaks, o);
   const std::string first_device = runs.front().result.device.id;
   for (const RunRecord& run : runs) {
     if (run.result.device.id != first_device) continue;
-    const double step = predict_step(run.cost, rates, 1.0).seconds;
+    std::optional<ProfiledStep> ps;
+    if (profiled) {
+      ps = profiled_step(parse_spec(run.spec_toml, run.result.model + " (spec_toml)"),
+                         run.result.batch, target, o);
+    }
+    const double step = ps ? ps->step.seconds : predict_step(run.cost, rates, 1.0).seconds;
     s.points.push_back({run.axis_value, static_cast<double>(run.result.params),
                         step * static_cast<double>(run.result.steps_per_epoch) * 100});
   }

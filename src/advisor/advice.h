@@ -12,6 +12,7 @@
 #include "advisor/cost.h"
 #include "advisor/crossover_point.h"
 #include "advisor/predict.h"
+#include "advisor/profile_predict.h"
 #include "measure/peaks.h"
 #include "measure/run_record.h"
 
@@ -28,7 +29,35 @@ struct AdviceOptions {
   // the loss, optimizer and graph launch per step.
   double gpu_step_overhead_us = 10;
   double gpu_layer_overhead_us = 6;
+  // The device profiles predictions start from (use_profiles: this machine's cached ones first,
+  // then the shipped ones), which of them were measured here, and the shipped profiles' validation
+  // table (each prediction's expected error). No profiles: the roofline of the probed peaks.
+  std::vector<DeviceProfile> profiles;
+  std::vector<std::string> local_profiles;
+  std::vector<ValidationRow> validation;
 };
+
+// Fills o.profiles, o.local_profiles and o.validation: `local` (this machine's cached profiles) and
+// the shipped ones (data/profiles/).
+void use_profiles(AdviceOptions& o, const std::vector<DeviceProfile>& local);
+
+// A step predicted from the profiles: the profile it came from, whether that is the device's own,
+// and the validation table's median error for that kind of prediction.
+struct ProfiledStep {
+  StepPrediction step;
+  const DeviceProfile* from = nullptr;
+  bool own = false;
+  std::optional<double> expected_error;
+};
+// `spec` at `batch` on `target` from the nearest profile in o (the device's own when one of
+// o.local_profiles is that device; else the first of the target's kind with kernel samples; else
+// any with them). None without profiles.
+std::optional<ProfiledStep> profiled_step(const ModelSpec& spec, int64_t batch,
+                                          const TargetDevice& target, const AdviceOptions& o);
+// A catalog device as a prediction's target: its datasheet rates times the achievable fractions,
+// the fixed costs catalog_rates gives, the engine's rules for its threads.
+TargetDevice catalog_target(const CatalogDevice& d, const std::vector<DevicePeaks>& peaks,
+                            const AdviceOptions& o);
 
 // One predicted (or, for local devices, measured and predicted) step time of a model.
 struct DevicePrediction {
@@ -43,6 +72,8 @@ struct DevicePrediction {
   // A GPU predicted at its roofline (efficiency 1) with no GPU measured here to calibrate it:
   // the step takes at least this long.
   bool lower_bound = false;
+  std::string profile;                     // the profile it was predicted from ("" : roofline)
+  std::optional<double> expected_error;    // the validation table's median |error| for its kind
   std::vector<std::string> assumptions;
 };
 
@@ -71,7 +102,7 @@ double local_efficiency(const RunRecord& row, const std::vector<DevicePeaks>& pe
 // single-GPU instance (what a user would rent first). Null when the catalog has none.
 const CatalogDevice* reference_gpu(const Catalog& catalog);
 // Why the reference GPU, and what kind of estimate its predicted line is, for a chart's note.
-std::string reference_gpu_note(const Catalog& catalog);
+std::string reference_gpu_note(const Catalog& catalog, const AdviceOptions& o);
 // A catalog device's rates as predictions use them (achievable fractions of its datasheet).
 DeviceRates catalog_rates(const CatalogDevice& d, const std::vector<DevicePeaks>& peaks,
                           const AdviceOptions& o);

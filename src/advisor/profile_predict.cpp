@@ -14,6 +14,9 @@
 namespace xo {
 namespace {
 
+// An element-wise kernel touching more than this streams from memory rather than the caches.
+constexpr double kStreamingBytes = 4e6;
+
 // Which kernel of a step a sample stands for, and so which fixed cost it carries: a node's
 // kernels (forward and backward) or one small kernel (loss, optimizer, merge, batch gather).
 enum class Part { Node, Small };
@@ -34,13 +37,18 @@ Rates rates_of(const TargetDevice& t) {
           t.layer_overhead_us};
 }
 
-// The matmul rate a kernel of `s` gets: one core's share where it runs on one thread (a shard, or
-// a matmul below the backend's single-thread size), else the whole device's.
+// The threads a kernel of `s` runs on: one in a shard or for a matmul below the backend's
+// single-thread size (an element-wise kernel is bandwidth-bound and counted on all), else all.
+int threads_used(const KernelSample& s, const Rates& r) {
+  if (r.kind != DeviceKind::Cpu) return 1;
+  const bool one = s.shards > 1 ||
+                   (s.matmul_flops > 0 && s.matmul_flops < r.policy->single_thread_flops);
+  return one ? 1 : r.threads;
+}
+
+// The matmul rate a kernel of `s` gets: its threads' share of the device's.
 double flops_per_us(const KernelSample& s, const Rates& r) {
-  const bool one_thread =
-      r.kind == DeviceKind::Cpu &&
-      (s.shards > 1 || s.flops / 3 < r.policy->single_thread_flops || r.threads == 1);
-  return r.gflops * 1e3 / (one_thread ? r.threads : 1);
+  return r.gflops * 1e3 * threads_used(s, r) / (r.kind == DeviceKind::Cpu ? r.threads : 1);
 }
 
 // The roofline of `s` on `r`, microseconds; whether its FLOPs bound it.
@@ -93,8 +101,21 @@ struct Accumulator {
 double kernel_us(const DeviceProfile& source, const TargetDevice& target, bool own,
                  const KernelSample& want, Part part, Accumulator& acc) {
   const Rates src = rates_of(source), dst = own ? src : rates_of(target);
+  const bool across_cpus = !own && source.kind == DeviceKind::Cpu && target.kind == DeviceKind::Cpu;
+  // Between CPUs of other thread counts, the kernel on the target is taken to behave as the
+  // source's kernel with as much work per thread: its shape scaled by the ratio of the threads
+  // each runs it on, then by the per-thread rates.
+  KernelSample look = want;
+  const bool matmul = want.matmul_flops > 0;
+  if (across_cpus && matmul) {
+    const double k = static_cast<double>(threads_used(want, src)) / threads_used(want, dst);
+    look.flops *= k;
+    look.bytes *= k;
+    look.matmul_flops *= k;
+    look.batch = std::max<int64_t>(1, std::llround(static_cast<double>(look.batch) * k));
+  }
   bool exact = false;
-  const KernelSample* s = nearest(source, want, &exact);
+  const KernelSample* s = nearest(source, look, &exact);
   bool flops_bound = false;
   if (!s) {
     // Not in the profile at all: the roofline on the target, with its fixed cost.
@@ -110,11 +131,25 @@ double kernel_us(const DeviceProfile& source, const TargetDevice& target, bool o
   if (!exact) {
     ++acc.interpolated;
     const double here = roofline_us(*s, src);
-    if (here > 0) work *= roofline_us(want, src) / here;
+    if (here > 0) work *= roofline_us(look, src) / here;
   }
-  roofline_us(want, src, &flops_bound);
+  roofline_us(look, src, &flops_bound);
   double fixed = fixed_src;
-  if (!own) {
+  if (across_cpus) {
+    // A multi-threaded matmul, with as much work per thread on both: the time scales by the
+    // chips' rates per thread. A kernel streaming from memory: by the bandwidths (per thread for
+    // a matmul scaled to the threads). A kernel on one thread whose data stay in the caches, and
+    // the fixed costs (dispatch, bookkeeping), are one core's work: taken as equal, since a
+    // chip's rate over its cores (its all-core clock) understates one core's speed on a
+    // many-core chip, and no single-core rate is probed.
+    const bool streaming = want.bytes >= kStreamingBytes && !flops_bound;
+    if (streaming) {
+      work *= matmul ? (src.bandwidth_gbs / src.threads) / (dst.bandwidth_gbs / dst.threads)
+                     : src.bandwidth_gbs / dst.bandwidth_gbs;
+    } else if (flops_bound && threads_used(want, dst) > 1) {
+      work *= (src.gflops / src.threads) / (dst.gflops / dst.threads);
+    }
+  } else if (!own) {
     const double ratio = flops_bound ? flops_per_us(want, src) / flops_per_us(want, dst)
                                      : src.bandwidth_gbs / dst.bandwidth_gbs;
     work *= ratio;
@@ -209,6 +244,8 @@ ProfilePrediction predict_with_profile(const ModelSpec& spec, int64_t batch,
   acc.fixed_us += step_fixed;
   us += step_fixed;
   out.kernels_s = (us - acc.fixed_us) * 1e-6;
+  out.flops_s = acc.flops_us * 1e-6;
+  out.bytes_s = acc.bytes_us * 1e-6;
   out.fixed_s = acc.fixed_us * 1e-6;
   out.seconds = us * 1e-6;
   out.interpolated = acc.interpolated;

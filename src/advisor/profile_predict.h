@@ -37,6 +37,7 @@ struct ProfilePrediction {
   bool own = false;         // the device's own profile
   int shards = 1;
   double kernels_s = 0, fixed_s = 0;
+  double flops_s = 0, bytes_s = 0;  // the kernels' time by what bounds each (kernels_s split)
   int nodes = 0, interpolated = 0, unprofiled = 0;  // unprofiled: roofline on the source's peaks
   std::string bound;  // "FLOPs", "bytes" or "overhead": what bounds most of the step
   std::string how() const;  // "own profile", "from amd-epyc-2t's profile, scaled"

@@ -36,17 +36,35 @@ struct AdviseOptions {
 // reference GPU (or a measured GPU's roofline).
 std::vector<Crossover> predicted_width_crossover(const ModelSpec& spec, const RunRecord& measured,
                                                  const std::vector<DevicePeaks>& peaks,
-                                                 const Catalog& catalog, const AdviceOptions& o,
+                                                 const Catalog& catalog, const AdviceOptions& o_in,
                                                  std::vector<SweepSeries>& series_out) {
+  const AdviceOptions o = with_profiles(o_in);
   const DevicePeaks* local = find_peaks(peaks, measured.result.device.id);
   const CatalogDevice* gpu = reference_gpu(catalog);
   if (!local || !gpu || measured.result.device.kind == DeviceKind::Gpu) return {};
   const double eff = local_efficiency(measured, peaks);
   const DeviceRates local_rates = probed_rates(*local);
   const DeviceRates gpu_rates = catalog_rates(*gpu, peaks, o);
+  const TargetDevice gpu_target = catalog_target(*gpu, peaks, o);
+  TargetDevice here_target;
+  here_target.id = measured.result.device.id;
+  here_target.name = measured.result.device.name;
+  here_target.threads = measured.result.device.threads;
+  here_target.gflops = local->matmul_gflops;
+  here_target.bandwidth_gbs = local->bandwidth_gbs;
+  here_target.step_overhead_us = local->step_overhead_us;
+  here_target.layer_overhead_us = local->layer_overhead_us;
+  for (const DeviceProfile& p : o.profiles) {
+    if (p.kind == DeviceKind::Cpu && p.has_kernels()) {
+      here_target.policy = p.policy;
+      here_target.policy.shard_threads = std::max(1, here_target.threads);
+      break;
+    }
+  }
+  const bool profiled = !o.profiles.empty();
   auto cpu_backend = make_backend(parse_device("cpu", 1));
-  SweepSeries here{measured.result.device.id + " (calibrated)", {}};
-  SweepSeries there{gpu->id + " (predicted, lower bound)", {}};
+  SweepSeries here{measured.result.device.id + (profiled ? " (predicted)" : " (calibrated)"), {}};
+  SweepSeries there{gpu->id + (profiled ? " (predicted)" : " (predicted, lower bound)"), {}};
   for (int64_t width = 16; width <= 4096; width *= 2) {
     ModelSpec s;
     try {
@@ -60,10 +78,18 @@ std::vector<Crossover> predicted_width_crossover(const ModelSpec& spec, const Ru
     const double params = static_cast<double>(m.parameter_count());
     // Per 100 epochs, as every sweep chart: the spec's steps per epoch at this batch.
     const double per_100 = static_cast<double>(measured.result.steps_per_epoch) * 100;
-    here.points.push_back({static_cast<double>(width), params,
-                           predict_step(cost, local_rates, eff).seconds * per_100});
+    const auto here_step = profiled ? profiled_step(s, measured.result.batch, here_target, o)
+                                    : std::nullopt;
+    const auto gpu_step = profiled ? profiled_step(s, measured.result.batch, gpu_target, o)
+                                   : std::nullopt;
+    here.points.push_back(
+        {static_cast<double>(width), params,
+         (here_step ? here_step->step.seconds : predict_step(cost, local_rates, eff).seconds) *
+             per_100});
     there.points.push_back(
-        {static_cast<double>(width), params, predict_step(cost, gpu_rates, 1.0).seconds * per_100});
+        {static_cast<double>(width), params,
+         (gpu_step ? gpu_step->step.seconds : predict_step(cost, gpu_rates, 1.0).seconds) *
+             per_100});
   }
   series_out = {here, there};
   return find_crossovers(series_out);
@@ -162,10 +188,16 @@ int run_advise(const AdviseOptions& o, bool advise) {
     if (!series.empty()) {
       report.sweep =
           sweep_record("width", series, crossovers, {series[0].device, series[1].device});
-      report.sweep->series[0].note = fmt::format(
-          "this machine's {} at the probe's roofline, calibrated by the efficiency {} reached here",
-          focus.result.device.id, spec.name);
-      report.sweep->series[1].note = reference_gpu_note(catalog);
+      const AdviceOptions profiled = with_profiles(o.cost.advice);
+      report.sweep->series[0].note =
+          profiled.profiles.empty()
+              ? fmt::format("this machine's {} at the probe's roofline, calibrated by the "
+                            "efficiency {} reached here",
+                            focus.result.device.id, spec.name)
+              : fmt::format("this machine's {} predicted from a device profile at each width "
+                            "(the measured point is {}'s own width)",
+                            focus.result.device.id, spec.name);
+      report.sweep->series[1].note = reference_gpu_note(catalog, profiled);
     }
     add_advice(report, focus, session.runs(), session.peaks(), catalog, o.cost.advice, "width",
                true);

@@ -47,8 +47,9 @@ std::vector<std::string> suite_models(const std::string& suite) {
 // The sweep section and the advice for the rows of `axis` (the disc models for `run`).
 void add_sweep_and_advice(Report& report, const Session& session,
                           const std::vector<RunRecord>& rows, const std::string& axis,
-                          const Catalog& catalog, const AdviceOptions& advice) {
+                          const Catalog& catalog, const AdviceOptions& advice_in) {
   if (rows.empty()) return;
+  const AdviceOptions advice = with_profiles(advice_in);
   std::vector<SweepSeries> series = sweep_series(rows);
   std::vector<std::string> predicted;
   if (auto gpu = predicted_gpu_series(rows, session.peaks(), catalog, advice)) {
@@ -58,7 +59,7 @@ void add_sweep_and_advice(Report& report, const Session& session,
   const std::vector<Crossover> crossovers = find_crossovers(series);
   report.sweep = sweep_record(axis, series, crossovers, predicted);
   for (SweepLine& line : report.sweep->series) {
-    if (line.predicted) line.note = reference_gpu_note(catalog);
+    if (line.predicted) line.note = reference_gpu_note(catalog, advice);
   }
   // Advice for the largest model of the sweep on the first device.
   const RunRecord* focus = &rows.front();

@@ -503,9 +503,17 @@ Report Session::report(const std::string& kind, const std::string& title, bool f
   return r;
 }
 
+AdviceOptions with_profiles(const AdviceOptions& o) {
+  AdviceOptions out = o;
+  if (out.profiles.empty()) use_profiles(out, cached_profiles_here(default_profile_cache()));
+  return out;
+}
+
 void add_advice(Report& report, const RunRecord& focus, const std::vector<RunRecord>& runs,
                 const std::vector<DevicePeaks>& peaks, const Catalog& catalog,
-                const AdviceOptions& o, const std::string& axis, bool crossover_predicted) {
+                const AdviceOptions& o_in, const std::string& axis, bool crossover_predicted) {
+  const AdviceOptions o = with_profiles(o_in);
+  report.validation = o.validation;
   report.predictions = predict_devices(focus, runs, peaks, catalog, o);
   const int64_t epochs = parse_spec(focus.spec_toml, focus.result.model).train.epochs;
   report.cost = cost_table(focus.result.model, epochs, focus.result.steps_per_epoch,

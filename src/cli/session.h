@@ -143,6 +143,10 @@ Manifest job_manifest(const MeasureOptions& o, const std::vector<std::string>& d
 // The measuring options that repeat a job recorded with `settings` (`crossover replay`).
 MeasureOptions measure_options(const ExecutionSettings& settings);
 
+// `o` with the device profiles predictions start from (advice.h use_profiles): this machine's
+// cached ones (`crossover devices --profile`) and the shipped ones. Unchanged when it has some.
+AdviceOptions with_profiles(const AdviceOptions& o);
+
 // Adds predictions, cost, the verdict and advice for `focus` to a report document; the crossover
 // is the report's sweep's (along `axis`, predicted or measured), if it has one.
 void add_advice(Report& report, const RunRecord& focus, const std::vector<RunRecord>& runs,

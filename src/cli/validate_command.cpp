@@ -24,7 +24,7 @@
 #include "core/interrupt.h"
 #include "report/report_json.h"
 #include "report/machine.h"
-#include "report/table.h"
+#include "report/terminal.h"
 #include "train/stats.h"
 
 namespace xo::cli {
@@ -64,23 +64,6 @@ DeviceProfile local_profile(Backend& be, bool reprofile, Progress* progress) {
     fmt::print(stderr, "warning: profile not cached: {}\n", e.what());
   }
   return p;
-}
-
-std::string validation_table(const std::vector<ValidationRow>& rows) {
-  Table t({"device", "predicted from", "models", "median |error|", "worst |error|", "worst model"});
-  for (const ValidationRow& r : rows) {
-    if (r.entries.empty()) {
-      t.add_row({r.device, r.how, "-", "unmeasured", "", r.unmeasured});
-      continue;
-    }
-    const auto worst = std::max_element(
-        r.entries.begin(), r.entries.end(),
-        [](const auto& a, const auto& b) { return std::abs(a.error()) < std::abs(b.error()); });
-    t.add_row({r.device, r.how, std::to_string(r.entries.size()), fraction_percent(r.median_abs),
-               fraction_percent(r.worst_abs),
-               fmt::format("{} ({:+.0f}%)", worst->model, 100 * worst->error())});
-  }
-  return t.render();
 }
 
 std::string validation_markdown(const std::vector<ValidationRow>& rows) {
@@ -139,21 +122,24 @@ int run_validate(const ValidateOptions& o) {
       std::filesystem::remove_all(dir, ec);
     }
   } cleanup{work};
-  for (size_t i = 0; i < models.size(); ++i) {
-    const std::optional<ModelSpec> spec = builtin_spec(models[i]);
-    if (!spec) {
-      throw UserError(fmt::format("--models: '{}' is not a built-in model (crossover models)",
-                                  models[i]));
+  for (const std::string& model : models) {
+    if (!builtin_spec(model)) {
+      throw UserError(
+          fmt::format("--models: '{}' is not a built-in model (crossover models)", model));
     }
-    progress.bar(static_cast<double>(i) / static_cast<double>(models.size()),
-                 fmt::format("measuring {}", models[i]));
-    // Each model in a process of its own, as `crossover train` measures it, `--repeat` times: the
-    // fastest of the runs' median steps. A shared host's neighbours come and go in phases of
-    // seconds that slow memory-heavy steps by up to half; the profile's samples likewise keep the
-    // faster of two passes, so both sides are the device without them.
-    std::vector<double> medians;
-    int64_t batch = 0;
-    for (int r = 0; r < o.repeat; ++r) {
+  }
+  // Each model in a process of its own, as `crossover train` measures it, in `--repeat` rounds
+  // over all the models: the fastest of its runs' median steps. A shared host's neighbours come
+  // and go in phases (of seconds to a minute here) that slow memory-heavy steps by up to half;
+  // rounds spread each model's runs over the whole measurement, and the profile's samples
+  // likewise keep the faster of two passes, so both sides are the device without them.
+  std::vector<std::vector<double>> medians(models.size());
+  std::vector<int64_t> batches(models.size());
+  for (int r = 0; r < o.repeat; ++r) {
+    for (size_t i = 0; i < models.size(); ++i) {
+      progress.bar(static_cast<double>(r * models.size() + i) /
+                       static_cast<double>(o.repeat * models.size()),
+                   fmt::format("measuring {} (round {} of {})", models[i], r + 1, o.repeat));
       const std::filesystem::path json = work / fmt::format("{}-{}.json", models[i], r);
       const int code = run_child({"train", models[i], "--steps", std::to_string(o.steps),
                                   "--threads", std::to_string(o.threads), "--checkpoint-every",
@@ -168,15 +154,17 @@ int run_validate(const ValidateOptions& o) {
                                     models[i], code, log));
       }
       const TrainResult result = read_train_result(read_file(json), json.string());
-      medians.push_back(result.step_ms.median);
-      batch = result.batch;
+      medians[i].push_back(result.step_ms.median);
+      batches[i] = result.batch;
     }
+  }
+  for (size_t i = 0; i < models.size(); ++i) {
+    const auto [fastest, slowest] = std::minmax_element(medians[i].begin(), medians[i].end());
     here.measured.push_back(
-        {models[i], batch, *std::min_element(medians.begin(), medians.end()),
-         fmt::format("fastest median step of {} runs of crossover train {} --steps {} (slowest "
-                     "{:.3g} ms; {})",
-                     o.repeat, models[i], o.steps,
-                     *std::max_element(medians.begin(), medians.end()), utc_now().substr(0, 10))});
+        {models[i], batches[i], *fastest,
+         fmt::format("fastest median step of {} runs of crossover train {} --steps {}, in rounds "
+                     "over the models (slowest {:.3g} ms; {})",
+                     o.repeat, models[i], o.steps, *slowest, utc_now().substr(0, 10))});
   }
   progress.clear();
   std::vector<DeviceProfile> profiles;
@@ -185,9 +173,7 @@ int run_validate(const ValidateOptions& o) {
   }
   profiles.insert(profiles.begin(), here);
   const std::vector<ValidationRow> rows = validate_profiles(profiles);
-  fmt::print("Predicted step times against measured ones (leave-one-out; {} is this machine, "
-             "measured now):\n{}",
-             here.id, validation_table(rows));
+  fmt::print("{} is this machine, measured now.\n{}", here.id, validation_text(rows));
   if (!o.markdown.empty()) write_file_atomic(o.markdown, validation_markdown(rows));
   if (!o.json.empty()) {
     nlohmann::json j = nlohmann::json::array();

@@ -352,6 +352,12 @@ KernelSample node_sample(const ModelLayout& layout, size_t i, int64_t batch, int
   const LayerCost c = node_cost(n, layout.tensors, batch);
   s.flops = c.flops;
   s.bytes = c.bytes;
+  const double b = static_cast<double>(batch);
+  if (n.kind == NodeKind::Linear || n.kind == NodeKind::Conv2d) s.matmul_flops = b * n.forward_flops;
+  if (n.kind == NodeKind::LSTM) {
+    const double h = static_cast<double>(n.spec.out);
+    s.matmul_flops = 2 * b * 4 * h * h;
+  }
   return s;
 }
 

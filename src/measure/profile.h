@@ -32,6 +32,9 @@ struct KernelSample {
   int shards = 1;       // run concurrently, each on one thread, when > 1
   double in_size = 0, out_size = 0;  // elements per sample (params for the optimizer)
   double flops = 0, bytes = 0;       // per shard, forward and backward together (model/cost)
+  // The FLOPs of the kernel's typical matmul call (a Linear's, a convolution's, an LSTM step's
+  // recurrent one): what decides whether the CPU backend runs it on one thread. 0: no matmul.
+  double matmul_flops = 0;
   double forward_us = 0, backward_us = 0;
   double total_us() const { return forward_us + backward_us; }
 };
@@ -88,6 +91,8 @@ std::vector<DeviceProfile> shipped_profiles();
 // The cached profile of this device (same key as the peaks cache), or none.
 std::optional<DeviceProfile> cached_profile(const DeviceInfo& device,
                                             const std::filesystem::path& cache_file);
+// Every cached profile of this machine (this host, this crossover version).
+std::vector<DeviceProfile> cached_profiles_here(const std::filesystem::path& cache_file);
 void store_profile(const DeviceInfo& device, const DeviceProfile& p,
                    const std::filesystem::path& cache_file);
 std::filesystem::path default_profile_cache();

@@ -19,7 +19,8 @@ using nlohmann::json;
 nlohmann::json sample_json(const KernelSample& s) {
   return {{"op", s.op},         {"variant", s.variant},   {"batch", s.batch},
           {"shards", s.shards}, {"in_size", s.in_size},   {"out_size", s.out_size},
-          {"flops", s.flops},   {"bytes", s.bytes},       {"forward_us", s.forward_us},
+          {"flops", s.flops},   {"bytes", s.bytes},       {"matmul_flops", s.matmul_flops},
+          {"forward_us", s.forward_us},
           {"backward_us", s.backward_us}};
 }
 
@@ -167,6 +168,7 @@ DeviceProfile profile_from_json(const json& j, const std::string& origin) {
     s.out_size = e.number("out_size");
     s.flops = e.number("flops");
     s.bytes = e.number("bytes");
+    s.matmul_flops = e.number("matmul_flops");
     s.forward_us = e.number("forward_us");
     s.backward_us = e.number("backward_us");
     p.samples.push_back(std::move(s));

@@ -1,6 +1,7 @@
 // Where device profiles live: the ones crossover ships (data/profiles/, built into the binary) and
 // this machine's, cached beside the peaks under the same key.
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <string_view>
 #include <utility>
@@ -52,6 +53,27 @@ std::optional<DeviceProfile> cached_profile(const DeviceInfo& device,
   } catch (const UserError&) {
     return std::nullopt;  // an entry of an older layout: measured again when asked
   }
+}
+
+std::vector<DeviceProfile> cached_profiles_here(const std::filesystem::path& cache_file) {
+  char host[256] = {};
+  gethostname(host, sizeof(host) - 1);
+  const std::string prefix = std::string(host) + "|";
+  const std::string suffix = std::string("|crossover ") + CROSSOVER_VERSION;
+  std::vector<DeviceProfile> out;
+  const nlohmann::json cache = read_cache(cache_file);
+  for (const auto& [key, entry] : cache.items()) {
+    if (key.rfind(prefix, 0) != 0 || key.size() < suffix.size() ||
+        key.compare(key.size() - suffix.size(), suffix.size(), suffix) != 0) {
+      continue;
+    }
+    try {
+      out.push_back(profile_from_json(entry, cache_file.string()));
+    } catch (const UserError&) {
+      // an entry of an older layout: measured again when asked
+    }
+  }
+  return out;
 }
 
 void store_profile(const DeviceInfo& device, const DeviceProfile& p,

@@ -44,6 +44,9 @@ struct Report {
   std::vector<ReportRun> runs;
   std::optional<SweepRecord> sweep;
   std::vector<DevicePrediction> predictions;  // of one model, for every device; empty: none
+  // How far predictions are from measurements: the shipped device profiles' leave-one-out table
+  // (advisor/profile_predict.h); empty where no prediction was made.
+  std::vector<ValidationRow> validation;
   std::optional<CostTable> cost;
   std::optional<GpuVerdict> verdict;  // the answer first: is a GPU worth it for this run
   std::optional<std::vector<std::string>> advice;  // the recommendation, one sentence a line

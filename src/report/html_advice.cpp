@@ -162,9 +162,45 @@ std::vector<std::string> prediction_row(const DevicePrediction& p, const DeviceC
            ? cell(duration_ms(measured_ms)) + " <span class=\"badge measured\">measured</span>"
            : na(),
        cell(error ? fmt::format("{:+.1f}%", *error) : std::string(kMissing)),
+       cell(p.expected_error ? fmt::format("±{:.0f}%", 100 * *p.expected_error)
+                             : std::string(kMissing)),
+       text_cell(p.profile.empty() ? std::string("roofline") : p.profile),
        text_cell(p.step.bound),
        assumptions.empty() ? na() : "<ul class=\"assumptions\">" + assumptions + "</ul>"});
   return row;
+}
+
+// The validation table: each profiled device's predictions against its measurements, model by
+// model in a row's details.
+std::string validation_html(const std::vector<ValidationRow>& rows) {
+  if (rows.empty()) return "";
+  std::vector<std::vector<std::string>> table;
+  for (const ValidationRow& r : rows) {
+    std::string detail;
+    for (const ValidationRow::Entry& e : r.entries) {
+      detail += fmt::format("<li>{}: {} predicted, {} measured ({:+.1f}%)</li>", escape(e.model),
+                            escape(duration_ms(e.predicted_ms)), escape(duration_ms(e.measured_ms)),
+                            100 * e.error());
+    }
+    table.push_back(
+        {text_cell(r.device), text_cell(r.how),
+         r.entries.empty() ? na() : cell(std::to_string(r.entries.size())),
+         r.entries.empty() ? text_cell("unmeasured") : cell(fmt::format("{:.1f}%", 100 * r.median_abs)),
+         r.entries.empty() ? na() : cell(fmt::format("{:.1f}%", 100 * r.worst_abs)),
+         r.entries.empty() ? text_cell(r.unmeasured)
+                           : "<details><summary>models</summary><ul>" + detail + "</ul></details>"});
+  }
+  return "<p class=\"note\">How far predictions are from measurements: the built-in models on "
+         "every device crossover has profiled (data/profiles/), each predicted from its own "
+         "profile and from every other device's. <code>crossover validate</code> measures this "
+         "machine and prints the same table.</p>\n" +
+         html_table({{"device"},
+                     {"predicted from"},
+                     {"models", true},
+                     {"median |error|", true},
+                     {"worst |error|", true},
+                     {"by model"}},
+                    table, "validation");
 }
 
 }  // namespace
@@ -216,15 +252,26 @@ std::string predictions_html(const Report& report, const DeviceColours& colours)
   columns.insert(columns.end(), {{"predicted step", true},
                                  {"measured step", true},
                                  {"error", true},
+                                 {"expected error", true},
+                                 {"from"},
                                  {"bound"},
                                  {"assumptions"}});
   const std::string of_model =
       one_model ? " of <strong>" + escape(first_model) + "</strong>" : std::string();
-  return "<p class=\"note\">These step times" + of_model +
-         " are <strong>predicted</strong> by the roofline model (FLOPs and bytes per layer at the "
-         "device's rates, plus fixed costs), not measured; where the device was also measured "
-         "here, the error is the prediction's against the measurement.</p>\n" +
-         html_table(columns, rows, "predictions");
+  const bool profiled = std::any_of(predictions.begin(), predictions.end(),
+                                    [](const DevicePrediction& p) { return !p.profile.empty(); });
+  const std::string how =
+      profiled ? " are <strong>predicted</strong> from device profiles (each kernel of the step "
+                 "timed on a measured device, scaled to this one by the rate that bounds it, plus "
+                 "the fixed costs the engine pays), not measured. <em>expected error</em> is the "
+                 "median error of that kind of prediction in the validation table below; where "
+                 "the device was also measured here, <em>error</em> is this prediction's own.</p>\n"
+               : " are <strong>predicted</strong> by the roofline model (FLOPs and bytes per "
+                 "layer at the device's rates, plus fixed costs), not measured; where the device "
+                 "was also measured here, the error is the prediction's against the "
+                 "measurement.</p>\n";
+  return "<p class=\"note\">These step times" + of_model + how +
+         html_table(columns, rows, "predictions") + validation_html(report.validation);
 }
 
 std::string cost_html(const Report& report, const DeviceColours& colours) {

@@ -613,6 +613,43 @@ SweepRecord read_sweep(const JsonIn& in, int schema) {
   return s;
 }
 
+json validation_json(const ValidationRow& v) {
+  json entries = json::array();
+  for (const ValidationRow::Entry& e : v.entries) {
+    entries.push_back({{"model", e.model},
+                       {"predicted_ms", e.predicted_ms},
+                       {"measured_ms", e.measured_ms},
+                       {"error", e.error()}});
+  }
+  return {{"device", v.device},
+          {"name", v.name},
+          {"from", v.from},
+          {"own", v.own},
+          {"how", v.how},
+          {"entries", entries},
+          {"median_abs_error", v.entries.empty() ? json() : json(v.median_abs)},
+          {"worst_abs_error", v.entries.empty() ? json() : json(v.worst_abs)},
+          {"unmeasured", v.unmeasured}};
+}
+
+ValidationRow read_validation(const JsonIn& in) {
+  ValidationRow v;
+  v.device = in.text("device");
+  v.name = in.text("name");
+  v.from = in.text("from");
+  v.own = in.flag("own");
+  v.how = in.text("how");
+  for (const JsonIn& e : in.objects("entries")) {
+    ValidationRow::Entry entry{e.text("model"), e.number("predicted_ms"), e.number("measured_ms")};
+    e.optional_number("error");  // from the two times: checked, not kept
+    v.entries.push_back(entry);
+  }
+  v.median_abs = in.optional_number("median_abs_error").value_or(0);
+  v.worst_abs = in.optional_number("worst_abs_error").value_or(0);
+  v.unmeasured = in.text("unmeasured");
+  return v;
+}
+
 json prediction_json(const DevicePrediction& p) {
   json j = {{"device", p.device},
             {"name", p.name},
@@ -627,6 +664,8 @@ json prediction_json(const DevicePrediction& p) {
             {"measured_step_ms", json()},
             {"measured_epoch_s", optional_number(p.measured_epoch_s)},
             {"lower_bound", p.lower_bound},
+            {"profile", p.profile},
+            {"expected_error", optional_number(p.expected_error)},
             {"error_percent", json()},
             {"assumptions", p.assumptions}};
   if (p.measured_s) {
@@ -653,6 +692,9 @@ DevicePrediction read_prediction(const JsonIn& in, int schema) {
     p.measured_epoch_s = in.optional_number("measured_epoch_s");
     p.lower_bound = in.flag("lower_bound");
   }
+  // Files before the device profiles (0.2) have neither.
+  if (in.has("profile")) p.profile = in.text("profile");
+  if (in.has("expected_error")) p.expected_error = in.optional_number("expected_error");
   in.optional_number("error_percent");  // from step_ms and measured_step_ms: checked, not kept
   p.assumptions = in.texts("assumptions");
   return p;
@@ -856,6 +898,10 @@ json to_json(const Report& report) {
     for (const DevicePrediction& p : report.predictions)
       j["predictions"].push_back(prediction_json(p));
   }
+  if (!report.validation.empty()) {
+    j["validation"] = json::array();
+    for (const ValidationRow& v : report.validation) j["validation"].push_back(validation_json(v));
+  }
   if (report.cost) j["cost"] = cost_json(*report.cost);
   if (report.verdict) j["verdict"] = verdict_json(*report.verdict);
   if (report.advice) j["advice"] = *report.advice;
@@ -899,6 +945,9 @@ Report read_report(const json& doc, const std::string& origin, ReadMode mode) {
   if (in.has("predictions")) {
     for (const JsonIn& p : in.objects("predictions"))
       r.predictions.push_back(read_prediction(p, schema));
+  }
+  if (in.has("validation")) {
+    for (const JsonIn& v : in.objects("validation")) r.validation.push_back(read_validation(v));
   }
   if (in.has("cost")) {
     if (const auto cost = in.object("cost")) r.cost = read_cost(*cost, schema);

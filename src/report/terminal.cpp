@@ -4,6 +4,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
+
 #include <cmath>
 
 #include "core/format.h"
@@ -94,16 +97,43 @@ std::string summary_text(const Report& report, const std::filesystem::path& out,
 
 std::string predictions_text(const Report& report) {
   if (report.predictions.empty()) return "";
-  Table t({"device", "step (predicted)", "bound", "measured", "error"});
+  Table t({"device", "step (predicted)", "expected error", "from", "bound", "measured", "error"});
   for (const DevicePrediction& p : report.predictions) {
-    t.add_row({p.name, fmt::format("{:.4f} ms", p.step.seconds * 1e3), p.step.bound,
+    t.add_row({p.name, fmt::format("{:.4f} ms", p.step.seconds * 1e3),
+               p.expected_error ? fmt::format("±{:.0f}%", 100 * *p.expected_error)
+                                : std::string(p.profile.empty() ? "-" : "unknown"),
+               p.profile.empty() ? std::string(p.lower_bound ? "roofline (lower bound)" : "roofline")
+                                 : p.profile,
+               p.step.bound,
                p.measured_s ? fmt::format("{:.4f} ms", *p.measured_s * 1e3) : std::string("-"),
                p.measured_s
                    ? fmt::format("{:+.0f}%", 100 * (p.step.seconds - *p.measured_s) / *p.measured_s)
                    : std::string("-")});
   }
-  return fmt::format("\nPredicted step times ({}):\n{}",
-                     terminal_safe(report.predictions.front().model), t.render());
+  return fmt::format("\nPredicted step times ({}):\n{}{}",
+                     terminal_safe(report.predictions.front().model), t.render(),
+                     validation_text(report.validation));
+}
+
+std::string validation_text(const std::vector<ValidationRow>& rows) {
+  if (rows.empty()) return "";
+  Table t({"device", "predicted from", "models", "median |error|", "worst |error|", "worst model"});
+  for (const ValidationRow& r : rows) {
+    if (r.entries.empty()) {
+      t.add_row({r.device, r.how, "-", "unmeasured", "", r.unmeasured});
+      continue;
+    }
+    const auto worst = std::max_element(
+        r.entries.begin(), r.entries.end(),
+        [](const auto& a, const auto& b) { return std::abs(a.error()) < std::abs(b.error()); });
+    t.add_row({r.device, r.how, std::to_string(r.entries.size()),
+               fmt::format("{:.1f}%", 100 * r.median_abs), fmt::format("{:.1f}%", 100 * r.worst_abs),
+               fmt::format("{} ({:+.0f}%)", worst->model, 100 * worst->error())});
+  }
+  return fmt::format(
+      "Expected error: predictions against measurements of the built-in models on the devices "
+      "crossover has profiled (data/profiles/; `crossover validate` measures this machine):\n{}",
+      t.render());
 }
 
 std::string cost_text(const CostTable& c) {
