@@ -144,7 +144,9 @@ void use_profiles(AdviceOptions& o, const std::vector<DeviceProfile>& local) {
     for (const DeviceProfile& l : local) replaced |= l.id == p.id;
     if (!replaced) o.profiles.push_back(std::move(p));
   }
-  o.validation = validate_profiles(o.profiles);
+  // The table is the shipped profiles' (they carry the measurements they are checked against);
+  // a cached profile of this machine predicts, but is validated by `crossover validate`.
+  o.validation = validate_profiles(shipped_profiles());
 }
 
 namespace {

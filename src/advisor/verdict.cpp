@@ -116,6 +116,22 @@ std::optional<GpuVerdict> make_verdict(const std::vector<DevicePrediction>& ps,
                          false});
     }
   }
+  // The prediction a catalog GPU's times come from: a lower bound (the roofline with no GPU
+  // measured here), or a profile's with its expected error.
+  auto prediction_of = [&](const std::string& device) -> const DevicePrediction* {
+    for (const DevicePrediction& p : ps) {
+      if (!p.local && p.device == device) return &p;
+    }
+    return nullptr;
+  };
+  auto lower_bound = [&](const std::string& device, bool predicted) {
+    const DevicePrediction* p = prediction_of(device);
+    return predicted && !gpu_measured && (!p || p->lower_bound);
+  };
+  auto expected = [&](const std::string& device) -> std::optional<double> {
+    const DevicePrediction* p = prediction_of(device);
+    return p ? p->expected_error : std::nullopt;
+  };
   auto is_gpu = [&](const std::string& id) {
     const CatalogDevice* d = catalog.find_device(id);
     return d && d->kind == DeviceKind::Gpu;
@@ -126,12 +142,14 @@ std::optional<GpuVerdict> make_verdict(const std::vector<DevicePrediction>& ps,
         {"rent", i.id,
          fmt::format("{} {} ({}{})", i.provider, i.name,
                      i.device_count > 1 ? fmt::format("{}x ", i.device_count) : "", i.device),
-         i.device, i.run_hours * 3600, i.on_demand_usd, i.predicted, i.predicted && !gpu_measured});
+         i.device, i.run_hours * 3600, i.on_demand_usd, i.predicted,
+         lower_bound(i.device, i.predicted), i.predicted ? expected(i.device) : std::nullopt});
   }
   for (const CostTable::Owned& o : cost.ownership) {
     if (!is_gpu(o.device)) continue;
     options.push_back({"buy", o.device, fmt::format("your own {}", o.name), o.device,
-                       o.run_hours * 3600, o.run_usd, o.predicted, o.predicted && !gpu_measured});
+                       o.run_hours * 3600, o.run_usd, o.predicted, lower_bound(o.device, o.predicted),
+                       o.predicted ? expected(o.device) : std::nullopt});
   }
   const GpuOption* best = nullptr;
   for (const char* how : {"here", "rent", "buy"}) {
@@ -175,8 +193,11 @@ std::optional<GpuVerdict> make_verdict(const std::vector<DevicePrediction>& ps,
   }
   const GpuOption& g = *best;
   const double saved = v.here_seconds - g.seconds;
-  const char* kind =
-      g.predicted ? (g.lower_bound ? "predicted, a lower bound" : "predicted") : "measured";
+  const std::string kind =
+      !g.predicted     ? "measured"
+      : g.lower_bound  ? "predicted, a lower bound"
+      : g.expected_error ? fmt::format("predicted, expected error ±{:.0f}%", 100 * *g.expected_error)
+                         : "predicted";
   if (g.seconds >= v.here_seconds) {
     // What bounds the GPU's step: fixed costs ("overhead") say the model is too small for it.
     std::string bound;

@@ -36,6 +36,8 @@ struct GpuOption {
   // Predicted at the roofline (efficiency 1) with no GPU measured to calibrate it: the run takes
   // at least this long.
   bool lower_bound = false;
+  // A prediction's expected error (the validation table's median for its kind), for the sentence.
+  std::optional<double> expected_error;
 };
 
 struct GpuVerdict {

@@ -62,6 +62,9 @@ class Progress {
 
 // This machine's device profile (measure/profile.h): the cached one, else measured now (a
 // progress bar on `progress`) and cached; its id is the device's name and threads ("amd-epyc-2t").
-DeviceProfile local_profile(Backend& backend, bool reprofile, Progress* progress);
+// With `models` (built-in names), a profile of those models' kernels and the grid, measured now
+// and not cached (it is not the whole device's).
+DeviceProfile local_profile(Backend& backend, bool reprofile, Progress* progress,
+                            const std::vector<std::string>& models = {});
 
 }  // namespace xo::cli

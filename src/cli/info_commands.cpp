@@ -95,7 +95,12 @@ int run_models() {
   return 0;
 }
 
-int run_devices(bool probe, bool reprobe) {
+struct DevicesOptions {
+  bool no_probe = false, reprobe = false, profile = false, reprofile = false;
+};
+
+int run_devices(const DevicesOptions& o) {
+  const bool probe = !o.no_probe, reprobe = o.reprobe;
   const DeviceList list = list_devices();
   for (const auto& id : list.available) {
     auto backend = make_backend(parse_device(id, 0));
@@ -110,6 +115,20 @@ int run_devices(bool probe, bool reprobe) {
         p.matmul_gflops, p.matmul_n, p.bandwidth_gbs, p.step_overhead_us, p.layer_overhead_us,
         p.cached ? "cached from" : "probed", p.probed,
         p.cached ? "; --reprobe measures again" : "");
+    if (!o.profile && !o.reprofile) continue;
+    Progress progress;
+    const DeviceProfile profile = local_profile(*backend, o.reprofile, &progress);
+    double shown = 0;
+    for (const KernelSample& s : profile.samples) shown += s.total_us();
+    fmt::print(
+        "  profile {}: {} kernel samples ({:.1f} ms of kernels), step fixed cost {:.2f} us{}, "
+        "measured {} ({}; --reprofile measures again)\n",
+        profile.id, profile.samples.size(), shown / 1e3, profile.step_fixed_us,
+        profile.policy.shard_threads > 1
+            ? fmt::format(", {} shards' parallel region {:.2f} us", profile.policy.shard_threads,
+                          profile.shard_fork_us)
+            : "",
+        profile.date, terminal_safe(default_profile_cache().string()));
   }
   const Nvml& nvml = Nvml::get();
   fmt::print("NVML: {}\n",
@@ -128,12 +147,21 @@ Command add_models(CLI::App& app) {
 }
 
 Command add_devices(CLI::App& app) {
-  auto flags = std::make_shared<std::pair<bool, bool>>(false, false);
+  auto o = std::make_shared<DevicesOptions>();
   CLI::App* sub = app.add_subcommand(
       "devices", "List the devices this build can train on here, with their measured peaks");
-  sub->add_flag("--no-probe", flags->first, "Do not measure (or read the cached) peaks");
-  sub->add_flag("--reprobe", flags->second, "Measure the peaks again rather than read the cache");
-  return {sub, [flags] { return run_devices(!flags->first, flags->second); }};
+  CLI::Option* no_probe =
+      sub->add_flag("--no-probe", o->no_probe, "Do not measure (or read the cached) peaks");
+  sub->add_flag("--reprobe", o->reprobe, "Measure the peaks again rather than read the cache");
+  CLI::Option* profile = sub->add_flag("--profile", o->profile,
+                "Measure (or read the cached) device profile predictions start from: every "
+                "kernel of the built-in models and of a grid of MLPs, timed as the engine runs "
+                "them (about a minute on a 2-core CPU)");
+  CLI::Option* reprofile = sub->add_flag("--reprofile", o->reprofile,
+                                         "Measure the profile again rather than read the cache");
+  profile->excludes(no_probe);
+  reprofile->excludes(no_probe);
+  return {sub, [o] { return run_devices(*o); }};
 }
 
 }  // namespace xo::cli

@@ -35,13 +35,22 @@ std::string machine_line(const MachineInfo& m) {
                      m.memory_gib.value_or(0.0), m.os);
 }
 
-DeviceProfile local_profile(Backend& be, bool reprofile, Progress* progress) {
+DeviceProfile local_profile(Backend& be, bool reprofile, Progress* progress,
+                            const std::vector<std::string>& models) {
   const DevicePeaks peaks = device_peaks(be, false, default_peaks_cache());
-  if (!reprofile) {
+  const bool whole = models.empty();
+  if (!reprofile && whole) {
     if (auto cached = cached_profile(be.info(), default_profile_cache())) return *cached;
   }
   std::vector<ModelSpec> specs;
-  for (const std::string& name : builtin_spec_names()) specs.push_back(*builtin_spec(name));
+  for (const std::string& name : whole ? builtin_spec_names() : models) {
+    const std::optional<ModelSpec> spec = builtin_spec(name);
+    if (!spec) {
+      throw UserError(
+          fmt::format("--models: '{}' is not a built-in model (crossover models)", name));
+    }
+    specs.push_back(*spec);
+  }
   for (ModelSpec& s : measure_grid_specs()) specs.push_back(std::move(s));
   DeviceProfile p = measure_profile(
       be, peaks, specs, machine_line(describe_machine()), [&](size_t done, size_t total) {
@@ -54,10 +63,14 @@ DeviceProfile local_profile(Backend& be, bool reprofile, Progress* progress) {
   std::string id;
   for (char c : fmt::format("{}-{}t", p.name, p.threads)) {
     const unsigned char u = static_cast<unsigned char>(c);
-    if (std::isalnum(u)) id += static_cast<char>(std::tolower(u));
-    else if (!id.empty() && id.back() != '-') id += '-';
+    if (std::isalnum(u)) {
+      id += static_cast<char>(std::tolower(u));
+    } else if (!id.empty() && id.back() != '-') {
+      id += '-';
+    }
   }
   p.id = id;
+  if (!whole) return p;  // a profile of some models only is not the device's: not cached
   try {
     store_profile(be.info(), p, default_profile_cache());
   } catch (const UserError& e) {
@@ -111,7 +124,7 @@ int run_validate(const ValidateOptions& o) {
   }
   auto be = make_backend(parse_device("cpu", o.threads));
   Progress progress;
-  DeviceProfile here = local_profile(*be, o.reprofile, &progress);
+  DeviceProfile here = local_profile(*be, o.reprofile, &progress, o.models);
   const std::vector<std::string> models = o.models.empty() ? builtin_spec_names() : o.models;
   here.measured.clear();
   const std::filesystem::path work = make_temp_dir("crossover-validate");
@@ -122,12 +135,6 @@ int run_validate(const ValidateOptions& o) {
       std::filesystem::remove_all(dir, ec);
     }
   } cleanup{work};
-  for (const std::string& model : models) {
-    if (!builtin_spec(model)) {
-      throw UserError(
-          fmt::format("--models: '{}' is not a built-in model (crossover models)", model));
-    }
-  }
   // Each model in a process of its own, as `crossover train` measures it, in `--repeat` rounds
   // over all the models: the fastest of its runs' median steps. A shared host's neighbours come
   // and go in phases (of seconds to a minute here) that slow memory-heavy steps by up to half;
@@ -168,11 +175,16 @@ int run_validate(const ValidateOptions& o) {
   }
   progress.clear();
   std::vector<DeviceProfile> profiles;
+  if (!o.models.empty()) here.id += "-subset";  // beside the shipped profile of this device
   for (DeviceProfile& p : shipped_profiles()) {
     if (p.id != here.id) profiles.push_back(std::move(p));
   }
   profiles.insert(profiles.begin(), here);
-  const std::vector<ValidationRow> rows = validate_profiles(profiles);
+  std::vector<ValidationRow> rows = validate_profiles(profiles);
+  if (!o.models.empty()) {
+    // A profile of some models only stands for its own measurements, not for other devices.
+    std::erase_if(rows, [&](const ValidationRow& r) { return r.from == here.id && !r.own; });
+  }
   fmt::print("{} is this machine, measured now.\n{}", here.id, validation_text(rows));
   if (!o.markdown.empty()) write_file_atomic(o.markdown, validation_markdown(rows));
   if (!o.json.empty()) {

@@ -300,8 +300,7 @@ std::string sweep_html(const Report& report, const DeviceColours& colours) {
   for (const SweepLine& s : sweep.series) {
     if (s.predicted) {
       notes += "<li>" + escape(s.device) +
-               ": <span class=\"badge\">predicted</span> from the roofline model, not measured "
-               "(dashed)" +
+               ": <span class=\"badge\">predicted</span>, not measured (dashed)" +
                (s.note.empty() ? std::string() : ": " + escape(s.note)) + ".</li>\n";
     }
   }

@@ -509,9 +509,22 @@ TEST(Cli, AdviseMeasuresPredictsCostsAndRecommends) {
   const auto& v = j["verdict"];
   EXPECT_EQ(v["here"], "cpu");
   EXPECT_EQ(v["gpu"]["how"], "rent");  // no GPU here: the GPU is weighed on a rented instance
-  EXPECT_TRUE(v["gpu"]["lower_bound"].get<bool>());
-  EXPECT_NE(v["sentence"].get<std::string>().find("(predicted, a lower bound)"), std::string::npos)
+  // Predicted from the shipped CPU profile, scaled to the GPU's datasheet: an estimate with the
+  // validation table's expected error, no longer a roofline lower bound.
+  EXPECT_FALSE(v["gpu"]["lower_bound"].get<bool>());
+  EXPECT_NE(v["sentence"].get<std::string>().find("(predicted, expected error ±"),
+            std::string::npos)
       << v;
+  for (const auto& p : j["predictions"]) {
+    EXPECT_FALSE(p["profile"].get<std::string>().empty()) << p;
+    if (!p["local"].get<bool>()) {
+      EXPECT_TRUE(p["expected_error"].is_number()) << p;
+    }
+  }
+  ASSERT_FALSE(j["validation"].empty());
+  for (const char* text : {"expected error", "Expected error: predictions against measurements"}) {
+    EXPECT_NE(r.output.find(text), std::string::npos) << text;
+  }
   EXPECT_DOUBLE_EQ(v["here_seconds"].get<double>(),
                    j["cost"]["local"][0]["run_hours"].get<double>() * 3600);
   // Along width, predicted: one device faster throughout, or where one overtakes the other
@@ -524,6 +537,7 @@ TEST(Cli, AdviseMeasuresPredictsCostsAndRecommends) {
   page_text << std::ifstream(dir / "report.html").rdbuf();
   const std::string page = page_text.str();
   EXPECT_LT(page.find("id=\"verdict\""), page.find("id=\"advice\"")) << "the verdict first";
+  EXPECT_NE(page.find("<table class=\"validation\""), std::string::npos) << "the validation table";
 }
 
 TEST(Cli, CostRecostsAResultsFileWithOverriddenPrices) {

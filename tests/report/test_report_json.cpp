@@ -120,7 +120,24 @@ Report document() {
   pr.measured_s = 0.002;
   pr.measured_epoch_s = 0.025;
   pr.assumptions = {"f32"};
+  pr.profile = "amd-epyc-2t";
+  pr.expected_error = 0.26;
   d.predictions = {pr};
+  ValidationRow v;
+  v.device = "h100-sxm-gpu-check";
+  v.name = "NVIDIA H100 80GB HBM3";
+  v.from = "amd-epyc-2t";
+  v.how = "from amd-epyc-2t's profile, scaled";
+  v.entries = {{"disc-2", 0.046, 0.030}, {"disc-3", 0.055, 0.041}};
+  v.median_abs = 0.4;
+  v.worst_abs = 0.53;
+  ValidationRow unmeasured;
+  unmeasured.device = "h100-sxm-gpu-check";
+  unmeasured.from = unmeasured.device;
+  unmeasured.own = true;
+  unmeasured.how = "own profile";
+  unmeasured.unmeasured = "no kernel profile";
+  d.validation = {v, unmeasured};
   CostTable c;
   c.model = "disc-2";
   c.epochs = 100;
@@ -221,6 +238,14 @@ TEST(ReportJson, EveryFieldIsRequiredAndTheErrorNamesFileRunAndField) {
   wrong["cost"]["instances"][0]["run_hours"] = true;
   testing::expect_user_error([&] { read_report(wrong, "w.json"); },
                              {"w.json", "cost.instances[0]", "run_hours", "found a boolean"});
+  wrong = written;
+  wrong["validation"][0]["entries"][1]["measured_ms"] = "soon";
+  testing::expect_user_error([&] { read_report(wrong, "w.json"); },
+                             {"w.json", "validation[0]", "measured_ms", "found a string"});
+  wrong = written;
+  wrong["predictions"][0]["expected_error"] = "small";
+  testing::expect_user_error([&] { read_report(wrong, "w.json"); },
+                             {"predictions[0]", "expected_error"});
   wrong = written;
   wrong["predictions"][0]["kind"] = "tpu";
   testing::expect_user_error([&] { read_report(wrong, "w.json"); },

@@ -1,0 +1,247 @@
+// Device profiles: what a measurement covers (every node of its models, as the engine runs them),
+// the profile file's strict reader, and the profiles crossover ships.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <functional>
+#include <set>
+
+#include "backend/backend.h"
+#include "core/error.h"
+#include "core/file.h"
+#include "measure/peaks.h"
+#include "measure/profile.h"
+#include "model/layer.h"
+#include "model/model.h"
+
+namespace xo {
+namespace {
+
+ModelSpec small_spec(const char* name, std::vector<int64_t> input, std::vector<LayerSpec> layers,
+                     int64_t batch) {
+  ModelSpec s;
+  s.name = name;
+  s.origin = "test";
+  s.input = std::move(input);
+  s.layers = std::move(layers);
+  s.train.batch = batch;
+  s.train.shuffle = false;
+  return s;
+}
+
+LayerSpec layer(LayerType t, int64_t out = 0) {
+  LayerSpec l;
+  l.type = t;
+  l.out = out;
+  return l;
+}
+
+// An MLP with dropout, a CNN with a pool, an LSTM over embeddings: every kind of node the
+// built-in models have.
+std::vector<ModelSpec> specs() {
+  LayerSpec conv = layer(LayerType::Conv2d, 4);
+  conv.kernel = 3;
+  LayerSpec pool = layer(LayerType::MaxPool2d);
+  pool.kernel = 2;
+  pool.stride = 2;
+  LayerSpec dropout = layer(LayerType::Dropout);
+  dropout.p = 0.25;
+  LayerSpec embedding = layer(LayerType::Embedding, 8);
+  embedding.vocab = 50;
+  return {
+      small_spec("mlp", {16},
+                 {layer(LayerType::Linear, 32), layer(LayerType::ReLU), dropout,
+                  layer(LayerType::Linear, 4)},
+                 64),
+      small_spec("cnn", {1, 8, 8},
+                 {conv, layer(LayerType::ReLU), pool, layer(LayerType::Flatten),
+                  layer(LayerType::Linear, 3)},
+                 64),
+      small_spec("lstm", {6},
+                 {embedding, layer(LayerType::LSTM, 8), layer(LayerType::Linear, 2)}, 64),
+  };
+}
+
+DevicePeaks fake_peaks(const Backend& be) {
+  DevicePeaks p;
+  p.device = be.info().id;
+  p.name = be.info().name;
+  p.threads = be.info().threads;
+  p.matmul_gflops = 100;
+  p.matmul_n = 2048;
+  p.bandwidth_gbs = 20;
+  p.layer_overhead_us = 1;
+  p.probed = "2026-11-24T00:00:00Z";
+  return p;
+}
+
+bool has_sample(const DeviceProfile& p, const KernelSample& want) {
+  return std::any_of(p.samples.begin(), p.samples.end(), [&](const KernelSample& s) {
+    return s.op == want.op && s.variant == want.variant && s.batch == want.batch &&
+           s.shards == want.shards && s.in_size == want.in_size && s.out_size == want.out_size;
+  });
+}
+
+TEST(Profile, EveryNodeOfItsModelsIsTimedWholeAndInShards) {
+  auto be = make_backend(parse_device("cpu", 2));
+  const DevicePeaks peaks = fake_peaks(*be);
+  size_t calls = 0;
+  const DeviceProfile p =
+      measure_profile(*be, peaks, specs(), "test machine", [&](size_t, size_t) { ++calls; });
+  EXPECT_GT(calls, 0u);
+  EXPECT_EQ(p.device, "cpu");
+  EXPECT_EQ(p.threads, 2);
+  EXPECT_EQ(p.policy.shard_threads, 2);
+  EXPECT_GT(p.shard_fork_us, 0);
+  EXPECT_GE(p.step_fixed_us, 0);
+  EXPECT_FALSE(p.date.empty());
+  for (const ModelSpec& spec : specs()) {
+    const ModelLayout layout = model_layout(spec);
+    for (size_t i = 0; i < layout.nodes.size(); ++i) {
+      if (is_view(layout.nodes[i], true)) continue;
+      for (int shards : {1, 2}) {
+        const KernelSample want = node_sample(layout, i, spec.train.batch / shards, shards);
+        EXPECT_TRUE(has_sample(p, want))
+            << spec.name << " node " << i << " (" << want.op << ") in " << shards << " shards";
+      }
+    }
+  }
+  std::set<std::string> ops;
+  for (const KernelSample& s : p.samples) {
+    ops.insert(s.op);
+    EXPECT_GE(s.forward_us, 0) << s.op;
+    EXPECT_GE(s.backward_us, 0) << s.op;
+    // A shard sample has the shards' parallel region taken off: a tiny one may come to 0.
+    if (s.shards == 1) {
+      EXPECT_GT(s.total_us(), 0) << s.op << " " << s.variant;
+    }
+  }
+  for (const char* op : {"linear", "conv2d", "maxpool2d", "dropout", "embedding", "lstm", "loss",
+                         "optimizer", "accumulate"}) {
+    EXPECT_TRUE(ops.count(op)) << op;
+  }
+}
+
+TEST(Profile, AOneThreadDeviceHasNoShardSamples) {
+  auto be = make_backend(parse_device("cpu", 1));
+  const DeviceProfile p = measure_profile(*be, fake_peaks(*be), {specs()[0]}, "test machine");
+  ASSERT_FALSE(p.samples.empty());
+  for (const KernelSample& s : p.samples) EXPECT_EQ(s.shards, 1) << s.op;
+  EXPECT_EQ(p.shard_fork_us, 0);
+}
+
+DeviceProfile hand_profile() {
+  DeviceProfile p;
+  p.id = "hand-2t";
+  p.device = "cpu";
+  p.name = "Hand CPU";
+  p.threads = 2;
+  p.machine = "a test";
+  p.date = "2026-11-24T00:00:00Z";
+  p.library = "oneDNN";
+  p.peaks.device = "cpu";
+  p.peaks.name = "Hand CPU";
+  p.peaks.threads = 2;
+  p.peaks.matmul_gflops = 100;
+  p.peaks.matmul_n = 2048;
+  p.peaks.bandwidth_gbs = 20;
+  p.peaks.probed = "2026-11-24T00:00:00Z";
+  p.policy = {2, 16, 1e7, 1e9, 4e6};
+  p.step_fixed_us = 0.5;
+  p.shard_fork_us = 1.5;
+  KernelSample s;
+  s.op = "linear";
+  s.variant = "relu";
+  s.batch = 100;
+  s.in_size = 8;
+  s.out_size = 16;
+  s.flops = 5e4;
+  s.bytes = 2e4;
+  s.matmul_flops = 2.5e4;
+  s.forward_us = 2;
+  s.backward_us = 3;
+  p.samples.push_back(s);
+  p.measured.push_back({"disc-2", 100, 0.005, "a test"});
+  return p;
+}
+
+TEST(Profile, JsonRoundTripKeepsEveryField) {
+  const DeviceProfile p = hand_profile();
+  const DeviceProfile q = parse_profile(to_json(p).dump(), "hand.json");
+  EXPECT_EQ(to_json(q), to_json(p));
+  EXPECT_EQ(q.policy.shard_threads, 2);
+  EXPECT_EQ(q.samples.at(0).matmul_flops, 2.5e4);
+  EXPECT_EQ(q.measured.at(0).model, "disc-2");
+}
+
+TEST(Profile, TheReaderNamesTheFileAndTheFieldThatIsWrong) {
+  const nlohmann::json good = to_json(hand_profile());
+  struct Case {
+    const char* what;
+    std::function<void(nlohmann::json&)> edit;
+    const char* expected;
+  };
+  const std::vector<Case> cases = {
+      {"schema", [](auto& j) { j["schema"] = "crossover.profile/9"; }, "hand.json: schema:"},
+      {"missing id", [](auto& j) { j.erase("id"); }, "hand.json: id: missing"},
+      {"kind", [](auto& j) { j["kind"] = "tpu"; }, "hand.json: kind: 'tpu'"},
+      {"peaks", [](auto& j) { j["peaks"]["bandwidth_gbs"] = 0; }, "peaks.bandwidth_gbs"},
+      {"policy", [](auto& j) { j["policy"]["shard_threads"] = 0; }, "policy.shard_threads"},
+      {"negative time", [](auto& j) { j["samples"][0]["forward_us"] = -1; },
+       "samples[0].forward_us"},
+      {"batch", [](auto& j) { j["samples"][0]["batch"] = 1.5; }, "samples[0].batch"},
+      {"step", [](auto& j) { j["measured"][0]["step_ms"] = "fast"; },
+       "measured[0].step_ms: expected a number"},
+      {"samples", [](auto& j) { j["samples"] = 3; }, "samples: expected an array"},
+  };
+  for (const Case& c : cases) {
+    nlohmann::json j = good;
+    c.edit(j);
+    try {
+      parse_profile(j.dump(), "hand.json");
+      ADD_FAILURE() << c.what << ": accepted";
+    } catch (const UserError& e) {
+      EXPECT_NE(std::string(e.what()).find(c.expected), std::string::npos)
+          << c.what << ": " << e.what();
+    }
+  }
+  EXPECT_THROW(parse_profile("{not json", "hand.json"), UserError);
+  EXPECT_THROW(parse_profile(std::string(5000, '['), "hand.json"), UserError);
+}
+
+TEST(Profile, TheShippedProfilesReadAndTheCpuOneMeasuredEveryBuiltInModel) {
+  const std::vector<DeviceProfile> shipped = shipped_profiles();
+  const DeviceProfile* cpu = nullptr;
+  for (const DeviceProfile& p : shipped) {
+    EXPECT_FALSE(p.machine.empty()) << p.id;
+    EXPECT_FALSE(p.date.empty()) << p.id;
+    if (p.kind == DeviceKind::Cpu && p.has_kernels()) cpu = &p;
+    if (!p.has_kernels()) {
+      EXPECT_FALSE(p.note.empty()) << p.id << ": a profile of peaks only says so";
+    }
+  }
+  ASSERT_NE(cpu, nullptr);
+  std::set<std::string> measured;
+  for (const MeasuredStep& m : cpu->measured) measured.insert(m.model);
+  for (const std::string& name : builtin_spec_names()) EXPECT_TRUE(measured.count(name)) << name;
+}
+
+TEST(Profile, TheCacheKeepsOneProfilePerDeviceAndFindsThisMachines) {
+  const auto dir = std::filesystem::path(::testing::TempDir()) / "profile_cache";
+  std::filesystem::remove_all(dir);
+  const auto file = dir / "profiles.json";
+  auto be = make_backend(parse_device("cpu", 1));
+  EXPECT_FALSE(cached_profile(be->info(), file));
+  DeviceProfile p = hand_profile();
+  store_profile(be->info(), p, file);
+  ASSERT_TRUE(cached_profile(be->info(), file));
+  EXPECT_EQ(cached_profile(be->info(), file)->id, "hand-2t");
+  ASSERT_EQ(cached_profiles_here(file).size(), 1u);
+  write_file_atomic(file, "damaged");
+  EXPECT_FALSE(cached_profile(be->info(), file));  // measured again when asked
+  store_profile(be->info(), p, file);              // and replaced
+  EXPECT_TRUE(cached_profile(be->info(), file));
+}
+
+}  // namespace
+}  // namespace xo
