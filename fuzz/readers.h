@@ -19,6 +19,7 @@
 #include "io/onnx.h"
 #include "io/safetensors.h"
 #include "measure/peaks.h"
+#include "measure/profile.h"
 #include "model/onnx_import.h"
 #include "model/spec.h"
 #include "report/report_json.h"
@@ -118,6 +119,14 @@ inline void read_peaks(const std::string& bytes, const std::string& origin) {
   cache.dump(2);
 }
 
+// A device profile (data/profiles/*.json, an entry of the profiles cache) as the shipped profiles
+// and `crossover validate` read it, written back and read again (must read back).
+inline void read_profile(const std::string& bytes, const std::string& origin) {
+  const DeviceProfile p = parse_profile(bytes, origin);
+  const std::string written = to_json(p).dump(1);
+  (void)parse_profile(written, origin + " (written back)");
+}
+
 // An ONNX file, read and mapped onto crossover's layers, with the spec's shape checks.
 inline void read_onnx(const std::string& bytes, const std::string& origin) {
   const OnnxImport imported = import_onnx(parse_onnx(bytes, origin));
@@ -150,6 +159,7 @@ struct Target {
 inline constexpr Target kTargets[] = {{"catalog", read_catalog}, {"csv", read_csv},
                                       {"idx", read_idx},         {"imdb", read_imdb},
                                       {"onnx", read_onnx},       {"peaks", read_peaks},
+                                      {"profile", read_profile},
                                       {"report", read_report},   {"safetensors", read_safetensors},
                                       {"spec", read_spec},       {"tune", read_tune}};
 

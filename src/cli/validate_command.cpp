@@ -1,8 +1,9 @@
-// `crossover validate`: predictions against measurements. This machine's CPU is profiled (or its
-// cached profile read), the built-in models are measured on it, and every device with measured
-// steps (this one and the profiles crossover ships, data/profiles/) is predicted from its own
-// profile and from every other: the leave-one-out table, with the median and worst absolute
-// error. `--write-profile` writes this machine's profile and measurements as a data/profiles file.
+// `crossover validate`: predictions against measurements. A device here (the CPU by default) is
+// profiled (or its cached profile read), the built-in models are measured on it, and every device
+// with measured steps (this one and the profiles crossover ships, data/profiles/) is predicted
+// from its own profile and from every other: the leave-one-out table, with the median and worst
+// absolute error. `--write-profile` writes this device's profile and measurements as a
+// data/profiles file.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -61,7 +62,9 @@ DeviceProfile local_profile(Backend& be, bool reprofile, Progress* progress,
       });
   if (progress) progress->clear();
   std::string id;
-  for (char c : fmt::format("{}-{}t", p.name, p.threads)) {
+  const std::string name =
+      p.threads > 0 ? fmt::format("{}-{}t", p.name, p.threads) : p.name;  // a GPU: no threads
+  for (char c : name) {
     const unsigned char u = static_cast<unsigned char>(c);
     if (std::isalnum(u)) {
       id += static_cast<char>(std::tolower(u));
@@ -110,6 +113,7 @@ std::filesystem::path make_temp_dir(const std::string& stem) {
 }
 
 struct ValidateOptions {
+  std::string device = "cpu";
   int threads = 0;
   int64_t steps = 200;
   int repeat = 5;
@@ -122,7 +126,7 @@ int run_validate(const ValidateOptions& o) {
   for (const std::string* path : {&o.write_profile, &o.markdown, &o.json}) {
     if (!path->empty()) check_writable_path(*path, "output file");
   }
-  auto be = make_backend(parse_device("cpu", o.threads));
+  auto be = make_backend(parse_device(o.device, o.threads));
   Progress progress;
   DeviceProfile here = local_profile(*be, o.reprofile, &progress, o.models);
   const std::vector<std::string> models = o.models.empty() ? builtin_spec_names() : o.models;
@@ -148,9 +152,9 @@ int run_validate(const ValidateOptions& o) {
                        static_cast<double>(o.repeat * models.size()),
                    fmt::format("measuring {} (round {} of {})", models[i], r + 1, o.repeat));
       const std::filesystem::path json = work / fmt::format("{}-{}.json", models[i], r);
-      const int code = run_child({"train", models[i], "--steps", std::to_string(o.steps),
-                                  "--threads", std::to_string(o.threads), "--checkpoint-every",
-                                  "off", "--json", json.string()},
+      const int code = run_child({"train", models[i], "--device", o.device, "--steps",
+                                  std::to_string(o.steps), "--threads", std::to_string(o.threads),
+                                  "--checkpoint-every", "off", "--json", json.string()},
                                  work / "log.txt");
       if (stop_requested()) return 130;
       if (code != 0) {
@@ -218,8 +222,10 @@ Command add_validate(CLI::App& app) {
   auto o = std::make_shared<ValidateOptions>();
   CLI::App* sub = app.add_subcommand(
       "validate",
-      "Predicted step times against measured ones: this CPU profiled and measured, and every "
-      "shipped device profile, each predicted from its own profile and from the others");
+      "Predicted step times against measured ones: a device here profiled and the built-in "
+      "models measured on it, and every shipped device profile, each predicted from its own "
+      "profile and from the others");
+  sub->add_option("--device", o->device, "The device to profile and measure (cpu, cuda:N)");
   sub->add_option("--threads", o->threads, "CPU threads (default: all)")
       ->check(CLI::Range(0, 4096));
   sub->add_option("--steps", o->steps, "Training steps measured per model")
