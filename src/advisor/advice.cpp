@@ -165,22 +165,6 @@ ExecutionPolicy policy_for(DeviceKind kind, int threads, const AdviceOptions& o)
   return {};
 }
 
-// This machine's device as a target: its probed peaks.
-TargetDevice local_target(const DeviceInfo& d, const DevicePeaks& p, const AdviceOptions& o) {
-  TargetDevice t;
-  t.id = d.id;
-  t.name = d.name;
-  t.kind = d.kind;
-  t.threads = d.kind == DeviceKind::Cpu ? d.threads : 0;
-  t.gflops = p.matmul_gflops;
-  t.bandwidth_gbs = p.bandwidth_gbs;
-  t.step_overhead_us = p.step_overhead_us;
-  t.layer_overhead_us = p.layer_overhead_us;
-  t.policy = policy_for(d.kind, t.threads, o);
-  t.rates = fmt::format("probed {}", p.probed.substr(0, 10));
-  return t;
-}
-
 bool is_local_profile(const DeviceProfile& p, const AdviceOptions& o) {
   return std::find(o.local_profiles.begin(), o.local_profiles.end(), p.id) !=
          o.local_profiles.end();
@@ -204,22 +188,19 @@ std::string profile_assumption(const ProfiledStep& ps) {
 
 }  // namespace
 
+TargetDevice local_target(const DeviceInfo& d, const DevicePeaks& p, const AdviceOptions& o) {
+  return make_target(d.id, d.name, d.kind, d.threads, probed_rates(p),
+                     policy_for(d.kind, d.threads, o),
+                     fmt::format("probed {}", p.probed.substr(0, 10)));
+}
+
 TargetDevice catalog_target(const CatalogDevice& d, const std::vector<DevicePeaks>& peaks,
                             const AdviceOptions& o) {
-  const DeviceRates r = catalog_rates(d, peaks, o);
-  TargetDevice t;
-  t.id = d.id;
-  t.name = d.name;
-  t.kind = d.kind;
-  t.threads = d.kind == DeviceKind::Cpu ? d.threads : 0;
-  t.gflops = r.gflops;
-  t.bandwidth_gbs = r.bandwidth_gbs;
-  t.step_overhead_us = r.step_overhead_us;
-  t.layer_overhead_us = r.layer_overhead_us;
-  t.policy = policy_for(d.kind, t.threads, o);
-  t.rates = fmt::format("datasheet x {:.0f}% (compute) and {:.0f}% (bandwidth)",
-                        100 * o.achievable_flops_fraction, 100 * o.achievable_bandwidth_fraction);
-  return t;
+  return make_target(d.id, d.name, d.kind, d.threads, catalog_rates(d, peaks, o),
+                     policy_for(d.kind, d.threads, o),
+                     fmt::format("datasheet x {:.0f}% (compute) and {:.0f}% (bandwidth)",
+                                 100 * o.achievable_flops_fraction,
+                                 100 * o.achievable_bandwidth_fraction));
 }
 
 std::optional<ProfiledStep> profiled_step(const ModelSpec& spec, int64_t batch,

@@ -54,6 +54,8 @@ struct ProfiledStep {
 // any with them). None without profiles.
 std::optional<ProfiledStep> profiled_step(const ModelSpec& spec, int64_t batch,
                                           const TargetDevice& target, const AdviceOptions& o);
+// This machine's device as a prediction's target: its probed peaks, the engine's rules.
+TargetDevice local_target(const DeviceInfo& d, const DevicePeaks& p, const AdviceOptions& o);
 // A catalog device as a prediction's target: its datasheet rates times the achievable fractions,
 // the fixed costs catalog_rates gives, the engine's rules for its threads.
 TargetDevice catalog_target(const CatalogDevice& d, const std::vector<DevicePeaks>& peaks,

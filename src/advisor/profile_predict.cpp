@@ -162,19 +162,25 @@ double kernel_us(const DeviceProfile& source, const TargetDevice& target, bool o
 
 }  // namespace
 
-TargetDevice profile_target(const DeviceProfile& p) {
+TargetDevice make_target(std::string id, std::string name, DeviceKind kind, int threads,
+                         const DeviceRates& r, const ExecutionPolicy& policy, std::string rates) {
   TargetDevice t;
-  t.id = p.id;
-  t.name = p.name;
-  t.kind = p.kind;
-  t.threads = p.threads;
-  t.gflops = p.peaks.matmul_gflops;
-  t.bandwidth_gbs = p.peaks.bandwidth_gbs;
-  t.step_overhead_us = p.peaks.step_overhead_us;
-  t.layer_overhead_us = p.peaks.layer_overhead_us;
-  t.policy = p.policy;
-  t.rates = fmt::format("probed {}", p.peaks.probed.substr(0, 10));
+  t.id = std::move(id);
+  t.name = std::move(name);
+  t.kind = kind;
+  t.threads = kind == DeviceKind::Cpu ? threads : 0;
+  t.gflops = r.gflops;
+  t.bandwidth_gbs = r.bandwidth_gbs;
+  t.step_overhead_us = r.step_overhead_us;
+  t.layer_overhead_us = r.layer_overhead_us;
+  t.policy = policy;
+  t.rates = std::move(rates);
   return t;
+}
+
+TargetDevice profile_target(const DeviceProfile& p) {
+  return make_target(p.id, p.name, p.kind, p.threads, probed_rates(p.peaks), p.policy,
+                     fmt::format("probed {}", p.peaks.probed.substr(0, 10)));
 }
 
 std::string ProfilePrediction::how() const {

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "advisor/predict.h"
 #include "measure/profile.h"
 #include "model/model.h"
 
@@ -28,6 +29,9 @@ struct TargetDevice {
   std::string rates;  // where the rates come from ("probed 2026-11-23", "datasheet x 0.8")
 };
 
+// A target from its rates and rules; `rates` says where the rates come from.
+TargetDevice make_target(std::string id, std::string name, DeviceKind kind, int threads,
+                         const DeviceRates& r, const ExecutionPolicy& policy, std::string rates);
 // A profile's own device as a target (its probed peaks and rules).
 TargetDevice profile_target(const DeviceProfile& p);
 

@@ -46,21 +46,7 @@ std::vector<Crossover> predicted_width_crossover(const ModelSpec& spec, const Ru
   const DeviceRates local_rates = probed_rates(*local);
   const DeviceRates gpu_rates = catalog_rates(*gpu, peaks, o);
   const TargetDevice gpu_target = catalog_target(*gpu, peaks, o);
-  TargetDevice here_target;
-  here_target.id = measured.result.device.id;
-  here_target.name = measured.result.device.name;
-  here_target.threads = measured.result.device.threads;
-  here_target.gflops = local->matmul_gflops;
-  here_target.bandwidth_gbs = local->bandwidth_gbs;
-  here_target.step_overhead_us = local->step_overhead_us;
-  here_target.layer_overhead_us = local->layer_overhead_us;
-  for (const DeviceProfile& p : o.profiles) {
-    if (p.kind == DeviceKind::Cpu && p.has_kernels()) {
-      here_target.policy = p.policy;
-      here_target.policy.shard_threads = std::max(1, here_target.threads);
-      break;
-    }
-  }
+  const TargetDevice here_target = local_target(measured.result.device, *local, o);
   const bool profiled = !o.profiles.empty();
   auto cpu_backend = make_backend(parse_device("cpu", 1));
   SweepSeries here{measured.result.device.id + (profiled ? " (predicted)" : " (calibrated)"), {}};

@@ -193,23 +193,7 @@ int run_validate(const ValidateOptions& o) {
   if (!o.markdown.empty()) write_file_atomic(o.markdown, validation_markdown(rows));
   if (!o.json.empty()) {
     nlohmann::json j = nlohmann::json::array();
-    for (const ValidationRow& r : rows) {
-      nlohmann::json entries = nlohmann::json::array();
-      for (const auto& e : r.entries) {
-        entries.push_back({{"model", e.model},
-                           {"predicted_ms", e.predicted_ms},
-                           {"measured_ms", e.measured_ms},
-                           {"error", e.error()}});
-      }
-      j.push_back({{"device", r.device},
-                   {"from", r.from},
-                   {"own", r.own},
-                   {"how", r.how},
-                   {"entries", entries},
-                   {"median_abs_error", r.entries.empty() ? nlohmann::json() : nlohmann::json(r.median_abs)},
-                   {"worst_abs_error", r.entries.empty() ? nlohmann::json() : nlohmann::json(r.worst_abs)},
-                   {"unmeasured", r.unmeasured}});
-    }
+    for (const ValidationRow& r : rows) j.push_back(validation_json(r));
     write_file_atomic(o.json, j.dump(1) + "\n");
   }
   if (!o.write_profile.empty()) write_file_atomic(o.write_profile, to_json(here).dump(1) + "\n");

@@ -93,7 +93,8 @@ double probe_bandwidth(Backend& be, int64_t floats) {
   return 3.0 * sizeof(float) * static_cast<double>(floats) / s / 1e9;  // read a, b; write a
 }
 
-// Median step time of a Linear+ReLU MLP, `layers` deep and 4 wide, batch 1, plain SGD.
+}  // namespace
+
 double tiny_step_seconds(Backend& be, int layers) {
   ModelSpec spec;
   spec.name = fmt::format("overhead-probe-{}", layers);
@@ -123,8 +124,6 @@ double tiny_step_seconds(Backend& be, int layers) {
   for (int i = 0; i < 20; ++i) step();  // warm-up
   return median_seconds(200, be, step);
 }
-
-}  // namespace
 
 const DevicePeaks* find_peaks(const std::vector<DevicePeaks>& peaks, const std::string& device) {
   for (const DevicePeaks& p : peaks) {

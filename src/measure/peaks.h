@@ -38,6 +38,10 @@ DevicePeaks peaks_from_json(const nlohmann::json& j);
 // not JSON, nests too deep (core/json_depth.h) or is not an object; an entry is not checked here.
 nlohmann::json parse_peaks_cache(const std::string& text, const std::string& origin);
 
+// The median step time of a Linear+ReLU MLP, `layers` deep and 4 wide, batch 1, plain SGD: where
+// nothing but fixed costs counts (the peaks' step and layer overheads, the profile's step cost).
+double tiny_step_seconds(Backend& backend, int layers);
+
 // Measures the peaks now (about a second on a CPU).
 DevicePeaks probe_peaks(Backend& backend);
 

@@ -13,7 +13,7 @@
 
 namespace xo {
 
-// Generated from data/profiles/ by cmake/embed_folder.cmake.
+// Generated from data/profiles/ by cmake/embed.cmake.
 std::vector<std::pair<std::string_view, std::string_view>> shipped_profile_files();
 
 std::vector<DeviceProfile> shipped_profiles() {

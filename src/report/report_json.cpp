@@ -613,6 +613,8 @@ SweepRecord read_sweep(const JsonIn& in, int schema) {
   return s;
 }
 
+}  // namespace
+
 json validation_json(const ValidationRow& v) {
   json entries = json::array();
   for (const ValidationRow::Entry& e : v.entries) {
@@ -631,6 +633,8 @@ json validation_json(const ValidationRow& v) {
           {"worst_abs_error", v.entries.empty() ? json() : json(v.worst_abs)},
           {"unmeasured", v.unmeasured}};
 }
+
+namespace {
 
 ValidationRow read_validation(const JsonIn& in) {
   ValidationRow v;

@@ -14,6 +14,9 @@
 namespace xo {
 
 nlohmann::json to_json(const TrainResult& r);  // crossover.train/2
+// One row of the validation table (advisor/profile_predict.h) as results.json and
+// `crossover validate --json` write it.
+nlohmann::json validation_json(const ValidationRow& row);
 nlohmann::json to_json(const Report& report);  // crossover.report/2
 nlohmann::json to_json(const MachineInfo& machine);
 
