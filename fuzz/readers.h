@@ -156,12 +156,11 @@ struct Target {
   void (*read)(const std::string& bytes, const std::string& origin);
 };
 
-inline constexpr Target kTargets[] = {{"catalog", read_catalog}, {"csv", read_csv},
-                                      {"idx", read_idx},         {"imdb", read_imdb},
-                                      {"onnx", read_onnx},       {"peaks", read_peaks},
-                                      {"profile", read_profile},
-                                      {"report", read_report},   {"safetensors", read_safetensors},
-                                      {"spec", read_spec},       {"tune", read_tune}};
+inline constexpr Target kTargets[] = {
+    {"catalog", read_catalog}, {"csv", read_csv},       {"idx", read_idx},
+    {"imdb", read_imdb},       {"onnx", read_onnx},     {"peaks", read_peaks},
+    {"profile", read_profile}, {"report", read_report}, {"safetensors", read_safetensors},
+    {"spec", read_spec},       {"tune", read_tune}};
 
 // The body of every LLVMFuzzerTestOneInput: a UserError is the answer to bad input.
 inline int run_target(void (*read)(const std::string&, const std::string&), const uint8_t* data,

@@ -89,9 +89,9 @@ std::string reference_gpu_note(const Catalog& catalog, const AdviceOptions& o) {
           "{}; predicted from the {} profile, each kernel scaled by the {}'s datasheet rates "
           "({:.1f} TFLOP/s f32, {:.0f} GB/s){}",
           why, ps->from->id, gpu->name, gpu->f32_tflops, gpu->memory_bandwidth_gbs,
-          ps->expected_error
-              ? fmt::format(", expected error ±{:.0f}% (validation table)", 100 * *ps->expected_error)
-              : "");
+          ps->expected_error ? fmt::format(", expected error ±{:.0f}% (validation table)",
+                                           100 * *ps->expected_error)
+                             : "");
     }
   }
   return fmt::format(
@@ -132,7 +132,6 @@ DeviceRates catalog_rates(const CatalogDevice& d, const std::vector<DevicePeaks>
   }
   return r;
 }
-
 
 void use_profiles(AdviceOptions& o, const std::vector<DeviceProfile>& local) {
   o.profiles = local;
@@ -175,13 +174,15 @@ std::string profile_assumption(const ProfiledStep& ps) {
   std::string text =
       ps.own ? fmt::format("each kernel from this device's own profile ({}, measured {})", f.id,
                            f.date.substr(0, 10))
-             : fmt::format("each kernel from the {} profile of {} ({} threads, measured {}), "
-                           "scaled by the rate that bounds it (compute or bandwidth)",
-                           f.id, f.name, f.threads, f.date.substr(0, 10));
+             : fmt::format(
+                   "each kernel from the {} profile of {} ({} threads, measured {}), "
+                   "scaled by the rate that bounds it (compute or bandwidth)",
+                   f.id, f.name, f.threads, f.date.substr(0, 10));
   text += ps.expected_error
-              ? fmt::format("; expected error ±{:.0f}% (the validation table's median for this "
-                            "kind of prediction)",
-                            100 * *ps.expected_error)
+              ? fmt::format(
+                    "; expected error ±{:.0f}% (the validation table's median for this "
+                    "kind of prediction)",
+                    100 * *ps.expected_error)
               : "; no validation row for this kind of prediction: its error is unknown";
   return text;
 }
@@ -196,11 +197,10 @@ TargetDevice local_target(const DeviceInfo& d, const DevicePeaks& p, const Advic
 
 TargetDevice catalog_target(const CatalogDevice& d, const std::vector<DevicePeaks>& peaks,
                             const AdviceOptions& o) {
-  return make_target(d.id, d.name, d.kind, d.threads, catalog_rates(d, peaks, o),
-                     policy_for(d.kind, d.threads, o),
-                     fmt::format("datasheet x {:.0f}% (compute) and {:.0f}% (bandwidth)",
-                                 100 * o.achievable_flops_fraction,
-                                 100 * o.achievable_bandwidth_fraction));
+  return make_target(
+      d.id, d.name, d.kind, d.threads, catalog_rates(d, peaks, o), policy_for(d.kind, d.threads, o),
+      fmt::format("datasheet x {:.0f}% (compute) and {:.0f}% (bandwidth)",
+                  100 * o.achievable_flops_fraction, 100 * o.achievable_bandwidth_fraction));
 }
 
 std::optional<ProfiledStep> profiled_step(const ModelSpec& spec, int64_t batch,
@@ -244,9 +244,9 @@ std::vector<DevicePrediction> predict_devices(const RunRecord& focus,
   std::vector<DevicePrediction> out;
   // The spec that ran, for predictions from profiles (none without: the roofline of the peaks).
   const std::optional<ModelSpec> spec =
-      o.profiles.empty() ? std::nullopt
-                         : std::optional(parse_spec(focus.spec_toml,
-                                                    focus.result.model + " (spec_toml)"));
+      o.profiles.empty()
+          ? std::nullopt
+          : std::optional(parse_spec(focus.spec_toml, focus.result.model + " (spec_toml)"));
   // This machine's devices: the probe's roofline next to the measurement, and each kind's
   // efficiency for the catalog's devices of that kind.
   std::optional<double> efficiency_cpu, efficiency_gpu;
@@ -268,8 +268,8 @@ std::vector<DevicePrediction> predict_devices(const RunRecord& focus,
     const double eff = calibrate_efficiency(row.cost, probed_rates(*p), *d.measured_s);
     (d.kind == DeviceKind::Gpu ? efficiency_gpu : efficiency_cpu) = eff;
     if (spec) {
-      if (const auto ps = profiled_step(*spec, row.result.batch,
-                                        local_target(row.result.device, *p, o), o)) {
+      if (const auto ps =
+              profiled_step(*spec, row.result.batch, local_target(row.result.device, *p, o), o)) {
         d.step = ps->step;
         d.profile = ps->from->id;
         d.expected_error = ps->expected_error;
@@ -512,9 +512,9 @@ std::vector<std::string> advice_lines(const std::string& model,
   }
   if (shown) {
     const CostTable::BuyOrRent& b = *shown;
-    const std::string pairing =
-        b.same_device ? fmt::format("renting one on {}", b.instance)
-                      : fmt::format("renting {} ({})", b.instance, pairing_text(b));
+    const std::string pairing = b.same_device
+                                    ? fmt::format("renting one on {}", b.instance)
+                                    : fmt::format("renting {} ({})", b.instance, pairing_text(b));
     lines.push_back(
         b.hours_per_month
             ? fmt::format("Buying the {} beats {} above {:.0f} hours of use a month{}.", b.name,

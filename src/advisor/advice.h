@@ -74,8 +74,8 @@ struct DevicePrediction {
   // A GPU predicted at its roofline (efficiency 1) with no GPU measured here to calibrate it:
   // the step takes at least this long.
   bool lower_bound = false;
-  std::string profile;                     // the profile it was predicted from ("" : roofline)
-  std::optional<double> expected_error;    // the validation table's median |error| for its kind
+  std::string profile;                   // the profile it was predicted from ("" : roofline)
+  std::optional<double> expected_error;  // the validation table's median |error| for its kind
   std::vector<std::string> assumptions;
 };
 

@@ -29,20 +29,24 @@ struct Rates {
 };
 
 Rates rates_of(const DeviceProfile& p) {
-  return {&p.policy, p.kind, std::max(1, p.threads), p.peaks.matmul_gflops, p.peaks.bandwidth_gbs,
+  return {&p.policy,
+          p.kind,
+          std::max(1, p.threads),
+          p.peaks.matmul_gflops,
+          p.peaks.bandwidth_gbs,
           p.peaks.layer_overhead_us};
 }
 Rates rates_of(const TargetDevice& t) {
-  return {&t.policy, t.kind, std::max(1, t.threads), t.gflops, t.bandwidth_gbs,
-          t.layer_overhead_us};
+  return {&t.policy, t.kind,          std::max(1, t.threads),
+          t.gflops,  t.bandwidth_gbs, t.layer_overhead_us};
 }
 
 // The threads a kernel of `s` runs on: one in a shard or for a matmul below the backend's
 // single-thread size (an element-wise kernel is bandwidth-bound and counted on all), else all.
 int threads_used(const KernelSample& s, const Rates& r) {
   if (r.kind != DeviceKind::Cpu) return 1;
-  const bool one = s.shards > 1 ||
-                   (s.matmul_flops > 0 && s.matmul_flops < r.policy->single_thread_flops);
+  const bool one =
+      s.shards > 1 || (s.matmul_flops > 0 && s.matmul_flops < r.policy->single_thread_flops);
   return one ? 1 : r.threads;
 }
 
@@ -77,9 +81,10 @@ const KernelSample* nearest(const DeviceProfile& p, const KernelSample& want, bo
     for (const KernelSample& s : p.samples) {
       if (s.op != want.op || s.variant != want.variant) continue;
       if (pass == 0 && s.shards != want.shards) continue;
-      const double d = log_ratio(s.flops, want.flops) + log_ratio(s.bytes, want.bytes) +
-                       0.5 * log_ratio(static_cast<double>(s.batch), static_cast<double>(want.batch)) +
-                       (s.shards != want.shards ? 10 : 0);
+      const double d =
+          log_ratio(s.flops, want.flops) + log_ratio(s.bytes, want.bytes) +
+          0.5 * log_ratio(static_cast<double>(s.batch), static_cast<double>(want.batch)) +
+          (s.shards != want.shards ? 10 : 0);
       if (d < best_d) {
         best_d = d;
         best = &s;
@@ -208,7 +213,8 @@ ProfilePrediction predict_with_profile(const ModelSpec& spec, int64_t batch,
   for (size_t i = 0; i < layout.nodes.size(); ++i) {
     if (is_view(layout.nodes[i], true)) continue;
     ++out.nodes;
-    us += kernel_us(source, target, own, node_sample(layout, i, slice, out.shards), Part::Node, acc);
+    us +=
+        kernel_us(source, target, own, node_sample(layout, i, slice, out.shards), Part::Node, acc);
   }
   KernelSample loss;
   loss.op = "loss";
@@ -244,8 +250,8 @@ ProfilePrediction predict_with_profile(const ModelSpec& spec, int64_t batch,
   }
   // The step's own fixed cost: the source's where the software is the same kind of device, the
   // target's probe (or assumption) across kinds; one parallel region when sharded.
-  double step_fixed = own || target.kind == source.kind ? source.step_fixed_us
-                                                         : target.step_overhead_us;
+  double step_fixed =
+      own || target.kind == source.kind ? source.step_fixed_us : target.step_overhead_us;
   if (out.shards > 1) step_fixed += source.shard_fork_us;
   acc.fixed_us += step_fixed;
   us += step_fixed;
@@ -257,8 +263,8 @@ ProfilePrediction predict_with_profile(const ModelSpec& spec, int64_t batch,
   out.interpolated = acc.interpolated;
   out.unprofiled = acc.unprofiled;
   out.bound = acc.fixed_us >= acc.flops_us && acc.fixed_us >= acc.bytes_us ? "overhead"
-              : acc.flops_us >= acc.bytes_us                              ? "FLOPs"
-                                                                          : "bytes";
+              : acc.flops_us >= acc.bytes_us                               ? "FLOPs"
+                                                                           : "bytes";
   return out;
 }
 

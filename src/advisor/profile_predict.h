@@ -21,8 +21,8 @@ namespace xo {
 struct TargetDevice {
   std::string id, name;
   DeviceKind kind = DeviceKind::Cpu;
-  int threads = 0;            // CPU threads (a kernel on one thread gets gflops / threads)
-  double gflops = 0;          // f32 matmul, what kernels reach
+  int threads = 0;    // CPU threads (a kernel on one thread gets gflops / threads)
+  double gflops = 0;  // f32 matmul, what kernels reach
   double bandwidth_gbs = 0;
   double step_overhead_us = 0, layer_overhead_us = 0;  // fixed costs, used across kinds
   ExecutionPolicy policy;
@@ -37,13 +37,13 @@ TargetDevice profile_target(const DeviceProfile& p);
 
 struct ProfilePrediction {
   double seconds = 0;
-  std::string source;       // the profile's id
-  bool own = false;         // the device's own profile
+  std::string source;  // the profile's id
+  bool own = false;    // the device's own profile
   int shards = 1;
   double kernels_s = 0, fixed_s = 0;
   double flops_s = 0, bytes_s = 0;  // the kernels' time by what bounds each (kernels_s split)
   int nodes = 0, interpolated = 0, unprofiled = 0;  // unprofiled: roofline on the source's peaks
-  std::string bound;  // "FLOPs", "bytes" or "overhead": what bounds most of the step
+  std::string bound;        // "FLOPs", "bytes" or "overhead": what bounds most of the step
   std::string how() const;  // "own profile", "from amd-epyc-2t's profile, scaled"
 };
 
@@ -57,7 +57,7 @@ struct ValidationRow {
   std::string device, name;  // the measured device (a profile id) and its name
   std::string from;          // the profile the predictions came from
   bool own = false;
-  std::string how;           // "own profile" / "from X's profile, scaled by probed peaks"
+  std::string how;  // "own profile" / "from X's profile, scaled by probed peaks"
   struct Entry {
     std::string model;
     double predicted_ms = 0, measured_ms = 0;

@@ -64,10 +64,10 @@ std::vector<Crossover> predicted_width_crossover(const ModelSpec& spec, const Ru
     const double params = static_cast<double>(m.parameter_count());
     // Per 100 epochs, as every sweep chart: the spec's steps per epoch at this batch.
     const double per_100 = static_cast<double>(measured.result.steps_per_epoch) * 100;
-    const auto here_step = profiled ? profiled_step(s, measured.result.batch, here_target, o)
-                                    : std::nullopt;
-    const auto gpu_step = profiled ? profiled_step(s, measured.result.batch, gpu_target, o)
-                                   : std::nullopt;
+    const auto here_step =
+        profiled ? profiled_step(s, measured.result.batch, here_target, o) : std::nullopt;
+    const auto gpu_step =
+        profiled ? profiled_step(s, measured.result.batch, gpu_target, o) : std::nullopt;
     here.points.push_back(
         {static_cast<double>(width), params,
          (here_step ? here_step->step.seconds : predict_step(cost, local_rates, eff).seconds) *
@@ -177,12 +177,14 @@ int run_advise(const AdviseOptions& o, bool advise) {
       const AdviceOptions profiled = with_profiles(o.cost.advice);
       report.sweep->series[0].note =
           profiled.profiles.empty()
-              ? fmt::format("this machine's {} at the probe's roofline, calibrated by the "
-                            "efficiency {} reached here",
-                            focus.result.device.id, spec.name)
-              : fmt::format("this machine's {} predicted from a device profile at each width "
-                            "(the measured point is {}'s own width)",
-                            focus.result.device.id, spec.name);
+              ? fmt::format(
+                    "this machine's {} at the probe's roofline, calibrated by the "
+                    "efficiency {} reached here",
+                    focus.result.device.id, spec.name)
+              : fmt::format(
+                    "this machine's {} predicted from a device profile at each width "
+                    "(the measured point is {}'s own width)",
+                    focus.result.device.id, spec.name);
       report.sweep->series[1].note = reference_gpu_note(catalog, profiled);
     }
     add_advice(report, focus, session.runs(), session.peaks(), catalog, o.cost.advice, "width",

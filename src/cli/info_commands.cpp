@@ -153,10 +153,11 @@ Command add_devices(CLI::App& app) {
   CLI::Option* no_probe =
       sub->add_flag("--no-probe", o->no_probe, "Do not measure (or read the cached) peaks");
   sub->add_flag("--reprobe", o->reprobe, "Measure the peaks again rather than read the cache");
-  CLI::Option* profile = sub->add_flag("--profile", o->profile,
-                "Measure (or read the cached) device profile predictions start from: every "
-                "kernel of the built-in models and of a grid of MLPs, timed as the engine runs "
-                "them (about a minute on a 2-core CPU)");
+  CLI::Option* profile =
+      sub->add_flag("--profile", o->profile,
+                    "Measure (or read the cached) device profile predictions start from: every "
+                    "kernel of the built-in models and of a grid of MLPs, timed as the engine runs "
+                    "them (about a minute on a 2-core CPU)");
   CLI::Option* reprofile = sub->add_flag("--reprofile", o->reprofile,
                                          "Measure the profile again rather than read the cache");
   profile->excludes(no_probe);

@@ -7,24 +7,24 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <cctype>
 #include <memory>
 
 #include "advisor/profile_predict.h"
 #include "cli/child.h"
 #include "cli/commands.h"
-#include "core/error.h"
 #include "core/clock.h"
+#include "core/error.h"
 #include "core/file.h"
 #include "core/format.h"
+#include "core/interrupt.h"
 #include "measure/peaks.h"
 #include "measure/profile.h"
-#include "core/interrupt.h"
-#include "report/report_json.h"
 #include "report/machine.h"
+#include "report/report_json.h"
 #include "report/terminal.h"
 #include "train/stats.h"
 
@@ -83,8 +83,9 @@ DeviceProfile local_profile(Backend& be, bool reprofile, Progress* progress,
 }
 
 std::string validation_markdown(const std::vector<ValidationRow>& rows) {
-  std::string md = "| device | predicted from | model | predicted ms | measured ms | error |\n"
-                   "|---|---|---|---:|---:|---:|\n";
+  std::string md =
+      "| device | predicted from | model | predicted ms | measured ms | error |\n"
+      "|---|---|---|---:|---:|---:|\n";
   for (const ValidationRow& r : rows) {
     if (r.entries.empty()) {
       md += fmt::format("| {} | {} | all | unmeasured | | {} |\n", r.device, r.how, r.unmeasured);
@@ -106,8 +107,8 @@ namespace {
 std::filesystem::path make_temp_dir(const std::string& stem) {
   std::string pattern = (std::filesystem::temp_directory_path() / (stem + "-XXXXXX")).string();
   if (!mkdtemp(pattern.data())) {
-    throw UserError(fmt::format("could not create a temporary folder {}: {}", pattern,
-                                std::strerror(errno)));
+    throw UserError(
+        fmt::format("could not create a temporary folder {}: {}", pattern, std::strerror(errno)));
   }
   return pattern;
 }
@@ -161,8 +162,8 @@ int run_validate(const ValidateOptions& o) {
         std::string log = read_file(work / "log.txt");
         while (!log.empty() && log.back() == '\n') log.pop_back();
         log = log.substr(log.rfind('\n') == std::string::npos ? 0 : log.rfind('\n') + 1);
-        throw UserError(fmt::format("measuring {}: `crossover train` exited with {}: {}",
-                                    models[i], code, log));
+        throw UserError(fmt::format("measuring {}: `crossover train` exited with {}: {}", models[i],
+                                    code, log));
       }
       const TrainResult result = read_train_result(read_file(json), json.string());
       medians[i].push_back(result.step_ms.median);
@@ -218,7 +219,8 @@ Command add_validate(CLI::App& app) {
       ->check(CLI::Range(1, 100));
   sub->add_option("--models", o->models, "Built-in models to measure (default: all)")
       ->delimiter(',');
-  sub->add_flag("--reprofile", o->reprofile, "Measure the profile again rather than read the cache");
+  sub->add_flag("--reprofile", o->reprofile,
+                "Measure the profile again rather than read the cache");
   sub->add_option("--write-profile", o->write_profile,
                   "Write this machine's profile and measurements (a data/profiles/ file)");
   sub->add_option("--markdown", o->markdown, "Write the table, model by model, as Markdown");

@@ -17,13 +17,13 @@ struct DevicePeaks {
   std::string device;  // DeviceInfo::id
   std::string name;
   int threads = 0;
-  double matmul_gflops = 0;     // best of 9 timed n x n x n f32 matmuls (forward Linear kernel)
+  double matmul_gflops = 0;  // best of 9 timed n x n x n f32 matmuls (forward Linear kernel)
   int64_t matmul_n = 0;
-  double bandwidth_gbs = 0;     // best of 7 dst += src over buffers far larger than the caches
-  double step_overhead_us = 0;  // a training step's fixed cost (medians of tiny steps)
-  double layer_overhead_us = 0; // each further Linear + ReLU layer's fixed cost
-  std::string probed;           // UTC time of the probe
-  bool cached = false;          // read from the cache rather than measured now
+  double bandwidth_gbs = 0;      // best of 7 dst += src over buffers far larger than the caches
+  double step_overhead_us = 0;   // a training step's fixed cost (medians of tiny steps)
+  double layer_overhead_us = 0;  // each further Linear + ReLU layer's fixed cost
+  std::string probed;            // UTC time of the probe
+  bool cached = false;           // read from the cache rather than measured now
 };
 
 // The peaks of `device` in `peaks`, or null.
@@ -51,8 +51,7 @@ std::string peaks_cache_key(const DeviceInfo& device);
 
 // From `cache_file` when it holds an entry for this device (and !reprobe), else probed and stored
 // there (written atomically; a damaged cache is replaced, an unwritable one only warned about).
-DevicePeaks device_peaks(Backend& backend, bool reprobe,
-                         const std::filesystem::path& cache_file);
+DevicePeaks device_peaks(Backend& backend, bool reprobe, const std::filesystem::path& cache_file);
 std::filesystem::path default_peaks_cache();
 
 }  // namespace xo

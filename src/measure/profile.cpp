@@ -100,9 +100,9 @@ struct Profiler {
   void node(const Model& model, size_t i, int64_t batch, int shards) {
     const Node& n = model.nodes()[i];
     if (is_view(n, true)) return;
-    const ModelLayout layout{model.tensors(), model.buffers(), model.nodes(),
-                             model.input_features(), model.outputs(), model.parameter_count(),
-                             model.flat_size(), model.state_size()};
+    const ModelLayout layout{model.tensors(),        model.buffers(),   model.nodes(),
+                             model.input_features(), model.outputs(),   model.parameter_count(),
+                             model.flat_size(),      model.state_size()};
     const std::vector<int64_t> b = slices(batch, shards);
     KernelSample s = node_sample(layout, i, b[0], shards);
     if (!first_time(s, fmt::format("{}", fmt::join(n.in_shape, "x")))) return;
@@ -116,8 +116,8 @@ struct Profiler {
     for (int k = 0; k < shards; ++k) {
       Slot& slot = slots[static_cast<size_t>(k)];
       const int64_t bk = b[static_cast<size_t>(k)];
-      LayerContext context{bk,   offset,         true,           n.gradient_below, shards > 1,
-                           1,    &model.buffers(), model.state()};
+      LayerContext context{bk, offset,           true,         n.gradient_below, shards > 1,
+                           1,  &model.buffers(), model.state()};
       offset += bk;
       slot.layer = make_layer(n, model.tensors(), be, context);
       slot.src = be.allocate(sizeof(float) * bk * n.in_size);
@@ -249,7 +249,8 @@ struct Profiler {
     s.bytes = 8.0 * s.batch * s.in_size;
     if (!model.spec().train.shuffle || !first_time(s)) return;
     const int64_t f = model.input_features();
-    DeviceBuffer x = be.allocate(sizeof(float) * batch * f), y = be.allocate(sizeof(int32_t) * batch);
+    DeviceBuffer x = be.allocate(sizeof(float) * batch * f),
+                 y = be.allocate(sizeof(int32_t) * batch);
     DeviceBuffer order = be.allocate(sizeof(int32_t) * batch);
     std::vector<int32_t> host(static_cast<size_t>(batch));
     for (size_t r = 0; r < host.size(); ++r) host[r] = static_cast<int32_t>((r * 7919) % batch);
@@ -261,8 +262,8 @@ struct Profiler {
     s.forward_us = median_us(
         be,
         [&] {
-          be.next_batch(x.as<float>(), y.as<int32_t>(), order.as<int32_t>(),
-                        position.as<int64_t>(), batch, f, dst.as<float>(), dst_y.as<int32_t>());
+          be.next_batch(x.as<float>(), y.as<int32_t>(), order.as<int32_t>(), position.as<int64_t>(),
+                        batch, f, dst.as<float>(), dst_y.as<int32_t>());
         },
         [&] { be.upload(position.as<int64_t>(), &zero, sizeof(zero)); });
     profile.samples.push_back(s);
@@ -343,7 +344,8 @@ KernelSample node_sample(const ModelLayout& layout, size_t i, int64_t batch, int
   s.flops = c.flops;
   s.bytes = c.bytes;
   const double b = static_cast<double>(batch);
-  if (n.kind == NodeKind::Linear || n.kind == NodeKind::Conv2d) s.matmul_flops = b * n.forward_flops;
+  if (n.kind == NodeKind::Linear || n.kind == NodeKind::Conv2d)
+    s.matmul_flops = b * n.forward_flops;
   if (n.kind == NodeKind::LSTM) {
     const double h = static_cast<double>(n.spec.out);
     s.matmul_flops = 2 * b * 4 * h * h;

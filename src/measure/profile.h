@@ -1,10 +1,10 @@
 // A device profile: what a prediction of a training step needs, measured on the device through
 // the engine's own kernels. Every node kind of a model (Linear, Conv2d, LSTM, pools, ...) is timed
 // forward and backward at the shapes the built-in models use and over a grid around them, run as
-// the engine runs it (the whole device, or as concurrent batch shards on one thread each); the loss,
-// the optimizer's pass and the shards' merge over sizes; and the fixed costs of a step. Stored per
-// device in the cache, and committed under data/profiles/ for every device the project measured,
-// with the machine and the date, and the step times measured there for the validation.
+// the engine runs it (the whole device, or as concurrent batch shards on one thread each); the
+// loss, the optimizer's pass and the shards' merge over sizes; and the fixed costs of a step.
+// Stored per device in the cache, and committed under data/profiles/ for every device the project
+// measured, with the machine and the date, and the step times measured there for the validation.
 #pragma once
 
 #include <filesystem>
@@ -58,8 +58,8 @@ struct DeviceProfile {
   std::string library;
   DevicePeaks peaks;
   ExecutionPolicy policy;
-  double step_fixed_us = 0;      // a step's cost besides its kernels (loop, clock, batch pointer)
-  double shard_fork_us = 0;      // one parallel region of the shards
+  double step_fixed_us = 0;  // a step's cost besides its kernels (loop, clock, batch pointer)
+  double shard_fork_us = 0;  // one parallel region of the shards
   std::vector<KernelSample> samples;  // empty: a profile of peaks only (not measured per kernel)
   std::vector<MeasuredStep> measured;
   std::string note;  // what the profile holds and lacks, for a profile of peaks only

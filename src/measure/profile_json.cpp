@@ -17,9 +17,15 @@ namespace {
 using nlohmann::json;
 
 nlohmann::json sample_json(const KernelSample& s) {
-  return {{"op", s.op},         {"variant", s.variant},   {"batch", s.batch},
-          {"shards", s.shards}, {"in_size", s.in_size},   {"out_size", s.out_size},
-          {"flops", s.flops},   {"bytes", s.bytes},       {"matmul_flops", s.matmul_flops},
+  return {{"op", s.op},
+          {"variant", s.variant},
+          {"batch", s.batch},
+          {"shards", s.shards},
+          {"in_size", s.in_size},
+          {"out_size", s.out_size},
+          {"flops", s.flops},
+          {"bytes", s.bytes},
+          {"matmul_flops", s.matmul_flops},
           {"forward_us", s.forward_us},
           {"backward_us", s.backward_us}};
 }
@@ -49,15 +55,16 @@ class Fields {
     const json& v = at(key);
     if (!v.is_number()) fail(key, "expected a number");
     const double x = v.get<double>();
-    if (!std::isfinite(x) || x < min) fail(key, fmt::format("{} (expected a number >= {})", x, min));
+    if (!std::isfinite(x) || x < min)
+      fail(key, fmt::format("{} (expected a number >= {})", x, min));
     return x;
   }
   int64_t integer(const std::string& key, int64_t min, int64_t max) const {
     const json& v = at(key);
     const bool in_range =
-        v.is_number_unsigned() ? v.get<uint64_t>() <= static_cast<uint64_t>(max)
-                               : v.is_number_integer() && v.get<int64_t>() >= min &&
-                                     v.get<int64_t>() <= max;
+        v.is_number_unsigned()
+            ? v.get<uint64_t>() <= static_cast<uint64_t>(max)
+            : v.is_number_integer() && v.get<int64_t>() >= min && v.get<int64_t>() <= max;
     if (!in_range || v.get<int64_t>() < min) {
       fail(key, fmt::format("expected an integer from {} to {}", min, max));
     }

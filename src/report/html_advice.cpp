@@ -164,8 +164,7 @@ std::vector<std::string> prediction_row(const DevicePrediction& p, const DeviceC
        cell(error ? fmt::format("{:+.1f}%", *error) : std::string(kMissing)),
        cell(p.expected_error ? fmt::format("±{:.0f}%", 100 * *p.expected_error)
                              : std::string(kMissing)),
-       text_cell(p.profile.empty() ? std::string("roofline") : p.profile),
-       text_cell(p.step.bound),
+       text_cell(p.profile.empty() ? std::string("roofline") : p.profile), text_cell(p.step.bound),
        assumptions.empty() ? na() : "<ul class=\"assumptions\">" + assumptions + "</ul>"});
   return row;
 }
@@ -182,13 +181,14 @@ std::string validation_html(const std::vector<ValidationRow>& rows) {
                             escape(duration_ms(e.predicted_ms)), escape(duration_ms(e.measured_ms)),
                             100 * e.error());
     }
-    table.push_back(
-        {text_cell(r.device), text_cell(r.how),
-         r.entries.empty() ? na() : cell(std::to_string(r.entries.size())),
-         r.entries.empty() ? text_cell("unmeasured") : cell(fmt::format("{:.1f}%", 100 * r.median_abs)),
-         r.entries.empty() ? na() : cell(fmt::format("{:.1f}%", 100 * r.worst_abs)),
-         r.entries.empty() ? text_cell(r.unmeasured)
-                           : "<details><summary>models</summary><ul>" + detail + "</ul></details>"});
+    table.push_back({text_cell(r.device), text_cell(r.how),
+                     r.entries.empty() ? na() : cell(std::to_string(r.entries.size())),
+                     r.entries.empty() ? text_cell("unmeasured")
+                                       : cell(fmt::format("{:.1f}%", 100 * r.median_abs)),
+                     r.entries.empty() ? na() : cell(fmt::format("{:.1f}%", 100 * r.worst_abs)),
+                     r.entries.empty()
+                         ? text_cell(r.unmeasured)
+                         : "<details><summary>models</summary><ul>" + detail + "</ul></details>"});
   }
   return "<p class=\"note\">How far predictions are from measurements: the built-in models on "
          "every device crossover has profiled (data/profiles/), each predicted from its own "

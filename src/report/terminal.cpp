@@ -7,8 +7,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include <cmath>
-
 #include "core/format.h"
 #include "report/table.h"
 
@@ -102,8 +100,9 @@ std::string predictions_text(const Report& report) {
     t.add_row({p.name, fmt::format("{:.4f} ms", p.step.seconds * 1e3),
                p.expected_error ? fmt::format("±{:.0f}%", 100 * *p.expected_error)
                                 : std::string(p.profile.empty() ? "-" : "unknown"),
-               p.profile.empty() ? std::string(p.lower_bound ? "roofline (lower bound)" : "roofline")
-                                 : p.profile,
+               p.profile.empty()
+                   ? std::string(p.lower_bound ? "roofline (lower bound)" : "roofline")
+                   : p.profile,
                p.step.bound,
                p.measured_s ? fmt::format("{:.4f} ms", *p.measured_s * 1e3) : std::string("-"),
                p.measured_s
@@ -127,7 +126,8 @@ std::string validation_text(const std::vector<ValidationRow>& rows) {
         r.entries.begin(), r.entries.end(),
         [](const auto& a, const auto& b) { return std::abs(a.error()) < std::abs(b.error()); });
     t.add_row({r.device, r.how, std::to_string(r.entries.size()),
-               fmt::format("{:.1f}%", 100 * r.median_abs), fmt::format("{:.1f}%", 100 * r.worst_abs),
+               fmt::format("{:.1f}%", 100 * r.median_abs),
+               fmt::format("{:.1f}%", 100 * r.worst_abs),
                fmt::format("{} ({:+.0f}%)", worst->model, 100 * worst->error())});
   }
   return fmt::format(

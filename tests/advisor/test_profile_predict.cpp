@@ -139,7 +139,7 @@ TEST(ProfilePredict, AnotherDeviceScalesEachKernelByTheRateThatBoundsIt) {
   TargetDevice gpu;
   gpu.id = "gpu";
   gpu.kind = DeviceKind::Gpu;
-  gpu.gflops = 1000;        // 10x the source's compute
+  gpu.gflops = 1000;         // 10x the source's compute
   gpu.bandwidth_gbs = 1000;  // 100x its bandwidth
   gpu.layer_overhead_us = 6;
   gpu.step_overhead_us = 10;

@@ -2,9 +2,9 @@
 // table printed and written, this machine's profile written as a data/profiles file, and bad
 // input refused before any work.
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "core/file.h"
 #include "measure/profile.h"
@@ -21,10 +21,9 @@ TEST(Validate, ItMeasuresThisMachineAndPrintsAndWritesTheTable) {
   const auto json = dir.path() / "table.json";
   const auto md = dir.path() / "table.md";
   const auto profile = dir.path() / "profile.json";
-  const testing::CliResult r =
-      run_cli("validate --models disc-2,disc-3 --repeat 2 --steps 20 --threads 1 --json " +
-              json.string() + " --markdown " + md.string() + " --write-profile " +
-              profile.string());
+  const testing::CliResult r = run_cli(
+      "validate --models disc-2,disc-3 --repeat 2 --steps 20 --threads 1 --json " + json.string() +
+      " --markdown " + md.string() + " --write-profile " + profile.string());
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_NE(r.output.find("own profile"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("median |error|"), std::string::npos) << r.output;

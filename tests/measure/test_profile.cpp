@@ -57,8 +57,8 @@ std::vector<ModelSpec> specs() {
                  {conv, layer(LayerType::ReLU), pool, layer(LayerType::Flatten),
                   layer(LayerType::Linear, 3)},
                  64),
-      small_spec("lstm", {6},
-                 {embedding, layer(LayerType::LSTM, 8), layer(LayerType::Linear, 2)}, 64),
+      small_spec("lstm", {6}, {embedding, layer(LayerType::LSTM, 8), layer(LayerType::Linear, 2)},
+                 64),
   };
 }
 

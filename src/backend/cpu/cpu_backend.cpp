@@ -142,7 +142,9 @@ namespace {
 class HostClock final : public QueueClock {
  public:
   explicit HostClock(int marks) : marks_(static_cast<size_t>(marks)) {}
-  void mark(int i) override { marks_.at(static_cast<size_t>(i)) = std::chrono::steady_clock::now(); }
+  void mark(int i) override {
+    marks_.at(static_cast<size_t>(i)) = std::chrono::steady_clock::now();
+  }
   double ms_between(int from, int to) override {
     return std::chrono::duration<double, std::milli>(marks_.at(static_cast<size_t>(to)) -
                                                      marks_.at(static_cast<size_t>(from)))

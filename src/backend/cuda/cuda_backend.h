@@ -97,11 +97,11 @@ std::unique_ptr<WeightedKernel> make_linear(CudaBackend& be,
 std::unique_ptr<ActivationKernel> make_activation(CudaBackend& be, Activation act,
                                                   int64_t elements);  // activation.cu
 std::unique_ptr<LossKernel> make_loss(CudaBackend& be, LossKind kind, int64_t batch,
-                                      int64_t classes, int64_t normalizer);  // loss.cu
+                                      int64_t classes, int64_t normalizer);              // loss.cu
 std::unique_ptr<WeightedKernel> make_conv2d(CudaBackend& be, const Conv2dShape& shape);  // conv.cu
-std::unique_ptr<PoolKernel> make_pool2d(CudaBackend& be, const Pool2dShape& shape);    // pool.cu
+std::unique_ptr<PoolKernel> make_pool2d(CudaBackend& be, const Pool2dShape& shape);      // pool.cu
 std::unique_ptr<PoolKernel> make_sequence_pool(CudaBackend& be,
-                                               const SequencePoolShape& shape);        // pool.cu
+                                               const SequencePoolShape& shape);  // pool.cu
 std::unique_ptr<DropoutKernel> make_dropout(CudaBackend& be, const DropoutShape& shape);
 std::unique_ptr<EmbeddingKernel> make_embedding(CudaBackend& be, const EmbeddingShape& shape);
 std::unique_ptr<LstmKernel> make_lstm(CudaBackend& be, const LstmShape& shape);  // lstm.cu
