@@ -813,18 +813,18 @@ void Search::finish() {
       const Model model(specs_[i], *cpu_);
       const int64_t batch = specs_[i].train.batch;
       inputs.push_back({step_cost(model, batch), t.steps, t.step_ms / 1e3, device_kind_of(t.device),
-                        t.device, t.process_seconds, t.train_seconds});
+                        t.device, t.process_seconds, t.train_seconds, specs_[i], batch});
       priced.push_back(i);
     }
-    record_.cost =
-        search_cost(inputs, peaks, catalog, o_.cost.advice, o_.instances, record_.cost_note);
+    const AdviceOptions advice = with_profiles(o_.cost.advice);
+    record_.cost = search_cost(inputs, peaks, catalog, advice, o_.instances, record_.cost_note);
     if (!record_.cost.empty()) {
       const SearchCostLine& cheapest = record_.cost.front();
       record_.dollars_instance = cheapest.instance;
       const CatalogDevice* device = catalog.find_device(cheapest.device);
       for (size_t n = 0; n < priced.size() && device; ++n) {
         bool lower = false;
-        const double s = predicted_trial_seconds(inputs[n], *device, peaks, o_.cost.advice, lower);
+        const double s = predicted_trial_seconds(inputs[n], *device, peaks, advice, lower);
         record_.trials[priced[n]].dollars = s / 3600 * cheapest.price_per_hour;
       }
     }

@@ -31,9 +31,16 @@ double predicted_trial_seconds(const TrialCostInput& t, const CatalogDevice& dev
                                bool& lower_bound) {
   const bool gpu = device.cores == 0;
   const DeviceKind kind = gpu ? DeviceKind::Gpu : DeviceKind::Cpu;
+  const double outside_steps = std::max(0.0, t.process_seconds - t.train_seconds);
+  lower_bound = false;
+  if (t.spec && !o.profiles.empty()) {
+    // From the nearest device profile, as `advise` predicts a catalog device.
+    if (const auto ps = profiled_step(*t.spec, t.batch, catalog_target(device, peaks, o), o)) {
+      return ps->step.seconds * static_cast<double>(t.steps) + outside_steps;
+    }
+  }
   const DeviceRates rates = catalog_rates(device, peaks, o);
   double efficiency = 1;
-  lower_bound = false;
   if (kind == t.kind) {
     // Calibrated by the trial's own step here, on a device of the same kind.
     if (const DevicePeaks* here = find_peaks(peaks, t.device); here && t.measured_step_s > 0)
@@ -42,7 +49,6 @@ double predicted_trial_seconds(const TrialCostInput& t, const CatalogDevice& dev
     lower_bound = gpu;  // an uncalibrated GPU: its roofline, the least the step can take
   }
   const double step = predict_step(t.cost, rates, efficiency).seconds;
-  const double outside_steps = std::max(0.0, t.process_seconds - t.train_seconds);
   return step * static_cast<double>(t.steps) + outside_steps;
 }
 
@@ -78,14 +84,20 @@ std::vector<SearchCostLine> search_cost(const std::vector<TrialCostInput>& trial
                    [](const SearchCostLine& a, const SearchCostLine& b) {
                      return a.plans.front().dollars < b.plans.front().dollars;
                    });
+  const bool profiled = !o.profiles.empty() && trials.front().spec;
   note = fmt::format(
-      "Each trial's steps predicted on the instance's device by the roofline (calibrated by the "
-      "trial's own median step here on a device of the same kind; a GPU with none measured here "
-      "at its roofline: at least that long), plus its time outside the steps (start-up, data, "
-      "evaluation) as measured here; trials placed in the search's order on the first free "
+      "Each trial's steps predicted on the instance's device {}, plus its time outside the steps "
+      "(start-up, data, evaluation) as measured here; trials placed in the search's order on the "
+      "first free "
       "device (one trial per GPU, one per CPU instance); each instance billed on demand, by the "
       "second with no minimum charge, until its last trial ends. Successive halving's waits "
-      "between rungs are not modelled.");
+      "between rungs are not modelled.",
+      profiled ? "from a device profile (each kernel of the step measured on a profiled device, "
+                 "scaled to this one by the rate that bounds it; the validation table gives its "
+                 "expected error)"
+               : "by the roofline (calibrated by the trial's own median step here on a device of "
+                 "the same kind; a GPU with none measured here at its roofline: at least that "
+                 "long)");
   return lines;
 }
 

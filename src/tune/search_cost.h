@@ -6,6 +6,7 @@
 // ends.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,10 @@ struct TrialCostInput {
   std::string device;                 // the local device id
   double process_seconds = 0;         // its processes' wall time here
   double train_seconds = 0;           // the part of it spent in training steps
+  // The trial's spec and batch, for predictions from device profiles (AdviceOptions::profiles);
+  // none: the roofline of `cost`.
+  std::optional<ModelSpec> spec;
+  int64_t batch = 0;
 };
 
 // The whole search on every catalog instance, cheapest first, for 1, `instances` and one instance

@@ -28,5 +28,32 @@ TEST(SearchCost, TrialsGoToTheDeviceFreeFirstAndInstancesAreBilledUntilTheirLast
   EXPECT_DOUBLE_EQ(place_jobs(jobs, 8, 1).instance_seconds, 100);
 }
 
+// With device profiles, a trial is predicted on a catalog device as `advise` predicts a step:
+// from the profile, its steps times the profiled step, plus its time outside the steps as measured.
+TEST(SearchCost, ATrialIsPredictedFromTheDeviceProfilesWhereThereAreSome) {
+  AdviceOptions o;
+  use_profiles(o, {});  // the shipped ones
+  ASSERT_FALSE(o.profiles.empty());
+  const CatalogDevice gpu{"gpu-a", DeviceKind::Gpu, "Test GPU",  10, 0, 0, 1000, 16, 300, 2000, 0,
+                          0,       "test",          "2026-01-01"};
+  const ModelSpec spec = *builtin_spec("disc-4");
+  TrialCostInput t;
+  t.steps = 1000;
+  t.device = "cpu";
+  t.process_seconds = 3;
+  t.train_seconds = 2;
+  t.spec = spec;
+  t.batch = spec.train.batch;
+  bool lower = true;
+  const double s = predicted_trial_seconds(t, gpu, {}, o, lower);
+  const auto step = profiled_step(spec, spec.train.batch, catalog_target(gpu, {}, o), o);
+  ASSERT_TRUE(step);
+  EXPECT_DOUBLE_EQ(s, step->step.seconds * 1000 + 1);
+  EXPECT_FALSE(lower);
+  std::string note;
+  search_cost({t}, {}, Catalog{}, o, 1, note);
+  EXPECT_NE(note.find("device profile"), std::string::npos) << note;
+}
+
 }  // namespace
 }  // namespace xo
