@@ -16,6 +16,7 @@
 #include "core/format.h"
 #include "core/hash.h"
 #include "core/interrupt.h"
+#include "dist/mpi.h"
 #include "measure/sampler.h"
 #include "model/model.h"
 #include "report/report_json.h"
@@ -116,6 +117,16 @@ void add_checkpoint_options(CLI::App* sub, CheckpointFlags& f, bool for_train) {
                   "or continue")
       ->check(CLI::IsMember({"stop", "continue"}))
       ->capture_default_str();
+}
+
+void end_job(const mpi::World& world, const std::exception& e) {
+  const bool interrupted = dynamic_cast<const Interrupted*>(&e) != nullptr;
+  const bool user = interrupted || dynamic_cast<const UserError*>(&e) != nullptr;
+  fmt::print(stderr, "crossover: {}{}: {} (rank {} of {}; ending every rank)\n",
+             user ? "" : "internal ", interrupted ? "stopped" : "error", terminal_safe(e.what()),
+             world.rank(), world.size());
+  std::fflush(stderr);
+  world.abort(interrupted ? 130 : user ? 2 : 3);
 }
 
 std::filesystem::path default_checkpoint_dir(const std::string& model) {

@@ -19,7 +19,16 @@
 #include "report/document.h"
 #include "report/machine.h"
 
+namespace xo::mpi {
+class World;
+}
+
 namespace xo::cli {
+
+// An error on one rank of an MPI job: printed with the rank, then every rank of the job ends at
+// once (2 for bad input, 3 for an internal error, 130 for a stop request), none left waiting in a
+// collective.
+[[noreturn]] void end_job(const mpi::World& world, const std::exception& e);
 
 // What every training command takes about checkpoints and stops: --checkpoint-every, --resume,
 // --restart, --on-nan (and --checkpoint-dir for `train`; the measuring commands keep theirs in

@@ -3,6 +3,8 @@
 
 #include <cmath>
 #include <memory>
+#include <optional>
+#include <thread>
 
 #include "cli/commands.h"
 #include "cli/session.h"
@@ -10,10 +12,12 @@
 #include "core/file.h"
 #include "core/format.h"
 #include "data/source.h"
+#include "dist/mpi.h"
 #include "measure/sampler.h"
 #include "model/model.h"
 #include "report/machine.h"
 #include "report/report_json.h"
+#include "train/data_parallel.h"
 #include "train/memory.h"
 
 namespace xo::cli {
@@ -45,48 +49,80 @@ struct TrainOptions {
   CheckpointFlags checkpoint;
 };
 
-int run_train(const TrainOptions& o) {
+// One process, or (world) one rank of an MPI job training the model data-parallel: then rank 0
+// alone prints and writes (results, weights, checkpoints), and every rank trains its slice of
+// each batch.
+int run_train(const TrainOptions& o, const mpi::World* world) {
+  const bool lead = !world || world->rank() == 0;
   // Before any work: a path the results cannot be written to fails now, not after the training.
-  if (!o.save.empty()) check_writable_path(o.save, "--save");
-  if (!o.json.empty()) check_writable_path(o.json, "--json");
+  if (lead && !o.save.empty()) check_writable_path(o.save, "--save");
+  if (lead && !o.json.empty()) check_writable_path(o.json, "--json");
   ModelSpec spec = resolve_spec(o.spec);
   if (o.epochs) spec.train.epochs = *o.epochs;
   if (o.batch) spec.train.batch = *o.batch;
   if (o.lr) spec.train.optimizer.lr = *o.lr;
   if (o.seed) spec.train.seed = *o.seed;
   if (!o.data.empty()) spec.data.source = data_source_argument(o.data, "--data");
-  print_notes(spec);
+  if (lead) print_notes(spec);
   // Before any work: an unfinished run's checkpoint is continued or discarded only when asked.
-  const CheckpointOptions checkpoint = checkpoint_options(
-      o.checkpoint, o.checkpoint.dir.empty() ? default_checkpoint_dir(spec.name)
-                                             : std::filesystem::path(o.checkpoint.dir));
+  // Across ranks rank 0 decides (and discards, with --restart) before any rank reads one.
+  const std::filesystem::path checkpoint_dir = o.checkpoint.dir.empty()
+                                                   ? default_checkpoint_dir(spec.name)
+                                                   : std::filesystem::path(o.checkpoint.dir);
+  CheckpointOptions checkpoint;
+  if (lead) {
+    checkpoint = checkpoint_options(o.checkpoint, checkpoint_dir);
+  } else {
+    checkpoint.every = parse_checkpoint_interval(o.checkpoint.every, "--checkpoint-every");
+    checkpoint.resume = o.checkpoint.resume;
+    if (checkpoint.every.enabled() || checkpoint.resume) checkpoint.dir = checkpoint_dir;
+  }
+  if (world) world->broadcast(std::string());  // rank 0 has decided
   if (o.pause_after > 0 && !checkpoint.every.enabled()) {
     throw UserError(
         "--pause-after needs checkpoints: with --checkpoint-every off there is nothing to go on "
         "from");
   }
-  const DeviceRequest request = parse_device(o.device, o.threads, o.precision);
+  // The ranks of a job on one machine share its cores: each takes its part unless told.
+  const int threads = o.threads > 0 || !world
+                          ? o.threads
+                          : std::max(1, static_cast<int>(std::thread::hardware_concurrency()) /
+                                            std::max(1, world->local_size()));
+  const DeviceRequest request = parse_device(o.device, threads, o.precision);
   auto backend = make_backend(request);
-  if (backend->info().kind == DeviceKind::Cpu && !request.note.empty())
+  if (world && backend->info().kind != DeviceKind::Cpu) {
+    throw UserError(fmt::format(
+        "--device {}: training across MPI ranks runs on the CPU in this version (the GPU's "
+        "collectives, over NCCL, are not built yet); use --device cpu, or one process per GPU "
+        "run",
+        o.device));
+  }
+  // Notes and warnings are rank 0's to print.
+  if (lead && backend->info().kind == DeviceKind::Cpu && !request.note.empty()) {
     fmt::print(stderr, "note: {}\n", request.note);
-  if (backend->info().kind == DeviceKind::Cpu && request.precision != Precision::F32) {
+  }
+  if (lead && backend->info().kind == DeviceKind::Cpu && request.precision != Precision::F32) {
     fmt::print(stderr, "note: --precision {} applies to GPUs; the CPU computes in f32\n",
                o.precision);
   }
   check_model_memory(spec, *backend);
   Model model(spec, *backend);
   const DataSplit data = load_data(spec.data, data_request(spec, model.classes()));
-  if (const std::string note = batch_note(spec, data.train.samples); !note.empty()) {
+  if (const std::string note = batch_note(spec, data.train.samples); lead && !note.empty()) {
     fmt::print(stderr, "note: {}\n", note);
   }
   initialize(model, o.init);
-  if (!o.quiet) {
+  const bool quiet = o.quiet || !lead;
+  if (!quiet) {
     const DeviceInfo& d = backend->info();
-    fmt::print("{}: {} parameters, {} on {} ({}, {}); data: {}\n", terminal_safe(spec.name),
-               model.parameter_count(), optimizer_type_name(spec.train.optimizer.type), d.id,
-               d.name,
-               d.kind == DeviceKind::Cpu ? fmt::format("{} threads", d.threads) : d.precision,
-               data.train.description);
+    fmt::print(
+        "{}: {} parameters, {} on {} ({}, {}); data: {}\n", terminal_safe(spec.name),
+        model.parameter_count(), optimizer_type_name(spec.train.optimizer.type), d.id, d.name,
+        d.kind == DeviceKind::Cpu
+            ? fmt::format("{}{} thread{}", world ? fmt::format("{} ranks of ", world->size()) : "",
+                          d.threads, d.threads == 1 ? "" : "s")
+            : d.precision,
+        data.train.description);
     if (data.validation.samples > 0) {
       fmt::print("validation: {}; training on the first {}\n", data.validation.description,
                  data.train.samples);
@@ -102,6 +138,11 @@ int run_train(const TrainOptions& o) {
   exec.checkpoint = checkpoint;
   exec.pause_after_epochs = o.pause_after;
   exec.max_steps = o.max_steps;
+  std::optional<DataParallel> ranks;
+  if (world) {
+    ranks.emplace(*world);
+    exec.data_parallel = &*ranks;
+  }
   // Beside the training, the load of other processes on this one's CPUs: timings measured while
   // another process ran are marked as such (bench/contention.py: one busy process, 2.6x the mean
   // step).
@@ -110,7 +151,7 @@ int run_train(const TrainOptions& o) {
   const TrainResult r = train_model(
       model, data, spec.train,
       [&](const EpochRecord& e, int64_t n) {
-        if (!o.quiet) {
+        if (!quiet) {
           // What was measured, nothing else: a regression has no error or accuracy, a split
           // that is not there no figures.
           // A scheduled rate changes between epochs: each line says which one the epoch used.
@@ -132,10 +173,17 @@ int run_train(const TrainOptions& o) {
       },
       exec);
   sampler.stop();
-  const Utilisation load = sampler.timeline(1);
+  Utilisation load = sampler.timeline(1);
+  if (world && load.mean_other_cores) {
+    // The job's other ranks on this machine are this run, not other load.
+    *load.mean_other_cores =
+        std::max(0.0, *load.mean_other_cores -
+                          static_cast<double>((world->local_size() - 1) * backend->info().threads));
+  }
+  if (!lead) return exit_code(r);  // rank 0 reports and writes
   fmt::print(
       "{}: {}{}, {:.4f} ms/step (median of {}, p10-p90 {:.4f}-{:.4f}), "
-      "{:.1f} GFLOP/s, {:.0f} samples/s, {:.2f} s training, {} shard{}{}{}\n",
+      "{:.1f} GFLOP/s, {:.0f} samples/s, {:.2f} s training, {} shard{}{}{}{}\n",
       r.model,
       r.epochs.empty()
           ? "no epoch completed"
@@ -147,6 +195,11 @@ int run_train(const TrainOptions& o) {
           split_figures("test", r.final_test_loss, r.final_test_accuracy, r.test_samples),
       r.step_ms.median, r.step_ms.count, r.step_ms.p10, r.step_ms.p90, r.gflops,
       r.samples_per_second, r.train_seconds, r.shards, r.shards == 1 ? "" : "s",
+      r.ranks > 1
+          ? fmt::format(" per rank, {} ranks (summing {} of gradients per step: {:.4f} ms "
+                        "beyond backward)",
+                        r.ranks, byte_size(static_cast<double>(r.reduced_bytes)), r.communicate_ms)
+          : std::string(),
       r.recorded_step ? ", replayed as one CUDA Graph" : "",
       r.interrupted ? " (interrupted)"
       : r.paused ? fmt::format(" (paused after epoch {} of {})", r.epochs.size(), spec.train.epochs)
@@ -236,7 +289,16 @@ Command add_train(CLI::App& app) {
       ->check(positive_number());
   add_gpu_options(sub, o->precision, o->record_step);
   add_checkpoint_options(sub, o->checkpoint, true);
-  return {sub, [o] { return run_train(*o); }};
+  return {sub, [o] {
+            // A process no launcher started never touches MPI.
+            if (!mpi::launched()) return run_train(*o, nullptr);
+            const mpi::World world;
+            try {
+              return run_train(*o, &world);
+            } catch (const std::exception& e) {
+              end_job(world, e);
+            }
+          }};
 }
 
 }  // namespace xo::cli

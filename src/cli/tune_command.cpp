@@ -904,12 +904,7 @@ int run_tune(const TuneOptions& o) {
   try {
     return Search(o, &world).run();
   } catch (const std::exception& e) {
-    // Every rank ends now, with rank 0's message: none is left waiting for a job.
-    const bool user = dynamic_cast<const UserError*>(&e) != nullptr;
-    fmt::print(stderr, "crossover: {}error: {} (rank 0 of {}; ending every rank)\n",
-               user ? "" : "internal ", terminal_safe(e.what()), world.size());
-    std::fflush(stderr);
-    world.abort(user ? 2 : 3);
+    end_job(world, e);  // every rank ends now, with rank 0's message
   }
 }
 

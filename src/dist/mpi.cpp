@@ -4,7 +4,9 @@
 #include <fmt/format.h>
 #include <mpi.h>
 
+#include <algorithm>
 #include <climits>
+#include <vector>
 
 #include "core/error.h"
 
@@ -120,6 +122,75 @@ std::vector<std::string> World::gather(const std::string& message) const {
   for (size_t i = 0; i < lengths.size(); ++i)
     out.push_back(all.substr(static_cast<size_t>(offsets[i]), static_cast<size_t>(lengths[i])));
   return out;
+}
+
+namespace {
+
+// MPI counts are ints: longer arrays go in pieces.
+constexpr int64_t kMaxCount = INT_MAX / 2;
+
+template <typename T>
+void reduce_in_place(T* values, int64_t n, MPI_Datatype type, MPI_Op op) {
+  for (int64_t at = 0; at < n; at += kMaxCount) {
+    const int count = static_cast<int>(std::min(kMaxCount, n - at));
+    XO_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, values + at, count, type, op, MPI_COMM_WORLD));
+  }
+}
+
+}  // namespace
+
+void World::sum(float* values, int64_t n) const { reduce_in_place(values, n, MPI_FLOAT, MPI_SUM); }
+void World::sum(double* values, int64_t n) const {
+  reduce_in_place(values, n, MPI_DOUBLE, MPI_SUM);
+}
+void World::max(int64_t* values, int64_t n) const {
+  reduce_in_place(values, n, MPI_INT64_T, MPI_MAX);
+}
+
+void World::broadcast(void* data, int64_t bytes) const {
+  auto* p = static_cast<char*>(data);
+  for (int64_t at = 0; at < bytes; at += kMaxCount) {
+    const int count = static_cast<int>(std::min(kMaxCount, bytes - at));
+    XO_MPI_CHECK(MPI_Bcast(p + at, count, MPI_CHAR, 0, MPI_COMM_WORLD));
+  }
+}
+
+PendingSums::PendingSums(const World&) : requests_(new std::vector<MPI_Request>()) {}
+
+PendingSums::~PendingSums() {
+  auto* requests = static_cast<std::vector<MPI_Request>*>(requests_);
+  // Sums still under way when an error unwinds: MPI needs them finished before their memory goes.
+  if (!requests->empty()) {
+    MPI_Waitall(static_cast<int>(requests->size()), requests->data(), MPI_STATUSES_IGNORE);
+  }
+  delete requests;
+}
+
+void PendingSums::start(float* values, int64_t n) {
+  auto& requests = *static_cast<std::vector<MPI_Request>*>(requests_);
+  for (int64_t at = 0; at < n; at += kMaxCount) {
+    const int count = static_cast<int>(std::min(kMaxCount, n - at));
+    requests.emplace_back();
+    XO_MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, values + at, count, MPI_FLOAT, MPI_SUM,
+                                MPI_COMM_WORLD, &requests.back()));
+  }
+}
+
+void PendingSums::progress() {
+  auto& requests = *static_cast<std::vector<MPI_Request>*>(requests_);
+  if (requests.empty()) return;
+  int done = 0;
+  XO_MPI_CHECK(
+      MPI_Testall(static_cast<int>(requests.size()), requests.data(), &done, MPI_STATUSES_IGNORE));
+  if (done) requests.clear();
+}
+
+void PendingSums::wait() {
+  auto& requests = *static_cast<std::vector<MPI_Request>*>(requests_);
+  if (requests.empty()) return;
+  XO_MPI_CHECK(
+      MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE));
+  requests.clear();
 }
 
 void World::abort(int code) const {

@@ -3,6 +3,7 @@
 // mpi_unavailable.cpp, whose World says so. A process that no launcher started never calls MPI.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <utility>
@@ -46,9 +47,35 @@ class World {
   // waiting).
   [[noreturn]] void abort(int code) const;
 
+  // Collectives over every rank of the job, in place: each rank's values replaced by the sum (or
+  // maximum) over the ranks. For a given rank count the result is the same on every rank.
+  void sum(float* values, int64_t n) const;
+  void sum(double* values, int64_t n) const;
+  void max(int64_t* values, int64_t n) const;
+  // Rank 0's `bytes` bytes at `data` on every rank.
+  void broadcast(void* data, int64_t bytes) const;
+
  private:
   int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 1;
   void* local_comm_ = nullptr;
+};
+
+// Non-blocking in-place sums of float ranges over every rank (MPI_Iallreduce), for reducing
+// gradients while backward computes the layers below. MPI moves a message on only inside MPI
+// calls: progress() between layers keeps the sums going. Started in the same order on every rank.
+class PendingSums {
+ public:
+  explicit PendingSums(const World& world);
+  ~PendingSums();
+  PendingSums(const PendingSums&) = delete;
+  PendingSums& operator=(const PendingSums&) = delete;
+
+  void start(float* values, int64_t n);
+  void progress();
+  void wait();  // every sum started is complete
+
+ private:
+  void* requests_ = nullptr;  // std::vector<MPI_Request>
 };
 
 }  // namespace xo::mpi

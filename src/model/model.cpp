@@ -317,7 +317,9 @@ Network::Network(const Model& model, const NetworkOptions& options)
   if (model.has_batch_norm()) shards = 1;  // the batch's statistics need the whole batch
   shards = static_cast<int>(std::min<int64_t>(shards, batch));
   // A sum is a mean with normalizer 1; a shard's mean divides by the whole batch.
-  const int64_t loss_normalizer = options.loss == LossReduction::Sum ? 1 : batch;
+  const int64_t loss_normalizer = options.loss == LossReduction::Sum ? 1
+                                  : options.whole_batch > 0          ? options.whole_batch
+                                                                     : batch;
   // train/memory.cpp counts what is allocated here, before it is: keep the two alike.
   auto buffer = [&](size_t bytes) {
     memory_.push_back(be.allocate(bytes));
@@ -332,8 +334,10 @@ Network::Network(const Model& model, const NetworkOptions& options)
     offset += s.batch;
     for (size_t i = 0; i < nodes.size(); ++i) {
       const Node& n = nodes[i];
-      LayerContext context{s.batch,    s.offset,     training,         training && n.gradient_below,
-                           shards > 1, model.seed(), &model.buffers(), model.state()};
+      LayerContext context{s.batch,          options.sample_offset + s.offset,
+                           training,         training && n.gradient_below,
+                           shards > 1,       model.seed(),
+                           &model.buffers(), model.state()};
       s.layers.push_back(make_layer(n, model.tensors(), be, context));
       if (!s.layers.back()) {  // a view of its input: shares its buffers
         s.outputs.push_back(i > 0 ? s.outputs[i - 1] : nullptr);
@@ -357,7 +361,7 @@ Network::Network(const Model& model, const NetworkOptions& options)
 // A view node's output is its input, so outputs[i - 1] is node i's input (null: the batch itself).
 template <typename Timed>
 void Network::shard_step(Shard& s, const float* src, const int32_t* labels, LossStats* stats,
-                         bool train, Timed&& timed) {
+                         bool train, Timed&& timed, BackwardObserver* observer) {
   const float* params = model_.params();
   const uint64_t* step = model_.step_counter();
   auto input_of = [&](size_t i) { return i > 0 && s.outputs[i - 1] ? s.outputs[i - 1] : src; };
@@ -375,17 +379,23 @@ void Network::shard_step(Shard& s, const float* src, const int32_t* labels, Loss
     timed(Pass::Backward, i, [&] {
       s.layers[i]->backward(params, input_of(i), s.outputs[i], s.d_outputs[i], s.grads, d_src);
     });
+    if (observer) observer->node_backward_done(i);
   }
 }
 
-void Network::run(const float* src, const int32_t* labels, LossStats* stats, bool train) {
+void Network::run(const float* src, const int32_t* labels, LossStats* stats, bool train,
+                  BackwardObserver* observer) {
   Backend& be = model_.backend();
   const int64_t features = model_.input_features();
+  // Shards merge their gradients after all of them are done: only an unsharded step can tell
+  // which gradients are final while backward goes on.
+  if (shards_.size() > 1) observer = nullptr;
   be.parallel_shards(shards(), [&](int k) {
     Shard& s = shards_[k];
     if (s.stats) be.fill_zero(s.stats, sizeof(LossStats));
-    shard_step(s, src + s.offset * features, labels + s.offset, s.stats ? s.stats : stats, train,
-               [](Pass, size_t, auto&& work) { work(); });
+    shard_step(
+        s, src + s.offset * features, labels + s.offset, s.stats ? s.stats : stats, train,
+        [](Pass, size_t, auto&& work) { work(); }, observer);
   });
   if (train) be.increment(model_.step_counter());
   // Merge in shard order, so the sums do not depend on which worker finished first.
@@ -416,9 +426,10 @@ void Network::profile_step(const float* src, const int32_t* labels, LossStats* s
   be.increment(model_.step_counter());
 }
 
-void Network::train_step(const float* src, const int32_t* labels, LossStats* stats) {
+void Network::train_step(const float* src, const int32_t* labels, LossStats* stats,
+                         BackwardObserver* observer) {
   XO_ASSERT(training_);
-  run(src, labels, stats, true);
+  run(src, labels, stats, true, observer);
 }
 
 void Network::evaluate(const float* src, const int32_t* labels, LossStats* stats) {

@@ -160,6 +160,21 @@ struct NetworkOptions {
   bool training = true;  // gradient buffers, dropout on, BatchNorm on the batch's statistics
   int shards = 0;        // 0: as many as the backend wants (Backend::batch_shards); 1 in inference
   LossReduction loss = LossReduction::Mean;
+  // A slice of a larger batch (one rank's, in data-parallel training): its first sample's index
+  // in that batch (dropout masks are drawn per sample of the whole batch) and the whole batch's
+  // size, which a Mean loss divides by (0: this batch is the whole batch).
+  int64_t sample_offset = 0;
+  int64_t whole_batch = 0;
+};
+
+// Told as backward finishes each node (of an unsharded step): data-parallel training starts
+// summing the gradients that are final while backward computes the nodes below.
+class BackwardObserver {
+ public:
+  virtual void node_backward_done(size_t node) = 0;
+
+ protected:
+  ~BackwardObserver() = default;
 };
 
 // The execution plan of a model for one batch size: kernels built and activation and gradient
@@ -175,8 +190,10 @@ class Network {
 
   // Forward, loss and backward for a batch: src [batch, input_features] and labels [batch] in
   // device memory. Overwrites the model's flat gradient buffer with the batch's gradients and adds
-  // the loss and accuracy to *stats (device memory).
-  void train_step(const float* src, const int32_t* labels, LossStats* stats);
+  // the loss and accuracy to *stats (device memory). An unsharded step tells `observer` (if any)
+  // as backward finishes each node.
+  void train_step(const float* src, const int32_t* labels, LossStats* stats,
+                  BackwardObserver* observer = nullptr);
   // Forward and loss only (dropout off).
   void evaluate(const float* src, const int32_t* labels, LossStats* stats);
 
@@ -207,8 +224,9 @@ class Network {
   enum class Pass { Forward, Loss, Backward };
   template <typename Timed>
   void shard_step(Shard& s, const float* src, const int32_t* labels, LossStats* stats, bool train,
-                  Timed&& timed);
-  void run(const float* src, const int32_t* labels, LossStats* stats, bool train);
+                  Timed&& timed, BackwardObserver* observer = nullptr);
+  void run(const float* src, const int32_t* labels, LossStats* stats, bool train,
+           BackwardObserver* observer = nullptr);
 
   const Model& model_;
   int64_t batch_;

@@ -162,6 +162,12 @@ json result_json(const TrainResult& r, const char* epochs) {
                                    {"best_epoch", r.best_epoch},
                                    {"best_value", number_or_null(r.best_value)},
                                    {"restored_best", r.restored_best}};
+  // Data-parallel training across MPI ranks: the ranks, and per step the gradient bytes each rank
+  // summed and the time that sum took beyond backward (null on one process).
+  j["ranks"] = r.ranks;
+  j["data_parallel"] = r.ranks > 1 ? json{{"reduced_bytes_per_step", r.reduced_bytes},
+                                          {"communicate_ms", number_or_null(r.communicate_ms)}}
+                                   : json();
   j["checkpoints"] = {{"resumed_at_step", r.resumed_at_step},
                       {"paused", r.paused},
                       {"written", r.checkpoints_written},
@@ -191,6 +197,12 @@ TrainResult read_result(const JsonIn& in, const char* epochs, int schema) {
   r.steps_per_epoch = in.integer("steps_per_epoch");
   r.shards = in.int_integer("shards");
   r.recorded_step = in.flag("recorded_step");
+  // Since data-parallel training (0.2.x); earlier files trained on one process.
+  if (in.has("ranks")) r.ranks = in.int_integer("ranks");
+  if (const auto dp = in.has("data_parallel") ? in.object("data_parallel", true) : std::nullopt) {
+    r.reduced_bytes = dp->integer("reduced_bytes_per_step");
+    r.communicate_ms = dp->nullable("communicate_ms");
+  }
   for (const JsonIn& e : in.objects(epochs))
     r.epochs.push_back(read_epoch(e, schema, r.steps_per_epoch));
   r.final_loss = in.nullable("final_loss");

@@ -74,8 +74,9 @@ RunFingerprint run_fingerprint(const TrainPlan& p, const TrainSpec& train, bool 
   return {
       CROSSOVER_VERSION, to_toml(spec), data_fingerprint(p.split),
       fmt::format("{} ({}), {}, {} threads, {}", d.id, d.name, d.library, d.threads, d.precision),
-      fmt::format("{} batch shards, step {}", p.full.shards(),
-                  record_step && p.recorded ? "recorded" : "launched")};
+      fmt::format("{} batch shards, step {}{}", p.full.shards(),
+                  record_step && p.recorded ? "recorded" : "launched",
+                  p.data_parallel ? fmt::format(", {} ranks", p.data_parallel->ranks()) : "")};
 }
 
 struct Checkpointer::Impl {

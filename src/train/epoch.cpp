@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "core/interrupt.h"
+#include "train/data_parallel.h"
 #include "train/stats.h"
 
 namespace xo {
@@ -41,7 +42,8 @@ TrainState start_state(TrainPlan& p, const TrainSpec& train) {
   // regrow the vectors, up to kReservedSteps: a run of more steps regrows them now and then,
   // rather than asking for gigabytes of timings it may never fill.
   t.step.reserve(static_cast<size_t>(std::min(train.epochs * p.steps_per_epoch, kReservedSteps)));
-  for (auto* v : {&t.data, &t.forward_backward, &t.optimizer}) v->reserve(t.step.capacity());
+  for (auto* v : {&t.data, &t.forward_backward, &t.communicate, &t.optimizer})
+    v->reserve(t.step.capacity());
   return state;
 }
 
@@ -74,7 +76,8 @@ void read_step_times(TrainPlan& p, TrainState& state) {
       t.data.push_back(clock.ms_between(marks.at(M::Start), marks.at(M::BatchSelected)));
       t.forward_backward.push_back(
           clock.ms_between(marks.at(M::BatchSelected), marks.at(M::GradientsReady)));
-      t.optimizer.push_back(clock.ms_between(marks.at(M::GradientsReady), marks.at(M::End)));
+      t.communicate.push_back(clock.ms_between(marks.at(M::GradientsReady), marks.at(M::Reduced)));
+      t.optimizer.push_back(clock.ms_between(marks.at(M::Reduced), marks.at(M::End)));
     }
   }
   state.timed = state.step;
@@ -82,7 +85,7 @@ void read_step_times(TrainPlan& p, TrainState& state) {
 
 EpochRecord finish_epoch(TrainPlan& p, TrainState& state) {
   LossStats host[2]{};
-  p.backend.download(host, p.stats, sizeof(host));
+  p.read_stats(host);
   const double correct = host[0].correct + host[1].correct;
   const double samples = host[0].samples + host[1].samples;
   // A regression measures no error (nothing to count as right or wrong).
@@ -98,7 +101,7 @@ EpochRecord finish_epoch(TrainPlan& p, TrainState& state) {
     record.test_loss = e.loss;
     record.test_accuracy = e.accuracy;
   }
-  if (p.validator && !stop_requested()) {
+  if (p.validator && !p.stop_requested_everywhere()) {
     const Evaluation e = p.validator->run();
     record.val_loss = e.loss;
     record.val_accuracy = e.accuracy;
@@ -147,6 +150,11 @@ TrainResult make_result(const TrainPlan& p, const TrainState& state, double setu
   r.data_ms = p.recorded ? kNoValue : summarize_after_warmup(t.data).median;
   r.forward_backward_ms = p.recorded ? kNoValue : summarize_after_warmup(t.forward_backward).median;
   r.optimizer_ms = p.recorded ? kNoValue : summarize_after_warmup(t.optimizer).median;
+  if (p.data_parallel) {
+    r.ranks = p.data_parallel->ranks();
+    r.communicate_ms = summarize_after_warmup(t.communicate).median;
+    r.reduced_bytes = static_cast<int64_t>(sizeof(float)) * p.data_parallel->floats_per_step();
+  }
   r.steps_taken = state.steps_taken;
   if (r.step_ms.median > 0) {
     r.gflops = r.flops_per_step / (r.step_ms.median * 1e-3) / 1e9;

@@ -48,6 +48,25 @@ void check_data(const Model& model, const Dataset& data) {
   }
 }
 
+// A batch's rows for this rank: all of them without ranks.
+RankSlice slice_of(int64_t rows, const DataParallel* data_parallel) {
+  if (!data_parallel) return {0, rows};
+  return rank_slice(rows, data_parallel->rank(), data_parallel->ranks());
+}
+
+// This rank's contiguous slice of a data set.
+Dataset rank_part(const Dataset& data, const DataParallel& data_parallel) {
+  const RankSlice s = rank_slice(data.samples, data_parallel.rank(), data_parallel.ranks());
+  Dataset part{s.rows, data.features, data.classes, {}, {}, data.description};
+  const auto f = static_cast<size_t>(data.features);
+  const auto begin = static_cast<size_t>(s.offset), end = static_cast<size_t>(s.offset + s.rows);
+  part.x.assign(data.x.begin() + static_cast<std::ptrdiff_t>(begin * f),
+                data.x.begin() + static_cast<std::ptrdiff_t>(end * f));
+  part.y.assign(data.y.begin() + static_cast<std::ptrdiff_t>(begin),
+                data.y.begin() + static_cast<std::ptrdiff_t>(end));
+  return part;
+}
+
 }  // namespace
 
 // Big batches run faster, up to a point; the activations of one batch are bounded so that a wide
@@ -94,15 +113,17 @@ void check_training(const Model& model, const DataSplit& split, const TrainSpec&
   }
 }
 
-Evaluator::Evaluator(const Model& model, const Dataset& data)
+Evaluator::Evaluator(const Model& model, const Dataset& data, const DataParallel* data_parallel)
     : model_(model),
       data_(data),
+      data_parallel_(data_parallel),
       batch_(evaluation_batch(model, data.samples)),
       x_(to_device(model.backend(), data.x)),
       y_(to_device(model.backend(), data.y)),
       stats_(model.backend().allocate(sizeof(LossStats))) {
   // The loss is summed over the samples, and divided by their count in run().
   NetworkOptions options{.batch = batch_, .training = false, .loss = LossReduction::Sum};
+  if (data.samples == 0) return;  // a rank without a slice of a small set
   full_.emplace(model, options);
   if (const int64_t tail = data.samples % batch_) {
     options.batch = tail;
@@ -116,8 +137,9 @@ Evaluation Evaluator::run() {
   be.fill_zero(stats, sizeof(LossStats));
   const int64_t f = data_.features;
   for (int64_t start = 0; start < data_.samples; start += batch_) {
-    // A large test split takes seconds: a stop request ends it between batches.
-    if (stop_requested()) {
+    // A large test split takes seconds: a stop request ends it between batches (on one process:
+    // the ranks of a job add their sums below, so each evaluates its whole slice).
+    if (!data_parallel_ && stop_requested()) {
       be.synchronize();
       constexpr double kNone = std::numeric_limits<double>::quiet_NaN();
       return {kNone, kNone, false};
@@ -128,6 +150,7 @@ Evaluation Evaluator::run() {
   LossStats host{};
   be.synchronize();
   be.download(&host, stats, sizeof(host));
+  if (data_parallel_) data_parallel_->sum(&host.loss_sum, 3);
   const double accuracy = model_.regression() ? std::numeric_limits<double>::quiet_NaN()
                                               : 100.0 * host.correct / host.samples;
   return {host.loss_sum / host.samples, accuracy};
@@ -143,17 +166,33 @@ TrainPlan::TrainPlan(Model& trained_model, const DataSplit& data, const TrainSpe
       batch(std::min(train.batch, samples)),
       full_steps(samples / batch),
       steps_per_epoch(full_steps + (samples % batch ? 1 : 0)),
+      data_parallel(exec.data_parallel),
+      full_slice(slice_of(batch, exec.data_parallel)),
+      tail_slice(slice_of(samples % batch, exec.data_parallel)),
       x(to_device(backend, data.train.x)),
       y(to_device(backend, data.train.y)),
-      full(trained_model, {.batch = batch, .shards = exec.shards}) {
-  if (const int64_t tail = samples % batch) {
-    partial.emplace(
-        model, NetworkOptions{.batch = tail,
-                              .shards = static_cast<int>(std::min<int64_t>(exec.shards, tail))});
+      full(trained_model, {.batch = full_slice.rows,
+                           .shards = exec.shards,
+                           .sample_offset = full_slice.offset,
+                           .whole_batch = batch}) {
+  if (const int64_t tail = samples % batch; tail_slice.rows > 0) {
+    partial.emplace(model,
+                    NetworkOptions{.batch = tail_slice.rows,
+                                   .shards = static_cast<int>(std::min<int64_t>(exec.shards, tail)),
+                                   .sample_offset = tail_slice.offset,
+                                   .whole_batch = tail});
   }
   optimizer = backend.optimizer(train.optimizer, model.flat_size());
-  if (split.test.samples > 0) evaluator.emplace(model, split.test);
-  if (split.validation.samples > 0) validator.emplace(model, split.validation);
+  if (data_parallel) {
+    test_part = rank_part(split.test, *data_parallel);
+    validation_part = rank_part(split.validation, *data_parallel);
+  }
+  if (split.test.samples > 0) {
+    evaluator.emplace(model, data_parallel ? test_part : split.test, data_parallel);
+  }
+  if (split.validation.samples > 0) {
+    validator.emplace(model, data_parallel ? validation_part : split.validation, data_parallel);
+  }
   stats_buffer = backend.allocate(2 * sizeof(LossStats));
   stats = stats_buffer.as<LossStats>();
   if (train.shuffle || exec.record_step) {
@@ -166,11 +205,25 @@ TrainPlan::TrainPlan(Model& trained_model, const DataSplit& data, const TrainSpe
   clock = backend.clock(static_cast<int>(StepMarks::kPerStep * steps_per_epoch));
 }
 
-Batch TrainPlan::select_batch(const Network& net, BatchAt at) {
-  if (!at.gather) return {x.as<float>() + at.first * features, y.as<int32_t>() + at.first};
+Batch TrainPlan::select_batch(const StepWork& w, BatchAt at) {
+  const int64_t first = w.slice.offset;
+  if (!at.gather) {
+    return {x.as<float>() + (at.first + first) * features, y.as<int32_t>() + at.first + first};
+  }
+  // Every rank gathers the whole batch (the same order on each) and trains on its slice.
   backend.next_batch(x.as<float>(), y.as<int32_t>(), order.as<int32_t>(), position.as<int64_t>(),
-                     net.batch(), features, batch_x.as<float>(), batch_y.as<int32_t>());
-  return {batch_x.as<float>(), batch_y.as<int32_t>()};
+                     w.rows, features, batch_x.as<float>(), batch_y.as<int32_t>());
+  return {batch_x.as<float>() + first * features, batch_y.as<int32_t>() + first};
+}
+
+void TrainPlan::read_stats(LossStats host[2]) {
+  backend.download(host, stats, 2 * sizeof(LossStats));
+  static_assert(sizeof(LossStats) == 3 * sizeof(double));
+  if (data_parallel) data_parallel->sum(&host[0].loss_sum, 6);
+}
+
+bool TrainPlan::stop_requested_everywhere() const {
+  return data_parallel ? data_parallel->any(stop_requested()) : stop_requested();
 }
 
 }  // namespace xo

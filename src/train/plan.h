@@ -12,6 +12,7 @@
 #include "backend/backend.h"
 #include "data/dataset.h"
 #include "model/model.h"
+#include "train/data_parallel.h"
 #include "train/trainer.h"
 
 namespace xo {
@@ -29,14 +30,17 @@ struct Evaluation {
   double loss = 0, accuracy = 0;  // accuracy in percent
   bool complete = true;           // false: a stop request cut it short (loss and accuracy are NaN)
 };
+// In data-parallel training each rank evaluates its slice of the data set (`data`) and the sums
+// are added across the ranks (`data_parallel`), so every rank gets the whole set's figures.
 class Evaluator {
  public:
-  Evaluator(const Model& model, const Dataset& data);
+  Evaluator(const Model& model, const Dataset& data, const DataParallel* data_parallel = nullptr);
   Evaluation run();
 
  private:
   const Model& model_;
   const Dataset& data_;
+  const DataParallel* data_parallel_;
   int64_t batch_ = 0;
   DeviceBuffer x_, y_, stats_;
   std::optional<Network> full_, partial_;
@@ -54,11 +58,12 @@ struct Batch {
   const int32_t* labels = nullptr;
 };
 
-// The four timestamps of step `s` of an epoch in the plan's QueueClock. They are taken in the
+// The five timestamps of step `s` of an epoch in the plan's QueueClock. They are taken in the
 // device's queue and read at the end of the epoch, so the host waits only there.
 class StepMarks {
  public:
-  enum Mark { Start, BatchSelected, GradientsReady, End };
+  // Reduced: the gradients summed across ranks (data-parallel training; else at GradientsReady).
+  enum Mark { Start, BatchSelected, GradientsReady, Reduced, End };
   static constexpr int kPerStep = End + 1;
   StepMarks() = default;  // no clock: inside a recorded step, which is timed as a whole
   StepMarks(QueueClock* clock, int64_t s) : clock_(clock), first_(static_cast<int>(kPerStep * s)) {}
@@ -81,21 +86,41 @@ struct TrainPlan {
   TrainPlan(const TrainPlan&) = delete;
   TrainPlan& operator=(const TrainPlan&) = delete;
 
-  Network& network(int64_t s) { return s < full_steps ? full : *partial; }
+  // What step `s` of an epoch trains: its batch's rows (all ranks'), this rank's slice of them
+  // and the Network for the slice (null: this rank has no rows of the epoch's partial batch).
+  struct StepWork {
+    Network* net = nullptr;
+    int64_t rows = 0;
+    RankSlice slice;
+  };
+  StepWork work(int64_t s) {
+    if (s < full_steps) return {&full, batch, full_slice};
+    return {partial ? &*partial : nullptr, samples - full_steps * batch, tail_slice};
+  }
   BatchAt batch_at(int64_t s) const { return {gather, s * batch}; }
   bool replays(int64_t s) const { return recorded && s < full_steps; }
-  // The batch `at` names; gathering it is a device call, part of the step.
-  Batch select_batch(const Network& net, BatchAt at);
+  // This rank's rows of the batch `at` names; gathering it is a device call, part of the step.
+  Batch select_batch(const StepWork& w, BatchAt at);
+  // The epoch's loss sums (of every rank, in data-parallel training), read to the host.
+  void read_stats(LossStats host[2]);
+  // Whether to stop now (Ctrl-C, SIGTERM): on every rank the same answer.
+  bool stop_requested_everywhere() const;
 
   Model& model;
   Backend& backend;
   const DataSplit& split;
   int64_t samples = 0, features = 0, batch = 0;
   int64_t full_steps = 0, steps_per_epoch = 0;  // per epoch: full batches, and all batches
-  DeviceBuffer x, y;                            // the training set
+  // Data-parallel training across MPI ranks (null: this process alone), and this rank's slices of
+  // a full batch and of the partial batch (the whole batches without ranks).
+  DataParallel* data_parallel = nullptr;
+  RankSlice full_slice, tail_slice;
+  DeviceBuffer x, y;  // the training set
   Network full;
-  std::optional<Network> partial;  // the last, partial batch of an epoch (if any)
+  std::optional<Network> partial;  // the last, partial batch of an epoch (if this rank has rows)
   std::unique_ptr<OptimizerKernel> optimizer;
+  // This rank's slices of the test and validation sets (evaluated in shards, the sums reduced).
+  Dataset test_part, validation_part;
   std::optional<Evaluator> evaluator;  // when there is a test set
   std::optional<Evaluator> validator;  // when there is a validation set
   // The epoch's loss sums, two of them: stats[0] for its full batches, stats[1] for its partial

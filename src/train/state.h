@@ -15,7 +15,7 @@ namespace xo {
 // Timings of the full-batch steps so far, in milliseconds: the whole step, and its phases when the
 // step is not recorded (a recorded step runs as one unit). The warm-up step is still included.
 struct StepTimes {
-  std::vector<double> step, data, forward_backward, optimizer;
+  std::vector<double> step, data, forward_backward, communicate, optimizer;
 };
 
 struct TrainState {

@@ -8,7 +8,9 @@
 #include <cmath>
 #include <optional>
 
+#include "core/error.h"
 #include "core/interrupt.h"
+#include "train/data_parallel.h"
 #include "train/epoch.h"
 #include "train/epoch_rules.h"
 #include "train/memory.h"
@@ -25,19 +27,32 @@ using Clock = std::chrono::steady_clock;
 enum class Stop { None, Interrupted, StepLimit, Diverged, EarlyStopping };
 
 // One training step on `net`. Its marks time the phases apart, except inside a recorded step.
-void step(TrainPlan& p, Network& net, BatchAt at, LossStats* stats, StepMarks marks) {
-  const Batch batch = p.select_batch(net, at);
+void step(TrainPlan& p, const TrainPlan::StepWork& w, BatchAt at, LossStats* stats,
+          StepMarks marks) {
+  const Batch batch = p.select_batch(w, at);
   marks.stamp(StepMarks::BatchSelected);
-  net.train_step(batch.src, batch.labels, stats);  // forward, loss, backward: grads overwritten
+  DataParallel* ranks = p.data_parallel;
+  if (w.net) {
+    // Forward, loss, backward: the gradients overwritten; across ranks, summing them starts as
+    // backward finishes each layer.
+    w.net->train_step(batch.src, batch.labels, stats, ranks);
+  } else {
+    // A rank without rows of a partial batch adds nothing to the sum, and keeps its dropout
+    // counter with the others'.
+    p.backend.fill_zero(p.model.grads(), sizeof(float) * p.model.flat_size());
+    p.backend.increment(p.model.step_counter());
+  }
   marks.stamp(StepMarks::GradientsReady);
-  // The gradients are ready: data-parallel training reduces them across ranks here.
+  if (ranks) ranks->finish_step();  // every rank now holds the sum over the ranks
+  marks.stamp(StepMarks::Reduced);
   p.optimizer->step(p.model.params(), p.model.grads());
 }
 
 // Records the full-batch step where the backend can (a CUDA Graph), to replay it every step. A
 // recorded step must find its batch without the host: from then on batches are gathered.
 void record_step(TrainPlan& p) {
-  p.recorded = p.backend.capture([&] { step(p, p.full, {.gather = true}, p.stats, StepMarks()); });
+  p.recorded =
+      p.backend.capture([&] { step(p, p.work(0), {.gather = true}, p.stats, StepMarks()); });
   if (p.recorded) p.gather = true;
 }
 
@@ -53,7 +68,7 @@ struct Boundaries {
 // the loop checks every few hundred steps there and every step on the CPU, where it is a copy.
 bool loss_finite(TrainPlan& p, TrainState& state) {
   LossStats host[2]{};
-  p.backend.download(host, p.stats, sizeof(host));
+  p.read_stats(host);
   const double loss_sum = host[0].loss_sum + host[1].loss_sum;  // of batch means
   if (!std::isfinite(loss_sum)) return false;
   if (const int64_t steps = state.step - state.checked_step; steps > 0) {
@@ -70,23 +85,25 @@ bool loss_finite(TrainPlan& p, TrainState& state) {
 // not finite, or the step limit.
 Stop run_steps(TrainPlan& p, TrainState& state, const Boundaries& b) {
   while (state.step < p.steps_per_epoch) {
-    if (stop_requested()) return Stop::Interrupted;
+    if (p.stop_requested_everywhere()) return Stop::Interrupted;
     const int64_t s = state.step;
     const StepMarks marks(p.clock.get(), s);
     marks.stamp(StepMarks::Start);
     if (p.replays(s)) {
       p.recorded->replay();
     } else {
-      step(p, p.network(s), p.batch_at(s), p.stats_for(s), marks);
+      step(p, p.work(s), p.batch_at(s), p.stats_for(s), marks);
     }
     marks.stamp(StepMarks::End);
     ++state.step;
     ++state.steps_taken;
     // A step boundary: the loss is checked before a checkpoint is taken, so that a checkpoint
-    // never holds a diverged state.
+    // never holds a diverged state. Across ranks the check is a collective and only rank 0
+    // saves: every rank checks at the same steps.
     const bool save = b.checkpoints && b.checkpoints->due(state);
     if (b.check_every > 0 &&
-        (save || state.step == p.steps_per_epoch || state.step % b.check_every == 0) &&
+        ((save && !p.data_parallel) || state.step == p.steps_per_epoch ||
+         state.step % b.check_every == 0) &&
         !loss_finite(p, state)) {
       return Stop::Diverged;
     }
@@ -111,9 +128,25 @@ TrainResult train_model(Model& model, const Dataset& data, const TrainSpec& trai
 TrainResult train_model(Model& model, const DataSplit& split, const TrainSpec& train,
                         const EpochCallback& on_epoch, const ExecutionOptions& exec) {
   check_training(model, split, train);
+  DataParallel* ranks = exec.data_parallel;
+  if (ranks && std::min(train.batch, split.train.samples) < ranks->ranks()) {
+    throw UserError(fmt::format(
+        "a batch of {} samples cannot be split across {} ranks: every rank needs at least one "
+        "sample of each full batch (train.batch >= the rank count)",
+        std::min(train.batch, split.train.samples), ranks->ranks()));
+  }
   check_training_memory(model, split, train, exec);
   const auto setup_start = Clock::now();
   TrainPlan plan(model, split, train, exec);
+  if (ranks) {
+    // Every rank trains the same spec on the same data with the same settings, from rank 0's
+    // parameters.
+    const RunFingerprint f = run_fingerprint(plan, train, exec.record_step);
+    ranks->check_same(fmt::format("version {}\ndevice {}\nsettings {}\ndata {}\n{}", f.version,
+                                  f.device, f.settings, f.data, f.spec));
+    ranks->share_model(model);
+    ranks->plan(model);
+  }
   TrainState state = start_state(plan, train);
   const EpochRules rules(train, split.test.samples, split.validation.samples);
   rules.start(plan, state);
@@ -133,7 +166,8 @@ TrainResult train_model(Model& model, const DataSplit& split, const TrainSpec& t
                         state.step, plan.steps_per_epoch, state.steps_taken));
       }
     }
-    if (exec.checkpoint.every.enabled()) {
+    // Across ranks every rank resumes from the same checkpoint; rank 0 alone writes them.
+    if (exec.checkpoint.every.enabled() && (!ranks || ranks->rank() == 0)) {
       checkpoints.emplace(plan, exec.checkpoint, fingerprint, state.steps_taken);
     }
   }
@@ -162,15 +196,15 @@ TrainResult train_model(Model& model, const DataSplit& split, const TrainSpec& t
     if (on_epoch) on_epoch(record, train.epochs);
     // A stop request during the epoch's evaluation: its training is kept, its test figures (cut
     // short) are NaN, and the run is interrupted even after its last epoch.
-    if (stop_requested()) stop = Stop::Interrupted;
+    if (plan.stop_requested_everywhere()) stop = Stop::Interrupted;
   }
   model.backend().synchronize();
+  // Ctrl-C or SIGTERM: the state at this step boundary is saved before the process ends, unless
+  // the loss has gone bad since the last check (a collective across ranks: every rank checks).
+  const bool save_interrupted = stop == Stop::Interrupted && !exec.checkpoint.dir.empty() &&
+                                (boundaries.check_every == 0 || loss_finite(plan, state));
   if (checkpoints) {
-    // Ctrl-C or SIGTERM: the state at this step boundary is saved before the process ends,
-    // unless the loss has gone bad since the last check.
-    if (stop == Stop::Interrupted && (boundaries.check_every == 0 || loss_finite(plan, state))) {
-      checkpoints->save(plan, state);
-    }
+    if (save_interrupted) checkpoints->save(plan, state);
     // A pause: the state between two epochs is what the run goes on from.
     if (stop == Stop::None && state.epoch < train.epochs && state.epoch == last_epoch) {
       checkpoints->save(plan, state);

@@ -16,6 +16,8 @@
 
 namespace xo {
 
+class DataParallel;
+
 struct EpochRecord {
   int64_t epoch = 0;       // 1-based
   double loss = 0;         // mean over the epoch's samples of the training loss
@@ -61,6 +63,12 @@ struct TrainResult {
   // Medians per step of the loop's phases: batch selection (data), forward + loss + backward, and
   // the optimizer; the warm-up step excluded.
   double data_ms = 0, forward_backward_ms = 0, optimizer_ms = 0;
+  // Data-parallel training: the ranks of the job (1: one process), the median time per step the
+  // gradient sum took beyond backward (what overlapping with backward did not hide), and the
+  // gradient bytes each rank sums per step.
+  int ranks = 1;
+  double communicate_ms = 0;
+  int64_t reduced_bytes = 0;
   int64_t steps_taken = 0;  // training steps run (all epochs)
   // The full-batch step ran as one recorded unit (a CUDA Graph): then the phases are not timed
   // apart (data_ms, forward_backward_ms and optimizer_ms are NaN).
@@ -123,6 +131,10 @@ struct ExecutionOptions {
   int64_t pause_after_epochs = 0;
   // Stop when the loss becomes NaN or infinite, keeping the last checkpoint (else train on).
   bool stop_on_nan = true;
+  // Data-parallel training across the ranks of an MPI job (train/data_parallel.h): this rank
+  // trains its slice of every batch, the gradients are summed across the ranks, and every rank
+  // takes the same step. Only rank 0 writes checkpoints. Null: this process alone.
+  DataParallel* data_parallel = nullptr;
 };
 
 // Trains `model` (already initialised) on `data.train` as `train` says, evaluating `data.test`

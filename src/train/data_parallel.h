@@ -1,0 +1,77 @@
+// Data-parallel training across the ranks of an MPI job (`mpirun -np N crossover train ...`):
+// every rank holds the whole model and data, trains on its slice of each global batch, and the
+// gradients are summed across the ranks before the optimizer, so that N ranks take exactly the
+// step one process takes on the whole batch. As in PyTorch DDP and Horovod, the gradients are
+// summed in buckets, each started (non-blocking) as soon as backward has finished its layers, so
+// that the communication hides behind the backward of the layers below.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "dist/mpi.h"
+#include "model/model.h"
+
+namespace xo {
+
+// A rank's rows of a batch: [offset, offset + rows). The first `rows % ranks` ranks take one row
+// more (as a batch's shards are split), so a rank may have none of a batch smaller than the job.
+struct RankSlice {
+  int64_t offset = 0, rows = 0;
+};
+RankSlice rank_slice(int64_t rows, int rank, int ranks);
+
+// The gradient buckets: ranges of the flat gradient buffer cut at layer boundaries, each at least
+// `bucket_bytes` (the last, at the buffer's start, takes what is left). Backward finishes the last
+// layer first, so buckets run from the buffer's end down; bucket k is complete once node
+// `ready_after` has run backward. Deterministic: the same cuts on every rank and every step.
+struct GradientBucket {
+  int64_t offset = 0, size = 0;  // floats
+  size_t ready_after = 0;        // the node whose backward completes it
+};
+std::vector<GradientBucket> plan_buckets(const Model& model, int64_t bucket_bytes);
+
+class DataParallel : public BackwardObserver {
+ public:
+  // PyTorch DDP's default bucket is 25 MiB; smaller ones start communicating sooner in a model
+  // whose gradients are a few megabytes (mnist-cnn's are 4.8 MB).
+  static constexpr int64_t kDefaultBucketBytes = 4 << 20;
+
+  explicit DataParallel(const mpi::World& world, int64_t bucket_bytes = kDefaultBucketBytes);
+
+  int rank() const { return world_.rank(); }
+  int ranks() const { return world_.size(); }
+
+  // Before training. Every rank must train the same thing: `fingerprint` (spec, data, settings)
+  // equal on every rank, else a UserError on every rank naming those that differ from rank 0.
+  void check_same(const std::string& fingerprint) const;
+  // Rank 0's parameters and state (BatchNorm's running statistics) on every rank.
+  void share_model(Model& model) const;
+  // The buckets of `model`'s gradients; before the first step.
+  void plan(const Model& model);
+
+  // One step's gradient sum: node_backward_done as backward finishes each layer (when the rank's
+  // step runs unsharded), then finish_step, after which every rank holds the sum of the ranks'
+  // gradients. A rank without rows in a batch calls finish_step alone (its gradients are zeros).
+  void node_backward_done(size_t node) override;
+  void finish_step();
+  // Floats of gradient summed per step.
+  int64_t floats_per_step() const { return flat_size_; }
+
+  // In place across ranks.
+  void sum(double* values, int64_t n) const { world_.sum(values, n); }
+  // Whether `flag` holds on any rank: every rank takes the same decision (stop, skip).
+  bool any(bool flag) const;
+
+ private:
+  const mpi::World& world_;
+  int64_t bucket_bytes_;
+  float* grads_ = nullptr;
+  int64_t flat_size_ = 0;
+  std::vector<GradientBucket> buckets_;
+  size_t started_ = 0;  // buckets started this step
+  mpi::PendingSums pending_;
+};
+
+}  // namespace xo

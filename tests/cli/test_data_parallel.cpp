@@ -1,0 +1,243 @@
+// `mpirun -np N crossover train` as a user runs it: N ranks train the same model as one process
+// with the same global batch — the same loss every epoch and the same parameters at the end, to
+// float rounding (the gradients are summed in another order) — for an MLP under SGD with momentum,
+// a CNN with dropout and the LSTM under Adam, on uneven splits (a rank without rows of the partial
+// batch included); a rank that fails ends the job with its message; ranks that train different
+// things are refused; only rank 0 prints and writes.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/file.h"
+#include "io/safetensors.h"
+#include "support/cli.h"
+#include "support/temp_dir.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using xo::testing::run_cli;
+
+// mpirun as root in a container, more ranks than cores.
+const char* const kMpirun =
+    "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "
+    "OMPI_MCA_rmaps_base_oversubscribe=1 mpirun ";
+
+bool have_mpirun() { return std::system("command -v mpirun >/dev/null 2>&1") == 0; }
+
+// A CSV of `rows` samples of `features` values in [0, 1) and labels below `classes`, seeded.
+void write_csv(const fs::path& path, int rows, int features, int classes, unsigned seed) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> value(0.0f, 1.0f);
+  std::ofstream out(path);
+  for (int r = 0; r < rows; ++r) {
+    for (int f = 0; f < features; ++f) out << value(gen) << ',';
+    out << static_cast<int>(gen() % static_cast<unsigned>(classes)) << '\n';
+  }
+}
+
+struct Case {
+  std::string name;
+  std::string spec;  // TOML; {dir} is the test's folder
+  int ranks;
+  // The largest relative difference measured between the ranks' run and one process (see
+  // docs/benchmarks.md), with headroom: float sums in another order, over a few epochs.
+  double tolerance;
+};
+void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
+
+// 1001 samples in batches of 100: a partial batch of 1, so every rank but rank 0 has none of it.
+const char* const kMlp = R"(
+[model]
+input = [2]
+layers = [ { type = "linear", out = 32 }, { type = "tanh" }, { type = "linear", out = 32 },
+           { type = "relu" }, { type = "linear", out = 2 } ]
+loss = "cross_entropy"
+[train]
+optimizer = { type = "sgd", lr = 0.1, momentum = 0.9 }
+batch = 100
+epochs = 4
+shuffle = true
+[data]
+source = "disc"
+samples = 1001
+)";
+
+// 203 images of 1x6x6 in batches of 40 (a partial batch of 3), dropout twice, a test CSV evaluated
+// in slices.
+const char* const kCnn = R"(
+[model]
+input = [1, 6, 6]
+layers = [ { type = "conv2d", out = 4, kernel = 3 }, { type = "relu" },
+           { type = "maxpool2d", kernel = 2 }, { type = "dropout", p = 0.25 },
+           { type = "flatten" }, { type = "linear", out = 16 }, { type = "relu" },
+           { type = "dropout", p = 0.5 }, { type = "linear", out = 5 } ]
+loss = "cross_entropy"
+[train]
+optimizer = { type = "adam", lr = 0.01 }
+batch = 40
+epochs = 3
+shuffle = true
+[data]
+source = "csv:{dir}/images.csv"
+test = "csv:{dir}/test.csv"
+)";
+
+const char* const kLstm = R"(
+[model]
+input = [12]
+layers = [ { type = "embedding", vocab = 300, out = 8 }, { type = "lstm", out = 8 },
+           { type = "linear", out = 1 } ]
+loss = "bce"
+[train]
+optimizer = { type = "adam", lr = 0.01 }
+batch = 32
+epochs = 3
+shuffle = true
+[data]
+source = "imdb-synthetic"
+samples = 150
+test_samples = 37
+)";
+
+class DataParallelTrain : public ::testing::TestWithParam<Case> {};
+
+std::string replace_dir(std::string text, const fs::path& dir) {
+  const std::string key = "{dir}";
+  for (size_t at; (at = text.find(key)) != std::string::npos;) text.replace(at, key.size(), dir);
+  return text;
+}
+
+double relative(double a, double b) {
+  return std::abs(a - b) / std::max({std::abs(a), std::abs(b), 1e-6});
+}
+
+TEST_P(DataParallelTrain, RanksTakeTheStepsOneProcessTakes) {
+  if (!have_mpirun()) GTEST_SKIP() << "no mpirun: run scripts/setup";
+  const Case& c = GetParam();
+  xo::testing::TempDir dir("dp-" + c.name);
+  write_csv(dir.path() / "images.csv", 203, 36, 5, 1);
+  write_csv(dir.path() / "test.csv", 31, 36, 5, 2);
+  std::ofstream(dir.path() / "spec.toml") << replace_dir(c.spec, dir.path());
+  const std::string args = " train spec.toml --checkpoint-every off";
+  const auto one = run_cli(args + " --save one.safetensors --json one.json", dir.path());
+  ASSERT_EQ(one.status, 0) << one.output;
+  const auto many =
+      run_cli("--version >/dev/null && " + std::string(kMpirun) + "-np " + std::to_string(c.ranks) +
+                  " " + CROSSOVER_BINARY + args + " --save many.safetensors --json many.json",
+              dir.path());
+  if (many.output.find("built without MPI") != std::string::npos) GTEST_SKIP() << many.output;
+  ASSERT_EQ(many.status, 0) << many.output;
+
+  const json a = json::parse(xo::read_file(dir.path() / "one.json"));
+  const json b = json::parse(xo::read_file(dir.path() / "many.json"));
+  EXPECT_EQ(b.at("ranks"), c.ranks);
+  EXPECT_EQ(a.at("ranks"), 1);
+  EXPECT_GT(b.at("data_parallel").at("reduced_bytes_per_step").get<int64_t>(), 0);
+  ASSERT_EQ(a.at("epochs").size(), b.at("epochs").size());
+  double worst = 0;
+  for (size_t e = 0; e < a.at("epochs").size(); ++e) {
+    for (const char* key : {"loss", "test_loss"}) {
+      const json& ea = a.at("epochs")[e];
+      const json& eb = b.at("epochs")[e];
+      ASSERT_EQ(ea.contains(key), eb.contains(key)) << key;
+      if (!ea.contains(key) || ea.at(key).is_null()) continue;
+      const json& x = ea.at(key);
+      const json& y = eb.at(key);
+      const double d = relative(x.get<double>(), y.get<double>());
+      worst = std::max(worst, d);
+      EXPECT_LE(d, c.tolerance) << key << " of epoch " << e + 1 << ": " << x << " vs " << y;
+    }
+  }
+  const auto pa = xo::load_safetensors(dir.path() / "one.safetensors");
+  const auto pb = xo::load_safetensors(dir.path() / "many.safetensors");
+  ASSERT_EQ(pa.size(), pb.size());
+  double param_worst = 0;
+  for (size_t t = 0; t < pa.size(); ++t) {
+    ASSERT_EQ(pa[t].name, pb[t].name);
+    ASSERT_EQ(pa[t].data.size(), pb[t].data.size());
+    double scale = 1e-3;  // absolute below this
+    for (const float v : pa[t].data) scale = std::max(scale, static_cast<double>(std::abs(v)));
+    for (size_t i = 0; i < pa[t].data.size(); ++i) {
+      param_worst = std::max(param_worst, std::abs(pa[t].data[i] - pb[t].data[i]) / scale);
+    }
+  }
+  EXPECT_LE(param_worst, c.tolerance) << "parameters";
+  std::printf(
+      "%s: worst relative difference: losses %.3g, parameters %.3g (of each tensor's "
+      "largest)\n",
+      c.name.c_str(), worst, param_worst);
+  // Rank 0 alone reports.
+  size_t summaries = 0;
+  for (size_t at = 0; (at = many.output.find(" ms/step (median", at)) != std::string::npos; ++at)
+    ++summaries;
+  EXPECT_EQ(summaries, 1u) << many.output;
+}
+
+INSTANTIATE_TEST_SUITE_P(Mpi, DataParallelTrain,
+                         ::testing::Values(Case{"mlp_2_ranks", kMlp, 2, 1e-5},
+                                           Case{"mlp_3_ranks", kMlp, 3, 1e-5},
+                                           Case{"cnn_dropout_2_ranks", kCnn, 2, 1e-5},
+                                           Case{"cnn_dropout_3_ranks", kCnn, 3, 1e-5},
+                                           Case{"lstm_2_ranks", kLstm, 2, 1e-5},
+                                           Case{"lstm_3_ranks", kLstm, 3, 1e-5}),
+                         [](const auto& param_info) { return param_info.param.name; });
+
+// One rank that cannot read its spec ends every rank, promptly, with its message.
+TEST(DataParallel, ARankThatFailsEndsTheJobWithItsMessage) {
+  if (!have_mpirun()) GTEST_SKIP() << "no mpirun: run scripts/setup";
+  xo::testing::TempDir dir("dp-fail");
+  std::ofstream(dir.path() / "good.toml") << kMlp;
+  std::ofstream(dir.path() / "bad.toml") << "[model]\ninput = [2]\nlayers = [ { type = \"lineer\" "
+                                            "} ]\n";
+  const auto start = std::chrono::steady_clock::now();
+  const auto r = run_cli("--version >/dev/null && " + std::string(kMpirun) + "-np 1 " +
+                             CROSSOVER_BINARY + " train good.toml --epochs 1000 : -np 1 " +
+                             CROSSOVER_BINARY + " train bad.toml --epochs 1000",
+                         dir.path());
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (r.output.find("built without MPI") != std::string::npos) GTEST_SKIP() << r.output;
+  EXPECT_NE(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("bad.toml"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("rank 1 of 2"), std::string::npos) << r.output;
+  EXPECT_LT(seconds, 30) << r.output;  // not a hang: rank 0 waited in a collective
+}
+
+// Ranks given different settings are refused before the first step, naming what differs.
+TEST(DataParallel, RanksThatTrainDifferentThingsAreRefused) {
+  if (!have_mpirun()) GTEST_SKIP() << "no mpirun: run scripts/setup";
+  xo::testing::TempDir dir("dp-mismatch");
+  std::ofstream(dir.path() / "spec.toml") << kMlp;
+  const auto r =
+      run_cli("--version >/dev/null && " + std::string(kMpirun) + "-np 1 " + CROSSOVER_BINARY +
+                  " train spec.toml : -np 1 " + CROSSOVER_BINARY + " train spec.toml --lr 0.5",
+              dir.path());
+  if (r.output.find("built without MPI") != std::string::npos) GTEST_SKIP() << r.output;
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_NE(r.output.find("do not train the same thing"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("rank 1: line"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("lr = 0.5"), std::string::npos) << r.output;
+}
+
+// A batch smaller than the job cannot give every rank a sample.
+TEST(DataParallel, ABatchSmallerThanTheJobIsRefused) {
+  if (!have_mpirun()) GTEST_SKIP() << "no mpirun: run scripts/setup";
+  xo::testing::TempDir dir("dp-batch");
+  const auto r = run_cli("--version >/dev/null && " + std::string(kMpirun) + "-np 3 " +
+                             CROSSOVER_BINARY + " train disc-3 --batch 2 --epochs 1",
+                         dir.path());
+  if (r.output.find("built without MPI") != std::string::npos) GTEST_SKIP() << r.output;
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_NE(r.output.find("cannot be split across 3 ranks"), std::string::npos) << r.output;
+}
+
+}  // namespace
