@@ -27,6 +27,7 @@ Command add_replay(CLI::App& app);
 Command add_import(CLI::App& app);
 Command add_tune(CLI::App& app);
 Command add_validate(CLI::App& app);
+Command add_allreduce(CLI::App& app);
 
 // Exit codes besides 0: 2 bad input (a UserError), 3 an internal error, 130 interrupted, 4
 // training stopped because the loss became NaN or infinite, and `replay`'s own: a replayed figure

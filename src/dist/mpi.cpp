@@ -147,6 +147,22 @@ void World::max(int64_t* values, int64_t n) const {
   reduce_in_place(values, n, MPI_INT64_T, MPI_MAX);
 }
 
+void World::max(double* values, int64_t n) const {
+  reduce_in_place(values, n, MPI_DOUBLE, MPI_MAX);
+}
+
+void World::barrier() const { XO_MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD)); }
+
+void World::exchange(const void* send, void* receive, int64_t bytes, int to, int from) const {
+  const auto* out = static_cast<const char*>(send);
+  auto* in = static_cast<char*>(receive);
+  for (int64_t at = 0; at < bytes; at += kMaxCount) {
+    const int count = static_cast<int>(std::min(kMaxCount, bytes - at));
+    XO_MPI_CHECK(MPI_Sendrecv(out + at, count, MPI_CHAR, to, 0, in + at, count, MPI_CHAR, from, 0,
+                              MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+  }
+}
+
 void World::broadcast(void* data, int64_t bytes) const {
   auto* p = static_cast<char*>(data);
   for (int64_t at = 0; at < bytes; at += kMaxCount) {

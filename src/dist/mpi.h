@@ -52,6 +52,11 @@ class World {
   void sum(float* values, int64_t n) const;
   void sum(double* values, int64_t n) const;
   void max(int64_t* values, int64_t n) const;
+  void max(double* values, int64_t n) const;
+  void barrier() const;
+  // Sends `bytes` at `send` to rank `to` while receiving as many into `receive` from `from` (one
+  // step of a ring).
+  void exchange(const void* send, void* receive, int64_t bytes, int to, int from) const;
   // Rank 0's `bytes` bytes at `data` on every rank.
   void broadcast(void* data, int64_t bytes) const;
 

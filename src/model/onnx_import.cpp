@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -565,8 +566,14 @@ class Importer {
 
   // -- N-dimensional constants: row-major tensors of floats or integers --------------------
   static std::vector<int64_t> strides_of(const std::vector<int64_t>& dims) {
+    // A tensor with a zero dimension has no elements, whatever its other dimensions: their
+    // products may not fit, and are never used (saturated here rather than overflowed).
     std::vector<int64_t> strides(dims.size(), 1);
-    for (size_t d = dims.size(); d-- > 1;) strides[d - 1] = strides[d] * dims[d];
+    for (size_t d = dims.size(); d-- > 1;) {
+      if (__builtin_mul_overflow(strides[d], dims[d], &strides[d - 1])) {
+        strides[d - 1] = std::numeric_limits<int64_t>::max();
+      }
+    }
     return strides;
   }
   // out[i] = in[source(i)] for every element of the output shape `dims`.

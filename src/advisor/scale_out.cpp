@@ -1,0 +1,37 @@
+// The ring all-reduce and the data-parallel step (see scale_out.h).
+#include "advisor/scale_out.h"
+
+#include <algorithm>
+
+namespace xo {
+
+double ring_allreduce_seconds(double bytes, int ranks, const Link& link) {
+  if (ranks <= 1 || bytes <= 0) return 0;
+  const double n = ranks;
+  const double chunk = bytes / n;
+  const double steps = 2 * (n - 1);
+  return steps * (link.latency_s + chunk / link.bytes_per_s) +
+         (n - 1) * chunk * link.reduce_s_per_byte;
+}
+
+double allreduce_bus_bandwidth(double bytes, int ranks, double seconds) {
+  if (seconds <= 0 || ranks <= 1) return 0;
+  return bytes / seconds * 2.0 * (ranks - 1) / ranks;
+}
+
+DataParallelStep predict_data_parallel(double whole_batch_s, double slice_s, double gradient_bytes,
+                                       int ranks, const Link& link, double bucket_bytes) {
+  DataParallelStep s;
+  s.ranks = ranks;
+  s.compute_s = slice_s;
+  s.allreduce_s = ring_allreduce_seconds(gradient_bytes, ranks, link);
+  const double backward_s = slice_s * 2.0 / 3.0;
+  const double last_bucket_s =
+      ring_allreduce_seconds(std::min(bucket_bytes, gradient_bytes), ranks, link);
+  s.exposed_s = ranks > 1 ? std::max(s.allreduce_s - backward_s, last_bucket_s) : 0;
+  s.step_s = s.compute_s + s.exposed_s;
+  s.efficiency = s.step_s > 0 ? whole_batch_s / (ranks * s.step_s) : 1;
+  return s;
+}
+
+}  // namespace xo

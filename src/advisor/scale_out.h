@@ -1,0 +1,45 @@
+// What scaling out buys: a data-parallel step on N devices predicted as each device's compute on
+// its slice of the batch plus the part of the gradients' all-reduce that backward does not hide,
+// the all-reduce modelled as a ring (NCCL's algorithm for large messages, and OpenMPI's for large
+// messages on many ranks) over the link between the devices.
+#pragma once
+
+#include <string>
+
+namespace xo {
+
+// The link an all-reduce runs over, per device and per direction: NVLink or PCIe between the GPUs
+// of one machine, the network between machines, shared memory between the processes of one.
+struct Link {
+  std::string name;              // "NVLink 4", "PCIe 4 x16", "shared memory (measured)"
+  double bytes_per_s = 0;        // point-to-point, each direction at once
+  double latency_s = 0;          // per message step
+  double reduce_s_per_byte = 0;  // the reduction's arithmetic where the host does it (0: fused)
+};
+
+// A ring all-reduce of `bytes` over `ranks` devices: 2(n-1) steps each moving bytes/n over the
+// link (reduce-scatter, then all-gather), and the reduce-scatter's additions. 0 for one rank.
+double ring_allreduce_seconds(double bytes, int ranks, const Link& link);
+
+// The bus bandwidth of an all-reduce as nccl-tests reports it: bytes / seconds x 2(n-1)/n, the
+// rate at which each rank's link moved data (comparable across rank counts).
+double allreduce_bus_bandwidth(double bytes, int ranks, double seconds);
+
+struct DataParallelStep {
+  int ranks = 1;
+  double compute_s = 0;    // one device's forward, backward and optimizer on its slice
+  double allreduce_s = 0;  // the gradients' all-reduce alone
+  double exposed_s = 0;    // what backward does not hide of it
+  double step_s = 0;       // compute + exposed
+  // Throughput on `ranks` devices against `ranks` times one device's on the whole batch.
+  double efficiency = 1;
+};
+
+// A data-parallel step from one device's step on the whole batch (`whole_batch_s`) and on its
+// slice (`slice_s`): the all-reduce starts bucket by bucket as backward (two thirds of the
+// compute) finishes layers, so what shows is what is left after backward, and at least the last
+// bucket's (`bucket_bytes`) all-reduce.
+DataParallelStep predict_data_parallel(double whole_batch_s, double slice_s, double gradient_bytes,
+                                       int ranks, const Link& link, double bucket_bytes);
+
+}  // namespace xo

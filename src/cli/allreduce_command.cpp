@@ -1,0 +1,203 @@
+// `mpirun -np N crossover allreduce`: MPI's all-reduce measured on the ranks of this job at
+// several sizes (as nccl-tests' all_reduce_perf reports it: time, algorithm and bus bandwidth)
+// against the ring model the advisor prices scale-out with, the model's link measured apart,
+// point to point.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <chrono>
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <vector>
+
+#include "advisor/scale_out.h"
+#include "cli/commands.h"
+#include "cli/session.h"
+#include "core/clock.h"
+#include "core/error.h"
+#include "core/file.h"
+#include "core/format.h"
+#include "dist/mpi.h"
+#include "report/machine.h"
+#include "report/report_json.h"
+#include "train/stats.h"
+
+namespace xo::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct AllreduceOptions {
+  std::vector<std::string> sizes = {"1M", "2M", "4M", "8M", "16M", "32M", "64M"};
+  int repeat = 20;
+  std::string json;
+};
+
+// "64M", "512K", "1G" (binary multiples, as nccl-tests' -b/-e) or a byte count; a multiple of 4
+// (whole floats).
+int64_t parse_size(const std::string& text) {
+  int64_t value = 0;
+  const char* end = text.data() + text.size();
+  const auto [rest, ec] = std::from_chars(text.data(), end, value);
+  int64_t unit = 1;
+  const std::string suffix(rest, end);
+  if (suffix == "K" || suffix == "KiB") unit = int64_t{1} << 10;
+  if (suffix == "M" || suffix == "MiB") unit = int64_t{1} << 20;
+  if (suffix == "G" || suffix == "GiB") unit = int64_t{1} << 30;
+  const bool known = suffix.empty() || unit > 1;
+  if (ec != std::errc() || !known || value <= 0 || value > (int64_t{16} << 30) / unit ||
+      (value * unit) % 4 != 0) {
+    throw UserError(fmt::format(
+        "--sizes: '{}' is not a size (expected a byte count that is a multiple of 4, or a number "
+        "with K, M or G, up to 16G: 1M, 64M)",
+        text));
+  }
+  return value * unit;
+}
+
+// The median over `repeat` timed calls of `work` (after 3 warm-ups), each call's time the slowest
+// rank's: a collective is done when its last rank is.
+double timed_median(const mpi::World& world, int repeat, const std::function<void()>& work) {
+  for (int i = 0; i < 3; ++i) work();
+  std::vector<double> seconds;
+  for (int i = 0; i < repeat; ++i) {
+    world.barrier();
+    const auto t0 = Clock::now();
+    work();
+    double s = std::chrono::duration<double>(Clock::now() - t0).count();
+    world.max(&s, 1);
+    seconds.push_back(s);
+  }
+  return summarize(seconds).median;
+}
+
+// The link between this job's ranks, measured point to point as each step of a ring uses it:
+// every rank sends to the next and receives from the one before at once.
+Link measure_link(const mpi::World& world, int repeat) {
+  const int n = world.size(), r = world.rank();
+  const int next = (r + 1) % n, previous = (r + n - 1) % n;
+  constexpr int64_t kProbeBytes = int64_t{8} << 20;
+  std::vector<char> out(kProbeBytes, 1), in(kProbeBytes, 0);
+  Link link;
+  link.name = world.local_size() == n ? "shared memory (one machine, measured)"
+                                      : "the job's network (measured)";
+  const double big = timed_median(
+      world, repeat, [&] { world.exchange(out.data(), in.data(), kProbeBytes, next, previous); });
+  link.latency_s = timed_median(world, repeat * 5,
+                                [&] { world.exchange(out.data(), in.data(), 8, next, previous); });
+  link.bytes_per_s = static_cast<double>(kProbeBytes) / std::max(big - link.latency_s, 1e-9);
+  // The additions of the reduce-scatter, done by this CPU: dst += src over the probe's size.
+  std::vector<float> a(kProbeBytes / sizeof(float), 1.0f), b(a.size(), 2.0f);
+  const double add = timed_median(world, repeat, [&] {
+    for (size_t i = 0; i < a.size(); ++i) a[i] += b[i];
+  });
+  link.reduce_s_per_byte = add / static_cast<double>(kProbeBytes);
+  return link;
+}
+
+struct SizeRow {
+  int64_t bytes = 0;
+  double measured_s = 0, predicted_s = 0;
+};
+
+int run_allreduce(const AllreduceOptions& o, const mpi::World& world) {
+  const bool lead = world.rank() == 0;
+  if (lead && !o.json.empty()) check_writable_path(o.json, "--json");
+  if (world.size() < 2) {
+    throw UserError(
+        "crossover allreduce needs at least 2 ranks (mpirun -np 2 crossover allreduce)");
+  }
+  std::vector<int64_t> sizes;
+  for (const std::string& s : o.sizes) sizes.push_back(parse_size(s));
+  const int n = world.size();
+  const Link link = measure_link(world, o.repeat);
+  std::vector<SizeRow> rows;
+  for (const int64_t bytes : sizes) {
+    std::vector<float> values(static_cast<size_t>(bytes) / sizeof(float), 1.0f / n);
+    const double s = timed_median(
+        world, o.repeat, [&] { world.sum(values.data(), static_cast<int64_t>(values.size())); });
+    rows.push_back({bytes, s, ring_allreduce_seconds(static_cast<double>(bytes), n, link)});
+  }
+  if (!lead) return 0;
+
+  fmt::print(
+      "MPI all-reduce (sum of f32) on {} ranks ({} on this machine), median of {} after 3 "
+      "warm-ups\n"
+      "link, measured point to point: {:.2f} GB/s each way, {:.2f} us per message; the sum's "
+      "additions {:.2f} GB/s\n",
+      n, world.local_size(), o.repeat, link.bytes_per_s / 1e9, link.latency_s * 1e6,
+      1e-9 / std::max(link.reduce_s_per_byte, 1e-18));
+  fmt::print("{:>10} {:>11} {:>12} {:>12} {:>13} {:>8}\n", "size", "measured ms", "algbw GB/s",
+             "busbw GB/s", "ring model ms", "error");
+  std::vector<double> errors;
+  nlohmann::json jrows = nlohmann::json::array();
+  for (const SizeRow& row : rows) {
+    const double error = row.predicted_s / row.measured_s - 1;
+    errors.push_back(std::abs(error));
+    const double b = static_cast<double>(row.bytes);
+    fmt::print("{:>10} {:>11.3f} {:>12.2f} {:>12.2f} {:>13.3f} {:>+7.1f}%\n", byte_size(b),
+               row.measured_s * 1e3, b / row.measured_s / 1e9,
+               allreduce_bus_bandwidth(b, n, row.measured_s) / 1e9, row.predicted_s * 1e3,
+               100 * error);
+    jrows.push_back({{"bytes", row.bytes},
+                     {"measured_ms", row.measured_s * 1e3},
+                     {"algbw_gbs", b / row.measured_s / 1e9},
+                     {"busbw_gbs", allreduce_bus_bandwidth(b, n, row.measured_s) / 1e9},
+                     {"predicted_ms", row.predicted_s * 1e3},
+                     {"error", error}});
+  }
+  const TimingStats e = summarize(errors);
+  fmt::print("ring model against the measurement: median |error| {:.1f}%, worst {:.1f}%\n",
+             100 * e.median, 100 * e.max);
+  if (!o.json.empty()) {
+    nlohmann::json j{{"schema", "crossover.allreduce/1"},
+                     {"created", utc_now()},
+                     {"ranks", n},
+                     {"local_ranks", world.local_size()},
+                     {"repeat", o.repeat},
+                     {"link",
+                      {{"name", link.name},
+                       {"gbs", link.bytes_per_s / 1e9},
+                       {"latency_us", link.latency_s * 1e6},
+                       {"reduce_gbs", 1e-9 / std::max(link.reduce_s_per_byte, 1e-18)}}},
+                     {"sizes", jrows},
+                     {"median_abs_error", e.median},
+                     {"worst_abs_error", e.max},
+                     {"machine", to_json(describe_machine())}};
+    write_file_atomic(o.json, j.dump(2) + "\n");
+  }
+  return 0;
+}
+
+}  // namespace
+
+Command add_allreduce(CLI::App& app) {
+  auto o = std::make_shared<AllreduceOptions>();
+  CLI::App* sub = app.add_subcommand(
+      "allreduce",
+      "Under mpirun: MPI's all-reduce measured across the job's ranks at several sizes, against "
+      "the ring model the advisor prices scale-out with");
+  sub->add_option("--sizes", o->sizes, "Message sizes (bytes, or with K, M, G: 1M,64M)")
+      ->delimiter(',')
+      ->capture_default_str();
+  sub->add_option("--repeat", o->repeat, "Timed calls per size (the median is reported)")
+      ->check(CLI::Range(1, 100000))
+      ->capture_default_str();
+  sub->add_option("--json", o->json, "Write the measurements as JSON to this file");
+  return {sub, [o]() -> int {
+            if (!mpi::launched()) {
+              throw UserError(
+                  "crossover allreduce measures MPI's all-reduce across the ranks of a job: run "
+                  "it under a launcher (mpirun -np 2 crossover allreduce)");
+            }
+            const mpi::World world;
+            try {
+              return run_allreduce(*o, world);
+            } catch (const std::exception& e) {
+              end_job(world, e);
+            }
+          }};
+}
+
+}  // namespace xo::cli

@@ -1,0 +1,47 @@
+// The ring all-reduce model and the data-parallel step built on it.
+#include <gtest/gtest.h>
+
+#include "advisor/scale_out.h"
+
+namespace {
+
+using xo::Link;
+
+TEST(ScaleOut, RingAllReduceMovesTwiceTheDataOverNMinusOneNths) {
+  const Link link{"test", 10e9, 0, 0};
+  EXPECT_DOUBLE_EQ(xo::ring_allreduce_seconds(1e9, 1, link), 0);
+  // 2 ranks: 2 steps of half the bytes each.
+  EXPECT_NEAR(xo::ring_allreduce_seconds(1e9, 2, link), 0.1, 1e-12);
+  // 8 ranks: 14 steps of an eighth: 2 * 7/8 of the bytes.
+  EXPECT_NEAR(xo::ring_allreduce_seconds(1e9, 8, link), 0.175, 1e-12);
+  // Latency per step, and the reduce-scatter's additions over (n-1)/n of the bytes.
+  const Link slow{"test", 10e9, 1e-3, 1e-10};
+  EXPECT_NEAR(xo::ring_allreduce_seconds(1e9, 4, slow), 0.15 + 6e-3 + 0.075, 1e-12);
+}
+
+TEST(ScaleOut, BusBandwidthIsNcclTestsDefinition) {
+  // nccl-tests: busbw = algbw * 2(n-1)/n.
+  EXPECT_DOUBLE_EQ(xo::allreduce_bus_bandwidth(1e9, 2, 1.0), 1e9);
+  EXPECT_DOUBLE_EQ(xo::allreduce_bus_bandwidth(1e9, 8, 1.0), 1.75e9);
+  EXPECT_DOUBLE_EQ(xo::allreduce_bus_bandwidth(1e9, 1, 1.0), 0);
+}
+
+TEST(ScaleOut, BackwardHidesTheAllReduceUpToTheLastBucket) {
+  const Link link{"test", 1e9, 0, 0};
+  // 3 ms of compute on the slice (2 ms of backward); a 1 MB all-reduce over 2 ranks takes 1 ms:
+  // hidden but for the last 0.25 MB bucket (0.25 ms).
+  const auto hidden = xo::predict_data_parallel(6e-3, 3e-3, 1e6, 2, link, 0.25e6);
+  EXPECT_NEAR(hidden.allreduce_s, 1e-3, 1e-12);
+  EXPECT_NEAR(hidden.exposed_s, 0.25e-3, 1e-12);
+  EXPECT_NEAR(hidden.step_s, 3.25e-3, 1e-12);
+  EXPECT_NEAR(hidden.efficiency, 6e-3 / (2 * 3.25e-3), 1e-12);
+  // 10 MB take 10 ms: 8 ms show after the 2 ms of backward.
+  const auto exposed = xo::predict_data_parallel(6e-3, 3e-3, 10e6, 2, link, 0.25e6);
+  EXPECT_NEAR(exposed.exposed_s, 8e-3, 1e-12);
+  // One rank: no all-reduce, the whole-batch step.
+  const auto one = xo::predict_data_parallel(6e-3, 6e-3, 10e6, 1, link, 0.25e6);
+  EXPECT_DOUBLE_EQ(one.exposed_s, 0);
+  EXPECT_DOUBLE_EQ(one.efficiency, 1);
+}
+
+}  // namespace
