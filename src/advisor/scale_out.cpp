@@ -2,16 +2,35 @@
 #include "advisor/scale_out.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace xo {
+
+Link::Sample Link::at(double bytes) const {
+  if (samples.empty()) return {bytes, bytes_per_s, reduce_s_per_byte};
+  if (bytes <= samples.front().bytes) return samples.front();
+  if (bytes >= samples.back().bytes) return samples.back();
+  size_t i = 1;
+  while (samples[i].bytes < bytes) ++i;
+  const Sample& a = samples[i - 1];
+  const Sample& b = samples[i];
+  const double t = std::log(bytes / a.bytes) / std::log(b.bytes / a.bytes);
+  const auto between = [t](double x, double y) {
+    return x > 0 && y > 0 ? std::exp(std::log(x) + t * (std::log(y) - std::log(x)))
+                          : x + t * (y - x);
+  };
+  return {bytes, between(a.bytes_per_s, b.bytes_per_s),
+          between(a.reduce_s_per_byte, b.reduce_s_per_byte)};
+}
 
 double ring_allreduce_seconds(double bytes, int ranks, const Link& link) {
   if (ranks <= 1 || bytes <= 0) return 0;
   const double n = ranks;
   const double chunk = bytes / n;
   const double steps = 2 * (n - 1);
-  return steps * (link.latency_s + chunk / link.bytes_per_s) +
-         (n - 1) * chunk * link.reduce_s_per_byte;
+  const Link::Sample rate = link.at(chunk);
+  return steps * (link.latency_s + chunk / rate.bytes_per_s) +
+         (n - 1) * chunk * rate.reduce_s_per_byte;
 }
 
 double allreduce_bus_bandwidth(double bytes, int ranks, double seconds) {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace xo {
 
@@ -15,6 +16,14 @@ struct Link {
   double bytes_per_s = 0;        // point-to-point, each direction at once
   double latency_s = 0;          // per message step
   double reduce_s_per_byte = 0;  // the reduction's arithmetic where the host does it (0: fused)
+  // Measured links: the point-to-point rate and the reduction's cost by message size (a message
+  // that stays in the caches moves faster than one that goes through memory), ascending in bytes;
+  // between two sizes interpolated in log-log, beyond them the nearest. Empty: the figures above.
+  struct Sample {
+    double bytes = 0, bytes_per_s = 0, reduce_s_per_byte = 0;
+  };
+  std::vector<Sample> samples;
+  Sample at(double bytes) const;
 };
 
 // A ring all-reduce of `bytes` over `ranks` devices: 2(n-1) steps each moving bytes/n over the

@@ -72,27 +72,36 @@ double timed_median(const mpi::World& world, int repeat, const std::function<voi
   return summarize(seconds).median;
 }
 
-// The link between this job's ranks, measured point to point as each step of a ring uses it:
-// every rank sends to the next and receives from the one before at once.
-Link measure_link(const mpi::World& world, int repeat) {
+// The link between this job's ranks, measured point to point as each step of a ring uses it
+// (every rank sends to the next and receives from the one before at once), at each of `chunks`
+// bytes: the messages a ring all-reduce of the sizes asked sends. With the cost of the
+// reduce-scatter's additions on this CPU (dst += src) over the whole message of each.
+Link measure_link(const mpi::World& world, int repeat, const std::vector<int64_t>& chunks) {
   const int n = world.size(), r = world.rank();
   const int next = (r + 1) % n, previous = (r + n - 1) % n;
-  constexpr int64_t kProbeBytes = int64_t{8} << 20;
-  std::vector<char> out(kProbeBytes, 1), in(kProbeBytes, 0);
+  const int64_t largest = *std::max_element(chunks.begin(), chunks.end());
+  std::vector<char> out(static_cast<size_t>(largest), 1), in(out.size(), 0);
+  std::vector<float> a(out.size() * n / sizeof(float), 1.0f), b(a.size(), 2.0f);
   Link link;
   link.name = world.local_size() == n ? "shared memory (one machine, measured)"
                                       : "the job's network (measured)";
-  const double big = timed_median(
-      world, repeat, [&] { world.exchange(out.data(), in.data(), kProbeBytes, next, previous); });
   link.latency_s = timed_median(world, repeat * 5,
                                 [&] { world.exchange(out.data(), in.data(), 8, next, previous); });
-  link.bytes_per_s = static_cast<double>(kProbeBytes) / std::max(big - link.latency_s, 1e-9);
-  // The additions of the reduce-scatter, done by this CPU: dst += src over the probe's size.
-  std::vector<float> a(kProbeBytes / sizeof(float), 1.0f), b(a.size(), 2.0f);
-  const double add = timed_median(world, repeat, [&] {
-    for (size_t i = 0; i < a.size(); ++i) a[i] += b[i];
-  });
-  link.reduce_s_per_byte = add / static_cast<double>(kProbeBytes);
+  for (const int64_t bytes : chunks) {
+    const double move = timed_median(
+        world, repeat, [&] { world.exchange(out.data(), in.data(), bytes, next, previous); });
+    // The additions run over the whole message (n chunks): whether they stay in the caches is
+    // the message's size, not the chunk's.
+    const size_t floats = static_cast<size_t>(bytes * n) / sizeof(float);
+    const double add = timed_median(world, repeat, [&] {
+      for (size_t i = 0; i < floats; ++i) a[i] += b[i];
+    });
+    link.samples.push_back({static_cast<double>(bytes),
+                            static_cast<double>(bytes) / std::max(move - link.latency_s, 1e-9),
+                            add / static_cast<double>(bytes * n)});
+  }
+  link.bytes_per_s = link.samples.back().bytes_per_s;
+  link.reduce_s_per_byte = link.samples.back().reduce_s_per_byte;
   return link;
 }
 
@@ -111,7 +120,11 @@ int run_allreduce(const AllreduceOptions& o, const mpi::World& world) {
   std::vector<int64_t> sizes;
   for (const std::string& s : o.sizes) sizes.push_back(parse_size(s));
   const int n = world.size();
-  const Link link = measure_link(world, o.repeat);
+  std::vector<int64_t> chunks;
+  for (const int64_t bytes : sizes) chunks.push_back(std::max<int64_t>(4, bytes / n / 4 * 4));
+  std::sort(chunks.begin(), chunks.end());
+  chunks.erase(std::unique(chunks.begin(), chunks.end()), chunks.end());
+  const Link link = measure_link(world, o.repeat, chunks);
   std::vector<SizeRow> rows;
   for (const int64_t bytes : sizes) {
     std::vector<float> values(static_cast<size_t>(bytes) / sizeof(float), 1.0f / n);
@@ -124,10 +137,13 @@ int run_allreduce(const AllreduceOptions& o, const mpi::World& world) {
   fmt::print(
       "MPI all-reduce (sum of f32) on {} ranks ({} on this machine), median of {} after 3 "
       "warm-ups\n"
-      "link, measured point to point: {:.2f} GB/s each way, {:.2f} us per message; the sum's "
-      "additions {:.2f} GB/s\n",
-      n, world.local_size(), o.repeat, link.bytes_per_s / 1e9, link.latency_s * 1e6,
-      1e-9 / std::max(link.reduce_s_per_byte, 1e-18));
+      "the link, measured point to point: {:.2f} us per message, and by message size:\n",
+      n, world.local_size(), o.repeat, link.latency_s * 1e6);
+  for (const Link::Sample& l : link.samples) {
+    fmt::print("  {:>10}: {:.2f} GB/s each way, the sum's additions {:.2f} GB/s\n",
+               byte_size(l.bytes), l.bytes_per_s / 1e9,
+               1e-9 / std::max(l.reduce_s_per_byte, 1e-18));
+  }
   fmt::print("{:>10} {:>11} {:>12} {:>12} {:>13} {:>8}\n", "size", "measured ms", "algbw GB/s",
              "busbw GB/s", "ring model ms", "error");
   std::vector<double> errors;
@@ -147,6 +163,12 @@ int run_allreduce(const AllreduceOptions& o, const mpi::World& world) {
                      {"predicted_ms", row.predicted_s * 1e3},
                      {"error", error}});
   }
+  nlohmann::json jlink = nlohmann::json::array();
+  for (const Link::Sample& l : link.samples) {
+    jlink.push_back({{"bytes", l.bytes},
+                     {"gbs", l.bytes_per_s / 1e9},
+                     {"reduce_gbs", 1e-9 / std::max(l.reduce_s_per_byte, 1e-18)}});
+  }
   const TimingStats e = summarize(errors);
   fmt::print("ring model against the measurement: median |error| {:.1f}%, worst {:.1f}%\n",
              100 * e.median, 100 * e.max);
@@ -156,11 +178,8 @@ int run_allreduce(const AllreduceOptions& o, const mpi::World& world) {
                      {"ranks", n},
                      {"local_ranks", world.local_size()},
                      {"repeat", o.repeat},
-                     {"link",
-                      {{"name", link.name},
-                       {"gbs", link.bytes_per_s / 1e9},
-                       {"latency_us", link.latency_s * 1e6},
-                       {"reduce_gbs", 1e-9 / std::max(link.reduce_s_per_byte, 1e-18)}}},
+                     {"link", {{"name", link.name}, {"latency_us", link.latency_s * 1e6}}},
+                     {"link_by_size", jlink},
                      {"sizes", jrows},
                      {"median_abs_error", e.median},
                      {"worst_abs_error", e.max},

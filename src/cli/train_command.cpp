@@ -47,6 +47,7 @@ struct TrainOptions {
   int64_t pause_after = 0;
   int64_t max_steps = 0;
   CheckpointFlags checkpoint;
+  std::string reduce = "after-backward";
 };
 
 // One process, or (world) one rank of an MPI job training the model data-parallel: then rank 0
@@ -140,7 +141,7 @@ int run_train(const TrainOptions& o, const mpi::World* world) {
   exec.max_steps = o.max_steps;
   std::optional<DataParallel> ranks;
   if (world) {
-    ranks.emplace(*world);
+    ranks.emplace(*world, o.reduce == "overlap" ? ReduceMode::Overlap : ReduceMode::AfterBackward);
     exec.data_parallel = &*ranks;
   }
   // Beside the training, the load of other processes on this one's CPUs: timings measured while
@@ -196,9 +197,10 @@ int run_train(const TrainOptions& o, const mpi::World* world) {
       r.step_ms.median, r.step_ms.count, r.step_ms.p10, r.step_ms.p90, r.gflops,
       r.samples_per_second, r.train_seconds, r.shards, r.shards == 1 ? "" : "s",
       r.ranks > 1
-          ? fmt::format(" per rank, {} ranks (summing {} of gradients per step: {:.4f} ms "
+          ? fmt::format(" per rank, {} ranks (summing {} of gradients per step {}: {:.4f} ms "
                         "beyond backward)",
-                        r.ranks, byte_size(static_cast<double>(r.reduced_bytes)), r.communicate_ms)
+                        r.ranks, byte_size(static_cast<double>(r.reduced_bytes)), r.reduce_mode,
+                        r.communicate_ms)
           : std::string(),
       r.recorded_step ? ", replayed as one CUDA Graph" : "",
       r.interrupted ? " (interrupted)"
@@ -287,6 +289,12 @@ Command add_train(CLI::App& app) {
                   "Stop after this many training steps in all (to time a model; a partial epoch "
                   "is not reported as an epoch)")
       ->check(positive_number());
+  sub->add_option("--reduce", o->reduce,
+                  "Under mpirun: sum the gradients across ranks once backward is done "
+                  "(after-backward, each bucket in one call: fastest where every core computes) "
+                  "or bucket by bucket while backward runs (overlap, as PyTorch DDP)")
+      ->check(CLI::IsMember({"after-backward", "overlap"}))
+      ->capture_default_str();
   add_gpu_options(sub, o->precision, o->record_step);
   add_checkpoint_options(sub, o->checkpoint, true);
   return {sub, [o] {

@@ -2,6 +2,7 @@
 #include "dist/mpi.h"
 
 #include <fmt/format.h>
+#include <malloc.h>
 #include <mpi.h>
 
 #include <algorithm>
@@ -46,6 +47,12 @@ std::string receive_status(const MPI_Status& status) {
 bool built_with_mpi() { return true; }
 
 World::World() {
+  // OpenMPI's reductions allocate their scratch buffers on every call; glibc maps any allocation
+  // over 32 MiB afresh (and the kernel zeroes its pages) each time: a 64 MiB all-reduce on this
+  // 2-core machine took 26.6 ms so, 12.5 ms with the buffers kept in the heap (`crossover
+  // allreduce`, docs/benchmarks.md).
+  mallopt(M_MMAP_THRESHOLD, 1 << 30);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
   int ready = 0;
   XO_MPI_CHECK(MPI_Initialized(&ready));
   if (!ready) XO_MPI_CHECK(MPI_Init(nullptr, nullptr));

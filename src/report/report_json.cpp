@@ -165,9 +165,14 @@ json result_json(const TrainResult& r, const char* epochs) {
   // Data-parallel training across MPI ranks: the ranks, and per step the gradient bytes each rank
   // summed and the time that sum took beyond backward (null on one process).
   j["ranks"] = r.ranks;
-  j["data_parallel"] = r.ranks > 1 ? json{{"reduced_bytes_per_step", r.reduced_bytes},
-                                          {"communicate_ms", number_or_null(r.communicate_ms)}}
-                                   : json();
+  // The step's phases, medians (null inside a recorded step, timed as a whole).
+  j["step_phases_ms"] = {{"data", number_or_null(r.data_ms)},
+                         {"forward_backward", number_or_null(r.forward_backward_ms)},
+                         {"communicate", number_or_null(r.communicate_ms)},
+                         {"optimizer", number_or_null(r.optimizer_ms)}};
+  j["data_parallel"] =
+      r.ranks > 1 ? json{{"reduced_bytes_per_step", r.reduced_bytes}, {"reduce", r.reduce_mode}}
+                  : json();
   j["checkpoints"] = {{"resumed_at_step", r.resumed_at_step},
                       {"paused", r.paused},
                       {"written", r.checkpoints_written},
@@ -199,9 +204,16 @@ TrainResult read_result(const JsonIn& in, const char* epochs, int schema) {
   r.recorded_step = in.flag("recorded_step");
   // Since data-parallel training (0.2.x); earlier files trained on one process.
   if (in.has("ranks")) r.ranks = in.int_integer("ranks");
+  if (const auto phases =
+          in.has("step_phases_ms") ? in.object("step_phases_ms", true) : std::nullopt) {
+    r.data_ms = phases->nullable("data");
+    r.forward_backward_ms = phases->nullable("forward_backward");
+    r.communicate_ms = phases->nullable("communicate");
+    r.optimizer_ms = phases->nullable("optimizer");
+  }
   if (const auto dp = in.has("data_parallel") ? in.object("data_parallel", true) : std::nullopt) {
     r.reduced_bytes = dp->integer("reduced_bytes_per_step");
-    r.communicate_ms = dp->nullable("communicate_ms");
+    r.reduce_mode = dp->text("reduce");
   }
   for (const JsonIn& e : in.objects(epochs))
     r.epochs.push_back(read_epoch(e, schema, r.steps_per_epoch));

@@ -66,8 +66,12 @@ std::vector<GradientBucket> plan_buckets(const Model& model, int64_t bucket_byte
   return buckets;
 }
 
-DataParallel::DataParallel(const mpi::World& world, int64_t bucket_bytes)
-    : world_(world), bucket_bytes_(bucket_bytes), pending_(world) {}
+const char* reduce_mode_name(ReduceMode mode) {
+  return mode == ReduceMode::Overlap ? "overlap" : "after-backward";
+}
+
+DataParallel::DataParallel(const mpi::World& world, ReduceMode mode, int64_t bucket_bytes)
+    : world_(world), mode_(mode), bucket_bytes_(bucket_bytes), pending_(world) {}
 
 namespace {
 
@@ -127,6 +131,7 @@ void DataParallel::plan(const Model& model) {
 }
 
 void DataParallel::node_backward_done(size_t node) {
+  if (mode_ != ReduceMode::Overlap) return;
   while (started_ < buckets_.size() && buckets_[started_].ready_after >= node) {
     const GradientBucket& b = buckets_[started_++];
     pending_.start(grads_ + b.offset, b.size);
@@ -135,6 +140,11 @@ void DataParallel::node_backward_done(size_t node) {
 }
 
 void DataParallel::finish_step() {
+  if (mode_ == ReduceMode::AfterBackward) {
+    // The same buckets as overlapped, one call each.
+    for (const GradientBucket& b : buckets_) world_.sum(grads_ + b.offset, b.size);
+    return;
+  }
   while (started_ < buckets_.size()) {
     const GradientBucket& b = buckets_[started_++];
     pending_.start(grads_ + b.offset, b.size);

@@ -32,13 +32,29 @@ struct GradientBucket {
 };
 std::vector<GradientBucket> plan_buckets(const Model& model, int64_t bucket_bytes);
 
+// When the buckets are summed.
+enum class ReduceMode {
+  // Each bucket, blocking, once backward has finished: on a machine whose cores all compute, MPI
+  // moves shared-memory messages only inside its calls, and this measured fastest (2 ranks x 1
+  // thread on the 2-core EPYC: disc-12 29.2 ms per step against 34.1-38.2 overlapped, mnist-cnn
+  // 32.2 against 32.6; docs/benchmarks.md).
+  AfterBackward,
+  // Each bucket started (MPI_Iallreduce) as backward finishes its layers and pushed on between
+  // layers (MPI_Testall), as PyTorch DDP and Horovod do: for links that progress by themselves
+  // (a network adapter's offload) or ranks with cores to spare.
+  Overlap,
+};
+const char* reduce_mode_name(ReduceMode mode);  // "after-backward", "overlap"
+
 class DataParallel : public BackwardObserver {
  public:
   // PyTorch DDP's default bucket is 25 MiB; smaller ones start communicating sooner in a model
-  // whose gradients are a few megabytes (mnist-cnn's are 4.8 MB).
+  // whose gradients are a few megabytes (mnist-cnn's are 4.8 MB), and stay in the caches.
   static constexpr int64_t kDefaultBucketBytes = 4 << 20;
 
-  explicit DataParallel(const mpi::World& world, int64_t bucket_bytes = kDefaultBucketBytes);
+  explicit DataParallel(const mpi::World& world, ReduceMode mode = ReduceMode::AfterBackward,
+                        int64_t bucket_bytes = kDefaultBucketBytes);
+  ReduceMode mode() const { return mode_; }
 
   int rank() const { return world_.rank(); }
   int ranks() const { return world_.size(); }
@@ -52,8 +68,9 @@ class DataParallel : public BackwardObserver {
   void plan(const Model& model);
 
   // One step's gradient sum: node_backward_done as backward finishes each layer (when the rank's
-  // step runs unsharded), then finish_step, after which every rank holds the sum of the ranks'
-  // gradients. A rank without rows in a batch calls finish_step alone (its gradients are zeros).
+  // step runs unsharded; in Overlap mode it starts the buckets then complete), then finish_step,
+  // after which every rank holds the sum of the ranks' gradients. A rank without rows in a batch
+  // calls finish_step alone (its gradients are zeros).
   void node_backward_done(size_t node) override;
   void finish_step();
   // Floats of gradient summed per step.
@@ -66,6 +83,7 @@ class DataParallel : public BackwardObserver {
 
  private:
   const mpi::World& world_;
+  ReduceMode mode_;
   int64_t bucket_bytes_;
   float* grads_ = nullptr;
   int64_t flat_size_ = 0;

@@ -154,6 +154,7 @@ TrainResult make_result(const TrainPlan& p, const TrainState& state, double setu
     r.ranks = p.data_parallel->ranks();
     r.communicate_ms = summarize_after_warmup(t.communicate).median;
     r.reduced_bytes = static_cast<int64_t>(sizeof(float)) * p.data_parallel->floats_per_step();
+    r.reduce_mode = reduce_mode_name(p.data_parallel->mode());
   }
   r.steps_taken = state.steps_taken;
   if (r.step_ms.median > 0) {

@@ -51,6 +51,7 @@ struct Case {
   // The largest relative difference measured between the ranks' run and one process (see
   // docs/benchmarks.md), with headroom: float sums in another order, over a few epochs.
   double tolerance;
+  std::string flags = "";  // for the ranks' run
 };
 void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
 
@@ -130,10 +131,10 @@ TEST_P(DataParallelTrain, RanksTakeTheStepsOneProcessTakes) {
   const std::string args = " train spec.toml --checkpoint-every off";
   const auto one = run_cli(args + " --save one.safetensors --json one.json", dir.path());
   ASSERT_EQ(one.status, 0) << one.output;
-  const auto many =
-      run_cli("--version >/dev/null && " + std::string(kMpirun) + "-np " + std::to_string(c.ranks) +
-                  " " + CROSSOVER_BINARY + args + " --save many.safetensors --json many.json",
-              dir.path());
+  const auto many = run_cli("--version >/dev/null && " + std::string(kMpirun) + "-np " +
+                                std::to_string(c.ranks) + " " + CROSSOVER_BINARY + args +
+                                " --save many.safetensors --json many.json " + c.flags,
+                            dir.path());
   if (many.output.find("built without MPI") != std::string::npos) GTEST_SKIP() << many.output;
   ASSERT_EQ(many.status, 0) << many.output;
 
@@ -142,6 +143,8 @@ TEST_P(DataParallelTrain, RanksTakeTheStepsOneProcessTakes) {
   EXPECT_EQ(b.at("ranks"), c.ranks);
   EXPECT_EQ(a.at("ranks"), 1);
   EXPECT_GT(b.at("data_parallel").at("reduced_bytes_per_step").get<int64_t>(), 0);
+  EXPECT_EQ(b.at("data_parallel").at("reduce").get<std::string>(),
+            c.flags.empty() ? "after-backward" : "overlap");
   ASSERT_EQ(a.at("epochs").size(), b.at("epochs").size());
   double worst = 0;
   for (size_t e = 0; e < a.at("epochs").size(); ++e) {
@@ -182,14 +185,16 @@ TEST_P(DataParallelTrain, RanksTakeTheStepsOneProcessTakes) {
   EXPECT_EQ(summaries, 1u) << many.output;
 }
 
-INSTANTIATE_TEST_SUITE_P(Mpi, DataParallelTrain,
-                         ::testing::Values(Case{"mlp_2_ranks", kMlp, 2, 1e-5},
-                                           Case{"mlp_3_ranks", kMlp, 3, 1e-5},
-                                           Case{"cnn_dropout_2_ranks", kCnn, 2, 1e-5},
-                                           Case{"cnn_dropout_3_ranks", kCnn, 3, 1e-5},
-                                           Case{"lstm_2_ranks", kLstm, 2, 1e-5},
-                                           Case{"lstm_3_ranks", kLstm, 3, 1e-5}),
-                         [](const auto& param_info) { return param_info.param.name; });
+INSTANTIATE_TEST_SUITE_P(
+    Mpi, DataParallelTrain,
+    ::testing::Values(Case{"mlp_2_ranks", kMlp, 2, 1e-5}, Case{"mlp_3_ranks", kMlp, 3, 1e-5},
+                      Case{"cnn_dropout_2_ranks", kCnn, 2, 1e-5},
+                      Case{"cnn_dropout_3_ranks", kCnn, 3, 1e-5},
+                      Case{"lstm_2_ranks", kLstm, 2, 1e-5}, Case{"lstm_3_ranks", kLstm, 3, 1e-5},
+                      // Buckets summed while backward runs.
+                      Case{"mlp_2_ranks_overlap", kMlp, 2, 1e-5, "--reduce overlap"},
+                      Case{"cnn_dropout_3_ranks_overlap", kCnn, 3, 1e-5, "--reduce overlap"}),
+    [](const auto& param_info) { return param_info.param.name; });
 
 // One rank that cannot read its spec ends every rank, promptly, with its message.
 TEST(DataParallel, ARankThatFailsEndsTheJobWithItsMessage) {
