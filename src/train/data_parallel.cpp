@@ -111,11 +111,17 @@ void DataParallel::check_same(const std::string& fingerprint) const {
 
 void DataParallel::share_model(Model& model) const {
   Backend& be = model.backend();
-  std::vector<float> host(static_cast<size_t>(std::max(model.flat_size(), model.state_size())));
+  std::vector<float> host(static_cast<size_t>(model.flat_size()));
   be.download(host.data(), model.params(), sizeof(float) * model.flat_size());
   world_.broadcast(host.data(), static_cast<int64_t>(sizeof(float)) * model.flat_size());
   be.upload(model.params(), host.data(), sizeof(float) * model.flat_size());
+  share_state(model);
+}
+
+void DataParallel::share_state(Model& model) const {
+  Backend& be = model.backend();
   if (model.state_size() > 0) {
+    std::vector<float> host(static_cast<size_t>(model.state_size()));
     be.download(host.data(), model.state(), sizeof(float) * model.state_size());
     world_.broadcast(host.data(), static_cast<int64_t>(sizeof(float)) * model.state_size());
     be.upload(model.state(), host.data(), sizeof(float) * model.state_size());

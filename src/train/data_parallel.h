@@ -64,6 +64,10 @@ class DataParallel : public BackwardObserver {
   void check_same(const std::string& fingerprint) const;
   // Rank 0's parameters and state (BatchNorm's running statistics) on every rank.
   void share_model(Model& model) const;
+  // Rank 0's state alone: each rank's BatchNorm normalises with its own slice's statistics (as
+  // PyTorch DDP without SyncBatchNorm), and rank 0's running statistics are the model's (as DDP
+  // broadcasts rank 0's buffers), given to every rank before each evaluation.
+  void share_state(Model& model) const;
   // The buckets of `model`'s gradients; before the first step.
   void plan(const Model& model);
 

@@ -96,6 +96,8 @@ EpochRecord finish_epoch(TrainPlan& p, TrainState& state) {
                      kNoValue,
                      kNoValue};
   record.lr = state.schedule.lr;
+  // Across ranks, rank 0's BatchNorm running statistics are the model's.
+  if (p.data_parallel && (p.evaluator || p.validator)) p.data_parallel->share_state(p.model);
   if (p.evaluator) {
     const Evaluation e = p.evaluator->run();
     record.test_loss = e.loss;

@@ -212,6 +212,7 @@ TrainResult train_model(Model& model, const DataSplit& split, const TrainSpec& t
     checkpoints->flush();
   }
 
+  if (ranks) ranks->share_state(model);  // rank 0's running statistics, as evaluated
   TrainResult r = make_result(plan, state, setup_seconds, stop == Stop::Interrupted);
   rules.finish(plan, state,
                stop == Stop::EarlyStopping || (stop == Stop::None && state.epoch == train.epochs),

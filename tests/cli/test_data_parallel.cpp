@@ -246,3 +246,64 @@ TEST(DataParallel, ABatchSmallerThanTheJobIsRefused) {
 }
 
 }  // namespace
+
+namespace {
+
+// A job paused (rank 0 writes the checkpoint) and resumed on its ranks ends bit-identical to the
+// same job never stopped.
+TEST(DataParallel, APausedJobResumesBitIdentical) {
+  if (!have_mpirun()) GTEST_SKIP() << "no mpirun: run scripts/setup";
+  xo::testing::TempDir dir("dp-resume");
+  std::ofstream(dir.path() / "spec.toml") << kMlp;
+  const std::string job = "--version >/dev/null && " + std::string(kMpirun) + "-np 2 " +
+                          CROSSOVER_BINARY + " train spec.toml ";
+  const auto whole = run_cli(job + "--checkpoint-every off --save whole.safetensors", dir.path());
+  if (whole.output.find("built without MPI") != std::string::npos) GTEST_SKIP() << whole.output;
+  ASSERT_EQ(whole.status, 0) << whole.output;
+  const auto paused = run_cli(
+      job + "--checkpoint-every 7steps --pause-after 2 --save paused.safetensors", dir.path());
+  ASSERT_EQ(paused.status, 0) << paused.output;
+  EXPECT_NE(paused.output.find("paused after epoch 2 of 4"), std::string::npos) << paused.output;
+  const auto resumed =
+      run_cli(job + "--checkpoint-every 7steps --resume --save resumed.safetensors", dir.path());
+  ASSERT_EQ(resumed.status, 0) << resumed.output;
+  EXPECT_NE(resumed.output.find("resumed from its checkpoint"), std::string::npos)
+      << resumed.output;
+  EXPECT_EQ(xo::read_file(dir.path() / "resumed.safetensors"),
+            xo::read_file(dir.path() / "whole.safetensors"));
+}
+
+// BatchNorm across ranks: each rank's slice statistics, rank 0's running statistics evaluated on
+// every rank's slice of the test split; the job finishes and reports a test loss.
+TEST(DataParallel, BatchNormTrainsWithRankZerosRunningStatistics) {
+  if (!have_mpirun()) GTEST_SKIP() << "no mpirun: run scripts/setup";
+  xo::testing::TempDir dir("dp-bn");
+  write_csv(dir.path() / "images.csv", 203, 36, 5, 1);
+  write_csv(dir.path() / "test.csv", 31, 36, 5, 2);
+  std::ofstream(dir.path() / "spec.toml") << replace_dir(R"(
+[model]
+input = [1, 6, 6]
+layers = [ { type = "conv2d", out = 4, kernel = 3 }, { type = "batchnorm2d" }, { type = "relu" },
+           { type = "flatten" }, { type = "linear", out = 5 } ]
+loss = "cross_entropy"
+[train]
+optimizer = { type = "sgd", lr = 0.05, momentum = 0.9 }
+batch = 40
+epochs = 2
+[data]
+source = "csv:{dir}/images.csv"
+test = "csv:{dir}/test.csv"
+)",
+                                                         dir.path());
+  const auto r =
+      run_cli("--version >/dev/null && " + std::string(kMpirun) + "-np 3 " + CROSSOVER_BINARY +
+                  " train spec.toml --checkpoint-every off --json r.json",
+              dir.path());
+  if (r.output.find("built without MPI") != std::string::npos) GTEST_SKIP() << r.output;
+  ASSERT_EQ(r.status, 0) << r.output;
+  const json j = json::parse(xo::read_file(dir.path() / "r.json"));
+  EXPECT_EQ(j.at("ranks"), 3);
+  EXPECT_TRUE(j.at("final_test_loss").is_number()) << j.dump();
+}
+
+}  // namespace
