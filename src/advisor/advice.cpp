@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 
+#include "advisor/scale_out.h"
 #include "core/format.h"
 
 namespace xo {
@@ -46,6 +47,55 @@ namespace {
 
 double step_seconds(const DevicePrediction& p) {
   return p.measured_s ? *p.measured_s : p.step.seconds;
+}
+
+// The device counts of the catalog's instances that carry `device` several at a time with their
+// link given: the data-parallel runs cost_table prices.
+std::vector<int> scale_out_counts(const Catalog& catalog, const std::string& device) {
+  std::vector<int> counts;
+  for (const CatalogInstance& i : catalog.instances) {
+    if (i.device == device && i.device_count > 1 && i.interconnect_gbs > 0 &&
+        std::find(counts.begin(), counts.end(), i.device_count) == counts.end()) {
+      counts.push_back(i.device_count);
+    }
+  }
+  return counts;
+}
+
+// A data-parallel step over NVLink-class links: NCCL's ring, its per-step latency a few
+// microseconds, the reduction fused into the copy; DDP's 25 MiB buckets.
+constexpr double kCollectiveLatencyS = 5e-6;
+constexpr double kDdpBucketBytes = 25.0 * 1024 * 1024;
+
+// The run of `p`'s model on all of `instance`'s devices, data-parallel.
+CostTable::Instance::ScaleOut scale_out_on(const CatalogInstance& instance,
+                                           const DevicePrediction& p, int64_t parameters,
+                                           double steps) {
+  const int n = instance.device_count;
+  const double whole = step_seconds(p);
+  // Each device's slice: predicted at its batch where the profile could, else the step's work
+  // divided among the devices and its fixed costs not.
+  const auto found = p.slice_seconds.find(n);
+  const double slice =
+      found != p.slice_seconds.end()
+          ? found->second
+          : p.step.overhead_seconds + std::max(0.0, whole - p.step.overhead_seconds) / n;
+  const Link link{
+      instance.interconnect, instance.interconnect_gbs * 1e9, kCollectiveLatencyS, 0, {}};
+  const DataParallelStep dp = predict_data_parallel(
+      whole, slice, 4.0 * static_cast<double>(parameters), n, link, kDdpBucketBytes);
+  CostTable::Instance::ScaleOut out;
+  out.devices = n;
+  out.link = instance.interconnect;
+  out.link_gbs = instance.interconnect_gbs;
+  out.step_s = dp.step_s;
+  out.compute_s = dp.compute_s;
+  out.allreduce_s = dp.allreduce_s;
+  out.exposed_s = dp.exposed_s;
+  out.efficiency = dp.efficiency;
+  out.run_hours = dp.step_s * steps / 3600.0;
+  out.on_demand_usd = out.run_hours * instance.on_demand_usd_per_hour;
+  return out;
 }
 
 }  // namespace
@@ -328,6 +378,12 @@ std::vector<DevicePrediction> predict_devices(const RunRecord& focus,
           d.measured_epoch_s = seconds_per_epoch(row->result);
         }
       }
+      for (const int n : scale_out_counts(catalog, c.id)) {
+        const int64_t rows = (focus.result.batch + n - 1) / n;
+        if (const auto slice = profiled_step(*spec, rows, catalog_target(c, peaks, o), o)) {
+          d.slice_seconds[n] = slice->step.seconds;
+        }
+      }
       out.push_back(std::move(d));
       continue;
     }
@@ -366,9 +422,9 @@ std::vector<DevicePrediction> predict_devices(const RunRecord& focus,
   return out;
 }
 
-CostTable cost_table(const std::string& model, int64_t epochs, int64_t steps_per_epoch,
-                     const std::vector<DevicePrediction>& ps, const Catalog& catalog,
-                     const AdviceOptions& o) {
+CostTable cost_table(const std::string& model, int64_t parameters, int64_t epochs,
+                     int64_t steps_per_epoch, const std::vector<DevicePrediction>& ps,
+                     const Catalog& catalog, const AdviceOptions& o) {
   check_assumptions(o.ownership);
   const double steps = static_cast<double>(steps_per_epoch * epochs);
   // Hours of the run on `device`; on a CPU instance with fewer vCPUs than the whole CPU has
@@ -408,7 +464,15 @@ CostTable cost_table(const std::string& model, int64_t epochs, int64_t steps_per
     const InstanceCost c = instance_cost(i, *hours);
     t.instances.push_back({i.id, i.provider, i.name, i.device, i.device_count, i.region,
                            i.on_demand_usd_per_hour, c.run_hours, c.on_demand_usd, c.spot_usd,
-                           predicted, i.source, i.date});
+                           predicted, i.source, i.date, std::nullopt});
+    if (i.device_count > 1 && i.interconnect_gbs > 0 && parameters > 0) {
+      for (const DevicePrediction& p : ps) {
+        if (p.device == i.device && !p.local) {
+          t.instances.back().scale_out = scale_out_on(i, p, parameters, steps);
+          break;
+        }
+      }
+    }
   }
   for (const CatalogDevice& d : catalog.devices) {
     if (d.price_usd <= 0) continue;
@@ -491,6 +555,52 @@ std::vector<std::string> advice_lines(const std::string& model,
   const CostTable::Instance* cheapest = nullptr;
   for (const CostTable::Instance& i : cost.instances) {
     if (!cheapest || i.on_demand_usd < cheapest->on_demand_usd) cheapest = &i;
+  }
+  // Scaling out: the multi-device instance whose data-parallel run is fastest, against one of
+  // its devices and against the cheapest instance that rents that device alone.
+  const CostTable::Instance* scaled = nullptr;
+  for (const CostTable::Instance& i : cost.instances) {
+    if (i.scale_out && (!scaled || i.scale_out->run_hours < scaled->scale_out->run_hours)) {
+      scaled = &i;
+    }
+  }
+  if (scaled) {
+    const CostTable::Instance::ScaleOut& x = *scaled->scale_out;
+    const CostTable::Instance* alone = nullptr;
+    for (const CostTable::Instance& i : cost.instances) {
+      if (i.device == scaled->device && i.device_count == 1 &&
+          (!alone || i.on_demand_usd < alone->on_demand_usd)) {
+        alone = &i;
+      }
+    }
+    const double faster = scaled->run_hours / x.run_hours;
+    std::string against;
+    if (alone) {
+      const double ratio = x.on_demand_usd / alone->on_demand_usd;
+      against = fmt::format(
+          "; against {} {} with one {} ({} for {}): {}", alone->provider, alone->name,
+          alone->device, usd(alone->on_demand_usd), duration(alone->run_hours * 3600),
+          ratio <= 1 ? fmt::format("going from 1 to {} devices pays ({:.2f}x the dollars)",
+                                   x.devices, ratio)
+          : alone->run_hours > x.run_hours
+              ? fmt::format("going from 1 to {} devices finishes {:.1f}x sooner for "
+                            "{:.1f}x the dollars",
+                            x.devices, alone->run_hours / x.run_hours, ratio)
+              : fmt::format("going from 1 to {} devices does not pay (slower, and "
+                            "{:.1f}x the dollars): the gradients' all-reduce ({} per "
+                            "step, {} not hidden) outweighs each device's share of the "
+                            "batch ({})",
+                            x.devices, ratio, duration(x.allreduce_s), duration(x.exposed_s),
+                            duration(x.compute_s)));
+    }
+    lines.push_back(fmt::format(
+        "Scaling out: {} {}'s {}x {} data-parallel over {}: {} per step (predicted, scaling "
+        "efficiency {:.0f}%), {} one of them; the run in {} for {}{}.",
+        scaled->provider, scaled->name, x.devices, scaled->device, x.link, duration(x.step_s),
+        100 * x.efficiency,
+        faster >= 1 ? fmt::format("{:.1f}x faster than", faster)
+                    : fmt::format("{:.1f}x slower than", 1 / faster),
+        duration(x.run_hours * 3600), usd(x.on_demand_usd), against));
   }
   if (cheapest) {
     const CostTable::Instance& c = *cheapest;

@@ -4,6 +4,7 @@
 // whose assumptions are listed with it.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -74,6 +75,9 @@ struct DevicePrediction {
   // A GPU predicted at its roofline (efficiency 1) with no GPU measured here to calibrate it:
   // the step takes at least this long.
   bool lower_bound = false;
+  // Catalog devices that instances carry N at a time (with their link): the step predicted on one
+  // device for its slice of the batch (ceil(batch / N) rows), by N.
+  std::map<int, double> slice_seconds;
   std::string profile;                   // the profile it was predicted from ("" : roofline)
   std::optional<double> expected_error;  // the validation table's median |error| for its kind
   std::vector<std::string> assumptions;
@@ -111,9 +115,11 @@ DeviceRates catalog_rates(const CatalogDevice& d, const std::vector<DevicePeaks>
 
 // Cost of `epochs` epochs of `steps_per_epoch` steps on every instance and owned device, and
 // break-even usage, from the predictions (measured times where the device is local).
-CostTable cost_table(const std::string& model, int64_t epochs, int64_t steps_per_epoch,
-                     const std::vector<DevicePrediction>& p, const Catalog& catalog,
-                     const AdviceOptions& o);
+// `parameters` (the model's) sizes the gradients a data-parallel run on a multi-device instance
+// sums every step.
+CostTable cost_table(const std::string& model, int64_t parameters, int64_t epochs,
+                     int64_t steps_per_epoch, const std::vector<DevicePrediction>& p,
+                     const Catalog& catalog, const AdviceOptions& o);
 
 // The recommendation under the verdict: fastest here (measured), fastest anywhere (predicted),
 // cheapest per run, the crossover sentence (verdict.h), when buying pays off against renting (for

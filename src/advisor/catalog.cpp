@@ -54,6 +54,8 @@ const std::vector<std::string_view> kInstanceKeys = {"id",
                                                      "name",
                                                      "device",
                                                      "device_count",
+                                                     "interconnect",
+                                                     "interconnect_gbs",
                                                      "vcpus",
                                                      "memory_gib",
                                                      "on_demand_usd_per_hour",
@@ -131,6 +133,15 @@ CatalogInstance read_instance(const TomlTable& t) {
   in.name = t.get("name").non_empty_string();
   in.device = t.get("device").non_empty_string();
   in.device_count = static_cast<int>(t.get("device_count").integer_in(1, kMaxCount));
+  if (const TomlValue v = t.get("interconnect")) in.interconnect = v.non_empty_string();
+  if (const TomlValue v = t.get("interconnect_gbs")) in.interconnect_gbs = v.number(kPositive);
+  // The link and its rate go together.
+  if (!in.interconnect.empty() && in.interconnect_gbs == 0) {
+    t.get("interconnect").fail("needs interconnect_gbs too (its GB/s per device and direction)");
+  }
+  if (in.interconnect.empty() && in.interconnect_gbs > 0) {
+    t.get("interconnect_gbs").fail("needs interconnect too (the link's name: \"NVLink 4\")");
+  }
   in.vcpus = static_cast<int>(t.get("vcpus").integer_in(1, kMaxCount));
   in.memory_gib = t.get("memory_gib").number(kPositive);
   in.on_demand_usd_per_hour = t.get("on_demand_usd_per_hour").number(kPositive);

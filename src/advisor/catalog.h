@@ -46,6 +46,11 @@ struct CatalogInstance {
   std::string region;
   std::string source;
   std::string date;
+  // Multi-device instances: the link between its devices that collectives run over (NVLink via
+  // NVSwitch, PCIe), and its bandwidth per device and direction, GB/s; "" and 0 where not given
+  // (then no data-parallel run on all its devices is predicted).
+  std::string interconnect;
+  double interconnect_gbs = 0;
 };
 
 struct Catalog {

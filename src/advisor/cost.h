@@ -75,6 +75,18 @@ struct CostTable {
     std::optional<double> spot_usd;
     bool predicted = true;
     std::string source, date;
+    // A multi-device instance with its link in the catalog: the run data-parallel on all its
+    // devices (predicted: each device's slice of the batch, plus the ring all-reduce of the
+    // gradients over the link, less what backward hides). run_hours above is on one device.
+    struct ScaleOut {
+      int devices = 0;
+      std::string link;
+      double link_gbs = 0;
+      double step_s = 0, compute_s = 0, allreduce_s = 0, exposed_s = 0;
+      double efficiency = 0;  // throughput against `devices` times one device's
+      double run_hours = 0, on_demand_usd = 0;
+    };
+    std::optional<ScaleOut> scale_out;
   };
   struct Owned {
     std::string device, name;

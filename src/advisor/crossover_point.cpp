@@ -23,7 +23,8 @@ std::vector<Paired> pair_up(const SweepSeries& a, const SweepSeries& b) {
     if (it == in_b.end()) continue;
     out.push_back({p.axis_value, p.params, std::log(p.seconds / it->second->seconds)});
   }
-  std::sort(out.begin(), out.end(), [](const Paired& x, const Paired& y) { return x.axis < y.axis; });
+  std::sort(out.begin(), out.end(),
+            [](const Paired& x, const Paired& y) { return x.axis < y.axis; });
   return out;
 }
 

@@ -12,7 +12,7 @@ namespace xo {
 struct SweepPoint {
   double axis_value = 0;  // the swept quantity: layers, width, batch, sequence length
   double params = 0;
-  double seconds = 0;     // the time compared (per step, per epoch or per 100 epochs): > 0
+  double seconds = 0;  // the time compared (per step, per epoch or per 100 epochs): > 0
 };
 
 struct SweepSeries {

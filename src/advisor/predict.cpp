@@ -25,9 +25,9 @@ StepPrediction predict_step(const StepCost& cost, const DeviceRates& rates, doub
     }
   }
   p.bytes_seconds += cost.optimizer_bytes / bytes_per_s;
-  p.overhead_seconds = (rates.step_overhead_us +
-                        rates.layer_overhead_us * static_cast<double>(cost.layers.size())) *
-                       1e-6;
+  p.overhead_seconds =
+      (rates.step_overhead_us + rates.layer_overhead_us * static_cast<double>(cost.layers.size())) *
+      1e-6;
   p.seconds = p.flops_seconds + p.bytes_seconds + p.overhead_seconds;
   if (p.overhead_seconds >= p.flops_seconds && p.overhead_seconds >= p.bytes_seconds) {
     p.bound = "overhead";

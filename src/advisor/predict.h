@@ -14,7 +14,7 @@ namespace xo {
 
 // The rates a prediction uses: what kernels reach on the device, not its datasheet figures.
 struct DeviceRates {
-  double gflops = 0;         // f32 matmul
+  double gflops = 0;  // f32 matmul
   double bandwidth_gbs = 0;
   double step_overhead_us = 0;
   double layer_overhead_us = 0;
@@ -24,11 +24,11 @@ struct DeviceRates {
 DeviceRates probed_rates(const DevicePeaks& p);
 
 struct StepPrediction {
-  double seconds = 0;                              // the predicted step
-  double flops_seconds = 0, bytes_seconds = 0;     // the layers' roofline terms, by binding term
+  double seconds = 0;                           // the predicted step
+  double flops_seconds = 0, bytes_seconds = 0;  // the layers' roofline terms, by binding term
   double overhead_seconds = 0;
-  std::string bound;                               // "FLOPs", "bytes" or "overhead": the largest
-  std::vector<std::string> layer_bounds;           // per StepCost layer: "FLOPs" or "bytes"
+  std::string bound;                      // "FLOPs", "bytes" or "overhead": the largest
+  std::vector<std::string> layer_bounds;  // per StepCost layer: "FLOPs" or "bytes"
 };
 
 // The roofline of a step on `rates`; the layers' terms are divided by `efficiency` (0, 1].

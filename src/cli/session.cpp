@@ -527,8 +527,8 @@ void add_advice(Report& report, const RunRecord& focus, const std::vector<RunRec
   report.validation = o.validation;
   report.predictions = predict_devices(focus, runs, peaks, catalog, o);
   const int64_t epochs = parse_spec(focus.spec_toml, focus.result.model).train.epochs;
-  report.cost = cost_table(focus.result.model, epochs, focus.result.steps_per_epoch,
-                           report.predictions, catalog, o);
+  report.cost = cost_table(focus.result.model, focus.result.params, epochs,
+                           focus.result.steps_per_epoch, report.predictions, catalog, o);
   const std::string crossover =
       report.sweep ? crossover_sentence(as_series(*report.sweep), report.sweep->crossovers, axis,
                                         crossover_predicted)

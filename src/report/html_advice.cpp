@@ -96,6 +96,37 @@ std::string renting_html(const CostTable& cost, const DeviceColours& colours,
                                            rows, "instances");
 }
 
+// Multi-device instances with their link: the run data-parallel on all their devices, predicted.
+std::string scale_out_html(const CostTable& cost, const DeviceColours& colours) {
+  std::vector<std::vector<std::string>> rows;
+  for (const CostTable::Instance& i : cost.instances) {
+    if (!i.scale_out) continue;
+    const CostTable::Instance::ScaleOut& x = *i.scale_out;
+    rows.push_back({text_cell(i.provider + " " + (i.name.empty() ? i.id : i.name)),
+                    device_cell(colours, i.device), cell(fmt::format("{}", x.devices)),
+                    text_cell(fmt::format("{}, {:.0f} GB/s", x.link, x.link_gbs)),
+                    cell(duration(x.step_s)), cell(duration(x.allreduce_s)),
+                    cell(duration(x.exposed_s)), cell(fmt::format("{:.0f}%", 100 * x.efficiency)),
+                    hours_cell(x.run_hours), cell(usd(x.on_demand_usd)), hours_cell(i.run_hours)});
+  }
+  if (rows.empty()) return "";
+  return "<h3>On all of an instance's devices</h3>\n<p class=\"note\">Predicted: each device's "
+         "slice of the batch, plus the ring all-reduce of the gradients over the link less what "
+         "backward hides (crossover's own multi-GPU engine, over NCCL, is not built yet).</p>\n" +
+         html_table({{"instance"},
+                     {"device"},
+                     {"devices", true},
+                     {"link"},
+                     {"step", true},
+                     {"all-reduce", true},
+                     {"not hidden", true},
+                     {"scaling efficiency", true},
+                     {"run time", true},
+                     {"on demand", true},
+                     {"on one device", true}},
+                    rows, "scale-out");
+}
+
 // The devices the run could be trained on when bought: the price, the run's share of it, and the
 // hourly cost of capital and power.
 std::string owning_html(const CostTable& cost, const DeviceColours& colours, SourceNotes& sources) {
@@ -285,6 +316,7 @@ std::string cost_html(const Report& report, const DeviceColours& colours) {
   out += cost_assumptions_html(cost);
   SourceNotes sources;  // numbered in the order the tables cite them
   out += renting_html(cost, colours, sources);
+  out += scale_out_html(cost, colours);
   out += owning_html(cost, colours, sources);
   out += sources.html();
   return out + break_even_html(cost, colours);

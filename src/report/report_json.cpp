@@ -728,6 +728,14 @@ DevicePrediction read_prediction(const JsonIn& in, int schema) {
   return p;
 }
 
+json scale_out_json(const CostTable::Instance::ScaleOut& x) {
+  return {{"devices", x.devices},     {"link", x.link},
+          {"link_gbs", x.link_gbs},   {"step_s", x.step_s},
+          {"compute_s", x.compute_s}, {"allreduce_s", x.allreduce_s},
+          {"exposed_s", x.exposed_s}, {"efficiency", x.efficiency},
+          {"run_hours", x.run_hours}, {"on_demand_usd", x.on_demand_usd}};
+}
+
 json cost_json(const CostTable& c) {
   json j;
   j["model"] = c.model;
@@ -757,7 +765,8 @@ json cost_json(const CostTable& c) {
                               {"spot_usd", optional_number(i.spot_usd)},
                               {"predicted", i.predicted},
                               {"source", i.source},
-                              {"date", i.date}});
+                              {"date", i.date},
+                              {"scale_out", i.scale_out ? scale_out_json(*i.scale_out) : json()}});
   }
   j["ownership"] = json::array();
   for (const CostTable::Owned& o : c.ownership) {
@@ -817,6 +826,21 @@ CostTable read_cost(const JsonIn& in, int schema) {
     x.predicted = i.flag("predicted");
     x.source = i.text("source");
     x.date = i.text("date");
+    // Since data-parallel predictions (0.2.x); null for a single-device instance.
+    if (const auto so = i.has("scale_out") ? i.object("scale_out", true) : std::nullopt) {
+      CostTable::Instance::ScaleOut y;
+      y.devices = so->int_integer("devices");
+      y.link = so->text("link");
+      y.link_gbs = so->nullable("link_gbs");
+      y.step_s = so->nullable("step_s");
+      y.compute_s = so->nullable("compute_s");
+      y.allreduce_s = so->nullable("allreduce_s");
+      y.exposed_s = so->nullable("exposed_s");
+      y.efficiency = so->nullable("efficiency");
+      y.run_hours = so->nullable("run_hours");
+      y.on_demand_usd = so->nullable("on_demand_usd");
+      x.scale_out = y;
+    }
     c.instances.push_back(std::move(x));
   }
   for (const JsonIn& o : in.objects("ownership")) {

@@ -151,6 +151,24 @@ std::string cost_text(const CostTable& c) {
                   usd(i.on_demand_usd), usd(i.spot_usd), i.predicted ? "predicted" : "measured"});
   }
   s += inst.render();
+  Table scale({"instance", "all its devices", "link", "step", "efficiency", "run time", "on demand",
+               "one device"});
+  bool scaled = false;
+  for (const CostTable::Instance& i : c.instances) {
+    if (!i.scale_out) continue;
+    const CostTable::Instance::ScaleOut& x = *i.scale_out;
+    scaled = true;
+    scale.add_row({i.provider + " " + i.name, fmt::format("{}x {}", x.devices, i.device),
+                   fmt::format("{}, {:.0f} GB/s", x.link, x.link_gbs), duration(x.step_s),
+                   fmt::format("{:.0f}%", 100 * x.efficiency), hours(x.run_hours),
+                   usd(x.on_demand_usd), hours(i.run_hours)});
+  }
+  if (scaled) {
+    s += "Data-parallel on all of an instance's devices (predicted: each device's slice of the "
+         "batch, plus the ring all-reduce of the gradients over the link that backward does not "
+         "hide; crossover's own multi-GPU engine (NCCL) is not built yet):\n";
+    s += scale.render();
+  }
   Table own({"owned device", "price", "capital $/h", "power $/h", "run time", "per run", "time"});
   for (const CostTable::Owned& o : c.ownership) {
     own.add_row({o.name, usd(o.price_usd), fmt::format("{:.4f}", o.hourly_capital_usd),

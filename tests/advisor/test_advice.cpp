@@ -64,7 +64,7 @@ TEST(Advice, PredictionsCostsAndBreakEvenByHand) {
   // Catalog CPU: the local efficiency 0.5 carries over: 8e9 / (0.8e12 * 0.5) = 20 ms.
   EXPECT_NEAR(p[2].step.seconds, 0.020, 1e-12);
 
-  const CostTable cost = cost_table("m", 3, 10, p, c, o);  // 30 steps
+  const CostTable cost = cost_table("m", 0, 3, 10, p, c, o);  // 30 steps
   ASSERT_EQ(cost.instances.size(), 2u);
   const auto& gpu = cost.instances[0];
   const double gpu_hours = 30 * (1e-3 + 16e-6) / 3600;
@@ -121,6 +121,64 @@ TEST(Advice, ALocalDeviceInTheCatalogIsMeasuredAndPredicted) {
   EXPECT_FALSE(p[1].measured_s.has_value());  // a GPU never stands for a CPU
   const auto j = to_json(Report{.predictions = p})["predictions"];
   EXPECT_NEAR(j[2]["error_percent"].get<double>(), 100 * (0.020 - 0.040) / 0.040, 1e-9);
+}
+
+// A multi-GPU instance with its link: the run on all its GPUs, data-parallel, by hand: each GPU's
+// slice (the step's work divided, its fixed costs not: no profile here), plus the ring
+// all-reduce of the gradients that backward does not hide; written to JSON and read back; the
+// advice compares it with the single-GPU instance.
+TEST(Advice, AMultiGpuInstanceIsPricedOnAllItsGpus) {
+  Catalog c = hand_catalog();
+  CatalogInstance eight{"cloud-8gpu", "Cloud", "g8",         "gpu-a", 8,   64,
+                        512,          16.0,    std::nullopt, "r",     "t", "2026-01-01"};
+  eight.interconnect = "TestLink";
+  eight.interconnect_gbs = 100;
+  c.instances.push_back(eight);
+  const RunRecord row = measured_run(40);
+  AdviceOptions o;
+  const auto p = predict_devices(row, {row}, {local_peaks()}, c, o);
+  // 1e8 parameters: 400 MB of gradients.
+  const CostTable cost = cost_table("m", 100'000'000, 3, 10, p, c, o);
+  ASSERT_EQ(cost.instances.size(), 3u);
+  EXPECT_FALSE(cost.instances[0].scale_out.has_value());  // one GPU: nothing to scale
+  const auto& x = cost.instances[2].scale_out;
+  ASSERT_TRUE(x.has_value());
+  EXPECT_EQ(x->devices, 8);
+  // Whole step 1.016 ms (16 us fixed); the slice: 16 us + 1 ms / 8.
+  const double whole = 1e-3 + 16e-6, slice = 16e-6 + 1e-3 / 8;
+  EXPECT_NEAR(x->compute_s, slice, 1e-12);
+  // Ring: 14 steps of 50 MB at 100 GB/s, 5 us each: 7 ms + 70 us; backward hides 2/3 of the slice.
+  const double allreduce = 14 * (5e-6 + 50e6 / 100e9);
+  EXPECT_NEAR(x->allreduce_s, allreduce, 1e-12);
+  EXPECT_NEAR(x->exposed_s, allreduce - slice * 2 / 3, 1e-12);
+  EXPECT_NEAR(x->step_s, slice + allreduce - slice * 2 / 3, 1e-12);
+  EXPECT_NEAR(x->efficiency, whole / (8 * x->step_s), 1e-12);
+  EXPECT_NEAR(x->run_hours, 30 * x->step_s / 3600, 1e-15);
+  EXPECT_NEAR(x->on_demand_usd, 16.0 * x->run_hours, 1e-15);
+  // The instance's own row stays the run on one of its GPUs.
+  EXPECT_NEAR(cost.instances[2].run_hours, 30 * whole / 3600, 1e-15);
+
+  Report report;
+  report.kind = "advise";
+  report.cost = cost;
+  const Report read = read_report(to_json(report), "test");
+  ASSERT_TRUE(read.cost.has_value());
+  const CostTable& back = *read.cost;
+  ASSERT_TRUE(back.instances[2].scale_out.has_value());
+  EXPECT_DOUBLE_EQ(back.instances[2].scale_out->step_s, x->step_s);
+  EXPECT_EQ(back.instances[2].scale_out->link, "TestLink");
+  EXPECT_FALSE(back.instances[0].scale_out.has_value());
+
+  const auto lines = advice_lines("m", p, cost, "", "");
+  bool said = false;
+  for (const std::string& l : lines) {
+    if (l.find("Scaling out: Cloud g8's 8x gpu-a data-parallel over TestLink") == 0) {
+      said = true;
+      // 400 MB over 100 GB/s outweighs the slices: slower than one GPU.
+      EXPECT_NE(l.find("does not pay"), std::string::npos) << l;
+    }
+  }
+  EXPECT_TRUE(said) << fmt::format("{}", fmt::join(lines, "\n"));
 }
 
 }  // namespace

@@ -74,6 +74,12 @@ std::string instance(const std::string& id, const std::string& device_id,
     }
     if (!value.empty()) out += key + " = " + value + "\n";
   }
+  // Optional keys the defaults leave out.
+  for (const auto& [rkey, rvalue] : replace) {
+    bool known = false;
+    for (const auto& [key, value] : fields) known |= key == rkey;
+    if (!known) out += rkey + " = " + rvalue + "\n";
+  }
   return out;
 }
 
@@ -299,6 +305,19 @@ std::vector<ErrorCase> error_cases() {
       {"instance_unknown_device",
        kHeader + device("gpu-a") + instance("cloud-a", "gpu-z"),
        {"instance.cloud-a.device", "\"gpu-z\"", "not a device", "gpu-a"}},
+      {"instance_link_without_rate",
+       kHeader + device("gpu-a") +
+           instance("cloud-a", "gpu-a", {{"device_count", "8"}, {"interconnect", "\"NVLink 4\""}}),
+       {"instance.cloud-a.interconnect", "needs interconnect_gbs too"}},
+      {"instance_rate_without_link",
+       kHeader + device("gpu-a") +
+           instance("cloud-a", "gpu-a", {{"device_count", "8"}, {"interconnect_gbs", "450"}}),
+       {"instance.cloud-a.interconnect_gbs", "needs interconnect too"}},
+      {"instance_negative_link_rate",
+       kHeader + device("gpu-a") +
+           instance("cloud-a", "gpu-a",
+                    {{"interconnect", "\"NVLink 4\""}, {"interconnect_gbs", "-1"}}),
+       {"instance.cloud-a.interconnect_gbs", "-1.0 must be > 0"}},
       {"instance_zero_devices",
        kHeader + device("gpu-a") + instance("cloud-a", "gpu-a", {{"device_count", "0"}}),
        {"instance.cloud-a.device_count", "must be a positive integer"}},

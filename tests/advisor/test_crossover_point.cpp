@@ -65,7 +65,7 @@ TEST(Crossover, SeveralCrossingsInAxisOrder) {
 
 TEST(Crossover, TiesAtAPointCountOnceAndTouchesDoNot) {
   const std::vector<double> axis = {1, 2, 3};
-  const auto a = curve("a", axis, [](double v) { return v; });   // 1 2 3
+  const auto a = curve("a", axis, [](double v) { return v; });  // 1 2 3
   const auto b = curve("b", axis, [](double) { return 2.0; });  // 2 2 2: tie at 2
   const auto c = find_crossovers({a, b});
   ASSERT_EQ(c.size(), 1u);

@@ -64,7 +64,7 @@ TEST_P(VerdictCase, NamesTheOptionAndSaysWhy) {
   const Case& k = GetParam();
   const Catalog c = catalog(k.with_gpu);
   const auto p = predictions(k.cpu_ms, k.gpu_ms);
-  const CostTable cost = cost_table("m", k.epochs, 10, p, c, AdviceOptions{});
+  const CostTable cost = cost_table("m", 0, k.epochs, 10, p, c, AdviceOptions{});
   const auto v = make_verdict(p, cost, c, "");
   ASSERT_TRUE(v.has_value());
   EXPECT_EQ(v->worth_it, k.worth_it) << v->sentence;
@@ -129,7 +129,7 @@ TEST(Verdict, ARunTimeIsOneFigureInTheCostTableTheAdviceAndTheVerdict) {
   // run takes: 20 epochs, 10 s, everywhere.
   const Catalog c = catalog(true);
   const auto p = predictions(40, 1, 0.5);
-  const CostTable cost = cost_table("m", 20, 10, p, c, AdviceOptions{});
+  const CostTable cost = cost_table("m", 0, 20, 10, p, c, AdviceOptions{});
   ASSERT_EQ(cost.local.size(), 1u);
   EXPECT_DOUBLE_EQ(cost.local[0].run_hours * 3600, 10.0);
   const auto v = make_verdict(p, cost, c, "");
