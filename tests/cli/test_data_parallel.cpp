@@ -307,3 +307,45 @@ test = "csv:{dir}/test.csv"
 }
 
 }  // namespace
+
+namespace {
+
+// `crossover allreduce` under mpirun: every size measured, predicted and written; without a
+// launcher, or with a size that is not one, a clear refusal.
+TEST(Allreduce, MeasuresEverySizeAgainstTheRingModel) {
+  if (!have_mpirun()) GTEST_SKIP() << "no mpirun: run scripts/setup";
+  xo::testing::TempDir dir("allreduce");
+  const auto r =
+      run_cli("--version >/dev/null && " + std::string(kMpirun) + "-np 2 " + CROSSOVER_BINARY +
+                  " allreduce --sizes 64K,1M --repeat 3 --json a.json",
+              dir.path());
+  if (r.output.find("built without MPI") != std::string::npos) GTEST_SKIP() << r.output;
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("ring model against the measurement"), std::string::npos) << r.output;
+  const json j = json::parse(xo::read_file(dir.path() / "a.json"));
+  EXPECT_EQ(j.at("schema"), "crossover.allreduce/1");
+  EXPECT_EQ(j.at("ranks"), 2);
+  ASSERT_EQ(j.at("sizes").size(), 2u);
+  EXPECT_EQ(j.at("sizes")[1].at("bytes"), 1 << 20);
+  for (const json& s : j.at("sizes")) {
+    EXPECT_GT(s.at("measured_ms").get<double>(), 0) << s.dump();
+    EXPECT_GT(s.at("predicted_ms").get<double>(), 0) << s.dump();
+    // nccl-tests: busbw = algbw * 2(n-1)/n, which is algbw on 2 ranks.
+    EXPECT_DOUBLE_EQ(s.at("busbw_gbs").get<double>(), s.at("algbw_gbs").get<double>());
+  }
+  EXPECT_EQ(j.at("link_by_size").size(), 2u);  // the chunks: 32 KiB and 512 KiB
+}
+
+TEST(Allreduce, RefusesWithoutALauncherAndBadSizes) {
+  const auto alone = run_cli("allreduce");
+  EXPECT_EQ(alone.status, 2) << alone.output;
+  EXPECT_NE(alone.output.find("run it under a launcher"), std::string::npos) << alone.output;
+  if (!have_mpirun()) GTEST_SKIP() << "no mpirun: run scripts/setup";
+  const auto bad = run_cli("--version >/dev/null && " + std::string(kMpirun) + "-np 2 " +
+                           CROSSOVER_BINARY + " allreduce --sizes 3M,7");
+  if (bad.output.find("built without MPI") != std::string::npos) GTEST_SKIP() << bad.output;
+  EXPECT_EQ(bad.status, 2) << bad.output;
+  EXPECT_NE(bad.output.find("--sizes: '7' is not a size"), std::string::npos) << bad.output;
+}
+
+}  // namespace
