@@ -26,11 +26,6 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 using xo::testing::run_cli;
 
-// mpirun as root in a container, more ranks than cores.
-const char* const kMpirun =
-    "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "
-    "OMPI_MCA_rmaps_base_oversubscribe=1 mpirun ";
-
 bool have_mpirun() { return std::system("command -v mpirun >/dev/null 2>&1") == 0; }
 
 // A CSV of `rows` samples of `features` values in [0, 1) and labels below `classes`, seeded.
@@ -131,7 +126,7 @@ TEST_P(DataParallelTrain, RanksTakeTheStepsOneProcessTakes) {
   const std::string args = " train spec.toml --checkpoint-every off";
   const auto one = run_cli(args + " --save one.safetensors --json one.json", dir.path());
   ASSERT_EQ(one.status, 0) << one.output;
-  const auto many = run_cli("--version >/dev/null && " + std::string(kMpirun) + "-np " +
+  const auto many = run_cli("--version >/dev/null && " + xo::testing::mpirun_command() + "-np " +
                                 std::to_string(c.ranks) + " " + CROSSOVER_BINARY + args +
                                 " --save many.safetensors --json many.json " + c.flags,
                             dir.path());
@@ -204,7 +199,7 @@ TEST(DataParallel, ARankThatFailsEndsTheJobWithItsMessage) {
   std::ofstream(dir.path() / "bad.toml") << "[model]\ninput = [2]\nlayers = [ { type = \"lineer\" "
                                             "} ]\n";
   const auto start = std::chrono::steady_clock::now();
-  const auto r = run_cli("--version >/dev/null && " + std::string(kMpirun) + "-np 1 " +
+  const auto r = run_cli("--version >/dev/null && " + xo::testing::mpirun_command() + "-np 1 " +
                              CROSSOVER_BINARY + " train good.toml --epochs 1000 : -np 1 " +
                              CROSSOVER_BINARY + " train bad.toml --epochs 1000",
                          dir.path());
@@ -222,10 +217,10 @@ TEST(DataParallel, RanksThatTrainDifferentThingsAreRefused) {
   if (!have_mpirun()) GTEST_SKIP() << "no mpirun: run scripts/setup";
   xo::testing::TempDir dir("dp-mismatch");
   std::ofstream(dir.path() / "spec.toml") << kMlp;
-  const auto r =
-      run_cli("--version >/dev/null && " + std::string(kMpirun) + "-np 1 " + CROSSOVER_BINARY +
-                  " train spec.toml : -np 1 " + CROSSOVER_BINARY + " train spec.toml --lr 0.5",
-              dir.path());
+  const auto r = run_cli("--version >/dev/null && " + xo::testing::mpirun_command() + "-np 1 " +
+                             CROSSOVER_BINARY + " train spec.toml : -np 1 " + CROSSOVER_BINARY +
+                             " train spec.toml --lr 0.5",
+                         dir.path());
   if (r.output.find("built without MPI") != std::string::npos) GTEST_SKIP() << r.output;
   EXPECT_EQ(r.status, 2) << r.output;
   EXPECT_NE(r.output.find("do not train the same thing"), std::string::npos) << r.output;
@@ -237,7 +232,7 @@ TEST(DataParallel, RanksThatTrainDifferentThingsAreRefused) {
 TEST(DataParallel, ABatchSmallerThanTheJobIsRefused) {
   if (!have_mpirun()) GTEST_SKIP() << "no mpirun: run scripts/setup";
   xo::testing::TempDir dir("dp-batch");
-  const auto r = run_cli("--version >/dev/null && " + std::string(kMpirun) + "-np 3 " +
+  const auto r = run_cli("--version >/dev/null && " + xo::testing::mpirun_command() + "-np 3 " +
                              CROSSOVER_BINARY + " train disc-3 --batch 2 --epochs 1",
                          dir.path());
   if (r.output.find("built without MPI") != std::string::npos) GTEST_SKIP() << r.output;
@@ -255,7 +250,7 @@ TEST(DataParallel, APausedJobResumesBitIdentical) {
   if (!have_mpirun()) GTEST_SKIP() << "no mpirun: run scripts/setup";
   xo::testing::TempDir dir("dp-resume");
   std::ofstream(dir.path() / "spec.toml") << kMlp;
-  const std::string job = "--version >/dev/null && " + std::string(kMpirun) + "-np 2 " +
+  const std::string job = "--version >/dev/null && " + xo::testing::mpirun_command() + "-np 2 " +
                           CROSSOVER_BINARY + " train spec.toml ";
   const auto whole = run_cli(job + "--checkpoint-every off --save whole.safetensors", dir.path());
   if (whole.output.find("built without MPI") != std::string::npos) GTEST_SKIP() << whole.output;
@@ -296,8 +291,8 @@ test = "csv:{dir}/test.csv"
 )",
                                                          dir.path());
   const auto r =
-      run_cli("--version >/dev/null && " + std::string(kMpirun) + "-np 3 " + CROSSOVER_BINARY +
-                  " train spec.toml --checkpoint-every off --json r.json",
+      run_cli("--version >/dev/null && " + xo::testing::mpirun_command() + "-np 3 " +
+                  CROSSOVER_BINARY + " train spec.toml --checkpoint-every off --json r.json",
               dir.path());
   if (r.output.find("built without MPI") != std::string::npos) GTEST_SKIP() << r.output;
   ASSERT_EQ(r.status, 0) << r.output;
@@ -316,8 +311,8 @@ TEST(Allreduce, MeasuresEverySizeAgainstTheRingModel) {
   if (!have_mpirun()) GTEST_SKIP() << "no mpirun: run scripts/setup";
   xo::testing::TempDir dir("allreduce");
   const auto r =
-      run_cli("--version >/dev/null && " + std::string(kMpirun) + "-np 2 " + CROSSOVER_BINARY +
-                  " allreduce --sizes 64K,1M --repeat 3 --json a.json",
+      run_cli("--version >/dev/null && " + xo::testing::mpirun_command() + "-np 2 " +
+                  CROSSOVER_BINARY + " allreduce --sizes 64K,1M --repeat 3 --json a.json",
               dir.path());
   if (r.output.find("built without MPI") != std::string::npos) GTEST_SKIP() << r.output;
   ASSERT_EQ(r.status, 0) << r.output;
@@ -341,7 +336,7 @@ TEST(Allreduce, RefusesWithoutALauncherAndBadSizes) {
   EXPECT_EQ(alone.status, 2) << alone.output;
   EXPECT_NE(alone.output.find("run it under a launcher"), std::string::npos) << alone.output;
   if (!have_mpirun()) GTEST_SKIP() << "no mpirun: run scripts/setup";
-  const auto bad = run_cli("--version >/dev/null && " + std::string(kMpirun) + "-np 2 " +
+  const auto bad = run_cli("--version >/dev/null && " + xo::testing::mpirun_command() + "-np 2 " +
                            CROSSOVER_BINARY + " allreduce --sizes 3M,7");
   if (bad.output.find("built without MPI") != std::string::npos) GTEST_SKIP() << bad.output;
   EXPECT_EQ(bad.status, 2) << bad.output;

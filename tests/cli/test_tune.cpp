@@ -249,12 +249,10 @@ TEST_P(TuneOnRanks, EveryTrialRunsExactlyOnce) {
     GTEST_SKIP() << "no mpirun: run scripts/setup";
   const int ranks = GetParam();
   xo::testing::TempDir dir("tune-mpi");
-  const auto r = run_cli(
-      "--version >/dev/null && OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "
-      "OMPI_MCA_rmaps_base_oversubscribe=1 mpirun -np " +
-          std::to_string(ranks) + " " + CROSSOVER_BINARY +
-          " tune disc-3 --vary lr=0.02,0.05,0.1,0.2,0.5 --epochs 3 --out out",
-      dir.path());
+  const auto r =
+      run_cli(xo::testing::mpi_job(
+                  ranks, "tune disc-3 --vary lr=0.02,0.05,0.1,0.2,0.5 --epochs 3 --out out"),
+              dir.path());
   if (r.output.find("built without MPI") != std::string::npos) GTEST_SKIP() << "built without MPI";
   ASSERT_EQ(r.status, 0) << r.output;
   const json j = results(dir.path() / "out");

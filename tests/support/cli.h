@@ -45,4 +45,17 @@ inline CliResult run_cli(const std::string& args, const std::filesystem::path& c
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
 }
 
+// `mpirun ` with what it needs as root in a container and for more ranks than cores.
+inline std::string mpirun_command() {
+  return "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "
+         "OMPI_MCA_rmaps_base_oversubscribe=1 mpirun ";
+}
+
+// run_cli's arguments for `mpirun -np RANKS crossover ARGS`: run_cli starts the binary first, so
+// this runs `--version` there and then the job.
+inline std::string mpi_job(int ranks, const std::string& args) {
+  return "--version >/dev/null && " + mpirun_command() + "-np " + std::to_string(ranks) + " " +
+         CROSSOVER_BINARY + " " + args;
+}
+
 }  // namespace xo::testing
