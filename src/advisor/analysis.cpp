@@ -28,12 +28,14 @@ RunAnalysis analyse_run(const RunRecord& run, const DevicePeaks* peaks) {
   a.seconds_per_epoch = seconds_per_epoch(r, &a.per_epoch_estimated);
   const double peak = peaks ? peaks->matmul_gflops : 0;
   if (peak > 0) {
-    a.peak_gflops = peak;
-    a.peak_fraction = r.gflops / peak;
+    // Data-parallel ranks each compute on the probed device (their share of the cores): the
+    // job's peak is theirs together.
+    a.peak_gflops = peak * std::max(1, r.ranks);
+    a.peak_fraction = r.gflops / *a.peak_gflops;
   }
   // What the probe's roofline predicts for this run (efficiency 1): the error shows how far the
-  // model of a device one does not have would be off here.
-  if (peaks && peak > 0 && !run.cost.layers.empty()) {
+  // model of a device one does not have would be off here (of one process's run).
+  if (peaks && peak > 0 && !run.cost.layers.empty() && r.ranks <= 1) {
     const StepPrediction p = predict_step(run.cost, probed_rates(*peaks));
     a.roofline_step_ms = p.seconds * 1e3;
     if (r.step_ms.median > 0) {

@@ -40,7 +40,7 @@ struct LoopPhases {
 struct RunAnalysis {
   double seconds_per_epoch = 0;
   bool per_epoch_estimated = false;     // from the median step (no epoch completed)
-  std::optional<double> peak_gflops;    // the device's probed matmul peak
+  std::optional<double> peak_gflops;    // the device's probed matmul peak (x ranks)
   std::optional<double> peak_fraction;  // the run's GFLOP/s over it
   // The probe's roofline for this run (efficiency 1) and its error against the measurement.
   std::optional<double> roofline_step_ms, roofline_error_percent;

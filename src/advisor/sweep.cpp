@@ -1,6 +1,9 @@
 #include "advisor/sweep.h"
 
 #include <algorithm>
+#include <cmath>
+
+#include "advisor/scale_out.h"
 
 namespace xo {
 
@@ -45,6 +48,34 @@ SweepRecord sweep_record(const std::string& axis, const std::vector<SweepSeries>
   }
   r.crossovers = crossovers;
   return r;
+}
+
+std::vector<ScalingPoint> scaling_points(const std::vector<RunRecord>& runs) {
+  std::vector<ScalingPoint> points;
+  double one_rank_ms = std::numeric_limits<double>::quiet_NaN();
+  for (const RunRecord& run : runs) {
+    if (run.axis == "ranks" && run.result.ranks == 1) one_rank_ms = run.result.step_ms.median;
+  }
+  for (const RunRecord& run : runs) {
+    if (run.axis != "ranks") continue;
+    const TrainResult& r = run.result;
+    ScalingPoint p;
+    p.ranks = r.ranks;
+    p.step_ms = r.step_ms.median;
+    p.samples_per_second = r.samples_per_second;
+    if (r.ranks > 1) p.communicate_ms = r.communicate_ms;
+    p.reduced_bytes = r.ranks > 1 ? r.reduced_bytes : 0;
+    if (r.ranks > 1 && r.reduce_mode == "after-backward" && std::isfinite(r.communicate_ms)) {
+      p.bus_gbs = allreduce_bus_bandwidth(static_cast<double>(r.reduced_bytes), r.ranks,
+                                          r.communicate_ms * 1e-3) /
+                  1e9;
+    }
+    if (std::isfinite(one_rank_ms) && p.step_ms > 0) {
+      p.efficiency = one_rank_ms / (p.ranks * p.step_ms);
+    }
+    points.push_back(p);
+  }
+  return points;
 }
 
 }  // namespace xo

@@ -2,6 +2,8 @@
 // epochs), measured or predicted, and where one device overtakes another.
 #pragma once
 
+#include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -21,13 +23,33 @@ struct SweepLine {
   std::vector<SweepPoint> points;  // seconds: per 100 epochs
 };
 
+// One rank count of a sweep along "ranks" (`mpirun -np N crossover sweep SPEC --vary
+// ranks=1,2,…`): the same global batch on `ranks` data-parallel processes.
+struct ScalingPoint {
+  int ranks = 1;
+  double step_ms = 0;  // median, the whole batch's step
+  double samples_per_second = 0;
+  // The step's wait for the gradient sums (NaN on one rank).
+  double communicate_ms = std::numeric_limits<double>::quiet_NaN();
+  int64_t reduced_bytes = 0;  // gradient bytes each rank sums per step
+  // The sum's bus bandwidth as nccl-tests reports it (bytes × 2(n−1)/n over the communicate
+  // phase); NaN where that phase is not the whole sum (--reduce overlap hides part of it).
+  double bus_gbs = std::numeric_limits<double>::quiet_NaN();
+  // Throughput against `ranks` times one rank's (NaN when the sweep did not measure one rank).
+  double efficiency = std::numeric_limits<double>::quiet_NaN();
+};
+
 struct SweepRecord {
-  std::string axis;  // "depth", "width", "batch", "sequence"
+  std::string axis;  // "depth", "width", "batch", "sequence", "ranks", or a spec key
   // The chart's x: "params" when the parameter count changes along the axis, else "axis_value".
   std::string x;
   std::vector<SweepLine> series;
   std::vector<Crossover> crossovers;
+  std::vector<ScalingPoint> scaling;  // along "ranks" only
 };
+
+// The scaling points of the runs along "ranks", in the order measured.
+std::vector<ScalingPoint> scaling_points(const std::vector<RunRecord>& runs);
 
 // Sweep series (one per device, x = the axis) of the runs, by seconds per 100 epochs.
 std::vector<SweepSeries> sweep_series(const std::vector<RunRecord>& runs);

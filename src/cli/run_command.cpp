@@ -10,17 +10,20 @@
 #include <cmath>
 #include <filesystem>
 #include <memory>
+#include <thread>
 
 #include "advisor/crossover_point.h"
 #include "advisor/sweep.h"
 #include "cli/commands.h"
 #include "cli/session.h"
 #include "core/error.h"
+#include "dist/mpi.h"
 #include "model/cost.h"
 #include "model/model.h"
 #include "model/vary.h"
 #include "report/files.h"
 #include "report/terminal.h"
+#include "train/data_parallel.h"
 #include "tune/space.h"
 
 namespace xo::cli {
@@ -33,6 +36,7 @@ struct RunOptions {
   std::string suite = "disc";
   std::string spec = "disc-12";
   std::string vary;
+  std::string reduce = "after-backward";  // along ranks: how the gradients are summed
 };
 
 std::vector<std::string> suite_models(const std::string& suite) {
@@ -109,7 +113,112 @@ int run_models(const RunOptions& o) {
   return session.stopped() ? 130 : 0;
 }
 
+// The rank counts of `--vary ranks=…` (a list, or a range A..B), each from 1 to the job's ranks.
+std::vector<int> rank_counts(const std::string& text, int job_ranks) {
+  const std::string list = text.substr(text.find('=') + 1);
+  auto count = [&](const std::string& v) {
+    int n = 0;
+    const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+    if (ec != std::errc() || end != v.data() + v.size() || n < 1 || n > job_ranks) {
+      throw UserError(fmt::format(
+          "--vary '{}': '{}' is not a rank count from 1 to {}, the job's ranks (mpirun -np N "
+          "sets the largest)",
+          text, v, job_ranks));
+    }
+    return n;
+  };
+  std::vector<int> counts;
+  if (const auto dots = list.find(".."); dots != std::string::npos) {
+    const int a = count(list.substr(0, dots)), b = count(list.substr(dots + 2));
+    for (int n = a; n <= b; ++n) counts.push_back(n);
+  } else {
+    for (size_t at = 0; at <= list.size();) {
+      const size_t comma = std::min(list.find(',', at), list.size());
+      counts.push_back(count(list.substr(at, comma - at)));
+      at = comma + 1;
+    }
+  }
+  if (counts.empty()) throw UserError(fmt::format("--vary '{}': no rank counts", text));
+  return counts;
+}
+
+// `mpirun -np N crossover sweep SPEC --vary ranks=1,2,…,N`: the spec trained data-parallel on the
+// job's first k ranks for each k, the same global batch each time, while the other ranks sleep
+// (a quiet barrier, not MPI's spinning one, so they leave their cores to the run). Rank 0
+// measures, reports and writes, as `sweep` does on one process; the scaling table gives each
+// count's communication and its efficiency against one rank.
+int run_rank_sweep(const RunOptions& o, const ModelSpec& base, const mpi::World& world) {
+  const bool lead = world.rank() == 0;
+  const std::vector<int> counts = rank_counts(o.vary, world.size());
+  MeasureOptions measure = o.measure;
+  for (const std::string& d : measure.devices) {
+    if (parse_device(d, 1, measure.precision).kind != "cpu") {
+      throw UserError(
+          fmt::format("--device {}: a sweep along ranks runs on the CPU in this version (the GPU's "
+                      "collectives, over NCCL, are not built yet)",
+                      d));
+    }
+  }
+  measure.devices = {"cpu"};
+  // The ranks on a machine share its cores: each takes its part unless told (as `train` does).
+  if (measure.threads == 0) {
+    measure.threads = std::max(
+        1, static_cast<int>(std::thread::hardware_concurrency()) / std::max(1, world.local_size()));
+  }
+  const Catalog catalog = load_user_catalog(o.cost);
+  Session session(measure, &world);
+  const std::filesystem::path out(session.out());
+  const std::string title = fmt::format("crossover sweep: {} along ranks", base.name);
+  if (lead) session.resume_job("sweep", title);
+  world.wait_quietly();  // rank 0 has probed its peaks and decided what to continue
+  const ReduceMode mode = o.reduce == "overlap" ? ReduceMode::Overlap : ReduceMode::AfterBackward;
+  auto write = [&](bool finished) {
+    Report report = session.report("sweep", title, finished);
+    report.sweep =
+        sweep_record("ranks", sweep_series(session.runs()), {}, std::vector<std::string>{});
+    report.sweep->scaling = scaling_points(session.runs());
+    write_report(out, report);
+    session.settle();
+    return report;
+  };
+  for (size_t i = 0; i < counts.size(); ++i) {
+    // Rank 0 says whether the job goes on (a stop request ends it after the run it was in).
+    if (world.broadcast(session.stopped() ? "stop" : "go") != "go") break;
+    const int k = counts[i];
+    const std::unique_ptr<mpi::World> group = world.split(world.rank() < k);
+    if (group && k == 1) {
+      session.measure(base, "cpu", i, counts.size(), "ranks", 1);  // one process, as `train`
+    } else if (group) {
+      DataParallel ranks(*group, mode);
+      session.measure(base, "cpu", i, counts.size(), "ranks", k, &ranks);
+    }
+    world.wait_quietly();
+    if (lead) write(false);
+  }
+  if (!lead) return 0;
+  const Report report = write(true);
+  fmt::print("{}", summary_text(report, out, session.stopped()));
+  return session.stopped() ? 130 : 0;
+}
+
 int run_sweep(const RunOptions& o) {
+  // Along ranks: under an MPI launcher, every rank in the job.
+  if (o.vary.rfind("ranks=", 0) == 0) {
+    if (!mpi::launched()) {
+      throw UserError(fmt::format(
+          "--vary {}: a sweep along ranks runs under an MPI launcher with the largest count, "
+          "e.g. mpirun -np 2 crossover sweep {} --vary ranks=1,2",
+          o.vary, o.spec));
+    }
+    const mpi::World world;
+    try {
+      const ModelSpec base = resolve_spec(o.spec);
+      if (world.rank() == 0) print_notes(base);
+      return run_rank_sweep(o, base, world);
+    } catch (const std::exception& e) {
+      end_job(world, e);
+    }
+  }
   const ModelSpec base = resolve_spec(o.spec);
   print_notes(base);
   // The same --vary as `tune`'s (tune/space.h): an axis or any key of the spec, whose values,
@@ -205,7 +314,13 @@ Command add_sweep(CLI::App& app) {
   sub->add_option("--vary", o->vary,
                   "AXIS=V1,V2,... or AXIS=A..B: depth, width, batch, sequence, or any numeric "
                   "key of the spec as `tune --vary` takes it (train.optimizer.lr, dropout.p, "
-                  "model.layers.0.out)");
+                  "model.layers.0.out), or ranks=1,2,...: under mpirun, the same training on "
+                  "that many data-parallel ranks of the job");
+  sub->add_option("--reduce", o->reduce,
+                  "Along ranks: sum the gradients once backward is done (after-backward) or "
+                  "bucket by bucket while it runs (overlap)")
+      ->check(CLI::IsMember({"after-backward", "overlap"}))
+      ->capture_default_str();
   add_measure_options(sub, o->measure, true);
   add_cost_options(sub, o->cost);
   return {sub, [o] { return run_sweep(*o); }};

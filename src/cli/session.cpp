@@ -20,6 +20,7 @@
 #include "measure/sampler.h"
 #include "model/model.h"
 #include "report/report_json.h"
+#include "train/data_parallel.h"
 
 namespace xo::cli {
 namespace {
@@ -291,14 +292,33 @@ Catalog load_user_catalog(const CostOptions& o) {
   return c;
 }
 
-Session::Session(const MeasureOptions& o)
-    : o_(with_out(o, job_folder(o))),
+namespace {
+
+// The job's options with its --out: rank 0's choice on every rank of an MPI job.
+MeasureOptions job_options(const MeasureOptions& o, const mpi::World* world) {
+  if (!world) return with_out(o, job_folder(o));
+  std::string out;
+  if (world->rank() == 0) out = job_folder(o);
+  return with_out(o, world->broadcast(out));
+}
+
+}  // namespace
+
+Session::Session(const MeasureOptions& o, const mpi::World* world)
+    : lead_(!world || world->rank() == 0),
+      o_(job_options(o, world)),
       // Parsed before any work, so that a bad interval fails at once.
       checkpoint_every_(parse_checkpoint_interval(o.checkpoint.every, "--checkpoint-every")),
-      out_lock_(o_.out, recorded_command_line(), "--out"),
       started_(now_seconds()) {
-  if (!out_lock_.unsupported().empty()) {
-    fmt::print(stderr, "note: --out {}\n", out_lock_.unsupported());
+  if (!lead_) {
+    // A follower: rank 0 locks, probes and reports; this rank trains on the CPU beside it.
+    devices_ = o.devices.empty() ? std::vector<std::string>{"cpu"} : o.devices;
+    for (std::string& d : devices_) d = backend(d).info().id;
+    return;
+  }
+  out_lock_.emplace(o_.out, recorded_command_line(), "--out");
+  if (!out_lock_->unsupported().empty()) {
+    fmt::print(stderr, "note: --out {}\n", out_lock_->unsupported());
   }
   devices_ = o.devices;
   if (devices_.empty()) {
@@ -328,30 +348,43 @@ Backend& Session::backend(const std::string& device) {
   const DeviceRequest request = parse_device(device, o_.threads, o_.precision);
   backends_.push_back(make_backend(request));
   // Threads are the CPU's: a GPU's backend takes none (a Session holds one CPU backend at most).
-  if (!request.note.empty() && backends_.back()->info().kind == DeviceKind::Cpu)
+  if (lead_ && !request.note.empty() && backends_.back()->info().kind == DeviceKind::Cpu)
     fmt::print(stderr, "note: {}\n", request.note);
   // "auto" and "cuda" name the device they resolve to from here on.
   return *backends_.back();
 }
 
 const RunRecord* Session::measure(const ModelSpec& spec_in, const std::string& device, size_t job,
-                                  size_t jobs, const std::string& axis, double axis_value) {
+                                  size_t jobs, const std::string& axis, double axis_value,
+                                  DataParallel* data_parallel) {
   ModelSpec spec = spec_in;
   if (o_.epochs) spec.train.epochs = *o_.epochs;
   Backend& be = backend(device);
   // The label goes to the terminal (progress, the summary line): the spec's name may be anything.
-  const std::string label = terminal_safe(fmt::format("{} on {}", spec.name, be.info().id));
+  const std::string label = terminal_safe(
+      fmt::format("{} on {}{}", spec.name, be.info().id,
+                  data_parallel ? fmt::format(" ({} ranks)", data_parallel->ranks()) : ""));
   const double job_start = now_seconds();
-  progress_.update(fmt::format("[{}/{}] {}: loading data", job + 1, jobs, label));
+  if (lead_) progress_.update(fmt::format("[{}/{}] {}: loading data", job + 1, jobs, label));
   const std::string spec_toml = to_toml(spec);
+  // A run an earlier process of this job finished is kept: rank 0 tells its group so.
+  auto earlier = earlier_.end();
   for (auto it = earlier_.begin(); it != earlier_.end(); ++it) {
-    if (it->spec_toml == spec_toml && it->result.device.id == be.info().id) {
-      fmt::print(stderr, "{}: kept from the earlier, unfinished run of this job in {}\n", label,
-                 o_.out);
-      runs_.push_back(std::move(*it));
-      earlier_.erase(it);
-      return &runs_.back();
+    if (it->spec_toml == spec_toml && it->result.device.id == be.info().id) earlier = it;
+  }
+  if (data_parallel) {
+    const bool kept =
+        data_parallel->world().broadcast(earlier != earlier_.end() ? "kept" : "") == "kept";
+    if (!lead_) {
+      if (kept) return nullptr;
     }
+  }
+  if (earlier != earlier_.end()) {
+    fmt::print(stderr, "{}: kept from the earlier, unfinished run of this job in {}\n", label,
+               o_.out);
+    runs_.push_back(std::move(*earlier));
+    earlier_.erase(earlier);
+    return &runs_.back();
   }
   MeasureSettings settings;
   settings.profile_steps = o_.profile_steps;
@@ -360,6 +393,9 @@ const RunRecord* Session::measure(const ModelSpec& spec_in, const std::string& d
   settings.sample_interval_s = o_.sample_interval_s;
   settings.stop_on_nan = o_.checkpoint.on_nan == "stop";
   settings.checkpoint.every = checkpoint_every_;
+  settings.data_parallel = data_parallel;
+  // The per-node profile is rank 0's, after the training (no rank waits on it).
+  if (!lead_) settings.profile_steps = 0;
   if (settings.checkpoint.every.enabled()) {
     // One folder per (model, device), named so that a changed spec never meets an old one.
     std::string device_name = be.info().id;
@@ -369,9 +405,16 @@ const RunRecord* Session::measure(const ModelSpec& spec_in, const std::string& d
                                           Hasher().text(spec_toml).hex().substr(0, 8));
     settings.checkpoint.resume = true;  // a folder left by an earlier process of this job
     settings.checkpoint.note = [this](const std::string& m) {
+      if (!lead_) return;
       progress_.clear();
       fmt::print(stderr, "crossover: {}\n", m);
     };
+  }
+  if (!lead_) {
+    // A follower: its slice of every batch; rank 0 records and reports the run.
+    const RunRecord run = measure_run(be, spec, settings);
+    stopped_ = run.result.interrupted || stop_requested();
+    return nullptr;
   }
   // A stop while the data loads or is generated, or while the profile runs: the job ends with
   // the runs finished so far (the trainer itself returns an interrupted run at a step boundary).
@@ -389,6 +432,8 @@ const RunRecord* Session::measure(const ModelSpec& spec_in, const std::string& d
                                 format_left(elapsed / fraction * (1 - fraction))));
     });
   } catch (const Interrupted& e) {
+    // Across ranks the others may be inside a collective already: the job ends (end_job).
+    if (data_parallel) throw;
     progress_.clear();
     fmt::print(stderr, "crossover: {}: stopped while {}\n", label, terminal_safe(e.what()));
     stopped_ = true;
@@ -400,12 +445,20 @@ const RunRecord* Session::measure(const ModelSpec& spec_in, const std::string& d
   run.axis_value = axis_value;
   const TrainResult& r = run.result;
   const DevicePeaks* peaks = find_peaks(peaks_, be.info().id);
+  if (data_parallel && run.utilisation && run.utilisation->mean_other_cores) {
+    // The group's other ranks on this machine are this run, not other load.
+    const int others = data_parallel->world().local_size() - 1;
+    *run.utilisation->mean_other_cores = std::max(
+        0.0, *run.utilisation->mean_other_cores - static_cast<double>(others * be.info().threads));
+  }
   if (const std::string note = batch_note(spec, r.samples); !note.empty()) {
     fmt::print(stderr, "note: {}: {}\n", label, note);
   }
   // The training error only where an epoch completed (a --steps run or an early stop has none).
   fmt::print(stderr, "{}: {:.4f} ms/step, {:.1f} GFLOP/s{}{}\n", label, r.step_ms.median, r.gflops,
-             peaks ? fmt::format(" ({:.1f}% of peak)", 100 * r.gflops / peaks->matmul_gflops) : "",
+             peaks ? fmt::format(" ({:.1f}% of peak)",
+                                 100 * r.gflops / (peaks->matmul_gflops * std::max(1, r.ranks)))
+                   : "",
              r.epochs.empty() ? std::string(", no epoch completed")
              : std::isnan(r.final_train_error)
                  ? fmt::format(", final loss {:.6f}", r.final_loss)

@@ -23,6 +23,10 @@ namespace xo::mpi {
 class World;
 }
 
+namespace xo {
+class DataParallel;
+}
+
 namespace xo::cli {
 
 // An error on one rank of an MPI job: printed with the rank, then every rank of the job ends at
@@ -97,8 +101,13 @@ Catalog load_user_catalog(const CostOptions& o);
 class Session {
  public:
   // Locks the --out folder first (FolderLock: a second job into it is refused at once), then
-  // resolves the devices and probes their peaks.
-  explicit Session(const MeasureOptions& o);
+  // resolves the devices and probes their peaks. Under an MPI launcher (`world`), rank 0 does so
+  // and reports; every other rank follows: it trains its slice of the runs rank 0 trains
+  // (measure() with a DataParallel), with rank 0's --out and checkpoints, and prints nothing.
+  explicit Session(const MeasureOptions& o, const mpi::World* world = nullptr);
+
+  // This process reports: no launcher, or rank 0 of the job.
+  bool lead() const { return lead_; }
 
   // The folder the job writes: --out, or the default chosen when it was not given.
   const std::string& out() const { return o_.out; }
@@ -110,8 +119,11 @@ class Session {
   // Trains `spec` on `device` (progress on the terminal, the sampler running) and appends the
   // run. `job` / `jobs` place it in the whole job for the progress bar. Null when a stop request
   // cut it short before it had trained (while its data loaded, say): stopped() then holds.
+  // With `data_parallel`, every rank of its group calls it and trains its slice of each batch;
+  // the followers' runs are null (rank 0 records the run).
   const RunRecord* measure(const ModelSpec& spec, const std::string& device, size_t job,
-                           size_t jobs, const std::string& axis = "", double axis_value = 0);
+                           size_t jobs, const std::string& axis = "", double axis_value = 0,
+                           DataParallel* data_parallel = nullptr);
 
   // The report document around the runs measured so far, each analysed against its peaks;
   // complete only once the job has `finished` every run, uninterrupted.
@@ -129,9 +141,11 @@ class Session {
  private:
   Backend& backend(const std::string& device);
 
+  bool lead_ = true;
   MeasureOptions o_;
   CheckpointInterval checkpoint_every_;
-  FolderLock out_lock_;  // --out, for the whole job: taken before any work, dropped at its end
+  // --out, for the whole job: taken before any work, dropped at its end (rank 0's alone).
+  std::optional<FolderLock> out_lock_;
   std::vector<std::string> devices_;
   std::vector<std::unique_ptr<Backend>> backends_;
   std::vector<DevicePeaks> peaks_;

@@ -6,7 +6,9 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <chrono>
 #include <climits>
+#include <thread>
 #include <vector>
 
 #include "core/error.h"
@@ -33,12 +35,14 @@ int length_of(const std::string& s) {
   return static_cast<int>(s.size());
 }
 
-std::string receive_status(const MPI_Status& status) {
+MPI_Comm of(void* comm) { return *static_cast<MPI_Comm*>(comm); }
+
+std::string receive_status(const MPI_Status& status, MPI_Comm comm) {
   int count = 0;
   XO_MPI_CHECK(MPI_Get_count(&status, MPI_CHAR, &count));
   std::string text(static_cast<size_t>(count), '\0');
-  XO_MPI_CHECK(MPI_Recv(text.data(), count, MPI_CHAR, status.MPI_SOURCE, status.MPI_TAG,
-                        MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+  XO_MPI_CHECK(MPI_Recv(text.data(), count, MPI_CHAR, status.MPI_SOURCE, status.MPI_TAG, comm,
+                        MPI_STATUS_IGNORE));
   return text;
 }
 
@@ -46,7 +50,7 @@ std::string receive_status(const MPI_Status& status) {
 
 bool built_with_mpi() { return true; }
 
-World::World() {
+World::World() : owns_mpi_(true) {
   // OpenMPI's reductions allocate their scratch buffers on every call; glibc maps any allocation
   // over 32 MiB afresh (and the kernel zeroes its pages) each time: a 64 MiB all-reduce on this
   // 2-core machine took 26.6 ms so, 12.5 ms with the buffers kept in the heap (`crossover
@@ -58,14 +62,30 @@ World::World() {
   if (!ready) XO_MPI_CHECK(MPI_Init(nullptr, nullptr));
   // Errors come back as return codes, for XO_MPI_CHECK to report.
   XO_MPI_CHECK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
-  XO_MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank_));
-  XO_MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &size_));
+  comm_ = new MPI_Comm(MPI_COMM_WORLD);
+  describe();
+}
+
+World::World(void* comm) : comm_(comm) { describe(); }
+
+void World::describe() {
+  const MPI_Comm comm = *static_cast<MPI_Comm*>(comm_);
+  XO_MPI_CHECK(MPI_Comm_rank(comm, &rank_));
+  XO_MPI_CHECK(MPI_Comm_size(comm, &size_));
   MPI_Comm local = MPI_COMM_NULL;
-  XO_MPI_CHECK(
-      MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &local));
+  XO_MPI_CHECK(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &local));
   XO_MPI_CHECK(MPI_Comm_rank(local, &local_rank_));
   XO_MPI_CHECK(MPI_Comm_size(local, &local_size_));
   local_comm_ = new MPI_Comm(local);
+}
+
+std::unique_ptr<World> World::split(bool member) const {
+  MPI_Comm group = MPI_COMM_NULL;
+  XO_MPI_CHECK(
+      MPI_Comm_split(*static_cast<MPI_Comm*>(comm_), member ? 0 : MPI_UNDEFINED, rank_, &group));
+  if (!member) return nullptr;
+  XO_MPI_CHECK(MPI_Comm_set_errhandler(group, MPI_ERRORS_RETURN));
+  return std::unique_ptr<World>(new World(new MPI_Comm(group)));
 }
 
 World::~World() {
@@ -73,6 +93,13 @@ World::~World() {
     MPI_Comm_free(local);
     delete local;
   }
+  auto* comm = static_cast<MPI_Comm*>(comm_);
+  if (!owns_mpi_) {
+    if (comm && *comm != MPI_COMM_NULL) MPI_Comm_free(comm);
+    delete comm;
+    return;
+  }
+  delete comm;
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (!finalized) MPI_Finalize();
@@ -86,36 +113,36 @@ std::string World::host() const {
 }
 
 void World::send(int to, int tag, const std::string& message) const {
-  XO_MPI_CHECK(MPI_Send(message.data(), length_of(message), MPI_CHAR, to, tag, MPI_COMM_WORLD));
+  XO_MPI_CHECK(MPI_Send(message.data(), length_of(message), MPI_CHAR, to, tag, of(comm_)));
 }
 
 std::optional<std::pair<int, std::string>> World::try_receive(int tag) const {
   int arrived = 0;
   MPI_Status status;
-  XO_MPI_CHECK(MPI_Iprobe(MPI_ANY_SOURCE, tag, MPI_COMM_WORLD, &arrived, &status));
+  XO_MPI_CHECK(MPI_Iprobe(MPI_ANY_SOURCE, tag, of(comm_), &arrived, &status));
   if (!arrived) return std::nullopt;
   const int from = status.MPI_SOURCE;
-  return std::make_pair(from, receive_status(status));
+  return std::make_pair(from, receive_status(status, of(comm_)));
 }
 
 std::string World::receive(int from, int tag) const {
   MPI_Status status;
-  XO_MPI_CHECK(MPI_Probe(from, tag, MPI_COMM_WORLD, &status));
-  return receive_status(status);
+  XO_MPI_CHECK(MPI_Probe(from, tag, of(comm_), &status));
+  return receive_status(status, of(comm_));
 }
 
 std::string World::broadcast(const std::string& message) const {
   int length = rank_ == 0 ? length_of(message) : 0;
-  XO_MPI_CHECK(MPI_Bcast(&length, 1, MPI_INT, 0, MPI_COMM_WORLD));
+  XO_MPI_CHECK(MPI_Bcast(&length, 1, MPI_INT, 0, of(comm_)));
   std::string text = rank_ == 0 ? message : std::string(static_cast<size_t>(length), '\0');
-  XO_MPI_CHECK(MPI_Bcast(text.data(), length, MPI_CHAR, 0, MPI_COMM_WORLD));
+  XO_MPI_CHECK(MPI_Bcast(text.data(), length, MPI_CHAR, 0, of(comm_)));
   return text;
 }
 
 std::vector<std::string> World::gather(const std::string& message) const {
   const int length = length_of(message);
   std::vector<int> lengths(rank_ == 0 ? static_cast<size_t>(size_) : 0);
-  XO_MPI_CHECK(MPI_Gather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, 0, MPI_COMM_WORLD));
+  XO_MPI_CHECK(MPI_Gather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, 0, of(comm_)));
   std::vector<int> offsets(lengths.size(), 0);
   int total = 0;
   for (size_t i = 0; i < lengths.size(); ++i) {
@@ -124,7 +151,7 @@ std::vector<std::string> World::gather(const std::string& message) const {
   }
   std::string all(static_cast<size_t>(total), '\0');
   XO_MPI_CHECK(MPI_Gatherv(message.data(), length, MPI_CHAR, all.data(), lengths.data(),
-                           offsets.data(), MPI_CHAR, 0, MPI_COMM_WORLD));
+                           offsets.data(), MPI_CHAR, 0, of(comm_)));
   std::vector<std::string> out;
   for (size_t i = 0; i < lengths.size(); ++i)
     out.push_back(all.substr(static_cast<size_t>(offsets[i]), static_cast<size_t>(lengths[i])));
@@ -137,28 +164,40 @@ namespace {
 constexpr int64_t kMaxCount = INT_MAX / 2;
 
 template <typename T>
-void reduce_in_place(T* values, int64_t n, MPI_Datatype type, MPI_Op op) {
+void reduce_in_place(T* values, int64_t n, MPI_Datatype type, MPI_Op op, MPI_Comm comm) {
   for (int64_t at = 0; at < n; at += kMaxCount) {
     const int count = static_cast<int>(std::min(kMaxCount, n - at));
-    XO_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, values + at, count, type, op, MPI_COMM_WORLD));
+    XO_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, values + at, count, type, op, comm));
   }
 }
 
 }  // namespace
 
-void World::sum(float* values, int64_t n) const { reduce_in_place(values, n, MPI_FLOAT, MPI_SUM); }
+void World::sum(float* values, int64_t n) const {
+  reduce_in_place(values, n, MPI_FLOAT, MPI_SUM, of(comm_));
+}
 void World::sum(double* values, int64_t n) const {
-  reduce_in_place(values, n, MPI_DOUBLE, MPI_SUM);
+  reduce_in_place(values, n, MPI_DOUBLE, MPI_SUM, of(comm_));
 }
 void World::max(int64_t* values, int64_t n) const {
-  reduce_in_place(values, n, MPI_INT64_T, MPI_MAX);
+  reduce_in_place(values, n, MPI_INT64_T, MPI_MAX, of(comm_));
 }
 
 void World::max(double* values, int64_t n) const {
-  reduce_in_place(values, n, MPI_DOUBLE, MPI_MAX);
+  reduce_in_place(values, n, MPI_DOUBLE, MPI_MAX, of(comm_));
 }
 
-void World::barrier() const { XO_MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD)); }
+void World::barrier() const { XO_MPI_CHECK(MPI_Barrier(of(comm_))); }
+
+void World::wait_quietly() const {
+  MPI_Request request = MPI_REQUEST_NULL;
+  XO_MPI_CHECK(MPI_Ibarrier(of(comm_), &request));
+  for (int done = 0;;) {
+    XO_MPI_CHECK(MPI_Test(&request, &done, MPI_STATUS_IGNORE));
+    if (done) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
 
 void World::exchange(const void* send, void* receive, int64_t bytes, int to, int from) const {
   const auto* out = static_cast<const char*>(send);
@@ -166,7 +205,7 @@ void World::exchange(const void* send, void* receive, int64_t bytes, int to, int
   for (int64_t at = 0; at < bytes; at += kMaxCount) {
     const int count = static_cast<int>(std::min(kMaxCount, bytes - at));
     XO_MPI_CHECK(MPI_Sendrecv(out + at, count, MPI_CHAR, to, 0, in + at, count, MPI_CHAR, from, 0,
-                              MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+                              of(comm_), MPI_STATUS_IGNORE));
   }
 }
 
@@ -174,11 +213,12 @@ void World::broadcast(void* data, int64_t bytes) const {
   auto* p = static_cast<char*>(data);
   for (int64_t at = 0; at < bytes; at += kMaxCount) {
     const int count = static_cast<int>(std::min(kMaxCount, bytes - at));
-    XO_MPI_CHECK(MPI_Bcast(p + at, count, MPI_CHAR, 0, MPI_COMM_WORLD));
+    XO_MPI_CHECK(MPI_Bcast(p + at, count, MPI_CHAR, 0, of(comm_)));
   }
 }
 
-PendingSums::PendingSums(const World&) : requests_(new std::vector<MPI_Request>()) {}
+PendingSums::PendingSums(const World& world)
+    : requests_(new std::vector<MPI_Request>()), comm_(world.comm_) {}
 
 PendingSums::~PendingSums() {
   auto* requests = static_cast<std::vector<MPI_Request>*>(requests_);
@@ -194,8 +234,8 @@ void PendingSums::start(float* values, int64_t n) {
   for (int64_t at = 0; at < n; at += kMaxCount) {
     const int count = static_cast<int>(std::min(kMaxCount, n - at));
     requests.emplace_back();
-    XO_MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, values + at, count, MPI_FLOAT, MPI_SUM,
-                                MPI_COMM_WORLD, &requests.back()));
+    XO_MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, values + at, count, MPI_FLOAT, MPI_SUM, of(comm_),
+                                &requests.back()));
   }
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -20,13 +21,18 @@ bool built_with_mpi();
 bool is_launcher_variable(const std::string& name);
 
 // The job's processes, initialised on construction and finalised on destruction. Messages are
-// strings; tags tell their kinds apart.
+// strings; tags tell their kinds apart. A World may also be a group of the job's ranks (split):
+// its calls then reach that group alone.
 class World {
  public:
   World();  // throws UserError where the build has no MPI
   ~World();
   World(const World&) = delete;
   World& operator=(const World&) = delete;
+
+  // The group of this World's ranks that pass `member` (in rank order), for those ranks; null
+  // for the others. Every rank of this World calls it.
+  std::unique_ptr<World> split(bool member) const;
 
   int rank() const { return rank_; }
   int size() const { return size_; }
@@ -54,6 +60,9 @@ class World {
   void max(int64_t* values, int64_t n) const;
   void max(double* values, int64_t n) const;
   void barrier() const;
+  // A barrier that sleeps while it waits (MPI's own spins on a core): for a rank with nothing to
+  // do while others measure on the cores it would take.
+  void wait_quietly() const;
   // Sends `bytes` at `send` to rank `to` while receiving as many into `receive` from `from` (one
   // step of a ring).
   void exchange(const void* send, void* receive, int64_t bytes, int to, int from) const;
@@ -61,8 +70,13 @@ class World {
   void broadcast(void* data, int64_t bytes) const;
 
  private:
+  explicit World(void* comm);  // a group: owns `comm` (MPI_Comm*)
+  void describe();             // rank, size and the local ones, of comm_
   int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 1;
-  void* local_comm_ = nullptr;
+  void* comm_ = nullptr;        // MPI_Comm*
+  void* local_comm_ = nullptr;  // MPI_Comm*
+  bool owns_mpi_ = false;       // the job's World: finalises MPI
+  friend class PendingSums;
 };
 
 // Non-blocking in-place sums of float ranges over every rank (MPI_Iallreduce), for reducing
@@ -81,6 +95,7 @@ class PendingSums {
 
  private:
   void* requests_ = nullptr;  // std::vector<MPI_Request>
+  void* comm_ = nullptr;      // the World's MPI_Comm*
 };
 
 }  // namespace xo::mpi

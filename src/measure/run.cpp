@@ -33,6 +33,7 @@ RunRecord measure_run(Backend& backend, const ModelSpec& spec, const MeasureSett
   exec.record_step = settings.record_step;
   exec.checkpoint = settings.checkpoint;
   exec.stop_on_nan = settings.stop_on_nan;
+  exec.data_parallel = settings.data_parallel;
   TrainResult result = train_model(model, data, spec.train, on_epoch, exec);
   sampler.stop();
   RunRecord run;

@@ -19,6 +19,8 @@ struct MeasureSettings {
   double sample_interval_s = 0.1;
   CheckpointOptions checkpoint;  // none unless checkpoint.dir is set
   bool stop_on_nan = true;
+  // This process is one rank of a data-parallel job (train/data_parallel.h); null: the whole.
+  DataParallel* data_parallel = nullptr;
 };
 
 // Trains `spec` on `backend` from its seed; `on_epoch` sees every epoch (progress). The record's

@@ -291,6 +291,41 @@ std::string sweep_chart(const SweepRecord& sweep, const DeviceColours& colours) 
 
 }  // namespace
 
+namespace {
+
+// A sweep along ranks: each rank count's step, communication and scaling efficiency.
+std::string scaling_html(const std::vector<ScalingPoint>& points) {
+  if (points.empty()) return "";
+  auto ms = [](double v) {
+    return cell(std::isnan(v) ? std::string(kMissing) : duration(v * 1e-3));
+  };
+  std::vector<std::vector<std::string>> rows;
+  for (const ScalingPoint& p : points) {
+    rows.push_back({cell(fmt::format("{}", p.ranks)), ms(p.step_ms),
+                    cell(fmt::format("{:.0f}", p.samples_per_second)), ms(p.communicate_ms),
+                    cell(p.reduced_bytes > 0 ? byte_size(static_cast<double>(p.reduced_bytes))
+                                             : std::string(kMissing)),
+                    cell(std::isnan(p.bus_gbs) ? std::string(kMissing)
+                                               : fmt::format("{:.2f} GB/s", p.bus_gbs)),
+                    cell(std::isnan(p.efficiency) ? std::string(kMissing)
+                                                  : fmt::format("{:.1f}%", 100 * p.efficiency))});
+  }
+  return "<h3>Scaling across ranks</h3>\n<p class=\"note\">The same global batch on each count "
+         "of data-parallel processes. <i>Communicate</i>: the step's wait for the gradient sums; "
+         "<i>bus bandwidth</i>: as nccl-tests reports it, where that wait is the whole sum; "
+         "<i>efficiency</i>: throughput against that many times one rank's.</p>\n" +
+         html_table({{"ranks", true},
+                     {"step", true},
+                     {"samples/s", true},
+                     {"communicate", true},
+                     {"summed per step", true},
+                     {"bus bandwidth", true},
+                     {"efficiency", true}},
+                    rows, "scaling");
+}
+
+}  // namespace
+
 std::string sweep_html(const Report& report, const DeviceColours& colours) {
   if (!report.sweep) return "";
   const SweepRecord& sweep = *report.sweep;
@@ -312,7 +347,7 @@ std::string sweep_html(const Report& report, const DeviceColours& colours) {
     }
   }
   if (!notes.empty()) out += "<ul class=\"notes\">\n" + notes + "</ul>\n";
-  return out;
+  return out + scaling_html(sweep.scaling);
 }
 
 }  // namespace xo::html

@@ -9,6 +9,7 @@
 #include <optional>
 #include <utility>
 
+#include "advisor/scale_out.h"
 #include "core/error.h"
 #include "core/json_depth.h"
 #include "report/json_in.h"
@@ -171,8 +172,18 @@ json result_json(const TrainResult& r, const char* epochs) {
                          {"communicate", number_or_null(r.communicate_ms)},
                          {"optimizer", number_or_null(r.optimizer_ms)}};
   j["data_parallel"] =
-      r.ranks > 1 ? json{{"reduced_bytes_per_step", r.reduced_bytes}, {"reduce", r.reduce_mode}}
-                  : json();
+      r.ranks > 1
+          ? json{{"reduced_bytes_per_step", r.reduced_bytes},
+                 {"reduce", r.reduce_mode},
+                 // As nccl-tests: bytes x 2(n-1)/n over the communicate phase, where that phase
+                 // is the whole sum (after-backward); null where backward hid part of it.
+                 {"bus_gbs",
+                  number_or_null(r.reduce_mode == "after-backward"
+                                     ? allreduce_bus_bandwidth(static_cast<double>(r.reduced_bytes),
+                                                               r.ranks, r.communicate_ms * 1e-3) /
+                                           1e9
+                                     : kNaN)}}
+          : json();
   j["checkpoints"] = {{"resumed_at_step", r.resumed_at_step},
                       {"paused", r.paused},
                       {"written", r.checkpoints_written},
@@ -600,7 +611,21 @@ json sweep_json(const SweepRecord& s) {
                           {"params", c.params},
                           {"between", {c.below_axis, c.above_axis}}});
   }
-  return {{"axis", s.axis}, {"x", s.x}, {"series", series}, {"crossovers", crossovers}};
+  json out = {{"axis", s.axis}, {"x", s.x}, {"series", series}, {"crossovers", crossovers}};
+  if (!s.scaling.empty()) {
+    json scaling = json::array();
+    for (const ScalingPoint& p : s.scaling) {
+      scaling.push_back({{"ranks", p.ranks},
+                         {"step_ms", p.step_ms},
+                         {"samples_per_second", p.samples_per_second},
+                         {"communicate_ms", number_or_null(p.communicate_ms)},
+                         {"reduced_bytes_per_step", p.reduced_bytes},
+                         {"bus_gbs", number_or_null(p.bus_gbs)},
+                         {"efficiency", number_or_null(p.efficiency)}});
+    }
+    out["scaling"] = scaling;
+  }
+  return out;
 }
 
 SweepRecord read_sweep(const JsonIn& in, int schema) {
@@ -633,6 +658,20 @@ SweepRecord read_sweep(const JsonIn& in, int schema) {
       x.below_axis = x.above_axis = kNaN;
     }
     s.crossovers.push_back(std::move(x));
+  }
+  // Since the sweep along ranks (0.2.x).
+  if (in.has("scaling")) {
+    for (const JsonIn& p : in.objects("scaling")) {
+      ScalingPoint point;
+      point.ranks = p.int_integer("ranks");
+      point.step_ms = p.number("step_ms");
+      point.samples_per_second = p.number("samples_per_second");
+      point.communicate_ms = p.nullable("communicate_ms");
+      point.reduced_bytes = p.integer("reduced_bytes_per_step");
+      point.bus_gbs = p.nullable("bus_gbs");
+      point.efficiency = p.nullable("efficiency");
+      s.scaling.push_back(point);
+    }
   }
   return s;
 }

@@ -23,7 +23,8 @@ std::string runs_table(const Report& report) {
     const TrainResult& r = run.run.result;
     const RunAnalysis& a = run.analysis;
     table.add_row(
-        {r.model, std::to_string(run.run.layers), std::to_string(r.params), r.device.id,
+        {r.model, std::to_string(run.run.layers), std::to_string(r.params),
+         r.ranks > 1 ? fmt::format("{} ({} ranks)", r.device.id, r.ranks) : r.device.id,
          fmt::format("{:.3f}{}", 100 * a.seconds_per_epoch, a.per_epoch_estimated ? "*" : ""),
          fmt::format("{:.4f}{}", r.step_ms.median,
                      run.run.utilisation && timings_contaminated(*run.run.utilisation) ? "!" : ""),
@@ -83,6 +84,7 @@ std::string summary_text(const Report& report, const std::filesystem::path& out,
           terminal_safe(r.model), terminal_safe(r.device.id), r.resumed_at_step);
     }
   }
+  if (report.sweep && !report.sweep->scaling.empty()) s += scaling_text(report.sweep->scaling);
   if (report.advice) {
     s += '\n';
     s += advice_text(*report.advice);
@@ -91,6 +93,23 @@ std::string summary_text(const Report& report, const std::filesystem::path& out,
                    terminal_safe((out / "report.html").string()),
                    stopped ? " (interrupted: partial)" : "");
   return s;
+}
+
+std::string scaling_text(const std::vector<ScalingPoint>& points) {
+  auto ms = [](double v) { return std::isnan(v) ? std::string("-") : fmt::format("{:.3f} ms", v); };
+  Table t({"ranks", "step", "samples/s", "communicate", "summed per step", "bus bandwidth",
+           "efficiency"});
+  for (const ScalingPoint& p : points) {
+    t.add_row(
+        {std::to_string(p.ranks), ms(p.step_ms), fmt::format("{:.0f}", p.samples_per_second),
+         ms(p.communicate_ms),
+         p.reduced_bytes > 0 ? byte_size(static_cast<double>(p.reduced_bytes)) : std::string("-"),
+         std::isnan(p.bus_gbs) ? std::string("-") : fmt::format("{:.2f} GB/s", p.bus_gbs),
+         std::isnan(p.efficiency) ? std::string("-") : fmt::format("{:.1f}%", 100 * p.efficiency)});
+  }
+  return "\nScaling across ranks (the same global batch; efficiency: throughput against that "
+         "many times one rank's):\n" +
+         t.render();
 }
 
 std::string predictions_text(const Report& report) {

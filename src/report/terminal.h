@@ -14,6 +14,8 @@ namespace xo {
 std::string summary_text(const Report& report, const std::filesystem::path& out, bool stopped);
 // `advise` and `cost`: predicted step times of the report's model on every device.
 std::string predictions_text(const Report& report);
+// A sweep along ranks: each rank count's step, throughput, communication and efficiency.
+std::string scaling_text(const std::vector<ScalingPoint>& points);
 // The validation (leave-one-out) table: each device's predictions against its measurements.
 std::string validation_text(const std::vector<ValidationRow>& rows);
 // The cost of a run here, on every instance and owned device, and when buying pays off.

@@ -58,6 +58,7 @@ class DataParallel : public BackwardObserver {
 
   int rank() const { return world_.rank(); }
   int ranks() const { return world_.size(); }
+  const mpi::World& world() const { return world_; }
 
   // Before training. Every rank must train the same thing: `fingerprint` (spec, data, settings)
   // equal on every rank, else a UserError on every rank naming those that differ from rank 0.

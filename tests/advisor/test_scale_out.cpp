@@ -1,7 +1,10 @@
 // The ring all-reduce model and the data-parallel step built on it.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "advisor/scale_out.h"
+#include "advisor/sweep.h"
 
 namespace {
 
@@ -42,6 +45,42 @@ TEST(ScaleOut, BackwardHidesTheAllReduceUpToTheLastBucket) {
   const auto one = xo::predict_data_parallel(6e-3, 6e-3, 10e6, 1, link, 0.25e6);
   EXPECT_DOUBLE_EQ(one.exposed_s, 0);
   EXPECT_DOUBLE_EQ(one.efficiency, 1);
+}
+
+// A sweep along ranks: each count's efficiency against one rank's throughput, and the bus
+// bandwidth where the communicate phase is the whole sum (after-backward) only.
+TEST(ScaleOut, ScalingPointsOfASweepAlongRanks) {
+  auto run = [](int ranks, double step_ms, const std::string& mode, double communicate_ms) {
+    xo::RunRecord r;
+    r.axis = "ranks";
+    r.axis_value = ranks;
+    r.result.ranks = ranks;
+    r.result.step_ms.median = step_ms;
+    r.result.reduce_mode = ranks > 1 ? mode : "";
+    r.result.communicate_ms = communicate_ms;
+    r.result.reduced_bytes = ranks > 1 ? 1000000 : 0;
+    return r;
+  };
+  const std::vector<xo::RunRecord> runs = {
+      run(1, 2.0, "", NAN), run(2, 1.25, "after-backward", 0.5), run(4, 1.0, "overlap", 0.1)};
+  const auto points = xo::scaling_points(runs);
+  ASSERT_EQ(points.size(), 3u);
+  EXPECT_DOUBLE_EQ(points[0].efficiency, 1.0);
+  EXPECT_TRUE(std::isnan(points[0].communicate_ms));
+  EXPECT_TRUE(std::isnan(points[0].bus_gbs));
+  EXPECT_DOUBLE_EQ(points[1].efficiency, 2.0 / (2 * 1.25));
+  // 1 MB in 0.5 ms on 2 ranks: 2 GB/s x 2(2-1)/2.
+  EXPECT_NEAR(points[1].bus_gbs, 2.0, 1e-12);
+  EXPECT_EQ(points[1].reduced_bytes, 1000000);
+  EXPECT_DOUBLE_EQ(points[2].efficiency, 0.5);
+  EXPECT_TRUE(std::isnan(points[2].bus_gbs));  // overlap: the phase is what backward left
+  // Without a one-rank run there is nothing to compare against; other axes are not scaling.
+  std::vector<xo::RunRecord> no_one = {runs[1]};
+  no_one.push_back(runs[0]);
+  no_one.back().axis = "depth";
+  const auto alone = xo::scaling_points(no_one);
+  ASSERT_EQ(alone.size(), 1u);
+  EXPECT_TRUE(std::isnan(alone[0].efficiency));
 }
 
 }  // namespace

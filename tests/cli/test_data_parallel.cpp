@@ -344,3 +344,63 @@ TEST(Allreduce, RefusesWithoutALauncherAndBadSizes) {
 }
 
 }  // namespace
+
+namespace {
+
+// `mpirun -np 3 crossover sweep SPEC --vary ranks=1,3`: the same training on one rank and on
+// three (the same losses), measured, reported once by rank 0 with the scaling table.
+TEST(DataParallel, ASweepAlongRanksMeasuresScaling) {
+  if (!have_mpirun()) GTEST_SKIP() << "no mpirun: run scripts/setup";
+  xo::testing::TempDir dir("dp-sweep");
+  std::ofstream(dir.path() / "spec.toml") << kMlp;
+  const auto r = run_cli(xo::testing::mpi_job(3,
+                                              "sweep spec.toml --vary ranks=1,3 --epochs 2 "
+                                              "--out out"),
+                         dir.path());
+  if (r.output.find("built without MPI") != std::string::npos) GTEST_SKIP() << r.output;
+  ASSERT_EQ(r.status, 0) << r.output;
+  // Rank 0 alone reports.
+  const size_t table = r.output.find("Scaling across ranks");
+  ASSERT_NE(table, std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("Scaling across ranks", table + 1), std::string::npos) << r.output;
+  const json j = json::parse(xo::read_file(dir.path() / "out" / "results.json"));
+  EXPECT_TRUE(j.at("complete").get<bool>());
+  ASSERT_EQ(j.at("runs").size(), 2u);
+  const json& one = j.at("runs")[0];
+  const json& three = j.at("runs")[1];
+  EXPECT_EQ(one.at("ranks"), 1);
+  EXPECT_EQ(three.at("ranks"), 3);
+  ASSERT_EQ(three.at("epoch_log").size(), 2u);
+  for (size_t e = 0; e < 2; ++e) {
+    const double a = one.at("epoch_log")[e].at("loss"), b = three.at("epoch_log")[e].at("loss");
+    EXPECT_NEAR(a, b, 1e-5 * std::abs(a)) << "epoch " << e + 1;
+  }
+  const json& scaling = j.at("sweep").at("scaling");
+  ASSERT_EQ(scaling.size(), 2u);
+  EXPECT_EQ(scaling[0].at("efficiency"), 1.0);
+  EXPECT_EQ(scaling[1].at("ranks"), 3);
+  // Every gradient, in the flat buffer (with its few floats of alignment between tensors).
+  const int64_t reduced = scaling[1].at("reduced_bytes_per_step");
+  EXPECT_GE(reduced, 4 * three.at("params").get<int64_t>());
+  EXPECT_LT(reduced, 4 * three.at("params").get<int64_t>() + 512);
+  EXPECT_GT(scaling[1].at("bus_gbs").get<double>(), 0);
+  EXPECT_GT(scaling[1].at("efficiency").get<double>(), 0);
+  EXPECT_NE(xo::read_file(dir.path() / "out" / "report.html").find("Scaling across ranks"),
+            std::string::npos);
+}
+
+TEST(DataParallel, ASweepAlongRanksNeedsALauncherAndCountsItHas) {
+  const auto alone = run_cli("sweep disc-3 --vary ranks=1,2");
+  EXPECT_EQ(alone.status, 2) << alone.output;
+  EXPECT_NE(alone.output.find("runs under an MPI launcher"), std::string::npos) << alone.output;
+  if (!have_mpirun()) GTEST_SKIP() << "no mpirun: run scripts/setup";
+  xo::testing::TempDir dir("dp-sweep-bad");
+  const auto bad = run_cli(xo::testing::mpi_job(2, "sweep disc-3 --vary ranks=1,3"), dir.path());
+  if (bad.output.find("built without MPI") != std::string::npos) GTEST_SKIP() << bad.output;
+  EXPECT_EQ(bad.status, 2) << bad.output;
+  EXPECT_NE(bad.output.find("'3' is not a rank count from 1 to 2"), std::string::npos)
+      << bad.output;
+  EXPECT_FALSE(std::filesystem::exists(dir.path() / "crossover-results" / "results.json"));
+}
+
+}  // namespace

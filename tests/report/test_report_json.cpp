@@ -111,6 +111,8 @@ Report document() {
       "params",
       {{"cpu", false, "", {{2, 1234, 1.5}}}, {"t4 (predicted, lower bound)", true, "why", {}}},
       {{"cuda:0", "cpu", 5, 7e5, 4, 6}}};
+  // A sweep along ranks has its scaling table (one rank has no communication).
+  d.sweep->scaling = {{1, 2.0, 5e4}, {2, 1.25, 8e4, 0.5, 4096, 0.0082, 0.8}};
   DevicePrediction pr;
   pr.model = "disc-2";
   pr.device = "h100";
@@ -173,6 +175,18 @@ TEST(ReportJson, WrittenAndReadBackStrictlyIsTheSameDocument) {
   EXPECT_EQ(written["runs"][1]["device_info"]["kind"], "gpu");
   EXPECT_TRUE(std::isnan(read.runs[0].run.result.final_test_accuracy));  // null: no test set
   EXPECT_FALSE(read.complete);
+  ASSERT_EQ(read.sweep->scaling.size(), 2u);
+  EXPECT_TRUE(std::isnan(read.sweep->scaling[0].communicate_ms));
+  EXPECT_EQ(written["sweep"]["scaling"][0]["communicate_ms"], nullptr);
+  EXPECT_EQ(read.sweep->scaling[1].reduced_bytes, 4096);
+  // A sweep along another axis has none, and files from before it read without one.
+  json depth = written;
+  depth["sweep"].erase("scaling");
+  EXPECT_TRUE(read_report(depth, "r.json").sweep->scaling.empty());
+  json bad = written;
+  bad["sweep"]["scaling"][1].erase("ranks");
+  testing::expect_user_error([&] { read_report(bad, "bad.json"); },
+                             {"bad.json", "ranks", "missing"});
 }
 
 // Each epoch's learning rate and early stopping's outcome are read back; files written before
