@@ -368,9 +368,13 @@ const RunRecord* Session::measure(const ModelSpec& spec_in, const std::string& d
   if (lead_) progress_.update(fmt::format("[{}/{}] {}: loading data", job + 1, jobs, label));
   const std::string spec_toml = to_toml(spec);
   // A run an earlier process of this job finished is kept: rank 0 tells its group so.
+  const int ranks = data_parallel ? data_parallel->world().size() : 1;
   auto earlier = earlier_.end();
   for (auto it = earlier_.begin(); it != earlier_.end(); ++it) {
-    if (it->spec_toml == spec_toml && it->result.device.id == be.info().id) earlier = it;
+    if (it->spec_toml == spec_toml && it->result.device.id == be.info().id &&
+        it->result.ranks == ranks) {
+      earlier = it;
+    }
   }
   if (data_parallel) {
     const bool kept =
@@ -400,6 +404,8 @@ const RunRecord* Session::measure(const ModelSpec& spec_in, const std::string& d
     // One folder per (model, device), named so that a changed spec never meets an old one.
     std::string device_name = be.info().id;
     std::replace(device_name.begin(), device_name.end(), ':', '-');
+    // A data-parallel run's state is its ranks' (a sweep along ranks trains one spec on each).
+    if (ranks > 1) device_name += fmt::format("-{}ranks", ranks);
     settings.checkpoint.dir = std::filesystem::path(o_.out) / "checkpoints" /
                               fmt::format("{}-{}-{}", spec.name, device_name,
                                           Hasher().text(spec_toml).hex().substr(0, 8));

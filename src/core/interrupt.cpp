@@ -9,10 +9,12 @@ namespace xo {
 namespace {
 
 volatile std::sig_atomic_t g_stop = 0;
+volatile std::sig_atomic_t g_quiet = 0;
 
 void on_signal(int sig) {
   if (g_stop) _exit(128 + sig);
   g_stop = 1;
+  if (g_quiet) return;
   constexpr char kMessage[] = "\ncrossover: stopping at the next safe point (again to quit now)\n";
   [[maybe_unused]] auto n = write(STDERR_FILENO, kMessage, sizeof(kMessage) - 1);
 }
@@ -23,6 +25,8 @@ void install_interrupt_handler() {
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
 }
+
+void quiet_interrupt_message() { g_quiet = 1; }
 
 bool stop_requested() { return g_stop != 0; }
 void request_stop() { g_stop = 1; }

@@ -15,6 +15,9 @@
 namespace xo {
 
 void install_interrupt_handler();
+// The message the first signal prints stays unwritten: the ranks of an MPI job other than rank 0,
+// which print nothing (mpirun hands Ctrl-C to every rank).
+void quiet_interrupt_message();
 bool stop_requested();
 // For tests: what the first signal does, and its undoing.
 void request_stop();

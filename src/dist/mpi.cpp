@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/interrupt.h"
 
 // One checked-call macro for MPI: a failed call is an internal error naming the call and MPI's
 // message (MPI's default handler would abort the job without one).
@@ -64,6 +65,7 @@ World::World() : owns_mpi_(true) {
   XO_MPI_CHECK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
   comm_ = new MPI_Comm(MPI_COMM_WORLD);
   describe();
+  if (rank_ != 0) quiet_interrupt_message();
 }
 
 World::World(void* comm) : comm_(comm) { describe(); }

@@ -15,6 +15,11 @@ namespace {
 
 std::string hours(double h) { return duration(h * 3600); }
 
+// "cpu", or "cpu (2 ranks)" for a data-parallel run.
+std::string device_label(const TrainResult& r) {
+  return r.ranks > 1 ? fmt::format("{} ({} ranks)", r.device.id, r.ranks) : r.device.id;
+}
+
 // The runs table, with a "*" on per-epoch times estimated from the median step.
 std::string runs_table(const Report& report) {
   Table table({"model", "layers", "params", "device", "s/100 epochs", "ms/step", "spread",
@@ -23,8 +28,7 @@ std::string runs_table(const Report& report) {
     const TrainResult& r = run.run.result;
     const RunAnalysis& a = run.analysis;
     table.add_row(
-        {r.model, std::to_string(run.run.layers), std::to_string(r.params),
-         r.ranks > 1 ? fmt::format("{} ({} ranks)", r.device.id, r.ranks) : r.device.id,
+        {r.model, std::to_string(run.run.layers), std::to_string(r.params), device_label(r),
          fmt::format("{:.3f}{}", 100 * a.seconds_per_epoch, a.per_epoch_estimated ? "*" : ""),
          fmt::format("{:.4f}{}", r.step_ms.median,
                      run.run.utilisation && timings_contaminated(*run.run.utilisation) ? "!" : ""),
@@ -81,7 +85,7 @@ std::string summary_text(const Report& report, const std::filesystem::path& out,
       s += fmt::format(
           "note: {} on {} resumed from its checkpoint at step {}: its step times come from both "
           "processes, its utilisation from the last one\n",
-          terminal_safe(r.model), terminal_safe(r.device.id), r.resumed_at_step);
+          terminal_safe(r.model), terminal_safe(device_label(r)), r.resumed_at_step);
     }
   }
   if (report.sweep && !report.sweep->scaling.empty()) s += scaling_text(report.sweep->scaling);

@@ -5,6 +5,7 @@
 // batch included); a rank that fails ends the job with its message; ranks that train different
 // things are refused; only rank 0 prints and writes.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 
 #include <chrono>
 #include <cmath>
@@ -13,11 +14,13 @@
 #include <nlohmann/json.hpp>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/file.h"
 #include "io/safetensors.h"
 #include "support/cli.h"
+#include "support/process.h"
 #include "support/temp_dir.h"
 
 namespace {
@@ -401,6 +404,67 @@ TEST(DataParallel, ASweepAlongRanksNeedsALauncherAndCountsItHas) {
   EXPECT_NE(bad.output.find("'3' is not a rank count from 1 to 2"), std::string::npos)
       << bad.output;
   EXPECT_FALSE(std::filesystem::exists(dir.path() / "crossover-results" / "results.json"));
+}
+
+// A sweep along ranks stopped during its second point continues with the same command: the point
+// that finished is kept (every rank learns so from rank 0), the stopped one resumes from the
+// checkpoint rank 0 wrote, each rank count with its own.
+TEST(DataParallel, AnInterruptedSweepAlongRanksContinues) {
+  if (!have_mpirun()) GTEST_SKIP() << "no mpirun: run scripts/setup";
+  xo::testing::TempDir dir("dp-sweep-resume");
+  std::ofstream(dir.path() / "spec.toml") << kMlp;
+  const fs::path results = dir.path() / "out" / "results.json";
+  // ~2 s a point on this 2-core machine (a step is ~10 us).
+  const std::string args = "sweep spec.toml --vary ranks=1,2 --epochs 30000 --out out";
+  std::vector<std::string> argv;
+  for (size_t at = 0, next; at < args.size(); at = next + 1) {
+    next = std::min(args.find(' ', at), args.size());
+    argv.push_back(args.substr(at, next - at));
+  }
+  const pid_t job = xo::testing::start_mpi_job(dir.path(), 2, argv, dir.path() / "first.log");
+  bool first_written = false;
+  for (int i = 0; i < 12000 && !first_written; ++i) {
+    std::error_code ec;
+    if (fs::exists(results, ec)) {
+      const json j = json::parse(xo::read_file(results), nullptr, false);
+      first_written = j.is_object() && j["runs"].size() == 1;
+    }
+    int status = 0;
+    if (!first_written && waitpid(job, &status, WNOHANG) == job) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  kill(job, first_written ? SIGINT : SIGKILL);
+  waitpid(job, nullptr, 0);
+  const std::string first_log = xo::read_file(dir.path() / "first.log");
+  if (first_log.find("built without MPI") != std::string::npos) GTEST_SKIP() << first_log;
+  ASSERT_TRUE(first_written) << first_log;
+  // Rank 0 alone says it stops.
+  const size_t stopping = first_log.find("stopping at the next safe point");
+  ASSERT_NE(stopping, std::string::npos) << first_log;
+  EXPECT_EQ(first_log.find("stopping at the next safe point", stopping + 1), std::string::npos)
+      << first_log;
+  const json stopped = json::parse(xo::read_file(results));
+  EXPECT_FALSE(stopped.at("complete").get<bool>());
+  const bool resumable =
+      stopped.at("runs").size() == 2 && stopped.at("runs")[1].at("interrupted").get<bool>();
+
+  const auto again = run_cli(xo::testing::mpi_job(2, args), dir.path());
+  ASSERT_EQ(again.status, 0) << again.output;
+  EXPECT_NE(again.output.find("kept from the earlier, unfinished run"), std::string::npos)
+      << again.output;
+  if (resumable) {
+    EXPECT_NE(again.output.find("resuming spec from its checkpoint"), std::string::npos)
+        << again.output;
+    EXPECT_NE(again.output.find("-cpu-2ranks-"), std::string::npos) << again.output;
+  }
+  const json j = json::parse(xo::read_file(results));
+  EXPECT_TRUE(j.at("complete").get<bool>());
+  ASSERT_EQ(j.at("runs").size(), 2u);
+  EXPECT_EQ(j.at("runs")[0].at("ranks"), 1);
+  EXPECT_EQ(j.at("runs")[1].at("ranks"), 2);
+  EXPECT_EQ(j.at("runs")[0].at("step_ms"), stopped.at("runs")[0].at("step_ms"));
+  EXPECT_FALSE(j.at("runs")[1].at("interrupted").get<bool>());
+  EXPECT_EQ(j.at("sweep").at("scaling").size(), 2u);
 }
 
 }  // namespace

@@ -37,6 +37,30 @@ inline pid_t start_crossover(const std::filesystem::path& dir, const std::vector
   return pid;
 }
 
+// Starts `mpirun -np RANKS crossover ARGS` as start_crossover starts crossover (one log: `log`);
+// returns mpirun's pid, which hands a SIGINT on to every rank.
+inline pid_t start_mpi_job(const std::filesystem::path& dir, int ranks,
+                           const std::vector<std::string>& args, const std::filesystem::path& log) {
+  const std::string cache = cli_cache_dir();
+  const pid_t pid = fork();
+  if (pid == 0) {
+    if (chdir(dir.c_str()) != 0) _exit(127);
+    setenv("XDG_CACHE_HOME", cache.c_str(), 1);
+    setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+    setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+    setenv("OMPI_MCA_rmaps_base_oversubscribe", "1", 1);
+    if (!freopen(log.c_str(), "w", stdout) || dup2(fileno(stdout), STDERR_FILENO) < 0) _exit(127);
+    const std::string np = std::to_string(ranks);
+    std::vector<char*> argv{const_cast<char*>("mpirun"), const_cast<char*>("-np"),
+                            const_cast<char*>(np.c_str()), const_cast<char*>(CROSSOVER_BINARY)};
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    execvp("mpirun", argv.data());
+    _exit(127);
+  }
+  return pid;
+}
+
 // Whether process `pid` has a handler for `sig` (the SigCgt mask of /proc/PID/status).
 inline bool catches(pid_t pid, int sig) {
   std::ifstream status("/proc/" + std::to_string(pid) + "/status");
