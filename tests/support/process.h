@@ -10,55 +10,55 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "support/cli.h"
 
 namespace xo::testing {
 
-// Starts crossover with `args` in `dir`, its stdout into `out` and its stderr into `err` (the same
-// path for both: one log; "/dev/null" drops it); returns its pid.
-inline pid_t start_crossover(const std::filesystem::path& dir, const std::vector<std::string>& args,
-                             const std::filesystem::path& out, const std::filesystem::path& err) {
+// Starts `program` (found on the PATH) with `args` in `dir`, with the tests' cache and the
+// variables `env`, its stdout into `out` and its stderr into `err` (the same path for both: one
+// log; "/dev/null" drops it); returns its pid.
+inline pid_t start_program(const std::filesystem::path& dir, const std::string& program,
+                           const std::vector<std::string>& args, const std::filesystem::path& out,
+                           const std::filesystem::path& err,
+                           const std::vector<std::pair<std::string, std::string>>& env = {}) {
   const std::string cache = cli_cache_dir();
   const pid_t pid = fork();
   if (pid == 0) {
     if (chdir(dir.c_str()) != 0) _exit(127);
     setenv("XDG_CACHE_HOME", cache.c_str(), 1);
+    for (const auto& [name, value] : env) setenv(name.c_str(), value.c_str(), 1);
     if (!freopen(out.c_str(), "w", stdout)) _exit(127);
     if (out == err ? dup2(fileno(stdout), STDERR_FILENO) < 0 : !freopen(err.c_str(), "w", stderr))
       _exit(127);
-    std::vector<char*> argv{const_cast<char*>(CROSSOVER_BINARY)};
+    std::vector<char*> argv{const_cast<char*>(program.c_str())};
     for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
-    execv(CROSSOVER_BINARY, argv.data());
+    execvp(program.c_str(), argv.data());
     _exit(127);
   }
   return pid;
 }
 
-// Starts `mpirun -np RANKS crossover ARGS` as start_crossover starts crossover (one log: `log`);
-// returns mpirun's pid, which hands a SIGINT on to every rank.
+// Starts crossover as start_program does.
+inline pid_t start_crossover(const std::filesystem::path& dir, const std::vector<std::string>& args,
+                             const std::filesystem::path& out, const std::filesystem::path& err) {
+  return start_program(dir, CROSSOVER_BINARY, args, out, err);
+}
+
+// Starts `mpirun -np RANKS crossover ARGS` (one log: `log`, with the flags that let OpenMPI run
+// as root and oversubscribe the cores); returns mpirun's pid, which hands a SIGINT on to every
+// rank.
 inline pid_t start_mpi_job(const std::filesystem::path& dir, int ranks,
                            const std::vector<std::string>& args, const std::filesystem::path& log) {
-  const std::string cache = cli_cache_dir();
-  const pid_t pid = fork();
-  if (pid == 0) {
-    if (chdir(dir.c_str()) != 0) _exit(127);
-    setenv("XDG_CACHE_HOME", cache.c_str(), 1);
-    setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
-    setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
-    setenv("OMPI_MCA_rmaps_base_oversubscribe", "1", 1);
-    if (!freopen(log.c_str(), "w", stdout) || dup2(fileno(stdout), STDERR_FILENO) < 0) _exit(127);
-    const std::string np = std::to_string(ranks);
-    std::vector<char*> argv{const_cast<char*>("mpirun"), const_cast<char*>("-np"),
-                            const_cast<char*>(np.c_str()), const_cast<char*>(CROSSOVER_BINARY)};
-    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    execvp("mpirun", argv.data());
-    _exit(127);
-  }
-  return pid;
+  std::vector<std::string> mpirun_args{"-np", std::to_string(ranks), CROSSOVER_BINARY};
+  mpirun_args.insert(mpirun_args.end(), args.begin(), args.end());
+  return start_program(dir, "mpirun", mpirun_args, log, log,
+                       {{"OMPI_ALLOW_RUN_AS_ROOT", "1"},
+                        {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"},
+                        {"OMPI_MCA_rmaps_base_oversubscribe", "1"}});
 }
 
 // Whether process `pid` has a handler for `sig` (the SigCgt mask of /proc/PID/status).
