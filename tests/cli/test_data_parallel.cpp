@@ -107,6 +107,15 @@ samples = 150
 test_samples = 37
 )";
 
+// A spec with its optimizer line replaced: each model under the other optimizer too.
+std::string with_optimizer(std::string spec, const std::string& optimizer) {
+  const size_t at = spec.find("optimizer = ");
+  spec.replace(at, spec.find('\n', at) - at, "optimizer = " + optimizer);
+  return spec;
+}
+const std::string kSgdMomentum = R"({ type = "sgd", lr = 0.1, momentum = 0.9 })";
+const std::string kAdam = R"({ type = "adam", lr = 0.01 })";
+
 class DataParallelTrain : public ::testing::TestWithParam<Case> {};
 
 std::string replace_dir(std::string text, const fs::path& dir) {
@@ -185,13 +194,17 @@ TEST_P(DataParallelTrain, RanksTakeTheStepsOneProcessTakes) {
 
 INSTANTIATE_TEST_SUITE_P(
     Mpi, DataParallelTrain,
-    ::testing::Values(Case{"mlp_2_ranks", kMlp, 2, 1e-5}, Case{"mlp_3_ranks", kMlp, 3, 1e-5},
-                      Case{"cnn_dropout_2_ranks", kCnn, 2, 1e-5},
-                      Case{"cnn_dropout_3_ranks", kCnn, 3, 1e-5},
-                      Case{"lstm_2_ranks", kLstm, 2, 1e-5}, Case{"lstm_3_ranks", kLstm, 3, 1e-5},
-                      // Buckets summed while backward runs.
-                      Case{"mlp_2_ranks_overlap", kMlp, 2, 1e-5, "--reduce overlap"},
-                      Case{"cnn_dropout_3_ranks_overlap", kCnn, 3, 1e-5, "--reduce overlap"}),
+    ::testing::Values(
+        Case{"mlp_2_ranks", kMlp, 2, 1e-5}, Case{"mlp_3_ranks", kMlp, 3, 1e-5},
+        Case{"cnn_dropout_2_ranks", kCnn, 2, 1e-5}, Case{"cnn_dropout_3_ranks", kCnn, 3, 1e-5},
+        Case{"lstm_2_ranks", kLstm, 2, 1e-5}, Case{"lstm_3_ranks", kLstm, 3, 1e-5},
+        // Each model under the other optimizer.
+        Case{"mlp_adam_3_ranks", with_optimizer(kMlp, kAdam), 3, 1e-5},
+        Case{"cnn_dropout_sgd_momentum_2_ranks", with_optimizer(kCnn, kSgdMomentum), 2, 1e-5},
+        Case{"lstm_sgd_momentum_2_ranks", with_optimizer(kLstm, kSgdMomentum), 2, 1e-5},
+        // Buckets summed while backward runs.
+        Case{"mlp_2_ranks_overlap", kMlp, 2, 1e-5, "--reduce overlap"},
+        Case{"cnn_dropout_3_ranks_overlap", kCnn, 3, 1e-5, "--reduce overlap"}),
     [](const auto& param_info) { return param_info.param.name; });
 
 // One rank that cannot read its spec ends every rank, promptly, with its message.
