@@ -228,6 +228,25 @@ TEST(DataParallel, ARankThatFailsEndsTheJobWithItsMessage) {
   EXPECT_LT(seconds, 30) << r.output;  // not a hang: rank 0 waited in a collective
 }
 
+// A loss gone NaN stops every rank at the same step (the check sums the ranks' losses), with
+// rank 0's one message.
+TEST(DataParallel, ADivergingJobStopsEveryRank) {
+  if (!have_mpirun()) GTEST_SKIP() << "no mpirun: run scripts/setup";
+  xo::testing::TempDir dir("dp-nan");
+  std::ofstream(dir.path() / "spec.toml") << with_optimizer(kMlp, "{ type = \"sgd\", lr = 1e30 }");
+  const auto start = std::chrono::steady_clock::now();
+  const auto r =
+      run_cli(xo::testing::mpi_job(2, "train spec.toml --epochs 1000 --json out.json"), dir.path());
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (r.output.find("built without MPI") != std::string::npos) GTEST_SKIP() << r.output;
+  EXPECT_NE(r.status, 0) << r.output;
+  const size_t message = r.output.find("the loss became NaN or infinite at epoch 1");
+  ASSERT_NE(message, std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("the loss became NaN", message + 1), std::string::npos) << r.output;
+  EXPECT_LT(seconds, 30) << r.output;
+}
+
 // Ranks given different settings are refused before the first step, naming what differs.
 TEST(DataParallel, RanksThatTrainDifferentThingsAreRefused) {
   if (!have_mpirun()) GTEST_SKIP() << "no mpirun: run scripts/setup";
