@@ -15,6 +15,16 @@
 #include "core/error.h"
 #include "core/format.h"
 #include "core/interrupt.h"
+#include "dist/mpi.h"
+
+namespace {
+
+// The commands that run across the ranks of an MPI job; `sweep` along ranks only (it says so).
+bool runs_on_ranks(const std::string& command) {
+  return command == "train" || command == "sweep" || command == "tune" || command == "allreduce";
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{
@@ -23,9 +33,9 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("crossover ") + CROSSOVER_VERSION);
   const std::vector<xo::cli::Command> commands = {
-      xo::cli::add_run(app),     xo::cli::add_train(app),   xo::cli::add_models(app),
-      xo::cli::add_devices(app), xo::cli::add_sweep(app),   xo::cli::add_advise(app),
-      xo::cli::add_cost(app),    xo::cli::add_replay(app),  xo::cli::add_import(app),
+      xo::cli::add_run(app),     xo::cli::add_train(app),    xo::cli::add_models(app),
+      xo::cli::add_devices(app), xo::cli::add_sweep(app),    xo::cli::add_advise(app),
+      xo::cli::add_cost(app),    xo::cli::add_replay(app),   xo::cli::add_import(app),
       xo::cli::add_tune(app),    xo::cli::add_validate(app), xo::cli::add_allreduce(app)};
   xo::cli::record_command_line(argc, argv);
   try {
@@ -49,9 +59,29 @@ int main(int argc, char** argv) {
       message =
           fmt::format("unknown command '{}' (expected one of {})", argv[1], fmt::join(names, ", "));
     }
-    fmt::print(stderr, "crossover: error: {} (`{}` shows the usage)\n", xo::terminal_safe(message),
-               usage);
+    // Every rank of an MPI job parsed the same line: rank 0 says it.
+    if (xo::mpi::launched_rank() == 0) {
+      fmt::print(stderr, "crossover: error: {} (`{}` shows the usage)\n",
+                 xo::terminal_safe(message), usage);
+    }
     return 2;
+  }
+  // Under a launcher with several ranks, the commands that use them; any other would run once per
+  // rank, each into the same files.
+  if (const int ranks = xo::mpi::launched() ? xo::mpi::launched_size() : 1; ranks > 1) {
+    for (const auto& command : commands) {
+      const std::string name = command.app->get_name();
+      if (!command.app->parsed() || runs_on_ranks(name)) continue;
+      if (xo::mpi::launched_rank() == 0) {
+        fmt::print(stderr,
+                   "crossover: error: `crossover {}` was started on {} ranks of an MPI job, and is "
+                   "one process: run it without mpirun (under mpirun, `train` trains one model on "
+                   "every rank, `sweep --vary ranks=1,2,...` measures the scaling, `tune` runs "
+                   "trials on the ranks and `allreduce` measures the link)\n",
+                   name, ranks);
+      }
+      return 2;
+    }
   }
   xo::install_interrupt_handler();
   // What the command was doing, for the messages of the failures that carry no context.

@@ -219,6 +219,15 @@ int run_sweep(const RunOptions& o) {
       end_job(world, e);
     }
   }
+  if (mpi::launched() && mpi::launched_size() > 1) {
+    // Every rank would sweep on its own, into the same files: rank 0 says so, all stop.
+    if (mpi::launched_rank() != 0) return 2;
+    throw UserError(fmt::format(
+        "`crossover sweep` was started on {} ranks of an MPI job: along ranks (--vary "
+        "ranks=1,2,...) it measures scaling on them; any other sweep is one process: run it "
+        "without mpirun",
+        mpi::launched_size()));
+  }
   const ModelSpec base = resolve_spec(o.spec);
   print_notes(base);
   // The same --vary as `tune`'s (tune/space.h): an axis or any key of the spec, whose values,

@@ -1,5 +1,7 @@
 // What does not need MPI's library: whether a launcher started this process.
+#include <climits>
 #include <cstdlib>
+#include <initializer_list>
 #include <string>
 
 #include "dist/mpi.h"
@@ -18,6 +20,25 @@ bool launched() {
     if (std::getenv(v) != nullptr) return true;
   }
   return false;
+}
+
+namespace {
+// The first of `names` set to a number, else `otherwise`.
+int first_number(std::initializer_list<const char*> names, int otherwise) {
+  for (const char* name : names) {
+    const char* v = std::getenv(name);
+    if (v == nullptr || *v == '\0') continue;
+    char* end = nullptr;
+    const long n = std::strtol(v, &end, 10);
+    if (*end == '\0' && n >= 0 && n <= INT_MAX) return static_cast<int>(n);
+  }
+  return otherwise;
+}
+}  // namespace
+
+int launched_rank() { return first_number({"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"}, 0); }
+int launched_size() {
+  return first_number({"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_STEP_NUM_TASKS"}, 1);
 }
 
 bool is_launcher_variable(const std::string& name) {

@@ -14,6 +14,11 @@ namespace xo::mpi {
 
 // Started by an MPI launcher (mpirun, mpiexec, srun with PMI/PMIx): its environment says so.
 bool launched();
+// This process's rank and the job's size as the launcher's environment gives them, before MPI
+// starts (0 and 1 where it does not say): for what every rank decides alike before the job
+// begins, said once, by rank 0.
+int launched_rank();
+int launched_size();
 // Whether this build has MPI.
 bool built_with_mpi();
 // The environment variables a launcher sets, to be removed from the environment of a process

@@ -247,6 +247,32 @@ TEST(DataParallel, ADivergingJobStopsEveryRank) {
   EXPECT_LT(seconds, 30) << r.output;
 }
 
+// Under mpirun with several ranks, a one-process command is refused before any work, and what
+// every rank would say alike (that, a usage error) is said once.
+TEST(DataParallel, OneProcessCommandsAreRefusedOnManyRanksOnce) {
+  if (!have_mpirun()) GTEST_SKIP() << "no mpirun: run scripts/setup";
+  xo::testing::TempDir dir("dp-one-process");
+  const auto once = [](const std::string& output, const std::string& piece) {
+    const size_t at = output.find(piece);
+    return at != std::string::npos && output.find(piece, at + 1) == std::string::npos;
+  };
+  const auto run =
+      run_cli(xo::testing::mpi_job(2, "run --models disc-2 --epochs 1 --out r"), dir.path());
+  if (run.output.find("built without MPI") != std::string::npos) GTEST_SKIP() << run.output;
+  EXPECT_NE(run.status, 0) << run.output;
+  EXPECT_TRUE(once(run.output, "`crossover run` was started on 2 ranks of an MPI job"))
+      << run.output;
+  EXPECT_FALSE(fs::exists(dir.path() / "r"));
+  const auto sweep =
+      run_cli(xo::testing::mpi_job(2, "sweep disc-4 --vary depth=2,3 --out s"), dir.path());
+  EXPECT_NE(sweep.status, 0) << sweep.output;
+  EXPECT_TRUE(once(sweep.output, "`crossover sweep` was started on 2 ranks")) << sweep.output;
+  EXPECT_FALSE(fs::exists(dir.path() / "s"));
+  const auto usage = run_cli(xo::testing::mpi_job(2, "train disc-2 --epoch 1"), dir.path());
+  EXPECT_NE(usage.status, 0) << usage.output;
+  EXPECT_TRUE(once(usage.output, "crossover: error:")) << usage.output;
+}
+
 // Ranks given different settings are refused before the first step, naming what differs.
 TEST(DataParallel, RanksThatTrainDifferentThingsAreRefused) {
   if (!have_mpirun()) GTEST_SKIP() << "no mpirun: run scripts/setup";
