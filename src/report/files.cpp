@@ -27,21 +27,25 @@ std::string runs_csv(const Report& report) {
   std::string csv =
       "model,layers,params,device,axis,axis_value,epochs,seconds_per_epoch,seconds_per_100_epochs,"
       "ms_per_step,step_p10_ms,step_p90_ms,step_spread_fraction,gflops,peak_fraction,final_loss,"
-      "final_train_error_percent,final_test_accuracy_percent,peak_rss_mib,mean_cpu_percent\n";
+      "final_train_error_percent,final_test_accuracy_percent,peak_rss_mib,mean_cpu_percent,ranks,"
+      "communicate_ms,reduced_bytes_per_step\n";
   for (const ReportRun& run : report.runs) {
     const RunRecord& row = run.run;
     const TrainResult& r = row.result;
     const bool trained = !r.epochs.empty();  // else no final loss or error to report
-    csv += fmt::format(
-        "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", csv_text(r.model),
-        num(static_cast<double>(row.layers)), num(static_cast<double>(r.params)),
-        csv_text(r.device.id), csv_text(row.axis), row.axis.empty() ? "" : num(row.axis_value),
-        num(static_cast<double>(r.epochs.size())), num(run.analysis.seconds_per_epoch),
-        num(100 * run.analysis.seconds_per_epoch), num(r.step_ms.median), num(r.step_ms.p10),
-        num(r.step_ms.p90), num(relative_spread(r.step_ms)), num(r.gflops),
-        num(run.analysis.peak_fraction), trained ? num(r.final_loss) : "",
-        trained ? num(r.final_train_error) : "", num(r.final_test_accuracy), num(row.peak_rss_mib),
-        row.utilisation ? num(row.utilisation->mean_cpu_percent) : std::string());
+    const bool data_parallel = r.ranks > 1;  // else nothing summed across ranks
+    csv += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
+                       csv_text(r.model), row.layers, r.params, csv_text(r.device.id),
+                       csv_text(row.axis), row.axis.empty() ? "" : num(row.axis_value),
+                       r.epochs.size(), num(run.analysis.seconds_per_epoch),
+                       num(100 * run.analysis.seconds_per_epoch), num(r.step_ms.median),
+                       num(r.step_ms.p10), num(r.step_ms.p90), num(relative_spread(r.step_ms)),
+                       num(r.gflops), num(run.analysis.peak_fraction),
+                       trained ? num(r.final_loss) : "", trained ? num(r.final_train_error) : "",
+                       num(r.final_test_accuracy), num(row.peak_rss_mib),
+                       row.utilisation ? num(row.utilisation->mean_cpu_percent) : std::string(),
+                       r.ranks, data_parallel ? num(r.communicate_ms) : std::string(),
+                       data_parallel ? std::to_string(r.reduced_bytes) : std::string());
   }
   return csv;
 }

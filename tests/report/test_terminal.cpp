@@ -53,6 +53,28 @@ TEST(TerminalSummary, ModelNamesAreEscapedInTheTableAndTheNotes) {
   EXPECT_NE(s.find("note: red\\x1b[31m on cpu resumed"), std::string::npos) << s;
 }
 
+// Counts are written whole (11201190, not 1.12012e+07), and a data-parallel run's ranks, the time
+// its gradient sum took beyond backward and the bytes summed per step in the last three columns
+// (empty for one process).
+TEST(ResultsCsv, CountsAreWholeAndADataParallelRunSaysWhatItSummed) {
+  Report report = report_of({{"disc-12", "ranks"}, {"disc-12", "ranks"}});
+  for (ReportRun& run : report.runs) {
+    run.run.layers = 12;
+    run.run.result.params = 11201190;
+  }
+  report.runs[1].run.result.ranks = 2;
+  report.runs[1].run.result.communicate_ms = 7.5;
+  report.runs[1].run.result.reduced_bytes = 44806560;
+  const std::vector<std::string> lines = lines_of(runs_csv(report));
+  ASSERT_EQ(lines.size(), 3u);
+  const std::string header = lines[0];
+  EXPECT_EQ(header.substr(header.size() - 43), "ranks,communicate_ms,reduced_bytes_per_step")
+      << header;
+  EXPECT_EQ(lines[1].rfind("disc-12,12,11201190,cpu,ranks,", 0), 0u) << lines[1];
+  EXPECT_EQ(lines[1].substr(lines[1].size() - 4), ",1,,") << lines[1];
+  EXPECT_EQ(lines[2].substr(lines[2].size() - 15), ",2,7.5,44806560") << lines[2];
+}
+
 TEST(ResultsCsv, FormulaCellsAreTextAndControlsAreEscaped) {
   const Report report = report_of({{"=HYPERLINK(\"http://x\",\"y\")", "depth"},
                                    {"+1", "-axis"},
