@@ -26,6 +26,12 @@ inline constexpr const char* kTrainSchema = "crossover.train/2";
 inline constexpr const char* kReportSchema = "crossover.report/2";
 inline constexpr const char* kReportSchemaV1 = "crossover.report/1";
 
+// The device of a run as the tables and the page show it: "cpu", or "cpu (2 ranks)" for a
+// data-parallel run.
+inline std::string device_label(const TrainResult& r) {
+  return r.ranks > 1 ? r.device.id + " (" + std::to_string(r.ranks) + " ranks)" : r.device.id;
+}
+
 // A run with its analysis against the device's peaks.
 struct ReportRun {
   RunRecord run;

@@ -112,16 +112,18 @@ std::string swatch(const std::string& colour) {
   return fmt::format("<span class=\"swatch\" style=\"background:{}\"></span>", colour);
 }
 
-std::string device_cell(const DeviceColours& colours, const std::string& device) {
+std::string device_cell(const DeviceColours& colours, const std::string& device,
+                        const std::string& label) {
   if (device.empty()) return na();
   return "<span class=\"device\">" +
-         (colours.has(device) ? swatch(colours(device)) : std::string()) + escape(device) +
-         "</span>";
+         (colours.has(device) ? swatch(colours(device)) : std::string()) +
+         escape(label.empty() ? device : label) + "</span>";
 }
 
 std::string run_label(const RunRecord& run) {
-  const std::string &model = run.result.model, &device = run.result.device.id;
-  return (model.empty() ? "?" : model) + " on " + (device.empty() ? "?" : device);
+  const std::string& model = run.result.model;
+  return (model.empty() ? "?" : model) + " on " +
+         (run.result.device.id.empty() ? "?" : device_label(run.result));
 }
 
 }  // namespace xo::html

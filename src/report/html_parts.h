@@ -57,7 +57,8 @@ DeviceColours device_colours(const Report& report);
 
 std::string swatch(const std::string& colour);
 // A device's name for a table cell: its chart colour first where it has one.
-std::string device_cell(const DeviceColours& colours, const std::string& device);
+std::string device_cell(const DeviceColours& colours, const std::string& device,
+                        const std::string& label = "");  // shown instead of `device`
 
 // "disc-4 on cpu", with "?" for a missing model or device.
 std::string run_label(const RunRecord& run);

@@ -105,7 +105,8 @@ std::vector<std::string> speed_row(const ReportRun& run, const DeviceColours& co
                                    bool any_axis) {
   const RunRecord& row = run.run;
   const TrainResult& r = row.result;
-  std::vector<std::string> cells = {text_cell(r.model), device_cell(colours, r.device.id)};
+  std::vector<std::string> cells = {text_cell(r.model),
+                                    device_cell(colours, r.device.id, device_label(r))};
   if (any_axis) {
     cells.push_back(row.axis.empty()
                         ? na()
@@ -146,7 +147,7 @@ std::vector<std::string> outcome_row(const ReportRun& run, const DeviceColours& 
   const bool trained = !r.epochs.empty();
   const std::optional<Utilisation>& u = row.utilisation;
   return {text_cell(r.model),
-          device_cell(colours, r.device.id),
+          device_cell(colours, r.device.id, device_label(r)),
           cell(exact_count(static_cast<double>(r.epochs.size()))),
           cell(plain(trained ? finite(r.final_loss) : std::nullopt, 4)),
           cell(percent(trained ? finite(r.final_train_error) : std::nullopt)),

@@ -15,11 +15,6 @@ namespace {
 
 std::string hours(double h) { return duration(h * 3600); }
 
-// "cpu", or "cpu (2 ranks)" for a data-parallel run.
-std::string device_label(const TrainResult& r) {
-  return r.ranks > 1 ? fmt::format("{} ({} ranks)", r.device.id, r.ranks) : r.device.id;
-}
-
 // The runs table, with a "*" on per-epoch times estimated from the median step.
 std::string runs_table(const Report& report) {
   Table table({"model", "layers", "params", "device", "s/100 epochs", "ms/step", "spread",
