@@ -90,8 +90,9 @@ int run_train(const TrainOptions& o, const mpi::World* world) {
                           : std::max(1, static_cast<int>(std::thread::hardware_concurrency()) /
                                             std::max(1, world->local_size()));
   const DeviceRequest request = parse_device(o.device, threads, o.precision);
-  auto backend = make_backend(request);
-  if (world && backend->info().kind != DeviceKind::Cpu) {
+  // Refused before a GPU is touched on every rank (and after, for an `auto` that found one).
+  auto backend = world && request.kind == "cuda" ? nullptr : make_backend(request);
+  if (world && (!backend || backend->info().kind != DeviceKind::Cpu)) {
     throw UserError(fmt::format(
         "--device {}: training across MPI ranks runs on the CPU in this version (the GPU's "
         "collectives, over NCCL, are not built yet); use --device cpu, or one process per GPU "

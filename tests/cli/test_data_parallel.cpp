@@ -268,6 +268,12 @@ TEST(DataParallel, OneProcessCommandsAreRefusedOnManyRanksOnce) {
   EXPECT_NE(sweep.status, 0) << sweep.output;
   EXPECT_TRUE(once(sweep.output, "`crossover sweep` was started on 2 ranks")) << sweep.output;
   EXPECT_FALSE(fs::exists(dir.path() / "s"));
+  // Training on GPUs across ranks needs NCCL, not built: refused, in a build with CUDA or not.
+  const auto gpu = run_cli(xo::testing::mpi_job(2, "train disc-2 --device cuda"), dir.path());
+  EXPECT_NE(gpu.status, 0) << gpu.output;
+  EXPECT_NE(gpu.output.find("training across MPI ranks runs on the CPU in this version"),
+            std::string::npos)
+      << gpu.output;
   const auto usage = run_cli(xo::testing::mpi_job(2, "train disc-2 --epoch 1"), dir.path());
   EXPECT_NE(usage.status, 0) << usage.output;
   EXPECT_TRUE(once(usage.output, "crossover: error:")) << usage.output;
