@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace xo {
 
@@ -36,6 +37,14 @@ double ring_allreduce_seconds(double bytes, int ranks, const Link& link) {
 double allreduce_bus_bandwidth(double bytes, int ranks, double seconds) {
   if (seconds <= 0 || ranks <= 1) return 0;
   return bytes / seconds * 2.0 * (ranks - 1) / ranks;
+}
+
+double communicate_bus_gbs(int64_t bytes, int ranks, double communicate_ms,
+                           const std::string& reduce_mode) {
+  if (ranks <= 1 || reduce_mode != "after-backward" || !std::isfinite(communicate_ms)) {
+    return std::numeric_limits<double>::quiet_NaN();
+  }
+  return allreduce_bus_bandwidth(static_cast<double>(bytes), ranks, communicate_ms * 1e-3) / 1e9;
 }
 
 DataParallelStep predict_data_parallel(double whole_batch_s, double slice_s, double gradient_bytes,

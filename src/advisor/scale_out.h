@@ -4,6 +4,7 @@
 // messages on many ranks) over the link between the devices.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,11 @@ double ring_allreduce_seconds(double bytes, int ranks, const Link& link);
 // The bus bandwidth of an all-reduce as nccl-tests reports it: bytes / seconds x 2(n-1)/n, the
 // rate at which each rank's link moved data (comparable across rank counts).
 double allreduce_bus_bandwidth(double bytes, int ranks, double seconds);
+// A data-parallel run's bus bandwidth in GB/s: `bytes` summed per step over its communicate
+// phase, where that phase is the whole sum (--reduce after-backward); NaN where backward hid part
+// of it (overlap), for one rank, or without a measured phase.
+double communicate_bus_gbs(int64_t bytes, int ranks, double communicate_ms,
+                           const std::string& reduce_mode);
 
 struct DataParallelStep {
   int ranks = 1;

@@ -65,11 +65,7 @@ std::vector<ScalingPoint> scaling_points(const std::vector<RunRecord>& runs) {
     p.samples_per_second = r.samples_per_second;
     if (r.ranks > 1) p.communicate_ms = r.communicate_ms;
     p.reduced_bytes = r.ranks > 1 ? r.reduced_bytes : 0;
-    if (r.ranks > 1 && r.reduce_mode == "after-backward" && std::isfinite(r.communicate_ms)) {
-      p.bus_gbs = allreduce_bus_bandwidth(static_cast<double>(r.reduced_bytes), r.ranks,
-                                          r.communicate_ms * 1e-3) /
-                  1e9;
-    }
+    p.bus_gbs = communicate_bus_gbs(r.reduced_bytes, r.ranks, r.communicate_ms, r.reduce_mode);
     if (std::isfinite(one_rank_ms) && p.step_ms > 0) {
       p.efficiency = one_rank_ms / (p.ranks * p.step_ms);
     }

@@ -165,7 +165,7 @@ int run_rank_sweep(const RunOptions& o, const ModelSpec& base, const mpi::World&
     measure.threads = std::max(
         1, static_cast<int>(std::thread::hardware_concurrency()) / std::max(1, world.local_size()));
   }
-  const Catalog catalog = load_user_catalog(o.cost);
+  load_user_catalog(o.cost);  // the cost flags checked before any work, though nothing is priced
   Session session(measure, &world);
   const std::filesystem::path out(session.out());
   const std::string title = fmt::format("crossover sweep: {} along ranks", base.name);

@@ -379,9 +379,7 @@ const RunRecord* Session::measure(const ModelSpec& spec_in, const std::string& d
   if (data_parallel) {
     const bool kept =
         data_parallel->world().broadcast(earlier != earlier_.end() ? "kept" : "") == "kept";
-    if (!lead_) {
-      if (kept) return nullptr;
-    }
+    if (!lead_ && kept) return nullptr;
   }
   if (earlier != earlier_.end()) {
     fmt::print(stderr, "{}: kept from the earlier, unfinished run of this job in {}\n", label,

@@ -1,7 +1,7 @@
 // What does not need MPI's library: whether a launcher started this process.
 #include <climits>
+#include <cstddef>
 #include <cstdlib>
-#include <initializer_list>
 #include <string>
 
 #include "dist/mpi.h"
@@ -24,7 +24,8 @@ bool launched() {
 
 namespace {
 // The first of `names` set to a number, else `otherwise`.
-int first_number(std::initializer_list<const char*> names, int otherwise) {
+template <size_t N>
+int first_number(const char* const (&names)[N], int otherwise) {
   for (const char* name : names) {
     const char* v = std::getenv(name);
     if (v == nullptr || *v == '\0') continue;
@@ -34,12 +35,13 @@ int first_number(std::initializer_list<const char*> names, int otherwise) {
   }
   return otherwise;
 }
+// The job's size, where the launcher gives it (Slurm's for the step, not the allocation).
+constexpr const char* kSizeVariables[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE",
+                                          "SLURM_STEP_NUM_TASKS"};
 }  // namespace
 
-int launched_rank() { return first_number({"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"}, 0); }
-int launched_size() {
-  return first_number({"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_STEP_NUM_TASKS"}, 1);
-}
+int launched_rank() { return first_number(kRankVariables, 0); }
+int launched_size() { return first_number(kSizeVariables, 1); }
 
 bool is_launcher_variable(const std::string& name) {
   for (const char* p : kPrefixes) {

@@ -289,10 +289,6 @@ std::string sweep_chart(const SweepRecord& sweep, const DeviceColours& colours) 
   return out + "</svg>\n";
 }
 
-}  // namespace
-
-namespace {
-
 // A sweep along ranks: each rank count's step, communication and scaling efficiency.
 std::string scaling_html(const std::vector<ScalingPoint>& points) {
   if (points.empty()) return "";

@@ -177,12 +177,8 @@ json result_json(const TrainResult& r, const char* epochs) {
                  {"reduce", r.reduce_mode},
                  // As nccl-tests: bytes x 2(n-1)/n over the communicate phase, where that phase
                  // is the whole sum (after-backward); null where backward hid part of it.
-                 {"bus_gbs",
-                  number_or_null(r.reduce_mode == "after-backward"
-                                     ? allreduce_bus_bandwidth(static_cast<double>(r.reduced_bytes),
-                                                               r.ranks, r.communicate_ms * 1e-3) /
-                                           1e9
-                                     : kNaN)}}
+                 {"bus_gbs", number_or_null(communicate_bus_gbs(r.reduced_bytes, r.ranks,
+                                                                r.communicate_ms, r.reduce_mode))}}
           : json();
   j["checkpoints"] = {{"resumed_at_step", r.resumed_at_step},
                       {"paused", r.paused},
