@@ -315,6 +315,28 @@ TomlTable TomlDocument::root() const {
   return TomlTable(handle(tree_->root), origin_, "", kTopLine);
 }
 
+namespace {
+
+// Throws UserError when a table in `node` (an inline table of a --vary value) has a key that is
+// not bare.
+void check_bare_keys(const toml::node& node, std::string_view what) {
+  if (const auto* table = node.as_table()) {
+    for (const auto& [key, value] : *table) {
+      if (!is_bare_key(key.str())) {
+        throw UserError(
+            fmt::format("{}: '{}' is not a key of a spec (expected letters, digits, "
+                        "'_' and '-' only)",
+                        what, key.str()));
+      }
+      check_bare_keys(value, what);
+    }
+  } else if (const auto* list = node.as_array()) {
+    for (const auto& item : *list) check_bare_keys(item, what);
+  }
+}
+
+}  // namespace
+
 std::string toml_with_value(std::string_view text, const std::vector<std::string>& path,
                             std::string_view value, std::string_view what) {
   XO_ASSERT(!path.empty());
@@ -327,6 +349,17 @@ std::string toml_with_value(std::string_view text, const std::vector<std::string
     holder = toml::table{{"v", std::string(value)}};
   }
   if (holder.size() != 1 || !holder.contains("v")) holder = toml::table{{"v", std::string(value)}};
+  // toml++ writes some quoted keys back bare (one holding a tab or a '), which then do not read:
+  // every key written here is a bare key, as every key of a spec is.
+  for (const std::string& key : path) {
+    if (!is_bare_key(key)) {
+      throw UserError(
+          fmt::format("{}: '{}' is not a key of a spec (expected letters, digits, '_' "
+                      "and '-' only)",
+                      what, key));
+    }
+  }
+  check_bare_keys(*holder.get("v"), what);
   toml::node* at = &root;
   std::string walked;
   for (size_t i = 0; i < path.size(); ++i) {
