@@ -23,6 +23,7 @@
 #include "core/interrupt.h"
 #include "measure/peaks.h"
 #include "measure/profile.h"
+#include "measure/sampler.h"
 #include "report/machine.h"
 #include "report/report_json.h"
 #include "report/terminal.h"
@@ -53,6 +54,7 @@ DeviceProfile local_profile(Backend& be, bool reprofile, Progress* progress,
     specs.push_back(*spec);
   }
   for (ModelSpec& s : measure_grid_specs()) specs.push_back(std::move(s));
+  const CpuTimes before = read_cpu_times();
   DeviceProfile p = measure_profile(
       be, peaks, specs, machine_line(describe_machine()), [&](size_t done, size_t total) {
         if (progress) {
@@ -74,6 +76,13 @@ DeviceProfile local_profile(Backend& be, bool reprofile, Progress* progress,
   }
   p.id = id;
   if (!whole) return p;  // a profile of some models only is not the device's: not cached
+  if (const auto busy = contaminating_load_since(before)) {
+    fmt::print(stderr,
+               "warning: the {} profile was measured while other processes kept {:.1f} cores busy: "
+               "its kernels read slow, and it is not cached (measure again on a quiet machine)\n",
+               p.id, *busy);
+    return p;
+  }
   try {
     store_profile(be.info(), p, default_profile_cache());
   } catch (const UserError& e) {

@@ -162,7 +162,8 @@ std::string peaks_cache_key(const DeviceInfo& d) {
 
 std::filesystem::path default_peaks_cache() { return default_cache_dir() / "peaks.json"; }
 
-DevicePeaks device_peaks(Backend& be, bool reprobe, const std::filesystem::path& cache_file) {
+DevicePeaks device_peaks(Backend& be, bool reprobe, const std::filesystem::path& cache_file,
+                         double busy_limit) {
   const std::string key = peaks_cache_key(be.info());
   nlohmann::json cache = nlohmann::json::object();
   std::error_code ec;
@@ -182,7 +183,16 @@ DevicePeaks device_peaks(Backend& be, bool reprobe, const std::filesystem::path&
       // an entry of an older layout: probe again
     }
   }
+  const CpuTimes before = read_cpu_times();
   DevicePeaks p = probe_peaks(be);
+  if (const auto busy = contaminating_load_since(before, busy_limit)) {
+    fmt::print(
+        stderr,
+        "warning: {} peaks probed while other processes kept {:.1f} cores busy: too low, and "
+        "not cached (the next run probes again; a quiet machine gives the real ones)\n",
+        p.device, *busy);
+    return p;
+  }
   nlohmann::json entry = to_json(p);
   entry.erase("cached");
   cache[key] = entry;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "measure/sampler.h"
 
 namespace xo {
 
@@ -50,8 +51,11 @@ DevicePeaks probe_peaks(Backend& backend);
 std::string peaks_cache_key(const DeviceInfo& device);
 
 // From `cache_file` when it holds an entry for this device (and !reprobe), else probed and stored
-// there (written atomically; a damaged cache is replaced, an unwritable one only warned about).
-DevicePeaks device_peaks(Backend& backend, bool reprobe, const std::filesystem::path& cache_file);
+// there (written atomically; a damaged cache is replaced, an unwritable one only warned about). A
+// probe during which other processes kept `busy_limit` cores or more busy
+// (contaminating_load_since) is used with a warning but not stored: the next run probes again.
+DevicePeaks device_peaks(Backend& backend, bool reprobe, const std::filesystem::path& cache_file,
+                         double busy_limit = kContaminatingCores);
 std::filesystem::path default_peaks_cache();
 
 }  // namespace xo

@@ -96,6 +96,12 @@ std::optional<double> other_cores(const CpuTimes& before, const CpuTimes& after)
   return std::max(0.0, busy - mine) / per_core;
 }
 
+std::optional<double> contaminating_load_since(const CpuTimes& before, double limit) {
+  const std::optional<double> busy = other_cores(before, read_cpu_times());
+  if (busy && *busy >= limit) return busy;
+  return std::nullopt;
+}
+
 std::string contamination_warning(const Utilisation& u, const std::string& what, int cpu_threads) {
   if (!timings_contaminated(u)) return "";
   const int busy = static_cast<int>(std::ceil(*u.mean_other_cores - kContaminatingCores));

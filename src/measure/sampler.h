@@ -74,6 +74,11 @@ std::vector<double> core_utilisation(const CpuTimes& before, const CpuTimes& aft
 // Cores kept busy by other processes between two readings, on this process's CPUs: their busy
 // jiffies less this process's, over the interval's jiffies per core. None where unreadable.
 std::optional<double> other_cores(const CpuTimes& before, const CpuTimes& after);
+// The cores other processes kept busy since `before` (other_cores up to now) when they are
+// kContaminatingCores or more: a measurement taken meanwhile is not to be cached. None on a quiet
+// machine, or where the counters are unreadable.
+std::optional<double> contaminating_load_since(const CpuTimes& before,
+                                               double limit = kContaminatingCores);
 // Resident memory of this process in MiB (0 when unreadable), and its peak so far (VmHWM).
 double resident_mib();
 double peak_resident_mib();

@@ -5,14 +5,17 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <optional>
 #include <thread>
+#include <vector>
 
 #include "core/file.h"
 #include "measure/nvml.h"
@@ -97,21 +100,63 @@ TEST(Peaks, ProbedOnceThenCachedAndADamagedCacheIsReplaced) {
   const auto dir = std::filesystem::path(::testing::TempDir()) / "peaks_cache";
   std::filesystem::remove_all(dir);
   const auto file = dir / "peaks.json";
-  const DevicePeaks first = device_peaks(*be, false, file);
+  // Other tests may run beside this one: no load keeps a probe out of this cache.
+  const double never_busy = std::numeric_limits<double>::infinity();
+  const DevicePeaks first = device_peaks(*be, false, file, never_busy);
   EXPECT_FALSE(first.cached);
   EXPECT_GT(first.matmul_gflops, 0.5);
   EXPECT_GT(first.bandwidth_gbs, 0.1);
   EXPECT_GE(first.step_overhead_us, 0);
-  const DevicePeaks second = device_peaks(*be, false, file);
+  const DevicePeaks second = device_peaks(*be, false, file, never_busy);
   EXPECT_TRUE(second.cached);
   EXPECT_EQ(second.matmul_gflops, first.matmul_gflops);
   EXPECT_EQ(second.probed, first.probed);
   // --reprobe measures again.
-  EXPECT_FALSE(device_peaks(*be, true, file).cached);
+  EXPECT_FALSE(device_peaks(*be, true, file, never_busy).cached);
   // A damaged file is probed over and rewritten.
   write_file_atomic(file, "{ not json");
-  EXPECT_FALSE(device_peaks(*be, false, file).cached);
-  EXPECT_TRUE(device_peaks(*be, false, file).cached);
+  EXPECT_FALSE(device_peaks(*be, false, file, never_busy).cached);
+  EXPECT_TRUE(device_peaks(*be, false, file, never_busy).cached);
+}
+
+TEST(Peaks, AProbeOnABusyMachineIsUsedButNotCached) {
+  auto be = make_backend(parse_device("cpu", 1));
+  const auto dir = std::filesystem::path(::testing::TempDir()) / "peaks_cache_busy";
+  std::filesystem::remove_all(dir);
+  const auto file = dir / "peaks.json";
+  // A limit below any load: every probe counts as taken on a busy machine.
+  const DevicePeaks first = device_peaks(*be, false, file, -1.0);
+  EXPECT_GT(first.matmul_gflops, 0.5);
+  EXPECT_FALSE(std::filesystem::exists(file));
+  EXPECT_FALSE(device_peaks(*be, false, file, -1.0).cached);  // probed again
+}
+
+// Processes spinning on every core this one may use are the load that keeps a measurement out of
+// the caches.
+TEST(Sampler, ALoadBesideAMeasurementIsSeen) {
+  const int cores = std::max(1, static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN)));
+  const CpuTimes before = read_cpu_times();
+  std::vector<pid_t> children;
+  for (int i = 0; i < cores; ++i) {
+    const pid_t child = fork();
+    if (child == 0) {
+      const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(500);
+      volatile uint64_t x = 0;
+      while (std::chrono::steady_clock::now() < end) x = x + 1;
+      _exit(0);
+    }
+    ASSERT_GT(child, 0);
+    children.push_back(child);
+  }
+  for (pid_t child : children) {
+    int status = 0;
+    waitpid(child, &status, 0);
+  }
+  const std::optional<double> busy = contaminating_load_since(before);
+  ASSERT_TRUE(busy.has_value());
+  EXPECT_GT(*busy, 0.5);
+  // With a limit above any machine's cores, nothing is too busy.
+  EXPECT_FALSE(contaminating_load_since(before, 1e9).has_value());
 }
 
 }  // namespace
