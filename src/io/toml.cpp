@@ -317,17 +317,20 @@ TomlTable TomlDocument::root() const {
 
 namespace {
 
-// Throws UserError when a table in `node` (an inline table of a --vary value) has a key that is
-// not bare.
+// toml++ writes some quoted keys back bare (one holding a tab or a '), which then do not read:
+// every key toml_with_value writes is a bare key, as every key of a spec is.
+void check_bare_key(std::string_view key, std::string_view what) {
+  if (!is_bare_key(key)) {
+    throw UserError(fmt::format(
+        "{}: '{}' is not a key of a spec (expected letters, digits, '_' and '-' only)", what, key));
+  }
+}
+
+// The same for every key of the tables in `node` (an inline table of a --vary value).
 void check_bare_keys(const toml::node& node, std::string_view what) {
   if (const auto* table = node.as_table()) {
     for (const auto& [key, value] : *table) {
-      if (!is_bare_key(key.str())) {
-        throw UserError(
-            fmt::format("{}: '{}' is not a key of a spec (expected letters, digits, "
-                        "'_' and '-' only)",
-                        what, key.str()));
-      }
+      check_bare_key(key.str(), what);
       check_bare_keys(value, what);
     }
   } else if (const auto* list = node.as_array()) {
@@ -349,16 +352,7 @@ std::string toml_with_value(std::string_view text, const std::vector<std::string
     holder = toml::table{{"v", std::string(value)}};
   }
   if (holder.size() != 1 || !holder.contains("v")) holder = toml::table{{"v", std::string(value)}};
-  // toml++ writes some quoted keys back bare (one holding a tab or a '), which then do not read:
-  // every key written here is a bare key, as every key of a spec is.
-  for (const std::string& key : path) {
-    if (!is_bare_key(key)) {
-      throw UserError(
-          fmt::format("{}: '{}' is not a key of a spec (expected letters, digits, '_' "
-                      "and '-' only)",
-                      what, key));
-    }
-  }
+  for (const std::string& key : path) check_bare_key(key, what);
   check_bare_keys(*holder.get("v"), what);
   toml::node* at = &root;
   std::string walked;

@@ -95,6 +95,18 @@ TEST(Sampler, WithoutNvmlTheGpuColumnsAreEmptyNotAnError) {
   EXPECT_TRUE(sampler.timeline().gpu_percent.empty());
 }
 
+// A child process that spins for `ms` milliseconds and exits: other load, as this process sees it.
+pid_t spinning_child(int ms) {
+  const pid_t child = fork();
+  if (child == 0) {
+    const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+    volatile uint64_t x = 0;
+    while (std::chrono::steady_clock::now() < end) x = x + 1;
+    _exit(0);
+  }
+  return child;
+}
+
 TEST(Peaks, ProbedOnceThenCachedAndADamagedCacheIsReplaced) {
   auto be = make_backend(parse_device("cpu", 1));
   const auto dir = std::filesystem::path(::testing::TempDir()) / "peaks_cache";
@@ -138,13 +150,7 @@ TEST(Sampler, ALoadBesideAMeasurementIsSeen) {
   const CpuTimes before = read_cpu_times();
   std::vector<pid_t> children;
   for (int i = 0; i < cores; ++i) {
-    const pid_t child = fork();
-    if (child == 0) {
-      const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(500);
-      volatile uint64_t x = 0;
-      while (std::chrono::steady_clock::now() < end) x = x + 1;
-      _exit(0);
-    }
+    const pid_t child = spinning_child(500);
     ASSERT_GT(child, 0);
     children.push_back(child);
   }
@@ -158,12 +164,6 @@ TEST(Sampler, ALoadBesideAMeasurementIsSeen) {
   // With a limit above any machine's cores, nothing is too busy.
   EXPECT_FALSE(contaminating_load_since(before, 1e9).has_value());
 }
-
-}  // namespace
-}  // namespace xo
-
-namespace xo {
-namespace {
 
 // The other processes' load from two readings: the CPUs' busy jiffies less this process's, over
 // the interval, on the CPUs this process may use only.
@@ -181,13 +181,7 @@ TEST(OtherLoad, IsTheBusyTimeThatIsNotThisProcesssOnItsOwnCpus) {
 
 // A child process spinning beside the sampler: most of a core of other load (this process idles).
 TEST(OtherLoad, ASpinningProcessIsSeen) {
-  const pid_t child = fork();
-  if (child == 0) {
-    const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(900);
-    volatile uint64_t x = 0;
-    while (std::chrono::steady_clock::now() < end) x = x + 1;
-    _exit(0);
-  }
+  const pid_t child = spinning_child(900);
   ASSERT_GT(child, 0);
   Sampler sampler(0.05);
   sampler.start();
