@@ -50,6 +50,7 @@ def main():
     a.crossover = os.path.abspath(a.crossover)
     n = a.ranks
     configs = [("1 process x %d threads" % n, 1, n, ""),
+               ("%d ranks x 1 thread, shared" % n, n, 1, "shared"),
                ("%d ranks x 1 thread, after-backward" % n, n, 1, "after-backward"),
                ("%d ranks x 1 thread, overlap" % n, n, 1, "overlap")]
     results = {}

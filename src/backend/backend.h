@@ -256,6 +256,25 @@ class OptimizerKernel {
  public:
   virtual ~OptimizerKernel() = default;
   virtual void step(float* params, const float* grads) = 0;
+  // One step over floats [begin, end) of the buffers alone (a data-parallel rank's part of a
+  // buffer the ranks share), counted as a step. Not pure: the CPU's optimizers have it, and the
+  // data-parallel code that calls it runs on the CPU alone (a call elsewhere is a bug).
+  virtual void step_part(float* params, const float* grads, int64_t begin, int64_t end) {
+    (void)params, (void)grads, (void)end;
+    throw_internal("OptimizerKernel::step_part",
+                   "this backend's optimizer steps whole buffers (part from " +
+                       std::to_string(begin) + " asked)",
+                   __FILE__, __LINE__);
+  }
+  // The state buffers moved to `memory` (one for each of state_buffers(), in its order, each as
+  // large as the flat buffer; values not copied), e.g. memory the data-parallel ranks of a machine
+  // share: returns the buffers replaced. CPU only, as step_part.
+  virtual std::vector<DeviceBuffer> swap_state(std::vector<DeviceBuffer> memory) {
+    throw_internal("OptimizerKernel::swap_state",
+                   "this backend's optimizer keeps its state where it allocated it (" +
+                       std::to_string(memory.size()) + " buffers offered)",
+                   __FILE__, __LINE__);
+  }
   // Number of steps taken (Adam's bias correction and SGD's first-step momentum depend on it).
   virtual int64_t steps() const = 0;
   // What a checkpoint saves and a resumed run restores: the state buffers (none for plain SGD)

@@ -36,7 +36,7 @@ struct RunOptions {
   std::string suite = "disc";
   std::string spec = "disc-12";
   std::string vary;
-  std::string reduce = "after-backward";  // along ranks: how the gradients are summed
+  std::string reduce = "auto";  // along ranks: how the gradients are summed
 };
 
 std::vector<std::string> suite_models(const std::string& suite) {
@@ -170,8 +170,9 @@ int run_rank_sweep(const RunOptions& o, const ModelSpec& base, const mpi::World&
   const std::filesystem::path out(session.out());
   const std::string title = fmt::format("crossover sweep: {} along ranks", base.name);
   if (lead) session.resume_job("sweep", title);
-  world.wait_quietly();  // rank 0 has probed its peaks and decided what to continue
-  const ReduceMode mode = o.reduce == "overlap" ? ReduceMode::Overlap : ReduceMode::AfterBackward;
+  world.wait_quietly();              // rank 0 has probed its peaks and decided what to continue
+  reduce_mode_for(o.reduce, world);  // refused before any group trains (shared across machines)
+
   auto write = [&](bool finished) {
     Report report = session.report("sweep", title, finished);
     report.sweep =
@@ -189,7 +190,7 @@ int run_rank_sweep(const RunOptions& o, const ModelSpec& base, const mpi::World&
     if (group && k == 1) {
       session.measure(base, "cpu", i, counts.size(), "ranks", 1);  // one process, as `train`
     } else if (group) {
-      DataParallel ranks(*group, mode);
+      DataParallel ranks(*group, reduce_mode_for(o.reduce, *group));
       session.measure(base, "cpu", i, counts.size(), "ranks", k, &ranks);
     }
     world.wait_quietly();
@@ -326,9 +327,9 @@ Command add_sweep(CLI::App& app) {
                   "model.layers.0.out), or ranks=1,2,...: under mpirun, the same training on "
                   "that many data-parallel ranks of the job");
   sub->add_option("--reduce", o->reduce,
-                  "Along ranks: sum the gradients once backward is done (after-backward) or "
-                  "bucket by bucket while it runs (overlap)")
-      ->check(CLI::IsMember({"after-backward", "overlap"}))
+                  "Along ranks, how the gradients are summed: shared, after-backward, overlap or "
+                  "auto (as train's --reduce)")
+      ->check(CLI::IsMember({"auto", "shared", "after-backward", "overlap"}))
       ->capture_default_str();
   add_measure_options(sub, o->measure, true);
   add_cost_options(sub, o->cost);

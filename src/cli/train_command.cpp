@@ -47,7 +47,7 @@ struct TrainOptions {
   int64_t pause_after = 0;
   int64_t max_steps = 0;
   CheckpointFlags checkpoint;
-  std::string reduce = "after-backward";
+  std::string reduce = "auto";
 };
 
 // One process, or (world) one rank of an MPI job training the model data-parallel: then rank 0
@@ -142,7 +142,7 @@ int run_train(const TrainOptions& o, const mpi::World* world) {
   exec.max_steps = o.max_steps;
   std::optional<DataParallel> ranks;
   if (world) {
-    ranks.emplace(*world, o.reduce == "overlap" ? ReduceMode::Overlap : ReduceMode::AfterBackward);
+    ranks.emplace(*world, reduce_mode_for(o.reduce, *world));
     exec.data_parallel = &*ranks;
   }
   // Beside the training, the load of other processes on this one's CPUs: timings measured while
@@ -291,10 +291,12 @@ Command add_train(CLI::App& app) {
                   "is not reported as an epoch)")
       ->check(positive_number());
   sub->add_option("--reduce", o->reduce,
-                  "Under mpirun: sum the gradients across ranks once backward is done "
-                  "(after-backward, each bucket in one call: fastest where every core computes) "
-                  "or bucket by bucket while backward runs (overlap, as PyTorch DDP)")
-      ->check(CLI::IsMember({"after-backward", "overlap"}))
+                  "Under mpirun, how the gradients are summed across ranks: shared (the ranks of "
+                  "one machine share the gradient, parameter and optimizer buffers, and each sums "
+                  "and steps its part), after-backward (MPI all-reduce of 4 MB buckets once "
+                  "backward is done) or overlap (bucket by bucket while backward runs, as PyTorch "
+                  "DDP); auto: shared on one machine, after-backward across machines")
+      ->check(CLI::IsMember({"auto", "shared", "after-backward", "overlap"}))
       ->capture_default_str();
   add_gpu_options(sub, o->precision, o->record_step);
   add_checkpoint_options(sub, o->checkpoint, true);

@@ -8,10 +8,12 @@
 #include <algorithm>
 #include <chrono>
 #include <climits>
+#include <exception>
 #include <thread>
 #include <vector>
 
 #include "core/error.h"
+#include "core/format.h"
 #include "core/interrupt.h"
 
 // One checked-call macro for MPI: a failed call is an internal error naming the call and MPI's
@@ -256,6 +258,53 @@ void PendingSums::wait() {
   XO_MPI_CHECK(
       MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE));
   requests.clear();
+}
+
+SharedMemory::SharedMemory(const World& world, int64_t bytes) : comm_(world.comm_) {
+  if (world.local_size() != world.size()) {
+    throw InternalError(fmt::format("shared memory across {} ranks of which {} are on this machine",
+                                    world.size(), world.local_size()));
+  }
+  auto* window = new MPI_Win(MPI_WIN_NULL);
+  void* mine = nullptr;
+  const int rc = MPI_Win_allocate_shared(static_cast<MPI_Aint>(bytes), 1, MPI_INFO_NULL,
+                                         *static_cast<MPI_Comm*>(comm_), &mine, window);
+  if (rc != MPI_SUCCESS) {
+    delete window;
+    if (rc == MPI_ERR_NO_MEM) {
+      throw OutOfMemory(fmt::format("cpu: out of memory allocating {} ({} bytes) shared between "
+                                    "the ranks of this machine",
+                                    byte_size(static_cast<double>(bytes)), group_digits(bytes)),
+                        bytes);
+    }
+    XO_MPI_CHECK(rc);
+  }
+  window_ = window;
+  bases_.resize(static_cast<size_t>(world.size()));
+  for (int r = 0; r < world.size(); ++r) {
+    MPI_Aint size = 0;
+    int unit = 0;
+    XO_MPI_CHECK(MPI_Win_shared_query(*window, r, &size, &unit, &bases_[static_cast<size_t>(r)]));
+  }
+  // One passive epoch for the window's life: fence() synchronises within it.
+  XO_MPI_CHECK(MPI_Win_lock_all(MPI_MODE_NOCHECK, *window));
+}
+
+SharedMemory::~SharedMemory() {
+  auto* window = static_cast<MPI_Win*>(window_);
+  // Freeing is collective: while an error unwinds this rank, the others may never come, and the
+  // job is about to end (MPI_Abort) anyway.
+  if (!window || std::uncaught_exceptions() > 0) return;
+  MPI_Win_unlock_all(*window);
+  MPI_Win_free(window);
+  delete window;
+}
+
+void SharedMemory::fence() const {
+  const MPI_Win window = *static_cast<MPI_Win*>(window_);
+  XO_MPI_CHECK(MPI_Win_sync(window));
+  XO_MPI_CHECK(MPI_Barrier(*static_cast<MPI_Comm*>(comm_)));
+  XO_MPI_CHECK(MPI_Win_sync(window));
 }
 
 void World::abort(int code) const {

@@ -82,6 +82,28 @@ class World {
   void* local_comm_ = nullptr;  // MPI_Comm*
   bool owns_mpi_ = false;       // the job's World: finalises MPI
   friend class PendingSums;
+  friend class SharedMemory;
+};
+
+// Memory that every rank of a World on one machine maps (an MPI-3 shared-memory window): each rank
+// gives `bytes` of it and reads and writes any rank's. fence() is a barrier that also makes the
+// writes of each rank before it visible to every rank after it. Collective: the World's ranks
+// create it together and destroy it together. The World must lie on one machine
+// (local_size() == size()).
+class SharedMemory {
+ public:
+  SharedMemory(const World& world, int64_t bytes);
+  ~SharedMemory();
+  SharedMemory(const SharedMemory&) = delete;
+  SharedMemory& operator=(const SharedMemory&) = delete;
+
+  void* of(int rank) const { return bases_[static_cast<size_t>(rank)]; }
+  void fence() const;
+
+ private:
+  void* window_ = nullptr;  // MPI_Win*
+  void* comm_ = nullptr;    // the World's MPI_Comm*
+  std::vector<void*> bases_;
 };
 
 // Non-blocking in-place sums of float ranges over every rank (MPI_Iallreduce), for reducing

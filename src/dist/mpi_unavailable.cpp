@@ -33,6 +33,10 @@ void World::wait_quietly() const {}
 void World::exchange(const void*, void*, int64_t, int, int) const {}
 void World::broadcast(void*, int64_t) const {}
 
+SharedMemory::SharedMemory(const World&, int64_t) {}
+SharedMemory::~SharedMemory() = default;
+void SharedMemory::fence() const {}
+
 PendingSums::PendingSums(const World&) {}
 PendingSums::~PendingSums() = default;
 void PendingSums::start(float*, int64_t) {}

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <map>
+#include <utility>
 
 #include "core/error.h"
 #include "core/hash.h"
@@ -169,6 +170,18 @@ Model::Model(ModelSpec spec, Backend& backend) : spec_(std::move(spec)), backend
   grads_ = backend.allocate(sizeof(float) * flat_size_);
   if (state_size_ > 0) state_ = backend.allocate(sizeof(float) * state_size_);
   step_counter_ = backend.allocate(sizeof(uint64_t));
+}
+
+DeviceBuffer Model::swap_params(DeviceBuffer memory) {
+  XO_ASSERT(memory.bytes() >= sizeof(float) * static_cast<size_t>(flat_size_));
+  std::swap(memory, params_);
+  return memory;
+}
+
+DeviceBuffer Model::swap_grads(DeviceBuffer memory) {
+  XO_ASSERT(memory.bytes() >= sizeof(float) * static_cast<size_t>(flat_size_));
+  std::swap(memory, grads_);
+  return memory;
 }
 
 int64_t Model::token_vocab() const {

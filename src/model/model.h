@@ -97,6 +97,11 @@ class Model {
   int64_t flat_size() const { return flat_size_; }
   float* params() const { return params_.as<float>(); }
   float* grads() const { return grads_.as<float>(); }
+  // The flat parameter (or gradient) buffer moved to `memory` (at least flat_size() floats; values
+  // not copied), e.g. memory the data-parallel ranks of a machine share: returns the buffer
+  // replaced. A Network holds the gradient buffer from its construction on: swap it before.
+  DeviceBuffer swap_params(DeviceBuffer memory);
+  DeviceBuffer swap_grads(DeviceBuffer memory);
   // Buffers that are state but not parameters (BatchNorm's running statistics and batch count):
   // in PyTorch's state_dict, not trained, not counted as parameters.
   const std::vector<ParamTensor>& buffers() const { return buffers_; }

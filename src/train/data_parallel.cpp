@@ -67,7 +67,32 @@ std::vector<GradientBucket> plan_buckets(const Model& model, int64_t bucket_byte
 }
 
 const char* reduce_mode_name(ReduceMode mode) {
-  return mode == ReduceMode::Overlap ? "overlap" : "after-backward";
+  switch (mode) {
+    case ReduceMode::Shared:
+      return "shared";
+    case ReduceMode::AfterBackward:
+      return "after-backward";
+    case ReduceMode::Overlap:
+      return "overlap";
+  }
+  return "?";
+}
+
+ReduceMode reduce_mode_for(const std::string& name, const mpi::World& world) {
+  const bool one_machine = world.local_size() == world.size();
+  if (name == "auto") return one_machine ? ReduceMode::Shared : ReduceMode::AfterBackward;
+  for (const ReduceMode m : {ReduceMode::Shared, ReduceMode::AfterBackward, ReduceMode::Overlap}) {
+    if (name != reduce_mode_name(m)) continue;
+    if (m == ReduceMode::Shared && !one_machine) {
+      throw UserError(fmt::format(
+          "--reduce shared: the ranks of this job are not all on one machine ({} of its {} are on "
+          "{}), and shared memory is one machine's: use --reduce after-backward or overlap",
+          world.local_size(), world.size(), world.host()));
+    }
+    return m;
+  }
+  throw UserError(
+      fmt::format("--reduce {}: expected auto, shared, after-backward or overlap", name));
 }
 
 DataParallel::DataParallel(const mpi::World& world, ReduceMode mode, int64_t bucket_bytes)
@@ -136,6 +161,76 @@ void DataParallel::plan(const Model& model) {
   started_ = 0;
 }
 
+namespace {
+
+// Memory of `rank`'s part of `shared`, `floats` floats from float `at`, as a buffer that does not
+// own it.
+DeviceBuffer view(const mpi::SharedMemory& shared, int rank, int64_t at, int64_t floats) {
+  float* p = static_cast<float*>(shared.of(rank)) + at;
+  return DeviceBuffer(std::shared_ptr<void>(p, [](void*) {}), sizeof(float) * floats);
+}
+
+}  // namespace
+
+void DataParallel::share_gradients(Model& model) {
+  if (mode_ != ReduceMode::Shared) return;
+  XO_ASSERT(model.backend().info().kind == DeviceKind::Cpu && !grads_memory_);
+  backend_ = &model.backend();
+  const int64_t flat = model.flat_size();
+  // Each rank's part of the buffers: contiguous, cut on 64-byte lines (the flat buffer's tensors
+  // start on one), so that no two ranks write one cache line.
+  constexpr int64_t kLine = 16;
+  auto cut = [&](int r) { return r == ranks() ? flat : flat * r / ranks() / kLine * kLine; };
+  part_begin_ = cut(rank());
+  part_end_ = cut(rank() + 1);
+  grads_memory_ = std::make_unique<mpi::SharedMemory>(world_, sizeof(float) * flat);
+  own_grads_ = model.swap_grads(view(*grads_memory_, rank(), 0, flat));
+}
+
+void DataParallel::share_parameters(Model& model, OptimizerKernel& optimizer) {
+  if (mode_ != ReduceMode::Shared) return;
+  XO_ASSERT(grads_memory_ && !params_memory_);
+  const int64_t flat = model.flat_size();
+  const std::vector<OptimizerStateBuffer> state = optimizer.state_buffers();
+  const auto buffers = static_cast<int64_t>(1 + state.size());
+  params_memory_ = std::make_unique<mpi::SharedMemory>(
+      world_, rank() == 0 ? static_cast<int64_t>(sizeof(float)) * flat * buffers : 0);
+  const size_t bytes = sizeof(float) * flat;
+  if (rank() == 0) {
+    auto* shared = static_cast<float*>(params_memory_->of(0));
+    backend_->download(shared, model.params(), bytes);
+    for (size_t k = 0; k < state.size(); ++k) {
+      backend_->download(shared + flat * static_cast<int64_t>(1 + k), state[k].data, bytes);
+    }
+  }
+  params_memory_->fence();
+  own_params_ = model.swap_params(view(*params_memory_, 0, 0, flat));
+  std::vector<DeviceBuffer> shared_state;
+  for (int64_t k = 1; k < buffers; ++k)
+    shared_state.push_back(view(*params_memory_, 0, flat * k, flat));
+  own_state_ = optimizer.swap_state(std::move(shared_state));
+}
+
+void DataParallel::unshare(Model& model, OptimizerKernel& optimizer) {
+  if (params_memory_) {
+    params_memory_->fence();  // every rank's last update is done
+    const size_t bytes = sizeof(float) * model.flat_size();
+    backend_->download(own_params_.as<float>(), model.params(), bytes);
+    const std::vector<OptimizerStateBuffer> state = optimizer.state_buffers();
+    for (size_t k = 0; k < state.size(); ++k) {
+      backend_->download(own_state_[k].as<float>(), state[k].data, bytes);
+    }
+    model.swap_params(std::move(own_params_));
+    optimizer.swap_state(std::move(own_state_));
+    params_memory_->fence();  // every rank has its copy before the memory goes
+    params_memory_.reset();
+  }
+  if (grads_memory_) {
+    model.swap_grads(std::move(own_grads_));
+    grads_memory_.reset();
+  }
+}
+
 void DataParallel::node_backward_done(size_t node) {
   if (mode_ != ReduceMode::Overlap) return;
   while (started_ < buckets_.size() && buckets_[started_].ready_after >= node) {
@@ -146,6 +241,17 @@ void DataParallel::node_backward_done(size_t node) {
 }
 
 void DataParallel::finish_step() {
+  if (mode_ == ReduceMode::Shared) {
+    // This rank's part, summed over the ranks' buffers in rank order (its own first): the same
+    // additions in every step, whichever rank arrives first.
+    grads_memory_->fence();
+    for (int k = 0; k < ranks(); ++k) {
+      if (k == rank()) continue;
+      const float* theirs = static_cast<const float*>(grads_memory_->of(k));
+      backend_->accumulate(grads_ + part_begin_, theirs + part_begin_, part_end_ - part_begin_);
+    }
+    return;
+  }
   if (mode_ == ReduceMode::AfterBackward) {
     // The same buckets as overlapped, one call each.
     for (const GradientBucket& b : buckets_) world_.sum(grads_ + b.offset, b.size);
@@ -157,6 +263,15 @@ void DataParallel::finish_step() {
   }
   pending_.wait();
   started_ = 0;
+}
+
+void DataParallel::update(OptimizerKernel& optimizer, float* params, const float* grads) {
+  if (mode_ != ReduceMode::Shared) {
+    optimizer.step(params, grads);
+    return;
+  }
+  optimizer.step_part(params, grads, part_begin_, part_end_);
+  params_memory_->fence();
 }
 
 bool DataParallel::any(bool flag) const {

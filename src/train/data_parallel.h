@@ -1,12 +1,15 @@
 // Data-parallel training across the ranks of an MPI job (`mpirun -np N crossover train ...`):
 // every rank holds the whole model and data, trains on its slice of each global batch, and the
 // gradients are summed across the ranks before the optimizer, so that N ranks take exactly the
-// step one process takes on the whole batch. As in PyTorch DDP and Horovod, the gradients are
-// summed in buckets, each started (non-blocking) as soon as backward has finished its layers, so
-// that the communication hides behind the backward of the layers below.
+// step one process takes on the whole batch. The ranks of one machine sum through memory they
+// share, each its part, and step the optimizer on that part alone (ReduceMode::Shared); across
+// machines, as in PyTorch DDP and Horovod, the gradients are summed by MPI in buckets, which may
+// start (non-blocking) as soon as backward has finished their layers, so that the communication
+// hides behind the backward of the layers below.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -32,19 +35,31 @@ struct GradientBucket {
 };
 std::vector<GradientBucket> plan_buckets(const Model& model, int64_t bucket_bytes);
 
-// When the buckets are summed.
+// How the gradients are summed.
 enum class ReduceMode {
-  // Each bucket, blocking, once backward has finished: on a machine whose cores all compute, MPI
-  // moves shared-memory messages only inside its calls, and this measured fastest (2 ranks x 1
-  // thread on the 2-core EPYC: disc-12 29.2 ms per step against 34.1-38.2 overlapped, mnist-cnn
-  // 32.2 against 32.6; docs/benchmarks.md).
+  // The ranks of one machine share their gradient buffers, one parameter buffer and one copy of
+  // the optimizer's state (MPI-3 shared memory): after backward each rank sums its part of the
+  // gradients over the ranks' buffers, in rank order, and steps the optimizer over that part alone
+  // (ZeRO's sharded optimizer step); no gradient or parameter is copied through MPI. As NCCL does
+  // within a machine: through memory both sides map rather than messages (2 ranks x 1 thread on
+  // the 2-core EPYC, disc-12's 45 MB: sum and optimizer 2.6 + 2.6 ms a step, against 13.5 + 5.2
+  // ms for after-backward; docs/benchmarks.md).
+  Shared,
+  // Buckets of the gradient buffer summed by MPI's all-reduce, each bucket, blocking, once backward
+  // has finished: on a machine whose cores all compute, MPI
+  // moves shared-memory messages only inside its calls, and this measured faster than overlap (2
+  // ranks x 1 thread on the 2-core EPYC: disc-12 29.2 ms per step against 34.1-38.2 overlapped,
+  // mnist-cnn 32.2 against 32.6; docs/benchmarks.md). The default across machines.
   AfterBackward,
   // Each bucket started (MPI_Iallreduce) as backward finishes its layers and pushed on between
   // layers (MPI_Testall), as PyTorch DDP and Horovod do: for links that progress by themselves
   // (a network adapter's offload) or ranks with cores to spare.
   Overlap,
 };
-const char* reduce_mode_name(ReduceMode mode);  // "after-backward", "overlap"
+const char* reduce_mode_name(ReduceMode mode);  // "shared", "after-backward", "overlap"
+// The mode `name` asks for on `world` ("auto", or a mode's name): auto is shared where every rank
+// is on one machine, else after-backward; shared across machines is refused.
+ReduceMode reduce_mode_for(const std::string& name, const mpi::World& world);
 
 class DataParallel : public BackwardObserver {
  public:
@@ -72,12 +87,24 @@ class DataParallel : public BackwardObserver {
   // The buckets of `model`'s gradients; before the first step.
   void plan(const Model& model);
 
+  // Shared mode, around the step loop (no-ops in the others). share_gradients: before the
+  // plan's Networks exist (they hold the gradient buffer). share_parameters: once the parameters
+  // and the optimizer's state are final (initialised, shared by share_model, or restored from a
+  // checkpoint): rank 0's become the ranks' one copy. unshare: after the last step, every rank's
+  // own buffers again, holding the shared values (a checkpoint or the results read them after).
+  void share_gradients(Model& model);
+  void share_parameters(Model& model, OptimizerKernel& optimizer);
+  void unshare(Model& model, OptimizerKernel& optimizer);
+
   // One step's gradient sum: node_backward_done as backward finishes each layer (when the rank's
   // step runs unsharded; in Overlap mode it starts the buckets then complete), then finish_step,
   // after which every rank holds the sum of the ranks' gradients. A rank without rows in a batch
   // calls finish_step alone (its gradients are zeros).
   void node_backward_done(size_t node) override;
   void finish_step();
+  // The optimizer's step on the summed gradients: in Shared mode over this rank's part, then a
+  // fence (the next forward reads every part); else over the whole buffer.
+  void update(OptimizerKernel& optimizer, float* params, const float* grads);
   // Floats of gradient summed per step.
   int64_t floats_per_step() const { return flat_size_; }
 
@@ -95,6 +122,13 @@ class DataParallel : public BackwardObserver {
   std::vector<GradientBucket> buckets_;
   size_t started_ = 0;  // buckets started this step
   mpi::PendingSums pending_;
+  // Shared mode: each rank's gradients; the parameters and the optimizer's state (rank 0's part
+  // of the memory, one flat buffer each); the buffers they replaced; this rank's part.
+  Backend* backend_ = nullptr;
+  std::unique_ptr<mpi::SharedMemory> grads_memory_, params_memory_;
+  DeviceBuffer own_grads_, own_params_;
+  std::vector<DeviceBuffer> own_state_;
+  int64_t part_begin_ = 0, part_end_ = 0;
 };
 
 }  // namespace xo

@@ -43,9 +43,13 @@ void step(TrainPlan& p, const TrainPlan::StepWork& w, BatchAt at, LossStats* sta
     p.backend.increment(p.model.step_counter());
   }
   marks.stamp(StepMarks::GradientsReady);
-  if (ranks) ranks->finish_step();  // every rank now holds the sum over the ranks
+  if (ranks) ranks->finish_step();  // every rank now holds the sum over the ranks (its part)
   marks.stamp(StepMarks::Reduced);
-  p.optimizer->step(p.model.params(), p.model.grads());
+  if (ranks) {
+    ranks->update(*p.optimizer, p.model.params(), p.model.grads());
+  } else {
+    p.optimizer->step(p.model.params(), p.model.grads());
+  }
 }
 
 // Records the full-batch step where the backend can (a CUDA Graph), to replay it every step. A
@@ -137,6 +141,7 @@ TrainResult train_model(Model& model, const DataSplit& split, const TrainSpec& t
   }
   check_training_memory(model, split, train, exec);
   const auto setup_start = Clock::now();
+  if (ranks) ranks->share_gradients(model);  // the plan's Networks write them
   TrainPlan plan(model, split, train, exec);
   if (ranks) {
     // Every rank trains the same spec on the same data with the same settings, from rank 0's
@@ -171,6 +176,8 @@ TrainResult train_model(Model& model, const DataSplit& split, const TrainSpec& t
       checkpoints.emplace(plan, exec.checkpoint, fingerprint, state.steps_taken);
     }
   }
+  // From here on the ranks of a machine may step one copy of the parameters (--reduce shared).
+  if (ranks) ranks->share_parameters(model, *plan.optimizer);
   rules.apply_rate(plan, state);  // a resumed run's rate
   Boundaries boundaries{exec.max_steps, 0, checkpoints ? &*checkpoints : nullptr};
   if (exec.stop_on_nan)
@@ -198,6 +205,7 @@ TrainResult train_model(Model& model, const DataSplit& split, const TrainSpec& t
     // short) are NaN, and the run is interrupted even after its last epoch.
     if (plan.stop_requested_everywhere()) stop = Stop::Interrupted;
   }
+  if (ranks) ranks->unshare(model, *plan.optimizer);
   model.backend().synchronize();
   // Ctrl-C or SIGTERM: the state at this step boundary is saved before the process ends, unless
   // the loss has gone bad since the last check (a collective across ranks: every rank checks).

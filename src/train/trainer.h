@@ -69,7 +69,7 @@ struct TrainResult {
   int ranks = 1;
   double communicate_ms = 0;
   int64_t reduced_bytes = 0;
-  std::string reduce_mode;  // "after-backward" or "overlap" (train/data_parallel.h)
+  std::string reduce_mode;  // "shared", "after-backward" or "overlap" (train/data_parallel.h)
   int64_t steps_taken = 0;  // training steps run (all epochs)
   // The full-batch step ran as one recorded unit (a CUDA Graph): then the phases are not timed
   // apart (data_ms, forward_backward_ms and optimizer_ms are NaN).

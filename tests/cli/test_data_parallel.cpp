@@ -115,6 +115,8 @@ std::string with_optimizer(std::string spec, const std::string& optimizer) {
 }
 const std::string kSgdMomentum = R"({ type = "sgd", lr = 0.1, momentum = 0.9 })";
 const std::string kAdam = R"({ type = "adam", lr = 0.01 })";
+const std::string kRmsprop = R"({ type = "rmsprop", lr = 0.01 })";
+const std::string kAdadelta = R"({ type = "adadelta", lr = 1.0 })";
 
 class DataParallelTrain : public ::testing::TestWithParam<Case> {};
 
@@ -150,8 +152,9 @@ TEST_P(DataParallelTrain, RanksTakeTheStepsOneProcessTakes) {
   EXPECT_EQ(b.at("ranks"), c.ranks);
   EXPECT_EQ(a.at("ranks"), 1);
   EXPECT_GT(b.at("data_parallel").at("reduced_bytes_per_step").get<int64_t>(), 0);
+  // The ranks of one machine share their buffers unless told otherwise.
   EXPECT_EQ(b.at("data_parallel").at("reduce").get<std::string>(),
-            c.flags.empty() ? "after-backward" : "overlap");
+            c.flags.empty() ? "shared" : c.flags.substr(c.flags.rfind(' ') + 1));
   ASSERT_EQ(a.at("epochs").size(), b.at("epochs").size());
   double worst = 0;
   for (size_t e = 0; e < a.at("epochs").size(); ++e) {
@@ -202,7 +205,11 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"mlp_adam_3_ranks", with_optimizer(kMlp, kAdam), 3, 1e-5},
         Case{"cnn_dropout_sgd_momentum_2_ranks", with_optimizer(kCnn, kSgdMomentum), 2, 1e-5},
         Case{"lstm_sgd_momentum_2_ranks", with_optimizer(kLstm, kSgdMomentum), 2, 1e-5},
-        // Buckets summed while backward runs.
+        Case{"mlp_rmsprop_3_ranks", with_optimizer(kMlp, kRmsprop), 3, 1e-5},
+        Case{"mlp_adadelta_2_ranks", with_optimizer(kMlp, kAdadelta), 2, 1e-5},
+        // MPI's all-reduce of buckets once backward is done, and while it runs.
+        Case{"mlp_3_ranks_after_backward", kMlp, 3, 1e-5, "--reduce after-backward"},
+        Case{"lstm_2_ranks_after_backward", kLstm, 2, 1e-5, "--reduce after-backward"},
         Case{"mlp_2_ranks_overlap", kMlp, 2, 1e-5, "--reduce overlap"},
         Case{"cnn_dropout_3_ranks_overlap", kCnn, 3, 1e-5, "--reduce overlap"}),
     [](const auto& param_info) { return param_info.param.name; });
@@ -332,6 +339,34 @@ TEST(DataParallel, APausedJobResumesBitIdentical) {
   ASSERT_EQ(resumed.status, 0) << resumed.output;
   EXPECT_NE(resumed.output.find("resumed from its checkpoint"), std::string::npos)
       << resumed.output;
+  EXPECT_EQ(xo::read_file(dir.path() / "resumed.safetensors"),
+            xo::read_file(dir.path() / "whole.safetensors"));
+}
+
+// The checkpoints taken between steps, while the ranks of a machine share one copy of the
+// parameters and the optimizer's state (each rank stepping its part): rank 0 saves every part. A
+// job resumed from one (the pause's checkpoint removed) ends as the uninterrupted job does.
+TEST(DataParallel, AJobResumesBitIdenticalFromACheckpointTakenBetweenSteps) {
+  if (!have_mpirun()) GTEST_SKIP() << "no mpirun: run scripts/setup";
+  xo::testing::TempDir dir("dp-resume-between-steps");
+  std::ofstream(dir.path() / "spec.toml") << with_optimizer(kMlp, kAdam);
+  const std::string job = "--version >/dev/null && " + xo::testing::mpirun_command() + "-np 3 " +
+                          CROSSOVER_BINARY + " train spec.toml --checkpoint-dir ck ";
+  const auto whole = run_cli(job + "--checkpoint-every off --save whole.safetensors", dir.path());
+  if (whole.output.find("built without MPI") != std::string::npos) GTEST_SKIP() << whole.output;
+  ASSERT_EQ(whole.status, 0) << whole.output;
+  EXPECT_NE(whole.output.find("shared"), std::string::npos) << whole.output;
+  // 11 steps an epoch: checkpoints after steps 7, 14 and 21, and the pause's after 22.
+  const auto paused = run_cli(job + "--checkpoint-every 7steps --pause-after 2", dir.path());
+  ASSERT_EQ(paused.status, 0) << paused.output;
+  for (const char* ext : {".json", ".safetensors"}) {
+    ASSERT_TRUE(fs::remove(dir.path() / "ck" / (std::string("step-000000000022") + ext)));
+    ASSERT_TRUE(fs::exists(dir.path() / "ck" / (std::string("step-000000000021") + ext)));
+  }
+  const auto resumed =
+      run_cli(job + "--checkpoint-every off --resume --save resumed.safetensors", dir.path());
+  ASSERT_EQ(resumed.status, 0) << resumed.output;
+  EXPECT_NE(resumed.output.find("step 10 of 11"), std::string::npos) << resumed.output;
   EXPECT_EQ(xo::read_file(dir.path() / "resumed.safetensors"),
             xo::read_file(dir.path() / "whole.safetensors"));
 }

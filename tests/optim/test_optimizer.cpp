@@ -2,7 +2,10 @@
 // backend. Parameters start at p = 1 with a constant gradient g = 0.5.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <memory>
 #include <ostream>
+#include <vector>
 
 #include "backend/backend.h"
 
@@ -134,6 +137,50 @@ TEST_P(OptimizerTest, TheCpuOptimizerTakesANewLearningRate) {
   for (int s = 0; s < c.steps; ++s) opt->step(params.as<float>(), grads.as<float>());
   be->download(p.data(), params.as<float>(), sizeof(float) * kN);
   EXPECT_NEAR(p[0], c.expected, 3e-6f);
+}
+
+// Data-parallel ranks of one machine step one shared parameter buffer, each its own part with its
+// own optimizer (--reduce shared): the parts' steps are the whole buffer's step, bit for bit, for
+// every update rule, also after the state has moved to other memory (as it moves into and out of
+// the memory the ranks share).
+TEST_P(OptimizerTest, TheCpuOptimizerStepsPartsAsOneStep) {
+  const OptCase& c = GetParam();
+  constexpr int64_t kN = 50000, kCut = 20016;
+  auto be = make_backend(parse_device("cpu", 0));
+  auto whole = be->optimizer(c.spec, kN);
+  std::unique_ptr<OptimizerKernel> parts[2] = {be->optimizer(c.spec, kN),
+                                               be->optimizer(c.spec, kN)};
+  std::vector<float> p(kN), g(kN);
+  for (int64_t i = 0; i < kN; ++i) p[i] = 0.25f + 0.5f * static_cast<float>(i % 97) / 97;
+  DeviceBuffer a = be->allocate(sizeof(float) * kN), b = be->allocate(sizeof(float) * kN),
+               grads = be->allocate(sizeof(float) * kN);
+  be->upload(a.as<float>(), p.data(), sizeof(float) * kN);
+  be->upload(b.as<float>(), p.data(), sizeof(float) * kN);
+  std::vector<DeviceBuffer> moved;
+  for (int s = 0; s < c.steps + 2; ++s) {
+    for (int64_t i = 0; i < kN; ++i) g[i] = static_cast<float>((i * 7 + s * 13) % 31) / 31 - 0.4f;
+    be->upload(grads.as<float>(), g.data(), sizeof(float) * kN);
+    whole->step(a.as<float>(), grads.as<float>());
+    parts[0]->step_part(b.as<float>(), grads.as<float>(), 0, kCut);
+    parts[1]->step_part(b.as<float>(), grads.as<float>(), kCut, kN);
+    if (s == 0) {
+      // The second part's state moves to new memory, its values copied first.
+      const std::vector<OptimizerStateBuffer> state = parts[1]->state_buffers();
+      for (const OptimizerStateBuffer& buffer : state) {
+        moved.push_back(be->allocate(sizeof(float) * kN));
+        std::copy(buffer.data, buffer.data + kN, moved.back().as<float>());
+      }
+      const std::vector<DeviceBuffer> before = parts[1]->swap_state(moved);
+      ASSERT_EQ(before.size(), state.size());
+      for (size_t k = 0; k < state.size(); ++k) EXPECT_EQ(before[k].as<float>(), state[k].data);
+    }
+  }
+  EXPECT_EQ(parts[0]->steps(), c.steps + 2);
+  std::vector<float> pa(kN), pb(kN);
+  be->download(pa.data(), a.as<float>(), sizeof(float) * kN);
+  be->download(pb.data(), b.as<float>(), sizeof(float) * kN);
+  EXPECT_EQ(pa, pb);
+  EXPECT_NE(pa, p);
 }
 
 INSTANTIATE_TEST_SUITE_P(Optimizers, OptimizerTest, ::testing::ValuesIn(cases()),

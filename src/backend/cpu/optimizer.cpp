@@ -3,32 +3,82 @@
 // RMSprop without momentum or centering, Adadelta), written once for both backends in
 // optim/update_math.h.
 #include <memory>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "backend/cpu/cpu_backend.h"
+#include "core/error.h"
 #include "optim/update_math.h"
 
 namespace xo::cpu {
 namespace {
 
-// The optimizer's state: `n` floats, zeroed, from the backend (so that planning counts them and a
-// failed allocation is an OutOfMemory naming the size).
-DeviceBuffer state_floats(Backend& be, int64_t n) { return be.allocate(sizeof(float) * n); }
+// What every CPU optimizer shares: its settings, its step count and its state buffers (each as
+// many floats as the flat buffer, zeroed, from the backend, so that planning counts them and a
+// failed allocation is an OutOfMemory naming the size). A step over a part of the buffers (a
+// data-parallel rank's) is the same pass over that range.
+class CpuOptimizer : public OptimizerKernel {
+ public:
+  CpuOptimizer(Backend& be, const OptimizerSettings& s, int64_t n, std::vector<const char*> names)
+      : s_(s), n_(n), names_(std::move(names)) {
+    for (size_t k = 0; k < names_.size(); ++k) state_.push_back(be.allocate(sizeof(float) * n));
+  }
+
+  void step(float* params, const float* grads) final { step_part(params, grads, 0, n_); }
+  void step_part(float* params, const float* grads, int64_t begin, int64_t end) final {
+    XO_ASSERT(0 <= begin && begin <= end && end <= n_);
+    float* state[2] = {};
+    for (size_t k = 0; k < state_.size(); ++k) state[k] = state_[k].as<float>() + begin;
+    update(params + begin, grads + begin, state, end - begin);
+    ++steps_;
+  }
+  int64_t steps() const final { return steps_; }
+  void set_steps(int64_t steps) final { steps_ = steps; }
+  // update() computes its coefficients from s_.lr every time: the next step takes the new rate.
+  void set_learning_rate(double lr) final { s_.lr = lr; }
+  std::vector<OptimizerStateBuffer> state_buffers() final {
+    std::vector<OptimizerStateBuffer> out;
+    for (size_t k = 0; k < state_.size(); ++k) out.push_back({names_[k], state_[k].as<float>()});
+    return out;
+  }
+  std::vector<DeviceBuffer> swap_state(std::vector<DeviceBuffer> memory) final {
+    XO_ASSERT(memory.size() == state_.size());
+    for (const DeviceBuffer& m : memory) XO_ASSERT(m.bytes() >= sizeof(float) * n_);
+    std::swap(memory, state_);
+    return memory;
+  }
+
+ protected:
+  // One pass over `n` floats: the parameters, their gradients and the state buffers (in names'
+  // order), each from the part's start. steps_ is the number of steps before this one.
+  virtual void update(float* params, const float* grads, float* const* state, int64_t n) = 0;
+
+  OptimizerSettings s_;
+  int64_t steps_ = 0;
+
+ private:
+  int64_t n_;
+  std::vector<const char*> names_;
+  std::vector<DeviceBuffer> state_;
+};
 
 // Each pass below copies its coefficients into the worker's locals before the loop. Read through
 // the lambda's captures, they might alias the arrays the loop writes, so the compiler would load
 // them again in every iteration (measured on 100,000 parameters and one thread: plain SGD's pass
 // takes ~25% less time with the copies, the others the same or a few percent less).
-class CpuSgd final : public OptimizerKernel {
+class CpuSgd final : public CpuOptimizer {
  public:
-  // The momentum buffer exists exactly when step() takes the momentum path (mu != 0 in f32).
-  CpuSgd(Backend& be, const OptimizerSettings& s, int64_t n) : s_(s), n_(n) {
-    if (static_cast<float>(s.momentum) != 0.0f) momentum_ = state_floats(be, n);
-  }
+  // The momentum buffer exists exactly when update() takes the momentum path (mu != 0 in f32).
+  CpuSgd(Backend& be, const OptimizerSettings& s, int64_t n)
+      : CpuOptimizer(be, s, n,
+                     static_cast<float>(s.momentum) != 0.0f ? std::vector{"momentum_buffer"}
+                                                            : std::vector<const char*>{}) {}
 
-  void step(float* params, const float* grads) override {
+ private:
+  void update(float* params, const float* grads, float* const* state, int64_t n) override {
     const SgdCoefficients coefficients =
         sgd_coefficients(s_.lr, s_.weight_decay, s_.momentum, s_.dampening, s_.nesterov);
-    const int64_t n = n_;
     if (coefficients.momentum == 0.0f) {
       parallel_for(n, [=](int64_t begin, int64_t end) {
         const SgdCoefficients c = coefficients;
@@ -36,7 +86,7 @@ class CpuSgd final : public OptimizerKernel {
         for (int64_t i = begin; i < end; ++i) sgd_update(params[i], grads[i], c);
       });
     } else {
-      float* buf = momentum_.as<float>();
+      float* buf = state[0];
       const bool first = steps_ == 0;  // the momentum buffer starts at the first gradient
       parallel_for(n, [=](int64_t begin, int64_t end) {
         const SgdCoefficients c = coefficients;
@@ -45,122 +95,69 @@ class CpuSgd final : public OptimizerKernel {
           sgd_momentum_update(params[i], grads[i], buf[i], first, c);
       });
     }
-    ++steps_;
   }
-  int64_t steps() const override { return steps_; }
-  void set_steps(int64_t steps) override { steps_ = steps; }
-  // step() computes its coefficients from s_.lr every time: the next step takes the new rate.
-  void set_learning_rate(double lr) override { s_.lr = lr; }
-  std::vector<OptimizerStateBuffer> state_buffers() override {
-    if (!momentum_) return {};
-    return {{"momentum_buffer", momentum_.as<float>()}};
-  }
-
- private:
-  OptimizerSettings s_;
-  int64_t n_;
-  DeviceBuffer momentum_;
-  int64_t steps_ = 0;
 };
 
-class CpuAdam final : public OptimizerKernel {
+class CpuAdam final : public CpuOptimizer {
  public:
   CpuAdam(Backend& be, const OptimizerSettings& s, int64_t n, bool decoupled)
-      : s_(s), n_(n), decoupled_(decoupled), m_(state_floats(be, n)), v_(state_floats(be, n)) {}
+      : CpuOptimizer(be, s, n, {"exp_avg", "exp_avg_sq"}), decoupled_(decoupled) {}
 
-  void step(float* params, const float* grads) override {
-    ++steps_;
+ private:
+  // The bias-corrected step scale (lr / (1 - beta1^t)) of step t = steps_ + 1.
+  void update(float* params, const float* grads, float* const* state, int64_t n) override {
     const AdamCoefficients coefficients =
         adam_coefficients(s_.lr, s_.weight_decay, s_.beta1, s_.beta2, s_.eps, decoupled_);
     const AdamStepScale scale =
-        adam_step_scale(s_.lr, s_.beta1, s_.beta2, static_cast<double>(steps_));
-    float* m = m_.as<float>();
-    float* v = v_.as<float>();
-    parallel_for(n_, [=](int64_t begin, int64_t end) {
+        adam_step_scale(s_.lr, s_.beta1, s_.beta2, static_cast<double>(steps_ + 1));
+    float* m = state[0];
+    float* v = state[1];
+    parallel_for(n, [=](int64_t begin, int64_t end) {
       const AdamCoefficients c = coefficients;
       const AdamStepScale s = scale;
 #pragma omp simd
       for (int64_t i = begin; i < end; ++i) adam_update(params[i], grads[i], m[i], v[i], c, s);
     });
   }
-  int64_t steps() const override { return steps_; }
-  void set_steps(int64_t steps) override { steps_ = steps; }
-  // step() computes its coefficients and the bias-corrected step scale (lr / (1 - beta1^t)) from
-  // s_.lr every time: the next step takes the new rate.
-  void set_learning_rate(double lr) override { s_.lr = lr; }
-  std::vector<OptimizerStateBuffer> state_buffers() override {
-    return {{"exp_avg", m_.as<float>()}, {"exp_avg_sq", v_.as<float>()}};
-  }
 
- private:
-  OptimizerSettings s_;
-  int64_t n_;
   bool decoupled_;
-  DeviceBuffer m_, v_;
-  int64_t steps_ = 0;
 };
 
-class CpuRmsprop final : public OptimizerKernel {
+class CpuRmsprop final : public CpuOptimizer {
  public:
   CpuRmsprop(Backend& be, const OptimizerSettings& s, int64_t n)
-      : s_(s), n_(n), v_(state_floats(be, n)) {}
+      : CpuOptimizer(be, s, n, {"square_avg"}) {}
 
-  void step(float* params, const float* grads) override {
+ private:
+  void update(float* params, const float* grads, float* const* state, int64_t n) override {
     const RmspropCoefficients coefficients =
         rmsprop_coefficients(s_.lr, s_.eps, s_.alpha, s_.weight_decay);
-    float* v = v_.as<float>();
-    parallel_for(n_, [=](int64_t begin, int64_t end) {
+    float* v = state[0];
+    parallel_for(n, [=](int64_t begin, int64_t end) {
       const RmspropCoefficients c = coefficients;
 #pragma omp simd
       for (int64_t i = begin; i < end; ++i) rmsprop_update(params[i], grads[i], v[i], c);
     });
-    ++steps_;
   }
-  int64_t steps() const override { return steps_; }
-  void set_steps(int64_t steps) override { steps_ = steps; }
-  // step() computes its coefficients from s_.lr every time: the next step takes the new rate.
-  void set_learning_rate(double lr) override { s_.lr = lr; }
-  std::vector<OptimizerStateBuffer> state_buffers() override {
-    return {{"square_avg", v_.as<float>()}};
-  }
-
- private:
-  OptimizerSettings s_;
-  int64_t n_;
-  DeviceBuffer v_;
-  int64_t steps_ = 0;
 };
 
-class CpuAdadelta final : public OptimizerKernel {
+class CpuAdadelta final : public CpuOptimizer {
  public:
   CpuAdadelta(Backend& be, const OptimizerSettings& s, int64_t n)
-      : s_(s), n_(n), v_(state_floats(be, n)), u_(state_floats(be, n)) {}
+      : CpuOptimizer(be, s, n, {"square_avg", "acc_delta"}) {}
 
-  void step(float* params, const float* grads) override {
+ private:
+  void update(float* params, const float* grads, float* const* state, int64_t n) override {
     const AdadeltaCoefficients coefficients =
         adadelta_coefficients(s_.lr, s_.eps, s_.rho, s_.weight_decay);
-    float* v = v_.as<float>();
-    float* u = u_.as<float>();
-    parallel_for(n_, [=](int64_t begin, int64_t end) {
+    float* v = state[0];
+    float* u = state[1];
+    parallel_for(n, [=](int64_t begin, int64_t end) {
       const AdadeltaCoefficients c = coefficients;
 #pragma omp simd
       for (int64_t i = begin; i < end; ++i) adadelta_update(params[i], grads[i], v[i], u[i], c);
     });
-    ++steps_;
   }
-  int64_t steps() const override { return steps_; }
-  void set_steps(int64_t steps) override { steps_ = steps; }
-  // step() computes its coefficients from s_.lr every time: the next step takes the new rate.
-  void set_learning_rate(double lr) override { s_.lr = lr; }
-  std::vector<OptimizerStateBuffer> state_buffers() override {
-    return {{"square_avg", v_.as<float>()}, {"acc_delta", u_.as<float>()}};
-  }
-
- private:
-  OptimizerSettings s_;
-  int64_t n_;
-  DeviceBuffer v_, u_;
-  int64_t steps_ = 0;
 };
 
 }  // namespace
