@@ -41,8 +41,7 @@ double allreduce_bus_bandwidth(double bytes, int ranks, double seconds) {
 
 double communicate_bus_gbs(int64_t bytes, int ranks, double communicate_ms,
                            const std::string& reduce_mode) {
-  const bool whole_sum = reduce_mode == "after-backward" || reduce_mode == "shared";
-  if (ranks <= 1 || !whole_sum || !std::isfinite(communicate_ms)) {
+  if (ranks <= 1 || reduce_mode != "after-backward" || !std::isfinite(communicate_ms)) {
     return std::numeric_limits<double>::quiet_NaN();
   }
   return allreduce_bus_bandwidth(static_cast<double>(bytes), ranks, communicate_ms * 1e-3) / 1e9;

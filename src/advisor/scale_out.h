@@ -35,9 +35,9 @@ double ring_allreduce_seconds(double bytes, int ranks, const Link& link);
 // rate at which each rank's link moved data (comparable across rank counts).
 double allreduce_bus_bandwidth(double bytes, int ranks, double seconds);
 // A data-parallel run's bus bandwidth in GB/s: `bytes` summed per step over its communicate
-// phase, where that phase is the whole sum (--reduce after-backward, or shared: the ranks of a
-// machine summing through memory they share, the rate an all-reduce would need to match); NaN
-// where backward hid part of it (overlap), for one rank, or without a measured phase.
+// phase, where that phase is the whole sum (--reduce after-backward); NaN where backward hid part
+// of it (overlap), where the sum is in the optimizer's pass (shared: the phase is the wait for the
+// slowest rank), for one rank, or without a measured phase.
 double communicate_bus_gbs(int64_t bytes, int ranks, double communicate_ms,
                            const std::string& reduce_mode);
 

@@ -256,11 +256,14 @@ class OptimizerKernel {
  public:
   virtual ~OptimizerKernel() = default;
   virtual void step(float* params, const float* grads) = 0;
-  // One step over floats [begin, end) of the buffers alone (a data-parallel rank's part of a
-  // buffer the ranks share), counted as a step. Not pure: the CPU's optimizers have it, and the
-  // data-parallel code that calls it runs on the CPU alone (a call elsewhere is a bug).
-  virtual void step_part(float* params, const float* grads, int64_t begin, int64_t end) {
-    (void)params, (void)grads, (void)end;
+  // One step over floats [begin, end) of the buffers alone (a data-parallel rank's part of the
+  // buffers the ranks of a machine share), counted as a step, on the gradient `grads` plus each of
+  // `add` in order: the sum is written into `grads` piece by piece and updated on while the piece
+  // is in the caches. Not pure: the CPU's optimizers have it, and the data-parallel code that calls
+  // it runs on the CPU alone (a call elsewhere is a bug).
+  virtual void step_part(float* params, float* grads, const std::vector<const float*>& add,
+                         int64_t begin, int64_t end) {
+    (void)params, (void)grads, (void)add, (void)end;
     throw_internal("OptimizerKernel::step_part",
                    "this backend's optimizer steps whole buffers (part from " +
                        std::to_string(begin) + " asked)",

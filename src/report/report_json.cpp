@@ -176,7 +176,8 @@ json result_json(const TrainResult& r, const char* epochs) {
           ? json{{"reduced_bytes_per_step", r.reduced_bytes},
                  {"reduce", r.reduce_mode},
                  // As nccl-tests: bytes x 2(n-1)/n over the communicate phase, where that phase
-                 // is the whole sum (shared, after-backward); null where backward hid part of it.
+                 // is the whole sum (after-backward); null where backward or the optimizer's pass
+                 // (shared) holds part of it.
                  {"bus_gbs", number_or_null(communicate_bus_gbs(r.reduced_bytes, r.ranks,
                                                                 r.communicate_ms, r.reduce_mode))}}
           : json();

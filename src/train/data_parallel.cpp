@@ -185,6 +185,10 @@ void DataParallel::share_gradients(Model& model) {
   part_end_ = cut(rank() + 1);
   grads_memory_ = std::make_unique<mpi::SharedMemory>(world_, sizeof(float) * flat);
   own_grads_ = model.swap_grads(view(*grads_memory_, rank(), 0, flat));
+  others_.clear();
+  for (int k = 0; k < ranks(); ++k) {
+    if (k != rank()) others_.push_back(static_cast<const float*>(grads_memory_->of(k)));
+  }
 }
 
 void DataParallel::share_parameters(Model& model, OptimizerKernel& optimizer) {
@@ -227,6 +231,7 @@ void DataParallel::unshare(Model& model, OptimizerKernel& optimizer) {
   }
   if (grads_memory_) {
     model.swap_grads(std::move(own_grads_));
+    others_.clear();
     grads_memory_.reset();
   }
 }
@@ -242,14 +247,8 @@ void DataParallel::node_backward_done(size_t node) {
 
 void DataParallel::finish_step() {
   if (mode_ == ReduceMode::Shared) {
-    // This rank's part, summed over the ranks' buffers in rank order (its own first): the same
-    // additions in every step, whichever rank arrives first.
+    // Every rank's gradients are complete: update() sums this rank's part of them.
     grads_memory_->fence();
-    for (int k = 0; k < ranks(); ++k) {
-      if (k == rank()) continue;
-      const float* theirs = static_cast<const float*>(grads_memory_->of(k));
-      backend_->accumulate(grads_ + part_begin_, theirs + part_begin_, part_end_ - part_begin_);
-    }
     return;
   }
   if (mode_ == ReduceMode::AfterBackward) {
@@ -265,12 +264,15 @@ void DataParallel::finish_step() {
   started_ = 0;
 }
 
-void DataParallel::update(OptimizerKernel& optimizer, float* params, const float* grads) {
+void DataParallel::update(OptimizerKernel& optimizer, float* params, float* grads) {
   if (mode_ != ReduceMode::Shared) {
     optimizer.step(params, grads);
     return;
   }
-  optimizer.step_part(params, grads, part_begin_, part_end_);
+  // This rank's part of the gradients summed over the ranks' buffers in rank order (its own
+  // first: the same additions at every step, whichever rank arrives first) and stepped on, in one
+  // pass over the memory.
+  optimizer.step_part(params, grads, others_, part_begin_, part_end_);
   params_memory_->fence();
 }
 

@@ -102,9 +102,10 @@ class DataParallel : public BackwardObserver {
   // calls finish_step alone (its gradients are zeros).
   void node_backward_done(size_t node) override;
   void finish_step();
-  // The optimizer's step on the summed gradients: in Shared mode over this rank's part, then a
-  // fence (the next forward reads every part); else over the whole buffer.
-  void update(OptimizerKernel& optimizer, float* params, const float* grads);
+  // The optimizer's step on the summed gradients: in Shared mode over this rank's part, summing
+  // it there (the communicate phase is then the wait for the slowest rank's backward alone), then
+  // a fence (the next forward reads every part); else over the whole buffer.
+  void update(OptimizerKernel& optimizer, float* params, float* grads);
   // Floats of gradient summed per step.
   int64_t floats_per_step() const { return flat_size_; }
 
@@ -128,6 +129,7 @@ class DataParallel : public BackwardObserver {
   std::unique_ptr<mpi::SharedMemory> grads_memory_, params_memory_;
   DeviceBuffer own_grads_, own_params_;
   std::vector<DeviceBuffer> own_state_;
+  std::vector<const float*> others_;  // the other ranks' gradients, in rank order
   int64_t part_begin_ = 0, part_end_ = 0;
 };
 

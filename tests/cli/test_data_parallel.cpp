@@ -486,7 +486,8 @@ TEST(DataParallel, ASweepAlongRanksMeasuresScaling) {
   const int64_t reduced = scaling[1].at("reduced_bytes_per_step");
   EXPECT_GE(reduced, 4 * three.at("params").get<int64_t>());
   EXPECT_LT(reduced, 4 * three.at("params").get<int64_t>() + 512);
-  EXPECT_GT(scaling[1].at("bus_gbs").get<double>(), 0);
+  // The ranks of one machine sum in the optimizer's pass (shared): no bus bandwidth to report.
+  EXPECT_TRUE(scaling[1].at("bus_gbs").is_null()) << scaling[1];
   EXPECT_GT(scaling[1].at("efficiency").get<double>(), 0);
   const std::string page = xo::read_file(dir.path() / "out" / "report.html");
   EXPECT_NE(page.find("Scaling across ranks"), std::string::npos);

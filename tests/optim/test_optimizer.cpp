@@ -140,9 +140,10 @@ TEST_P(OptimizerTest, TheCpuOptimizerTakesANewLearningRate) {
 }
 
 // Data-parallel ranks of one machine step one shared parameter buffer, each its own part with its
-// own optimizer (--reduce shared): the parts' steps are the whole buffer's step, bit for bit, for
-// every update rule, also after the state has moved to other memory (as it moves into and out of
-// the memory the ranks share).
+// own optimizer, summing the ranks' gradients for that part as it goes (--reduce shared): the
+// parts' steps are the whole buffer's step on the summed gradients, bit for bit, for every update
+// rule, also after the state has moved to other memory (as it moves into and out of the memory the
+// ranks share).
 TEST_P(OptimizerTest, TheCpuOptimizerStepsPartsAsOneStep) {
   const OptCase& c = GetParam();
   constexpr int64_t kN = 50000, kCut = 20016;
@@ -150,25 +151,32 @@ TEST_P(OptimizerTest, TheCpuOptimizerStepsPartsAsOneStep) {
   auto whole = be->optimizer(c.spec, kN);
   std::unique_ptr<OptimizerKernel> parts[2] = {be->optimizer(c.spec, kN),
                                                be->optimizer(c.spec, kN)};
-  std::vector<float> p(kN), g(kN);
+  std::vector<float> p(kN), mine(kN), theirs(kN), sum(kN);
   for (int64_t i = 0; i < kN; ++i) p[i] = 0.25f + 0.5f * static_cast<float>(i % 97) / 97;
-  DeviceBuffer a = be->allocate(sizeof(float) * kN), b = be->allocate(sizeof(float) * kN),
-               grads = be->allocate(sizeof(float) * kN);
-  be->upload(a.as<float>(), p.data(), sizeof(float) * kN);
-  be->upload(b.as<float>(), p.data(), sizeof(float) * kN);
+  auto buffer = [&](const std::vector<float>& values) {
+    DeviceBuffer b = be->allocate(sizeof(float) * kN);
+    be->upload(b.as<float>(), values.data(), sizeof(float) * kN);
+    return b;
+  };
+  DeviceBuffer a = buffer(p), b = buffer(p);
   std::vector<DeviceBuffer> moved;
   for (int s = 0; s < c.steps + 2; ++s) {
-    for (int64_t i = 0; i < kN; ++i) g[i] = static_cast<float>((i * 7 + s * 13) % 31) / 31 - 0.4f;
-    be->upload(grads.as<float>(), g.data(), sizeof(float) * kN);
-    whole->step(a.as<float>(), grads.as<float>());
-    parts[0]->step_part(b.as<float>(), grads.as<float>(), 0, kCut);
-    parts[1]->step_part(b.as<float>(), grads.as<float>(), kCut, kN);
+    for (int64_t i = 0; i < kN; ++i) {
+      mine[i] = static_cast<float>((i * 7 + s * 13) % 31) / 31 - 0.4f;
+      theirs[i] = static_cast<float>((i * 5 + s * 3) % 29) / 29 - 0.6f;
+      sum[i] = mine[i] + theirs[i];
+    }
+    DeviceBuffer g = buffer(sum), g0 = buffer(mine), g1 = buffer(theirs);
+    whole->step(a.as<float>(), g.as<float>());
+    // Each part's rank sums into its own gradients: rank 0 adds rank 1's, rank 1 rank 0's.
+    parts[0]->step_part(b.as<float>(), g0.as<float>(), {g1.as<float>()}, 0, kCut);
+    parts[1]->step_part(b.as<float>(), g1.as<float>(), {g0.as<float>()}, kCut, kN);
     if (s == 0) {
       // The second part's state moves to new memory, its values copied first.
       const std::vector<OptimizerStateBuffer> state = parts[1]->state_buffers();
-      for (const OptimizerStateBuffer& buffer : state) {
+      for (const OptimizerStateBuffer& buffer_k : state) {
         moved.push_back(be->allocate(sizeof(float) * kN));
-        std::copy(buffer.data, buffer.data + kN, moved.back().as<float>());
+        std::copy(buffer_k.data, buffer_k.data + kN, moved.back().as<float>());
       }
       const std::vector<DeviceBuffer> before = parts[1]->swap_state(moved);
       ASSERT_EQ(before.size(), state.size());
