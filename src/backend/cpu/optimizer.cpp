@@ -24,6 +24,7 @@ class CpuOptimizer : public OptimizerKernel {
  public:
   CpuOptimizer(Backend& be, const OptimizerSettings& s, int64_t n, std::vector<const char*> names)
       : s_(s), n_(n), names_(std::move(names)) {
+    XO_ASSERT(names_.size() <= 2);  // pass() hands update() two state pointers at most
     for (size_t k = 0; k < names_.size(); ++k) state_.push_back(be.allocate(sizeof(float) * n));
   }
 
