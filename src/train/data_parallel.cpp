@@ -3,12 +3,16 @@
 #include "train/data_parallel.h"
 
 #include <fmt/format.h>
+#include <sys/statvfs.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <limits>
 #include <sstream>
 
 #include "core/error.h"
+#include "core/format.h"
+#include "train/memory.h"
 
 namespace xo {
 
@@ -78,9 +82,9 @@ const char* reduce_mode_name(ReduceMode mode) {
   return "?";
 }
 
-ReduceMode reduce_mode_for(const std::string& name, const mpi::World& world) {
+ReduceChoice reduce_mode_for(const std::string& name, const mpi::World& world) {
   const bool one_machine = world.local_size() == world.size();
-  if (name == "auto") return one_machine ? ReduceMode::Shared : ReduceMode::AfterBackward;
+  if (name == "auto") return {one_machine ? ReduceMode::Shared : ReduceMode::AfterBackward, true};
   for (const ReduceMode m : {ReduceMode::Shared, ReduceMode::AfterBackward, ReduceMode::Overlap}) {
     if (name != reduce_mode_name(m)) continue;
     if (m == ReduceMode::Shared && !one_machine) {
@@ -89,14 +93,33 @@ ReduceMode reduce_mode_for(const std::string& name, const mpi::World& world) {
           "{}), and shared memory is one machine's: use --reduce after-backward or overlap",
           world.local_size(), world.size(), world.host()));
     }
-    return m;
+    return {m, false};
   }
   throw UserError(
       fmt::format("--reduce {}: expected auto, shared, after-backward or overlap", name));
 }
 
-DataParallel::DataParallel(const mpi::World& world, ReduceMode mode, int64_t bucket_bytes)
-    : world_(world), mode_(mode), bucket_bytes_(bucket_bytes), pending_(world) {}
+std::string shared_memory_dir() {
+  const char* set = std::getenv("OMPI_MCA_osc_sm_backing_directory");
+  return set && *set ? set : "/dev/shm";
+}
+
+std::optional<int64_t> shared_memory_free_bytes() {
+  // A test's stand-in for a small folder (a container's 64 MB /dev/shm).
+  if (const char* test = std::getenv("CROSSOVER_TEST_SHARED_MEMORY_FREE")) {
+    return std::strtoll(test, nullptr, 10);
+  }
+  struct statvfs fs {};
+  if (statvfs(shared_memory_dir().c_str(), &fs) != 0) return std::nullopt;
+  return static_cast<int64_t>(fs.f_bavail) * static_cast<int64_t>(fs.f_frsize);
+}
+
+DataParallel::DataParallel(const mpi::World& world, ReduceChoice reduce, int64_t bucket_bytes)
+    : world_(world),
+      mode_(reduce.mode),
+      automatic_(reduce.automatic),
+      bucket_bytes_(bucket_bytes),
+      pending_(world) {}
 
 namespace {
 
@@ -172,11 +195,43 @@ DeviceBuffer view(const mpi::SharedMemory& shared, int rank, int64_t at, int64_t
 
 }  // namespace
 
-void DataParallel::share_gradients(Model& model) {
+void DataParallel::share_gradients(Model& model, const OptimizerSettings& optimizer) {
   if (mode_ != ReduceMode::Shared) return;
   XO_ASSERT(model.backend().info().kind == DeviceKind::Cpu && !grads_memory_);
-  backend_ = &model.backend();
   const int64_t flat = model.flat_size();
+  // Every rank's gradients, and one copy of the parameters and of the optimizer's state. Rank 0
+  // looks (the ranks share the folder) and every rank takes its answer.
+  const int64_t need = static_cast<int64_t>(sizeof(float)) * flat *
+                       (ranks() + 1 + optimizer_state_per_parameter(optimizer));
+  std::string short_of;
+  if (rank() == 0) {
+    const std::optional<int64_t> free = shared_memory_free_bytes();
+    if (free && *free < need) {
+      short_of = fmt::format(
+          "the {} ranks of this machine would share {} of memory, and {} (where MPI maps it) has "
+          "{} free",
+          ranks(), byte_size(static_cast<double>(need)), shared_memory_dir(),
+          byte_size(static_cast<double>(*free)));
+    }
+  }
+  short_of = world_.broadcast(short_of);
+  if (!short_of.empty()) {
+    if (!automatic_) {
+      throw UserError(fmt::format(
+          "--reduce shared: {}: give it more (in a container, e.g. docker run --shm-size=1g) or "
+          "use --reduce after-backward",
+          short_of));
+    }
+    if (rank() == 0) {
+      fmt::print(stderr,
+                 "crossover: warning: {}: the gradients are summed by MPI's all-reduce instead "
+                 "(--reduce after-backward; a larger {} lets the ranks share memory)\n",
+                 short_of, shared_memory_dir());
+    }
+    mode_ = ReduceMode::AfterBackward;
+    return;
+  }
+  backend_ = &model.backend();
   // Each rank's part of the buffers: contiguous, cut on 64-byte lines (the flat buffer's tensors
   // start on one), so that no two ranks write one cache line.
   constexpr int64_t kLine = 16;

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -58,8 +59,18 @@ enum class ReduceMode {
 };
 const char* reduce_mode_name(ReduceMode mode);  // "shared", "after-backward", "overlap"
 // The mode `name` asks for on `world` ("auto", or a mode's name): auto is shared where every rank
-// is on one machine, else after-backward; shared across machines is refused.
-ReduceMode reduce_mode_for(const std::string& name, const mpi::World& world);
+// is on one machine, else after-backward; shared across machines is refused. Chosen by auto, a
+// shared mode whose memory does not fit where MPI maps it falls back to after-backward.
+struct ReduceChoice {
+  ReduceMode mode = ReduceMode::AfterBackward;
+  bool automatic = false;
+};
+ReduceChoice reduce_mode_for(const std::string& name, const mpi::World& world);
+
+// Where OpenMPI maps the memory the ranks of a machine share (/dev/shm, or its MCA parameter
+// osc_sm_backing_directory), and the bytes free there; nullopt where it cannot be read.
+std::string shared_memory_dir();
+std::optional<int64_t> shared_memory_free_bytes();
 
 class DataParallel : public BackwardObserver {
  public:
@@ -67,7 +78,7 @@ class DataParallel : public BackwardObserver {
   // whose gradients are a few megabytes (mnist-cnn's are 4.8 MB), and stay in the caches.
   static constexpr int64_t kDefaultBucketBytes = 4 << 20;
 
-  explicit DataParallel(const mpi::World& world, ReduceMode mode = ReduceMode::AfterBackward,
+  explicit DataParallel(const mpi::World& world, ReduceChoice reduce = {},
                         int64_t bucket_bytes = kDefaultBucketBytes);
   ReduceMode mode() const { return mode_; }
 
@@ -88,11 +99,14 @@ class DataParallel : public BackwardObserver {
   void plan(const Model& model);
 
   // Shared mode, around the step loop (no-ops in the others). share_gradients: before the
-  // plan's Networks exist (they hold the gradient buffer). share_parameters: once the parameters
-  // and the optimizer's state are final (initialised, shared by share_model, or restored from a
-  // checkpoint): rank 0's become the ranks' one copy. unshare: after the last step, every rank's
-  // own buffers again, holding the shared values (a checkpoint or the results read them after).
-  void share_gradients(Model& model);
+  // plan's Networks exist (they hold the gradient buffer); where the shared memory of this model
+  // and `optimizer` does not fit in shared_memory_dir(), a UserError naming the sizes, or after
+  // auto chose shared, after-backward from then on with a warning. share_parameters: once the
+  // parameters and the optimizer's state are final (initialised, shared by share_model, or restored
+  // from a checkpoint): rank 0's become the ranks' one copy. unshare: after the last step, every
+  // rank's own buffers again, holding the shared values (a checkpoint or the results read them
+  // after).
+  void share_gradients(Model& model, const OptimizerSettings& optimizer);
   void share_parameters(Model& model, OptimizerKernel& optimizer);
   void unshare(Model& model, OptimizerKernel& optimizer);
 
@@ -117,6 +131,7 @@ class DataParallel : public BackwardObserver {
  private:
   const mpi::World& world_;
   ReduceMode mode_;
+  bool automatic_;
   int64_t bucket_bytes_;
   float* grads_ = nullptr;
   int64_t flat_size_ = 0;

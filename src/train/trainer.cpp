@@ -141,7 +141,7 @@ TrainResult train_model(Model& model, const DataSplit& split, const TrainSpec& t
   }
   check_training_memory(model, split, train, exec);
   const auto setup_start = Clock::now();
-  if (ranks) ranks->share_gradients(model);  // the plan's Networks write them
+  if (ranks) ranks->share_gradients(model, train.optimizer);  // the plan's Networks write them
   TrainPlan plan(model, split, train, exec);
   if (ranks) {
     // Every rank trains the same spec on the same data with the same settings, from rank 0's

@@ -371,6 +371,42 @@ TEST(DataParallel, AJobResumesBitIdenticalFromACheckpointTakenBetweenSteps) {
             xo::read_file(dir.path() / "whole.safetensors"));
 }
 
+// Where MPI maps the memory the ranks share is too small (a container's /dev/shm): chosen by
+// default, shared memory gives way to MPI's all-reduce with a warning, and the job trains as
+// usual; asked for, it is refused before the first step with the sizes and the remedies.
+TEST(DataParallel, TooLittleSharedMemoryFallsBackOrIsRefused) {
+  if (!have_mpirun()) GTEST_SKIP() << "no mpirun: run scripts/setup";
+  xo::testing::TempDir dir("dp-small-shm");
+  std::ofstream(dir.path() / "spec.toml") << kMlp;
+  const std::string job = "--version >/dev/null && CROSSOVER_TEST_SHARED_MEMORY_FREE=1000 " +
+                          xo::testing::mpirun_command() + "-np 2 " + CROSSOVER_BINARY +
+                          " train spec.toml --checkpoint-every off ";
+  const auto fallback = run_cli(job + "--json r.json", dir.path());
+  if (fallback.output.find("built without MPI") != std::string::npos) {
+    GTEST_SKIP() << fallback.output;
+  }
+  ASSERT_EQ(fallback.status, 0) << fallback.output;
+  EXPECT_NE(fallback.output.find("warning: the 2 ranks of this machine would share"),
+            std::string::npos)
+      << fallback.output;
+  EXPECT_NE(fallback.output.find("summed by MPI's all-reduce instead"), std::string::npos)
+      << fallback.output;
+  const json r = json::parse(xo::read_file(dir.path() / "r.json"));
+  EXPECT_EQ(r.at("data_parallel").at("reduce"), "after-backward");
+
+  const auto refused = run_cli(job + "--reduce shared", dir.path());
+  EXPECT_EQ(refused.status, 2) << refused.output;
+  EXPECT_NE(refused.output.find("crossover: error: --reduce shared: the 2 ranks of this machine "
+                                "would share"),
+            std::string::npos)
+      << refused.output;
+  EXPECT_NE(refused.output.find("free: give it more (in a container, e.g. docker run "
+                                "--shm-size=1g) or use --reduce after-backward"),
+            std::string::npos)
+      << refused.output;
+  EXPECT_EQ(refused.output.find(" ms/step"), std::string::npos) << refused.output;
+}
+
 // BatchNorm across ranks: each rank's slice statistics, rank 0's running statistics evaluated on
 // every rank's slice of the test split; the job finishes and reports a test loss.
 TEST(DataParallel, BatchNormTrainsWithRankZerosRunningStatistics) {
