@@ -112,8 +112,9 @@ class DataParallel : public BackwardObserver {
 
   // One step's gradient sum: node_backward_done as backward finishes each layer (when the rank's
   // step runs unsharded; in Overlap mode it starts the buckets then complete), then finish_step,
-  // after which every rank holds the sum of the ranks' gradients. A rank without rows in a batch
-  // calls finish_step alone (its gradients are zeros).
+  // after which every rank holds the sum of the ranks' gradients (Shared: after which every
+  // rank's gradients are complete, for update to sum). A rank without rows in a batch calls
+  // finish_step alone (its gradients are zeros).
   void node_backward_done(size_t node) override;
   void finish_step();
   // The optimizer's step on the summed gradients: in Shared mode over this rank's part, summing

@@ -43,7 +43,9 @@ void step(TrainPlan& p, const TrainPlan::StepWork& w, BatchAt at, LossStats* sta
     p.backend.increment(p.model.step_counter());
   }
   marks.stamp(StepMarks::GradientsReady);
-  if (ranks) ranks->finish_step();  // every rank now holds the sum over the ranks (its part)
+  // Every rank now holds the sum over the ranks (shared: every rank's gradients are complete, and
+  // each sums its part as it steps it in update).
+  if (ranks) ranks->finish_step();
   marks.stamp(StepMarks::Reduced);
   if (ranks) {
     ranks->update(*p.optimizer, p.model.params(), p.model.grads());
