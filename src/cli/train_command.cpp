@@ -197,12 +197,17 @@ int run_train(const TrainOptions& o, const mpi::World* world) {
           split_figures("test", r.final_test_loss, r.final_test_accuracy, r.test_samples),
       r.step_ms.median, r.step_ms.count, r.step_ms.p10, r.step_ms.p90, r.gflops,
       r.samples_per_second, r.train_seconds, r.shards, r.shards == 1 ? "" : "s",
-      r.ranks > 1
-          ? fmt::format(" per rank, {} ranks (summing {} of gradients per step {}: {:.4f} ms "
+      r.ranks <= 1 ? std::string()
+      : r.reduce_mode == "shared"
+          ? fmt::format(" per rank, {} ranks (summing {} of gradients per step in shared memory, "
+                        "each rank its part within its optimizer pass: {:.4f} ms; waiting for the "
+                        "slowest rank {:.4f} ms)",
+                        r.ranks, byte_size(static_cast<double>(r.reduced_bytes)), r.optimizer_ms,
+                        r.communicate_ms)
+          : fmt::format(" per rank, {} ranks (summing {} of gradients per step {}: {:.4f} ms "
                         "beyond backward)",
                         r.ranks, byte_size(static_cast<double>(r.reduced_bytes)), r.reduce_mode,
-                        r.communicate_ms)
-          : std::string(),
+                        r.communicate_ms),
       r.recorded_step ? ", replayed as one CUDA Graph" : "",
       r.interrupted ? " (interrupted)"
       : r.paused ? fmt::format(" (paused after epoch {} of {})", r.epochs.size(), spec.train.epochs)
