@@ -172,7 +172,6 @@ int run_rank_sweep(const RunOptions& o, const ModelSpec& base, const mpi::World&
   if (lead) session.resume_job("sweep", title);
   world.wait_quietly();              // rank 0 has probed its peaks and decided what to continue
   reduce_mode_for(o.reduce, world);  // refused before any group trains (shared across machines)
-
   auto write = [&](bool finished) {
     Report report = session.report("sweep", title, finished);
     report.sweep =
