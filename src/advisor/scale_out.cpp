@@ -24,6 +24,16 @@ Link::Sample Link::at(double bytes) const {
           between(a.reduce_s_per_byte, b.reduce_s_per_byte)};
 }
 
+Link::Sample ring_phase_sample(double chunk_bytes, int ranks, double reduce_scatter_s,
+                               double all_gather_s, double latency_s) {
+  const double steps = std::max(1, ranks - 1);
+  const double transfer = all_gather_s / steps,
+               addition = (reduce_scatter_s - all_gather_s) / steps;
+  // A transfer no longer than the latency probe (noise at tiny sizes): at least a nanosecond.
+  return {chunk_bytes, chunk_bytes / std::max(transfer - latency_s, 1e-9),
+          std::max(addition, 0.0) / chunk_bytes};
+}
+
 double ring_allreduce_seconds(double bytes, int ranks, const Link& link) {
   if (ranks <= 1 || bytes <= 0) return 0;
   const double n = ranks;

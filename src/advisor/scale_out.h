@@ -27,6 +27,15 @@ struct Link {
   Sample at(double bytes) const;
 };
 
+// A measured link's sample from a ring's two phases timed on `ranks` ranks: the reduce-scatter's
+// n-1 steps (each sends a chunk of `chunk_bytes` while receiving one, then adds it in) in
+// `reduce_scatter_s`, the all-gather's n-1 steps (each sends the chunk last completed while
+// receiving one) in `all_gather_s`, over a link of `latency_s` per message. An all-gather step is
+// a transfer; what a reduce-scatter step takes beyond it is the addition. So that the ring model
+// of a message of `ranks` chunks gives back the two phases' sum.
+Link::Sample ring_phase_sample(double chunk_bytes, int ranks, double reduce_scatter_s,
+                               double all_gather_s, double latency_s);
+
 // A ring all-reduce of `bytes` over `ranks` devices: 2(n-1) steps each moving bytes/n over the
 // link (reduce-scatter, then all-gather), and the reduce-scatter's additions. 0 for one rank.
 double ring_allreduce_seconds(double bytes, int ranks, const Link& link);

@@ -1,7 +1,7 @@
 // `mpirun -np N crossover allreduce`: MPI's all-reduce measured on the ranks of this job at
 // several sizes (as nccl-tests' all_reduce_perf reports it: time, algorithm and bus bandwidth)
-// against the ring model the advisor prices scale-out with, the model's link measured apart,
-// point to point.
+// against the ring model the advisor prices scale-out with, the model's link measured apart, as a
+// ring's steps use it, at sizes between those asked.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -72,33 +72,72 @@ double timed_median(const mpi::World& world, int repeat, const std::function<voi
   return summarize(seconds).median;
 }
 
-// The link between this job's ranks, measured point to point as each step of a ring uses it
-// (every rank sends to the next and receives from the one before at once), at each of `chunks`
-// bytes: the messages a ring all-reduce of the sizes asked sends. With the cost of the
-// reduce-scatter's additions on this CPU (dst += src) over the whole message of each.
-Link measure_link(const mpi::World& world, int repeat, const std::vector<int64_t>& chunks) {
+// The message sizes the link is measured at: one between each two sizes asked (their geometric
+// mean), one below the smallest and one above the largest (by a factor of sqrt 2), each a whole
+// number of floats per rank. The model then predicts every size asked from the sizes around it,
+// as the advisor predicts a model's gradients from a link it measured at other sizes.
+std::vector<int64_t> probe_sizes(std::vector<int64_t> sizes, int ranks) {
+  std::sort(sizes.begin(), sizes.end());
+  sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
+  std::vector<double> at = {static_cast<double>(sizes.front()) / std::sqrt(2.0)};
+  for (size_t i = 1; i < sizes.size(); ++i) {
+    at.push_back(std::sqrt(static_cast<double>(sizes[i - 1]) * static_cast<double>(sizes[i])));
+  }
+  at.push_back(static_cast<double>(sizes.back()) * std::sqrt(2.0));
+  const int64_t unit = 4 * static_cast<int64_t>(ranks);
+  std::vector<int64_t> out;
+  for (const double bytes : at) {
+    out.push_back(std::max<int64_t>(unit, std::llround(bytes / static_cast<double>(unit)) * unit));
+  }
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+// The link between this job's ranks as a ring all-reduce uses it, at each message size of
+// `messages`: on a buffer of the message's size, the reduce-scatter's n-1 steps (send a chunk to
+// the next rank while receiving one from the one before into scratch, then add it into the
+// buffer's chunk) and the all-gather's n-1 steps (send the chunk last completed while receiving
+// the next into the buffer), each phase timed on its own. A ring sends what it has just summed and
+// adds what it has just received, so the caches are as a ring leaves them, which transfers of a
+// clean buffer and additions on their own do not reproduce (they ran 15-25% faster at 8 MiB).
+// Every size is first run once untimed: the first transfers of a job ran at 8 GB/s where later
+// ones ran at 13.
+Link measure_link(const mpi::World& world, int repeat, const std::vector<int64_t>& messages) {
   const int n = world.size(), r = world.rank();
   const int next = (r + 1) % n, previous = (r + n - 1) % n;
-  const int64_t largest = *std::max_element(chunks.begin(), chunks.end());
-  std::vector<char> out(static_cast<size_t>(largest), 1), in(out.size(), 0);
-  std::vector<float> a(out.size() * n / sizeof(float), 1.0f), b(a.size(), 2.0f);
+  const int64_t largest = *std::max_element(messages.begin(), messages.end());
+  std::vector<float> buffer(static_cast<size_t>(largest / 4), 0.0f),
+      scratch(buffer.size() / n + 1, 0.0f);
   Link link;
   link.name = world.local_size() == n ? "shared memory (one machine, measured)"
                                       : "the job's network (measured)";
-  link.latency_s = timed_median(world, repeat * 5,
-                                [&] { world.exchange(out.data(), in.data(), 8, next, previous); });
-  for (const int64_t bytes : chunks) {
-    const double move = timed_median(
-        world, repeat, [&] { world.exchange(out.data(), in.data(), bytes, next, previous); });
-    // The additions run over the whole message (n chunks): whether they stay in the caches is
-    // the message's size, not the chunk's.
-    const size_t floats = static_cast<size_t>(bytes * n) / sizeof(float);
-    const double add = timed_median(world, repeat, [&] {
-      for (size_t i = 0; i < floats; ++i) a[i] += b[i];
-    });
-    link.samples.push_back({static_cast<double>(bytes),
-                            static_cast<double>(bytes) / std::max(move - link.latency_s, 1e-9),
-                            add / static_cast<double>(bytes * n)});
+  link.latency_s = timed_median(
+      world, repeat * 5, [&] { world.exchange(buffer.data(), scratch.data(), 8, next, previous); });
+  const auto chunk_of = [n](int index) { return ((index % n) + n) % n; };
+  for (const int64_t bytes : messages) {
+    const size_t floats = static_cast<size_t>(bytes) / 4 / n;  // one rank's chunk
+    const int64_t chunk = static_cast<int64_t>(floats) * 4;
+    float* data = buffer.data();
+    const auto reduce_scatter = [&] {
+      for (int k = 0; k < n - 1; ++k) {
+        const float* send = data + floats * chunk_of(r - k);
+        float* sum = data + floats * chunk_of(r - k - 1);
+        world.exchange(send, scratch.data(), chunk, next, previous);
+        for (size_t i = 0; i < floats; ++i) sum[i] += scratch[i];
+      }
+    };
+    const auto all_gather = [&] {
+      for (int k = 0; k < n - 1; ++k) {
+        world.exchange(data + floats * chunk_of(r - k + 1), data + floats * chunk_of(r - k), chunk,
+                       next, previous);
+      }
+    };
+    reduce_scatter();
+    all_gather();
+    const double rs = timed_median(world, repeat, reduce_scatter);
+    const double ag = timed_median(world, repeat, all_gather);
+    link.samples.push_back(
+        ring_phase_sample(static_cast<double>(chunk), n, rs, ag, link.latency_s));
   }
   link.bytes_per_s = link.samples.back().bytes_per_s;
   link.reduce_s_per_byte = link.samples.back().reduce_s_per_byte;
@@ -120,11 +159,8 @@ int run_allreduce(const AllreduceOptions& o, const mpi::World& world) {
   std::vector<int64_t> sizes;
   for (const std::string& s : o.sizes) sizes.push_back(parse_size(s));
   const int n = world.size();
-  std::vector<int64_t> chunks;
-  for (const int64_t bytes : sizes) chunks.push_back(std::max<int64_t>(4, bytes / n / 4 * 4));
-  std::sort(chunks.begin(), chunks.end());
-  chunks.erase(std::unique(chunks.begin(), chunks.end()), chunks.end());
-  const Link link = measure_link(world, o.repeat, chunks);
+  const std::vector<int64_t> probes = probe_sizes(sizes, n);
+  const Link link = measure_link(world, o.repeat, probes);
   std::vector<SizeRow> rows;
   for (const int64_t bytes : sizes) {
     std::vector<float> values(static_cast<size_t>(bytes) / sizeof(float), 1.0f / n);
@@ -137,11 +173,12 @@ int run_allreduce(const AllreduceOptions& o, const mpi::World& world) {
   fmt::print(
       "MPI all-reduce (sum of f32) on {} ranks ({} on this machine), median of {} after 3 "
       "warm-ups\n"
-      "the link, measured point to point: {:.2f} us per message, and by message size:\n",
+      "the link, as a ring's steps use it: {:.2f} us per message, and at message sizes between "
+      "those measured:\n",
       n, world.local_size(), o.repeat, link.latency_s * 1e6);
   for (const Link::Sample& l : link.samples) {
-    fmt::print("  {:>10}: {:.2f} GB/s each way, the sum's additions {:.2f} GB/s\n",
-               byte_size(l.bytes), l.bytes_per_s / 1e9,
+    fmt::print("  {:>10} ({:>10} chunks): {:.2f} GB/s each way, the sum's additions {:.2f} GB/s\n",
+               byte_size(l.bytes * n), byte_size(l.bytes), l.bytes_per_s / 1e9,
                1e-9 / std::max(l.reduce_s_per_byte, 1e-18));
   }
   fmt::print("{:>10} {:>11} {:>12} {:>12} {:>13} {:>8}\n", "size", "measured ms", "algbw GB/s",
@@ -166,6 +203,7 @@ int run_allreduce(const AllreduceOptions& o, const mpi::World& world) {
   nlohmann::json jlink = nlohmann::json::array();
   for (const Link::Sample& l : link.samples) {
     jlink.push_back({{"bytes", l.bytes},
+                     {"message_bytes", l.bytes * n},
                      {"gbs", l.bytes_per_s / 1e9},
                      {"reduce_gbs", 1e-9 / std::max(l.reduce_s_per_byte, 1e-18)}});
   }

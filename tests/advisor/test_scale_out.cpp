@@ -22,6 +22,27 @@ TEST(ScaleOut, RingAllReduceMovesTwiceTheDataOverNMinusOneNths) {
   EXPECT_NEAR(xo::ring_allreduce_seconds(1e9, 4, slow), 0.15 + 6e-3 + 0.075, 1e-12);
 }
 
+// A link measured as a ring's two phases: the ring model of a message of that size gives the
+// phases back, on any rank count; a transfer is the all-gather's step, the addition what the
+// reduce-scatter's step takes beyond it.
+TEST(ScaleOut, ALinkMeasuredAsARingsPhasesGivesThemBack) {
+  for (const int ranks : {2, 3, 8}) {
+    const double chunk = 1 << 20, latency = 2e-6;
+    const double reduce_scatter = (ranks - 1) * 150e-6, all_gather = (ranks - 1) * 100e-6;
+    Link link{"measured", 0, latency, 0};
+    link.samples.push_back(
+        xo::ring_phase_sample(chunk, ranks, reduce_scatter, all_gather, latency));
+    EXPECT_NEAR(link.samples[0].bytes_per_s, chunk / 98e-6, 1) << ranks;
+    EXPECT_NEAR(link.samples[0].reduce_s_per_byte, 50e-6 / chunk, 1e-18) << ranks;
+    EXPECT_NEAR(xo::ring_allreduce_seconds(chunk * ranks, ranks, link), reduce_scatter + all_gather,
+                1e-12)
+        << ranks;
+  }
+  // A reduce-scatter measured faster than the all-gather (noise at a small size): no negative
+  // addition.
+  EXPECT_EQ(xo::ring_phase_sample(4096, 2, 1e-6, 2e-6, 0).reduce_s_per_byte, 0);
+}
+
 TEST(ScaleOut, BusBandwidthIsNcclTestsDefinition) {
   // nccl-tests: busbw = algbw * 2(n-1)/n.
   EXPECT_DOUBLE_EQ(xo::allreduce_bus_bandwidth(1e9, 2, 1.0), 1e9);

@@ -470,7 +470,16 @@ TEST(Allreduce, MeasuresEverySizeAgainstTheRingModel) {
     // nccl-tests: busbw = algbw * 2(n-1)/n, which is algbw on 2 ranks.
     EXPECT_DOUBLE_EQ(s.at("busbw_gbs").get<double>(), s.at("algbw_gbs").get<double>());
   }
-  EXPECT_EQ(j.at("link_by_size").size(), 2u);  // the chunks: 32 KiB and 512 KiB
+  // The link is measured between the sizes asked and beyond them (64 KiB / sqrt 2, 256 KiB,
+  // 1 MiB x sqrt 2), as a ring's steps use it: chunks of half a message on 2 ranks.
+  const json& link = j.at("link_by_size");
+  ASSERT_EQ(link.size(), 3u) << link.dump();
+  EXPECT_EQ(link[1].at("message_bytes"), 256 << 10);
+  EXPECT_EQ(link[1].at("bytes"), 128 << 10);
+  for (const json& l : link) {
+    EXPECT_GT(l.at("gbs").get<double>(), 0) << l.dump();
+    EXPECT_GT(l.at("reduce_gbs").get<double>(), 0) << l.dump();
+  }
 }
 
 TEST(Allreduce, RefusesWithoutALauncherAndBadSizes) {
