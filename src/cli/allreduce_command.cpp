@@ -99,9 +99,8 @@ std::vector<int64_t> probe_sizes(std::vector<int64_t> sizes, int ranks) {
 // buffer's chunk) and the all-gather's n-1 steps (send the chunk last completed while receiving
 // the next into the buffer), each phase timed on its own. A ring sends what it has just summed and
 // adds what it has just received, so the caches are as a ring leaves them, which transfers of a
-// clean buffer and additions on their own do not reproduce (they ran 15-25% faster at 8 MiB).
-// Every size is first run once untimed: the first transfers of a job ran at 8 GB/s where later
-// ones ran at 13.
+// clean buffer and additions on their own do not reproduce (bench/mpi_ring_steps.cpp compares the
+// two against MPI_Allreduce).
 Link measure_link(const mpi::World& world, int repeat, const std::vector<int64_t>& messages) {
   const int n = world.size(), r = world.rank();
   const int next = (r + 1) % n, previous = (r + n - 1) % n;
@@ -132,8 +131,6 @@ Link measure_link(const mpi::World& world, int repeat, const std::vector<int64_t
                        next, previous);
       }
     };
-    reduce_scatter();
-    all_gather();
     const double rs = timed_median(world, repeat, reduce_scatter);
     const double ag = timed_median(world, repeat, all_gather);
     link.samples.push_back(
