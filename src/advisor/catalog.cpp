@@ -47,6 +47,8 @@ const std::vector<std::string_view> kDeviceKeys = {"id",
                                                    "price_usd",
                                                    "cores",
                                                    "threads",
+                                                   "sm_count",
+                                                   "boost_clock_mhz",
                                                    "source",
                                                    "date"};
 const std::vector<std::string_view> kInstanceKeys = {"id",
@@ -120,6 +122,13 @@ CatalogDevice read_device(const TomlTable& t) {
   } else if (threads) {
     threads.fail("for CPUs only; leave it out for a GPU");
   }
+  const TomlValue sms = t.get("sm_count");
+  const TomlValue clock = t.get("boost_clock_mhz");
+  if (cpu && (sms || clock)) {
+    (sms ? sms : clock).fail("for GPUs only (multiprocessors and boost clock); leave it out for a CPU");
+  }
+  if (sms) d.sm_count = static_cast<int>(sms.integer_in(1, kMaxCount));
+  if (clock) d.boost_clock_mhz = clock.number(kPositive);
   d.source = t.get("source").non_empty_string();
   d.date = t.get("date").date();
   return d;

@@ -30,6 +30,11 @@ struct CatalogDevice {
   int threads = 0;       // CPUs: hardware threads (a cloud vCPU is one); GPUs: 0
   std::string source;    // where the figures come from
   std::string date;      // YYYY-MM-DD: when the figures (prices above all) were read
+  // GPUs, optional (0: not given): streaming multiprocessors and boost clock, what a chain of
+  // small kernels is bound by (a node of a recorded step, a latency-bound kernel) where the FLOP
+  // rate and the bandwidth bind only kernels that fill the chip.
+  int sm_count = 0;
+  double boost_clock_mhz = 0;
 };
 
 // A cloud instance: `device_count` of `device` (a CatalogDevice id), hourly prices in USD.

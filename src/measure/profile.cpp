@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <set>
 
 #include "core/clock.h"
@@ -48,6 +49,58 @@ double median_us(Backend& be, Body&& body) {
   return median_us(be, body, [] {});
 }
 
+// On a backend that queues its work (a GPU) a call's cost is not a call waited for: a step
+// launches every kernel without waiting (`--no-graph`), or replays them all as one recorded
+// graph (the default). Both are timed here as the engine runs them, by the device's own clock:
+// `stream_us` for calls queued back to back, `graph_us` for calls recorded in one graph and
+// replayed. Each is the slope between runs of n and 3n calls (medians of 9 runs each), so that
+// the marks' own cost and a graph's launch cancel out and what is left is what one more call
+// adds to a step. `before` runs untimed before each run of calls, not before each call: the
+// kernels timed here take as long on the values their previous call left (a backward pass's
+// output gradient, used as scratch) as on fresh ones.
+struct QueuedTimes {
+  double stream_us = 0, graph_us = 0;
+};
+constexpr int kMaxQueuedCalls = 3 * 64;  // the most calls of one run (the gather sizes its order)
+
+template <typename Body, typename Before>
+QueuedTimes queued_us(Backend& be, Body&& body, Before&& before) {
+  throw_if_stop_requested(kDoing);
+  const std::unique_ptr<QueueClock> clock = be.clock(2);
+  auto interval_us = [&](auto&& queue) {
+    before();
+    be.synchronize();
+    clock->mark(0);
+    queue();
+    clock->mark(1);
+    return clock->ms_between(0, 1) * 1e3;
+  };
+  auto median_of = [&](auto&& queue) {
+    interval_us(queue);  // warm-up
+    std::vector<double> t;
+    for (int i = 0; i < 9; ++i) t.push_back(interval_us(queue));
+    return summarize(t).median;
+  };
+  auto calls = [&](int n) {
+    return [&body, n] {
+      for (int i = 0; i < n; ++i) body();
+    };
+  };
+  interval_us(calls(2));  // first calls: lazy set-up
+  const double one = std::max(0.5, interval_us(calls(4)) / 4);
+  // About 150 us of calls in the shorter run, 4 to 64 calls.
+  const int n = std::clamp(static_cast<int>(150 / one), 4, kMaxQueuedCalls / 3);
+  QueuedTimes out;
+  out.stream_us = std::max(0.0, (median_of(calls(3 * n)) - median_of(calls(n))) / (2 * n));
+  throw_if_stop_requested(kDoing);
+  const std::unique_ptr<RecordedWork> shorter = be.capture(calls(n));
+  const std::unique_ptr<RecordedWork> longer = be.capture(calls(3 * n));
+  if (!shorter || !longer) return out;  // cannot record: no graph time
+  out.graph_us = std::max(
+      0.0, (median_of([&] { longer->replay(); }) - median_of([&] { shorter->replay(); })) / (2 * n));
+  return out;
+}
+
 std::string variant_of(const Node& n) {
   std::string v;
   if ((n.kind == NodeKind::Linear || n.kind == NodeKind::Conv2d) &&
@@ -76,6 +129,25 @@ struct Profiler {
   Backend& be;
   DeviceProfile& profile;
   std::set<std::string> seen;
+
+  // A GPU's kernels are timed queued (stream and graph, queued_us); a CPU's calls one by one.
+  bool queued() const { return be.info().kind == DeviceKind::Gpu; }
+
+  // `us` (and on a GPU `graph_us`) of `body` run in `shards` shards.
+  template <typename Body, typename Before>
+  void time(double& us, double& graph_us, int shards, Body&& body, Before&& before) {
+    if (queued()) {
+      const QueuedTimes q = queued_us(be, body, before);
+      us = q.stream_us;
+      graph_us = q.graph_us;
+    } else {
+      us = pass_us(median_us(be, body, before), shards);
+    }
+  }
+  template <typename Body>
+  void time(double& us, double& graph_us, int shards, Body&& body) {
+    time(us, graph_us, shards, body, [] {});
+  }
 
   bool first_time(const KernelSample& s, const std::string& extra = "") {
     return seen
@@ -124,7 +196,15 @@ struct Profiler {
       if (n.kind != NodeKind::Embedding) {
         const std::vector<float> x = pattern(bk * n.in_size, 1.0f);
         be.upload(slot.src.as<float>(), x.data(), slot.src.bytes());
-      }  // else token ids 0, as allocated
+      } else {
+        // Token ids spread over the vocabulary as a text's are: all of one id would time the
+        // backward pass summing every position into one row, which no real batch does.
+        std::vector<float> ids(static_cast<size_t>(bk * n.in_size));
+        for (size_t p = 0; p < ids.size(); ++p) {
+          ids[p] = static_cast<float>((p * 7919 + 13) % static_cast<size_t>(n.spec.vocab));
+        }
+        be.upload(slot.src.as<float>(), ids.data(), slot.src.bytes());
+      }
       slot.dst = be.allocate(sizeof(float) * bk * n.out_size);
       slot.d_dst = be.allocate(sizeof(float) * bk * n.out_size);
       slot.d_dst_host = pattern(bk * n.out_size, 0.01f);
@@ -136,36 +216,32 @@ struct Profiler {
     };
     const float* params = model.params();
     const uint64_t* step = model.step_counter();
-    s.forward_us = pass_us(median_us(
-                               be,
-                               [&] {
-                                 be.parallel_shards(shards, [&](int k) {
-                                   Slot& slot = slots[static_cast<size_t>(k)];
-                                   slot.layer->forward(params, slot.src.as<float>(),
-                                                       slot.dst.as<float>(), step);
-                                 });
-                               },
-                               // A new step each call, as in training (dropout's masks).
-                               [&] { be.increment(model.step_counter()); }),
-                           shards);
-    s.backward_us = pass_us(
-        median_us(
-            be,
-            [&] {
-              be.parallel_shards(shards, [&](int k) {
-                Slot& slot = slots[static_cast<size_t>(k)];
-                slot.layer->backward(params, slot.src.as<float>(), slot.dst.as<float>(),
-                                     slot.d_dst.as<float>(), grads_of(k),
-                                     n.gradient_below ? slot.d_src.as<float>() : nullptr);
-              });
-            },
-            [&] {
-              // The backward pass may use its output gradient as scratch: a fresh one each call.
-              for (Slot& slot : slots) {
-                be.upload(slot.d_dst.as<float>(), slot.d_dst_host.data(), slot.d_dst.bytes());
-              }
-            }),
-        shards);
+    time(
+        s.forward_us, s.graph_forward_us, shards,
+        [&] {
+          be.parallel_shards(shards, [&](int k) {
+            Slot& slot = slots[static_cast<size_t>(k)];
+            slot.layer->forward(params, slot.src.as<float>(), slot.dst.as<float>(), step);
+          });
+        },
+        // A new step each call, as in training (dropout's masks).
+        [&] { be.increment(model.step_counter()); });
+    time(
+        s.backward_us, s.graph_backward_us, shards,
+        [&] {
+          be.parallel_shards(shards, [&](int k) {
+            Slot& slot = slots[static_cast<size_t>(k)];
+            slot.layer->backward(params, slot.src.as<float>(), slot.dst.as<float>(),
+                                 slot.d_dst.as<float>(), grads_of(k),
+                                 n.gradient_below ? slot.d_src.as<float>() : nullptr);
+          });
+        },
+        [&] {
+          // The backward pass may use its output gradient as scratch: a fresh one each call.
+          for (Slot& slot : slots) {
+            be.upload(slot.d_dst.as<float>(), slot.d_dst_host.data(), slot.d_dst.bytes());
+          }
+        });
     profile.samples.push_back(s);
   }
 
@@ -195,16 +271,13 @@ struct Profiler {
       slot.d_logits = be.allocate(sizeof(float) * bk * model.outputs());
       slot.stats = be.allocate(sizeof(LossStats));
     }
-    s.forward_us = pass_us(median_us(be,
-                                     [&] {
-                                       be.parallel_shards(shards, [&](int k) {
-                                         Slot& slot = slots[static_cast<size_t>(k)];
-                                         slot.kernel->forward_backward(
-                                             slot.logits.as<float>(), slot.labels.as<int32_t>(),
-                                             slot.d_logits.as<float>(), slot.stats.as<LossStats>());
-                                       });
-                                     }),
-                           shards);
+    time(s.forward_us, s.graph_forward_us, shards, [&] {
+      be.parallel_shards(shards, [&](int k) {
+        Slot& slot = slots[static_cast<size_t>(k)];
+        slot.kernel->forward_backward(slot.logits.as<float>(), slot.labels.as<int32_t>(),
+                                      slot.d_logits.as<float>(), slot.stats.as<LossStats>());
+      });
+    });
     profile.samples.push_back(s);
   }
 
@@ -217,7 +290,8 @@ struct Profiler {
     s.bytes = optimizer_bytes_per_param(model.spec().train.optimizer) * s.in_size;
     if (!first_time(s)) return;
     auto kernel = be.optimizer(model.spec().train.optimizer, model.flat_size());
-    s.forward_us = median_us(be, [&] { kernel->step(model.params(), model.grads()); });
+    time(s.forward_us, s.graph_forward_us, 1,
+         [&] { kernel->step(model.params(), model.grads()); });
     profile.samples.push_back(s);
   }
 
@@ -231,7 +305,7 @@ struct Profiler {
     s.bytes = 12.0 * s.in_size * (shards - 1);
     if (!first_time(s)) return;
     DeviceBuffer other = be.allocate(sizeof(float) * model.flat_size() * (shards - 1));
-    s.forward_us = median_us(be, [&] {
+    time(s.forward_us, s.graph_forward_us, 1, [&] {
       for (int k = 1; k < shards; ++k) {
         be.accumulate(model.grads(), other.as<float>() + (k - 1) * model.flat_size(),
                       model.flat_size());
@@ -251,16 +325,18 @@ struct Profiler {
     const int64_t f = model.input_features();
     DeviceBuffer x = be.allocate(sizeof(float) * batch * f),
                  y = be.allocate(sizeof(int32_t) * batch);
-    DeviceBuffer order = be.allocate(sizeof(int32_t) * batch);
-    std::vector<int32_t> host(static_cast<size_t>(batch));
+    // Queued runs select up to kMaxQueuedCalls batches before the position is reset.
+    const int64_t rows = batch * (queued() ? kMaxQueuedCalls : 1);
+    DeviceBuffer order = be.allocate(sizeof(int32_t) * rows);
+    std::vector<int32_t> host(static_cast<size_t>(rows));
     for (size_t r = 0; r < host.size(); ++r) host[r] = static_cast<int32_t>((r * 7919) % batch);
     be.upload(order.as<int32_t>(), host.data(), order.bytes());
     DeviceBuffer position = be.allocate(sizeof(int64_t));
     DeviceBuffer dst = be.allocate(sizeof(float) * batch * f),
                  dst_y = be.allocate(sizeof(int32_t) * batch);
     const int64_t zero = 0;
-    s.forward_us = median_us(
-        be,
+    time(
+        s.forward_us, s.graph_forward_us, 1,
         [&] {
           be.next_batch(x.as<float>(), y.as<int32_t>(), order.as<int32_t>(), position.as<int64_t>(),
                         batch, f, dst.as<float>(), dst_y.as<int32_t>());
@@ -293,7 +369,31 @@ struct Profiler {
 
 // A training step's cost besides its kernels: the tiny step of the peaks' probe (one Linear, four
 // wide, batch 1), less its kernels' samples.
-double step_fixed_us(Backend& be, DeviceProfile& profile) {
+// A GPU's training step as the trainer times it: marks before and after each step in the queue,
+// the host running ahead (it waits only at the end of an epoch), the median of the steps between
+// their marks; `graph`: the step recorded once and replayed, as by default.
+double queued_step_us(Backend& be, FunctionRef<void()> step, bool graph) {
+  constexpr int kSteps = 200;
+  std::unique_ptr<RecordedWork> recorded = graph ? be.capture(step) : nullptr;
+  if (graph && !recorded) return 0;
+  auto once = [&] { recorded ? recorded->replay() : step(); };
+  for (int i = 0; i < 20; ++i) once();  // warm-up
+  const std::unique_ptr<QueueClock> clock = be.clock(2 * kSteps);
+  for (int i = 0; i < kSteps; ++i) {
+    clock->mark(2 * i);
+    once();
+    clock->mark(2 * i + 1);
+  }
+  std::vector<double> t;
+  for (int i = 0; i < kSteps; ++i) t.push_back(clock->ms_between(2 * i, 2 * i + 1) * 1e3);
+  return summarize(t).median;
+}
+
+// A training step's cost besides its kernels: the tiny step of the peaks' probe (one Linear, four
+// wide, batch 1), less its kernels' samples. On a GPU also the same in a recorded step
+// (`graph_step_fixed_us`), and what one more node of a recorded step costs when its kernel does
+// next to nothing (`graph_node_us`): the floor of every node, what a chain of small kernels pays.
+void measure_step_fixed(Backend& be, DeviceProfile& profile) {
   ModelSpec spec;
   spec.name = "profile-step";
   spec.origin = "built-in";
@@ -304,12 +404,34 @@ double step_fixed_us(Backend& be, DeviceProfile& profile) {
   Profiler p{be, profile, {}};
   const size_t first = profile.samples.size();
   p.model(spec);
-  double kernels = 0;
+  double kernels = 0, graph_kernels = 0;
   for (size_t i = first; i < profile.samples.size(); ++i) {
-    if (profile.samples[i].shards == 1) kernels += profile.samples[i].total_us();
+    if (profile.samples[i].shards != 1) continue;
+    kernels += profile.samples[i].total_us();
+    graph_kernels += profile.samples[i].graph_total_us();
   }
   profile.samples.resize(first);  // not kept: a batch of one is no shape of interest
-  return std::max(0.0, tiny_step_seconds(be, 1) * 1e6 - kernels);
+  if (!p.queued()) {
+    profile.step_fixed_us = std::max(0.0, tiny_step_seconds(be, 1) * 1e6 - kernels);
+    return;
+  }
+  Model model(spec, be);
+  model.init(1);
+  Network net(model, {.batch = 1, .shards = 1});
+  auto optimizer = be.optimizer(spec.train.optimizer, model.flat_size());
+  DeviceBuffer x = be.allocate(sizeof(float) * 4), y = be.allocate(sizeof(int32_t)),
+               stats = be.allocate(sizeof(LossStats));
+  const float one[4] = {0.5f, -0.25f, 0.125f, 1.0f};
+  be.upload(x.as<float>(), one, sizeof(one));
+  auto step = [&] {
+    net.train_step(x.as<float>(), y.as<int32_t>(), stats.as<LossStats>());
+    optimizer->step(model.params(), model.grads());
+  };
+  profile.step_fixed_us = std::max(0.0, queued_step_us(be, step, false) - kernels);
+  profile.graph_step_fixed_us = std::max(0.0, queued_step_us(be, step, true) - graph_kernels);
+  DeviceBuffer counter = be.allocate(sizeof(uint64_t));
+  profile.graph_node_us =
+      queued_us(be, [&] { be.increment(counter.as<uint64_t>()); }, [] {}).graph_us;
 }
 
 ModelSpec mlp(int64_t batch, int64_t width) {
@@ -374,11 +496,16 @@ DeviceProfile measure_profile(Backend& be, const DevicePeaks& peaks,
   profile.library = d.library;
   profile.peaks = peaks;
   profile.policy = be.execution_policy();
+  for (const auto& [key, value] : d.details) {
+    // The backend's own figures (a GPU's): numbers it printed itself.
+    if (key == "multiprocessors") profile.sm_count = std::atoi(value.c_str());
+    if (key == "boost clock MHz") profile.clock_mhz = std::atof(value.c_str());
+  }
   const int threads = profile.policy.shard_threads;
   if (threads > 1) {
     profile.shard_fork_us = median_us(be, [&] { be.parallel_shards(threads, [](int) {}); });
   }
-  profile.step_fixed_us = step_fixed_us(be, profile);
+  measure_step_fixed(be, profile);
   // Two passes over every sample, each sample keeping its lower median: a burst of other work on
   // the machine during one pass (a shared host's neighbours) only ever slows a sample down.
   std::vector<KernelSample> first;

@@ -35,8 +35,13 @@ struct KernelSample {
   // The FLOPs of the kernel's typical matmul call (a Linear's, a convolution's, an LSTM step's
   // recurrent one): what decides whether the CPU backend runs it on one thread. 0: no matmul.
   double matmul_flops = 0;
+  // A CPU: each call timed on its own. A GPU: what one more call adds to a step that queues
+  // every kernel without waiting (forward_us, backward_us: `--no-graph`) and to a recorded step
+  // (graph_*: the default, one CUDA Graph per step). 0: not measured (a CPU, an older profile).
   double forward_us = 0, backward_us = 0;
+  double graph_forward_us = 0, graph_backward_us = 0;
   double total_us() const { return forward_us + backward_us; }
+  double graph_total_us() const { return graph_forward_us + graph_backward_us; }
 };
 
 // A step's measured time on the device, for the validation (leave-one-out) table.
@@ -60,6 +65,14 @@ struct DeviceProfile {
   ExecutionPolicy policy;
   double step_fixed_us = 0;  // a step's cost besides its kernels (loop, clock, batch pointer)
   double shard_fork_us = 0;  // one parallel region of the shards
+  // A GPU's recorded step (0: not measured): its cost besides its nodes, and the least a node of
+  // it costs (a kernel that does next to nothing), the floor of a chain of small kernels.
+  double graph_step_fixed_us = 0, graph_node_us = 0;
+  // A GPU's multiprocessors and boost clock (0: not known), what carries its small kernels and
+  // its nodes' floor to another GPU.
+  int sm_count = 0;
+  double clock_mhz = 0;
+  bool has_graph_times() const { return graph_node_us > 0; }
   std::vector<KernelSample> samples;  // empty: a profile of peaks only (not measured per kernel)
   std::vector<MeasuredStep> measured;
   std::string note;  // what the profile holds and lacks, for a profile of peaks only

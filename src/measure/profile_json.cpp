@@ -27,7 +27,9 @@ nlohmann::json sample_json(const KernelSample& s) {
           {"bytes", s.bytes},
           {"matmul_flops", s.matmul_flops},
           {"forward_us", s.forward_us},
-          {"backward_us", s.backward_us}};
+          {"backward_us", s.backward_us},
+          {"graph_forward_us", s.graph_forward_us},
+          {"graph_backward_us", s.graph_backward_us}};
 }
 
 // Reads fields of one JSON object, each error naming the file and the object's place.
@@ -69,6 +71,10 @@ class Fields {
       fail(key, fmt::format("expected an integer from {} to {}", min, max));
     }
     return v.get<int64_t>();
+  }
+  // A number >= `min` that older files lack: 0 when absent.
+  double optional_number(const std::string& key, double min = 0) const {
+    return j_.contains(key) ? number(key, min) : 0;
   }
   const json& array(const std::string& key) const {
     const json& v = at(key);
@@ -118,6 +124,10 @@ nlohmann::json to_json(const DeviceProfile& p) {
             {"single_thread_flops", e.single_thread_flops}}},
           {"step_fixed_us", p.step_fixed_us},
           {"shard_fork_us", p.shard_fork_us},
+          {"graph_step_fixed_us", p.graph_step_fixed_us},
+          {"graph_node_us", p.graph_node_us},
+          {"sm_count", p.sm_count},
+          {"clock_mhz", p.clock_mhz},
           {"samples", samples},
           {"measured", measured}};
 }
@@ -162,6 +172,14 @@ DeviceProfile profile_from_json(const json& j, const std::string& origin) {
   }
   p.step_fixed_us = f.number("step_fixed_us");
   p.shard_fork_us = f.number("shard_fork_us");
+  p.graph_step_fixed_us = f.optional_number("graph_step_fixed_us");
+  p.graph_node_us = f.optional_number("graph_node_us");
+  if (const double sms = f.optional_number("sm_count"); sms <= 100000) {
+    p.sm_count = static_cast<int>(sms);
+  } else {
+    f.fail("sm_count", fmt::format("{} (expected at most 100000)", sms));
+  }
+  p.clock_mhz = f.optional_number("clock_mhz");
   const json& samples = f.array("samples");
   for (size_t i = 0; i < samples.size(); ++i) {
     const Fields e(samples[i], origin, fmt::format("samples[{}]", i));
@@ -178,6 +196,8 @@ DeviceProfile profile_from_json(const json& j, const std::string& origin) {
     s.matmul_flops = e.number("matmul_flops");
     s.forward_us = e.number("forward_us");
     s.backward_us = e.number("backward_us");
+    s.graph_forward_us = e.optional_number("graph_forward_us");
+    s.graph_backward_us = e.optional_number("graph_backward_us");
     p.samples.push_back(std::move(s));
   }
   const json& measured = f.array("measured");

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <set>
 
@@ -13,6 +14,7 @@
 #include "measure/profile.h"
 #include "model/layer.h"
 #include "model/model.h"
+#include "support/gpu.h"
 
 namespace xo {
 namespace {
@@ -122,6 +124,45 @@ TEST(Profile, EveryNodeOfItsModelsIsTimedWholeAndInShards) {
   }
 }
 
+TEST(Profile, ACpuProfileHasNoGraphTimes) {
+  auto be = make_backend(parse_device("cpu", 1));
+  const DeviceProfile p = measure_profile(*be, fake_peaks(*be), {specs()[0]}, "test machine");
+  EXPECT_FALSE(p.has_graph_times());
+  EXPECT_EQ(p.graph_step_fixed_us, 0);
+  EXPECT_EQ(p.sm_count, 0);
+  for (const KernelSample& s : p.samples) EXPECT_EQ(s.graph_total_us(), 0) << s.op;
+}
+
+// On a GPU every kernel is timed queued and inside a recorded graph (what one more call adds to
+// a step of each kind), and the profile knows the device's multiprocessors and clock.
+TEST(ProfileGpu, EveryKernelIsTimedQueuedAndInsideACudaGraph) {
+  std::string why;
+  if (!testing::gpu_present(&why)) GTEST_SKIP() << "no NVIDIA GPU here (" << why << ")";
+  auto be = make_backend(parse_device("cuda", 0));
+  const DeviceProfile p = measure_profile(*be, fake_peaks(*be), specs(), "test machine");
+  EXPECT_TRUE(p.has_graph_times());
+  EXPECT_GT(p.graph_node_us, 0);
+  EXPECT_GE(p.graph_step_fixed_us, 0);
+  EXPECT_GE(p.step_fixed_us, 0);
+  EXPECT_GT(p.sm_count, 0);
+  EXPECT_GT(p.clock_mhz, 0);
+  std::set<std::string> ops;
+  for (const KernelSample& s : p.samples) {
+    ops.insert(s.op);
+    EXPECT_EQ(s.shards, 1) << s.op;
+    EXPECT_GT(s.total_us(), 0) << s.op << " " << s.variant;
+    EXPECT_GT(s.graph_total_us(), 0) << s.op << " " << s.variant;
+    EXPECT_TRUE(std::isfinite(s.graph_total_us())) << s.op;
+  }
+  for (const char* op : {"linear", "conv2d", "maxpool2d", "dropout", "embedding", "lstm", "loss",
+                         "optimizer"}) {
+    EXPECT_TRUE(ops.count(op)) << op;
+  }
+  // The profile reads back with its graph times.
+  const DeviceProfile q = parse_profile(to_json(p).dump(), "gpu.json");
+  EXPECT_EQ(to_json(q), to_json(p));
+}
+
 TEST(Profile, AOneThreadDeviceHasNoShardSamples) {
   auto be = make_backend(parse_device("cpu", 1));
   const DeviceProfile p = measure_profile(*be, fake_peaks(*be), {specs()[0]}, "test machine");
@@ -161,6 +202,10 @@ DeviceProfile hand_profile() {
   s.forward_us = 2;
   s.backward_us = 3;
   p.samples.push_back(s);
+  s.batch = 50;
+  s.graph_forward_us = 1;  // a GPU's sample: its time in a recorded step too
+  s.graph_backward_us = 1.5;
+  p.samples.push_back(s);
   p.measured.push_back({"disc-2", 100, 0.005, "a test"});
   return p;
 }
@@ -172,6 +217,16 @@ TEST(Profile, JsonRoundTripKeepsEveryField) {
   EXPECT_EQ(q.policy.shard_threads, 2);
   EXPECT_EQ(q.samples.at(0).matmul_flops, 2.5e4);
   EXPECT_EQ(q.measured.at(0).model, "disc-2");
+  EXPECT_EQ(q.samples.at(1).graph_backward_us, 1.5);
+  // An older file without the graph fields reads with none.
+  nlohmann::json old = to_json(p);
+  for (const char* key : {"graph_step_fixed_us", "graph_node_us", "sm_count", "clock_mhz"}) {
+    old.erase(key);
+  }
+  old["samples"][1].erase("graph_forward_us");
+  const DeviceProfile r = parse_profile(old.dump(), "old.json");
+  EXPECT_FALSE(r.has_graph_times());
+  EXPECT_EQ(r.samples.at(1).graph_forward_us, 0);
 }
 
 TEST(Profile, TheReaderNamesTheFileAndTheFieldThatIsWrong) {
@@ -193,6 +248,10 @@ TEST(Profile, TheReaderNamesTheFileAndTheFieldThatIsWrong) {
       {"step", [](auto& j) { j["measured"][0]["step_ms"] = "fast"; },
        "measured[0].step_ms: expected a number"},
       {"samples", [](auto& j) { j["samples"] = 3; }, "samples: expected an array"},
+      {"graph time", [](auto& j) { j["samples"][1]["graph_forward_us"] = -2; },
+       "samples[1].graph_forward_us"},
+      {"graph node", [](auto& j) { j["graph_node_us"] = "x"; }, "graph_node_us: expected a number"},
+      {"sm count", [](auto& j) { j["sm_count"] = 1e300; }, "sm_count:"},
   };
   for (const Case& c : cases) {
     nlohmann::json j = good;

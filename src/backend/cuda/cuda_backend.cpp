@@ -87,11 +87,14 @@ CudaBackend::CudaBackend(int device, Precision precision) : device_(device), pre
                               (lt / 100) % 100, lt % 100, dnn / 10000, (dnn / 100) % 100, dnn % 100,
                               version_string(runtime));
   info_.precision = precision_name(precision);
+  int clock_khz = 0;  // the peak (boost) clock; a profile carries it to other GPUs
+  XO_CUDA_CHECK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, device));
   info_.details = {
       {"memory", fmt::format("{:.1f} GiB", static_cast<double>(properties_.totalGlobalMem) /
                                                (1024.0 * 1024 * 1024))},
       {"compute capability", fmt::format("{}.{}", properties_.major, properties_.minor)},
       {"multiprocessors", fmt::format("{}", properties_.multiProcessorCount)},
+      {"boost clock MHz", fmt::format("{}", clock_khz / 1000)},
       {"driver", fmt::format("CUDA {} (driver API)", version_string(driver))},
       {"runtime", version_string(runtime)},
       {"precision", precision_name(precision)},
