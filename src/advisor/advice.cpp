@@ -139,9 +139,10 @@ std::string reference_gpu_note(const Catalog& catalog, const AdviceOptions& o) {
           "{}; predicted from the {} profile, each kernel scaled by the {}'s datasheet rates "
           "({:.1f} TFLOP/s f32, {:.0f} GB/s){}",
           why, ps->from->id, gpu->name, gpu->f32_tflops, gpu->memory_bandwidth_gbs,
-          ps->expected_error ? fmt::format(", expected error ±{:.0f}% (validation table)",
-                                           100 * *ps->expected_error)
-                             : "");
+          ps->expected_error
+              ? fmt::format(", expected error: median {:.0f}%, worst {:.0f}% (validation table)",
+                            100 * ps->expected_error->median, 100 * ps->expected_error->worst)
+              : "");
     }
   }
   return fmt::format(
@@ -219,20 +220,46 @@ bool is_local_profile(const DeviceProfile& p, const AdviceOptions& o) {
          o.local_profiles.end();
 }
 
+// A catalog GPU is the part a GPU profile was measured on when its model number is in the
+// profile's device name and their multiprocessors agree (an H100 SXM's 132, not a PCIe's 114).
+bool same_part(const TargetDevice& t, const DeviceProfile& p) {
+  if (t.kind != DeviceKind::Gpu || p.kind != DeviceKind::Gpu) return false;
+  CatalogDevice c;
+  c.kind = t.kind;
+  c.name = t.name;
+  DeviceInfo d;
+  d.kind = p.kind;
+  d.name = p.name;
+  return same_model(c, d) && (t.sm_count == 0 || p.sm_count == 0 || t.sm_count == p.sm_count);
+}
+
 std::string profile_assumption(const ProfiledStep& ps) {
   const DeviceProfile& f = *ps.from;
   std::string text =
-      ps.own ? fmt::format("each kernel from this device's own profile ({}, measured {})", f.id,
-                           f.date.substr(0, 10))
-             : fmt::format(
-                   "each kernel from the {} profile of {} ({} threads, measured {}), "
-                   "scaled by the rate that bounds it (compute or bandwidth)",
-                   f.id, f.name, f.threads, f.date.substr(0, 10));
+      ps.own ? fmt::format("each kernel from this device's own profile ({} of {}, measured {})",
+                           f.id, f.name, f.date.substr(0, 10))
+      : ps.graph
+          ? fmt::format(
+                "each kernel from the {} profile of {} (measured {}) as a node of the recorded "
+                "step: its latency scaled by the two GPUs' clocks, but never faster than this "
+                "GPU's roofline at the best efficiency that profile's kernels reached",
+                f.id, f.name, f.date.substr(0, 10))
+          : fmt::format(
+                "each kernel from the {} profile of {} ({} threads, measured {}), "
+                "scaled by the rate that bounds it (compute or bandwidth)",
+                f.id, f.name, f.threads, f.date.substr(0, 10));
+  if (ps.own) {
+    text += ps.holdout == Holdout::None
+                ? "; every kernel of this model at its shape is in the profile"
+                : "; this model's shapes are not all in the profile: those kernels come from "
+                  "neighbouring shapes, scaled by their rooflines";
+  }
   text += ps.expected_error
               ? fmt::format(
-                    "; expected error ±{:.0f}% (the validation table's median for this "
-                    "kind of prediction)",
-                    100 * *ps.expected_error)
+                    "; expected error: median {:.0f}%, worst {:.0f}% (the validation table's "
+                    "rows for this kind of prediction: {})",
+                    100 * ps.expected_error->median, 100 * ps.expected_error->worst,
+                    ps.expected_error->rows)
               : "; no validation row for this kind of prediction: its error is unknown";
   return text;
 }
@@ -247,10 +274,13 @@ TargetDevice local_target(const DeviceInfo& d, const DevicePeaks& p, const Advic
 
 TargetDevice catalog_target(const CatalogDevice& d, const std::vector<DevicePeaks>& peaks,
                             const AdviceOptions& o) {
-  return make_target(
+  TargetDevice t = make_target(
       d.id, d.name, d.kind, d.threads, catalog_rates(d, peaks, o), policy_for(d.kind, d.threads, o),
       fmt::format("datasheet x {:.0f}% (compute) and {:.0f}% (bandwidth)",
                   100 * o.achievable_flops_fraction, 100 * o.achievable_bandwidth_fraction));
+  t.sm_count = d.sm_count;
+  t.clock_mhz = d.boost_clock_mhz;
+  return t;
 }
 
 std::optional<ProfiledStep> profiled_step(const ModelSpec& spec, int64_t batch,
@@ -265,13 +295,26 @@ std::optional<ProfiledStep> profiled_step(const ModelSpec& spec, int64_t batch,
       break;
     }
   }
-  for (int pass = 0; pass < 2 && !from; ++pass) {
-    for (const DeviceProfile& p : o.profiles) {
-      if (p.has_kernels() && (pass == 1 || p.kind == target.kind)) {
-        from = &p;
-        break;
-      }
+  // A GPU one has not got, of the part a shipped profile was measured on: that profile as it is.
+  for (const DeviceProfile& p : o.profiles) {
+    if (!from && p.has_kernels() && same_part(target, p)) {
+      from = &p;
+      own = true;
     }
+  }
+  // Else the nearest profile of the target's kind: for a CPU the one whose thread count is
+  // closest (a 2-thread profile says little of a 96-core chip's shards); else any with kernels.
+  auto distance = [&](const DeviceProfile& p) {
+    if (p.kind != DeviceKind::Cpu || target.threads <= 0) return 0.0;
+    return std::abs(std::log(std::max(1, p.threads) / static_cast<double>(target.threads)));
+  };
+  for (const DeviceProfile& p : o.profiles) {
+    if (!from && p.has_kernels() && p.kind == target.kind) from = &p;
+    if (from && !own && p.has_kernels() && p.kind == target.kind && distance(p) < distance(*from))
+      from = &p;
+  }
+  for (const DeviceProfile& p : o.profiles) {
+    if (!from && p.has_kernels()) from = &p;
   }
   if (!from) return std::nullopt;
   const ProfilePrediction pp = predict_with_profile(spec, batch, *from, target, own);
@@ -283,7 +326,10 @@ std::optional<ProfiledStep> profiled_step(const ModelSpec& spec, int64_t batch,
   out.step.bytes_seconds = pp.bytes_s;
   out.step.overhead_seconds = pp.fixed_s;
   out.step.bound = pp.bound;
-  out.expected_error = expected_error(o.validation, from->kind, target.kind, own, o.profiles);
+  out.graph = pp.graph;
+  out.holdout = profile_has_model(*from, spec, batch) ? Holdout::None : Holdout::Model;
+  out.expected_error =
+      expected_error(o.validation, *from, target.kind, own, out.holdout, o.profiles);
   return out;
 }
 
@@ -322,7 +368,10 @@ std::vector<DevicePrediction> predict_devices(const RunRecord& focus,
               profiled_step(*spec, row.result.batch, local_target(row.result.device, *p, o), o)) {
         d.step = ps->step;
         d.profile = ps->from->id;
-        d.expected_error = ps->expected_error;
+        if (ps->expected_error) {
+          d.expected_error = ps->expected_error->median;
+          d.expected_worst = ps->expected_error->worst;
+        }
         d.assumptions = {profile_assumption(*ps),
                          fmt::format("the measurement is this model's, on this device ({} per "
                                      "step): the prediction is shown against it",
@@ -357,7 +406,10 @@ std::vector<DevicePrediction> predict_devices(const RunRecord& focus,
     if (ps) {
       d.step = ps->step;
       d.profile = ps->from->id;
-      d.expected_error = ps->expected_error;
+      if (ps->expected_error) {
+        d.expected_error = ps->expected_error->median;
+        d.expected_worst = ps->expected_error->worst;
+      }
       d.assumptions.push_back(profile_assumption(*ps));
       d.assumptions.push_back(fmt::format(
           "f32 (no TF32, no BF16); the device's rates: {:.0f}% of the datasheet's {:.1f} TFLOP/s "

@@ -47,8 +47,14 @@ void use_profiles(AdviceOptions& o, const std::vector<DeviceProfile>& local);
 struct ProfiledStep {
   StepPrediction step;
   const DeviceProfile* from = nullptr;
+  // The device's own profile: measured on it, or on the same part (a catalog GPU whose model and
+  // multiprocessors match a GPU profile's device), so nothing is scaled.
   bool own = false;
-  std::optional<double> expected_error;
+  bool graph = false;  // a GPU's recorded step, from the profile's graph times
+  // None: every kernel of the model is in the profile at its shape; Model: a model it did not
+  // measure (its kernels from neighbouring shapes), validated as such (leave one model out).
+  Holdout holdout = Holdout::None;
+  std::optional<ExpectedError> expected_error;
 };
 // `spec` at `batch` on `target` from the nearest profile in o (the device's own when one of
 // o.local_profiles is that device; else the first of the target's kind with kernel samples; else
@@ -80,6 +86,7 @@ struct DevicePrediction {
   std::map<int, double> slice_seconds;
   std::string profile;                   // the profile it was predicted from ("" : roofline)
   std::optional<double> expected_error;  // the validation table's median |error| for its kind
+  std::optional<double> expected_worst;  // and its worst
   std::vector<std::string> assumptions;
 };
 

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <set>
 
 #include "model/cost.h"
 #include "model/layer.h"
@@ -100,11 +101,38 @@ struct Accumulator {
   int interpolated = 0, unprofiled = 0;
 };
 
+// A GPU profile predicting a GPU's recorded step: the graph times, each node's floor the
+// profile's own, and what carries both to another GPU (its clock; its rates, at the best
+// efficiency the source's kernels reached).
+struct GraphScale {
+  bool on = false;
+  double clock_ratio = 1;      // source clock / target clock (1 when either is not known)
+  double best_efficiency = 1;  // the largest fraction of its roofline a source kernel reached
+};
+
+GraphScale graph_scale(const DeviceProfile& source, const TargetDevice& target, bool own) {
+  GraphScale g;
+  g.on = source.kind == DeviceKind::Gpu && target.kind == DeviceKind::Gpu &&
+         source.has_graph_times() && (own || target.graph);
+  if (!g.on) return g;
+  const double dst_clock = own ? source.clock_mhz : target.clock_mhz;
+  if (source.clock_mhz > 0 && dst_clock > 0) g.clock_ratio = source.clock_mhz / dst_clock;
+  const Rates src = rates_of(source);
+  g.best_efficiency = 0;
+  for (const KernelSample& s : source.samples) {
+    if (s.graph_total_us() > 0) {
+      g.best_efficiency = std::max(g.best_efficiency, roofline_us(s, src) / s.graph_total_us());
+    }
+  }
+  g.best_efficiency = std::clamp(g.best_efficiency, 0.05, 1.0);
+  return g;
+}
+
 // The time of the kernel(s) `want` stands for, on the target: from the source's nearest sample,
 // moved to this shape by the roofline's ratio on the source, then to the target by the ratio of
 // the rate that bounds it there; the fixed part by the two devices' fixed costs.
 double kernel_us(const DeviceProfile& source, const TargetDevice& target, bool own,
-                 const KernelSample& want, Part part, Accumulator& acc) {
+                 const GraphScale& graph, const KernelSample& want, Part part, Accumulator& acc) {
   const Rates src = rates_of(source), dst = own ? src : rates_of(target);
   const bool across_cpus = !own && source.kind == DeviceKind::Cpu && target.kind == DeviceKind::Cpu;
   // Between CPUs of other thread counts, the kernel on the target is taken to behave as the
@@ -130,8 +158,12 @@ double kernel_us(const DeviceProfile& source, const TargetDevice& target, bool o
     acc.fixed_us += fixed_us(part, dst);
     return roof + fixed_us(part, dst);
   }
-  const double measured = s->total_us();
-  const double fixed_src = std::min(measured, fixed_us(part, src));
+  // In a recorded step a node's fixed part is the graph's own floor per kernel (forward and
+  // backward: two at least); otherwise the probe's per-layer cost.
+  const double measured = graph.on ? s->graph_total_us() : s->total_us();
+  const double floor = graph.on ? source.graph_node_us * (part == Part::Node ? 2 : 1)
+                                : fixed_us(part, src);
+  const double fixed_src = std::min(measured, floor);
   double work = measured - fixed_src;
   if (!exact) {
     ++acc.interpolated;
@@ -154,6 +186,13 @@ double kernel_us(const DeviceProfile& source, const TargetDevice& target, bool o
     } else if (flops_bound && threads_used(want, dst) > 1) {
       work *= (src.gflops / src.threads) / (dst.gflops / dst.threads);
     }
+  } else if (!own && graph.on) {
+    // One GPU's recorded step to another's. A node's floor and a kernel too small to fill either
+    // chip are latency-bound: their time scales by the clocks. A kernel that fills the target
+    // cannot beat its roofline there at the best efficiency the source's kernels reached. The
+    // slower of the two.
+    work = std::max(work * graph.clock_ratio, roofline_us(look, dst) / graph.best_efficiency);
+    fixed *= graph.clock_ratio;
   } else if (!own) {
     const double ratio = flops_bound ? flops_per_us(want, src) / flops_per_us(want, dst)
                                      : src.bandwidth_gbs / dst.bandwidth_gbs;
@@ -180,12 +219,28 @@ TargetDevice make_target(std::string id, std::string name, DeviceKind kind, int 
   t.layer_overhead_us = r.layer_overhead_us;
   t.policy = policy;
   t.rates = std::move(rates);
+  t.graph = kind == DeviceKind::Gpu;  // crossover records a GPU's step unless told not to
   return t;
 }
 
 TargetDevice profile_target(const DeviceProfile& p) {
-  return make_target(p.id, p.name, p.kind, p.threads, probed_rates(p.peaks), p.policy,
-                     fmt::format("probed {}", p.peaks.probed.substr(0, 10)));
+  TargetDevice t = make_target(p.id, p.name, p.kind, p.threads, probed_rates(p.peaks), p.policy,
+                               fmt::format("probed {}", p.peaks.probed.substr(0, 10)));
+  t.sm_count = p.sm_count;
+  t.clock_mhz = p.clock_mhz;
+  return t;
+}
+
+const char* holdout_name(Holdout h) {
+  switch (h) {
+    case Holdout::None:
+      return "own profile";
+    case Holdout::Model:
+      return "leave one model out";
+    case Holdout::Device:
+      return "other device";
+  }
+  return "?";
 }
 
 std::string ProfilePrediction::how() const {
@@ -209,12 +264,15 @@ ProfilePrediction predict_with_profile(const ModelSpec& spec, int64_t batch,
   out.shards = static_cast<int>(std::min<int64_t>(out.shards, batch));
   const int64_t slice = batch / out.shards + (batch % out.shards ? 1 : 0);  // the longest shard
   Accumulator acc;
+  const GraphScale graph = graph_scale(source, target, own);
+  out.graph = graph.on;
   double us = 0;
   for (size_t i = 0; i < layout.nodes.size(); ++i) {
     if (is_view(layout.nodes[i], true)) continue;
     ++out.nodes;
     us +=
-        kernel_us(source, target, own, node_sample(layout, i, slice, out.shards), Part::Node, acc);
+        kernel_us(source, target, own, graph, node_sample(layout, i, slice, out.shards), Part::Node,
+                    acc);
   }
   KernelSample loss;
   loss.op = "loss";
@@ -223,14 +281,14 @@ ProfilePrediction predict_with_profile(const ModelSpec& spec, int64_t batch,
   loss.shards = out.shards;
   loss.in_size = static_cast<double>(layout.outputs);
   loss.bytes = 4.0 * 3 * static_cast<double>(slice) * loss.in_size;
-  us += kernel_us(source, target, own, loss, Part::Small, acc);
+  us += kernel_us(source, target, own, graph, loss, Part::Small, acc);
   KernelSample opt;
   opt.op = "optimizer";
   opt.variant = optimizer_type_name(spec.train.optimizer.type);
   opt.batch = 1;
   opt.in_size = static_cast<double>(layout.flat_size);
   opt.bytes = optimizer_bytes_per_param(spec.train.optimizer) * opt.in_size;
-  us += kernel_us(source, target, own, opt, Part::Small, acc);
+  us += kernel_us(source, target, own, graph, opt, Part::Small, acc);
   if (out.shards > 1) {
     KernelSample merge;
     merge.op = "accumulate";
@@ -238,7 +296,7 @@ ProfilePrediction predict_with_profile(const ModelSpec& spec, int64_t batch,
     merge.shards = out.shards;
     merge.in_size = static_cast<double>(layout.flat_size);
     merge.bytes = 12.0 * merge.in_size * (out.shards - 1);
-    us += kernel_us(source, target, own, merge, Part::Small, acc);
+    us += kernel_us(source, target, own, graph, merge, Part::Small, acc);
   }
   if (spec.train.shuffle) {
     KernelSample gather;
@@ -246,12 +304,13 @@ ProfilePrediction predict_with_profile(const ModelSpec& spec, int64_t batch,
     gather.batch = batch;
     gather.in_size = static_cast<double>(layout.input_features);
     gather.bytes = 8.0 * static_cast<double>(batch) * gather.in_size;
-    us += kernel_us(source, target, own, gather, Part::Small, acc);
+    us += kernel_us(source, target, own, graph, gather, Part::Small, acc);
   }
   // The step's own fixed cost: the source's where the software is the same kind of device, the
   // target's probe (or assumption) across kinds; one parallel region when sharded.
-  double step_fixed =
-      own || target.kind == source.kind ? source.step_fixed_us : target.step_overhead_us;
+  double step_fixed = graph.on ? source.graph_step_fixed_us * graph.clock_ratio
+                     : own || target.kind == source.kind ? source.step_fixed_us
+                                                         : target.step_overhead_us;
   if (out.shards > 1) step_fixed += source.shard_fork_us;
   acc.fixed_us += step_fixed;
   us += step_fixed;
@@ -268,60 +327,189 @@ ProfilePrediction predict_with_profile(const ModelSpec& spec, int64_t batch,
   return out;
 }
 
+namespace {
+
+// What identifies a sample's shape (its times and work aside).
+std::string sample_key(const KernelSample& s) {
+  return fmt::format("{}|{}|{}|{}|{}|{}", s.op, s.variant, s.batch, s.shards, s.in_size,
+                     s.out_size);
+}
+
+// The samples a profile measurement takes for `spec` on a device of `threads` shard threads (as
+// measure/profile.cpp's Profiler::model does): each node, the loss and the merge whole and in
+// shards, the optimizer, the batch gather.
+std::set<std::string> sample_keys(const ModelSpec& spec, int threads) {
+  const ModelLayout layout = model_layout(spec);
+  const int64_t batch = spec.train.batch;
+  std::set<std::string> keys;
+  std::vector<int> modes = {1};
+  if (threads > 1 && layout.buffers.empty() && batch >= 2 * threads) modes.push_back(threads);
+  for (const int shards : modes) {
+    const int64_t slice = batch / shards + (batch % shards ? 1 : 0);
+    for (size_t i = 0; i < layout.nodes.size(); ++i) {
+      if (!is_view(layout.nodes[i], true)) {
+        keys.insert(sample_key(node_sample(layout, i, slice, shards)));
+      }
+    }
+    KernelSample loss;
+    loss.op = "loss";
+    loss.variant = loss_name(spec.loss);
+    loss.batch = slice;
+    loss.shards = shards;
+    loss.in_size = static_cast<double>(layout.outputs);
+    keys.insert(sample_key(loss));
+    if (shards > 1) {
+      KernelSample merge;
+      merge.op = "accumulate";
+      merge.batch = 1;
+      merge.shards = shards;
+      merge.in_size = static_cast<double>(layout.flat_size);
+      keys.insert(sample_key(merge));
+    }
+  }
+  KernelSample opt;
+  opt.op = "optimizer";
+  opt.variant = optimizer_type_name(spec.train.optimizer.type);
+  opt.batch = 1;
+  opt.in_size = static_cast<double>(layout.flat_size);
+  keys.insert(sample_key(opt));
+  if (spec.train.shuffle) {
+    KernelSample gather;
+    gather.op = "batch";
+    gather.batch = batch;
+    gather.in_size = static_cast<double>(layout.input_features);
+    keys.insert(sample_key(gather));
+  }
+  return keys;
+}
+
+}  // namespace
+
+DeviceProfile without_model(const DeviceProfile& profile, const ModelSpec& spec,
+                            const std::vector<ModelSpec>& others) {
+  const int threads = profile.policy.shard_threads;
+  const std::set<std::string> mine = sample_keys(spec, threads);
+  std::set<std::string> theirs;
+  for (const ModelSpec& o : others) {
+    if (o.name != spec.name) theirs.merge(sample_keys(o, threads));
+  }
+  for (const ModelSpec& o : measure_grid_specs()) theirs.merge(sample_keys(o, threads));
+  DeviceProfile out = profile;
+  std::erase_if(out.samples, [&](const KernelSample& s) {
+    const std::string key = sample_key(s);
+    return mine.count(key) && !theirs.count(key);
+  });
+  return out;
+}
+
+bool profile_has_model(const DeviceProfile& profile, const ModelSpec& spec, int64_t batch) {
+  ModelSpec at = spec;
+  at.train.batch = batch;
+  std::set<std::string> have;
+  for (const KernelSample& s : profile.samples) have.insert(sample_key(s));
+  const ModelLayout layout = model_layout(at);
+  for (size_t i = 0; i < layout.nodes.size(); ++i) {
+    if (!is_view(layout.nodes[i], true) && !have.count(sample_key(node_sample(layout, i, batch, 1))))
+      return false;
+  }
+  return profile.has_kernels();
+}
+
 std::vector<ValidationRow> validate_profiles(const std::vector<DeviceProfile>& profiles) {
+  std::vector<ModelSpec> builtins;
+  for (const std::string& name : builtin_spec_names()) {
+    if (auto spec = builtin_spec(name)) builtins.push_back(std::move(*spec));
+  }
   std::vector<ValidationRow> rows;
+  // The predictions of d's measured models from s (with each model left out of s in turn when
+  // `holdout` is Model) as one row.
+  auto row_of = [&](const DeviceProfile& d, const DeviceProfile& s, Holdout holdout) {
+    const bool own = &s == &d;
+    ValidationRow row;
+    row.device = d.id;
+    row.name = d.name;
+    row.from = s.id;
+    row.own = own;
+    row.holdout = holdout;
+    row.how = holdout == Holdout::None ? "own profile"
+              : holdout == Holdout::Model
+                  ? "own profile, each model's own kernels left out"
+                  : fmt::format("from {}'s profile, scaled by {}'s probed peaks", s.id, d.id);
+    const TargetDevice target = profile_target(d);
+    std::vector<double> errors;
+    for (const MeasuredStep& m : d.measured) {
+      const std::optional<ModelSpec> spec = builtin_spec(m.model);
+      if (!spec) continue;
+      const ProfilePrediction p =
+          holdout == Holdout::Model
+              ? predict_with_profile(*spec, m.batch, without_model(s, *spec, builtins), target, own)
+              : predict_with_profile(*spec, m.batch, s, target, own);
+      row.entries.push_back({m.model, p.seconds * 1e3, m.step_ms, p.unprofiled});
+      errors.push_back(std::abs(row.entries.back().error()));
+    }
+    if (!errors.empty()) {
+      row.median_abs = summarize(errors).median;
+      row.worst_abs = *std::max_element(errors.begin(), errors.end());
+    }
+    return row;
+  };
   for (const DeviceProfile& d : profiles) {
     if (d.measured.empty()) continue;
-    for (const DeviceProfile& s : profiles) {
-      const bool own = &s == &d;
+    if (!d.has_kernels()) {
       ValidationRow row;
       row.device = d.id;
       row.name = d.name;
-      row.from = s.id;
-      row.own = own;
-      row.how = own ? "own profile"
-                    : fmt::format("from {}'s profile, scaled by {}'s probed peaks", s.id, d.id);
-      if (!s.has_kernels()) {
-        if (!own) continue;  // a profile of peaks only predicts nothing for another device
-        row.unmeasured = fmt::format("no kernel profile of {} was measured{}", d.id,
-                                     d.note.empty() ? "" : fmt::format(" ({})", d.note));
-        rows.push_back(row);
-        continue;
+      row.from = d.id;
+      row.own = true;
+      row.how = "own profile";
+      row.unmeasured = fmt::format("no kernel profile of {} was measured{}", d.id,
+                                   d.note.empty() ? "" : fmt::format(" ({})", d.note));
+      rows.push_back(row);
+    } else {
+      for (const Holdout h : {Holdout::None, Holdout::Model}) {
+        ValidationRow row = row_of(d, d, h);
+        if (!row.entries.empty()) rows.push_back(std::move(row));
       }
-      const TargetDevice target = profile_target(d);
-      std::vector<double> errors;
-      for (const MeasuredStep& m : d.measured) {
-        const std::optional<ModelSpec> spec = builtin_spec(m.model);
-        if (!spec) continue;
-        const ProfilePrediction p = predict_with_profile(*spec, m.batch, s, target, own);
-        row.entries.push_back({m.model, p.seconds * 1e3, m.step_ms});
-        errors.push_back(std::abs(row.entries.back().error()));
-      }
-      if (errors.empty()) continue;
-      row.median_abs = summarize(errors).median;
-      row.worst_abs = *std::max_element(errors.begin(), errors.end());
-      rows.push_back(std::move(row));
+    }
+    for (const DeviceProfile& s : profiles) {
+      if (&s == &d || !s.has_kernels()) continue;  // a profile of peaks only predicts nothing
+      ValidationRow row = row_of(d, s, Holdout::Device);
+      if (!row.entries.empty()) rows.push_back(std::move(row));
     }
   }
   return rows;
 }
 
-std::optional<double> expected_error(const std::vector<ValidationRow>& rows, DeviceKind from,
-                                     DeviceKind to, bool own,
-                                     const std::vector<DeviceProfile>& profiles) {
+std::optional<ExpectedError> expected_error(const std::vector<ValidationRow>& rows,
+                                            const DeviceProfile& from, DeviceKind to, bool own,
+                                            Holdout holdout,
+                                            const std::vector<DeviceProfile>& profiles) {
   auto kind_of = [&](const std::string& id) -> std::optional<DeviceKind> {
     for (const DeviceProfile& p : profiles) {
       if (p.id == id) return p.kind;
     }
     return std::nullopt;
   };
-  std::optional<double> worst;
-  for (const ValidationRow& r : rows) {
-    if (r.entries.empty() || r.own != own) continue;
-    if (kind_of(r.from) != from || kind_of(r.device) != to) continue;
-    worst = std::max(worst.value_or(0.0), r.median_abs);
+  const Holdout want = own ? holdout : Holdout::Device;
+  // The rows of this very profile first (its own device's, or its predictions of other devices
+  // of the target's kind); where the table has none (a profile measured on this machine, not
+  // shipped), the rows of every profile of its kind.
+  for (const bool same_profile : {true, false}) {
+    std::optional<ExpectedError> out;
+    for (const ValidationRow& r : rows) {
+      if (r.entries.empty() || r.own != own || r.holdout != want) continue;
+      if (kind_of(r.from) != from.kind || kind_of(r.device) != to) continue;
+      if (same_profile && r.from != from.id) continue;
+      if (!out) out.emplace();
+      out->median = std::max(out->median, r.median_abs);
+      out->worst = std::max(out->worst, r.worst_abs);
+      out->rows += fmt::format("{}{}{}", out->rows.empty() ? "" : "; ", r.device,
+                               own ? fmt::format(", {}", holdout_name(r.holdout))
+                                   : fmt::format(" from {}", r.from));
+    }
+    if (out) return out;
   }
-  return worst;
+  return std::nullopt;
 }
 
 }  // namespace xo

@@ -27,6 +27,12 @@ struct TargetDevice {
   double step_overhead_us = 0, layer_overhead_us = 0;  // fixed costs, used across kinds
   ExecutionPolicy policy;
   std::string rates;  // where the rates come from ("probed 2026-11-23", "datasheet x 0.8")
+  // A GPU: whether its steps are recorded as one CUDA Graph (crossover's default) or launch every
+  // kernel (`--no-graph`); its multiprocessors and boost clock (0: not known), what carries a
+  // GPU profile's latency-bound kernels and graph nodes to it.
+  bool graph = false;
+  int sm_count = 0;
+  double clock_mhz = 0;
 };
 
 // A target from its rates and rules; `rates` says where the rates come from.
@@ -43,6 +49,7 @@ struct ProfilePrediction {
   double kernels_s = 0, fixed_s = 0;
   double flops_s = 0, bytes_s = 0;  // the kernels' time by what bounds each (kernels_s split)
   int nodes = 0, interpolated = 0, unprofiled = 0;  // unprofiled: roofline on the source's peaks
+  bool graph = false;  // a GPU's recorded step, from the profile's graph times
   std::string bound;        // "FLOPs", "bytes" or "overhead": what bounds most of the step
   std::string how() const;  // "own profile", "from amd-epyc-2t's profile, scaled"
 };
@@ -52,15 +59,27 @@ ProfilePrediction predict_with_profile(const ModelSpec& spec, int64_t batch,
                                        const DeviceProfile& source, const TargetDevice& target,
                                        bool own);
 
+// How a validation row's predictions were made, from the most to the least the profile knew.
+enum class Holdout {
+  None,         // the device's own profile, every kernel of the model in it
+  Model,        // leave one model out: its own profile less the samples only that model gave
+  Device,       // leave one device out: another device's profile, scaled (same kind or not)
+};
+const char* holdout_name(Holdout h);  // "own profile", "leave one model out", "other device"
+
 // One device's predictions against its measurements (the profile's `measured` steps).
 struct ValidationRow {
   std::string device, name;  // the measured device (a profile id) and its name
   std::string from;          // the profile the predictions came from
   bool own = false;
+  Holdout holdout = Holdout::None;
   std::string how;  // "own profile" / "from X's profile, scaled by probed peaks"
   struct Entry {
     std::string model;
     double predicted_ms = 0, measured_ms = 0;
+    // Kernels the source profile had no sample of their kind for (their roofline instead): a
+    // model class the profile cannot speak for (left out, the LSTM is the only one of its kind).
+    int unprofiled = 0;
     double error() const { return predicted_ms / measured_ms - 1; }  // signed fraction
   };
   std::vector<Entry> entries;
@@ -68,15 +87,36 @@ struct ValidationRow {
   double median_abs = 0, worst_abs = 0;
 };
 
-// Leave-one-out over `profiles`: every device with measured steps, predicted from its own profile
-// (where it has kernel samples) and from each other profile with kernel samples. Models are the
-// built-in specs the measurements name.
+// The validation over `profiles`: every device with measured steps, predicted from its own profile
+// (where it has kernel samples), from its own profile with each model left out in turn (the
+// samples that only that model's shapes gave removed, so that its prediction is made as a new
+// model's would be: from neighbouring shapes), and from each other profile with kernel samples
+// (leave one device out). Models are the built-in specs the measurements name. No figure of a
+// prediction is fitted to the measured steps: they are only compared with.
 std::vector<ValidationRow> validate_profiles(const std::vector<DeviceProfile>& profiles);
 
-// The median absolute error the table shows for a prediction of a `to` device from a `from`
-// profile (own or another device's), or none when the table has no such row.
-std::optional<double> expected_error(const std::vector<ValidationRow>& rows, DeviceKind from,
-                                     DeviceKind to, bool own,
-                                     const std::vector<DeviceProfile>& profiles);
+// `profile` less the samples that only `spec` gives among `others` and the profile grid
+// (measure_grid_specs): what a profile would hold had `spec` never been measured on the device.
+DeviceProfile without_model(const DeviceProfile& profile, const ModelSpec& spec,
+                            const std::vector<ModelSpec>& others);
+
+// What the validation table shows for one kind of prediction: its median and worst |error|, and
+// the rows it read ("nvidia-h100-80gb-hbm3, own profile").
+struct ExpectedError {
+  double median = 0, worst = 0;
+  std::string rows;
+};
+// For a prediction of a `to` device from the `from` profile (own or another device's) with
+// `holdout` (None: a model whose kernels the profile measured; Model: one it did not), the
+// largest median and worst of the matching rows of that profile (else of any profile of its
+// kind), or none when the table has no such row.
+std::optional<ExpectedError> expected_error(const std::vector<ValidationRow>& rows,
+                                            const DeviceProfile& from, DeviceKind to, bool own,
+                                            Holdout holdout,
+                                            const std::vector<DeviceProfile>& profiles);
+
+// Whether every kernel of `spec` at `batch` has a sample of its own shape in `profile` (a
+// built-in model on a device that measured it), so that its own-profile row applies to it.
+bool profile_has_model(const DeviceProfile& profile, const ModelSpec& spec, int64_t batch);
 
 }  // namespace xo

@@ -132,6 +132,10 @@ std::optional<GpuVerdict> make_verdict(const std::vector<DevicePrediction>& ps,
     const DevicePrediction* p = prediction_of(device);
     return p ? p->expected_error : std::nullopt;
   };
+  auto worst = [&](const std::string& device) -> std::optional<double> {
+    const DevicePrediction* p = prediction_of(device);
+    return p ? p->expected_worst : std::nullopt;
+  };
   auto is_gpu = [&](const std::string& id) {
     const CatalogDevice* d = catalog.find_device(id);
     return d && d->kind == DeviceKind::Gpu;
@@ -143,14 +147,16 @@ std::optional<GpuVerdict> make_verdict(const std::vector<DevicePrediction>& ps,
          fmt::format("{} {} ({}{})", i.provider, i.name,
                      i.device_count > 1 ? fmt::format("{}x ", i.device_count) : "", i.device),
          i.device, i.run_hours * 3600, i.on_demand_usd, i.predicted,
-         lower_bound(i.device, i.predicted), i.predicted ? expected(i.device) : std::nullopt});
+         lower_bound(i.device, i.predicted), i.predicted ? expected(i.device) : std::nullopt,
+         i.predicted ? worst(i.device) : std::nullopt});
   }
   for (const CostTable::Owned& o : cost.ownership) {
     if (!is_gpu(o.device)) continue;
     options.push_back({"buy", o.device, fmt::format("your own {}", o.name), o.device,
                        o.run_hours * 3600, o.run_usd, o.predicted,
                        lower_bound(o.device, o.predicted),
-                       o.predicted ? expected(o.device) : std::nullopt});
+                       o.predicted ? expected(o.device) : std::nullopt,
+                       o.predicted ? worst(o.device) : std::nullopt});
   }
   const GpuOption* best = nullptr;
   for (const char* how : {"here", "rent", "buy"}) {
@@ -196,9 +202,14 @@ std::optional<GpuVerdict> make_verdict(const std::vector<DevicePrediction>& ps,
   const double saved = v.here_seconds - g.seconds;
   const std::string kind = !g.predicted       ? "measured"
                            : g.lower_bound    ? "predicted, a lower bound"
-                           : g.expected_error ? fmt::format("predicted, expected error ±{:.0f}%",
-                                                            100 * *g.expected_error)
-                                              : "predicted";
+                           : g.expected_error
+                               ? fmt::format("predicted, expected error: median {:.0f}%{}",
+                                             100 * *g.expected_error,
+                                             g.expected_worst
+                                                 ? fmt::format(", worst {:.0f}%",
+                                                               100 * *g.expected_worst)
+                                                 : "")
+                               : "predicted";
   if (g.seconds >= v.here_seconds) {
     // What bounds the GPU's step: fixed costs ("overhead") say the model is too small for it.
     std::string bound;

@@ -38,6 +38,7 @@ struct GpuOption {
   bool lower_bound = false;
   // A prediction's expected error (the validation table's median for its kind), for the sentence.
   std::optional<double> expected_error;
+  std::optional<double> expected_worst;  // and the worst of those rows
 };
 
 struct GpuVerdict {

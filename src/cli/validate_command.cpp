@@ -101,7 +101,12 @@ std::string validation_markdown(const std::vector<ValidationRow>& rows) {
       continue;
     }
     for (const auto& e : r.entries) {
-      md += fmt::format("| {} | {} | {} | {:.4g} | {:.4g} | {:+.1f}% |\n", r.device, r.how, e.model,
+      md += fmt::format("| {} | {} | {}{} | {:.4g} | {:.4g} | {:+.1f}% |\n", r.device, r.how,
+                        e.model,
+                        e.unprofiled ? fmt::format(" ({} kernel(s) of a kind not in the profile: "
+                                                   "their roofline)",
+                                                   e.unprofiled)
+                                     : "",
                         e.predicted_ms, e.measured_ms, 100 * e.error());
     }
     md += fmt::format("| {} | {} | **median / worst** | | | **{:.1f}% / {:.1f}%** |\n", r.device,
@@ -130,11 +135,33 @@ struct ValidateOptions {
   std::vector<std::string> models;
   bool reprofile = false;
   std::string write_profile, markdown, json;
+  bool shipped_only = false;  // measure nothing: the table of the shipped profiles
 };
+
+// The validation table of `profiles` written as the options ask, printed with `header`.
+void report_validation(const std::vector<ValidationRow>& rows, const ValidateOptions& o,
+                       const std::string& header) {
+  fmt::print("{}{}", header, validation_text(rows));
+  if (!o.markdown.empty()) write_file_atomic(o.markdown, validation_markdown(rows));
+  if (!o.json.empty()) {
+    nlohmann::json j = nlohmann::json::array();
+    for (const ValidationRow& r : rows) j.push_back(validation_json(r));
+    write_file_atomic(o.json, j.dump(1) + "\n");
+  }
+}
 
 int run_validate(const ValidateOptions& o) {
   for (const std::string* path : {&o.write_profile, &o.markdown, &o.json}) {
     if (!path->empty()) check_writable_path(*path, "output file");
+  }
+  if (o.shipped_only) {
+    if (!o.write_profile.empty() || !o.models.empty() || o.reprofile) {
+      throw UserError(
+          "--shipped-only measures nothing: it takes no --write-profile, --models or --reprofile");
+    }
+    report_validation(validate_profiles(shipped_profiles()), o,
+                      "The shipped profiles (data/profiles/), nothing measured here.\n");
+    return 0;
   }
   auto be = make_backend(parse_device(o.device, o.threads));
   Progress progress;
@@ -199,13 +226,7 @@ int run_validate(const ValidateOptions& o) {
     // A profile of some models only stands for its own measurements, not for other devices.
     std::erase_if(rows, [&](const ValidationRow& r) { return r.from == here.id && !r.own; });
   }
-  fmt::print("{} is this machine, measured now.\n{}", here.id, validation_text(rows));
-  if (!o.markdown.empty()) write_file_atomic(o.markdown, validation_markdown(rows));
-  if (!o.json.empty()) {
-    nlohmann::json j = nlohmann::json::array();
-    for (const ValidationRow& r : rows) j.push_back(validation_json(r));
-    write_file_atomic(o.json, j.dump(1) + "\n");
-  }
+  report_validation(rows, o, fmt::format("{} is this machine, measured now.\n", here.id));
   if (!o.write_profile.empty()) write_file_atomic(o.write_profile, to_json(here).dump(1) + "\n");
   return 0;
 }
@@ -234,6 +255,8 @@ Command add_validate(CLI::App& app) {
                   "Write this machine's profile and measurements (a data/profiles/ file)");
   sub->add_option("--markdown", o->markdown, "Write the table, model by model, as Markdown");
   sub->add_option("--json", o->json, "Write the table as JSON");
+  sub->add_flag("--shipped-only", o->shipped_only,
+                "Measure nothing: the table of the profiles crossover ships (data/profiles/)");
   return {sub, [o] { return run_validate(*o); }};
 }
 

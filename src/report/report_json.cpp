@@ -681,12 +681,14 @@ json validation_json(const ValidationRow& v) {
     entries.push_back({{"model", e.model},
                        {"predicted_ms", e.predicted_ms},
                        {"measured_ms", e.measured_ms},
-                       {"error", e.error()}});
+                       {"error", e.error()},
+                       {"unprofiled", e.unprofiled}});
   }
   return {{"device", v.device},
           {"name", v.name},
           {"from", v.from},
           {"own", v.own},
+          {"holdout", holdout_name(v.holdout)},
           {"how", v.how},
           {"entries", entries},
           {"median_abs_error", v.entries.empty() ? json() : json(v.median_abs)},
@@ -702,9 +704,19 @@ ValidationRow read_validation(const JsonIn& in) {
   v.name = in.text("name");
   v.from = in.text("from");
   v.own = in.flag("own");
+  // Files before the leave-one-model-out rows: an own row is the own profile, any other another
+  // device's.
+  v.holdout = v.own ? Holdout::None : Holdout::Device;
+  if (in.has("holdout")) {
+    const std::string h = in.text("holdout");  // an unknown name keeps the default above
+    for (const Holdout k : {Holdout::None, Holdout::Model, Holdout::Device}) {
+      if (h == holdout_name(k)) v.holdout = k;
+    }
+  }
   v.how = in.text("how");
   for (const JsonIn& e : in.objects("entries")) {
     ValidationRow::Entry entry{e.text("model"), e.number("predicted_ms"), e.number("measured_ms")};
+    if (e.has("unprofiled")) entry.unprofiled = e.int_integer("unprofiled");
     e.optional_number("error");  // from the two times: checked, not kept
     v.entries.push_back(entry);
   }
@@ -730,6 +742,7 @@ json prediction_json(const DevicePrediction& p) {
             {"lower_bound", p.lower_bound},
             {"profile", p.profile},
             {"expected_error", optional_number(p.expected_error)},
+            {"expected_worst_error", optional_number(p.expected_worst)},
             {"error_percent", json()},
             {"assumptions", p.assumptions}};
   if (p.measured_s) {
@@ -759,6 +772,9 @@ DevicePrediction read_prediction(const JsonIn& in, int schema) {
   // Files before the device profiles (0.2) have neither.
   if (in.has("profile")) p.profile = in.text("profile");
   if (in.has("expected_error")) p.expected_error = in.optional_number("expected_error");
+  if (in.has("expected_worst_error")) {
+    p.expected_worst = in.optional_number("expected_worst_error");
+  }
   in.optional_number("error_percent");  // from step_ms and measured_step_ms: checked, not kept
   p.assumptions = in.texts("assumptions");
   return p;

@@ -113,11 +113,16 @@ std::string scaling_text(const std::vector<ScalingPoint>& points) {
 
 std::string predictions_text(const Report& report) {
   if (report.predictions.empty()) return "";
-  Table t({"device", "step (predicted)", "expected error", "from", "bound", "measured", "error"});
+  Table t({"device", "step (predicted)", "expected error (median, worst)", "from", "bound",
+           "measured", "error"});
   for (const DevicePrediction& p : report.predictions) {
     t.add_row({p.name, fmt::format("{:.4f} ms", p.step.seconds * 1e3),
-               p.expected_error ? fmt::format("±{:.0f}%", 100 * *p.expected_error)
-                                : std::string(p.profile.empty() ? "-" : "unknown"),
+               p.expected_error
+                   ? fmt::format("±{:.0f}%{}", 100 * *p.expected_error,
+                                 p.expected_worst
+                                     ? fmt::format(", {:.0f}%", 100 * *p.expected_worst)
+                                     : "")
+                   : std::string(p.profile.empty() ? "-" : "unknown"),
                p.profile.empty()
                    ? std::string(p.lower_bound ? "roofline (lower bound)" : "roofline")
                    : p.profile,

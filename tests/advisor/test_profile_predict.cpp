@@ -7,6 +7,7 @@
 #include "advisor/profile_predict.h"
 #include "model/cost.h"
 #include "model/layer.h"
+#include "model/model.h"
 
 namespace xo {
 namespace {
@@ -174,24 +175,115 @@ TEST(ProfilePredict, TheValidationTableComparesOwnAndOtherProfilesWithMeasuremen
   b.peaks.matmul_gflops = 200;
   b.measured = {{"disc-2", 100, 0.040, "test"}};
   const std::vector<ValidationRow> rows = validate_profiles({a, b});
-  ASSERT_EQ(rows.size(), 3u);  // a from a; b from a; b's own: unmeasured
+  // a from a; a from a less each model's own kernels; b's own: unmeasured; b from a.
+  ASSERT_EQ(rows.size(), 4u);
   EXPECT_EQ(rows[0].device, "a");
   EXPECT_TRUE(rows[0].own);
+  EXPECT_EQ(rows[0].holdout, Holdout::None);
   ASSERT_EQ(rows[0].entries.size(), 2u);
   std::vector<double> errors;
   for (const auto& e : rows[0].entries) errors.push_back(std::abs(e.error()));
   EXPECT_NEAR(rows[0].worst_abs, std::max(errors[0], errors[1]), 1e-12);
   EXPECT_NEAR(rows[0].median_abs, (errors[0] + errors[1]) / 2, 1e-12);
-  EXPECT_EQ(rows[1].device, "b");
-  EXPECT_EQ(rows[1].from, "a");
-  EXPECT_FALSE(rows[1].own);
-  EXPECT_EQ(rows[1].entries.size(), 1u);
+  EXPECT_EQ(rows[1].device, "a");
+  EXPECT_TRUE(rows[1].own);
+  EXPECT_EQ(rows[1].holdout, Holdout::Model);
+  EXPECT_EQ(rows[2].device, "b");
   EXPECT_TRUE(rows[2].entries.empty());
   EXPECT_NE(rows[2].unmeasured.find("peaks only"), std::string::npos);
-  // The expected error of a CPU predicted from another CPU's profile is that row's median.
-  EXPECT_NEAR(*expected_error(rows, DeviceKind::Cpu, DeviceKind::Cpu, false, {a, b}),
-              rows[1].median_abs, 1e-12);
-  EXPECT_FALSE(expected_error(rows, DeviceKind::Cpu, DeviceKind::Gpu, false, {a, b}));
+  EXPECT_EQ(rows[3].device, "b");
+  EXPECT_EQ(rows[3].from, "a");
+  EXPECT_FALSE(rows[3].own);
+  EXPECT_EQ(rows[3].holdout, Holdout::Device);
+  EXPECT_EQ(rows[3].entries.size(), 1u);
+  // The expected error of a CPU predicted from another CPU's profile: that row's median and worst.
+  const auto other = expected_error(rows, a, DeviceKind::Cpu, false, Holdout::None, {a, b});
+  ASSERT_TRUE(other);
+  EXPECT_NEAR(other->median, rows[3].median_abs, 1e-12);
+  EXPECT_NEAR(other->worst, rows[3].worst_abs, 1e-12);
+  EXPECT_NE(other->rows.find("b from a"), std::string::npos) << other->rows;
+  // Own profile, a model it did not measure: the leave-one-model-out row.
+  const auto unseen =
+      expected_error(rows, a, DeviceKind::Cpu, true, Holdout::Model, {a, b});
+  ASSERT_TRUE(unseen);
+  EXPECT_NEAR(unseen->worst, rows[1].worst_abs, 1e-12);
+  EXPECT_FALSE(expected_error(rows, a, DeviceKind::Gpu, false, Holdout::None, {a, b}));
+}
+
+// Leaving a model out removes the samples that only its shapes gave, and nothing that another
+// model or the profile grid also measured; its prediction then interpolates.
+TEST(ProfilePredict, LeavingAModelOutRemovesOnlyTheSamplesNoOtherModelGave) {
+  const ModelSpec disc2 = *builtin_spec("disc-2"), disc3 = *builtin_spec("disc-3");
+  DeviceProfile p = base_profile();
+  p.policy.shard_threads = 1;
+  const ModelLayout l2 = model_layout(disc2), l3 = model_layout(disc3);
+  // disc-2: 2 -> 4 -> 2; disc-3: 2 -> 4 -> 8 -> 2 (each Linear one node, its ReLU fused). Their
+  // first Linear (2 -> 4, ReLU) is shared.
+  p.samples.push_back(timed(node_sample(l2, 0, 100, 1), 1, 2));  // both models
+  p.samples.push_back(timed(node_sample(l2, 1, 100, 1), 3, 4));  // disc-2's 4 -> 2 only
+  p.samples.push_back(timed(node_sample(l3, 1, 100, 1), 5, 6));  // disc-3's 4 -> 8
+  p.samples.push_back(timed(node_sample(l3, 2, 100, 1), 7, 8));  // disc-3's 8 -> 2
+  EXPECT_TRUE(profile_has_model(p, disc2, 100));
+  EXPECT_FALSE(profile_has_model(p, disc2, 50));
+  const DeviceProfile without = without_model(p, disc2, {disc2, disc3});
+  ASSERT_EQ(without.samples.size(), 3u);
+  EXPECT_EQ(without.samples[0].out_size, 4);  // the shared one stays
+  EXPECT_EQ(without.samples[1].out_size, 8);
+  EXPECT_EQ(without.samples[2].in_size, 8);
+  EXPECT_FALSE(profile_has_model(without, disc2, 100));
+  // disc-2's 4 -> 2 now comes from disc-3's 8 -> 2, scaled by their rooflines.
+  const ProfilePrediction r = predict_with_profile(disc2, 100, without, profile_target(p), true);
+  EXPECT_EQ(r.interpolated, 1);
+  EXPECT_EQ(r.unprofiled, 2);  // the loss and the optimizer: not in this hand-made profile
+}
+
+// A GPU profile with graph times: its own recorded step is the graph times, the graph's fixed
+// cost and nothing else; another GPU gets the latency part by the clocks and never beats its own
+// roofline at the source's best efficiency.
+DeviceProfile gpu_profile() {
+  DeviceProfile p = profile_of(8);
+  p.id = "gpu-a";
+  p.device = "cuda:0";
+  p.kind = DeviceKind::Gpu;
+  p.threads = 0;
+  p.policy = {};
+  p.peaks.matmul_gflops = 50000;
+  p.peaks.bandwidth_gbs = 3000;
+  p.graph_node_us = 1;
+  p.graph_step_fixed_us = 3;
+  p.step_fixed_us = 20;
+  p.clock_mhz = 2000;
+  p.sm_count = 100;
+  for (KernelSample& s : p.samples) {
+    s.graph_forward_us = s.forward_us / 2;  // 2 + 4 + 1.5 + 2 = 9.5 us in a graph
+    s.graph_backward_us = s.backward_us / 2;  // 3 + 6 = 9
+  }
+  return p;
+}
+
+TEST(ProfilePredict, AGpuRecordedStepIsItsGraphTimesAndTheGraphsFixedCost) {
+  const DeviceProfile p = gpu_profile();
+  const ProfilePrediction own = predict_with_profile(mlp(8), 8, p, profile_target(p), true);
+  EXPECT_TRUE(own.graph);
+  EXPECT_NEAR(own.seconds * 1e6, 2 + 3 + 4 + 6 + 1.5 + 2 + 3, 1e-9);
+  // --no-graph: the queued times and the step's own fixed cost.
+  TargetDevice launched = profile_target(p);
+  launched.graph = false;
+  const ProfilePrediction no_graph = predict_with_profile(mlp(8), 8, p, launched, false);
+  EXPECT_FALSE(no_graph.graph);
+  EXPECT_NEAR(no_graph.seconds * 1e6, 10 + 20 + 3 + 4 + 20, 1e-9);
+  // A GPU at half the clock with the same rates: every part of this tiny step is latency.
+  TargetDevice slow = profile_target(p);
+  slow.clock_mhz = 1000;
+  const ProfilePrediction half = predict_with_profile(mlp(8), 8, p, slow, false);
+  EXPECT_TRUE(half.graph);
+  EXPECT_NEAR(half.seconds, 2 * own.seconds, 1e-12);
+  // A GPU with a thousandth of the rates: its roofline binds, whatever the clock.
+  TargetDevice tiny = profile_target(p);
+  tiny.gflops = 0.05;
+  tiny.bandwidth_gbs = 0.003;
+  const ProfilePrediction bound = predict_with_profile(mlp(8), 8, p, tiny, false);
+  EXPECT_GT(bound.seconds, 5 * own.seconds);
 }
 
 }  // namespace
