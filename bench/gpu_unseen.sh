@@ -10,6 +10,7 @@ cd "$(dirname "$0")/.."
 OUT_TGZ=${1:-unseen.tgz}
 WORK=bench/out/unseen
 rm -rf "$WORK"; mkdir -p "$WORK"
+trap 'tar czf "$OUT_TGZ" "$WORK"' EXIT  # what was measured comes back even when cut short
 # The Debian libraries and the data as scripts/gpu-check unpacked them.
 LIB=$PWD/.gpu-deps/root/usr/lib/x86_64-linux-gnu
 [[ -d $LIB ]] && export LD_LIBRARY_PATH="$LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
@@ -41,6 +42,4 @@ for round in 1 2; do
     --write-profile "$WORK/profile-$round.json" --markdown "$WORK/validation-$round.md" \
     >"$WORK/validate-$round.log" 2>&1 || echo "validate $round failed"
 done
-tar czf "$OUT_TGZ" "$WORK"
-echo "wrote $OUT_TGZ"
-ls "$WORK" | head -80
+echo "done: $OUT_TGZ"
