@@ -73,14 +73,15 @@ bool same_shape(const KernelSample& a, const KernelSample& b) {
 
 double log_ratio(double a, double b) { return std::abs(std::log((a + 1) / (b + 1))); }
 
-// The sample of the profile nearest to `want` (same op and variant; the same shard count where
-// the profile has one), or null.
+// The sample of the profile nearest to `want`: the same op and variant, the same shard count
+// where the profile has one; else the same op with another variant (a 5x5 convolution from the
+// 3x3 ones, a Linear without ReLU from those with), to be scaled by the rooflines; else null.
 const KernelSample* nearest(const DeviceProfile& p, const KernelSample& want, bool* exact) {
   const KernelSample* best = nullptr;
   double best_d = std::numeric_limits<double>::infinity();
-  for (int pass = 0; pass < 2 && !best; ++pass) {
+  for (int pass = 0; pass < 3 && !best; ++pass) {
     for (const KernelSample& s : p.samples) {
-      if (s.op != want.op || s.variant != want.variant) continue;
+      if (s.op != want.op || (pass < 2 && s.variant != want.variant)) continue;
       if (pass == 0 && s.shards != want.shards) continue;
       const double d =
           log_ratio(s.flops, want.flops) + log_ratio(s.bytes, want.bytes) +
@@ -92,7 +93,8 @@ const KernelSample* nearest(const DeviceProfile& p, const KernelSample& want, bo
       }
     }
   }
-  *exact = best && best->shards == want.shards && same_shape(*best, want);
+  *exact = best && best->variant == want.variant && best->shards == want.shards &&
+           same_shape(*best, want);
   return best;
 }
 
@@ -108,6 +110,15 @@ struct GraphScale {
   bool on = false;
   double clock_ratio = 1;      // source clock / target clock (1 when either is not known)
   double best_efficiency = 1;  // the largest fraction of its roofline a source kernel reached
+  // How a kernel's time grows with its roofline, per op, as the source's own samples show it:
+  // the slope of log(time past the floor) on log(roofline). 1: a constant fraction of the peak
+  // (big kernels); near 0: latency, whatever the size (the small kernels a GPU runs most). Where
+  // the profile has too few samples of an op: 1, the roofline's ratio itself.
+  std::map<std::string, double> slopes;
+  double slope(const std::string& op) const {
+    const auto it = slopes.find(op);
+    return it == slopes.end() ? 1.0 : it->second;
+  }
 };
 
 GraphScale graph_scale(const DeviceProfile& source, const TargetDevice& target, bool own) {
@@ -125,6 +136,29 @@ GraphScale graph_scale(const DeviceProfile& source, const TargetDevice& target, 
     }
   }
   g.best_efficiency = std::clamp(g.best_efficiency, 0.05, 1.0);
+  // Least squares of log(work) on log(roofline) over each op's samples.
+  std::map<std::string, std::vector<std::pair<double, double>>> points;
+  for (const KernelSample& s : source.samples) {
+    const double floor = source.graph_node_us * (s.backward_us > 0 || s.graph_backward_us > 0 ? 2 : 1);
+    const double work = s.graph_total_us() - floor, roof = roofline_us(s, src);
+    if (work > 0 && roof > 0) points[s.op].emplace_back(std::log(roof), std::log(work));
+  }
+  for (const auto& [op, xy] : points) {
+    if (xy.size() < 3) continue;
+    double mx = 0, my = 0;
+    for (const auto& [x, y] : xy) {
+      mx += x;
+      my += y;
+    }
+    mx /= static_cast<double>(xy.size());
+    my /= static_cast<double>(xy.size());
+    double sxy = 0, sxx = 0;
+    for (const auto& [x, y] : xy) {
+      sxy += (x - mx) * (y - my);
+      sxx += (x - mx) * (x - mx);
+    }
+    if (sxx > 1e-9) g.slopes[op] = std::clamp(sxy / sxx, 0.1, 1.0);
+  }
   return g;
 }
 
@@ -168,7 +202,7 @@ double kernel_us(const DeviceProfile& source, const TargetDevice& target, bool o
   if (!exact) {
     ++acc.interpolated;
     const double here = roofline_us(*s, src);
-    if (here > 0) work *= roofline_us(look, src) / here;
+    if (here > 0) work *= std::pow(roofline_us(look, src) / here, graph.slope(want.op));
   }
   roofline_us(look, src, &flops_bound);
   double fixed = fixed_src;

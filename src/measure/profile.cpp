@@ -451,6 +451,45 @@ ModelSpec mlp(int64_t batch, int64_t width) {
   return s;
 }
 
+LayerSpec grid_layer(LayerType type, int64_t out = 0, int64_t kernel = 0) {
+  LayerSpec l;
+  l.type = type;
+  l.out = out;
+  l.kernel = kernel;
+  if (type == LayerType::MaxPool2d) l.stride = kernel;
+  return l;
+}
+
+// A CNN of two convolutions of `kernel`, `c1` then `c2` channels, a pool, a Linear to 10.
+ModelSpec cnn(int64_t batch, std::vector<int64_t> input, int64_t kernel, int64_t c1, int64_t c2) {
+  ModelSpec s;
+  s.name = fmt::format("profile-cnn-{}x{}k{}c{}-{}", batch, input[1], kernel, c1, c2);
+  s.origin = "built-in";
+  s.input = std::move(input);
+  s.layers = {grid_layer(LayerType::Conv2d, c1, kernel),  grid_layer(LayerType::ReLU),
+              grid_layer(LayerType::Conv2d, c2, kernel),  grid_layer(LayerType::ReLU),
+              grid_layer(LayerType::MaxPool2d, 0, 2),     grid_layer(LayerType::Flatten),
+              grid_layer(LayerType::Linear, 10)};
+  s.train.batch = batch;
+  s.train.shuffle = false;
+  return s;
+}
+
+// Token ids over `steps` positions, embedded in `dim`, an LSTM of `hidden`, a Linear to 1 (BCE).
+ModelSpec lstm(int64_t batch, int64_t steps, int64_t dim, int64_t hidden) {
+  ModelSpec s;
+  s.name = fmt::format("profile-lstm-{}x{}e{}h{}", batch, steps, dim, hidden);
+  s.origin = "built-in";
+  s.input = {steps};
+  LayerSpec embedding = grid_layer(LayerType::Embedding, dim);
+  embedding.vocab = 4000;
+  s.layers = {embedding, grid_layer(LayerType::LSTM, hidden), grid_layer(LayerType::Linear, 1)};
+  s.loss = LossType::BinaryCrossEntropy;
+  s.train.batch = batch;
+  s.train.shuffle = false;
+  return s;
+}
+
 }  // namespace
 
 KernelSample node_sample(const ModelLayout& layout, size_t i, int64_t batch, int shards) {
@@ -480,6 +519,12 @@ std::vector<ModelSpec> measure_grid_specs() {
   for (int64_t batch : {32, 128, 512}) {
     for (int64_t width : {16, 64, 256, 1024}) specs.push_back(mlp(batch, width));
   }
+  // Convolutions and LSTMs at shapes the built-in models do not have (other kernels, channels,
+  // images, sequence lengths, widths and batches): what a model of the user's interpolates from.
+  specs.push_back(cnn(32, {1, 28, 28}, 5, 8, 16));
+  specs.push_back(cnn(128, {3, 32, 32}, 3, 32, 64));
+  specs.push_back(lstm(64, 40, 32, 64));
+  specs.push_back(lstm(128, 120, 96, 192));
   return specs;
 }
 
