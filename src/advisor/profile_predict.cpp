@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "model/cost.h"
@@ -115,11 +116,32 @@ struct GraphScale {
   // (big kernels); near 0: latency, whatever the size (the small kernels a GPU runs most). Where
   // the profile has too few samples of an op: 1, the roofline's ratio itself.
   std::map<std::string, double> slopes;
+  double pooled = 1;  // the same over every sample: for an op with too few samples of its own
   double slope(const std::string& op) const {
     const auto it = slopes.find(op);
-    return it == slopes.end() ? 1.0 : it->second;
+    return it == slopes.end() ? pooled : it->second;
   }
 };
+
+// The least-squares slope of y on x over `xy`, clamped to [0.1, 1]; none for fewer than 3 points
+// or no spread in x.
+std::optional<double> fitted_slope(const std::vector<std::pair<double, double>>& xy) {
+  if (xy.size() < 3) return std::nullopt;
+  double mx = 0, my = 0;
+  for (const auto& [x, y] : xy) {
+    mx += x;
+    my += y;
+  }
+  mx /= static_cast<double>(xy.size());
+  my /= static_cast<double>(xy.size());
+  double sxy = 0, sxx = 0;
+  for (const auto& [x, y] : xy) {
+    sxy += (x - mx) * (y - my);
+    sxx += (x - mx) * (x - mx);
+  }
+  if (sxx <= 1e-9) return std::nullopt;
+  return std::clamp(sxy / sxx, 0.1, 1.0);
+}
 
 GraphScale graph_scale(const DeviceProfile& source, const TargetDevice& target, bool own) {
   GraphScale g;
@@ -143,22 +165,12 @@ GraphScale graph_scale(const DeviceProfile& source, const TargetDevice& target, 
     const double work = s.graph_total_us() - floor, roof = roofline_us(s, src);
     if (work > 0 && roof > 0) points[s.op].emplace_back(std::log(roof), std::log(work));
   }
+  std::vector<std::pair<double, double>> all;
   for (const auto& [op, xy] : points) {
-    if (xy.size() < 3) continue;
-    double mx = 0, my = 0;
-    for (const auto& [x, y] : xy) {
-      mx += x;
-      my += y;
-    }
-    mx /= static_cast<double>(xy.size());
-    my /= static_cast<double>(xy.size());
-    double sxy = 0, sxx = 0;
-    for (const auto& [x, y] : xy) {
-      sxy += (x - mx) * (y - my);
-      sxx += (x - mx) * (x - mx);
-    }
-    if (sxx > 1e-9) g.slopes[op] = std::clamp(sxy / sxx, 0.1, 1.0);
+    all.insert(all.end(), xy.begin(), xy.end());
+    if (const auto b = fitted_slope(xy)) g.slopes[op] = *b;
   }
+  g.pooled = fitted_slope(all).value_or(1.0);
   return g;
 }
 
