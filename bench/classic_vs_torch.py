@@ -7,9 +7,9 @@ below the vocabulary) written to a CSV that crossover reads with --data, for a f
 steps; the first step is the warm-up and is excluded from both medians. The accuracy targets are
 measured on the real data with `crossover train` (see docs/benchmarks.md).
 
-PyTorch peers, Debian's python3-torch 1.13 with its default settings (as bench/disc_vs_torch.py):
-  torch           as installed (reference BLAS for matmuls; convolutions through its own oneDNN);
-  torch+openblas  the same torch over Debian's OpenBLAS (bench/setup-peers).
+The PyTorch peer: Debian's python3-torch over Debian's OpenBLAS, at every pair of intra-op threads
+(torch.set_num_threads) and OpenBLAS threads (OPENBLAS_NUM_THREADS) up to the cores, each timed;
+the ratio is against the fastest of them (bench/peer.py peers(), as bench/disc_vs_torch.py).
 
     /usr/bin/python3 bench/classic_vs_torch.py [--build build] [--models mnist-mlp,...]
 """
@@ -53,6 +53,7 @@ def write_csv(path, x, y, integer):
 def torch_worker(args):
     """Times one model in PyTorch; prints a JSON line. One process per configuration."""
     import torch
+    peer.apply_thread_settings(torch)
     torch.manual_seed(0)
     name = args.model
     m = peer.CLASSIC[name]

@@ -323,14 +323,46 @@ def matmul_peak(build, echo=False):
 
 # -- the PyTorch peers of the CPU benchmarks -------------------------------------------------------
 
+def thread_counts():
+    """1, 2, 4 ... up to the cores this process may run on: the thread settings searched."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    counts, n = [], 1
+    while n <= cores:
+        counts.append(n)
+        n *= 2
+    if counts[-1] != cores:
+        counts.append(cores)
+    return counts
+
+
 def peers():
-    """(name, extra environment) for each PyTorch configuration measured: Debian's torch as
-    installed, and the same torch over the OpenBLAS that bench/setup-peers unpacks."""
+    """(name, extra environment) for each PyTorch configuration measured: Debian's torch over
+    Debian's OpenBLAS (libopenblas0-pthread, installed by scripts/setup; bench/setup-peers unpacks
+    a copy where it is not installed), at every pair of intra-op threads (torch.set_num_threads,
+    read by the worker from XO_PEER_INTRA_OP) and OpenBLAS threads (OPENBLAS_NUM_THREADS) up to the
+    cores. The comparison is against the best of them (best_peer); each is reported."""
     here = os.path.dirname(os.path.abspath(__file__))
     openblas = subprocess.run([os.path.join(here, "setup-peers")], check=True,
                               capture_output=True, text=True).stdout.strip().splitlines()[-1]
     openblas = os.path.join(os.path.dirname(here), openblas)
-    return [("torch", {}), ("torch+openblas", {"LD_LIBRARY_PATH": openblas})]
+    out = []
+    for intra in thread_counts():
+        for blas in thread_counts():
+            out.append((f"torch {intra}x{blas}",
+                        {"LD_LIBRARY_PATH": openblas, "XO_PEER_INTRA_OP": str(intra),
+                         "OPENBLAS_NUM_THREADS": str(blas)}))
+    return out
+
+
+def apply_thread_settings(torch):
+    """In a worker: the intra-op threads its configuration names (peers())."""
+    if os.environ.get("XO_PEER_INTRA_OP"):
+        torch.set_num_threads(int(os.environ["XO_PEER_INTRA_OP"]))
+
+
+def best_peer(timings):
+    """(name, timing) of the fastest configuration of time_peers' result."""
+    return min(timings.items(), key=lambda kv: kv[1]["median_step_ms"])
 
 
 def run_worker(script, worker_args, env_extra):
@@ -353,12 +385,14 @@ def time_peers(peer_list, crossover_ms, run):
 
 
 def peer_header(peer_list):
-    return "".join(f"{name + ' ms':>18} {'ratio':>7}" for name, _ in peer_list)
+    return ("".join(f"{name + ' ms':>16}" for name, _ in peer_list)
+            + f" {'best peer':>10} {'ratio':>7}")
 
 
 def peer_cells(timings, decimals):
-    return "".join(f"{t['median_step_ms']:>18.{decimals}f} {t['ratio']:>6.1f}x"
-                   for t in timings.values())
+    name, best = best_peer(timings)
+    return ("".join(f"{t['median_step_ms']:>16.{decimals}f}" for t in timings.values())
+            + f" {name[6:]:>10} {best['ratio']:>6.1f}x")
 
 
 # -- timing and results ----------------------------------------------------------------------------

@@ -260,7 +260,17 @@ std::string profile_assumption(const ProfiledStep& ps) {
                     "rows for this kind of prediction: {})",
                     100 * ps.expected_error->median, 100 * ps.expected_error->worst,
                     ps.expected_error->rows)
+          : ps.from->kind == DeviceKind::Gpu && !ps.own
+              ? "; no validation row for this kind of prediction: no second GPU has been "
+                "profiled and measured to check how one GPU's profile carries to another, so its "
+                "error is unknown"
               : "; no validation row for this kind of prediction: its error is unknown";
+  if (ps.unprofiled > 0) {
+    text += fmt::format(
+        "; {} kernel(s) of a kind the profile never measured come from the roofline alone, with "
+        "no validation behind them (expect this prediction to be optimistic)",
+        ps.unprofiled);
+  }
   return text;
 }
 
@@ -327,6 +337,7 @@ std::optional<ProfiledStep> profiled_step(const ModelSpec& spec, int64_t batch,
   out.step.overhead_seconds = pp.fixed_s;
   out.step.bound = pp.bound;
   out.graph = pp.graph;
+  out.unprofiled = pp.unprofiled;
   out.holdout = profile_has_model(*from, spec, batch) ? Holdout::None : Holdout::Model;
   out.expected_error =
       expected_error(o.validation, *from, target.kind, own, out.holdout, o.profiles);

@@ -54,6 +54,7 @@ struct ProfiledStep {
   // None: every kernel of the model is in the profile at its shape; Model: a model it did not
   // measure (its kernels from neighbouring shapes), validated as such (leave one model out).
   Holdout holdout = Holdout::None;
+  int unprofiled = 0;  // kernels of a kind the profile never measured: their roofline
   std::optional<ExpectedError> expected_error;
 };
 // `spec` at `batch` on `target` from the nearest profile in o (the device's own when one of
