@@ -64,7 +64,7 @@ def torch_worker(args):
             opt.step()
             step_seconds.append(time.perf_counter() - t0)
             total += loss.item()
-        losses.append(total)
+        losses.append(total / (SAMPLES // BATCH))  # the mean per batch, as crossover reports
     print(json.dumps({**peer.step_stats(step_seconds), "final_loss": losses[-1],
                       "threads": torch.get_num_threads(), "version": torch.__version__}))
 

@@ -335,6 +335,45 @@ def thread_counts():
     return counts
 
 
+# OpenBLAS's generic x86 kernels: what a build that does not know a newer CPU falls back to (0.3.21,
+# Debian 12's, reports a Sapphire Rapids Xeon as "Prescott", SSE3 only, 2-8x slower).
+GENERIC_CORES = {"Prescott", "Core2", "Penryn", "Dunnington", "Nehalem", "Atom", "Katmai",
+                 "Coppermine", "Northwood", "Banias"}
+
+
+def cpu_flags():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return set()
+
+
+def openblas_core(openblas):
+    """(the core OpenBLAS picks here, the OPENBLAS_CORETYPE the peer runs with or None): where it
+    falls back to a generic core on a CPU with AVX-512 or AVX2, the core for those
+    (SkylakeX, Haswell), so that the peer runs OpenBLAS's kernels for this CPU."""
+    env = {**os.environ, "OPENBLAS_VERBOSE": "2", "LD_LIBRARY_PATH": openblas}
+    env.pop("OPENBLAS_CORETYPE", None)
+    out = subprocess.run([sys.executable, "-c",
+                          "import torch; a = torch.ones(64, 64); (a @ a).sum()"],
+                         capture_output=True, text=True, env=env)
+    core = next((line.split(":", 1)[1].strip() for line in (out.stdout + out.stderr).splitlines()
+                 if line.startswith("Core:")), "?")
+    if os.environ.get("OPENBLAS_CORETYPE"):
+        return core, os.environ["OPENBLAS_CORETYPE"]
+    if core in GENERIC_CORES:
+        flags = cpu_flags()
+        if "avx512f" in flags:
+            return core, "SkylakeX"
+        if "avx2" in flags:
+            return core, "Haswell"
+    return core, None
+
+
 def peers():
     """(name, extra environment) for each PyTorch configuration measured: Debian's torch over
     Debian's OpenBLAS (libopenblas0-pthread, installed by scripts/setup; bench/setup-peers unpacks
@@ -345,12 +384,17 @@ def peers():
     openblas = subprocess.run([os.path.join(here, "setup-peers")], check=True,
                               capture_output=True, text=True).stdout.strip().splitlines()[-1]
     openblas = os.path.join(os.path.dirname(here), openblas)
+    detected, coretype = openblas_core(openblas)
+    print(f"peer: torch over OpenBLAS ({openblas}); OpenBLAS picks core {detected}"
+          + (f", run as OPENBLAS_CORETYPE={coretype}" if coretype else ""), flush=True)
     out = []
     for intra in thread_counts():
         for blas in thread_counts():
-            out.append((f"torch {intra}x{blas}",
-                        {"LD_LIBRARY_PATH": openblas, "XO_PEER_INTRA_OP": str(intra),
-                         "OPENBLAS_NUM_THREADS": str(blas)}))
+            env = {"LD_LIBRARY_PATH": openblas, "XO_PEER_INTRA_OP": str(intra),
+                   "OPENBLAS_NUM_THREADS": str(blas)}
+            if coretype:
+                env["OPENBLAS_CORETYPE"] = coretype
+            out.append((f"torch {intra}x{blas}", env))
     return out
 
 

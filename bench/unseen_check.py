@@ -56,6 +56,37 @@ def predicted(crossover, spec, device):
     sys.exit(f"crossover advise {spec}: no prediction for {device}")
 
 
+def spec_batch(text):
+    for line in text.splitlines():
+        if line.strip().startswith("batch ="):
+            return int(line.split("=", 1)[1].split("#")[0])
+    sys.exit("a spec without a [train] batch")
+
+
+def add_to_profile(a):
+    if not a.date:
+        sys.exit("--add-to-profile needs --date (the day the GPU measured them)")
+    with open(a.add_to_profile) as f:
+        profile = json.load(f)
+    measured = measured_steps(a.measured)
+    keep = [m for m in profile["measured"] if m["model"] not in measured]
+    for name, m in sorted(measured.items()):
+        with open(os.path.join(ROOT, "bench", "unseen", name + ".toml")) as f:
+            text = f.read()
+        keep.append({"model": name, "batch": spec_batch(text), "step_ms": m["fastest_ms"],
+                     "source": f"fastest median step of {len(m['runs'])} runs of crossover train "
+                               f"bench/unseen/{name}.toml --device cuda --steps 200 "
+                               f"(bench/gpu_unseen.sh; slowest {m['slowest_ms']:.4g} ms; {a.date})",
+                     "spec_toml": text})
+    profile["measured"] = keep
+    tmp = a.add_to_profile + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(profile, f, indent=1)
+        f.write("\n")
+    os.replace(tmp, a.add_to_profile)
+    print(f"{a.add_to_profile}: {len(measured)} models never profiled added to its measured steps")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--measured", required=True)
@@ -63,7 +94,13 @@ def main():
     ap.add_argument("--device", default="h100-sxm", help="the catalog id of the GPU measured")
     ap.add_argument("--json")
     ap.add_argument("--markdown")
+    ap.add_argument("--add-to-profile", metavar="PROFILE_JSON",
+                    help="add the measurements, with their specs, to that profile's measured steps "
+                         "(replacing earlier ones of the same name), for `crossover validate`")
+    ap.add_argument("--date", help="the measurements' date, for --add-to-profile (YYYY-MM-DD)")
     a = ap.parse_args()
+    if a.add_to_profile:
+        return add_to_profile(a)
     rows = []
     for name, m in sorted(measured_steps(a.measured).items()):
         spec = os.path.join(ROOT, "bench", "unseen", name + ".toml")

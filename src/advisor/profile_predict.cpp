@@ -233,11 +233,14 @@ double kernel_us(const DeviceProfile& source, const TargetDevice& target, bool o
       work *= (src.gflops / src.threads) / (dst.gflops / dst.threads);
     }
   } else if (!own && graph.on) {
-    // One GPU's recorded step to another's. A node's floor and a kernel too small to fill either
-    // chip are latency-bound: their time scales by the clocks. A kernel that fills the target
-    // cannot beat its roofline there at the best efficiency the source's kernels reached. The
-    // slower of the two.
-    work = std::max(work * graph.clock_ratio, roofline_us(look, dst) / graph.best_efficiency);
+    // One GPU's recorded step to another's. The kernel's time at its roofline on the source
+    // scales by the rate that bounds it (FLOPs or bandwidth, the datasheets' ratio); the rest,
+    // latency (a node's floor, a kernel too small to fill the chip), by the clocks. No kernel
+    // beats the target's roofline at the best efficiency the source's kernels reached.
+    const double roof_src = std::min(work, roofline_us(look, src)), roof_dst = roofline_us(look, dst);
+    const double rate_ratio = roof_src > 0 ? roof_dst / roofline_us(look, src) : 1;
+    work = std::max((work - roof_src) * graph.clock_ratio + roof_src * rate_ratio,
+                    roof_dst / graph.best_efficiency);
     fixed *= graph.clock_ratio;
   } else if (!own) {
     const double ratio = flops_bound ? flops_per_us(want, src) / flops_per_us(want, dst)
@@ -479,15 +482,20 @@ std::vector<ValidationRow> validate_profiles(const std::vector<DeviceProfile>& p
     row.holdout = holdout;
     row.how = holdout == Holdout::None ? "own profile"
               : holdout == Holdout::Model
-                  ? "own profile, each model's own kernels left out"
+                  ? "own profile, each model's own kernels left out (and models never profiled)"
                   : fmt::format("from {}'s profile, scaled by {}'s probed peaks", s.id, d.id);
     const TargetDevice target = profile_target(d);
     std::vector<double> errors;
     for (const MeasuredStep& m : d.measured) {
-      const std::optional<ModelSpec> spec = builtin_spec(m.model);
+      // A built-in model, or one measured from its spec (never profiled: it counts for the
+      // models a profile did not measure, with its kernels from neighbouring shapes).
+      const std::optional<ModelSpec> spec =
+          m.spec_toml.empty() ? builtin_spec(m.model)
+                              : std::optional(parse_spec(m.spec_toml, d.id + ": " + m.model));
       if (!spec) continue;
+      if (!m.spec_toml.empty() && holdout == Holdout::None) continue;
       const ProfilePrediction p =
-          holdout == Holdout::Model
+          holdout == Holdout::Model && m.spec_toml.empty()
               ? predict_with_profile(*spec, m.batch, without_model(s, *spec, builtins), target, own)
               : predict_with_profile(*spec, m.batch, s, target, own);
       row.entries.push_back({m.model, p.seconds * 1e3, m.step_ms, p.unprofiled});

@@ -50,6 +50,9 @@ struct MeasuredStep {
   int64_t batch = 0;
   double step_ms = 0;  // median
   std::string source;  // how it was measured (command, file)
+  // A model that is not built in (a spec of bench/unseen/, measured on the device): its spec, so
+  // that the validation can predict it. Empty for a built-in model.
+  std::string spec_toml;
 };
 
 struct DeviceProfile {

@@ -99,8 +99,10 @@ nlohmann::json to_json(const DeviceProfile& p) {
   for (const KernelSample& s : p.samples) samples.push_back(sample_json(s));
   json measured = json::array();
   for (const MeasuredStep& m : p.measured) {
-    measured.push_back(
-        {{"model", m.model}, {"batch", m.batch}, {"step_ms", m.step_ms}, {"source", m.source}});
+    json entry = {
+        {"model", m.model}, {"batch", m.batch}, {"step_ms", m.step_ms}, {"source", m.source}};
+    if (!m.spec_toml.empty()) entry["spec_toml"] = m.spec_toml;
+    measured.push_back(std::move(entry));
   }
   const ExecutionPolicy& e = p.policy;
   json peaks = to_json(p.peaks);
@@ -208,6 +210,7 @@ DeviceProfile profile_from_json(const json& j, const std::string& origin) {
     m.batch = e.integer("batch", 1, std::numeric_limits<int64_t>::max() / 2);
     m.step_ms = e.number("step_ms", 1e-12);
     m.source = e.text("source");
+    if (measured[i].contains("spec_toml")) m.spec_toml = e.text("spec_toml");
     p.measured.push_back(std::move(m));
   }
   return p;

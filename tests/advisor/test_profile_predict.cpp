@@ -168,12 +168,12 @@ TEST(ProfilePredict, TheValidationTableComparesOwnAndOtherProfilesWithMeasuremen
   DeviceProfile a = profile_of(100);
   a.id = "a";
   // disc-2 is 2 -> 4 (ReLU) -> 2 at batch 100: not this profile's mlp, so every node interpolates.
-  a.measured = {{"disc-2", 100, 0.050, "test"}, {"disc-3", 100, 0.080, "test"}};
+  a.measured = {{"disc-2", 100, 0.050, "test", ""}, {"disc-3", 100, 0.080, "test", ""}};
   DeviceProfile b = base_profile();  // peaks only, measured
   b.id = "b";
   b.note = "peaks only";
   b.peaks.matmul_gflops = 200;
-  b.measured = {{"disc-2", 100, 0.040, "test"}};
+  b.measured = {{"disc-2", 100, 0.040, "test", ""}};
   const std::vector<ValidationRow> rows = validate_profiles({a, b});
   // a from a; a from a less each model's own kernels; b's own: unmeasured; b from a.
   ASSERT_EQ(rows.size(), 4u);
@@ -208,6 +208,30 @@ TEST(ProfilePredict, TheValidationTableComparesOwnAndOtherProfilesWithMeasuremen
   ASSERT_TRUE(unseen);
   EXPECT_NEAR(unseen->worst, rows[1].worst_abs, 1e-12);
   EXPECT_FALSE(expected_error(rows, a, DeviceKind::Gpu, false, Holdout::None, {a, b}));
+}
+
+// A model measured from its spec (never profiled) is validated with the models left out, never
+// as one the profile measured.
+TEST(ProfilePredict, AModelMeasuredFromItsSpecCountsAsOneTheProfileNeverSaw) {
+  DeviceProfile a = profile_of(8);
+  a.id = "a";
+  a.measured = {{"disc-2", 100, 0.050, "test", ""},
+                {"mlp", 8, 0.040, "test",
+                 "[model]\nname = \"mlp\"\ninput = [4]\nlayers = [\n"
+                 "  { type = \"linear\", out = 8 },\n  { type = \"relu\" },\n"
+                 "  { type = \"linear\", out = 2 },\n]\nloss = \"cross_entropy\"\n\n"
+                 "[train]\nbatch = 8\nshuffle = false\n\n[data]\nsource = \"disc\"\n"}};
+  const std::vector<ValidationRow> rows = validate_profiles({a});
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].holdout, Holdout::None);
+  ASSERT_EQ(rows[0].entries.size(), 1u);
+  EXPECT_EQ(rows[0].entries[0].model, "disc-2");
+  EXPECT_EQ(rows[1].holdout, Holdout::Model);
+  ASSERT_EQ(rows[1].entries.size(), 2u);
+  EXPECT_EQ(rows[1].entries[1].model, "mlp");
+  // Predicted from the profile as it is: this profile measured exactly its kernels.
+  EXPECT_NEAR(rows[1].entries[1].predicted_ms,
+              predict_with_profile(mlp(8), 8, a, profile_target(a), true).seconds * 1e3, 1e-12);
 }
 
 // Leaving a model out removes the samples that only its shapes gave, and nothing that another
@@ -272,12 +296,21 @@ TEST(ProfilePredict, AGpuRecordedStepIsItsGraphTimesAndTheGraphsFixedCost) {
   const ProfilePrediction no_graph = predict_with_profile(mlp(8), 8, p, launched, false);
   EXPECT_FALSE(no_graph.graph);
   EXPECT_NEAR(no_graph.seconds * 1e6, 10 + 20 + 3 + 4 + 20, 1e-9);
-  // A GPU at half the clock with the same rates: every part of this tiny step is latency.
+  // A GPU at half the clock with the same rates: this tiny step is latency but for a sliver of
+  // roofline (which the rates keep), so it takes all but that sliver twice as long.
   TargetDevice slow = profile_target(p);
   slow.clock_mhz = 1000;
   const ProfilePrediction half = predict_with_profile(mlp(8), 8, p, slow, false);
   EXPECT_TRUE(half.graph);
-  EXPECT_NEAR(half.seconds, 2 * own.seconds, 1e-12);
+  EXPECT_LT(half.seconds, 2 * own.seconds);
+  EXPECT_NEAR(half.seconds, 2 * own.seconds, 1e-3 * own.seconds);
+  // Twice the rates at the same clock: only the roofline part shrinks, never below half of it.
+  TargetDevice fast = profile_target(p);
+  fast.gflops *= 2;
+  fast.bandwidth_gbs *= 2;
+  const ProfilePrediction faster = predict_with_profile(mlp(8), 8, p, fast, false);
+  EXPECT_LT(faster.seconds, own.seconds);
+  EXPECT_GT(faster.seconds, 0.99 * own.seconds);
   // A GPU with a thousandth of the rates: its roofline binds, whatever the clock.
   TargetDevice tiny = profile_target(p);
   tiny.gflops = 0.05;

@@ -206,7 +206,9 @@ DeviceProfile hand_profile() {
   s.graph_forward_us = 1;  // a GPU's sample: its time in a recorded step too
   s.graph_backward_us = 1.5;
   p.samples.push_back(s);
-  p.measured.push_back({"disc-2", 100, 0.005, "a test"});
+  p.measured.push_back({"disc-2", 100, 0.005, "a test", ""});
+  // A model that is not built in carries its spec.
+  p.measured.push_back({"tiny", 8, 0.004, "a test", "[model]\nname = \"tiny\"\n"});
   return p;
 }
 
@@ -218,6 +220,8 @@ TEST(Profile, JsonRoundTripKeepsEveryField) {
   EXPECT_EQ(q.samples.at(0).matmul_flops, 2.5e4);
   EXPECT_EQ(q.measured.at(0).model, "disc-2");
   EXPECT_EQ(q.samples.at(1).graph_backward_us, 1.5);
+  EXPECT_EQ(q.measured.at(0).spec_toml, "");
+  EXPECT_EQ(q.measured.at(1).spec_toml, "[model]\nname = \"tiny\"\n");
   // An older file without the graph fields reads with none.
   nlohmann::json old = to_json(p);
   for (const char* key : {"graph_step_fixed_us", "graph_node_us", "sm_count", "clock_mhz"}) {
