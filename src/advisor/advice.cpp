@@ -140,7 +140,8 @@ std::string reference_gpu_note(const Catalog& catalog, const AdviceOptions& o) {
           "({:.1f} TFLOP/s f32, {:.0f} GB/s){}",
           why, ps->from->id, gpu->name, gpu->f32_tflops, gpu->memory_bandwidth_gbs,
           ps->expected_error
-              ? fmt::format(", expected error: median {:.0f}%, worst {:.0f}% (validation table)",
+              ? fmt::format(", expected error{}: median {:.0f}%, worst {:.0f}% (validation table)",
+                            ps->expected_error->at_least ? " at least" : "",
                             100 * ps->expected_error->median, 100 * ps->expected_error->worst)
               : "");
     }
@@ -254,16 +255,25 @@ std::string profile_assumption(const ProfiledStep& ps) {
                 : "; this model's shapes are not all in the profile: those kernels come from "
                   "neighbouring shapes, scaled by their rooflines";
   }
-  text += ps.expected_error
+  text += ps.expected_error && ps.expected_error->at_least
               ? fmt::format(
-                    "; expected error: median {:.0f}%, worst {:.0f}% (the validation table's "
-                    "rows for this kind of prediction: {})",
+                    "; no validation row for this kind of prediction (no second GPU has been "
+                    "profiled and measured to check how one GPU's profile carries to another): "
+                    "expected error at least that of the profile on its own device, median "
+                    "{:.0f}%, worst {:.0f}% ({})",
                     100 * ps.expected_error->median, 100 * ps.expected_error->worst,
                     ps.expected_error->rows)
-          : ps.from->kind == DeviceKind::Gpu && !ps.own
-              ? "; no validation row for this kind of prediction: no second GPU has been "
-                "profiled and measured to check how one GPU's profile carries to another, so its "
-                "error is unknown"
+          : ps.expected_error
+              ? fmt::format(
+                    "; expected error: median {:.0f}%, worst {:.0f}% (the validation table's "
+                    "rows for this kind of prediction: {}){}",
+                    100 * ps.expected_error->median, 100 * ps.expected_error->worst,
+                    ps.expected_error->rows,
+                    ps.expected_error->spread > 0
+                        ? fmt::format("; the measurements behind them moved by up to {:.0f}% "
+                                      "between runs of the same model",
+                                      100 * ps.expected_error->spread)
+                        : "")
               : "; no validation row for this kind of prediction: its error is unknown";
   if (ps.unprofiled > 0) {
     text += fmt::format(
@@ -382,6 +392,7 @@ std::vector<DevicePrediction> predict_devices(const RunRecord& focus,
         if (ps->expected_error) {
           d.expected_error = ps->expected_error->median;
           d.expected_worst = ps->expected_error->worst;
+          d.expected_at_least = ps->expected_error->at_least;
         }
         d.assumptions = {profile_assumption(*ps),
                          fmt::format("the measurement is this model's, on this device ({} per "
@@ -420,6 +431,7 @@ std::vector<DevicePrediction> predict_devices(const RunRecord& focus,
       if (ps->expected_error) {
         d.expected_error = ps->expected_error->median;
         d.expected_worst = ps->expected_error->worst;
+        d.expected_at_least = ps->expected_error->at_least;
       }
       d.assumptions.push_back(profile_assumption(*ps));
       d.assumptions.push_back(fmt::format(

@@ -499,6 +499,7 @@ std::vector<ValidationRow> validate_profiles(const std::vector<DeviceProfile>& p
               ? predict_with_profile(*spec, m.batch, without_model(s, *spec, builtins), target, own)
               : predict_with_profile(*spec, m.batch, s, target, own);
       row.entries.push_back({m.model, p.seconds * 1e3, m.step_ms, p.unprofiled});
+      if (m.slowest_ms > 0) row.spread = std::max(row.spread, m.slowest_ms / m.step_ms - 1);
       errors.push_back(std::abs(row.entries.back().error()));
     }
     if (!errors.empty()) {
@@ -557,11 +558,19 @@ std::optional<ExpectedError> expected_error(const std::vector<ValidationRow>& ro
       if (!out) out.emplace();
       out->median = std::max(out->median, r.median_abs);
       out->worst = std::max(out->worst, r.worst_abs);
+      out->spread = std::max(out->spread, r.spread);
       out->rows += fmt::format("{}{}{}", out->rows.empty() ? "" : "; ", r.device,
                                own ? fmt::format(", {}", holdout_name(r.holdout))
                                    : fmt::format(" from {}", r.from));
     }
     if (out) return out;
+  }
+  if (!own) {
+    // The scaling to another device of this kind is unvalidated: at least the profile's own error.
+    if (auto floor = expected_error(rows, from, from.kind, true, holdout, profiles)) {
+      floor->at_least = true;
+      return floor;
+    }
   }
   return std::nullopt;
 }

@@ -85,6 +85,9 @@ struct ValidationRow {
   std::vector<Entry> entries;
   std::string unmeasured;  // why there are no entries (no kernel profile of that device)
   double median_abs = 0, worst_abs = 0;
+  // How much the measurements themselves moved between runs: the largest slowest / fastest - 1
+  // of the device's measured steps (0: not recorded). No prediction is steadier than this.
+  double spread = 0;
 };
 
 // The validation over `profiles`: every device with measured steps, predicted from its own profile
@@ -104,12 +107,17 @@ DeviceProfile without_model(const DeviceProfile& profile, const ModelSpec& spec,
 // the rows it read ("nvidia-h100-80gb-hbm3, own profile").
 struct ExpectedError {
   double median = 0, worst = 0;
+  double spread = 0;  // the measurements' own spread in those rows (ValidationRow::spread)
   std::string rows;
+  // No row validates this kind of prediction (a GPU from another GPU's profile, no second GPU
+  // measured): these are the source profile's own rows, and the error is at least theirs.
+  bool at_least = false;
 };
 // For a prediction of a `to` device from the `from` profile (own or another device's) with
 // `holdout` (None: a model whose kernels the profile measured; Model: one it did not), the
 // largest median and worst of the matching rows of that profile (else of any profile of its
-// kind), or none when the table has no such row.
+// kind). Where none predicts another device of the target's kind from this profile, the profile's
+// own rows marked `at_least` (the scaling adds an error nothing has measured); else none.
 std::optional<ExpectedError> expected_error(const std::vector<ValidationRow>& rows,
                                             const DeviceProfile& from, DeviceKind to, bool own,
                                             Holdout holdout,

@@ -136,6 +136,10 @@ std::optional<GpuVerdict> make_verdict(const std::vector<DevicePrediction>& ps,
     const DevicePrediction* p = prediction_of(device);
     return p ? p->expected_worst : std::nullopt;
   };
+  auto at_least = [&](const std::string& device) {
+    const DevicePrediction* p = prediction_of(device);
+    return p && p->expected_at_least;
+  };
   auto is_gpu = [&](const std::string& id) {
     const CatalogDevice* d = catalog.find_device(id);
     return d && d->kind == DeviceKind::Gpu;
@@ -148,7 +152,7 @@ std::optional<GpuVerdict> make_verdict(const std::vector<DevicePrediction>& ps,
                      i.device_count > 1 ? fmt::format("{}x ", i.device_count) : "", i.device),
          i.device, i.run_hours * 3600, i.on_demand_usd, i.predicted,
          lower_bound(i.device, i.predicted), i.predicted ? expected(i.device) : std::nullopt,
-         i.predicted ? worst(i.device) : std::nullopt});
+         i.predicted ? worst(i.device) : std::nullopt, i.predicted && at_least(i.device)});
   }
   for (const CostTable::Owned& o : cost.ownership) {
     if (!is_gpu(o.device)) continue;
@@ -156,7 +160,8 @@ std::optional<GpuVerdict> make_verdict(const std::vector<DevicePrediction>& ps,
                        o.run_hours * 3600, o.run_usd, o.predicted,
                        lower_bound(o.device, o.predicted),
                        o.predicted ? expected(o.device) : std::nullopt,
-                       o.predicted ? worst(o.device) : std::nullopt});
+                       o.predicted ? worst(o.device) : std::nullopt,
+                       o.predicted && at_least(o.device)});
   }
   const GpuOption* best = nullptr;
   for (const char* how : {"here", "rent", "buy"}) {
@@ -203,7 +208,8 @@ std::optional<GpuVerdict> make_verdict(const std::vector<DevicePrediction>& ps,
   const std::string kind = !g.predicted       ? "measured"
                            : g.lower_bound    ? "predicted, a lower bound"
                            : g.expected_error
-                               ? fmt::format("predicted, expected error: median {:.0f}%{}",
+                               ? fmt::format("predicted, expected error{}: median {:.0f}%{}",
+                                             g.expected_at_least ? " at least" : "",
                                              100 * *g.expected_error,
                                              g.expected_worst
                                                  ? fmt::format(", worst {:.0f}%",

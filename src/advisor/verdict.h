@@ -39,6 +39,7 @@ struct GpuOption {
   // A prediction's expected error (the validation table's median for its kind), for the sentence.
   std::optional<double> expected_error;
   std::optional<double> expected_worst;  // and the worst of those rows
+  bool expected_at_least = false;        // no row validates its kind: at least these
 };
 
 struct GpuVerdict {

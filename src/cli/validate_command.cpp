@@ -109,8 +109,10 @@ std::string validation_markdown(const std::vector<ValidationRow>& rows) {
                                      : "",
                         e.predicted_ms, e.measured_ms, 100 * e.error());
     }
-    md += fmt::format("| {} | {} | **median / worst** | | | **{:.1f}% / {:.1f}%** |\n", r.device,
-                      r.how, 100 * r.median_abs, 100 * r.worst_abs);
+    md += fmt::format("| {} | {} | **median / worst** | | | **{:.1f}% / {:.1f}%**{} |\n", r.device,
+                      r.how, 100 * r.median_abs, 100 * r.worst_abs,
+                      r.spread > 0 ? fmt::format(" (runs moved by up to {:.1f}%)", 100 * r.spread)
+                                   : "");
   }
   return md;
 }
@@ -212,7 +214,8 @@ int run_validate(const ValidateOptions& o) {
         {models[i], batches[i], *fastest,
          fmt::format("fastest median step of {} runs of crossover train {} --steps {}, in rounds "
                      "over the models (slowest {:.3g} ms; {})",
-                     o.repeat, models[i], o.steps, *slowest, utc_now().substr(0, 10))});
+                     o.repeat, models[i], o.steps, *slowest, utc_now().substr(0, 10)),
+         "", *slowest});
   }
   progress.clear();
   std::vector<DeviceProfile> profiles;

@@ -95,11 +95,13 @@ double probe_bandwidth(Backend& be, int64_t floats) {
 
 }  // namespace
 
-double tiny_step_seconds(Backend& be, int layers) {
+ModelSpec tiny_step_spec(int layers) {
   ModelSpec spec;
   spec.name = fmt::format("overhead-probe-{}", layers);
   spec.origin = "built-in";
   spec.input = {4};
+  spec.train.batch = 1;
+  spec.train.shuffle = false;
   for (int l = 0; l < layers; ++l) {
     LayerSpec linear;
     linear.type = LayerType::Linear;
@@ -109,20 +111,36 @@ double tiny_step_seconds(Backend& be, int layers) {
     relu.type = LayerType::ReLU;
     if (l + 1 < layers) spec.layers.push_back(relu);
   }
-  Model model(spec, be);
-  model.init(1);
-  Network net(model, {.batch = 1, .shards = 1});
-  auto optimizer = be.optimizer(spec.train.optimizer, model.flat_size());
-  DeviceBuffer x = be.allocate(sizeof(float) * 4), y = be.allocate(sizeof(int32_t)),
-               stats = be.allocate(sizeof(LossStats));
+  return spec;
+}
+
+namespace {
+Model& initialised(Model& m) {
+  m.init(1);
+  return m;
+}
+}  // namespace
+
+TinyStep::TinyStep(Backend& be, int layers)
+    : model_(tiny_step_spec(layers), be),
+      net_(initialised(model_), {.batch = 1, .shards = 1}),
+      optimizer_(be.optimizer(model_.spec().train.optimizer, model_.flat_size())),
+      x_(be.allocate(sizeof(float) * 4)),
+      y_(be.allocate(sizeof(int32_t))),
+      stats_(be.allocate(sizeof(LossStats))) {
   const float one[4] = {0.5f, -0.25f, 0.125f, 1.0f};
-  be.upload(x.as<float>(), one, sizeof(one));
-  auto step = [&] {
-    net.train_step(x.as<float>(), y.as<int32_t>(), stats.as<LossStats>());
-    optimizer->step(model.params(), model.grads());
-  };
-  for (int i = 0; i < 20; ++i) step();  // warm-up
-  return median_seconds(200, be, step);
+  be.upload(x_.as<float>(), one, sizeof(one));
+}
+
+void TinyStep::run() {
+  net_.train_step(x_.as<float>(), y_.as<int32_t>(), stats_.as<LossStats>());
+  optimizer_->step(model_.params(), model_.grads());
+}
+
+double tiny_step_seconds(Backend& be, int layers) {
+  TinyStep tiny(be, layers);
+  for (int i = 0; i < 20; ++i) tiny.run();  // warm-up
+  return median_seconds(200, be, [&] { tiny.run(); });
 }
 
 const DevicePeaks* find_peaks(const std::vector<DevicePeaks>& peaks, const std::string& device) {

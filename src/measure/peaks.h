@@ -5,11 +5,13 @@
 #pragma once
 
 #include <filesystem>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "backend/backend.h"
+#include "model/model.h"
 #include "measure/sampler.h"
 
 namespace xo {
@@ -39,8 +41,21 @@ DevicePeaks peaks_from_json(const nlohmann::json& j);
 // not JSON, nests too deep (core/json_depth.h) or is not an object; an entry is not checked here.
 nlohmann::json parse_peaks_cache(const std::string& text, const std::string& origin);
 
-// The median step time of a Linear+ReLU MLP, `layers` deep and 4 wide, batch 1, plain SGD: where
-// nothing but fixed costs counts (the peaks' step and layer overheads, the profile's step cost).
+// A Linear+ReLU MLP, `layers` deep and 4 wide, batch 1, plain SGD: a training step where nothing
+// but fixed costs counts (the peaks' step and layer overheads, the profile's step cost).
+ModelSpec tiny_step_spec(int layers);
+class TinyStep {
+ public:
+  TinyStep(Backend& backend, int layers);
+  void run();  // one training step (forward, loss, backward, optimizer), queued on the backend
+
+ private:
+  Model model_;
+  Network net_;
+  std::unique_ptr<OptimizerKernel> optimizer_;
+  DeviceBuffer x_, y_, stats_;
+};
+// Its median step time, after a warm-up.
 double tiny_step_seconds(Backend& backend, int layers);
 
 // Measures the peaks now (about a second on a CPU).

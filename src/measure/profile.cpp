@@ -394,13 +394,7 @@ double queued_step_us(Backend& be, FunctionRef<void()> step, bool graph) {
 // (`graph_step_fixed_us`), and what one more node of a recorded step costs when its kernel does
 // next to nothing (`graph_node_us`): the floor of every node, what a chain of small kernels pays.
 void measure_step_fixed(Backend& be, DeviceProfile& profile) {
-  ModelSpec spec;
-  spec.name = "profile-step";
-  spec.origin = "built-in";
-  spec.input = {4};
-  spec.layers.push_back({LayerType::Linear, 4, true, 0});
-  spec.train.batch = 1;
-  spec.train.shuffle = false;
+  const ModelSpec spec = tiny_step_spec(1);
   Profiler p{be, profile, {}};
   const size_t first = profile.samples.size();
   p.model(spec);
@@ -415,18 +409,8 @@ void measure_step_fixed(Backend& be, DeviceProfile& profile) {
     profile.step_fixed_us = std::max(0.0, tiny_step_seconds(be, 1) * 1e6 - kernels);
     return;
   }
-  Model model(spec, be);
-  model.init(1);
-  Network net(model, {.batch = 1, .shards = 1});
-  auto optimizer = be.optimizer(spec.train.optimizer, model.flat_size());
-  DeviceBuffer x = be.allocate(sizeof(float) * 4), y = be.allocate(sizeof(int32_t)),
-               stats = be.allocate(sizeof(LossStats));
-  const float one[4] = {0.5f, -0.25f, 0.125f, 1.0f};
-  be.upload(x.as<float>(), one, sizeof(one));
-  auto step = [&] {
-    net.train_step(x.as<float>(), y.as<int32_t>(), stats.as<LossStats>());
-    optimizer->step(model.params(), model.grads());
-  };
+  TinyStep tiny(be, 1);
+  auto step = [&] { tiny.run(); };
   profile.step_fixed_us = std::max(0.0, queued_step_us(be, step, false) - kernels);
   profile.graph_step_fixed_us = std::max(0.0, queued_step_us(be, step, true) - graph_kernels);
   DeviceBuffer counter = be.allocate(sizeof(uint64_t));

@@ -48,11 +48,14 @@ struct KernelSample {
 struct MeasuredStep {
   std::string model;
   int64_t batch = 0;
-  double step_ms = 0;  // median
+  double step_ms = 0;  // median (the fastest process's, where several were measured)
   std::string source;  // how it was measured (command, file)
   // A model that is not built in (a spec of bench/unseen/, measured on the device): its spec, so
   // that the validation can predict it. Empty for a built-in model.
   std::string spec_toml;
+  // The slowest process's median where several were measured (0: not recorded): how much the
+  // measurement itself moves from run to run, which no prediction can be steadier than.
+  double slowest_ms = 0;
 };
 
 struct DeviceProfile {

@@ -102,6 +102,7 @@ nlohmann::json to_json(const DeviceProfile& p) {
     json entry = {
         {"model", m.model}, {"batch", m.batch}, {"step_ms", m.step_ms}, {"source", m.source}};
     if (!m.spec_toml.empty()) entry["spec_toml"] = m.spec_toml;
+    if (m.slowest_ms > 0) entry["slowest_ms"] = m.slowest_ms;
     measured.push_back(std::move(entry));
   }
   const ExecutionPolicy& e = p.policy;
@@ -211,6 +212,12 @@ DeviceProfile profile_from_json(const json& j, const std::string& origin) {
     m.step_ms = e.number("step_ms", 1e-12);
     m.source = e.text("source");
     if (measured[i].contains("spec_toml")) m.spec_toml = e.text("spec_toml");
+    m.slowest_ms = e.optional_number("slowest_ms");
+    if (m.slowest_ms > 0 && m.slowest_ms < m.step_ms) {
+      e.fail("slowest_ms", fmt::format("{} is below step_ms {} (expected the slowest of the runs "
+                                       "whose fastest is step_ms)",
+                                       m.slowest_ms, m.step_ms));
+    }
     p.measured.push_back(std::move(m));
   }
   return p;

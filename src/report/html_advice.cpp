@@ -194,7 +194,8 @@ std::vector<std::string> prediction_row(const DevicePrediction& p, const DeviceC
            : na(),
        cell(error ? fmt::format("{:+.1f}%", *error) : std::string(kMissing)),
        cell(p.expected_error
-                ? fmt::format("±{:.0f}%{}", 100 * *p.expected_error,
+                ? fmt::format("{}±{:.0f}%{}", p.expected_at_least ? "at least " : "",
+                              100 * *p.expected_error,
                               p.expected_worst
                                   ? fmt::format(" (worst {:.0f}%)", 100 * *p.expected_worst)
                                   : "")

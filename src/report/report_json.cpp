@@ -693,6 +693,7 @@ json validation_json(const ValidationRow& v) {
           {"entries", entries},
           {"median_abs_error", v.entries.empty() ? json() : json(v.median_abs)},
           {"worst_abs_error", v.entries.empty() ? json() : json(v.worst_abs)},
+          {"measurement_spread", v.spread},
           {"unmeasured", v.unmeasured}};
 }
 
@@ -722,6 +723,7 @@ ValidationRow read_validation(const JsonIn& in) {
   }
   v.median_abs = in.optional_number("median_abs_error").value_or(0);
   v.worst_abs = in.optional_number("worst_abs_error").value_or(0);
+  v.spread = in.optional_number("measurement_spread").value_or(0);
   v.unmeasured = in.text("unmeasured");
   return v;
 }
@@ -743,6 +745,7 @@ json prediction_json(const DevicePrediction& p) {
             {"profile", p.profile},
             {"expected_error", optional_number(p.expected_error)},
             {"expected_worst_error", optional_number(p.expected_worst)},
+            {"expected_error_at_least", p.expected_at_least},
             {"error_percent", json()},
             {"assumptions", p.assumptions}};
   if (p.measured_s) {
@@ -775,6 +778,7 @@ DevicePrediction read_prediction(const JsonIn& in, int schema) {
   if (in.has("expected_worst_error")) {
     p.expected_worst = in.optional_number("expected_worst_error");
   }
+  if (in.has("expected_error_at_least")) p.expected_at_least = in.flag("expected_error_at_least");
   in.optional_number("error_percent");  // from step_ms and measured_step_ms: checked, not kept
   p.assumptions = in.texts("assumptions");
   return p;

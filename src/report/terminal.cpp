@@ -118,7 +118,8 @@ std::string predictions_text(const Report& report) {
   for (const DevicePrediction& p : report.predictions) {
     t.add_row({p.name, fmt::format("{:.4f} ms", p.step.seconds * 1e3),
                p.expected_error
-                   ? fmt::format("±{:.0f}%{}", 100 * *p.expected_error,
+                   ? fmt::format("{}±{:.0f}%{}", p.expected_at_least ? ">= " : "",
+                                 100 * *p.expected_error,
                                  p.expected_worst
                                      ? fmt::format(", {:.0f}%", 100 * *p.expected_worst)
                                      : "")
@@ -139,10 +140,11 @@ std::string predictions_text(const Report& report) {
 
 std::string validation_text(const std::vector<ValidationRow>& rows) {
   if (rows.empty()) return "";
-  Table t({"device", "predicted from", "models", "median |error|", "worst |error|", "worst model"});
+  Table t({"device", "predicted from", "models", "median |error|", "worst |error|", "worst model",
+           "runs moved"});
   for (const ValidationRow& r : rows) {
     if (r.entries.empty()) {
-      t.add_row({r.device, r.how, "-", "unmeasured", "", r.unmeasured});
+      t.add_row({r.device, r.how, "-", "unmeasured", "", r.unmeasured, ""});
       continue;
     }
     const auto worst = std::max_element(
@@ -151,7 +153,8 @@ std::string validation_text(const std::vector<ValidationRow>& rows) {
     t.add_row({r.device, r.how, std::to_string(r.entries.size()),
                fmt::format("{:.1f}%", 100 * r.median_abs),
                fmt::format("{:.1f}%", 100 * r.worst_abs),
-               fmt::format("{} ({:+.0f}%)", worst->model, 100 * worst->error())});
+               fmt::format("{} ({:+.0f}%)", worst->model, 100 * worst->error()),
+               r.spread > 0 ? fmt::format("{:.1f}%", 100 * r.spread) : std::string("-")});
   }
   return fmt::format(
       "Expected error: predictions against measurements of the built-in models on the devices "

@@ -168,7 +168,7 @@ TEST(ProfilePredict, TheValidationTableComparesOwnAndOtherProfilesWithMeasuremen
   DeviceProfile a = profile_of(100);
   a.id = "a";
   // disc-2 is 2 -> 4 (ReLU) -> 2 at batch 100: not this profile's mlp, so every node interpolates.
-  a.measured = {{"disc-2", 100, 0.050, "test", ""}, {"disc-3", 100, 0.080, "test", ""}};
+  a.measured = {{"disc-2", 100, 0.050, "test", "", 0.055}, {"disc-3", 100, 0.080, "test", ""}};
   DeviceProfile b = base_profile();  // peaks only, measured
   b.id = "b";
   b.note = "peaks only";
@@ -185,6 +185,8 @@ TEST(ProfilePredict, TheValidationTableComparesOwnAndOtherProfilesWithMeasuremen
   for (const auto& e : rows[0].entries) errors.push_back(std::abs(e.error()));
   EXPECT_NEAR(rows[0].worst_abs, std::max(errors[0], errors[1]), 1e-12);
   EXPECT_NEAR(rows[0].median_abs, (errors[0] + errors[1]) / 2, 1e-12);
+  // disc-2's runs moved by 10% (0.050 to 0.055 ms); disc-3's spread was not recorded.
+  EXPECT_NEAR(rows[0].spread, 0.1, 1e-12);
   EXPECT_EQ(rows[1].device, "a");
   EXPECT_TRUE(rows[1].own);
   EXPECT_EQ(rows[1].holdout, Holdout::Model);
@@ -207,7 +209,19 @@ TEST(ProfilePredict, TheValidationTableComparesOwnAndOtherProfilesWithMeasuremen
       expected_error(rows, a, DeviceKind::Cpu, true, Holdout::Model, {a, b});
   ASSERT_TRUE(unseen);
   EXPECT_NEAR(unseen->worst, rows[1].worst_abs, 1e-12);
-  EXPECT_FALSE(expected_error(rows, a, DeviceKind::Gpu, false, Holdout::None, {a, b}));
+  EXPECT_NEAR(unseen->spread, 0.1, 1e-12);
+  EXPECT_FALSE(other->at_least);
+  // No row predicts a GPU from a: at least a's own error, and said so.
+  const auto gpu = expected_error(rows, a, DeviceKind::Gpu, false, Holdout::None, {a, b});
+  ASSERT_TRUE(gpu);
+  EXPECT_TRUE(gpu->at_least);
+  EXPECT_NEAR(gpu->median, rows[0].median_abs, 1e-12);
+  EXPECT_NEAR(gpu->worst, rows[0].worst_abs, 1e-12);
+  // A profile of a kind no row speaks for (a GPU's, here): nothing to say.
+  DeviceProfile g = profile_of(8);
+  g.id = "g";
+  g.kind = DeviceKind::Gpu;
+  EXPECT_FALSE(expected_error(rows, g, DeviceKind::Gpu, false, Holdout::None, {a, b, g}));
 }
 
 // A model measured from its spec (never profiled) is validated with the models left out, never

@@ -206,7 +206,7 @@ DeviceProfile hand_profile() {
   s.graph_forward_us = 1;  // a GPU's sample: its time in a recorded step too
   s.graph_backward_us = 1.5;
   p.samples.push_back(s);
-  p.measured.push_back({"disc-2", 100, 0.005, "a test", ""});
+  p.measured.push_back({"disc-2", 100, 0.005, "a test", "", 0.0055});
   // A model that is not built in carries its spec.
   p.measured.push_back({"tiny", 8, 0.004, "a test", "[model]\nname = \"tiny\"\n"});
   return p;
@@ -221,6 +221,8 @@ TEST(Profile, JsonRoundTripKeepsEveryField) {
   EXPECT_EQ(q.measured.at(0).model, "disc-2");
   EXPECT_EQ(q.samples.at(1).graph_backward_us, 1.5);
   EXPECT_EQ(q.measured.at(0).spec_toml, "");
+  EXPECT_EQ(q.measured.at(0).slowest_ms, 0.0055);
+  EXPECT_EQ(q.measured.at(1).slowest_ms, 0);  // not recorded
   EXPECT_EQ(q.measured.at(1).spec_toml, "[model]\nname = \"tiny\"\n");
   // An older file without the graph fields reads with none.
   nlohmann::json old = to_json(p);
@@ -256,6 +258,8 @@ TEST(Profile, TheReaderNamesTheFileAndTheFieldThatIsWrong) {
        "samples[1].graph_forward_us"},
       {"graph node", [](auto& j) { j["graph_node_us"] = "x"; }, "graph_node_us: expected a number"},
       {"sm count", [](auto& j) { j["sm_count"] = 1e300; }, "sm_count:"},
+      {"slowest below fastest", [](auto& j) { j["measured"][0]["slowest_ms"] = 0.004; },
+       "measured[0].slowest_ms: 0.004 is below step_ms"},
   };
   for (const Case& c : cases) {
     nlohmann::json j = good;
