@@ -196,8 +196,10 @@ void use_profiles(AdviceOptions& o, const std::vector<DeviceProfile>& local) {
     if (!replaced) o.profiles.push_back(std::move(p));
   }
   // The table is the shipped profiles' (they carry the measurements they are checked against);
-  // a cached profile of this machine predicts, but is validated by `crossover validate`.
-  o.validation = validate_profiles(shipped_profiles());
+  // a cached profile of this machine predicts, but is validated by `crossover validate`. The
+  // shipped profiles are built in: their table is the same for the whole process.
+  static const std::vector<ValidationRow> shipped_table = validate_profiles(shipped_profiles());
+  o.validation = shipped_table;
 }
 
 namespace {

@@ -88,7 +88,7 @@ struct DevicePrediction {
   std::string profile;                   // the profile it was predicted from ("" : roofline)
   std::optional<double> expected_error;  // the validation table's median |error| for its kind
   std::optional<double> expected_worst;  // and its worst
-  bool expected_at_least = false;        // no row validates its kind: at least these (see ExpectedError)
+  bool expected_at_least = false;  // no row validates its kind: at least these (see ExpectedError)
   std::vector<std::string> assumptions;
 };
 

@@ -125,7 +125,8 @@ CatalogDevice read_device(const TomlTable& t) {
   const TomlValue sms = t.get("sm_count");
   const TomlValue clock = t.get("boost_clock_mhz");
   if (cpu && (sms || clock)) {
-    (sms ? sms : clock).fail("for GPUs only (multiprocessors and boost clock); leave it out for a CPU");
+    (sms ? sms : clock)
+        .fail("for GPUs only (multiprocessors and boost clock); leave it out for a CPU");
   }
   if (sms) d.sm_count = static_cast<int>(sms.integer_in(1, kMaxCount));
   if (clock) d.boost_clock_mhz = clock.number(kPositive);

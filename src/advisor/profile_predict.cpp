@@ -114,7 +114,7 @@ struct GraphScale {
   // How a kernel's time grows with its roofline, per op, as the source's own samples show it:
   // the slope of log(time past the floor) on log(roofline). 1: a constant fraction of the peak
   // (big kernels); near 0: latency, whatever the size (the small kernels a GPU runs most). Where
-  // the profile has too few samples of an op: 1, the roofline's ratio itself.
+  // the profile has too few samples of an op: the slope over all its samples.
   std::map<std::string, double> slopes;
   double pooled = 1;  // the same over every sample: for an op with too few samples of its own
   double slope(const std::string& op) const {
@@ -161,7 +161,8 @@ GraphScale graph_scale(const DeviceProfile& source, const TargetDevice& target, 
   // Least squares of log(work) on log(roofline) over each op's samples.
   std::map<std::string, std::vector<std::pair<double, double>>> points;
   for (const KernelSample& s : source.samples) {
-    const double floor = source.graph_node_us * (s.backward_us > 0 || s.graph_backward_us > 0 ? 2 : 1);
+    const double floor =
+        source.graph_node_us * (s.backward_us > 0 || s.graph_backward_us > 0 ? 2 : 1);
     const double work = s.graph_total_us() - floor, roof = roofline_us(s, src);
     if (work > 0 && roof > 0) points[s.op].emplace_back(std::log(roof), std::log(work));
   }
@@ -175,8 +176,9 @@ GraphScale graph_scale(const DeviceProfile& source, const TargetDevice& target, 
 }
 
 // The time of the kernel(s) `want` stands for, on the target: from the source's nearest sample,
-// moved to this shape by the roofline's ratio on the source, then to the target by the ratio of
-// the rate that bounds it there; the fixed part by the two devices' fixed costs.
+// moved to this shape by the roofline's ratio on the source (on a GPU raised to its op's slope,
+// GraphScale), then to the target by the ratio of the rate that bounds it there (between GPUs, the
+// latency part by the clocks); the fixed part by the two devices' fixed costs.
 double kernel_us(const DeviceProfile& source, const TargetDevice& target, bool own,
                  const GraphScale& graph, const KernelSample& want, Part part, Accumulator& acc) {
   const Rates src = rates_of(source), dst = own ? src : rates_of(target);
@@ -207,8 +209,8 @@ double kernel_us(const DeviceProfile& source, const TargetDevice& target, bool o
   // In a recorded step a node's fixed part is the graph's own floor per kernel (forward and
   // backward: two at least); otherwise the probe's per-layer cost.
   const double measured = graph.on ? s->graph_total_us() : s->total_us();
-  const double floor = graph.on ? source.graph_node_us * (part == Part::Node ? 2 : 1)
-                                : fixed_us(part, src);
+  const double floor =
+      graph.on ? source.graph_node_us * (part == Part::Node ? 2 : 1) : fixed_us(part, src);
   const double fixed_src = std::min(measured, floor);
   double work = measured - fixed_src;
   if (!exact) {
@@ -237,7 +239,8 @@ double kernel_us(const DeviceProfile& source, const TargetDevice& target, bool o
     // scales by the rate that bounds it (FLOPs or bandwidth, the datasheets' ratio); the rest,
     // latency (a node's floor, a kernel too small to fill the chip), by the clocks. No kernel
     // beats the target's roofline at the best efficiency the source's kernels reached.
-    const double roof_src = std::min(work, roofline_us(look, src)), roof_dst = roofline_us(look, dst);
+    const double roof_src = std::min(work, roofline_us(look, src)),
+                 roof_dst = roofline_us(look, dst);
     const double rate_ratio = roof_src > 0 ? roof_dst / roofline_us(look, src) : 1;
     work = std::max((work - roof_src) * graph.clock_ratio + roof_src * rate_ratio,
                     roof_dst / graph.best_efficiency);
@@ -319,9 +322,8 @@ ProfilePrediction predict_with_profile(const ModelSpec& spec, int64_t batch,
   for (size_t i = 0; i < layout.nodes.size(); ++i) {
     if (is_view(layout.nodes[i], true)) continue;
     ++out.nodes;
-    us +=
-        kernel_us(source, target, own, graph, node_sample(layout, i, slice, out.shards), Part::Node,
-                    acc);
+    us += kernel_us(source, target, own, graph, node_sample(layout, i, slice, out.shards),
+                    Part::Node, acc);
   }
   KernelSample loss;
   loss.op = "loss";
@@ -358,8 +360,8 @@ ProfilePrediction predict_with_profile(const ModelSpec& spec, int64_t batch,
   // The step's own fixed cost: the source's where the software is the same kind of device, the
   // target's probe (or assumption) across kinds; one parallel region when sharded.
   double step_fixed = graph.on ? source.graph_step_fixed_us * graph.clock_ratio
-                     : own || target.kind == source.kind ? source.step_fixed_us
-                                                         : target.step_overhead_us;
+                      : own || target.kind == source.kind ? source.step_fixed_us
+                                                          : target.step_overhead_us;
   if (out.shards > 1) step_fixed += source.shard_fork_us;
   acc.fixed_us += step_fixed;
   us += step_fixed;
@@ -458,7 +460,8 @@ bool profile_has_model(const DeviceProfile& profile, const ModelSpec& spec, int6
   for (const KernelSample& s : profile.samples) have.insert(sample_key(s));
   const ModelLayout layout = model_layout(at);
   for (size_t i = 0; i < layout.nodes.size(); ++i) {
-    if (!is_view(layout.nodes[i], true) && !have.count(sample_key(node_sample(layout, i, batch, 1))))
+    if (!is_view(layout.nodes[i], true) &&
+        !have.count(sample_key(node_sample(layout, i, batch, 1))))
       return false;
   }
   return profile.has_kernels();
@@ -559,9 +562,9 @@ std::optional<ExpectedError> expected_error(const std::vector<ValidationRow>& ro
       out->median = std::max(out->median, r.median_abs);
       out->worst = std::max(out->worst, r.worst_abs);
       out->spread = std::max(out->spread, r.spread);
-      out->rows += fmt::format("{}{}{}", out->rows.empty() ? "" : "; ", r.device,
-                               own ? fmt::format(", {}", holdout_name(r.holdout))
-                                   : fmt::format(" from {}", r.from));
+      out->rows += fmt::format(
+          "{}{}{}", out->rows.empty() ? "" : "; ", r.device,
+          own ? fmt::format(", {}", holdout_name(r.holdout)) : fmt::format(" from {}", r.from));
     }
     if (out) return out;
   }

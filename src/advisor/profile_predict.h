@@ -49,7 +49,7 @@ struct ProfilePrediction {
   double kernels_s = 0, fixed_s = 0;
   double flops_s = 0, bytes_s = 0;  // the kernels' time by what bounds each (kernels_s split)
   int nodes = 0, interpolated = 0, unprofiled = 0;  // unprofiled: roofline on the source's peaks
-  bool graph = false;  // a GPU's recorded step, from the profile's graph times
+  bool graph = false;       // a GPU's recorded step, from the profile's graph times
   std::string bound;        // "FLOPs", "bytes" or "overhead": what bounds most of the step
   std::string how() const;  // "own profile", "from amd-epyc-2t's profile, scaled"
 };
@@ -61,9 +61,9 @@ ProfilePrediction predict_with_profile(const ModelSpec& spec, int64_t batch,
 
 // How a validation row's predictions were made, from the most to the least the profile knew.
 enum class Holdout {
-  None,         // the device's own profile, every kernel of the model in it
-  Model,        // leave one model out: its own profile less the samples only that model gave
-  Device,       // leave one device out: another device's profile, scaled (same kind or not)
+  None,    // the device's own profile, every kernel of the model in it
+  Model,   // leave one model out: its own profile less the samples only that model gave
+  Device,  // leave one device out: another device's profile, scaled (same kind or not)
 };
 const char* holdout_name(Holdout h);  // "own profile", "leave one model out", "other device"
 

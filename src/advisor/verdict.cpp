@@ -156,12 +156,11 @@ std::optional<GpuVerdict> make_verdict(const std::vector<DevicePrediction>& ps,
   }
   for (const CostTable::Owned& o : cost.ownership) {
     if (!is_gpu(o.device)) continue;
-    options.push_back({"buy", o.device, fmt::format("your own {}", o.name), o.device,
-                       o.run_hours * 3600, o.run_usd, o.predicted,
-                       lower_bound(o.device, o.predicted),
-                       o.predicted ? expected(o.device) : std::nullopt,
-                       o.predicted ? worst(o.device) : std::nullopt,
-                       o.predicted && at_least(o.device)});
+    options.push_back(
+        {"buy", o.device, fmt::format("your own {}", o.name), o.device, o.run_hours * 3600,
+         o.run_usd, o.predicted, lower_bound(o.device, o.predicted),
+         o.predicted ? expected(o.device) : std::nullopt,
+         o.predicted ? worst(o.device) : std::nullopt, o.predicted && at_least(o.device)});
   }
   const GpuOption* best = nullptr;
   for (const char* how : {"here", "rent", "buy"}) {
@@ -205,17 +204,15 @@ std::optional<GpuVerdict> make_verdict(const std::vector<DevicePrediction>& ps,
   }
   const GpuOption& g = *best;
   const double saved = v.here_seconds - g.seconds;
-  const std::string kind = !g.predicted       ? "measured"
-                           : g.lower_bound    ? "predicted, a lower bound"
-                           : g.expected_error
-                               ? fmt::format("predicted, expected error{}: median {:.0f}%{}",
-                                             g.expected_at_least ? " at least" : "",
-                                             100 * *g.expected_error,
-                                             g.expected_worst
-                                                 ? fmt::format(", worst {:.0f}%",
-                                                               100 * *g.expected_worst)
-                                                 : "")
-                               : "predicted";
+  const std::string kind =
+      !g.predicted    ? "measured"
+      : g.lower_bound ? "predicted, a lower bound"
+      : g.expected_error
+          ? fmt::format(
+                "predicted, expected error{}: median {:.0f}%{}",
+                g.expected_at_least ? " at least" : "", 100 * *g.expected_error,
+                g.expected_worst ? fmt::format(", worst {:.0f}%", 100 * *g.expected_worst) : "")
+          : "predicted";
   if (g.seconds >= v.here_seconds) {
     // What bounds the GPU's step: fixed costs ("overhead") say the model is too small for it.
     std::string bound;

@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "backend/backend.h"
-#include "model/model.h"
 #include "measure/sampler.h"
+#include "model/model.h"
 
 namespace xo {
 

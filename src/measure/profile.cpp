@@ -96,8 +96,9 @@ QueuedTimes queued_us(Backend& be, Body&& body, Before&& before) {
   const std::unique_ptr<RecordedWork> shorter = be.capture(calls(n));
   const std::unique_ptr<RecordedWork> longer = be.capture(calls(3 * n));
   if (!shorter || !longer) return out;  // cannot record: no graph time
-  out.graph_us = std::max(
-      0.0, (median_of([&] { longer->replay(); }) - median_of([&] { shorter->replay(); })) / (2 * n));
+  out.graph_us =
+      std::max(0.0, (median_of([&] { longer->replay(); }) - median_of([&] { shorter->replay(); })) /
+                        (2 * n));
   return out;
 }
 
@@ -290,8 +291,7 @@ struct Profiler {
     s.bytes = optimizer_bytes_per_param(model.spec().train.optimizer) * s.in_size;
     if (!first_time(s)) return;
     auto kernel = be.optimizer(model.spec().train.optimizer, model.flat_size());
-    time(s.forward_us, s.graph_forward_us, 1,
-         [&] { kernel->step(model.params(), model.grads()); });
+    time(s.forward_us, s.graph_forward_us, 1, [&] { kernel->step(model.params(), model.grads()); });
     profile.samples.push_back(s);
   }
 
@@ -414,8 +414,9 @@ void measure_step_fixed(Backend& be, DeviceProfile& profile) {
   profile.step_fixed_us = std::max(0.0, queued_step_us(be, step, false) - kernels);
   profile.graph_step_fixed_us = std::max(0.0, queued_step_us(be, step, true) - graph_kernels);
   DeviceBuffer counter = be.allocate(sizeof(uint64_t));
-  profile.graph_node_us =
-      queued_us(be, [&] { be.increment(counter.as<uint64_t>()); }, [] {}).graph_us;
+  profile.graph_node_us = queued_us(
+                              be, [&] { be.increment(counter.as<uint64_t>()); }, [] {})
+                              .graph_us;
 }
 
 ModelSpec mlp(int64_t batch, int64_t width) {
@@ -450,9 +451,9 @@ ModelSpec cnn(int64_t batch, std::vector<int64_t> input, int64_t kernel, int64_t
   s.name = fmt::format("profile-cnn-{}x{}k{}c{}-{}", batch, input[1], kernel, c1, c2);
   s.origin = "built-in";
   s.input = std::move(input);
-  s.layers = {grid_layer(LayerType::Conv2d, c1, kernel),  grid_layer(LayerType::ReLU),
-              grid_layer(LayerType::Conv2d, c2, kernel),  grid_layer(LayerType::ReLU),
-              grid_layer(LayerType::MaxPool2d, 0, 2),     grid_layer(LayerType::Flatten),
+  s.layers = {grid_layer(LayerType::Conv2d, c1, kernel), grid_layer(LayerType::ReLU),
+              grid_layer(LayerType::Conv2d, c2, kernel), grid_layer(LayerType::ReLU),
+              grid_layer(LayerType::MaxPool2d, 0, 2),    grid_layer(LayerType::Flatten),
               grid_layer(LayerType::Linear, 10)};
   s.train.batch = batch;
   s.train.shuffle = false;

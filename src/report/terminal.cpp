@@ -118,11 +118,9 @@ std::string predictions_text(const Report& report) {
   for (const DevicePrediction& p : report.predictions) {
     t.add_row({p.name, fmt::format("{:.4f} ms", p.step.seconds * 1e3),
                p.expected_error
-                   ? fmt::format("{}±{:.0f}%{}", p.expected_at_least ? ">= " : "",
-                                 100 * *p.expected_error,
-                                 p.expected_worst
-                                     ? fmt::format(", {:.0f}%", 100 * *p.expected_worst)
-                                     : "")
+                   ? fmt::format(
+                         "{}±{:.0f}%{}", p.expected_at_least ? ">= " : "", 100 * *p.expected_error,
+                         p.expected_worst ? fmt::format(", {:.0f}%", 100 * *p.expected_worst) : "")
                    : std::string(p.profile.empty() ? "-" : "unknown"),
                p.profile.empty()
                    ? std::string(p.lower_bound ? "roofline (lower bound)" : "roofline")

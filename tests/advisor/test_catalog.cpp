@@ -99,6 +99,11 @@ TEST(CatalogShipped, LoadsAndCoversGpusCpusAndInstances) {
     // rates. The densest dense ratio shipped is the A100's 312 / 19.5 = 16, so a sparse figure
     // (32x on A100, ~30x on H100) would fail this.
     EXPECT_LE(d.bf16_tflops, 16 * d.f32_tflops) << d.id << ": a sparsity figure?";
+    // Every GPU carries what moves a profile's latency-bound kernels to it.
+    if (d.kind == DeviceKind::Gpu) {
+      EXPECT_GT(d.sm_count, 0) << d.id;
+      EXPECT_GT(d.boost_clock_mhz, 500) << d.id;
+    }
   }
   EXPECT_GE(gpus, 10);
   EXPECT_GE(cpus, 4);
@@ -283,6 +288,13 @@ std::vector<ErrorCase> error_cases() {
        kHeader + device("gpu-a", {}, "threads = 8\n"),
        {a + ".threads", "CPUs only"}},
       {"gpu_with_cores", kHeader + device("gpu-a", {}, "cores = 8\n"), {a + ".cores", "CPUs only"}},
+      {"cpu_with_sm_count",
+       kHeader + device("cpu-a", {{"kind", "\"cpu\""}}, "cores = 4\nthreads = 8\nsm_count = 2\n"),
+       {"device.cpu-a.sm_count", "GPUs only"}},
+      {"zero_sm_count", kHeader + device("gpu-a", {}, "sm_count = 0\n"), {a + ".sm_count"}},
+      {"zero_clock",
+       kHeader + device("gpu-a", {}, "boost_clock_mhz = 0\n"),
+       {a + ".boost_clock_mhz", "> 0"}},
       {"fractional_cores",
        kHeader + device("cpu-a", {{"kind", "\"cpu\""}}, "cores = 2.5\n"),
        {"device.cpu-a.cores", "expected an integer"}},

@@ -205,8 +205,7 @@ TEST(ProfilePredict, TheValidationTableComparesOwnAndOtherProfilesWithMeasuremen
   EXPECT_NEAR(other->worst, rows[3].worst_abs, 1e-12);
   EXPECT_NE(other->rows.find("b from a"), std::string::npos) << other->rows;
   // Own profile, a model it did not measure: the leave-one-model-out row.
-  const auto unseen =
-      expected_error(rows, a, DeviceKind::Cpu, true, Holdout::Model, {a, b});
+  const auto unseen = expected_error(rows, a, DeviceKind::Cpu, true, Holdout::Model, {a, b});
   ASSERT_TRUE(unseen);
   EXPECT_NEAR(unseen->worst, rows[1].worst_abs, 1e-12);
   EXPECT_NEAR(unseen->spread, 0.1, 1e-12);
@@ -293,7 +292,7 @@ DeviceProfile gpu_profile() {
   p.clock_mhz = 2000;
   p.sm_count = 100;
   for (KernelSample& s : p.samples) {
-    s.graph_forward_us = s.forward_us / 2;  // 2 + 4 + 1.5 + 2 = 9.5 us in a graph
+    s.graph_forward_us = s.forward_us / 2;    // 2 + 4 + 1.5 + 2 = 9.5 us in a graph
     s.graph_backward_us = s.backward_us / 2;  // 3 + 6 = 9
   }
   return p;

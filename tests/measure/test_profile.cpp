@@ -154,8 +154,8 @@ TEST(ProfileGpu, EveryKernelIsTimedQueuedAndInsideACudaGraph) {
     EXPECT_GT(s.graph_total_us(), 0) << s.op << " " << s.variant;
     EXPECT_TRUE(std::isfinite(s.graph_total_us())) << s.op;
   }
-  for (const char* op : {"linear", "conv2d", "maxpool2d", "dropout", "embedding", "lstm", "loss",
-                         "optimizer"}) {
+  for (const char* op :
+       {"linear", "conv2d", "maxpool2d", "dropout", "embedding", "lstm", "loss", "optimizer"}) {
     EXPECT_TRUE(ops.count(op)) << op;
   }
   // The profile reads back with its graph times.
