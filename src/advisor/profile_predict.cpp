@@ -283,18 +283,6 @@ TargetDevice profile_target(const DeviceProfile& p) {
   return t;
 }
 
-const char* holdout_name(Holdout h) {
-  switch (h) {
-    case Holdout::None:
-      return "own profile";
-    case Holdout::Model:
-      return "leave one model out";
-    case Holdout::Device:
-      return "other device";
-  }
-  return "?";
-}
-
 std::string ProfilePrediction::how() const {
   return own ? "own profile" : fmt::format("from {}'s profile, scaled", source);
 }

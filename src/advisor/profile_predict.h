@@ -65,7 +65,19 @@ enum class Holdout {
   Model,   // leave one model out: its own profile less the samples only that model gave
   Device,  // leave one device out: another device's profile, scaled (same kind or not)
 };
-const char* holdout_name(Holdout h);  // "own profile", "leave one model out", "other device"
+// "own profile", "leave one model out", "other device". Inline: the report's reader (linked into
+// the fuzz targets without the predictor) names it too.
+inline const char* holdout_name(Holdout h) {
+  switch (h) {
+    case Holdout::None:
+      return "own profile";
+    case Holdout::Model:
+      return "leave one model out";
+    case Holdout::Device:
+      return "other device";
+  }
+  return "?";
+}
 
 // One device's predictions against its measurements (the profile's `measured` steps).
 struct ValidationRow {
