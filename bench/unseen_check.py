@@ -56,11 +56,14 @@ def predicted(crossover, spec, device):
     sys.exit(f"crossover advise {spec}: no prediction for {device}")
 
 
-def spec_batch(text):
-    for line in text.splitlines():
+def spec_batch(text, path):
+    for number, line in enumerate(text.splitlines(), 1):
         if line.strip().startswith("batch ="):
-            return int(line.split("=", 1)[1].split("#")[0])
-    sys.exit("a spec without a [train] batch")
+            value = line.split("=", 1)[1].split("#")[0].strip()
+            if not value.isdigit():
+                sys.exit(f"{path}:{number}: batch: expected a positive integer, found '{value}'")
+            return int(value)
+    sys.exit(f"{path}: [train] batch: missing (the measurement's batch is recorded with it)")
 
 
 def add_to_profile(a):
@@ -71,13 +74,14 @@ def add_to_profile(a):
     measured = measured_steps(a.measured)
     keep = [m for m in profile["measured"] if m["model"] not in measured]
     for name, m in sorted(measured.items()):
-        with open(os.path.join(ROOT, "bench", "unseen", name + ".toml")) as f:
+        path = os.path.join(ROOT, "bench", "unseen", name + ".toml")
+        with open(path) as f:
             text = f.read()
-        keep.append({"model": name, "batch": spec_batch(text), "step_ms": m["fastest_ms"],
+        keep.append({"model": name, "batch": spec_batch(text, path), "step_ms": m["fastest_ms"],
                      "source": f"fastest median step of {len(m['runs'])} runs of crossover train "
                                f"bench/unseen/{name}.toml --device cuda --steps 200 "
                                f"(bench/gpu_unseen.sh; slowest {m['slowest_ms']:.4g} ms; {a.date})",
-                     "spec_toml": text})
+                     "spec_toml": text, "slowest_ms": m["slowest_ms"]})
     profile["measured"] = keep
     tmp = a.add_to_profile + ".tmp"
     with open(tmp, "w") as f:
