@@ -202,6 +202,12 @@ void use_profiles(AdviceOptions& o, const std::vector<DeviceProfile>& local) {
   o.validation = shipped_table;
 }
 
+AdviceOptions with_profiles(const AdviceOptions& o) {
+  AdviceOptions out = o;
+  if (out.profiles.empty()) use_profiles(out, cached_profiles_here(default_profile_cache()));
+  return out;
+}
+
 namespace {
 
 // The engine's rules for a device of `kind` with `threads`: a CPU's as a CPU profile recorded

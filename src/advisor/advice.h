@@ -41,6 +41,9 @@ struct AdviceOptions {
 // Fills o.profiles, o.local_profiles and o.validation: `local` (this machine's cached profiles) and
 // the shipped ones (data/profiles/).
 void use_profiles(AdviceOptions& o, const std::vector<DeviceProfile>& local);
+// `o` with the device profiles predictions start from: this machine's cached ones (`crossover
+// devices --profile`) and the shipped ones. Unchanged when it has some.
+AdviceOptions with_profiles(const AdviceOptions& o);
 
 // A step predicted from the profiles: the profile it came from, whether that is the device's own,
 // and the validation table's median error for that kind of prediction.

@@ -10,6 +10,7 @@
 #include "advisor/advice.h"
 #include "advisor/sweep.h"
 #include "cli/commands.h"
+#include "cli/messages.h"
 #include "cli/session.h"
 #include "core/error.h"
 #include "core/file.h"
@@ -17,6 +18,7 @@
 #include "model/cost.h"
 #include "model/model.h"
 #include "model/vary.h"
+#include "report/assemble.h"
 #include "report/files.h"
 #include "report/report_json.h"
 #include "report/terminal.h"
@@ -165,7 +167,7 @@ int run_advise(const AdviseOptions& o, bool advise) {
       if (session.stopped()) break;
       session.measure(spec, device, job++, jobs);
     }
-    if (session.runs().empty()) return 130;
+    if (session.runs().empty()) return kExitInterrupted;
     report = session.report(kind, title, true);
     const RunRecord& focus = session.runs().front();
     std::vector<SweepSeries> series;
@@ -206,7 +208,7 @@ int run_advise(const AdviseOptions& o, bool advise) {
                terminal_safe((std::filesystem::path(out) / "report.html").string()),
                stopped ? " (interrupted: partial)" : "");
   }
-  return stopped ? 130 : 0;
+  return stopped ? kExitInterrupted : kExitOk;
 }
 
 Command add(CLI::App& app, const char* name, const char* help, bool advise) {

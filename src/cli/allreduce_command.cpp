@@ -13,6 +13,7 @@
 
 #include "advisor/scale_out.h"
 #include "cli/commands.h"
+#include "cli/messages.h"
 #include "cli/session.h"
 #include "core/clock.h"
 #include "core/error.h"

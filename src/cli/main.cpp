@@ -1,6 +1,5 @@
-// crossover's command line: train one model, run the classic sweep, list models and devices,
-// replay a recorded job. Exit codes: 0, 2 bad input (a usage error too), 3 internal error, 4 a
-// replay differs, 130 interrupted.
+// crossover's command line: the subcommands registered, the one that was named run, and every
+// failure turned into a message and an exit code (the list of codes: cli/commands.h).
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -24,6 +23,107 @@ bool runs_on_ranks(const std::string& command) {
   return command == "train" || command == "sweep" || command == "tune" || command == "allreduce";
 }
 
+// A usage error: the same prefix and exit code as every other bad input (CLI11's own codes, 105,
+// 106, ..., mean nothing to a script), and where the usage is.
+int usage_error(const std::vector<xo::cli::Command>& commands, const CLI::ParseError& e, int argc,
+                char** argv) {
+  std::string usage = "crossover --help";
+  std::string message = e.what();
+  std::vector<std::string> names;
+  bool parsed = false;
+  for (const auto& command : commands) {
+    names.push_back(command.app->get_name());
+    if (command.app->parsed()) {
+      usage = "crossover " + command.app->get_name() + " --help";
+      parsed = true;
+    }
+  }
+  if (!parsed && argc > 1 && argv[1][0] != '-') {
+    message =
+        fmt::format("unknown command '{}' (expected one of {})", argv[1], fmt::join(names, ", "));
+  }
+  // Every rank of an MPI job parsed the same line: rank 0 says it.
+  if (xo::mpi::launched_rank() == 0) {
+    fmt::print(stderr, "crossover: error: {} (`{}` shows the usage)\n", xo::terminal_safe(message),
+               usage);
+  }
+  return xo::cli::kExitBadInput;
+}
+
+// Under a launcher with several ranks, only the commands that use them run; any other would run
+// once per rank, each into the same files. False (and said) for such a command.
+bool fits_the_launch(const std::vector<xo::cli::Command>& commands) {
+  const int ranks = xo::mpi::launched() ? xo::mpi::launched_size() : 1;
+  if (ranks <= 1) return true;
+  for (const auto& command : commands) {
+    const std::string name = command.app->get_name();
+    if (!command.app->parsed() || runs_on_ranks(name)) continue;
+    if (xo::mpi::launched_rank() == 0) {
+      fmt::print(stderr,
+                 "crossover: error: `crossover {}` was started on {} ranks of an MPI job, and is "
+                 "one process: run it without mpirun (under mpirun, `train` trains one model on "
+                 "every rank, `sweep --vary ranks=1,2,...` measures the scaling, `tune` runs "
+                 "trials on the ranks and `allreduce` measures the link)\n",
+                 name, ranks);
+    }
+    return false;
+  }
+  return true;
+}
+
+// Runs the command that was named. Only these reach "internal error": an InternalError (a
+// library call or an invariant failed) and exceptions from code that should have checked its
+// input (a JSON type error on a document crossover wrote itself, a std::logic_error). Everything
+// a user or a file can cause is a UserError by then, or one of the others below.
+int run_command(const std::vector<xo::cli::Command>& commands) {
+  using namespace xo::cli;
+  // What the command was doing, for the messages of the failures that carry no context.
+  std::string doing = "crossover";
+  try {
+    for (const auto& command : commands) {
+      if (command.app->parsed()) {
+        doing = "crossover " + command.app->get_name();
+        return command.run();
+      }
+    }
+    return 1;
+  } catch (const xo::Interrupted& e) {
+    // SIGINT/SIGTERM outside the step loop: what had finished is kept (the results written after
+    // every run, a checkpoint); the unfinished piece of work is named.
+    fmt::print(stderr, "crossover: stopped while {} (what had finished is kept)\n",
+               xo::terminal_safe(e.what()));
+    return kExitInterrupted;
+  } catch (const xo::UserError& e) {  // OutOfMemory too: the device, the size, what is free
+    // A message may echo a name from a file (a model, a key, a path): shown, never acted on.
+    fmt::print(stderr, "crossover: error: {}\n", xo::terminal_safe(e.what()));
+    return kExitBadInput;
+  } catch (const std::bad_alloc&) {
+    // The host ran out outside the backends' allocations (a data set, a kernel's own buffers):
+    // the same remedy as the device's OutOfMemory, not a bug.
+    fmt::print(stderr,
+               "crossover: error: out of host memory during `{}` (a smaller model, batch or data "
+               "set needs less)\n",
+               doing);
+    return kExitBadInput;
+  } catch (const std::length_error& e) {
+    // A container asked for more elements than it can address: a size from the input, too big
+    // for any memory.
+    fmt::print(stderr, "crossover: error: out of host memory during `{}`: {}\n", doing, e.what());
+    return kExitBadInput;
+  } catch (const std::filesystem::filesystem_error& e) {
+    // A path the user gave (or a folder under it) that cannot be created, read or replaced.
+    const std::string paths = e.path2().empty()
+                                  ? e.path1().string()
+                                  : fmt::format("{} -> {}", e.path1().string(), e.path2().string());
+    fmt::print(stderr, "crossover: error: {}: {} (during `{}`)\n", paths, e.code().message(),
+               doing);
+    return kExitBadInput;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "crossover: internal error: {}\n", xo::terminal_safe(e.what()));
+    return kExitInternal;
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -42,95 +142,9 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
-    // A usage error: the same prefix and exit code as every other bad input (CLI11's own codes,
-    // 105, 106, ..., mean nothing to a script), and where the usage is.
-    std::string usage = "crossover --help";
-    std::string message = e.what();
-    std::vector<std::string> names;
-    bool parsed = false;
-    for (const auto& command : commands) {
-      names.push_back(command.app->get_name());
-      if (command.app->parsed()) {
-        usage = "crossover " + command.app->get_name() + " --help";
-        parsed = true;
-      }
-    }
-    if (!parsed && argc > 1 && argv[1][0] != '-') {
-      message =
-          fmt::format("unknown command '{}' (expected one of {})", argv[1], fmt::join(names, ", "));
-    }
-    // Every rank of an MPI job parsed the same line: rank 0 says it.
-    if (xo::mpi::launched_rank() == 0) {
-      fmt::print(stderr, "crossover: error: {} (`{}` shows the usage)\n",
-                 xo::terminal_safe(message), usage);
-    }
-    return 2;
+    return usage_error(commands, e, argc, argv);
   }
-  // Under a launcher with several ranks, the commands that use them; any other would run once per
-  // rank, each into the same files.
-  if (const int ranks = xo::mpi::launched() ? xo::mpi::launched_size() : 1; ranks > 1) {
-    for (const auto& command : commands) {
-      const std::string name = command.app->get_name();
-      if (!command.app->parsed() || runs_on_ranks(name)) continue;
-      if (xo::mpi::launched_rank() == 0) {
-        fmt::print(stderr,
-                   "crossover: error: `crossover {}` was started on {} ranks of an MPI job, and is "
-                   "one process: run it without mpirun (under mpirun, `train` trains one model on "
-                   "every rank, `sweep --vary ranks=1,2,...` measures the scaling, `tune` runs "
-                   "trials on the ranks and `allreduce` measures the link)\n",
-                   name, ranks);
-      }
-      return 2;
-    }
-  }
+  if (!fits_the_launch(commands)) return xo::cli::kExitBadInput;
   xo::install_interrupt_handler();
-  // What the command was doing, for the messages of the failures that carry no context.
-  std::string doing = "crossover";
-  // Only these reach "internal error": an InternalError (a library call or an invariant failed)
-  // and exceptions from code that should have checked its input (a JSON type error on a document
-  // crossover wrote itself, a std::logic_error). Everything a user or a file can cause is a
-  // UserError by then, or one of the two below.
-  try {
-    for (const auto& command : commands) {
-      if (command.app->parsed()) {
-        doing = "crossover " + command.app->get_name();
-        return command.run();
-      }
-    }
-    return 1;
-  } catch (const xo::Interrupted& e) {
-    // SIGINT/SIGTERM outside the step loop: what had finished is kept (the results written after
-    // every run, a checkpoint); the unfinished piece of work is named.
-    fmt::print(stderr, "crossover: stopped while {} (what had finished is kept)\n",
-               xo::terminal_safe(e.what()));
-    return 130;
-  } catch (const xo::UserError& e) {  // OutOfMemory too: the device, the size, what is free
-    // A message may echo a name from a file (a model, a key, a path): shown, never acted on.
-    fmt::print(stderr, "crossover: error: {}\n", xo::terminal_safe(e.what()));
-    return 2;
-  } catch (const std::bad_alloc&) {
-    // The host ran out outside the backends' allocations (a data set, a kernel's own buffers):
-    // the same remedy as the device's OutOfMemory, not a bug.
-    fmt::print(stderr,
-               "crossover: error: out of host memory during `{}` (a smaller model, batch or data "
-               "set needs less)\n",
-               doing);
-    return 2;
-  } catch (const std::length_error& e) {
-    // A container asked for more elements than it can address: a size from the input, too big
-    // for any memory.
-    fmt::print(stderr, "crossover: error: out of host memory during `{}`: {}\n", doing, e.what());
-    return 2;
-  } catch (const std::filesystem::filesystem_error& e) {
-    // A path the user gave (or a folder under it) that cannot be created, read or replaced.
-    const std::string paths = e.path2().empty()
-                                  ? e.path1().string()
-                                  : fmt::format("{} -> {}", e.path1().string(), e.path2().string());
-    fmt::print(stderr, "crossover: error: {}: {} (during `{}`)\n", paths, e.code().message(),
-               doing);
-    return 2;
-  } catch (const std::exception& e) {
-    fmt::print(stderr, "crossover: internal error: {}\n", xo::terminal_safe(e.what()));
-    return 3;
-  }
+  return run_command(commands);
 }

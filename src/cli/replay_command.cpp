@@ -122,62 +122,74 @@ std::string settings_text(const MeasureOptions& m, bool threads_resolved) {
       m.profile_steps, m.precision, m.record_step ? "on" : "off");
 }
 
-int run_replay(const ReplayOptions& o) {
-  const Report recorded = read_results(o.file);
-  const Manifest& manifest = manifest_of(recorded, o.file);
-  if (recorded.runs.empty()) throw UserError(fmt::format("{}: no runs in it to replay", o.file));
-
-  // The devices to replay on: the recorded runs', or those of --devices, where present here.
-  std::vector<std::string> recorded_devices;
+// The recorded runs' devices, in the order their runs come.
+std::vector<std::string> recorded_devices(const Report& recorded) {
+  std::vector<std::string> devices;
   for (const ReportRun& run : recorded.runs) {
     const std::string& id = run.run.result.device.id;
-    if (std::find(recorded_devices.begin(), recorded_devices.end(), id) == recorded_devices.end())
-      recorded_devices.push_back(id);
+    if (std::find(devices.begin(), devices.end(), id) == devices.end()) devices.push_back(id);
   }
-  for (const std::string& d : o.devices) {
-    if (std::find(recorded_devices.begin(), recorded_devices.end(), d) == recorded_devices.end()) {
-      throw UserError(fmt::format("--devices {}: {} has no run on it (its runs are on {})", d,
-                                  o.file, fmt::join(recorded_devices, ", ")));
-    }
-  }
-  const auto selected = [&](const std::string& d) {
-    return o.devices.empty() || std::find(o.devices.begin(), o.devices.end(), d) != o.devices.end();
-  };
-  const DeviceList here = list_devices();
-  std::vector<std::string> devices;
-  std::vector<std::pair<std::string, std::string>> absent;  // device, why
-  for (const std::string& d : recorded_devices) {
-    if (!selected(d)) continue;
-    if (std::find(here.available.begin(), here.available.end(), d) != here.available.end()) {
-      devices.push_back(d);
-    } else {
-      absent.emplace_back(d, why_absent(d, here));
-    }
-  }
+  return devices;
+}
 
-  // The recorded settings. Threads recorded as "every core" replay on as many threads as the
-  // recording machine had: the thread count decides the batch shards and so the order of sums.
+bool contains(const std::vector<std::string>& list, const std::string& item) {
+  return std::find(list.begin(), list.end(), item) != list.end();
+}
+
+// The devices to replay on: the recorded runs', or those of --devices, where present here; and
+// those that are not here, each with why.
+struct ReplayDevices {
+  std::vector<std::string> here;
+  std::vector<std::pair<std::string, std::string>> absent;  // device, why
+};
+
+ReplayDevices replay_devices(const Report& recorded, const ReplayOptions& o) {
+  const std::vector<std::string> recorded_on = recorded_devices(recorded);
+  for (const std::string& d : o.devices) {
+    if (!contains(recorded_on, d)) {
+      throw UserError(fmt::format("--devices {}: {} has no run on it (its runs are on {})", d,
+                                  o.file, fmt::join(recorded_on, ", ")));
+    }
+  }
+  const DeviceList here = list_devices();
+  ReplayDevices devices;
+  for (const std::string& d : recorded_on) {
+    if (!o.devices.empty() && !contains(o.devices, d)) continue;
+    if (contains(here.available, d)) {
+      devices.here.push_back(d);
+    } else {
+      devices.absent.emplace_back(d, why_absent(d, here));
+    }
+  }
+  if (devices.here.empty()) {
+    throw UserError(
+        fmt::format("{}: none of its runs can be replayed here ({})", o.file,
+                    devices.absent.empty() ? std::string("no device") : devices.absent[0].second));
+  }
+  return devices;
+}
+
+// The recorded settings. Threads recorded as "every core" replay on as many threads as the
+// recording machine had: the thread count decides the batch shards and so the order of sums.
+MeasureOptions replay_settings(const Manifest& manifest, const Report& recorded,
+                               const std::vector<std::string>& devices, bool& threads_resolved) {
   MeasureOptions m = measure_options(manifest.settings);
   m.devices = devices;
-  bool threads_resolved = false;
-  if (m.threads == 0) {
-    for (const ReportRun& run : recorded.runs) {
-      if (run.run.result.device.kind == DeviceKind::Cpu && run.run.result.device.threads > 0) {
-        m.threads = run.run.result.device.threads;
-        threads_resolved = true;
-        break;
-      }
+  threads_resolved = false;
+  if (m.threads != 0) return m;
+  for (const ReportRun& run : recorded.runs) {
+    if (run.run.result.device.kind == DeviceKind::Cpu && run.run.result.device.threads > 0) {
+      m.threads = run.run.result.device.threads;
+      threads_resolved = true;
+      break;
     }
   }
-  if (devices.empty()) {
-    throw UserError(fmt::format("{}: none of its runs can be replayed here ({})", o.file,
-                                absent.empty() ? std::string("no device") : absent[0].second));
-  }
-  // Created now (a fresh replay folder), once nothing before the work can fail.
-  const std::filesystem::path out = output_folder(o);
-  m.out = out.string();
-  m.overwrite = o.overwrite;
+  return m;
+}
 
+// What is replayed, how, and what differs between the recording build and machine and these.
+void print_replay_header(const ReplayOptions& o, const Report& recorded, const Manifest& manifest,
+                         const MeasureOptions& m, bool threads_resolved) {
   fmt::print("replay of {}: {} ({} run{}), created {}\n", o.file, recorded.title,
              recorded.runs.size(), recorded.runs.size() == 1 ? "" : "s", recorded.created);
   fmt::print("recorded command: {}\n", manifest.command_line);
@@ -189,36 +201,31 @@ int run_replay(const ReplayOptions& o) {
   const MachineInfo machine = describe_machine();
   fmt::print("{}", manifest_differences_text(manifest_differences(
                        manifest, recorded.machine ? &*recorded.machine : nullptr,
-                       job_manifest(m, devices, {}), machine)));
-  if (machine.logical_cpus && m.threads > *machine.logical_cpus &&
-      std::find(devices.begin(), devices.end(), "cpu") != devices.end()) {
+                       job_manifest(m, m.devices, {}), machine)));
+  if (machine.logical_cpus && m.threads > *machine.logical_cpus && contains(m.devices, "cpu")) {
     fmt::print(
         "note: replaying on {} threads as recorded, more than the {} here: the same batch shards "
         "and order of sums, slower\n",
         m.threads, *machine.logical_cpus);
   }
   std::fflush(stdout);  // before the session's progress on stderr
+}
 
-  size_t skipped = 0;
-  for (const auto& [device, why] : absent) {
-    for (const ReportRun& run : recorded.runs) {
-      if (run.run.result.device.id != device) continue;
-      fmt::print("{}", skipped_run_text(run.run.result.model, device, why));
-      ++skipped;
-    }
-  }
-
-  Session session(m);
+// Replays every recorded run on a device here, in order, each compared with its record as it
+// ends; the report written after each. Stops at a stop request. `skipped` counts the runs whose
+// data is not here.
+std::vector<RunComparison> replay_runs(Session& session, const Report& recorded,
+                                       const ReplayOptions& o, const std::filesystem::path& out,
+                                       size_t& skipped) {
+  const std::vector<std::string>& devices = session.devices();
   size_t jobs = 0;
-  for (const ReportRun& run : recorded.runs) {
-    jobs += std::find(devices.begin(), devices.end(), run.run.result.device.id) != devices.end();
-  }
+  for (const ReportRun& run : recorded.runs) jobs += contains(devices, run.run.result.device.id);
   const std::string title = fmt::format("crossover replay: {}", o.file);
   std::vector<RunComparison> compared;
   size_t job = 0;
   for (const ReportRun& run : recorded.runs) {
     const TrainResult& r = run.run.result;
-    if (std::find(devices.begin(), devices.end(), r.device.id) == devices.end()) continue;
+    if (!contains(devices, r.device.id)) continue;
     if (session.stopped()) break;
     ModelSpec spec = parse_spec(run.run.spec_toml, fmt::format("{} (spec_toml of run '{}' on {})",
                                                                o.file, r.model, r.device.id));
@@ -238,20 +245,46 @@ int run_replay(const ReplayOptions& o) {
     fmt::print("{}", run_comparison_text(compared.back()));
     std::fflush(stdout);
   }
+  return compared;
+}
+
+int run_replay(const ReplayOptions& o) {
+  const Report recorded = read_results(o.file);
+  const Manifest& manifest = manifest_of(recorded, o.file);
+  if (recorded.runs.empty()) throw UserError(fmt::format("{}: no runs in it to replay", o.file));
+  const ReplayDevices devices = replay_devices(recorded, o);
+  bool threads_resolved = false;
+  MeasureOptions m = replay_settings(manifest, recorded, devices.here, threads_resolved);
+  // Created now (a fresh replay folder), once nothing before the work can fail.
+  const std::filesystem::path out = output_folder(o);
+  m.out = out.string();
+  m.overwrite = o.overwrite;
+  print_replay_header(o, recorded, manifest, m, threads_resolved);
+  size_t skipped = 0;
+  for (const auto& [device, why] : devices.absent) {
+    for (const ReportRun& run : recorded.runs) {
+      if (run.run.result.device.id != device) continue;
+      fmt::print("{}", skipped_run_text(run.run.result.model, device, why));
+      ++skipped;
+    }
+  }
+  Session session(m);
+  const std::vector<RunComparison> compared = replay_runs(session, recorded, o, out, skipped);
   fmt::print("{}", replay_summary_text(compared, skipped, o.tolerance));
   if (!session.runs().empty()) {
+    const std::string title = fmt::format("crossover replay: {}", o.file);
     write_report(out, session.report("replay", title, true));  // complete unless interrupted
     fmt::print("report of the replay: {} (and results.json, results.csv)\n",
                (out / "report.html").string());
   }
   if (session.stopped()) {
     fmt::print("interrupted: the runs above were compared, the rest not\n");
-    return 130;
+    return kExitInterrupted;
   }
   const bool differs = std::any_of(compared.begin(), compared.end(), [](const RunComparison& c) {
     return c.verdict() == Verdict::Different;
   });
-  return differs ? kExitReplayDiffers : 0;
+  return differs ? kExitReplayDiffers : kExitOk;
 }
 
 }  // namespace

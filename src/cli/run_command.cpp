@@ -10,17 +10,20 @@
 #include <cmath>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <thread>
 
 #include "advisor/crossover_point.h"
 #include "advisor/sweep.h"
 #include "cli/commands.h"
+#include "cli/messages.h"
 #include "cli/session.h"
 #include "core/error.h"
 #include "dist/mpi.h"
 #include "model/cost.h"
 #include "model/model.h"
 #include "model/vary.h"
+#include "report/assemble.h"
 #include "report/files.h"
 #include "report/terminal.h"
 #include "train/data_parallel.h"
@@ -110,7 +113,7 @@ int run_models(const RunOptions& o) {
   }
   const Report report = write(true);
   fmt::print("{}", summary_text(report, out, session.stopped()));
-  return session.stopped() ? 130 : 0;
+  return session.stopped() ? kExitInterrupted : kExitOk;
 }
 
 // The rank counts of `--vary ranks=…` (a list, or a range A..B), each from 1 to the job's ranks.
@@ -198,11 +201,12 @@ int run_rank_sweep(const RunOptions& o, const ModelSpec& base, const mpi::World&
   if (!lead) return 0;
   const Report report = write(true);
   fmt::print("{}", summary_text(report, out, session.stopped()));
-  return session.stopped() ? 130 : 0;
+  return session.stopped() ? kExitInterrupted : kExitOk;
 }
 
-int run_sweep(const RunOptions& o) {
-  // Along ranks: under an MPI launcher, every rank in the job.
+// A sweep along ranks runs under an MPI launcher, every rank in the job; any other sweep is one
+// process. Nothing (go on as one process), or the exit code of the sweep along ranks.
+std::optional<int> sweep_on_ranks(const RunOptions& o) {
   if (o.vary.rfind("ranks=", 0) == 0) {
     if (!mpi::launched()) {
       throw UserError(fmt::format(
@@ -221,17 +225,26 @@ int run_sweep(const RunOptions& o) {
   }
   if (mpi::launched() && mpi::launched_size() > 1) {
     // Every rank would sweep on its own, into the same files: rank 0 says so, all stop.
-    if (mpi::launched_rank() != 0) return 2;
+    if (mpi::launched_rank() != 0) return kExitBadInput;
     throw UserError(fmt::format(
         "`crossover sweep` was started on {} ranks of an MPI job: along ranks (--vary "
         "ranks=1,2,...) it measures scaling on them; any other sweep is one process: run it "
         "without mpirun",
         mpi::launched_size()));
   }
-  const ModelSpec base = resolve_spec(o.spec);
-  print_notes(base);
-  // The same --vary as `tune`'s (tune/space.h): an axis or any key of the spec, whose values,
-  // numbers, are the chart's x.
+  return std::nullopt;
+}
+
+// The sweep's models: `base` with each value of --vary, and the values as numbers (the chart's x).
+struct SweepPoints {
+  std::string axis;
+  std::vector<ModelSpec> specs;
+  std::vector<double> values;
+};
+
+// The same --vary as `tune`'s (tune/space.h): an axis or any key of the spec, whose values,
+// numbers, are the chart's x. The disc family sweeps its depth by default.
+SweepPoints sweep_points(const ModelSpec& base, const RunOptions& o) {
   std::string vary_text = o.vary;
   if (vary_text.empty()) {
     if (!(base.origin == "built-in" && base.name.rfind("disc-", 0) == 0)) {
@@ -249,8 +262,7 @@ int run_sweep(const RunOptions& o) {
                     "of at most 1000); `crossover tune --samples` draws from ranges",
                     vary_text));
   }
-  std::vector<ModelSpec> specs;
-  std::vector<double> values;
+  SweepPoints points{vary.key.text, {}, {}};
   for (const std::string& v : vary.values) {
     double x = 0;
     const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
@@ -260,41 +272,48 @@ int run_sweep(const RunOptions& o) {
           "tune` compares other choices)",
           vary_text, v));
     }
-    specs.push_back(with_spec_value(base, vary.key, v));
-    values.push_back(x);
+    points.specs.push_back(with_spec_value(base, vary.key, v));
+    points.values.push_back(x);
   }
-  if (!base.init.empty() &&
-      std::any_of(specs.begin(), specs.end(), [](const ModelSpec& s) { return s.init.empty(); })) {
+  if (!base.init.empty() && std::any_of(points.specs.begin(), points.specs.end(),
+                                        [](const ModelSpec& s) { return s.init.empty(); })) {
     fmt::print(stderr,
                "note: {}: its initial weights ({}) fit its own shapes only: along {} each model "
                "draws its own from the seed\n",
-               base.origin, base.init, vary.key.text);
+               base.origin, base.init, points.axis);
   }
+  return points;
+}
+
+int run_sweep(const RunOptions& o) {
+  if (const std::optional<int> ranks = sweep_on_ranks(o)) return *ranks;
+  const ModelSpec base = resolve_spec(o.spec);
+  print_notes(base);
+  const SweepPoints points = sweep_points(base, o);
   const Catalog catalog = load_user_catalog(o.cost);
   Session session(o.measure);
   const std::filesystem::path out(session.out());
-  const size_t jobs = specs.size() * session.devices().size();
-  const std::string axis = vary.key.text;
-  const std::string title = fmt::format("crossover sweep: {} along {}", base.name, axis);
+  const size_t jobs = points.specs.size() * session.devices().size();
+  const std::string title = fmt::format("crossover sweep: {} along {}", base.name, points.axis);
   session.resume_job("sweep", title);
   auto write = [&](bool finished) {
     Report report = session.report("sweep", title, finished);
-    add_sweep_and_advice(report, session, session.runs(), axis, catalog, o.cost.advice);
+    add_sweep_and_advice(report, session, session.runs(), points.axis, catalog, o.cost.advice);
     write_report(out, report);
     session.settle();  // the runs are in the report: their checkpoints hold nothing more
     return report;
   };
   size_t job = 0;
   for (const std::string& device : session.devices()) {
-    for (size_t i = 0; i < specs.size(); ++i) {
+    for (size_t i = 0; i < points.specs.size(); ++i) {
       if (session.stopped()) break;
-      session.measure(specs[i], device, job++, jobs, axis, values[i]);
+      session.measure(points.specs[i], device, job++, jobs, points.axis, points.values[i]);
       write(false);
     }
   }
   const Report report = write(true);
   fmt::print("{}", summary_text(report, out, session.stopped()));
-  return session.stopped() ? 130 : 0;
+  return session.stopped() ? kExitInterrupted : kExitOk;
 }
 
 }  // namespace

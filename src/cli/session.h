@@ -1,7 +1,8 @@
-// What `run`, `sweep`, `advise` and `cost` share: the devices and their backends, each device's
-// measured peaks (probed once, cached), training a spec with the utilisation sampler running and
-// a per-layer profile, the progress bar, the catalog with the user's overrides, and the report
-// document written after every model (so an interruption keeps what finished).
+// A measuring job (`run`, `sweep`, `advise`, `cost`): its --out folder, locked, continued or
+// started afresh; the devices and their backends, each device's measured peaks (probed once,
+// cached); every run measured (measure/run.h) with the progress bar and its line on the terminal;
+// and the report document around the runs so far (written after every model by the command, so
+// that an interruption keeps what finished).
 #pragma once
 
 #include <filesystem>
@@ -10,9 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "advisor/advice.h"
-#include "advisor/catalog.h"
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "core/file.h"
 #include "measure/peaks.h"
 #include "measure/run.h"
@@ -28,75 +28,6 @@ class DataParallel;
 }
 
 namespace xo::cli {
-
-// An error on one rank of an MPI job: printed with the rank, then every rank of the job ends at
-// once (2 for bad input, 3 for an internal error, 130 for a stop request), none left waiting in a
-// collective.
-[[noreturn]] void end_job(const mpi::World& world, const std::exception& e);
-
-// What every training command takes about checkpoints and stops: --checkpoint-every, --resume,
-// --restart, --on-nan (and --checkpoint-dir for `train`; the measuring commands keep theirs in
-// --out).
-struct CheckpointFlags {
-  std::string every = "60s";
-  std::string dir;
-  bool resume = false;   // `train`: continue from the checkpoint (the others resume by themselves)
-  bool restart = false;  // discard what an earlier, unfinished run left and start afresh
-  std::string on_nan = "stop";
-};
-void add_checkpoint_options(CLI::App* sub, CheckpointFlags& f, bool for_train);
-// `train`'s checkpoints: crossover-checkpoints/MODEL in the working folder.
-std::filesystem::path default_checkpoint_dir(const std::string& model);
-// The checkpoint options for one run into `dir`. Before any work: a checkpoint already there is
-// continued with --resume, discarded with --restart, and else refused with a message saying so.
-CheckpointOptions checkpoint_options(const CheckpointFlags& f, const std::filesystem::path& dir);
-// Why a run stopped before its end (interrupted, diverged), with where its checkpoint is and how
-// to go on (`how_to_resume`, e.g. "the same command with --resume continues it"); empty for a run
-// that finished.
-std::string stop_message(const TrainResult& r, const CheckpointOptions& checkpoint,
-                         const std::string& how_to_resume);
-// What early stopping did: "stopped early after epoch 7: test_loss did not improve by more than 0
-// for 5 epochs (best 0.3121 at epoch 2; weights of epoch 2 restored)"; empty without it.
-std::string early_stopping_message(const TrainResult& r);
-// 0 finished, 130 interrupted, kExitDiverged stopped because the loss was not finite.
-int exit_code(const TrainResult& r);
-
-// Where a measuring job writes when --out is not given.
-inline constexpr char kDefaultOutFolder[] = "crossover-results";
-
-struct MeasureOptions {
-  std::vector<std::string> devices;  // empty: every device present
-  std::optional<int64_t> epochs;
-  int64_t max_steps = 0;  // 0: train every epoch
-  int threads = 0;
-  int profile_steps = 10;
-  double sample_interval_s = 0.1;
-  bool reprobe = false;           // measure the peaks again rather than use the cache
-  std::string precision = "f32";  // GPUs' matmul arithmetic (the CPU always runs f32)
-  bool record_step = true;        // replay each step as one CUDA Graph where the device can
-  std::string out;                // empty: kDefaultOutFolder, or a dated folder (Session::out())
-  bool overwrite = false;         // replace a finished job in `out` rather than refuse
-  CheckpointFlags checkpoint;
-};
-
-// The cost options every advising command takes.
-struct CostOptions {
-  std::vector<std::string> catalogs;  // user catalog files merged over the shipped one
-  std::vector<std::string> prices;    // ID=USD overrides
-  AdviceOptions advice;
-};
-
-// A spec's notes (how an imported model was understood) on stderr, "note: NAME: …".
-void print_notes(const ModelSpec& spec);
-// What a batch larger than the training set becomes (every step takes the whole set, as PyTorch's
-// DataLoader does), said rather than done silently; empty when the batch fits.
-std::string batch_note(const ModelSpec& spec, int64_t training_samples);
-
-void add_measure_options(CLI::App* sub, MeasureOptions& o, bool with_steps);
-void add_cost_options(CLI::App* sub, CostOptions& o);
-// --precision and --no-graph, shared by `train` and the measuring commands.
-void add_gpu_options(CLI::App* sub, std::string& precision, bool& record_step);
-Catalog load_user_catalog(const CostOptions& o);
 
 class Session {
  public:
@@ -140,6 +71,13 @@ class Session {
 
  private:
   Backend& backend(const std::string& device);
+  std::vector<RunRecord>::iterator earlier_run(const std::string& spec_toml,
+                                               const std::string& device, int ranks);
+  MeasureSettings settings_for(const ModelSpec& spec, const std::string& spec_toml,
+                               const Backend& be, DataParallel* data_parallel);
+  EpochCallback progress_bar(size_t job, size_t jobs, const std::string& label);
+  void print_measured(const std::string& label, const ModelSpec& spec, const RunRecord& run,
+                      const CheckpointOptions& checkpoint) const;
 
   bool lead_ = true;
   MeasureOptions o_;
@@ -165,15 +103,5 @@ Manifest job_manifest(const MeasureOptions& o, const std::vector<std::string>& d
                       const std::vector<RunRecord>& runs);
 // The measuring options that repeat a job recorded with `settings` (`crossover replay`).
 MeasureOptions measure_options(const ExecutionSettings& settings);
-
-// `o` with the device profiles predictions start from (advice.h use_profiles): this machine's
-// cached ones (`crossover devices --profile`) and the shipped ones. Unchanged when it has some.
-AdviceOptions with_profiles(const AdviceOptions& o);
-
-// Adds predictions, cost, the verdict and advice for `focus` to a report document; the crossover
-// is the report's sweep's (along `axis`, predicted or measured), if it has one.
-void add_advice(Report& report, const RunRecord& focus, const std::vector<RunRecord>& runs,
-                const std::vector<DevicePeaks>& peaks, const Catalog& catalog,
-                const AdviceOptions& o, const std::string& axis, bool crossover_predicted);
 
 }  // namespace xo::cli

@@ -1,4 +1,5 @@
-// `crossover train SPEC_OR_NAME`: trains one model and prints each epoch's loss and error.
+// `crossover train SPEC_OR_NAME`: trains one model and prints each epoch's loss and error; under
+// mpirun, one model across the ranks.
 #include <fmt/format.h>
 
 #include <cmath>
@@ -7,30 +8,24 @@
 #include <thread>
 
 #include "cli/commands.h"
-#include "cli/session.h"
+#include "cli/messages.h"
+#include "cli/options.h"
 #include "core/error.h"
 #include "core/file.h"
 #include "core/format.h"
 #include "data/source.h"
 #include "dist/mpi.h"
+#include "io/safetensors.h"
+#include "measure/run.h"
 #include "measure/sampler.h"
 #include "model/model.h"
 #include "report/machine.h"
 #include "report/report_json.h"
+#include "report/train_text.h"
 #include "train/data_parallel.h"
-#include "train/memory.h"
 
 namespace xo::cli {
 namespace {
-
-// ", test accuracy 97.10% (10000 samples)", or the loss where no accuracy is measured (mse); ""
-// without the split.
-std::string split_figures(const char* split, double loss, double accuracy, int64_t samples) {
-  if (std::isnan(loss) && std::isnan(accuracy)) return "";
-  return std::isnan(accuracy)
-             ? fmt::format(", {} loss {:.6f} ({} samples)", split, loss, samples)
-             : fmt::format(", {} accuracy {:.2f}% ({} samples)", split, accuracy, samples);
-}
 
 struct TrainOptions {
   std::string spec;
@@ -50,33 +45,31 @@ struct TrainOptions {
   std::string reduce = "auto";
 };
 
-// One process, or (world) one rank of an MPI job training the model data-parallel: then rank 0
-// alone prints and writes (results, weights, checkpoints), and every rank trains its slice of
-// each batch.
-int run_train(const TrainOptions& o, const mpi::World* world) {
-  const bool lead = !world || world->rank() == 0;
-  // Before any work: a path the results cannot be written to fails now, not after the training.
-  if (lead && !o.save.empty()) check_writable_path(o.save, "--save");
-  if (lead && !o.json.empty()) check_writable_path(o.json, "--json");
+// The spec as named, with the flags' overrides.
+ModelSpec train_spec(const TrainOptions& o) {
   ModelSpec spec = resolve_spec(o.spec);
   if (o.epochs) spec.train.epochs = *o.epochs;
   if (o.batch) spec.train.batch = *o.batch;
   if (o.lr) spec.train.optimizer.lr = *o.lr;
   if (o.seed) spec.train.seed = *o.seed;
   if (!o.data.empty()) spec.data.source = data_source_argument(o.data, "--data");
-  if (lead) print_notes(spec);
-  // Before any work: an unfinished run's checkpoint is continued or discarded only when asked.
-  // Across ranks rank 0 decides (and discards, with --restart) before any rank reads one.
-  const std::filesystem::path checkpoint_dir = o.checkpoint.dir.empty()
-                                                   ? default_checkpoint_dir(spec.name)
-                                                   : std::filesystem::path(o.checkpoint.dir);
+  return spec;
+}
+
+// Before any work: an unfinished run's checkpoint is continued or discarded only when asked.
+// Across ranks rank 0 decides (and discards, with --restart) before any rank reads one.
+CheckpointOptions train_checkpoints(const TrainOptions& o, const std::string& model,
+                                    const mpi::World* world, bool lead) {
+  const std::filesystem::path dir = o.checkpoint.dir.empty()
+                                        ? default_checkpoint_dir(model)
+                                        : std::filesystem::path(o.checkpoint.dir);
   CheckpointOptions checkpoint;
   if (lead) {
-    checkpoint = checkpoint_options(o.checkpoint, checkpoint_dir);
+    checkpoint = checkpoint_options(o.checkpoint, dir);
   } else {
     checkpoint.every = parse_checkpoint_interval(o.checkpoint.every, "--checkpoint-every");
     checkpoint.resume = o.checkpoint.resume;
-    if (checkpoint.every.enabled() || checkpoint.resume) checkpoint.dir = checkpoint_dir;
+    if (checkpoint.every.enabled() || checkpoint.resume) checkpoint.dir = dir;
   }
   if (world) world->broadcast(std::string());  // rank 0 has decided
   if (o.pause_after > 0 && !checkpoint.every.enabled()) {
@@ -84,13 +77,18 @@ int run_train(const TrainOptions& o, const mpi::World* world) {
         "--pause-after needs checkpoints: with --checkpoint-every off there is nothing to go on "
         "from");
   }
-  // The ranks of a job on one machine share its cores: each takes its part unless told.
+  return checkpoint;
+}
+
+// The device to train on. The ranks of a job on one machine share its cores: each takes its part
+// unless told. Across ranks only the CPU, refused before a GPU is touched on every rank (and
+// after, for an `auto` that found one). Notes are rank 0's to print.
+std::unique_ptr<Backend> train_backend(const TrainOptions& o, const mpi::World* world, bool lead) {
   const int threads = o.threads > 0 || !world
                           ? o.threads
                           : std::max(1, static_cast<int>(std::thread::hardware_concurrency()) /
                                             std::max(1, world->local_size()));
   const DeviceRequest request = parse_device(o.device, threads, o.precision);
-  // Refused before a GPU is touched on every rank (and after, for an `auto` that found one).
   auto backend = world && request.kind == "cuda" ? nullptr : make_backend(request);
   if (world && (!backend || backend->info().kind != DeviceKind::Cpu)) {
     throw UserError(fmt::format(
@@ -99,7 +97,6 @@ int run_train(const TrainOptions& o, const mpi::World* world) {
         "run",
         o.device));
   }
-  // Notes and warnings are rank 0's to print.
   if (lead && backend->info().kind == DeviceKind::Cpu && !request.note.empty()) {
     fmt::print(stderr, "note: {}\n", request.note);
   }
@@ -107,156 +104,111 @@ int run_train(const TrainOptions& o, const mpi::World* world) {
     fmt::print(stderr, "note: --precision {} applies to GPUs; the CPU computes in f32\n",
                o.precision);
   }
-  check_model_memory(spec, *backend);
-  Model model(spec, *backend);
-  const DataSplit data = load_data(spec.data, data_request(spec, model.classes()));
-  if (const std::string note = batch_note(spec, data.train.samples); lead && !note.empty()) {
-    fmt::print(stderr, "note: {}\n", note);
-  }
-  initialize(model, o.init);
-  const bool quiet = o.quiet || !lead;
-  if (!quiet) {
-    const DeviceInfo& d = backend->info();
-    fmt::print(
-        "{}: {} parameters, {} on {} ({}, {}); data: {}\n", terminal_safe(spec.name),
-        model.parameter_count(), optimizer_type_name(spec.train.optimizer.type), d.id, d.name,
-        d.kind == DeviceKind::Cpu
-            ? fmt::format("{}{} thread{}", world ? fmt::format("{} ranks of ", world->size()) : "",
-                          d.threads, d.threads == 1 ? "" : "s")
-            : d.precision,
-        data.train.description);
-    if (data.validation.samples > 0) {
-      fmt::print("validation: {}; training on the first {}\n", data.validation.description,
-                 data.train.samples);
-    }
-    if (!spec.data.test.empty()) {
-      fmt::print("test: {} ({} samples)\n", terminal_safe(spec.data.test), data.test.samples);
-    }
-  }
-  ExecutionOptions exec;
+  return backend;
+}
+
+MeasureSettings train_settings(const TrainOptions& o, const CheckpointOptions& checkpoint,
+                               DataParallel* ranks) {
+  MeasureSettings settings;
+  settings.init = o.init;
+  ExecutionOptions& exec = settings.exec;
   exec.shards = o.shards;
   exec.record_step = o.record_step;
   exec.stop_on_nan = o.checkpoint.on_nan == "stop";
   exec.checkpoint = checkpoint;
   exec.pause_after_epochs = o.pause_after;
   exec.max_steps = o.max_steps;
-  std::optional<DataParallel> ranks;
-  if (world) {
-    ranks.emplace(*world, reduce_mode_for(o.reduce, *world));
-    exec.data_parallel = &*ranks;
+  exec.data_parallel = ranks;
+  return settings;
+}
+
+// What the terminal shows while the model trains (rank 0, without --quiet): the header once the
+// model and its data are ready, a line per epoch. --save's weights are taken once trained.
+RunHooks train_hooks(const TrainOptions& o, const ModelSpec& spec, const mpi::World* world,
+                     bool lead, std::vector<NamedTensor>& weights) {
+  const bool quiet = o.quiet || !lead;
+  RunHooks hooks;
+  hooks.ready = [&spec, world, lead, quiet](const Model& model, const DataSplit& data) {
+    if (const std::string note = batch_note(spec, data.train.samples); lead && !note.empty()) {
+      fmt::print(stderr, "note: {}\n", note);
+    }
+    if (quiet) return;
+    fmt::print("{}", train_header(spec, model.parameter_count(), model.backend().info(),
+                                  world ? world->size() : 0, data));
+  };
+  if (!quiet) {
+    hooks.epoch = [scheduled = spec.train.schedule.has_value()](const EpochRecord& e, int64_t n) {
+      fmt::print("{}", epoch_line(e, n, scheduled));
+      std::fflush(stdout);
+    };
   }
-  // Beside the training, the load of other processes on this one's CPUs: timings measured while
-  // another process ran are marked as such (bench/contention.py: one busy process, 2.6x the mean
-  // step).
-  Sampler sampler(0.1);
-  sampler.start();
-  const TrainResult r = train_model(
-      model, data, spec.train,
-      [&](const EpochRecord& e, int64_t n) {
-        if (!quiet) {
-          // What was measured, nothing else: a regression has no error or accuracy, a split
-          // that is not there no figures.
-          // A scheduled rate changes between epochs: each line says which one the epoch used.
-          std::string figures =
-              spec.train.schedule ? fmt::format("lr {:.6g}  ", e.lr) : std::string();
-          figures += fmt::format("loss {:.6f}", e.loss);
-          if (!std::isnan(e.train_error))
-            figures += fmt::format("  train error {:6.2f}%", e.train_error);
-          if (!std::isnan(e.val_loss)) figures += fmt::format("  val loss {:.4f}", e.val_loss);
-          if (!std::isnan(e.val_accuracy))
-            figures += fmt::format("  val accuracy {:6.2f}%", e.val_accuracy);
-          if (!std::isnan(e.test_loss)) figures += fmt::format("  test loss {:.4f}", e.test_loss);
-          if (!std::isnan(e.test_accuracy))
-            figures += fmt::format("  test accuracy {:6.2f}%", e.test_accuracy);
-          fmt::print("epoch {:>{}}/{}  {}  {:.3f} ms\n", e.epoch, fmt::formatted_size("{}", n), n,
-                     figures, e.seconds * 1e3);
-          std::fflush(stdout);
-        }
-      },
-      exec);
-  sampler.stop();
-  Utilisation load = sampler.timeline(1);
-  if (world && load.mean_other_cores) {
-    // The job's other ranks on this machine are this run, not other load.
-    *load.mean_other_cores =
-        std::max(0.0, *load.mean_other_cores -
-                          static_cast<double>((world->local_size() - 1) * backend->info().threads));
+  if (lead && !o.save.empty()) {
+    hooks.trained = [&weights](const Model& model) { weights = model.export_params(); };
   }
-  if (!lead) return exit_code(r);  // rank 0 reports and writes
-  fmt::print(
-      "{}: {}{}, {:.4f} ms/step (median of {}, p10-p90 {:.4f}-{:.4f}), "
-      "{:.1f} GFLOP/s, {:.0f} samples/s, {:.2f} s training, {} shard{}{}{}{}\n",
-      r.model,
-      r.epochs.empty()
-          ? "no epoch completed"
-          : fmt::format("final loss {:.6f}{}", r.final_loss,
-                        std::isnan(r.final_train_error)
-                            ? std::string()
-                            : fmt::format(", train error {:.2f}%", r.final_train_error)),
-      split_figures("validation", r.final_val_loss, r.final_val_accuracy, r.validation_samples) +
-          split_figures("test", r.final_test_loss, r.final_test_accuracy, r.test_samples),
-      r.step_ms.median, r.step_ms.count, r.step_ms.p10, r.step_ms.p90, r.gflops,
-      r.samples_per_second, r.train_seconds, r.shards, r.shards == 1 ? "" : "s",
-      r.ranks <= 1 ? std::string()
-      : r.reduce_mode == "shared"
-          ? fmt::format(" per rank, {} ranks (summing {} of gradients per step in shared memory, "
-                        "each rank its part within its optimizer pass: {:.4f} ms; waiting for the "
-                        "slowest rank {:.4f} ms)",
-                        r.ranks, byte_size(static_cast<double>(r.reduced_bytes)), r.optimizer_ms,
-                        r.communicate_ms)
-          : fmt::format(" per rank, {} ranks (summing {} of gradients per step {}: {:.4f} ms "
-                        "beyond backward)",
-                        r.ranks, byte_size(static_cast<double>(r.reduced_bytes)), r.reduce_mode,
-                        r.communicate_ms),
-      r.recorded_step ? ", replayed as one CUDA Graph" : "",
-      r.interrupted ? " (interrupted)"
-      : r.paused ? fmt::format(" (paused after epoch {} of {})", r.epochs.size(), spec.train.epochs)
-      : r.resumed_at_step > 0
-          ? fmt::format(" (resumed from its checkpoint at step {})", r.resumed_at_step)
-          : "");
-  if (const std::string early = early_stopping_message(r); !early.empty()) {
-    fmt::print("{}: {}\n", terminal_safe(r.model), early);
-  }
-  if (const std::string stuck = stuck_warning(r); !stuck.empty()) {
-    fmt::print(stderr, "crossover: warning: {}\n", terminal_safe(stuck));
-  }
-  if (const std::string busy = contamination_warning(
-          load, "this run", backend->info().kind == DeviceKind::Cpu ? backend->info().threads : 0);
-      !busy.empty()) {
-    fmt::print(stderr, "crossover: warning: {}\n", busy);
-  }
-  if (const std::string why =
-          stop_message(r, exec.checkpoint, "the same command with --resume continues it");
-      !why.empty()) {
-    fmt::print(stderr, "crossover: {}\n", terminal_safe(why));
-  }
+  return hooks;
+}
+
+// --save and --json, once the run is over. Weights that hold NaN or infinities are not saved:
+// the last good ones are in the checkpoint.
+void write_outputs(const TrainOptions& o, const RunRecord& run,
+                   const std::vector<NamedTensor>& weights) {
+  const TrainResult& r = run.result;
   if (!o.save.empty() && r.stopped_diverged) {
-    // The parameters hold NaN or infinities now: the last good ones are in the checkpoint.
     fmt::print(stderr, "crossover: --save {}: not written, the parameters are not finite\n",
                o.save);
   } else if (!o.save.empty()) {
-    save_safetensors(o.save, model.export_params(),
-                     {{"format", "pt"}, {"model", spec.name}, {"producer", "crossover"}});
+    save_safetensors(o.save, weights,
+                     {{"format", "pt"}, {"model", r.model}, {"producer", "crossover"}});
   }
   if (!o.json.empty()) {
     nlohmann::json j = to_json(r);
+    const Utilisation& load = *run.utilisation;
     j["machine"] = to_json(describe_machine());
     j["mean_other_cores"] =
         load.mean_other_cores ? nlohmann::json(*load.mean_other_cores) : nlohmann::json();
     j["timings_contaminated"] = timings_contaminated(load);
     write_file_atomic(o.json, j.dump(2) + "\n");
   }
-  // The results are written: the checkpoint of a finished run holds nothing more. A paused run's
-  // is where it goes on from.
+}
+
+// The results are written: a finished run's checkpoint holds nothing more. A paused run's is where
+// it goes on from; an interrupted or diverged one's too.
+void settle_checkpoints(const TrainResult& r, int64_t planned_epochs,
+                        const CheckpointOptions& checkpoint) {
   if (r.paused) {
     fmt::print(stderr,
                "crossover: {} paused after epoch {} of {}; its checkpoint is kept in {} (the same "
                "command with --resume and a later --pause-after, or none, continues it)\n",
-               terminal_safe(r.model), r.epochs.size(), spec.train.epochs,
-               exec.checkpoint.dir.string());
+               terminal_safe(r.model), r.epochs.size(), planned_epochs, checkpoint.dir.string());
   } else if (!r.interrupted && !r.stopped_diverged) {
-    remove_checkpoints(exec.checkpoint.dir);
+    remove_checkpoints(checkpoint.dir);
   }
+}
+
+// One process, or (world) one rank of an MPI job training the model data-parallel: then rank 0
+// alone prints and writes (results, weights, checkpoints), and every rank trains its slice of
+// each batch. The run is measured as every command measures one (measure/run.h).
+int run_train(const TrainOptions& o, const mpi::World* world) {
+  const bool lead = !world || world->rank() == 0;
+  // Before any work: a path the results cannot be written to fails now, not after the training.
+  if (lead && !o.save.empty()) check_writable_path(o.save, "--save");
+  if (lead && !o.json.empty()) check_writable_path(o.json, "--json");
+  const ModelSpec spec = train_spec(o);
+  if (lead) print_notes(spec);
+  const CheckpointOptions checkpoint = train_checkpoints(o, spec.name, world, lead);
+  const std::unique_ptr<Backend> backend = train_backend(o, world, lead);
+  std::optional<DataParallel> ranks;
+  if (world) ranks.emplace(*world, reduce_mode_for(o.reduce, *world));
+  const MeasureSettings settings = train_settings(o, checkpoint, ranks ? &*ranks : nullptr);
+  std::vector<NamedTensor> weights;
+  const RunRecord run =
+      measure_run(*backend, spec, settings, train_hooks(o, spec, world, lead, weights));
+  const TrainResult& r = run.result;
+  if (!lead) return exit_code(r);  // rank 0 reports and writes
+  fmt::print("{}", train_summary(r, spec.train.epochs));
+  print_run_notes(stdout, "", run, checkpoint, "the same command with --resume continues it");
+  write_outputs(o, run, weights);
+  settle_checkpoints(r, spec.train.epochs, checkpoint);
   return exit_code(r);
 }
 

@@ -26,6 +26,7 @@
 #include "advisor/advice.h"
 #include "cli/child.h"
 #include "cli/commands.h"
+#include "cli/messages.h"
 #include "cli/session.h"
 #include "core/error.h"
 #include "core/file.h"

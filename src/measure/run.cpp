@@ -1,5 +1,6 @@
 #include "measure/run.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <string>
 
@@ -7,34 +8,43 @@
 #include "measure/sampler.h"
 #include "model/cost.h"
 #include "model/model.h"
+#include "train/data_parallel.h"
 #include "train/memory.h"
 
 namespace xo {
+namespace {
+
+// NVML numbers GPUs as CUDA does when CUDA_VISIBLE_DEVICES is unset (the usual case); -1 for a
+// CPU, whose sampler reads no GPU.
+int nvml_index(const DeviceInfo& device) {
+  if (device.kind != DeviceKind::Gpu) return -1;
+  const auto colon = device.id.find(':');
+  return colon == std::string::npos ? 0 : std::atoi(device.id.c_str() + colon + 1);
+}
+
+// The ranks of a data-parallel group that share this machine share its cores: the other ranks'
+// load is this run's, not other processes'.
+void discount_own_ranks(Utilisation& load, const MeasureSettings& settings, const Backend& be) {
+  const DataParallel* group = settings.exec.data_parallel;
+  if (!group || !load.mean_other_cores) return;
+  const int others = group->world().local_size() - 1;
+  *load.mean_other_cores =
+      std::max(0.0, *load.mean_other_cores - static_cast<double>(others * be.info().threads));
+}
+
+}  // namespace
 
 RunRecord measure_run(Backend& backend, const ModelSpec& spec, const MeasureSettings& settings,
-                      const EpochCallback& on_epoch) {
+                      const RunHooks& hooks) {
   check_model_memory(spec, backend);
   Model model(spec, backend);
   const DataSplit data = load_data(spec.data, data_request(spec, model.classes()));
-  initialize(model);
+  initialize(model, settings.init);
+  if (hooks.ready) hooks.ready(model, data);
   reset_peak_resident();  // the peak memory below is this run's
-  // NVML numbers GPUs as CUDA does when CUDA_VISIBLE_DEVICES is unset (the usual case).
-  int gpu_index = -1;
-  const DeviceInfo& device = backend.info();
-  if (device.kind == DeviceKind::Gpu) {
-    const auto colon = device.id.find(':');
-    gpu_index = colon == std::string::npos ? 0 : std::atoi(device.id.c_str() + colon + 1);
-  }
-  Sampler sampler(settings.sample_interval_s, gpu_index);
+  Sampler sampler(settings.sample_interval_s, nvml_index(backend.info()));
   sampler.start();
-  ExecutionOptions exec;
-  exec.profile_steps = settings.profile_steps;
-  exec.max_steps = settings.max_steps;
-  exec.record_step = settings.record_step;
-  exec.checkpoint = settings.checkpoint;
-  exec.stop_on_nan = settings.stop_on_nan;
-  exec.data_parallel = settings.data_parallel;
-  TrainResult result = train_model(model, data, spec.train, on_epoch, exec);
+  TrainResult result = train_model(model, data, spec.train, hooks.epoch, settings.exec);
   sampler.stop();
   RunRecord run;
   run.layers = weighted_layers(spec);
@@ -45,8 +55,10 @@ RunRecord measure_run(Backend& backend, const ModelSpec& spec, const MeasureSett
   run.params_hash = model.parameter_hash();
   run.cost = step_cost(model, result.batch);
   run.utilisation = sampler.timeline();
+  discount_own_ranks(*run.utilisation, settings, backend);
   run.peak_rss_mib = peak_resident_mib();
   run.result = std::move(result);
+  if (hooks.trained) hooks.trained(model);
   return run;
 }
 

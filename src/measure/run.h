@@ -1,9 +1,11 @@
 // Measuring one run: a spec trained on a device with the utilisation sampler running beside it,
-// a per-node profile after training, the step's work and the peak memory — what the measuring
-// commands record of every (model, device).
+// a per-node profile after training, the step's work and the peak memory — what every command
+// that trains records of a (model, device): `train` and the measuring commands alike.
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <string>
 
 #include "backend/backend.h"
 #include "measure/run_record.h"
@@ -12,20 +14,29 @@
 
 namespace xo {
 
+class Model;
+struct DataSplit;
+
 struct MeasureSettings {
-  int profile_steps = 10;   // extra steps timing every node apart (0: none)
-  int64_t max_steps = 0;    // stop after this many training steps (0: every epoch)
-  bool record_step = true;  // replay each step as one CUDA Graph where the device can
+  // How the trainer runs: profile steps, --steps, the recorded step, checkpoints, pause, NaN
+  // stop, shards, and the data-parallel group this process is a rank of (null: the whole).
+  ExecutionOptions exec;
+  std::string init;  // initial weights from a safetensors file; empty: from the spec's seed
   double sample_interval_s = 0.1;
-  CheckpointOptions checkpoint;  // none unless checkpoint.dir is set
-  bool stop_on_nan = true;
-  // This process is one rank of a data-parallel job (train/data_parallel.h); null: the whole.
-  DataParallel* data_parallel = nullptr;
 };
 
-// Trains `spec` on `backend` from its seed; `on_epoch` sees every epoch (progress). The record's
-// axis is left empty for the caller.
+// What a caller sees of a run as it goes: the model and its data once both are ready (before
+// the first step), every epoch, and the model once trained (its weights, to save them).
+struct RunHooks {
+  std::function<void(const Model&, const DataSplit&)> ready;
+  EpochCallback epoch;
+  std::function<void(const Model&)> trained;
+};
+
+// Trains `spec` on `backend`. The record's axis is left empty for the caller. In a data-parallel
+// group, the utilisation's other load leaves out the group's other ranks on this machine: they
+// are this run.
 RunRecord measure_run(Backend& backend, const ModelSpec& spec, const MeasureSettings& settings,
-                      const EpochCallback& on_epoch = {});
+                      const RunHooks& hooks = {});
 
 }  // namespace xo

@@ -25,10 +25,10 @@ ModelSpec batchnorm_mlp(uint64_t seed) {
 TEST(MeasureRun, TheHashesAreThoseOfTheDataAndOfTheTrainedParameters) {
   auto cpu = make_backend(parse_device("cpu", 1));
   MeasureSettings plain;
-  plain.profile_steps = 0;
+  plain.exec.profile_steps = 0;
   plain.sample_interval_s = 1;
   MeasureSettings profiled = plain;
-  profiled.profile_steps = 5;
+  profiled.exec.profile_steps = 5;
   const RunRecord a = measure_run(*cpu, batchnorm_mlp(0), plain);
   const RunRecord b = measure_run(*cpu, batchnorm_mlp(0), profiled);
   ASSERT_EQ(a.params_hash.size(), 16u);

@@ -1,0 +1,127 @@
+#include "cli/options.h"
+
+#include <fmt/format.h>
+
+#include "cli/commands.h"
+#include "core/error.h"
+
+namespace xo::cli {
+
+void add_checkpoint_options(CLI::App* sub, CheckpointFlags& f, bool for_train) {
+  sub->add_option("--checkpoint-every", f.every,
+                  "Save the training state every N steps or every so long (500steps, 90s, 5min, "
+                  "1h) and on Ctrl-C/SIGTERM, so that an interrupted run resumes where it was; off "
+                  "saves nothing")
+      ->capture_default_str();
+  if (for_train) {
+    sub->add_option("--checkpoint-dir", f.dir,
+                    "Folder for the checkpoints (default: crossover-checkpoints/MODEL)");
+    sub->add_flag("--resume", f.resume,
+                  "Continue from the checkpoint in the checkpoint folder (bit-identical to a run "
+                  "never stopped)");
+    sub->add_flag("--restart", f.restart,
+                  "Discard the checkpoint an unfinished run left and start afresh");
+  } else {
+    sub->add_flag("--restart", f.restart,
+                  "Discard what an unfinished job left in --out (its finished models and "
+                  "checkpoints) and start afresh; without it the job continues where it stopped");
+  }
+  sub->add_option("--on-nan", f.on_nan,
+                  "When the loss becomes NaN or infinite: stop (keeping the last good checkpoint) "
+                  "or continue")
+      ->check(CLI::IsMember({"stop", "continue"}))
+      ->capture_default_str();
+}
+
+std::filesystem::path default_checkpoint_dir(const std::string& model) {
+  return std::filesystem::path("crossover-checkpoints") / model;
+}
+
+CheckpointOptions checkpoint_options(const CheckpointFlags& f, const std::filesystem::path& dir) {
+  CheckpointOptions c;
+  c.every = parse_checkpoint_interval(f.every, "--checkpoint-every");
+  c.resume = f.resume;
+  if (f.resume && f.restart) throw UserError("--resume and --restart: choose one");
+  if (!c.every.enabled() && !f.resume) return c;  // no folder: no checkpoints
+  c.dir = dir;
+  if (const auto steps = newest_checkpoint(dir); steps && !f.resume) {
+    if (!f.restart) {
+      throw UserError(fmt::format(
+          "{} holds the checkpoint of an unfinished run (at step {}): --resume continues it, "
+          "--restart discards it and starts afresh",
+          dir.string(), *steps));
+    }
+    remove_checkpoints(dir);
+    fmt::print(stderr, "note: discarded the checkpoint in {} (--restart)\n", dir.string());
+  }
+  if (f.resume && !newest_checkpoint(dir)) {
+    fmt::print(stderr, "note: no checkpoint in {}: starting from the beginning\n", dir.string());
+  }
+  return c;
+}
+
+void add_measure_options(CLI::App* sub, MeasureOptions& o, bool with_steps) {
+  sub->add_option("--out", o.out,
+                  "Folder for results.json, results.csv and report.html (default: "
+                  "crossover-results, or a new dated folder beside it when that holds a finished "
+                  "job)");
+  sub->add_flag("--overwrite", o.overwrite,
+                "Replace the finished job in --out (without it, a finished job is never "
+                "overwritten)");
+  sub->add_option("--devices", o.devices, "Devices (default: every device present)")
+      ->delimiter(',');
+  sub->add_option("--epochs", o.epochs, "Override every model's epochs")->check(positive_number());
+  if (with_steps) {
+    sub->add_option("--steps", o.max_steps,
+                    "Measure at most N training steps per model (time per epoch is then the "
+                    "median step times the steps per epoch, and says so)")
+        ->check(non_negative_integer());
+  }
+  sub->add_option("--threads", o.threads, "CPU threads (0 = all cores)")
+      ->check(non_negative_integer());
+  sub->add_flag("--reprobe", o.reprobe, "Measure each device's peaks again (they are cached)");
+  add_gpu_options(sub, o.precision, o.record_step);
+  add_checkpoint_options(sub, o.checkpoint, false);
+}
+
+void add_gpu_options(CLI::App* sub, std::string& precision, bool& record_step) {
+  sub->add_option("--precision", precision,
+                  "GPU matmul arithmetic: f32 (the CPU's, default), tf32 or bf16 (tensor cores; "
+                  "f32 master weights). The CPU always computes in f32")
+      ->capture_default_str();  // checked by parse_precision, whose error names the choices
+  sub->add_flag("!--no-graph", record_step,
+                "Launch every kernel of a GPU step from the host instead of replaying the step "
+                "as one CUDA Graph (shows what the graph buys)");
+}
+
+void add_cost_options(CLI::App* sub, CostOptions& o) {
+  sub->add_option("--catalog", o.catalogs,
+                  "A catalog file merged over the shipped data/catalog.toml (same id replaces)");
+  sub->add_option("--price", o.prices,
+                  "Override a price: INSTANCE=USD_PER_HOUR, INSTANCE.spot=USD_PER_HOUR or "
+                  "DEVICE=PURCHASE_USD");
+  OwnershipAssumptions& a = o.advice.ownership;
+  sub->add_option("--lifetime-years", a.lifetime_years, "Years owned hardware is written off over")
+      ->capture_default_str();
+  sub->add_option("--utilisation", a.utilisation,
+                  "Fraction of its lifetime owned hardware is in use, in (0, 1]")
+      ->capture_default_str();
+  sub->add_option("--electricity-price", a.electricity_usd_per_kwh, "USD per kWh")
+      ->capture_default_str();
+  sub->add_option("--host-power", a.host_power_w, "Watts of the machine around an owned GPU")
+      ->capture_default_str();
+  sub->add_option("--hours-per-month", o.advice.hours_per_month,
+                  "Use per month at which payback times are given")
+      ->check(positive_number())
+      ->capture_default_str();
+}
+
+Catalog load_user_catalog(const CostOptions& o) {
+  check_assumptions(o.advice.ownership);
+  Catalog c = shipped_catalog();
+  for (const std::string& file : o.catalogs) c = merge_catalogs(std::move(c), load_catalog(file));
+  for (const std::string& p : o.prices) apply_price_override(c, p);
+  return c;
+}
+
+}  // namespace xo::cli

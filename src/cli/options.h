@@ -1,0 +1,66 @@
+// The options the commands share, registered once: checkpoints and stops, what a measuring job
+// measures and where it writes, the GPU's arithmetic, and the cost assumptions.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "advisor/advice.h"
+#include "advisor/catalog.h"
+#include "train/checkpoint.h"
+
+namespace xo::cli {
+
+// What every training command takes about checkpoints and stops: --checkpoint-every, --resume,
+// --restart, --on-nan (and --checkpoint-dir for `train`; the measuring commands keep theirs in
+// --out).
+struct CheckpointFlags {
+  std::string every = "60s";
+  std::string dir;
+  bool resume = false;   // `train`: continue from the checkpoint (the others resume by themselves)
+  bool restart = false;  // discard what an earlier, unfinished run left and start afresh
+  std::string on_nan = "stop";
+};
+void add_checkpoint_options(CLI::App* sub, CheckpointFlags& f, bool for_train);
+// `train`'s checkpoints: crossover-checkpoints/MODEL in the working folder.
+std::filesystem::path default_checkpoint_dir(const std::string& model);
+// The checkpoint options for one run into `dir`. Before any work: a checkpoint already there is
+// continued with --resume, discarded with --restart, and else refused with a message saying so.
+CheckpointOptions checkpoint_options(const CheckpointFlags& f, const std::filesystem::path& dir);
+
+// Where a measuring job writes when --out is not given.
+inline constexpr char kDefaultOutFolder[] = "crossover-results";
+
+struct MeasureOptions {
+  std::vector<std::string> devices;  // empty: every device present
+  std::optional<int64_t> epochs;
+  int64_t max_steps = 0;  // 0: train every epoch
+  int threads = 0;
+  int profile_steps = 10;
+  double sample_interval_s = 0.1;
+  bool reprobe = false;           // measure the peaks again rather than use the cache
+  std::string precision = "f32";  // GPUs' matmul arithmetic (the CPU always runs f32)
+  bool record_step = true;        // replay each step as one CUDA Graph where the device can
+  std::string out;                // empty: kDefaultOutFolder, or a dated folder (Session::out())
+  bool overwrite = false;         // replace a finished job in `out` rather than refuse
+  CheckpointFlags checkpoint;
+};
+
+// The cost options every advising command takes.
+struct CostOptions {
+  std::vector<std::string> catalogs;  // user catalog files merged over the shipped one
+  std::vector<std::string> prices;    // ID=USD overrides
+  AdviceOptions advice;
+};
+
+void add_measure_options(CLI::App* sub, MeasureOptions& o, bool with_steps);
+void add_cost_options(CLI::App* sub, CostOptions& o);
+// --precision and --no-graph, shared by `train` and the measuring commands.
+void add_gpu_options(CLI::App* sub, std::string& precision, bool& record_step);
+Catalog load_user_catalog(const CostOptions& o);
+
+}  // namespace xo::cli

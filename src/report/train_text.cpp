@@ -1,0 +1,108 @@
+#include "report/train_text.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "core/format.h"
+
+namespace xo {
+namespace {
+
+// ", test accuracy 97.10% (10000 samples)", or the loss where no accuracy is measured (mse); ""
+// without the split.
+std::string split_figures(const char* split, double loss, double accuracy, int64_t samples) {
+  if (std::isnan(loss) && std::isnan(accuracy)) return "";
+  return std::isnan(accuracy)
+             ? fmt::format(", {} loss {:.6f} ({} samples)", split, loss, samples)
+             : fmt::format(", {} accuracy {:.2f}% ({} samples)", split, accuracy, samples);
+}
+
+// "final loss 0.123456, train error 3.20%, test accuracy ..." (or that no epoch completed), then
+// the splits' figures.
+std::string final_figures(const TrainResult& r) {
+  std::string text = r.epochs.empty() ? std::string("no epoch completed")
+                                      : fmt::format("final loss {:.6f}", r.final_loss);
+  if (!r.epochs.empty() && !std::isnan(r.final_train_error))
+    text += fmt::format(", train error {:.2f}%", r.final_train_error);
+  return text +
+         split_figures("validation", r.final_val_loss, r.final_val_accuracy, r.validation_samples) +
+         split_figures("test", r.final_test_loss, r.final_test_accuracy, r.test_samples);
+}
+
+// How the ranks of a data-parallel run summed their gradients; "" on one process.
+std::string ranks_figures(const TrainResult& r) {
+  if (r.ranks <= 1) return "";
+  const std::string bytes = byte_size(static_cast<double>(r.reduced_bytes));
+  if (r.reduce_mode == "shared") {
+    return fmt::format(
+        " per rank, {} ranks (summing {} of gradients per step in shared memory, each rank its "
+        "part within its optimizer pass: {:.4f} ms; waiting for the slowest rank {:.4f} ms)",
+        r.ranks, bytes, r.optimizer_ms, r.communicate_ms);
+  }
+  return fmt::format(
+      " per rank, {} ranks (summing {} of gradients per step {}: {:.4f} ms beyond "
+      "backward)",
+      r.ranks, bytes, r.reduce_mode, r.communicate_ms);
+}
+
+// How the run ended, where that is not simply at its last epoch.
+std::string ending(const TrainResult& r, int64_t planned_epochs) {
+  if (r.interrupted) return " (interrupted)";
+  if (r.paused)
+    return fmt::format(" (paused after epoch {} of {})", r.epochs.size(), planned_epochs);
+  if (r.resumed_at_step > 0)
+    return fmt::format(" (resumed from its checkpoint at step {})", r.resumed_at_step);
+  return "";
+}
+
+}  // namespace
+
+std::string train_header(const ModelSpec& spec, int64_t parameters, const DeviceInfo& d, int ranks,
+                         const DataSplit& data) {
+  const std::string where =
+      d.kind == DeviceKind::Cpu
+          ? fmt::format("{}{} thread{}", ranks > 0 ? fmt::format("{} ranks of ", ranks) : "",
+                        d.threads, d.threads == 1 ? "" : "s")
+          : d.precision;
+  std::string text = fmt::format(
+      "{}: {} parameters, {} on {} ({}, {}); data: {}\n", terminal_safe(spec.name), parameters,
+      optimizer_type_name(spec.train.optimizer.type), d.id, d.name, where, data.train.description);
+  if (data.validation.samples > 0) {
+    text += fmt::format("validation: {}; training on the first {}\n", data.validation.description,
+                        data.train.samples);
+  }
+  if (!spec.data.test.empty()) {
+    text +=
+        fmt::format("test: {} ({} samples)\n", terminal_safe(spec.data.test), data.test.samples);
+  }
+  return text;
+}
+
+std::string epoch_line(const EpochRecord& e, int64_t epochs, bool scheduled) {
+  // What was measured, nothing else: a regression has no error or accuracy, a split that is not
+  // there no figures. A scheduled rate changes between epochs: each line says which one it used.
+  std::string figures = scheduled ? fmt::format("lr {:.6g}  ", e.lr) : std::string();
+  figures += fmt::format("loss {:.6f}", e.loss);
+  if (!std::isnan(e.train_error)) figures += fmt::format("  train error {:6.2f}%", e.train_error);
+  if (!std::isnan(e.val_loss)) figures += fmt::format("  val loss {:.4f}", e.val_loss);
+  if (!std::isnan(e.val_accuracy))
+    figures += fmt::format("  val accuracy {:6.2f}%", e.val_accuracy);
+  if (!std::isnan(e.test_loss)) figures += fmt::format("  test loss {:.4f}", e.test_loss);
+  if (!std::isnan(e.test_accuracy))
+    figures += fmt::format("  test accuracy {:6.2f}%", e.test_accuracy);
+  return fmt::format("epoch {:>{}}/{}  {}  {:.3f} ms\n", e.epoch, fmt::formatted_size("{}", epochs),
+                     epochs, figures, e.seconds * 1e3);
+}
+
+std::string train_summary(const TrainResult& r, int64_t planned_epochs) {
+  return fmt::format(
+      "{}: {}, {:.4f} ms/step (median of {}, p10-p90 {:.4f}-{:.4f}), {:.1f} GFLOP/s, {:.0f} "
+      "samples/s, {:.2f} s training, {} shard{}{}{}{}\n",
+      r.model, final_figures(r), r.step_ms.median, r.step_ms.count, r.step_ms.p10, r.step_ms.p90,
+      r.gflops, r.samples_per_second, r.train_seconds, r.shards, r.shards == 1 ? "" : "s",
+      ranks_figures(r), r.recorded_step ? ", replayed as one CUDA Graph" : "",
+      ending(r, planned_epochs));
+}
+
+}  // namespace xo
