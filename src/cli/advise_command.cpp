@@ -213,7 +213,7 @@ int run_advise(const AdviseOptions& o, bool advise) {
 
 Command add(CLI::App& app, const char* name, const char* help, bool advise) {
   auto o = std::make_shared<AdviseOptions>();
-  o->measure.max_steps = 100;
+  o->measure.settings.max_steps = 100;
   CLI::App* sub = app.add_subcommand(name, help);
   sub->add_option("spec", o->spec,
                   advise ? "A built-in name or a TOML spec"

@@ -34,26 +34,14 @@ Manifest job_manifest(const MeasureOptions& o, const std::vector<std::string>& d
     if (!listed) m.device_libraries.emplace_back(d.id, d.library);
   }
   m.command_line = recorded_command_line();
-  ExecutionSettings& s = m.settings;
-  s.devices = devices;
-  s.epochs = o.epochs;
-  s.max_steps = o.max_steps;
-  s.threads = o.threads;
-  s.profile_steps = o.profile_steps;
-  s.precision = o.precision;
-  s.record_step = o.record_step;
+  m.settings = o.settings;
+  m.settings.devices = devices;
   return m;
 }
 
 MeasureOptions measure_options(const ExecutionSettings& s) {
   MeasureOptions o;
-  o.devices = s.devices;
-  o.epochs = s.epochs;
-  o.max_steps = s.max_steps;
-  o.threads = s.threads;
-  o.profile_steps = s.profile_steps;
-  o.precision = s.precision;
-  o.record_step = s.record_step;
+  o.settings = s;
   return o;
 }
 

@@ -68,19 +68,20 @@ void add_measure_options(CLI::App* sub, MeasureOptions& o, bool with_steps) {
   sub->add_flag("--overwrite", o.overwrite,
                 "Replace the finished job in --out (without it, a finished job is never "
                 "overwritten)");
-  sub->add_option("--devices", o.devices, "Devices (default: every device present)")
+  sub->add_option("--devices", o.settings.devices, "Devices (default: every device present)")
       ->delimiter(',');
-  sub->add_option("--epochs", o.epochs, "Override every model's epochs")->check(positive_number());
+  sub->add_option("--epochs", o.settings.epochs, "Override every model's epochs")
+      ->check(positive_number());
   if (with_steps) {
-    sub->add_option("--steps", o.max_steps,
+    sub->add_option("--steps", o.settings.max_steps,
                     "Measure at most N training steps per model (time per epoch is then the "
                     "median step times the steps per epoch, and says so)")
         ->check(non_negative_integer());
   }
-  sub->add_option("--threads", o.threads, "CPU threads (0 = all cores)")
+  sub->add_option("--threads", o.settings.threads, "CPU threads (0 = all cores)")
       ->check(non_negative_integer());
   sub->add_flag("--reprobe", o.reprobe, "Measure each device's peaks again (they are cached)");
-  add_gpu_options(sub, o.precision, o.record_step);
+  add_gpu_options(sub, o.settings.precision, o.settings.record_step);
   add_checkpoint_options(sub, o.checkpoint, false);
 }
 

@@ -11,6 +11,7 @@
 
 #include "advisor/advice.h"
 #include "advisor/catalog.h"
+#include "report/manifest.h"
 #include "train/checkpoint.h"
 
 namespace xo::cli {
@@ -36,17 +37,13 @@ CheckpointOptions checkpoint_options(const CheckpointFlags& f, const std::filesy
 inline constexpr char kDefaultOutFolder[] = "crossover-results";
 
 struct MeasureOptions {
-  std::vector<std::string> devices;  // empty: every device present
-  std::optional<int64_t> epochs;
-  int64_t max_steps = 0;  // 0: train every epoch
-  int threads = 0;
-  int profile_steps = 10;
+  // What the job's manifest records and `replay` repeats: the devices (empty: every device
+  // present), --epochs, --steps, --threads, the per-node profile's steps, --precision, --no-graph.
+  ExecutionSettings settings = {.profile_steps = 10};
   double sample_interval_s = 0.1;
-  bool reprobe = false;           // measure the peaks again rather than use the cache
-  std::string precision = "f32";  // GPUs' matmul arithmetic (the CPU always runs f32)
-  bool record_step = true;        // replay each step as one CUDA Graph where the device can
-  std::string out;                // empty: kDefaultOutFolder, or a dated folder (Session::out())
-  bool overwrite = false;         // replace a finished job in `out` rather than refuse
+  bool reprobe = false;    // measure the peaks again rather than use the cache
+  std::string out;         // empty: kDefaultOutFolder, or a dated folder (Session::out())
+  bool overwrite = false;  // replace a finished job in `out` rather than refuse
   CheckpointFlags checkpoint;
 };
 

@@ -113,7 +113,7 @@ std::string why_absent(const std::string& device, const DeviceList& here) {
                      fmt::join(here.available, ", "));
 }
 
-std::string settings_text(const MeasureOptions& m, bool threads_resolved) {
+std::string settings_text(const ExecutionSettings& m, bool threads_resolved) {
   return fmt::format(
       "settings: epochs {}, {}, threads {}{}, profile steps {}, precision {}, CUDA Graph {}\n",
       m.epochs ? fmt::format("{} (every spec)", *m.epochs) : std::string("as each spec says"),
@@ -174,12 +174,12 @@ ReplayDevices replay_devices(const Report& recorded, const ReplayOptions& o) {
 MeasureOptions replay_settings(const Manifest& manifest, const Report& recorded,
                                const std::vector<std::string>& devices, bool& threads_resolved) {
   MeasureOptions m = measure_options(manifest.settings);
-  m.devices = devices;
+  m.settings.devices = devices;
   threads_resolved = false;
-  if (m.threads != 0) return m;
+  if (m.settings.threads != 0) return m;
   for (const ReportRun& run : recorded.runs) {
     if (run.run.result.device.kind == DeviceKind::Cpu && run.run.result.device.threads > 0) {
-      m.threads = run.run.result.device.threads;
+      m.settings.threads = run.run.result.device.threads;
       threads_resolved = true;
       break;
     }
@@ -193,7 +193,7 @@ void print_replay_header(const ReplayOptions& o, const Report& recorded, const M
   fmt::print("replay of {}: {} ({} run{}), created {}\n", o.file, recorded.title,
              recorded.runs.size(), recorded.runs.size() == 1 ? "" : "s", recorded.created);
   fmt::print("recorded command: {}\n", manifest.command_line);
-  fmt::print("{}", settings_text(m, threads_resolved));
+  fmt::print("{}", settings_text(m.settings, threads_resolved));
   fmt::print(
       "tolerance: relative {:g}: a figure is within tolerance when |replayed - recorded| <= {:g} x "
       "max(|recorded|, |replayed|) (--tolerance)\n",
@@ -201,12 +201,13 @@ void print_replay_header(const ReplayOptions& o, const Report& recorded, const M
   const MachineInfo machine = describe_machine();
   fmt::print("{}", manifest_differences_text(manifest_differences(
                        manifest, recorded.machine ? &*recorded.machine : nullptr,
-                       job_manifest(m, m.devices, {}), machine)));
-  if (machine.logical_cpus && m.threads > *machine.logical_cpus && contains(m.devices, "cpu")) {
+                       job_manifest(m, m.settings.devices, {}), machine)));
+  if (machine.logical_cpus && m.settings.threads > *machine.logical_cpus &&
+      contains(m.settings.devices, "cpu")) {
     fmt::print(
         "note: replaying on {} threads as recorded, more than the {} here: the same batch shards "
         "and order of sums, slower\n",
-        m.threads, *machine.logical_cpus);
+        m.settings.threads, *machine.logical_cpus);
   }
   std::fflush(stdout);  // before the session's progress on stderr
 }

@@ -154,18 +154,18 @@ int run_rank_sweep(const RunOptions& o, const ModelSpec& base, const mpi::World&
   const bool lead = world.rank() == 0;
   const std::vector<int> counts = rank_counts(o.vary, world.size());
   MeasureOptions measure = o.measure;
-  for (const std::string& d : measure.devices) {
-    if (parse_device(d, 1, measure.precision).kind != "cpu") {
+  for (const std::string& d : measure.settings.devices) {
+    if (parse_device(d, 1, measure.settings.precision).kind != "cpu") {
       throw UserError(
           fmt::format("--device {}: a sweep along ranks runs on the CPU in this version (the GPU's "
                       "collectives, over NCCL, are not built yet)",
                       d));
     }
   }
-  measure.devices = {"cpu"};
+  measure.settings.devices = {"cpu"};
   // The ranks on a machine share its cores: each takes its part unless told (as `train` does).
-  if (measure.threads == 0) {
-    measure.threads = std::max(
+  if (measure.settings.threads == 0) {
+    measure.settings.threads = std::max(
         1, static_cast<int>(std::thread::hardware_concurrency()) / std::max(1, world.local_size()));
   }
   load_user_catalog(o.cost);  // the cost flags checked before any work, though nothing is priced

@@ -114,7 +114,7 @@ Session::Session(const MeasureOptions& o, const mpi::World* world)
       started_(now_seconds()) {
   if (!lead_) {
     // A follower: rank 0 locks, probes and reports; this rank trains on the CPU beside it.
-    devices_ = o.devices.empty() ? std::vector<std::string>{"cpu"} : o.devices;
+    devices_ = o.settings.devices.empty() ? std::vector<std::string>{"cpu"} : o.settings.devices;
     for (std::string& d : devices_) d = backend(d).info().id;
     return;
   }
@@ -122,7 +122,7 @@ Session::Session(const MeasureOptions& o, const mpi::World* world)
   if (!out_lock_->unsupported().empty()) {
     fmt::print(stderr, "note: --out {}\n", out_lock_->unsupported());
   }
-  devices_ = o.devices;
+  devices_ = o.settings.devices;
   if (devices_.empty()) {
     const DeviceList list = list_devices();
     devices_ = list.available;
@@ -147,7 +147,7 @@ Backend& Session::backend(const std::string& device) {
   for (const auto& be : backends_) {
     if (be->info().id == device) return *be;
   }
-  const DeviceRequest request = parse_device(device, o_.threads, o_.precision);
+  const DeviceRequest request = parse_device(device, o_.settings.threads, o_.settings.precision);
   backends_.push_back(make_backend(request));
   // Threads are the CPU's: a GPU's backend takes none (a Session holds one CPU backend at most).
   if (lead_ && !request.note.empty() && backends_.back()->info().kind == DeviceKind::Cpu)
@@ -176,9 +176,9 @@ MeasureSettings Session::settings_for(const ModelSpec& spec, const std::string& 
   MeasureSettings settings;
   ExecutionOptions& exec = settings.exec;
   // The per-node profile is rank 0's, after the training (no rank waits on it).
-  exec.profile_steps = lead_ ? o_.profile_steps : 0;
-  exec.max_steps = o_.max_steps;
-  exec.record_step = o_.record_step;
+  exec.profile_steps = lead_ ? o_.settings.profile_steps : 0;
+  exec.max_steps = o_.settings.max_steps;
+  exec.record_step = o_.settings.record_step;
   exec.stop_on_nan = o_.checkpoint.on_nan == "stop";
   exec.data_parallel = data_parallel;
   exec.checkpoint.every = checkpoint_every_;
@@ -241,7 +241,7 @@ const RunRecord* Session::measure(const ModelSpec& spec_in, const std::string& d
                                   size_t jobs, const std::string& axis, double axis_value,
                                   DataParallel* data_parallel) {
   ModelSpec spec = spec_in;
-  if (o_.epochs) spec.train.epochs = *o_.epochs;
+  if (o_.settings.epochs) spec.train.epochs = *o_.settings.epochs;
   Backend& be = backend(device);
   // The label goes to the terminal (progress, the summary line): the spec's name may be anything.
   const std::string label = terminal_safe(
@@ -335,10 +335,10 @@ void Session::resume_job(const std::string& kind, const std::string& title) {
     auto compare = [&](const char* flag, const std::string& a, const std::string& b) {
       if (a != b) differs.push_back(fmt::format("{} {} then, {} now", flag, a, b));
     };
-    compare("--steps", fmt::format("{}", was.max_steps), fmt::format("{}", o_.max_steps));
-    compare("--threads", fmt::format("{}", was.threads), fmt::format("{}", o_.threads));
-    compare("--precision", was.precision, o_.precision);
-    compare("--no-graph", was.record_step ? "off" : "on", o_.record_step ? "off" : "on");
+    compare("--steps", fmt::format("{}", was.max_steps), fmt::format("{}", o_.settings.max_steps));
+    compare("--threads", fmt::format("{}", was.threads), fmt::format("{}", o_.settings.threads));
+    compare("--precision", was.precision, o_.settings.precision);
+    compare("--no-graph", was.record_step ? "off" : "on", o_.settings.record_step ? "off" : "on");
     if (!differs.empty()) {
       throw UserError(fmt::format(
           "{} holds the unfinished results of this job measured with other settings ({}): use "
