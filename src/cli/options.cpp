@@ -2,10 +2,40 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+#include <cstdlib>
+
 #include "cli/commands.h"
 #include "core/error.h"
 
 namespace xo::cli {
+
+CLI::Validator positive_number() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        char* end = nullptr;
+        const double v = std::strtod(text.c_str(), &end);
+        // strtod reads "inf" and "1e999" as infinite: no setting means anything with them.
+        if (end == text.c_str() || *end != '\0' || !(v > 0) || !std::isfinite(v)) {
+          return "expected a positive number, got '" + text + "'";
+        }
+        return "";
+      },
+      "POSITIVE");
+}
+
+CLI::Validator non_negative_integer() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        char* end = nullptr;
+        const long long v = std::strtoll(text.c_str(), &end, 10);
+        if (end == text.c_str() || *end != '\0' || v < 0) {
+          return "expected 0 or a positive integer, got '" + text + "'";
+        }
+        return "";
+      },
+      "INT>=0");
+}
 
 void add_checkpoint_options(CLI::App* sub, CheckpointFlags& f, bool for_train) {
   sub->add_option("--checkpoint-every", f.every,
