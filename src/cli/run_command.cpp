@@ -13,8 +13,6 @@
 #include <optional>
 #include <thread>
 
-#include "advisor/crossover_point.h"
-#include "advisor/sweep.h"
 #include "cli/commands.h"
 #include "cli/messages.h"
 #include "cli/session.h"
@@ -51,32 +49,6 @@ std::vector<std::string> suite_models(const std::string& suite) {
   return names;
 }
 
-// The sweep section and the advice for the rows of `axis` (the disc models for `run`).
-void add_sweep_and_advice(Report& report, const Session& session,
-                          const std::vector<RunRecord>& rows, const std::string& axis,
-                          const Catalog& catalog, const AdviceOptions& advice_in) {
-  if (rows.empty()) return;
-  const AdviceOptions advice = with_profiles(advice_in);
-  std::vector<SweepSeries> series = sweep_series(rows);
-  std::vector<std::string> predicted;
-  if (auto gpu = predicted_gpu_series(rows, session.peaks(), catalog, advice)) {
-    predicted.push_back(gpu->device);
-    series.push_back(std::move(*gpu));
-  }
-  const std::vector<Crossover> crossovers = find_crossovers(series);
-  report.sweep = sweep_record(axis, series, crossovers, predicted);
-  for (SweepLine& line : report.sweep->series) {
-    if (line.predicted) line.note = reference_gpu_note(catalog, advice);
-  }
-  // Advice for the largest model of the sweep on the first device.
-  const RunRecord* focus = &rows.front();
-  for (const RunRecord& r : rows) {
-    if (r.result.device.id == focus->result.device.id && r.axis_value > focus->axis_value)
-      focus = &r;
-  }
-  add_advice(report, *focus, rows, session.peaks(), catalog, advice, axis, !predicted.empty());
-}
-
 int run_models(const RunOptions& o) {
   const std::vector<std::string> models = o.models.empty() ? suite_models(o.suite) : o.models;
   std::vector<ModelSpec> specs;
@@ -96,7 +68,7 @@ int run_models(const RunOptions& o) {
     for (const RunRecord& r : session.runs()) {
       if (!r.axis.empty()) disc.push_back(r);
     }
-    add_sweep_and_advice(report, session, disc, "depth", catalog, o.cost.advice);
+    add_sweep_and_advice(report, session.peaks(), disc, "depth", catalog, o.cost.advice);
     write_report(out, report);
     session.settle();  // the runs are in the report: their checkpoints hold nothing more
     return report;
@@ -298,7 +270,8 @@ int run_sweep(const RunOptions& o) {
   session.resume_job("sweep", title);
   auto write = [&](bool finished) {
     Report report = session.report("sweep", title, finished);
-    add_sweep_and_advice(report, session, session.runs(), points.axis, catalog, o.cost.advice);
+    add_sweep_and_advice(report, session.peaks(), session.runs(), points.axis, catalog,
+                         o.cost.advice);
     write_report(out, report);
     session.settle();  // the runs are in the report: their checkpoints hold nothing more
     return report;

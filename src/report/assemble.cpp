@@ -1,6 +1,8 @@
 #include "report/assemble.h"
 
 #include "advisor/cost.h"
+#include "advisor/crossover_point.h"
+#include "advisor/sweep.h"
 #include "advisor/verdict.h"
 #include "measure/sampler.h"
 #include "model/spec.h"
@@ -31,6 +33,31 @@ void add_advice(Report& report, const RunRecord& focus, const std::vector<RunRec
       report.verdict && report.verdict->gpu ? report.verdict->gpu->device : "";
   report.advice =
       advice_lines(focus.result.model, report.predictions, *report.cost, crossover, verdict_device);
+}
+
+void add_sweep_and_advice(Report& report, const std::vector<DevicePeaks>& peaks,
+                          const std::vector<RunRecord>& rows, const std::string& axis,
+                          const Catalog& catalog, const AdviceOptions& advice_in) {
+  if (rows.empty()) return;
+  const AdviceOptions advice = with_profiles(advice_in);
+  std::vector<SweepSeries> series = sweep_series(rows);
+  std::vector<std::string> predicted;
+  if (auto gpu = predicted_gpu_series(rows, peaks, catalog, advice)) {
+    predicted.push_back(gpu->device);
+    series.push_back(std::move(*gpu));
+  }
+  const std::vector<Crossover> crossovers = find_crossovers(series);
+  report.sweep = sweep_record(axis, series, crossovers, predicted);
+  for (SweepLine& line : report.sweep->series) {
+    if (line.predicted) line.note = reference_gpu_note(catalog, advice);
+  }
+  // Advice for the largest model of the sweep on the first device.
+  const RunRecord* focus = &rows.front();
+  for (const RunRecord& r : rows) {
+    if (r.result.device.id == focus->result.device.id && r.axis_value > focus->axis_value)
+      focus = &r;
+  }
+  add_advice(report, *focus, rows, peaks, catalog, advice, axis, !predicted.empty());
 }
 
 }  // namespace xo

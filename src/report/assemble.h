@@ -20,4 +20,11 @@ void add_advice(Report& report, const RunRecord& focus, const std::vector<RunRec
                 const std::vector<DevicePeaks>& peaks, const Catalog& catalog,
                 const AdviceOptions& o, const std::string& axis, bool crossover_predicted);
 
+// The sweep section of `rows` along `axis` (the disc models for `run`): the measured series, the
+// catalog's reference GPU predicted at every point, where the curves cross; then the advice for the
+// sweep's largest model on its first device. Nothing without rows.
+void add_sweep_and_advice(Report& report, const std::vector<DevicePeaks>& peaks,
+                          const std::vector<RunRecord>& rows, const std::string& axis,
+                          const Catalog& catalog, const AdviceOptions& o);
+
 }  // namespace xo
