@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 
+#include "core/exit_codes.h"
 #include "measure/profile.h"
 
 namespace xo::cli {
@@ -29,16 +30,7 @@ Command add_tune(CLI::App& app);
 Command add_validate(CLI::App& app);
 Command add_allreduce(CLI::App& app);
 
-// The exit codes, the one list of them: 0 done; 2 bad input (a usage error too: a UserError, a
-// file or a size the machine cannot hold); 3 an internal error (a failed check: a bug); 4 training
-// stopped because the loss became NaN or infinite; 5 `replay`: a replayed figure differs from the
-// recorded one beyond the tolerance; 130 interrupted (Ctrl-C, SIGTERM), what had finished kept.
-inline constexpr int kExitOk = 0;
-inline constexpr int kExitBadInput = 2;
-inline constexpr int kExitInternal = 3;
-inline constexpr int kExitDiverged = 4;
-inline constexpr int kExitReplayDiffers = 5;
-inline constexpr int kExitInterrupted = 130;
+// The exit codes every command returns are listed once, in core/exit_codes.h.
 
 // The command line as typed, shell-quoted: main() records it, the manifest of every report
 // written carries it.

@@ -1,5 +1,5 @@
 // crossover's command line: the subcommands registered, the one that was named run, and every
-// failure turned into a message and an exit code (the list of codes: cli/commands.h).
+// failure turned into a message and an exit code (the list of codes: core/exit_codes.h).
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -47,7 +47,7 @@ int usage_error(const std::vector<xo::cli::Command>& commands, const CLI::ParseE
     fmt::print(stderr, "crossover: error: {} (`{}` shows the usage)\n", xo::terminal_safe(message),
                usage);
   }
-  return xo::cli::kExitBadInput;
+  return xo::kExitBadInput;
 }
 
 // Under a launcher with several ranks, only the commands that use them run; any other would run
@@ -76,7 +76,6 @@ bool fits_the_launch(const std::vector<xo::cli::Command>& commands) {
 // input (a JSON type error on a document crossover wrote itself, a std::logic_error). Everything
 // a user or a file can cause is a UserError by then, or one of the others below.
 int run_command(const std::vector<xo::cli::Command>& commands) {
-  using namespace xo::cli;
   // What the command was doing, for the messages of the failures that carry no context.
   std::string doing = "crossover";
   try {
@@ -92,11 +91,11 @@ int run_command(const std::vector<xo::cli::Command>& commands) {
     // every run, a checkpoint); the unfinished piece of work is named.
     fmt::print(stderr, "crossover: stopped while {} (what had finished is kept)\n",
                xo::terminal_safe(e.what()));
-    return kExitInterrupted;
+    return xo::kExitInterrupted;
   } catch (const xo::UserError& e) {  // OutOfMemory too: the device, the size, what is free
     // A message may echo a name from a file (a model, a key, a path): shown, never acted on.
     fmt::print(stderr, "crossover: error: {}\n", xo::terminal_safe(e.what()));
-    return kExitBadInput;
+    return xo::kExitBadInput;
   } catch (const std::bad_alloc&) {
     // The host ran out outside the backends' allocations (a data set, a kernel's own buffers):
     // the same remedy as the device's OutOfMemory, not a bug.
@@ -104,12 +103,12 @@ int run_command(const std::vector<xo::cli::Command>& commands) {
                "crossover: error: out of host memory during `{}` (a smaller model, batch or data "
                "set needs less)\n",
                doing);
-    return kExitBadInput;
+    return xo::kExitBadInput;
   } catch (const std::length_error& e) {
     // A container asked for more elements than it can address: a size from the input, too big
     // for any memory.
     fmt::print(stderr, "crossover: error: out of host memory during `{}`: {}\n", doing, e.what());
-    return kExitBadInput;
+    return xo::kExitBadInput;
   } catch (const std::filesystem::filesystem_error& e) {
     // A path the user gave (or a folder under it) that cannot be created, read or replaced.
     const std::string paths = e.path2().empty()
@@ -117,10 +116,10 @@ int run_command(const std::vector<xo::cli::Command>& commands) {
                                   : fmt::format("{} -> {}", e.path1().string(), e.path2().string());
     fmt::print(stderr, "crossover: error: {}: {} (during `{}`)\n", paths, e.code().message(),
                doing);
-    return kExitBadInput;
+    return xo::kExitBadInput;
   } catch (const std::exception& e) {
     fmt::print(stderr, "crossover: internal error: {}\n", xo::terminal_safe(e.what()));
-    return kExitInternal;
+    return xo::kExitInternal;
   }
 }
 
@@ -144,7 +143,7 @@ int main(int argc, char** argv) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
     return usage_error(commands, e, argc, argv);
   }
-  if (!fits_the_launch(commands)) return xo::cli::kExitBadInput;
+  if (!fits_the_launch(commands)) return xo::kExitBadInput;
   xo::install_interrupt_handler();
   return run_command(commands);
 }

@@ -14,7 +14,7 @@
 #include <memory>
 
 #include "advisor/profile_predict.h"
-#include "cli/child.h"
+#include "dist/process.h"
 #include "cli/commands.h"
 #include "core/clock.h"
 #include "core/error.h"
