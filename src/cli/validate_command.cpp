@@ -12,15 +12,16 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <optional>
 
 #include "advisor/profile_predict.h"
-#include "dist/process.h"
 #include "cli/commands.h"
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/file.h"
 #include "core/format.h"
 #include "core/interrupt.h"
+#include "dist/process.h"
 #include "measure/peaks.h"
 #include "measure/profile.h"
 #include "measure/sampler.h"
@@ -152,6 +153,53 @@ void report_validation(const std::vector<ValidationRow>& rows, const ValidateOpt
   }
 }
 
+// Each model in a process of its own, as `crossover train` measures it, in `--repeat` rounds over
+// all the models: the fastest of its runs' median steps. A shared host's neighbours come and go in
+// phases (of seconds to a minute here) that slow memory-heavy steps by up to half; rounds spread
+// each model's runs over the whole measurement, and the profile's samples likewise keep the faster
+// of two passes, so both sides are the device without them. Nothing when a stop request came.
+std::optional<std::vector<MeasuredStep>> measure_models(const ValidateOptions& o,
+                                                        const std::vector<std::string>& models,
+                                                        const std::filesystem::path& work,
+                                                        Progress& progress) {
+  std::vector<std::vector<double>> medians(models.size());
+  std::vector<int64_t> batches(models.size());
+  for (int r = 0; r < o.repeat; ++r) {
+    for (size_t i = 0; i < models.size(); ++i) {
+      progress.bar(static_cast<double>(r * models.size() + i) /
+                       static_cast<double>(o.repeat * models.size()),
+                   fmt::format("measuring {} (round {} of {})", models[i], r + 1, o.repeat));
+      const std::filesystem::path json = work / fmt::format("{}-{}.json", models[i], r);
+      const int code = run_child({"train", models[i], "--device", o.device, "--steps",
+                                  std::to_string(o.steps), "--threads", std::to_string(o.threads),
+                                  "--checkpoint-every", "off", "--json", json.string()},
+                                 work / "log.txt");
+      if (stop_requested()) return std::nullopt;
+      if (code != 0) {
+        std::string log = read_file(work / "log.txt");
+        while (!log.empty() && log.back() == '\n') log.pop_back();
+        log = log.substr(log.rfind('\n') == std::string::npos ? 0 : log.rfind('\n') + 1);
+        throw UserError(fmt::format("measuring {}: `crossover train` exited with {}: {}", models[i],
+                                    code, log));
+      }
+      const TrainResult result = read_train_result(read_file(json), json.string());
+      medians[i].push_back(result.step_ms.median);
+      batches[i] = result.batch;
+    }
+  }
+  std::vector<MeasuredStep> steps;
+  for (size_t i = 0; i < models.size(); ++i) {
+    const auto [fastest, slowest] = std::minmax_element(medians[i].begin(), medians[i].end());
+    steps.push_back(
+        {models[i], batches[i], *fastest,
+         fmt::format("fastest median step of {} runs of crossover train {} --steps {}, in rounds "
+                     "over the models (slowest {:.3g} ms; {})",
+                     o.repeat, models[i], o.steps, *slowest, utc_now().substr(0, 10)),
+         "", *slowest});
+  }
+  return steps;
+}
+
 int run_validate(const ValidateOptions& o) {
   for (const std::string* path : {&o.write_profile, &o.markdown, &o.json}) {
     if (!path->empty()) check_writable_path(*path, "output file");
@@ -163,7 +211,7 @@ int run_validate(const ValidateOptions& o) {
     }
     report_validation(validate_profiles(shipped_profiles()), o,
                       "The shipped profiles (data/profiles/), nothing measured here.\n");
-    return 0;
+    return kExitOk;
   }
   auto be = make_backend(parse_device(o.device, o.threads));
   Progress progress;
@@ -178,45 +226,9 @@ int run_validate(const ValidateOptions& o) {
       std::filesystem::remove_all(dir, ec);
     }
   } cleanup{work};
-  // Each model in a process of its own, as `crossover train` measures it, in `--repeat` rounds
-  // over all the models: the fastest of its runs' median steps. A shared host's neighbours come
-  // and go in phases (of seconds to a minute here) that slow memory-heavy steps by up to half;
-  // rounds spread each model's runs over the whole measurement, and the profile's samples
-  // likewise keep the faster of two passes, so both sides are the device without them.
-  std::vector<std::vector<double>> medians(models.size());
-  std::vector<int64_t> batches(models.size());
-  for (int r = 0; r < o.repeat; ++r) {
-    for (size_t i = 0; i < models.size(); ++i) {
-      progress.bar(static_cast<double>(r * models.size() + i) /
-                       static_cast<double>(o.repeat * models.size()),
-                   fmt::format("measuring {} (round {} of {})", models[i], r + 1, o.repeat));
-      const std::filesystem::path json = work / fmt::format("{}-{}.json", models[i], r);
-      const int code = run_child({"train", models[i], "--device", o.device, "--steps",
-                                  std::to_string(o.steps), "--threads", std::to_string(o.threads),
-                                  "--checkpoint-every", "off", "--json", json.string()},
-                                 work / "log.txt");
-      if (stop_requested()) return 130;
-      if (code != 0) {
-        std::string log = read_file(work / "log.txt");
-        while (!log.empty() && log.back() == '\n') log.pop_back();
-        log = log.substr(log.rfind('\n') == std::string::npos ? 0 : log.rfind('\n') + 1);
-        throw UserError(fmt::format("measuring {}: `crossover train` exited with {}: {}", models[i],
-                                    code, log));
-      }
-      const TrainResult result = read_train_result(read_file(json), json.string());
-      medians[i].push_back(result.step_ms.median);
-      batches[i] = result.batch;
-    }
-  }
-  for (size_t i = 0; i < models.size(); ++i) {
-    const auto [fastest, slowest] = std::minmax_element(medians[i].begin(), medians[i].end());
-    here.measured.push_back(
-        {models[i], batches[i], *fastest,
-         fmt::format("fastest median step of {} runs of crossover train {} --steps {}, in rounds "
-                     "over the models (slowest {:.3g} ms; {})",
-                     o.repeat, models[i], o.steps, *slowest, utc_now().substr(0, 10)),
-         "", *slowest});
-  }
+  std::optional<std::vector<MeasuredStep>> measured = measure_models(o, models, work, progress);
+  if (!measured) return kExitInterrupted;
+  here.measured = std::move(*measured);
   progress.clear();
   std::vector<DeviceProfile> profiles;
   if (!o.models.empty()) here.id += "-subset";  // beside the shipped profile of this device

@@ -19,8 +19,12 @@ def body(lines, text="  x += 1;"):
 
 
 class CheckFunctions(unittest.TestCase):
-    def check(self, files, limit=5):
+    def check(self, files, limit=5, kept=None):
         with tempfile.TemporaryDirectory() as root:
+            if kept is not None:
+                os.makedirs(os.path.join(root, "scripts"))
+                with open(os.path.join(root, "scripts", "long-functions.txt"), "w") as f:
+                    f.write(kept)
             for name, text in files.items():
                 path = os.path.join(root, "src", name)
                 os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -73,6 +77,17 @@ class CheckFunctions(unittest.TestCase):
         code, out = self.check({"d.cpp": text})
         self.assertEqual(code, 0, out)
         self.assertIn("0 functions", out)
+
+    def test_a_function_kept_long_needs_its_line_and_a_stale_line_fails(self):
+        long = {"k.cpp": "void f() {\n" + body(9) + "\n}\nvoid g() {\n}\n"}
+        code, out = self.check(long, kept="# why each stays whole\nsrc/k.cpp f: one table\n")
+        self.assertEqual(code, 0, out)
+        self.assertIn("1 kept long", out)
+        code, out = self.check(long, kept="src/k.cpp f: one table\nsrc/k.cpp g: gone\n")
+        self.assertEqual(code, 1)
+        self.assertIn("src/k.cpp g is listed as kept long", out)
+        code, out = self.check(long, kept="src/k.cpp f\n")
+        self.assertNotEqual(code, 0)
 
 
 if __name__ == "__main__":
