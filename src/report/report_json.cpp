@@ -12,6 +12,7 @@
 #include "advisor/scale_out.h"
 #include "core/error.h"
 #include "core/json_depth.h"
+#include "report/json_fields.h"
 #include "report/json_in.h"
 
 namespace xo {
@@ -43,241 +44,186 @@ json optional_numbers(const std::vector<std::optional<double>>& v) {
 // The key a figure has in a file of `schema` (1 or 2): schema 1's name, else schema 2's.
 const char* key(int schema, const char* v1, const char* v2) { return schema == 1 ? v1 : v2; }
 
-json epoch_json(const EpochRecord& e) {
-  json epoch = {{"epoch", e.epoch},
-                {"loss", e.loss},
-                {"train_error_percent", number_or_null(e.train_error)},
-                {"seconds", e.seconds},
-                {"lr", number_or_null(e.lr)}};
-  // Where there is the split (a regression's accuracy is null: not measured).
-  if (!std::isnan(e.test_loss) || !std::isnan(e.test_accuracy)) {
-    epoch["test_loss"] = number_or_null(e.test_loss);
-    epoch["test_accuracy_percent"] = number_or_null(e.test_accuracy);
+// An epoch's figures. Where there is no test or validation split its two keys are absent (a
+// regression's accuracy is null: not measured); files written before learning-rate schedules have
+// no rate.
+template <typename Io, typename E>
+void epoch_fields(Io& io, E& e, int schema) {
+  if constexpr (Io::kReading) e.test_loss = e.test_accuracy = e.lr = kNaN;
+  io.value("epoch", e.epoch);
+  io.nullable("loss", e.loss);
+  io.nullable(key(schema, "train_error", "train_error_percent"), e.train_error);
+  io.value("seconds", e.seconds);
+  io.nullable_since("lr", e.lr);
+  if (Io::kReading || !std::isnan(e.test_loss) || !std::isnan(e.test_accuracy)) {
+    io.nullable_since("test_loss", e.test_loss);
+    io.nullable_since(key(schema, "test_accuracy", "test_accuracy_percent"), e.test_accuracy);
   }
-  if (!std::isnan(e.val_loss) || !std::isnan(e.val_accuracy)) {  // Keras's names
-    epoch["val_loss"] = number_or_null(e.val_loss);
-    epoch["val_accuracy_percent"] = number_or_null(e.val_accuracy);
+  if (Io::kReading || !std::isnan(e.val_loss) || !std::isnan(e.val_accuracy)) {  // Keras's names
+    io.nullable_since("val_loss", e.val_loss);
+    io.nullable_since("val_accuracy_percent", e.val_accuracy);
   }
-  return epoch;
 }
 
-// `steps_per_epoch`: a schema 1 file's summed training loss becomes a mean by it.
-EpochRecord read_epoch(const JsonIn& in, int schema, int64_t steps_per_epoch) {
-  EpochRecord e;
-  e.epoch = in.integer("epoch");
-  e.loss = in.nullable("loss");
-  if (schema == 1 && steps_per_epoch > 0) e.loss /= static_cast<double>(steps_per_epoch);
-  e.train_error = in.nullable(key(schema, "train_error", "train_error_percent"));
-  e.seconds = in.number("seconds");
-  // Without a test set the two are absent.
-  const char* accuracy = key(schema, "test_accuracy", "test_accuracy_percent");
-  e.test_loss = in.has("test_loss") ? in.nullable("test_loss") : kNaN;
-  e.test_accuracy = in.has(accuracy) ? in.nullable(accuracy) : kNaN;
-  e.val_loss = in.has("val_loss") ? in.nullable("val_loss") : kNaN;
-  e.val_accuracy = in.has("val_accuracy_percent") ? in.nullable("val_accuracy_percent") : kNaN;
-  // Files written before learning-rate schedules have no rate per epoch.
-  e.lr = in.has("lr") ? in.nullable("lr") : kNaN;
-  return e;
-}
-
-json timing_json(const TimingStats& s) {
-  return {{"count", s.count}, {"median", s.median}, {"mean", s.mean}, {"min", s.min},
-          {"max", s.max},     {"p10", s.p10},       {"p90", s.p90},   {"cv", s.cv}};
-}
-
-TimingStats read_timing(const JsonIn& in) {
-  TimingStats s;
-  s.count = in.integer("count");
-  s.median = in.nullable("median");
-  s.mean = in.nullable("mean");
-  s.min = in.nullable("min");
-  s.max = in.nullable("max");
-  s.p10 = in.nullable("p10");
-  s.p90 = in.nullable("p90");
-  s.cv = in.nullable("cv");
-  return s;
+template <typename Io, typename S>
+void timing_fields(Io& io, S& s) {
+  io.value("count", s.count);
+  for (auto [name, v] : {std::pair{"median", &s.median},
+                         {"mean", &s.mean},
+                         {"min", &s.min},
+                         {"max", &s.max},
+                         {"p10", &s.p10},
+                         {"p90", &s.p90},
+                         {"cv", &s.cv}}) {
+    io.nullable(name, *v);
+  }
 }
 
 constexpr std::initializer_list<const char*> kDeviceInfoKeys = {"kind", "name", "threads",
                                                                 "library", "precision"};
 
-// The fields of a TrainResult shared by crossover.train/2 and a report's run; `epochs` is the
-// key of the epoch records.
+// The device a run trained on: its kind, name, threads, libraries and precision, and whatever
+// details the backend gave (a GPU's clock, say) as further texts.
+template <typename Io, typename D>
+void device_info_fields(Io& io, D& d) {
+  if constexpr (Io::kReading) {
+    d.kind = io.in().kind("kind");
+  } else {
+    io.value("kind", std::string(device_kind_name(d.kind)));
+  }
+  io.value("name", d.name);
+  io.value("threads", d.threads);
+  io.value("library", d.library);
+  io.value("precision", d.precision);
+  if constexpr (Io::kReading) {
+    d.details = io.in().other_texts(kDeviceInfoKeys);
+  } else {
+    for (const auto& [k, v] : d.details) io.value(k.c_str(), v);
+  }
+}
+
+// What ended a run early: a loss that was not finite (null: it did not), early stopping (null:
+// the run had none), and the checkpoints.
+template <typename Io, typename R>
+void ending_fields(Io& io, R& r) {
+  io.value("interrupted", r.interrupted);
+  io.value("diverged_epoch", r.diverged_epoch);
+  const bool diverged = io.optional_object("stopped_diverged", r.stopped_diverged, [&](auto& d) {
+    d.derived("epoch", r.diverged_epoch);  // read from diverged_epoch
+    d.value("from_step", r.diverged_from);
+    d.value("step", r.diverged_step);
+    d.nullable("last_finite_loss", r.last_finite_loss);
+    d.value("last_finite_epoch", r.last_finite_epoch);
+    d.value("last_finite_step", r.last_finite_step);
+  });
+  if constexpr (Io::kReading) r.stopped_diverged = diverged;
+  io.optional_object("early_stopping", !r.early_stopping_monitor.empty(), [&](auto& e) {
+    e.value("monitor", r.early_stopping_monitor);
+    e.value("patience", r.early_stopping_patience);
+    e.value("min_delta", r.early_stopping_min_delta);
+    e.value("stopped_early", r.stopped_early);
+    e.value("best_epoch", r.best_epoch);
+    e.nullable("best_value", r.best_value);
+    e.value("restored_best", r.restored_best);
+  });
+  io.object_since("checkpoints", [&](auto& c) {
+    c.value("resumed_at_step", r.resumed_at_step);
+    c.since("paused", r.paused);
+    c.value("written", r.checkpoints_written);
+    c.value("step_loop_wait_ms", r.checkpoint_wait_ms);
+  });
+}
+
+// The step's time: its spread, the headline median (also inside step_ms: the reader checks it is
+// there, and a lenient read of a document without it keeps step_ms's), the work and the rates,
+// the step's phases (null inside a recorded step, timed as a whole) and, across MPI ranks, the
+// gradient bytes each rank summed per step and how (null on one process).
+template <typename Io, typename R>
+void speed_fields(Io& io, R& r) {
+  io.nullable_object("step_ms", [&](auto& t) { timing_fields(t, r.step_ms); });
+  if constexpr (Io::kReading) {
+    const double median = io.in().nullable("median_step_ms");
+    if (io.in().has("median_step_ms")) r.step_ms.median = median;
+  } else {
+    io.nullable("median_step_ms", r.step_ms.median);
+  }
+  io.value("flops_per_step", r.flops_per_step);
+  io.nullable("gflops", r.gflops);
+  io.nullable("samples_per_second", r.samples_per_second);
+  io.value("train_seconds", r.train_seconds);
+  io.value("setup_seconds", r.setup_seconds);
+  io.since("ranks", r.ranks);  // since data-parallel training (0.2.x)
+  io.optional_object("step_phases_ms", true, [&](auto& p) {
+    p.nullable("data", r.data_ms);
+    p.nullable("forward_backward", r.forward_backward_ms);
+    p.nullable("communicate", r.communicate_ms);
+    p.nullable("optimizer", r.optimizer_ms);
+  });
+  io.optional_object("data_parallel", r.ranks > 1, [&](auto& d) {
+    d.value("reduced_bytes_per_step", r.reduced_bytes);
+    d.value("reduce", r.reduce_mode);
+    // As nccl-tests: bytes x 2(n-1)/n over the communicate phase, where that phase is the whole
+    // sum (after-backward); null where backward or the optimizer's pass (shared) holds part of it.
+    d.derived("bus_gbs", number_or_null(communicate_bus_gbs(r.reduced_bytes, r.ranks,
+                                                            r.communicate_ms, r.reduce_mode)));
+  });
+}
+
+// The fields of a TrainResult shared by crossover.train/2 and a report's run; `epochs` is the key
+// of the epoch records. Schema 1 (reading only) named percentages plainly and summed the epoch's
+// training loss: its files are read with those names and the loss made a mean.
+template <typename Io, typename R>
+void result_fields(Io& io, R& r, const char* epochs, int schema) {
+  io.since("steps_taken", r.steps_taken);  // in a train file since 0.2.0
+  io.value("model", r.model);
+  io.value("origin", r.origin);
+  io.value("data", r.data);
+  io.value("params", r.params);
+  io.value("device", r.device.id);
+  io.object("device_info", [&](auto& d) { device_info_fields(d, r.device); });
+  io.value("batch", r.batch);
+  io.value("samples", r.samples);
+  io.value("steps_per_epoch", r.steps_per_epoch);
+  io.value("shards", r.shards);
+  io.derived("precision", r.device.precision);  // the device's, for the file's readers
+  io.value("recorded_step", r.recorded_step);   // the step replayed as one CUDA Graph
+  io.array(epochs, r.epochs, [&](auto& e_io, auto& e) { epoch_fields(e_io, e, schema); });
+  io.nullable("final_loss", r.final_loss);
+  io.nullable(key(schema, "final_train_error", "final_train_error_percent"), r.final_train_error);
+  // Since the stuck-model check (late 0.1.1).
+  io.nullable_since(key(schema, "majority_class_error", "majority_class_error_percent"),
+                    r.majority_class_error);
+  io.value("test_samples", r.test_samples);
+  io.nullable("final_test_loss", r.final_test_loss);  // null without a test set
+  io.nullable(key(schema, "final_test_accuracy", "final_test_accuracy_percent"),
+              r.final_test_accuracy);
+  if (schema >= 2) {  // schema 1 had no validation split
+    io.value("validation_samples", r.validation_samples);
+    io.nullable("final_val_loss", r.final_val_loss);
+    io.nullable("final_val_accuracy_percent", r.final_val_accuracy);
+  }
+  speed_fields(io, r);
+  ending_fields(io, r);
+  if constexpr (Io::kReading) {
+    if (schema == 1 && r.steps_per_epoch > 0) {
+      const double steps = static_cast<double>(r.steps_per_epoch);
+      r.final_loss /= steps;
+      for (EpochRecord& e : r.epochs) e.loss /= steps;
+    }
+  }
+}
+
 json result_json(const TrainResult& r, const char* epochs) {
   json j;
-  j["model"] = r.model;
-  j["origin"] = r.origin;
-  j["data"] = r.data;
-  j["params"] = r.params;
-  j["device"] = r.device.id;
-  j["device_info"] = {{"kind", device_kind_name(r.device.kind)},
-                      {"name", r.device.name},
-                      {"threads", r.device.threads},
-                      {"library", r.device.library},
-                      {"precision", r.device.precision}};
-  for (const auto& [k, v] : r.device.details) j["device_info"][k] = v;
-  j["batch"] = r.batch;
-  j["samples"] = r.samples;
-  j["steps_per_epoch"] = r.steps_per_epoch;
-  j["shards"] = r.shards;
-  j["precision"] = r.device.precision;
-  j["recorded_step"] = r.recorded_step;  // the step replayed as one CUDA Graph
-  j[epochs] = json::array();
-  for (const EpochRecord& e : r.epochs) j[epochs].push_back(epoch_json(e));
-  j["final_loss"] = r.final_loss;
-  j["final_train_error_percent"] = number_or_null(r.final_train_error);
-  j["majority_class_error_percent"] = number_or_null(r.majority_class_error);
-  j["test_samples"] = r.test_samples;
-  // null without a test set (JSON has no NaN).
-  j["final_test_loss"] = number_or_null(r.final_test_loss);
-  j["final_test_accuracy_percent"] = number_or_null(r.final_test_accuracy);
-  j["validation_samples"] = r.validation_samples;
-  j["final_val_loss"] = number_or_null(r.final_val_loss);
-  j["final_val_accuracy_percent"] = number_or_null(r.final_val_accuracy);
-  j["median_step_ms"] = r.step_ms.median;
-  j["step_ms"] = timing_json(r.step_ms);
-  j["flops_per_step"] = r.flops_per_step;
-  j["gflops"] = r.gflops;
-  j["samples_per_second"] = r.samples_per_second;
-  j["train_seconds"] = r.train_seconds;
-  j["setup_seconds"] = r.setup_seconds;
-  j["steps_taken"] = r.steps_taken;
-  j["interrupted"] = r.interrupted;
-  j["diverged_epoch"] = r.diverged_epoch;
-  // Where a loss that was not finite stopped training (null: it did not), and the checkpoints.
-  j["stopped_diverged"] = r.stopped_diverged
-                              ? json{{"epoch", r.diverged_epoch},
-                                     {"from_step", r.diverged_from},
-                                     {"step", r.diverged_step},
-                                     {"last_finite_loss", number_or_null(r.last_finite_loss)},
-                                     {"last_finite_epoch", r.last_finite_epoch},
-                                     {"last_finite_step", r.last_finite_step}}
-                              : json();
-  // [train.early_stopping]'s outcome (null: the run had none).
-  j["early_stopping"] = r.early_stopping_monitor.empty()
-                            ? json()
-                            : json{{"monitor", r.early_stopping_monitor},
-                                   {"patience", r.early_stopping_patience},
-                                   {"min_delta", r.early_stopping_min_delta},
-                                   {"stopped_early", r.stopped_early},
-                                   {"best_epoch", r.best_epoch},
-                                   {"best_value", number_or_null(r.best_value)},
-                                   {"restored_best", r.restored_best}};
-  // Data-parallel training across MPI ranks: the ranks, and per step the gradient bytes each rank
-  // summed and the time that sum took beyond backward (null on one process).
-  j["ranks"] = r.ranks;
-  // The step's phases, medians (null inside a recorded step, timed as a whole).
-  j["step_phases_ms"] = {{"data", number_or_null(r.data_ms)},
-                         {"forward_backward", number_or_null(r.forward_backward_ms)},
-                         {"communicate", number_or_null(r.communicate_ms)},
-                         {"optimizer", number_or_null(r.optimizer_ms)}};
-  j["data_parallel"] =
-      r.ranks > 1
-          ? json{{"reduced_bytes_per_step", r.reduced_bytes},
-                 {"reduce", r.reduce_mode},
-                 // As nccl-tests: bytes x 2(n-1)/n over the communicate phase, where that phase
-                 // is the whole sum (after-backward); null where backward or the optimizer's pass
-                 // (shared) holds part of it.
-                 {"bus_gbs", number_or_null(communicate_bus_gbs(r.reduced_bytes, r.ranks,
-                                                                r.communicate_ms, r.reduce_mode))}}
-          : json();
-  j["checkpoints"] = {{"resumed_at_step", r.resumed_at_step},
-                      {"paused", r.paused},
-                      {"written", r.checkpoints_written},
-                      {"step_loop_wait_ms", r.checkpoint_wait_ms}};
+  JsonWriter w(j);
+  result_fields(w, r, epochs, 2);
   return j;
 }
 
 TrainResult read_result(const JsonIn& in, const char* epochs, int schema) {
   TrainResult r;
-  // Written here since 0.2.0 (before, only in a report's runs, read by read_run).
-  if (in.has("steps_taken")) r.steps_taken = in.integer("steps_taken");
-  r.model = in.text("model");
-  r.origin = in.text("origin");
-  r.data = in.text("data");
-  r.params = in.integer("params");
-  r.device.id = in.text("device");
-  if (const auto info = in.object("device_info")) {
-    r.device.kind = info->kind("kind");
-    r.device.name = info->text("name");
-    r.device.threads = info->int_integer("threads");
-    r.device.library = info->text("library");
-    r.device.precision = info->text("precision");
-    r.device.details = info->other_texts(kDeviceInfoKeys);
-  }
-  r.batch = in.integer("batch");
-  r.samples = in.integer("samples");
-  r.steps_per_epoch = in.integer("steps_per_epoch");
-  r.shards = in.int_integer("shards");
-  r.recorded_step = in.flag("recorded_step");
-  // Since data-parallel training (0.2.x); earlier files trained on one process.
-  if (in.has("ranks")) r.ranks = in.int_integer("ranks");
-  if (const auto phases =
-          in.has("step_phases_ms") ? in.object("step_phases_ms", true) : std::nullopt) {
-    r.data_ms = phases->nullable("data");
-    r.forward_backward_ms = phases->nullable("forward_backward");
-    r.communicate_ms = phases->nullable("communicate");
-    r.optimizer_ms = phases->nullable("optimizer");
-  }
-  if (const auto dp = in.has("data_parallel") ? in.object("data_parallel", true) : std::nullopt) {
-    r.reduced_bytes = dp->integer("reduced_bytes_per_step");
-    r.reduce_mode = dp->text("reduce");
-  }
-  for (const JsonIn& e : in.objects(epochs))
-    r.epochs.push_back(read_epoch(e, schema, r.steps_per_epoch));
-  r.final_loss = in.nullable("final_loss");
-  if (schema == 1 && r.steps_per_epoch > 0) r.final_loss /= static_cast<double>(r.steps_per_epoch);
-  r.final_train_error = in.nullable(key(schema, "final_train_error", "final_train_error_percent"));
-  // Since the stuck-model check (late 0.1.1); earlier files have no such figure.
-  const char* majority = key(schema, "majority_class_error", "majority_class_error_percent");
-  if (in.has(majority)) r.majority_class_error = in.nullable(majority);
-  r.test_samples = in.integer("test_samples");
-  r.final_test_loss = in.nullable("final_test_loss");
-  r.final_test_accuracy =
-      in.nullable(key(schema, "final_test_accuracy", "final_test_accuracy_percent"));
-  if (schema >= 2) {  // schema 1 had no validation split
-    r.validation_samples = in.integer("validation_samples");
-    r.final_val_loss = in.nullable("final_val_loss");
-    r.final_val_accuracy = in.nullable("final_val_accuracy_percent");
-  }
-  if (const auto step = in.object("step_ms", /*optional=*/true)) r.step_ms = read_timing(*step);
-  // The headline figure, also inside step_ms: the reader checks it is there (a lenient read of a
-  // document without it keeps step_ms's).
-  const double median = in.nullable("median_step_ms");
-  if (in.has("median_step_ms")) r.step_ms.median = median;
-  r.flops_per_step = in.number("flops_per_step");
-  r.gflops = in.nullable("gflops");
-  r.samples_per_second = in.nullable("samples_per_second");
-  r.train_seconds = in.number("train_seconds");
-  r.setup_seconds = in.number("setup_seconds");
-  r.interrupted = in.flag("interrupted");
-  r.diverged_epoch = in.integer("diverged_epoch");
-  // Files written before checkpoints existed (crossover 0.1.0) have neither of these.
-  if (const auto d =
-          in.has("stopped_diverged") ? in.object("stopped_diverged", true) : std::nullopt) {
-    r.stopped_diverged = true;
-    r.diverged_from = d->integer("from_step");
-    r.diverged_step = d->integer("step");
-    r.last_finite_loss = d->nullable("last_finite_loss");
-    r.last_finite_epoch = d->integer("last_finite_epoch");
-    r.last_finite_step = d->integer("last_finite_step");
-  }
-  // Files written before early stopping have no such key.
-  if (const auto e = in.has("early_stopping") ? in.object("early_stopping", true) : std::nullopt) {
-    r.early_stopping_monitor = e->text("monitor");
-    r.early_stopping_patience = e->integer("patience");
-    r.early_stopping_min_delta = e->number("min_delta");
-    r.stopped_early = e->flag("stopped_early");
-    r.best_epoch = e->integer("best_epoch");
-    r.best_value = e->nullable("best_value");
-    r.restored_best = e->flag("restored_best");
-  }
-  if (const auto c = in.has("checkpoints") ? in.object("checkpoints") : std::nullopt) {
-    r.resumed_at_step = c->integer("resumed_at_step");
-    if (c->has("paused")) r.paused = c->flag("paused");
-    r.checkpoints_written = c->integer("written");
-    r.checkpoint_wait_ms = c->number("step_loop_wait_ms");
-  }
+  JsonReader reader(in);
+  result_fields(reader, r, epochs, schema);
   return r;
 }
 
