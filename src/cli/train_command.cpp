@@ -161,13 +161,10 @@ void write_outputs(const TrainOptions& o, const RunRecord& run,
                      {{"format", "pt"}, {"model", r.model}, {"producer", "crossover"}});
   }
   if (!o.json.empty()) {
-    nlohmann::json j = to_json(r);
     const Utilisation& load = *run.utilisation;
-    j["machine"] = to_json(describe_machine());
-    j["mean_other_cores"] =
-        load.mean_other_cores ? nlohmann::json(*load.mean_other_cores) : nlohmann::json();
-    j["timings_contaminated"] = timings_contaminated(load);
-    write_file_atomic(o.json, j.dump(2) + "\n");
+    const TrainDocument doc{r, describe_machine(), load.mean_other_cores,
+                            timings_contaminated(load)};
+    write_file_atomic(o.json, to_json(doc).dump(2) + "\n");
   }
 }
 

@@ -14,6 +14,7 @@
 #include "core/file.h"
 #include "core/format.h"
 #include "dist/mpi.h"
+#include "report/files.h"
 #include "report/machine.h"
 #include "report/report_json.h"
 #include "report/tune_json.h"
@@ -43,13 +44,7 @@ class TuneIo final : public SearchIo {
     return read_train_result(read_file(file), file.string());
   }
   void publish(const TuneRecord& r) override {
-    const fs::path out(o_.search.out);
-    nlohmann::json j = to_json(r);
-    const nlohmann::json machine = to_json(describe_machine());
-    j["machine"] = machine;
-    write_file_atomic(out / "results.json", j.dump(2) + "\n");
-    write_file_atomic(out / "results.csv", tune_csv(r));
-    write_file_atomic(out / "report.html", render_tune_html(r, machine));
+    write_tune_report(o_.search.out, r, describe_machine());
   }
   Catalog catalog() override { return load_user_catalog(o_.cost); }
   void resolved(const ModelSpec& spec) override { print_notes(spec); }

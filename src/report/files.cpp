@@ -14,6 +14,8 @@
 #include "report/csv.h"
 #include "report/html.h"
 #include "report/report_json.h"
+#include "report/tune_json.h"
+#include "report/tune_text.h"
 
 namespace xo {
 namespace {
@@ -68,6 +70,14 @@ void write_report(const std::filesystem::path& out_dir, const Report& report) {
     }
     written += (written.empty() ? "" : ", ") + std::string(name);
   }
+}
+
+void write_tune_report(const std::filesystem::path& out_dir, const TuneRecord& record,
+                       const MachineInfo& machine) {
+  const nlohmann::json doc = to_json(record, machine);
+  write_file_atomic(out_dir / "results.json", doc.dump(2) + "\n");
+  write_file_atomic(out_dir / "results.csv", tune_csv(record));
+  write_file_atomic(out_dir / "report.html", render_tune_html(record, doc["machine"]));
 }
 
 }  // namespace xo

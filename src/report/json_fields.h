@@ -7,6 +7,7 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,14 @@ class JsonWriter {
   }
   // A figure that may not have been measured: null for NaN (JSON has no NaN).
   void nullable(const char* key, const double& v) { j_[key] = number_or_null(v); }
+  // A figure that may be absent from the record: null then.
+  void optional_number(const char* key, const std::optional<double>& v) {
+    j_[key] = v ? number_or_null(*v) : nlohmann::json();
+  }
+  void optional_number_since(const char* key, const std::optional<double>& v) {
+    optional_number(key, v);
+  }
+  void texts(const char* key, const std::vector<std::string>& v) { j_[key] = v; }
   void nullable_since(const char* key, const double& v) { j_[key] = number_or_null(v); }
   // For the file's readers only (derived from other fields): not read back.
   template <typename T>
@@ -99,6 +108,11 @@ class JsonReader {
     if (in_.has(key)) value(key, v);
   }
   void nullable(const char* key, double& v) { v = in_.nullable(key); }
+  void optional_number(const char* key, std::optional<double>& v) { v = in_.optional_number(key); }
+  void optional_number_since(const char* key, std::optional<double>& v) {
+    if (in_.has(key)) v = in_.optional_number(key);
+  }
+  void texts(const char* key, std::vector<std::string>& v) { v = in_.texts(key); }
   void nullable_since(const char* key, double& v) {
     if (in_.has(key)) v = in_.nullable(key);
   }

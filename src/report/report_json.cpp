@@ -413,48 +413,59 @@ std::string run_name(size_t i, const json& run) {
 
 }  // namespace
 
+namespace {
+
+// The machine a document was written on.
+template <typename Io, typename M>
+void machine_fields(Io& io, M& m) {
+  io.value("cpu", m.cpu);
+  if constexpr (Io::kReading) {
+    const auto cpus = io.in().optional_number("logical_cpus");
+    if (cpus && std::isfinite(*cpus)) m.logical_cpus = static_cast<int64_t>(*cpus);
+  } else {
+    io.value("logical_cpus", m.logical_cpus ? json(*m.logical_cpus) : json());
+  }
+  io.value("avx512", m.avx512);
+  io.optional_number("memory_gib", m.memory_gib);
+  io.value("os", m.os);
+  io.value("hostname", m.hostname);
+  io.value("compiler", m.compiler);
+  io.value("flags", m.flags);
+  io.value("cpu_cores", m.cpu_cores);
+  io.object("libraries", [&](auto& l) {
+    if constexpr (Io::kReading) {
+      m.libraries = l.in().other_texts({});
+    } else {
+      for (const auto& [name, version] : m.libraries) l.value(name.c_str(), version);
+    }
+  });
+  if constexpr (Io::kReading) {
+    m.nvidia_driver = io.in().optional_text("nvidia_driver").value_or("");  // null: no driver
+  } else {
+    io.value("nvidia_driver", m.nvidia_driver);
+  }
+  io.texts("gpus", m.gpus);
+  io.value("crossover", m.crossover);
+  io.value("date", m.date);
+  io.texts("devices", m.devices);
+  io.texts("devices_unavailable", m.devices_unavailable);
+}
+
+}  // namespace
+
 json to_json(const MachineInfo& m) {
-  json libraries = json::object();
-  for (const auto& [name, version] : m.libraries) libraries[name] = version;
-  return {{"cpu", m.cpu},
-          {"logical_cpus", m.logical_cpus ? json(*m.logical_cpus) : json()},
-          {"avx512", m.avx512},
-          {"memory_gib", optional_number(m.memory_gib)},
-          {"os", m.os},
-          {"hostname", m.hostname},
-          {"compiler", m.compiler},
-          {"flags", m.flags},
-          {"cpu_cores", m.cpu_cores},
-          {"libraries", libraries},
-          {"nvidia_driver", m.nvidia_driver},
-          {"gpus", m.gpus},
-          {"crossover", m.crossover},
-          {"date", m.date},
-          {"devices", m.devices},
-          {"devices_unavailable", m.devices_unavailable}};
+  json j;
+  JsonWriter w(j);
+  machine_fields(w, m);
+  return j;
 }
 
 namespace {
 
 MachineInfo read_machine(const JsonIn& in) {
   MachineInfo m;
-  m.cpu = in.text("cpu");
-  const auto cpus = in.optional_number("logical_cpus");
-  if (cpus && std::isfinite(*cpus)) m.logical_cpus = static_cast<int64_t>(*cpus);
-  m.avx512 = in.flag("avx512");
-  m.memory_gib = in.optional_number("memory_gib");
-  m.os = in.text("os");
-  m.hostname = in.text("hostname");
-  m.compiler = in.text("compiler");
-  m.flags = in.text("flags");
-  m.cpu_cores = in.text("cpu_cores");
-  if (const auto libraries = in.object("libraries")) m.libraries = libraries->other_texts({});
-  m.nvidia_driver = in.optional_text("nvidia_driver").value_or("");
-  m.gpus = in.texts("gpus");
-  m.crossover = in.text("crossover");
-  m.date = in.text("date");
-  m.devices = in.texts("devices");
-  m.devices_unavailable = in.texts("devices_unavailable");
+  JsonReader r(in);
+  machine_fields(r, m);
   return m;
 }
 
@@ -927,6 +938,26 @@ GpuVerdict read_verdict(const JsonIn& in) {
 
 }  // namespace
 
+namespace {
+
+template <typename Io, typename D>
+void train_document_fields(Io& io, D& d) {
+  result_fields(io, d.result, "epochs", 2);
+  io.object_since("machine", [&](auto& m) { machine_fields(m, d.machine); });
+  io.optional_number_since("mean_other_cores", d.mean_other_cores);
+  io.since("timings_contaminated", d.timings_contaminated);
+}
+
+}  // namespace
+
+json to_json(const TrainDocument& d) {
+  json j;
+  JsonWriter w(j);
+  train_document_fields(w, d);
+  j["schema"] = kTrainSchema;
+  return j;
+}
+
 json to_json(const TrainResult& r) {
   json j = result_json(r, "epochs");
   j["schema"] = kTrainSchema;
@@ -1018,7 +1049,7 @@ nlohmann::json parse_report_json(const std::string& text, const std::string& ori
   return json::parse(text, nullptr, false);
 }
 
-TrainResult read_train_result(const std::string& text, const std::string& origin) {
+TrainDocument read_train_document(const std::string& text, const std::string& origin) {
   const json doc = parse_report_json(text, origin);
   if (doc.is_discarded() || !doc.is_object() || !doc.contains("schema") ||
       doc["schema"] != kTrainSchema) {
@@ -1026,7 +1057,15 @@ TrainResult read_train_result(const std::string& text, const std::string& origin
                                 origin, kTrainSchema));
   }
   const JsonSource source{origin, ReadMode::Strict};
-  return read_result(JsonIn(doc, "", source), "epochs", 2);
+  const JsonIn in(doc, "", source);
+  TrainDocument d;
+  JsonReader r(in);
+  train_document_fields(r, d);
+  return d;
+}
+
+TrainResult read_train_result(const std::string& text, const std::string& origin) {
+  return read_train_document(text, origin).result;
 }
 
 }  // namespace xo

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 #include "report/document.h"
@@ -13,7 +14,18 @@
 
 namespace xo {
 
-nlohmann::json to_json(const TrainResult& r);  // crossover.train/2
+nlohmann::json to_json(const TrainResult& r);  // crossover.train/2, the result alone
+
+// `crossover train --json` (crossover.train/2): the result, the machine it trained on, and the
+// other processes' load on its cores while it trained (the timings are marked contaminated from a
+// quarter of a core on). Files written before the machine was recorded read without it.
+struct TrainDocument {
+  TrainResult result;
+  MachineInfo machine;
+  std::optional<double> mean_other_cores;  // none where the load could not be read
+  bool timings_contaminated = false;
+};
+nlohmann::json to_json(const TrainDocument& doc);
 // One row of the validation table (advisor/profile_predict.h) as results.json and
 // `crossover validate --json` write it.
 nlohmann::json validation_json(const ValidationRow& row);
@@ -30,6 +42,7 @@ Report read_report(const nlohmann::json& doc, const std::string& origin,
                    ReadMode mode = ReadMode::Strict);
 
 // A `crossover train --json` file (crossover.train/2), read strictly; `origin` names the file.
+TrainDocument read_train_document(const std::string& text, const std::string& origin);
 TrainResult read_train_result(const std::string& text, const std::string& origin);
 
 }  // namespace xo

@@ -5,6 +5,7 @@
 #include "core/json_depth.h"
 #include "report/csv.h"
 #include "report/json_in.h"
+#include "report/report_json.h"
 
 namespace xo {
 namespace {
@@ -94,6 +95,12 @@ TrialRecord read_trial(const JsonIn& in) {
 }
 
 }  // namespace
+
+json to_json(const TuneRecord& r, const MachineInfo& machine) {
+  json j = to_json(r);
+  j["machine"] = to_json(machine);
+  return j;
+}
 
 json to_json(const TuneRecord& r) {
   json j;

@@ -5,13 +5,16 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "report/machine.h"
 #include "tune/record.h"
 
 namespace xo {
 
 nlohmann::json to_json(const TuneRecord& r);
-// Throws UserError naming `origin`, the place and the field; the keys `machine` and `manifest`,
-// which the command adds around the record, are not part of it.
+// The document a search writes: the record and the machine it ran on.
+nlohmann::json to_json(const TuneRecord& r, const MachineInfo& machine);
+// Throws UserError naming `origin`, the place and the field; the key `machine`, the search's
+// machine rather than its record, is not read.
 TuneRecord read_tune_record(const std::string& text, const std::string& origin);
 // One row per trial, best first (trials_by_objective), a column per varied key.
 std::string tune_csv(const TuneRecord& r);
