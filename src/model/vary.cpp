@@ -96,86 +96,109 @@ AxisValues parse_vary(const std::string& text) {
   return out;
 }
 
+namespace {
+
+UserError cannot_vary(const ModelSpec& spec, Axis axis, const std::string& why) {
+  return UserError(
+      fmt::format("{} ({}): cannot vary {}: {}", spec.name, spec.origin, axis_name(axis), why));
+}
+
+// Every hidden weighted layer (all but the last) gets `value` outputs.
+void set_width(ModelSpec& s, int64_t value) {
+  int last = -1;
+  for (int i = 0; i < static_cast<int>(s.layers.size()); ++i) {
+    if (is_weighted(s.layers[i].type)) last = i;
+  }
+  int changed = 0;
+  for (int i = 0; i < last; ++i) {
+    if (is_weighted(s.layers[i].type)) {
+      s.layers[i].out = value;
+      ++changed;
+    }
+  }
+  if (changed == 0) {
+    throw cannot_vary(s, Axis::Width, "it has no hidden layer (only its output layer has a width)");
+  }
+}
+
+// A built-in disc model of another depth, with the spec's training and data settings.
+ModelSpec disc_of_depth(const ModelSpec& spec, int64_t value) {
+  if (value < 2 || value > 12)
+    throw cannot_vary(spec, Axis::Depth, "disc models exist for depths 2 to 12");
+  ModelSpec s = *builtin_spec(fmt::format("disc-{}", value));
+  s.train = spec.train;
+  s.data = spec.data;
+  return s;
+}
+
+// Removes the last Linear layer of `layers` and everything after it.
+void drop_last_linear_block(std::vector<LayerSpec>& layers) {
+  int cut = -1;
+  for (int i = static_cast<int>(layers.size()) - 1; i >= 0; --i) {
+    if (layers[i].type == LayerType::Linear) {
+      cut = i;
+      break;
+    }
+  }
+  layers.resize(static_cast<size_t>(cut));
+}
+
+// An MLP's layers at `value` Linear layers: the block to repeat is the last Linear before the
+// output Linear with what follows it.
+std::vector<LayerSpec> layers_of_depth(const ModelSpec& s, int64_t value) {
+  auto fail = [&](const std::string& why) { return cannot_vary(s, Axis::Depth, why); };
+  std::vector<int> linears;
+  for (int i = 0; i < static_cast<int>(s.layers.size()); ++i) {
+    const LayerType t = s.layers[i].type;
+    if (is_weighted(t) && t != LayerType::Linear)
+      throw fail("depth applies to MLPs (Linear layers only)");
+    if (t == LayerType::Linear) linears.push_back(i);
+  }
+  if (linears.size() < 2)
+    throw fail("it needs a hidden Linear block before the output layer to repeat");
+  const int block_begin = linears[linears.size() - 2], block_end = linears.back();
+  const std::vector<LayerSpec> block(s.layers.begin() + block_begin, s.layers.begin() + block_end);
+  std::vector<LayerSpec> layers(s.layers.begin(), s.layers.begin() + block_begin);
+  int64_t count = static_cast<int64_t>(linears.size()) - 2;  // Linear layers kept before it
+  if (value < 2) throw fail("a depth below 2 leaves no hidden layer");
+  // Each unit of depth copies a block of layers: a depth near INT64_MAX asked for more layers
+  // than memory holds before any check of the model could refuse it.
+  if (value > kMaxDepth) {
+    throw fail(fmt::format("depth {} is more than {} Linear layers", value, kMaxDepth));
+  }
+  // Drop blocks from the front when the model is deeper than asked.
+  while (count > value - 2) {
+    drop_last_linear_block(layers);
+    --count;
+  }
+  for (int64_t k = count; k < value - 1; ++k)
+    layers.insert(layers.end(), block.begin(), block.end());
+  layers.push_back(s.layers[block_end]);
+  layers.insert(layers.end(), s.layers.begin() + block_end + 1, s.layers.end());
+  return layers;
+}
+
+}  // namespace
+
 ModelSpec vary_spec(const ModelSpec& spec, Axis axis, int64_t value) {
   ModelSpec s = spec;
-  auto fail = [&](const std::string& why) {
-    return UserError(
-        fmt::format("{} ({}): cannot vary {}: {}", spec.name, spec.origin, axis_name(axis), why));
-  };
   switch (axis) {
     case Axis::Batch:
       s.train.batch = value;
       break;
     case Axis::Sequence:
       if (s.layers.empty() || s.layers.front().type != LayerType::Embedding) {
-        throw fail("its first layer is not an embedding of token sequences");
+        throw cannot_vary(spec, axis, "its first layer is not an embedding of token sequences");
       }
       s.input = {value};
       break;
-    case Axis::Width: {
-      int last = -1;
-      for (int i = 0; i < static_cast<int>(s.layers.size()); ++i) {
-        if (is_weighted(s.layers[i].type)) last = i;
-      }
-      int changed = 0;
-      for (int i = 0; i < last; ++i) {
-        if (is_weighted(s.layers[i].type)) {
-          s.layers[i].out = value;
-          ++changed;
-        }
-      }
-      if (changed == 0) throw fail("it has no hidden layer (only its output layer has a width)");
+    case Axis::Width:
+      set_width(s, value);
       break;
-    }
-    case Axis::Depth: {
-      if (is_disc(spec)) {
-        if (value < 2 || value > 12) throw fail("disc models exist for depths 2 to 12");
-        s = *builtin_spec(fmt::format("disc-{}", value));
-        s.train = spec.train;
-        s.data = spec.data;
-        return s;
-      }
-      // The block to repeat: the last Linear before the output Linear with what follows it.
-      std::vector<int> linears;
-      for (int i = 0; i < static_cast<int>(s.layers.size()); ++i) {
-        const LayerType t = s.layers[i].type;
-        if (is_weighted(t) && t != LayerType::Linear)
-          throw fail("depth applies to MLPs (Linear layers only)");
-        if (t == LayerType::Linear) linears.push_back(i);
-      }
-      if (linears.size() < 2)
-        throw fail("it needs a hidden Linear block before the output layer to repeat");
-      const int block_begin = linears[linears.size() - 2], block_end = linears.back();
-      const std::vector<LayerSpec> block(s.layers.begin() + block_begin,
-                                         s.layers.begin() + block_end);
-      std::vector<LayerSpec> layers(s.layers.begin(), s.layers.begin() + block_begin);
-      int64_t count = static_cast<int64_t>(linears.size()) - 2;  // Linear layers kept before it
-      if (value < 2) throw fail("a depth below 2 leaves no hidden layer");
-      // Each unit of depth copies a block of layers: a depth near INT64_MAX asked for more layers
-      // than memory holds before any check of the model could refuse it.
-      if (value > kMaxDepth) {
-        throw fail(fmt::format("depth {} is more than {} Linear layers", value, kMaxDepth));
-      }
-      // Drop blocks from the front when the model is deeper than asked.
-      while (count > value - 2) {
-        // remove the last Linear block of `layers`
-        int cut = -1;
-        for (int i = static_cast<int>(layers.size()) - 1; i >= 0; --i) {
-          if (layers[i].type == LayerType::Linear) {
-            cut = i;
-            break;
-          }
-        }
-        layers.resize(static_cast<size_t>(cut));
-        --count;
-      }
-      for (int64_t k = count; k < value - 1; ++k)
-        layers.insert(layers.end(), block.begin(), block.end());
-      layers.push_back(s.layers[block_end]);
-      layers.insert(layers.end(), s.layers.begin() + block_end + 1, s.layers.end());
-      s.layers = layers;
+    case Axis::Depth:
+      if (is_disc(spec)) return disc_of_depth(spec, value);
+      s.layers = layers_of_depth(s, value);
       break;
-    }
   }
   s.name = fmt::format("{}[{}={}]", spec.name, axis_name(axis), value);
   // Initial weights from a file fit the spec's own shapes only: a grown model draws its own.
@@ -270,82 +293,112 @@ SpecKey parse_spec_key(const std::string& text) {
       text));
 }
 
+namespace {
+
+// An axis's value: a positive integer.
+int64_t axis_value(const SpecKey& key, const std::string& value, const std::string& what) {
+  int64_t v = 0;
+  const char* end = value.data() + value.size();
+  const auto [ptr, ec] = std::from_chars(value.data(), end, v);
+  if (ec != std::errc() || ptr != end || v <= 0) {
+    throw UserError(fmt::format("{}: {} takes a positive integer", what, key.text));
+  }
+  return v;
+}
+
+// The spec file's keys the value goes to: the key's own path, or TYPE.KEY in every layer of the
+// type.
+std::vector<std::vector<std::string>> key_paths(const ModelSpec& spec, const SpecKey& key,
+                                                const std::string& what) {
+  std::vector<std::vector<std::string>> paths;
+  if (!key.layer_type) {
+    paths.push_back(key.path);
+    return paths;
+  }
+  // `out` of the output layer stays: it is the number of classes.
+  std::optional<size_t> output_layer;
+  for (size_t i = 0; i < spec.layers.size(); ++i) {
+    if (is_weighted(spec.layers[i].type)) output_layer = i;
+  }
+  for (size_t i = 0; i < spec.layers.size(); ++i) {
+    if (spec.layers[i].type != *key.layer_type) continue;
+    if (key.layer_key == "out" && output_layer == i) continue;
+    paths.push_back({"model", "layers", std::to_string(i), key.layer_key});
+  }
+  if (paths.empty()) {
+    throw UserError(fmt::format("{}: {} has no {} layer{}", what, spec.name,
+                                layer_type_name(*key.layer_type),
+                                key.layer_key == "out" ? " besides the output layer" : ""));
+  }
+  return paths;
+}
+
+// The spec's TOML with the value written at each path.
+std::string toml_with(const ModelSpec& spec, const SpecKey& key,
+                      const std::vector<std::vector<std::string>>& paths, const std::string& value,
+                      const std::string& what) {
+  std::string text = to_toml(spec);
+  if (key.path == std::vector<std::string>{"train", "optimizer", "type"}) {
+    // Another optimizer takes other settings: it starts from its own defaults (PyTorch's), at
+    // the spec's learning rate.
+    return toml_with_value(
+        text, {"train", "optimizer"},
+        fmt::format("{{ type = {}, lr = {} }}", value.front() == '"' ? value : toml_string(value),
+                    toml_float(spec.train.optimizer.lr)),
+        what);
+  }
+  for (const auto& path : paths) text = toml_with_value(text, path, value, what);
+  return text;
+}
+
+// The edited text parsed. The reader's messages name its origin and a line of the text made here:
+// they are said of the --vary argument instead.
+ModelSpec parse_edited(const std::string& text, const std::string& what) {
+  const std::string origin = "\x01vary";
+  try {
+    return parse_spec(text, origin);
+  } catch (const UserError& e) {
+    std::string message = e.what();
+    if (message.rfind(origin, 0) == 0) {
+      size_t rest = origin.size();
+      if (rest < message.size() && message[rest] == ':') {
+        ++rest;
+        while (rest < message.size() && std::isdigit(static_cast<unsigned char>(message[rest])))
+          ++rest;
+        if (rest < message.size() && message[rest] == ':') ++rest;
+      }
+      while (rest < message.size() && message[rest] == ' ') ++rest;
+      message = fmt::format("{}: {}", what, message.substr(rest));
+    }
+    throw UserError(message);
+  }
+}
+
+// A spec key's value written into the spec's text and read back, with the spec's origin, notes
+// and (where the shapes are unchanged) initial weights.
+ModelSpec with_key_value(const ModelSpec& spec, const SpecKey& key, const std::string& value,
+                         const std::string& what) {
+  const std::vector<std::vector<std::string>> paths = key_paths(spec, key, what);
+  ModelSpec out = parse_edited(toml_with(spec, key, paths, value, what), what);
+  out.origin = spec.origin;
+  out.notes = spec.notes;
+  if (!spec.init.empty() && parameter_shapes(out) == parameter_shapes(spec)) {
+    out.init = spec.init;
+    out.init_weights = spec.init_weights;
+  } else {
+    out.init.clear();
+    out.init_weights.reset();
+  }
+  return out;
+}
+
+}  // namespace
+
 ModelSpec with_spec_value(const ModelSpec& spec, const SpecKey& key, const std::string& value) {
   const std::string what = fmt::format("--vary {}={}", key.text, value);
-  ModelSpec out;
-  if (key.axis) {
-    int64_t v = 0;
-    const char* end = value.data() + value.size();
-    const auto [ptr, ec] = std::from_chars(value.data(), end, v);
-    if (ec != std::errc() || ptr != end || v <= 0) {
-      throw UserError(fmt::format("{}: {} takes a positive integer", what, key.text));
-    }
-    out = vary_spec(spec, *key.axis, v);
-  } else {
-    std::vector<std::vector<std::string>> paths;
-    if (key.layer_type) {
-      // `out` of the output layer stays: it is the number of classes.
-      std::optional<size_t> output_layer;
-      for (size_t i = 0; i < spec.layers.size(); ++i) {
-        if (is_weighted(spec.layers[i].type)) output_layer = i;
-      }
-      for (size_t i = 0; i < spec.layers.size(); ++i) {
-        if (spec.layers[i].type != *key.layer_type) continue;
-        if (key.layer_key == "out" && output_layer == i) continue;
-        paths.push_back({"model", "layers", std::to_string(i), key.layer_key});
-      }
-      if (paths.empty()) {
-        throw UserError(fmt::format("{}: {} has no {} layer{}", what, spec.name,
-                                    layer_type_name(*key.layer_type),
-                                    key.layer_key == "out" ? " besides the output layer" : ""));
-      }
-    } else {
-      paths.push_back(key.path);
-    }
-    std::string text = to_toml(spec);
-    if (key.path == std::vector<std::string>{"train", "optimizer", "type"}) {
-      // Another optimizer takes other settings: it starts from its own defaults (PyTorch's), at
-      // the spec's learning rate.
-      text = toml_with_value(
-          text, {"train", "optimizer"},
-          fmt::format("{{ type = {}, lr = {} }}", value.front() == '"' ? value : toml_string(value),
-                      toml_float(spec.train.optimizer.lr)),
-          what);
-    } else {
-      for (const auto& path : paths) text = toml_with_value(text, path, value, what);
-    }
-    // The reader's messages name its origin and a line of the text made here: they are said of
-    // the --vary argument instead.
-    const std::string origin = "\x01vary";
-    try {
-      out = parse_spec(text, origin);
-    } catch (const UserError& e) {
-      std::string message = e.what();
-      if (message.rfind(origin, 0) == 0) {
-        size_t rest = origin.size();
-        if (rest < message.size() && message[rest] == ':') {
-          ++rest;
-          while (rest < message.size() && std::isdigit(static_cast<unsigned char>(message[rest])))
-            ++rest;
-          if (rest < message.size() && message[rest] == ':') ++rest;
-        }
-        while (rest < message.size() && message[rest] == ' ') ++rest;
-        message = fmt::format("{}: {}", what, message.substr(rest));
-      }
-      throw UserError(message);
-    }
-    out.origin = spec.origin;
-    out.notes = spec.notes;
-    if (!spec.init.empty() && parameter_shapes(out) == parameter_shapes(spec)) {
-      out.init = spec.init;
-      out.init_weights = spec.init_weights;
-    } else {
-      out.init.clear();
-      out.init_weights.reset();
-    }
-  }
   // An axis names the model as the sweep does (disc-N, or "NAME[batch=256]").
-  if (key.axis) return out;
+  if (key.axis) return vary_spec(spec, *key.axis, axis_value(key, value, what));
+  ModelSpec out = with_key_value(spec, key, value, what);
   const std::string tag = fmt::format("{}={}", key.text, value);
   out.name = !spec.name.empty() && spec.name.back() == ']'
                  ? fmt::format("{},{}]", spec.name.substr(0, spec.name.size() - 1), tag)
