@@ -362,6 +362,164 @@ std::optional<ProfiledStep> profiled_step(const ModelSpec& spec, int64_t batch,
   return out;
 }
 
+namespace {
+
+// Each kind's efficiency measured on this machine, for the catalog's devices of that kind.
+struct MeasuredEfficiency {
+  std::optional<double> cpu, gpu;
+};
+
+void take_expected_error(DevicePrediction& d, const ProfiledStep& ps) {
+  if (ps.expected_error) {
+    d.expected_error = ps.expected_error->median;
+    d.expected_worst = ps.expected_error->worst;
+    d.expected_at_least = ps.expected_error->at_least;
+  }
+}
+
+// A catalog device of the same model as one measured here shows the measurement beside it.
+void take_measurement(DevicePrediction& d, const CatalogDevice& c,
+                      const std::vector<const RunRecord*>& measured) {
+  for (const RunRecord* row : measured) {
+    if (same_model(c, row->result.device)) {
+      d.measured_s = row->result.step_ms.median * 1e-3;
+      d.measured_epoch_s = seconds_per_epoch(row->result);
+    }
+  }
+}
+
+// A device of this machine: the probe's roofline (or a profile's prediction) next to the
+// measurement; `eff` gets the model's measured efficiency against the roofline.
+DevicePrediction local_prediction(const RunRecord& focus, const RunRecord& row,
+                                  const DevicePeaks& p, const std::optional<ModelSpec>& spec,
+                                  const AdviceOptions& o, double* eff) {
+  DevicePrediction d;
+  d.model = focus.result.model;
+  d.device = row.result.device.id;
+  d.name = row.result.device.name + " (this machine)";
+  d.kind = row.result.device.kind;
+  d.local = true;
+  d.step = predict_step(row.cost, probed_rates(p), 1.0);
+  d.measured_s = row.result.step_ms.median * 1e-3;
+  d.measured_epoch_s = seconds_per_epoch(row.result);
+  *eff = calibrate_efficiency(row.cost, probed_rates(p), *d.measured_s);
+  if (spec) {
+    if (const auto ps =
+            profiled_step(*spec, row.result.batch, local_target(row.result.device, p, o), o)) {
+      d.step = ps->step;
+      d.profile = ps->from->id;
+      take_expected_error(d, *ps);
+      d.assumptions = {profile_assumption(*ps),
+                       fmt::format("the measurement is this model's, on this device ({} per "
+                                   "step): the prediction is shown against it",
+                                   duration(*d.measured_s))};
+      return d;
+    }
+  }
+  d.assumptions = {
+      fmt::format("roofline at this device's probed peaks: {:.1f} GFLOP/s f32 matmul, {:.1f} GB/s",
+                  p.matmul_gflops, p.bandwidth_gbs),
+      fmt::format("fixed costs from the probe: {:.1f} µs per step, {:.2f} µs per layer",
+                  p.step_overhead_us, p.layer_overhead_us),
+      "efficiency 1 (uncalibrated: how a device you do not have is predicted before any "
+      "measurement of this model)",
+      fmt::format("measured efficiency of this model here: {:.2f} of the roofline", *eff)};
+  return d;
+}
+
+// A catalog device predicted from a profile, with its assumptions.
+void use_profiled_step(DevicePrediction& d, const ProfiledStep& ps, const CatalogDevice& c,
+                       const DeviceRates& rates, const MeasuredEfficiency& eff,
+                       const AdviceOptions& o) {
+  d.step = ps.step;
+  d.profile = ps.from->id;
+  take_expected_error(d, ps);
+  d.assumptions.push_back(profile_assumption(ps));
+  d.assumptions.push_back(fmt::format(
+      "f32 (no TF32, no BF16); the device's rates: {:.0f}% of the datasheet's {:.1f} TFLOP/s "
+      "and {:.0f}% of its {:.0f} GB/s",
+      100 * o.achievable_flops_fraction, c.f32_tflops, 100 * o.achievable_bandwidth_fraction,
+      c.memory_bandwidth_gbs));
+  if (c.kind == DeviceKind::Gpu && ps.from->kind != DeviceKind::Gpu) {
+    d.assumptions.push_back(fmt::format(
+        "no GPU profile: a GPU's step predicted from a CPU's kernels, with fixed costs of "
+        "{:.1f} µs per step and {:.2f} µs per layer ({})",
+        rates.step_overhead_us, rates.layer_overhead_us,
+        eff.gpu ? "as probed on this machine's GPU"
+                : "assumed for CUDA Graph replay: no GPU measured here"));
+  }
+}
+
+// The step of each slice of the batch a multi-device instance of the device would run.
+void predict_slices(DevicePrediction& d, const CatalogDevice& c, const RunRecord& focus,
+                    const ModelSpec& spec, const std::vector<DevicePeaks>& peaks,
+                    const Catalog& catalog, const AdviceOptions& o) {
+  for (const int n : scale_out_counts(catalog, c.id)) {
+    const int64_t rows = (focus.result.batch + n - 1) / n;
+    if (const auto slice = profiled_step(spec, rows, catalog_target(c, peaks, o), o)) {
+      d.slice_seconds[n] = slice->step.seconds;
+    }
+  }
+}
+
+// A catalog device at the roofline of its datasheet, scaled by the efficiency measured here.
+void roofline_assumptions(DevicePrediction& d, const CatalogDevice& c, const DeviceRates& rates,
+                          std::optional<double> eff, bool gpu_measured, const AdviceOptions& o) {
+  d.assumptions.push_back(fmt::format(
+      "f32 (no TF32, no BF16); kernels reach {:.0f}% of the datasheet's {:.1f} TFLOP/s and "
+      "{:.0f}% of its {:.0f} GB/s",
+      100 * o.achievable_flops_fraction, c.f32_tflops, 100 * o.achievable_bandwidth_fraction,
+      c.memory_bandwidth_gbs));
+  if (eff) {
+    d.assumptions.push_back(fmt::format(
+        "this model's efficiency as measured on this machine's {}: {:.2f} of the roofline",
+        c.kind == DeviceKind::Gpu ? "GPU" : "CPU", *eff));
+  } else {
+    d.assumptions.push_back(fmt::format(
+        "no {} measured here: efficiency 1 (the roofline itself, a lower bound on the time)",
+        c.kind == DeviceKind::Gpu ? "GPU" : "CPU"));
+    d.lower_bound = true;
+  }
+  d.assumptions.push_back(fmt::format("fixed costs {:.1f} µs per step and {:.2f} µs per layer ({})",
+                                      rates.step_overhead_us, rates.layer_overhead_us,
+                                      c.kind == DeviceKind::Gpu && !gpu_measured
+                                          ? "assumed for CUDA Graph replay: no GPU measured here"
+                                          : "as probed on this machine's device of that kind"));
+  if (c.kind == DeviceKind::Cpu) {
+    d.assumptions.push_back("every core busy at the datasheet rate (small layers scale worse)");
+  }
+}
+
+DevicePrediction catalog_prediction(const RunRecord& focus, const CatalogDevice& c,
+                                    const std::optional<ModelSpec>& spec,
+                                    const MeasuredEfficiency& measured_eff,
+                                    const std::vector<const RunRecord*>& measured,
+                                    const std::vector<DevicePeaks>& peaks, const Catalog& catalog,
+                                    const AdviceOptions& o) {
+  DevicePrediction d;
+  d.model = focus.result.model;
+  d.device = c.id;
+  d.name = c.name;
+  d.kind = c.kind;
+  const DeviceRates rates = catalog_rates(c, peaks, o);
+  const std::optional<double> eff = c.kind == DeviceKind::Gpu ? measured_eff.gpu : measured_eff.cpu;
+  d.step = predict_step(focus.cost, rates, eff.value_or(1.0));
+  const std::optional<ProfiledStep> ps =
+      spec ? profiled_step(*spec, focus.result.batch, catalog_target(c, peaks, o), o)
+           : std::nullopt;
+  if (ps) {
+    use_profiled_step(d, *ps, c, rates, measured_eff, o);
+    take_measurement(d, c, measured);
+    predict_slices(d, c, focus, *spec, peaks, catalog, o);
+    return d;
+  }
+  roofline_assumptions(d, c, rates, eff, measured_eff.gpu.has_value(), o);
+  take_measurement(d, c, measured);
+  return d;
+}
+
+}  // namespace
+
 std::vector<DevicePrediction> predict_devices(const RunRecord& focus,
                                               const std::vector<RunRecord>& local_runs,
                                               const std::vector<DevicePeaks>& peaks,
@@ -372,148 +530,38 @@ std::vector<DevicePrediction> predict_devices(const RunRecord& focus,
       o.profiles.empty()
           ? std::nullopt
           : std::optional(parse_spec(focus.spec_toml, focus.result.model + " (spec_toml)"));
-  // This machine's devices: the probe's roofline next to the measurement, and each kind's
-  // efficiency for the catalog's devices of that kind.
-  std::optional<double> efficiency_cpu, efficiency_gpu;
+  // This machine's devices first: their efficiencies calibrate the catalog's devices.
+  MeasuredEfficiency eff;
   std::vector<const RunRecord*> measured;
   for (const RunRecord& row : local_runs) {
     if (row.result.model != focus.result.model) continue;
     const DevicePeaks* p = find_peaks(peaks, row.result.device.id);
     if (!p) continue;
     measured.push_back(&row);
-    DevicePrediction d;
-    d.model = focus.result.model;
-    d.device = row.result.device.id;
-    d.name = row.result.device.name + " (this machine)";
-    d.kind = row.result.device.kind;
-    d.local = true;
-    d.step = predict_step(row.cost, probed_rates(*p), 1.0);
-    d.measured_s = row.result.step_ms.median * 1e-3;
-    d.measured_epoch_s = seconds_per_epoch(row.result);
-    const double eff = calibrate_efficiency(row.cost, probed_rates(*p), *d.measured_s);
-    (d.kind == DeviceKind::Gpu ? efficiency_gpu : efficiency_cpu) = eff;
-    if (spec) {
-      if (const auto ps =
-              profiled_step(*spec, row.result.batch, local_target(row.result.device, *p, o), o)) {
-        d.step = ps->step;
-        d.profile = ps->from->id;
-        if (ps->expected_error) {
-          d.expected_error = ps->expected_error->median;
-          d.expected_worst = ps->expected_error->worst;
-          d.expected_at_least = ps->expected_error->at_least;
-        }
-        d.assumptions = {profile_assumption(*ps),
-                         fmt::format("the measurement is this model's, on this device ({} per "
-                                     "step): the prediction is shown against it",
-                                     duration(*d.measured_s))};
-        out.push_back(std::move(d));
-        continue;
-      }
-    }
-    d.assumptions = {
-        fmt::format(
-            "roofline at this device's probed peaks: {:.1f} GFLOP/s f32 matmul, {:.1f} GB/s",
-            p->matmul_gflops, p->bandwidth_gbs),
-        fmt::format("fixed costs from the probe: {:.1f} µs per step, {:.2f} µs per layer",
-                    p->step_overhead_us, p->layer_overhead_us),
-        "efficiency 1 (uncalibrated: how a device you do not have is predicted before any "
-        "measurement of this model)",
-        fmt::format("measured efficiency of this model here: {:.2f} of the roofline", eff)};
-    out.push_back(std::move(d));
+    double row_eff = 0;
+    out.push_back(local_prediction(focus, row, *p, spec, o, &row_eff));
+    (row.result.device.kind == DeviceKind::Gpu ? eff.gpu : eff.cpu) = row_eff;
   }
   for (const CatalogDevice& c : catalog.devices) {
-    DevicePrediction d;
-    d.model = focus.result.model;
-    d.device = c.id;
-    d.name = c.name;
-    d.kind = c.kind;
-    const DeviceRates rates = catalog_rates(c, peaks, o);
-    const std::optional<double> eff = c.kind == DeviceKind::Gpu ? efficiency_gpu : efficiency_cpu;
-    d.step = predict_step(focus.cost, rates, eff.value_or(1.0));
-    const std::optional<ProfiledStep> ps =
-        spec ? profiled_step(*spec, focus.result.batch, catalog_target(c, peaks, o), o)
-             : std::nullopt;
-    if (ps) {
-      d.step = ps->step;
-      d.profile = ps->from->id;
-      if (ps->expected_error) {
-        d.expected_error = ps->expected_error->median;
-        d.expected_worst = ps->expected_error->worst;
-        d.expected_at_least = ps->expected_error->at_least;
-      }
-      d.assumptions.push_back(profile_assumption(*ps));
-      d.assumptions.push_back(fmt::format(
-          "f32 (no TF32, no BF16); the device's rates: {:.0f}% of the datasheet's {:.1f} TFLOP/s "
-          "and {:.0f}% of its {:.0f} GB/s",
-          100 * o.achievable_flops_fraction, c.f32_tflops, 100 * o.achievable_bandwidth_fraction,
-          c.memory_bandwidth_gbs));
-      if (c.kind == DeviceKind::Gpu && ps->from->kind != DeviceKind::Gpu) {
-        d.assumptions.push_back(fmt::format(
-            "no GPU profile: a GPU's step predicted from a CPU's kernels, with fixed costs of "
-            "{:.1f} µs per step and {:.2f} µs per layer ({})",
-            rates.step_overhead_us, rates.layer_overhead_us,
-            efficiency_gpu ? "as probed on this machine's GPU"
-                           : "assumed for CUDA Graph replay: no GPU measured here"));
-      }
-      for (const RunRecord* row : measured) {
-        if (same_model(c, row->result.device)) {
-          d.measured_s = row->result.step_ms.median * 1e-3;
-          d.measured_epoch_s = seconds_per_epoch(row->result);
-        }
-      }
-      for (const int n : scale_out_counts(catalog, c.id)) {
-        const int64_t rows = (focus.result.batch + n - 1) / n;
-        if (const auto slice = profiled_step(*spec, rows, catalog_target(c, peaks, o), o)) {
-          d.slice_seconds[n] = slice->step.seconds;
-        }
-      }
-      out.push_back(std::move(d));
-      continue;
-    }
-    d.assumptions.push_back(fmt::format(
-        "f32 (no TF32, no BF16); kernels reach {:.0f}% of the datasheet's {:.1f} TFLOP/s and "
-        "{:.0f}% of its {:.0f} GB/s",
-        100 * o.achievable_flops_fraction, c.f32_tflops, 100 * o.achievable_bandwidth_fraction,
-        c.memory_bandwidth_gbs));
-    if (eff) {
-      d.assumptions.push_back(fmt::format(
-          "this model's efficiency as measured on this machine's {}: {:.2f} of the roofline",
-          c.kind == DeviceKind::Gpu ? "GPU" : "CPU", *eff));
-    } else {
-      d.assumptions.push_back(fmt::format(
-          "no {} measured here: efficiency 1 (the roofline itself, a lower bound on the time)",
-          c.kind == DeviceKind::Gpu ? "GPU" : "CPU"));
-      d.lower_bound = true;
-    }
-    d.assumptions.push_back(
-        fmt::format("fixed costs {:.1f} µs per step and {:.2f} µs per layer ({})",
-                    rates.step_overhead_us, rates.layer_overhead_us,
-                    c.kind == DeviceKind::Gpu && !efficiency_gpu
-                        ? "assumed for CUDA Graph replay: no GPU measured here"
-                        : "as probed on this machine's device of that kind"));
-    if (c.kind == DeviceKind::Cpu) {
-      d.assumptions.push_back("every core busy at the datasheet rate (small layers scale worse)");
-    }
-    for (const RunRecord* row : measured) {
-      if (same_model(c, row->result.device)) {
-        d.measured_s = row->result.step_ms.median * 1e-3;
-        d.measured_epoch_s = seconds_per_epoch(row->result);
-      }
-    }
-    out.push_back(std::move(d));
+    out.push_back(catalog_prediction(focus, c, spec, eff, measured, peaks, catalog, o));
   }
   return out;
 }
 
-CostTable cost_table(const std::string& model, int64_t parameters, int64_t epochs,
-                     int64_t steps_per_epoch, const std::vector<DevicePrediction>& ps,
-                     const Catalog& catalog, const AdviceOptions& o) {
-  check_assumptions(o.ownership);
-  const double steps = static_cast<double>(steps_per_epoch * epochs);
-  // Hours of the run on `device`; on a CPU instance with fewer vCPUs than the whole CPU has
-  // hardware threads, the predicted work (not the fixed costs) takes proportionally longer.
-  auto hours_on = [&](const std::string& device, bool* predicted,
-                      const CatalogInstance* instance = nullptr) -> std::optional<double> {
+namespace {
+
+// Hours of the run on a catalog device, from its prediction; on a CPU instance with fewer vCPUs
+// than the whole CPU has hardware threads, the predicted work (not the fixed costs) takes
+// proportionally longer.
+struct RunHours {
+  const std::vector<DevicePrediction>& ps;
+  const Catalog& catalog;
+  int64_t epochs;
+  int64_t steps_per_epoch;
+
+  std::optional<double> operator()(const std::string& device, bool* predicted,
+                                   const CatalogInstance* instance = nullptr) const {
+    const double steps = static_cast<double>(steps_per_epoch * epochs);
     for (const DevicePrediction& p : ps) {
       if (p.device != device || p.local) continue;
       *predicted = !p.measured_s;
@@ -528,7 +576,115 @@ CostTable cost_table(const std::string& model, int64_t parameters, int64_t epoch
       return s / 3600.0;
     }
     return std::nullopt;
-  };
+  }
+};
+
+// Each catalog instance with a prediction for its device, priced, and with a data-parallel run
+// over its devices where it has several and a link between them.
+void price_instances(CostTable& t, const RunHours& hours_on, int64_t parameters, double steps) {
+  for (const CatalogInstance& i : hours_on.catalog.instances) {
+    bool predicted = true;
+    const auto hours = hours_on(i.device, &predicted, &i);
+    if (!hours) continue;
+    const InstanceCost c = instance_cost(i, *hours);
+    t.instances.push_back({i.id, i.provider, i.name, i.device, i.device_count, i.region,
+                           i.on_demand_usd_per_hour, c.run_hours, c.on_demand_usd, c.spot_usd,
+                           predicted, i.source, i.date, std::nullopt});
+    if (i.device_count > 1 && i.interconnect_gbs > 0 && parameters > 0) {
+      for (const DevicePrediction& p : hours_on.ps) {
+        if (p.device == i.device && !p.local) {
+          t.instances.back().scale_out = scale_out_on(i, p, parameters, steps);
+          break;
+        }
+      }
+    }
+  }
+}
+
+// The rental a device to buy is weighed against: the same device where an instance offers it
+// alone; else the cheapest single-device instance of the same kind per run.
+const CatalogInstance* rental_for(const CatalogDevice& d, const RunHours& hours_on) {
+  const Catalog& catalog = hours_on.catalog;
+  const CatalogInstance* rent = nullptr;
+  double best = std::numeric_limits<double>::infinity();
+  for (const CatalogInstance& i : catalog.instances) {
+    if (i.device == d.id && i.device_count == 1) {
+      rent = &i;
+      break;
+    }
+  }
+  if (!rent) {
+    for (const CatalogInstance& i : catalog.instances) {
+      const CatalogDevice* id = catalog.find_device(i.device);
+      bool p2 = true;
+      const auto h = hours_on(i.device, &p2);
+      if (!id || id->kind != d.kind || i.device_count != 1 || !h) continue;
+      const double run = *h * i.on_demand_usd_per_hour;
+      if (run < best) {
+        best = run;
+        rent = &i;
+      }
+    }
+  }
+  return rent;
+}
+
+// Buying `d` (the run takes `hours` on it) against renting `rent`; none where the rental has no
+// prediction or the run takes no time.
+std::optional<CostTable::BuyOrRent> buy_or_rent(const CatalogDevice& d, double hours,
+                                                const CatalogInstance& rent,
+                                                const RunHours& hours_on, const AdviceOptions& o) {
+  // What renting the work of one hour on the owned device costs: the instance's hourly price
+  // times how much longer (or shorter) the run takes there (another device, or a CPU instance
+  // with a share of the chip).
+  CatalogInstance equivalent = rent;
+  bool rent_predicted = true;
+  const auto rent_hours = hours_on(rent.device, &rent_predicted, &rent);
+  if (!rent_hours || hours <= 0) return std::nullopt;
+  equivalent.on_demand_usd_per_hour = rent.on_demand_usd_per_hour * *rent_hours / hours;
+  BreakEven b = break_even(d, equivalent, o.ownership, o.hours_per_month);
+  // A month has 730.5 hours: a break-even beyond that is never reached.
+  constexpr double kHoursPerMonth = 365.25 * 24 / 12;
+  if (b.hours_per_month && *b.hours_per_month > kHoursPerMonth) b.hours_per_month.reset();
+  // Paid back only after the hardware is written off: not paid back.
+  if (b.payback_months && *b.payback_months > o.ownership.lifetime_years * 12) {
+    b.payback_months.reset();
+  }
+  return CostTable::BuyOrRent{d.id,
+                              d.name,
+                              rent.id,
+                              rent.device == d.id,
+                              equivalent.on_demand_usd_per_hour,
+                              b.hours_per_month,
+                              b.payback_months,
+                              b.at_hours_per_month};
+}
+
+// Each catalog device with a price and a prediction: what owning it costs a run, and the
+// break-even against renting.
+void price_ownership(CostTable& t, const RunHours& hours_on, const AdviceOptions& o) {
+  for (const CatalogDevice& d : hours_on.catalog.devices) {
+    if (d.price_usd <= 0) continue;
+    bool predicted = true;
+    const auto hours = hours_on(d.id, &predicted);
+    if (!hours) continue;
+    const OwnershipCost c = ownership_cost(d, *hours, o.ownership);
+    t.ownership.push_back({d.id, d.name, d.price_usd, *hours, c.run_usd, c.hourly_capital_usd,
+                           c.hourly_power_usd, predicted, d.source, d.date});
+    const CatalogInstance* rent = rental_for(d, hours_on);
+    if (!rent) continue;
+    if (auto b = buy_or_rent(d, *hours, *rent, hours_on, o)) t.break_even.push_back(*b);
+  }
+}
+
+}  // namespace
+
+CostTable cost_table(const std::string& model, int64_t parameters, int64_t epochs,
+                     int64_t steps_per_epoch, const std::vector<DevicePrediction>& ps,
+                     const Catalog& catalog, const AdviceOptions& o) {
+  check_assumptions(o.ownership);
+  const double steps = static_cast<double>(steps_per_epoch * epochs);
+  const RunHours hours_on{ps, catalog, epochs, steps_per_epoch};
   CostTable t;
   t.model = model;
   t.epochs = epochs;
@@ -540,83 +696,16 @@ CostTable cost_table(const std::string& model, int64_t parameters, int64_t epoch
     if (!p.local || !p.measured_s) continue;
     t.local.push_back({p.device, p.name, run_seconds(p, epochs, steps_per_epoch) / 3600.0});
   }
-  for (const CatalogInstance& i : catalog.instances) {
-    bool predicted = true;
-    const auto hours = hours_on(i.device, &predicted, &i);
-    if (!hours) continue;
-    const InstanceCost c = instance_cost(i, *hours);
-    t.instances.push_back({i.id, i.provider, i.name, i.device, i.device_count, i.region,
-                           i.on_demand_usd_per_hour, c.run_hours, c.on_demand_usd, c.spot_usd,
-                           predicted, i.source, i.date, std::nullopt});
-    if (i.device_count > 1 && i.interconnect_gbs > 0 && parameters > 0) {
-      for (const DevicePrediction& p : ps) {
-        if (p.device == i.device && !p.local) {
-          t.instances.back().scale_out = scale_out_on(i, p, parameters, steps);
-          break;
-        }
-      }
-    }
-  }
-  for (const CatalogDevice& d : catalog.devices) {
-    if (d.price_usd <= 0) continue;
-    bool predicted = true;
-    const auto hours = hours_on(d.id, &predicted);
-    if (!hours) continue;
-    const OwnershipCost c = ownership_cost(d, *hours, o.ownership);
-    t.ownership.push_back({d.id, d.name, d.price_usd, *hours, c.run_usd, c.hourly_capital_usd,
-                           c.hourly_power_usd, predicted, d.source, d.date});
-    // Rent the same device where an instance offers it alone; else the cheapest single-device
-    // instance of the same kind per run.
-    const CatalogInstance* rent = nullptr;
-    double best = std::numeric_limits<double>::infinity();
-    for (const CatalogInstance& i : catalog.instances) {
-      if (i.device == d.id && i.device_count == 1) {
-        rent = &i;
-        break;
-      }
-    }
-    if (!rent) {
-      for (const CatalogInstance& i : catalog.instances) {
-        const CatalogDevice* id = catalog.find_device(i.device);
-        bool p2 = true;
-        const auto h = hours_on(i.device, &p2);
-        if (!id || id->kind != d.kind || i.device_count != 1 || !h) continue;
-        const double run = *h * i.on_demand_usd_per_hour;
-        if (run < best) {
-          best = run;
-          rent = &i;
-        }
-      }
-    }
-    if (!rent) continue;
-    // What renting the work of one hour on the owned device costs: the instance's hourly price
-    // times how much longer (or shorter) the run takes there (another device, or a CPU instance
-    // with a share of the chip).
-    CatalogInstance equivalent = *rent;
-    bool rent_predicted = true;
-    const auto rent_hours = hours_on(rent->device, &rent_predicted, rent);
-    if (!rent_hours || *hours <= 0) continue;
-    equivalent.on_demand_usd_per_hour = rent->on_demand_usd_per_hour * *rent_hours / *hours;
-    BreakEven b = break_even(d, equivalent, o.ownership, o.hours_per_month);
-    // A month has 730.5 hours: a break-even beyond that is never reached.
-    constexpr double kHoursPerMonth = 365.25 * 24 / 12;
-    if (b.hours_per_month && *b.hours_per_month > kHoursPerMonth) b.hours_per_month.reset();
-    // Paid back only after the hardware is written off: not paid back.
-    if (b.payback_months && *b.payback_months > o.ownership.lifetime_years * 12) {
-      b.payback_months.reset();
-    }
-    t.break_even.push_back({d.id, d.name, rent->id, rent->device == d.id,
-                            equivalent.on_demand_usd_per_hour, b.hours_per_month, b.payback_months,
-                            b.at_hours_per_month});
-  }
+  price_instances(t, hours_on, parameters, steps);
+  price_ownership(t, hours_on, o);
   return t;
 }
 
-std::vector<std::string> advice_lines(const std::string& model,
-                                      const std::vector<DevicePrediction>& ps,
-                                      const CostTable& cost, const std::string& crossover,
-                                      const std::string& verdict_device) {
-  std::vector<std::string> lines;
+namespace {
+
+// The fastest device measured here and the fastest in the catalog.
+void fastest_lines(std::vector<std::string>& lines, const std::string& model,
+                   const std::vector<DevicePrediction>& ps, const CostTable& cost) {
   const DevicePrediction* here = nullptr;
   const DevicePrediction* anywhere = nullptr;
   for (const DevicePrediction& p : ps) {
@@ -635,66 +724,76 @@ std::vector<std::string> advice_lines(const std::string& model,
                                 anywhere->measured_s ? "measured" : prediction_kind(*anywhere),
                                 anywhere->step.bound));
   }
-  const CostTable::Instance* cheapest = nullptr;
-  for (const CostTable::Instance& i : cost.instances) {
-    if (!cheapest || i.on_demand_usd < cheapest->on_demand_usd) cheapest = &i;
-  }
-  // Scaling out: the multi-device instance whose data-parallel run is fastest, against one of
-  // its devices and against the cheapest instance that rents that device alone.
+}
+
+// A scaled-out run against the cheapest instance that rents one of its devices alone.
+std::string scale_out_against(const CostTable::Instance* alone,
+                              const CostTable::Instance::ScaleOut& x) {
+  if (!alone) return "";
+  const double ratio = x.on_demand_usd / alone->on_demand_usd;
+  return fmt::format(
+      "; against {} {} with one {} ({} for {}): {}", alone->provider, alone->name, alone->device,
+      usd(alone->on_demand_usd), duration(alone->run_hours * 3600),
+      ratio <= 1
+          ? fmt::format("going from 1 to {} devices pays ({:.2f}x the dollars)", x.devices, ratio)
+      : alone->run_hours > x.run_hours
+          ? fmt::format("going from 1 to {} devices finishes {:.1f}x sooner for "
+                        "{:.1f}x the dollars",
+                        x.devices, alone->run_hours / x.run_hours, ratio)
+          : fmt::format("going from 1 to {} devices does not pay (slower, and "
+                        "{:.1f}x the dollars): the gradients' all-reduce ({} per "
+                        "step, {} not hidden) outweighs each device's share of the "
+                        "batch ({})",
+                        x.devices, ratio, duration(x.allreduce_s), duration(x.exposed_s),
+                        duration(x.compute_s)));
+}
+
+// Scaling out: the multi-device instance whose data-parallel run is fastest, against one of its
+// devices and against the cheapest instance that rents that device alone.
+std::optional<std::string> scale_out_line(const CostTable& cost) {
   const CostTable::Instance* scaled = nullptr;
   for (const CostTable::Instance& i : cost.instances) {
     if (i.scale_out && (!scaled || i.scale_out->run_hours < scaled->scale_out->run_hours)) {
       scaled = &i;
     }
   }
-  if (scaled) {
-    const CostTable::Instance::ScaleOut& x = *scaled->scale_out;
-    const CostTable::Instance* alone = nullptr;
-    for (const CostTable::Instance& i : cost.instances) {
-      if (i.device == scaled->device && i.device_count == 1 &&
-          (!alone || i.on_demand_usd < alone->on_demand_usd)) {
-        alone = &i;
-      }
+  if (!scaled) return std::nullopt;
+  const CostTable::Instance::ScaleOut& x = *scaled->scale_out;
+  const CostTable::Instance* alone = nullptr;
+  for (const CostTable::Instance& i : cost.instances) {
+    if (i.device == scaled->device && i.device_count == 1 &&
+        (!alone || i.on_demand_usd < alone->on_demand_usd)) {
+      alone = &i;
     }
-    const double faster = scaled->run_hours / x.run_hours;
-    std::string against;
-    if (alone) {
-      const double ratio = x.on_demand_usd / alone->on_demand_usd;
-      against = fmt::format(
-          "; against {} {} with one {} ({} for {}): {}", alone->provider, alone->name,
-          alone->device, usd(alone->on_demand_usd), duration(alone->run_hours * 3600),
-          ratio <= 1 ? fmt::format("going from 1 to {} devices pays ({:.2f}x the dollars)",
-                                   x.devices, ratio)
-          : alone->run_hours > x.run_hours
-              ? fmt::format("going from 1 to {} devices finishes {:.1f}x sooner for "
-                            "{:.1f}x the dollars",
-                            x.devices, alone->run_hours / x.run_hours, ratio)
-              : fmt::format("going from 1 to {} devices does not pay (slower, and "
-                            "{:.1f}x the dollars): the gradients' all-reduce ({} per "
-                            "step, {} not hidden) outweighs each device's share of the "
-                            "batch ({})",
-                            x.devices, ratio, duration(x.allreduce_s), duration(x.exposed_s),
-                            duration(x.compute_s)));
-    }
-    lines.push_back(fmt::format(
-        "Scaling out: {} {}'s {}x {} data-parallel over {}: {} per step (predicted, scaling "
-        "efficiency {:.0f}%), {} one of them; the run in {} for {}{}.",
-        scaled->provider, scaled->name, x.devices, scaled->device, x.link, duration(x.step_s),
-        100 * x.efficiency,
-        faster >= 1 ? fmt::format("{:.1f}x faster than", faster)
-                    : fmt::format("{:.1f}x slower than", 1 / faster),
-        duration(x.run_hours * 3600), usd(x.on_demand_usd), against));
   }
-  if (cheapest) {
-    const CostTable::Instance& c = *cheapest;
-    lines.push_back(fmt::format(
-        "Cheapest cloud run: {} {} at {} on demand{} for {} ({} time).", c.provider, c.name,
-        usd(c.on_demand_usd), c.spot_usd ? fmt::format(", {} spot", usd(c.spot_usd)) : "",
-        duration(c.run_hours * 3600), c.predicted ? "predicted" : "measured"));
+  const double faster = scaled->run_hours / x.run_hours;
+  return fmt::format(
+      "Scaling out: {} {}'s {}x {} data-parallel over {}: {} per step (predicted, scaling "
+      "efficiency {:.0f}%), {} one of them; the run in {} for {}{}.",
+      scaled->provider, scaled->name, x.devices, scaled->device, x.link, duration(x.step_s),
+      100 * x.efficiency,
+      faster >= 1 ? fmt::format("{:.1f}x faster than", faster)
+                  : fmt::format("{:.1f}x slower than", 1 / faster),
+      duration(x.run_hours * 3600), usd(x.on_demand_usd), scale_out_against(alone, x));
+}
+
+std::optional<std::string> cheapest_line(const CostTable& cost) {
+  const CostTable::Instance* cheapest = nullptr;
+  for (const CostTable::Instance& i : cost.instances) {
+    if (!cheapest || i.on_demand_usd < cheapest->on_demand_usd) cheapest = &i;
   }
-  if (!crossover.empty()) lines.push_back(crossover);
-  // Buying against renting: for the device the verdict names where it is one to buy or rent,
-  // else the device that pays back at the least use.
+  if (!cheapest) return std::nullopt;
+  const CostTable::Instance& c = *cheapest;
+  return fmt::format("Cheapest cloud run: {} {} at {} on demand{} for {} ({} time).", c.provider,
+                     c.name, usd(c.on_demand_usd),
+                     c.spot_usd ? fmt::format(", {} spot", usd(c.spot_usd)) : "",
+                     duration(c.run_hours * 3600), c.predicted ? "predicted" : "measured");
+}
+
+// Buying against renting: for the device the verdict names where it is one to buy or rent, else
+// the device that pays back at the least use.
+std::optional<std::string> buy_or_rent_line(const CostTable& cost,
+                                            const std::string& verdict_device) {
   const CostTable::BuyOrRent* shown = nullptr;
   for (const CostTable::BuyOrRent& b : cost.break_even) {
     if (!b.hours_per_month) continue;
@@ -703,21 +802,33 @@ std::vector<std::string> advice_lines(const std::string& model,
   for (const CostTable::BuyOrRent& b : cost.break_even) {
     if (!verdict_device.empty() && b.device == verdict_device) shown = &b;
   }
-  if (shown) {
-    const CostTable::BuyOrRent& b = *shown;
-    const std::string pairing = b.same_device
-                                    ? fmt::format("renting one on {}", b.instance)
-                                    : fmt::format("renting {} ({})", b.instance, pairing_text(b));
-    lines.push_back(
-        b.hours_per_month
-            ? fmt::format("Buying the {} beats {} above {:.0f} hours of use a month{}.", b.name,
-                          pairing, *b.hours_per_month,
-                          b.payback_months
-                              ? fmt::format("; at {:.0f} h/month it pays back in {:.1f} months",
-                                            b.at_hours_per_month, *b.payback_months)
-                              : "")
-            : fmt::format("Buying the {} never beats {} at these prices.", b.name, pairing));
-  }
+  if (!shown) return std::nullopt;
+  const CostTable::BuyOrRent& b = *shown;
+  const std::string pairing = b.same_device
+                                  ? fmt::format("renting one on {}", b.instance)
+                                  : fmt::format("renting {} ({})", b.instance, pairing_text(b));
+  return b.hours_per_month
+             ? fmt::format("Buying the {} beats {} above {:.0f} hours of use a month{}.", b.name,
+                           pairing, *b.hours_per_month,
+                           b.payback_months
+                               ? fmt::format("; at {:.0f} h/month it pays back in {:.1f} months",
+                                             b.at_hours_per_month, *b.payback_months)
+                               : "")
+             : fmt::format("Buying the {} never beats {} at these prices.", b.name, pairing);
+}
+
+}  // namespace
+
+std::vector<std::string> advice_lines(const std::string& model,
+                                      const std::vector<DevicePrediction>& ps,
+                                      const CostTable& cost, const std::string& crossover,
+                                      const std::string& verdict_device) {
+  std::vector<std::string> lines;
+  fastest_lines(lines, model, ps, cost);
+  if (auto line = scale_out_line(cost)) lines.push_back(*line);
+  if (auto line = cheapest_line(cost)) lines.push_back(*line);
+  if (!crossover.empty()) lines.push_back(crossover);
+  if (auto line = buy_or_rent_line(cost, verdict_device)) lines.push_back(*line);
   return lines;
 }
 

@@ -82,33 +82,36 @@ std::string option_cost(const GpuOption& o) {
                          : fmt::format(" for {} of its purchase and power", usd(*o.usd));
 }
 
-}  // namespace
-
-std::optional<GpuVerdict> make_verdict(const std::vector<DevicePrediction>& ps,
-                                       const CostTable& cost, const Catalog& catalog,
-                                       std::string crossover, const GpuVerdictThresholds& t) {
+// The fastest CPU measured here: the device a GPU option is weighed against; none when only a GPU
+// was measured.
+const DevicePrediction* fastest_cpu_here(const std::vector<DevicePrediction>& ps,
+                                         const CostTable& cost) {
   const DevicePrediction* here = nullptr;
-  bool gpu_measured = false;
   for (const DevicePrediction& p : ps) {
     if (!p.local || !p.measured_s) continue;
-    gpu_measured |= p.kind == DeviceKind::Gpu;
     if (p.kind == DeviceKind::Cpu &&
         (!here || run_seconds(p, cost.epochs, cost.steps_per_epoch) <
                       run_seconds(*here, cost.epochs, cost.steps_per_epoch))) {
       here = &p;
     }
   }
-  GpuVerdict v;
-  v.model = cost.model;
-  v.epochs = cost.epochs;
-  v.crossover = std::move(crossover);
-  // The options: this machine's GPU, each GPU instance, each GPU to buy. A GPU here is the answer
-  // where there is one. Else renting: the cheapest rental that is faster than here (the price of
-  // the speed-up, with nothing to buy), or the fastest where none is. Buying is weighed against
-  // renting the same GPU by the break-even advice; it is the answer only where the catalog rents
-  // no GPU (the fastest to buy).
+  return here;
+}
+
+bool gpu_measured_here(const std::vector<DevicePrediction>& ps) {
+  bool gpu_measured = false;
+  for (const DevicePrediction& p : ps) {
+    if (!p.local || !p.measured_s) continue;
+    gpu_measured |= p.kind == DeviceKind::Gpu;
+  }
+  return gpu_measured;
+}
+
+// The options: this machine's GPUs, each GPU instance, each GPU to buy, in that order.
+std::vector<GpuOption> gpu_options(const std::vector<DevicePrediction>& ps, const CostTable& cost,
+                                   const Catalog& catalog) {
+  const bool gpu_measured = gpu_measured_here(ps);
   std::vector<GpuOption> options;
-  const double here_s = here ? run_seconds(*here, cost.epochs, cost.steps_per_epoch) : 0;
   for (const DevicePrediction& p : ps) {
     if (p.local && p.measured_s && p.kind == DeviceKind::Gpu) {
       options.push_back({"here", p.device, p.name, p.device,
@@ -162,6 +165,15 @@ std::optional<GpuVerdict> make_verdict(const std::vector<DevicePrediction>& ps,
          o.predicted ? expected(o.device) : std::nullopt,
          o.predicted ? worst(o.device) : std::nullopt, o.predicted && at_least(o.device)});
   }
+  return options;
+}
+
+// A GPU here is the answer where there is one. Else renting: the cheapest rental that is faster
+// than here (the price of the speed-up, with nothing to buy), or the fastest where none is. Buying
+// is weighed against renting the same GPU by the break-even advice; it is the answer only where the
+// catalog rents no GPU (the fastest to buy).
+const GpuOption* choose_gpu(const std::vector<GpuOption>& options, const DevicePrediction* here,
+                            double here_s) {
   const GpuOption* best = nullptr;
   for (const char* how : {"here", "rent", "buy"}) {
     for (const GpuOption& o : options) {
@@ -179,6 +191,86 @@ std::optional<GpuVerdict> make_verdict(const std::vector<DevicePrediction>& ps,
     }
     if (best) break;
   }
+  return best;
+}
+
+// How the GPU's time is known: "measured", "predicted, a lower bound", or with its expected error.
+std::string time_kind(const GpuOption& g) {
+  return !g.predicted    ? "measured"
+         : g.lower_bound ? "predicted, a lower bound"
+         : g.expected_error
+             ? fmt::format(
+                   "predicted, expected error{}: median {:.0f}%{}",
+                   g.expected_at_least ? " at least" : "", 100 * *g.expected_error,
+                   g.expected_worst ? fmt::format(", worst {:.0f}%", 100 * *g.expected_worst) : "")
+             : "predicted";
+}
+
+// The sentence when every GPU option is slower than here, with what bounds the GPU's step: fixed
+// costs ("overhead") say the model is too small for it.
+std::string slower_sentence(const std::vector<DevicePrediction>& ps, const GpuOption& g,
+                            const DevicePrediction& here, const std::string& kind,
+                            const std::string& here_time, const std::string& model) {
+  std::string bound;
+  for (const DevicePrediction& p : ps) {
+    if (p.device == g.device && p.local == (g.how == "here")) bound = p.step.bound;
+  }
+  return fmt::format(
+      "A GPU is not worth it for this run: {} is faster than every GPU option. The fastest, {}, "
+      "would take {} ({}) against {}{}.",
+      here.device, g.name, option_time(g), kind, here_time,
+      bound == "overhead" ? fmt::format(": {} is too small to keep a GPU busy (its predicted "
+                                        "GPU step is bound by fixed costs, not arithmetic)",
+                                        model)
+      : bound.empty()     ? ""
+                          : fmt::format(" (its predicted GPU step is {}-bound)", bound));
+}
+
+// Judges the chosen GPU against here by the speed-up and the time saved a run; sets the verdict's
+// worth_it and sentence.
+void judge_gpu(GpuVerdict& v, const std::vector<DevicePrediction>& ps, const GpuOption& g,
+               const DevicePrediction& here, const std::string& here_time,
+               const GpuVerdictThresholds& t) {
+  const double saved = v.here_seconds - g.seconds;
+  const std::string kind = time_kind(g);
+  if (g.seconds >= v.here_seconds) {
+    v.sentence = slower_sentence(ps, g, here, kind, here_time, v.model);
+  } else if (v.here_seconds / g.seconds < t.min_speedup) {
+    v.sentence = fmt::format(
+        "A GPU is not worth it for this run: {} would take {} ({}) against {}, only {} (saving {} "
+        "a run{}); below {:.1f}x, moving the work to a GPU gains too little.",
+        g.name, option_time(g), kind, here_time, speed_ratio(v.here_seconds, g.seconds),
+        duration(saved), option_cost(g), t.min_speedup);
+  } else if (saved < t.min_saving_seconds) {
+    v.sentence = fmt::format(
+        "A GPU is not worth it for this run: {} would take {} ({}) against {}, {}, but that saves "
+        "only {} a run{}; under {} saved a run, setting up a GPU (starting an instance and copying "
+        "the data to it, or buying a card) takes longer than it saves.",
+        g.name, option_time(g), kind, here_time, speed_ratio(v.here_seconds, g.seconds),
+        duration(saved), option_cost(g), duration(t.min_saving_seconds));
+  } else {
+    v.worth_it = true;
+    v.sentence = fmt::format(
+        "A GPU is worth it for this run: {} would take {} ({}) against {}, {}, saving {} a "
+        "run{}.",
+        g.name, option_time(g), kind, here_time, speed_ratio(v.here_seconds, g.seconds),
+        duration(saved), option_cost(g));
+  }
+}
+
+}  // namespace
+
+std::optional<GpuVerdict> make_verdict(const std::vector<DevicePrediction>& ps,
+                                       const CostTable& cost, const Catalog& catalog,
+                                       std::string crossover, const GpuVerdictThresholds& t) {
+  const DevicePrediction* here = fastest_cpu_here(ps, cost);
+  GpuVerdict v;
+  v.model = cost.model;
+  v.epochs = cost.epochs;
+  v.crossover = std::move(crossover);
+  const std::vector<GpuOption> options = gpu_options(ps, cost, catalog);
+  const double here_s = here ? run_seconds(*here, cost.epochs, cost.steps_per_epoch) : 0;
+  const GpuOption* best = choose_gpu(options, here, here_s);
   if (best) v.gpu = *best;
   if (!here) {
     // Only a GPU was measured here: the verdict is about it against nothing; say what it takes.
@@ -202,53 +294,7 @@ std::optional<GpuVerdict> make_verdict(const std::vector<DevicePrediction>& ps,
         cost.epochs, cost.model, here_time);
     return v;
   }
-  const GpuOption& g = *best;
-  const double saved = v.here_seconds - g.seconds;
-  const std::string kind =
-      !g.predicted    ? "measured"
-      : g.lower_bound ? "predicted, a lower bound"
-      : g.expected_error
-          ? fmt::format(
-                "predicted, expected error{}: median {:.0f}%{}",
-                g.expected_at_least ? " at least" : "", 100 * *g.expected_error,
-                g.expected_worst ? fmt::format(", worst {:.0f}%", 100 * *g.expected_worst) : "")
-          : "predicted";
-  if (g.seconds >= v.here_seconds) {
-    // What bounds the GPU's step: fixed costs ("overhead") say the model is too small for it.
-    std::string bound;
-    for (const DevicePrediction& p : ps) {
-      if (p.device == g.device && p.local == (g.how == "here")) bound = p.step.bound;
-    }
-    v.sentence = fmt::format(
-        "A GPU is not worth it for this run: {} is faster than every GPU option. The fastest, {}, "
-        "would take {} ({}) against {}{}.",
-        here->device, g.name, option_time(g), kind, here_time,
-        bound == "overhead" ? fmt::format(": {} is too small to keep a GPU busy (its predicted "
-                                          "GPU step is bound by fixed costs, not arithmetic)",
-                                          cost.model)
-        : bound.empty()     ? ""
-                            : fmt::format(" (its predicted GPU step is {}-bound)", bound));
-  } else if (v.here_seconds / g.seconds < t.min_speedup) {
-    v.sentence = fmt::format(
-        "A GPU is not worth it for this run: {} would take {} ({}) against {}, only {} (saving {} "
-        "a run{}); below {:.1f}x, moving the work to a GPU gains too little.",
-        g.name, option_time(g), kind, here_time, speed_ratio(v.here_seconds, g.seconds),
-        duration(saved), option_cost(g), t.min_speedup);
-  } else if (saved < t.min_saving_seconds) {
-    v.sentence = fmt::format(
-        "A GPU is not worth it for this run: {} would take {} ({}) against {}, {}, but that saves "
-        "only {} a run{}; under {} saved a run, setting up a GPU (starting an instance and copying "
-        "the data to it, or buying a card) takes longer than it saves.",
-        g.name, option_time(g), kind, here_time, speed_ratio(v.here_seconds, g.seconds),
-        duration(saved), option_cost(g), duration(t.min_saving_seconds));
-  } else {
-    v.worth_it = true;
-    v.sentence = fmt::format(
-        "A GPU is worth it for this run: {} would take {} ({}) against {}, {}, saving {} a "
-        "run{}.",
-        g.name, option_time(g), kind, here_time, speed_ratio(v.here_seconds, g.seconds),
-        duration(saved), option_cost(g));
-  }
+  judge_gpu(v, ps, *best, *here, here_time, t);
   return v;
 }
 

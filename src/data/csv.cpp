@@ -55,6 +55,86 @@ bool parse_double(std::string_view s, double& out) {
   return ec == std::errc() && p == s.data() + s.size();
 }
 
+// A header names its columns: no field of it is a number.
+bool is_header(const std::vector<std::string_view>& fields) {
+  double ignored;
+  return !std::any_of(fields.begin(), fields.end(),
+                      [&](auto f) { return parse_double(f, ignored); });
+}
+
+// The first data row sets the columns, checked against the model's inputs; the dataset reserves
+// a row per line of the file.
+void set_columns(Dataset& d, size_t columns, int64_t expected_features, size_t lines,
+                 const std::string& name, int64_t line_no) {
+  if (columns < kMinColumns) {
+    throw UserError(fmt::format(
+        "{}:{}: row has {} column, expected at least {} (feature columns, then the label)", name,
+        line_no, columns, kMinColumns));
+  }
+  const int64_t features = static_cast<int64_t>(columns) - 1;
+  if (expected_features > 0 && features != expected_features) {
+    throw UserError(fmt::format(
+        "{}:{}: {} feature columns, but the model expects {} inputs (expected {} feature "
+        "columns, then the label)",
+        name, line_no, features, expected_features, expected_features));
+  }
+  d.features = features;
+  d.y.reserve(lines);
+  d.x.reserve(lines * static_cast<size_t>(features));
+}
+
+// The row's feature columns, appended to d.x as float32.
+void read_features(Dataset& d, const std::vector<std::string_view>& fields, size_t columns,
+                   bool first, const std::string& name, int64_t line_no) {
+  for (size_t c = 0; c + 1 < columns; ++c) {
+    double v;
+    if (!parse_double(fields[c], v)) {
+      throw UserError(fmt::format(
+          "{}:{}: column {} is '{}', not a number{}", name, line_no, c + 1, fields[c],
+          first ? " (the line has numbers, so it is data, not a header: a header has no "
+                  "numeric field)"
+                : ""));
+    }
+    // Features are stored as float32, so a double beyond float's range is rejected too.
+    if (!std::isfinite(v) || std::abs(v) > std::numeric_limits<float>::max()) {
+      throw UserError(
+          fmt::format("{}:{}: column {} is '{}', not a finite number (expected a "
+                      "finite float32 value)",
+                      name, line_no, c + 1, fields[c]));
+    }
+    d.x.push_back(static_cast<float>(v));
+  }
+}
+
+// The label column: a class index, or with no classes a real target carried in the label slot as
+// a float's bits.
+int32_t read_label(std::string_view label_text, int64_t classes, const std::string& name,
+                   int64_t line_no) {
+  double label;
+  if (classes == 0) {
+    if (!parse_double(label_text, label) || !std::isfinite(label) ||
+        std::abs(label) > std::numeric_limits<float>::max()) {
+      throw UserError(fmt::format(
+          "{}:{}: target '{}' is not a finite number (expected the regression target, a finite "
+          "float32 value, in the last column)",
+          name, line_no, label_text));
+    }
+    return std::bit_cast<int32_t>(static_cast<float>(label));
+  }
+  if (!parse_double(label_text, label) || !std::isfinite(label) || label != std::floor(label)) {
+    throw UserError(fmt::format(
+        "{}:{}: label '{}' is not an integer class index (expected an integer in [0, {}])", name,
+        line_no, label_text, classes - 1));
+  }
+  if (label < 0 || label >= static_cast<double>(classes)) {
+    throw UserError(
+        fmt::format("{}:{}: label {} out of range: the model has {} classes, so "
+                    "labels must be integers in [0, {}]",
+                    name, line_no, label, classes, classes - 1));
+  }
+  return static_cast<int32_t>(label);
+}
+
 }  // namespace
 
 Dataset load_csv(const std::filesystem::path& path, int64_t classes, int64_t expected_features) {
@@ -64,7 +144,6 @@ Dataset load_csv(const std::filesystem::path& path, int64_t classes, int64_t exp
 Dataset parse_csv(const std::string& text, const std::string& name, int64_t classes,
                   int64_t expected_features) {
   XO_ASSERT(classes >= 0);
-  const bool regression = classes == 0;
   std::string_view body(text);
   if (body.substr(0, kUtf8Bom.size()) == kUtf8Bom) body.remove_prefix(kUtf8Bom.size());
   Dataset d;
@@ -88,35 +167,16 @@ Dataset parse_csv(const std::string& text, const std::string& name, int64_t clas
     if (line_no % 1024 == 0) throw_if_stop_requested(("reading the CSV file " + name).c_str());
     if (line.empty()) continue;
     split(line, fields);
-    // A header names its columns: no field of it is a number. A first line with some numbers is
-    // data, and a field that is not a number there is a typo ("0.5,O.3,1") reported below; taken
-    // for a header, the row was dropped without a word.
+    // Only the first line may be a header. A first line with some numbers is data, and a field
+    // that is not a number there is a typo ("0.5,O.3,1") reported below; taken for a header, the
+    // row was dropped without a word.
     const bool first = !seen_first;
-    if (first) {
-      seen_first = true;
-      double ignored;
-      const bool any_number = std::any_of(fields.begin(), fields.end(),
-                                          [&](auto f) { return parse_double(f, ignored); });
-      if (!any_number) continue;  // a header line
-    }
+    seen_first = true;
+    if (first && is_header(fields)) continue;
     if (columns == 0) {
       columns = fields.size();
       first_data_line = line_no;
-      if (columns < kMinColumns) {
-        throw UserError(fmt::format(
-            "{}:{}: row has {} column, expected at least {} (feature columns, then the label)",
-            name, line_no, columns, kMinColumns));
-      }
-      const int64_t features = static_cast<int64_t>(columns) - 1;
-      if (expected_features > 0 && features != expected_features) {
-        throw UserError(fmt::format(
-            "{}:{}: {} feature columns, but the model expects {} inputs (expected {} feature "
-            "columns, then the label)",
-            name, line_no, features, expected_features, expected_features));
-      }
-      d.features = features;
-      d.y.reserve(lines);
-      d.x.reserve(lines * static_cast<size_t>(features));
+      set_columns(d, columns, expected_features, lines, name, line_no);
     }
     if (fields.size() != columns) {
       throw UserError(
@@ -124,49 +184,8 @@ Dataset parse_csv(const std::string& text, const std::string& name, int64_t clas
                       "(line {})",
                       name, line_no, fields.size(), columns, first_data_line));
     }
-    for (size_t c = 0; c + 1 < columns; ++c) {
-      double v;
-      if (!parse_double(fields[c], v)) {
-        throw UserError(fmt::format(
-            "{}:{}: column {} is '{}', not a number{}", name, line_no, c + 1, fields[c],
-            first ? " (the line has numbers, so it is data, not a header: a header has no "
-                    "numeric field)"
-                  : ""));
-      }
-      // Features are stored as float32, so a double beyond float's range is rejected too.
-      if (!std::isfinite(v) || std::abs(v) > std::numeric_limits<float>::max()) {
-        throw UserError(
-            fmt::format("{}:{}: column {} is '{}', not a finite number (expected a "
-                        "finite float32 value)",
-                        name, line_no, c + 1, fields[c]));
-      }
-      d.x.push_back(static_cast<float>(v));
-    }
-    const std::string_view label_text = fields.back();
-    double label;
-    if (regression) {  // a real target, carried in the label slot as a float's bits
-      if (!parse_double(label_text, label) || !std::isfinite(label) ||
-          std::abs(label) > std::numeric_limits<float>::max()) {
-        throw UserError(fmt::format(
-            "{}:{}: target '{}' is not a finite number (expected the regression target, a finite "
-            "float32 value, in the last column)",
-            name, line_no, label_text));
-      }
-      d.y.push_back(std::bit_cast<int32_t>(static_cast<float>(label)));
-      continue;
-    }
-    if (!parse_double(label_text, label) || !std::isfinite(label) || label != std::floor(label)) {
-      throw UserError(fmt::format(
-          "{}:{}: label '{}' is not an integer class index (expected an integer in [0, {}])", name,
-          line_no, label_text, classes - 1));
-    }
-    if (label < 0 || label >= static_cast<double>(classes)) {
-      throw UserError(
-          fmt::format("{}:{}: label {} out of range: the model has {} classes, so "
-                      "labels must be integers in [0, {}]",
-                      name, line_no, label, classes, classes - 1));
-    }
-    d.y.push_back(static_cast<int32_t>(label));
+    read_features(d, fields, columns, first, name, line_no);
+    d.y.push_back(read_label(fields.back(), classes, name, line_no));
   }
   if (d.y.empty()) {
     throw UserError(fmt::format(

@@ -205,14 +205,25 @@ std::vector<NamedTensor> load_safetensors(const std::filesystem::path& path) {
   return decode_safetensors(read_file(path), path.string());
 }
 
-std::vector<NamedTensor> decode_safetensors(const std::string& file, const std::string& name) {
+namespace {
+
+// One tensor's header entry, checked against the data.
+struct HeaderEntry {
+  std::string name;
+  const DTypeInfo* dtype;
+  std::vector<int64_t> shape;
+  uint64_t begin, end;
+};
+
+// The 8-byte header length, checked against the file, and the JSON header it gives.
+nlohmann::ordered_json read_header(const std::string& file, const std::string& name,
+                                   uint64_t& len) {
   if (file.size() < kHeaderLengthBytes) {
     throw UserError(
         fmt::format("{}: {} bytes is too short for a safetensors file (expected an 8-byte "
                     "header length, a JSON header, then data)",
                     name, file.size()));
   }
-  uint64_t len;
   std::memcpy(&len, file.data(), sizeof(len));
   if (len > file.size() - kHeaderLengthBytes) {
     throw UserError(
@@ -239,78 +250,82 @@ std::vector<NamedTensor> decode_safetensors(const std::string& file, const std::
     throw UserError(fmt::format("{}: header is not a JSON object (expected {{\"name\": {}, ...}})",
                                 name, kEntryForm));
   }
-  const size_t data_start = kHeaderLengthBytes + len;
-  const size_t data_size = file.size() - data_start;
-  struct Entry {
-    std::string name;
-    const DTypeInfo* dtype;
-    std::vector<int64_t> shape;
-    uint64_t begin, end;
-  };
-  std::vector<Entry> entries;
-  std::vector<uint64_t> dims, offsets;
-  for (auto it = header.begin(); it != header.end(); ++it) {
-    if (it.key() == kMetadataKey) continue;
-    const nlohmann::ordered_json& v = it.value();
-    const std::string where = fmt::format("{}: tensor '{}'", name, it.key());
-    const auto malformed = [&](std::string_view what) {
-      return UserError(fmt::format("{}: {} (expected {})", where, what, kEntryForm));
-    };
-    if (!v.is_object()) throw malformed("entry is not a JSON object");
-    const auto dtype_it = v.find("dtype");
-    const auto shape_it = v.find("shape");
-    const auto offsets_it = v.find("data_offsets");
-    if (dtype_it == v.end() || !dtype_it->is_string()) throw malformed("no string \"dtype\"");
-    if (shape_it == v.end() || !get_unsigned_array(*shape_it, dims)) {
-      throw malformed("no \"shape\" of non-negative integers");
-    }
-    if (offsets_it == v.end() || !get_unsigned_array(*offsets_it, offsets) || offsets.size() != 2) {
-      throw malformed("no \"data_offsets\" pair of non-negative integers");
-    }
-    const std::string dtype_name = dtype_it->get<std::string>();
-    const DTypeInfo* dtype = find_dtype(dtype_name);
-    if (dtype == nullptr) {
-      throw UserError(
-          fmt::format("{}: dtype '{}' is not supported (expected F32, F64, F16, BF16 or I64)",
-                      where, dtype_name));
-    }
-    Entry e{it.key(), dtype, {}, offsets[0], offsets[1]};
-    // The element count is computed in bytes with overflow checks: a forged shape must not wrap
-    // around to match the data size.
-    // A zero dimension makes the tensor empty however large the others are.
-    const bool empty = std::find(dims.begin(), dims.end(), 0) != dims.end();
-    uint64_t needed = empty ? 0 : dtype->bytes;
-    bool overflow = false;
-    for (uint64_t d : dims) {
-      overflow = overflow || d > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) ||
-                 (!empty && __builtin_mul_overflow(needed, d, &needed));
-      e.shape.push_back(static_cast<int64_t>(d));
-    }
-    if (overflow) {
-      throw UserError(
-          fmt::format("{}: shape [{}] is too large (expected a tensor that fits in {} "
-                      "data bytes)",
-                      where, fmt::join(dims, ", "), data_size));
-    }
-    if (e.end < e.begin || e.end > data_size) {
-      throw UserError(fmt::format(
-          "{}: data_offsets [{}, {}] lie outside the {} data bytes (expected begin <= end <= {})",
-          where, e.begin, e.end, data_size, data_size));
-    }
-    if (e.end - e.begin != needed) {
-      throw UserError(fmt::format(
-          "{}: data_offsets [{}, {}] hold {} bytes but shape [{}] of {} "
-          "needs {}",
-          where, e.begin, e.end, e.end - e.begin, fmt::join(dims, ", "), dtype_name, needed));
-    }
-    entries.push_back(std::move(e));
+  return header;
+}
+
+// The shape's bytes must be the bytes its data_offsets hold, inside the data. The element count
+// is computed in bytes with overflow checks: a forged shape must not wrap around to match the
+// data size.
+void check_extent(HeaderEntry& e, const std::vector<uint64_t>& dims, const std::string& dtype_name,
+                  const std::string& where, size_t data_size) {
+  // A zero dimension makes the tensor empty however large the others are.
+  const bool empty = std::find(dims.begin(), dims.end(), 0) != dims.end();
+  uint64_t needed = empty ? 0 : e.dtype->bytes;
+  bool overflow = false;
+  for (uint64_t d : dims) {
+    overflow = overflow || d > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) ||
+               (!empty && __builtin_mul_overflow(needed, d, &needed));
+    e.shape.push_back(static_cast<int64_t>(d));
   }
+  if (overflow) {
+    throw UserError(
+        fmt::format("{}: shape [{}] is too large (expected a tensor that fits in {} "
+                    "data bytes)",
+                    where, fmt::join(dims, ", "), data_size));
+  }
+  if (e.end < e.begin || e.end > data_size) {
+    throw UserError(fmt::format(
+        "{}: data_offsets [{}, {}] lie outside the {} data bytes (expected begin <= end <= {})",
+        where, e.begin, e.end, data_size, data_size));
+  }
+  if (e.end - e.begin != needed) {
+    throw UserError(fmt::format(
+        "{}: data_offsets [{}, {}] hold {} bytes but shape [{}] of {} "
+        "needs {}",
+        where, e.begin, e.end, e.end - e.begin, fmt::join(dims, ", "), dtype_name, needed));
+  }
+}
+
+// One entry of the header: its dtype, shape and data_offsets, each checked. `dims` and `offsets`
+// are scratch space shared by the entries.
+HeaderEntry read_entry(const std::string& key, const nlohmann::ordered_json& v,
+                       const std::string& name, size_t data_size, std::vector<uint64_t>& dims,
+                       std::vector<uint64_t>& offsets) {
+  const std::string where = fmt::format("{}: tensor '{}'", name, key);
+  const auto malformed = [&](std::string_view what) {
+    return UserError(fmt::format("{}: {} (expected {})", where, what, kEntryForm));
+  };
+  if (!v.is_object()) throw malformed("entry is not a JSON object");
+  const auto dtype_it = v.find("dtype");
+  const auto shape_it = v.find("shape");
+  const auto offsets_it = v.find("data_offsets");
+  if (dtype_it == v.end() || !dtype_it->is_string()) throw malformed("no string \"dtype\"");
+  if (shape_it == v.end() || !get_unsigned_array(*shape_it, dims)) {
+    throw malformed("no \"shape\" of non-negative integers");
+  }
+  if (offsets_it == v.end() || !get_unsigned_array(*offsets_it, offsets) || offsets.size() != 2) {
+    throw malformed("no \"data_offsets\" pair of non-negative integers");
+  }
+  const std::string dtype_name = dtype_it->get<std::string>();
+  const DTypeInfo* dtype = find_dtype(dtype_name);
+  if (dtype == nullptr) {
+    throw UserError(
+        fmt::format("{}: dtype '{}' is not supported (expected F32, F64, F16, BF16 or I64)", where,
+                    dtype_name));
+  }
+  HeaderEntry e{key, dtype, {}, offsets[0], offsets[1]};
+  check_extent(e, dims, dtype_name, where, data_size);
+  return e;
+}
+
+// Sorts the entries by offset and refuses two whose data overlap.
+void sort_disjoint(std::vector<HeaderEntry>& entries, const std::string& name) {
   // Stable, so that tensors sharing an offset (empty ones) keep the file's order.
   std::stable_sort(entries.begin(), entries.end(),
-                   [](const Entry& a, const Entry& b) { return a.begin < b.begin; });
+                   [](const HeaderEntry& a, const HeaderEntry& b) { return a.begin < b.begin; });
   // An empty tensor occupies no bytes and overlaps nothing, wherever its offsets point.
-  const Entry* previous = nullptr;
-  for (const Entry& e : entries) {
+  const HeaderEntry* previous = nullptr;
+  for (const HeaderEntry& e : entries) {
     if (e.begin == e.end) continue;
     if (previous != nullptr && e.begin < previous->end) {
       throw UserError(fmt::format(
@@ -319,9 +334,25 @@ std::vector<NamedTensor> decode_safetensors(const std::string& file, const std::
     }
     previous = &e;
   }
+}
+
+}  // namespace
+
+std::vector<NamedTensor> decode_safetensors(const std::string& file, const std::string& name) {
+  uint64_t len = 0;
+  const nlohmann::ordered_json header = read_header(file, name, len);
+  const size_t data_start = kHeaderLengthBytes + len;
+  const size_t data_size = file.size() - data_start;
+  std::vector<HeaderEntry> entries;
+  std::vector<uint64_t> dims, offsets;
+  for (auto it = header.begin(); it != header.end(); ++it) {
+    if (it.key() == kMetadataKey) continue;
+    entries.push_back(read_entry(it.key(), it.value(), name, data_size, dims, offsets));
+  }
+  sort_disjoint(entries, name);
   std::vector<NamedTensor> out;
   out.reserve(entries.size());
-  for (Entry& e : entries) {
+  for (HeaderEntry& e : entries) {
     NamedTensor t{std::move(e.name), std::move(e.shape), {}};
     if (e.dtype->dtype == DType::kI64) t.dtype = "I64";
     t.data.resize((e.end - e.begin) / e.dtype->bytes);

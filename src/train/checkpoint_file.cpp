@@ -292,55 +292,47 @@ void CheckpointFile::apply(TrainPlan& p, TrainState& state) const {
   }
 }
 
-void CheckpointFile::apply_state(TrainPlan& p, TrainState& state) const {
-  const Json& j = json_;
-  const fs::path& file = file_;
-  Model& model = p.model;
-  Backend& be = p.backend;
-  // The model's tensors through the checked import; the optimizer's (and early stopping's best
-  // epoch's) scattered into flat buffers.
-  std::vector<NamedTensor> model_tensors;
-  std::map<std::string, const NamedTensor*> state_tensors;
-  for (const NamedTensor& t : tensors_) {
-    if (t.name.rfind(kOptimizerPrefix, 0) == 0 || t.name.rfind(kBestPrefix, 0) == 0) {
-      state_tensors[t.name] = &t;
-    } else {
-      model_tensors.push_back(t);
+namespace {
+
+using SavedTensors = std::map<std::string, const NamedTensor*>;
+
+// Copies each tensor's saved values (named `prefix` + its name) into its place in `flat`.
+void read_flat(const SavedTensors& saved, const std::vector<ParamTensor>& tensors,
+               const std::string& prefix, std::vector<float>& flat, const fs::path& file) {
+  for (const ParamTensor& t : tensors) {
+    const std::string name = prefix + t.name;
+    const auto it = saved.find(name);
+    if (it == saved.end() || it->second->data.size() != static_cast<size_t>(t.size)) {
+      throw UserError(
+          fmt::format("{}: tensor '{}' is missing or has the wrong size", file.string(), name));
     }
+    std::copy(it->second->data.begin(), it->second->data.end(), flat.begin() + t.offset);
   }
-  model.import_params(model_tensors, file.string());
+}
+
+// The optimizer's buffers, and the best epoch's parameters where restore_best keeps them (the
+// state sized them already), scattered into flat buffers.
+void read_training_tensors(const SavedTensors& saved, TrainPlan& p, TrainState& state,
+                           const fs::path& file) {
+  Model& model = p.model;
   for (const OptimizerStateBuffer& b : p.optimizer->state_buffers()) {
     std::vector<float> flat(static_cast<size_t>(model.flat_size()), 0.0f);
-    for (const ParamTensor& t : model.tensors()) {
-      const std::string name = fmt::format("{}{}.{}", kOptimizerPrefix, b.name, t.name);
-      const auto it = state_tensors.find(name);
-      if (it == state_tensors.end() || it->second->data.size() != static_cast<size_t>(t.size)) {
-        throw UserError(
-            fmt::format("{}: tensor '{}' is missing or has the wrong size", file.string(), name));
-      }
-      std::copy(it->second->data.begin(), it->second->data.end(), flat.begin() + t.offset);
-    }
-    upload(be, b.data, flat);
+    read_flat(saved, model.tensors(), fmt::format("{}{}.", kOptimizerPrefix, b.name), flat, file);
+    upload(p.backend, b.data, flat);
   }
-  // The best epoch's parameters, where restore_best keeps them (the state sized them already).
-  auto read_best = [&](const std::vector<ParamTensor>& tensors, std::vector<float>& flat) {
-    for (const ParamTensor& t : tensors) {
-      const std::string name = kBestPrefix + t.name;
-      const auto it = state_tensors.find(name);
-      if (it == state_tensors.end() || it->second->data.size() != static_cast<size_t>(t.size)) {
-        throw UserError(
-            fmt::format("{}: tensor '{}' is missing or has the wrong size", file.string(), name));
-      }
-      std::copy(it->second->data.begin(), it->second->data.end(), flat.begin() + t.offset);
-    }
-  };
   if (!state.best_params.empty()) {
-    read_best(model.tensors(), state.best_params);
-    read_best(model.buffers(), state.best_buffers);
+    read_flat(saved, model.tensors(), kBestPrefix, state.best_params, file);
+    read_flat(saved, model.buffers(), kBestPrefix, state.best_buffers, file);
   }
+}
+
+// What lives on the device besides the tensors: the optimizer's step count, dropout's step, the
+// sampler's position and the loss statistics.
+void restore_device_counters(const Json& j, TrainPlan& p) {
+  Backend& be = p.backend;
   p.optimizer->set_steps(j.at("optimizer_steps").get<int64_t>());
   const auto dropout_step = j.at("dropout_step").get<uint64_t>();
-  be.upload(model.step_counter(), &dropout_step, sizeof(dropout_step));
+  be.upload(p.model.step_counter(), &dropout_step, sizeof(dropout_step));
   if (p.position) {
     const auto position = j.at("position").get<int64_t>();
     be.upload(p.position.as<int64_t>(), &position, sizeof(position));
@@ -348,7 +340,11 @@ void CheckpointFile::apply_state(TrainPlan& p, TrainState& state) const {
   const LossStats host[2] = {read_stats(j.at("loss_stats")),
                              read_stats(j.at("partial_loss_stats"))};
   be.upload(p.stats, host, sizeof(host));
+}
 
+// Where the run stopped: the epoch and step, the shuffle generator and the sample order, each
+// checked against the plan.
+void restore_position(const Json& j, TrainPlan& p, TrainState& state, const fs::path& file) {
   state.epoch = j.at("epoch").get<int64_t>();
   state.in_epoch = j.at("in_epoch").get<bool>();
   state.step = j.at("step").get<int64_t>();
@@ -367,12 +363,16 @@ void CheckpointFile::apply_state(TrainPlan& p, TrainState& state) const {
         throw UserError(fmt::format("{}: order: {} is not a sample index", file.string(), i));
       }
     }
-    be.upload(p.order.as<int32_t>(), state.order.data(), p.order.bytes());
+    p.backend.upload(p.order.as<int32_t>(), state.order.data(), p.order.bytes());
   }
   if (state.step < 0 || state.step > p.steps_per_epoch || state.epoch < 0) {
     throw UserError(fmt::format("{}: step {} of epoch {} is outside the run ({} steps per epoch)",
                                 file.string(), state.step, state.epoch, p.steps_per_epoch));
   }
+}
+
+// The epochs so far, and the schedule's and early stopping's state after them.
+void restore_epochs(const Json& j, TrainState& state) {
   state.epochs.clear();
   for (const Json& e : j.at("epochs")) {
     state.epochs.push_back({e.at("epoch").get<int64_t>(), number(e.at("loss")),
@@ -398,6 +398,10 @@ void CheckpointFile::apply_state(TrainPlan& p, TrainState& state) const {
     state.early_stopping.best_epoch = stopping.at("best_epoch").get<int64_t>();
     state.early_stopping.stop = stopping.at("stop").get<bool>();
   }
+}
+
+// The divergence check's running state.
+void restore_loss_check(const Json& j, TrainState& state) {
   state.diverged_epoch = j.at("diverged_epoch").get<int64_t>();
   const Json& check = j.at("loss_check");
   state.checked_loss_sum = number(check.at("sum"));
@@ -405,8 +409,11 @@ void CheckpointFile::apply_state(TrainPlan& p, TrainState& state) const {
   state.last_finite_loss = number(check.at("last_finite_loss"));
   state.last_finite_epoch = check.at("last_finite_epoch").get<int64_t>();
   state.last_finite_step = check.at("last_finite_step").get<int64_t>();
+}
+
+// The steps before the checkpoint were timed by the process that ran them.
+void restore_times(const Json& j, TrainState& state, const fs::path& file) {
   const Json& times = j.at("times");
-  // The steps before the checkpoint were timed by the process that ran them.
   state.timed = times.at("timed_steps").get<int64_t>();
   if (state.timed != state.step) {
     throw UserError(fmt::format("{}: times: {} steps timed, expected {}", file.string(),
@@ -417,6 +424,29 @@ void CheckpointFile::apply_state(TrainPlan& p, TrainState& state) const {
   state.times.data = numbers(times.at("data"));
   state.times.forward_backward = numbers(times.at("forward_backward"));
   state.times.optimizer = numbers(times.at("optimizer"));
+}
+
+}  // namespace
+
+void CheckpointFile::apply_state(TrainPlan& p, TrainState& state) const {
+  // The model's tensors through the checked import; the optimizer's (and early stopping's best
+  // epoch's) into flat buffers.
+  std::vector<NamedTensor> model_tensors;
+  SavedTensors state_tensors;
+  for (const NamedTensor& t : tensors_) {
+    if (t.name.rfind(kOptimizerPrefix, 0) == 0 || t.name.rfind(kBestPrefix, 0) == 0) {
+      state_tensors[t.name] = &t;
+    } else {
+      model_tensors.push_back(t);
+    }
+  }
+  p.model.import_params(model_tensors, file_.string());
+  read_training_tensors(state_tensors, p, state, file_);
+  restore_device_counters(json_, p);
+  restore_position(json_, p, state, file_);
+  restore_epochs(json_, state);
+  restore_loss_check(json_, state);
+  restore_times(json_, state, file_);
 }
 
 }  // namespace xo

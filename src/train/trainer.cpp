@@ -124,15 +124,10 @@ Stop run_steps(TrainPlan& p, TrainState& state, const Boundaries& b) {
   return Stop::None;
 }
 
-}  // namespace
-
-TrainResult train_model(Model& model, const Dataset& data, const TrainSpec& train,
-                        const EpochCallback& on_epoch, const ExecutionOptions& exec) {
-  return train_model(model, DataSplit{data, {}}, train, on_epoch, exec);
-}
-
-TrainResult train_model(Model& model, const DataSplit& split, const TrainSpec& train,
-                        const EpochCallback& on_epoch, const ExecutionOptions& exec) {
+// The run's checks before anything is allocated: the training settings, a batch that every rank
+// gets rows of, and the memory the plan will take.
+void check_run(const Model& model, const DataSplit& split, const TrainSpec& train,
+               const ExecutionOptions& exec) {
   check_training(model, split, train);
   DataParallel* ranks = exec.data_parallel;
   if (ranks && std::min(train.batch, split.train.samples) < ranks->ranks()) {
@@ -142,60 +137,53 @@ TrainResult train_model(Model& model, const DataSplit& split, const TrainSpec& t
         std::min(train.batch, split.train.samples), ranks->ranks()));
   }
   check_training_memory(model, split, train, exec);
-  const auto setup_start = Clock::now();
-  if (ranks) ranks->share_gradients(model, train.optimizer);  // the plan's Networks write them
-  TrainPlan plan(model, split, train, exec);
-  if (ranks) {
-    // Every rank trains the same spec on the same data with the same settings, from rank 0's
-    // parameters.
-    const RunFingerprint f = run_fingerprint(plan, train, exec.record_step);
-    ranks->check_same(fmt::format("version {}\ndevice {}\nsettings {}\ndata {}\n{}", f.version,
-                                  f.device, f.settings, f.data, f.spec));
-    ranks->share_model(model);
-    ranks->plan(model);
-  }
-  TrainState state = start_state(plan, train);
-  const EpochRules rules(train, split.test.samples, split.validation.samples);
-  rules.start(plan, state);
-  if (exec.record_step && plan.full_steps > 0) record_step(plan);
+}
 
-  std::optional<Checkpointer> checkpoints;
+// Every rank trains the same spec on the same data with the same settings, from rank 0's
+// parameters.
+void join_ranks(DataParallel& ranks, TrainPlan& plan, const TrainSpec& train,
+                const ExecutionOptions& exec) {
+  const RunFingerprint f = run_fingerprint(plan, train, exec.record_step);
+  ranks.check_same(fmt::format("version {}\ndevice {}\nsettings {}\ndata {}\n{}", f.version,
+                               f.device, f.settings, f.data, f.spec));
+  ranks.share_model(plan.model);
+  ranks.plan(plan.model);
+}
+
+// Resumes from the newest checkpoint where asked, and starts the checkpointer where the run takes
+// checkpoints. Returns the step resumed at (0: none).
+int64_t set_up_checkpoints(TrainPlan& plan, TrainState& state, const TrainSpec& train,
+                           const ExecutionOptions& exec, std::optional<Checkpointer>& checkpoints) {
   int64_t resumed_at = 0;
-  if (!exec.checkpoint.dir.empty()) {
-    const RunFingerprint fingerprint = run_fingerprint(plan, train, exec.record_step);
-    if (exec.checkpoint.resume) {
-      if (auto at = restore_checkpoint(plan, state, exec.checkpoint, fingerprint)) {
-        resumed_at = *at;
-        exec.checkpoint.tell(
-            fmt::format("resuming {} from its checkpoint in {}: epoch {}, step {} of {} "
-                        "({} steps taken)",
-                        model.spec().name, exec.checkpoint.dir.string(), state.epoch + 1,
-                        state.step, plan.steps_per_epoch, state.steps_taken));
-      }
-    }
-    // Across ranks every rank resumes from the same checkpoint; rank 0 alone writes them.
-    if (exec.checkpoint.every.enabled() && (!ranks || ranks->rank() == 0)) {
-      checkpoints.emplace(plan, exec.checkpoint, fingerprint, state.steps_taken);
+  if (exec.checkpoint.dir.empty()) return resumed_at;
+  const RunFingerprint fingerprint = run_fingerprint(plan, train, exec.record_step);
+  if (exec.checkpoint.resume) {
+    if (auto at = restore_checkpoint(plan, state, exec.checkpoint, fingerprint)) {
+      resumed_at = *at;
+      exec.checkpoint.tell(
+          fmt::format("resuming {} from its checkpoint in {}: epoch {}, step {} of {} "
+                      "({} steps taken)",
+                      plan.model.spec().name, exec.checkpoint.dir.string(), state.epoch + 1,
+                      state.step, plan.steps_per_epoch, state.steps_taken));
     }
   }
-  // From here on the ranks of a machine may step one copy of the parameters (--reduce shared).
-  if (ranks) ranks->share_parameters(model, *plan.optimizer);
-  rules.apply_rate(plan, state);  // a resumed run's rate
-  Boundaries boundaries{exec.max_steps, 0, checkpoints ? &*checkpoints : nullptr};
-  if (exec.stop_on_nan)
-    boundaries.check_every = plan.backend.info().kind == DeviceKind::Cpu ? 1 : 256;
-  model.backend().synchronize();
-  const double setup_seconds =
-      std::chrono::duration<double, std::milli>(Clock::now() - setup_start).count() / 1e3;
+  // Across ranks every rank resumes from the same checkpoint; rank 0 alone writes them.
+  DataParallel* ranks = exec.data_parallel;
+  if (exec.checkpoint.every.enabled() && (!ranks || ranks->rank() == 0)) {
+    checkpoints.emplace(plan, exec.checkpoint, fingerprint, state.steps_taken);
+  }
+  return resumed_at;
+}
 
+// The epochs from where the state stands to `last_epoch`, until one stops the run.
+Stop run_epochs(TrainPlan& plan, TrainState& state, const TrainSpec& train, const EpochRules& rules,
+                const Boundaries& boundaries, const EpochCallback& on_epoch, int64_t last_epoch) {
   Stop stop = Stop::None;
   // A checkpoint taken after early stopping decided (Ctrl-C in the last evaluation) resumes to
   // the end.
   if (state.early_stopping.stop) stop = Stop::EarlyStopping;
-  const int64_t last_epoch =
-      exec.pause_after_epochs > 0 ? std::min(exec.pause_after_epochs, train.epochs) : train.epochs;
   while (stop == Stop::None && state.epoch < last_epoch &&
-         (exec.max_steps <= 0 || state.steps_taken < exec.max_steps)) {
+         (boundaries.max_steps <= 0 || state.steps_taken < boundaries.max_steps)) {
     if (!state.in_epoch) begin_epoch(plan, state, train.shuffle);
     stop = run_steps(plan, state, boundaries);
     read_step_times(plan, state);
@@ -207,22 +195,20 @@ TrainResult train_model(Model& model, const DataSplit& split, const TrainSpec& t
     // short) are NaN, and the run is interrupted even after its last epoch.
     if (plan.stop_requested_everywhere()) stop = Stop::Interrupted;
   }
-  if (ranks) ranks->unshare(model, *plan.optimizer);
-  model.backend().synchronize();
-  // Ctrl-C or SIGTERM: the state at this step boundary is saved before the process ends, unless
-  // the loss has gone bad since the last check (a collective across ranks: every rank checks).
-  const bool save_interrupted = stop == Stop::Interrupted && !exec.checkpoint.dir.empty() &&
-                                (boundaries.check_every == 0 || loss_finite(plan, state));
-  if (checkpoints) {
-    if (save_interrupted) checkpoints->save(plan, state);
-    // A pause: the state between two epochs is what the run goes on from.
-    if (stop == Stop::None && state.epoch < train.epochs && state.epoch == last_epoch) {
-      checkpoints->save(plan, state);
-    }
-    checkpoints->flush();
-  }
+  return stop;
+}
 
-  if (ranks) ranks->share_state(model);  // rank 0's running statistics, as evaluated
+// A pause: the run stopped between two epochs at --pause-after, before its last.
+bool paused(Stop stop, const TrainState& state, const TrainSpec& train, int64_t last_epoch) {
+  return stop == Stop::None && state.epoch < train.epochs && state.epoch == last_epoch;
+}
+
+// The result: the run's figures, the per-epoch rules' end (restore_best), how it stopped, its
+// checkpoints and the per-node profile.
+TrainResult result_of(TrainPlan& plan, const TrainState& state, const TrainSpec& train,
+                      const ExecutionOptions& exec, const EpochRules& rules, Stop stop,
+                      double setup_seconds, int64_t resumed_at, int64_t last_epoch,
+                      const std::optional<Checkpointer>& checkpoints) {
   TrainResult r = make_result(plan, state, setup_seconds, stop == Stop::Interrupted);
   rules.finish(plan, state,
                stop == Stop::EarlyStopping || (stop == Stop::None && state.epoch == train.epochs),
@@ -237,15 +223,67 @@ TrainResult train_model(Model& model, const DataSplit& split, const TrainSpec& t
   r.last_finite_epoch = state.last_finite_epoch;
   r.last_finite_step = state.last_finite_step;
   r.resumed_at_step = resumed_at;
-  r.paused = stop == Stop::None && state.epoch < train.epochs && state.epoch == last_epoch;
+  r.paused = paused(stop, state, train, last_epoch);
   if (checkpoints) {
     r.checkpoints_written = checkpoints->written();
     r.checkpoint_wait_ms = checkpoints->wait_ms();
   }
   if (exec.profile_steps > 0 && !r.interrupted && !r.stopped_diverged) {
-    profile_nodes(model, plan.x, plan.y, plan.batch, exec.profile_steps, r);
+    profile_nodes(plan.model, plan.x, plan.y, plan.batch, exec.profile_steps, r);
   }
   return r;
+}
+
+}  // namespace
+
+TrainResult train_model(Model& model, const Dataset& data, const TrainSpec& train,
+                        const EpochCallback& on_epoch, const ExecutionOptions& exec) {
+  return train_model(model, DataSplit{data, {}}, train, on_epoch, exec);
+}
+
+TrainResult train_model(Model& model, const DataSplit& split, const TrainSpec& train,
+                        const EpochCallback& on_epoch, const ExecutionOptions& exec) {
+  check_run(model, split, train, exec);
+  DataParallel* ranks = exec.data_parallel;
+  const auto setup_start = Clock::now();
+  if (ranks) ranks->share_gradients(model, train.optimizer);  // the plan's Networks write them
+  TrainPlan plan(model, split, train, exec);
+  if (ranks) join_ranks(*ranks, plan, train, exec);
+  TrainState state = start_state(plan, train);
+  const EpochRules rules(train, split.test.samples, split.validation.samples);
+  rules.start(plan, state);
+  if (exec.record_step && plan.full_steps > 0) record_step(plan);
+  std::optional<Checkpointer> checkpoints;
+  const int64_t resumed_at = set_up_checkpoints(plan, state, train, exec, checkpoints);
+  // From here on the ranks of a machine may step one copy of the parameters (--reduce shared).
+  if (ranks) ranks->share_parameters(model, *plan.optimizer);
+  rules.apply_rate(plan, state);  // a resumed run's rate
+  Boundaries boundaries{exec.max_steps, 0, checkpoints ? &*checkpoints : nullptr};
+  if (exec.stop_on_nan)
+    boundaries.check_every = plan.backend.info().kind == DeviceKind::Cpu ? 1 : 256;
+  model.backend().synchronize();
+  const double setup_seconds =
+      std::chrono::duration<double, std::milli>(Clock::now() - setup_start).count() / 1e3;
+
+  const int64_t last_epoch =
+      exec.pause_after_epochs > 0 ? std::min(exec.pause_after_epochs, train.epochs) : train.epochs;
+  const Stop stop = run_epochs(plan, state, train, rules, boundaries, on_epoch, last_epoch);
+  if (ranks) ranks->unshare(model, *plan.optimizer);
+  model.backend().synchronize();
+  // Ctrl-C or SIGTERM: the state at this step boundary is saved before the process ends, unless
+  // the loss has gone bad since the last check (a collective across ranks: every rank checks).
+  const bool save_interrupted = stop == Stop::Interrupted && !exec.checkpoint.dir.empty() &&
+                                (boundaries.check_every == 0 || loss_finite(plan, state));
+  if (checkpoints) {
+    if (save_interrupted) checkpoints->save(plan, state);
+    // A pause: the state between two epochs is what the run goes on from.
+    if (paused(stop, state, train, last_epoch)) checkpoints->save(plan, state);
+    checkpoints->flush();
+  }
+
+  if (ranks) ranks->share_state(model);  // rank 0's running statistics, as evaluated
+  return result_of(plan, state, train, exec, rules, stop, setup_seconds, resumed_at, last_epoch,
+                   checkpoints);
 }
 
 }  // namespace xo

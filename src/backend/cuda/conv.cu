@@ -512,135 +512,148 @@ class GpuConv2d final : public WeightedKernel {
   void choose_algorithms() {
     const Precision p = be_.precision();
     cudnnHandle_t handle = be_.cudnn();
-    // The math type a candidate runs with: F32 stays FMA whatever the candidate says (FMA and
-    // DEFAULT candidates both run under it); TF32/BF16 take the candidate's (NVIDIA's advice for
-    // the _v7 and Find results).
-    const auto set_math = [p](cudnnConvolutionDescriptor_t conv, cudnnMathType_t m) {
-      return cudnnSetConvolutionMathType(conv, p == Precision::F32 ? CUDNN_FMA_MATH : m);
-    };
-    const auto key = [&](int direction) -> MeasuredChoices::Key {
-      const int64_t device = be_.device(), precision = static_cast<int64_t>(p);
-      return {device,   precision,       direction, s_.batch,  s_.in_channels, s_.height,
-              s_.width, s_.out_channels, s_.kernel, s_.stride, s_.padding};
-    };
     // Every Find gets fresh inputs: an earlier one may have written its output over one of them.
     std::optional<FindScratch> scratch;
-    const auto scratch_inputs = [&]() -> FindScratch& {
-      const auto floats = [](int64_t count) { return static_cast<size_t>(count) * sizeof(float); };
-      const int64_t src_n = s_.batch * s_.in_channels * s_.height * s_.width;
-      const int64_t dst_n = s_.batch * s_.out_channels * s_.out_height() * s_.out_width();
-      const int64_t w_n = s_.out_channels * s_.in_channels * s_.kernel * s_.kernel;
-      if (!scratch) {
-        scratch.emplace(FindScratch{be_.allocate(floats(src_n)), be_.allocate(floats(w_n)),
-                                    be_.allocate(floats(dst_n)), be_.allocate(floats(w_n)),
-                                    be_.allocate(kMaxWorkspaceBytes)});
-      }
-      const cudaStream_t stream = be_.stream();
-      XO_CUDA_LAUNCH(fill_pattern_kernel, blocks_for(src_n), kThreads, 0, stream,
-                     scratch->src.as<float>(), src_n);
-      XO_CUDA_LAUNCH(fill_pattern_kernel, blocks_for(w_n), kThreads, 0, stream,
-                     scratch->w.as<float>(), w_n);
-      XO_CUDA_LAUNCH(fill_pattern_kernel, blocks_for(dst_n), kThreads, 0, stream,
-                     scratch->dst.as<float>(), dst_n);
-      return *scratch;
-    };
     // A Find that fails is no error here: the heuristic takes over (an error of the device itself
     // resurfaces in warm_up()). Find and the heuristic both start from the precision's math type
     // on the descriptor (a remembered choice that cuDNN refused may have changed it).
-    {
-      using Perf = cudnnConvolutionFwdAlgoPerf_t;
-      int count = 0;
-      XO_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithmMaxCount(handle, &count));
-      fwd_ = choose<Perf>(
-          key(0), count, p,
-          [&](std::vector<Perf>& perf) {
-            FindScratch& t = scratch_inputs();
-            XO_CUDNN_CHECK(cudnnSetConvolutionMathType(fwd_conv_.d, math_type(p)));
-            int returned = 0;
-            const cudnnStatus_t st = cudnnFindConvolutionForwardAlgorithmEx(
-                handle, x_.d, t.src.as<void>(), w_.d, t.w.as<void>(), fwd_conv_.d, y_.d,
-                t.dst.as<void>(), count, &returned, perf.data(), t.workspace.as<void>(),
-                t.workspace.bytes());
-            return st == CUDNN_STATUS_SUCCESS ? returned : 0;
-          },
-          [&](std::vector<Perf>& perf) {
-            XO_CUDNN_CHECK(cudnnSetConvolutionMathType(fwd_conv_.d, math_type(p)));
-            int returned = 0;
-            XO_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(
-                handle, x_.d, w_.d, fwd_conv_.d, y_.d, count, &returned, perf.data()));
-            return returned;
-          },
-          [&](const Perf& c, size_t* bytes) {
-            const cudnnStatus_t st = set_math(fwd_conv_.d, c.mathType);
-            if (st != CUDNN_STATUS_SUCCESS) return st;
-            return cudnnGetConvolutionForwardWorkspaceSize(handle, x_.d, w_.d, fwd_conv_.d, y_.d,
-                                                           c.algo, bytes);
-          },
-          "forward");
+    choose_forward(handle, p, scratch);
+    choose_backward_filter(handle, p, scratch);
+    if (s_.need_d_src) choose_backward_data(handle, p, scratch);
+  }
+
+  // The math type a candidate runs with: F32 stays FMA whatever the candidate says (FMA and
+  // DEFAULT candidates both run under it); TF32/BF16 take the candidate's (NVIDIA's advice for
+  // the _v7 and Find results).
+  static cudnnStatus_t set_math(Precision p, cudnnConvolutionDescriptor_t conv, cudnnMathType_t m) {
+    return cudnnSetConvolutionMathType(conv, p == Precision::F32 ? CUDNN_FMA_MATH : m);
+  }
+
+  // The key a direction's measured choice is remembered under.
+  MeasuredChoices::Key choice_key(Precision p, int direction) {
+    const int64_t device = be_.device(), precision = static_cast<int64_t>(p);
+    return {device,   precision,       direction, s_.batch,  s_.in_channels, s_.height,
+            s_.width, s_.out_channels, s_.kernel, s_.stride, s_.padding};
+  }
+
+  // The Find scratch tensors, allocated at the first Find, filled afresh for each.
+  FindScratch& scratch_inputs(std::optional<FindScratch>& scratch) {
+    const auto floats = [](int64_t count) { return static_cast<size_t>(count) * sizeof(float); };
+    const int64_t src_n = s_.batch * s_.in_channels * s_.height * s_.width;
+    const int64_t dst_n = s_.batch * s_.out_channels * s_.out_height() * s_.out_width();
+    const int64_t w_n = s_.out_channels * s_.in_channels * s_.kernel * s_.kernel;
+    if (!scratch) {
+      scratch.emplace(FindScratch{be_.allocate(floats(src_n)), be_.allocate(floats(w_n)),
+                                  be_.allocate(floats(dst_n)), be_.allocate(floats(w_n)),
+                                  be_.allocate(kMaxWorkspaceBytes)});
     }
-    {
-      using Perf = cudnnConvolutionBwdFilterAlgoPerf_t;
-      int count = 0;
-      XO_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(handle, &count));
-      bwd_filter_ = choose<Perf>(
-          key(1), count, p,
-          [&](std::vector<Perf>& perf) {
-            FindScratch& t = scratch_inputs();
-            XO_CUDNN_CHECK(cudnnSetConvolutionMathType(bwd_filter_conv_.d, math_type(p)));
-            int returned = 0;
-            const cudnnStatus_t st = cudnnFindConvolutionBackwardFilterAlgorithmEx(
-                handle, x_.d, t.src.as<void>(), y_.d, t.dst.as<void>(), bwd_filter_conv_.d, w_.d,
-                t.d_w.as<void>(), count, &returned, perf.data(), t.workspace.as<void>(),
-                t.workspace.bytes());
-            return st == CUDNN_STATUS_SUCCESS ? returned : 0;
-          },
-          [&](std::vector<Perf>& perf) {
-            XO_CUDNN_CHECK(cudnnSetConvolutionMathType(bwd_filter_conv_.d, math_type(p)));
-            int returned = 0;
-            XO_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
-                handle, x_.d, y_.d, bwd_filter_conv_.d, w_.d, count, &returned, perf.data()));
-            return returned;
-          },
-          [&](const Perf& c, size_t* bytes) {
-            const cudnnStatus_t st = set_math(bwd_filter_conv_.d, c.mathType);
-            if (st != CUDNN_STATUS_SUCCESS) return st;
-            return cudnnGetConvolutionBackwardFilterWorkspaceSize(
-                handle, x_.d, y_.d, bwd_filter_conv_.d, w_.d, c.algo, bytes);
-          },
-          "backward-filter");
-    }
-    if (s_.need_d_src) {
-      using Perf = cudnnConvolutionBwdDataAlgoPerf_t;
-      int count = 0;
-      XO_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithmMaxCount(handle, &count));
-      bwd_data_ = choose<Perf>(
-          key(2), count, p,
-          [&](std::vector<Perf>& perf) {
-            FindScratch& t = scratch_inputs();
-            XO_CUDNN_CHECK(cudnnSetConvolutionMathType(bwd_data_conv_.d, math_type(p)));
-            int returned = 0;
-            // d_src goes to the src scratch: backward data does not read src.
-            const cudnnStatus_t st = cudnnFindConvolutionBackwardDataAlgorithmEx(
-                handle, w_.d, t.w.as<void>(), y_.d, t.dst.as<void>(), bwd_data_conv_.d, x_.d,
-                t.src.as<void>(), count, &returned, perf.data(), t.workspace.as<void>(),
-                t.workspace.bytes());
-            return st == CUDNN_STATUS_SUCCESS ? returned : 0;
-          },
-          [&](std::vector<Perf>& perf) {
-            XO_CUDNN_CHECK(cudnnSetConvolutionMathType(bwd_data_conv_.d, math_type(p)));
-            int returned = 0;
-            XO_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(
-                handle, w_.d, y_.d, bwd_data_conv_.d, x_.d, count, &returned, perf.data()));
-            return returned;
-          },
-          [&](const Perf& c, size_t* bytes) {
-            const cudnnStatus_t st = set_math(bwd_data_conv_.d, c.mathType);
-            if (st != CUDNN_STATUS_SUCCESS) return st;
-            return cudnnGetConvolutionBackwardDataWorkspaceSize(
-                handle, w_.d, y_.d, bwd_data_conv_.d, x_.d, c.algo, bytes);
-          },
-          "backward-data");
-    }
+    const cudaStream_t stream = be_.stream();
+    XO_CUDA_LAUNCH(fill_pattern_kernel, blocks_for(src_n), kThreads, 0, stream,
+                   scratch->src.as<float>(), src_n);
+    XO_CUDA_LAUNCH(fill_pattern_kernel, blocks_for(w_n), kThreads, 0, stream,
+                   scratch->w.as<float>(), w_n);
+    XO_CUDA_LAUNCH(fill_pattern_kernel, blocks_for(dst_n), kThreads, 0, stream,
+                   scratch->dst.as<float>(), dst_n);
+    return *scratch;
+  }
+
+  void choose_forward(cudnnHandle_t handle, Precision p, std::optional<FindScratch>& scratch) {
+    using Perf = cudnnConvolutionFwdAlgoPerf_t;
+    int count = 0;
+    XO_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithmMaxCount(handle, &count));
+    fwd_ = choose<Perf>(
+        choice_key(p, 0), count, p,
+        [&](std::vector<Perf>& perf) {
+          FindScratch& t = scratch_inputs(scratch);
+          XO_CUDNN_CHECK(cudnnSetConvolutionMathType(fwd_conv_.d, math_type(p)));
+          int returned = 0;
+          const cudnnStatus_t st = cudnnFindConvolutionForwardAlgorithmEx(
+              handle, x_.d, t.src.as<void>(), w_.d, t.w.as<void>(), fwd_conv_.d, y_.d,
+              t.dst.as<void>(), count, &returned, perf.data(), t.workspace.as<void>(),
+              t.workspace.bytes());
+          return st == CUDNN_STATUS_SUCCESS ? returned : 0;
+        },
+        [&](std::vector<Perf>& perf) {
+          XO_CUDNN_CHECK(cudnnSetConvolutionMathType(fwd_conv_.d, math_type(p)));
+          int returned = 0;
+          XO_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(
+              handle, x_.d, w_.d, fwd_conv_.d, y_.d, count, &returned, perf.data()));
+          return returned;
+        },
+        [&](const Perf& c, size_t* bytes) {
+          const cudnnStatus_t st = set_math(p, fwd_conv_.d, c.mathType);
+          if (st != CUDNN_STATUS_SUCCESS) return st;
+          return cudnnGetConvolutionForwardWorkspaceSize(handle, x_.d, w_.d, fwd_conv_.d, y_.d,
+                                                         c.algo, bytes);
+        },
+        "forward");
+  }
+
+  void choose_backward_filter(cudnnHandle_t handle, Precision p,
+                              std::optional<FindScratch>& scratch) {
+    using Perf = cudnnConvolutionBwdFilterAlgoPerf_t;
+    int count = 0;
+    XO_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(handle, &count));
+    bwd_filter_ = choose<Perf>(
+        choice_key(p, 1), count, p,
+        [&](std::vector<Perf>& perf) {
+          FindScratch& t = scratch_inputs(scratch);
+          XO_CUDNN_CHECK(cudnnSetConvolutionMathType(bwd_filter_conv_.d, math_type(p)));
+          int returned = 0;
+          const cudnnStatus_t st = cudnnFindConvolutionBackwardFilterAlgorithmEx(
+              handle, x_.d, t.src.as<void>(), y_.d, t.dst.as<void>(), bwd_filter_conv_.d, w_.d,
+              t.d_w.as<void>(), count, &returned, perf.data(), t.workspace.as<void>(),
+              t.workspace.bytes());
+          return st == CUDNN_STATUS_SUCCESS ? returned : 0;
+        },
+        [&](std::vector<Perf>& perf) {
+          XO_CUDNN_CHECK(cudnnSetConvolutionMathType(bwd_filter_conv_.d, math_type(p)));
+          int returned = 0;
+          XO_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
+              handle, x_.d, y_.d, bwd_filter_conv_.d, w_.d, count, &returned, perf.data()));
+          return returned;
+        },
+        [&](const Perf& c, size_t* bytes) {
+          const cudnnStatus_t st = set_math(p, bwd_filter_conv_.d, c.mathType);
+          if (st != CUDNN_STATUS_SUCCESS) return st;
+          return cudnnGetConvolutionBackwardFilterWorkspaceSize(
+              handle, x_.d, y_.d, bwd_filter_conv_.d, w_.d, c.algo, bytes);
+        },
+        "backward-filter");
+  }
+
+  void choose_backward_data(cudnnHandle_t handle, Precision p,
+                            std::optional<FindScratch>& scratch) {
+    using Perf = cudnnConvolutionBwdDataAlgoPerf_t;
+    int count = 0;
+    XO_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithmMaxCount(handle, &count));
+    bwd_data_ = choose<Perf>(
+        choice_key(p, 2), count, p,
+        [&](std::vector<Perf>& perf) {
+          FindScratch& t = scratch_inputs(scratch);
+          XO_CUDNN_CHECK(cudnnSetConvolutionMathType(bwd_data_conv_.d, math_type(p)));
+          int returned = 0;
+          // d_src goes to the src scratch: backward data does not read src.
+          const cudnnStatus_t st = cudnnFindConvolutionBackwardDataAlgorithmEx(
+              handle, w_.d, t.w.as<void>(), y_.d, t.dst.as<void>(), bwd_data_conv_.d, x_.d,
+              t.src.as<void>(), count, &returned, perf.data(), t.workspace.as<void>(),
+              t.workspace.bytes());
+          return st == CUDNN_STATUS_SUCCESS ? returned : 0;
+        },
+        [&](std::vector<Perf>& perf) {
+          XO_CUDNN_CHECK(cudnnSetConvolutionMathType(bwd_data_conv_.d, math_type(p)));
+          int returned = 0;
+          XO_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(
+              handle, w_.d, y_.d, bwd_data_conv_.d, x_.d, count, &returned, perf.data()));
+          return returned;
+        },
+        [&](const Perf& c, size_t* bytes) {
+          const cudnnStatus_t st = set_math(p, bwd_data_conv_.d, c.mathType);
+          if (st != CUDNN_STATUS_SUCCESS) return st;
+          return cudnnGetConvolutionBackwardDataWorkspaceSize(handle, w_.d, y_.d, bwd_data_conv_.d,
+                                                              x_.d, c.algo, bytes);
+        },
+        "backward-data");
   }
 
   // Runs each direction and our backward kernels once on zeroed scratch tensors and waits for
