@@ -53,6 +53,7 @@ NamedTensor tensor(std::vector<int64_t> shape, std::vector<float> data) {
   return t;
 }
 
+// Who computes each tensor and who reads it, for the walk and the constant evaluator.
 Importer::Importer(const OnnxGraph& g) : g_(g) {
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     for (const std::string& out : g.nodes[i].outputs) {
@@ -65,6 +66,8 @@ Importer::Importer(const OnnxGraph& g) : g_(g) {
   used_.assign(g.nodes.size(), false);
 }
 
+// The walk: the graph checked whole, then one node at a time from the input until the data is the
+// graph's output; what reads only the output's shape is used, every other node must have been.
 OnnxImport Importer::run() {
   check_graph();
   check_order();
