@@ -7,21 +7,14 @@
 
 #include <cstdlib>
 #include <fstream>
-#include <sstream>
 #include <string>
 
 #include "dist/process.h"
+#include "core/file.h"
 #include "support/temp_dir.h"
 
 namespace xo {
 namespace {
-
-std::string text_of(const std::filesystem::path& file) {
-  std::ifstream in(file);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 TEST(Process, AnExitOrASignalReadsAsAShellGivesIt) {
   EXPECT_EQ(exit_status(0), 0);
@@ -35,7 +28,7 @@ TEST(Process, AChildRunsThisBinaryAndAppendsItsOutputToTheLog) {
   const std::filesystem::path log = dir.path() / "log.txt";
   std::ofstream(log) << "before\n";
   EXPECT_EQ(run_child({"--gtest_list_tests", "--gtest_filter=Process.*"}, log), 0);
-  const std::string text = text_of(log);
+  const std::string text = read_file(log);
   EXPECT_EQ(text.rfind("before\n", 0), 0u) << text;  // appended, not replaced
   EXPECT_NE(text.find("AChildRunsThisBinaryAndAppendsItsOutputToTheLog"), std::string::npos)
       << text;
@@ -58,7 +51,7 @@ TEST(Process, AChildIsAProcessOfItsOwnNotARankOfTheJob) {
   unsetenv("XO_TEST_PROCESS_CHILD");
   unsetenv("OMPI_COMM_WORLD_SIZE");
   unsetenv("PMIX_RANK");
-  EXPECT_EQ(code, 0) << text_of(dir.path() / "log.txt");
+  EXPECT_EQ(code, 0) << read_file(dir.path() / "log.txt");
 }
 
 }  // namespace
