@@ -14,13 +14,13 @@
 #include <memory>
 
 #include "advisor/profile_predict.h"
-#include "cli/child.h"
 #include "cli/commands.h"
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/file.h"
 #include "core/format.h"
 #include "core/interrupt.h"
+#include "dist/process.h"
 #include "measure/peaks.h"
 #include "measure/profile.h"
 #include "measure/sampler.h"

@@ -1,4 +1,4 @@
-#include "cli/child.h"
+#include "dist/process.h"
 
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -13,7 +13,7 @@
 #include "core/error.h"
 #include "dist/mpi.h"
 
-namespace xo::cli {
+namespace xo {
 
 pid_t spawn(const std::vector<std::string>& args, const std::filesystem::path& log) {
   std::vector<std::string> env;
@@ -62,4 +62,4 @@ int run_child(const std::vector<std::string>& args, const std::filesystem::path&
   return exit_status(status);
 }
 
-}  // namespace xo::cli
+}  // namespace xo

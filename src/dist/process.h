@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-namespace xo::cli {
+namespace xo {
 
 // The exit status a child reports when it could not be started at all.
 inline constexpr int kExitNotStarted = 127;
@@ -25,4 +25,4 @@ int exit_status(int status);
 // Runs this crossover binary with `args` to its end; its exit code.
 int run_child(const std::vector<std::string>& args, const std::filesystem::path& log);
 
-}  // namespace xo::cli
+}  // namespace xo

@@ -1,0 +1,397 @@
+#include "tune/search.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <thread>
+
+#include "backend/backend.h"
+#include "core/error.h"
+#include "core/file.h"
+#include "core/interrupt.h"
+#include "data/source.h"
+#include "dist/mpi.h"
+#include "measure/peaks.h"
+#include "model/cost.h"
+#include "model/model.h"
+#include "train/checkpoint.h"
+#include "tune/parallel.h"
+#include "tune/progress.h"
+#include "tune/ranks.h"
+#include "tune/resume.h"
+#include "tune/search_cost.h"
+#include "tune/slots.h"
+#include "tune/space.h"
+#include "tune/trial_process.h"
+#include "tune/trial_result.h"
+
+namespace xo {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+// How long the search sleeps when no trial ended.
+constexpr auto kPoll = std::chrono::milliseconds(20);
+
+class Search {
+ public:
+  Search(const SearchOptions& o, SearchHooks& hooks, const mpi::World* world)
+      : o_(o), hooks_(hooks), world_(world) {}
+  TuneRecord run();
+
+ private:
+  void prepare();
+  void lay_out(const std::vector<Assignment>& points);
+  void load_or_start();
+  void write_trial_specs() const;
+  std::vector<Slot> make_slots();
+  void loop();
+  void fill_free_slots();
+  void start_job(size_t slot, const HalvingJob& job);
+  void note_concurrent(size_t slot);
+  void job_done(const TrialRunner::Ended& end);
+  void finish();
+  void price();
+  std::vector<TrialCostInput> cost_inputs(std::vector<DevicePeaks>& peaks,
+                                          std::vector<size_t>& priced) const;
+  // The record as it stands, with the search's wall time and device time so far.
+  TuneRecord snapshot() const;
+  void publish() const { hooks_.publish(snapshot()); }
+
+  const SearchOptions& o_;
+  SearchHooks& hooks_;
+  const mpi::World* world_;
+  fs::path out_;
+  std::optional<FolderLock> lock_;
+  ModelSpec base_;
+  std::vector<Dimension> dims_;
+  std::vector<ModelSpec> specs_;
+  Metric metric_ = Metric::Loss;
+  TuneRecord record_;
+  std::optional<TrialRunner> runner_;
+  std::vector<HalvingJob> jobs_;  // each busy slot's
+  std::vector<bool> running_;     // per trial
+  std::unique_ptr<Backend> cpu_;
+  Clock::time_point started_ = Clock::now();
+  double wall_before_ = 0;  // a stopped search's wall time before this start
+  bool interrupted_ = false;
+};
+
+void Search::prepare() {
+  out_ = o_.out;
+  check_writable_path(out_ / "results.json", "--out");
+  lock_.emplace(out_, o_.command_line, "--out");
+  base_ = resolve_spec(o_.spec);
+  if (o_.epochs) base_.train.epochs = *o_.epochs;
+  // A cosine schedule over "train.epochs" keeps that length when halving pauses a trial early.
+  if (base_.train.schedule && base_.train.schedule->t_max == 0)
+    base_.train.schedule->t_max = base_.train.epochs;
+  hooks_.spec_read(base_);
+  if (o_.vary.empty()) throw UserError("tune: give at least one --vary KEY=V1,V2,...");
+  if (!parse_checkpoint_interval(o_.checkpoint_every, "--checkpoint-every").enabled()) {
+    throw UserError(
+        "--checkpoint-every off: a trial's checkpoints are how a stopped search and halving go on");
+  }
+  for (const std::string& v : o_.vary) dims_.push_back(parse_dimension(v));
+  check_dimensions(base_, dims_);
+  const std::vector<Assignment> points =
+      o_.samples > 0 ? sample(dims_, o_.samples, o_.seed) : grid(dims_);
+  if (o_.samples > 0 && static_cast<int64_t>(points.size()) < o_.samples) {
+    hooks_.fewer_trials(points.size(), o_.samples);
+  }
+  // The data once, before any trial: a bad file fails now, and the splits decide the objective.
+  cpu_ = make_backend(parse_device("cpu", 0));
+  const Model model(base_, *cpu_);
+  const DataSplit data = load_data(base_.data, data_request(base_, model.classes()));
+  metric_ = objective_metric(o_.objective, base_, data, model.regression());
+  lay_out(points);
+}
+
+// The record of a search not started yet: what it varies and ranks by, its rungs, its trials.
+void Search::lay_out(const std::vector<Assignment>& points) {
+  record_.model = base_.name;
+  record_.spec_toml = to_toml(base_);
+  record_.vary = o_.vary;
+  record_.mode = o_.samples > 0 ? "random" : "grid";
+  record_.samples = o_.samples;
+  record_.seed = o_.seed;
+  record_.objective = metric_name(metric_);
+  record_.higher_is_better = higher_is_better(metric_);
+  record_.max_epochs = base_.train.epochs;
+  if (o_.halving) {
+    if (o_.min_epochs >= base_.train.epochs) {
+      throw UserError(
+          fmt::format("--min-epochs {} leaves nothing to halve: the trials train {} "
+                      "epochs (set --epochs higher or --min-epochs lower)",
+                      o_.min_epochs, base_.train.epochs));
+    }
+    record_.halving = HalvingSettings{o_.min_epochs, o_.factor};
+  }
+  record_.rungs = rung_epochs(record_.halving, base_.train.epochs);
+  const int width = static_cast<int>(fmt::formatted_size("{}", points.size()));
+  for (size_t i = 0; i < points.size(); ++i) {
+    TrialRecord t;
+    t.id = fmt::format("t{:0{}}", i + 1, std::max(2, width));
+    t.values = points[i];
+    record_.trials.push_back(t);
+    specs_.push_back(trial_spec(base_, dims_, points[i]));
+  }
+  running_.assign(points.size(), false);
+}
+
+// The same search in --out goes on; another is refused unless --restart.
+void Search::load_or_start() {
+  const fs::path file = out_ / "results.json";
+  if (!fs::exists(file)) return;
+  if (o_.restart) {
+    fs::remove_all(out_ / "trials");
+    fs::remove(file);
+    return;
+  }
+  TuneRecord was = hooks_.read_record(read_file(file), file.string());
+  wall_before_ = was.wall_seconds;
+  const size_t kept = continue_search(record_, std::move(was), out_.string());
+  hooks_.resumed(kept, record_.trials.size());
+}
+
+void Search::write_trial_specs() const {
+  for (size_t i = 0; i < specs_.size(); ++i) {
+    const TrialFiles f = trial_files(out_, record_.trials[i].id);
+    fs::create_directories(f.dir);
+    write_file_atomic(f.spec, to_toml(with_absolute_paths(specs_[i])));
+  }
+}
+
+// Under MPI, one slot per rank (tune/ranks.h); else each local device's trials at once.
+std::vector<Slot> Search::make_slots() {
+  if (world_ && world_->size() > 1) {
+    std::vector<Slot> slots = rank_slots(*world_, out_, o_.devices);
+    record_.parallel.clear();
+    for (const Slot& s : slots)
+      record_.parallel.push_back({fmt::format("rank {}: {}", s.rank, s.device), 1, false, {}});
+    record_.ranks = world_->size();
+    return slots;
+  }
+  const int cores = cpu_->info().threads;
+  ParallelSettings s;
+  s.parallel = o_.parallel;
+  s.threads = o_.threads;
+  s.cores = cores;
+  s.spec = trial_files(out_, record_.trials[0].id).spec;
+  s.dir = out_ / "parallel";
+  s.steps = o_.probe_steps;
+  s.read_result = [this](const std::string& text, const std::string& origin) {
+    return hooks_.read_result(text, origin);
+  };
+  s.measuring = [this](int k, const std::string& device) { hooks_.measuring(k, device); };
+  choose_parallel(record_.parallel, o_.devices.empty() ? list_devices().available : o_.devices, s);
+  return local_slots(record_.parallel, o_.threads, cores);
+}
+
+void Search::loop() {
+  bool stopping = false;
+  while (true) {
+    if (stop_requested() && !stopping) {
+      stopping = interrupted_ = true;
+      runner_->interrupt();
+    }
+    if (!stopping) fill_free_slots();
+    if (!runner_->any_busy()) break;
+    const std::vector<TrialRunner::Ended> ended = runner_->collect_ended();
+    for (const TrialRunner::Ended& e : ended) job_done(e);
+    if (ended.empty()) std::this_thread::sleep_for(kPoll);
+  }
+}
+
+void Search::fill_free_slots() {
+  for (size_t s = 0; s < runner_->slots().size(); ++s) {
+    if (runner_->busy(s)) continue;
+    const std::optional<HalvingJob> job = next_job(record_, running_);
+    if (!job) break;
+    start_job(s, *job);
+  }
+}
+
+void Search::start_job(size_t slot, const HalvingJob& job) {
+  TrialRecord& t = record_.trials[job.trial];
+  const Slot& where = runner_->slots()[slot];
+  const TrialFiles f = trial_files(out_, t.id);
+  if (job.promotion) {
+    const int64_t at = record_.rungs[static_cast<size_t>(job.rung - 1)];
+    record_.decisions.push_back(
+        {t.id, true, at, record_.rungs[static_cast<size_t>(job.rung)], job.place, job.of, job.top});
+    hooks_.promoted(record_.decisions.back());
+  }
+  const bool last = job.rung + 1 == static_cast<int>(record_.rungs.size());
+  const std::vector<std::string> args = train_args(
+      f, where.device, where.threads,
+      last ? std::nullopt : std::optional<int64_t>(record_.rungs[static_cast<size_t>(job.rung)]),
+      o_.checkpoint_every);
+  t.status = TrialStatus::Running;
+  t.device = where.device;
+  t.threads = where.threads;
+  t.rank = where.rank;
+  jobs_[slot] = job;
+  running_[job.trial] = true;
+  runner_->start(slot, args, f.log);
+  note_concurrent(slot);
+  publish();
+}
+
+// The most trials at once on this slot's device so far, for every trial running on it: their
+// timings are those of a shared device.
+void Search::note_concurrent(size_t slot) {
+  const std::vector<Slot>& slots = runner_->slots();
+  auto beside = [&](size_t s) {
+    return runner_->busy(s) && slots[s].device == slots[slot].device &&
+           slots[s].rank == slots[slot].rank;
+  };
+  int on_device = 0;
+  for (size_t s = 0; s < slots.size(); ++s) on_device += beside(s);
+  for (size_t s = 0; s < slots.size(); ++s) {
+    if (!beside(s)) continue;
+    TrialRecord& other = record_.trials[jobs_[s].trial];
+    other.concurrent = std::max(other.concurrent, on_device);
+  }
+}
+
+void Search::job_done(const TrialRunner::Ended& end) {
+  const HalvingJob job = jobs_[end.slot];
+  TrialRecord& t = record_.trials[job.trial];
+  const TrialFiles f = trial_files(out_, t.id);
+  running_[job.trial] = false;
+  t.process_seconds += end.seconds;
+  auto result = [&] { return hooks_.read_result(read_file(f.result), f.result.string()); };
+  switch (process_end(end.code, interrupted_)) {
+    case ProcessEnd::Trained: {
+      const TrainResult r = result();
+      record_result(t, r, metric_);
+      end_rung(t, job.rung, t.objective);
+      t.status = trained_status(r);
+      break;
+    }
+    case ProcessEnd::Diverged:
+      try {  // its epochs before the loss diverged, where it wrote them
+        record_result(t, result(), metric_);
+      } catch (const UserError&) {
+      }
+      t.objective = std::nan("");
+      end_rung(t, job.rung, std::nan(""));
+      t.status = TrialStatus::Diverged;
+      t.error = "the loss became NaN or infinite";
+      break;
+    case ProcessEnd::Interrupted:
+      t.status = TrialStatus::Pending;  // its checkpoint continues it
+      break;
+    case ProcessEnd::Failed:
+      t.status = TrialStatus::Failed;
+      t.error = failure_text(f.log, end.code);
+      end_rung(t, job.rung, std::nan(""));
+      break;
+  }
+  if (t.status != TrialStatus::Pending) hooks_.trial_ended(t, record_);
+  publish();
+}
+
+void Search::finish() {
+  // Trials halving gave no more epochs to: their checkpoints are not needed any more.
+  if (!interrupted_) {
+    for (const size_t i : stop_paused_trials(record_))
+      fs::remove_all(trial_files(out_, record_.trials[i].id).checkpoints);
+  }
+  // The best trial: its spec and weights beside the results.
+  if (const TrialRecord* best = best_trial(record_)) {
+    record_.best = best->id;
+    const TrialFiles f = trial_files(out_, best->id);
+    write_file_atomic(out_ / "best.toml", read_file(f.spec));
+    if (fs::exists(f.weights)) {
+      fs::copy_file(f.weights, out_ / "best.safetensors", fs::copy_options::overwrite_existing);
+    }
+  }
+  price();
+}
+
+// Each trial that took steps, as the search's cost elsewhere sees it; `peaks` gets each device's
+// measured peaks, `priced` the trials' indices.
+std::vector<TrialCostInput> Search::cost_inputs(std::vector<DevicePeaks>& peaks,
+                                                std::vector<size_t>& priced) const {
+  std::map<std::string, bool> probed;
+  std::vector<TrialCostInput> inputs;
+  for (size_t i = 0; i < record_.trials.size(); ++i) {
+    const TrialRecord& t = record_.trials[i];
+    if (t.steps <= 0 || std::isnan(t.step_ms) || t.device.empty()) continue;
+    if (!probed[t.device]) {
+      auto backend = make_backend(parse_device(t.device, 0));
+      peaks.push_back(device_peaks(*backend, false, default_peaks_cache()));
+      probed[t.device] = true;
+    }
+    const Model model(specs_[i], *cpu_);
+    const int64_t batch = specs_[i].train.batch;
+    inputs.push_back({step_cost(model, batch), t.steps, t.step_ms / 1e3, device_kind_of(t.device),
+                      t.device, t.process_seconds, t.train_seconds, specs_[i], batch});
+    priced.push_back(i);
+  }
+  return inputs;
+}
+
+// What the same search would take and cost elsewhere (tune/search_cost.h), and each trial's
+// dollars on the cheapest instance.
+void Search::price() {
+  try {
+    const Catalog catalog = hooks_.catalog();
+    std::vector<DevicePeaks> peaks;
+    std::vector<size_t> priced;
+    const std::vector<TrialCostInput> inputs = cost_inputs(peaks, priced);
+    const AdviceOptions advice = hooks_.advice();
+    record_.cost = search_cost(inputs, peaks, catalog, advice, o_.instances, record_.cost_note);
+    if (record_.cost.empty()) return;
+    const SearchCostLine& cheapest = record_.cost.front();
+    record_.dollars_instance = cheapest.instance;
+    const CatalogDevice* device = catalog.find_device(cheapest.device);
+    for (size_t n = 0; n < priced.size() && device; ++n) {
+      bool lower = false;
+      const double s = predicted_trial_seconds(inputs[n], *device, peaks, advice, lower);
+      record_.trials[priced[n]].dollars = s / 3600 * cheapest.price_per_hour;
+    }
+  } catch (const UserError& e) {
+    record_.cost_note = fmt::format("not priced: {}", e.what());
+  }
+}
+
+TuneRecord Search::snapshot() const {
+  TuneRecord r = record_;
+  r.wall_seconds = wall_before_ + std::chrono::duration<double>(Clock::now() - started_).count();
+  r.device_seconds = 0;
+  for (const TrialRecord& t : r.trials) r.device_seconds += t.process_seconds;
+  r.interrupted = interrupted_;
+  return r;
+}
+
+TuneRecord Search::run() {
+  prepare();
+  load_or_start();
+  write_trial_specs();
+  runner_.emplace(make_slots(), world_);
+  jobs_.assign(runner_->slots().size(), HalvingJob{});
+  hooks_.started(record_);
+  publish();
+  loop();
+  runner_->release_workers();
+  finish();
+  publish();
+  return snapshot();
+}
+
+}  // namespace
+
+TuneRecord run_search(const SearchOptions& o, SearchHooks& hooks, const mpi::World* world) {
+  return Search(o, hooks, world).run();
+}
+
+}  // namespace xo
