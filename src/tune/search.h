@@ -1,14 +1,18 @@
-// A hyper-parameter search (`crossover tune`), the engine under the command: the trials of the
-// --vary space, each its own `crossover train` process (so that one trial's crash, divergence or
-// memory cannot touch the others, and a trial on a GPU has its own context and stream), several at
-// once per device as measured fastest, across MPI ranks where `mpirun` started the job; successive
-// halving pauses and resumes trials through their checkpoints. The record is published after every
-// trial that starts or ends, and the same search in the same --out goes on where a stopped one was.
+// `crossover tune`'s engine: a hyper-parameter search over a spec. The trials are the --vary
+// dimensions' grid or random samples (tune/space.h); each runs as its own `crossover train`
+// process (tune/trial_process.h) on a slot, several at once per device as measured fastest
+// (tune/parallel.h), or one per rank under MPI (tune/ranks.h); successive halving (tune/halving.h)
+// pauses trials at a rung and promotes the best through their checkpoints. The record is published
+// after every trial that starts or ends, and the same options with the same --out go on where a
+// stopped search was (tune/resume.h).
+//
+// Three parts, kept apart so that another way of running trials can replace one: the search
+// decides what trials there are, which runs next and what a trial's end means (search.cpp,
+// progress.cpp, trial_result.cpp); the runner starts, stops and waits for processes on slots
+// (slots.cpp, ranks.cpp); the record (tune/record.h) is what both keep up to date.
 #pragma once
 
 #include <cstdint>
-#include <filesystem>
-#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -25,64 +29,66 @@ class World;
 
 namespace xo {
 
-// The search as the command's flags give it.
+// The flags of `crossover tune`, as values.
 struct SearchOptions {
-  std::string spec;               // a built-in name, a spec file or an ONNX model
-  std::vector<std::string> vary;  // KEY=V1,V2,... or KEY=A..B[:log] (tune/space.h)
-  int64_t samples = 0;            // random draws; 0: the whole grid
+  std::string spec;               // a built-in model's name, a spec file or an ONNX model
+  std::vector<std::string> vary;  // KEY=V1,V2,... or KEY=A..B[:log]
+  int64_t samples = 0;            // random trials; 0: the whole grid
   uint64_t seed = 0;
-  std::string objective;  // empty: validation, else test accuracy, else the training loss
+  std::string objective;  // a metric name; empty: tune/trial_result.h's default
   bool halving = false;
   int64_t min_epochs = 1;
   int64_t factor = 3;
-  std::optional<int64_t> epochs;
-  int parallel = 0;  // trials at once per device; 0: measured
-  int threads = 0;   // CPU threads per trial (0: the cores shared among the trials at once)
-  std::vector<std::string> devices;  // empty: every device here
+  std::optional<int64_t> epochs;  // overrides train.epochs: the most any trial trains
+  int parallel = 0;               // trials at once per device (0: measured)
+  int threads = 0;  // CPU threads per trial (0: the cores shared among the trials at once)
+  std::vector<std::string> devices;  // empty: every device
   std::string out = "crossover-tune";
-  bool restart = false;
-  int instances = 4;  // instances in parallel for the search's predicted cost elsewhere
+  bool restart = false;  // discard a search already in `out`
+  int instances = 4;     // instances in parallel for the search's predicted cost elsewhere
   int probe_steps = 200;
   std::string checkpoint_every = "60s";
-  std::string command_line;  // for --out's lock file
-  AdviceOptions advice;
+  std::string command_line;  // written into `out`'s lock, for the message of a refused job
 };
 
-// What the search needs from the layers above it, which the command provides: its documents read
-// and written (report/), the catalog it is priced on, and what it says while it runs.
-class SearchIo {
+// What the search needs from the layers above it, which src/tune/ may not include: the report
+// layer's readers of the documents it reads back, the catalog its cost elsewhere is priced with,
+// where its record goes, and its progress for the terminal. cli/tune_command.cpp implements it.
+class SearchHooks {
  public:
-  virtual ~SearchIo() = default;
-  // The record of an earlier process of this search (its results.json), and a trial's result.
-  virtual TuneRecord read_record(const std::filesystem::path& file) = 0;
-  virtual TrainResult read_trial(const std::filesystem::path& file) = 0;
-  // The record as it stands: results.json, results.csv and report.html.
-  virtual void publish(const TuneRecord& record) = 0;
-  // The catalog with the user's overrides (a UserError leaves the search unpriced, saying why).
+  virtual ~SearchHooks() = default;
+
+  // results.json of an earlier search in --out, and a trial's result.json; `origin` names the
+  // file. Throw UserError naming the file and field.
+  virtual TuneRecord read_record(const std::string& text, const std::string& origin) = 0;
+  virtual TrainResult read_result(const std::string& text, const std::string& origin) = 0;
+  // Asked once the trials ended; a UserError leaves the search unpriced, saying why.
   virtual Catalog catalog() = 0;
-  // The spec searched, once resolved (its notes); a note on stderr.
-  virtual void resolved(const ModelSpec& spec) = 0;
-  virtual void note(const std::string& line) = 0;
-  // The trials and where they run, once chosen; each measurement of trials at once; each halving
-  // decision; each trial that ended (not one stopped to go on later).
+  virtual AdviceOptions advice() = 0;
+
+  // The record as it stands, after every change a stopped search must find again: the trials
+  // laid out, each job started and ended, and the search's end.
+  virtual void publish(const TuneRecord& record) = 0;
+
+  // Progress, in the order it happens.
+  virtual void spec_read(const ModelSpec& base) = 0;  // before the flags are checked against it
+  // --samples asked for more trials than the space holds.
+  virtual void fewer_trials(size_t distinct, int64_t samples) = 0;
+  // A stopped search in --out goes on: `kept` of its `trials` are not pending.
+  virtual void resumed(size_t kept, size_t trials) = 0;
+  virtual void measuring(int k, const std::string& device) = 0;  // K trials at once on `device`
+  // The trials and their slots are laid out; no trial has started.
   virtual void started(const TuneRecord& record) = 0;
-  virtual void measuring(int k, const std::string& device) = 0;
-  virtual void decided(const HalvingDecision& decision) = 0;
-  virtual void ended(const TrialRecord& trial, const std::string& objective) = 0;
+  // Halving promoted a trial to a longer rung (the decisions of the end come with the record).
+  virtual void promoted(const HalvingDecision& decision) = 0;
+  // A trial's process ended, other than by a stop request; `record` is the search's.
+  virtual void trial_ended(const TrialRecord& trial, const TuneRecord& record) = 0;
 };
 
-// The search's record when it ends, finished or interrupted (a stop request: every trial saved its
-// checkpoint, and the same search goes on from there).
-struct SearchOutcome {
-  TuneRecord record;
-  std::filesystem::path out;
-};
-
-// Runs the search in this process, or as rank 0 of an MPI job (`world`) whose other ranks run
-// run_search_worker.
-SearchOutcome run_search(const SearchOptions& o, SearchIo& io, const mpi::World* world);
-
-// A rank other than 0: runs the trials rank 0 sends, one at a time, until told the search ended.
-int run_search_worker(const mpi::World& world, const std::vector<std::string>& devices);
+// Runs the search on this machine's devices, or from rank 0 across `world`'s ranks (null: no
+// launcher; the other ranks run tune/ranks.h's run_trial_worker). Throws UserError on bad input
+// before any trial starts. Returns the record as it ended; `interrupted` there: a stop request
+// ended it, and the same options go on from --out.
+TuneRecord run_search(const SearchOptions& o, SearchHooks& hooks, const mpi::World* world);
 
 }  // namespace xo

@@ -1,0 +1,43 @@
+// How many trials at once on each device of this machine: --parallel, or measured. K concurrent
+// `crossover train` processes train the first trial's spec for a fixed number of steps, for K = 1,
+// 2, 4, ... (up to the cores on a CPU, 4 on a GPU), and the K whose samples per second summed is
+// highest is taken. A trial then gets the CPU's cores shared among the K (or --threads).
+#pragma once
+
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "train/trainer.h"
+#include "tune/record.h"
+
+namespace xo {
+
+// Reads a `crossover train --json` file back (the report layer's reader, handed down); `origin`
+// names the file.
+using TrainResultReader =
+    std::function<TrainResult(const std::string& text, const std::string& origin)>;
+
+struct ParallelSettings {
+  int parallel = 0;  // --parallel: trials at once per device (0: measure)
+  int threads = 0;   // --threads: CPU threads per trial (0: the cores shared among the trials)
+  int cores = 1;     // this machine's
+  std::filesystem::path spec;  // what the measuring processes train (the first trial's)
+  std::filesystem::path dir;   // where they write their results and their log
+  int steps = 200;             // --probe-steps
+  TrainResultReader read_result;
+  // Told before each measurement: K trials at once on `device`.
+  std::function<void(int k, const std::string& device)> measuring;
+};
+
+// CPU threads for each of `k` trials at once: --threads, else the cores shared among them.
+int trial_threads(int threads, int cores, int k);
+
+// The choice for each of `devices` in `choices` (the record's: a device measured before a restart
+// keeps its measurement; --parallel replaces any). Throws UserError where a measuring process
+// fails, with its log's error.
+void choose_parallel(std::vector<ParallelChoice>& choices, const std::vector<std::string>& devices,
+                     const ParallelSettings& s);
+
+}  // namespace xo

@@ -1,0 +1,89 @@
+#include "tune/slots.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+
+#include "backend/backend.h"
+#include "dist/mpi.h"
+#include "dist/process.h"
+#include "tune/parallel.h"
+#include "tune/ranks.h"
+
+namespace xo {
+namespace {
+
+double seconds_since(TrialRunner::Clock::time_point t) {
+  return std::chrono::duration<double>(TrialRunner::Clock::now() - t).count();
+}
+
+}  // namespace
+
+std::vector<Slot> local_slots(const std::vector<ParallelChoice>& choices, int threads, int cores) {
+  std::vector<Slot> slots;
+  for (const ParallelChoice& c : choices) {
+    const bool cpu = device_kind_of(c.device) == DeviceKind::Cpu;
+    const int each = trial_threads(threads, cores, c.k);
+    for (int i = 0; i < c.k; ++i) slots.push_back({0, c.device, cpu ? each : 0});
+  }
+  return slots;
+}
+
+TrialRunner::TrialRunner(std::vector<Slot> slots, const mpi::World* world)
+    : slots_(std::move(slots)), state_(slots_.size()), world_(world) {}
+
+bool TrialRunner::ranks() const { return world_ != nullptr && world_->size() > 1; }
+
+bool TrialRunner::any_busy() const {
+  return std::any_of(state_.begin(), state_.end(), [](const State& s) { return s.busy; });
+}
+
+void TrialRunner::start(size_t slot, const std::vector<std::string>& args,
+                        const std::filesystem::path& log) {
+  State& s = state_[slot];
+  s.busy = true;
+  s.started = Clock::now();
+  if (slots_[slot].rank == 0) {
+    s.pid = spawn(args, log);
+  } else {
+    send_trial(*world_, slots_[slot].rank, args);
+  }
+}
+
+std::vector<TrialRunner::Ended> TrialRunner::collect_ended() {
+  std::vector<Ended> ended;
+  auto end = [&](size_t slot, int code) {
+    state_[slot].busy = false;
+    state_[slot].pid = -1;
+    ended.push_back({slot, code, seconds_since(state_[slot].started)});
+  };
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    if (!state_[i].busy || slots_[i].rank != 0) continue;
+    int status = 0;
+    if (waitpid(state_[i].pid, &status, WNOHANG) == state_[i].pid) end(i, exit_status(status));
+  }
+  if (!ranks()) return ended;
+  while (const std::optional<std::pair<int, int>> message = receive_ended(*world_)) {
+    for (size_t i = 0; i < slots_.size(); ++i) {
+      if (state_[i].busy && slots_[i].rank == message->first) {
+        end(i, message->second);
+        break;
+      }
+    }
+  }
+  return ended;
+}
+
+void TrialRunner::interrupt() {
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    if (state_[i].busy && slots_[i].rank == 0) kill(state_[i].pid, SIGINT);
+  }
+  if (ranks()) interrupt_workers(*world_);
+}
+
+void TrialRunner::release_workers() {
+  if (ranks()) end_workers(*world_);
+}
+
+}  // namespace xo

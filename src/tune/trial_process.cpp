@@ -1,0 +1,111 @@
+#include "tune/trial_process.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "core/error.h"
+#include "core/exit_codes.h"
+#include "core/file.h"
+
+namespace xo {
+
+namespace fs = std::filesystem;
+
+TrialFiles trial_files(const fs::path& out, const std::string& id) {
+  const fs::path dir = out / "trials" / id;
+  return {dir,
+          dir / "spec.toml",
+          dir / "result.json",
+          dir / "weights.safetensors",
+          dir / "checkpoints",
+          dir / "log.txt"};
+}
+
+ModelSpec with_absolute_paths(ModelSpec spec) {
+  auto absolute = [](std::string& source) {
+    for (const char* prefix : {"csv:", "idx:", "imdb:"}) {
+      const std::string p = prefix;
+      if (source.rfind(p, 0) == 0) {
+        source = p + fs::absolute(source.substr(p.size())).lexically_normal().string();
+        return;
+      }
+    }
+  };
+  absolute(spec.data.source);
+  absolute(spec.data.test);
+  if (!spec.init.empty()) spec.init = fs::absolute(spec.init).lexically_normal().string();
+  return spec;
+}
+
+std::vector<std::string> train_args(const TrialFiles& f, const std::string& device, int threads,
+                                    std::optional<int64_t> pause_after,
+                                    const std::string& checkpoint_every) {
+  std::vector<std::string> a = {"train",
+                                f.spec.string(),
+                                "--device",
+                                device,
+                                "--threads",
+                                std::to_string(threads),
+                                "--quiet",
+                                "--json",
+                                f.result.string(),
+                                "--save",
+                                f.weights.string(),
+                                "--checkpoint-dir",
+                                f.checkpoints.string(),
+                                "--checkpoint-every",
+                                checkpoint_every,
+                                "--resume"};
+  if (pause_after) {
+    a.push_back("--pause-after");
+    a.push_back(std::to_string(*pause_after));
+  }
+  return a;
+}
+
+std::vector<std::string> probe_args(const fs::path& spec, const std::string& device, int threads,
+                                    int steps, const fs::path& json) {
+  return {"train",
+          spec.string(),
+          "--device",
+          device,
+          "--threads",
+          std::to_string(threads),
+          "--quiet",
+          "--json",
+          json.string(),
+          "--steps",
+          std::to_string(steps),
+          "--checkpoint-every",
+          "off"};
+}
+
+ProcessEnd process_end(int code, bool interrupted) {
+  if (code == 0) return ProcessEnd::Trained;
+  if (code == kExitDiverged) return ProcessEnd::Diverged;
+  if (code == kExitInterrupted || (interrupted && code >= 128)) return ProcessEnd::Interrupted;
+  return ProcessEnd::Failed;
+}
+
+std::string failure_text(const fs::path& log, int code) {
+  std::string text;
+  try {
+    text = read_file(log);
+  } catch (const UserError&) {
+  }
+  std::string found;
+  size_t start = 0;
+  while (start < text.size()) {
+    const size_t end = std::min(text.find('\n', start), text.size());
+    const std::string line = text.substr(start, end - start);
+    if (line.find("error") != std::string::npos) found = line;
+    start = end + 1;
+  }
+  if (found.empty()) return fmt::format("the trial's process ended with exit code {}", code);
+  const std::string prefix = "crossover: error: ";
+  if (found.rfind(prefix, 0) == 0) found = found.substr(prefix.size());
+  return found;
+}
+
+}  // namespace xo

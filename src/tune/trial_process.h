@@ -1,0 +1,49 @@
+// A trial as a `crossover train` process: the files it reads and writes in its folder, the
+// arguments that start it, and how its exit reads. Each trial is a process of its own, so that one
+// trial's crash, divergence or memory cannot touch the others, and a trial on a GPU has its own
+// context and stream.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "model/spec.h"
+
+namespace xo {
+
+// A trial's folder, --out/trials/ID, and what its process reads and writes there.
+struct TrialFiles {
+  std::filesystem::path dir, spec, result, weights, checkpoints, log;
+};
+TrialFiles trial_files(const std::filesystem::path& out, const std::string& id);
+
+// The spec as a file in a trial's folder: the paths it names (data, test split, initial weights),
+// which the spec reader keeps relative to where crossover runs, made absolute, so that they read
+// the same from there.
+ModelSpec with_absolute_paths(ModelSpec spec);
+
+// The `crossover train` that runs a trial on `device` from its last checkpoint, to the end of its
+// spec or, for a rung below the last, pausing after `pause_after` epochs.
+std::vector<std::string> train_args(const TrialFiles& f, const std::string& device, int threads,
+                                    std::optional<int64_t> pause_after,
+                                    const std::string& checkpoint_every);
+
+// One process of a measurement of trials at once: `spec` for `steps` steps, its result in `json`,
+// no checkpoints.
+std::vector<std::string> probe_args(const std::filesystem::path& spec, const std::string& device,
+                                    int threads, int steps, const std::filesystem::path& json);
+
+// How a trial's process ended, from its exit code (core/exit_codes.h: the loss not finite, a stop
+// request, whose checkpoint continues it). A process that a stop request reached may die
+// of the signal (128 + N) rather than exit with 130: `interrupted` says the search was stopped.
+enum class ProcessEnd { Trained, Diverged, Interrupted, Failed };
+ProcessEnd process_end(int code, bool interrupted);
+
+// The last line of `log` that says "error", without crossover's own prefix, for a failed trial's
+// record; where none does, the exit code.
+std::string failure_text(const std::filesystem::path& log, int code);
+
+}  // namespace xo
