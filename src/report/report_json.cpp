@@ -12,7 +12,9 @@
 #include "advisor/scale_out.h"
 #include "core/error.h"
 #include "core/json_depth.h"
+#include "report/json_fields.h"
 #include "report/json_in.h"
+#include "report/result_fields.h"
 
 namespace xo {
 namespace {
@@ -23,432 +25,162 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 // JSON has no NaN: a value that is not finite is written as null.
 json optional_number(const std::optional<double>& v) { return v ? number_or_null(*v) : json(); }
-json optional_text(const std::optional<std::string>& v) { return v ? json(*v) : json(); }
-json optional_numbers(const std::vector<std::optional<double>>& v) {
-  json out = json::array();
-  for (const auto& x : v) out.push_back(optional_number(x));
-  return out;
-}
+using result_fields::key;
 
 // ---------------------------------------------------------------------------------------------
-// The training result (crossover.train/2; a report's run holds the same fields).
-//
-// The conventions since schema 2 (crossover 0.2.0): losses are means per sample, as Keras and
-// PyTorch report them; a figure in percent says so in its name (`_percent`), a fraction in [0, 1]
-// in its (`_fraction`). Schema 1 named percentages as plain `train_error`, `test_accuracy`, … and
-// summed the training loss over the epoch's batches; its files are read with those names and their
-// training loss turned into a mean (exact where every batch was full, which schema 1 could not
-// tell apart from the partial batch's share otherwise).
+// A report's run: the result (report/result_fields.h), what was measured around it, and its
+// analysis.
 
-// The key a figure has in a file of `schema` (1 or 2): schema 1's name, else schema 2's.
-const char* key(int schema, const char* v1, const char* v2) { return schema == 1 ? v1 : v2; }
-
-json epoch_json(const EpochRecord& e) {
-  json epoch = {{"epoch", e.epoch},
-                {"loss", e.loss},
-                {"train_error_percent", number_or_null(e.train_error)},
-                {"seconds", e.seconds},
-                {"lr", number_or_null(e.lr)}};
-  // Where there is the split (a regression's accuracy is null: not measured).
-  if (!std::isnan(e.test_loss) || !std::isnan(e.test_accuracy)) {
-    epoch["test_loss"] = number_or_null(e.test_loss);
-    epoch["test_accuracy_percent"] = number_or_null(e.test_accuracy);
+constexpr auto utilisation_fields = [](auto& io, auto& u) {
+  io.number("interval_s", u.interval_s);
+  io.integer("samples", u.samples);
+  io.numbers("t_s", u.t_s);
+  io.numbers("cpu_percent", u.cpu_percent);
+  io.number_rows("cpu_core_percent", u.cpu_core_percent);
+  io.numbers("rss_mib", u.rss_mib);
+  io.optional_numbers("gpu_percent", u.gpu_percent);
+  io.optional_numbers("gpu_memory_mib", u.gpu_memory_mib);
+  io.optional_numbers("gpu_power_w", u.gpu_power_w);
+  io.optional_numbers("gpu_sm_clock_mhz", u.gpu_sm_clock_mhz);
+  if constexpr (!kReads<decltype(io)>) {  // null where no GPU was sampled
+    if (u.gpu_percent.empty()) {
+      for (const char* k : {"gpu_percent", "gpu_memory_mib", "gpu_power_w", "gpu_sm_clock_mhz"})
+        io.j[k] = json();
+    }
   }
-  if (!std::isnan(e.val_loss) || !std::isnan(e.val_accuracy)) {  // Keras's names
-    epoch["val_loss"] = number_or_null(e.val_loss);
-    epoch["val_accuracy_percent"] = number_or_null(e.val_accuracy);
-  }
-  return epoch;
-}
-
-// `steps_per_epoch`: a schema 1 file's summed training loss becomes a mean by it.
-EpochRecord read_epoch(const JsonIn& in, int schema, int64_t steps_per_epoch) {
-  EpochRecord e;
-  e.epoch = in.integer("epoch");
-  e.loss = in.nullable("loss");
-  if (schema == 1 && steps_per_epoch > 0) e.loss /= static_cast<double>(steps_per_epoch);
-  e.train_error = in.nullable(key(schema, "train_error", "train_error_percent"));
-  e.seconds = in.number("seconds");
-  // Without a test set the two are absent.
-  const char* accuracy = key(schema, "test_accuracy", "test_accuracy_percent");
-  e.test_loss = in.has("test_loss") ? in.nullable("test_loss") : kNaN;
-  e.test_accuracy = in.has(accuracy) ? in.nullable(accuracy) : kNaN;
-  e.val_loss = in.has("val_loss") ? in.nullable("val_loss") : kNaN;
-  e.val_accuracy = in.has("val_accuracy_percent") ? in.nullable("val_accuracy_percent") : kNaN;
-  // Files written before learning-rate schedules have no rate per epoch.
-  e.lr = in.has("lr") ? in.nullable("lr") : kNaN;
-  return e;
-}
-
-json timing_json(const TimingStats& s) {
-  return {{"count", s.count}, {"median", s.median}, {"mean", s.mean}, {"min", s.min},
-          {"max", s.max},     {"p10", s.p10},       {"p90", s.p90},   {"cv", s.cv}};
-}
-
-TimingStats read_timing(const JsonIn& in) {
-  TimingStats s;
-  s.count = in.integer("count");
-  s.median = in.nullable("median");
-  s.mean = in.nullable("mean");
-  s.min = in.nullable("min");
-  s.max = in.nullable("max");
-  s.p10 = in.nullable("p10");
-  s.p90 = in.nullable("p90");
-  s.cv = in.nullable("cv");
-  return s;
-}
-
-constexpr std::initializer_list<const char*> kDeviceInfoKeys = {"kind", "name", "threads",
-                                                                "library", "precision"};
-
-// The fields of a TrainResult shared by crossover.train/2 and a report's run; `epochs` is the
-// key of the epoch records.
-json result_json(const TrainResult& r, const char* epochs) {
-  json j;
-  j["model"] = r.model;
-  j["origin"] = r.origin;
-  j["data"] = r.data;
-  j["params"] = r.params;
-  j["device"] = r.device.id;
-  j["device_info"] = {{"kind", device_kind_name(r.device.kind)},
-                      {"name", r.device.name},
-                      {"threads", r.device.threads},
-                      {"library", r.device.library},
-                      {"precision", r.device.precision}};
-  for (const auto& [k, v] : r.device.details) j["device_info"][k] = v;
-  j["batch"] = r.batch;
-  j["samples"] = r.samples;
-  j["steps_per_epoch"] = r.steps_per_epoch;
-  j["shards"] = r.shards;
-  j["precision"] = r.device.precision;
-  j["recorded_step"] = r.recorded_step;  // the step replayed as one CUDA Graph
-  j[epochs] = json::array();
-  for (const EpochRecord& e : r.epochs) j[epochs].push_back(epoch_json(e));
-  j["final_loss"] = r.final_loss;
-  j["final_train_error_percent"] = number_or_null(r.final_train_error);
-  j["majority_class_error_percent"] = number_or_null(r.majority_class_error);
-  j["test_samples"] = r.test_samples;
-  // null without a test set (JSON has no NaN).
-  j["final_test_loss"] = number_or_null(r.final_test_loss);
-  j["final_test_accuracy_percent"] = number_or_null(r.final_test_accuracy);
-  j["validation_samples"] = r.validation_samples;
-  j["final_val_loss"] = number_or_null(r.final_val_loss);
-  j["final_val_accuracy_percent"] = number_or_null(r.final_val_accuracy);
-  j["median_step_ms"] = r.step_ms.median;
-  j["step_ms"] = timing_json(r.step_ms);
-  j["flops_per_step"] = r.flops_per_step;
-  j["gflops"] = r.gflops;
-  j["samples_per_second"] = r.samples_per_second;
-  j["train_seconds"] = r.train_seconds;
-  j["setup_seconds"] = r.setup_seconds;
-  j["steps_taken"] = r.steps_taken;
-  j["interrupted"] = r.interrupted;
-  j["diverged_epoch"] = r.diverged_epoch;
-  // Where a loss that was not finite stopped training (null: it did not), and the checkpoints.
-  j["stopped_diverged"] = r.stopped_diverged
-                              ? json{{"epoch", r.diverged_epoch},
-                                     {"from_step", r.diverged_from},
-                                     {"step", r.diverged_step},
-                                     {"last_finite_loss", number_or_null(r.last_finite_loss)},
-                                     {"last_finite_epoch", r.last_finite_epoch},
-                                     {"last_finite_step", r.last_finite_step}}
-                              : json();
-  // [train.early_stopping]'s outcome (null: the run had none).
-  j["early_stopping"] = r.early_stopping_monitor.empty()
-                            ? json()
-                            : json{{"monitor", r.early_stopping_monitor},
-                                   {"patience", r.early_stopping_patience},
-                                   {"min_delta", r.early_stopping_min_delta},
-                                   {"stopped_early", r.stopped_early},
-                                   {"best_epoch", r.best_epoch},
-                                   {"best_value", number_or_null(r.best_value)},
-                                   {"restored_best", r.restored_best}};
-  // Data-parallel training across MPI ranks: the ranks, and per step the gradient bytes each rank
-  // summed and the time that sum took beyond backward (null on one process).
-  j["ranks"] = r.ranks;
-  // The step's phases, medians (null inside a recorded step, timed as a whole).
-  j["step_phases_ms"] = {{"data", number_or_null(r.data_ms)},
-                         {"forward_backward", number_or_null(r.forward_backward_ms)},
-                         {"communicate", number_or_null(r.communicate_ms)},
-                         {"optimizer", number_or_null(r.optimizer_ms)}};
-  j["data_parallel"] =
-      r.ranks > 1
-          ? json{{"reduced_bytes_per_step", r.reduced_bytes},
-                 {"reduce", r.reduce_mode},
-                 // As nccl-tests: bytes x 2(n-1)/n over the communicate phase, where that phase
-                 // is the whole sum (after-backward); null where backward or the optimizer's pass
-                 // (shared) holds part of it.
-                 {"bus_gbs", number_or_null(communicate_bus_gbs(r.reduced_bytes, r.ranks,
-                                                                r.communicate_ms, r.reduce_mode))}}
-          : json();
-  j["checkpoints"] = {{"resumed_at_step", r.resumed_at_step},
-                      {"paused", r.paused},
-                      {"written", r.checkpoints_written},
-                      {"step_loop_wait_ms", r.checkpoint_wait_ms}};
-  return j;
-}
-
-TrainResult read_result(const JsonIn& in, const char* epochs, int schema) {
-  TrainResult r;
-  // Written here since 0.2.0 (before, only in a report's runs, read by read_run).
-  if (in.has("steps_taken")) r.steps_taken = in.integer("steps_taken");
-  r.model = in.text("model");
-  r.origin = in.text("origin");
-  r.data = in.text("data");
-  r.params = in.integer("params");
-  r.device.id = in.text("device");
-  if (const auto info = in.object("device_info")) {
-    r.device.kind = info->kind("kind");
-    r.device.name = info->text("name");
-    r.device.threads = info->int_integer("threads");
-    r.device.library = info->text("library");
-    r.device.precision = info->text("precision");
-    r.device.details = info->other_texts(kDeviceInfoKeys);
-  }
-  r.batch = in.integer("batch");
-  r.samples = in.integer("samples");
-  r.steps_per_epoch = in.integer("steps_per_epoch");
-  r.shards = in.int_integer("shards");
-  r.recorded_step = in.flag("recorded_step");
-  // Since data-parallel training (0.2.x); earlier files trained on one process.
-  if (in.has("ranks")) r.ranks = in.int_integer("ranks");
-  if (const auto phases =
-          in.has("step_phases_ms") ? in.object("step_phases_ms", true) : std::nullopt) {
-    r.data_ms = phases->nullable("data");
-    r.forward_backward_ms = phases->nullable("forward_backward");
-    r.communicate_ms = phases->nullable("communicate");
-    r.optimizer_ms = phases->nullable("optimizer");
-  }
-  if (const auto dp = in.has("data_parallel") ? in.object("data_parallel", true) : std::nullopt) {
-    r.reduced_bytes = dp->integer("reduced_bytes_per_step");
-    r.reduce_mode = dp->text("reduce");
-  }
-  for (const JsonIn& e : in.objects(epochs))
-    r.epochs.push_back(read_epoch(e, schema, r.steps_per_epoch));
-  r.final_loss = in.nullable("final_loss");
-  if (schema == 1 && r.steps_per_epoch > 0) r.final_loss /= static_cast<double>(r.steps_per_epoch);
-  r.final_train_error = in.nullable(key(schema, "final_train_error", "final_train_error_percent"));
-  // Since the stuck-model check (late 0.1.1); earlier files have no such figure.
-  const char* majority = key(schema, "majority_class_error", "majority_class_error_percent");
-  if (in.has(majority)) r.majority_class_error = in.nullable(majority);
-  r.test_samples = in.integer("test_samples");
-  r.final_test_loss = in.nullable("final_test_loss");
-  r.final_test_accuracy =
-      in.nullable(key(schema, "final_test_accuracy", "final_test_accuracy_percent"));
-  if (schema >= 2) {  // schema 1 had no validation split
-    r.validation_samples = in.integer("validation_samples");
-    r.final_val_loss = in.nullable("final_val_loss");
-    r.final_val_accuracy = in.nullable("final_val_accuracy_percent");
-  }
-  if (const auto step = in.object("step_ms", /*optional=*/true)) r.step_ms = read_timing(*step);
-  // The headline figure, also inside step_ms: the reader checks it is there (a lenient read of a
-  // document without it keeps step_ms's).
-  const double median = in.nullable("median_step_ms");
-  if (in.has("median_step_ms")) r.step_ms.median = median;
-  r.flops_per_step = in.number("flops_per_step");
-  r.gflops = in.nullable("gflops");
-  r.samples_per_second = in.nullable("samples_per_second");
-  r.train_seconds = in.number("train_seconds");
-  r.setup_seconds = in.number("setup_seconds");
-  r.interrupted = in.flag("interrupted");
-  r.diverged_epoch = in.integer("diverged_epoch");
-  // Files written before checkpoints existed (crossover 0.1.0) have neither of these.
-  if (const auto d =
-          in.has("stopped_diverged") ? in.object("stopped_diverged", true) : std::nullopt) {
-    r.stopped_diverged = true;
-    r.diverged_from = d->integer("from_step");
-    r.diverged_step = d->integer("step");
-    r.last_finite_loss = d->nullable("last_finite_loss");
-    r.last_finite_epoch = d->integer("last_finite_epoch");
-    r.last_finite_step = d->integer("last_finite_step");
-  }
-  // Files written before early stopping have no such key.
-  if (const auto e = in.has("early_stopping") ? in.object("early_stopping", true) : std::nullopt) {
-    r.early_stopping_monitor = e->text("monitor");
-    r.early_stopping_patience = e->integer("patience");
-    r.early_stopping_min_delta = e->number("min_delta");
-    r.stopped_early = e->flag("stopped_early");
-    r.best_epoch = e->integer("best_epoch");
-    r.best_value = e->nullable("best_value");
-    r.restored_best = e->flag("restored_best");
-  }
-  if (const auto c = in.has("checkpoints") ? in.object("checkpoints") : std::nullopt) {
-    r.resumed_at_step = c->integer("resumed_at_step");
-    if (c->has("paused")) r.paused = c->flag("paused");
-    r.checkpoints_written = c->integer("written");
-    r.checkpoint_wait_ms = c->number("step_loop_wait_ms");
-  }
-  return r;
-}
-
-// ---------------------------------------------------------------------------------------------
-// A report's run: the result, what was measured around it, and its analysis.
-
-json utilisation_json(const Utilisation& u) {
-  const bool gpu = !u.gpu_percent.empty();
-  json cores = json::array();
-  for (const auto& c : u.cpu_core_percent) cores.push_back(c);
-  return {{"interval_s", u.interval_s},
-          {"samples", u.samples},
-          {"t_s", u.t_s},
-          {"cpu_percent", u.cpu_percent},
-          {"cpu_core_percent", cores},
-          {"rss_mib", u.rss_mib},
-          {"gpu_percent", gpu ? optional_numbers(u.gpu_percent) : json()},
-          {"gpu_memory_mib", gpu ? optional_numbers(u.gpu_memory_mib) : json()},
-          {"gpu_power_w", gpu ? optional_numbers(u.gpu_power_w) : json()},
-          {"gpu_sm_clock_mhz", gpu ? optional_numbers(u.gpu_sm_clock_mhz) : json()},
-          {"mean_cpu_percent", optional_number(u.mean_cpu_percent)},
-          {"mean_gpu_percent", optional_number(u.mean_gpu_percent)},
-          {"mean_other_cores", optional_number(u.mean_other_cores)},
-          {"max_rss_mib", u.max_rss_mib}};
-}
-
-Utilisation read_utilisation(const JsonIn& in) {
-  Utilisation u;
-  u.interval_s = in.number("interval_s");
-  u.samples = in.integer("samples");
-  u.t_s = in.numbers("t_s");
-  u.cpu_percent = in.numbers("cpu_percent");
-  u.cpu_core_percent = in.number_rows("cpu_core_percent");
-  u.rss_mib = in.numbers("rss_mib");
-  u.gpu_percent = in.optional_numbers("gpu_percent");
-  u.gpu_memory_mib = in.optional_numbers("gpu_memory_mib");
-  u.gpu_power_w = in.optional_numbers("gpu_power_w");
-  u.gpu_sm_clock_mhz = in.optional_numbers("gpu_sm_clock_mhz");
-  u.mean_cpu_percent = in.optional_number("mean_cpu_percent");
-  u.mean_gpu_percent = in.optional_number("mean_gpu_percent");
+  io.optional_number("mean_cpu_percent", u.mean_cpu_percent);
+  io.optional_number("mean_gpu_percent", u.mean_gpu_percent);
   // Since 0.1.1's busy-machine check; earlier files have no such figure.
-  if (in.has("mean_other_cores")) u.mean_other_cores = in.optional_number("mean_other_cores");
-  u.max_rss_mib = in.number("max_rss_mib");
-  return u;
+  if (io.present("mean_other_cores")) io.optional_number("mean_other_cores", u.mean_other_cores);
+  io.number("max_rss_mib", u.max_rss_mib);
+};
+
+constexpr auto layer_profile_fields = [](auto& io, auto& l) {
+  io.text("name", l.name);
+  io.nullable("forward_ms", l.forward_ms);
+  io.nullable("backward_ms", l.backward_ms);
+  io.nullable("flops", l.flops);
+  io.nullable("bytes", l.bytes);
+  io.nullable("gflops", l.gflops);
+  io.optional_number("peak_fraction", l.peak_fraction);
+  io.optional_text("bound", l.bound);
+};
+
+constexpr auto step_phases_fields = [](auto& io, auto& p) {
+  io.optional_number("data", p.data_ms);
+  io.nullable("forward", p.forward_ms);
+  io.nullable("backward", p.backward_ms);
+  io.optional_number("optimizer", p.optimizer_ms);
+};
+
+constexpr auto loop_phases_fields = [](auto& io, auto& p) {
+  io.optional_number("data", p.data_ms);
+  io.optional_number("forward_backward", p.forward_backward_ms);
+  io.optional_number("optimizer", p.optimizer_ms);
+};
+
+constexpr auto axis_fields = [](auto& io, auto& row) {
+  io.text("name", row.axis);
+  io.number("value", row.axis_value);
+};
+
+// The analysis of the run against its device's peaks; the per-node profile where there is one.
+template <class Io, class A, class R>
+void analysis_fields(Io& io, A& a, R& r) {
+  io.nullable("seconds_per_epoch", a.seconds_per_epoch);
+  double per_100 = 100 * a.seconds_per_epoch;  // checked, not kept
+  io.nullable("seconds_per_100_epochs", per_100);
+  io.flag("per_epoch_estimated", a.per_epoch_estimated);
+  io.integer("steps_taken", r.steps_taken);
+  io.optional_number("peak_gflops", a.peak_gflops);
+  io.optional_number("peak_fraction", a.peak_fraction);
+  io.optional_number("roofline_step_ms", a.roofline_step_ms);
+  io.optional_number("roofline_error_percent", a.roofline_error_percent);
+  io.optional_text("roofline_bound", a.roofline_bound);
+  StepPhases phases = a.phases.value_or(StepPhases{});
+  if (io.object_or_null("phases_ms", a.phases.has_value(), phases, step_phases_fields)) {
+    if constexpr (Io::kReading) {
+      a.phases = phases;
+      r.profiled_steps = io.in.has("profiled_steps") ? io.in.integer("profiled_steps") : 0;
+    } else {
+      io.integer("profiled_steps", r.profiled_steps);
+    }
+  }
+  if constexpr (Io::kReading) {
+    for (const JsonIn& l : io.in.objects("layers_profile", /*optional=*/true))
+      FieldsIn::read(l, a.layers_profile.emplace_back(), layer_profile_fields);
+  } else if (a.phases) {
+    io.objects("layers_profile", a.layers_profile, layer_profile_fields);
+  } else {
+    io.j["layers_profile"] = json();
+  }
+  io.object_or_null("loop_phases_ms", true, a.loop_phases, loop_phases_fields);
+}
+
+// What was measured around the run: its resources and its cost, its spec and hashes.
+// `hashes`: the document has a manifest (0.1.1 and later), so every run has its data's and final
+// parameters' hashes; older files have neither.
+template <class Io, class Row>
+void measured_fields(Io& io, Row& row, bool hashes) {
+  if constexpr (Io::kReading) {
+    if (const auto u = io.in.object("utilisation", /*optional=*/true))
+      row.utilisation = read_fields<Utilisation>(*u, utilisation_fields);
+  } else {
+    io.j["utilisation"] =
+        row.utilisation ? fields_json(*row.utilisation, utilisation_fields) : json();
+  }
+  io.nullable("peak_rss_mib", row.peak_rss_mib);
+  // Copies of the utilisation's, and whether other processes were busy on this run's CPUs (its
+  // timings are then not the machine's): written, checked, not kept.
+  const auto* u = row.utilisation ? &*row.utilisation : nullptr;
+  std::optional<double> cpu = u ? u->mean_cpu_percent : std::nullopt;
+  std::optional<double> gpu = u ? u->mean_gpu_percent : std::nullopt;
+  bool contaminated = u && timings_contaminated(*u);
+  io.optional_number("mean_cpu_percent", cpu);
+  io.optional_number("mean_gpu_percent", gpu);
+  if (io.present("timings_contaminated")) io.flag("timings_contaminated", contaminated);
+  io.number("step_flops", row.cost.flops);
+  io.number("step_bytes", row.cost.bytes);
+  io.text("spec_toml", row.spec_toml);
+  if (hashes || io.present("data_hash")) io.text("data_hash", row.data_hash);
+  if (hashes || io.present("params_hash")) io.text("params_hash", row.params_hash);
+}
+
+template <class Io, class Run>
+void run_fields(Io& io, Run& run, bool hashes, int schema) {
+  auto& row = run.run;
+  auto& r = row.result;
+  result_fields::result(io, r, "epoch_log", schema);
+  io.integer("layers", row.layers);
+  if constexpr (!Io::kReading) io.j["epochs"] = r.epochs.size();
+  io.object_or_null("axis", !row.axis.empty(), row, axis_fields);
+  analysis_fields(io, run.analysis, r);
+  if constexpr (Io::kReading) {
+    const LoopPhases& loop = run.analysis.loop_phases;
+    r.data_ms = loop.data_ms.value_or(kNaN);
+    r.forward_backward_ms = loop.forward_backward_ms.value_or(kNaN);
+    r.optimizer_ms = loop.optimizer_ms.value_or(kNaN);
+  }
+  measured_fields(io, row, hashes);
+  if constexpr (Io::kReading) {
+    row.cost.batch = r.batch;
+  } else if (r.epochs.empty()) {  // measured steps only (--steps): no epoch finished
+    io.j["final_loss"] = json();
+    io.j["final_train_error"] = json();
+  }
 }
 
 json run_json(const ReportRun& run) {
-  const RunRecord& row = run.run;
-  const RunAnalysis& a = run.analysis;
-  const TrainResult& r = row.result;
-  json j = result_json(r, "epoch_log");
-  j["epochs"] = r.epochs.size();
-  j["layers"] = row.layers;
-  j["axis"] = row.axis.empty() ? json() : json{{"name", row.axis}, {"value", row.axis_value}};
-  j["seconds_per_epoch"] = a.seconds_per_epoch;
-  j["seconds_per_100_epochs"] = 100 * a.seconds_per_epoch;
-  j["per_epoch_estimated"] = a.per_epoch_estimated;
-  j["steps_taken"] = r.steps_taken;
-  j["peak_gflops"] = optional_number(a.peak_gflops);
-  j["peak_fraction"] = optional_number(a.peak_fraction);
-  j["roofline_step_ms"] = optional_number(a.roofline_step_ms);
-  j["roofline_error_percent"] = optional_number(a.roofline_error_percent);
-  j["roofline_bound"] = optional_text(a.roofline_bound);
-  j["phases_ms"] = json();
-  j["layers_profile"] = json();
-  if (a.phases) {
-    json layers = json::array();
-    for (const LayerProfile& l : a.layers_profile) {
-      layers.push_back({{"name", l.name},
-                        {"forward_ms", l.forward_ms},
-                        {"backward_ms", l.backward_ms},
-                        {"flops", l.flops},
-                        {"bytes", l.bytes},
-                        {"gflops", l.gflops},
-                        {"peak_fraction", optional_number(l.peak_fraction)},
-                        {"bound", optional_text(l.bound)}});
-    }
-    j["layers_profile"] = layers;
-    j["profiled_steps"] = r.profiled_steps;
-    j["phases_ms"] = {{"data", optional_number(a.phases->data_ms)},
-                      {"forward", a.phases->forward_ms},
-                      {"backward", a.phases->backward_ms},
-                      {"optimizer", optional_number(a.phases->optimizer_ms)}};
-  }
-  j["loop_phases_ms"] = {{"data", optional_number(a.loop_phases.data_ms)},
-                         {"forward_backward", optional_number(a.loop_phases.forward_backward_ms)},
-                         {"optimizer", optional_number(a.loop_phases.optimizer_ms)}};
-  j["utilisation"] = row.utilisation ? utilisation_json(*row.utilisation) : json();
-  j["peak_rss_mib"] = row.peak_rss_mib;
-  j["mean_cpu_percent"] =
-      row.utilisation ? optional_number(row.utilisation->mean_cpu_percent) : json();
-  j["mean_gpu_percent"] =
-      row.utilisation ? optional_number(row.utilisation->mean_gpu_percent) : json();
-  // Other processes were busy on this run's CPUs: its timings are not the machine's.
-  j["timings_contaminated"] = row.utilisation && timings_contaminated(*row.utilisation);
-  j["step_flops"] = row.cost.flops;
-  j["step_bytes"] = row.cost.bytes;
-  j["spec_toml"] = row.spec_toml;
-  j["data_hash"] = row.data_hash;
-  j["params_hash"] = row.params_hash;
-  j["final_loss"] = number_or_null(r.final_loss);
-  if (r.epochs.empty()) {  // measured steps only (--steps): no epoch finished, nothing to report
-    j["final_loss"] = json();
-    j["final_train_error"] = json();
-  }
-  return j;
+  FieldsOut out;
+  run_fields(out, run, true, 2);
+  return std::move(out.j);
 }
 
-// `hashes`: the document has a manifest (0.1.1 and later), so every run has its data's and final
-// parameters' hashes; older files have neither.
 ReportRun read_run(const JsonIn& in, bool hashes, int schema) {
-  ReportRun out;
-  RunRecord& row = out.run;
-  RunAnalysis& a = out.analysis;
-  row.result = read_result(in, "epoch_log", schema);
-  TrainResult& r = row.result;
-  row.layers = in.integer("layers");
-  if (const auto axis = in.object("axis", /*optional=*/true)) {
-    row.axis = axis->text("name");
-    row.axis_value = axis->number("value");
-  }
-  a.seconds_per_epoch = in.nullable("seconds_per_epoch");
-  in.nullable("seconds_per_100_epochs");  // 100 x seconds_per_epoch: checked, not kept
-  a.per_epoch_estimated = in.flag("per_epoch_estimated");
-  r.steps_taken = in.integer("steps_taken");
-  a.peak_gflops = in.optional_number("peak_gflops");
-  a.peak_fraction = in.optional_number("peak_fraction");
-  a.roofline_step_ms = in.optional_number("roofline_step_ms");
-  a.roofline_error_percent = in.optional_number("roofline_error_percent");
-  a.roofline_bound = in.optional_text("roofline_bound");
-  if (const auto phases = in.object("phases_ms", /*optional=*/true)) {
-    StepPhases p;
-    p.data_ms = phases->optional_number("data");
-    p.forward_ms = phases->nullable("forward");
-    p.backward_ms = phases->nullable("backward");
-    p.optimizer_ms = phases->optional_number("optimizer");
-    a.phases = p;
-    r.profiled_steps = in.has("profiled_steps") ? in.integer("profiled_steps") : 0;
-  }
-  for (const JsonIn& l : in.objects("layers_profile", /*optional=*/true)) {
-    LayerProfile p;
-    p.name = l.text("name");
-    p.forward_ms = l.nullable("forward_ms");
-    p.backward_ms = l.nullable("backward_ms");
-    p.flops = l.nullable("flops");
-    p.bytes = l.nullable("bytes");
-    p.gflops = l.nullable("gflops");
-    p.peak_fraction = l.optional_number("peak_fraction");
-    p.bound = l.optional_text("bound");
-    a.layers_profile.push_back(std::move(p));
-  }
-  if (const auto loop = in.object("loop_phases_ms", /*optional=*/true)) {
-    a.loop_phases = {loop->optional_number("data"), loop->optional_number("forward_backward"),
-                     loop->optional_number("optimizer")};
-  }
-  r.data_ms = a.loop_phases.data_ms.value_or(kNaN);
-  r.forward_backward_ms = a.loop_phases.forward_backward_ms.value_or(kNaN);
-  r.optimizer_ms = a.loop_phases.optimizer_ms.value_or(kNaN);
-  if (const auto u = in.object("utilisation", /*optional=*/true))
-    row.utilisation = read_utilisation(*u);
-  row.peak_rss_mib = in.nullable("peak_rss_mib");
-  in.optional_number("mean_cpu_percent");  // copies of the utilisation's: checked, not kept
-  in.optional_number("mean_gpu_percent");
-  if (in.has("timings_contaminated")) in.flag("timings_contaminated");  // derived: checked
-  row.cost.flops = in.number("step_flops");
-  row.cost.bytes = in.number("step_bytes");
-  row.cost.batch = r.batch;
-  row.spec_toml = in.text("spec_toml");
-  if (hashes || in.has("data_hash")) row.data_hash = in.text("data_hash");
-  if (hashes || in.has("params_hash")) row.params_hash = in.text("params_hash");
-  return out;
+  FieldsIn io(in);
+  ReportRun run;
+  run_fields(io, run, hashes, schema);
+  return run;
 }
 
 std::string run_name(size_t i, const json& run) {
@@ -982,9 +714,10 @@ GpuVerdict read_verdict(const JsonIn& in) {
 }  // namespace
 
 json to_json(const TrainResult& r) {
-  json j = result_json(r, "epochs");
-  j["schema"] = kTrainSchema;
-  return j;
+  FieldsOut out;
+  result_fields::result(out, r, "epochs", 2);
+  out.j["schema"] = kTrainSchema;
+  return std::move(out.j);
 }
 
 json to_json(const Report& report) {
@@ -1080,7 +813,11 @@ TrainResult read_train_result(const std::string& text, const std::string& origin
                                 origin, kTrainSchema));
   }
   const JsonSource source{origin, ReadMode::Strict};
-  return read_result(JsonIn(doc, "", source), "epochs", 2);
+  const JsonIn in(doc, "", source);
+  FieldsIn io(in);
+  TrainResult r;
+  result_fields::result(io, r, "epochs", 2);
+  return r;
 }
 
 }  // namespace xo

@@ -1,0 +1,159 @@
+// A record's fields listed once, for writing and for reading back. A record has one function
+// template, `template <class Io, class R> void fields(Io& io, R& r)`, that names each field:
+// `io.number("median", r.median); io.nullable("mean", r.mean); ...`. FieldsOut (R const) puts
+// each into a JSON object; FieldsIn (R mutable) reads each through JsonIn's checks, so an error
+// still names the file, the place and the field. Reads only a reader needs (an older file's key,
+// a figure checked but not kept) sit beside the list under `if constexpr (Io::kReading)`.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "report/json_in.h"
+
+namespace xo {
+
+// Whether `Io` reads (for the reader-only lines of a field list written as a generic lambda:
+// `if constexpr (kReads<decltype(io)>)`).
+template <class Io>
+constexpr bool kReads = std::remove_cvref_t<Io>::kReading;
+
+class FieldsOut {
+  using json = nlohmann::json;
+
+ public:
+  static constexpr bool kReading = false;
+
+  // Every number, integer, text and flag as it is (a NaN number dumps as null).
+  template <class T>
+  void number(const char* key, const T& v) {
+    j[key] = v;
+  }
+  template <class T>
+  void integer(const char* key, const T& v) {
+    j[key] = v;
+  }
+  void text(const char* key, const std::string& v) { j[key] = v; }
+  void flag(const char* key, bool v) { j[key] = v; }
+  // Not finite: null (JSON has no NaN).
+  void nullable(const char* key, double v) { j[key] = number_or_null(v); }
+  void optional_number(const char* key, const std::optional<double>& v) {
+    j[key] = v ? number_or_null(*v) : json();
+  }
+  void optional_text(const char* key, const std::optional<std::string>& v) {
+    j[key] = v ? json(*v) : json();
+  }
+  // Absent from older files (NaN there); written like nullable.
+  void nullable_or_absent(const char* key, double v) { nullable(key, v); }
+  void kind(const char* key, DeviceKind v) { j[key] = device_kind_name(v); }
+  void texts(const char* key, const std::vector<std::string>& v) { j[key] = v; }
+  void numbers(const char* key, const std::vector<double>& v) { j[key] = v; }
+  void optional_numbers(const char* key, const std::vector<std::optional<double>>& v) {
+    j[key] = json::array();
+    for (const auto& x : v) j[key].push_back(x ? number_or_null(*x) : json());
+  }
+  void number_rows(const char* key, const std::vector<std::vector<double>>& v) { j[key] = v; }
+  // Whether a file has `key`: every file this writer writes has.
+  bool present(const char*) const { return true; }
+  // A nested record and an array of records, each through its own field list.
+  template <class R, class Fields>
+  void object(const char* key, const R& r, Fields fields) {
+    j[key] = write(r, fields);
+  }
+  // A nested record, or null where `written` is false; returns `written`.
+  template <class R, class Fields>
+  bool object_or_null(const char* key, bool written, const R& r, Fields fields) {
+    j[key] = written ? write(r, fields) : json();
+    return written;
+  }
+  template <class R, class Fields>
+  void objects(const char* key, const std::vector<R>& rows, Fields fields) {
+    j[key] = json::array();
+    for (const R& r : rows) j[key].push_back(write(r, fields));
+  }
+
+  template <class R, class Fields>
+  static json write(const R& r, Fields fields) {
+    FieldsOut out;
+    fields(out, r);
+    return std::move(out.j);
+  }
+
+  json j = json::object();
+};
+
+class FieldsIn {
+ public:
+  static constexpr bool kReading = true;
+
+  explicit FieldsIn(const JsonIn& source) : in(source) {}
+
+  void number(const char* key, double& v) const { v = in.number(key); }
+  void integer(const char* key, int64_t& v) const { v = in.integer(key); }
+  void integer(const char* key, int& v) const { v = in.int_integer(key); }
+  void text(const char* key, std::string& v) const { v = in.text(key); }
+  void flag(const char* key, bool& v) const { v = in.flag(key); }
+  void nullable(const char* key, double& v) const { v = in.nullable(key); }
+  void optional_number(const char* key, std::optional<double>& v) const {
+    v = in.optional_number(key);
+  }
+  void optional_text(const char* key, std::optional<std::string>& v) const {
+    v = in.optional_text(key);
+  }
+  void nullable_or_absent(const char* key, double& v) const {
+    v = in.has(key) ? in.nullable(key) : std::numeric_limits<double>::quiet_NaN();
+  }
+  void kind(const char* key, DeviceKind& v) const { v = in.kind(key); }
+  void texts(const char* key, std::vector<std::string>& v) const { v = in.texts(key); }
+  void numbers(const char* key, std::vector<double>& v) const { v = in.numbers(key); }
+  void optional_numbers(const char* key, std::vector<std::optional<double>>& v) const {
+    v = in.optional_numbers(key);
+  }
+  void number_rows(const char* key, std::vector<std::vector<double>>& v) const {
+    v = in.number_rows(key);
+  }
+  bool present(const char* key) const { return in.has(key); }
+  template <class R, class Fields>
+  void object(const char* key, R& r, Fields fields) const {
+    if (const auto o = in.object(key)) read(*o, r, fields);
+  }
+  // Reads the record where it is there and not null; returns whether it did.
+  template <class R, class Fields>
+  bool object_or_null(const char* key, bool, R& r, Fields fields) const {
+    const auto o = in.object(key, /*optional=*/true);
+    if (o) read(*o, r, fields);
+    return o.has_value();
+  }
+  template <class R, class Fields>
+  void objects(const char* key, std::vector<R>& rows, Fields fields) const {
+    for (const JsonIn& o : in.objects(key)) read(o, rows.emplace_back(), fields);
+  }
+
+  template <class R, class Fields>
+  static void read(const JsonIn& source, R& r, Fields fields) {
+    FieldsIn io(source);
+    fields(io, r);
+  }
+
+  const JsonIn& in;
+};
+
+// Writes `r` through its field list.
+template <class R, class Fields>
+nlohmann::json fields_json(const R& r, Fields fields) {
+  return FieldsOut::write(r, fields);
+}
+// Reads a record through its field list.
+template <class R, class Fields>
+R read_fields(const JsonIn& in, Fields fields) {
+  R r;
+  FieldsIn::read(in, r, fields);
+  return r;
+}
+
+}  // namespace xo
