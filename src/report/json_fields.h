@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "report/json_in.h"
@@ -52,6 +53,11 @@ class FieldsOut {
   void nullable_or_absent(const char* key, double v) { nullable(key, v); }
   void kind(const char* key, DeviceKind v) { j[key] = device_kind_name(v); }
   void texts(const char* key, const std::vector<std::string>& v) { j[key] = v; }
+  // Name/value pairs as an object's keys (libraries and their versions).
+  void pairs(const char* key, const std::vector<std::pair<std::string, std::string>>& v) {
+    j[key] = json::object();
+    for (const auto& [k, x] : v) j[key][k] = x;
+  }
   void numbers(const char* key, const std::vector<double>& v) { j[key] = v; }
   void optional_numbers(const char* key, const std::vector<std::optional<double>>& v) {
     j[key] = json::array();
@@ -110,6 +116,9 @@ class FieldsIn {
   }
   void kind(const char* key, DeviceKind& v) const { v = in.kind(key); }
   void texts(const char* key, std::vector<std::string>& v) const { v = in.texts(key); }
+  void pairs(const char* key, std::vector<std::pair<std::string, std::string>>& v) const {
+    if (const auto o = in.object(key)) v = o->other_texts({});
+  }
   void numbers(const char* key, std::vector<double>& v) const { v = in.numbers(key); }
   void optional_numbers(const char* key, std::vector<std::optional<double>>& v) const {
     v = in.optional_numbers(key);

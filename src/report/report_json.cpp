@@ -197,52 +197,41 @@ std::string run_name(size_t i, const json& run) {
 // ---------------------------------------------------------------------------------------------
 // The other records.
 
+constexpr auto machine_fields = [](auto& io, auto& m) {
+  io.text("cpu", m.cpu);
+  if constexpr (kReads<decltype(io)>) {
+    const auto cpus = io.in.optional_number("logical_cpus");
+    if (cpus && std::isfinite(*cpus)) m.logical_cpus = static_cast<int64_t>(*cpus);
+  } else {
+    io.j["logical_cpus"] = m.logical_cpus ? json(*m.logical_cpus) : json();
+  }
+  io.flag("avx512", m.avx512);
+  io.optional_number("memory_gib", m.memory_gib);
+  io.text("os", m.os);
+  io.text("hostname", m.hostname);
+  io.text("compiler", m.compiler);
+  io.text("flags", m.flags);
+  io.text("cpu_cores", m.cpu_cores);
+  io.pairs("libraries", m.libraries);
+  if constexpr (kReads<decltype(io)>) {  // null in files that had no NVML
+    m.nvidia_driver = io.in.optional_text("nvidia_driver").value_or("");
+  } else {
+    io.text("nvidia_driver", m.nvidia_driver);
+  }
+  io.texts("gpus", m.gpus);
+  io.text("crossover", m.crossover);
+  io.text("date", m.date);
+  io.texts("devices", m.devices);
+  io.texts("devices_unavailable", m.devices_unavailable);
+};
+
 }  // namespace
 
-json to_json(const MachineInfo& m) {
-  json libraries = json::object();
-  for (const auto& [name, version] : m.libraries) libraries[name] = version;
-  return {{"cpu", m.cpu},
-          {"logical_cpus", m.logical_cpus ? json(*m.logical_cpus) : json()},
-          {"avx512", m.avx512},
-          {"memory_gib", optional_number(m.memory_gib)},
-          {"os", m.os},
-          {"hostname", m.hostname},
-          {"compiler", m.compiler},
-          {"flags", m.flags},
-          {"cpu_cores", m.cpu_cores},
-          {"libraries", libraries},
-          {"nvidia_driver", m.nvidia_driver},
-          {"gpus", m.gpus},
-          {"crossover", m.crossover},
-          {"date", m.date},
-          {"devices", m.devices},
-          {"devices_unavailable", m.devices_unavailable}};
-}
+json to_json(const MachineInfo& m) { return fields_json(m, machine_fields); }
 
 namespace {
 
-MachineInfo read_machine(const JsonIn& in) {
-  MachineInfo m;
-  m.cpu = in.text("cpu");
-  const auto cpus = in.optional_number("logical_cpus");
-  if (cpus && std::isfinite(*cpus)) m.logical_cpus = static_cast<int64_t>(*cpus);
-  m.avx512 = in.flag("avx512");
-  m.memory_gib = in.optional_number("memory_gib");
-  m.os = in.text("os");
-  m.hostname = in.text("hostname");
-  m.compiler = in.text("compiler");
-  m.flags = in.text("flags");
-  m.cpu_cores = in.text("cpu_cores");
-  if (const auto libraries = in.object("libraries")) m.libraries = libraries->other_texts({});
-  m.nvidia_driver = in.optional_text("nvidia_driver").value_or("");
-  m.gpus = in.texts("gpus");
-  m.crossover = in.text("crossover");
-  m.date = in.text("date");
-  m.devices = in.texts("devices");
-  m.devices_unavailable = in.texts("devices_unavailable");
-  return m;
-}
+MachineInfo read_machine(const JsonIn& in) { return read_fields<MachineInfo>(in, machine_fields); }
 
 json pairs_json(const std::vector<std::pair<std::string, std::string>>& pairs) {
   json j = json::object();
@@ -516,200 +505,139 @@ DevicePrediction read_prediction(const JsonIn& in, int schema) {
   return p;
 }
 
-json scale_out_json(const CostTable::Instance::ScaleOut& x) {
-  return {{"devices", x.devices},     {"link", x.link},
-          {"link_gbs", x.link_gbs},   {"step_s", x.step_s},
-          {"compute_s", x.compute_s}, {"allreduce_s", x.allreduce_s},
-          {"exposed_s", x.exposed_s}, {"efficiency", x.efficiency},
-          {"run_hours", x.run_hours}, {"on_demand_usd", x.on_demand_usd}};
+// A data-parallel prediction on an instance's devices (null for a single-device instance).
+constexpr auto scale_out_fields = [](auto& io, auto& x) {
+  io.integer("devices", x.devices);
+  io.text("link", x.link);
+  io.nullable("link_gbs", x.link_gbs);
+  io.nullable("step_s", x.step_s);
+  io.nullable("compute_s", x.compute_s);
+  io.nullable("allreduce_s", x.allreduce_s);
+  io.nullable("exposed_s", x.exposed_s);
+  io.nullable("efficiency", x.efficiency);
+  io.nullable("run_hours", x.run_hours);
+  io.nullable("on_demand_usd", x.on_demand_usd);
+};
+
+constexpr auto instance_fields = [](auto& io, auto& x) {
+  io.text("id", x.id);
+  io.text("provider", x.provider);
+  io.text("name", x.name);
+  io.text("device", x.device);
+  io.integer("device_count", x.device_count);
+  io.text("region", x.region);
+  io.nullable("on_demand_usd_per_hour", x.on_demand_usd_per_hour);
+  io.nullable("run_hours", x.run_hours);
+  io.nullable("on_demand_usd", x.on_demand_usd);
+  io.optional_number("spot_usd", x.spot_usd);
+  io.flag("predicted", x.predicted);
+  io.text("source", x.source);
+  io.text("date", x.date);
+  // Since data-parallel predictions (0.2.x).
+  CostTable::Instance::ScaleOut so = x.scale_out.value_or(CostTable::Instance::ScaleOut{});
+  if (io.present("scale_out") &&
+      io.object_or_null("scale_out", x.scale_out.has_value(), so, scale_out_fields)) {
+    if constexpr (kReads<decltype(io)>) x.scale_out = so;
+  }
+};
+
+constexpr auto local_fields = [](auto& io, auto& l) {
+  io.text("device", l.device);
+  io.text("name", l.name);
+  io.nullable("run_hours", l.run_hours);
+};
+
+constexpr auto owned_fields = [](auto& io, auto& o) {
+  io.text("device", o.device);
+  io.text("name", o.name);
+  io.nullable("price_usd", o.price_usd);
+  io.nullable("run_hours", o.run_hours);
+  io.nullable("run_usd", o.run_usd);
+  io.nullable("hourly_capital_usd", o.hourly_capital_usd);
+  io.nullable("hourly_power_usd", o.hourly_power_usd);
+  io.flag("predicted", o.predicted);
+  io.text("source", o.source);
+  io.text("date", o.date);
+};
+
+constexpr auto break_even_fields = [](auto& io, auto& b) {
+  io.text("device", b.device);
+  io.text("name", b.name);
+  io.text("instance", b.instance);
+  io.flag("same_device", b.same_device);
+  io.nullable("rent_usd_per_owned_hour", b.rent_usd_per_owned_hour);
+  io.optional_number("hours_per_month", b.hours_per_month);
+  io.optional_number("payback_months", b.payback_months);
+  io.nullable("at_hours_per_month", b.at_hours_per_month);
+};
+
+// The cost's assumptions, with two of the table's own figures beside them.
+template <class Io, class C>
+void assumptions_fields(Io& io, C& c, int schema) {
+  io.nullable("lifetime_years", c.assumptions.lifetime_years);
+  io.nullable(key(schema, "utilisation", "utilisation_fraction"), c.assumptions.utilisation);
+  io.nullable("electricity_usd_per_kwh", c.assumptions.electricity_usd_per_kwh);
+  io.nullable("host_power_w", c.assumptions.host_power_w);
+  io.nullable("hours_per_month", c.hours_per_month);
+  io.texts("catalog", c.catalog);
+}
+
+template <class Io, class C>
+void cost_fields(Io& io, C& c, int schema) {
+  io.text("model", c.model);
+  io.integer("epochs", c.epochs);
+  io.integer("steps_per_epoch", c.steps_per_epoch);
+  io.object("assumptions", c,
+            [schema](auto& a_io, auto& a) { assumptions_fields(a_io, a, schema); });
+  io.objects("local", c.local, local_fields);
+  io.objects("instances", c.instances, instance_fields);
+  io.objects("ownership", c.ownership, owned_fields);
+  io.objects("break_even", c.break_even, break_even_fields);
 }
 
 json cost_json(const CostTable& c) {
-  json j;
-  j["model"] = c.model;
-  j["epochs"] = c.epochs;
-  j["steps_per_epoch"] = c.steps_per_epoch;
-  j["assumptions"] = {{"lifetime_years", c.assumptions.lifetime_years},
-                      {"utilisation_fraction", c.assumptions.utilisation},
-                      {"electricity_usd_per_kwh", c.assumptions.electricity_usd_per_kwh},
-                      {"host_power_w", c.assumptions.host_power_w},
-                      {"hours_per_month", c.hours_per_month},
-                      {"catalog", c.catalog}};
-  j["local"] = json::array();
-  for (const CostTable::Local& l : c.local) {
-    j["local"].push_back({{"device", l.device}, {"name", l.name}, {"run_hours", l.run_hours}});
-  }
-  j["instances"] = json::array();
-  for (const CostTable::Instance& i : c.instances) {
-    j["instances"].push_back({{"id", i.id},
-                              {"provider", i.provider},
-                              {"name", i.name},
-                              {"device", i.device},
-                              {"device_count", i.device_count},
-                              {"region", i.region},
-                              {"on_demand_usd_per_hour", i.on_demand_usd_per_hour},
-                              {"run_hours", i.run_hours},
-                              {"on_demand_usd", i.on_demand_usd},
-                              {"spot_usd", optional_number(i.spot_usd)},
-                              {"predicted", i.predicted},
-                              {"source", i.source},
-                              {"date", i.date},
-                              {"scale_out", i.scale_out ? scale_out_json(*i.scale_out) : json()}});
-  }
-  j["ownership"] = json::array();
-  for (const CostTable::Owned& o : c.ownership) {
-    j["ownership"].push_back({{"device", o.device},
-                              {"name", o.name},
-                              {"price_usd", o.price_usd},
-                              {"run_hours", o.run_hours},
-                              {"run_usd", o.run_usd},
-                              {"hourly_capital_usd", o.hourly_capital_usd},
-                              {"hourly_power_usd", o.hourly_power_usd},
-                              {"predicted", o.predicted},
-                              {"source", o.source},
-                              {"date", o.date}});
-  }
-  j["break_even"] = json::array();
-  for (const CostTable::BuyOrRent& b : c.break_even) {
-    j["break_even"].push_back({{"device", b.device},
-                               {"name", b.name},
-                               {"instance", b.instance},
-                               {"same_device", b.same_device},
-                               {"rent_usd_per_owned_hour", b.rent_usd_per_owned_hour},
-                               {"hours_per_month", optional_number(b.hours_per_month)},
-                               {"payback_months", optional_number(b.payback_months)},
-                               {"at_hours_per_month", b.at_hours_per_month}});
-  }
-  return j;
+  FieldsOut out;
+  cost_fields(out, c, 2);
+  return std::move(out.j);
 }
 
 CostTable read_cost(const JsonIn& in, int schema) {
+  FieldsIn io(in);
   CostTable c;
-  c.model = in.text("model");
-  c.epochs = in.integer("epochs");
-  c.steps_per_epoch = in.integer("steps_per_epoch");
-  if (const auto a = in.object("assumptions")) {
-    c.assumptions.lifetime_years = a->nullable("lifetime_years");
-    c.assumptions.utilisation = a->nullable(key(schema, "utilisation", "utilisation_fraction"));
-    c.assumptions.electricity_usd_per_kwh = a->nullable("electricity_usd_per_kwh");
-    c.assumptions.host_power_w = a->nullable("host_power_w");
-    c.hours_per_month = a->nullable("hours_per_month");
-    c.catalog = a->texts("catalog");
-  }
-  for (const JsonIn& l : in.objects("local")) {
-    c.local.push_back({l.text("device"), l.text("name"), l.nullable("run_hours")});
-  }
-  for (const JsonIn& i : in.objects("instances")) {
-    CostTable::Instance x;
-    x.id = i.text("id");
-    x.provider = i.text("provider");
-    x.name = i.text("name");
-    x.device = i.text("device");
-    x.device_count = i.int_integer("device_count");
-    x.region = i.text("region");
-    x.on_demand_usd_per_hour = i.nullable("on_demand_usd_per_hour");
-    x.run_hours = i.nullable("run_hours");
-    x.on_demand_usd = i.nullable("on_demand_usd");
-    x.spot_usd = i.optional_number("spot_usd");
-    x.predicted = i.flag("predicted");
-    x.source = i.text("source");
-    x.date = i.text("date");
-    // Since data-parallel predictions (0.2.x); null for a single-device instance.
-    if (const auto so = i.has("scale_out") ? i.object("scale_out", true) : std::nullopt) {
-      CostTable::Instance::ScaleOut y;
-      y.devices = so->int_integer("devices");
-      y.link = so->text("link");
-      y.link_gbs = so->nullable("link_gbs");
-      y.step_s = so->nullable("step_s");
-      y.compute_s = so->nullable("compute_s");
-      y.allreduce_s = so->nullable("allreduce_s");
-      y.exposed_s = so->nullable("exposed_s");
-      y.efficiency = so->nullable("efficiency");
-      y.run_hours = so->nullable("run_hours");
-      y.on_demand_usd = so->nullable("on_demand_usd");
-      x.scale_out = y;
-    }
-    c.instances.push_back(std::move(x));
-  }
-  for (const JsonIn& o : in.objects("ownership")) {
-    CostTable::Owned x;
-    x.device = o.text("device");
-    x.name = o.text("name");
-    x.price_usd = o.nullable("price_usd");
-    x.run_hours = o.nullable("run_hours");
-    x.run_usd = o.nullable("run_usd");
-    x.hourly_capital_usd = o.nullable("hourly_capital_usd");
-    x.hourly_power_usd = o.nullable("hourly_power_usd");
-    x.predicted = o.flag("predicted");
-    x.source = o.text("source");
-    x.date = o.text("date");
-    c.ownership.push_back(std::move(x));
-  }
-  for (const JsonIn& b : in.objects("break_even")) {
-    CostTable::BuyOrRent x;
-    x.device = b.text("device");
-    x.name = b.text("name");
-    x.instance = b.text("instance");
-    x.same_device = b.flag("same_device");
-    x.rent_usd_per_owned_hour = b.nullable("rent_usd_per_owned_hour");
-    x.hours_per_month = b.optional_number("hours_per_month");
-    x.payback_months = b.optional_number("payback_months");
-    x.at_hours_per_month = b.nullable("at_hours_per_month");
-    c.break_even.push_back(std::move(x));
-  }
+  cost_fields(io, c, schema);
   return c;
 }
 
-json verdict_json(const GpuVerdict& v) {
-  json gpu;
-  if (v.gpu) {
-    const GpuOption& g = *v.gpu;
-    gpu = {{"how", g.how},
-           {"id", g.id},
-           {"name", g.name},
-           {"device", g.device},
-           {"seconds", g.seconds},
-           {"usd", optional_number(g.usd)},
-           {"predicted", g.predicted},
-           {"lower_bound", g.lower_bound}};
-  }
-  return {{"model", v.model},
-          {"epochs", v.epochs},
-          {"here", v.here},
-          {"here_seconds", v.here_seconds},
-          {"here_estimated", v.here_estimated},
-          {"gpu", gpu},
-          {"worth_it", v.worth_it},
-          {"sentence", v.sentence},
-          {"crossover", v.crossover},
-          {"caution", v.caution}};
-}
+constexpr auto gpu_option_fields = [](auto& io, auto& g) {
+  io.text("how", g.how);
+  io.text("id", g.id);
+  io.text("name", g.name);
+  io.text("device", g.device);
+  io.nullable("seconds", g.seconds);
+  io.optional_number("usd", g.usd);
+  io.flag("predicted", g.predicted);
+  io.flag("lower_bound", g.lower_bound);
+};
 
-GpuVerdict read_verdict(const JsonIn& in) {
-  GpuVerdict v;
-  v.model = in.text("model");
-  v.epochs = in.integer("epochs");
-  v.here = in.text("here");
-  v.here_seconds = in.nullable("here_seconds");
-  v.here_estimated = in.flag("here_estimated");
-  if (const auto g = in.object("gpu", /*optional=*/true)) {
-    GpuOption o;
-    o.how = g->text("how");
-    o.id = g->text("id");
-    o.name = g->text("name");
-    o.device = g->text("device");
-    o.seconds = g->nullable("seconds");
-    o.usd = g->optional_number("usd");
-    o.predicted = g->flag("predicted");
-    o.lower_bound = g->flag("lower_bound");
-    v.gpu = o;
+constexpr auto verdict_fields = [](auto& io, auto& v) {
+  io.text("model", v.model);
+  io.integer("epochs", v.epochs);
+  io.text("here", v.here);
+  io.nullable("here_seconds", v.here_seconds);
+  io.flag("here_estimated", v.here_estimated);
+  GpuOption gpu = v.gpu.value_or(GpuOption{});  // null: no GPU measured or priced
+  if (io.object_or_null("gpu", v.gpu.has_value(), gpu, gpu_option_fields)) {
+    if constexpr (kReads<decltype(io)>) v.gpu = gpu;
   }
-  v.worth_it = in.flag("worth_it");
-  v.sentence = in.text("sentence");
-  v.crossover = in.text("crossover");
-  v.caution = in.text("caution");
-  return v;
-}
+  io.flag("worth_it", v.worth_it);
+  io.text("sentence", v.sentence);
+  io.text("crossover", v.crossover);
+  io.text("caution", v.caution);
+};
+
+json verdict_json(const GpuVerdict& v) { return fields_json(v, verdict_fields); }
+
+GpuVerdict read_verdict(const JsonIn& in) { return read_fields<GpuVerdict>(in, verdict_fields); }
 
 }  // namespace
 
