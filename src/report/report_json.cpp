@@ -733,19 +733,48 @@ nlohmann::json parse_report_json(const std::string& text, const std::string& ori
   return json::parse(text, nullptr, false);
 }
 
-TrainResult read_train_result(const std::string& text, const std::string& origin) {
-  const json doc = parse_report_json(text, origin);
+namespace {
+
+constexpr auto train_document_fields = [](auto& io, auto& d) {
+  result_fields::result(io, d.result, "epochs", 2);
+  io.object("machine", d.machine, machine_fields);
+  io.optional_number("mean_other_cores", d.mean_other_cores);
+  io.flag("timings_contaminated", d.timings_contaminated);
+};
+
+// The document's text, checked to be a crossover.train/2 file.
+json parse_train_json(const std::string& text, const std::string& origin) {
+  json doc = parse_report_json(text, origin);
   if (doc.is_discarded() || !doc.is_object() || !doc.contains("schema") ||
       doc["schema"] != kTrainSchema) {
     throw UserError(fmt::format("{}: not a crossover train --json file (expected schema '{}')",
                                 origin, kTrainSchema));
   }
+  return doc;
+}
+
+}  // namespace
+
+json to_json(const TrainDocument& doc) {
+  json j = fields_json(doc, train_document_fields);
+  j["schema"] = kTrainSchema;
+  return j;
+}
+
+TrainResult read_train_result(const std::string& text, const std::string& origin) {
+  const json doc = parse_train_json(text, origin);
   const JsonSource source{origin, ReadMode::Strict};
   const JsonIn in(doc, "", source);
   FieldsIn io(in);
   TrainResult r;
   result_fields::result(io, r, "epochs", 2);
   return r;
+}
+
+TrainDocument read_train_document(const std::string& text, const std::string& origin) {
+  const json doc = parse_train_json(text, origin);
+  const JsonSource source{origin, ReadMode::Strict};
+  return read_fields<TrainDocument>(JsonIn(doc, "", source), train_document_fields);
 }
 
 }  // namespace xo

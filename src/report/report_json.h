@@ -6,6 +6,7 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 #include "report/document.h"
@@ -13,7 +14,17 @@
 
 namespace xo {
 
-nlohmann::json to_json(const TrainResult& r);  // crossover.train/2
+// `crossover train --json`'s document: the result, the machine it ran on, and the load of other
+// processes on its CPUs (null where not sampled) with what that load says of its timings.
+struct TrainDocument {
+  TrainResult result;
+  MachineInfo machine;
+  std::optional<double> mean_other_cores;
+  bool timings_contaminated = false;
+};
+
+nlohmann::json to_json(const TrainResult& r);  // crossover.train/2, without the machine
+nlohmann::json to_json(const TrainDocument& doc);
 // One row of the validation table (advisor/profile_predict.h) as results.json and
 // `crossover validate --json` write it.
 nlohmann::json validation_json(const ValidationRow& row);
@@ -31,5 +42,7 @@ Report read_report(const nlohmann::json& doc, const std::string& origin,
 
 // A `crossover train --json` file (crossover.train/2), read strictly; `origin` names the file.
 TrainResult read_train_result(const std::string& text, const std::string& origin);
+// The same file whole; files written before the machine was recorded must have it all the same.
+TrainDocument read_train_document(const std::string& text, const std::string& origin);
 
 }  // namespace xo

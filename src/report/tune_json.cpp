@@ -10,6 +10,7 @@
 #include "report/csv.h"
 #include "report/json_fields.h"
 #include "report/json_in.h"
+#include "report/report_json.h"
 
 namespace xo {
 namespace {
@@ -181,6 +182,12 @@ json to_json(const TuneRecord& r) {
   out.j["schema"] = r.schema;
   tune_fields(out, r);
   return std::move(out.j);
+}
+
+json to_json(const TuneRecord& r, const MachineInfo& machine) {
+  json j = to_json(r);
+  j["machine"] = to_json(machine);
+  return j;
 }
 
 TuneRecord read_tune_record(const std::string& text, const std::string& origin) {

@@ -5,11 +5,14 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "report/machine.h"
 #include "tune/record.h"
 
 namespace xo {
 
 nlohmann::json to_json(const TuneRecord& r);
+// The same with the machine the search ran on (`machine`), as a search writes its results.json.
+nlohmann::json to_json(const TuneRecord& r, const MachineInfo& machine);
 // Throws UserError naming `origin`, the place and the field; the keys `machine` and `manifest`,
 // which the command adds around the record, are not part of it.
 TuneRecord read_tune_record(const std::string& text, const std::string& origin);

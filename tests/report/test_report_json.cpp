@@ -189,6 +189,28 @@ TEST(ReportJson, WrittenAndReadBackStrictlyIsTheSameDocument) {
                              {"bad.json", "ranks", "missing"});
 }
 
+// `crossover train --json`'s document: the result with the machine and the other processes' load
+// beside it, written and read back through one field list.
+TEST(ReportJson, TheTrainDocumentIsReadBackWithItsMachine) {
+  TrainDocument doc;
+  doc.result = document().runs[0].run.result;
+  doc.machine = *document().machine;
+  doc.mean_other_cores = 0.5;
+  doc.timings_contaminated = true;
+  const json written = to_json(doc);
+  EXPECT_EQ(written["schema"], "crossover.train/2");
+  EXPECT_EQ(written["machine"]["cpu"], "Test CPU");
+  const TrainDocument read = read_train_document(written.dump(), "train.json");
+  EXPECT_EQ(to_json(read), written);
+  EXPECT_EQ(read.mean_other_cores, 0.5);
+  EXPECT_TRUE(read.timings_contaminated);
+  EXPECT_EQ(to_json(read_train_result(written.dump(), "train.json")), to_json(doc.result));
+  json bad = written;
+  bad["machine"].erase("os");
+  testing::expect_user_error([&] { read_train_document(bad.dump(), "bad.json"); },
+                             {"bad.json", "machine", "os", "missing"});
+}
+
 // Each epoch's learning rate and early stopping's outcome are read back; files written before
 // either existed (no "lr", no "early_stopping") still read, with no rate and no early stopping.
 TEST(ReportJson, TheRatePerEpochAndEarlyStoppingAreReadBack) {
