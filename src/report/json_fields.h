@@ -46,6 +46,9 @@ class FieldsOut {
   void optional_number(const char* key, const std::optional<double>& v) {
     j[key] = v ? number_or_null(*v) : json();
   }
+  void optional_integer(const char* key, const std::optional<int64_t>& v) {
+    j[key] = v ? json(*v) : json();
+  }
   void optional_text(const char* key, const std::optional<std::string>& v) {
     j[key] = v ? json(*v) : json();
   }
@@ -107,6 +110,9 @@ class FieldsIn {
   void nullable(const char* key, double& v) const { v = in.nullable(key); }
   void optional_number(const char* key, std::optional<double>& v) const {
     v = in.optional_number(key);
+  }
+  void optional_integer(const char* key, std::optional<int64_t>& v) const {
+    v = in.optional_integer(key);
   }
   void optional_text(const char* key, std::optional<std::string>& v) const {
     v = in.optional_text(key);

@@ -233,64 +233,37 @@ namespace {
 
 MachineInfo read_machine(const JsonIn& in) { return read_fields<MachineInfo>(in, machine_fields); }
 
-json pairs_json(const std::vector<std::pair<std::string, std::string>>& pairs) {
-  json j = json::object();
-  for (const auto& [k, v] : pairs) j[k] = v;
-  return j;
-}
+constexpr auto build_fields = [](auto& io, auto& b) {
+  io.text("type", b.type);
+  io.text("compiler", b.compiler);
+  io.text("cxx_flags", b.cxx_flags);
+  io.flag("cuda", b.cuda);
+  io.text("cuda_architectures", b.cuda_architectures);
+};
 
-json manifest_json(const Manifest& m) {
-  const BuildInfo& b = m.build;
-  const ExecutionSettings& s = m.settings;
-  return {{"crossover", b.version},
-          {"commit", b.commit},
-          {"build",
-           {{"type", b.type},
-            {"compiler", b.compiler},
-            {"cxx_flags", b.cxx_flags},
-            {"cuda", b.cuda},
-            {"cuda_architectures", b.cuda_architectures}}},
-          {"libraries", pairs_json(m.libraries)},
-          {"device_libraries", pairs_json(m.device_libraries)},
-          {"command_line", m.command_line},
-          {"settings",
-           {{"devices", s.devices},
-            {"epochs", s.epochs ? json(*s.epochs) : json()},
-            {"max_steps", s.max_steps},
-            {"threads", s.threads},
-            {"profile_steps", s.profile_steps},
-            {"precision", s.precision},
-            {"record_step", s.record_step}}}};
-}
+constexpr auto settings_fields = [](auto& io, auto& s) {
+  io.texts("devices", s.devices);
+  io.optional_integer("epochs", s.epochs);
+  io.integer("max_steps", s.max_steps);
+  io.integer("threads", s.threads);
+  io.integer("profile_steps", s.profile_steps);
+  io.text("precision", s.precision);
+  io.flag("record_step", s.record_step);
+};
 
-Manifest read_manifest(const JsonIn& in) {
-  Manifest m;
-  BuildInfo& b = m.build;
-  b.version = in.text("crossover");
-  b.commit = in.text("commit");
-  if (const auto build = in.object("build")) {
-    b.type = build->text("type");
-    b.compiler = build->text("compiler");
-    b.cxx_flags = build->text("cxx_flags");
-    b.cuda = build->flag("cuda");
-    b.cuda_architectures = build->text("cuda_architectures");
-  }
-  if (const auto libraries = in.object("libraries")) m.libraries = libraries->other_texts({});
-  if (const auto devices = in.object("device_libraries"))
-    m.device_libraries = devices->other_texts({});
-  m.command_line = in.text("command_line");
-  if (const auto settings = in.object("settings")) {
-    ExecutionSettings& s = m.settings;
-    s.devices = settings->texts("devices");
-    s.epochs = settings->optional_integer("epochs");
-    s.max_steps = settings->integer("max_steps");
-    s.threads = settings->int_integer("threads");
-    s.profile_steps = settings->int_integer("profile_steps");
-    s.precision = settings->text("precision");
-    s.record_step = settings->flag("record_step");
-  }
-  return m;
-}
+constexpr auto manifest_fields = [](auto& io, auto& m) {
+  io.text("crossover", m.build.version);
+  io.text("commit", m.build.commit);
+  io.object("build", m.build, build_fields);
+  io.pairs("libraries", m.libraries);
+  io.pairs("device_libraries", m.device_libraries);
+  io.text("command_line", m.command_line);
+  io.object("settings", m.settings, settings_fields);
+};
+
+json manifest_json(const Manifest& m) { return fields_json(m, manifest_fields); }
+
+Manifest read_manifest(const JsonIn& in) { return read_fields<Manifest>(in, manifest_fields); }
 
 DevicePeaks read_peaks(const JsonIn& in) {
   DevicePeaks p;
@@ -307,90 +280,72 @@ DevicePeaks read_peaks(const JsonIn& in) {
   return p;
 }
 
-json sweep_json(const SweepRecord& s) {
-  json series = json::array();
-  for (const SweepLine& line : s.series) {
-    json points = json::array();
-    for (const SweepPoint& p : line.points) {
-      points.push_back({{"axis_value", p.axis_value},
-                        {"params", p.params},
-                        {"seconds_per_100_epochs", p.seconds}});
-    }
-    series.push_back({{"device", line.device},
-                      {"predicted", line.predicted},
-                      {"note", line.note},
-                      {"points", points}});
-  }
-  json crossovers = json::array();
-  for (const Crossover& c : s.crossovers) {
-    crossovers.push_back({{"faster", c.faster},
-                          {"slower", c.slower},
-                          {"axis_value", c.axis_value},
-                          {"params", c.params},
-                          {"between", {c.below_axis, c.above_axis}}});
-  }
-  json out = {{"axis", s.axis}, {"x", s.x}, {"series", series}, {"crossovers", crossovers}};
-  if (!s.scaling.empty()) {
-    json scaling = json::array();
-    for (const ScalingPoint& p : s.scaling) {
-      scaling.push_back({{"ranks", p.ranks},
-                         {"step_ms", p.step_ms},
-                         {"samples_per_second", p.samples_per_second},
-                         {"communicate_ms", number_or_null(p.communicate_ms)},
-                         {"reduced_bytes_per_step", p.reduced_bytes},
-                         {"bus_gbs", number_or_null(p.bus_gbs)},
-                         {"efficiency", number_or_null(p.efficiency)}});
-    }
-    out["scaling"] = scaling;
-  }
-  return out;
+constexpr auto point_fields = [](auto& io, auto& p) {
+  io.nullable("axis_value", p.axis_value);
+  io.nullable("params", p.params);
+  io.nullable("seconds_per_100_epochs", p.seconds);
+};
+
+// `schema` 1 had no note.
+template <class Io, class L>
+void line_fields(Io& io, L& l, int schema) {
+  io.text("device", l.device);
+  io.flag("predicted", l.predicted);
+  if (schema >= 2) io.text("note", l.note);
+  io.objects("points", l.points, point_fields);
 }
 
-SweepRecord read_sweep(const JsonIn& in, int schema) {
-  SweepRecord s;
-  s.axis = in.text("axis");
-  s.x = in.text("x");
-  for (const JsonIn& line : in.objects("series")) {
-    SweepLine l;
-    l.device = line.text("device");
-    l.predicted = line.flag("predicted");
-    if (schema >= 2) l.note = line.text("note");
-    for (const JsonIn& p : line.objects("points")) {
-      l.points.push_back(
-          {p.nullable("axis_value"), p.nullable("params"), p.nullable("seconds_per_100_epochs")});
-    }
-    s.series.push_back(std::move(l));
-  }
-  for (const JsonIn& c : in.objects("crossovers")) {
-    Crossover x;
-    x.faster = c.text("faster");
-    x.slower = c.text("slower");
-    x.axis_value = c.nullable("axis_value");
-    x.params = c.nullable("params");
-    const std::vector<double> between = c.numbers("between");
+// The crossing and the two measured points it lies between.
+constexpr auto crossover_fields = [](auto& io, auto& x) {
+  io.text("faster", x.faster);
+  io.text("slower", x.slower);
+  io.nullable("axis_value", x.axis_value);
+  io.nullable("params", x.params);
+  if constexpr (kReads<decltype(io)>) {
+    const std::vector<double> between = io.in.numbers("between");
     if (between.size() == 2) {
       x.below_axis = between[0];
       x.above_axis = between[1];
     } else {
-      c.fail("between", "two numbers", nullptr);
+      io.in.fail("between", "two numbers", nullptr);
       x.below_axis = x.above_axis = kNaN;
     }
-    s.crossovers.push_back(std::move(x));
+  } else {
+    io.j["between"] = {x.below_axis, x.above_axis};
   }
-  // Since the sweep along ranks (0.2.x).
-  if (in.has("scaling")) {
-    for (const JsonIn& p : in.objects("scaling")) {
-      ScalingPoint point;
-      point.ranks = p.int_integer("ranks");
-      point.step_ms = p.number("step_ms");
-      point.samples_per_second = p.number("samples_per_second");
-      point.communicate_ms = p.nullable("communicate_ms");
-      point.reduced_bytes = p.integer("reduced_bytes_per_step");
-      point.bus_gbs = p.nullable("bus_gbs");
-      point.efficiency = p.nullable("efficiency");
-      s.scaling.push_back(point);
-    }
-  }
+};
+
+constexpr auto scaling_fields = [](auto& io, auto& p) {
+  io.integer("ranks", p.ranks);
+  io.number("step_ms", p.step_ms);
+  io.number("samples_per_second", p.samples_per_second);
+  io.nullable("communicate_ms", p.communicate_ms);
+  io.integer("reduced_bytes_per_step", p.reduced_bytes);
+  io.nullable("bus_gbs", p.bus_gbs);
+  io.nullable("efficiency", p.efficiency);
+};
+
+template <class Io, class S>
+void sweep_fields(Io& io, S& s, int schema) {
+  io.text("axis", s.axis);
+  io.text("x", s.x);
+  io.objects("series", s.series, [schema](auto& l_io, auto& l) { line_fields(l_io, l, schema); });
+  io.objects("crossovers", s.crossovers, crossover_fields);
+  // Since the sweep along ranks (0.2.x); only a sweep along ranks has it.
+  if (Io::kReading ? io.present("scaling") : !s.scaling.empty())
+    io.objects("scaling", s.scaling, scaling_fields);
+}
+
+json sweep_json(const SweepRecord& s) {
+  FieldsOut out;
+  sweep_fields(out, s, 2);
+  return std::move(out.j);
+}
+
+SweepRecord read_sweep(const JsonIn& in, int schema) {
+  FieldsIn io(in);
+  SweepRecord s;
+  sweep_fields(io, s, schema);
   return s;
 }
 
