@@ -349,60 +349,64 @@ SweepRecord read_sweep(const JsonIn& in, int schema) {
   return s;
 }
 
-}  // namespace
+constexpr auto validation_entry_fields = [](auto& io, auto& e) {
+  io.text("model", e.model);
+  io.number("predicted_ms", e.predicted_ms);
+  io.number("measured_ms", e.measured_ms);
+  if (io.present("unprofiled")) io.integer("unprofiled", e.unprofiled);
+  std::optional<double> error = e.error();  // from the two times: checked, not kept
+  io.optional_number("error", error);
+};
 
-json validation_json(const ValidationRow& v) {
-  json entries = json::array();
-  for (const ValidationRow::Entry& e : v.entries) {
-    entries.push_back({{"model", e.model},
-                       {"predicted_ms", e.predicted_ms},
-                       {"measured_ms", e.measured_ms},
-                       {"error", e.error()},
-                       {"unprofiled", e.unprofiled}});
-  }
-  return {{"device", v.device},
-          {"name", v.name},
-          {"from", v.from},
-          {"own", v.own},
-          {"holdout", holdout_name(v.holdout)},
-          {"how", v.how},
-          {"entries", entries},
-          {"median_abs_error", v.entries.empty() ? json() : json(v.median_abs)},
-          {"worst_abs_error", v.entries.empty() ? json() : json(v.worst_abs)},
-          {"measurement_spread", v.spread},
-          {"unmeasured", v.unmeasured}};
-}
-
-namespace {
-
-ValidationRow read_validation(const JsonIn& in) {
-  ValidationRow v;
-  v.device = in.text("device");
-  v.name = in.text("name");
-  v.from = in.text("from");
-  v.own = in.flag("own");
-  // Files before the leave-one-model-out rows: an own row is the own profile, any other another
-  // device's.
-  v.holdout = v.own ? Holdout::None : Holdout::Device;
-  if (in.has("holdout")) {
-    const std::string h = in.text("holdout");  // an unknown name keeps the default above
+// The holdout by name. Files before the leave-one-model-out rows have none: an own row is the own
+// profile, any other another device's; an unknown name keeps that default.
+template <class Io, class V>
+void holdout_field(Io& io, V& v) {
+  if constexpr (Io::kReading) {
+    v.holdout = v.own ? Holdout::None : Holdout::Device;
+    if (!io.present("holdout")) return;
+    const std::string h = io.in.text("holdout");
     for (const Holdout k : {Holdout::None, Holdout::Model, Holdout::Device}) {
       if (h == holdout_name(k)) v.holdout = k;
     }
+  } else {
+    io.text("holdout", holdout_name(v.holdout));
   }
-  v.how = in.text("how");
-  for (const JsonIn& e : in.objects("entries")) {
-    ValidationRow::Entry entry{e.text("model"), e.number("predicted_ms"), e.number("measured_ms")};
-    if (e.has("unprofiled")) entry.unprofiled = e.int_integer("unprofiled");
-    e.optional_number("error");  // from the two times: checked, not kept
-    v.entries.push_back(entry);
-  }
-  v.median_abs = in.optional_number("median_abs_error").value_or(0);
-  v.worst_abs = in.optional_number("worst_abs_error").value_or(0);
-  v.spread = in.optional_number("measurement_spread").value_or(0);
-  v.unmeasured = in.text("unmeasured");
-  return v;
 }
+
+// The summary figures: null without entries; a reader takes null as 0.
+template <class Io>
+void summary_field(Io& io, const char* key, auto& v, bool written) {
+  if constexpr (Io::kReading) {
+    v = io.in.optional_number(key).value_or(0);
+  } else {
+    io.j[key] = written ? json(v) : json();
+  }
+}
+
+constexpr auto validation_fields = [](auto& io, auto& v) {
+  io.text("device", v.device);
+  io.text("name", v.name);
+  io.text("from", v.from);
+  io.flag("own", v.own);
+  holdout_field(io, v);
+  io.text("how", v.how);
+  io.objects("entries", v.entries, validation_entry_fields);
+  summary_field(io, "median_abs_error", v.median_abs, !v.entries.empty());
+  summary_field(io, "worst_abs_error", v.worst_abs, !v.entries.empty());
+  summary_field(io, "measurement_spread", v.spread, true);
+  io.text("unmeasured", v.unmeasured);
+};
+
+ValidationRow read_validation(const JsonIn& in) {
+  return read_fields<ValidationRow>(in, validation_fields);
+}
+
+}  // namespace
+
+json validation_json(const ValidationRow& v) { return fields_json(v, validation_fields); }
+
+namespace {
 
 json prediction_json(const DevicePrediction& p) {
   json j = {{"device", p.device},
