@@ -23,8 +23,6 @@ using json = nlohmann::json;
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-// JSON has no NaN: a value that is not finite is written as null.
-json optional_number(const std::optional<double>& v) { return v ? number_or_null(*v) : json(); }
 using result_fields::key;
 
 // ---------------------------------------------------------------------------------------------
@@ -408,63 +406,72 @@ json validation_json(const ValidationRow& v) { return fields_json(v, validation_
 
 namespace {
 
-json prediction_json(const DevicePrediction& p) {
-  json j = {{"device", p.device},
-            {"name", p.name},
-            {"kind", device_kind_name(p.kind)},
-            {"local", p.local},
-            {"model", p.model},
-            {"step_ms", p.step.seconds * 1e3},
-            {"flops_ms", p.step.flops_seconds * 1e3},
-            {"bytes_ms", p.step.bytes_seconds * 1e3},
-            {"overhead_ms", p.step.overhead_seconds * 1e3},
-            {"bound", p.step.bound},
-            {"measured_step_ms", json()},
-            {"measured_epoch_s", optional_number(p.measured_epoch_s)},
-            {"lower_bound", p.lower_bound},
-            {"profile", p.profile},
-            {"expected_error", optional_number(p.expected_error)},
-            {"expected_worst_error", optional_number(p.expected_worst)},
-            {"expected_error_at_least", p.expected_at_least},
-            {"error_percent", json()},
-            {"assumptions", p.assumptions}};
+// A time the record holds in seconds and the document in milliseconds.
+template <class Io>
+void milliseconds(Io& io, const char* key, auto& seconds) {
+  double ms = seconds * 1e3;
+  io.nullable(key, ms);
+  if constexpr (Io::kReading) seconds = ms / 1e3;
+}
+
+// The step measured here (null where not), and the prediction's error against it: derived,
+// written, checked, not kept.
+template <class Io, class P>
+void measured_step_fields(Io& io, P& p) {
+  std::optional<double> ms, error;
   if (p.measured_s) {
-    j["measured_step_ms"] = *p.measured_s * 1e3;
-    j["error_percent"] = 100 * (p.step.seconds - *p.measured_s) / *p.measured_s;
+    ms = *p.measured_s * 1e3;
+    error = 100 * (p.step.seconds - *p.measured_s) / *p.measured_s;
   }
-  return j;
+  io.optional_number("measured_step_ms", ms);
+  if constexpr (Io::kReading) {
+    if (ms) p.measured_s = *ms / 1e3;
+  }
+  // error_percent is read after the profile's figures (below), as it always was.
+  if constexpr (!Io::kReading) io.optional_number("error_percent", error);
+}
+
+template <class Io, class P>
+void prediction_fields(Io& io, P& p, int schema) {
+  io.text("device", p.device);
+  io.text("name", p.name);
+  io.kind("kind", p.kind);
+  io.flag("local", p.local);
+  io.text("model", p.model);
+  milliseconds(io, "step_ms", p.step.seconds);
+  milliseconds(io, "flops_ms", p.step.flops_seconds);
+  milliseconds(io, "bytes_ms", p.step.bytes_seconds);
+  milliseconds(io, "overhead_ms", p.step.overhead_seconds);
+  io.text("bound", p.step.bound);
+  measured_step_fields(io, p);
+  if (schema >= 2) {
+    io.optional_number("measured_epoch_s", p.measured_epoch_s);
+    io.flag("lower_bound", p.lower_bound);
+  }
+  // Files before the device profiles (0.2) have none of these.
+  if (io.present("profile")) io.text("profile", p.profile);
+  if (io.present("expected_error")) io.optional_number("expected_error", p.expected_error);
+  if (io.present("expected_worst_error"))
+    io.optional_number("expected_worst_error", p.expected_worst);
+  if (io.present("expected_error_at_least"))
+    io.flag("expected_error_at_least", p.expected_at_least);
+  if constexpr (Io::kReading) io.in.optional_number("error_percent");
+  io.texts("assumptions", p.assumptions);
+}
+
+json prediction_json(const DevicePrediction& p) {
+  FieldsOut out;
+  prediction_fields(out, p, 2);
+  return std::move(out.j);
 }
 
 DevicePrediction read_prediction(const JsonIn& in, int schema) {
+  FieldsIn io(in);
   DevicePrediction p;
-  p.device = in.text("device");
-  p.name = in.text("name");
-  p.kind = in.kind("kind");
-  p.local = in.flag("local");
-  p.model = in.text("model");
-  p.step.seconds = in.nullable("step_ms") / 1e3;
-  p.step.flops_seconds = in.nullable("flops_ms") / 1e3;
-  p.step.bytes_seconds = in.nullable("bytes_ms") / 1e3;
-  p.step.overhead_seconds = in.nullable("overhead_ms") / 1e3;
-  p.step.bound = in.text("bound");
-  if (const auto measured = in.optional_number("measured_step_ms")) p.measured_s = *measured / 1e3;
-  if (schema >= 2) {
-    p.measured_epoch_s = in.optional_number("measured_epoch_s");
-    p.lower_bound = in.flag("lower_bound");
-  }
-  // Files before the device profiles (0.2) have neither.
-  if (in.has("profile")) p.profile = in.text("profile");
-  if (in.has("expected_error")) p.expected_error = in.optional_number("expected_error");
-  if (in.has("expected_worst_error")) {
-    p.expected_worst = in.optional_number("expected_worst_error");
-  }
-  if (in.has("expected_error_at_least")) p.expected_at_least = in.flag("expected_error_at_least");
-  in.optional_number("error_percent");  // from step_ms and measured_step_ms: checked, not kept
-  p.assumptions = in.texts("assumptions");
+  prediction_fields(io, p, schema);
   return p;
 }
 
-// A data-parallel prediction on an instance's devices (null for a single-device instance).
 constexpr auto scale_out_fields = [](auto& io, auto& x) {
   io.integer("devices", x.devices);
   io.text("link", x.link);
