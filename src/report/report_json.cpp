@@ -1,5 +1,7 @@
-// The report document and the training result as JSON. Each record has one writer and one reader
-// here, next to each other, so that a field added to one is seen missing from the other.
+// The report document and the training result as JSON. Each record's fields are listed once
+// (report/json_fields.h), and both the writer and the reader run that list; a reader-only line
+// beside it reads what older files wrote differently. The result's lists are
+// report/result_fields.h.
 #include "report/report_json.h"
 
 #include <fmt/format.h>
