@@ -1,166 +1,174 @@
-// One field list per record, run both ways: a record's fields are listed once, in a function
-// template `fields(io, record)`, and a JsonWriter (the record to JSON) or a JsonReader (JSON to the
-// record, through JsonIn's checks: a wrong field names the file, the place and the field) runs it.
-// Writing, the record is const; reading, it is filled. What only one direction does stays beside
-// the list and says so: a figure derived for readers of the file (written only), an older
-// schema's key or a key that older files lack (read where present).
+// A record's fields listed once, for writing and for reading back. A record has one function
+// template, `template <class Io, class R> void fields(Io& io, R& r)`, that names each field:
+// `io.number("median", r.median); io.nullable("mean", r.mean); ...`. FieldsOut (R const) puts
+// each into a JSON object; FieldsIn (R mutable) reads each through JsonIn's checks, so an error
+// still names the file, the place and the field. Reads only a reader needs (an older file's key,
+// a figure checked but not kept) sit beside the list under `if constexpr (Io::kReading)`.
 #pragma once
 
+#include <cstdint>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "report/json_in.h"
 
 namespace xo {
 
-class JsonWriter {
+// Whether `Io` reads (for the reader-only lines of a field list written as a generic lambda:
+// `if constexpr (kReads<decltype(io)>)`).
+template <class Io>
+constexpr bool kReads = std::remove_cvref_t<Io>::kReading;
+
+class FieldsOut {
+  using json = nlohmann::json;
+
  public:
   static constexpr bool kReading = false;
-  explicit JsonWriter(nlohmann::json& j) : j_(j) {}
 
-  // A number, an integer, a text or a flag, as it is.
-  template <typename T>
-  void value(const char* key, const T& v) {
-    j_[key] = v;
+  // Every number, integer, text and flag as it is (a NaN number dumps as null).
+  template <class T>
+  void number(const char* key, const T& v) {
+    j[key] = v;
   }
-  // Written as every file since it: read only where present (older files lack it).
-  template <typename T>
-  void since(const char* key, const T& v) {
-    j_[key] = v;
+  template <class T>
+  void integer(const char* key, const T& v) {
+    j[key] = v;
   }
-  // A figure that may not have been measured: null for NaN (JSON has no NaN).
-  void nullable(const char* key, const double& v) { j_[key] = number_or_null(v); }
-  // A figure that may be absent from the record: null then.
+  void text(const char* key, const std::string& v) { j[key] = v; }
+  void flag(const char* key, bool v) { j[key] = v; }
+  // Not finite: null (JSON has no NaN).
+  void nullable(const char* key, double v) { j[key] = number_or_null(v); }
   void optional_number(const char* key, const std::optional<double>& v) {
-    j_[key] = v ? number_or_null(*v) : nlohmann::json();
+    j[key] = v ? number_or_null(*v) : json();
   }
-  void optional_number_since(const char* key, const std::optional<double>& v) {
-    optional_number(key, v);
+  void optional_integer(const char* key, const std::optional<int64_t>& v) {
+    j[key] = v ? json(*v) : json();
   }
-  void texts(const char* key, const std::vector<std::string>& v) { j_[key] = v; }
-  void nullable_since(const char* key, const double& v) { j_[key] = number_or_null(v); }
-  // For the file's readers only (derived from other fields): not read back.
-  template <typename T>
-  void derived(const char* key, const T& v) {
-    j_[key] = v;
+  void optional_text(const char* key, const std::optional<std::string>& v) {
+    j[key] = v ? json(*v) : json();
   }
-  // A nested object, its own fields listed by `f(io)`.
-  template <typename F>
-  void object(const char* key, F&& f) {
-    nlohmann::json sub = nlohmann::json::object();
-    JsonWriter w(sub);
-    f(w);
-    j_[key] = std::move(sub);
+  // Absent from older files (NaN there); written like nullable.
+  void nullable_or_absent(const char* key, double v) { nullable(key, v); }
+  void kind(const char* key, DeviceKind v) { j[key] = device_kind_name(v); }
+  void texts(const char* key, const std::vector<std::string>& v) { j[key] = v; }
+  // Name/value pairs as an object's keys (libraries and their versions).
+  void pairs(const char* key, const std::vector<std::pair<std::string, std::string>>& v) {
+    j[key] = json::object();
+    for (const auto& [k, x] : v) j[key][k] = x;
   }
-  // A nested object that older files lack (read where present), or that may be null (read where
-  // it is an object).
-  template <typename F>
-  void object_since(const char* key, F&& f) {
-    object(key, f);
+  void numbers(const char* key, const std::vector<double>& v) { j[key] = v; }
+  void optional_numbers(const char* key, const std::vector<std::optional<double>>& v) {
+    j[key] = json::array();
+    for (const auto& x : v) j[key].push_back(x ? number_or_null(*x) : json());
   }
-  template <typename F>
-  void nullable_object(const char* key, F&& f) {
-    object(key, f);
+  void number_rows(const char* key, const std::vector<std::vector<double>>& v) { j[key] = v; }
+  // Whether a file has `key`: every file this writer writes has.
+  bool present(const char*) const { return true; }
+  // A nested record and an array of records, each through its own field list.
+  template <class R, class Fields>
+  void object(const char* key, const R& r, Fields fields) {
+    j[key] = write(r, fields);
   }
-  // A nested object that is null where `present` is false (a run without early stopping, say);
-  // reading, `f` runs only where it is an object.
-  template <typename F>
-  bool optional_object(const char* key, bool present, F&& f) {
-    if (!present) {
-      j_[key] = nullptr;
-      return false;
-    }
-    object(key, f);
-    return true;
+  // A nested record, or null where `written` is false; returns `written`.
+  template <class R, class Fields>
+  bool object_or_null(const char* key, bool written, const R& r, Fields fields) {
+    j[key] = written ? write(r, fields) : json();
+    return written;
   }
-  // An array of records, each listed by `f(io, element)`.
-  template <typename T, typename F>
-  void array(const char* key, const std::vector<T>& items, F&& f) {
-    nlohmann::json a = nlohmann::json::array();
-    for (const T& item : items) {
-      nlohmann::json e = nlohmann::json::object();
-      JsonWriter w(e);
-      f(w, item);
-      a.push_back(std::move(e));
-    }
-    j_[key] = std::move(a);
+  template <class R, class Fields>
+  void objects(const char* key, const std::vector<R>& rows, Fields fields) {
+    j[key] = json::array();
+    for (const R& r : rows) j[key].push_back(write(r, fields));
   }
-  nlohmann::json& json() { return j_; }
 
- private:
-  nlohmann::json& j_;
+  template <class R, class Fields>
+  static json write(const R& r, Fields fields) {
+    FieldsOut out;
+    fields(out, r);
+    return std::move(out.j);
+  }
+
+  json j = json::object();
 };
 
-class JsonReader {
+class FieldsIn {
  public:
   static constexpr bool kReading = true;
-  explicit JsonReader(const JsonIn& in) : in_(in) {}
 
-  void value(const char* key, std::string& v) { v = in_.text(key); }
-  void value(const char* key, int64_t& v) { v = in_.integer(key); }
-  void value(const char* key, int& v) { v = in_.int_integer(key); }
-  void value(const char* key, bool& v) { v = in_.flag(key); }
-  void value(const char* key, double& v) { v = in_.number(key); }
-  template <typename T>
-  void since(const char* key, T& v) {
-    if (in_.has(key)) value(key, v);
-  }
-  void nullable(const char* key, double& v) { v = in_.nullable(key); }
-  void optional_number(const char* key, std::optional<double>& v) { v = in_.optional_number(key); }
-  void optional_number_since(const char* key, std::optional<double>& v) {
-    if (in_.has(key)) v = in_.optional_number(key);
-  }
-  void texts(const char* key, std::vector<std::string>& v) { v = in_.texts(key); }
-  void nullable_since(const char* key, double& v) {
-    if (in_.has(key)) v = in_.nullable(key);
-  }
-  template <typename T>
-  void derived(const char*, const T&) {}
-  template <typename F>
-  void object(const char* key, F&& f) {
-    if (const auto sub = in_.object(key)) {
-      JsonReader r(*sub);
-      f(r);
-    }
-  }
-  template <typename F>
-  void object_since(const char* key, F&& f) {
-    if (!in_.has(key)) return;
-    if (const auto sub = in_.object(key)) {
-      JsonReader r(*sub);
-      f(r);
-    }
-  }
-  template <typename F>
-  void nullable_object(const char* key, F&& f) {
-    if (const auto sub = in_.object(key, /*optional=*/true)) {
-      JsonReader r(*sub);
-      f(r);
-    }
-  }
-  // Read where the key is there and holds an object; false where it is absent or null.
-  template <typename F>
-  bool optional_object(const char* key, bool, F&& f) {
-    const auto sub = in_.has(key) ? in_.object(key, /*optional=*/true) : std::nullopt;
-    if (!sub) return false;
-    JsonReader r(*sub);
-    f(r);
-    return true;
-  }
-  template <typename T, typename F>
-  void array(const char* key, std::vector<T>& items, F&& f) {
-    for (const JsonIn& e : in_.objects(key)) {
-      JsonReader r(e);
-      items.emplace_back();
-      f(r, items.back());
-    }
-  }
-  const JsonIn& in() const { return in_; }
+  explicit FieldsIn(const JsonIn& source) : in(source) {}
 
- private:
-  const JsonIn& in_;
+  void number(const char* key, double& v) const { v = in.number(key); }
+  void integer(const char* key, int64_t& v) const { v = in.integer(key); }
+  void integer(const char* key, int& v) const { v = in.int_integer(key); }
+  void text(const char* key, std::string& v) const { v = in.text(key); }
+  void flag(const char* key, bool& v) const { v = in.flag(key); }
+  void nullable(const char* key, double& v) const { v = in.nullable(key); }
+  void optional_number(const char* key, std::optional<double>& v) const {
+    v = in.optional_number(key);
+  }
+  void optional_integer(const char* key, std::optional<int64_t>& v) const {
+    v = in.optional_integer(key);
+  }
+  void optional_text(const char* key, std::optional<std::string>& v) const {
+    v = in.optional_text(key);
+  }
+  void nullable_or_absent(const char* key, double& v) const {
+    v = in.has(key) ? in.nullable(key) : std::numeric_limits<double>::quiet_NaN();
+  }
+  void kind(const char* key, DeviceKind& v) const { v = in.kind(key); }
+  void texts(const char* key, std::vector<std::string>& v) const { v = in.texts(key); }
+  void pairs(const char* key, std::vector<std::pair<std::string, std::string>>& v) const {
+    if (const auto o = in.object(key)) v = o->other_texts({});
+  }
+  void numbers(const char* key, std::vector<double>& v) const { v = in.numbers(key); }
+  void optional_numbers(const char* key, std::vector<std::optional<double>>& v) const {
+    v = in.optional_numbers(key);
+  }
+  void number_rows(const char* key, std::vector<std::vector<double>>& v) const {
+    v = in.number_rows(key);
+  }
+  bool present(const char* key) const { return in.has(key); }
+  template <class R, class Fields>
+  void object(const char* key, R& r, Fields fields) const {
+    if (const auto o = in.object(key)) read(*o, r, fields);
+  }
+  // Reads the record where it is there and not null; returns whether it did.
+  template <class R, class Fields>
+  bool object_or_null(const char* key, bool, R& r, Fields fields) const {
+    const auto o = in.object(key, /*optional=*/true);
+    if (o) read(*o, r, fields);
+    return o.has_value();
+  }
+  template <class R, class Fields>
+  void objects(const char* key, std::vector<R>& rows, Fields fields) const {
+    for (const JsonIn& o : in.objects(key)) read(o, rows.emplace_back(), fields);
+  }
+
+  template <class R, class Fields>
+  static void read(const JsonIn& source, R& r, Fields fields) {
+    FieldsIn io(source);
+    fields(io, r);
+  }
+
+  const JsonIn& in;
 };
+
+// Writes `r` through its field list.
+template <class R, class Fields>
+nlohmann::json fields_json(const R& r, Fields fields) {
+  return FieldsOut::write(r, fields);
+}
+// Reads a record through its field list.
+template <class R, class Fields>
+R read_fields(const JsonIn& in, Fields fields) {
+  R r;
+  FieldsIn::read(in, r, fields);
+  return r;
+}
 
 }  // namespace xo

@@ -14,17 +14,16 @@
 
 namespace xo {
 
-nlohmann::json to_json(const TrainResult& r);  // crossover.train/2, the result alone
-
-// `crossover train --json` (crossover.train/2): the result, the machine it trained on, and the
-// other processes' load on its cores while it trained (the timings are marked contaminated from a
-// quarter of a core on). Files written before the machine was recorded read without it.
+// `crossover train --json`'s document: the result, the machine it ran on, and the load of other
+// processes on its CPUs (null where not sampled) with what that load says of its timings.
 struct TrainDocument {
   TrainResult result;
   MachineInfo machine;
-  std::optional<double> mean_other_cores;  // none where the load could not be read
+  std::optional<double> mean_other_cores;
   bool timings_contaminated = false;
 };
+
+nlohmann::json to_json(const TrainResult& r);  // crossover.train/2, without the machine
 nlohmann::json to_json(const TrainDocument& doc);
 // One row of the validation table (advisor/profile_predict.h) as results.json and
 // `crossover validate --json` write it.
@@ -42,7 +41,8 @@ Report read_report(const nlohmann::json& doc, const std::string& origin,
                    ReadMode mode = ReadMode::Strict);
 
 // A `crossover train --json` file (crossover.train/2), read strictly; `origin` names the file.
-TrainDocument read_train_document(const std::string& text, const std::string& origin);
 TrainResult read_train_result(const std::string& text, const std::string& origin);
+// The same file whole; files written before the machine was recorded must have it all the same.
+TrainDocument read_train_document(const std::string& text, const std::string& origin);
 
 }  // namespace xo

@@ -11,10 +11,10 @@
 namespace xo {
 
 nlohmann::json to_json(const TuneRecord& r);
-// The document a search writes: the record and the machine it ran on.
+// The same with the machine the search ran on (`machine`), as a search writes its results.json.
 nlohmann::json to_json(const TuneRecord& r, const MachineInfo& machine);
-// Throws UserError naming `origin`, the place and the field; the key `machine`, the search's
-// machine rather than its record, is not read.
+// Throws UserError naming `origin`, the place and the field; the keys `machine` and `manifest`,
+// which the command adds around the record, are not part of it.
 TuneRecord read_tune_record(const std::string& text, const std::string& origin);
 // One row per trial, best first (trials_by_objective), a column per varied key.
 std::string tune_csv(const TuneRecord& r);

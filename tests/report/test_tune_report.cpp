@@ -96,6 +96,19 @@ TEST(TuneReport, ResultsJsonReadsBackWhatWasWritten) {
   EXPECT_EQ(back.decisions.size(), 2u);
 }
 
+// A search writes the machine it ran on beside its record; the record reads back without it.
+TEST(TuneReport, TheMachineIsWrittenBesideTheRecord) {
+  const TuneRecord r = fixture();
+  MachineInfo machine;
+  machine.cpu = "Test CPU";
+  const nlohmann::json j = to_json(r, machine);
+  EXPECT_EQ(j["machine"]["cpu"], "Test CPU");
+  nlohmann::json without = j;
+  without.erase("machine");
+  EXPECT_EQ(without, to_json(r));
+  EXPECT_EQ(to_json(read_tune_record(j.dump(), "results.json")), to_json(r));
+}
+
 TEST(TuneReport, AnotherSchemaOrAMissingFieldIsNamed) {
   nlohmann::json j = to_json(fixture());
   j["schema"] = "crossover.report/2";
