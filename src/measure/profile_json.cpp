@@ -135,6 +135,80 @@ nlohmann::json to_json(const DeviceProfile& p) {
           {"measured", measured}};
 }
 
+namespace {
+
+// The peaks the profile's device was probed at and the engine's rules for its threads.
+void read_peaks_and_policy(const Fields& f, const std::string& origin, DeviceProfile& p) {
+  const Fields e(f.at("peaks"), origin, "peaks");
+  p.peaks.device = e.text("device");
+  p.peaks.name = e.text("name");
+  p.peaks.threads = static_cast<int>(e.integer("threads", 0, kMaxInt));
+  p.peaks.matmul_gflops = e.number("matmul_gflops", 1e-9);
+  p.peaks.matmul_n = e.integer("matmul_n", 0, kMaxInt);
+  p.peaks.bandwidth_gbs = e.number("bandwidth_gbs", 1e-9);
+  p.peaks.step_overhead_us = e.number("step_overhead_us");
+  p.peaks.layer_overhead_us = e.number("layer_overhead_us");
+  p.peaks.probed = e.text("probed");
+  const Fields r(f.at("policy"), origin, "policy");
+  p.policy.shard_threads = static_cast<int>(r.integer("shard_threads", 1, 4096));
+  p.policy.min_shard_batch = r.integer("min_shard_batch", 0, kMaxInt);
+  p.policy.min_shard_flops = r.number("min_shard_flops");
+  p.policy.max_shard_flops = r.number("max_shard_flops");
+  p.policy.single_thread_flops = r.number("single_thread_flops");
+}
+
+// A step's fixed costs: the launched step's, a shard fork's, and on a GPU the recorded step's and
+// a graph node's, with the multiprocessors and clock they were measured at.
+void read_fixed_costs(const Fields& f, DeviceProfile& p) {
+  p.step_fixed_us = f.number("step_fixed_us");
+  p.shard_fork_us = f.number("shard_fork_us");
+  p.graph_step_fixed_us = f.optional_number("graph_step_fixed_us");
+  p.graph_node_us = f.optional_number("graph_node_us");
+  if (const double sms = f.optional_number("sm_count"); sms <= 100000) {
+    p.sm_count = static_cast<int>(sms);
+  } else {
+    f.fail("sm_count", fmt::format("{} (expected at most 100000)", sms));
+  }
+  p.clock_mhz = f.optional_number("clock_mhz");
+}
+
+KernelSample read_sample(const Fields& e) {
+  KernelSample s;
+  s.op = e.text("op");
+  if (s.op.empty()) e.fail("op", "empty");
+  s.variant = e.text("variant");
+  s.batch = e.integer("batch", 1, std::numeric_limits<int64_t>::max() / 2);
+  s.shards = static_cast<int>(e.integer("shards", 1, 4096));
+  s.in_size = e.number("in_size");
+  s.out_size = e.number("out_size");
+  s.flops = e.number("flops");
+  s.bytes = e.number("bytes");
+  s.matmul_flops = e.number("matmul_flops");
+  s.forward_us = e.number("forward_us");
+  s.backward_us = e.number("backward_us");
+  s.graph_forward_us = e.optional_number("graph_forward_us");
+  s.graph_backward_us = e.optional_number("graph_backward_us");
+  return s;
+}
+
+MeasuredStep read_measured(const Fields& e, const json& j) {
+  MeasuredStep m;
+  m.model = e.text("model");
+  m.batch = e.integer("batch", 1, std::numeric_limits<int64_t>::max() / 2);
+  m.step_ms = e.number("step_ms", 1e-12);
+  m.source = e.text("source");
+  if (j.contains("spec_toml")) m.spec_toml = e.text("spec_toml");
+  m.slowest_ms = e.optional_number("slowest_ms");
+  if (m.slowest_ms > 0 && m.slowest_ms < m.step_ms) {
+    e.fail("slowest_ms", fmt::format("{} is below step_ms {} (expected the slowest of the runs "
+                                     "whose fastest is step_ms)",
+                                     m.slowest_ms, m.step_ms));
+  }
+  return m;
+}
+
+}  // namespace
+
 DeviceProfile profile_from_json(const json& j, const std::string& origin) {
   const Fields f(j, origin, "");
   if (f.text("schema") != kProfileSchema) {
@@ -153,72 +227,16 @@ DeviceProfile profile_from_json(const json& j, const std::string& origin) {
   p.date = f.text("date");
   p.library = f.text("library");
   p.note = f.text("note");
-  {
-    const Fields e(f.at("peaks"), origin, "peaks");
-    p.peaks.device = e.text("device");
-    p.peaks.name = e.text("name");
-    p.peaks.threads = static_cast<int>(e.integer("threads", 0, kMaxInt));
-    p.peaks.matmul_gflops = e.number("matmul_gflops", 1e-9);
-    p.peaks.matmul_n = e.integer("matmul_n", 0, kMaxInt);
-    p.peaks.bandwidth_gbs = e.number("bandwidth_gbs", 1e-9);
-    p.peaks.step_overhead_us = e.number("step_overhead_us");
-    p.peaks.layer_overhead_us = e.number("layer_overhead_us");
-    p.peaks.probed = e.text("probed");
-  }
-  {
-    const Fields e(f.at("policy"), origin, "policy");
-    p.policy.shard_threads = static_cast<int>(e.integer("shard_threads", 1, 4096));
-    p.policy.min_shard_batch = e.integer("min_shard_batch", 0, kMaxInt);
-    p.policy.min_shard_flops = e.number("min_shard_flops");
-    p.policy.max_shard_flops = e.number("max_shard_flops");
-    p.policy.single_thread_flops = e.number("single_thread_flops");
-  }
-  p.step_fixed_us = f.number("step_fixed_us");
-  p.shard_fork_us = f.number("shard_fork_us");
-  p.graph_step_fixed_us = f.optional_number("graph_step_fixed_us");
-  p.graph_node_us = f.optional_number("graph_node_us");
-  if (const double sms = f.optional_number("sm_count"); sms <= 100000) {
-    p.sm_count = static_cast<int>(sms);
-  } else {
-    f.fail("sm_count", fmt::format("{} (expected at most 100000)", sms));
-  }
-  p.clock_mhz = f.optional_number("clock_mhz");
+  read_peaks_and_policy(f, origin, p);
+  read_fixed_costs(f, p);
   const json& samples = f.array("samples");
   for (size_t i = 0; i < samples.size(); ++i) {
-    const Fields e(samples[i], origin, fmt::format("samples[{}]", i));
-    KernelSample s;
-    s.op = e.text("op");
-    if (s.op.empty()) e.fail("op", "empty");
-    s.variant = e.text("variant");
-    s.batch = e.integer("batch", 1, std::numeric_limits<int64_t>::max() / 2);
-    s.shards = static_cast<int>(e.integer("shards", 1, 4096));
-    s.in_size = e.number("in_size");
-    s.out_size = e.number("out_size");
-    s.flops = e.number("flops");
-    s.bytes = e.number("bytes");
-    s.matmul_flops = e.number("matmul_flops");
-    s.forward_us = e.number("forward_us");
-    s.backward_us = e.number("backward_us");
-    s.graph_forward_us = e.optional_number("graph_forward_us");
-    s.graph_backward_us = e.optional_number("graph_backward_us");
-    p.samples.push_back(std::move(s));
+    p.samples.push_back(read_sample(Fields(samples[i], origin, fmt::format("samples[{}]", i))));
   }
   const json& measured = f.array("measured");
   for (size_t i = 0; i < measured.size(); ++i) {
     const Fields e(measured[i], origin, fmt::format("measured[{}]", i));
-    MeasuredStep m;
-    m.model = e.text("model");
-    m.batch = e.integer("batch", 1, std::numeric_limits<int64_t>::max() / 2);
-    m.step_ms = e.number("step_ms", 1e-12);
-    m.source = e.text("source");
-    if (measured[i].contains("spec_toml")) m.spec_toml = e.text("spec_toml");
-    m.slowest_ms = e.optional_number("slowest_ms");
-    if (m.slowest_ms > 0 && m.slowest_ms < m.step_ms) {
-      e.fail("slowest_ms", fmt::format("{} is below step_ms {} (expected the slowest of the runs "
-                                       "whose fastest is step_ms)",
-                                       m.slowest_ms, m.step_ms));
-    }
-    p.measured.push_back(std::move(m));
+    p.measured.push_back(read_measured(e, measured[i]));
   }
   return p;
 }
