@@ -745,4 +745,89 @@ TrainDocument read_train_document(const std::string& text, const std::string& or
   return read_fields<TrainDocument>(JsonIn(doc, "", source), train_document_fields);
 }
 
+namespace {
+
+constexpr const char* kAllreduceSchema = "crossover.allreduce/1";
+
+// A measured link in the units the file shows (us, GB/s): its latency, and by message size the
+// point-to-point rate and the rate of the sum's additions.
+constexpr auto link_fields = [](auto& io, auto& link) {
+  io.text("name", link.name);
+  double latency_us = link.latency_s * 1e6;
+  io.number("latency_us", latency_us);
+  if constexpr (kReads<decltype(io)>) link.latency_s = latency_us / 1e6;
+};
+
+template <class Io, class R>
+void link_sample_fields(Io& io, R& l, int ranks) {
+  io.number("bytes", l.bytes);
+  if constexpr (!kReads<Io>) io.number("message_bytes", l.bytes * ranks);
+  double gbs = l.bytes_per_s / 1e9, reduce_gbs = 1e-9 / std::max(l.reduce_s_per_byte, 1e-18);
+  io.number("gbs", gbs);
+  io.number("reduce_gbs", reduce_gbs);
+  if constexpr (kReads<Io>) {
+    l.bytes_per_s = gbs * 1e9;
+    l.reduce_s_per_byte = 1e-9 / reduce_gbs;
+  }
+}
+
+template <class Io, class R>
+void allreduce_size_fields(Io& io, R& row, int ranks) {
+  io.integer("bytes", row.bytes);
+  double measured_ms = row.measured_s * 1e3, predicted_ms = row.predicted_s * 1e3;
+  io.number("measured_ms", measured_ms);
+  io.number("predicted_ms", predicted_ms);
+  if constexpr (kReads<Io>) {
+    row.measured_s = measured_ms / 1e3;
+    row.predicted_s = predicted_ms / 1e3;
+  } else {
+    const double b = static_cast<double>(row.bytes);
+    io.number("algbw_gbs", b / row.measured_s / 1e9);
+    io.number("busbw_gbs", allreduce_bus_bandwidth(b, ranks, row.measured_s) / 1e9);
+    io.number("error", row.error());
+  }
+}
+
+constexpr auto allreduce_fields = [](auto& io, auto& d) {
+  auto& r = d.record;
+  io.text("created", d.created);
+  io.integer("ranks", r.ranks);
+  io.integer("local_ranks", r.local_ranks);
+  io.integer("repeat", r.repeat);
+  io.object("link", r.link, link_fields);
+  const int ranks = r.ranks;
+  io.objects("link_by_size", r.link.samples,
+             [ranks](auto& s_io, auto& s) { link_sample_fields(s_io, s, ranks); });
+  io.objects("sizes", r.sizes,
+             [ranks](auto& s_io, auto& s) { allreduce_size_fields(s_io, s, ranks); });
+  io.number("median_abs_error", r.median_abs_error);
+  io.number("worst_abs_error", r.worst_abs_error);
+  io.object("machine", d.machine, machine_fields);
+};
+
+}  // namespace
+
+json to_json(const AllreduceDocument& doc) {
+  json j = fields_json(doc, allreduce_fields);
+  j["schema"] = kAllreduceSchema;
+  return j;
+}
+
+AllreduceDocument read_allreduce_document(const std::string& text, const std::string& origin) {
+  const json doc = parse_report_json(text, origin);
+  if (doc.is_discarded() || !doc.is_object() || !doc.contains("schema") ||
+      doc["schema"] != kAllreduceSchema) {
+    throw UserError(fmt::format("{}: not a crossover allreduce --json file (expected schema '{}')",
+                                origin, kAllreduceSchema));
+  }
+  const JsonSource source{origin, ReadMode::Strict};
+  AllreduceDocument d = read_fields<AllreduceDocument>(JsonIn(doc, "", source), allreduce_fields);
+  // The link's rate where no size is given: its largest sample's, as measured.
+  if (!d.record.link.samples.empty()) {
+    d.record.link.bytes_per_s = d.record.link.samples.back().bytes_per_s;
+    d.record.link.reduce_s_per_byte = d.record.link.samples.back().reduce_s_per_byte;
+  }
+  return d;
+}
+
 }  // namespace xo

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 
+#include "advisor/link_probe.h"
 #include "report/document.h"
 #include "report/json_in.h"
 
@@ -44,5 +45,16 @@ Report read_report(const nlohmann::json& doc, const std::string& origin,
 TrainResult read_train_result(const std::string& text, const std::string& origin);
 // The same file whole; files written before the machine was recorded must have it all the same.
 TrainDocument read_train_document(const std::string& text, const std::string& origin);
+
+// `crossover allreduce --json` (crossover.allreduce/1): the link and MPI's all-reduce measured on
+// the job's ranks against the ring model, with the machine and when. Each size's rates and error,
+// and each link sample's message size, are derived for the file's readers and not read back.
+struct AllreduceDocument {
+  AllreduceRecord record;
+  MachineInfo machine;
+  std::string created;
+};
+nlohmann::json to_json(const AllreduceDocument& doc);
+AllreduceDocument read_allreduce_document(const std::string& text, const std::string& origin);
 
 }  // namespace xo

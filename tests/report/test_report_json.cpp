@@ -432,5 +432,43 @@ TEST(ReportJson, LenientReadingOfAnythingNeverThrows) {
   EXPECT_EQ(r.manifest->build.commit, "8ded193-dirty");
 }
 
+// `crossover allreduce --json`: the link and each size in the file's units, read back into the
+// record; the rates and errors derived for the file's readers are written, not read.
+TEST(ReportJson, TheAllreduceDocumentIsWrittenAndReadBackThroughOneList) {
+  AllreduceDocument doc;
+  doc.created = "2026-11-26T21:00:00Z";
+  doc.machine.cpu = "Test CPU";
+  AllreduceRecord& r = doc.record;
+  r.ranks = 2;
+  r.local_ranks = 2;
+  r.repeat = 20;
+  r.link.name = "shared memory (one machine, measured)";
+  r.link.latency_s = 2.5e-6;
+  r.link.samples = {{4096, 4e9, 1e-10}, {65536, 8e9, 2e-10}};
+  r.sizes = {{8192, 4e-6, 5e-6}, {131072, 2e-5, 1.8e-5}};
+  r.median_abs_error = 0.15;
+  r.worst_abs_error = 0.25;
+  const json written = to_json(doc);
+  EXPECT_EQ(written["schema"], "crossover.allreduce/1");
+  EXPECT_DOUBLE_EQ(written["link"]["latency_us"].get<double>(), 2.5);
+  EXPECT_DOUBLE_EQ(written["link_by_size"][1]["message_bytes"].get<double>(), 131072);
+  EXPECT_DOUBLE_EQ(written["sizes"][0]["measured_ms"].get<double>(), 4e-3);
+  EXPECT_DOUBLE_EQ(written["sizes"][0]["error"].get<double>(), 0.25);
+  EXPECT_DOUBLE_EQ(written["sizes"][0]["algbw_gbs"].get<double>(), 8192 / 4e-6 / 1e9);
+  const AllreduceDocument read = read_allreduce_document(written.dump(), "ar.json");
+  EXPECT_EQ(read.record.sizes.size(), 2u);
+  EXPECT_DOUBLE_EQ(read.record.sizes[1].predicted_s, 1.8e-5);
+  EXPECT_DOUBLE_EQ(read.record.link.samples[0].bytes_per_s, 4e9);
+  EXPECT_DOUBLE_EQ(read.record.link.bytes_per_s, 8e9);  // the largest sample's
+  EXPECT_EQ(read.machine.cpu, "Test CPU");
+  EXPECT_EQ(to_json(read).dump(), written.dump());
+  json bad = written;
+  bad["sizes"][1].erase("measured_ms");
+  testing::expect_user_error([&] { read_allreduce_document(bad.dump(), "bad.json"); },
+                             {"bad.json", "measured_ms", "missing"});
+  testing::expect_user_error([&] { read_allreduce_document("{}", "x.json"); },
+                             {"x.json", "not a crossover allreduce --json file"});
+}
+
 }  // namespace
 }  // namespace xo
