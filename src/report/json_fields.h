@@ -163,6 +163,12 @@ template <class R, class Fields>
 nlohmann::json fields_json(const R& r, Fields fields) {
   return FieldsOut::write(r, fields);
 }
+// A field list that depends on the file's schema (an older schema's keys), as a list for one
+// schema: `with_schema(sweep_fields, 2)`.
+template <class Fields>
+auto with_schema(Fields fields, int schema) {
+  return [fields, schema](auto& io, auto& r) { fields(io, r, schema); };
+}
 // Reads a record through its field list.
 template <class R, class Fields>
 R read_fields(const JsonIn& in, Fields fields) {

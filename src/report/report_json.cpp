@@ -336,17 +336,12 @@ void sweep_fields(Io& io, S& s, int schema) {
     io.objects("scaling", s.scaling, scaling_fields);
 }
 
-json sweep_json(const SweepRecord& s) {
-  FieldsOut out;
-  sweep_fields(out, s, 2);
-  return std::move(out.j);
-}
+constexpr auto sweep_list = [](auto& io, auto& r, int schema) { sweep_fields(io, r, schema); };
+
+json sweep_json(const SweepRecord& s) { return fields_json(s, with_schema(sweep_list, 2)); }
 
 SweepRecord read_sweep(const JsonIn& in, int schema) {
-  FieldsIn io(in);
-  SweepRecord s;
-  sweep_fields(io, s, schema);
-  return s;
+  return read_fields<SweepRecord>(in, with_schema(sweep_list, schema));
 }
 
 constexpr auto validation_entry_fields = [](auto& io, auto& e) {
@@ -461,17 +456,16 @@ void prediction_fields(Io& io, P& p, int schema) {
   io.texts("assumptions", p.assumptions);
 }
 
+constexpr auto prediction_list = [](auto& io, auto& r, int schema) {
+  prediction_fields(io, r, schema);
+};
+
 json prediction_json(const DevicePrediction& p) {
-  FieldsOut out;
-  prediction_fields(out, p, 2);
-  return std::move(out.j);
+  return fields_json(p, with_schema(prediction_list, 2));
 }
 
 DevicePrediction read_prediction(const JsonIn& in, int schema) {
-  FieldsIn io(in);
-  DevicePrediction p;
-  prediction_fields(io, p, schema);
-  return p;
+  return read_fields<DevicePrediction>(in, with_schema(prediction_list, schema));
 }
 
 constexpr auto scale_out_fields = [](auto& io, auto& x) {
@@ -563,17 +557,12 @@ void cost_fields(Io& io, C& c, int schema) {
   io.objects("break_even", c.break_even, break_even_fields);
 }
 
-json cost_json(const CostTable& c) {
-  FieldsOut out;
-  cost_fields(out, c, 2);
-  return std::move(out.j);
-}
+constexpr auto cost_list = [](auto& io, auto& r, int schema) { cost_fields(io, r, schema); };
+
+json cost_json(const CostTable& c) { return fields_json(c, with_schema(cost_list, 2)); }
 
 CostTable read_cost(const JsonIn& in, int schema) {
-  FieldsIn io(in);
-  CostTable c;
-  cost_fields(io, c, schema);
-  return c;
+  return read_fields<CostTable>(in, with_schema(cost_list, schema));
 }
 
 constexpr auto gpu_option_fields = [](auto& io, auto& g) {
