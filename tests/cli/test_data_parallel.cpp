@@ -564,8 +564,9 @@ TEST(DataParallel, AnInterruptedSweepAlongRanksContinues) {
   xo::testing::TempDir dir("dp-sweep-resume");
   std::ofstream(dir.path() / "spec.toml") << kMlp;
   const fs::path results = dir.path() / "out" / "results.json";
-  // ~2 s a point on this 2-core machine (a step is ~10 us).
-  const std::string args = "sweep spec.toml --vary ranks=1,2 --epochs 30000 --out out";
+  // 66,000 steps a point: a few seconds each on this 2-core machine, so the second point is still
+  // training when the first one's result appears and SIGINT comes.
+  const std::string args = "sweep spec.toml --vary ranks=1,2 --epochs 6000 --out out";
   std::vector<std::string> argv;
   for (size_t at = 0, next; at < args.size(); at = next + 1) {
     next = std::min(args.find(' ', at), args.size());
