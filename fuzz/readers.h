@@ -111,7 +111,7 @@ inline void read_peaks(const std::string& bytes, const std::string& origin) {
   nlohmann::json cache = parse_peaks_cache(bytes, origin);
   for (auto& [key, entry] : cache.items()) {
     try {
-      entry = to_json(peaks_from_json(entry));
+      entry = to_json(peaks_from_json(entry, origin));
     } catch (const nlohmann::json::exception&) {
     } catch (const UserError&) {
     }

@@ -25,6 +25,12 @@ const char* device_kind_name(DeviceKind kind);
 std::optional<DeviceKind> parse_device_kind(std::string_view name);
 // The kind of the device a backend id names ("cpu", "cuda:0").
 DeviceKind device_kind_of(std::string_view device_id);
+// How JSON documents name a kind (io/json_in.h's `named<DeviceKind>` finds these by lookup).
+inline const char* json_name(DeviceKind kind) { return device_kind_name(kind); }
+inline std::optional<DeviceKind> json_name_parse(std::string_view name, DeviceKind) {
+  return parse_device_kind(name);
+}
+inline const char* json_names_expected(DeviceKind) { return "\"cpu\" or \"gpu\""; }
 
 // What a device is, for tables, reports and results.json.
 struct DeviceInfo {

@@ -194,7 +194,7 @@ DevicePeaks device_peaks(Backend& be, bool reprobe, const std::filesystem::path&
   }
   if (!reprobe && cache.contains(key)) {
     try {
-      DevicePeaks p = peaks_from_json(cache[key]);
+      DevicePeaks p = peaks_from_json(cache[key], fmt::format("{} ({})", cache_file.string(), key));
       p.cached = true;
       if (p.matmul_gflops > 0 && p.bandwidth_gbs > 0) return p;
     } catch (const std::exception&) {

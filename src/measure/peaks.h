@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "io/json_fields.h"
 #include "measure/sampler.h"
 #include "model/model.h"
 
@@ -32,10 +33,27 @@ struct DevicePeaks {
 // The peaks of `device` in `peaks`, or null.
 const DevicePeaks* find_peaks(const std::vector<DevicePeaks>& peaks, const std::string& device);
 
+// The fields of a device's peaks, listed once (io/json_fields.h) for the peaks cache, a device
+// profile and results.json. `cached` (whether they came from the cache) is left out of a profile.
+template <class Io, class P>
+void peaks_fields(Io& io, P& p, bool with_cached) {
+  constexpr int64_t kMaxInt = std::numeric_limits<int>::max();
+  io.text("device", p.device);
+  io.text("name", p.name);
+  io.integer("threads", p.threads, Between{0, kMaxInt});
+  io.number("matmul_gflops", p.matmul_gflops, AtLeast{1e-9});
+  io.integer("matmul_n", p.matmul_n, Between{0, kMaxInt});
+  io.number("bandwidth_gbs", p.bandwidth_gbs, AtLeast{1e-9});
+  io.number("step_overhead_us", p.step_overhead_us, AtLeast{0});
+  io.number("layer_overhead_us", p.layer_overhead_us, AtLeast{0});
+  io.text("probed", p.probed);
+  if (with_cached) io.flag_or_absent("cached", p.cached);
+}
+
 nlohmann::json to_json(const DevicePeaks& p);
-// The inverse of to_json; throws nlohmann::json::exception naming a missing or mistyped field, or
-// UserError for an integer field out of its type's range.
-DevicePeaks peaks_from_json(const nlohmann::json& j);
+// The inverse of to_json: throws UserError naming `origin` and the field that is missing, of the
+// wrong type or out of its range.
+DevicePeaks peaks_from_json(const nlohmann::json& j, const std::string& origin);
 
 // The entries of a peaks cache file's text (`origin` names it). Throws UserError when the text is
 // not JSON, nests too deep (core/json_depth.h) or is not an object; an entry is not checked here.

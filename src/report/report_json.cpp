@@ -1,5 +1,5 @@
 // The report document and the training result as JSON. Each record's fields are listed once
-// (report/json_fields.h), and both the writer and the reader run that list; a reader-only line
+// (io/json_fields.h), and both the writer and the reader run that list; a reader-only line
 // beside it reads what older files wrote differently. The result's lists are
 // report/result_fields.h.
 #include "report/report_json.h"
@@ -14,8 +14,8 @@
 #include "advisor/scale_out.h"
 #include "core/error.h"
 #include "core/json_depth.h"
-#include "report/json_fields.h"
-#include "report/json_in.h"
+#include "io/json_fields.h"
+#include "io/json_in.h"
 #include "report/result_fields.h"
 
 namespace xo {
@@ -266,18 +266,7 @@ json manifest_json(const Manifest& m) { return fields_json(m, manifest_fields); 
 Manifest read_manifest(const JsonIn& in) { return read_fields<Manifest>(in, manifest_fields); }
 
 DevicePeaks read_peaks(const JsonIn& in) {
-  DevicePeaks p;
-  p.device = in.text("device");
-  p.name = in.text("name");
-  p.threads = in.int_integer("threads");
-  p.matmul_gflops = in.nullable("matmul_gflops");
-  p.matmul_n = in.integer("matmul_n");
-  p.bandwidth_gbs = in.nullable("bandwidth_gbs");
-  p.step_overhead_us = in.nullable("step_overhead_us");
-  p.layer_overhead_us = in.nullable("layer_overhead_us");
-  p.probed = in.text("probed");
-  p.cached = in.flag("cached");
-  return p;
+  return read_fields<DevicePeaks>(in, [](auto& io, auto& p) { peaks_fields(io, p, true); });
 }
 
 constexpr auto point_fields = [](auto& io, auto& p) {
@@ -432,7 +421,7 @@ template <class Io, class P>
 void prediction_fields(Io& io, P& p, int schema) {
   io.text("device", p.device);
   io.text("name", p.name);
-  io.kind("kind", p.kind);
+  io.named("kind", p.kind);
   io.flag("local", p.local);
   io.text("model", p.model);
   milliseconds(io, "step_ms", p.step.seconds);

@@ -11,7 +11,7 @@
 
 #include "advisor/link_probe.h"
 #include "report/document.h"
-#include "report/json_in.h"
+#include "io/json_in.h"
 
 namespace xo {
 

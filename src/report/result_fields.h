@@ -1,4 +1,4 @@
-// The fields of a training result (TrainResult), listed once (report/json_fields.h): the
+// The fields of a training result (TrainResult), listed once (io/json_fields.h): the
 // `crossover train --json` document (crossover.train/2) and each run of a report
 // (crossover.report/2) write and read them through these lists.
 //
@@ -14,7 +14,7 @@
 #include <initializer_list>
 
 #include "advisor/scale_out.h"
-#include "report/json_fields.h"
+#include "io/json_fields.h"
 #include "train/trainer.h"
 
 namespace xo::result_fields {
@@ -57,7 +57,7 @@ inline constexpr std::initializer_list<const char*> kDeviceInfoKeys = {"kind", "
 
 // The device's facts, its `details` as keys of their own beside them.
 inline constexpr auto device_info = [](auto& io, auto& d) {
-  io.kind("kind", d.kind);
+  io.named("kind", d.kind);
   io.text("name", d.name);
   io.integer("threads", d.threads);
   io.text("library", d.library);

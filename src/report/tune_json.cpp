@@ -1,5 +1,5 @@
 // A search's results.json (`crossover.tune/1`): each record's fields listed once
-// (report/json_fields.h), written and read back through the same list, and results.csv.
+// (io/json_fields.h), written and read back through the same list, and results.csv.
 #include "report/tune_json.h"
 
 #include <fmt/format.h>
@@ -8,8 +8,8 @@
 
 #include "core/json_depth.h"
 #include "report/csv.h"
-#include "report/json_fields.h"
-#include "report/json_in.h"
+#include "io/json_fields.h"
+#include "io/json_in.h"
 #include "report/report_json.h"
 
 namespace xo {

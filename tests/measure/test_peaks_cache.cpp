@@ -23,7 +23,7 @@ TEST(PeaksCache, AnEntryReadsBackWhatWasWritten) {
   p.probed = "2026-11-23T10:00:00Z";
   const nlohmann::json cache =
       parse_peaks_cache(nlohmann::json{{"key", to_json(p)}}.dump(2), "peaks.json");
-  const DevicePeaks q = peaks_from_json(cache.at("key"));
+  const DevicePeaks q = peaks_from_json(cache.at("key"), "peaks.json");
   EXPECT_EQ(q.threads, 2);
   EXPECT_EQ(q.matmul_n, 2048);
   EXPECT_EQ(q.bandwidth_gbs, 12.25);
@@ -44,15 +44,36 @@ TEST(PeaksCache, DamagedFilesAreUserErrorsNamingTheFile) {
 }
 
 TEST(PeaksCache, IntegersOutOfRangeAreRefusedNotCast) {
-  nlohmann::json entry = to_json(DevicePeaks{});
+  DevicePeaks peaks;
+  peaks.matmul_gflops = 100;
+  peaks.bandwidth_gbs = 10;
+  nlohmann::json entry = to_json(peaks);
   entry["threads"] = 1e300;  // get<int> would be a float-to-int cast: undefined behaviour
-  testing::expect_user_error([&] { peaks_from_json(entry); },
-                             {"threads: expected an integer from -2147483648 to 2147483647"});
+  testing::expect_user_error([&] { peaks_from_json(entry, "peaks.json"); },
+                             {"peaks.json: threads: expected an integer, found a number (1e+300)"});
   entry["threads"] = int64_t{1} << 40;
-  testing::expect_user_error([&] { peaks_from_json(entry); }, {"threads"});
+  testing::expect_user_error([&] { peaks_from_json(entry, "peaks.json"); }, {"threads"});
   entry["threads"] = 4;
   entry["matmul_n"] = UINT64_MAX;
-  testing::expect_user_error([&] { peaks_from_json(entry); }, {"matmul_n"});
+  testing::expect_user_error([&] { peaks_from_json(entry, "peaks.json"); }, {"matmul_n"});
+}
+
+// A rate of zero would make every prediction from it infinite: refused like a wrong type (the
+// cache is then probed again), and the same list reads a profile's and a report's peaks.
+TEST(PeaksCache, RatesMustBePositiveAndCachedMayBeAbsent) {
+  DevicePeaks peaks;
+  peaks.matmul_gflops = 100;
+  peaks.bandwidth_gbs = 10;
+  nlohmann::json entry = to_json(peaks);
+  entry.erase("cached");
+  EXPECT_FALSE(peaks_from_json(entry, "peaks.json").cached);
+  entry["bandwidth_gbs"] = 0;
+  testing::expect_user_error([&] { peaks_from_json(entry, "peaks.json"); },
+                             {"peaks.json: bandwidth_gbs: expected a number >= 1e-09, found a number (0)"});
+  entry["bandwidth_gbs"] = 10;
+  entry["step_overhead_us"] = -1;
+  testing::expect_user_error([&] { peaks_from_json(entry, "peaks.json"); },
+                             {"step_overhead_us: expected a number >= 0, found a number (-1)"});
 }
 
 }  // namespace

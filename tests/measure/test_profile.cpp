@@ -245,21 +245,21 @@ TEST(Profile, TheReaderNamesTheFileAndTheFieldThatIsWrong) {
   const std::vector<Case> cases = {
       {"schema", [](auto& j) { j["schema"] = "crossover.profile/9"; }, "hand.json: schema:"},
       {"missing id", [](auto& j) { j.erase("id"); }, "hand.json: id: missing"},
-      {"kind", [](auto& j) { j["kind"] = "tpu"; }, "hand.json: kind: 'tpu'"},
-      {"peaks", [](auto& j) { j["peaks"]["bandwidth_gbs"] = 0; }, "peaks.bandwidth_gbs"},
-      {"policy", [](auto& j) { j["policy"]["shard_threads"] = 0; }, "policy.shard_threads"},
+      {"kind", [](auto& j) { j["kind"] = "tpu"; }, "hand.json: kind: expected \"cpu\" or \"gpu\", found a string (\"tpu\")"},
+      {"peaks", [](auto& j) { j["peaks"]["bandwidth_gbs"] = 0; }, "hand.json: peaks: bandwidth_gbs: expected a number >= 1e-09, found a number (0)"},
+      {"policy", [](auto& j) { j["policy"]["shard_threads"] = 0; }, "policy: shard_threads: expected an integer from 1 to 4096"},
       {"negative time", [](auto& j) { j["samples"][0]["forward_us"] = -1; },
-       "samples[0].forward_us"},
-      {"batch", [](auto& j) { j["samples"][0]["batch"] = 1.5; }, "samples[0].batch"},
+       "samples[0]: forward_us: expected a number >= 0, found a number (-1)"},
+      {"batch", [](auto& j) { j["samples"][0]["batch"] = 1.5; }, "samples[0]: batch: expected an integer"},
       {"step", [](auto& j) { j["measured"][0]["step_ms"] = "fast"; },
-       "measured[0].step_ms: expected a number"},
-      {"samples", [](auto& j) { j["samples"] = 3; }, "samples: expected an array"},
+       "measured[0]: step_ms: expected a number"},
+      {"samples", [](auto& j) { j["samples"] = 3; }, "samples: expected an array, found a number (3)"},
       {"graph time", [](auto& j) { j["samples"][1]["graph_forward_us"] = -2; },
-       "samples[1].graph_forward_us"},
+       "samples[1]: graph_forward_us"},
       {"graph node", [](auto& j) { j["graph_node_us"] = "x"; }, "graph_node_us: expected a number"},
       {"sm count", [](auto& j) { j["sm_count"] = 1e300; }, "sm_count:"},
       {"slowest below fastest", [](auto& j) { j["measured"][0]["slowest_ms"] = 0.004; },
-       "measured[0].slowest_ms: 0.004 is below step_ms"},
+       "measured[0]: slowest_ms: expected at least step_ms (0.005)"},
   };
   for (const Case& c : cases) {
     nlohmann::json j = good;
@@ -291,6 +291,23 @@ TEST(Profile, TheShippedProfilesReadAndTheCpuOneMeasuredEveryBuiltInModel) {
   std::set<std::string> measured;
   for (const MeasuredStep& m : cpu->measured) measured.insert(m.model);
   for (const std::string& name : builtin_spec_names()) EXPECT_TRUE(measured.count(name)) << name;
+}
+
+// The one field list reads every committed profile and writes back the same document, plus the
+// fields the profile predates (a GPU's graph times, written as 0, what they read as).
+TEST(Profile, EveryShippedProfileWritesBackTheSameJson) {
+  const std::filesystem::path dir = std::filesystem::path(CROSSOVER_SOURCE_DIR) / "data/profiles";
+  int read = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    const nlohmann::json committed = nlohmann::json::parse(read_file(entry.path()));
+    const DeviceProfile p = profile_from_json(committed, entry.path().string());
+    for (const nlohmann::json& change : nlohmann::json::diff(committed, to_json(p))) {
+      EXPECT_EQ(change.at("op"), "add") << entry.path() << ": " << change.dump();
+      EXPECT_EQ(change.value("value", nlohmann::json()), 0) << entry.path() << ": " << change.dump();
+    }
+    ++read;
+  }
+  EXPECT_GE(read, 4);
 }
 
 TEST(Profile, TheCacheKeepsOneProfilePerDeviceAndFindsThisMachines) {

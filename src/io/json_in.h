@@ -1,10 +1,14 @@
 // A checked reader of JSON documents: every field read names the file, the place in the document
-// and the field when it is missing or of the wrong type (strict), or reads as missing (lenient,
-// to show whatever a damaged file still holds). Never operator[] on a const document.
+// and the field when it is missing, of the wrong type or out of its range (strict), or reads as
+// missing (lenient, to show whatever a damaged file still holds). Never operator[] on a const
+// document. An enum written by name (`named<E>`) is read through three functions declared beside
+// the enum and found by argument-dependent lookup: `json_name(E)`, `json_name_parse(string_view,
+// E)` (nullopt when no value has that name) and `json_names_expected(E)` ("\"cpu\" or \"gpu\"").
 #pragma once
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <initializer_list>
@@ -12,10 +16,10 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
-#include "backend/backend.h"
 #include "core/error.h"
 
 namespace xo {
@@ -80,13 +84,16 @@ class JsonIn {
     if (!v->is_string()) return fail(key, "a string or null", v), std::nullopt;
     return v->get<std::string>();
   }
-  // "cpu" or "gpu" (or "cuda", as files before 0.1.1 named a GPU).
-  DeviceKind kind(const char* key) const {
-    const json* v = find(key, "\"cpu\" or \"gpu\"");
-    if (!v) return DeviceKind::Cpu;
-    const auto kind = v->is_string() ? parse_device_kind(v->get<std::string>()) : std::nullopt;
-    if (!kind) return fail(key, "\"cpu\" or \"gpu\"", v), DeviceKind::Cpu;
-    return *kind;
+  // An enum's value by its name (see the top of this file); E{} where lenient.
+  template <class E>
+  E named(const char* key) const {
+    const char* expected = json_names_expected(E{});
+    const json* v = find(key, expected);
+    if (!v) return E{};
+    const std::optional<E> e =
+        v->is_string() ? json_name_parse(v->get<std::string>(), E{}) : std::nullopt;
+    if (!e) return fail(key, expected, v), E{};
+    return *e;
   }
   bool flag(const char* key) const {
     const json* v = find(key, "true or false");
@@ -99,6 +106,12 @@ class JsonIn {
     if (!v) return kNaN;
     if (!v->is_number()) return fail(key, "a number", v), kNaN;
     return v->get<double>();
+  }
+  // A number at least `min` (a time, a rate: `min` 0 or just above).
+  double number_at_least(const char* key, double min) const {
+    const double x = number(key);
+    if (!std::isfinite(x) || x < min) fail(key, fmt::format("a number >= {}", min).c_str(), find(key, ""));
+    return x;
   }
   // A number that the writer writes as null when it is not finite (NaN when null).
   double nullable(const char* key) const { return optional_number(key).value_or(kNaN); }
@@ -125,6 +138,15 @@ class JsonIn {
       return fail(key, "an integer that fits 32 bits", found), 0;
     }
     return static_cast<int>(v);
+  }
+  // An integer from `min` to `max`.
+  int64_t integer_between(const char* key, int64_t min, int64_t max) const {
+    const int64_t v = integer(key);
+    if (v < min || v > max) {
+      fail(key, fmt::format("an integer from {} to {}", min, max).c_str(), find(key, ""));
+      return std::clamp(v, min, max);
+    }
+    return v;
   }
   // An integer, or null (nullopt).
   std::optional<int64_t> optional_integer(const char* key) const {
@@ -239,16 +261,30 @@ class JsonIn {
     return out;
   }
 
-  // Reports a wrong field; returns normally only in lenient mode.
+  // Refuses a value that breaks a rule across fields (`expected` says the rule).
+  template <class T>
+  void refuse(const char* key, const std::string& expected, const T& found) const {
+    const json value = found;
+    fail(key, expected.c_str(), &value);
+  }
+  // Reports a wrong field; returns normally only in lenient mode. A number, a flag or a short
+  // string found is quoted after its type: `found a number (-1)`.
   void fail(const std::string& key, const char* expected, const json* found) const {
     if (source_.mode == ReadMode::Lenient) return;
     const std::string place = where_.empty() ? "" : where_ + ": ";
     const std::string field = key.empty() ? "" : key + ": ";
-    throw UserError(fmt::format("{}: {}{}expected {}, found {}", source_.origin, place, field,
-                                expected, found ? json_type_name(*found) : "nothing"));
+    throw UserError(fmt::format("{}: {}{}expected {}, found {}{}", source_.origin, place, field,
+                                expected, found ? json_type_name(*found) : "nothing",
+                                found ? quoted_value(*found) : ""));
   }
 
  private:
+  static std::string quoted_value(const json& v) {
+    if (v.is_number() || v.is_boolean()) return fmt::format(" ({})", v.dump());
+    if (v.is_string() && v.get_ref<const std::string&>().size() <= 40)
+      return fmt::format(" ({})", v.dump());
+    return "";
+  }
   const json* find(const char* key, const char* expected) const {
     if (!j_.is_object()) return nullptr;
     const auto it = j_.find(key);

@@ -3,7 +3,8 @@
 // `io.number("median", r.median); io.nullable("mean", r.mean); ...`. FieldsOut (R const) puts
 // each into a JSON object; FieldsIn (R mutable) reads each through JsonIn's checks, so an error
 // still names the file, the place and the field. Reads only a reader needs (an older file's key,
-// a figure checked but not kept) sit beside the list under `if constexpr (Io::kReading)`.
+// a figure checked but not kept) sit beside the list under `if constexpr (Io::kReading)`. A
+// field's range (`AtLeast`, `Between`) is checked where it is read; the writer ignores it.
 #pragma once
 
 #include <cstdint>
@@ -15,9 +16,17 @@
 #include <utility>
 #include <vector>
 
-#include "report/json_in.h"
+#include "io/json_in.h"
 
 namespace xo {
+
+// The range a figure read back must be in (the writer writes what it has).
+struct AtLeast {
+  double min;
+};
+struct Between {
+  int64_t min, max;
+};
 
 // Whether `Io` reads (for the reader-only lines of a field list written as a generic lambda:
 // `if constexpr (kReads<decltype(io)>)`).
@@ -54,7 +63,33 @@ class FieldsOut {
   }
   // Absent from older files (NaN there); written like nullable.
   void nullable_or_absent(const char* key, double v) { nullable(key, v); }
-  void kind(const char* key, DeviceKind v) { j[key] = device_kind_name(v); }
+  template <class T>
+  void number(const char* key, const T& v, AtLeast) {
+    j[key] = v;
+  }
+  template <class T>
+  void integer(const char* key, const T& v, Between) {
+    j[key] = v;
+  }
+  // Written always; 0 when an older file lacks it.
+  void number_or_zero(const char* key, double v, AtLeast) { j[key] = v; }
+  void integer_or_zero(const char* key, int v, Between) { j[key] = v; }
+  // Left out when 0 or empty (then 0 or empty when read).
+  void number_unless_zero(const char* key, double v, AtLeast) {
+    if (v != 0) j[key] = v;
+  }
+  void text_unless_empty(const char* key, const std::string& v) {
+    if (!v.empty()) j[key] = v;
+  }
+  // False when an older file lacks it.
+  void flag_or_absent(const char* key, bool v) { j[key] = v; }
+  // The document's one possible value (its schema): checked when read.
+  void constant(const char* key, const char* v) { j[key] = v; }
+  // An enum by its name (io/json_in.h's `named`).
+  template <class E>
+  void named(const char* key, E v) {
+    j[key] = json_name(v);
+  }
   void texts(const char* key, const std::vector<std::string>& v) { j[key] = v; }
   // Name/value pairs as an object's keys (libraries and their versions).
   void pairs(const char* key, const std::vector<std::pair<std::string, std::string>>& v) {
@@ -120,7 +155,40 @@ class FieldsIn {
   void nullable_or_absent(const char* key, double& v) const {
     v = in.has(key) ? in.nullable(key) : std::numeric_limits<double>::quiet_NaN();
   }
-  void kind(const char* key, DeviceKind& v) const { v = in.kind(key); }
+  void number(const char* key, double& v, AtLeast a) const { v = in.number_at_least(key, a.min); }
+  template <class Int>
+  void integer(const char* key, Int& v, Between b) const {
+    v = static_cast<Int>(in.integer_between(key, b.min, b.max));
+  }
+  void number_or_zero(const char* key, double& v, AtLeast a) const {
+    v = in.has(key) ? in.number_at_least(key, a.min) : 0;
+  }
+  void integer_or_zero(const char* key, int& v, Between b) const {
+    v = in.has(key) ? static_cast<int>(in.integer_between(key, b.min, b.max)) : 0;
+  }
+  // A rule across fields broken (reader-only lines): `io.refuse("slowest_ms", "at least ...", x)`.
+  template <class T>
+  void refuse(const char* key, const std::string& expected, const T& found) const {
+    in.refuse(key, expected, found);
+  }
+  void number_unless_zero(const char* key, double& v, AtLeast a) const {
+    number_or_zero(key, v, a);
+  }
+  void text_unless_empty(const char* key, std::string& v) const {
+    v = in.has(key) ? in.text(key) : std::string();
+  }
+  void flag_or_absent(const char* key, bool& v) const { v = in.has(key) && in.flag(key); }
+  void constant(const char* key, const char* v) const {
+    const std::string found = in.text(key);
+    if (found != v) {
+      const nlohmann::json value = found;
+      in.fail(key, fmt::format("'{}'", v).c_str(), &value);
+    }
+  }
+  template <class E>
+  void named(const char* key, E& v) const {
+    v = in.template named<E>(key);
+  }
   void texts(const char* key, std::vector<std::string>& v) const { v = in.texts(key); }
   void pairs(const char* key, std::vector<std::pair<std::string, std::string>>& v) const {
     if (const auto o = in.object(key)) v = o->other_texts({});
