@@ -7,7 +7,6 @@
 #include <string>
 
 #include "core/exit_codes.h"
-#include "measure/profile.h"
 
 namespace xo::cli {
 
@@ -55,12 +54,5 @@ class Progress {
   bool tty_;
   size_t last_width_ = 0;
 };
-
-// This machine's device profile (measure/profile.h): the cached one, else measured now (a
-// progress bar on `progress`) and cached; its id is the device's name and threads ("amd-epyc-2t").
-// With `models` (built-in names), a profile of those models' kernels and the grid, measured now
-// and not cached (it is not the whole device's).
-DeviceProfile local_profile(Backend& backend, bool reprofile, Progress* progress,
-                            const std::vector<std::string>& models = {});
 
 }  // namespace xo::cli

@@ -9,8 +9,10 @@
 #include "core/format.h"
 #include "measure/nvml.h"
 #include "measure/peaks.h"
+#include "measure/profile.h"
 #include "model/cost.h"
 #include "model/model.h"
+#include "report/machine.h"
 #include "report/table.h"
 
 namespace xo::cli {
@@ -53,7 +55,10 @@ int run_devices(const DevicesOptions& o) {
         p.cached ? "; --reprobe measures again" : "");
     if (!o.profile && !o.reprofile) continue;
     Progress progress;
-    const DeviceProfile profile = local_profile(*backend, o.reprofile, &progress);
+    const DeviceProfile profile = local_profile(
+        *backend, {o.reprofile, {}, machine_line(describe_machine())},
+        [&](double fraction, const std::string& text) { progress.bar(fraction, text); });
+    progress.clear();
     double shown = 0;
     for (const KernelSample& s : profile.samples) shown += s.total_us();
     fmt::print(

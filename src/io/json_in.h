@@ -110,7 +110,8 @@ class JsonIn {
   // A number at least `min` (a time, a rate: `min` 0 or just above).
   double number_at_least(const char* key, double min) const {
     const double x = number(key);
-    if (!std::isfinite(x) || x < min) fail(key, fmt::format("a number >= {}", min).c_str(), find(key, ""));
+    if (!std::isfinite(x) || x < min)
+      fail(key, fmt::format("a number >= {}", min).c_str(), find(key, ""));
     return x;
   }
   // A number that the writer writes as null when it is not finite (NaN when null).

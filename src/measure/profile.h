@@ -116,4 +116,19 @@ void store_profile(const DeviceInfo& device, const DeviceProfile& p,
                    const std::filesystem::path& cache_file);
 std::filesystem::path default_profile_cache();
 
+// What local_profile measures: `models` (built-in names; all when empty), `machine` in words (where
+// it is measured, report/machine.h's machine_line).
+struct LocalProfileOptions {
+  bool reprofile = false;
+  std::vector<std::string> models;
+  std::string machine;
+};
+// This machine's device profile: the cached one, else measured now (`progress(fraction, text)`
+// between samples) and cached, unless other processes kept the CPUs busy meanwhile (then a
+// warning, not cached); its id is the device's name and threads ("amd-epyc-2t"). With `models`, a
+// profile of those models' kernels and the grid, measured now and never cached (it is not the
+// whole device's).
+DeviceProfile local_profile(Backend& backend, const LocalProfileOptions& options,
+                            const std::function<void(double, const std::string&)>& progress = {});
+
 }  // namespace xo

@@ -1,6 +1,6 @@
 #include "report/machine.h"
 
-#include <fmt/core.h>
+#include <fmt/format.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -56,6 +56,12 @@ MachineInfo describe_machine() {
   m.devices = devices.available;
   m.devices_unavailable = devices.unavailable_reasons;
   return m;
+}
+
+std::string machine_line(const MachineInfo& m) {
+  return fmt::format("{}, {} logical CPUs, {:.0f} GiB, {}", m.cpu,
+                     m.logical_cpus ? std::to_string(*m.logical_cpus) : "?",
+                     m.memory_gib.value_or(0.0), m.os);
 }
 
 }  // namespace xo

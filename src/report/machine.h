@@ -26,5 +26,7 @@ struct MachineInfo {
 };
 
 MachineInfo describe_machine();
+// The machine in one line: CPU, logical CPUs, memory, OS (a device profile's `machine`).
+std::string machine_line(const MachineInfo& m);
 
 }  // namespace xo

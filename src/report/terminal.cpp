@@ -244,4 +244,30 @@ std::string advice_text(const std::vector<std::string>& advice) {
   return s;
 }
 
+std::string validation_markdown(const std::vector<ValidationRow>& rows) {
+  std::string md =
+      "| device | predicted from | model | predicted ms | measured ms | error |\n"
+      "|---|---|---|---:|---:|---:|\n";
+  for (const ValidationRow& r : rows) {
+    if (r.entries.empty()) {
+      md += fmt::format("| {} | {} | all | unmeasured | | {} |\n", r.device, r.how, r.unmeasured);
+      continue;
+    }
+    for (const auto& e : r.entries) {
+      md +=
+          fmt::format("| {} | {} | {}{} | {:.4g} | {:.4g} | {:+.1f}% |\n", r.device, r.how, e.model,
+                      e.unprofiled ? fmt::format(" ({} kernel(s) of a kind not in the profile: "
+                                                 "their roofline)",
+                                                 e.unprofiled)
+                                   : "",
+                      e.predicted_ms, e.measured_ms, 100 * e.error());
+    }
+    md += fmt::format(
+        "| {} | {} | **median / worst** | | | **{:.1f}% / {:.1f}%**{} |\n", r.device, r.how,
+        100 * r.median_abs, 100 * r.worst_abs,
+        r.spread > 0 ? fmt::format(" (runs moved by up to {:.1f}%)", 100 * r.spread) : "");
+  }
+  return md;
+}
+
 }  // namespace xo

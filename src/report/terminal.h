@@ -18,6 +18,8 @@ std::string predictions_text(const Report& report);
 std::string scaling_text(const std::vector<ScalingPoint>& points);
 // The validation (leave-one-out) table: each device's predictions against its measurements.
 std::string validation_text(const std::vector<ValidationRow>& rows);
+// The same table model by model as Markdown (`validate --markdown`, docs/benchmarks.md).
+std::string validation_markdown(const std::vector<ValidationRow>& rows);
 // The cost of a run here, on every instance and owned device, and when buying pays off.
 std::string cost_text(const CostTable& cost);
 // The verdict: its sentence, the crossover, and how the time here was measured.

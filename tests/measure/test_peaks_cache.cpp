@@ -68,8 +68,9 @@ TEST(PeaksCache, RatesMustBePositiveAndCachedMayBeAbsent) {
   entry.erase("cached");
   EXPECT_FALSE(peaks_from_json(entry, "peaks.json").cached);
   entry["bandwidth_gbs"] = 0;
-  testing::expect_user_error([&] { peaks_from_json(entry, "peaks.json"); },
-                             {"peaks.json: bandwidth_gbs: expected a number >= 1e-09, found a number (0)"});
+  testing::expect_user_error(
+      [&] { peaks_from_json(entry, "peaks.json"); },
+      {"peaks.json: bandwidth_gbs: expected a number >= 1e-09, found a number (0)"});
   entry["bandwidth_gbs"] = 10;
   entry["step_overhead_us"] = -1;
   testing::expect_user_error([&] { peaks_from_json(entry, "peaks.json"); },

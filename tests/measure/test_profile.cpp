@@ -245,15 +245,20 @@ TEST(Profile, TheReaderNamesTheFileAndTheFieldThatIsWrong) {
   const std::vector<Case> cases = {
       {"schema", [](auto& j) { j["schema"] = "crossover.profile/9"; }, "hand.json: schema:"},
       {"missing id", [](auto& j) { j.erase("id"); }, "hand.json: id: missing"},
-      {"kind", [](auto& j) { j["kind"] = "tpu"; }, "hand.json: kind: expected \"cpu\" or \"gpu\", found a string (\"tpu\")"},
-      {"peaks", [](auto& j) { j["peaks"]["bandwidth_gbs"] = 0; }, "hand.json: peaks: bandwidth_gbs: expected a number >= 1e-09, found a number (0)"},
-      {"policy", [](auto& j) { j["policy"]["shard_threads"] = 0; }, "policy: shard_threads: expected an integer from 1 to 4096"},
+      {"kind", [](auto& j) { j["kind"] = "tpu"; },
+       "hand.json: kind: expected \"cpu\" or \"gpu\", found a string (\"tpu\")"},
+      {"peaks", [](auto& j) { j["peaks"]["bandwidth_gbs"] = 0; },
+       "hand.json: peaks: bandwidth_gbs: expected a number >= 1e-09, found a number (0)"},
+      {"policy", [](auto& j) { j["policy"]["shard_threads"] = 0; },
+       "policy: shard_threads: expected an integer from 1 to 4096"},
       {"negative time", [](auto& j) { j["samples"][0]["forward_us"] = -1; },
        "samples[0]: forward_us: expected a number >= 0, found a number (-1)"},
-      {"batch", [](auto& j) { j["samples"][0]["batch"] = 1.5; }, "samples[0]: batch: expected an integer"},
+      {"batch", [](auto& j) { j["samples"][0]["batch"] = 1.5; },
+       "samples[0]: batch: expected an integer"},
       {"step", [](auto& j) { j["measured"][0]["step_ms"] = "fast"; },
        "measured[0]: step_ms: expected a number"},
-      {"samples", [](auto& j) { j["samples"] = 3; }, "samples: expected an array, found a number (3)"},
+      {"samples", [](auto& j) { j["samples"] = 3; },
+       "samples: expected an array, found a number (3)"},
       {"graph time", [](auto& j) { j["samples"][1]["graph_forward_us"] = -2; },
        "samples[1]: graph_forward_us"},
       {"graph node", [](auto& j) { j["graph_node_us"] = "x"; }, "graph_node_us: expected a number"},
@@ -303,7 +308,8 @@ TEST(Profile, EveryShippedProfileWritesBackTheSameJson) {
     const DeviceProfile p = profile_from_json(committed, entry.path().string());
     for (const nlohmann::json& change : nlohmann::json::diff(committed, to_json(p))) {
       EXPECT_EQ(change.at("op"), "add") << entry.path() << ": " << change.dump();
-      EXPECT_EQ(change.value("value", nlohmann::json()), 0) << entry.path() << ": " << change.dump();
+      EXPECT_EQ(change.value("value", nlohmann::json()), 0)
+          << entry.path() << ": " << change.dump();
     }
     ++read;
   }
