@@ -38,47 +38,32 @@ ModelSpec with_absolute_paths(ModelSpec spec) {
   return spec;
 }
 
+namespace {
+
+// `crossover train SPEC` on the device, quiet, its result document in `json`.
+std::vector<std::string> quiet_train(const fs::path& spec, const std::string& device, int threads,
+                                     const fs::path& json) {
+  return {"train",   spec.string(), "--device",   device, "--threads", std::to_string(threads),
+          "--quiet", "--json",      json.string()};
+}
+
+}  // namespace
+
 std::vector<std::string> train_args(const TrialFiles& f, const std::string& device, int threads,
                                     std::optional<int64_t> pause_after,
                                     const std::string& checkpoint_every) {
-  std::vector<std::string> a = {"train",
-                                f.spec.string(),
-                                "--device",
-                                device,
-                                "--threads",
-                                std::to_string(threads),
-                                "--quiet",
-                                "--json",
-                                f.result.string(),
-                                "--save",
-                                f.weights.string(),
-                                "--checkpoint-dir",
-                                f.checkpoints.string(),
-                                "--checkpoint-every",
-                                checkpoint_every,
-                                "--resume"};
-  if (pause_after) {
-    a.push_back("--pause-after");
-    a.push_back(std::to_string(*pause_after));
-  }
+  std::vector<std::string> a = quiet_train(f.spec, device, threads, f.result);
+  a.insert(a.end(), {"--save", f.weights.string(), "--checkpoint-dir", f.checkpoints.string(),
+                     "--checkpoint-every", checkpoint_every, "--resume"});
+  if (pause_after) a.insert(a.end(), {"--pause-after", std::to_string(*pause_after)});
   return a;
 }
 
 std::vector<std::string> probe_args(const fs::path& spec, const std::string& device, int threads,
                                     int steps, const fs::path& json) {
-  return {"train",
-          spec.string(),
-          "--device",
-          device,
-          "--threads",
-          std::to_string(threads),
-          "--quiet",
-          "--json",
-          json.string(),
-          "--steps",
-          std::to_string(steps),
-          "--checkpoint-every",
-          "off"};
+  std::vector<std::string> a = quiet_train(spec, device, threads, json);
+  a.insert(a.end(), {"--steps", std::to_string(steps), "--checkpoint-every", "off"});
+  return a;
 }
 
 ProcessEnd process_end(int code, bool interrupted) {
