@@ -18,6 +18,7 @@
 #include <utility>
 
 #include "core/error.h"
+#include "core/file.h"
 #include "io/toml.h"
 
 namespace xo {
@@ -216,16 +217,16 @@ const CatalogInstance* Catalog::find_instance(const std::string& id) const {
 
 Catalog load_catalog(const std::filesystem::path& file) {
   const std::string origin = file.string();
-  std::ifstream stream(file, std::ios::binary);
-  if (!stream) {
-    throw UserError(fmt::format(
-        "{}: cannot read the hardware catalog (no such file, or not readable; expected a "
-        "catalog TOML file like data/catalog.toml)",
-        origin));
+  std::string text;
+  try {
+    text = read_file(file);
+  } catch (const UserError& e) {
+    throw UserError(
+        fmt::format("{}: cannot read the hardware catalog ({}; expected a catalog TOML file like "
+                    "data/catalog.toml)",
+                    origin, e.what()));
   }
-  std::ostringstream text;
-  text << stream.rdbuf();
-  return parse_catalog(text.str(), origin);
+  return parse_catalog(text, origin);
 }
 
 Catalog parse_catalog(const std::string& text, const std::string& origin) {

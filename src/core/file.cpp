@@ -21,20 +21,91 @@
 
 namespace xo {
 
+namespace {
+
+// What a file that is not a regular one is, for a message.
+const char* file_type_name(mode_t mode) {
+  if (S_ISDIR(mode)) return "a folder";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISCHR(mode) || S_ISBLK(mode)) return "a device";
+  if (S_ISLNK(mode)) return "a symbolic link";
+  return "not a regular file";
+}
+
+// Closes a file descriptor when it goes out of scope.
+struct FileDescriptor {
+  int fd;
+  ~FileDescriptor() { ::close(fd); }
+};
+
+}  // namespace
+
 std::string read_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw UserError(fmt::format("{}: cannot open: {}", path.string(), std::strerror(errno)));
-  // One allocation of the file's size (a model file is tens of megabytes: a growing buffer would
-  // copy it over and over), then the bytes in chunks, which also reads files of no known size.
-  std::string bytes;
-  std::error_code ec;
-  const auto size = std::filesystem::file_size(path, ec);
-  if (!ec) bytes.reserve(static_cast<size_t>(size));
-  std::vector<char> chunk(size_t{1} << 16);
-  while (in.read(chunk.data(), static_cast<std::streamsize>(chunk.size())) || in.gcount() > 0) {
-    bytes.append(chunk.data(), static_cast<size_t>(in.gcount()));
+  // Without blocking: a FIFO (or a device) is refused by its kind, never waited on.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0)
+    throw UserError(fmt::format("{}: cannot open: {}", path.string(), std::strerror(errno)));
+  const FileDescriptor closer{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    throw UserError(fmt::format("{}: cannot read: {}", path.string(), std::strerror(errno)));
   }
-  if (in.bad()) throw UserError(fmt::format("{}: read failed", path.string()));
+  if (!S_ISREG(st.st_mode)) {
+    throw UserError(fmt::format("{}: {}, not read (expected a regular file)", path.string(),
+                                file_type_name(st.st_mode)));
+  }
+  // One allocation of the file's size (a model file is tens of megabytes: a growing buffer would
+  // copy it over and over), then the bytes in chunks to the end, which also reads files whose size
+  // the system does not know (/proc).
+  std::string bytes;
+  bytes.reserve(static_cast<size_t>(st.st_size));
+  std::vector<char> chunk(size_t{1} << 16);
+  for (;;) {
+    const ssize_t n = ::read(fd, chunk.data(), chunk.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      throw UserError(fmt::format("{}: read failed: {}", path.string(), std::strerror(errno)));
+    }
+    if (n == 0) return bytes;
+    bytes.append(chunk.data(), static_cast<size_t>(n));
+  }
+}
+
+std::string read_regular_file(const std::filesystem::path& path,
+                              std::optional<uint64_t> expected_size) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ELOOP) {
+      throw UserError(
+          fmt::format("{}: a symbolic link, not read (expected a regular file)", path.string()));
+    }
+    throw UserError(fmt::format("{}: cannot open: {}", path.string(), std::strerror(errno)));
+  }
+  const FileDescriptor closer{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    throw UserError(fmt::format("{}: cannot read: {}", path.string(), std::strerror(errno)));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    throw UserError(fmt::format("{}: {}, not read (expected a regular file)", path.string(),
+                                file_type_name(st.st_mode)));
+  }
+  const auto size = static_cast<uint64_t>(st.st_size);
+  if (expected_size && size != *expected_size) {
+    throw UserError(fmt::format("{}: {} bytes, expected {}", path.string(), size, *expected_size));
+  }
+  std::string bytes(static_cast<size_t>(size), '\0');
+  size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::read(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      throw UserError(fmt::format("{}: read failed after {} of {} bytes{}", path.string(), done,
+                                  size, n < 0 ? fmt::format(": {}", std::strerror(errno)) : ""));
+    }
+    done += static_cast<size_t>(n);
+  }
   return bytes;
 }
 
@@ -214,23 +285,20 @@ int create_temporary(const std::filesystem::path& path, std::string& tmp) {
 
 }  // namespace
 
-void write_file_atomic(const std::filesystem::path& path_in, std::string_view bytes) {
-  const Target target = classify(path_in);
-  if (target.kind != Target::Kind::Replace) return write_in_place(target, bytes);
-  const std::filesystem::path& path = target.path;
+namespace {
+
+// The new bytes to a temporary beside `path`, synced, renamed over it: what a failure leaves is the
+// previous version untouched or no file at all. `named` is how messages name the file.
+void replace_atomically(const std::filesystem::path& path, const std::string& named,
+                        std::string_view bytes) {
   std::error_code ec;
   if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path(), ec);
   if (ec) {
     throw UserError(
         fmt::format("{}: cannot create folder: {}", path.parent_path().string(), ec.message()));
   }
-  // What a failure leaves: the previous version untouched (the new bytes go to a temporary beside
-  // it, renamed over it only once they are all on the disk), or no file at all.
-  const bool had_previous = std::filesystem::exists(path, ec);
-  // A followed symlink is named with the file it leads to, which is the one replaced.
-  const std::string named = path == path_in
-                                ? path_in.string()
-                                : fmt::format("{} (a link to {})", path_in.string(), path.string());
+  struct stat previous {};
+  const bool had_previous = ::lstat(path.c_str(), &previous) == 0;
   auto failed = [&](const char* what, int err) {
     return UserError(fmt::format(
         "{}: {}: {}; {}", named, what, std::strerror(err),
@@ -241,9 +309,7 @@ void write_file_atomic(const std::filesystem::path& path_in, std::string_view by
   if (fd < 0) throw failed("cannot write", errno);
   // A replaced file keeps its permissions (a private 0600 file stays private); set-id bits never
   // carry over.
-  if (struct stat previous; had_previous && ::stat(path.c_str(), &previous) == 0) {
-    ::fchmod(fd, previous.st_mode & 0777);
-  }
+  if (had_previous && ::stat(path.c_str(), &previous) == 0) ::fchmod(fd, previous.st_mode & 0777);
   // close() reports a failed write-back on some file systems (NFS), so its answer counts too.
   bool ok = write_all(fd, bytes) && ::fsync(fd) == 0;
   int err = errno;
@@ -262,6 +328,26 @@ void write_file_atomic(const std::filesystem::path& path_in, std::string_view by
     throw failed("cannot rename the new version into place", err);
   }
   sync_folder(path.has_parent_path() ? path.parent_path() : std::filesystem::path("."), path);
+}
+
+}  // namespace
+
+void write_file_atomic(const std::filesystem::path& path_in, std::string_view bytes) {
+  const Target target = classify(path_in);
+  if (target.kind != Target::Kind::Replace) return write_in_place(target, bytes);
+  // A followed symlink is named with the file it leads to, which is the one replaced.
+  const std::string named =
+      target.path == path_in
+          ? path_in.string()
+          : fmt::format("{} (a link to {})", path_in.string(), target.path.string());
+  replace_atomically(target.path, named, bytes);
+}
+
+void replace_file_atomic(const std::filesystem::path& path, std::string_view bytes) {
+  if (struct stat st{}; ::lstat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+    throw UserError(fmt::format("{}: a folder, not replaced by a file", path.string()));
+  }
+  replace_atomically(path, path.string(), bytes);
 }
 
 void check_writable_path(const std::filesystem::path& path_in, std::string_view what) {

@@ -2,14 +2,26 @@
 // an interrupted run never leaves a half-written result, and the lock of an output folder.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <string_view>
 
 namespace xo {
 
-// Reads a whole file; throws UserError naming the path if it cannot be opened or read.
+// Reads a whole file (a symbolic link is followed); throws UserError naming the path if it cannot
+// be opened or read, or is not a regular file (a FIFO, a device, a socket or a folder is refused
+// by its kind without waiting for a writer).
 std::string read_file(const std::filesystem::path& path);
+
+// Reads a whole file that must be a regular file, not reached through a symbolic link, of
+// `expected_size` bytes where that is given: opened without following a link and without
+// blocking (a FIFO never holds the read up), checked with fstat before a byte is read. Throws
+// UserError naming the path and what it is instead (a link, a FIFO, a device, a folder, a file of
+// another size).
+std::string read_regular_file(const std::filesystem::path& path,
+                              std::optional<uint64_t> expected_size = std::nullopt);
 
 // Writes `bytes` to `path` atomically: creates parent folders, writes a temporary beside it with
 // an unpredictable name (`path` + ".tmp." + 12 random letters, created with O_EXCL | O_NOFOLLOW,
@@ -28,6 +40,11 @@ std::string read_file(const std::filesystem::path& path);
 // (/tmp) is refused, as the kernel's fs.protected_symlinks refuses it. A folder, a socket or a
 // block device is refused.
 void write_file_atomic(const std::filesystem::path& path, std::string_view bytes);
+
+// The same temporary and rename for a file crossover owns (a checkpoint): whatever is at `path` (a
+// symbolic link, a FIFO, a device node) is replaced by the new regular file, never followed or
+// opened; a folder is refused.
+void replace_file_atomic(const std::filesystem::path& path, std::string_view bytes);
 
 // Checks before any work that write_file_atomic(path) can succeed: the path is not a folder, its
 // folder (or the nearest existing one above it) is a writable folder, the missing folders are

@@ -248,7 +248,7 @@ void remove_checkpoints(const fs::path& dir) {
 
 std::optional<int64_t> restore_checkpoint(TrainPlan& p, TrainState& state,
                                           const CheckpointOptions& options,
-                                          const RunFingerprint& fingerprint) {
+                                          const RunFingerprint& fingerprint, int64_t epochs) {
   std::vector<std::pair<int64_t, fs::path>> found;
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(options.dir, ec)) {
@@ -262,6 +262,7 @@ std::optional<int64_t> restore_checkpoint(TrainPlan& p, TrainState& state,
       const CheckpointFile checkpoint = CheckpointFile::read(file);
       // A checkpoint of another run is refused outright; a damaged one falls back.
       checkpoint.check_fingerprint(fingerprint);
+      checkpoint.validate(p, state, epochs);
       checkpoint.apply(p, state);
     } catch (const DamagedCheckpoint& e) {
       options.tell(fmt::format("warning: {}: damaged checkpoint ({}); trying the one before",

@@ -99,10 +99,12 @@ void remove_checkpoints(const std::filesystem::path& dir);
 
 // Restores the newest whole checkpoint of options.dir into the plan and the state, after the plan
 // is built and before the first step. Returns the steps taken it resumes at, or nullopt where the
-// folder holds none. A damaged checkpoint is skipped with a note; one of another run (spec, data,
-// device, settings or version) is refused with a UserError saying which differs.
+// folder holds none. A damaged checkpoint (unreadable, edited, or with a field that does not fit
+// the others or the run of `epochs` epochs) is skipped with a note naming what is wrong, and the
+// one before is tried; one of another run (spec, data, device, settings or version) is refused
+// with a UserError saying which differs.
 std::optional<int64_t> restore_checkpoint(TrainPlan& p, TrainState& state,
                                           const CheckpointOptions& options,
-                                          const RunFingerprint& fingerprint);
+                                          const RunFingerprint& fingerprint, int64_t epochs);
 
 }  // namespace xo

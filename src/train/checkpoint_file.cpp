@@ -24,7 +24,8 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-constexpr const char* kFormat = "crossover.checkpoint/1";
+// /2: the JSON's own content hashed too ("checksum"), and every field checked before a restore.
+constexpr const char* kFormat = "crossover.checkpoint/2";
 constexpr const char* kOptimizerPrefix = "optimizer.";
 // early_stopping.restore_best: the best epoch's parameters and buffers, by their state_dict names.
 constexpr const char* kBestPrefix = "early_stopping.best.";
@@ -229,19 +230,20 @@ void write_checkpoint(const fs::path& dir, const CheckpointSnapshot& s,
   const std::string bytes = encode_safetensors(
       named_tensors(s, layout),
       {{"format", "pt"}, {"model", layout.model}, {"producer", "crossover"}}, tensors.string());
-  write_file_atomic(tensors, bytes);
-  write_file_atomic(
-      dir / (name + ".json"),
-      state_json(s, layout, fingerprint, name + ".safetensors", bytes).dump(1) + "\n");
+  replace_file_atomic(tensors, bytes);
+  Json doc = state_json(s, layout, fingerprint, name + ".safetensors", bytes);
+  doc["checksum"] = Hasher().text(doc.dump()).hex();
+  replace_file_atomic(dir / (name + ".json"), doc.dump(1) + "\n");
 }
 
 CheckpointFile CheckpointFile::read(const fs::path& json_file) {
   CheckpointFile c;
   c.file_ = json_file;
   try {
-    const std::string text = read_file(json_file);
+    const std::string text = read_regular_file(json_file);
     check_json_depth(text, json_file.string());
     c.json_ = Json::parse(text);
+    c.check_sum();
     c.read_tensors();
   } catch (const Json::exception& e) {
     throw DamagedCheckpoint(e.what());
@@ -253,16 +255,34 @@ CheckpointFile CheckpointFile::read(const fs::path& json_file) {
   return c;
 }
 
-void CheckpointFile::read_tensors() {
-  if (json_.value("format", "") != kFormat) {
+// The JSON's content against the hash written beside it: an edited field is a damaged checkpoint
+// (its tensors have their own hash).
+void CheckpointFile::check_sum() {
+  if (!json_.is_object() || json_.value("format", "") != kFormat) {
     throw DamagedCheckpoint(fmt::format("not a {} file", kFormat));
   }
+  const auto it = json_.find("checksum");
+  if (it == json_.end() || !it->is_string()) throw DamagedCheckpoint("no checksum");
+  const std::string written = it->get<std::string>();
+  json_.erase(it);
+  if (Hasher().text(json_.dump()).hex() != written) {
+    throw DamagedCheckpoint("its content differs from its checksum (the file was changed)");
+  }
+}
+
+void CheckpointFile::read_tensors() {
   const Json& t = json_.at("tensors");
-  const fs::path& json_file = file_;
-  const fs::path tensor_file = json_file.parent_path() / t.at("file").get<std::string>();
-  const std::string bytes = read_file(tensor_file);
-  if (bytes.size() != t.at("bytes").get<size_t>() ||
-      Hasher().text(bytes).hex() != t.at("hash").get<std::string>()) {
+  // Only this checkpoint's own tensors file, beside it: never a path elsewhere.
+  const std::string name = t.at("file").get<std::string>();
+  const std::string own = checkpoint_stem(checkpoint_steps(file_)) + ".safetensors";
+  if (name != own) {
+    throw DamagedCheckpoint(fmt::format("tensors.file: '{}', expected '{}'", name, own));
+  }
+  const fs::path tensor_file = file_.parent_path() / name;
+  const Json& size = t.at("bytes");
+  if (!size.is_number_unsigned()) throw DamagedCheckpoint("tensors.bytes: not a byte count");
+  const std::string bytes = read_regular_file(tensor_file, size.get<uint64_t>());
+  if (Hasher().text(bytes).hex() != t.at("hash").get<std::string>()) {
     throw DamagedCheckpoint(
         fmt::format("{} is truncated or damaged (its size or hash differs from the "
                     "one recorded)",
@@ -352,23 +372,10 @@ void restore_position(const Json& j, TrainPlan& p, TrainState& state, const fs::
   if (!state.shuffle_rng.restore(j.at("shuffle_generator").get<std::string>())) {
     throw UserError(fmt::format("{}: shuffle_generator: not a generator state", file.string()));
   }
-  state.order = j.at("order").get<std::vector<int32_t>>();
-  if (p.order) {
-    if (state.order.size() != static_cast<size_t>(p.samples)) {
-      throw UserError(fmt::format("{}: order: {} entries, expected {} (the samples)", file.string(),
-                                  state.order.size(), p.samples));
-    }
-    for (int32_t i : state.order) {
-      if (i < 0 || i >= p.samples) {
-        throw UserError(fmt::format("{}: order: {} is not a sample index", file.string(), i));
-      }
-    }
-    p.backend.upload(p.order.as<int32_t>(), state.order.data(), p.order.bytes());
-  }
-  if (state.step < 0 || state.step > p.steps_per_epoch || state.epoch < 0) {
-    throw UserError(fmt::format("{}: step {} of epoch {} is outside the run ({} steps per epoch)",
-                                file.string(), state.step, state.epoch, p.steps_per_epoch));
-  }
+  // A permutation of the samples (CheckpointFile::validate checked it).
+  state.order.clear();
+  for (const Json& e : j.at("order")) state.order.push_back(static_cast<int32_t>(e.get<int64_t>()));
+  if (p.order) p.backend.upload(p.order.as<int32_t>(), state.order.data(), p.order.bytes());
 }
 
 // The epochs so far, and the schedule's and early stopping's state after them.
@@ -412,13 +419,9 @@ void restore_loss_check(const Json& j, TrainState& state) {
 }
 
 // The steps before the checkpoint were timed by the process that ran them.
-void restore_times(const Json& j, TrainState& state, const fs::path& file) {
+void restore_times(const Json& j, TrainState& state) {
   const Json& times = j.at("times");
-  state.timed = times.at("timed_steps").get<int64_t>();
-  if (state.timed != state.step) {
-    throw UserError(fmt::format("{}: times: {} steps timed, expected {}", file.string(),
-                                state.timed, state.step));
-  }
+  state.timed = times.at("timed_steps").get<int64_t>();  // the step (validate checked)
   state.epoch_ms = number(times.at("epoch_ms"));
   state.times.step = numbers(times.at("step"));
   state.times.data = numbers(times.at("data"));
@@ -427,6 +430,157 @@ void restore_times(const Json& j, TrainState& state, const fs::path& file) {
 }
 
 }  // namespace
+
+namespace {
+// The checks of CheckpointFile::validate, each throwing DamagedCheckpoint naming the field.
+namespace checks {
+
+[[noreturn]] void damaged(const std::string& what) { throw DamagedCheckpoint(what); }
+
+// An integer field from `min` to `max` (a float, a string or a value out of range is damage).
+int64_t integer(const Json& j, const char* key, int64_t min, int64_t max) {
+  const auto it = j.find(key);
+  if (it == j.end()) damaged(fmt::format("{}: missing", key));
+  const bool fits =
+      it->is_number_unsigned()
+          ? it->get<uint64_t>() <= static_cast<uint64_t>(max) && min <= 0
+          : it->is_number_integer() && it->get<int64_t>() >= min && it->get<int64_t>() <= max;
+  if (!fits || it->get<int64_t>() < min) {
+    damaged(fmt::format("{}: {}, expected an integer from {} to {}", key, it->dump(), min, max));
+  }
+  return it->get<int64_t>();
+}
+
+void expect_equal(const char* what, int64_t found, int64_t expected, const char* because) {
+  if (found != expected) {
+    damaged(fmt::format("{}: {}, expected {} ({})", what, found, expected, because));
+  }
+}
+
+// Where the run stood: the epoch within the run, the step within the epoch, the counters that
+// follow from them, and the batch position.
+void position(const Json& j, const TrainPlan& p, int64_t epochs, int64_t file_steps) {
+  const int64_t spe = p.steps_per_epoch;
+  const int64_t epoch = integer(j, "epoch", 0, epochs);
+  const int64_t step = integer(j, "step", 0, spe);
+  const int64_t taken = integer(j, "steps_taken", 0, std::numeric_limits<int64_t>::max() / 2);
+  expect_equal("steps_taken", taken, epoch * spe + step, "epoch x steps per epoch + step");
+  expect_equal("steps_taken", taken, file_steps, "the steps in the file's name");
+  expect_equal("optimizer_steps", integer(j, "optimizer_steps", 0, taken), taken, "one a step");
+  expect_equal("dropout_step", integer(j, "dropout_step", 0, taken), taken, "one a step");
+  // Where batches are gathered on the device, the samples of the epoch taken so far (the partial
+  // batch's at its end); elsewhere the counter stays 0.
+  const int64_t at = std::min(step * p.batch, p.samples);
+  const int64_t position = integer(j, "position", 0, at);
+  if (position != 0 && position != at) {
+    damaged(fmt::format("position: {}, expected {} (the samples of the epoch taken) or 0", position,
+                        at));
+  }
+  const Json& in_epoch = j.at("in_epoch");
+  if (!in_epoch.is_boolean()) damaged("in_epoch: not true or false");
+  if (step > 0 && !in_epoch.get<bool>()) damaged("in_epoch: false at a step inside the epoch");
+  expect_equal("times.timed_steps", integer(j.at("times"), "timed_steps", 0, spe), step,
+               "the steps of the epoch under way");
+  if (!j.at("epochs").is_array()) damaged("epochs: not an array");
+  expect_equal("epochs", static_cast<int64_t>(j.at("epochs").size()), epoch,
+               "one record a completed epoch");
+}
+
+// The shuffle: a generator state that reads, and an order that is a permutation of the samples.
+void shuffle(const Json& j, const TrainPlan& p) {
+  const Json& g = j.at("shuffle_generator");
+  Rng rng(0);
+  if (!g.is_string() || !rng.restore(g.get<std::string>())) {
+    damaged("shuffle_generator: not a generator state");
+  }
+  const Json& order = j.at("order");
+  if (!order.is_array()) damaged("order: not an array");
+  if (order.empty() && !p.order) return;
+  if (order.size() != static_cast<size_t>(p.samples)) {
+    damaged(fmt::format("order: {} entries, expected {} (the samples)", order.size(), p.samples));
+  }
+  std::vector<bool> seen(static_cast<size_t>(p.samples), false);
+  for (const Json& e : order) {
+    const bool index =
+        e.is_number_integer() && e.get<int64_t>() >= 0 && e.get<int64_t>() < p.samples;
+    if (!index || seen[static_cast<size_t>(e.get<int64_t>())]) {
+      damaged(fmt::format("order: {} is not a sample index seen once", e.dump()));
+    }
+    seen[static_cast<size_t>(e.get<int64_t>())] = true;
+  }
+}
+
+// The rules between epochs and the divergence check: counts of epochs within the run.
+void epoch_rules(const Json& j, int64_t epochs) {
+  const int64_t epoch = j.at("epoch").get<int64_t>();
+  integer(j, "diverged_epoch", 0, epoch + 1);
+  const Json& check = j.at("loss_check");
+  integer(check, "step", 0, j.at("step").get<int64_t>());
+  integer(check, "last_finite_epoch", 0, epoch + 1);
+  integer(check, "last_finite_step", 0, std::numeric_limits<int32_t>::max());
+  if (j.contains("schedule")) {
+    const Json& schedule = j.at("schedule");
+    for (const char* key : {"last_epoch", "num_bad_epochs", "cooldown_counter"}) {
+      integer(schedule, key, 0, epochs);
+    }
+    const double lr = number(schedule.at("lr"));
+    if (!std::isfinite(lr) || lr < 0) damaged(fmt::format("schedule.lr: {}", lr));
+  }
+  if (j.contains("early_stopping")) {
+    const Json& stopping = j.at("early_stopping");
+    integer(stopping, "wait", 0, epoch);
+    integer(stopping, "best_epoch", 0, epoch);
+  }
+}
+
+// Every tensor the run needs, of its size, finite unless the run's loss had diverged.
+void tensors(const std::vector<NamedTensor>& saved, const TrainPlan& p, const TrainState& state,
+             bool diverged) {
+  std::map<std::string, const NamedTensor*> by_name;
+  for (const NamedTensor& t : saved) by_name[t.name] = &t;
+  auto need = [&](const std::string& name, int64_t size) {
+    const auto it = by_name.find(name);
+    if (it == by_name.end()) damaged(fmt::format("tensor '{}' is missing", name));
+    if (it->second->data.size() != static_cast<size_t>(size)) {
+      damaged(
+          fmt::format("tensor '{}': {} values, expected {}", name, it->second->data.size(), size));
+    }
+    if (diverged) return;
+    for (float v : it->second->data) {
+      if (!std::isfinite(v)) damaged(fmt::format("tensor '{}' holds {}", name, v));
+    }
+  };
+  const Model& m = p.model;
+  for (const ParamTensor& t : m.tensors()) need(t.name, t.size);
+  for (const ParamTensor& b : m.buffers()) need(b.name, b.size);
+  for (const OptimizerStateBuffer& b : p.optimizer->state_buffers()) {
+    for (const ParamTensor& t : m.tensors()) {
+      need(fmt::format("{}{}.{}", kOptimizerPrefix, b.name, t.name), t.size);
+    }
+  }
+  if (!state.best_params.empty()) {
+    for (const ParamTensor& t : m.tensors()) need(kBestPrefix + t.name, t.size);
+    for (const ParamTensor& b : m.buffers()) need(kBestPrefix + b.name, b.size);
+  }
+}
+
+}  // namespace checks
+}  // namespace
+
+void CheckpointFile::validate(const TrainPlan& p, const TrainState& state, int64_t epochs) const {
+  try {
+    checks::position(json_, p, epochs, checkpoint_steps(file_));
+    checks::shuffle(json_, p);
+    checks::epoch_rules(json_, epochs);
+    checks::tensors(tensors_, p, state, json_.at("diverged_epoch").get<int64_t>() > 0);
+  } catch (const Json::exception& e) {
+    throw DamagedCheckpoint(e.what());
+  } catch (const DamagedCheckpoint&) {
+    throw;
+  } catch (const UserError& e) {
+    throw DamagedCheckpoint(e.what());
+  }
+}
 
 void CheckpointFile::apply_state(TrainPlan& p, TrainState& state) const {
   // The model's tensors through the checked import; the optimizer's (and early stopping's best
@@ -446,7 +600,7 @@ void CheckpointFile::apply_state(TrainPlan& p, TrainState& state) const {
   restore_position(json_, p, state, file_);
   restore_epochs(json_, state);
   restore_loss_check(json_, state);
-  restore_times(json_, state, file_);
+  restore_times(json_, state);
 }
 
 }  // namespace xo

@@ -65,11 +65,17 @@ class CheckpointFile {
   // Throws UserError naming each part of the run that differs (DamagedCheckpoint where the
   // fingerprint cannot be read).
   void check_fingerprint(const RunFingerprint& now) const;
-  // Restores the plan's device state and `state`. Throws UserError naming the file and field for
-  // a value that does not fit the run.
+  // Checks every field against its range, the others and the run (`epochs` its epochs): the epoch
+  // within the run, the step within the epoch and the counters that follow from them, the batch
+  // position, the order a permutation of the samples, the generator state, the rules' counts,
+  // every tensor present with its size and finite (unless the run had diverged). Throws
+  // DamagedCheckpoint naming what is wrong; nothing is restored before it passes.
+  void validate(const TrainPlan& p, const TrainState& state, int64_t epochs) const;
+  // Restores the plan's device state and `state` (after validate).
   void apply(TrainPlan& p, TrainState& state) const;
 
  private:
+  void check_sum();
   void read_tensors();
   void apply_state(TrainPlan& p, TrainState& state) const;
 

@@ -158,7 +158,7 @@ int64_t set_up_checkpoints(TrainPlan& plan, TrainState& state, const TrainSpec& 
   if (exec.checkpoint.dir.empty()) return resumed_at;
   const RunFingerprint fingerprint = run_fingerprint(plan, train, exec.record_step);
   if (exec.checkpoint.resume) {
-    if (auto at = restore_checkpoint(plan, state, exec.checkpoint, fingerprint)) {
+    if (auto at = restore_checkpoint(plan, state, exec.checkpoint, fingerprint, train.epochs)) {
       resumed_at = *at;
       exec.checkpoint.tell(
           fmt::format("resuming {} from its checkpoint in {}: epoch {}, step {} of {} "

@@ -2,6 +2,7 @@
 // counts beyond the machine, edited results files, CSV typos. Each ends in a clear error (exit 2)
 // or a note, never an "internal error", a hang or gigabytes allocated first.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <chrono>
 #include <filesystem>
@@ -88,6 +89,23 @@ TEST(CliHostileInput, ACsvTypoInTheFirstLineIsReported) {
                     csv.string() + ":1: column 2 is 'O.3', not a number");
 }
 
+// A FIFO given as data, spec or initial weights: `train` once blocked in open() for ever (a
+// SIGTERM was caught and did not end it). Each is refused by its kind at once, and within 20 s
+// even if that regressed.
+TEST(CliHostileInput, AFifoIsRefusedByItsKindNotWaitedOn) {
+  const xo::testing::TempDir dir("cli_fifo");
+  const fs::path fifo = dir.path() / "fifo.csv";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  const std::string bounded = "--version >/dev/null && timeout 20 " + std::string(CROSSOVER_BINARY);
+  const std::string expected = fifo.string() + ": a FIFO, not read (expected a regular file)";
+  expect_user_error(run(bounded + " train disc-2 --epochs 1 -q --data " + fifo.string()), expected);
+  const fs::path spec = dir.path() / "fifo.toml";
+  ASSERT_EQ(mkfifo(spec.c_str(), 0600), 0);
+  expect_user_error(run(bounded + " train " + spec.string() + " -q"),
+                    spec.string() + ": not a file");
+  expect_user_error(run(bounded + " train disc-2 --epochs 1 -q --init " + fifo.string()), expected);
+}
+
 // `cost` on an edited results.json: a step time of zero or below gave "inf ms +inf%", a `runs`
 // that is not a list an internal error from the JSON library.
 TEST(CliHostileInput, CostRefusesAnEditedResultsFileNamingTheField) {
@@ -116,7 +134,8 @@ TEST(CliHostileInput, CostRefusesAnEditedResultsFileNamingTheField) {
   }
   const std::string peak =
       edited("peak", [](nlohmann::json& j) { j["peaks"][0]["matmul_gflops"] = -1; });
-  expect_user_error(run("cost " + peak), "matmul_gflops: -1 (expected a positive number)");
+  expect_user_error(run("cost " + peak),
+                    "peaks[0]: matmul_gflops: expected a number >= 1e-09, found a number (-1)");
   for (const nlohmann::json& runs :
        {nlohmann::json("disc-2"), nlohmann::json::object(), nlohmann::json(3)}) {
     const std::string file = edited("runs", [&](nlohmann::json& j) { j["runs"] = runs; });

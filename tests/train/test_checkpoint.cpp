@@ -6,16 +6,23 @@
 // to the one before; a checkpoint of another run is refused; a loss that stops being finite stops
 // training.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <nlohmann/json.hpp>
 
 #include "backend/backend.h"
+#include "core/file.h"
+#include "core/hash.h"
 #include "core/random.h"
 #include "data/source.h"
+#include "io/safetensors.h"
 #include "model/model.h"
 #include "support/expect_error.h"
 #include "support/file_size_limit.h"
@@ -380,6 +387,140 @@ TEST(Checkpoints, DamagedNewestCheckpointFallsBackToThePreviousOne) {
       EXPECT_TRUE(noted) << d.what << ": the damaged checkpoint is not reported";
     }
     expect_same_outcome(whole, resumed, d.what);
+  }
+}
+
+// A checkpoint's JSON edited by hand (its checksum recomputed, as a hostile file would be, so that
+// each field's own check is what refuses it), its tensors edited with their hash made to match,
+// and its tensors file replaced by a link or a FIFO: each newest checkpoint is damage, named in
+// the note, and the run resumes bit-identically from the one before. Before these checks a wrong
+// position crashed the resume, a tensors path of /dev/zero hung it, and the other edits resumed
+// with different weights and exit 0.
+TEST(Checkpoints, HostileFieldsAreDamageNamedAndTheOneBeforeIsUsed) {
+  using OJson = nlohmann::ordered_json;
+  const ModelSpec spec = parse_spec(mlp().spec, "mlp.toml");
+  const DataSplit data = mlp().data();
+  const Outcome whole = train(spec, data, ExecutionOptions{2});
+  // The JSON rewritten through `edit`, signed again unless `resign` is false.
+  auto rewrite = [](const fs::path& json, const std::function<void(OJson&)>& edit,
+                    bool resign = true) {
+    OJson j = OJson::parse(read_file(json));
+    const OJson checksum = j.at("checksum");
+    j.erase("checksum");
+    edit(j);
+    j["checksum"] = resign ? OJson(Hasher().text(j.dump()).hex()) : checksum;
+    std::ofstream(json, std::ios::trunc) << j.dump(1);
+  };
+  // The tensors rewritten through `edit`, their size and hash in the JSON made to match.
+  auto retensor = [&](const fs::path& json, const fs::path& file,
+                      const std::function<void(std::vector<NamedTensor>&)>& edit) {
+    std::vector<NamedTensor> tensors = decode_safetensors(read_file(file), file.string());
+    edit(tensors);
+    const std::string bytes = encode_safetensors(tensors, {}, file.string());
+    std::ofstream(file, std::ios::binary | std::ios::trunc) << bytes;
+    rewrite(json, [&](OJson& j) {
+      j["tensors"]["bytes"] = bytes.size();
+      j["tensors"]["hash"] = Hasher().text(bytes).hex();
+    });
+  };
+  auto field = [&](const char* key, OJson value) {
+    return [&rewrite, key, value](const fs::path& json, const fs::path&) {
+      rewrite(json, [&](OJson& j) { j[key] = value; });
+    };
+  };
+  struct Hostile {
+    const char* what;
+    std::function<void(const fs::path& json, const fs::path& tensors)> apply;
+    const char* named;  // in the note
+  };
+  const Hostile hostile[] = {
+      {"position 950", field("position", 950), "position: 950"},
+      {"position -1", field("position", -1), "position: -1"},
+      {"position 1e12", field("position", int64_t{1'000'000'000'000}), "position:"},
+      {"tensors in /dev/zero",
+       [&](const fs::path& j, const fs::path&) {
+         rewrite(j, [](OJson& o) { o["tensors"]["file"] = "/dev/zero"; });
+       },
+       "tensors.file: '/dev/zero'"},
+      {"tensors up and out",
+       [&](const fs::path& j, const fs::path&) {
+         rewrite(j, [](OJson& o) { o["tensors"]["file"] = "../../../etc/passwd"; });
+       },
+       "tensors.file:"},
+      {"epoch 1e12", field("epoch", int64_t{1'000'000'000'000}), "epoch:"},
+      {"epoch 2 at step 14", field("epoch", 2), "steps_taken:"},
+      {"optimizer_steps 0", field("optimizer_steps", 0), "optimizer_steps: 0, expected 14"},
+      {"optimizer_steps 2^62", field("optimizer_steps", int64_t{1} << 62), "optimizer_steps:"},
+      {"dropout_step -1", field("dropout_step", -1), "dropout_step:"},
+      {"in_epoch false mid-epoch", field("in_epoch", false), "in_epoch:"},
+      {"order entries 2^40",
+       [&](const fs::path& j, const fs::path&) {
+         rewrite(j, [](OJson& o) {
+           for (OJson& e : o["order"]) e = (int64_t{1} << 40) + e.get<int64_t>();
+         });
+       },
+       "order:"},
+      {"an order that repeats a sample",
+       [&](const fs::path& j, const fs::path&) {
+         rewrite(j, [](OJson& o) { o["order"][1] = o["order"][0]; });
+       },
+       "is not a sample index seen once"},
+      {"a generator state that does not read", field("shuffle_generator", "12 x"),
+       "shuffle_generator:"},
+      {"one digit of the generator changed, unsigned",
+       [&](const fs::path& j, const fs::path&) {
+         rewrite(
+             j,
+             [](OJson& o) {
+               std::string g = o["shuffle_generator"].get<std::string>();
+               g[0] = g[0] == '1' ? '2' : '1';
+               o["shuffle_generator"] = g;
+             },
+             false);
+       },
+       "differs from its checksum"},
+      {"NaN in a weight",
+       [&](const fs::path& j, const fs::path& t) {
+         retensor(j, t, [](std::vector<NamedTensor>& ts) { ts[0].data[0] = std::nanf(""); });
+       },
+       "holds nan"},
+      {"a tensor missing",
+       [&](const fs::path& j, const fs::path& t) {
+         retensor(j, t, [](std::vector<NamedTensor>& ts) { ts.erase(ts.begin()); });
+       },
+       "is missing"},
+      {"the tensors a FIFO",
+       [](const fs::path&, const fs::path& t) {
+         fs::remove(t);
+         ASSERT_EQ(mkfifo(t.c_str(), 0600), 0);
+       },
+       "a FIFO, not read"},
+      {"the tensors a link to the checkpoint before",
+       [](const fs::path&, const fs::path& t) {
+         fs::remove(t);
+         fs::create_symlink(t.parent_path() / "step-000000000013.safetensors", t);
+       },
+       "a symbolic link, not read"},
+  };
+  for (const Hostile& h : hostile) {
+    testing::TempDir dir("hostile");
+    ExecutionOptions first = with_checkpoints(dir.path(), {1, 0}, false, 2);
+    first.max_steps = 14;
+    train(spec, data, first);
+    const fs::path json = dir.path() / "step-000000000014.json";
+    h.apply(json, dir.path() / "step-000000000014.safetensors");
+    std::vector<std::string> notes;
+    const Outcome resumed =
+        train(spec, data, with_checkpoints(dir.path(), {1, 0}, true, 2, &notes));
+    EXPECT_EQ(resumed.result.resumed_at_step, 13) << h.what;
+    bool named = false;
+    for (const auto& n : notes) {
+      named |=
+          n.find("damaged checkpoint") != std::string::npos && n.find(h.named) != std::string::npos;
+    }
+    EXPECT_TRUE(named) << h.what << ": no note names '" << h.named
+                       << "': " << fmt::format("{}", fmt::join(notes, " | "));
+    expect_same_outcome(whole, resumed, h.what);
   }
 }
 
