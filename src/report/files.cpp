@@ -75,9 +75,10 @@ void write_report(const std::filesystem::path& out_dir, const Report& report) {
 void write_tune_report(const std::filesystem::path& out_dir, const TuneRecord& record,
                        const MachineInfo& machine) {
   const nlohmann::json doc = to_json(record, machine);
-  write_file_atomic(out_dir / "results.json", doc.dump(2) + "\n");
-  write_file_atomic(out_dir / "results.csv", tune_csv(record));
-  write_file_atomic(out_dir / "report.html", render_tune_html(record, doc["machine"]));
+  // The search's own files in its folder: replaced, never written through a planted link.
+  replace_file_atomic(out_dir / "results.json", doc.dump(2) + "\n");
+  replace_file_atomic(out_dir / "results.csv", tune_csv(record));
+  replace_file_atomic(out_dir / "report.html", render_tune_html(record, doc["machine"]));
 }
 
 }  // namespace xo

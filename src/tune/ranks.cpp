@@ -82,7 +82,7 @@ std::vector<Slot> rank_slots(const mpi::World& world, const fs::path& out,
                              const std::vector<std::string>& devices) {
   const std::string token =
       fmt::format("{}-{}", getpid(), std::chrono::steady_clock::now().time_since_epoch().count());
-  write_file_atomic(out / ".ranks-token", token);
+  replace_file_atomic(out / ".ranks-token", token);
   world.broadcast(join_args({fs::absolute(out).string(), token}));
   const std::vector<std::string> replies =
       world.gather(join_args(rank_slot(world, devices, token, fs::absolute(out))));

@@ -164,7 +164,7 @@ void Search::write_trial_specs() const {
   for (size_t i = 0; i < specs_.size(); ++i) {
     const TrialFiles f = trial_files(out_, record_.trials[i].id);
     fs::create_directories(f.dir);
-    write_file_atomic(f.spec, to_toml(with_absolute_paths(specs_[i])));
+    replace_file_atomic(f.spec, to_toml(with_absolute_paths(specs_[i])));
   }
 }
 
@@ -309,10 +309,10 @@ void Search::finish() {
   if (const TrialRecord* best = best_trial(record_)) {
     record_.best = best->id;
     const TrialFiles f = trial_files(out_, best->id);
-    write_file_atomic(out_ / "best.toml", read_file(f.spec));
-    if (fs::exists(f.weights)) {
-      fs::copy_file(f.weights, out_ / "best.safetensors", fs::copy_options::overwrite_existing);
-    }
+    // Files of the search's own: whatever has their names (a link planted while it was stopped)
+    // is replaced, never written through.
+    replace_file_atomic(out_ / "best.toml", read_file(f.spec));
+    if (fs::exists(f.weights)) replace_file_atomic(out_ / "best.safetensors", read_file(f.weights));
   }
   price();
 }

@@ -142,6 +142,15 @@ TEST(Tune, ASearchKilledAndStartedAgainKeepsItsFinishedTrials) {
   int status = 0;
   waitpid(pid, &status, 0);
   std::this_thread::sleep_for(std::chrono::milliseconds(300));  // its trial ends with it
+  // Links planted while it was stopped, where it writes its best spec and weights: replaced, and
+  // the files they lead to untouched (they were once overwritten).
+  std::ofstream(dir.path() / "precious.toml") << "mine";
+  std::ofstream(dir.path() / "precious.bin") << "mine too";
+  for (const auto& [name, target] :
+       {std::pair{"best.toml", "precious.toml"}, std::pair{"best.safetensors", "precious.bin"}}) {
+    fs::remove(dir.path() / "out" / name);
+    fs::create_symlink(dir.path() / target, dir.path() / "out" / name);
+  }
   const auto again = run_cli(
       "tune disc-9 --vary lr=0.02,0.05,0.1,0.2 --epochs 100 --parallel 1 "
       "--out out",
@@ -155,6 +164,11 @@ TEST(Tune, ASearchKilledAndStartedAgainKeepsItsFinishedTrials) {
   }
   // The first trial finished before the kill and did not run again.
   EXPECT_EQ(runs_of(dir.path() / "out", "t01"), 1);
+  EXPECT_EQ(xo::read_file(dir.path() / "precious.toml"), "mine");
+  EXPECT_EQ(xo::read_file(dir.path() / "precious.bin"), "mine too");
+  for (const char* name : {"best.toml", "best.safetensors"}) {
+    EXPECT_TRUE(fs::is_regular_file(fs::symlink_status(dir.path() / "out" / name))) << name;
+  }
   // Another search in the same folder is refused, naming what differs.
   const auto other = run_cli("tune disc-9 --vary lr=0.3 --epochs 100 --out out", dir.path());
   EXPECT_EQ(other.status, 2);
