@@ -41,11 +41,22 @@ struct FileDescriptor {
 
 }  // namespace
 
-std::string read_file(const std::filesystem::path& path) {
-  // Without blocking: a FIFO (or a device) is refused by its kind, never waited on.
-  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0)
+namespace {
+
+// A whole regular file (see read_file and read_regular_file): opened without blocking, so that a
+// FIFO or a device is refused by its kind and never waited on; with `follow` false a symbolic link
+// is refused too; its size checked against `expected_size` before a byte is read.
+std::string read_whole(const std::filesystem::path& path, bool follow,
+                       std::optional<uint64_t> expected_size) {
+  const int fd =
+      ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | (follow ? 0 : O_NOFOLLOW));
+  if (fd < 0 && errno == ELOOP && !follow) {
+    throw UserError(
+        fmt::format("{}: a symbolic link, not read (expected a regular file)", path.string()));
+  }
+  if (fd < 0) {
     throw UserError(fmt::format("{}: cannot open: {}", path.string(), std::strerror(errno)));
+  }
   const FileDescriptor closer{fd};
   struct stat st {};
   if (::fstat(fd, &st) != 0) {
@@ -55,6 +66,13 @@ std::string read_file(const std::filesystem::path& path) {
     throw UserError(fmt::format("{}: {}, not read (expected a regular file)", path.string(),
                                 file_type_name(st.st_mode)));
   }
+  auto check_size = [&](uint64_t size) {
+    if (expected_size && size != *expected_size) {
+      throw UserError(
+          fmt::format("{}: {} bytes, expected {}", path.string(), size, *expected_size));
+    }
+  };
+  check_size(static_cast<uint64_t>(st.st_size));
   // One allocation of the file's size (a model file is tens of megabytes: a growing buffer would
   // copy it over and over), then the bytes in chunks to the end, which also reads files whose size
   // the system does not know (/proc).
@@ -67,46 +85,22 @@ std::string read_file(const std::filesystem::path& path) {
     if (n < 0) {
       throw UserError(fmt::format("{}: read failed: {}", path.string(), std::strerror(errno)));
     }
-    if (n == 0) return bytes;
+    if (n == 0) break;
     bytes.append(chunk.data(), static_cast<size_t>(n));
   }
+  check_size(bytes.size());  // it changed while it was read
+  return bytes;
+}
+
+}  // namespace
+
+std::string read_file(const std::filesystem::path& path) {
+  return read_whole(path, true, std::nullopt);
 }
 
 std::string read_regular_file(const std::filesystem::path& path,
                               std::optional<uint64_t> expected_size) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) {
-    if (errno == ELOOP) {
-      throw UserError(
-          fmt::format("{}: a symbolic link, not read (expected a regular file)", path.string()));
-    }
-    throw UserError(fmt::format("{}: cannot open: {}", path.string(), std::strerror(errno)));
-  }
-  const FileDescriptor closer{fd};
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    throw UserError(fmt::format("{}: cannot read: {}", path.string(), std::strerror(errno)));
-  }
-  if (!S_ISREG(st.st_mode)) {
-    throw UserError(fmt::format("{}: {}, not read (expected a regular file)", path.string(),
-                                file_type_name(st.st_mode)));
-  }
-  const auto size = static_cast<uint64_t>(st.st_size);
-  if (expected_size && size != *expected_size) {
-    throw UserError(fmt::format("{}: {} bytes, expected {}", path.string(), size, *expected_size));
-  }
-  std::string bytes(static_cast<size_t>(size), '\0');
-  size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t n = ::read(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      throw UserError(fmt::format("{}: read failed after {} of {} bytes{}", path.string(), done,
-                                  size, n < 0 ? fmt::format(": {}", std::strerror(errno)) : ""));
-    }
-    done += static_cast<size_t>(n);
-  }
-  return bytes;
+  return read_whole(path, false, expected_size);
 }
 
 namespace {
