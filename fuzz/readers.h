@@ -13,6 +13,8 @@
 
 #include "advisor/catalog.h"
 #include "core/error.h"
+#include "core/hash.h"
+#include "core/json_depth.h"
 #include "data/dataset.h"
 #include "data/idx.h"
 #include "data/imdb.h"
@@ -22,8 +24,10 @@
 #include "measure/profile.h"
 #include "model/onnx_import.h"
 #include "model/spec.h"
+#include "report/replayable.h"
 #include "report/report_json.h"
 #include "report/tune_json.h"
+#include "train/checkpoint_json.h"
 #include "tune/space.h"
 
 namespace xo::fuzz {
@@ -104,6 +108,45 @@ inline void read_report(const std::string& bytes, const std::string& origin) {
   to_json(xo::read_report(doc, origin, ReadMode::Strict)).dump(2);
 }
 
+// A results.json as `replay` reads it before it runs anything: strictly, then checked as a job it
+// can repeat (its manifest, its runs' specs and epochs).
+inline void read_replay(const std::string& bytes, const std::string& origin) {
+  const nlohmann::json doc = parse_report_json(bytes, origin);
+  if (doc.is_discarded()) throw UserError(origin + ": not JSON");
+  check_replayable(xo::read_report(doc, origin, ReadMode::Strict), origin);
+}
+
+// A checkpoint's JSON as a resume reads it, signed again first (a mutation would otherwise stop at
+// the checksum and never reach the fields), then checked against the run the seeds were taken in
+// (fuzz/corpus/checkpoint: disc-2 for 1000 epochs of 10 steps, batches of 100 of 1000 samples in a
+// drawn order; one taken inside an epoch, one between two) and read into a training state. A damaged checkpoint is the
+// expected answer (a UserError).
+inline void read_checkpoint(const std::string& bytes, const std::string& origin) {
+  check_json_depth(bytes, origin);
+  std::string text;
+  try {
+    CheckpointJson j = CheckpointJson::parse(bytes);
+    if (j.is_object()) {
+      j.erase("checksum");
+      j["checksum"] = Hasher().text(j.dump()).hex();
+    }
+    text = j.dump();
+  } catch (const CheckpointJson::exception& e) {
+    throw UserError(origin + ": " + e.what());
+  }
+  try {
+    const CheckpointJson j = parse_checkpoint_json(text, origin);
+    const CheckpointRun run{1000, 10, 100, 1000, true};
+    const auto steps = j.find("steps_taken");
+    const int64_t file_steps =
+        steps != j.end() && steps->is_number_integer() ? steps->get<int64_t>() : -1;
+    TrainState state(1);
+    read_checkpoint_state(j, run, file_steps, state);
+  } catch (const DamagedCheckpoint& e) {  // named as a resume names it
+    throw UserError(origin + ": damaged checkpoint (" + e.what() + ")");
+  }
+}
+
 // The peaks cache as device_peaks reads it: a damaged file is a UserError (then probed again and
 // replaced), an entry of another layout a JSON exception or a UserError (probed again); then
 // written back.
@@ -157,10 +200,13 @@ struct Target {
 };
 
 inline constexpr Target kTargets[] = {
-    {"catalog", read_catalog}, {"csv", read_csv},       {"idx", read_idx},
-    {"imdb", read_imdb},       {"onnx", read_onnx},     {"peaks", read_peaks},
-    {"profile", read_profile}, {"report", read_report}, {"safetensors", read_safetensors},
-    {"spec", read_spec},       {"tune", read_tune}};
+    {"catalog", read_catalog}, {"checkpoint", read_checkpoint},
+    {"csv", read_csv},         {"idx", read_idx},
+    {"imdb", read_imdb},       {"onnx", read_onnx},
+    {"peaks", read_peaks},     {"profile", read_profile},
+    {"replay", read_replay},   {"report", read_report},
+    {"safetensors", read_safetensors}, {"spec", read_spec},
+    {"tune", read_tune}};
 
 // The body of every LLVMFuzzerTestOneInput: a UserError is the answer to bad input.
 inline int run_target(void (*read)(const std::string&, const std::string&), const uint8_t* data,

@@ -24,25 +24,6 @@ const char* activation_name(Activation a) {
   return "?";
 }
 
-const char* precision_name(Precision p) {
-  switch (p) {
-    case Precision::F32:
-      return "f32";
-    case Precision::TF32:
-      return "tf32";
-    case Precision::BF16:
-      return "bf16";
-  }
-  return "?";
-}
-
-Precision parse_precision(const std::string& text) {
-  for (Precision p : {Precision::F32, Precision::TF32, Precision::BF16}) {
-    if (text == precision_name(p)) return p;
-  }
-  throw UserError(fmt::format("--precision '{}': expected f32, tf32 or bf16", text));
-}
-
 DeviceRequest parse_device(const std::string& text, int threads, const std::string& precision) {
   DeviceRequest r;
   r.threads = threads;

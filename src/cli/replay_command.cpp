@@ -13,6 +13,8 @@
 #include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
 
 #include "advisor/replay.h"
 #include "cli/commands.h"
@@ -22,6 +24,7 @@
 #include "report/files.h"
 #include "report/manifest.h"
 #include "report/replay_text.h"
+#include "report/replayable.h"
 #include "report/report_json.h"
 
 namespace xo::cli {
@@ -59,17 +62,6 @@ Report read_results(const std::string& file) {
                                 file, kReportSchema));
   }
   return read_report(doc, file);
-}
-
-const Manifest& manifest_of(const Report& report, const std::string& file) {
-  if (!report.manifest) {
-    const std::string by =
-        report.machine && !report.machine->crossover.empty() ? " " + report.machine->crossover : "";
-    throw UserError(
-        fmt::format("{}: no manifest (written by crossover{}, before {}): cannot replay", file, by,
-                    kManifestSince));
-  }
-  return *report.manifest;
 }
 
 // The first of <folder>/replay, replay-2, ... that did not exist, created here: a replay never
@@ -232,6 +224,7 @@ std::vector<RunComparison> replay_runs(Session& session, const Report& recorded,
                                                                o.file, r.model, r.device.id));
     spec.origin = r.origin;
     const RunRecord* replayed = nullptr;
+    session.limit_steps(r.steps_taken);  // never more than it recorded (0: not recorded)
     try {
       replayed = session.measure(spec, r.device.id, job++, jobs, run.run.axis, run.run.axis_value);
     } catch (const UserError& e) {  // its data is not here, say: the other runs go on
@@ -251,8 +244,7 @@ std::vector<RunComparison> replay_runs(Session& session, const Report& recorded,
 
 int run_replay(const ReplayOptions& o) {
   const Report recorded = read_results(o.file);
-  const Manifest& manifest = manifest_of(recorded, o.file);
-  if (recorded.runs.empty()) throw UserError(fmt::format("{}: no runs in it to replay", o.file));
+  const Manifest& manifest = check_replayable(recorded, o.file);
   const ReplayDevices devices = replay_devices(recorded, o);
   bool threads_resolved = false;
   MeasureOptions m = replay_settings(manifest, recorded, devices.here, threads_resolved);
@@ -281,6 +273,15 @@ int run_replay(const ReplayOptions& o) {
   if (session.stopped()) {
     fmt::print("interrupted: the runs above were compared, the rest not\n");
     return kExitInterrupted;
+  }
+  if (compared.empty()) {
+    if (o.out.empty()) {  // the fresh folder made for it, empty but for the job's lock
+      std::error_code ec;
+      std::filesystem::remove(out / kFolderLockName, ec);
+      std::filesystem::remove(out, ec);
+    }
+    throw UserError(fmt::format("{}: no run could be replayed here ({} skipped, each with why above)",
+                                o.file, skipped));
   }
   const bool differs = std::any_of(compared.begin(), compared.end(), [](const RunComparison& c) {
     return c.verdict() == Verdict::Different;
@@ -313,7 +314,8 @@ Command add_replay(CLI::App& app) {
       ->delimiter(',');
   sub->footer(fmt::format(
       "Exit codes: 0 every run replayed is bit-identical or within tolerance; {} a figure differs; "
-      "2 bad input (a file that is not a results.json, one without a manifest); 130 interrupted.",
+      "2 bad input (a file that is not a results.json, one without a manifest or with settings out "
+      "of range or beyond the run it recorded, no run replayable here); 130 interrupted.",
       kExitReplayDiffers));
   return {sub, [o] { return run_replay(*o); }};
 }

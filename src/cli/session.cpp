@@ -178,6 +178,9 @@ MeasureSettings Session::settings_for(const ModelSpec& spec, const std::string& 
   // The per-node profile is rank 0's, after the training (no rank waits on it).
   exec.profile_steps = lead_ ? o_.settings.profile_steps : 0;
   exec.max_steps = o_.settings.max_steps;
+  if (step_limit_ > 0 && (exec.max_steps <= 0 || step_limit_ < exec.max_steps)) {
+    exec.max_steps = step_limit_;
+  }
   exec.record_step = o_.settings.record_step;
   exec.stop_on_nan = o_.checkpoint.on_nan == "stop";
   exec.data_parallel = data_parallel;

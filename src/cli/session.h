@@ -56,6 +56,10 @@ class Session {
                            size_t jobs, const std::string& axis = "", double axis_value = 0,
                            DataParallel* data_parallel = nullptr);
 
+  // The runs measured from now on take at most `steps` training steps (0: as the options say);
+  // a replay bounds each run by the steps it recorded.
+  void limit_steps(int64_t steps) { step_limit_ = steps; }
+
   // The report document around the runs measured so far, each analysed against its peaks;
   // complete only once the job has `finished` every run, uninterrupted.
   Report report(const std::string& kind, const std::string& title, bool finished) const;
@@ -94,6 +98,7 @@ class Session {
   Progress progress_;
   bool stopped_ = false;
   double started_ = 0;
+  int64_t step_limit_ = 0;  // limit_steps
 };
 
 // The manifest of a job measured with `o` on `devices` (resolved ids): this build, its

@@ -9,10 +9,13 @@
 namespace xo {
 
 // Bad input from the user: a spec, a data file, a weights file or a flag. The message names the
-// file (and line/key where there is one) and says what was expected.
+// file (and line/key where there is one) and says what was expected. What it quotes from a file
+// is kept whole and printable: control characters and NUL become escapes (core/format.h's
+// message_safe), the message's own line breaks stay.
 class UserError : public std::runtime_error {
  public:
-  using std::runtime_error::runtime_error;
+  explicit UserError(const std::string& message);
+  explicit UserError(const char* message) : UserError(std::string(message)) {}
 };
 
 // An allocation a device could not satisfy (the host's memory, for the CPU). A UserError: the

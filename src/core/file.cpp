@@ -344,6 +344,32 @@ void replace_file_atomic(const std::filesystem::path& path, std::string_view byt
   replace_atomically(path, path.string(), bytes);
 }
 
+void remove_unless_regular(const std::filesystem::path& path) {
+  struct stat st{};
+  if (::lstat(path.c_str(), &st) != 0 || S_ISREG(st.st_mode)) return;
+  if (S_ISDIR(st.st_mode)) {
+    throw UserError(fmt::format("{}: a folder, where crossover writes a file", path.string()));
+  }
+  if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
+    throw UserError(fmt::format("{}: {}, which crossover cannot remove to write its file: {}",
+                                path.string(), file_type_name(st.st_mode), std::strerror(errno)));
+  }
+}
+
+void own_folder(const std::filesystem::path& path) {
+  struct stat st{};
+  if (::lstat(path.c_str(), &st) == 0 && !S_ISDIR(st.st_mode) && ::unlink(path.c_str()) != 0 &&
+      errno != ENOENT) {
+    throw UserError(fmt::format("{}: {} where crossover makes its folder, not removable: {}",
+                                path.string(), file_type_name(st.st_mode), std::strerror(errno)));
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(path, ec);
+  if (ec) {
+    throw UserError(fmt::format("{}: cannot create the folder: {}", path.string(), ec.message()));
+  }
+}
+
 void check_writable_path(const std::filesystem::path& path_in, std::string_view what) {
   Target target;
   try {

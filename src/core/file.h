@@ -46,6 +46,15 @@ void write_file_atomic(const std::filesystem::path& path, std::string_view bytes
 // opened; a folder is refused.
 void replace_file_atomic(const std::filesystem::path& path, std::string_view bytes);
 
+// Where crossover is about to have a file of its own written at `path` (a trial's log, result or
+// weights, which a child process writes): anything there that is not a regular file (a symbolic
+// link planted while it was stopped, a FIFO, a device node, a socket) is removed first, never
+// followed or opened; a folder is refused.
+void remove_unless_regular(const std::filesystem::path& path);
+// A folder crossover writes its own files into (a trial's): a link or file planted in its place is
+// removed, never followed; then the folder and those above it are created where missing.
+void own_folder(const std::filesystem::path& path);
+
 // Checks before any work that write_file_atomic(path) can succeed: the path is not a folder, its
 // folder (or the nearest existing one above it) is a writable folder, the missing folders are
 // created, and a file can be made in the last one (a probe, removed: root passes every permission

@@ -166,6 +166,16 @@ bool reorders_text(char32_t cp) {
 
 }  // namespace
 
+const char* c_escape(unsigned char c) {
+  switch (c) {
+    case '\0': return "\\0";
+    case '\t': return "\\t";
+    case '\n': return "\\n";
+    case '\r': return "\\r";
+    default: return nullptr;
+  }
+}
+
 std::string terminal_safe(std::string_view text) {
   std::string out;
   out.reserve(text.size());
@@ -178,7 +188,10 @@ std::string terminal_safe(std::string_view text) {
     }
     char32_t cp = 0;
     const size_t n = c >= 0x80 ? utf8_sequence(text, i, cp) : 0;
-    if (n == 0 || (cp >= 0x80 && cp <= 0x9f)) {
+    if (const char* named = c_escape(c); named && n == 0) {
+      out += named;
+      ++i;
+    } else if (n == 0 || (cp >= 0x80 && cp <= 0x9f)) {
       // A control, or bytes a terminal would read in its own way: each byte shown as a number.
       for (size_t k = 0; k < std::max<size_t>(n, 1); ++k) {
         out += fmt::format("\\x{:02x}", static_cast<unsigned char>(text[i + k]));
@@ -193,6 +206,18 @@ std::string terminal_safe(std::string_view text) {
     }
   }
   return out;
+}
+
+std::string message_safe(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t at = 0;;) {
+    const size_t end = text.find('\n', at);
+    out += terminal_safe(text.substr(at, end == std::string_view::npos ? end : end - at));
+    if (end == std::string_view::npos) return out;
+    out += '\n';
+    at = end + 1;
+  }
 }
 
 }  // namespace xo

@@ -42,11 +42,17 @@ std::string plain(const std::optional<double>& v, int digits = 3);
 
 // `text` safe to print on a terminal: a name from a file (a spec's model name, a file name, a
 // device id) may carry escape sequences that would move the cursor, retitle the window or hide
-// what follows. C0 controls (newline and tab too: they would break a table's rows), DEL, bytes
-// that are not UTF-8 and the C1 controls are written as \xNN, byte by byte; the bidirectional
-// overrides and isolates, which reorder what is shown, as \u202e and the like. Everything else
-// (printable UTF-8) is kept; a backslash is kept as it is, so the escapes are for reading, not
-// for decoding back.
+// what follows. NUL, tab, newline and carriage return are written as C escapes, \0 \t \n \r (a
+// newline would break a table's row); the other C0 controls, DEL, bytes that are not UTF-8 and
+// the C1 controls as \xNN, byte by byte; the bidirectional overrides and isolates, which reorder
+// what is shown, as \u202e and the like. Everything else (printable UTF-8) is kept; a backslash
+// is kept as it is, so the escapes are for reading, not for decoding back.
 std::string terminal_safe(std::string_view text);
+// The two-character C escape (backslash and a letter or 0) of NUL, tab, newline and carriage
+// return; null for any other byte.
+const char* c_escape(unsigned char c);
+// A message's text safe to print: terminal_safe line by line, its own line breaks kept (what
+// every UserError holds, whatever it quotes from a file: a NUL no longer cuts it short).
+std::string message_safe(std::string_view text);
 
 }  // namespace xo

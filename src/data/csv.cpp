@@ -150,7 +150,10 @@ Dataset parse_csv(const std::string& text, const std::string& name, int64_t clas
   d.classes = classes;
   // One row per line at most: reserving (at the first data row) avoids regrowing the vectors on
   // files of 60k rows.
-  const auto lines = static_cast<size_t>(std::count(body.begin(), body.end(), '\n')) + 1;
+  // Lines end in LF, CRLF or a lone CR (classic Mac OS; once read as one line of 800 columns).
+  size_t lines = static_cast<size_t>(std::count(body.begin(), body.end(), '\n'));
+  if (lines == 0) lines = static_cast<size_t>(std::count(body.begin(), body.end(), '\r'));
+  ++lines;
   std::vector<std::string_view> fields;
   size_t columns = 0;
   int64_t first_data_line = 0;
@@ -158,10 +161,12 @@ Dataset parse_csv(const std::string& text, const std::string& name, int64_t clas
   int64_t line_no = 0;
   size_t pos = 0;
   while (pos < body.size()) {
-    const size_t end = body.find('\n', pos);
+    const size_t end = body.find_first_of("\r\n", pos);
     const std::string_view line =
         trim(body.substr(pos, end == std::string_view::npos ? end : end - pos));
-    pos = end == std::string_view::npos ? body.size() : end + 1;
+    pos = end == std::string_view::npos ? body.size()
+          : body.compare(end, 2, "\r\n") == 0 ? end + 2
+                                              : end + 1;
     ++line_no;
     // A row of a thousand features parses in tens of microseconds: a poll every 1024 lines.
     if (line_no % 1024 == 0) throw_if_stop_requested(("reading the CSV file " + name).c_str());

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -36,11 +37,13 @@ pid_t spawn(const std::vector<std::string>& args, const std::filesystem::path& l
   if (pid == 0) {
     prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (getppid() != parent) _exit(kExitNotStarted);
-    const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    if (fd >= 0) {
-      dup2(fd, STDOUT_FILENO);
-      dup2(fd, STDERR_FILENO);
-    }
+    // Never through a link, never a FIFO's wait: a log that cannot be opened so is not started.
+    const int fd =
+        open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0644);
+    struct stat st {};
+    if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) _exit(kExitNotStarted);
+    dup2(fd, STDOUT_FILENO);
+    dup2(fd, STDERR_FILENO);
     execve(argv[0], argv.data(), envp.data());
     _exit(kExitNotStarted);
   }

@@ -61,6 +61,9 @@ class FieldsOut {
   void optional_text(const char* key, const std::optional<std::string>& v) {
     j[key] = v ? json(*v) : json();
   }
+  void optional_integer(const char* key, const std::optional<int64_t>& v, Between) {
+    optional_integer(key, v);
+  }
   // Absent from older files (NaN there); written like nullable.
   void nullable_or_absent(const char* key, double v) { nullable(key, v); }
   template <class T>
@@ -151,6 +154,10 @@ class FieldsIn {
   }
   void optional_text(const char* key, std::optional<std::string>& v) const {
     v = in.optional_text(key);
+  }
+  void optional_integer(const char* key, std::optional<int64_t>& v, Between b) const {
+    v = in.optional_integer(key);
+    if (v) v = in.integer_between(key, b.min, b.max);
   }
   void nullable_or_absent(const char* key, double& v) const {
     v = in.has(key) ? in.nullable(key) : std::numeric_limits<double>::quiet_NaN();

@@ -315,7 +315,7 @@ std::vector<std::vector<std::string>> key_paths(const ModelSpec& spec, const Spe
 // The spec text read back. The reader's messages name its origin and a line of the text made
 // here: they are said of the --vary argument instead.
 ModelSpec parse_varied(const std::string& text, const std::string& what) {
-  const std::string origin = "\x01vary";
+  const std::string origin = "<vary>";  // a name no file has: the messages said of it
   try {
     return parse_spec(text, origin);
   } catch (const UserError& e) {

@@ -54,8 +54,9 @@ std::string runs_csv(const Report& report) {
 
 void write_report(const std::filesystem::path& out_dir, const Report& report) {
   // All three rendered first, so that a failure to render one replaces none. Each file is
-  // replaced atomically; when one cannot be written (a full disk), the error names the ones
-  // already replaced, since the folder then holds versions of two different moments.
+  // replaced atomically, never written through a link or onto a FIFO planted in the job's folder
+  // (they are the job's own files); when one cannot be written (a full disk), the error names the
+  // ones already replaced, since the folder then holds versions of two different moments.
   const std::pair<const char*, std::string> files[] = {
       {"results.json", to_json(report).dump(2) + "\n"},
       {"results.csv", runs_csv(report)},
@@ -63,7 +64,7 @@ void write_report(const std::filesystem::path& out_dir, const Report& report) {
   std::string written;
   for (const auto& [name, bytes] : files) {
     try {
-      write_file_atomic(out_dir / name, bytes);
+      replace_file_atomic(out_dir / name, bytes);
     } catch (const UserError& e) {
       if (written.empty()) throw;
       throw UserError(fmt::format("{} ({} already written)", e.what(), written));

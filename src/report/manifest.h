@@ -30,6 +30,12 @@ struct BuildInfo {
 
 // The settings of a measuring job that change its outcome (how long, on which devices, on how
 // many threads, in which arithmetic), as `run`, `sweep`, `advise` and `cost` took them.
+// The ranges a manifest's settings are read in: what a person could have asked for, so that an
+// edited file cannot make a replay train for ever or start a million threads.
+inline constexpr int64_t kMaxEpochs = 1'000'000'000;
+inline constexpr int64_t kMaxSteps = int64_t{1} << 53;
+inline constexpr int64_t kMaxThreads = 4096;
+
 struct ExecutionSettings {
   std::vector<std::string> devices;  // the devices the job measured on, resolved ("cpu", "cuda:0")
   std::optional<int64_t> epochs;     // every spec's epochs overridden (each spec text says so too)

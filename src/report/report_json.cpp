@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "advisor/scale_out.h"
+#include "backend/backend.h"
 #include "core/error.h"
 #include "core/json_depth.h"
 #include "io/json_fields.h"
@@ -241,13 +242,22 @@ constexpr auto build_fields = [](auto& io, auto& b) {
   io.text("cuda_architectures", b.cuda_architectures);
 };
 
+// The ranges a replay trusts (a spec's epochs and --steps, --threads and --profile-steps as the
+// commands take them); the precision one parse_precision knows.
 constexpr auto settings_fields = [](auto& io, auto& s) {
   io.texts("devices", s.devices);
-  io.optional_integer("epochs", s.epochs);
-  io.integer("max_steps", s.max_steps);
-  io.integer("threads", s.threads);
-  io.integer("profile_steps", s.profile_steps);
+  io.optional_integer("epochs", s.epochs, Between{1, kMaxEpochs});
+  io.integer("max_steps", s.max_steps, Between{0, kMaxSteps});
+  io.integer("threads", s.threads, Between{0, kMaxThreads});
+  io.integer("profile_steps", s.profile_steps, Between{0, kMaxSteps});
   io.text("precision", s.precision);
+  if constexpr (kReads<decltype(io)>) {
+    try {
+      parse_precision(s.precision);
+    } catch (const UserError&) {
+      io.refuse("precision", "f32, tf32 or bf16", s.precision);
+    }
+  }
   io.flag("record_step", s.record_step);
 };
 

@@ -257,24 +257,29 @@ std::optional<int64_t> restore_checkpoint(TrainPlan& p, TrainState& state,
     }
   }
   std::sort(found.rbegin(), found.rend());
+  std::vector<std::string> damage;  // one line per damaged checkpoint, newest first
   for (const auto& [steps, file] : found) {
     try {
-      const CheckpointFile checkpoint = CheckpointFile::read(file);
+      CheckpointFile checkpoint = CheckpointFile::read(file);
       // A checkpoint of another run is refused outright; a damaged one falls back.
       checkpoint.check_fingerprint(fingerprint);
       checkpoint.validate(p, state, epochs);
       checkpoint.apply(p, state);
     } catch (const DamagedCheckpoint& e) {
+      damage.push_back(fmt::format("{}: {}", file.filename().string(), e.what()));
       options.tell(fmt::format("warning: {}: damaged checkpoint ({}); trying the one before",
                                file.string(), e.what()));
       continue;
     }
     return steps;
   }
-  if (!found.empty()) {
-    options.tell(
-        fmt::format("warning: no whole checkpoint in {}; training starts from the beginning",
-                    options.dir.string()));
+  // Checkpoints there, none usable: training from the beginning would silently throw away the
+  // run; the person decides (--restart), having been told what is wrong with each.
+  if (!damage.empty()) {
+    throw UserError(fmt::format(
+        "{}: no usable checkpoint to resume from ({} damaged: {}); --restart discards them and "
+        "trains from the beginning",
+        options.dir.string(), damage.size(), fmt::join(damage, "; ")));
   }
   return std::nullopt;
 }

@@ -101,8 +101,9 @@ void remove_checkpoints(const std::filesystem::path& dir);
 // is built and before the first step. Returns the steps taken it resumes at, or nullopt where the
 // folder holds none. A damaged checkpoint (unreadable, edited, or with a field that does not fit
 // the others or the run of `epochs` epochs) is skipped with a note naming what is wrong, and the
-// one before is tried; one of another run (spec, data, device, settings or version) is refused
-// with a UserError saying which differs.
+// one before is tried; where every one is damaged, a UserError names each and what is wrong
+// (--restart discards them). One of another run (spec, data, device, settings or version) is
+// refused with a UserError saying which differs.
 std::optional<int64_t> restore_checkpoint(TrainPlan& p, TrainState& state,
                                           const CheckpointOptions& options,
                                           const RunFingerprint& fingerprint, int64_t epochs);

@@ -6,7 +6,7 @@
 
 #include <cstdint>
 #include <filesystem>
-#include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,23 +15,12 @@
 #include "io/safetensors.h"
 #include "model/model.h"
 #include "train/checkpoint.h"
+#include "train/checkpoint_json.h"
 #include "train/state.h"
 
 namespace xo {
 
 struct TrainPlan;
-
-// Everything a checkpoint holds, on the host.
-struct CheckpointSnapshot {
-  explicit CheckpointSnapshot(uint64_t seed) : state(seed) {}
-  std::vector<float> params, buffers;         // the model's flat buffers, padding included
-  std::vector<std::vector<float>> optimizer;  // per optimizer state buffer, flat
-  int64_t optimizer_steps = 0;
-  uint64_t step_counter = 0;  // the dropout masks' step
-  int64_t position = 0;       // the batch position, where batches are gathered
-  LossStats stats[2]{};       // the epoch's loss sums so far: full batches, partial batch
-  TrainState state;
-};
 
 // What names a snapshot's tensors.
 struct CheckpointLayout {
@@ -51,12 +40,6 @@ int64_t checkpoint_steps(const std::filesystem::path& file);
 void write_checkpoint(const std::filesystem::path& dir, const CheckpointSnapshot& s,
                       const CheckpointLayout& layout, const RunFingerprint& fingerprint);
 
-// A checkpoint that cannot be read whole (truncated, corrupt, not one): the one before is used.
-class DamagedCheckpoint : public UserError {
- public:
-  using UserError::UserError;
-};
-
 // A checkpoint read back from its JSON file, with its tensors checked against the recorded hash.
 class CheckpointFile {
  public:
@@ -65,22 +48,21 @@ class CheckpointFile {
   // Throws UserError naming each part of the run that differs (DamagedCheckpoint where the
   // fingerprint cannot be read).
   void check_fingerprint(const RunFingerprint& now) const;
-  // Checks every field against its range, the others and the run (`epochs` its epochs): the epoch
-  // within the run, the step within the epoch and the counters that follow from them, the batch
-  // position, the order a permutation of the samples, the generator state, the rules' counts,
-  // every tensor present with its size and finite (unless the run had diverged). Throws
-  // DamagedCheckpoint naming what is wrong; nothing is restored before it passes.
-  void validate(const TrainPlan& p, const TrainState& state, int64_t epochs) const;
+  // Checks every field against its range, the others and the run (`epochs` its epochs; see
+  // read_checkpoint_state), and every tensor present with its size and finite (unless the run
+  // had diverged), reading the state it holds aside. Throws DamagedCheckpoint naming what is
+  // wrong; nothing is restored before it passes.
+  void validate(const TrainPlan& p, const TrainState& state, int64_t epochs);
   // Restores the plan's device state and `state` (after validate).
-  void apply(TrainPlan& p, TrainState& state) const;
+  void apply(TrainPlan& p, TrainState& state);
 
  private:
-  void check_sum();
   void read_tensors();
-  void apply_state(TrainPlan& p, TrainState& state) const;
 
   std::filesystem::path file_;
-  nlohmann::ordered_json json_;
+  CheckpointJson json_;
+  std::optional<TrainState> restored_;  // read by validate
+  CheckpointCounters counters_;
   std::vector<NamedTensor> tensors_;
 };
 

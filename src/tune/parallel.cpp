@@ -19,8 +19,9 @@ namespace fs = std::filesystem;
 // `k` processes at once on `device`, `threads` each: their samples per second, each and summed.
 ParallelOption measure(const ParallelSettings& s, const std::string& device, int k, int threads) {
   ParallelOption option{k, threads, 0, {}};
-  fs::create_directories(s.dir);
+  own_folder(s.dir);
   const fs::path log = s.dir / "log.txt";
+  remove_unless_regular(log);
   std::vector<pid_t> pids;
   std::vector<fs::path> results;
   for (int i = 0; i < k; ++i) {

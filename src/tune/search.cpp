@@ -163,7 +163,7 @@ void Search::load_or_start() {
 void Search::write_trial_specs() const {
   for (size_t i = 0; i < specs_.size(); ++i) {
     const TrialFiles f = trial_files(out_, record_.trials[i].id);
-    fs::create_directories(f.dir);
+    own_folder(f.dir);
     replace_file_atomic(f.spec, to_toml(with_absolute_paths(specs_[i])));
   }
 }
@@ -239,6 +239,10 @@ void Search::start_job(size_t slot, const HalvingJob& job) {
   t.rank = where.rank;
   jobs_[slot] = job;
   running_[job.trial] = true;
+  // What the trial's process writes, in a folder of the search's own: never through a link
+  // planted there while the search was stopped.
+  for (const fs::path& p : {f.log, f.result, f.weights}) remove_unless_regular(p);
+  own_folder(f.checkpoints);
   runner_->start(slot, args, f.log);
   note_concurrent(slot);
   publish();

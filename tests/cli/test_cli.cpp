@@ -11,9 +11,12 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "backend/backend.h"
 #include "support/cli.h"
@@ -739,15 +742,112 @@ TEST(Cli, ReplaySkipsADeviceThatIsNotHereAndRefusesWhatItCannotReplay) {
   old.erase("manifest");
   old["runs"][0].erase("data_hash");
   old["runs"][0].erase("params_hash");
+  std::ofstream(dir / "cut.json") << old.dump();
+  old["machine"]["crossover"] = "0.1.0";
   std::ofstream(dir / "old.json") << old.dump();
   EXPECT_EQ(run("cost " + (dir / "old.json").string()).status, 0);
   r = run("replay " + (dir / "old.json").string());
   EXPECT_EQ(r.status, 2) << r.output;
-  for (const char* piece : {"old.json", "no manifest", "before 0.1.1", "cannot replay"}) {
+  for (const char* piece :
+       {"old.json", "no manifest", "written by crossover 0.1.0, before 0.1.1", "cannot replay"}) {
     EXPECT_NE(r.output.find(piece), std::string::npos) << piece << " not in: " << r.output;
   }
+  // The manifest taken out of a file this version wrote: named plainly (it once said "written by
+  // crossover 0.2.0, before 0.1.1").
+  r = run("replay " + (dir / "cut.json").string());
+  EXPECT_EQ(r.status, 2) << r.output;
+  for (const char* piece : {"cut.json: its manifest is missing, though crossover", "edited"}) {
+    EXPECT_NE(r.output.find(piece), std::string::npos) << piece << " not in: " << r.output;
+  }
+  EXPECT_EQ(r.output.find("before 0.1.1"), std::string::npos) << r.output;
   // The exit codes are documented.
   EXPECT_NE(run("replay --help").output.find("Exit codes: 0"), std::string::npos);
+}
+
+// A manifest or run edited to make replay misbehave: settings out of range, more epochs than the
+// run recorded, a source that is not the recorded data. Each is refused with exit 2 and the field
+// named, before any training; none leaves a replay folder behind. (Before: epochs -3 or a source
+// of csv:/etc/passwd replayed "0 runs" with exit 0; epochs 1e12 trained 9.8 million steps.)
+TEST(Cli, ReplayRefusesAManifestItCannotTrust) {
+  const xo::testing::TempDir dir_folder("cli_replay_hostile");
+  const auto& dir = dir_folder.path();
+  record_disc2(dir);
+  const auto recorded = read_json(dir / "results.json");
+  struct Hostile {
+    const char* what;
+    std::function<void(nlohmann::json&)> edit;
+    std::vector<std::string> named;
+  };
+  const std::string spec = recorded["runs"][0]["spec_toml"].get<std::string>();
+  const auto with_epochs = [&](const char* epochs) {
+    std::string s = spec;
+    const size_t at = s.find("epochs = 2");
+    s.replace(at, 10, std::string("epochs = ") + epochs);
+    return s;
+  };
+  const Hostile hostile[] = {
+      {"epochs -3", [](nlohmann::json& j) { j["manifest"]["settings"]["epochs"] = -3; },
+       {"manifest.settings: epochs: expected an integer from 1 to 1000000000, found a number (-3)"}},
+      {"epochs 1e12",
+       [](nlohmann::json& j) { j["manifest"]["settings"]["epochs"] = int64_t{1'000'000'000'000}; },
+       {"settings: epochs: expected an integer from 1 to 1000000000"}},
+      {"epochs 9, beyond the run",
+       [](nlohmann::json& j) { j["manifest"]["settings"]["epochs"] = 9; },
+       {"runs[0] ('disc-2' on cpu): manifest.settings.epochs says 9 epochs, but the run "
+        "recorded 2"}},
+      {"the spec's epochs beyond the run",
+       [&](nlohmann::json& j) {
+         j["manifest"]["settings"]["epochs"] = nullptr;
+         j["runs"][0]["spec_toml"] = with_epochs("900000");
+       },
+       {"its spec_toml's train.epochs says 900000 epochs, but the run recorded 2"}},
+      {"threads 10^6", [](nlohmann::json& j) { j["manifest"]["settings"]["threads"] = 1000000; },
+       {"settings: threads: expected an integer from 0 to 4096"}},
+      {"max_steps -1", [](nlohmann::json& j) { j["manifest"]["settings"]["max_steps"] = -1; },
+       {"settings: max_steps:"}},
+      {"precision f64", [](nlohmann::json& j) { j["manifest"]["settings"]["precision"] = "f64"; },
+       {"settings: precision: expected f32, tf32 or bf16"}},
+      {"the data a file of the system",
+       [&](nlohmann::json& j) {
+         std::string s = spec;
+         const size_t at = s.find("source = ");
+         s.replace(at, s.find('\n', at) - at, "source = \"csv:/etc/passwd\"");
+         j["runs"][0]["spec_toml"] = s;
+       },
+       {"no run could be replayed here (1 skipped"}},
+  };
+  for (const Hostile& h : hostile) {
+    nlohmann::json j = recorded;
+    h.edit(j);
+    std::ofstream(dir / "hostile.json", std::ios::trunc) << j.dump();
+    const Result r = run("replay " + (dir / "hostile.json").string());
+    EXPECT_EQ(r.status, 2) << h.what << ": " << r.output;
+    for (const std::string& piece : h.named) {
+      EXPECT_NE(r.output.find(piece), std::string::npos) << h.what << ": " << piece
+                                                         << " not in: " << r.output;
+    }
+    EXPECT_FALSE(std::filesystem::exists(dir / "replay")) << h.what << ": a folder left behind";
+  }
+  // The steps a run recorded bound its replay: the same run, bit-identical (recorded steps_taken
+  // reached exactly where the run ended).
+  const Result honest = run("replay " + (dir / "results.json").string());
+  EXPECT_EQ(honest.status, 0) << honest.output;
+  // Its outputs in a folder of links planted to files elsewhere: replaced, the files untouched.
+  std::filesystem::create_directories(dir / "planted");
+  for (const char* name : {"results.json", "results.csv", "report.html"}) {
+    std::filesystem::copy_file(dir / name, dir / (std::string("precious-") + name));
+    std::filesystem::create_symlink(dir / (std::string("precious-") + name),
+                                    dir / "planted" / name);
+  }
+  const Result planted = run("replay " + (dir / "results.json").string() + " --out " +
+                             (dir / "planted").string() + " --overwrite");
+  EXPECT_EQ(planted.status, 0) << planted.output;
+  for (const char* name : {"results.json", "results.csv", "report.html"}) {
+    EXPECT_EQ(file_text(dir / (std::string("precious-") + name)), file_text(dir / name)) << name;
+    EXPECT_TRUE(std::filesystem::is_regular_file(
+        std::filesystem::symlink_status(dir / "planted" / name)))
+        << name;
+  }
 }
 
 TEST(Cli, ProgressBarOnATerminalOnly) {

@@ -151,6 +151,18 @@ TEST(Tune, ASearchKilledAndStartedAgainKeepsItsFinishedTrials) {
     fs::remove(dir.path() / "out" / name);
     fs::create_symlink(dir.path() / target, dir.path() / "out" / name);
   }
+  // And in the folder of a trial not yet run: its log, result and weights (which its own process
+  // writes) linked to files elsewhere, its checkpoint folder linked to a folder elsewhere.
+  const fs::path t04 = dir.path() / "out" / "trials" / "t04";
+  ASSERT_TRUE(fs::is_directory(t04));
+  for (const char* name : {"log.txt", "result.json", "weights.safetensors"}) {
+    std::ofstream(dir.path() / (std::string("precious-") + name)) << "mine";
+    fs::remove(t04 / name);
+    fs::create_symlink(dir.path() / (std::string("precious-") + name), t04 / name);
+  }
+  fs::create_directories(dir.path() / "elsewhere");
+  fs::remove_all(t04 / "checkpoints");
+  fs::create_directory_symlink(dir.path() / "elsewhere", t04 / "checkpoints");
   const auto again = run_cli(
       "tune disc-9 --vary lr=0.02,0.05,0.1,0.2 --epochs 100 --parallel 1 "
       "--out out",
@@ -169,6 +181,11 @@ TEST(Tune, ASearchKilledAndStartedAgainKeepsItsFinishedTrials) {
   for (const char* name : {"best.toml", "best.safetensors"}) {
     EXPECT_TRUE(fs::is_regular_file(fs::symlink_status(dir.path() / "out" / name))) << name;
   }
+  for (const char* name : {"log.txt", "result.json", "weights.safetensors"}) {
+    EXPECT_EQ(xo::read_file(dir.path() / (std::string("precious-") + name)), "mine") << name;
+    EXPECT_TRUE(fs::is_regular_file(fs::symlink_status(t04 / name))) << name;
+  }
+  EXPECT_TRUE(fs::is_empty(dir.path() / "elsewhere"));
   // Another search in the same folder is refused, naming what differs.
   const auto other = run_cli("tune disc-9 --vary lr=0.3 --epochs 100 --out out", dir.path());
   EXPECT_EQ(other.status, 2);

@@ -35,8 +35,8 @@ TEST(TerminalSafe, ShowsControlCharactersInsteadOfSendingThem) {
            Case{"disc-12", "disc-12"},
            Case{"\x1b[31mred\x1b[0m", "\\x1b[31mred\\x1b[0m"},  // colour codes
            Case{"\x1b]0;owned\x07", "\\x1b]0;owned\\x07"},      // a window title
-           Case{"two\nlines\ttab\r", "two\\x0alines\\x09tab\\x0d"},
-           Case{std::string("nul\0byte", 8), "nul\\x00byte"},
+           Case{"two\nlines\ttab\r", "two\\nlines\\ttab\\r"},
+           Case{std::string("nul\0byte", 8), "nul\\0byte"},
            Case{"del\x7f", "del\\x7f"},
            Case{"c1 \xc2\x9b"
                 "2J",

@@ -81,6 +81,17 @@ TEST_F(CsvParsing, WhitespaceCrlfAndNoFinalNewline) {
   EXPECT_EQ(d.y, (std::vector<int32_t>{1, 0}));
 }
 
+// Classic Mac OS line endings (a lone CR) end lines too: such a file once read as one line of
+// 800 feature columns.
+TEST_F(CsvParsing, CrOnlyLineEndsAreLineEnds) {
+  const Dataset d = load_csv(write("mac.csv", "x,y,label\r1,2,1\r\r3,4,0\r"), 2, 2);
+  EXPECT_EQ(d.samples, 2);
+  EXPECT_EQ(d.x, (std::vector<float>{1.0f, 2.0f, 3.0f, 4.0f}));
+  EXPECT_EQ(d.y, (std::vector<int32_t>{1, 0}));
+  testing::expect_user_error([&] { load_csv(write("mac_bad.csv", "1,2,0\r1,2,9\r"), 2, 2); },
+                             {"mac_bad.csv:2:", "label 9"});
+}
+
 TEST_F(CsvParsing, NumberSyntax) {
   // A leading '+', exponents, and integer-valued labels written as floats (pandas writes "1.0").
   const Dataset d = load_csv(write("numbers.csv", "+2,1e3,-4.5E-1,1.0\n.5,0,7,0e0\n"), 2, 3);
@@ -164,7 +175,14 @@ INSTANTIATE_TEST_SUITE_P(
                 {":2:", "1 feature columns", "expects 4"}},
         CsvCase{"header_only_one_column", "label\n1\n", 2, 0, {":2:", "at least 2"}},
         CsvCase{"empty_file", "", 2, 0, {"no data rows"}},
-        CsvCase{"blank_lines_only", "\n \r\n\t\n", 2, 0, {"no data rows"}}),
+        CsvCase{"blank_lines_only", "\n \r\n\t\n", 2, 0, {"no data rows"}},
+        // What a message quotes is escaped and kept whole: a NUL once cut it short, an escape
+        // sequence reached the terminal.
+        CsvCase{"nul_in_a_field",
+                std::string("1,2,0\n1,2\0x\x1b[2J,0\n", 18),
+                2,
+                0,
+                {":2:", "column 2 is '2\\0x\\x1b[2J'", "not a number"}}),
     [](const auto& case_info) { return case_info.param.name; });
 
 TEST(CsvFile, MissingFileIsNamed) {

@@ -45,6 +45,19 @@ TEST(FuzzInputs, EverySeedIsReadOrAUserError) {
   }
 }
 
+// The seeds of the checkpoint and replay targets are files crossover wrote: each reads whole (so
+// that the fuzzer starts past every check, not at the first).
+TEST(FuzzInputs, TheCheckpointAndReplaySeedsReadWhole) {
+  for (const fuzz::Target& target : fuzz::kTargets) {
+    if (std::string(target.name) != "checkpoint" && std::string(target.name) != "replay") continue;
+    const fs::path dir = fs::path(CROSSOVER_SOURCE_DIR) / "fuzz" / "corpus" / target.name;
+    for (const auto& entry : fs::directory_iterator(dir)) {
+      EXPECT_NO_THROW(target.read(read_file(entry.path()), entry.path().string()))
+          << entry.path();
+    }
+  }
+}
+
 TEST(FuzzInputs, EveryFindingIsReadOrAUserError) {
   int inputs = 0;
   for (const fuzz::Target& target : fuzz::kTargets) {

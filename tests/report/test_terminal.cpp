@@ -41,7 +41,7 @@ TEST(TerminalTable, ANameWithControlsStaysOneRowAndSendsNothing) {
   EXPECT_EQ(s.find('\x1b'), std::string::npos) << s;
   const std::vector<std::string> lines = lines_of(s);
   ASSERT_EQ(lines.size(), 4u) << s;  // header, rule, two rows
-  EXPECT_EQ(lines[2].rfind("two\\x0alines\\x1b[2J", 0), 0u) << lines[2];
+  EXPECT_EQ(lines[2].rfind("two\\nlines\\x1b[2J", 0), 0u) << lines[2];
   EXPECT_EQ(lines[2].size(), lines[3].size()) << "columns aligned to the escaped width";
 }
 
@@ -95,8 +95,8 @@ TEST(ResultsCsv, FormulaCellsAreTextAndControlsAreEscaped) {
   starts(2, "'+1,");
   EXPECT_NE(lines[2].find(",'-axis,"), std::string::npos) << lines[2];
   starts(3, "'@SUM(A1),");
-  starts(4, "'\\x09lead,");
-  starts(5, "line\\x0abreak\\x1b[0m,");
+  starts(4, "'\\tlead,");
+  starts(5, "line\\nbreak\\x1b[0m,");
   starts(6, "\"disc-3, wide\",");
   starts(7, "'-,");
   starts(8, "ok-name,0,0,cpu,");

@@ -524,6 +524,28 @@ TEST(Checkpoints, HostileFieldsAreDamageNamedAndTheOneBeforeIsUsed) {
   }
 }
 
+// Every checkpoint damaged: the resume is refused, naming each and what is wrong, rather than
+// training from the beginning (which threw the run away with a warning before); --restart (resume
+// off) trains afresh.
+TEST(Checkpoints, NoUsableCheckpointIsRefusedNamingEach) {
+  const ModelSpec spec = parse_spec(mlp().spec, "mlp.toml");
+  const DataSplit data = mlp().data();
+  testing::TempDir dir("none usable");
+  ExecutionOptions first = with_checkpoints(dir.path(), {1, 0}, false, 2);
+  first.max_steps = 14;
+  train(spec, data, first);
+  for (const char* stem : {"step-000000000014", "step-000000000013"}) {
+    const fs::path tensors = dir.path() / (std::string(stem) + ".safetensors");
+    fs::resize_file(tensors, fs::file_size(tensors) / 2);
+  }
+  expect_user_error([&] { train(spec, data, with_checkpoints(dir.path(), {1, 0}, true, 2)); },
+                    {"no usable checkpoint to resume from (2 damaged",
+                     "step-000000000014.json: ", "step-000000000013.json: ", "--restart"});
+  EXPECT_EQ(newest_checkpoint(dir.path()), 14) << "nothing is removed by the refusal";
+  const Outcome afresh = train(spec, data, with_checkpoints(dir.path(), {1, 0}, false, 2));
+  EXPECT_EQ(afresh.result.resumed_at_step, 0);
+}
+
 // A full disk (simulated with the file size limit) while a resumed run saves: every write fails,
 // the run goes on, the previous checkpoint stays and is what the next resume uses.
 TEST(Checkpoints, FullDiskKeepsThePreviousCheckpointAndSaysSo) {
