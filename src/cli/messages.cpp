@@ -57,18 +57,20 @@ std::string diverged_message(const TrainResult& r, const std::string& kept) {
 
 }  // namespace
 
-std::string stop_message(const TrainResult& r, const CheckpointOptions& checkpoint,
-                         const std::string& how_to_resume) {
+std::string kept_checkpoint(const CheckpointOptions& checkpoint, const std::string& how_to_resume) {
   const std::optional<int64_t> saved =
       checkpoint.dir.empty() ? std::nullopt : newest_checkpoint(checkpoint.dir);
-  const std::string kept =
-      saved
-          ? fmt::format("the checkpoint at step {} is kept in {}", *saved, checkpoint.dir.string())
-          : "no checkpoint had been saved yet (--checkpoint-every sets how often)";
-  if (r.stopped_diverged) return diverged_message(r, kept);
+  if (!saved) return "no checkpoint had been saved yet (--checkpoint-every sets how often)";
+  return fmt::format("the checkpoint at step {} is kept in {}{}", *saved, checkpoint.dir.string(),
+                     how_to_resume.empty() ? "" : fmt::format(" ({})", how_to_resume));
+}
+
+std::string stop_message(const TrainResult& r, const CheckpointOptions& checkpoint,
+                         const std::string& how_to_resume) {
+  if (r.stopped_diverged) return diverged_message(r, kept_checkpoint(checkpoint, ""));
   if (r.interrupted) {
-    return fmt::format("{} interrupted after {} training steps; {}{}", r.model, r.steps_taken, kept,
-                       saved ? fmt::format(" ({})", how_to_resume) : "");
+    return fmt::format("{} interrupted after {} training steps; {}", r.model, r.steps_taken,
+                       kept_checkpoint(checkpoint, how_to_resume));
   }
   if (r.diverged_epoch > 0) {
     return fmt::format(

@@ -33,6 +33,8 @@ std::string batch_note(const ModelSpec& spec, int64_t training_samples);
 // that finished.
 std::string stop_message(const TrainResult& r, const CheckpointOptions& checkpoint,
                          const std::string& how_to_resume);
+// "the checkpoint at step N is kept in DIR (HOW_TO_RESUME)", or that none was saved yet.
+std::string kept_checkpoint(const CheckpointOptions& checkpoint, const std::string& how_to_resume);
 // What early stopping did: "stopped early after epoch 7: test_loss did not improve by more than 0
 // for 5 epochs (best 0.3121 at epoch 2; weights of epoch 2 restored)"; empty without it.
 std::string early_stopping_message(const TrainResult& r);

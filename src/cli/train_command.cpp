@@ -193,6 +193,11 @@ int run_train(const TrainOptions& o, const mpi::World* world) {
   const ModelSpec spec = train_spec(o);
   if (lead) print_notes(spec);
   const CheckpointOptions checkpoint = train_checkpoints(o, spec.name, world, lead);
+  if (world) {  // a rank lost: the survivors name the checkpoint to go on from
+    world->on_lost_rank([checkpoint] {
+      return kept_checkpoint(checkpoint, "the same command with --resume continues it");
+    });
+  }
   const std::unique_ptr<Backend> backend = train_backend(o, world, lead);
   std::optional<DataParallel> ranks;
   if (world) ranks.emplace(*world, reduce_mode_for(o.reduce, *world));

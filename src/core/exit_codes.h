@@ -10,6 +10,7 @@ inline constexpr int kExitBadInput = 2;  // a usage error too: a UserError, a fi
 inline constexpr int kExitInternal = 3;  // a failed check: a bug
 inline constexpr int kExitDiverged = 4;  // training stopped: the loss became NaN or infinite
 inline constexpr int kExitReplayDiffers = 5;  // `replay`: a figure differs beyond the tolerance
+inline constexpr int kExitRankLost = 6;  // another rank of the MPI job ended while it ran
 inline constexpr int kExitInterrupted = 130;  // Ctrl-C, SIGTERM: what had finished is kept
 
 }  // namespace xo

@@ -15,6 +15,7 @@
 #include "core/error.h"
 #include "core/format.h"
 #include "core/interrupt.h"
+#include "dist/peer_watch.h"
 
 // One checked-call macro for MPI: a failed call is an internal error naming the call and MPI's
 // message (MPI's default handler would abort the job without one).
@@ -68,6 +69,32 @@ World::World() : owns_mpi_(true) {
   comm_ = new MPI_Comm(MPI_COMM_WORLD);
   describe();
   if (rank_ != 0) quiet_interrupt_message();
+  watch_local_ranks();
+}
+
+// Every rank's process (pid, start time, host) gathered; this rank watches those on its machine.
+void World::watch_local_ranks() {
+  struct Record {
+    int64_t pid, start;
+    char host[MPI_MAX_PROCESSOR_NAME];
+  };
+  const RankProcess self = this_process(rank_, host());
+  Record mine{self.pid, static_cast<int64_t>(self.start), {}};
+  self.host.copy(mine.host, sizeof(mine.host) - 1);
+  std::vector<Record> all(static_cast<size_t>(size_));
+  XO_MPI_CHECK(MPI_Allgather(&mine, sizeof(Record), MPI_BYTE, all.data(), sizeof(Record), MPI_BYTE,
+                             of(comm_)));
+  std::vector<RankProcess> peers;
+  for (int r = 0; r < size_; ++r) {
+    const Record& e = all[static_cast<size_t>(r)];
+    if (r == rank_ || std::string(e.host) != self.host) continue;
+    peers.push_back({r, static_cast<pid_t>(e.pid), static_cast<uint64_t>(e.start), e.host});
+  }
+  watch_ = std::make_unique<PeerWatch>(std::move(peers), self, size_);
+}
+
+void World::on_lost_rank(std::function<std::string()> note) const {
+  if (watch_) watch_->set_note(std::move(note));
 }
 
 World::World(void* comm) : comm_(comm) { describe(); }
@@ -102,6 +129,11 @@ World::~World() {
     if (comm && *comm != MPI_COMM_NULL) MPI_Comm_free(comm);
     delete comm;
     return;
+  }
+  // No rank leaves while another still watches it.
+  if (watch_) {
+    watch_.reset();
+    MPI_Barrier(*comm);
   }
   delete comm;
   int finalized = 0;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -11,6 +12,8 @@
 #include <vector>
 
 namespace xo::mpi {
+
+class PeerWatch;
 
 // Started by an MPI launcher (mpirun, mpiexec, srun with PMI/PMIx): its environment says so.
 bool launched();
@@ -57,6 +60,11 @@ class World {
   // Ends every rank of the job now with `code` (an error on one rank must not leave the others
   // waiting).
   [[noreturn]] void abort(int code) const;
+  // The job's World watches its other ranks on this machine (dist/peer_watch.h): one that ends
+  // while the job runs is reported by every rank left, which then ends with kExitRankLost, adding
+  // `note()` (the last checkpoint, say) to its message. The watch stops in the destructor, and
+  // every rank waits there for the others before any leaves.
+  void on_lost_rank(std::function<std::string()> note) const;
 
   // Collectives over every rank of the job, in place: each rank's values replaced by the sum (or
   // maximum) over the ranks. For a given rank count the result is the same on every rank.
@@ -77,10 +85,12 @@ class World {
  private:
   explicit World(void* comm);  // a group: owns `comm` (MPI_Comm*)
   void describe();             // rank, size and the local ones, of comm_
+  void watch_local_ranks();    // the job's World: its PeerWatch
   int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 1;
   void* comm_ = nullptr;        // MPI_Comm*
   void* local_comm_ = nullptr;  // MPI_Comm*
   bool owns_mpi_ = false;       // the job's World: finalises MPI
+  std::unique_ptr<PeerWatch> watch_;  // the job's World: its ranks on this machine
   friend class PendingSums;
   friend class SharedMemory;
 };

@@ -3,6 +3,7 @@
 
 #include "core/error.h"
 #include "dist/mpi.h"
+#include "dist/peer_watch.h"
 
 namespace xo::mpi {
 
@@ -24,6 +25,8 @@ std::string World::receive(int, int) const { return {}; }
 std::string World::broadcast(const std::string& message) const { return message; }
 std::vector<std::string> World::gather(const std::string& message) const { return {message}; }
 void World::abort(int code) const { std::_Exit(code); }
+void World::on_lost_rank(std::function<std::string()>) const {}
+void World::watch_local_ranks() {}
 void World::sum(float*, int64_t) const {}
 void World::sum(double*, int64_t) const {}
 void World::max(int64_t*, int64_t) const {}

@@ -4,7 +4,9 @@
 // a CNN with dropout and the LSTM under Adam, on uneven splits (a rank without rows of the partial
 // batch included); a rank that fails ends the job with its message; ranks that train different
 // things are refused; only rank 0 prints and writes.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/wait.h>
 
 #include <chrono>
@@ -233,6 +235,72 @@ TEST(DataParallel, ARankThatFailsEndsTheJobWithItsMessage) {
   EXPECT_NE(r.output.find("bad.toml"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("rank 1 of 2"), std::string::npos) << r.output;
   EXPECT_LT(seconds, 30) << r.output;  // not a hang: rank 0 waited in a collective
+}
+
+// The pid of the rank `rank` of a job started in `dir` (its environment says its rank; its working
+// folder is `dir`), or 0.
+pid_t rank_pid(const fs::path& dir, int rank) {
+  const std::string want = "OMPI_COMM_WORLD_RANK=" + std::to_string(rank);
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::error_code ec;
+    if (fs::read_symlink(entry.path() / "cwd", ec) != fs::canonical(dir)) continue;
+    std::ifstream environ(entry.path() / "environ", std::ios::binary);
+    for (std::string var; std::getline(environ, var, '\0');) {
+      if (var == want) return static_cast<pid_t>(std::stoi(name));
+    }
+  }
+  return 0;
+}
+
+// A rank killed while the job trains (kill -9: no word from it): the rank left says which rank and
+// process on which host was lost and where the last checkpoint is, and ends with exit 6 within
+// seconds, not waiting in a collective until the launcher kills it. (Before: only mpirun's text.)
+TEST(DataParallel, AKilledRankIsNamedByTheRankLeft) {
+  if (!have_mpirun()) GTEST_SKIP() << "no mpirun: run scripts/setup";
+  xo::testing::TempDir dir("dp-killed");
+  std::ofstream(dir.path() / "spec.toml") << kMlp;
+  const pid_t job = xo::testing::start_mpi_job(
+      dir.path(), 2,
+      {"train", "spec.toml", "--epochs", "1000000", "--checkpoint-every", "20steps",
+       "--checkpoint-dir", "ck"},
+      dir.path() / "job.log");
+  pid_t victim = 0;
+  for (int i = 0; i < 6000 && (victim == 0 || !fs::exists(dir.path() / "ck")); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    if (victim == 0) victim = rank_pid(dir.path(), 1);
+    if (waitpid(job, nullptr, WNOHANG) == job) break;
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // a checkpoint written whole
+  if (xo::read_file(dir.path() / "job.log").find("built without MPI") != std::string::npos) {
+    kill(job, SIGKILL);
+    waitpid(job, nullptr, 0);
+    GTEST_SKIP() << "built without MPI";
+  }
+  ASSERT_GT(victim, 0) << xo::read_file(dir.path() / "job.log");
+  const auto killed = std::chrono::steady_clock::now();
+  kill(victim, SIGKILL);
+  int status = 0;
+  while (waitpid(job, &status, WNOHANG) != job &&
+         std::chrono::steady_clock::now() - killed < std::chrono::seconds(30)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - killed).count();
+  const std::string log = xo::read_file(dir.path() / "job.log");
+  EXPECT_LT(seconds, 10) << log;
+  for (const std::string& piece :
+       {fmt::format("crossover: rank 1 of 2 (process {} on ", victim),
+        std::string("ended while the job ran"),
+        std::string("rank 0 stops too (exit 6)"), std::string("the checkpoint at step "),
+        std::string("the same command with --resume continues it")}) {
+    EXPECT_NE(log.find(piece), std::string::npos) << piece << " not in: " << log;
+  }
+  if (seconds >= 30) {
+    kill(job, SIGKILL);
+    waitpid(job, nullptr, 0);
+  }
 }
 
 // A loss gone NaN stops every rank at the same step (the check sums the ranks' losses), with
