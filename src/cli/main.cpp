@@ -90,11 +90,12 @@ int run_command(const std::vector<xo::cli::Command>& commands) {
     // SIGINT/SIGTERM outside the step loop: what had finished is kept (the results written after
     // every run, a checkpoint); the unfinished piece of work is named.
     fmt::print(stderr, "crossover: stopped while {} (what had finished is kept)\n",
-               xo::terminal_safe(e.what()));
+               xo::message_safe(e.what()));
     return xo::kExitInterrupted;
   } catch (const xo::UserError& e) {  // OutOfMemory too: the device, the size, what is free
-    // A message may echo a name from a file (a model, a key, a path): shown, never acted on.
-    fmt::print(stderr, "crossover: error: {}\n", xo::terminal_safe(e.what()));
+    // A message may echo a name from a file (a model, a key, a path): shown, never acted on (its
+    // own line breaks kept, every other control character escaped).
+    fmt::print(stderr, "crossover: error: {}\n", xo::message_safe(e.what()));
     return xo::kExitBadInput;
   } catch (const std::bad_alloc&) {
     // The host ran out outside the backends' allocations (a data set, a kernel's own buffers):
@@ -114,11 +115,11 @@ int run_command(const std::vector<xo::cli::Command>& commands) {
     const std::string paths = e.path2().empty()
                                   ? e.path1().string()
                                   : fmt::format("{} -> {}", e.path1().string(), e.path2().string());
-    fmt::print(stderr, "crossover: error: {}: {} (during `{}`)\n", paths, e.code().message(),
-               doing);
+    fmt::print(stderr, "crossover: error: {}: {} (during `{}`)\n", xo::terminal_safe(paths),
+               e.code().message(), doing);
     return xo::kExitBadInput;
   } catch (const std::exception& e) {
-    fmt::print(stderr, "crossover: internal error: {}\n", xo::terminal_safe(e.what()));
+    fmt::print(stderr, "crossover: internal error: {}\n", xo::message_safe(e.what()));
     return xo::kExitInternal;
   }
 }

@@ -18,7 +18,7 @@ void end_job(const mpi::World& world, const std::exception& e) {
   const bool interrupted = dynamic_cast<const Interrupted*>(&e) != nullptr;
   const bool user = interrupted || dynamic_cast<const UserError*>(&e) != nullptr;
   fmt::print(stderr, "crossover: {}{}: {} (rank {} of {}; ending every rank)\n",
-             user ? "" : "internal ", interrupted ? "stopped" : "error", terminal_safe(e.what()),
+             user ? "" : "internal ", interrupted ? "stopped" : "error", message_safe(e.what()),
              world.rank(), world.size());
   std::fflush(stderr);
   world.abort(interrupted ? kExitInterrupted : user ? kExitBadInput : kExitInternal);

@@ -13,7 +13,7 @@ namespace xo {
 // A text cell (model, device, axis), whose value comes from a spec or a results file. A cell that
 // begins with = + - @ (or a tab or carriage return) is a formula to a spreadsheet, which would run
 // it on opening ("CSV injection"): it gets a leading apostrophe, as OWASP recommends, so it shows
-// as text. Control characters are escaped (terminal_safe: a newline is \x0a, so one cell stays one
+// as text. Control characters are escaped (terminal_safe: a newline is \n, so one cell stays one
 // line), then the cell is quoted as RFC 4180 asks where it holds a comma or a quote.
 std::string csv_text(const std::string& raw) {
   const bool formula =
