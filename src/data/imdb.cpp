@@ -340,7 +340,7 @@ ImdbData load_imdb_corpus(const fs::path& dir, const ImdbOptions& o, const fs::p
       },
       o);
   try {
-    write_file_atomic(cache, encode(result.split, key));
+    replace_file_atomic(cache, encode(result.split, key));
   } catch (const UserError& e) {
     throw UserError(fmt::format(
         "{} (the IMDB token cache; make {} writable, or set XDG_CACHE_HOME to a writable folder)",

@@ -215,7 +215,7 @@ DevicePeaks device_peaks(Backend& be, bool reprobe, const std::filesystem::path&
   entry.erase("cached");
   cache[key] = entry;
   try {
-    write_file_atomic(cache_file, cache.dump(2) + "\n");
+    replace_file_atomic(cache_file, cache.dump(2) + "\n");
   } catch (const UserError& e) {
     fmt::print(stderr, "warning: peaks not cached: {}\n", e.what());
   }

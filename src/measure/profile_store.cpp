@@ -80,7 +80,7 @@ void store_profile(const DeviceInfo& device, const DeviceProfile& p,
                    const std::filesystem::path& cache_file) {
   nlohmann::json cache = read_cache(cache_file);
   cache[peaks_cache_key(device)] = to_json(p);
-  write_file_atomic(cache_file, cache.dump(1) + "\n");
+  replace_file_atomic(cache_file, cache.dump(1) + "\n");
 }
 
 }  // namespace xo
