@@ -130,10 +130,15 @@ World::~World() {
     delete comm;
     return;
   }
-  // No rank leaves while another still watches it.
+  // No rank leaves while another still watches it: every rank waits (asleep, still watching) for
+  // the others to finish, stops watching, and waits again before it leaves.
   if (watch_) {
-    watch_.reset();
-    MPI_Barrier(*comm);
+    try {
+      wait_quietly();
+      watch_.reset();
+      wait_quietly();
+    } catch (const std::exception&) {  // a destructor: the job is ending either way
+    }
   }
   delete comm;
   int finalized = 0;
