@@ -140,8 +140,7 @@ inline void read_checkpoint(const std::string& bytes, const std::string& origin)
     const auto steps = j.find("steps_taken");
     const int64_t file_steps =
         steps != j.end() && steps->is_number_integer() ? steps->get<int64_t>() : -1;
-    TrainState state(1);
-    read_checkpoint_state(j, run, file_steps, state);
+    read_checkpoint_state(j, run, file_steps, TrainState(1));
   } catch (const DamagedCheckpoint& e) {  // named as a resume names it
     throw UserError(origin + ": damaged checkpoint (" + e.what() + ")");
   }

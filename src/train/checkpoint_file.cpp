@@ -89,16 +89,10 @@ void write_checkpoint(const fs::path& dir, const CheckpointSnapshot& s,
 CheckpointFile CheckpointFile::read(const fs::path& json_file) {
   CheckpointFile c;
   c.file_ = json_file;
-  try {
+  as_damage([&] {  // an unreadable or malformed file
     c.json_ = parse_checkpoint_json(read_regular_file(json_file), json_file.string());
     c.read_tensors();
-  } catch (const CheckpointJson::exception& e) {
-    throw DamagedCheckpoint(e.what());
-  } catch (const DamagedCheckpoint&) {
-    throw;
-  } catch (const UserError& e) {  // an unreadable or malformed file
-    throw DamagedCheckpoint(e.what());
-  }
+  });
   return c;
 }
 
@@ -197,15 +191,8 @@ void read_training_tensors(const SavedTensors& saved, TrainPlan& p, TrainState& 
 
 void CheckpointFile::validate(const TrainPlan& p, const TrainState& state, int64_t epochs) {
   const CheckpointRun run{epochs, p.steps_per_epoch, p.batch, p.samples, bool(p.order)};
-  TrainState read = state;
-  counters_ = read_checkpoint_state(json_, run, checkpoint_steps(file_), read);
-  try {
-    check_tensors(tensors_, p, state, read.diverged_epoch > 0);
-  } catch (const DamagedCheckpoint&) {
-    throw;
-  } catch (const UserError& e) {
-    throw DamagedCheckpoint(e.what());
-  }
+  CheckpointRead read = read_checkpoint_state(json_, run, checkpoint_steps(file_), state);
+  as_damage([&] { check_tensors(tensors_, p, state, read.state.diverged_epoch > 0); });
   restored_.emplace(std::move(read));
 }
 
@@ -223,16 +210,17 @@ void CheckpointFile::apply(TrainPlan& p, TrainState& state) {
     }
   }
   p.model.import_params(model_tensors, file_.string());
-  state = std::move(*restored_);
+  const CheckpointCounters c = restored_->counters;
+  state = std::move(restored_->state);
   restored_.reset();
   read_training_tensors(state_tensors, p, state, file_);
   // What lives on the device besides the tensors: the optimizer's step count, dropout's step, the
   // sampler's position and order, and the loss statistics.
   Backend& be = p.backend;
-  p.optimizer->set_steps(counters_.optimizer_steps);
-  be.upload(p.model.step_counter(), &counters_.dropout_step, sizeof(counters_.dropout_step));
-  if (p.position) be.upload(p.position.as<int64_t>(), &counters_.position, sizeof(int64_t));
-  be.upload(p.stats, counters_.stats, sizeof(counters_.stats));
+  p.optimizer->set_steps(c.optimizer_steps);
+  be.upload(p.model.step_counter(), &c.dropout_step, sizeof(c.dropout_step));
+  if (p.position) be.upload(p.position.as<int64_t>(), &c.position, sizeof(c.position));
+  be.upload(p.stats, c.stats, sizeof(c.stats));
   if (p.order) be.upload(p.order.as<int32_t>(), state.order.data(), p.order.bytes());
 }
 

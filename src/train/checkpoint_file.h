@@ -61,8 +61,7 @@ class CheckpointFile {
 
   std::filesystem::path file_;
   CheckpointJson json_;
-  std::optional<TrainState> restored_;  // read by validate
-  CheckpointCounters counters_;
+  std::optional<CheckpointRead> restored_;  // read by validate
   std::vector<NamedTensor> tensors_;
 };
 

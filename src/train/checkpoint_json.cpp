@@ -182,7 +182,7 @@ CheckpointJson checkpoint_json(const CheckpointSnapshot& s, const std::string& m
 }
 
 CheckpointJson parse_checkpoint_json(const std::string& text, const std::string& origin) {
-  try {
+  return as_damage([&] {
     check_json_depth(text, origin);
     Json j = Json::parse(text);
     if (!j.is_object() || j.value("format", "") != kCheckpointFormat) {
@@ -196,26 +196,18 @@ CheckpointJson parse_checkpoint_json(const std::string& text, const std::string&
       throw DamagedCheckpoint("its content differs from its checksum (the file was changed)");
     }
     return j;
-  } catch (const Json::exception& e) {
-    throw DamagedCheckpoint(e.what());
-  } catch (const DamagedCheckpoint&) {
-    throw;
-  } catch (const UserError& e) {
-    throw DamagedCheckpoint(e.what());
-  }
+  });
 }
 
 void check_checkpoint_fingerprint(const CheckpointJson& j, const RunFingerprint& now,
                                   const fs::path& file) {
-  Json saved;
-  try {
-    saved = j.at("fingerprint");
+  const Json saved = as_damage([&] {
+    const Json& f = j.at("fingerprint");
     for (const char* key : {"spec", "data", "device", "settings", "version"}) {
-      saved.at(key).get<std::string>();
+      f.at(key).get<std::string>();
     }
-  } catch (const Json::exception& e) {
-    throw DamagedCheckpoint(e.what());
-  }
+    return f;
+  });
   compare_fingerprints(saved, now, file);
 }
 
@@ -254,8 +246,9 @@ void expect_equal(const char* what, int64_t found, int64_t expected, const char*
 }
 
 // Where the run stood: the epoch within the run, the step within the epoch, the counters that
-// follow from them, and the batch position.
-void position(const Json& j, const CheckpointRun& run, int64_t file_steps) {
+// follow from them, and the batch position. Returns whether it stood between two epochs (a run
+// paused after one: the last epoch's counters stand until the next begins).
+bool position(const Json& j, const CheckpointRun& run, int64_t file_steps) {
   const int64_t spe = run.steps_per_epoch;
   const int64_t epoch = integer(j, "epoch", 0, run.epochs);
   const int64_t step = integer(j, "step", 0, spe);
@@ -282,6 +275,7 @@ void position(const Json& j, const CheckpointRun& run, int64_t file_steps) {
   if (!j.at("epochs").is_array()) damaged("epochs: not an array");
   expect_equal("epochs", static_cast<int64_t>(j.at("epochs").size()), epoch,
                "one record a completed epoch");
+  return between;
 }
 
 // The shuffle: a generator state that reads, and an order that is a permutation of the samples.
@@ -308,15 +302,16 @@ void shuffle(const Json& j, const CheckpointRun& run) {
   }
 }
 
-// The rules between epochs and the divergence check: counts of epochs within the run.
-void epoch_rules(const Json& j, int64_t epochs, int64_t steps_per_epoch) {
+// The rules between epochs and the divergence check: counts of epochs within the run (`between`:
+// position()'s answer).
+void epoch_rules(const Json& j, const CheckpointRun& run, bool between) {
+  const int64_t epochs = run.epochs;
   const int64_t epoch = j.at("epoch").get<int64_t>();
   integer(j, "diverged_epoch", 0, epoch + 1);
   const Json& check = j.at("loss_check");
-  // Its step within the epoch under way; between two epochs, the last epoch's until the next.
+  // Its step within the epoch under way; between two epochs, the last epoch's.
   const int64_t step = j.at("step").get<int64_t>();
-  const bool between = step == 0 && !j.at("in_epoch").get<bool>() && epoch > 0;
-  integer(check, "step", 0, between ? steps_per_epoch : step, "loss_check");
+  integer(check, "step", 0, between ? run.steps_per_epoch : step, "loss_check");
   integer(check, "last_finite_epoch", 0, epoch + 1, "loss_check");
   integer(check, "last_finite_step", 0, std::numeric_limits<int32_t>::max(), "loss_check");
   if (j.contains("schedule")) {
@@ -410,27 +405,19 @@ CheckpointCounters read_counters(const Json& j) {
 
 }  // namespace
 
-CheckpointCounters read_checkpoint_state(const CheckpointJson& j, const CheckpointRun& run,
-                                         int64_t file_steps, TrainState& state) {
-  try {
-    checks::position(j, run, file_steps);
+CheckpointRead read_checkpoint_state(const CheckpointJson& j, const CheckpointRun& run,
+                                     int64_t file_steps, const TrainState& base) {
+  return as_damage([&] {
+    const bool between = checks::position(j, run, file_steps);
     checks::shuffle(j, run);
-    checks::epoch_rules(j, run.epochs, run.steps_per_epoch);
-    TrainState read = state;
-    restore_position(j, read);
-    restore_epochs(j, read);
-    restore_loss_check(j, read);
-    restore_times(j, read);
-    const CheckpointCounters counters = read_counters(j);
-    state = std::move(read);
-    return counters;
-  } catch (const Json::exception& e) {
-    throw DamagedCheckpoint(e.what());
-  } catch (const DamagedCheckpoint&) {
-    throw;
-  } catch (const UserError& e) {
-    throw DamagedCheckpoint(e.what());
-  }
+    checks::epoch_rules(j, run, between);
+    CheckpointRead read{base, read_counters(j)};
+    restore_position(j, read.state);
+    restore_epochs(j, read.state);
+    restore_loss_check(j, read.state);
+    restore_times(j, read.state);
+    return read;
+  });
 }
 
 }  // namespace xo

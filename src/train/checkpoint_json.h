@@ -30,6 +30,21 @@ class DamagedCheckpoint : public UserError {
   using UserError::UserError;
 };
 
+// `read()`'s result; any failure of it (a JSON exception, a UserError: an unreadable file, a field
+// of the wrong type) is a DamagedCheckpoint.
+template <class Read>
+decltype(auto) as_damage(Read&& read) {
+  try {
+    return read();
+  } catch (const CheckpointJson::exception& e) {
+    throw DamagedCheckpoint(e.what());
+  } catch (const DamagedCheckpoint&) {
+    throw;
+  } catch (const UserError& e) {
+    throw DamagedCheckpoint(e.what());
+  }
+}
+
 // Everything a checkpoint holds, on the host.
 struct CheckpointSnapshot {
   explicit CheckpointSnapshot(uint64_t seed) : state(seed) {}
@@ -72,13 +87,19 @@ struct CheckpointCounters {
   LossStats stats[2]{};
 };
 
+// A checkpoint's state as read: the host's, and what goes to the device.
+struct CheckpointRead {
+  TrainState state;
+  CheckpointCounters counters;
+};
+
 // Checks every field of `j` but the tensors against its range, the others and `run` (`file_steps`:
 // the steps in the file's name): the epoch within the run, the step within the epoch and the
 // counters that follow from them, the batch position, the order a permutation of the samples
 // read as 64-bit, the generator state, the rules' counts. Then reads the host state into a copy
-// of `state` and, only when all of it read, replaces `state` with it; returns the device's
-// counters. Throws DamagedCheckpoint naming what is wrong.
-CheckpointCounters read_checkpoint_state(const CheckpointJson& j, const CheckpointRun& run,
-                                         int64_t file_steps, TrainState& state);
+// of `base` (the state of the run about to resume) and the device's counters. Throws
+// DamagedCheckpoint naming what is wrong.
+CheckpointRead read_checkpoint_state(const CheckpointJson& j, const CheckpointRun& run,
+                                     int64_t file_steps, const TrainState& base);
 
 }  // namespace xo
