@@ -238,7 +238,6 @@ struct LossStats {
 // the shards' losses and gradients add up to the batch's.
 // Mean squared error (torch.nn.MSELoss) on one output against a real target: the target travels in
 // the 32-bit label slot as the bits of a float (std::bit_cast), so batches gather it as a label.
-// CPU only for now (the trainer refuses it elsewhere).
 enum class LossKind { CrossEntropy, BinaryCrossEntropy, MeanSquaredError };
 class LossKernel {
  public:
@@ -290,10 +289,9 @@ class OptimizerKernel {
   // and the step count. set_steps is queued like a step, so a recorded step replays after it.
   virtual std::vector<OptimizerStateBuffer> state_buffers() = 0;
   virtual void set_steps(int64_t steps) = 0;
-  // The learning rate of the steps from the next one on (a schedule, between epochs). Not pure: a
-  // backend whose kernels take the rate when the step is recorded (the CUDA Graph's by-value
-  // arguments) does not override it, the trainer refuses a schedule there before any work, and a
-  // call that gets here anyway is a bug, never a rate silently kept.
+  // The learning rate of the steps from the next one on (a schedule, between epochs; the GPU's
+  // recorded step reads it from device memory). Not pure: a backend that cannot change its rate
+  // must not be given a schedule, and a call that gets here is a bug, never a rate silently kept.
   virtual void set_learning_rate(double lr) {
     throw_internal("OptimizerKernel::set_learning_rate",
                    "this backend's optimizer takes its learning rate at record time (lr " +

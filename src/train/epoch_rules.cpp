@@ -38,17 +38,8 @@ void check_monitor(const std::optional<Metric>& monitor, const SpecPlace& place,
 
 }  // namespace
 
-void check_epoch_rules(const ModelSpec& spec, const TrainSpec& train, DeviceKind device,
-                       int64_t test_samples, int64_t validation_samples) {
+void check_epoch_rules(const TrainSpec& train, int64_t test_samples, int64_t validation_samples) {
   if (train.schedule) {
-    if (device != DeviceKind::Cpu) {
-      // Where the table came from: the spec, or the training file beside an ONNX model.
-      const SpecPlace& at = train.schedule->place;
-      fail_at(at.origin.empty() ? spec.origin : at.origin, at.line, "train.schedule",
-              "learning-rate schedules run on the CPU in this version (the GPU's optimizer kernels "
-              "take the rate at record time and have not been verified with a changing one); "
-              "remove [train.schedule] or use --device cpu");
-    }
     check_monitor(train.schedule->monitor, train.schedule->monitor_place, "train.schedule.monitor",
                   test_samples, validation_samples);
   }

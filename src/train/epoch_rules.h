@@ -13,12 +13,12 @@
 
 namespace xo {
 
-// Throws UserError before any work unless the spec's schedule and early stopping can run here:
-// a schedule only on the CPU (the GPU's optimizer kernels take the rate when the step is recorded,
-// and a changing one has not been verified there), and a test metric only with a test split.
-// Messages name the file and line of the table (`spec`'s file where the table has none).
-void check_epoch_rules(const ModelSpec& spec, const TrainSpec& train, DeviceKind device,
-                       int64_t test_samples, int64_t validation_samples = 0);
+// Throws UserError before any work unless the monitors of the schedule and early stopping can be
+// measured on this run's data: a test metric only with a test split, a validation one only with a
+// validation split. Messages name the file and line of the key. Both run on every device (the
+// GPU's recorded step reads its rate from device memory, set between epochs).
+void check_epoch_rules(const TrainSpec& train, int64_t test_samples,
+                       int64_t validation_samples = 0);
 
 // The figure `monitor` names in an epoch's record.
 double metric_value(const EpochRecord& record, Metric monitor);

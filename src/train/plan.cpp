@@ -84,15 +84,7 @@ int64_t evaluation_batch(const Model& model, int64_t samples) {
 }
 
 void check_training(const Model& model, const DataSplit& split, const TrainSpec& train) {
-  // Mean squared error has a CPU kernel only: a GPU would need its own, not yet run on one.
-  if (model.regression() && model.backend().info().kind != DeviceKind::Cpu) {
-    throw UserError(fmt::format(
-        "{}: model.loss \"mse\" trains on the CPU in this version (its GPU kernel is not written "
-        "yet); use --device cpu",
-        model.spec().origin));
-  }
-  check_epoch_rules(model.spec(), train, model.backend().info().kind, split.test.samples,
-                    split.validation.samples);
+  check_epoch_rules(train, split.test.samples, split.validation.samples);
   check_data(model, split.train);
   if (split.test.samples > 0) check_data(model, split.test);
   if (split.validation.samples > 0) check_data(model, split.validation);

@@ -142,7 +142,7 @@ struct ExecutionOptions {
 // (when it has samples) after every epoch. Stops early, with result.interrupted set, when
 // stop_requested() turns true (saving a checkpoint where checkpoints are on), and with
 // result.stopped_diverged when the loss stops being finite, and with result.stopped_early when
-// train.early_stopping says so; the rate follows train.schedule (on the CPU only). With
+// train.early_stopping says so; the rate follows train.schedule (on every device). With
 // exec.checkpoint.resume, starts from the newest checkpoint of the run in exec.checkpoint.dir and
 // ends bit-identical to a run never stopped.
 TrainResult train_model(Model& model, const DataSplit& data, const TrainSpec& train,

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <string>
 
@@ -62,11 +63,14 @@ TEST(CudaDevices, PrecisionNames) {
 }
 
 // A model and a small data set for it: random inputs (token ids for an embedding), labels in
-// range, samples not a multiple of the batch (so the partial last batch runs too).
+// range (real targets for mse), samples not a multiple of the batch (so the partial last batch
+// runs too).
 struct EquivalenceCase {
   std::string name;
   std::string layers, input, loss, optimizer;
   int64_t vocab = 0;  // > 0: the inputs are token ids below it
+  int64_t epochs = 3;
+  std::string rules;  // TOML tables after [train]: [train.schedule], [train.early_stopping]
 };
 
 void PrintTo(const EquivalenceCase& c, std::ostream* os) { *os << c.name; }
@@ -74,9 +78,10 @@ void PrintTo(const EquivalenceCase& c, std::ostream* os) { *os << c.name; }
 ModelSpec case_spec(const EquivalenceCase& c) {
   ModelSpec spec = parse_spec("[model]\ninput = " + c.input + "\nlayers = [" + c.layers +
                                   "]\nloss = \"" + c.loss +
-                                  "\"\n[train]\nbatch = 16\nepochs = "
-                                  "3\nshuffle = true\noptimizer = { type = \"" +
-                                  c.optimizer + "\", lr = 0.01 }\n",
+                                  "\"\n[train]\nbatch = 16\nepochs = " +
+                                  std::to_string(c.epochs) +
+                                  "\nshuffle = true\noptimizer = { type = \"" + c.optimizer +
+                                  "\", lr = 0.01 }\n" + c.rules,
                               c.name + ".toml");
   return spec;
 }
@@ -93,7 +98,11 @@ Dataset case_data(const Model& model, const EquivalenceCase& c) {
     v = c.vocab > 0 ? static_cast<float>(rng.below(static_cast<uint64_t>(c.vocab)))
                     : static_cast<float>(rng.uniform(-1, 1));
   }
-  for (int64_t i = 0; i < d.samples; ++i) d.y.push_back(static_cast<int32_t>(i % d.classes));
+  for (int64_t i = 0; i < d.samples; ++i) {
+    // mse: a real target in [-1, 1], as a float's bits.
+    d.y.push_back(d.classes > 0 ? static_cast<int32_t>(i % d.classes)
+                                : std::bit_cast<int32_t>(static_cast<float>(rng.uniform(-1, 1))));
+  }
   return d;
 }
 
@@ -162,7 +171,17 @@ TEST_P(GpuEquivalence, CaseTrainsOnTheCpuWithOrWithoutRecording) {
   const Trained a = train_on("cpu", GetParam(), true);
   const Trained b = train_on("cpu", GetParam(), false);
   EXPECT_FALSE(a.result.recorded_step);
-  ASSERT_EQ(a.result.epochs.size(), 3u);
+  ASSERT_FALSE(a.result.epochs.empty());
+  ASSERT_LE(a.result.epochs.size(), static_cast<size_t>(GetParam().epochs));
+  // A case with rules exercises them: its rate changes, and early stopping stops it.
+  if (GetParam().rules.find("early_stopping") == std::string::npos) {
+    ASSERT_EQ(a.result.epochs.size(), static_cast<size_t>(GetParam().epochs));
+  } else {
+    EXPECT_TRUE(a.result.stopped_early);
+  }
+  if (GetParam().rules.find("schedule") != std::string::npos) {
+    EXPECT_NE(a.result.epochs.front().lr, a.result.epochs.back().lr);
+  }
   EXPECT_TRUE(std::isfinite(a.result.final_loss));
   EXPECT_EQ(a.result.final_loss, b.result.final_loss);
   EXPECT_EQ(max_relative_difference(a.params, b.params), 0.0);
@@ -205,6 +224,43 @@ INSTANTIATE_TEST_SUITE_P(
                            { type = "lstm", out = 6, sequence = true },
                            { type = "global_maxpool" }, { type = "linear", out = 2 })",
                         "[5]", "cross_entropy", "sgd", 20}),
+    [](const auto& case_info) { return case_info.param.name; });
+
+// The rate changes between epochs: the recorded step reads it from device memory, so the GPU's
+// epochs follow the CPU's (torch.optim.lr_scheduler's rules, golden against PyTorch on the CPU).
+const char kMlp[] = R"({ type = "linear", out = 24 }, { type = "relu" },
+                       { type = "linear", out = 12 }, { type = "relu" }, { type = "linear", out = 3 })";
+INSTANTIATE_TEST_SUITE_P(
+    Schedules, GpuEquivalence,
+    ::testing::Values(
+        EquivalenceCase{"step_sgd", kMlp, "[8]", "cross_entropy", "sgd", 0, 6,
+                        "[train.schedule]\ntype = \"step\"\nstep_size = 2\ngamma = 0.5\n"},
+        EquivalenceCase{"cosine_adam", kMlp, "[8]", "cross_entropy", "adam", 0, 5,
+                        "[train.schedule]\ntype = \"cosine\"\neta_min = 0.001\n"},
+        EquivalenceCase{"cosine_adamw_tmax", kMlp, "[8]", "cross_entropy", "adamw", 0, 5,
+                        "[train.schedule]\ntype = \"cosine\"\nt_max = 3\n"},
+        // The training loss of random labels stalls: the plateau halves the rate, and early
+        // stopping ends the run and puts back the best epoch's weights.
+        EquivalenceCase{"plateau_early_stopping_rmsprop", kMlp, "[8]", "cross_entropy", "rmsprop",
+                        0, 12,
+                        "[train.schedule]\ntype = \"plateau\"\nmonitor = \"loss\"\n"
+                        "factor = 0.5\npatience = 0\nthreshold = 0.2\ncooldown = 1\n"
+                        "[train.early_stopping]\nmonitor = \"loss\"\npatience = 2\n"
+                        "min_delta = 0.03\nrestore_best = true\n"},
+        EquivalenceCase{"step_adadelta", kMlp, "[8]", "cross_entropy", "adadelta", 0, 4,
+                        "[train.schedule]\ntype = \"step\"\nstep_size = 1\ngamma = 0.7\n"}),
+    [](const auto& case_info) { return case_info.param.name; });
+
+// Mean squared error (torch.nn.MSELoss) on one output against real targets.
+INSTANTIATE_TEST_SUITE_P(
+    Mse, GpuEquivalence,
+    ::testing::Values(
+        EquivalenceCase{"mlp_sgd", R"({ type = "linear", out = 16 }, { type = "tanh" },
+                                      { type = "linear", out = 1 })",
+                        "[5]", "mse", "sgd"},
+        EquivalenceCase{"mlp_adam_cosine", R"({ type = "linear", out = 16 }, { type = "relu" },
+                                              { type = "linear", out = 1 })",
+                        "[5]", "mse", "adam", 0, 4, "[train.schedule]\ntype = \"cosine\"\n"}),
     [](const auto& case_info) { return case_info.param.name; });
 
 }  // namespace

@@ -36,8 +36,6 @@ struct OpCase {
       run;
   // Inputs drawn uniformly from this range (kept away from kinks where a case needs it).
   double lo = -1.0, hi = 1.0;
-  // A kernel the CPU has and the GPU refuses (mse): elsewhere the case checks the refusal.
-  bool cpu_only = false;
 };
 
 // gtest prints a failing parameter with this (instead of its bytes).
@@ -226,7 +224,6 @@ OpCase mse_case(int64_t batch, double scale) {
   c.tolerance = 1e-4;
   c.lo = -scale;
   c.hi = scale;
-  c.cpu_only = true;
   std::vector<float> targets(batch);
   std::vector<int32_t> bits(batch);
   for (int64_t b = 0; b < batch; ++b) {
@@ -717,10 +714,6 @@ TEST_P(OpTest, ForwardGradientsAndBackends) {
   std::optional<OpResult> cpu_result;
   for (auto& be : backends_here()) {
     SCOPED_TRACE(be->info().id);
-    if (c.cpu_only && be->info().kind != DeviceKind::Cpu) {
-      EXPECT_THROW(c.run(*be, inputs, d_output), UserError);
-      continue;
-    }
     const OpResult r = c.run(*be, inputs, d_output);
     ASSERT_EQ(r.output.size(), ref_out.size());
     const double out_scale = max_abs(ref_out);

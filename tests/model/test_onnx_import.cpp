@@ -5,6 +5,8 @@
 #include <fmt/ranges.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <functional>
@@ -17,9 +19,12 @@
 #include "data/source.h"
 #include "model/model.h"
 #include "model/onnx_import.h"
+#include "core/random.h"
 #include "support/expect_error.h"
+#include "support/gpu.h"
 #include "support/onnx_builder.h"
 #include "support/temp_dir.h"
+#include "train/trainer.h"
 
 namespace xo {
 namespace {
@@ -1777,6 +1782,144 @@ TEST(OnnxInitialize, AStackedLstmStartsFromTheFilesWeights) {
   EXPECT_EQ(imported.weights.size(), 11u);
   expect_model_holds(spec, imported.weights);
 }
+
+// -- imported models on the GPU ----------------------------------------------------------------
+
+// The import tests' models, trained from their imported weights on the CPU and on the GPU: the
+// same per-epoch losses and final weights (the GPU's kernels are golden against the CPU's; here
+// the spec and weights come from the importer: its layer notes, BatchNorm momentum, LSTM gate
+// order and bias split).
+struct ImportedCase {
+  std::string name;
+  OnnxModelBuilder (*build)();
+  int64_t vocab = 0;  // > 0: the inputs are token ids below it
+};
+
+void PrintTo(const ImportedCase& c, std::ostream* os) { *os << c.name; }
+
+OnnxModelBuilder imported_mlp() {  // AnMlpAsTorchExportsItInEvalMode's
+  OnnxModelBuilder b;
+  b.input("input", {4});
+  add_gemm(b, 0, 4, 8);
+  b.then("Relu", "/1/Relu");
+  add_gemm(b, 3, 8, 3);
+  return b;
+}
+
+OnnxModelBuilder imported_cnn_batchnorm() {  // the flatten tests' CNN with a BatchNorm2d
+  OnnxModelBuilder b = cnn_front();
+  b.ramp_weight("bn.weight", {2}, 1.0f);
+  b.ramp_weight("bn.bias", {2}, -1.0f);
+  b.ramp_weight("bn.running_mean", {2}, 0.125f);
+  b.ramp_weight("bn.running_var", {2}, 2.0f);
+  b.then("BatchNormalization", "/bn/BatchNormalization",
+         {"bn.weight", "bn.bias", "bn.running_mean", "bn.running_var"}, 3)
+      .f("epsilon", 1e-5f)
+      .f("momentum", 0.9f)
+      .i("training_mode", 1);
+  b.then("Flatten", "/Flatten").i("axis", 1);
+  add_gemm(b, 4, 72, 3);
+  return b;
+}
+
+OnnxModelBuilder imported_lstm() {  // TorchsLstmOnTheLastStep's
+  OnnxModelBuilder b = embedding_front();
+  const std::string zeros = zero_state(b, 1);
+  b.then("Transpose", "/lstm/Transpose").ints("perm", {1, 0, 2});
+  add_lstm(b, "", kWidth, zeros, zeros, 1.0f);
+  b.constant_ints("/lstm/Constant_3_output_0", {1}, {1});
+  b.then("Squeeze", "/lstm/Squeeze", {"/lstm/Constant_3_output_0"});
+  b.then("Transpose", "/lstm/Transpose_1").ints("perm", {1, 0, 2});
+  b.then("Gather", "/Gather", {"/emb/Constant_output_0"}).i("axis", 1);
+  b.ramp_weight("fc.weight", {1, kHidden}, 0.5f);
+  b.weight("fc.bias", {1}, {0.125f});
+  b.then("Gemm", "/fc/Gemm", {"fc.weight", "fc.bias"}).i("transB", 1);
+  return b;
+}
+
+// The ramps tell weights apart but are far too large to train from: each value v becomes
+// 0.4 sin(v + i) (a variance 0.5 + 0.25 sin(...), kept positive), the count of batches kept.
+std::vector<NamedTensor> trainable(std::vector<NamedTensor> weights) {
+  for (NamedTensor& t : weights) {
+    if (t.name.find("num_batches_tracked") != std::string::npos) continue;
+    const bool variance = t.name.find("running_var") != std::string::npos;
+    for (size_t i = 0; i < t.data.size(); ++i) {
+      const float s = std::sin(t.data[i] + static_cast<float>(i));
+      t.data[i] = variance ? 0.5f + 0.25f * s : 0.4f * s;
+    }
+  }
+  return weights;
+}
+
+struct ImportedRun {
+  TrainResult result;
+  std::vector<float> params;
+};
+
+ImportedRun train_imported(const std::string& device, const ImportedCase& c) {
+  OnnxModelBuilder b = c.build();
+  OnnxImport m = import(b);
+  m.spec.train.batch = 8;
+  m.spec.train.epochs = 3;
+  m.spec.train.shuffle = true;
+  m.spec.train.optimizer.lr = 0.05;
+  auto be = make_backend(parse_device(device, 0));
+  Model model(m.spec, *be);
+  model.import_params(trainable(m.weights), kOrigin);
+  Dataset d;
+  d.samples = 30;  // not a multiple of the batch: the partial last batch runs too
+  d.features = model.input_features();
+  d.classes = model.classes();
+  Rng rng(7);
+  d.x.resize(static_cast<size_t>(d.samples * d.features));
+  for (float& v : d.x) {
+    v = c.vocab > 0 ? static_cast<float>(rng.below(static_cast<uint64_t>(c.vocab)))
+                    : static_cast<float>(rng.uniform(-1, 1));
+  }
+  for (int64_t i = 0; i < d.samples; ++i) d.y.push_back(static_cast<int32_t>(i % d.classes));
+  ImportedRun run{train_model(model, d, m.spec.train), {}};
+  run.params.resize(static_cast<size_t>(model.flat_size()));
+  be->download(run.params.data(), model.params(), sizeof(float) * run.params.size());
+  return run;
+}
+
+class OnnxImportOnTheGpu : public ::testing::TestWithParam<ImportedCase> {};
+
+TEST_P(OnnxImportOnTheGpu, TrainsAsOnTheCpu) {
+  std::string why;
+  if (!testing::gpu_present(&why)) GTEST_SKIP() << "no NVIDIA GPU here (" << why << ")";
+  const ImportedRun cpu = train_imported("cpu", GetParam());
+  const ImportedRun gpu = train_imported("cuda", GetParam());
+  EXPECT_TRUE(gpu.result.recorded_step);
+  ASSERT_EQ(cpu.result.epochs.size(), 3u);
+  ASSERT_EQ(gpu.result.epochs.size(), 3u);
+  for (size_t e = 0; e < 3; ++e) {
+    EXPECT_TRUE(std::isfinite(cpu.result.epochs[e].loss));
+    EXPECT_NEAR(gpu.result.epochs[e].loss, cpu.result.epochs[e].loss,
+                1e-4 * std::abs(cpu.result.epochs[e].loss))
+        << "epoch " << e + 1;
+  }
+  ASSERT_EQ(cpu.params.size(), gpu.params.size());
+  double diff = 0, scale = 1e-3;
+  for (size_t i = 0; i < cpu.params.size(); ++i) {
+    diff = std::max(diff, static_cast<double>(std::abs(cpu.params[i] - gpu.params[i])));
+    scale = std::max(scale, static_cast<double>(std::abs(cpu.params[i])));
+  }
+  EXPECT_LT(diff / scale, 1e-4);
+}
+
+// Runs everywhere: each case imports and trains to finite losses on the CPU.
+TEST_P(OnnxImportOnTheGpu, CaseTrainsOnTheCpu) {
+  const ImportedRun cpu = train_imported("cpu", GetParam());
+  ASSERT_EQ(cpu.result.epochs.size(), 3u);
+  EXPECT_TRUE(std::isfinite(cpu.result.final_loss));
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, OnnxImportOnTheGpu,
+                         ::testing::Values(ImportedCase{"mlp", imported_mlp},
+                                           ImportedCase{"cnn_batchnorm", imported_cnn_batchnorm},
+                                           ImportedCase{"lstm", imported_lstm, kVocab}),
+                         [](const auto& case_info) { return case_info.param.name; });
 
 }  // namespace
 }  // namespace xo

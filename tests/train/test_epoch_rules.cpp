@@ -184,21 +184,6 @@ TEST(EpochRules, AValidationMetricWithoutAValidationSplitIsRefused) {
   EXPECT_EQ(run.result.early_stopping_monitor, "val_accuracy");
 }
 
-// A GPU's optimizer takes its rate when the step is recorded: a schedule is refused there before
-// any work. Early stopping only reads figures and copies weights, so it is not.
-TEST(EpochRules, AScheduleIsRefusedOffTheCpu) {
-  const ModelSpec spec =
-      spec_with("[train.schedule]\ntype = \"step\"\nstep_size = 1\n[train.early_stopping]\n");
-  expect_user_error(
-      [&] { check_epoch_rules(spec, spec.train, DeviceKind::Gpu, 10); },
-      {"rules.toml:10: train.schedule: learning-rate schedules run on the CPU in this version",
-       "remove [train.schedule] or use --device cpu"});
-  EXPECT_NO_THROW(check_epoch_rules(spec, spec.train, DeviceKind::Cpu, 10));
-  ModelSpec stopping_only = spec;
-  stopping_only.train.schedule.reset();
-  EXPECT_NO_THROW(check_epoch_rules(stopping_only, stopping_only.train, DeviceKind::Gpu, 10));
-}
-
 // A test metric without a test split is refused before training, at the monitor's line.
 TEST(EpochRules, ATestMetricWithoutATestSplitIsRefused) {
   const ModelSpec plateau =

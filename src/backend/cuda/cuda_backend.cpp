@@ -216,11 +216,6 @@ std::unique_ptr<ActivationKernel> CudaBackend::activation(Activation act, int64_
 }
 std::unique_ptr<LossKernel> CudaBackend::loss(LossKind kind, int64_t batch, int64_t classes,
                                               int64_t normalizer) {
-  // No GPU kernel for mean squared error yet (one not run on a GPU is not shipped); the trainer
-  // refuses it first with what to do.
-  if (kind == LossKind::MeanSquaredError) {
-    throw UserError("loss mse has no GPU kernel in this version: train it with --device cpu");
-  }
   return make_loss(*this, kind, batch, classes, normalizer);
 }
 std::unique_ptr<WeightedKernel> CudaBackend::conv2d(const Conv2dShape& shape) {

@@ -4,7 +4,9 @@
 //   (softmax - onehot) / normalizer;
 // - binary cross-entropy on one logit (torch.nn.BCEWithLogitsLoss): softplus(x) - y x with
 //   softplus(x) = max(x, 0) + log1p(exp(-|x|)), accuracy from x > 0, gradient
-//   (sigmoid(x) - y) / normalizer, the sigmoid computed without overflow for either sign.
+//   (sigmoid(x) - y) / normalizer, the sigmoid computed without overflow for either sign;
+// - mean squared error on one output (torch.nn.MSELoss): (x - t)^2 with the target t the float
+//   whose bits travel in the label slot, gradient (x - t) * (2 / normalizer), no accuracy.
 // One kernel per call: it computes each sample's loss and hit (one warp per sample for
 // cross-entropy, one thread per sample for BCE) into buffers allocated at plan time and writes the
 // gradient; then the last of its blocks to finish (a counter in device memory that the blocks
@@ -145,6 +147,21 @@ __global__ void binary_cross_entropy_kernel(const float* logits, const int32_t* 
   sum_batch_in_last_block(row_loss, row_hit, batch, normalizer, stats, done);
 }
 
+// One thread per sample; blocks of kThreads. row_hit is 0: a regression has no accuracy.
+__global__ void mean_squared_error_kernel(const float* outputs, const int32_t* targets,
+                                          int64_t batch, float scale, float* d_outputs,
+                                          float* row_loss, int32_t* row_hit, double normalizer,
+                                          LossStats* stats, unsigned* done) {
+  for (int64_t r = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; r < batch;
+       r += int64_t{gridDim.x} * blockDim.x) {
+    const float diff = outputs[r] - __int_as_float(targets[r]);  // the target's bits
+    row_loss[r] = __fmul_rn(diff, diff);  // rounded as the CPU rounds it, never fused
+    row_hit[r] = 0;
+    if (d_outputs != nullptr) d_outputs[r] = __fmul_rn(diff, scale);
+  }
+  sum_batch_in_last_block(row_loss, row_hit, batch, normalizer, stats, done);
+}
+
 class GpuLoss final : public LossKernel {
  public:
   GpuLoss(CudaBackend& be, LossKind kind, int64_t batch, int64_t classes, int64_t normalizer)
@@ -158,7 +175,7 @@ class GpuLoss final : public LossKernel {
         done_(be.allocate(sizeof(unsigned))) {
     XO_ASSERT(batch > 0 && classes > 0 && normalizer > 0);
     be.fill_zero(done_.as<unsigned>(), sizeof(unsigned));
-    if (kind == LossKind::BinaryCrossEntropy) XO_ASSERT(classes == 1);
+    if (kind != LossKind::CrossEntropy) XO_ASSERT(classes == 1);
   }
 
   void forward_backward(const float* logits, const int32_t* labels, float* d_logits,
@@ -172,6 +189,10 @@ class GpuLoss final : public LossKernel {
       XO_CUDA_LAUNCH(cross_entropy_kernel, blocks_for(batch_ * kWarp), kThreads, 0, be_.stream(),
                      logits, labels, batch_, classes_, inv_norm, d_logits, row_loss, row_hit,
                      normalizer, stats, done);
+    } else if (kind_ == LossKind::MeanSquaredError) {
+      XO_CUDA_LAUNCH(mean_squared_error_kernel, blocks_for(batch_), kThreads, 0, be_.stream(),
+                     logits, labels, batch_, 2.0f / static_cast<float>(normalizer_), d_logits,
+                     row_loss, row_hit, normalizer, stats, done);
     } else {
       XO_CUDA_LAUNCH(binary_cross_entropy_kernel, blocks_for(batch_), kThreads, 0, be_.stream(),
                      logits, labels, batch_, inv_norm, d_logits, row_loss, row_hit, normalizer,

@@ -5,13 +5,15 @@
 // not centered) and Adadelta.
 //
 // A step is recorded once into a CUDA Graph and replayed, so nothing that changes from step to step
-// may be a kernel argument: the step count lives in device memory. Where the update reads it
-// (Adam, SGD with momentum), each step first runs a one-thread kernel that increments it and
-// derives what depends on it (Adam's bias corrections, computed in double exactly as the CPU does,
-// then rounded to f32), and the update kernel reads those; where the update does not (plain SGD,
-// RMSprop, Adadelta), the update kernel's first thread counts the step itself, saving a launch.
-// The coefficients (the hyperparameters in f32) are fixed for the kernel's life, so they are plain
-// by-value arguments.
+// may be a kernel argument: the step count, the learning rate and the coefficients derived from it
+// (the hyperparameters in f32) live in device memory. Where the update reads the step count (Adam,
+// SGD with momentum), each step first runs a one-thread kernel that increments it and derives what
+// depends on it (Adam's bias corrections, computed in double from the rate in device memory exactly
+// as the CPU does, then rounded to f32), and the update kernel reads those; where the update does
+// not (plain SGD, RMSprop, Adadelta), the update kernel's first thread counts the step itself,
+// saving a launch. A schedule changes the rate between epochs (set_learning_rate): the host
+// computes the new coefficients with the CPU's functions and uploads them, queued before the next
+// replay, so the recorded step takes the new rate with nothing recorded again.
 #include <cstddef>
 
 #include "backend/cuda/cuda_backend.h"
@@ -20,17 +22,38 @@
 namespace xo::cuda {
 namespace {
 
+// The rate and the coefficients of the steps from the next one on: the host's copy is uploaded
+// whole when the rate changes.
+struct Rates {
+  double lr = 0;  // Adam's step size derives from it at every step
+  SgdCoefficients sgd;
+  AdamCoefficients adam;
+  RmspropCoefficients rmsprop;
+  AdadeltaCoefficients adadelta;
+};
+
+Rates rates(const OptimizerSettings& s, double lr) {
+  Rates r;
+  r.lr = lr;
+  r.sgd = sgd_coefficients(lr, s.weight_decay, s.momentum, s.dampening, s.nesterov);
+  r.adam = adam_coefficients(lr, s.weight_decay, s.beta1, s.beta2, s.eps,
+                             s.type == OptimizerType::AdamW);
+  r.rmsprop = rmsprop_coefficients(lr, s.eps, s.alpha, s.weight_decay);
+  r.adadelta = adadelta_coefficients(lr, s.eps, s.rho, s.weight_decay);
+  return r;
+}
+
 // The per-step values, in device memory.
 struct StepState {
   uint64_t steps;      // steps taken, including the one being applied once begin_step has run
   AdamStepScale adam;  // Adam: the bias corrections of the step being applied
+  Rates rates;
 };
 
-__global__ void begin_step_kernel(StepState* state, bool adam, double lr, double beta1,
-                                  double beta2) {
+__global__ void begin_step_kernel(StepState* state, bool adam, double beta1, double beta2) {
   const uint64_t t = state->steps + 1;
   state->steps = t;
-  if (adam) state->adam = adam_step_scale(lr, beta1, beta2, static_cast<double>(t));
+  if (adam) state->adam = adam_step_scale(state->rates.lr, beta1, beta2, static_cast<double>(t));
 }
 
 // The step counted by the update kernel itself (the kernels that do not read it).
@@ -38,8 +61,8 @@ __device__ __forceinline__ void count_step(StepState* state) {
   if (blockIdx.x == 0 && threadIdx.x == 0) state->steps += 1;
 }
 
-__global__ void sgd_kernel(float* params, const float* grads, int64_t n, SgdCoefficients c,
-                           StepState* state) {
+__global__ void sgd_kernel(float* params, const float* grads, int64_t n, StepState* state) {
+  const SgdCoefficients c = state->rates.sgd;
   count_step(state);
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
        i += int64_t{gridDim.x} * blockDim.x) {
@@ -48,7 +71,8 @@ __global__ void sgd_kernel(float* params, const float* grads, int64_t n, SgdCoef
 }
 
 __global__ void sgd_momentum_kernel(float* params, const float* grads, float* buf, int64_t n,
-                                    SgdCoefficients c, const StepState* state) {
+                                    const StepState* state) {
+  const SgdCoefficients c = state->rates.sgd;
   const bool first = state->steps == 1;  // begin_step has counted the step being applied
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
        i += int64_t{gridDim.x} * blockDim.x) {
@@ -57,7 +81,8 @@ __global__ void sgd_momentum_kernel(float* params, const float* grads, float* bu
 }
 
 __global__ void adam_kernel(float* params, const float* grads, float* m, float* v, int64_t n,
-                            AdamCoefficients c, const StepState* state) {
+                            const StepState* state) {
+  const AdamCoefficients c = state->rates.adam;
   const AdamStepScale scale = state->adam;
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
        i += int64_t{gridDim.x} * blockDim.x) {
@@ -66,7 +91,8 @@ __global__ void adam_kernel(float* params, const float* grads, float* m, float* 
 }
 
 __global__ void rmsprop_kernel(float* params, const float* grads, float* v, int64_t n,
-                               RmspropCoefficients c, StepState* state) {
+                               StepState* state) {
+  const RmspropCoefficients c = state->rates.rmsprop;
   count_step(state);
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
        i += int64_t{gridDim.x} * blockDim.x) {
@@ -75,7 +101,8 @@ __global__ void rmsprop_kernel(float* params, const float* grads, float* v, int6
 }
 
 __global__ void adadelta_kernel(float* params, const float* grads, float* v, float* u, int64_t n,
-                                AdadeltaCoefficients c, StepState* state) {
+                                StepState* state) {
+  const AdadeltaCoefficients c = state->rates.adadelta;
   count_step(state);
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
        i += int64_t{gridDim.x} * blockDim.x) {
@@ -90,6 +117,7 @@ class GpuOptimizer final : public OptimizerKernel {
     XO_ASSERT(n >= 0);
     const size_t bytes = static_cast<size_t>(n) * sizeof(float);
     state_ = be.allocate(sizeof(StepState));  // zeroed: no steps taken
+    upload_rates(s_.lr);
     switch (type_) {
       case OptimizerType::SGD:
         // Exactly when step() takes the momentum path (mu != 0 in f32).
@@ -116,41 +144,32 @@ class GpuOptimizer final : public OptimizerKernel {
     const bool reads_step =
         adam || (type_ == OptimizerType::SGD && static_cast<float>(s_.momentum) != 0.0f);
     if (reads_step || n_ == 0) {
-      XO_CUDA_LAUNCH(begin_step_kernel, 1, 1, 0, be_.stream(), state, adam, s_.lr, s_.beta1,
-                     s_.beta2);
+      XO_CUDA_LAUNCH(begin_step_kernel, 1, 1, 0, be_.stream(), state, adam, s_.beta1, s_.beta2);
     }
     if (n_ == 0) return;
     const unsigned blocks = blocks_for(n_);
     cudaStream_t stream = be_.stream();
     switch (type_) {
-      case OptimizerType::SGD: {
-        const SgdCoefficients c =
-            sgd_coefficients(s_.lr, s_.weight_decay, s_.momentum, s_.dampening, s_.nesterov);
-        if (c.momentum == 0.0f) {
-          XO_CUDA_LAUNCH(sgd_kernel, blocks, kThreads, 0, stream, params, grads, n_, c, state);
+      case OptimizerType::SGD:
+        if (static_cast<float>(s_.momentum) == 0.0f) {
+          XO_CUDA_LAUNCH(sgd_kernel, blocks, kThreads, 0, stream, params, grads, n_, state);
         } else {
           XO_CUDA_LAUNCH(sgd_momentum_kernel, blocks, kThreads, 0, stream, params, grads,
-                         first_.as<float>(), n_, c, state);
+                         first_.as<float>(), n_, state);
         }
         return;
-      }
       case OptimizerType::Adam:
-      case OptimizerType::AdamW: {
-        const AdamCoefficients c = adam_coefficients(s_.lr, s_.weight_decay, s_.beta1, s_.beta2,
-                                                     s_.eps, type_ == OptimizerType::AdamW);
+      case OptimizerType::AdamW:
         XO_CUDA_LAUNCH(adam_kernel, blocks, kThreads, 0, stream, params, grads, first_.as<float>(),
-                       second_.as<float>(), n_, c, state);
+                       second_.as<float>(), n_, state);
         return;
-      }
       case OptimizerType::RMSprop:
         XO_CUDA_LAUNCH(rmsprop_kernel, blocks, kThreads, 0, stream, params, grads,
-                       first_.as<float>(), n_,
-                       rmsprop_coefficients(s_.lr, s_.eps, s_.alpha, s_.weight_decay), state);
+                       first_.as<float>(), n_, state);
         return;
       case OptimizerType::Adadelta:
         XO_CUDA_LAUNCH(adadelta_kernel, blocks, kThreads, 0, stream, params, grads,
-                       first_.as<float>(), second_.as<float>(), n_,
-                       adadelta_coefficients(s_.lr, s_.eps, s_.rho, s_.weight_decay), state);
+                       first_.as<float>(), second_.as<float>(), n_, state);
         return;
     }
   }
@@ -170,6 +189,13 @@ class GpuOptimizer final : public OptimizerKernel {
     be_.upload(state_.as<uint64_t>(), &value, sizeof(value));
   }
 
+  // Queued behind the steps already queued (the upload waits for them), before any later one: a
+  // recorded step replayed after it reads the new coefficients.
+  void set_learning_rate(double lr) override {
+    s_.lr = lr;
+    upload_rates(lr);
+  }
+
   std::vector<OptimizerStateBuffer> state_buffers() override {
     switch (type_) {
       case OptimizerType::SGD:
@@ -187,6 +213,12 @@ class GpuOptimizer final : public OptimizerKernel {
   }
 
  private:
+  void upload_rates(double lr) {
+    const Rates r = rates(s_, lr);
+    be_.upload(reinterpret_cast<char*>(state_.as<StepState>()) + offsetof(StepState, rates), &r,
+               sizeof(r));
+  }
+
   CudaBackend& be_;
   OptimizerSettings s_;
   OptimizerType type_;
