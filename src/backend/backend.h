@@ -300,6 +300,16 @@ class OptimizerKernel {
   }
 };
 
+// A sum across the ranks of a job, queued on a backend's queue like its kernels, so that a recorded
+// step records it too (NCCL's all-reduce on GPUs). Made by Backend::collective on every rank from
+// the id rank 0's Backend::collective_id drew, which the job's launcher (MPI) carries to the rest.
+class Collective {
+ public:
+  virtual ~Collective() = default;
+  // data[0, n) summed in place over the ranks, in queue order.
+  virtual void sum(float* data, int64_t n) = 0;
+};
+
 // Work recorded by Backend::capture, replayed as a whole (one launch for a whole training step).
 class RecordedWork {
  public:
@@ -354,6 +364,14 @@ class Backend {
   // Bytes requested through allocate() since this backend was made, freed buffers included: what
   // the tests compare with a run's planned memory.
   virtual int64_t bytes_allocated() const = 0;
+  // Host memory (zeroed) that copies to and from this device stage through: page-locked on a GPU,
+  // so that upload and download run at the link's rate without the driver's bounce buffer; plain
+  // memory here. Not counted in bytes_allocated() (it is not the device's).
+  virtual DeviceBuffer allocate_host(size_t bytes) {
+    float* p = new float[(bytes + sizeof(float) - 1) / sizeof(float)]();
+    return DeviceBuffer(std::shared_ptr<void>(p, [](void* q) { delete[] static_cast<float*>(q); }),
+                        bytes);
+  }
   virtual void upload(void* device_dst, const void* host_src, size_t bytes) = 0;
   virtual void download(void* host_dst, const void* device_src, size_t bytes) = 0;
   virtual void fill_zero(void* device_dst, size_t bytes) = 0;
@@ -367,6 +385,16 @@ class Backend {
   virtual void increment(uint64_t* counter) = 0;
   // Waits until all queued work is done (a no-op on the CPU).
   virtual void synchronize() = 0;
+  // An id for a Collective of this kind of device (drawn by rank 0); empty where this backend has
+  // none (the CPU; a GPU build without NCCL).
+  virtual std::string collective_id() { return {}; }
+  // This rank's member of the collective `id` names, of `ranks` ranks: a collective call every rank
+  // makes together. Throws UserError where it cannot be made (the message says why).
+  virtual std::unique_ptr<Collective> collective(const std::string& id, int rank, int ranks) {
+    (void)id;
+    throw UserError(info().id + ": no collective across ranks on this device (rank " +
+                    std::to_string(rank) + " of " + std::to_string(ranks) + ")");
+  }
   // Records the work `body` queues as one replayable unit (a CUDA Graph). Null where the backend
   // cannot record (the CPU, whose calls run as they are made): the caller then calls body itself.
   // Everything the body touches must stay allocated while the recording lives.

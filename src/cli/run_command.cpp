@@ -129,8 +129,9 @@ int run_rank_sweep(const RunOptions& o, const ModelSpec& base, const mpi::World&
   for (const std::string& d : measure.settings.devices) {
     if (parse_device(d, 1, measure.settings.precision).kind != "cpu") {
       throw UserError(
-          fmt::format("--device {}: a sweep along ranks runs on the CPU in this version (the GPU's "
-                      "collectives, over NCCL, are not built yet)",
+          fmt::format("--device {}: a sweep along ranks runs on the CPU in this version (GPU "
+                      "ranks train with `mpirun -np N crossover train --device cuda`, one run "
+                      "per rank count)",
                       d));
     }
   }

@@ -80,23 +80,31 @@ CheckpointOptions train_checkpoints(const TrainOptions& o, const std::string& mo
   return checkpoint;
 }
 
+// The GPUs of this machine that this build can train on.
+int gpus_here() {
+  int gpus = 0;
+  for (const std::string& id : list_devices().available) gpus += id.rfind("cuda", 0) == 0;
+  return gpus;
+}
+
 // The device to train on. The ranks of a job on one machine share its cores: each takes its part
-// unless told. Across ranks only the CPU, refused before a GPU is touched on every rank (and
-// after, for an `auto` that found one). Notes are rank 0's to print.
+// unless told. GPU ranks (--device cuda, or auto where the machine has GPUs) take the machine's
+// GPUs in turn by local rank (rank k of a machine with n GPUs: cuda:k mod n; several ranks may
+// share one); cuda:N puts every rank of the machine on GPU N. Notes are rank 0's to print.
 std::unique_ptr<Backend> train_backend(const TrainOptions& o, const mpi::World* world, bool lead) {
   const int threads = o.threads > 0 || !world
                           ? o.threads
                           : std::max(1, static_cast<int>(std::thread::hardware_concurrency()) /
                                             std::max(1, world->local_size()));
-  const DeviceRequest request = parse_device(o.device, threads, o.precision);
-  auto backend = world && request.kind == "cuda" ? nullptr : make_backend(request);
-  if (world && (!backend || backend->info().kind != DeviceKind::Cpu)) {
-    throw UserError(fmt::format(
-        "--device {}: training across MPI ranks runs on the CPU in this version (the GPU's "
-        "collectives, over NCCL, are not built yet); use --device cpu, or one process per GPU "
-        "run",
-        o.device));
+  DeviceRequest request = parse_device(o.device, threads, o.precision);
+  if (world && (o.device == "cuda" || o.device == "auto")) {
+    const int gpus = gpus_here();
+    if (gpus > 0) {
+      request.kind = "cuda";
+      request.index = world->local_rank() % gpus;
+    }
   }
+  auto backend = make_backend(request);
   if (lead && backend->info().kind == DeviceKind::Cpu && !request.note.empty()) {
     fmt::print(stderr, "note: {}\n", request.note);
   }
@@ -200,7 +208,11 @@ int run_train(const TrainOptions& o, const mpi::World* world) {
   }
   const std::unique_ptr<Backend> backend = train_backend(o, world, lead);
   std::optional<DataParallel> ranks;
-  if (world) ranks.emplace(*world, reduce_mode_for(o.reduce, *world));
+  if (world) {
+    const DeviceKind kind = backend->info().kind;
+    ranks.emplace(*world, reduce_mode_for(o.reduce, *world, kind,
+                                          kind == DeviceKind::Cpu ? 0 : gpus_here()));
+  }
   const MeasureSettings settings = train_settings(o, checkpoint, ranks ? &*ranks : nullptr);
   std::vector<NamedTensor> weights;
   const RunRecord run =
@@ -253,9 +265,13 @@ Command add_train(CLI::App& app) {
                   "Under mpirun, how the gradients are summed across ranks: shared (the ranks of "
                   "one machine share the gradient, parameter and optimizer buffers, and each sums "
                   "and steps its part), after-backward (MPI all-reduce of 4 MB buckets once "
-                  "backward is done) or overlap (bucket by bucket while backward runs, as PyTorch "
-                  "DDP); auto: shared on one machine, after-backward across machines")
-      ->check(CLI::IsMember({"auto", "shared", "after-backward", "overlap"}))
+                  "backward is done), overlap (bucket by bucket while backward runs, as PyTorch "
+                  "DDP); for GPU ranks host-staged (the gradients copied to page-locked host "
+                  "memory, summed by MPI, copied back; ranks may share a GPU) or nccl (NCCL's "
+                  "all-reduce on the GPUs, inside the recorded step; a GPU per rank); auto: "
+                  "host-staged for GPU ranks, else shared on one machine and after-backward "
+                  "across machines")
+      ->check(CLI::IsMember({"auto", "shared", "after-backward", "overlap", "host-staged", "nccl"}))
       ->capture_default_str();
   add_gpu_options(sub, o->precision, o->record_step);
   add_checkpoint_options(sub, o->checkpoint, true);

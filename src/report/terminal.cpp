@@ -190,7 +190,8 @@ std::string cost_text(const CostTable& c) {
   if (scaled) {
     s += "Data-parallel on all of an instance's devices (predicted: each device's slice of the "
          "batch, plus the ring all-reduce of the gradients over the link that backward does not "
-         "hide; crossover's own multi-GPU engine (NCCL) is not built yet):\n";
+         "hide; crossover runs it itself: mpirun -np N crossover train --device cuda --reduce "
+         "nccl, not yet measured on more than one GPU):\n";
     s += scale.render();
   }
   Table own({"owned device", "price", "capital $/h", "power $/h", "run time", "per run", "time"});

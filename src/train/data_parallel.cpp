@@ -78,15 +78,43 @@ const char* reduce_mode_name(ReduceMode mode) {
       return "after-backward";
     case ReduceMode::Overlap:
       return "overlap";
+    case ReduceMode::HostStaged:
+      return "host-staged";
+    case ReduceMode::Nccl:
+      return "nccl";
   }
   return "?";
 }
 
-ReduceChoice reduce_mode_for(const std::string& name, const mpi::World& world) {
+ReduceChoice reduce_mode_for(const std::string& name, const mpi::World& world, DeviceKind device,
+                             int gpus_here) {
   const bool one_machine = world.local_size() == world.size();
-  if (name == "auto") return {one_machine ? ReduceMode::Shared : ReduceMode::AfterBackward, true};
-  for (const ReduceMode m : {ReduceMode::Shared, ReduceMode::AfterBackward, ReduceMode::Overlap}) {
+  const bool gpu = device != DeviceKind::Cpu;
+  if (name == "auto") {
+    if (gpu) return {ReduceMode::HostStaged, true};
+    return {one_machine ? ReduceMode::Shared : ReduceMode::AfterBackward, true};
+  }
+  for (const ReduceMode m : {ReduceMode::Shared, ReduceMode::AfterBackward, ReduceMode::Overlap,
+                             ReduceMode::HostStaged, ReduceMode::Nccl}) {
     if (name != reduce_mode_name(m)) continue;
+    if (gpu && m != ReduceMode::HostStaged && m != ReduceMode::Nccl) {
+      throw UserError(fmt::format(
+          "--reduce {}: the gradients of GPU ranks are in the GPU's memory, which {} does not "
+          "reach: use --reduce host-staged (or auto) or nccl",
+          name, m == ReduceMode::Shared ? "the ranks' shared memory" : "MPI's all-reduce"));
+    }
+    if (!gpu && m == ReduceMode::Nccl) {
+      throw UserError(
+          "--reduce nccl: NCCL sums GPU memory, and these ranks train on the CPU: use auto, "
+          "shared, after-backward or overlap (or --device cuda)");
+    }
+    if (m == ReduceMode::Nccl && world.local_size() > gpus_here) {
+      throw UserError(fmt::format(
+          "--reduce nccl: {} ranks share {} GPU{} on {}, and NCCL needs a GPU per rank: use "
+          "--reduce host-staged (or auto), or at most {} rank{} per machine",
+          world.local_size(), gpus_here, gpus_here == 1 ? "" : "s", world.host(), gpus_here,
+          gpus_here == 1 ? "" : "s"));
+    }
     if (m == ReduceMode::Shared && !one_machine) {
       throw UserError(fmt::format(
           "--reduce shared: the ranks of this job are not all on one machine ({} of its {} are on "
@@ -95,8 +123,8 @@ ReduceChoice reduce_mode_for(const std::string& name, const mpi::World& world) {
     }
     return {m, false};
   }
-  throw UserError(
-      fmt::format("--reduce {}: expected auto, shared, after-backward or overlap", name));
+  throw UserError(fmt::format(
+      "--reduce {}: expected auto, shared, after-backward, overlap, host-staged or nccl", name));
 }
 
 std::string shared_memory_dir() {
@@ -182,6 +210,25 @@ void DataParallel::plan(const Model& model) {
   flat_size_ = model.flat_size();
   buckets_ = plan_buckets(model, bucket_bytes_);
   started_ = 0;
+  if (mode_ == ReduceMode::HostStaged) {
+    backend_ = &model.backend();
+    staged_ = backend_->allocate_host(sizeof(float) * static_cast<size_t>(flat_size_));
+  }
+  if (mode_ == ReduceMode::Nccl && !collective_) {
+    backend_ = &model.backend();
+    // Rank 0 draws the id (empty: its build has no NCCL, which every rank then says).
+    const std::string id = world_.broadcast(rank() == 0 ? backend_->collective_id() : "");
+    if (id.empty()) {
+      throw UserError(
+          "--reduce nccl: rank 0's crossover was built without NCCL (none beside its CUDA "
+          "toolkit): use --reduce host-staged");
+    }
+    collective_ = backend_->collective(id, rank(), ranks());
+    // Once before the step is recorded: NCCL sets up its channels on the first call, and a
+    // communicator that cannot sum fails here, before any training.
+    collective_->sum(grads_, flat_size_);
+    backend_->synchronize();
+  }
 }
 
 namespace {
@@ -309,6 +356,20 @@ void DataParallel::finish_step() {
   if (mode_ == ReduceMode::AfterBackward) {
     // The same buckets as overlapped, one call each.
     for (const GradientBucket& b : buckets_) world_.sum(grads_ + b.offset, b.size);
+    return;
+  }
+  if (mode_ == ReduceMode::Nccl) {
+    // Queued on the GPU's stream behind backward, ahead of the optimizer: recordable.
+    for (const GradientBucket& b : buckets_) collective_->sum(grads_ + b.offset, b.size);
+    return;
+  }
+  if (mode_ == ReduceMode::HostStaged) {
+    // The download waits for the step's backward; the upload is queued before the optimizer.
+    const size_t bytes = sizeof(float) * static_cast<size_t>(flat_size_);
+    float* host = staged_.as<float>();
+    backend_->download(host, grads_, bytes);
+    for (const GradientBucket& b : buckets_) world_.sum(host + b.offset, b.size);
+    backend_->upload(grads_, host, bytes);
     return;
   }
   while (started_ < buckets_.size()) {

@@ -56,16 +56,33 @@ enum class ReduceMode {
   // layers (MPI_Testall), as PyTorch DDP and Horovod do: for links that progress by themselves
   // (a network adapter's offload) or ranks with cores to spare.
   Overlap,
+  // The gradients of ranks whose buffers are in a GPU's memory: copied whole to a host buffer
+  // (page-locked, allocated at plan time), summed there by MPI's all-reduce in the same buckets as
+  // after-backward, and copied back before the optimizer steps on the GPU. Works for any number
+  // of ranks per GPU and any MPI (no CUDA-aware MPI needed); on the CPU the copies are memcpy,
+  // which is how the CPU tests check it. The step is launched, not recorded (its sum is an MPI
+  // call on the host).
+  HostStaged,
+  // The gradients of ranks with a GPU each, summed where they are by NCCL's all-reduce (the
+  // backend's Collective), bucket by bucket on the GPU's stream after backward: no copy through
+  // the host, and the whole step, the sum included, recorded as one CUDA Graph. Opt-in until it
+  // has been measured on GPUs (docs/benchmarks.md, "Not yet run on a GPU").
+  Nccl,
 };
-const char* reduce_mode_name(ReduceMode mode);  // "shared", "after-backward", "overlap"
-// The mode `name` asks for on `world` ("auto", or a mode's name): auto is shared where every rank
-// is on one machine, else after-backward; shared across machines is refused. Chosen by auto, a
-// shared mode whose memory does not fit where MPI maps it falls back to after-backward.
+// "shared", "after-backward", "overlap", "host-staged", "nccl"
+const char* reduce_mode_name(ReduceMode mode);
+// The mode `name` asks for on `world` for ranks on `device` ("auto", or a mode's name): auto is
+// host-staged for GPU ranks, else shared where every rank is on one machine, else after-backward.
+// Refused before any work: shared across machines; for GPU ranks any mode but host-staged and
+// nccl; nccl for CPU ranks, and where ranks share a GPU (`gpus_here`: the GPUs of this rank's
+// machine). Chosen by auto, a shared mode whose memory does not fit where MPI maps it falls back
+// to after-backward.
 struct ReduceChoice {
   ReduceMode mode = ReduceMode::AfterBackward;
   bool automatic = false;
 };
-ReduceChoice reduce_mode_for(const std::string& name, const mpi::World& world);
+ReduceChoice reduce_mode_for(const std::string& name, const mpi::World& world,
+                             DeviceKind device = DeviceKind::Cpu, int gpus_here = 0);
 
 // Where OpenMPI maps the memory the ranks of a machine share (/dev/shm, or its MCA parameter
 // osc_sm_backing_directory), and the bytes free there; nullopt where it cannot be read.
@@ -95,8 +112,12 @@ class DataParallel : public BackwardObserver {
   // PyTorch DDP without SyncBatchNorm), and rank 0's running statistics are the model's (as DDP
   // broadcasts rank 0's buffers), given to every rank before each evaluation.
   void share_state(Model& model) const;
-  // The buckets of `model`'s gradients; before the first step.
+  // The buckets of `model`'s gradients (host-staged: and the host buffer they are summed in; nccl:
+  // and the ranks' communicator, made and tried once); before the first step.
   void plan(const Model& model);
+  // Whether the step, its sum included, can be recorded (a CUDA Graph): only where the sum is
+  // queued on the device (nccl); the other modes call MPI from the host.
+  bool recordable() const { return mode_ == ReduceMode::Nccl; }
 
   // Shared mode, around the step loop (no-ops in the others). share_gradients: before the
   // plan's Networks exist (they hold the gradient buffer); where the shared memory of this model
@@ -147,6 +168,10 @@ class DataParallel : public BackwardObserver {
   std::vector<DeviceBuffer> own_state_;
   std::vector<const float*> others_;  // the other ranks' gradients, in rank order
   int64_t part_begin_ = 0, part_end_ = 0;
+  // Host-staged mode: the gradients' host copy (page-locked on a GPU), where MPI sums them.
+  DeviceBuffer staged_;
+  // Nccl mode: this rank's member of the ranks' collective.
+  std::unique_ptr<Collective> collective_;
 };
 
 }  // namespace xo

@@ -252,7 +252,11 @@ TrainResult train_model(Model& model, const DataSplit& split, const TrainSpec& t
   TrainState state = start_state(plan, train);
   const EpochRules rules(train, split.test.samples, split.validation.samples);
   rules.start(plan, state);
-  if (exec.record_step && plan.full_steps > 0) record_step(plan);
+  // Across ranks the step is recorded only where its gradient sum is queued on the device (NCCL);
+  // elsewhere the sum is an MPI call on the host, and the step is launched.
+  if (exec.record_step && plan.full_steps > 0 && (!ranks || ranks->recordable())) {
+    record_step(plan);
+  }
   std::optional<Checkpointer> checkpoints;
   const int64_t resumed_at = set_up_checkpoints(plan, state, train, exec, checkpoints);
   // From here on the ranks of a machine may step one copy of the parameters (--reduce shared).

@@ -22,6 +22,7 @@
 #include "core/file.h"
 #include "io/safetensors.h"
 #include "support/cli.h"
+#include "support/gpu.h"
 #include "support/process.h"
 #include "support/temp_dir.h"
 
@@ -52,6 +53,7 @@ struct Case {
   // docs/benchmarks.md), with headroom: float sums in another order, over a few epochs.
   double tolerance;
   std::string flags = "";  // for the ranks' run
+  std::string device = "cpu";  // both runs' --device
 };
 void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
 
@@ -135,11 +137,15 @@ double relative(double a, double b) {
 TEST_P(DataParallelTrain, RanksTakeTheStepsOneProcessTakes) {
   if (!have_mpirun()) GTEST_SKIP() << "no mpirun: run scripts/setup";
   const Case& c = GetParam();
+  std::string why;
+  if (c.device != "cpu" && !xo::testing::gpu_present(&why)) {
+    GTEST_SKIP() << "no NVIDIA GPU here (" << why << ")";
+  }
   xo::testing::TempDir dir("dp-" + c.name);
   write_csv(dir.path() / "images.csv", 203, 36, 5, 1);
   write_csv(dir.path() / "test.csv", 31, 36, 5, 2);
   std::ofstream(dir.path() / "spec.toml") << replace_dir(c.spec, dir.path());
-  const std::string args = " train spec.toml --checkpoint-every off";
+  const std::string args = " train spec.toml --checkpoint-every off --device " + c.device;
   const auto one = run_cli(args + " --save one.safetensors --json one.json", dir.path());
   ASSERT_EQ(one.status, 0) << one.output;
   const auto many = run_cli("--version >/dev/null && " + xo::testing::mpirun_command() + "-np " +
@@ -154,9 +160,15 @@ TEST_P(DataParallelTrain, RanksTakeTheStepsOneProcessTakes) {
   EXPECT_EQ(b.at("ranks"), c.ranks);
   EXPECT_EQ(a.at("ranks"), 1);
   EXPECT_GT(b.at("data_parallel").at("reduced_bytes_per_step").get<int64_t>(), 0);
-  // The ranks of one machine share their buffers unless told otherwise.
+  // The ranks of one machine share their buffers unless told otherwise; GPU ranks stage theirs
+  // through the host.
+  const std::string automatic = c.device == "cpu" ? "shared" : "host-staged";
   EXPECT_EQ(b.at("data_parallel").at("reduce").get<std::string>(),
-            c.flags.empty() ? "shared" : c.flags.substr(c.flags.rfind(' ') + 1));
+            c.flags.empty() ? automatic : c.flags.substr(c.flags.rfind(' ') + 1));
+  // Only NCCL's sum is queued on the GPU: only then is the ranks' step one recorded CUDA Graph.
+  if (c.device != "cpu") {
+    EXPECT_EQ(b.value("recorded_step", false), c.flags.find("nccl") != std::string::npos);
+  }
   ASSERT_EQ(a.at("epochs").size(), b.at("epochs").size());
   double worst = 0;
   for (size_t e = 0; e < a.at("epochs").size(); ++e) {
@@ -213,7 +225,30 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"mlp_3_ranks_after_backward", kMlp, 3, 1e-5, "--reduce after-backward"},
         Case{"lstm_2_ranks_after_backward", kLstm, 2, 1e-5, "--reduce after-backward"},
         Case{"mlp_2_ranks_overlap", kMlp, 2, 1e-5, "--reduce overlap"},
-        Case{"cnn_dropout_3_ranks_overlap", kCnn, 3, 1e-5, "--reduce overlap"}),
+        Case{"cnn_dropout_3_ranks_overlap", kCnn, 3, 1e-5, "--reduce overlap"},
+        // The GPU ranks' path on the CPU: the gradients copied to host memory, summed by MPI and
+        // copied back (here the copies are memcpy).
+        Case{"mlp_2_ranks_host_staged", kMlp, 2, 1e-5, "--reduce host-staged"},
+        Case{"cnn_dropout_3_ranks_host_staged", kCnn, 3, 1e-5, "--reduce host-staged"},
+        Case{"lstm_2_ranks_host_staged", kLstm, 2, 1e-5, "--reduce host-staged"}),
+    [](const auto& param_info) { return param_info.param.name; });
+
+// Ranks on GPUs (several sharing one where the machine has fewer GPUs than ranks): host-staged by
+// default, the same steps as one process on the GPU.
+INSTANTIATE_TEST_SUITE_P(
+    GpuHostStaged, DataParallelTrain,
+    ::testing::Values(Case{"mlp_2_ranks", kMlp, 2, 1e-5, "", "cuda"},
+                      Case{"cnn_dropout_3_ranks", kCnn, 3, 1e-5, "", "cuda"},
+                      Case{"lstm_adam_2_ranks", kLstm, 2, 1e-5, "--reduce host-staged", "cuda"}),
+    [](const auto& param_info) { return param_info.param.name; });
+
+// NCCL's all-reduce inside the recorded step: one rank (all a one-GPU machine allows) takes the
+// steps of the single process on the GPU. More ranks need a GPU each (not at hand to test).
+INSTANTIATE_TEST_SUITE_P(
+    GpuNccl, DataParallelTrain,
+    ::testing::Values(Case{"mlp_1_rank", kMlp, 1, 1e-6, "--reduce nccl", "cuda"},
+                      Case{"cnn_dropout_1_rank", kCnn, 1, 1e-6, "--reduce nccl", "cuda"},
+                      Case{"lstm_1_rank", kLstm, 1, 1e-6, "--reduce nccl", "cuda"}),
     [](const auto& param_info) { return param_info.param.name; });
 
 // One rank that cannot read its spec ends every rank, promptly, with its message.
@@ -235,6 +270,57 @@ TEST(DataParallel, ARankThatFailsEndsTheJobWithItsMessage) {
   EXPECT_NE(r.output.find("bad.toml"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("rank 1 of 2"), std::string::npos) << r.output;
   EXPECT_LT(seconds, 30) << r.output;  // not a hang: rank 0 waited in a collective
+}
+
+// A rank whose GPU cannot be used (here: one the machine does not have) ends every rank with its
+// message, as any rank's error does; and GPU ranks refuse a reduction that MPI cannot run on
+// device memory, before any work.
+TEST(GpuDataParallel, ARankWhoseGpuFailsEndsTheJobWithItsMessage) {
+  if (!have_mpirun()) GTEST_SKIP() << "no mpirun: run scripts/setup";
+  std::string why;
+  if (!xo::testing::gpu_present(&why)) GTEST_SKIP() << "no NVIDIA GPU here (" << why << ")";
+  xo::testing::TempDir dir("dp-gpu-fail");
+  std::ofstream(dir.path() / "spec.toml") << kMlp;
+  const auto start = std::chrono::steady_clock::now();
+  const auto r = run_cli("--version >/dev/null && " + xo::testing::mpirun_command() + "-np 1 " +
+                             CROSSOVER_BINARY + " train spec.toml --device cuda --epochs 1000 " +
+                             ": -np 1 " + CROSSOVER_BINARY +
+                             " train spec.toml --device cuda:99 --epochs 1000",
+                         dir.path());
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (r.output.find("built without MPI") != std::string::npos) GTEST_SKIP() << r.output;
+  EXPECT_NE(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("cuda:99"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("rank 1 of 2"), std::string::npos) << r.output;
+  EXPECT_LT(seconds, 60) << r.output;
+  const auto shared = run_cli(
+      xo::testing::mpi_job(2, "train spec.toml --device cuda --reduce shared"), dir.path());
+  EXPECT_NE(shared.status, 0) << shared.output;
+  EXPECT_NE(shared.output.find("use --reduce host-staged"), std::string::npos) << shared.output;
+}
+
+// NCCL needs a GPU per rank: more ranks than the machine's GPUs are refused before any work,
+// saying what to use instead; NCCL on CPU ranks too.
+TEST(GpuNcclDataParallel, RanksSharingAGpuAreRefusedWithTheWayOut) {
+  if (!have_mpirun()) GTEST_SKIP() << "no mpirun: run scripts/setup";
+  xo::testing::TempDir dir("dp-nccl-refused");
+  std::ofstream(dir.path() / "spec.toml") << kMlp;
+  const auto cpu =
+      run_cli(xo::testing::mpi_job(2, "train spec.toml --device cpu --reduce nccl"), dir.path());
+  if (cpu.output.find("built without MPI") != std::string::npos) GTEST_SKIP() << cpu.output;
+  EXPECT_NE(cpu.status, 0) << cpu.output;
+  EXPECT_NE(cpu.output.find("NCCL sums GPU memory"), std::string::npos) << cpu.output;
+  std::string why;
+  if (!xo::testing::gpu_present(&why)) GTEST_SKIP() << "no NVIDIA GPU here (" << why << ")";
+  int gpus = 0;
+  for (const std::string& id : xo::list_devices().available) gpus += id.rfind("cuda", 0) == 0;
+  const auto many = run_cli(
+      xo::testing::mpi_job(gpus + 1, "train spec.toml --device cuda --reduce nccl"), dir.path());
+  EXPECT_NE(many.status, 0) << many.output;
+  EXPECT_NE(many.output.find("NCCL needs a GPU per rank: use --reduce host-staged"),
+            std::string::npos)
+      << many.output;
 }
 
 // The pid of the rank `rank` of a job started in `dir` (its environment says its rank; its working
@@ -342,14 +428,6 @@ TEST(DataParallel, OneProcessCommandsAreRefusedOnManyRanksOnce) {
   EXPECT_NE(sweep.status, 0) << sweep.output;
   EXPECT_TRUE(once(sweep.output, "`crossover sweep` was started on 2 ranks")) << sweep.output;
   EXPECT_FALSE(fs::exists(dir.path() / "s"));
-  // Training on GPUs across ranks needs NCCL, not built: refused, in a build with CUDA or not.
-  const auto gpu = run_cli(xo::testing::mpi_job(2, "train disc-2 --device cuda"), dir.path());
-  EXPECT_NE(gpu.status, 0) << gpu.output;
-  if (gpu.output.find("built without MPI") == std::string::npos) {  // the refusals above need none
-    EXPECT_NE(gpu.output.find("training across MPI ranks runs on the CPU in this version"),
-              std::string::npos)
-        << gpu.output;
-  }
   const auto usage = run_cli(xo::testing::mpi_job(2, "train disc-2 --epoch 1"), dir.path());
   EXPECT_NE(usage.status, 0) << usage.output;
   EXPECT_TRUE(once(usage.output, "crossover: error:")) << usage.output;

@@ -1,4 +1,5 @@
-// One checked-call macro per library (CUDA runtime, cuBLASLt, cuDNN) and one for kernel launches:
+// One checked-call macro per library (CUDA runtime, cuBLASLt, cuDNN, NCCL where built) and one for
+// kernel launches:
 // a failure throws InternalError with the library, the expression, the library's own message, the
 // file and the line.
 #pragma once
@@ -6,6 +7,9 @@
 #include <cublasLt.h>
 #include <cuda_runtime.h>
 #include <cudnn.h>
+#if CROSSOVER_WITH_NCCL
+#include <nccl.h>
+#endif
 
 #include <cstdint>
 
@@ -36,6 +40,16 @@
       ::xo::throw_internal(#expr, std::string("cuDNN: ") + cudnnGetErrorString(xo_status_),  \
                            __FILE__, __LINE__);                                               \
   } while (0)
+
+#if CROSSOVER_WITH_NCCL
+#define XO_NCCL_CHECK(expr)                                                                  \
+  do {                                                                                       \
+    const ncclResult_t xo_status_ = (expr);                                                  \
+    if (xo_status_ != ncclSuccess)                                                           \
+      ::xo::throw_internal(#expr, std::string("NCCL: ") + ncclGetErrorString(xo_status_),   \
+                           __FILE__, __LINE__);                                              \
+  } while (0)
+#endif
 
 // Launches a kernel on a stream and checks the launch: XO_CUDA_LAUNCH(kernel, grid, block, shared
 // bytes, stream, kernel arguments...).

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include <cstring>
 #include <vector>
 
 #include "backend/cuda/entry.h"
@@ -130,6 +131,13 @@ DeviceBuffer CudaBackend::allocate(size_t bytes) {
   XO_CUDA_CHECK(cudaStreamSynchronize(stream_));
   bytes_allocated_.fetch_add(static_cast<int64_t>(bytes), std::memory_order_relaxed);
   return DeviceBuffer(std::shared_ptr<void>(p, [](void* q) { cudaFree(q); }), bytes);
+}
+
+DeviceBuffer CudaBackend::allocate_host(size_t bytes) {
+  void* p = nullptr;
+  XO_CUDA_CHECK(cudaMallocHost(&p, bytes == 0 ? 1 : bytes));
+  std::memset(p, 0, bytes);
+  return DeviceBuffer(std::shared_ptr<void>(p, [](void* q) { cudaFreeHost(q); }), bytes);
 }
 
 std::optional<int64_t> CudaBackend::free_memory_bytes() const {

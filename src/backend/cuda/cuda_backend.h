@@ -37,6 +37,7 @@ class CudaBackend final : public Backend {
   size_t matmul_workspace_bytes() const { return workspace_.bytes(); }
 
   DeviceBuffer allocate(size_t bytes) override;
+  DeviceBuffer allocate_host(size_t bytes) override;  // cudaMallocHost: page-locked
   std::optional<int64_t> free_memory_bytes() const override;
   int64_t bytes_allocated() const override {
     return bytes_allocated_.load(std::memory_order_relaxed);
@@ -50,6 +51,9 @@ class CudaBackend final : public Backend {
   void increment(uint64_t* counter) override;
   void synchronize() override;
   std::unique_ptr<RecordedWork> capture(FunctionRef<void()> body) override;
+  // NCCL (collective.cpp): an ncclUniqueId's bytes, and a communicator over them on this stream.
+  std::string collective_id() override;
+  std::unique_ptr<Collective> collective(const std::string& id, int rank, int ranks) override;
   std::unique_ptr<QueueClock> clock(int marks) override;
   void accumulate(float* dst, const float* src, int64_t n) override;
   void accumulate_stats(LossStats* dst, const LossStats* src) override;
