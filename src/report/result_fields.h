@@ -139,7 +139,7 @@ void setup(Io& io, R& r) {
   if (io.present("ranks")) io.integer("ranks", r.ranks);
   if (io.present("step_phases_ms")) io.object_or_null("step_phases_ms", true, r, step_phases);
   if (io.present("data_parallel"))
-    io.object_or_null("data_parallel", r.ranks > 1, r, data_parallel);
+    io.object_or_null("data_parallel", !r.reduce_mode.empty(), r, data_parallel);
 }
 
 // The figures at the end: losses and accuracies (null without a test set), the step's time.

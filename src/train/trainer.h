@@ -69,7 +69,9 @@ struct TrainResult {
   int ranks = 1;
   double communicate_ms = 0;
   int64_t reduced_bytes = 0;
-  std::string reduce_mode;  // "shared", "after-backward" or "overlap" (train/data_parallel.h)
+  // How the ranks summed (train/data_parallel.h): "shared", "after-backward", "overlap",
+  // "host-staged" or "nccl"; empty for a run outside an MPI job (then no data_parallel record).
+  std::string reduce_mode;
   int64_t steps_taken = 0;  // training steps run (all epochs)
   // The full-batch step ran as one recorded unit (a CUDA Graph): then the phases are not timed
   // apart (data_ms, forward_backward_ms and optimizer_ms are NaN).
