@@ -83,26 +83,27 @@ CheckpointOptions train_checkpoints(const TrainOptions& o, const std::string& mo
 // The GPUs of this machine that this build can train on.
 int gpus_here() {
   int gpus = 0;
-  for (const std::string& id : list_devices().available) gpus += id.rfind("cuda", 0) == 0;
+  for (const std::string& id : list_devices().available) {
+    gpus += device_kind_of(id) == DeviceKind::Gpu;
+  }
   return gpus;
 }
 
 // The device to train on. The ranks of a job on one machine share its cores: each takes its part
-// unless told. GPU ranks (--device cuda, or auto where the machine has GPUs) take the machine's
-// GPUs in turn by local rank (rank k of a machine with n GPUs: cuda:k mod n; several ranks may
-// share one); cuda:N puts every rank of the machine on GPU N. Notes are rank 0's to print.
-std::unique_ptr<Backend> train_backend(const TrainOptions& o, const mpi::World* world, bool lead) {
+// unless told. GPU ranks (--device cuda, or auto where the machine has GPUs: `gpus`) take the
+// machine's GPUs in turn by local rank (rank k of a machine with n GPUs: cuda:k mod n; several
+// ranks may share one); cuda:N puts every rank of the machine on GPU N. Notes are rank 0's to
+// print.
+std::unique_ptr<Backend> train_backend(const TrainOptions& o, const mpi::World* world, int gpus,
+                                       bool lead) {
   const int threads = o.threads > 0 || !world
                           ? o.threads
                           : std::max(1, static_cast<int>(std::thread::hardware_concurrency()) /
                                             std::max(1, world->local_size()));
   DeviceRequest request = parse_device(o.device, threads, o.precision);
-  if (world && (o.device == "cuda" || o.device == "auto")) {
-    const int gpus = gpus_here();
-    if (gpus > 0) {
-      request.kind = "cuda";
-      request.index = world->local_rank() % gpus;
-    }
+  if (world && gpus > 0 && (o.device == "cuda" || o.device == "auto")) {
+    request.kind = "cuda";
+    request.index = world->local_rank() % gpus;
   }
   auto backend = make_backend(request);
   if (lead && backend->info().kind == DeviceKind::Cpu && !request.note.empty()) {
@@ -206,13 +207,10 @@ int run_train(const TrainOptions& o, const mpi::World* world) {
       return kept_checkpoint(checkpoint, "the same command with --resume continues it");
     });
   }
-  const std::unique_ptr<Backend> backend = train_backend(o, world, lead);
+  const int gpus = world ? gpus_here() : 0;  // the machine's, shared out among its ranks
+  const std::unique_ptr<Backend> backend = train_backend(o, world, gpus, lead);
   std::optional<DataParallel> ranks;
-  if (world) {
-    const DeviceKind kind = backend->info().kind;
-    ranks.emplace(*world, reduce_mode_for(o.reduce, *world, kind,
-                                          kind == DeviceKind::Cpu ? 0 : gpus_here()));
-  }
+  if (world) ranks.emplace(*world, reduce_mode_for(o.reduce, *world, backend->info().kind, gpus));
   const MeasureSettings settings = train_settings(o, checkpoint, ranks ? &*ranks : nullptr);
   std::vector<NamedTensor> weights;
   const RunRecord run =

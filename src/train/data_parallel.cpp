@@ -214,7 +214,7 @@ void DataParallel::plan(const Model& model) {
     backend_ = &model.backend();
     staged_ = backend_->allocate_host(sizeof(float) * static_cast<size_t>(flat_size_));
   }
-  if (mode_ == ReduceMode::Nccl && !collective_) {
+  if (mode_ == ReduceMode::Nccl) {
     backend_ = &model.backend();
     // Rank 0 draws the id (empty: its build has no NCCL, which every rank then says).
     const std::string id = world_.broadcast(rank() == 0 ? backend_->collective_id() : "");

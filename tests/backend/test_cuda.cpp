@@ -125,15 +125,7 @@ Trained train_on(const std::string& device, const EquivalenceCase& c, bool recor
   return t;
 }
 
-// Largest difference relative to the largest parameter.
-double max_relative_difference(const std::vector<float>& a, const std::vector<float>& b) {
-  double diff = 0, scale = 1e-3;
-  for (size_t i = 0; i < a.size(); ++i) {
-    diff = std::max(diff, static_cast<double>(std::abs(a[i] - b[i])));
-    scale = std::max(scale, static_cast<double>(std::abs(a[i])));
-  }
-  return diff / scale;
-}
+using testing::max_relative_difference;
 
 class GpuEquivalence : public ::testing::TestWithParam<EquivalenceCase> {};
 

@@ -313,10 +313,8 @@ TEST(GpuNcclDataParallel, RanksSharingAGpuAreRefusedWithTheWayOut) {
   EXPECT_NE(cpu.output.find("NCCL sums GPU memory"), std::string::npos) << cpu.output;
   std::string why;
   if (!xo::testing::gpu_present(&why)) GTEST_SKIP() << "no NVIDIA GPU here (" << why << ")";
-  int gpus = 0;
-  for (const std::string& id : xo::list_devices().available) gpus += id.rfind("cuda", 0) == 0;
   const auto many = run_cli(
-      xo::testing::mpi_job(gpus + 1, "train spec.toml --device cuda --reduce nccl"), dir.path());
+      xo::testing::mpi_job(xo::testing::gpu_count() + 1, "train spec.toml --device cuda --reduce nccl"), dir.path());
   EXPECT_NE(many.status, 0) << many.output;
   EXPECT_NE(many.output.find("NCCL needs a GPU per rank: use --reduce host-staged"),
             std::string::npos)

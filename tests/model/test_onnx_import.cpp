@@ -232,14 +232,21 @@ TEST(OnnxImport, MatMulAndAddAreALinearLayerWithBias) {
   EXPECT_EQ(weight(m, "0.weight").data, (std::vector<float>{1, 3, 5, 2, 4, 6}));
 }
 
-TEST(OnnxImport, AnMlpAsTorchExportsItInEvalMode) {
-  // nn.Sequential(Linear(4, 8), ReLU(), Dropout(0.2), Linear(8, 3)) in eval mode: the Dropout is
-  // left out, so the second Gemm is module 3.
+// nn.Sequential(Linear(4, 8), ReLU(), Dropout(0.2), Linear(8, 3)) in eval mode: the Dropout is
+// left out, so the second Gemm is module 3. `second`: that Gemm's weight.
+OnnxModelBuilder torch_mlp_in_eval_mode(std::vector<float>* second = nullptr) {
   OnnxModelBuilder b;
   b.input("input", {4});
   add_gemm(b, 0, 4, 8);
   b.then("Relu", "/1/Relu");
-  const std::vector<float> second = add_gemm(b, 3, 8, 3);
+  const std::vector<float> w = add_gemm(b, 3, 8, 3);
+  if (second) *second = w;
+  return b;
+}
+
+TEST(OnnxImport, AnMlpAsTorchExportsItInEvalMode) {
+  std::vector<float> second;
+  OnnxModelBuilder b = torch_mlp_in_eval_mode(&second);
   const OnnxImport m = import(b);
   expect_layers(m.spec, {linear(8), layer(LayerType::ReLU), linear(3)});
   EXPECT_EQ(m.sources, (std::vector<std::string>{"/0/Gemm", "/1/Relu", "/3/Gemm"}));
@@ -698,13 +705,15 @@ TEST(OnnxImport, LstmGatesAreReorderedToPyTorchs) {
   EXPECT_EQ(onnx_gate(3), 1);
 }
 
-TEST(OnnxImport, TorchsLstmOnTheLastStep) {
-  // o, _ = lstm(emb(x)); fc(o[:, -1, :]) with batch_first=True, as torch 1.13 exports it.
-  std::vector<float> table;
-  OnnxModelBuilder b = embedding_front(&table);
+// o, _ = lstm(emb(x)); fc(o[:, -1, :]) with batch_first=True, as torch 1.13 exports it. `table`:
+// the embedding's weight, `w`: the LSTM's.
+OnnxModelBuilder torch_lstm_on_the_last_step(std::vector<float>* table = nullptr,
+                                             LstmWeights* w = nullptr) {
+  OnnxModelBuilder b = embedding_front(table);
   const std::string zeros = zero_state(b, 1);
   b.then("Transpose", "/lstm/Transpose").ints("perm", {1, 0, 2});
-  const LstmWeights w = add_lstm(b, "", kWidth, zeros, zeros, 1.0f);
+  const LstmWeights lstm_weights = add_lstm(b, "", kWidth, zeros, zeros, 1.0f);
+  if (w) *w = lstm_weights;
   b.constant_ints("/lstm/Constant_3_output_0", {1}, {1});
   b.then("Squeeze", "/lstm/Squeeze", {"/lstm/Constant_3_output_0"});
   b.then("Transpose", "/lstm/Transpose_1").ints("perm", {1, 0, 2});
@@ -712,6 +721,13 @@ TEST(OnnxImport, TorchsLstmOnTheLastStep) {
   b.ramp_weight("fc.weight", {1, kHidden}, 0.5f);
   b.weight("fc.bias", {1}, {0.125f});
   b.then("Gemm", "/fc/Gemm", {"fc.weight", "fc.bias"}).i("transB", 1);
+  return b;
+}
+
+TEST(OnnxImport, TorchsLstmOnTheLastStep) {
+  std::vector<float> table;
+  LstmWeights w;
+  OnnxModelBuilder b = torch_lstm_on_the_last_step(&table, &w);
   const OnnxImport m = import(b);
   EXPECT_EQ(m.spec.input, (std::vector<int64_t>{kSteps}));
   expect_layers(m.spec, {embedding(kVocab, kWidth), lstm(kHidden, 1, false), linear(1)});
@@ -1791,20 +1807,11 @@ TEST(OnnxInitialize, AStackedLstmStartsFromTheFilesWeights) {
 // order and bias split).
 struct ImportedCase {
   std::string name;
-  OnnxModelBuilder (*build)();
+  OnnxModelBuilder (*build)();  // one of the import tests' models
   int64_t vocab = 0;  // > 0: the inputs are token ids below it
 };
 
 void PrintTo(const ImportedCase& c, std::ostream* os) { *os << c.name; }
-
-OnnxModelBuilder imported_mlp() {  // AnMlpAsTorchExportsItInEvalMode's
-  OnnxModelBuilder b;
-  b.input("input", {4});
-  add_gemm(b, 0, 4, 8);
-  b.then("Relu", "/1/Relu");
-  add_gemm(b, 3, 8, 3);
-  return b;
-}
 
 OnnxModelBuilder imported_cnn_batchnorm() {  // the flatten tests' CNN with a BatchNorm2d
   OnnxModelBuilder b = cnn_front();
@@ -1819,21 +1826,6 @@ OnnxModelBuilder imported_cnn_batchnorm() {  // the flatten tests' CNN with a Ba
       .i("training_mode", 1);
   b.then("Flatten", "/Flatten").i("axis", 1);
   add_gemm(b, 4, 72, 3);
-  return b;
-}
-
-OnnxModelBuilder imported_lstm() {  // TorchsLstmOnTheLastStep's
-  OnnxModelBuilder b = embedding_front();
-  const std::string zeros = zero_state(b, 1);
-  b.then("Transpose", "/lstm/Transpose").ints("perm", {1, 0, 2});
-  add_lstm(b, "", kWidth, zeros, zeros, 1.0f);
-  b.constant_ints("/lstm/Constant_3_output_0", {1}, {1});
-  b.then("Squeeze", "/lstm/Squeeze", {"/lstm/Constant_3_output_0"});
-  b.then("Transpose", "/lstm/Transpose_1").ints("perm", {1, 0, 2});
-  b.then("Gather", "/Gather", {"/emb/Constant_output_0"}).i("axis", 1);
-  b.ramp_weight("fc.weight", {1, kHidden}, 0.5f);
-  b.weight("fc.bias", {1}, {0.125f});
-  b.then("Gemm", "/fc/Gemm", {"fc.weight", "fc.bias"}).i("transB", 1);
   return b;
 }
 
@@ -1900,12 +1892,7 @@ TEST_P(OnnxImportOnTheGpu, TrainsAsOnTheCpu) {
         << "epoch " << e + 1;
   }
   ASSERT_EQ(cpu.params.size(), gpu.params.size());
-  double diff = 0, scale = 1e-3;
-  for (size_t i = 0; i < cpu.params.size(); ++i) {
-    diff = std::max(diff, static_cast<double>(std::abs(cpu.params[i] - gpu.params[i])));
-    scale = std::max(scale, static_cast<double>(std::abs(cpu.params[i])));
-  }
-  EXPECT_LT(diff / scale, 1e-4);
+  EXPECT_LT(testing::max_relative_difference(cpu.params, gpu.params), 1e-4);
 }
 
 // Runs everywhere: each case imports and trains to finite losses on the CPU.
@@ -1915,11 +1902,12 @@ TEST_P(OnnxImportOnTheGpu, CaseTrainsOnTheCpu) {
   EXPECT_TRUE(std::isfinite(cpu.result.final_loss));
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, OnnxImportOnTheGpu,
-                         ::testing::Values(ImportedCase{"mlp", imported_mlp},
-                                           ImportedCase{"cnn_batchnorm", imported_cnn_batchnorm},
-                                           ImportedCase{"lstm", imported_lstm, kVocab}),
-                         [](const auto& case_info) { return case_info.param.name; });
+INSTANTIATE_TEST_SUITE_P(
+    Models, OnnxImportOnTheGpu,
+    ::testing::Values(ImportedCase{"mlp", [] { return torch_mlp_in_eval_mode(); }},
+                      ImportedCase{"cnn_batchnorm", imported_cnn_batchnorm},
+                      ImportedCase{"lstm", [] { return torch_lstm_on_the_last_step(); }, kVocab}),
+    [](const auto& case_info) { return case_info.param.name; });
 
 }  // namespace
 }  // namespace xo
