@@ -7,6 +7,7 @@
 
 #include "dist/mpi.h"
 #include "train/stats.h"
+#include "train/trainer.h"
 
 namespace xo {
 namespace {
@@ -50,16 +51,22 @@ std::vector<int64_t> probe_sizes(std::vector<int64_t> sizes, int ranks) {
   return out;
 }
 
-// The link between this job's ranks as a ring all-reduce uses it, at each message size of
-// `messages`: on a buffer of the message's size, the reduce-scatter's n-1 steps (send a chunk to
+}  // namespace
+
+// At each message size of `messages`: on a buffer of the message's size, the reduce-scatter's n-1 steps (send a chunk to
 // the next rank while receiving one from the one before into scratch, then add it into the
 // buffer's chunk) and the all-gather's n-1 steps (send the chunk last completed while receiving
 // the next into the buffer), each phase timed on its own. A ring sends what it has just summed and
 // adds what it has just received, so the caches are as a ring leaves them, which transfers of a
 // clean buffer and additions on their own do not reproduce (bench/mpi_ring_steps.cpp compares the
 // two against MPI_Allreduce).
-Link measure_link(const mpi::World& world, int repeat, const std::vector<int64_t>& messages) {
+Link measure_link(const mpi::World& world, int repeat, std::vector<int64_t> messages) {
   const int n = world.size(), r = world.rank();
+  // Whole floats per rank, ascending (Link::at interpolates between neighbours).
+  const int64_t unit = 4 * static_cast<int64_t>(n);
+  for (int64_t& bytes : messages) bytes = std::max<int64_t>(unit, (bytes + unit - 1) / unit * unit);
+  std::sort(messages.begin(), messages.end());
+  messages.erase(std::unique(messages.begin(), messages.end()), messages.end());
   const int next = (r + 1) % n, previous = (r + n - 1) % n;
   const int64_t largest = *std::max_element(messages.begin(), messages.end());
   std::vector<float> buffer(static_cast<size_t>(largest / 4), 0.0f),
@@ -98,7 +105,22 @@ Link measure_link(const mpi::World& world, int repeat, const std::vector<int64_t
   return link;
 }
 
-}  // namespace
+void predict_communicate(const mpi::World& world, TrainResult& r) {
+  const int n = world.size();
+  if (n < 2 || r.reduce_mode != "after-backward" || r.reduce_buckets.empty()) return;
+  int64_t interrupted = r.interrupted ? 1 : 0;
+  world.max(&interrupted, 1);
+  if (interrupted) return;
+  const Link link = measure_link(world, 5, r.reduce_buckets);
+  double seconds = 0;
+  for (const int64_t bytes : r.reduce_buckets) {
+    seconds += ring_allreduce_seconds(static_cast<double>(bytes), n, link);
+  }
+  const int64_t largest = *std::max_element(r.reduce_buckets.begin(), r.reduce_buckets.end());
+  r.predicted_communicate_ms = seconds * 1e3;
+  r.link_latency_us = link.latency_s * 1e6;
+  r.link_gbs = link.at(static_cast<double>(largest) / n).bytes_per_s / 1e9;
+}
 
 AllreduceRecord measure_allreduce(const mpi::World& world, const std::vector<int64_t>& sizes,
                                   int repeat) {

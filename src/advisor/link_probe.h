@@ -15,6 +15,8 @@ class World;
 
 namespace xo {
 
+struct TrainResult;
+
 // One size: MPI's all-reduce (the slowest rank's time, median of the timed calls) and the ring
 // model's prediction over the measured link.
 struct AllreduceSize {
@@ -30,6 +32,18 @@ struct AllreduceRecord {
   std::vector<AllreduceSize> sizes;
   double median_abs_error = 0, worst_abs_error = 0;  // the model against the measurement
 };
+
+// The link between this job's ranks as a ring all-reduce uses it, measured at each message size of
+// `messages` (bytes, any order): its latency per message, and per size the rate of a step's
+// transfer and of its addition (see Link). Every rank calls it.
+Link measure_link(const mpi::World& world, int repeat, std::vector<int64_t> messages);
+
+// A data-parallel run's check of the scale-out model: where its communicate phase is the gradients'
+// all-reduce alone (after-backward), the link between the job's ranks measured at the sizes of
+// the run's buckets and the ring's time for those buckets, into `r`'s predicted_communicate_ms,
+// link_latency_us and link_gbs. Every rank calls it after training (nothing where the run was
+// interrupted on any rank).
+void predict_communicate(const mpi::World& world, TrainResult& r);
 
 // The link measured at sizes around `sizes` (each a multiple of 4 bytes), then MPI's all-reduce of
 // f32 sums at each size, `repeat` timed calls each.

@@ -7,6 +7,7 @@
 #include <optional>
 #include <thread>
 
+#include "advisor/link_probe.h"
 #include "cli/commands.h"
 #include "cli/messages.h"
 #include "cli/options.h"
@@ -213,8 +214,8 @@ int run_train(const TrainOptions& o, const mpi::World* world) {
   if (world) ranks.emplace(*world, reduce_mode_for(o.reduce, *world, backend->info().kind, gpus));
   const MeasureSettings settings = train_settings(o, checkpoint, ranks ? &*ranks : nullptr);
   std::vector<NamedTensor> weights;
-  const RunRecord run =
-      measure_run(*backend, spec, settings, train_hooks(o, spec, world, lead, weights));
+  RunRecord run = measure_run(*backend, spec, settings, train_hooks(o, spec, world, lead, weights));
+  if (world) predict_communicate(*world, run.result);
   const TrainResult& r = run.result;
   if (!lead) return exit_code(r);  // rank 0 reports and writes
   fmt::print("{}", train_summary(r, spec.train.epochs));

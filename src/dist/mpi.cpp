@@ -108,6 +108,9 @@ void World::describe() {
   XO_MPI_CHECK(MPI_Comm_rank(local, &local_rank_));
   XO_MPI_CHECK(MPI_Comm_size(local, &local_size_));
   local_comm_ = new MPI_Comm(local);
+  int first_of_host = local_rank_ == 0 ? 1 : 0;
+  XO_MPI_CHECK(MPI_Allreduce(&first_of_host, &hosts_, 1, MPI_INT, MPI_SUM, comm));
+  XO_MPI_CHECK(MPI_Allreduce(&local_size_, &ranks_per_host_, 1, MPI_INT, MPI_MAX, comm));
 }
 
 std::unique_ptr<World> World::split(bool member) const {

@@ -46,6 +46,10 @@ class World {
   int size() const { return size_; }
   int local_rank() const { return local_rank_; }  // among the ranks on this machine
   int local_size() const { return local_size_; }
+  // The machines the ranks are on, and the most ranks on one of them (equal to every machine's
+  // count where hosts() * ranks_per_host() == size()).
+  int hosts() const { return hosts_; }
+  int ranks_per_host() const { return ranks_per_host_; }
   std::string host() const;
 
   void send(int to, int tag, const std::string& message) const;
@@ -86,7 +90,7 @@ class World {
   explicit World(void* comm);  // a group: owns `comm` (MPI_Comm*)
   void describe();             // rank, size and the local ones, of comm_
   void watch_local_ranks();    // the job's World: its PeerWatch
-  int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 1;
+  int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 1, hosts_ = 1, ranks_per_host_ = 1;
   void* comm_ = nullptr;        // MPI_Comm*
   void* local_comm_ = nullptr;  // MPI_Comm*
   bool owns_mpi_ = false;       // the job's World: finalises MPI

@@ -81,6 +81,16 @@ inline constexpr auto step_phases = [](auto& io, auto& r) {
 inline constexpr auto data_parallel = [](auto& io, auto& r) {
   io.integer("reduced_bytes_per_step", r.reduced_bytes);
   io.text("reduce", r.reduce_mode);
+  // Since multi-host runs (0.2.x): where the ranks were, and the scale-out model's all-reduce over
+  // the link measured for the job, beside the communicate phase it predicts.
+  if (io.present("hosts")) {
+    io.integer("hosts", r.hosts);
+    io.integer("ranks_per_host", r.ranks_per_host);
+    io.nullable("communicate_ms", r.communicate_ms);
+    io.nullable("predicted_communicate_ms", r.predicted_communicate_ms);
+    io.nullable("link_latency_us", r.link_latency_us);
+    io.nullable("link_gbs", r.link_gbs);
+  }
   // As nccl-tests: bytes x 2(n-1)/n over the communicate phase, where that phase is the whole sum
   // (after-backward); null where backward or the optimizer's pass (shared) holds part of it.
   // Derived: written, not read.

@@ -30,20 +30,35 @@ std::string final_figures(const TrainResult& r) {
          split_figures("test", r.final_test_loss, r.final_test_accuracy, r.test_samples);
 }
 
+// " on 2 hosts (2 ranks each)"; "" on one machine.
+std::string on_hosts(const TrainResult& r) {
+  if (r.hosts <= 1) return "";
+  return r.hosts * r.ranks_per_host == r.ranks
+             ? fmt::format(" on {} hosts ({} rank{} each)", r.hosts, r.ranks_per_host,
+                           r.ranks_per_host == 1 ? "" : "s")
+             : fmt::format(" on {} hosts (at most {} ranks on one)", r.hosts, r.ranks_per_host);
+}
+
 // How the ranks of a data-parallel run summed their gradients; "" on one process.
 std::string ranks_figures(const TrainResult& r) {
   if (r.ranks <= 1) return "";
   const std::string bytes = byte_size(static_cast<double>(r.reduced_bytes));
   if (r.reduce_mode == "shared") {
     return fmt::format(
-        " per rank, {} ranks (summing {} of gradients per step in shared memory, each rank its "
+        " per rank, {} ranks{} (summing {} of gradients per step in shared memory, each rank its "
         "part within its optimizer pass: {:.4f} ms; waiting for the slowest rank {:.4f} ms)",
-        r.ranks, bytes, r.optimizer_ms, r.communicate_ms);
+        r.ranks, on_hosts(r), bytes, r.optimizer_ms, r.communicate_ms);
+  }
+  std::string model;
+  if (std::isfinite(r.predicted_communicate_ms)) {
+    model = fmt::format("; the ring model over the link measured between them ({:.3g} GB/s, "
+                        "{:.3g} us a message): {:.4f} ms",
+                        r.link_gbs, r.link_latency_us, r.predicted_communicate_ms);
   }
   return fmt::format(
-      " per rank, {} ranks (summing {} of gradients per step {}: {:.4f} ms beyond "
-      "backward)",
-      r.ranks, bytes, r.reduce_mode, r.communicate_ms);
+      " per rank, {} ranks{} (summing {} of gradients per step {}: {:.4f} ms beyond "
+      "backward{})",
+      r.ranks, on_hosts(r), bytes, r.reduce_mode, r.communicate_ms, model);
 }
 
 // How the run ended, where that is not simply at its last epoch.

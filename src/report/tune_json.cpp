@@ -73,6 +73,7 @@ constexpr auto trial_fields = [](auto& io, auto& t) {
   io.text("device", t.device);
   io.integer("threads", t.threads);
   io.integer("rank", t.rank);
+  if (io.present("host")) io.text("host", t.host);  // since multi-host searches (0.2.x)
   io.integer("params", t.params);
   io.integer("epochs", t.epochs);
   io.integer("steps", t.steps);

@@ -74,9 +74,9 @@ RunFingerprint run_fingerprint(const TrainPlan& p, const TrainSpec& train, bool 
   return {
       CROSSOVER_VERSION, to_toml(spec), data_fingerprint(p.split),
       fmt::format("{} ({}), {}, {} threads, {}", d.id, d.name, d.library, d.threads, d.precision),
-      fmt::format("{} batch shards, step {}{}", p.full.shards(),
-                  record_step && p.recorded ? "recorded" : "launched",
-                  p.data_parallel ? fmt::format(", {} ranks", p.data_parallel->ranks()) : "")};
+      fmt::format("{} batch shards, step {}", p.full.shards(),
+                  record_step && p.recorded ? "recorded" : "launched"),
+      p.data_parallel ? p.data_parallel->ranks() : 1};
 }
 
 struct Checkpointer::Impl {
@@ -246,6 +246,25 @@ void remove_checkpoints(const fs::path& dir) {
   fs::remove(dir, ec);  // only when empty: the folder may hold other files
 }
 
+namespace {
+
+// What goes on differently where a checkpoint of `was` ranks resumes on `now`.
+std::string ranks_changed_note(const TrainPlan& p, int was, int now) {
+  const auto ranks = [](int n) { return n == 1 ? std::string("one process") : fmt::format("{} ranks", n); };
+  std::string note = fmt::format(
+      "the checkpoint was written by {}, and this run has {}: each global batch is split anew "
+      "(the same batches, in the same order), so the gradients are summed in another order and "
+      "the run goes on as the uninterrupted one to f32 rounding, not bit for bit",
+      ranks(was), ranks(now));
+  if (p.model.has_batch_norm()) {
+    note += "; BatchNorm normalises over each rank's slice of a batch, so with another rank count "
+            "its statistics, and the training from here, differ more than that";
+  }
+  return note;
+}
+
+}  // namespace
+
 std::optional<int64_t> restore_checkpoint(TrainPlan& p, TrainState& state,
                                           const CheckpointOptions& options,
                                           const RunFingerprint& fingerprint, int64_t epochs) {
@@ -262,9 +281,10 @@ std::optional<int64_t> restore_checkpoint(TrainPlan& p, TrainState& state,
     try {
       CheckpointFile checkpoint = CheckpointFile::read(file);
       // A checkpoint of another run is refused outright; a damaged one falls back.
-      checkpoint.check_fingerprint(fingerprint);
+      const int ranks = checkpoint.check_fingerprint(fingerprint);
       checkpoint.validate(p, state, epochs);
       checkpoint.apply(p, state);
+      if (ranks != fingerprint.ranks) options.tell(ranks_changed_note(p, ranks, fingerprint.ranks));
     } catch (const DamagedCheckpoint& e) {
       damage.push_back(fmt::format("{}: {}", file.filename().string(), e.what()));
       options.tell(fmt::format("warning: {}: damaged checkpoint ({}); trying the one before",

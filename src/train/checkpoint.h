@@ -61,6 +61,9 @@ struct RunFingerprint {
   // Batch shards and whether the step is recorded: what changes the arithmetic. A step limit
   // does not (it only says where to stop), so a resumed run may set another.
   std::string settings;
+  // The ranks that trained it: a run may go on on another number (the same global batches split
+  // anew), which changes only the order the ranks' gradients are summed in.
+  int ranks = 1;
 };
 RunFingerprint run_fingerprint(const TrainPlan& p, const TrainSpec& train, bool record_step);
 

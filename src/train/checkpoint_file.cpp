@@ -117,8 +117,8 @@ void CheckpointFile::read_tensors() {
   tensors_ = decode_safetensors(bytes, tensor_file.string());
 }
 
-void CheckpointFile::check_fingerprint(const RunFingerprint& now) const {
-  check_checkpoint_fingerprint(json_, now, file_);
+int CheckpointFile::check_fingerprint(const RunFingerprint& now) const {
+  return check_checkpoint_fingerprint(json_, now, file_);
 }
 
 namespace {

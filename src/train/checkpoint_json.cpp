@@ -10,6 +10,7 @@
 #include <cmath>
 #include <limits>
 #include <optional>
+#include <regex>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -64,7 +65,8 @@ Json to_json(const RunFingerprint& f) {
           {"spec", f.spec},
           {"data", f.data},
           {"device", f.device},
-          {"settings", f.settings}};
+          {"settings", f.settings},
+          {"ranks", f.ranks}};
 }
 
 // The first line where two texts differ, for a message.
@@ -83,11 +85,27 @@ std::string first_difference(const std::string& a, const std::string& b) {
   return "";
 }
 
-// Throws unless the checkpoint belongs to this run, naming each part that differs.
-void compare_fingerprints(const Json& saved, const RunFingerprint& now, const fs::path& file) {
+// The ranks a checkpoint's settings name: before the fingerprint had its own "ranks" (0.2.x),
+// settings ended ", N ranks" for a data-parallel run. Removes that ending from `settings`.
+int legacy_ranks(std::string& settings) {
+  static const std::regex ending(R"(, ([0-9]+) ranks$)");
+  std::smatch m;
+  if (!std::regex_search(settings, m, ending)) return 1;
+  const int ranks = std::stoi(m[1].str());
+  settings.erase(static_cast<size_t>(m.position(0)));
+  return ranks;
+}
+
+// Throws unless the checkpoint belongs to this run, naming each part that differs; returns the
+// ranks that wrote it.
+int compare_fingerprints(const Json& saved, const RunFingerprint& now, const fs::path& file) {
   std::vector<std::string> differs;
+  std::string saved_settings = saved.at("settings").get<std::string>();
+  int ranks = legacy_ranks(saved_settings);
+  if (saved.contains("ranks")) ranks = saved.at("ranks").get<int>();
   auto compare = [&](const char* key, const std::string& current, bool show_lines) {
-    const std::string was = saved.at(key).get<std::string>();
+    const std::string was =
+        std::string_view(key) == "settings" ? saved_settings : saved.at(key).get<std::string>();
     if (was == current) return;
     const char* verb = std::string_view(key) == "settings" ? "differ" : "differs";
     differs.push_back(
@@ -106,6 +124,7 @@ void compare_fingerprints(const Json& saved, const RunFingerprint& now, const fs
         "and settings, or start afresh (--restart discards the checkpoint)",
         file.string(), fmt::join(differs, "; ")));
   }
+  return ranks;
 }
 
 // The JSON beside the tensors: everything that is not a tensor, and the tensors' size and hash.
@@ -199,16 +218,20 @@ CheckpointJson parse_checkpoint_json(const std::string& text, const std::string&
   });
 }
 
-void check_checkpoint_fingerprint(const CheckpointJson& j, const RunFingerprint& now,
-                                  const fs::path& file) {
+int check_checkpoint_fingerprint(const CheckpointJson& j, const RunFingerprint& now,
+                                 const fs::path& file) {
   const Json saved = as_damage([&] {
     const Json& f = j.at("fingerprint");
     for (const char* key : {"spec", "data", "device", "settings", "version"}) {
       f.at(key).get<std::string>();
     }
+    if (f.contains("ranks") && !(f.at("ranks").is_number_integer() && f.at("ranks").get<int64_t>() >= 1 &&
+                                 f.at("ranks").get<int64_t>() <= (1 << 24))) {
+      throw DamagedCheckpoint("fingerprint.ranks: expected a whole number of ranks, at least 1");
+    }
     return f;
   });
-  compare_fingerprints(saved, now, file);
+  return compare_fingerprints(saved, now, file);
 }
 
 namespace {

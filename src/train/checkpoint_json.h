@@ -68,9 +68,10 @@ CheckpointJson checkpoint_json(const CheckpointSnapshot& s, const std::string& m
 CheckpointJson parse_checkpoint_json(const std::string& text, const std::string& origin);
 
 // Throws UserError naming each part of the run that differs from the one `j` was taken in (spec,
-// data, device, settings, version); DamagedCheckpoint where its fingerprint does not read.
-void check_checkpoint_fingerprint(const CheckpointJson& j, const RunFingerprint& now,
-                                  const std::filesystem::path& file);
+// data, device, settings, version); DamagedCheckpoint where its fingerprint does not read. Returns
+// the number of ranks that wrote it (which may differ from the run's).
+int check_checkpoint_fingerprint(const CheckpointJson& j, const RunFingerprint& now,
+                                 const std::filesystem::path& file);
 
 // What a checkpoint is checked against: the run about to resume.
 struct CheckpointRun {

@@ -144,6 +144,7 @@ class DataParallel : public BackwardObserver {
   void update(OptimizerKernel& optimizer, float* params, float* grads);
   // Floats of gradient summed per step.
   int64_t floats_per_step() const { return flat_size_; }
+  const std::vector<GradientBucket>& buckets() const { return buckets_; }
 
   // In place across ranks.
   void sum(double* values, int64_t n) const { world_.sum(values, n); }

@@ -157,6 +157,11 @@ TrainResult make_result(const TrainPlan& p, const TrainState& state, double setu
     r.communicate_ms = summarize_after_warmup(t.communicate).median;
     r.reduced_bytes = static_cast<int64_t>(sizeof(float)) * p.data_parallel->floats_per_step();
     r.reduce_mode = reduce_mode_name(p.data_parallel->mode());
+    r.hosts = p.data_parallel->world().hosts();
+    r.ranks_per_host = p.data_parallel->world().ranks_per_host();
+    for (const GradientBucket& b : p.data_parallel->buckets()) {
+      r.reduce_buckets.push_back(static_cast<int64_t>(sizeof(float)) * b.size);
+    }
   }
   r.steps_taken = state.steps_taken;
   if (r.step_ms.median > 0) {

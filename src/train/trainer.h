@@ -72,6 +72,17 @@ struct TrainResult {
   // How the ranks summed (train/data_parallel.h): "shared", "after-backward", "overlap",
   // "host-staged" or "nccl"; empty for a run outside an MPI job (then no data_parallel record).
   std::string reduce_mode;
+  // The machines the ranks were on and the most ranks on one; the gradient buckets summed each
+  // step (bytes, in the order they are summed).
+  int hosts = 1, ranks_per_host = 1;
+  std::vector<int64_t> reduce_buckets;
+  // The scale-out model's all-reduce per step (advisor/scale_out.h, a ring over the link measured
+  // between this job's ranks once training ended: its latency, and its rate at the largest
+  // bucket), to check against communicate_ms; NaN where the communicate phase is not the
+  // all-reduce alone (shared, overlap, host-staged, nccl) or the link was not measured.
+  double predicted_communicate_ms = std::numeric_limits<double>::quiet_NaN();
+  double link_latency_us = std::numeric_limits<double>::quiet_NaN();
+  double link_gbs = std::numeric_limits<double>::quiet_NaN();
   int64_t steps_taken = 0;  // training steps run (all epochs)
   // The full-batch step ran as one recorded unit (a CUDA Graph): then the phases are not timed
   // apart (data_ms, forward_backward_ms and optimizer_ms are NaN).

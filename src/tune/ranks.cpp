@@ -70,10 +70,10 @@ std::vector<std::string> rank_slot(const mpi::World& world, const std::vector<st
     return d.rfind("cuda", 0) == 0 || d == "auto";
   });
   if (want_gpu && !gpus.empty()) {
-    return {"ok", gpus[static_cast<size_t>(world.local_rank()) % gpus.size()], "0"};
+    return {"ok", gpus[static_cast<size_t>(world.local_rank()) % gpus.size()], "0", world.host()};
   }
   const int cores = make_backend(parse_device("cpu", 0))->info().threads;
-  return {"ok", "cpu", std::to_string(std::max(1, cores / world.local_size()))};
+  return {"ok", "cpu", std::to_string(std::max(1, cores / world.local_size())), world.host()};
 }
 
 }  // namespace
@@ -91,11 +91,11 @@ std::vector<Slot> rank_slots(const mpi::World& world, const fs::path& out,
   std::vector<std::string> unseen;
   for (size_t r = 0; r < replies.size(); ++r) {
     const std::vector<std::string> reply = split_args(replies[r]);
-    if (reply.size() != 3 || reply[0] != "ok") {
+    if (reply.size() != 4 || reply[0] != "ok") {
       unseen.push_back(fmt::format("rank {} ({})", r, reply.empty() ? "no reply" : reply.back()));
       continue;
     }
-    slots.push_back({static_cast<int>(r), reply[1], std::stoi(reply[2])});
+    slots.push_back({static_cast<int>(r), reply[1], std::stoi(reply[2]), reply[3]});
   }
   if (!unseen.empty()) {
     throw UserError(fmt::format(

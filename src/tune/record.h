@@ -49,6 +49,7 @@ struct TrialRecord {
   std::string device;  // where it ran: "cpu", "cuda:0"
   int threads = 0;     // CPU threads it was given (0 on a GPU)
   int rank = 0;        // the MPI rank that ran it (0 without MPI)
+  std::string host;    // that rank's machine (empty without MPI)
   int64_t params = 0;
   int64_t epochs = 0;  // trained so far
   int64_t steps = 0;

@@ -174,7 +174,8 @@ std::vector<Slot> Search::make_slots() {
     std::vector<Slot> slots = rank_slots(*world_, out_, o_.devices);
     record_.parallel.clear();
     for (const Slot& s : slots)
-      record_.parallel.push_back({fmt::format("rank {}: {}", s.rank, s.device), 1, false, {}});
+      record_.parallel.push_back(
+          {fmt::format("rank {} ({}): {}", s.rank, s.host, s.device), 1, false, {}});
     record_.ranks = world_->size();
     return slots;
   }
@@ -237,6 +238,7 @@ void Search::start_job(size_t slot, const HalvingJob& job) {
   t.device = where.device;
   t.threads = where.threads;
   t.rank = where.rank;
+  t.host = where.host;
   jobs_[slot] = job;
   running_[job.trial] = true;
   // What the trial's process writes, in a folder of the search's own: never through a link

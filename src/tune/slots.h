@@ -23,7 +23,8 @@ namespace xo {
 struct Slot {
   int rank = 0;  // the MPI rank whose device it is (0 without MPI)
   std::string device;
-  int threads = 0;  // per trial on a CPU; 0 on a GPU
+  int threads = 0;   // per trial on a CPU; 0 on a GPU
+  std::string host;  // the rank's machine (under MPI)
 };
 
 // Without MPI: each device's chosen count of slots, each with its share of the cores (or
