@@ -192,7 +192,8 @@ TEST_P(HostLost, EndsTheJobWithinSecondsNamingTheHost) {
     waitpid(job, &status, 0);
   }
   const std::string log = xo::read_file(dir.path() / "job.log");
-  EXPECT_LT(seconds, 10) << log;
+  // Killed: about 2 s; cut off: about 9 s (the keep-alive, then mpirun's own teardown).
+  EXPECT_LT(seconds, GetParam() == "killed" ? 10 : 15) << log;
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) != 0) << log;
   EXPECT_NE(log.find(host), std::string::npos) << log;
   EXPECT_EQ(namespaces_left(), "");

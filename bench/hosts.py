@@ -1,0 +1,76 @@
+#!/usr/bin/env python3
+"""The scale-out model checked on simulated networks: for each model and link rate, a
+data-parallel run on 2 simulated hosts of 1 rank each (scripts/sim-hosts, tbf-limited veth links)
+records its measured communicate phase per step and the ring model's prediction over the link
+measured between its ranks (data_parallel.predicted_communicate_ms); this prints both and the
+model's error, and each model's step on one process (1 thread) for the scaling efficiency.
+
+    python3 bench/hosts.py [--models disc-8,disc-10,mnist-cnn] [--rates 1gbit,10gbit]
+                           [--steps 200] [--json out.json]
+
+Run as root on a quiet machine (the hosts share its cores)."""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CROSSOVER = os.environ.get("CROSSOVER", os.path.join(ROOT, "build", "crossover"))
+SIM_HOSTS = os.path.join(ROOT, "scripts", "sim-hosts")
+
+
+def run(cmd, out_json):
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    if done.returncode != 0:
+        sys.exit(f"{' '.join(cmd)} failed ({done.returncode}):\n{done.stdout}\n{done.stderr}")
+    with open(out_json) as f:
+        return json.load(f)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--models", default="disc-8,disc-10,mnist-cnn")
+    ap.add_argument("--rates", default="1gbit,10gbit")
+    ap.add_argument("--steps", type=int, default=200)
+    ap.add_argument("--json")
+    a = ap.parse_args()
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for model in a.models.split(","):
+            common = ["train", model, "--threads", "1", "--steps", str(a.steps),
+                      "--checkpoint-every", "off"]
+            one = run([CROSSOVER] + common + ["--json", f"{tmp}/one.json"], f"{tmp}/one.json")
+            for rate in a.rates.split(","):
+                two = run([SIM_HOSTS, "2", "--rate", rate, "--", CROSSOVER] + common +
+                          ["--json", f"{tmp}/two.json"], f"{tmp}/two.json")
+                dp = two["data_parallel"]
+                measured, predicted = dp["communicate_ms"], dp["predicted_communicate_ms"]
+                one_step = one["step_ms"]["median"]
+                two_step = two["step_ms"]["median"]
+                rows.append({
+                    "model": model, "rate": rate, "bytes": dp["reduced_bytes_per_step"],
+                    "link_gbs": dp["link_gbs"], "link_latency_us": dp["link_latency_us"],
+                    "communicate_ms": measured, "predicted_communicate_ms": predicted,
+                    "error": predicted / measured - 1,
+                    "one_process_step_ms": one_step, "two_hosts_step_ms": two_step,
+                    # The same global batch on 2 hosts: the speed-up of a step, and the
+                    # efficiency (speed-up over 2).
+                    "speed_up": one_step / two_step,
+                    "efficiency": one_step / two_step / 2,
+                })
+    print(f"{'model':10} {'link':7} {'KiB':>8} {'link GB/s':>9} {'measured ms':>11} "
+          f"{'model ms':>9} {'error':>7} {'1 proc ms':>9} {'2 hosts ms':>10} {'speed-up':>8}")
+    for r in rows:
+        print(f"{r['model']:10} {r['rate']:7} {r['bytes'] / 1024:8.0f} {r['link_gbs']:9.3f} "
+              f"{r['communicate_ms']:11.3f} {r['predicted_communicate_ms']:9.3f} "
+              f"{100 * r['error']:+6.1f}% {r['one_process_step_ms']:9.3f} "
+              f"{r['two_hosts_step_ms']:10.3f} {r['speed_up']:8.2f}")
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(rows, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
