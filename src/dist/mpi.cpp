@@ -122,6 +122,21 @@ std::unique_ptr<World> World::split(bool member) const {
   return std::unique_ptr<World>(new World(new MPI_Comm(group)));
 }
 
+std::unique_ptr<World> World::split_by(int color) const {
+  MPI_Comm group = MPI_COMM_NULL;
+  XO_MPI_CHECK(MPI_Comm_split(*static_cast<MPI_Comm*>(comm_), color, rank_, &group));
+  XO_MPI_CHECK(MPI_Comm_set_errhandler(group, MPI_ERRORS_RETURN));
+  return std::unique_ptr<World>(new World(new MPI_Comm(group)));
+}
+
+std::unique_ptr<World> World::machine() const {
+  MPI_Comm group = MPI_COMM_NULL;
+  XO_MPI_CHECK(MPI_Comm_split_type(*static_cast<MPI_Comm*>(comm_), MPI_COMM_TYPE_SHARED, rank_,
+                                   MPI_INFO_NULL, &group));
+  XO_MPI_CHECK(MPI_Comm_set_errhandler(group, MPI_ERRORS_RETURN));
+  return std::unique_ptr<World>(new World(new MPI_Comm(group)));
+}
+
 World::~World() {
   if (auto* local = static_cast<MPI_Comm*>(local_comm_)) {
     MPI_Comm_free(local);

@@ -41,6 +41,10 @@ class World {
   // The group of this World's ranks that pass `member` (in rank order), for those ranks; null
   // for the others. Every rank of this World calls it.
   std::unique_ptr<World> split(bool member) const;
+  // The groups of this World's ranks by `color` (each rank in the group of its color, in rank
+  // order); and the group of the ranks on this rank's machine. Every rank calls them.
+  std::unique_ptr<World> split_by(int color) const;
+  std::unique_ptr<World> machine() const;
 
   int rank() const { return rank_; }
   int size() const { return size_; }

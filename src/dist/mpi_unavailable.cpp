@@ -18,6 +18,8 @@ World::~World() = default;
 World::World(void*) {}
 void World::describe() {}
 std::unique_ptr<World> World::split(bool) const { return nullptr; }
+std::unique_ptr<World> World::split_by(int) const { return nullptr; }
+std::unique_ptr<World> World::machine() const { return nullptr; }
 std::string World::host() const { return {}; }
 void World::send(int, int, const std::string&) const {}
 std::optional<std::pair<int, std::string>> World::try_receive(int) const { return std::nullopt; }

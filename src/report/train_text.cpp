@@ -45,9 +45,10 @@ std::string ranks_figures(const TrainResult& r) {
   const std::string bytes = byte_size(static_cast<double>(r.reduced_bytes));
   if (r.reduce_mode == "shared") {
     return fmt::format(
-        " per rank, {} ranks{} (summing {} of gradients per step in shared memory, each rank its "
+        " per rank, {} ranks{} (summing {} of gradients per step in {}, each rank its "
         "part within its optimizer pass: {:.4f} ms; waiting for the slowest rank {:.4f} ms)",
-        r.ranks, on_hosts(r), bytes, r.optimizer_ms, r.communicate_ms);
+        r.ranks, on_hosts(r), bytes,
+        r.hosts > 1 ? "each host's shared memory, then across the hosts" : "shared memory", r.optimizer_ms, r.communicate_ms);
   }
   std::string model;
   if (std::isfinite(r.predicted_communicate_ms)) {

@@ -89,10 +89,13 @@ const char* reduce_mode_name(ReduceMode mode) {
 ReduceChoice reduce_mode_for(const std::string& name, const mpi::World& world, DeviceKind device,
                              int gpus_here) {
   const bool one_machine = world.local_size() == world.size();
+  // Machines of K ranks each (K > 1): shared within each, the parts summed across them.
+  const bool even_machines =
+      world.hosts() * world.ranks_per_host() == world.size() && world.ranks_per_host() > 1;
   const bool gpu = device != DeviceKind::Cpu;
   if (name == "auto") {
     if (gpu) return {ReduceMode::HostStaged, true};
-    return {one_machine ? ReduceMode::Shared : ReduceMode::AfterBackward, true};
+    return {one_machine || even_machines ? ReduceMode::Shared : ReduceMode::AfterBackward, true};
   }
   for (const ReduceMode m : {ReduceMode::Shared, ReduceMode::AfterBackward, ReduceMode::Overlap,
                              ReduceMode::HostStaged, ReduceMode::Nccl}) {
@@ -115,11 +118,13 @@ ReduceChoice reduce_mode_for(const std::string& name, const mpi::World& world, D
           world.local_size(), gpus_here, gpus_here == 1 ? "" : "s", world.host(), gpus_here,
           gpus_here == 1 ? "" : "s"));
     }
-    if (m == ReduceMode::Shared && !one_machine) {
+    if (m == ReduceMode::Shared && !one_machine && !even_machines) {
       throw UserError(fmt::format(
-          "--reduce shared: the ranks of this job are not all on one machine ({} of its {} are on "
-          "{}), and shared memory is one machine's: use --reduce after-backward or overlap",
-          world.local_size(), world.size(), world.host()));
+          "--reduce shared: the {} ranks of this job are on {} machines, not as many on each ({} "
+          "on {}), and each rank sums its part of the gradients with the same part of every "
+          "other machine: use --reduce after-backward or overlap, or as many ranks on each "
+          "machine",
+          world.size(), world.hosts(), world.local_size(), world.host()));
     }
     return {m, false};
   }
@@ -245,23 +250,33 @@ DeviceBuffer view(const mpi::SharedMemory& shared, int rank, int64_t at, int64_t
 void DataParallel::share_gradients(Model& model, const OptimizerSettings& optimizer) {
   if (mode_ != ReduceMode::Shared) return;
   XO_ASSERT(model.backend().info().kind == DeviceKind::Cpu && !grads_memory_);
+  if (world_.local_size() != world_.size() && !machine_) {
+    machine_ = world_.machine();
+    across_ = world_.split_by(world_.local_rank());
+  }
+  const mpi::World& machine = sharing();
   const int64_t flat = model.flat_size();
-  // Every rank's gradients, and one copy of the parameters and of the optimizer's state. Rank 0
-  // looks (the ranks share the folder) and every rank takes its answer.
+  // Every rank's gradients, and one copy of the parameters and of the optimizer's state. Each
+  // machine's first rank looks (its ranks share the folder), and every rank takes the first
+  // machine's answer that is short, so that all decide alike.
   const int64_t need = static_cast<int64_t>(sizeof(float)) * flat *
-                       (ranks() + 1 + optimizer_state_per_parameter(optimizer));
+                       (machine.size() + 1 + optimizer_state_per_parameter(optimizer));
   std::string short_of;
-  if (rank() == 0) {
+  if (machine.rank() == 0) {
     const std::optional<int64_t> free = shared_memory_free_bytes();
     if (free && *free < need) {
       short_of = fmt::format(
-          "the {} ranks of this machine would share {} of memory, and {} (where MPI maps it) has "
-          "{} free",
-          ranks(), byte_size(static_cast<double>(need)), shared_memory_dir(),
+          "the {} ranks of {} would share {} of memory, and {} (where MPI maps it) has {} free",
+          machine.size(), machine_ ? world_.host() : std::string("this machine"),
+          byte_size(static_cast<double>(need)), shared_memory_dir(),
           byte_size(static_cast<double>(*free)));
     }
   }
-  short_of = world_.broadcast(short_of);
+  std::string first_short;
+  for (const std::string& s : world_.gather(short_of)) {
+    if (first_short.empty()) first_short = s;
+  }
+  short_of = world_.broadcast(first_short);
   if (!short_of.empty()) {
     if (!automatic_) {
       throw UserError(fmt::format(
@@ -281,15 +296,17 @@ void DataParallel::share_gradients(Model& model, const OptimizerSettings& optimi
   backend_ = &model.backend();
   // Each rank's part of the buffers: contiguous, cut on 64-byte lines (the flat buffer's tensors
   // start on one), so that no two ranks write one cache line.
+  // (Across machines the same cuts on each, whose ranks sum their parts with each other.)
   constexpr int64_t kLine = 16;
-  auto cut = [&](int r) { return r == ranks() ? flat : flat * r / ranks() / kLine * kLine; };
-  part_begin_ = cut(rank());
-  part_end_ = cut(rank() + 1);
-  grads_memory_ = std::make_unique<mpi::SharedMemory>(world_, sizeof(float) * flat);
-  own_grads_ = model.swap_grads(view(*grads_memory_, rank(), 0, flat));
+  const int n = machine.size(), me = machine.rank();
+  auto cut = [&](int r) { return r == n ? flat : flat * r / n / kLine * kLine; };
+  part_begin_ = cut(me);
+  part_end_ = cut(me + 1);
+  grads_memory_ = std::make_unique<mpi::SharedMemory>(machine, sizeof(float) * flat);
+  own_grads_ = model.swap_grads(view(*grads_memory_, me, 0, flat));
   others_.clear();
-  for (int k = 0; k < ranks(); ++k) {
-    if (k != rank()) others_.push_back(static_cast<const float*>(grads_memory_->of(k)));
+  for (int k = 0; k < n; ++k) {
+    if (k != me) others_.push_back(static_cast<const float*>(grads_memory_->of(k)));
   }
 }
 
@@ -299,10 +316,11 @@ void DataParallel::share_parameters(Model& model, OptimizerKernel& optimizer) {
   const int64_t flat = model.flat_size();
   const std::vector<OptimizerStateBuffer> state = optimizer.state_buffers();
   const auto buffers = static_cast<int64_t>(1 + state.size());
+  const bool first = sharing().rank() == 0;  // of its machine: holds the machine's copy
   params_memory_ = std::make_unique<mpi::SharedMemory>(
-      world_, rank() == 0 ? static_cast<int64_t>(sizeof(float)) * flat * buffers : 0);
+      sharing(), first ? static_cast<int64_t>(sizeof(float)) * flat * buffers : 0);
   const size_t bytes = sizeof(float) * flat;
-  if (rank() == 0) {
+  if (first) {
     auto* shared = static_cast<float*>(params_memory_->of(0));
     backend_->download(shared, model.params(), bytes);
     for (size_t k = 0; k < state.size(); ++k) {
@@ -388,7 +406,22 @@ void DataParallel::update(OptimizerKernel& optimizer, float* params, float* grad
   // This rank's part of the gradients summed over the ranks' buffers in rank order (its own
   // first: the same additions at every step, whichever rank arrives first) and stepped on, in one
   // pass over the memory.
-  optimizer.step_part(params, grads, others_, part_begin_, part_end_);
+  if (!across_) {
+    optimizer.step_part(params, grads, others_, part_begin_, part_end_);
+    params_memory_->fence();
+    return;
+  }
+  // Across machines: the part summed over this machine's buffers in the same order, then with the
+  // same part of every other machine (MPI), then stepped on. No other rank reads this part of
+  // this rank's buffer.
+  float* part = grads + part_begin_;
+  const int64_t size = part_end_ - part_begin_;
+  for (const float* other : others_) {
+    const float* theirs = other + part_begin_;
+    for (int64_t i = 0; i < size; ++i) part[i] += theirs[i];
+  }
+  across_->sum(part, size);
+  optimizer.step_part(params, grads, {}, part_begin_, part_end_);
   params_memory_->fence();
 }
 

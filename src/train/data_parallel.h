@@ -44,7 +44,10 @@ enum class ReduceMode {
   // (ZeRO's sharded optimizer step); no gradient or parameter is copied through MPI. As NCCL does
   // within a machine: through memory both sides map rather than messages (2 ranks x 1 thread on
   // the 2-core EPYC, disc-12's 45 MB: sum and optimizer 4.0 ms a step, against 13.9 + 4.1 ms for
-  // after-backward; docs/benchmarks.md).
+  // after-backward; docs/benchmarks.md). Across machines of the same number of ranks each, as
+  // NCCL's hierarchical all-reduce: each machine shares memory so, and each rank, having summed
+  // its part over its machine, sums that part with the same part of every other machine by MPI
+  // (one all-reduce of 1/K of the gradients per rank, K ranks a machine) before stepping it.
   Shared,
   // Buckets of the gradient buffer summed by MPI's all-reduce, each bucket, blocking, once backward
   // has finished: on a machine whose cores all compute, MPI moves shared-memory messages only
@@ -72,10 +75,10 @@ enum class ReduceMode {
 // "shared", "after-backward", "overlap", "host-staged", "nccl"
 const char* reduce_mode_name(ReduceMode mode);
 // The mode `name` asks for on `world` for ranks on `device` ("auto", or a mode's name): auto is
-// host-staged for GPU ranks, else shared where every rank is on one machine, else after-backward.
-// Refused before any work: shared across machines; for GPU ranks any mode but host-staged and
-// nccl; nccl for CPU ranks, and where ranks share a GPU (`gpus_here`: the GPUs of this rank's
-// machine). Chosen by auto, a shared mode whose memory does not fit where MPI maps it falls back
+// host-staged for GPU ranks, else shared where every rank is on one machine or every machine has
+// the same number of ranks, more than one, else after-backward. Refused before any work: shared
+// across machines of unequal rank counts; for GPU ranks any mode but host-staged and nccl; nccl
+// for CPU ranks, and where ranks share a GPU (`gpus_here`: the GPUs of this rank's machine). Chosen by auto, a shared mode whose memory does not fit where MPI maps it falls back
 // to after-backward.
 struct ReduceChoice {
   ReduceMode mode = ReduceMode::AfterBackward;
@@ -161,6 +164,10 @@ class DataParallel : public BackwardObserver {
   std::vector<GradientBucket> buckets_;
   size_t started_ = 0;  // buckets started this step
   mpi::PendingSums pending_;
+  // Shared mode across machines: the ranks of this machine (they share memory), and the ranks of
+  // this local rank on every machine (they sum their part over the network). One machine: none.
+  std::unique_ptr<mpi::World> machine_, across_;
+  const mpi::World& sharing() const { return machine_ ? *machine_ : world_; }
   // Shared mode: each rank's gradients; the parameters and the optimizer's state (rank 0's part
   // of the memory, one flat buffer each); the buffers they replaced; this rank's part.
   Backend* backend_ = nullptr;

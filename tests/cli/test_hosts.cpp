@@ -136,22 +136,41 @@ TEST(Hosts, TwoHostsAtOneGbitTrainAsOneProcess) {
               dp.at("predicted_communicate_ms").get<double>());
 }
 
-// Two hosts of two ranks each: ranks of one host and ranks of another in one job, equal to one
-// process.
+// Two hosts of two ranks each, equal to one process: by default each host's ranks share memory
+// and each rank sums its part with the other host's rank of its local rank (shared across
+// hosts); or every rank's gradients summed by MPI (after-backward). Three ranks on two hosts
+// cannot share so, and are told what can.
 TEST(Hosts, TwoHostsOfTwoRanksTrainAsOneProcess) {
   SKIP_WITHOUT_HOSTS();
   xo::testing::TempDir dir("hosts-mixed");
   const std::string run = "train disc-4 --threads 1 --epochs 5 --checkpoint-every off ";
   const auto one = run_cli(run + "--json one.json --save one.safetensors", dir.path());
   ASSERT_EQ(one.status, 0) << one.output;
-  const auto four = run_cli(
-      hosts_job(2, "--ranks-per-host 2", run + "--json four.json --save four.safetensors"),
+  for (const std::string mode : {"auto", "after-backward"}) {
+    const auto four = run_cli(hosts_job(2, "--ranks-per-host 2",
+                                        run + "--reduce " + mode + " --json " + mode +
+                                            ".json --save " + mode + ".safetensors"),
+                              dir.path());
+    ASSERT_EQ(four.status, 0) << four.output;
+    EXPECT_LE(worst_difference(dir.path(), "one", mode), 1e-5) << mode;
+    const json dp = json::parse(xo::read_file(dir.path() / (mode + ".json"))).at("data_parallel");
+    EXPECT_EQ(dp.at("hosts"), 2);
+    EXPECT_EQ(dp.at("ranks_per_host"), 2);
+    EXPECT_EQ(dp.at("reduce"), mode == "auto" ? "shared" : mode);
+    if (mode == "auto") {
+      EXPECT_NE(four.output.find("in each host's shared memory, then across the hosts"),
+                std::string::npos)
+          << four.output;
+    }
+  }
+  const auto uneven = run_cli(
+      hosts_job(2, "--ranks-per-host 2 --mpirun-arg -np --mpirun-arg 3", run + "--reduce shared"),
       dir.path());
-  ASSERT_EQ(four.status, 0) << four.output;
-  EXPECT_LE(worst_difference(dir.path(), "one", "four"), 1e-5);
-  const json dp = json::parse(xo::read_file(dir.path() / "four.json")).at("data_parallel");
-  EXPECT_EQ(dp.at("hosts"), 2);
-  EXPECT_EQ(dp.at("ranks_per_host"), 2);
+  EXPECT_NE(uneven.status, 0);
+  EXPECT_NE(uneven.output.find("--reduce shared: the 3 ranks of this job are on 2 machines, not "
+                               "as many on each"),
+            std::string::npos)
+      << uneven.output;
   EXPECT_EQ(namespaces_left(), "");
 }
 
