@@ -126,7 +126,7 @@ int run_tune(const TuneOptions& o) {
   // A process no launcher started never touches MPI.
   if (!mpi::launched()) return search_and_render(o, nullptr);
   const mpi::World world;
-  if (world.rank() != 0) return run_trial_worker(world, o.search.devices);
+  if (world.rank() != 0) return run_trial_worker(world, o.search.devices, o.search.threads);
   try {
     return search_and_render(o, &world);
   } catch (const std::exception& e) {

@@ -69,21 +69,22 @@ int trial_threads(int threads, int cores, int k) {
 
 void choose_parallel(std::vector<ParallelChoice>& choices, const std::vector<std::string>& devices,
                      const ParallelSettings& s) {
+  // Only this process's devices: a search stopped under MPI recorded its ranks' slots, which a
+  // search going on without a launcher (or on other hosts) does not have.
+  std::vector<ParallelChoice> chosen;
   for (const std::string& d : devices) {
     const std::string id = make_backend(parse_device(d, 0))->info().id;
     const auto known = std::find_if(choices.begin(), choices.end(),
                                     [&](const ParallelChoice& c) { return c.device == id; });
     if (s.parallel > 0) {
-      const ParallelChoice c{id, s.parallel, false, {}};
-      if (known != choices.end())
-        *known = c;
-      else
-        choices.push_back(c);
-      continue;
+      chosen.push_back({id, s.parallel, false, {}});
+    } else if (known != choices.end() && known->measured) {
+      chosen.push_back(*known);  // measured before a restart
+    } else {
+      chosen.push_back(measure_choice(s, id));
     }
-    if (known != choices.end() && known->measured) continue;  // measured before a restart
-    choices.push_back(measure_choice(s, id));
   }
+  choices = std::move(chosen);
 }
 
 }  // namespace xo

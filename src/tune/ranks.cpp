@@ -50,7 +50,7 @@ std::vector<std::string> split_args(const std::string& text) {
 // This rank's slot, as a reply to rank 0: "ok", its device and threads, or why it cannot see
 // --out (the token rank 0 wrote there).
 std::vector<std::string> rank_slot(const mpi::World& world, const std::vector<std::string>& asked,
-                                   const std::string& token, const fs::path& out) {
+                                   int threads, const std::string& token, const fs::path& out) {
   std::string seen;
   try {
     seen = read_file(out / ".ranks-token");
@@ -73,19 +73,20 @@ std::vector<std::string> rank_slot(const mpi::World& world, const std::vector<st
     return {"ok", gpus[static_cast<size_t>(world.local_rank()) % gpus.size()], "0", world.host()};
   }
   const int cores = make_backend(parse_device("cpu", 0))->info().threads;
-  return {"ok", "cpu", std::to_string(std::max(1, cores / world.local_size())), world.host()};
+  const int each = threads > 0 ? threads : std::max(1, cores / world.local_size());
+  return {"ok", "cpu", std::to_string(each), world.host()};
 }
 
 }  // namespace
 
 std::vector<Slot> rank_slots(const mpi::World& world, const fs::path& out,
-                             const std::vector<std::string>& devices) {
+                             const std::vector<std::string>& devices, int threads) {
   const std::string token =
       fmt::format("{}-{}", getpid(), std::chrono::steady_clock::now().time_since_epoch().count());
   replace_file_atomic(out / ".ranks-token", token);
   world.broadcast(join_args({fs::absolute(out).string(), token}));
   const std::vector<std::string> replies =
-      world.gather(join_args(rank_slot(world, devices, token, fs::absolute(out))));
+      world.gather(join_args(rank_slot(world, devices, threads, token, fs::absolute(out))));
   fs::remove(out / ".ranks-token");
   std::vector<Slot> slots;
   std::vector<std::string> unseen;
@@ -106,9 +107,10 @@ std::vector<Slot> rank_slots(const mpi::World& world, const fs::path& out,
   return slots;
 }
 
-int run_trial_worker(const mpi::World& world, const std::vector<std::string>& devices) {
+int run_trial_worker(const mpi::World& world, const std::vector<std::string>& devices,
+                     int threads) {
   const std::vector<std::string> start = split_args(world.broadcast(""));
-  world.gather(join_args(rank_slot(world, devices, start.at(1), start.at(0))));
+  world.gather(join_args(rank_slot(world, devices, threads, start.at(1), start.at(0))));
   pid_t child = -1;
   bool told = false;  // the running trial was asked to stop
   while (true) {

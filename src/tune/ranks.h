@@ -19,16 +19,18 @@ class World;
 namespace xo {
 
 // Every rank's slot, said by each rank at the start: a GPU by local rank where it has one (and
-// `devices` asks for GPUs or is empty), else the CPU with its share of the machine's cores. Rank 0
+// `devices` asks for GPUs or is empty), else the CPU with `threads` (--threads) or its share of
+// the machine's cores. Rank 0
 // first writes a token file in `out` that every rank must read back. Throws UserError naming each
 // rank that does not see it. Called on rank 0, while the others are in run_trial_worker.
 std::vector<Slot> rank_slots(const mpi::World& world, const std::filesystem::path& out,
-                             const std::vector<std::string>& devices);
+                             const std::vector<std::string>& devices, int threads);
 
 // A rank other than 0: says its slot, then runs the trials rank 0 sends, one at a time, until rank
 // 0 says the search ended; a stop request or rank 0's interrupt asks the running one to save its
 // checkpoint and end. Returns the exit code for the rank (0).
-int run_trial_worker(const mpi::World& world, const std::vector<std::string>& devices);
+int run_trial_worker(const mpi::World& world, const std::vector<std::string>& devices,
+                     int threads);
 
 // Rank 0's side of the messages.
 void send_trial(const mpi::World& world, int rank, const std::vector<std::string>& args);

@@ -171,7 +171,7 @@ void Search::write_trial_specs() const {
 // Under MPI, one slot per rank (tune/ranks.h); else each local device's trials at once.
 std::vector<Slot> Search::make_slots() {
   if (world_ && world_->size() > 1) {
-    std::vector<Slot> slots = rank_slots(*world_, out_, o_.devices);
+    std::vector<Slot> slots = rank_slots(*world_, out_, o_.devices, o_.threads);
     record_.parallel.clear();
     for (const Slot& s : slots)
       record_.parallel.push_back(

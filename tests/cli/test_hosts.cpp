@@ -16,6 +16,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -271,6 +272,57 @@ TEST(Hosts, ASearchOnTwoHostsUsesBoth) {
   }
   EXPECT_EQ(hosts, (std::set<std::string>{hosts_name() + "-h0", hosts_name() + "-h1"}));
   EXPECT_EQ(namespaces_left(), "");
+}
+
+// A host lost mid-search ends the MPI job (OpenMPI cannot go on without it), keeping every
+// finished trial; the same command on the hosts left goes on, and the trial the lost host was
+// running resumes from its last checkpoint.
+TEST(Hosts, ASearchThatLostAHostGoesOnOnTheHostsLeft) {
+  SKIP_WITHOUT_HOSTS();
+  xo::testing::TempDir dir("hosts-tune-lost");
+  const std::string tune =
+      "tune disc-8 --vary train.optimizer.lr=0.02,0.05,0.1,0.2 --epochs 300 --parallel 1 "
+      "--checkpoint-every 50steps --threads 1 --out search";
+  std::vector<std::string> args{"2", "--name", hosts_name(), "--", CROSSOVER_BINARY};
+  std::istringstream words(tune);
+  for (std::string w; words >> w;) args.push_back(w);
+  const pid_t job = xo::testing::start_program(dir.path(), kSimHosts, args, dir.path() / "job.log",
+                                               dir.path() / "job.log");
+  const std::string lost_host = hosts_name() + "-h1";
+  std::string lost_trial;
+  for (int i = 0; i < 3000 && lost_trial.empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    if (waitpid(job, nullptr, WNOHANG) == job) break;
+    try {
+      const json r = json::parse(xo::read_file(dir.path() / "search" / "results.json"));
+      for (const json& t : r.at("trials")) {
+        const fs::path ck = dir.path() / "search" / "trials" / t.at("id").get<std::string>() /
+                            "checkpoints";
+        if (t.at("status") != "running" || t.value("host", "") != lost_host) continue;
+        std::error_code ec;
+        for (const auto& e : fs::directory_iterator(ck, ec)) {
+          if (e.path().extension() == ".json") lost_trial = t.at("id").get<std::string>();
+        }
+      }
+    } catch (const std::exception&) {  // not written yet, or being replaced
+    }
+  }
+  ASSERT_FALSE(lost_trial.empty()) << xo::read_file(dir.path() / "job.log");
+  shell("ip netns pids " + lost_host + " | xargs -r kill -KILL");
+  int status = 0;
+  waitpid(job, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) != 0);
+  EXPECT_EQ(namespaces_left(), "");
+  const auto again = run_cli(tune + " -q", dir.path());
+  ASSERT_EQ(again.status, 0) << again.output;
+  EXPECT_NE(again.output.find("trials in search are kept; the search goes on"), std::string::npos)
+      << again.output;
+  const json r = json::parse(xo::read_file(dir.path() / "search" / "results.json"));
+  for (const json& t : r.at("trials")) EXPECT_EQ(t.at("status"), "finished") << t.dump();
+  const std::string log =
+      xo::read_file(dir.path() / "search" / "trials" / lost_trial / "log.txt");
+  EXPECT_NE(log.find("] from its checkpoint in search/trials/" + lost_trial), std::string::npos)
+      << log;
 }
 
 TEST(Hosts, SimHostsSaysWhatItNeeds) {
