@@ -3,10 +3,14 @@
 data-parallel run on 2 simulated hosts of 1 rank each (scripts/sim-hosts, tbf-limited veth links)
 records its measured communicate phase per step and the ring model's prediction over the link
 measured between its ranks (data_parallel.predicted_communicate_ms); this prints both and the
-model's error, and each model's step on one process (1 thread) for the scaling efficiency.
+model's error. Then the scaling efficiency of the 2 hosts against one process (1 thread) on the
+same global batch, measured and predicted as the advisor's scale-out model predicts it
+(src/advisor/scale_out.cpp, predict_data_parallel: each host's step on its half of the batch, here
+measured on one process at half the batch, plus the all-reduce that backward does not hide, DDP's
+overlap; and, for crossover's default across hosts, after-backward, plus all of it).
 
-    python3 bench/hosts.py [--models disc-8,disc-10,mnist-cnn] [--rates 1gbit,10gbit]
-                           [--steps 200] [--json out.json]
+    python3 bench/hosts.py [--models disc-8,disc-10,mnist-cnn,disc-12] [--rates 1gbit,10gbit]
+                           [--steps 100] [--json out.json]
 
 Run as root on a quiet machine (the hosts share its cores)."""
 import argparse
@@ -31,9 +35,9 @@ def run(cmd, out_json):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    ap.add_argument("--models", default="disc-8,disc-10,mnist-cnn")
+    ap.add_argument("--models", default="disc-8,disc-10,mnist-cnn,disc-12")
     ap.add_argument("--rates", default="1gbit,10gbit")
-    ap.add_argument("--steps", type=int, default=200)
+    ap.add_argument("--steps", type=int, default=100)
     ap.add_argument("--json")
     a = ap.parse_args()
     rows = []
@@ -42,13 +46,21 @@ def main():
             common = ["train", model, "--threads", "1", "--steps", str(a.steps),
                       "--checkpoint-every", "off"]
             one = run([CROSSOVER] + common + ["--json", f"{tmp}/one.json"], f"{tmp}/one.json")
+            half = run([CROSSOVER] + common + ["--batch", str(one["batch"] // 2),
+                                               "--json", f"{tmp}/half.json"], f"{tmp}/half.json")
             for rate in a.rates.split(","):
                 two = run([SIM_HOSTS, "2", "--rate", rate, "--", CROSSOVER] + common +
                           ["--json", f"{tmp}/two.json"], f"{tmp}/two.json")
                 dp = two["data_parallel"]
                 measured, predicted = dp["communicate_ms"], dp["predicted_communicate_ms"]
                 one_step = one["step_ms"]["median"]
+                half_step = half["step_ms"]["median"]
                 two_step = two["step_ms"]["median"]
+                # The advisor's step: the slice's compute, plus what backward (2/3 of it) does not
+                # hide of the all-reduce, at least the last bucket's (4 MiB of the gradients).
+                last = predicted * min(1.0, 4 * 1024 * 1024 / dp["reduced_bytes_per_step"])
+                overlapped = half_step + max(predicted - half_step * 2 / 3, last)
+                after_backward = half_step + predicted
                 rows.append({
                     "model": model, "rate": rate, "bytes": dp["reduced_bytes_per_step"],
                     "link_gbs": dp["link_gbs"], "link_latency_us": dp["link_latency_us"],
@@ -59,14 +71,20 @@ def main():
                     # efficiency (speed-up over 2).
                     "speed_up": one_step / two_step,
                     "efficiency": one_step / two_step / 2,
+                    "half_batch_step_ms": half_step,
+                    "predicted_efficiency_overlapped": one_step / overlapped / 2,
+                    "predicted_efficiency_after_backward": one_step / after_backward / 2,
                 })
     print(f"{'model':10} {'link':7} {'KiB':>8} {'link GB/s':>9} {'measured ms':>11} "
-          f"{'model ms':>9} {'error':>7} {'1 proc ms':>9} {'2 hosts ms':>10} {'speed-up':>8}")
+          f"{'model ms':>9} {'error':>7} {'1 proc ms':>9} {'half ms':>8} {'2 hosts ms':>10} "
+          f"{'eff.':>6} {'pred. DDP':>9} {'pred. a-b':>9}")
     for r in rows:
         print(f"{r['model']:10} {r['rate']:7} {r['bytes'] / 1024:8.0f} {r['link_gbs']:9.3f} "
               f"{r['communicate_ms']:11.3f} {r['predicted_communicate_ms']:9.3f} "
               f"{100 * r['error']:+6.1f}% {r['one_process_step_ms']:9.3f} "
-              f"{r['two_hosts_step_ms']:10.3f} {r['speed_up']:8.2f}")
+              f"{r['half_batch_step_ms']:8.3f} {r['two_hosts_step_ms']:10.3f} "
+              f"{100 * r['efficiency']:5.1f}% {100 * r['predicted_efficiency_overlapped']:8.1f}% "
+              f"{100 * r['predicted_efficiency_after_backward']:8.1f}%")
     if a.json:
         with open(a.json, "w") as f:
             json.dump(rows, f, indent=1)
