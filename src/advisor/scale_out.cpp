@@ -58,7 +58,8 @@ double communicate_bus_gbs(int64_t bytes, int ranks, double communicate_ms,
 }
 
 DataParallelStep predict_data_parallel(double whole_batch_s, double slice_s, double gradient_bytes,
-                                       int ranks, const Link& link, double bucket_bytes) {
+                                       int ranks, const Link& link, double bucket_bytes,
+                                       bool overlapped) {
   DataParallelStep s;
   s.ranks = ranks;
   s.compute_s = slice_s;
@@ -66,7 +67,9 @@ DataParallelStep predict_data_parallel(double whole_batch_s, double slice_s, dou
   const double backward_s = slice_s * 2.0 / 3.0;
   const double last_bucket_s =
       ring_allreduce_seconds(std::min(bucket_bytes, gradient_bytes), ranks, link);
-  s.exposed_s = ranks > 1 ? std::max(s.allreduce_s - backward_s, last_bucket_s) : 0;
+  s.exposed_s = ranks <= 1    ? 0
+                : overlapped ? std::max(s.allreduce_s - backward_s, last_bucket_s)
+                             : s.allreduce_s;
   s.step_s = s.compute_s + s.exposed_s;
   s.efficiency = s.step_s > 0 ? whole_batch_s / (ranks * s.step_s) : 1;
   return s;

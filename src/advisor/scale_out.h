@@ -61,10 +61,12 @@ struct DataParallelStep {
 };
 
 // A data-parallel step from one device's step on the whole batch (`whole_batch_s`) and on its
-// slice (`slice_s`): the all-reduce starts bucket by bucket as backward (two thirds of the
-// compute) finishes layers, so what shows is what is left after backward, and at least the last
-// bucket's (`bucket_bytes`) all-reduce.
+// slice (`slice_s`). `overlapped` (PyTorch DDP, --reduce overlap): the all-reduce starts bucket by
+// bucket as backward (two thirds of the compute) finishes layers, so what shows is what is left
+// after backward, and at least the last bucket's (`bucket_bytes`) all-reduce. Else (crossover's
+// after-backward, host-staged and nccl): all of it shows after backward.
 DataParallelStep predict_data_parallel(double whole_batch_s, double slice_s, double gradient_bytes,
-                                       int ranks, const Link& link, double bucket_bytes);
+                                       int ranks, const Link& link, double bucket_bytes,
+                                       bool overlapped);
 
 }  // namespace xo

@@ -54,16 +54,20 @@ TEST(ScaleOut, BackwardHidesTheAllReduceUpToTheLastBucket) {
   const Link link{"test", 1e9, 0, 0};
   // 3 ms of compute on the slice (2 ms of backward); a 1 MB all-reduce over 2 ranks takes 1 ms:
   // hidden but for the last 0.25 MB bucket (0.25 ms).
-  const auto hidden = xo::predict_data_parallel(6e-3, 3e-3, 1e6, 2, link, 0.25e6);
+  const auto hidden = xo::predict_data_parallel(6e-3, 3e-3, 1e6, 2, link, 0.25e6, true);
   EXPECT_NEAR(hidden.allreduce_s, 1e-3, 1e-12);
   EXPECT_NEAR(hidden.exposed_s, 0.25e-3, 1e-12);
   EXPECT_NEAR(hidden.step_s, 3.25e-3, 1e-12);
   EXPECT_NEAR(hidden.efficiency, 6e-3 / (2 * 3.25e-3), 1e-12);
   // 10 MB take 10 ms: 8 ms show after the 2 ms of backward.
-  const auto exposed = xo::predict_data_parallel(6e-3, 3e-3, 10e6, 2, link, 0.25e6);
+  const auto exposed = xo::predict_data_parallel(6e-3, 3e-3, 10e6, 2, link, 0.25e6, true);
   EXPECT_NEAR(exposed.exposed_s, 8e-3, 1e-12);
+  // Summed after backward (crossover's engine): all of it shows.
+  const auto after = xo::predict_data_parallel(6e-3, 3e-3, 1e6, 2, link, 0.25e6, false);
+  EXPECT_NEAR(after.exposed_s, 1e-3, 1e-12);
+  EXPECT_NEAR(after.step_s, 4e-3, 1e-12);
   // One rank: no all-reduce, the whole-batch step.
-  const auto one = xo::predict_data_parallel(6e-3, 6e-3, 10e6, 1, link, 0.25e6);
+  const auto one = xo::predict_data_parallel(6e-3, 6e-3, 10e6, 1, link, 0.25e6, true);
   EXPECT_DOUBLE_EQ(one.exposed_s, 0);
   EXPECT_DOUBLE_EQ(one.efficiency, 1);
 }
