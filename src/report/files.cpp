@@ -30,13 +30,13 @@ std::string runs_csv(const Report& report) {
       "model,layers,params,device,axis,axis_value,epochs,seconds_per_epoch,seconds_per_100_epochs,"
       "ms_per_step,step_p10_ms,step_p90_ms,step_spread_fraction,gflops,peak_fraction,final_loss,"
       "final_train_error_percent,final_test_accuracy_percent,peak_rss_mib,mean_cpu_percent,ranks,"
-      "communicate_ms,reduced_bytes_per_step\n";
+      "communicate_ms,reduced_bytes_per_step,hosts,predicted_communicate_ms\n";
   for (const ReportRun& run : report.runs) {
     const RunRecord& row = run.run;
     const TrainResult& r = row.result;
     const bool trained = !r.epochs.empty();  // else no final loss or error to report
     const bool data_parallel = r.ranks > 1;  // else nothing summed across ranks
-    csv += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
+    csv += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
                        csv_text(r.model), row.layers, r.params, csv_text(r.device.id),
                        csv_text(row.axis), row.axis.empty() ? "" : num(row.axis_value),
                        r.epochs.size(), num(run.analysis.seconds_per_epoch),
@@ -47,7 +47,9 @@ std::string runs_csv(const Report& report) {
                        num(r.final_test_accuracy), num(row.peak_rss_mib),
                        row.utilisation ? num(row.utilisation->mean_cpu_percent) : std::string(),
                        r.ranks, data_parallel ? num(r.communicate_ms) : std::string(),
-                       data_parallel ? std::to_string(r.reduced_bytes) : std::string());
+                       data_parallel ? std::to_string(r.reduced_bytes) : std::string(),
+                       data_parallel ? std::to_string(r.hosts) : std::string(),
+                       data_parallel ? num(r.predicted_communicate_ms) : std::string());
   }
   return csv;
 }

@@ -65,14 +65,17 @@ TEST(ResultsCsv, CountsAreWholeAndADataParallelRunSaysWhatItSummed) {
   report.runs[1].run.result.ranks = 2;
   report.runs[1].run.result.communicate_ms = 7.5;
   report.runs[1].run.result.reduced_bytes = 44806560;
+  report.runs[1].run.result.hosts = 2;
+  report.runs[1].run.result.predicted_communicate_ms = 6.25;
   const std::vector<std::string> lines = lines_of(runs_csv(report));
   ASSERT_EQ(lines.size(), 3u);
   const std::string header = lines[0];
-  EXPECT_EQ(header.substr(header.size() - 43), "ranks,communicate_ms,reduced_bytes_per_step")
-      << header;
+  const std::string tail =
+      "ranks,communicate_ms,reduced_bytes_per_step,hosts,predicted_communicate_ms";
+  EXPECT_EQ(header.substr(header.size() - tail.size()), tail) << header;
   EXPECT_EQ(lines[1].rfind("disc-12,12,11201190,cpu,ranks,", 0), 0u) << lines[1];
-  EXPECT_EQ(lines[1].substr(lines[1].size() - 4), ",1,,") << lines[1];
-  EXPECT_EQ(lines[2].substr(lines[2].size() - 15), ",2,7.5,44806560") << lines[2];
+  EXPECT_EQ(lines[1].substr(lines[1].size() - 6), ",1,,,,") << lines[1];
+  EXPECT_EQ(lines[2].substr(lines[2].size() - 22), ",2,7.5,44806560,2,6.25") << lines[2];
 }
 
 TEST(ResultsCsv, FormulaCellsAreTextAndControlsAreEscaped) {
