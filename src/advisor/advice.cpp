@@ -66,7 +66,7 @@ std::vector<int> scale_out_counts(const Catalog& catalog, const std::string& dev
 // A data-parallel step over NVLink-class links with crossover's own engine (--reduce nccl): NCCL's
 // ring, its per-step latency a few microseconds, the reduction fused into the copy; the buckets
 // summed once backward has finished (nothing hidden: across simulated hosts at 10 Gbit/s disc-12
-// scaled 34.0%, predicted so 36.6%, with DDP's overlap 52.1%; docs/benchmarks.md).
+// scaled 35.0%, predicted so 36.9%, with DDP's overlap 52.3%; docs/benchmarks.md).
 constexpr double kCollectiveLatencyS = 5e-6;
 
 // The run of `p`'s model on all of `instance`'s devices, data-parallel.

@@ -53,10 +53,11 @@ std::vector<int64_t> probe_sizes(std::vector<int64_t> sizes, int ranks) {
 
 }  // namespace
 
-// At each message size of `messages`: on a buffer of the message's size, the reduce-scatter's n-1 steps (send a chunk to
-// the next rank while receiving one from the one before into scratch, then add it into the
-// buffer's chunk) and the all-gather's n-1 steps (send the chunk last completed while receiving
-// the next into the buffer), each phase timed on its own. A ring sends what it has just summed and
+// At each message size of `messages`: on a buffer of the message's size, the reduce-scatter's n-1
+// steps (send a chunk to the next rank while receiving one from the one before into scratch, then
+// add it into the buffer's chunk) and the all-gather's n-1 steps (send the chunk last completed
+// while receiving the next into the buffer), each phase timed on its own and, over a network, the
+// two back to back (their split from the former, their sum from the latter). A ring sends what it has just summed and
 // adds what it has just received, so the caches are as a ring leaves them, which transfers of a
 // clean buffer and additions on their own do not reproduce (bench/mpi_ring_steps.cpp compares the
 // two against MPI_Allreduce).
@@ -95,8 +96,26 @@ Link measure_link(const mpi::World& world, int repeat, std::vector<int64_t> mess
                        next, previous);
       }
     };
-    const double rs = timed_median(world, repeat, reduce_scatter);
-    const double ag = timed_median(world, repeat, all_gather);
+    double rs = timed_median(world, repeat, reduce_scatter);
+    double ag = timed_median(world, repeat, all_gather);
+    // Over a network, the phases as a ring runs them, back to back: a phase timed alone starts on
+    // an idle link, one that follows another does not (2 simulated hosts at 1 Gbit/s: 1.7 MB,
+    // 16.0 ms as two phases alone, 23.2 ms back to back, MPI's all-reduce 22.2 ms). Each phase
+    // takes its share. Not through shared memory, where the phases timed alone predict MPI's
+    // all-reduce within 7% and back to back 20-70% too slow (2 ranks of the 2-core EPYC, 1-8 MiB;
+    // docs/benchmarks.md).
+    const bool network = world.local_size() < world.size();
+    const double ring = network ? timed_median(world, repeat,
+                                               [&] {
+                                                 reduce_scatter();
+                                                 all_gather();
+                                               })
+                                : 0;
+    if (network && rs + ag > 0 && ring > rs + ag) {
+      const double stretch = ring / (rs + ag);
+      rs *= stretch;
+      ag *= stretch;
+    }
     link.samples.push_back(
         ring_phase_sample(static_cast<double>(chunk), n, rs, ag, link.latency_s));
   }
@@ -111,7 +130,7 @@ void predict_communicate(const mpi::World& world, TrainResult& r) {
   int64_t interrupted = r.interrupted ? 1 : 0;
   world.max(&interrupted, 1);
   if (interrupted) return;
-  const Link link = measure_link(world, 5, r.reduce_buckets);
+  const Link link = measure_link(world, 9, r.reduce_buckets);
   double seconds = 0;
   for (const int64_t bytes : r.reduce_buckets) {
     seconds += ring_allreduce_seconds(static_cast<double>(bytes), n, link);
