@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "core/file.h"
+#include "dist/mpi.h"
 #include "io/safetensors.h"
 #include "support/cli.h"
 #include "support/process.h"
@@ -48,6 +49,7 @@ xo::testing::CliResult shell(const std::string& command) {
 
 // Why simulated hosts cannot be made here ("" where they can).
 std::string cannot_simulate() {
+  if (!xo::mpi::built_with_mpi()) return "this crossover was built without MPI";
   if (std::system("command -v mpirun >/dev/null 2>&1") != 0) return "no mpirun: run scripts/setup";
   const auto check = shell(kSimHosts + " --check");
   return check.status == 0 ? "" : check.output;
