@@ -8,8 +8,8 @@
 #include <limits>
 
 #include "advisor/scale_out.h"
-#include "train/data_parallel.h"
 #include "core/format.h"
+#include "train/data_parallel.h"
 
 namespace xo {
 namespace {

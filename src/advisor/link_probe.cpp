@@ -57,10 +57,10 @@ std::vector<int64_t> probe_sizes(std::vector<int64_t> sizes, int ranks) {
 // steps (send a chunk to the next rank while receiving one from the one before into scratch, then
 // add it into the buffer's chunk) and the all-gather's n-1 steps (send the chunk last completed
 // while receiving the next into the buffer), each phase timed on its own and, over a network, the
-// two back to back (their split from the former, their sum from the latter). A ring sends what it has just summed and
-// adds what it has just received, so the caches are as a ring leaves them, which transfers of a
-// clean buffer and additions on their own do not reproduce (bench/mpi_ring_steps.cpp compares the
-// two against MPI_Allreduce).
+// two back to back (their split from the former, their sum from the latter). A ring sends what it
+// has just summed and adds what it has just received, so the caches are as a ring leaves them,
+// which transfers of a clean buffer and additions on their own do not reproduce
+// (bench/mpi_ring_steps.cpp compares the two against MPI_Allreduce).
 Link measure_link(const mpi::World& world, int repeat, std::vector<int64_t> messages) {
   const int n = world.size(), r = world.rank();
   // Whole floats per rank, ascending (Link::at interpolates between neighbours).
@@ -104,17 +104,16 @@ Link measure_link(const mpi::World& world, int repeat, std::vector<int64_t> mess
     // takes its share. Not through shared memory, where the phases timed alone predict MPI's
     // all-reduce within 7% and back to back 20-70% too slow (2 ranks of the 2-core EPYC, 1-8 MiB;
     // docs/benchmarks.md).
-    const bool network = world.local_size() < world.size();
-    const double ring = network ? timed_median(world, repeat,
-                                               [&] {
-                                                 reduce_scatter();
-                                                 all_gather();
-                                               })
-                                : 0;
-    if (network && rs + ag > 0 && ring > rs + ag) {
-      const double stretch = ring / (rs + ag);
-      rs *= stretch;
-      ag *= stretch;
+    if (world.local_size() < world.size()) {
+      const double ring = timed_median(world, repeat, [&] {
+        reduce_scatter();
+        all_gather();
+      });
+      if (rs + ag > 0 && ring > rs + ag) {
+        const double stretch = ring / (rs + ag);
+        rs *= stretch;
+        ag *= stretch;
+      }
     }
     link.samples.push_back(
         ring_phase_sample(static_cast<double>(chunk), n, rs, ag, link.latency_s));

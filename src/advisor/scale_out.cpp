@@ -67,7 +67,7 @@ DataParallelStep predict_data_parallel(double whole_batch_s, double slice_s, dou
   const double backward_s = slice_s * 2.0 / 3.0;
   const double last_bucket_s =
       ring_allreduce_seconds(std::min(bucket_bytes, gradient_bytes), ranks, link);
-  s.exposed_s = ranks <= 1    ? 0
+  s.exposed_s = ranks <= 1   ? 0
                 : overlapped ? std::max(s.allreduce_s - backward_s, last_bucket_s)
                              : s.allreduce_s;
   s.step_s = s.compute_s + s.exposed_s;

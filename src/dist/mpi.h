@@ -95,9 +95,9 @@ class World {
   void describe();             // rank, size and the local ones, of comm_
   void watch_local_ranks();    // the job's World: its PeerWatch
   int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 1, hosts_ = 1, ranks_per_host_ = 1;
-  void* comm_ = nullptr;        // MPI_Comm*
-  void* local_comm_ = nullptr;  // MPI_Comm*
-  bool owns_mpi_ = false;       // the job's World: finalises MPI
+  void* comm_ = nullptr;              // MPI_Comm*
+  void* local_comm_ = nullptr;        // MPI_Comm*
+  bool owns_mpi_ = false;             // the job's World: finalises MPI
   std::unique_ptr<PeerWatch> watch_;  // the job's World: its ranks on this machine
   friend class PendingSums;
   friend class SharedMemory;

@@ -36,20 +36,20 @@ std::string runs_csv(const Report& report) {
     const TrainResult& r = row.result;
     const bool trained = !r.epochs.empty();  // else no final loss or error to report
     const bool data_parallel = r.ranks > 1;  // else nothing summed across ranks
-    csv += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
-                       csv_text(r.model), row.layers, r.params, csv_text(r.device.id),
-                       csv_text(row.axis), row.axis.empty() ? "" : num(row.axis_value),
-                       r.epochs.size(), num(run.analysis.seconds_per_epoch),
-                       num(100 * run.analysis.seconds_per_epoch), num(r.step_ms.median),
-                       num(r.step_ms.p10), num(r.step_ms.p90), num(relative_spread(r.step_ms)),
-                       num(r.gflops), num(run.analysis.peak_fraction),
-                       trained ? num(r.final_loss) : "", trained ? num(r.final_train_error) : "",
-                       num(r.final_test_accuracy), num(row.peak_rss_mib),
-                       row.utilisation ? num(row.utilisation->mean_cpu_percent) : std::string(),
-                       r.ranks, data_parallel ? num(r.communicate_ms) : std::string(),
-                       data_parallel ? std::to_string(r.reduced_bytes) : std::string(),
-                       data_parallel ? std::to_string(r.hosts) : std::string(),
-                       data_parallel ? num(r.predicted_communicate_ms) : std::string());
+    csv += fmt::format(
+        "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
+        csv_text(r.model), row.layers, r.params, csv_text(r.device.id), csv_text(row.axis),
+        row.axis.empty() ? "" : num(row.axis_value), r.epochs.size(),
+        num(run.analysis.seconds_per_epoch), num(100 * run.analysis.seconds_per_epoch),
+        num(r.step_ms.median), num(r.step_ms.p10), num(r.step_ms.p90),
+        num(relative_spread(r.step_ms)), num(r.gflops), num(run.analysis.peak_fraction),
+        trained ? num(r.final_loss) : "", trained ? num(r.final_train_error) : "",
+        num(r.final_test_accuracy), num(row.peak_rss_mib),
+        row.utilisation ? num(row.utilisation->mean_cpu_percent) : std::string(), r.ranks,
+        data_parallel ? num(r.communicate_ms) : std::string(),
+        data_parallel ? std::to_string(r.reduced_bytes) : std::string(),
+        data_parallel ? std::to_string(r.hosts) : std::string(),
+        data_parallel ? num(r.predicted_communicate_ms) : std::string());
   }
   return csv;
 }

@@ -112,7 +112,8 @@ std::string scale_out_html(const CostTable& cost, const DeviceColours& colours) 
   if (rows.empty()) return "";
   return "<h3>On all of an instance's devices</h3>\n<p class=\"note\">Predicted: each device's "
          "slice of the batch, plus the ring all-reduce of the gradients over the link once "
-         "backward has finished, as crossover runs it itself: <code>mpirun -np N crossover train --device "
+         "backward has finished, as crossover runs it itself: <code>mpirun -np N crossover train "
+         "--device "
          "cuda --reduce nccl</code>, not yet measured on more than one GPU).</p>\n" +
          html_table({{"instance"},
                      {"device"},

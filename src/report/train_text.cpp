@@ -48,13 +48,15 @@ std::string ranks_figures(const TrainResult& r) {
         " per rank, {} ranks{} (summing {} of gradients per step in {}, each rank its "
         "part within its optimizer pass: {:.4f} ms; waiting for the slowest rank {:.4f} ms)",
         r.ranks, on_hosts(r), bytes,
-        r.hosts > 1 ? "each host's shared memory, then across the hosts" : "shared memory", r.optimizer_ms, r.communicate_ms);
+        r.hosts > 1 ? "each host's shared memory, then across the hosts" : "shared memory",
+        r.optimizer_ms, r.communicate_ms);
   }
   std::string model;
   if (std::isfinite(r.predicted_communicate_ms)) {
-    model = fmt::format("; the ring model over the link measured between them ({:.3g} GB/s, "
-                        "{:.3g} us a message): {:.4f} ms",
-                        r.link_gbs, r.link_latency_us, r.predicted_communicate_ms);
+    model = fmt::format(
+        "; the ring model over the link measured between them ({:.3g} GB/s, "
+        "{:.3g} us a message): {:.4f} ms",
+        r.link_gbs, r.link_latency_us, r.predicted_communicate_ms);
   }
   return fmt::format(
       " per rank, {} ranks{} (summing {} of gradients per step {}: {:.4f} ms beyond "

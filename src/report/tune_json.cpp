@@ -7,9 +7,9 @@
 #include <limits>
 
 #include "core/json_depth.h"
-#include "report/csv.h"
 #include "io/json_fields.h"
 #include "io/json_in.h"
+#include "report/csv.h"
 #include "report/report_json.h"
 
 namespace xo {

@@ -72,7 +72,9 @@ RunFingerprint run_fingerprint(const TrainPlan& p, const TrainSpec& train, bool 
   spec.train = train;
   const DeviceInfo& d = p.backend.info();
   return {
-      CROSSOVER_VERSION, to_toml(spec), data_fingerprint(p.split),
+      CROSSOVER_VERSION,
+      to_toml(spec),
+      data_fingerprint(p.split),
       fmt::format("{} ({}), {}, {} threads, {}", d.id, d.name, d.library, d.threads, d.precision),
       fmt::format("{} batch shards, step {}", p.full.shards(),
                   record_step && p.recorded ? "recorded" : "launched"),
@@ -250,15 +252,18 @@ namespace {
 
 // What goes on differently where a checkpoint of `was` ranks resumes on `now`.
 std::string ranks_changed_note(const TrainPlan& p, int was, int now) {
-  const auto ranks = [](int n) { return n == 1 ? std::string("one process") : fmt::format("{} ranks", n); };
+  const auto ranks = [](int n) {
+    return n == 1 ? std::string("one process") : fmt::format("{} ranks", n);
+  };
   std::string note = fmt::format(
       "the checkpoint was written by {}, and this run has {}: each global batch is split anew "
       "(the same batches, in the same order), so the gradients are summed in another order and "
       "the run goes on as the uninterrupted one to f32 rounding, not bit for bit",
       ranks(was), ranks(now));
   if (p.model.has_batch_norm()) {
-    note += "; BatchNorm normalises over each rank's slice of a batch, so with another rank count "
-            "its statistics, and the training from here, differ more than that";
+    note +=
+        "; BatchNorm normalises over each rank's slice of a batch, so with another rank count "
+        "its statistics, and the training from here, differ more than that";
   }
   return note;
 }

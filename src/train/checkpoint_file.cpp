@@ -124,8 +124,8 @@ int CheckpointFile::check_fingerprint(const RunFingerprint& now) const {
 namespace {
 
 // Every tensor the run needs, of its size, finite unless the run's loss had diverged.
-void check_tensors(const std::vector<NamedTensor>& saved, const TrainPlan& p, const TrainState& state,
-             bool diverged) {
+void check_tensors(const std::vector<NamedTensor>& saved, const TrainPlan& p,
+                   const TrainState& state, bool diverged) {
   std::map<std::string, const NamedTensor*> by_name;
   for (const NamedTensor& t : saved) by_name[t.name] = &t;
   auto need = [&](const std::string& name, int64_t size) {
@@ -153,7 +153,6 @@ void check_tensors(const std::vector<NamedTensor>& saved, const TrainPlan& p, co
     for (const ParamTensor& b : m.buffers()) need(kBestPrefix + b.name, b.size);
   }
 }
-
 
 using SavedTensors = std::map<std::string, const NamedTensor*>;
 

@@ -61,12 +61,8 @@ Json stats_json(const LossStats& s) {
 LossStats read_stats(const Json& j) { return {number(j.at(0)), number(j.at(1)), number(j.at(2))}; }
 
 Json to_json(const RunFingerprint& f) {
-  return {{"version", f.version},
-          {"spec", f.spec},
-          {"data", f.data},
-          {"device", f.device},
-          {"settings", f.settings},
-          {"ranks", f.ranks}};
+  return {{"version", f.version}, {"spec", f.spec},         {"data", f.data},
+          {"device", f.device},   {"settings", f.settings}, {"ranks", f.ranks}};
 }
 
 // The first line where two texts differ, for a message.
@@ -225,8 +221,9 @@ int check_checkpoint_fingerprint(const CheckpointJson& j, const RunFingerprint& 
     for (const char* key : {"spec", "data", "device", "settings", "version"}) {
       f.at(key).get<std::string>();
     }
-    if (f.contains("ranks") && !(f.at("ranks").is_number_integer() && f.at("ranks").get<int64_t>() >= 1 &&
-                                 f.at("ranks").get<int64_t>() <= (1 << 24))) {
+    if (f.contains("ranks") &&
+        !(f.at("ranks").is_number_integer() && f.at("ranks").get<int64_t>() >= 1 &&
+          f.at("ranks").get<int64_t>() <= (1 << 24))) {
       throw DamagedCheckpoint("fingerprint.ranks: expected a whole number of ranks, at least 1");
     }
     return f;

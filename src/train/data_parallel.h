@@ -78,8 +78,8 @@ const char* reduce_mode_name(ReduceMode mode);
 // host-staged for GPU ranks, else shared where every rank is on one machine or every machine has
 // the same number of ranks, more than one, else after-backward. Refused before any work: shared
 // across machines of unequal rank counts; for GPU ranks any mode but host-staged and nccl; nccl
-// for CPU ranks, and where ranks share a GPU (`gpus_here`: the GPUs of this rank's machine). Chosen by auto, a shared mode whose memory does not fit where MPI maps it falls back
-// to after-backward.
+// for CPU ranks, and where ranks share a GPU (`gpus_here`: the GPUs of this rank's machine). Chosen
+// by auto, a shared mode whose memory does not fit where MPI maps it falls back to after-backward.
 struct ReduceChoice {
   ReduceMode mode = ReduceMode::AfterBackward;
   bool automatic = false;

@@ -36,8 +36,8 @@ int trial_threads(int threads, int cores, int k);
 
 // The choice for each of `devices`, replacing `choices` (the record's: a device measured before a
 // restart keeps its measurement; --parallel replaces any; a choice for another device, such as an
-// MPI rank's slot of a search stopped under a launcher, goes). Throws UserError where a measuring process
-// fails, with its log's error.
+// MPI rank's slot of a search stopped under a launcher, goes). Throws UserError where a measuring
+// process fails, with its log's error.
 void choose_parallel(std::vector<ParallelChoice>& choices, const std::vector<std::string>& devices,
                      const ParallelSettings& s);
 

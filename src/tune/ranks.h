@@ -29,8 +29,7 @@ std::vector<Slot> rank_slots(const mpi::World& world, const std::filesystem::pat
 // A rank other than 0: says its slot, then runs the trials rank 0 sends, one at a time, until rank
 // 0 says the search ended; a stop request or rank 0's interrupt asks the running one to save its
 // checkpoint and end. Returns the exit code for the rank (0).
-int run_trial_worker(const mpi::World& world, const std::vector<std::string>& devices,
-                     int threads);
+int run_trial_worker(const mpi::World& world, const std::vector<std::string>& devices, int threads);
 
 // Rank 0's side of the messages.
 void send_trial(const mpi::World& world, int rank, const std::vector<std::string>& args);

@@ -55,9 +55,9 @@ std::string cannot_simulate() {
   return check.status == 0 ? "" : check.output;
 }
 
-#define SKIP_WITHOUT_HOSTS()                                       \
-  do {                                                             \
-    const std::string why = cannot_simulate();                     \
+#define SKIP_WITHOUT_HOSTS()                                      \
+  do {                                                            \
+    const std::string why = cannot_simulate();                    \
     if (!why.empty()) GTEST_SKIP() << "simulated hosts: " << why; \
   } while (0)
 
@@ -111,7 +111,8 @@ const char* const kDisc8 = "train disc-8 --threads 1 --epochs 10 --checkpoint-ev
 TEST(Hosts, TwoHostsAtOneGbitTrainAsOneProcess) {
   SKIP_WITHOUT_HOSTS();
   xo::testing::TempDir dir("hosts-two");
-  const auto one = run_cli(std::string(kDisc8) + "--json one.json --save one.safetensors", dir.path());
+  const auto one =
+      run_cli(std::string(kDisc8) + "--json one.json --save one.safetensors", dir.path());
   ASSERT_EQ(one.status, 0) << one.output;
   const auto two = run_cli(
       hosts_job(2, "--rate 1gbit", std::string(kDisc8) + "--json two.json --save two.safetensors"),
@@ -178,8 +179,8 @@ TEST(Hosts, TwoHostsOfTwoRanksTrainAsOneProcess) {
 }
 
 // A host lost while the job trains, killed outright, its rank alone killed, or its link cut:
-// every rank ends within seconds (OpenMPI's daemons watch each other; sim-hosts sets their keep-alive to 1 s x 3), and
-// the message names the host.
+// every rank ends within seconds (OpenMPI's daemons watch each other; sim-hosts sets their
+// keep-alive to 1 s x 3), and the message names the host.
 class HostLost : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(HostLost, EndsTheJobWithinSecondsNamingTheHost) {
@@ -233,8 +234,8 @@ TEST(Hosts, ARunGoesOnOnFewerHostsAndOnMore) {
   SKIP_WITHOUT_HOSTS();
   xo::testing::TempDir dir("hosts-resume");
   const std::string run = "train disc-8 --threads 1 --epochs 6 ";
-  const auto whole = run_cli(run + "--checkpoint-every off --json whole.json --save whole.safetensors",
-                             dir.path());
+  const auto whole = run_cli(
+      run + "--checkpoint-every off --json whole.json --save whole.safetensors", dir.path());
   ASSERT_EQ(whole.status, 0) << whole.output;
   const std::string ck = "--checkpoint-dir ck --checkpoint-every 5steps ";
   const auto first = run_cli(hosts_job(2, "", run + ck + "--pause-after 2"), dir.path());
@@ -253,9 +254,10 @@ TEST(Hosts, ARunGoesOnOnFewerHostsAndOnMore) {
       << third.output;
   const double worst = worst_difference(dir.path(), "whole", "end");
   EXPECT_LE(worst, 1e-5);
-  std::printf("2 hosts, then 1 process, then 3 hosts against one uninterrupted process: worst "
-              "relative difference %.3g\n",
-              worst);
+  std::printf(
+      "2 hosts, then 1 process, then 3 hosts against one uninterrupted process: worst "
+      "relative difference %.3g\n",
+      worst);
   EXPECT_EQ(namespaces_left(), "");
 }
 
@@ -301,8 +303,8 @@ TEST(Hosts, ASearchThatLostAHostGoesOnOnTheHostsLeft) {
     try {
       const json r = json::parse(xo::read_file(dir.path() / "search" / "results.json"));
       for (const json& t : r.at("trials")) {
-        const fs::path ck = dir.path() / "search" / "trials" / t.at("id").get<std::string>() /
-                            "checkpoints";
+        const fs::path ck =
+            dir.path() / "search" / "trials" / t.at("id").get<std::string>() / "checkpoints";
         if (t.at("status") != "running" || t.value("host", "") != lost_host) continue;
         std::error_code ec;
         for (const auto& e : fs::directory_iterator(ck, ec)) {
@@ -324,8 +326,7 @@ TEST(Hosts, ASearchThatLostAHostGoesOnOnTheHostsLeft) {
       << again.output;
   const json r = json::parse(xo::read_file(dir.path() / "search" / "results.json"));
   for (const json& t : r.at("trials")) EXPECT_EQ(t.at("status"), "finished") << t.dump();
-  const std::string log =
-      xo::read_file(dir.path() / "search" / "trials" / lost_trial / "log.txt");
+  const std::string log = xo::read_file(dir.path() / "search" / "trials" / lost_trial / "log.txt");
   EXPECT_NE(log.find("] from its checkpoint in search/trials/" + lost_trial), std::string::npos)
       << log;
 }
@@ -349,8 +350,7 @@ TEST(Hosts, SimHostsSaysWhatItNeeds) {
     const auto unprivileged =
         shell("setpriv --reuid=65534 --regid=65534 --clear-groups " + kSimHosts + " --check");
     EXPECT_EQ(unprivileged.status, 77) << unprivileged.output;
-    EXPECT_NE(unprivileged.output.find("cannot simulate hosts here: needs root"),
-              std::string::npos)
+    EXPECT_NE(unprivileged.output.find("cannot simulate hosts here: needs root"), std::string::npos)
         << unprivileged.output;
   }
 }
