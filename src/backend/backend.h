@@ -56,6 +56,12 @@ class DeviceBuffer {
   }
   size_t bytes() const { return bytes_; }
   explicit operator bool() const { return memory_ != nullptr; }
+  // Bytes [offset, offset + bytes) of this buffer, as a buffer that keeps all of it alive.
+  DeviceBuffer view(size_t offset, size_t bytes) const {
+    XO_ASSERT(offset + bytes <= bytes_);
+    return DeviceBuffer(std::shared_ptr<void>(memory_, static_cast<char*>(memory_.get()) + offset),
+                        bytes);
+  }
 
  private:
   std::shared_ptr<void> memory_;
@@ -74,6 +80,11 @@ struct LinearShape {
   Activation activation = Activation::None;
   bool need_d_src = true;  // false for the first layer: the input needs no gradient
   bool in_shard = false;   // runs inside one worker of parallel_shards(): use one thread
+  // Fused trials (model/trials.h): the same layer of `trials` models at once. src is
+  // [trials, batch, in] and dst [trials, batch, out], each trial's rows after the last's; trial t's
+  // weights and bias (and their gradients) are those of trial 0 plus t * trial_stride floats.
+  int64_t trials = 1;
+  int64_t trial_stride = 0;
 };
 
 // A 2-D convolution (PyTorch's Conv2d, square kernel, same stride and padding on both axes) with

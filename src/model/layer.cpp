@@ -209,11 +209,13 @@ bool is_view(const Node& n, bool training) {
 std::unique_ptr<Layer> make_layer(const Node& n, const std::vector<ParamTensor>& tensors,
                                   Backend& be, const LayerContext& c) {
   if (is_view(n, c.training)) return nullptr;
+  XO_ASSERT(c.trials == 1 || n.kind == NodeKind::Linear);
   switch (n.kind) {
     case NodeKind::Linear:
-      return std::make_unique<WeightedLayer>(n, tensors,
-                                             be.linear({c.batch, n.in_size, n.out_size, n.spec.bias,
-                                                        n.activation, c.need_d_src, c.in_shard}));
+      return std::make_unique<WeightedLayer>(
+          n, tensors,
+          be.linear({c.batch, n.in_size, n.out_size, n.spec.bias, n.activation, c.need_d_src,
+                     c.in_shard, c.trials, c.trial_stride}));
     case NodeKind::Conv2d:
       return std::make_unique<WeightedLayer>(n, tensors, be.conv2d(conv_shape(n, c)));
     case NodeKind::Activation:

@@ -19,8 +19,7 @@ class Layer {
   virtual ~Layer() = default;
   // src [batch, in_size], dst [batch, out_size]; params is the model's flat parameter buffer.
   // `step` (device memory) numbers the training step (dropout masks).
-  virtual void forward(const float* params, const float* src, float* dst,
-                       const uint64_t* step) = 0;
+  virtual void forward(const float* params, const float* src, float* dst, const uint64_t* step) = 0;
   // d_dst [batch, out_size] may be used as scratch. The layer's gradients are written (not added)
   // into their views of `grads`; d_src is overwritten, or null where no gradient flows below.
   virtual void backward(const float* params, const float* src, const float* dst, float* d_dst,
@@ -37,6 +36,10 @@ struct LayerContext {
   // The model's buffers and its state memory (BatchNorm's running statistics).
   const std::vector<ParamTensor>* buffers = nullptr;
   float* state = nullptr;
+  // Fused trials (model/trials.h): a Linear of `trials` models at once, each one's parameters
+  // trial_stride floats after the last's (LinearShape). Every other kind of node runs one model.
+  int64_t trials = 1;
+  int64_t trial_stride = 0;
 };
 
 // Whether a node is a view of its input (Flatten; Dropout outside training): it gets no layer and

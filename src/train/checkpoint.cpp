@@ -76,7 +76,7 @@ RunFingerprint run_fingerprint(const TrainPlan& p, const TrainSpec& train, bool 
       to_toml(spec),
       data_fingerprint(p.split),
       fmt::format("{} ({}), {}, {} threads, {}", d.id, d.name, d.library, d.threads, d.precision),
-      fmt::format("{} batch shards, step {}", p.full.shards(),
+      fmt::format("{} batch shards, step {}", p.shards(),
                   record_step && p.recorded ? "recorded" : "launched"),
       p.data_parallel ? p.data_parallel->ranks() : 1};
 }

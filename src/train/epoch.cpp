@@ -133,7 +133,7 @@ TrainResult make_result(const TrainPlan& p, const TrainState& state, double setu
   r.steps_per_epoch = p.steps_per_epoch;
   r.test_samples = p.split.test.samples;
   r.validation_samples = p.split.validation.samples;
-  r.shards = p.full.shards();
+  r.shards = p.shards();
   r.recorded_step = p.recorded != nullptr;
   r.flops_per_step = p.model.train_flops(p.batch);
   r.setup_seconds = setup_seconds;
@@ -206,6 +206,36 @@ std::string stuck_warning(const TrainResult& r) {
       "({:.2f}% of the samples are not in it): the model learned nothing beyond the class balance "
       "(a learning rate too high or too low, or a network too deep to train as it is)",
       r.model, r.final_train_error, r.majority_class_error);
+}
+
+// Reads the epoch's loss sums: false once they are not finite. Else notes the mean batch loss
+// since the last check as the last finite loss. On a GPU the read waits for the queued steps, so
+// the loop checks every few hundred steps there and every step on the CPU, where it is a copy.
+bool loss_finite(TrainPlan& p, TrainState& state) {
+  LossStats host[2]{};
+  p.read_stats(host);
+  const double loss_sum = host[0].loss_sum + host[1].loss_sum;  // of batch means
+  if (!std::isfinite(loss_sum)) return false;
+  if (const int64_t steps = state.step - state.checked_step; steps > 0) {
+    state.last_finite_loss = (loss_sum - state.checked_loss_sum) / static_cast<double>(steps);
+    state.last_finite_epoch = state.epoch + 1;
+    state.last_finite_step = state.step;
+  }
+  state.checked_loss_sum = loss_sum;
+  state.checked_step = state.step;
+  return true;
+}
+
+void note_loss_checks(const TrainState& state, bool diverged, TrainResult& r) {
+  if (diverged) {
+    r.stopped_diverged = true;
+    r.diverged_epoch = state.epoch + 1;
+    r.diverged_from = state.checked_step + 1;
+    r.diverged_step = state.step;
+  }
+  r.last_finite_loss = state.last_finite_loss;
+  r.last_finite_epoch = state.last_finite_epoch;
+  r.last_finite_step = state.last_finite_step;
 }
 
 }  // namespace xo

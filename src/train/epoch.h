@@ -24,6 +24,12 @@ EpochRecord finish_epoch(TrainPlan& p, TrainState& state);
 // The mean loss per sample of an epoch (as Keras and PyTorch report it) from its loss sums: those
 // of its full batches of `batch` samples, and those of its partial batch (zeros when it has none).
 double epoch_mean_loss(const LossStats& full, const LossStats& partial, int64_t batch);
+// Reads the epoch's loss sums: false once they are not finite. Else notes the mean batch loss
+// since the last check as the last finite loss. On a GPU the read waits for the queued steps.
+bool loss_finite(TrainPlan& p, TrainState& state);
+// The loss checks' outcome in a result: where the loss stopped being finite (`diverged`: the run
+// stopped on it) and the last finite loss seen.
+void note_loss_checks(const TrainState& state, bool diverged, TrainResult& r);
 // The run's result, from the plan and the state at the end (step medians without the warm-up).
 TrainResult make_result(const TrainPlan& p, const TrainState& state, double setup_seconds,
                         bool interrupted);

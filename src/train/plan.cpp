@@ -105,13 +105,14 @@ void check_training(const Model& model, const DataSplit& split, const TrainSpec&
   }
 }
 
-Evaluator::Evaluator(const Model& model, const Dataset& data, const DataParallel* data_parallel)
+Evaluator::Evaluator(const Model& model, const Dataset& data, const DataParallel* data_parallel,
+                     const Evaluator* data_of)
     : model_(model),
       data_(data),
       data_parallel_(data_parallel),
       batch_(evaluation_batch(model, data.samples)),
-      x_(to_device(model.backend(), data.x)),
-      y_(to_device(model.backend(), data.y)),
+      x_(data_of ? data_of->x_ : to_device(model.backend(), data.x)),
+      y_(data_of ? data_of->y_ : to_device(model.backend(), data.y)),
       stats_(model.backend().allocate(sizeof(LossStats))) {
   // The loss is summed over the samples, and divided by their count in run().
   NetworkOptions options{.batch = batch_, .training = false, .loss = LossReduction::Sum};
@@ -149,7 +150,7 @@ Evaluation Evaluator::run() {
 }
 
 TrainPlan::TrainPlan(Model& trained_model, const DataSplit& data, const TrainSpec& train,
-                     const ExecutionOptions& exec)
+                     const ExecutionOptions& exec, const PlanSharing& sharing)
     : model(trained_model),
       backend(trained_model.backend()),
       split(data),
@@ -161,13 +162,15 @@ TrainPlan::TrainPlan(Model& trained_model, const DataSplit& data, const TrainSpe
       data_parallel(exec.data_parallel),
       full_slice(slice_of(batch, exec.data_parallel)),
       tail_slice(slice_of(samples % batch, exec.data_parallel)),
-      x(to_device(backend, data.train.x)),
-      y(to_device(backend, data.train.y)),
-      full(trained_model, {.batch = full_slice.rows,
-                           .shards = exec.shards,
-                           .sample_offset = full_slice.offset,
-                           .whole_batch = batch}) {
-  if (const int64_t tail = samples % batch; tail_slice.rows > 0) {
+      x(sharing.data_of ? sharing.data_of->x : to_device(backend, data.train.x)),
+      y(sharing.data_of ? sharing.data_of->y : to_device(backend, data.train.y)) {
+  if (sharing.networks) {
+    full.emplace(trained_model, NetworkOptions{.batch = full_slice.rows,
+                                               .shards = exec.shards,
+                                               .sample_offset = full_slice.offset,
+                                               .whole_batch = batch});
+  }
+  if (const int64_t tail = samples % batch; tail_slice.rows > 0 && sharing.networks) {
     partial.emplace(model,
                     NetworkOptions{.batch = tail_slice.rows,
                                    .shards = static_cast<int>(std::min<int64_t>(exec.shards, tail)),
@@ -179,21 +182,24 @@ TrainPlan::TrainPlan(Model& trained_model, const DataSplit& data, const TrainSpe
     test_part = rank_part(split.test, *data_parallel);
     validation_part = rank_part(split.validation, *data_parallel);
   }
+  const TrainPlan* other = sharing.data_of;
   if (split.test.samples > 0) {
-    evaluator.emplace(model, data_parallel ? test_part : split.test, data_parallel);
+    evaluator.emplace(model, data_parallel ? test_part : split.test, data_parallel,
+                      other && other->evaluator ? &*other->evaluator : nullptr);
   }
   if (split.validation.samples > 0) {
-    validator.emplace(model, data_parallel ? validation_part : split.validation, data_parallel);
+    validator.emplace(model, data_parallel ? validation_part : split.validation, data_parallel,
+                      other && other->validator ? &*other->validator : nullptr);
   }
   stats_buffer = backend.allocate(2 * sizeof(LossStats));
   stats = stats_buffer.as<LossStats>();
-  if (train.shuffle || exec.record_step) {
+  if (train.shuffle || exec.record_step || !sharing.networks) {
     order = backend.allocate(sizeof(int32_t) * samples);
     batch_x = backend.allocate(sizeof(float) * batch * features);
     batch_y = backend.allocate(sizeof(int32_t) * batch);
     position = backend.allocate(sizeof(int64_t));
   }
-  gather = train.shuffle;
+  gather = train.shuffle || !sharing.networks;
   clock = backend.clock(static_cast<int>(StepMarks::kPerStep * steps_per_epoch));
 }
 

@@ -34,7 +34,10 @@ struct Evaluation {
 // are added across the ranks (`data_parallel`), so every rank gets the whole set's figures.
 class Evaluator {
  public:
-  Evaluator(const Model& model, const Dataset& data, const DataParallel* data_parallel = nullptr);
+  // `data_of`: another model's evaluator of the same data set, whose copy on the device this one
+  // reads too (the trials of a fused group).
+  Evaluator(const Model& model, const Dataset& data, const DataParallel* data_parallel = nullptr,
+            const Evaluator* data_of = nullptr);
   Evaluation run();
 
  private:
@@ -77,11 +80,19 @@ class StepMarks {
   int first_ = 0;
 };
 
+// A plan for one trial of a fused group (train/trials.h): the data sets on the device shared with
+// the group's first plan, and no Networks of its own (the group's TrialNetwork trains it; batches
+// are always gathered, by each trial from its own order).
+struct PlanSharing {
+  const TrainPlan* data_of = nullptr;
+  bool networks = true;
+};
+
 // Everything one training run touches, planned once. A plain struct, as llm.c's model and data
 // loader: the step and the epoch bookkeeping read and use its members directly.
 struct TrainPlan {
   TrainPlan(Model& model, const DataSplit& split, const TrainSpec& train,
-            const ExecutionOptions& exec);
+            const ExecutionOptions& exec, const PlanSharing& sharing = {});
   // A recorded step holds pointers into the plan.
   TrainPlan(const TrainPlan&) = delete;
   TrainPlan& operator=(const TrainPlan&) = delete;
@@ -94,7 +105,7 @@ struct TrainPlan {
     RankSlice slice;
   };
   StepWork work(int64_t s) {
-    if (s < full_steps) return {&full, batch, full_slice};
+    if (s < full_steps) return {full ? &*full : nullptr, batch, full_slice};
     return {partial ? &*partial : nullptr, samples - full_steps * batch, tail_slice};
   }
   BatchAt batch_at(int64_t s) const { return {gather, s * batch}; }
@@ -115,8 +126,11 @@ struct TrainPlan {
   // a full batch and of the partial batch (the whole batches without ranks).
   DataParallel* data_parallel = nullptr;
   RankSlice full_slice, tail_slice;
-  DeviceBuffer x, y;  // the training set
-  Network full;
+  // The batch shards of a full batch's step (1 in a fused group).
+  int shards() const { return full ? full->shards() : 1; }
+
+  DeviceBuffer x, y;               // the training set
+  std::optional<Network> full;     // a full batch (none in a fused group)
   std::optional<Network> partial;  // the last, partial batch of an epoch (if this rank has rows)
   std::unique_ptr<OptimizerKernel> optimizer;
   // This rank's slices of the test and validation sets (evaluated in shards, the sums reduced).

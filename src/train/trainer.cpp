@@ -69,24 +69,6 @@ struct Boundaries {
   Checkpointer* checkpoints = nullptr;
 };
 
-// Reads the epoch's loss sums: false once they are not finite. Else notes the mean batch loss
-// since the last check as the last finite loss. On a GPU the read waits for the queued steps, so
-// the loop checks every few hundred steps there and every step on the CPU, where it is a copy.
-bool loss_finite(TrainPlan& p, TrainState& state) {
-  LossStats host[2]{};
-  p.read_stats(host);
-  const double loss_sum = host[0].loss_sum + host[1].loss_sum;  // of batch means
-  if (!std::isfinite(loss_sum)) return false;
-  if (const int64_t steps = state.step - state.checked_step; steps > 0) {
-    state.last_finite_loss = (loss_sum - state.checked_loss_sum) / static_cast<double>(steps);
-    state.last_finite_epoch = state.epoch + 1;
-    state.last_finite_step = state.step;
-  }
-  state.checked_loss_sum = loss_sum;
-  state.checked_step = state.step;
-  return true;
-}
-
 // The steps of the epoch under way, from state.step on, until its end, Ctrl-C, a loss that is
 // not finite, or the step limit.
 Stop run_steps(TrainPlan& p, TrainState& state, const Boundaries& b) {
@@ -213,15 +195,7 @@ TrainResult result_of(TrainPlan& plan, const TrainState& state, const TrainSpec&
   rules.finish(plan, state,
                stop == Stop::EarlyStopping || (stop == Stop::None && state.epoch == train.epochs),
                r);
-  if (stop == Stop::Diverged) {
-    r.stopped_diverged = true;
-    r.diverged_epoch = state.epoch + 1;
-    r.diverged_from = state.checked_step + 1;
-    r.diverged_step = state.step;
-  }
-  r.last_finite_loss = state.last_finite_loss;
-  r.last_finite_epoch = state.last_finite_epoch;
-  r.last_finite_step = state.last_finite_step;
+  note_loss_checks(state, stop == Stop::Diverged, r);
   r.resumed_at_step = resumed_at;
   r.paused = paused(stop, state, train, last_epoch);
   if (checkpoints) {

@@ -27,6 +27,7 @@
 #include "support/expect_error.h"
 #include "support/file_size_limit.h"
 #include "support/gpu.h"
+#include "support/random_data.h"
 #include "support/temp_dir.h"
 #include "train/checkpoint.h"
 #include "train/trainer.h"
@@ -36,25 +37,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using testing::expect_user_error;
-
-// Random samples for a model with `features` inputs: uniform floats, or token ids below `vocab`.
-Dataset random_data(int64_t samples, int64_t features, int64_t classes, uint64_t seed,
-                    int64_t vocab = 0) {
-  Rng rng(seed);
-  Dataset d;
-  d.samples = samples;
-  d.features = features;
-  d.classes = classes;
-  d.description = fmt::format("random: {} samples, seed {}", samples, seed);
-  for (int64_t i = 0; i < samples * features; ++i) {
-    d.x.push_back(vocab > 0 ? static_cast<float>(rng.below(static_cast<uint64_t>(vocab)))
-                            : static_cast<float>(rng.uniform(-1, 1)));
-  }
-  for (int64_t i = 0; i < samples; ++i) {
-    d.y.push_back(static_cast<int32_t>(rng.below(static_cast<uint64_t>(classes))));
-  }
-  return d;
-}
+using testing::random_data;
 
 struct Case {
   const char* name;
@@ -536,9 +519,12 @@ TEST(Checkpoints, NoUsableCheckpointIsRefusedNamingEach) {
     const fs::path tensors = dir.path() / (std::string(stem) + ".safetensors");
     fs::resize_file(tensors, fs::file_size(tensors) / 2);
   }
-  expect_user_error([&] { train(spec, data, with_checkpoints(dir.path(), {1, 0}, true, 2)); },
-                    {"no usable checkpoint to resume from (2 damaged",
-                     "step-000000000014.json: ", "step-000000000013.json: ", "--restart"});
+  expect_user_error(
+      [&] {
+        train(spec, data, with_checkpoints(dir.path(), {1, 0}, true, 2));
+      },
+      {"no usable checkpoint to resume from (2 damaged",
+       "step-000000000014.json: ", "step-000000000013.json: ", "--restart"});
   EXPECT_EQ(newest_checkpoint(dir.path()), 14) << "nothing is removed by the refusal";
   const Outcome afresh = train(spec, data, with_checkpoints(dir.path(), {1, 0}, false, 2));
   EXPECT_EQ(afresh.result.resumed_at_step, 0);

@@ -1,6 +1,7 @@
 // Linear (+ fused activation) on the CPU, forward and backward, as three oneDNN matmuls built once
 // per shape: dst = act(src W^T + b); d_W = d_pre^T src; d_src = d_pre W. The activation derivative
-// and the bias gradient are one fused pass over d_dst.
+// and the bias gradient are one fused pass over d_dst. Fused trials: the same three matmuls batched
+// over the trials.
 #include <algorithm>
 
 #include "backend/activation_math.h"
@@ -97,10 +98,122 @@ class CpuLinear final : public WeightedKernel {
   BoundMatmul forward_, d_weights_, d_src_;
 };
 
+// The same Linear of `trials` models at once (fused trials): three batched oneDNN matmuls over the
+// trial dimension, each trial's weights trial_stride floats after the last's. oneDNN 2.6 runs a
+// bias of its own per batch entry only in its reference kernel (~300x slower here), so the bias and
+// the activation are one pass after the forward matmul, as the bias gradient is before backward's.
+class CpuTrialsLinear final : public WeightedKernel {
+ public:
+  CpuTrialsLinear(const LinearShape& s, const dnnl::engine& engine, const dnnl::stream& stream)
+      : shape_(s), stream_(stream) {
+    XO_ASSERT(s.trials > 1 && s.trial_stride >= s.out_features * s.in_features + s.out_features);
+    const memory::dim k = s.trials, batch = s.batch, in = s.in_features, out = s.out_features;
+    const memory::dim stride = s.trial_stride;
+    const memory::desc src_md({k, batch, in}, f32, memory::dims{batch * in, in, 1});
+    const memory::desc dst_md({k, batch, out}, f32, memory::dims{batch * out, out, 1});
+    // W^T [in, out] of each trial, read in place from W [out, in].
+    const memory::desc w_t_md({k, in, out}, f32, memory::dims{stride, 1, in});
+    forward_ = BoundMatmul(src_md, w_t_md, nullptr, dst_md, {}, engine, s.in_shard);
+    const memory::desc d_pre_t_md({k, out, batch}, f32, memory::dims{batch * out, 1, out});
+    const memory::desc d_w_md({k, out, in}, f32, memory::dims{stride, in, 1});
+    d_weights_ = BoundMatmul(d_pre_t_md, src_md, nullptr, d_w_md, {}, engine, s.in_shard);
+    if (s.need_d_src) d_src_ = BoundMatmul(dst_md, d_w_md, nullptr, src_md, {}, engine, s.in_shard);
+  }
+
+  void forward(const float* src, const float* weights, const float* bias, float* dst) override {
+    XO_ASSERT((bias != nullptr) == shape_.has_bias);
+    forward_.run(stream_, src, weights, nullptr, dst);
+    switch (shape_.activation) {
+      case Activation::None:
+        return bias_and_activation<Activation::None>(bias, dst);
+      case Activation::ReLU:
+        return bias_and_activation<Activation::ReLU>(bias, dst);
+      case Activation::Tanh:
+        return bias_and_activation<Activation::Tanh>(bias, dst);
+      case Activation::Sigmoid:
+        return bias_and_activation<Activation::Sigmoid>(bias, dst);
+    }
+  }
+
+  void backward(const float* src, const float* weights, const float* dst, float* d_dst,
+                float* d_weights, float* d_bias, float* d_src) override {
+    XO_ASSERT((d_src != nullptr) == shape_.need_d_src);
+    switch (shape_.activation) {
+      case Activation::None:
+        activation_and_bias_backward<Activation::None>(dst, d_dst, d_bias);
+        break;
+      case Activation::ReLU:
+        activation_and_bias_backward<Activation::ReLU>(dst, d_dst, d_bias);
+        break;
+      case Activation::Tanh:
+        activation_and_bias_backward<Activation::Tanh>(dst, d_dst, d_bias);
+        break;
+      case Activation::Sigmoid:
+        activation_and_bias_backward<Activation::Sigmoid>(dst, d_dst, d_bias);
+        break;
+    }
+    d_weights_.run(stream_, d_dst, src, nullptr, d_weights);
+    if (d_src) d_src_.run(stream_, d_dst, weights, nullptr, d_src);
+  }
+
+ private:
+  // dst = act(dst + bias), trial by trial (each trial's rows with its own bias).
+  template <Activation A>
+  void bias_and_activation(const float* bias, float* dst) const {
+    const int64_t rows = shape_.batch, cols = shape_.out_features;
+    auto trials = [&](int64_t t0, int64_t t1) {
+      for (int64_t t = t0; t < t1; ++t) {
+        const float* b = bias ? bias + t * shape_.trial_stride : nullptr;
+        for (int64_t r = 0; r < rows; ++r) {
+          float* y = dst + (t * rows + r) * cols;
+#pragma omp simd
+          for (int64_t c = 0; c < cols; ++c) y[c] = activate<A>(b ? y[c] + b[c] : y[c]);
+        }
+      }
+    };
+    run_trials(trials);
+  }
+
+  // As CpuLinear's: d_dst *= act'(dst) and each trial's d_bias = its column sums, rows in order.
+  template <Activation A>
+  void activation_and_bias_backward(const float* dst, float* d_dst, float* d_bias) const {
+    const int64_t rows = shape_.batch, cols = shape_.out_features;
+    auto trials = [&](int64_t t0, int64_t t1) {
+      for (int64_t t = t0; t < t1; ++t) {
+        float* db = d_bias ? d_bias + t * shape_.trial_stride : nullptr;
+        if (db) std::fill(db, db + cols, 0.0f);
+        for (int64_t r = 0; r < rows; ++r) {
+          float* g = d_dst + (t * rows + r) * cols;
+          const float* y = dst + (t * rows + r) * cols;
+#pragma omp simd
+          for (int64_t c = 0; c < cols; ++c) {
+            const float v = derivative_times<A>(y[c], g[c]);
+            g[c] = v;
+            if (db) db[c] += v;
+          }
+        }
+      }
+    };
+    run_trials(trials);
+  }
+
+  template <typename Body>
+  void run_trials(Body&& body) const {
+    const int64_t work = shape_.trials * shape_.batch * shape_.out_features;
+    if (shape_.in_shard) return body(int64_t{0}, shape_.trials);
+    parallel_for(shape_.trials, body, work);
+  }
+
+  LinearShape shape_;
+  dnnl::stream stream_;
+  BoundMatmul forward_, d_weights_, d_src_;
+};
+
 }  // namespace
 
 std::unique_ptr<WeightedKernel> make_linear(const LinearShape& shape, const dnnl::engine& engine,
                                             const dnnl::stream& stream) {
+  if (shape.trials > 1) return std::make_unique<CpuTrialsLinear>(shape, engine, stream);
   return std::make_unique<CpuLinear>(shape, engine, stream);
 }
 

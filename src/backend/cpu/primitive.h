@@ -53,10 +53,11 @@ class BoundMatmul {
   BoundMatmul(const dnnl::memory::desc& src, const dnnl::memory::desc& weights,
               const dnnl::memory::desc* bias, const dnnl::memory::desc& dst,
               dnnl::primitive_attr attr, const dnnl::engine& engine, bool in_shard) {
+    // [..., M, K] x [..., K, N]: the batch dimensions (fused trials) multiply the work.
     const dnnl::memory::dims& a = src.dims();
     const dnnl::memory::dims& b = weights.dims();
-    const double flops =
-        2.0 * static_cast<double>(a[0]) * static_cast<double>(a[1]) * static_cast<double>(b[1]);
+    double flops = 2.0 * static_cast<double>(b[b.size() - 1]);
+    for (const auto d : a) flops *= static_cast<double>(d);
     threads_ = in_shard || flops < kSingleThreadMatmulFlops ? 1 : 0;
     ThreadLimit limit(threads_);
     // A user-owned scratchpad, sized here, keeps the training step free of allocations.

@@ -30,6 +30,8 @@
 //   the d_src matmul belongs to the layer above, which does not know this layer's activation, and
 //   this layer receives d_dst already computed; there is no matmul of ours whose output is d_pre,
 //   so DRELU_BGRAD would need an extra identity matmul, dearer than the element-wise pass it saves.
+#include <string>
+
 #include "backend/activation_math.h"
 #include "backend/cuda/matmul.h"
 
@@ -90,9 +92,9 @@ __global__ void derivative_bias_kernel(const float* dst, float* d, int64_t rows,
 // layer: 100 x 128 x 256 = 3.3M).
 constexpr int64_t kSmallMacs = int64_t{1} << 22;
 constexpr int64_t kSmallSum = 512;  // the longest sum one block does (16 chunks)
-constexpr int kTile = 32;                 // output tile 32 x 32; k in chunks of 32
-constexpr int kTileThreads = 256;         // 16 x 16 threads, each 2 x 2 outputs
-using TileRow = float[kTile + 1];         // shared rows padded: no bank conflicts either way
+constexpr int kTile = 32;           // output tile 32 x 32; k in chunks of 32
+constexpr int kTileThreads = 256;   // 16 x 16 threads, each 2 x 2 outputs
+using TileRow = float[kTile + 1];   // shared rows padded: no bank conflicts either way
 
 // Stages one 32 x 32 operand chunk into shared memory as tile[i][j] = load(i, j), walking memory
 // along whichever index is contiguous there (`fast_i`: i), so that a warp reads consecutive floats.
@@ -345,7 +347,7 @@ class GpuLinear final : public WeightedKernel {
  private:
   CudaBackend& be_;
   LinearShape shape_;
-  bool small_;                              // the small path: no cuBLASLt plans
+  bool small_;  // the small path: no cuBLASLt plans
   std::unique_ptr<Matmul> forward_;
   std::unique_ptr<Matmul> d_weights_;       // d_W alone
   std::unique_ptr<Matmul> d_weights_bias_;  // d_W with d_b fused (null: cuBLASLt has none)
@@ -355,6 +357,11 @@ class GpuLinear final : public WeightedKernel {
 }  // namespace
 
 std::unique_ptr<WeightedKernel> make_linear(CudaBackend& be, const LinearShape& shape) {
+  if (shape.trials != 1) {
+    throw UserError("fused trials (" + std::to_string(shape.trials) +
+                    " at once) have no GPU kernel in this version: train them one at a time on a "
+                    "GPU (tune --fuse off)");
+  }
   switch (shape.activation) {
     case Activation::ReLU:
       return std::make_unique<GpuLinear<Activation::ReLU>>(be, shape);

@@ -1,0 +1,181 @@
+#include "model/trials.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "core/error.h"
+#include "model/layer.h"
+
+namespace xo {
+namespace {
+
+// Floats between trial t's flat buffers and trial t + 1's: a whole number of 64-byte lines.
+int64_t trial_stride(int64_t flat_size) { return (flat_size + 15) / 16 * 16; }
+
+std::string shape_text(const std::vector<int64_t>& shape) {
+  return fmt::format("[{}]", fmt::join(shape, ", "));
+}
+
+}  // namespace
+
+std::string trials_differ(const Model& a, const Model& b) {
+  const auto& x = a.nodes();
+  const auto& y = b.nodes();
+  if (x.size() != y.size()) {
+    return fmt::format("'{}' has {} layers (fused), '{}' {}", a.spec().name, x.size(),
+                       b.spec().name, y.size());
+  }
+  if (a.spec().loss != b.spec().loss) {
+    return fmt::format("'{}' and '{}' have different losses", a.spec().name, b.spec().name);
+  }
+  for (size_t i = 0; i < x.size(); ++i) {
+    const Node& m = x[i];
+    const Node& n = y[i];
+    if (m.kind != n.kind || m.activation != n.activation || m.in_shape != n.in_shape ||
+        m.out_shape != n.out_shape || m.spec.bias != n.spec.bias ||
+        m.spec.kernel != n.spec.kernel || m.spec.stride != n.spec.stride ||
+        m.spec.padding != n.spec.padding || m.spec.type != n.spec.type ||
+        m.params.size() != n.params.size()) {
+      return fmt::format("layer {} differs: {} {} in '{}', {} {} in '{}'", m.layer + 1,
+                         layer_type_name(m.spec.type), shape_text(m.out_shape), a.spec().name,
+                         layer_type_name(n.spec.type), shape_text(n.out_shape), b.spec().name);
+    }
+  }
+  if (a.flat_size() != b.flat_size() || a.state_size() != b.state_size()) {
+    return fmt::format("'{}' and '{}' hold different parameters", a.spec().name, b.spec().name);
+  }
+  return {};
+}
+
+DeviceBuffer pack_trials(const std::vector<Model*>& models) {
+  XO_ASSERT(!models.empty());
+  Backend& be = models[0]->backend();
+  const int64_t flat = models[0]->flat_size();
+  const int64_t stride = trial_stride(flat);
+  const auto bytes = sizeof(float) * static_cast<size_t>(flat);
+  const auto slot = sizeof(float) * static_cast<size_t>(stride);
+  // Parameters of every trial, then gradients of every trial.
+  DeviceBuffer all = be.allocate(2 * slot * models.size());
+  std::vector<float> host(static_cast<size_t>(flat));
+  for (size_t t = 0; t < models.size(); ++t) {
+    Model& m = *models[t];
+    XO_ASSERT(m.flat_size() == flat && &m.backend() == &be);
+    DeviceBuffer params = all.view(t * slot, bytes);
+    be.download(host.data(), m.params(), bytes);
+    be.upload(params.as<float>(), host.data(), bytes);
+    m.swap_params(params);
+    m.swap_grads(all.view((models.size() + t) * slot, bytes));  // overwritten by every step
+  }
+  return all;
+}
+
+TrialNetwork::TrialNetwork(std::vector<const Model*> trials, int64_t batch, int groups)
+    : trials_(std::move(trials)), batch_(batch) {
+  XO_ASSERT(!trials_.empty() && batch > 0);
+  const Model& first = *trials_[0];
+  for (const Model* m : trials_) XO_ASSERT(trials_differ(first, *m).empty());
+  Backend& be = first.backend();
+  const int count = static_cast<int>(trials_.size());
+  if (groups <= 0) groups = be.execution_policy().shard_threads;
+  groups = std::clamp(groups, 1, count);
+  const auto& nodes = first.nodes();
+  auto buffer = [&](size_t bytes) {
+    memory_.push_back(be.allocate(bytes));
+    return memory_.back().as<float>();
+  };
+  // Trials t and t + 1 share kernels where their buffers lie one stride apart.
+  auto strided = [&](int t, int64_t stride) {
+    const Model& a = *trials_[static_cast<size_t>(t)];
+    const Model& b = *trials_[static_cast<size_t>(t) + 1];
+    return b.params() - a.params() == stride && b.grads() - a.grads() == stride && stride > 0;
+  };
+  for (int k = 0, next = 0; k < groups; ++k) {
+    Group g;
+    g.first = next;
+    g.count = count / groups + (k < count % groups ? 1 : 0);
+    next += g.count;
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      const Node& n = nodes[i];
+      std::vector<Run> runs;
+      if (!is_view(n, true)) {
+        for (int t = 0; t < g.count;) {
+          const Model& m = *trials_[static_cast<size_t>(g.first + t)];
+          Run run{t, 1, nullptr};
+          int64_t stride = 0;
+          if (n.kind == NodeKind::Linear && t + 1 < g.count) {
+            stride = trials_[static_cast<size_t>(g.first + t) + 1]->params() - m.params();
+            while (run.first + run.count < g.count && strided(g.first + t + run.count - 1, stride))
+              ++run.count;
+          }
+          LayerContext context{
+              batch,        0,         true,      n.gradient_below,          groups > 1, m.seed(),
+              &m.buffers(), m.state(), run.count, run.count > 1 ? stride : 0};
+          run.layer = make_layer(m.nodes()[i], m.tensors(), be, context);  // its own dropout rate
+          t += run.count;
+          runs.push_back(std::move(run));
+        }
+      }
+      g.nodes.push_back(std::move(runs));
+      if (g.nodes.back().empty()) {  // a view of its input: shares its buffers
+        g.outputs.push_back(i > 0 ? g.outputs[i - 1] : nullptr);
+        g.d_outputs.push_back(i > 0 ? g.d_outputs[i - 1] : nullptr);
+        continue;
+      }
+      const size_t bytes = sizeof(float) * static_cast<size_t>(g.count * batch * n.out_size);
+      g.outputs.push_back(buffer(bytes));
+      g.d_outputs.push_back(buffer(bytes));
+    }
+    for (int t = 0; t < g.count; ++t) {
+      g.losses.push_back(be.loss(first.loss_kind(), batch, first.outputs(), batch));
+    }
+    groups_.push_back(std::move(g));
+  }
+}
+
+void TrialNetwork::group_step(Group& g, const float* src, const int32_t* labels,
+                              LossStats* const* stats) {
+  const auto& nodes = trials_[0]->nodes();
+  const int64_t features = trials_[0]->input_features();
+  auto model = [&](int t) -> const Model& { return *trials_[static_cast<size_t>(g.first + t)]; };
+  // Node i's input and output for trials from `t` on (a view's output is its input).
+  auto input = [&](size_t i, int t) -> const float* {
+    if (i > 0 && g.outputs[i - 1]) return g.outputs[i - 1] + t * batch_ * nodes[i - 1].out_size;
+    return src + (g.first + t) * batch_ * features;
+  };
+  auto at = [&](float* p, size_t i, int t) { return p + t * batch_ * nodes[i].out_size; };
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    for (Run& r : g.nodes[i]) {
+      const Model& m = model(r.first);
+      r.layer->forward(m.params(), input(i, r.first), at(g.outputs[i], i, r.first),
+                       m.step_counter());
+    }
+  }
+  const size_t last = nodes.size() - 1;
+  const int64_t classes = trials_[0]->outputs();
+  for (int t = 0; t < g.count; ++t) {
+    const float* logits = g.outputs[last] ? g.outputs[last] + t * batch_ * classes
+                                          : src + (g.first + t) * batch_ * features;
+    float* d_logits = g.d_outputs[last] + t * batch_ * classes;
+    g.losses[static_cast<size_t>(t)]->forward_backward(logits, labels + (g.first + t) * batch_,
+                                                       d_logits, stats[g.first + t]);
+  }
+  for (size_t i = nodes.size(); i-- > 0;) {
+    const bool below = i > 0 && nodes[i].gradient_below;
+    for (Run& r : g.nodes[i]) {
+      const Model& m = model(r.first);
+      float* d_src = below ? at(g.d_outputs[i - 1], i - 1, r.first) : nullptr;
+      r.layer->backward(m.params(), input(i, r.first), at(g.outputs[i], i, r.first),
+                        at(g.d_outputs[i], i, r.first), m.grads(), d_src);
+    }
+  }
+}
+
+void TrialNetwork::train_step(const float* src, const int32_t* labels, LossStats* const* stats) {
+  Backend& be = trials_[0]->backend();
+  be.parallel_shards(
+      groups(), [&](int k) { group_step(groups_[static_cast<size_t>(k)], src, labels, stats); });
+  for (const Model* m : trials_) be.increment(m->step_counter());
+}
+
+}  // namespace xo

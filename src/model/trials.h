@@ -1,0 +1,66 @@
+// Fused trials: several models of one architecture (a hyper-parameter search's trials) trained in
+// lockstep as one model. Each trial keeps its own Model (its parameters, seed, dropout rates,
+// running statistics), and the models' flat buffers lie one after another at a fixed stride in
+// one allocation, so that each Linear of all of them is one batched matmul over a trial
+// dimension; every other node runs trial by trial on its slice of the trials' activations, and
+// each trial has its own loss. The trials are split into groups that run concurrently, one per
+// worker of the backend (Backend::parallel_shards), as a Network's batch shards are.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "model/model.h"
+
+namespace xo {
+
+// Why two models cannot train as one (empty: they can): they must have the same nodes with the
+// same shapes and the same loss. Their parameters, seeds and dropout rates may differ.
+std::string trials_differ(const Model& a, const Model& b);
+
+// The models' parameters (and gradients) moved into one allocation, trial t's at t * stride
+// floats (Model::swap_params, swap_grads; the values copied): what lets TrialNetwork batch them.
+// The models must share one layout. Returns the allocation (the models keep views of it).
+DeviceBuffer pack_trials(const std::vector<Model*>& models);
+
+class TrialNetwork {
+ public:
+  // The training step of `trials` (trials_differ empty for each pair) on batches of `batch`
+  // samples, the mean loss of each trial over its batch. Consecutive trials whose buffers lie at
+  // one stride (pack_trials) share their Linear kernels. groups: how many groups of trials run
+  // concurrently (0: one per worker of the backend, at most one per trial).
+  TrialNetwork(std::vector<const Model*> trials, int64_t batch, int groups = 0);
+
+  int64_t batch() const { return batch_; }
+  size_t trials() const { return trials_.size(); }
+  int groups() const { return static_cast<int>(groups_.size()); }
+
+  // src [trials, batch, input features] and labels [trials, batch], trial after trial, in device
+  // memory. Overwrites each trial's gradients, adds its loss and accuracy to *stats[t] and
+  // advances its step counter (dropout masks).
+  void train_step(const float* src, const int32_t* labels, LossStats* const* stats);
+
+ private:
+  // Trials [first, first + count) of a group with one layer (a batched Linear, or one trial's).
+  struct Run {
+    int first = 0, count = 1;  // within the group
+    std::unique_ptr<Layer> layer;
+  };
+  struct Group {
+    int first = 0, count = 0;                         // trials [first, first + count)
+    std::vector<std::vector<Run>> nodes;              // per node; empty where the node is a view
+    std::vector<float*> outputs, d_outputs;           // per node: [count, batch, out_size]
+    std::vector<std::unique_ptr<LossKernel>> losses;  // per trial
+  };
+  void group_step(Group& g, const float* src, const int32_t* labels, LossStats* const* stats);
+
+  std::vector<const Model*> trials_;
+  int64_t batch_;
+  std::vector<Group> groups_;
+  std::vector<DeviceBuffer> memory_;
+};
+
+}  // namespace xo

@@ -1,0 +1,205 @@
+// train_fused: one TrainPlan per trial for everything a trial does alone (its data order, loss
+// sums, optimizer, schedule, early stopping, test evaluation and the epoch bookkeeping, as
+// train_model keeps them), and one TrialNetwork for what the trials do together: the step's
+// forward, loss and backward.
+#include "train/trials.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <memory>
+#include <optional>
+
+#include "core/error.h"
+#include "core/interrupt.h"
+#include "model/trials.h"
+#include "train/epoch.h"
+#include "train/epoch_rules.h"
+#include "train/plan.h"
+#include "train/state.h"
+
+namespace xo {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// How a trial left the group.
+enum class End { Running, Completed, Paused, Diverged, EarlyStopping, Interrupted };
+
+struct Trial {
+  Trial(FusedTrial& t, const DataSplit& split, const ExecutionOptions& exec, const TrainPlan* data)
+      : spec(t),
+        plan(*t.model, split, t.train, exec, {.data_of = data, .networks = false}),
+        state(start_state(plan, t.train)),
+        rules(t.train, split.test.samples, split.validation.samples) {
+    rules.start(plan, state);
+    rules.apply_rate(plan, state);
+  }
+  FusedTrial& spec;
+  TrainPlan plan;
+  TrainState state;
+  EpochRules rules;
+  int64_t last_epoch = 0;
+  End end = End::Running;
+};
+
+// The trials still training, and their Networks for a full and a partial batch; planned again
+// whenever one leaves.
+struct Group {
+  std::vector<Trial*> active;
+  std::optional<TrialNetwork> full, partial;
+  DeviceBuffer x, y;  // the active trials' batches, trial after trial
+  std::vector<LossStats*> stats;
+
+  void plan(std::vector<std::unique_ptr<Trial>>& trials, int groups) {
+    active.clear();
+    for (auto& t : trials)
+      if (t->end == End::Running) active.push_back(t.get());
+    full.reset();
+    partial.reset();
+    if (active.empty()) return;
+    const TrainPlan& p = active[0]->plan;
+    std::vector<const Model*> models;
+    for (Trial* t : active) models.push_back(&t->plan.model);
+    full.emplace(models, p.batch, groups);
+    if (const int64_t tail = p.samples % p.batch) partial.emplace(models, tail, groups);
+    const auto n = static_cast<size_t>(p.batch) * active.size();
+    x = p.backend.allocate(sizeof(float) * n * static_cast<size_t>(p.features));
+    y = p.backend.allocate(sizeof(int32_t) * n);
+    stats.assign(active.size(), nullptr);
+  }
+};
+
+// One step of every active trial: each gathers its batch from its own order, the group trains,
+// each steps its own optimizer. The step's marks go to every trial's clock.
+void fused_step(Group& g, int64_t s) {
+  const TrainPlan& first = g.active[0]->plan;
+  Backend& be = first.backend;
+  const int64_t f = first.features;
+  const bool full = s < first.full_steps;
+  const int64_t rows = full ? first.batch : first.samples % first.batch;
+  auto stamp = [&](StepMarks::Mark m) {
+    for (Trial* t : g.active) StepMarks(t->plan.clock.get(), s).stamp(m);
+  };
+  stamp(StepMarks::Start);
+  for (size_t j = 0; j < g.active.size(); ++j) {
+    TrainPlan& p = g.active[j]->plan;
+    be.next_batch(p.x.as<float>(), p.y.as<int32_t>(), p.order.as<int32_t>(),
+                  p.position.as<int64_t>(), rows, f, g.x.as<float>() + j * rows * f,
+                  g.y.as<int32_t>() + j * rows);
+    g.stats[j] = p.stats_for(s);
+  }
+  stamp(StepMarks::BatchSelected);
+  (full ? *g.full : *g.partial).train_step(g.x.as<float>(), g.y.as<int32_t>(), g.stats.data());
+  stamp(StepMarks::GradientsReady);
+  stamp(StepMarks::Reduced);
+  for (Trial* t : g.active) t->plan.optimizer->step(t->plan.model.params(), t->plan.model.grads());
+  stamp(StepMarks::End);
+}
+
+}  // namespace
+
+std::string fusion_refusal(const std::vector<FusedTrial>& trials, const DataSplit& split) {
+  if (trials.empty()) return "no trials to fuse";
+  const Model& first = *trials[0].model;
+  if (first.backend().info().kind != DeviceKind::Cpu) {
+    return fmt::format("fused trials have no kernels on {} in this version (only on the CPU)",
+                       first.backend().info().id);
+  }
+  const int64_t samples = split.train.samples;
+  const int64_t batch = std::min(trials[0].train.batch, samples);
+  for (size_t i = 1; i < trials.size(); ++i) {
+    const Model& m = *trials[i].model;
+    if (&m.backend() != &first.backend()) {
+      return fmt::format("trial {} is on another device than trial 1", i + 1);
+    }
+    if (std::string why = trials_differ(first, m); !why.empty()) {
+      return fmt::format("trial {} has another architecture than trial 1: {}", i + 1, why);
+    }
+    if (const int64_t b = std::min(trials[i].train.batch, samples); b != batch) {
+      return fmt::format("trial {} trains on batches of {}, trial 1 on batches of {}", i + 1, b,
+                         batch);
+    }
+  }
+  return {};
+}
+
+std::vector<TrainResult> train_fused(std::vector<FusedTrial>& trials, const DataSplit& split,
+                                     const FusedOptions& options) {
+  if (std::string why = fusion_refusal(trials, split); !why.empty()) {
+    throw UserError("these trials cannot train as one: " + why);
+  }
+  for (const FusedTrial& t : trials) check_training(*t.model, split, t.train);
+  const auto setup_start = Clock::now();
+  std::vector<Model*> models;
+  for (FusedTrial& t : trials) models.push_back(t.model);
+  const DeviceBuffer packed = pack_trials(models);
+  std::vector<std::unique_ptr<Trial>> group_trials;
+  for (FusedTrial& t : trials) {
+    const TrainPlan* data = group_trials.empty() ? nullptr : &group_trials[0]->plan;
+    group_trials.push_back(std::make_unique<Trial>(t, split, ExecutionOptions{}, data));
+    Trial& trial = *group_trials.back();
+    trial.last_epoch = options.pause_after_epochs > 0
+                           ? std::min(options.pause_after_epochs, t.train.epochs)
+                           : t.train.epochs;
+  }
+  Group group;
+  group.plan(group_trials, options.groups);
+  trials[0].model->backend().synchronize();
+  const double setup_seconds =
+      std::chrono::duration<double, std::milli>(Clock::now() - setup_start).count() / 1e3;
+
+  // Every active trial is at the same epoch and step: they started together and leave only.
+  while (!group.active.empty()) {
+    for (Trial* t : group.active) {
+      if (!t->state.in_epoch) begin_epoch(t->plan, t->state, t->spec.train.shuffle);
+    }
+    const int64_t steps = group.active[0]->plan.steps_per_epoch;
+    bool left = false;
+    while (group.active[0]->state.step < steps) {
+      if (stop_requested()) {
+        for (Trial* t : group.active) t->end = End::Interrupted;
+        break;
+      }
+      fused_step(group, group.active[0]->state.step);
+      for (Trial* t : group.active) {
+        ++t->state.step;
+        ++t->state.steps_taken;
+        if (options.stop_on_nan && !loss_finite(t->plan, t->state)) {
+          t->end = End::Diverged;
+          left = true;
+        }
+      }
+      if (left) {
+        for (Trial* t : group.active) read_step_times(t->plan, t->state);
+        group.plan(group_trials, options.groups);
+        left = false;
+        if (group.active.empty()) break;
+      }
+    }
+    for (Trial* t : group.active) {
+      read_step_times(t->plan, t->state);
+      if (t->end != End::Running) continue;
+      const EpochRecord record = finish_epoch(t->plan, t->state);
+      if (t->rules.after_epoch(t->plan, t->state, record)) t->end = End::EarlyStopping;
+      if (t->spec.on_epoch) t->spec.on_epoch(record, t->spec.train.epochs);
+      if (t->end == End::Running && t->state.epoch >= t->last_epoch) {
+        t->end = t->state.epoch < t->spec.train.epochs ? End::Paused : End::Completed;
+      }
+      if (stop_requested()) t->end = End::Interrupted;
+    }
+    group.plan(group_trials, options.groups);
+  }
+
+  std::vector<TrainResult> results;
+  for (auto& t : group_trials) {
+    TrainResult r = make_result(t->plan, t->state, setup_seconds, t->end == End::Interrupted);
+    t->rules.finish(t->plan, t->state, t->end == End::Completed || t->end == End::EarlyStopping, r);
+    note_loss_checks(t->state, t->end == End::Diverged, r);
+    r.paused = t->end == End::Paused;
+    results.push_back(std::move(r));
+  }
+  return results;
+}
+
+}  // namespace xo

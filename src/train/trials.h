@@ -1,0 +1,42 @@
+// Fused trials (model/trials.h): the trials of a search that share an architecture, data and batch
+// size trained in lockstep as one model, each with its own initial weights, optimizer and
+// settings, learning-rate schedule, early stopping, shuffling and dropout, and each ending with the
+// result it gets alone (to f32 rounding: docs/benchmarks.md has the measured bound). A trial whose
+// loss stops being finite, that stops early or ends its epochs leaves the group alone; the others
+// go on.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "data/dataset.h"
+#include "model/model.h"
+#include "train/trainer.h"
+
+namespace xo {
+
+struct FusedTrial {
+  Model* model = nullptr;  // initialised as its spec says
+  TrainSpec train;         // its training settings (batch, epochs, optimizer, schedule, ...)
+  EpochCallback on_epoch;  // after each of its epochs (may be empty)
+};
+
+struct FusedOptions {
+  int groups = 0;           // trials run concurrently in this many groups (0: one per worker)
+  bool stop_on_nan = true;  // a trial whose loss is not finite stops (the others go on)
+  // Stop each trial after this many epochs of its train.epochs (0: none): a rung of successive
+  // halving.
+  int64_t pause_after_epochs = 0;
+};
+
+// Why `trials` cannot train as one group (empty: they can): another architecture, batch size or
+// loss, or a device without fused kernels. Names the first trial that differs by its index.
+std::string fusion_refusal(const std::vector<FusedTrial>& trials, const DataSplit& split);
+
+// Trains the trials on `split` (the same data for all) as one fused group; results in their order,
+// each as train_model gives it, with `shards` 1 and the group's step times (a step trains every
+// trial). Throws UserError where fusion_refusal says why not.
+std::vector<TrainResult> train_fused(std::vector<FusedTrial>& trials, const DataSplit& split,
+                                     const FusedOptions& options = {});
+
+}  // namespace xo

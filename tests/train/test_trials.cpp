@@ -1,0 +1,371 @@
+// Fused trials (train/trials.h): each trial of a fused group ends with the result it gets alone
+// (the same per-epoch losses, errors, test figures and rates, and the same final weights, to f32
+// rounding) for an MLP, a CNN with BatchNorm and dropout and an LSTM, under SGD with momentum, Adam
+// and schedules, with every setting that may differ between trials differing; a diverging trial
+// stops alone; what cannot be fused is refused, saying why.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "data/source.h"
+#include "model/model.h"
+#include "model/trials.h"
+#include "support/expect_error.h"
+#include "support/random_data.h"
+#include "train/trainer.h"
+#include "train/trials.h"
+
+namespace xo {
+namespace {
+
+using testing::expect_user_error;
+using testing::random_data;
+
+struct Case {
+  const char* name;
+  const char* spec;
+  DataSplit (*data)() = nullptr;
+  // The largest difference measured between a fused trial and the same trial alone, relative to
+  // the figure (losses, test figures) or to the largest weight of its tensor; 0: bit-identical.
+  double tolerance = 0;
+};
+void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
+
+DataSplit disc_split() {
+  ModelSpec spec = *builtin_spec("disc-4");
+  return load_data(spec.data, data_request(spec, 2));
+}
+DataSplit image_split() { return {random_data(100, 64, 3, 1), random_data(30, 64, 3, 2)}; }
+DataSplit token_split() { return {random_data(80, 6, 2, 3, 50), random_data(20, 6, 2, 4, 50)}; }
+DataSplit noise_split() { return {random_data(100, 8, 3, 5), random_data(40, 8, 3, 6)}; }
+
+const Case kCases[] = {
+    {"mlp-sgd-momentum-step-schedule", R"([model]
+input = [2]
+layers = [ { type = "linear", out = 8 }, { type = "tanh" }, { type = "linear", out = 16 },
+           { type = "relu" }, { type = "linear", out = 2 } ]
+loss = "cross_entropy"
+[train]
+optimizer = { type = "sgd", lr = 0.1, momentum = 0.9, weight_decay = 1e-4 }
+batch = 96
+epochs = 4
+shuffle = true
+seed = 5
+[train.schedule]
+type = "step"
+step_size = 2
+gamma = 0.5
+)",
+     disc_split, 1e-5},
+    {"mlp-dropout-adam-cosine", R"([model]
+input = [8]
+layers = [ { type = "linear", out = 32 }, { type = "relu" }, { type = "dropout", p = 0.2 },
+           { type = "linear", out = 16 }, { type = "sigmoid" }, { type = "linear", out = 3 } ]
+loss = "cross_entropy"
+[train]
+optimizer = { type = "adam", lr = 0.01 }
+batch = 24
+epochs = 4
+shuffle = true
+seed = 3
+[train.schedule]
+type = "cosine"
+)",
+     noise_split, 1e-5},
+    {"cnn-batchnorm-dropout-sgd", R"([model]
+input = [1, 8, 8]
+layers = [ { type = "conv2d", out = 4, kernel = 3 }, { type = "batchnorm2d" }, { type = "relu" },
+           { type = "maxpool2d", kernel = 2 }, { type = "dropout", p = 0.25 },
+           { type = "flatten" }, { type = "linear", out = 3 } ]
+loss = "cross_entropy"
+[train]
+optimizer = { type = "sgd", lr = 0.05, momentum = 0.8 }
+batch = 16
+epochs = 3
+shuffle = true
+seed = 7
+)",
+     image_split, 1e-5},
+    {"lstm-adam", R"([model]
+input = [6]
+layers = [ { type = "embedding", vocab = 50, out = 8 }, { type = "lstm", out = 8 },
+           { type = "linear", out = 1 } ]
+loss = "bce"
+[train]
+optimizer = { type = "adam", lr = 0.01 }
+batch = 16
+epochs = 2
+shuffle = true
+seed = 9
+)",
+     token_split, 1e-5},
+    {"mlp-plateau-early-stopping", R"([model]
+input = [8]
+layers = [ { type = "linear", out = 16 }, { type = "relu" }, { type = "linear", out = 3 } ]
+loss = "cross_entropy"
+[train]
+optimizer = { type = "sgd", lr = 0.5, momentum = 0.9 }
+batch = 24
+epochs = 12
+shuffle = true
+seed = 11
+[train.schedule]
+type = "plateau"
+monitor = "loss"
+factor = 0.5
+patience = 0
+threshold = 0.05
+cooldown = 1
+[train.early_stopping]
+monitor = "test_loss"
+patience = 3
+restore_best = true
+)",
+     noise_split, 1e-5},
+};
+
+// Trial t of a search around `base`: everything a trial may change, changed (the learning rate,
+// the optimizer's other settings, the seed of the initial weights, shuffling and dropout, the
+// dropout rates, the epochs).
+ModelSpec trial_spec(const ModelSpec& base, int t) {
+  ModelSpec s = base;
+  OptimizerSettings& o = s.train.optimizer;
+  o.lr *= 1.0 + 0.5 * t;
+  if (o.type == OptimizerType::SGD) o.momentum = std::max(0.0, o.momentum - 0.1 * t);
+  if (o.type == OptimizerType::Adam) {
+    o.beta1 = 0.9 - 0.05 * t;
+    o.eps = 1e-8 * (t + 1);
+  }
+  o.weight_decay += 1e-4 * t;
+  s.train.seed += static_cast<uint64_t>(t);
+  for (LayerSpec& l : s.layers) {
+    if (l.type == LayerType::Dropout) l.p = 0.1 + 0.1 * t;
+  }
+  if (t == 3) s.train.epochs -= 1;  // a trial that ends before the others
+  return s;
+}
+
+struct Alone {
+  TrainResult result;
+  std::vector<NamedTensor> weights;
+};
+
+Alone train_alone(const ModelSpec& spec, const DataSplit& data) {
+  auto be = make_backend(parse_device("cpu", 1));
+  Model model(spec, *be);
+  model.init(spec.train.seed);
+  ExecutionOptions exec;
+  exec.shards = 1;
+  Alone a{train_model(model, data, spec.train, {}, exec), {}};
+  a.weights = model.export_params();
+  return a;
+}
+
+// |a - b| relative to max(|a|, |b|, floor): 0 where both are NaN.
+double relative(double a, double b, double floor = 1e-3) {
+  if (std::isnan(a) && std::isnan(b)) return 0;
+  return std::abs(a - b) / std::max({std::abs(a), std::abs(b), floor});
+}
+
+// The largest relative difference between two runs' figures and weights.
+double difference(const TrainResult& fused, const Alone& alone, const std::vector<NamedTensor>& w,
+                  const std::string& where) {
+  const TrainResult& r = alone.result;
+  EXPECT_EQ(fused.epochs.size(), r.epochs.size()) << where;
+  EXPECT_EQ(fused.steps_taken, r.steps_taken) << where;
+  EXPECT_EQ(fused.stopped_early, r.stopped_early) << where;
+  EXPECT_EQ(fused.best_epoch, r.best_epoch) << where;
+  EXPECT_EQ(fused.restored_best, r.restored_best) << where;
+  double worst = 0;
+  for (size_t e = 0; e < std::min(fused.epochs.size(), r.epochs.size()); ++e) {
+    const EpochRecord &x = fused.epochs[e], &y = r.epochs[e];
+    EXPECT_EQ(x.lr, y.lr) << where << ", epoch " << e + 1;
+    worst = std::max({worst, relative(x.loss, y.loss), relative(x.test_loss, y.test_loss),
+                      relative(x.train_error, y.train_error, 1.0),
+                      relative(x.test_accuracy, y.test_accuracy, 1.0)});
+  }
+  EXPECT_EQ(w.size(), alone.weights.size()) << where;
+  for (size_t i = 0; i < std::min(w.size(), alone.weights.size()); ++i) {
+    const auto& a = w[i].data;
+    const auto& b = alone.weights[i].data;
+    EXPECT_EQ(a.size(), b.size()) << where << ", " << w[i].name;
+    float scale = 1e-3f;
+    for (float v : b) scale = std::max(scale, std::abs(v));
+    for (size_t k = 0; k < std::min(a.size(), b.size()); ++k) {
+      worst = std::max(worst, static_cast<double>(std::abs(a[k] - b[k]) / scale));
+    }
+  }
+  return worst;
+}
+
+class Fused : public ::testing::TestWithParam<Case> {};
+
+TEST_P(Fused, EachTrialEndsAsItDoesAlone) {
+  const Case& c = GetParam();
+  const ModelSpec base = parse_spec(c.spec, std::string(c.name) + ".toml");
+  const DataSplit data = c.data();
+  constexpr int kTrials = 4;
+  auto be = make_backend(parse_device("cpu", 2));
+  std::vector<ModelSpec> specs;
+  std::vector<std::unique_ptr<Model>> models;
+  std::vector<FusedTrial> trials;
+  std::vector<int> epochs_seen(kTrials, 0);
+  for (int t = 0; t < kTrials; ++t) {
+    specs.push_back(trial_spec(base, t));
+    models.push_back(std::make_unique<Model>(specs.back(), *be));
+    models.back()->init(specs.back().train.seed);
+    trials.push_back({models.back().get(), specs.back().train,
+                      [&epochs_seen, t](const EpochRecord&, int64_t) { ++epochs_seen[t]; }});
+  }
+  const std::vector<TrainResult> fused = train_fused(trials, data);
+  ASSERT_EQ(fused.size(), static_cast<size_t>(kTrials));
+  double worst = 0;
+  for (int t = 0; t < kTrials; ++t) {
+    const std::string where = fmt::format("{}, trial {}", c.name, t + 1);
+    const Alone alone = train_alone(specs[static_cast<size_t>(t)], data);
+    worst = std::max(worst, difference(fused[static_cast<size_t>(t)], alone,
+                                       models[static_cast<size_t>(t)]->export_params(), where));
+    EXPECT_EQ(epochs_seen[static_cast<size_t>(t)], static_cast<int>(alone.result.epochs.size()))
+        << where;
+    EXPECT_EQ(fused[static_cast<size_t>(t)].shards, 1) << where;
+  }
+  std::printf("%s: the largest difference from the trials alone: %.3g\n", c.name, worst);
+  EXPECT_LE(worst, c.tolerance) << c.name;
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, Fused, ::testing::ValuesIn(kCases), [](const auto& param_info) {
+  std::string n = param_info.param.name;
+  std::replace(n.begin(), n.end(), '-', '_');
+  return n;
+});
+
+// A trial whose learning rate makes its loss overflow stops alone, with the result it gets alone
+// (stopped at the same step); the others train to the end as they do alone.
+TEST(FusedTrials, ADivergingTrialStopsAloneAndTheOthersGoOn) {
+  ModelSpec base = parse_spec(kCases[0].spec, "mlp.toml");
+  const DataSplit data = disc_split();
+  auto be = make_backend(parse_device("cpu", 2));
+  std::vector<ModelSpec> specs;
+  std::vector<std::unique_ptr<Model>> models;
+  std::vector<FusedTrial> trials;
+  for (int t = 0; t < 3; ++t) {
+    ModelSpec s = base;
+    s.train.schedule.reset();
+    s.train.optimizer.lr = t == 1 ? 1e30 : 0.1;
+    s.train.seed += static_cast<uint64_t>(t);
+    specs.push_back(s);
+    models.push_back(std::make_unique<Model>(s, *be));
+    models.back()->init(s.train.seed);
+    trials.push_back({models.back().get(), s.train, {}});
+  }
+  const std::vector<TrainResult> fused = train_fused(trials, data);
+  for (int t = 0; t < 3; ++t) {
+    const Alone alone = train_alone(specs[static_cast<size_t>(t)], data);
+    EXPECT_EQ(fused[static_cast<size_t>(t)].stopped_diverged, t == 1);
+    EXPECT_EQ(alone.result.stopped_diverged, t == 1);
+    EXPECT_EQ(fused[static_cast<size_t>(t)].diverged_step, alone.result.diverged_step);
+    EXPECT_EQ(fused[static_cast<size_t>(t)].diverged_epoch, alone.result.diverged_epoch);
+    EXPECT_LE(
+        difference(fused[static_cast<size_t>(t)], alone,
+                   models[static_cast<size_t>(t)]->export_params(), fmt::format("trial {}", t + 1)),
+        1e-5);
+  }
+}
+
+// A rung of successive halving: paused after an epoch of its four, each trial says so.
+TEST(FusedTrials, ARungPausesEveryTrialAfterItsEpochs) {
+  const ModelSpec base = parse_spec(kCases[0].spec, "mlp.toml");
+  const DataSplit data = disc_split();
+  auto be = make_backend(parse_device("cpu", 2));
+  std::vector<std::unique_ptr<Model>> models;
+  std::vector<FusedTrial> trials;
+  for (int t = 0; t < 2; ++t) {
+    models.push_back(std::make_unique<Model>(base, *be));
+    models.back()->init(base.train.seed);
+    trials.push_back({models.back().get(), base.train, {}});
+  }
+  const auto fused = train_fused(trials, data, {.pause_after_epochs = 1});
+  for (const TrainResult& r : fused) {
+    EXPECT_TRUE(r.paused);
+    EXPECT_EQ(r.epochs.size(), 1u);
+  }
+  // The same trial twice: the same figures, bit for bit.
+  EXPECT_EQ(models[0]->parameter_hash(), models[1]->parameter_hash());
+  EXPECT_EQ(fused[0].epochs[0].loss, fused[1].epochs[0].loss);
+}
+
+TEST(FusedTrials, WhatCannotBeFusedIsRefusedSayingWhy) {
+  const ModelSpec base = parse_spec(kCases[0].spec, "mlp.toml");
+  const DataSplit data = disc_split();
+  auto be = make_backend(parse_device("cpu", 1));
+  ModelSpec wider = base;
+  wider.layers[2].out = 32;
+  ModelSpec other_batch = base;
+  other_batch.train.batch = 50;
+  Model a(base, *be), b(wider, *be), c(other_batch, *be);
+  std::vector<FusedTrial> shapes{{&a, base.train, {}}, {&b, wider.train, {}}};
+  expect_user_error([&] { train_fused(shapes, data); },
+                    {"cannot train as one", "trial 2 has another architecture", "layer 3"});
+  std::vector<FusedTrial> batches{{&a, base.train, {}}, {&c, other_batch.train, {}}};
+  expect_user_error([&] { train_fused(batches, data); },
+                    {"trial 2 trains on batches of 50", "trial 1 on batches of 96"});
+}
+
+// The batched Linear against one kernel per trial, at a stride, with every activation: forward
+// and backward equal to f32 rounding.
+TEST(FusedTrials, TheBatchedLinearEqualsOneKernelPerTrial) {
+  auto be = make_backend(parse_device("cpu", 1));
+  constexpr int64_t kTrials = 3, kBatch = 5, kIn = 7, kOut = 6, kStride = 64;
+  for (Activation act :
+       {Activation::None, Activation::ReLU, Activation::Tanh, Activation::Sigmoid}) {
+    Rng rng(static_cast<uint64_t>(act) + 1);
+    auto fill = [&](int64_t n) {
+      std::vector<float> v(static_cast<size_t>(n));
+      for (float& x : v) x = static_cast<float>(rng.uniform(-1, 1));
+      return v;
+    };
+    std::vector<float> params = fill(kTrials * kStride), src = fill(kTrials * kBatch * kIn),
+                       d_dst = fill(kTrials * kBatch * kOut);
+    auto batched = be->linear({kBatch, kIn, kOut, true, act, true, false, kTrials, kStride});
+    auto one = be->linear({kBatch, kIn, kOut, true, act, true, false});
+    std::vector<float> dst(static_cast<size_t>(kTrials * kBatch * kOut)), dst1(dst.size());
+    std::vector<float> grads(params.size()), grads1(params.size());
+    std::vector<float> d_src(src.size()), d_src1(src.size());
+    std::vector<float> g = d_dst, g1 = d_dst;
+    batched->forward(src.data(), params.data(), params.data() + kOut * kIn, dst.data());
+    batched->backward(src.data(), params.data(), dst.data(), g.data(), grads.data(),
+                      grads.data() + kOut * kIn, d_src.data());
+    for (int64_t t = 0; t < kTrials; ++t) {
+      const float* w = params.data() + t * kStride;
+      float* y = dst1.data() + t * kBatch * kOut;
+      one->forward(src.data() + t * kBatch * kIn, w, w + kOut * kIn, y);
+      one->backward(src.data() + t * kBatch * kIn, w, y, g1.data() + t * kBatch * kOut,
+                    grads1.data() + t * kStride, grads1.data() + t * kStride + kOut * kIn,
+                    d_src1.data() + t * kBatch * kIn);
+    }
+    // oneDNN's batched products add in another order than one product's: the last bit differs.
+    auto expect_near = [&](const std::vector<float>& a, const std::vector<float>& b,
+                           const char* what) {
+      ASSERT_EQ(a.size(), b.size());
+      for (size_t i = 0; i < a.size(); ++i) {
+        EXPECT_NEAR(a[i], b[i], 1e-6f * std::max(1.0f, std::abs(b[i])))
+            << activation_name(act) << ", " << what << "[" << i << "]";
+      }
+    };
+    expect_near(dst, dst1, "dst");
+    expect_near(grads, grads1, "d_weights and d_bias");
+    expect_near(d_src, d_src1, "d_src");
+    // Each trial's weights alone: the padding between them is never written.
+    for (int64_t t = 0; t < kTrials; ++t) {
+      for (int64_t i = kOut * kIn + kOut; i < kStride; ++i) EXPECT_EQ(grads[t * kStride + i], 0.0f);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace xo
