@@ -9,6 +9,7 @@
 #include <cmath>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "backend/backend.h"
@@ -320,10 +321,15 @@ TEST(FusedTrials, WhatCannotBeFusedIsRefusedSayingWhy) {
 // and backward equal to f32 rounding.
 TEST(FusedTrials, TheBatchedLinearEqualsOneKernelPerTrial) {
   auto be = make_backend(parse_device("cpu", 1));
-  constexpr int64_t kTrials = 3, kBatch = 5, kIn = 7, kOut = 6, kStride = 64;
-  for (Activation act :
-       {Activation::None, Activation::ReLU, Activation::Tanh, Activation::Sigmoid}) {
-    Rng rng(static_cast<uint64_t>(act) + 1);
+  constexpr int64_t kTrials = 3, kBatch = 5;
+  // oneDNN's batched product (7 x 6), and the loops of small powers of two (8 x 16, 64 x 2).
+  for (const auto& [kIn, kOut, act] : {std::tuple{int64_t{7}, int64_t{6}, Activation::None},
+                                       std::tuple{int64_t{7}, int64_t{6}, Activation::ReLU},
+                                       std::tuple{int64_t{8}, int64_t{16}, Activation::Tanh},
+                                       std::tuple{int64_t{64}, int64_t{2}, Activation::Sigmoid},
+                                       std::tuple{int64_t{2}, int64_t{4}, Activation::ReLU}}) {
+    const int64_t kStride = (kIn * kOut + kOut + 15) / 16 * 16 + 16;
+    Rng rng(static_cast<uint64_t>(kIn * 100 + kOut));
     auto fill = [&](int64_t n) {
       std::vector<float> v(static_cast<size_t>(n));
       for (float& x : v) x = static_cast<float>(rng.uniform(-1, 1));

@@ -1,0 +1,133 @@
+// The fused training loop against one trial's loop (train/trials.h): for each built-in model and
+// each K, K trials (learning rates and seeds apart) trained as one fused group, in this process,
+// against one trial trained alone by train_model as `crossover train` runs it. Reported: the
+// trials x steps per second of each (the median step time of an epoch's full batches, the first
+// step left out), and their ratio. No process start, no data loading: the loop alone.
+//   build/bench/crossover_fused_trials [--models disc-2,disc-4] [--k 1,4,16,64] [--epochs 3]
+//                                      [--threads 2] [--json FILE]
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "core/file.h"
+#include "data/source.h"
+#include "measure/peaks.h"
+#include "model/model.h"
+#include "train/trainer.h"
+#include "train/trials.h"
+
+namespace {
+
+std::vector<std::string> split(const std::string& text) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t comma = text.find(',', start);
+    parts.push_back(
+        text.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return parts;
+}
+
+xo::ModelSpec trial(const xo::ModelSpec& base, int t, int64_t epochs) {
+  xo::ModelSpec s = base;
+  s.train.epochs = epochs;
+  s.train.optimizer.lr *= 1.0 + 0.01 * t;
+  s.train.seed += static_cast<uint64_t>(t);
+  return s;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> models = {"disc-2", "disc-3", "disc-4",    "disc-5",   "disc-6",
+                                     "disc-7", "disc-8", "mnist-mlp", "mnist-cnn"};
+  std::vector<int> ks = {1, 4, 16, 64};
+  int64_t epochs = 3;
+  int threads = 0;
+  std::string json_path;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string flag = argv[i], value = argv[i + 1];
+    if (flag == "--models") {
+      models = split(value);
+    } else if (flag == "--k") {
+      ks.clear();
+      for (const std::string& k : split(value)) ks.push_back(std::stoi(k));
+    } else if (flag == "--epochs") {
+      epochs = std::stoll(value);
+    } else if (flag == "--threads") {
+      threads = std::stoi(value);
+    } else if (flag == "--json") {
+      json_path = value;
+    } else {
+      std::fprintf(stderr, "unknown flag %s\n", flag.c_str());
+      return 2;
+    }
+  }
+  auto be = xo::make_backend(xo::parse_device("cpu", threads));
+  // The peak probed now, in this run: it moves from day to day on this VM.
+  const xo::DevicePeaks peaks = xo::device_peaks(*be, true, xo::default_peaks_cache());
+  fmt::print("{} ({} threads), f32 matmul peak {:.0f} GFLOP/s\n", be->info().name,
+             be->info().threads, peaks.matmul_gflops);
+  fmt::print("{:<10} {:>4} {:>12} {:>16} {:>16} {:>8}\n", "model", "K", "step ms", "trial-steps/s",
+             "alone steps/s", "ratio");
+  nlohmann::json rows = nlohmann::json::array();
+  for (const std::string& name : models) {
+    const xo::ModelSpec base = *xo::builtin_spec(name);
+    const xo::Model probe(base, *be);
+    const xo::DataSplit data = xo::load_data(base.data, xo::data_request(base, probe.classes()));
+    // One trial alone, as `crossover train` runs it (the backend's own shards and threads).
+    const xo::ModelSpec one = trial(base, 0, epochs);
+    xo::Model alone_model(one, *be);
+    alone_model.init(one.train.seed);
+    const xo::TrainResult alone = xo::train_model(alone_model, data, one.train);
+    const double alone_rate = 1e3 / alone.step_ms.median;
+    for (const int k : ks) {
+      std::vector<xo::ModelSpec> specs;
+      std::vector<std::unique_ptr<xo::Model>> trial_models;
+      std::vector<xo::FusedTrial> trials;
+      for (int t = 0; t < k; ++t) specs.push_back(trial(base, t, epochs));
+      for (int t = 0; t < k; ++t) {
+        trial_models.push_back(std::make_unique<xo::Model>(specs[t], *be));
+        trial_models.back()->init(specs[t].train.seed);
+        trials.push_back({trial_models.back().get(), specs[t].train, {}});
+      }
+      const std::vector<xo::TrainResult> fused = xo::train_fused(trials, data);
+      const double step_ms = fused[0].step_ms.median;
+      const double rate = k * 1e3 / step_ms;
+      fmt::print("{:<10} {:>4} {:>12.4f} {:>16.0f} {:>16.0f} {:>7.2f}x\n", name, k, step_ms, rate,
+                 alone_rate, rate / alone_rate);
+      std::fflush(stdout);
+      rows.push_back({{"model", name},
+                      {"k", k},
+                      {"fused_step_ms", step_ms},
+                      {"fused_step_p10_ms", fused[0].step_ms.p10},
+                      {"fused_step_p90_ms", fused[0].step_ms.p90},
+                      {"trial_steps_per_second", rate},
+                      {"alone_step_ms", alone.step_ms.median},
+                      {"alone_shards", alone.shards},
+                      {"alone_steps_per_second", alone_rate},
+                      {"ratio", rate / alone_rate},
+                      {"trial_flops_per_step", fused[0].flops_per_step},
+                      {"fused_gflops", k * fused[0].flops_per_step / (step_ms * 1e-3) / 1e9}});
+    }
+  }
+  if (!json_path.empty()) {
+    nlohmann::json doc{{"machine", be->info().name},
+                       {"threads", be->info().threads},
+                       {"matmul_peak_gflops", peaks.matmul_gflops},
+                       {"epochs", epochs},
+                       {"rows", rows}};
+    xo::write_file_atomic(json_path, doc.dump(2) + "\n");
+  }
+  return 0;
+}
