@@ -13,6 +13,7 @@
 #include "core/error.h"
 #include "core/interrupt.h"
 #include "model/trials.h"
+#include "train/checkpoint.h"
 #include "train/epoch.h"
 #include "train/epoch_rules.h"
 #include "train/plan.h"
@@ -33,15 +34,41 @@ struct Trial {
         state(start_state(plan, t.train)),
         rules(t.train, split.test.samples, split.validation.samples) {
     rules.start(plan, state);
+  }
+  // Resumes from the trial's newest checkpoint where asked, and starts its checkpointer.
+  void set_up_checkpoints() {
+    const CheckpointOptions& o = spec.checkpoint;
+    if (!o.dir.empty()) {
+      const RunFingerprint fingerprint = run_fingerprint(plan, spec.train, false);
+      if (o.resume) {
+        if (auto at = restore_checkpoint(plan, state, o, fingerprint, spec.train.epochs)) {
+          resumed_at = *at;
+        }
+      }
+      if (o.every.enabled()) checkpoints.emplace(plan, o, fingerprint, state.steps_taken);
+    }
     rules.apply_rate(plan, state);
+  }
+  void save() {
+    if (!checkpoints) return;
+    read_step_times(plan, state);
+    checkpoints->save(plan, state);
   }
   FusedTrial& spec;
   TrainPlan plan;
   TrainState state;
   EpochRules rules;
+  std::optional<Checkpointer> checkpoints;
+  int64_t resumed_at = 0;
   int64_t last_epoch = 0;
   End end = End::Running;
 };
+
+// Where a trial stands: every trial of a group must stand at the same place.
+std::string place(const Trial& t) {
+  return fmt::format("epoch {}, step {}{}", t.state.epoch + 1, t.state.step,
+                     t.state.in_epoch ? "" : " (between epochs)");
+}
 
 // The trials still training, and their Networks for a full and a partial batch; planned again
 // whenever one leaves.
@@ -142,6 +169,21 @@ std::vector<TrainResult> train_fused(std::vector<FusedTrial>& trials, const Data
     trial.last_epoch = options.pause_after_epochs > 0
                            ? std::min(options.pause_after_epochs, t.train.epochs)
                            : t.train.epochs;
+    trial.set_up_checkpoints();
+    const Trial& first = *group_trials[0];
+    if (trial.state.epoch != first.state.epoch || trial.state.step != first.state.step ||
+        trial.state.in_epoch != first.state.in_epoch) {
+      throw UserError(fmt::format(
+          "these trials cannot train as one: trial {} ({}) resumes at {}, trial 1 ({}) at {} "
+          "(a group trains in lockstep: train them apart)",
+          group_trials.size(), t.model->spec().name, place(trial), first.spec.model->spec().name,
+          place(first)));
+    }
+    // A trial resumed where it ended (stopped early, or paused at this rung already).
+    if (trial.state.early_stopping.stop) trial.end = End::EarlyStopping;
+    if (trial.end == End::Running && trial.state.epoch >= trial.last_epoch) {
+      trial.end = trial.state.epoch < t.train.epochs ? End::Paused : End::Completed;
+    }
   }
   Group group;
   group.plan(group_trials, options.groups);
@@ -158,10 +200,14 @@ std::vector<TrainResult> train_fused(std::vector<FusedTrial>& trials, const Data
     bool left = false;
     while (group.active[0]->state.step < steps) {
       if (stop_requested()) {
-        for (Trial* t : group.active) t->end = End::Interrupted;
+        for (Trial* t : group.active) {
+          t->end = End::Interrupted;
+          t->save();  // every loss so far checked finite
+        }
         break;
       }
       fused_step(group, group.active[0]->state.step);
+      bool save = false;
       for (Trial* t : group.active) {
         ++t->state.step;
         ++t->state.steps_taken;
@@ -169,6 +215,12 @@ std::vector<TrainResult> train_fused(std::vector<FusedTrial>& trials, const Data
           t->end = End::Diverged;
           left = true;
         }
+        save = save || (t->checkpoints && t->checkpoints->due(t->state));
+      }
+      // Every trial's checkpoint at the same step, so that the group resumes in lockstep.
+      if (save) {
+        for (Trial* t : group.active)
+          if (t->end == End::Running) t->save();
       }
       if (left) {
         for (Trial* t : group.active) read_step_times(t->plan, t->state);
@@ -185,8 +237,12 @@ std::vector<TrainResult> train_fused(std::vector<FusedTrial>& trials, const Data
       if (t->spec.on_epoch) t->spec.on_epoch(record, t->spec.train.epochs);
       if (t->end == End::Running && t->state.epoch >= t->last_epoch) {
         t->end = t->state.epoch < t->spec.train.epochs ? End::Paused : End::Completed;
+        if (t->end == End::Paused) t->save();  // where the next rung goes on from
       }
-      if (stop_requested()) t->end = End::Interrupted;
+      if (t->end == End::Running && stop_requested()) {
+        t->end = End::Interrupted;
+        t->save();
+      }
     }
     group.plan(group_trials, options.groups);
   }
@@ -197,6 +253,12 @@ std::vector<TrainResult> train_fused(std::vector<FusedTrial>& trials, const Data
     t->rules.finish(t->plan, t->state, t->end == End::Completed || t->end == End::EarlyStopping, r);
     note_loss_checks(t->state, t->end == End::Diverged, r);
     r.paused = t->end == End::Paused;
+    r.resumed_at_step = t->resumed_at;
+    if (t->checkpoints) {
+      t->checkpoints->flush();
+      r.checkpoints_written = t->checkpoints->written();
+      r.checkpoint_wait_ms = t->checkpoints->wait_ms();
+    }
     results.push_back(std::move(r));
   }
   return results;

@@ -19,6 +19,10 @@ struct FusedTrial {
   Model* model = nullptr;  // initialised as its spec says
   TrainSpec train;         // its training settings (batch, epochs, optimizer, schedule, ...)
   EpochCallback on_epoch;  // after each of its epochs (may be empty)
+  // Its checkpoints (none unless checkpoint.dir is set), and resuming from them. The group saves
+  // every trial's at the same step (when the first trial's interval says), so that a resumed group
+  // starts in lockstep; trials resumed at different steps cannot train as one group.
+  CheckpointOptions checkpoint;
 };
 
 struct FusedOptions {

@@ -13,11 +13,13 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "core/interrupt.h"
 #include "data/source.h"
 #include "model/model.h"
 #include "model/trials.h"
 #include "support/expect_error.h"
 #include "support/random_data.h"
+#include "support/temp_dir.h"
 #include "train/trainer.h"
 #include "train/trials.h"
 
@@ -26,6 +28,7 @@ namespace {
 
 using testing::expect_user_error;
 using testing::random_data;
+using testing::TempDir;
 
 struct Case {
   const char* name;
@@ -298,6 +301,62 @@ TEST(FusedTrials, ARungPausesEveryTrialAfterItsEpochs) {
   // The same trial twice: the same figures, bit for bit.
   EXPECT_EQ(models[0]->parameter_hash(), models[1]->parameter_hash());
   EXPECT_EQ(fused[0].epochs[0].loss, fused[1].epochs[0].loss);
+}
+
+// A group paused at a rung, resumed, stopped between two epochs and resumed again ends
+// bit-identical to the group never stopped: each trial's checkpoints are taken at the same step as
+// the others'.
+TEST(FusedTrials, APausedAndStoppedGroupResumesBitIdentical) {
+  const ModelSpec base = parse_spec(kCases[1].spec, "mlp.toml");
+  const DataSplit data = noise_split();
+  constexpr int kTrials = 3;
+  TempDir dir("fused-resume");
+  // Trains the group; `stop_at`: a stop request after this epoch of trial 1 (0: none).
+  auto run = [&](bool checkpoints, bool resume, int64_t pause, int64_t stop_at,
+                 std::vector<std::string>& hashes) {
+    auto be = make_backend(parse_device("cpu", 2));
+    std::vector<std::unique_ptr<Model>> models;
+    std::vector<FusedTrial> trials;
+    for (int t = 0; t < kTrials; ++t) {
+      const ModelSpec s = trial_spec(base, t);
+      models.push_back(std::make_unique<Model>(s, *be));
+      models.back()->init(s.train.seed);
+      FusedTrial trial{models.back().get(), s.train, {}, {}};
+      if (t == 0 && stop_at > 0) {
+        trial.on_epoch = [stop_at](const EpochRecord& e, int64_t) {
+          if (e.epoch == stop_at) request_stop();
+        };
+      }
+      if (checkpoints) {
+        trial.checkpoint.dir = dir.path() / fmt::format("t{}", t);
+        trial.checkpoint.every = {3, 0};
+        trial.checkpoint.resume = resume;
+      }
+      trials.push_back(std::move(trial));
+    }
+    const auto results = train_fused(trials, data, {.pause_after_epochs = pause});
+    clear_stop_request();
+    hashes.clear();
+    for (const auto& m : models) hashes.push_back(m->parameter_hash());
+    return results;
+  };
+  std::vector<std::string> whole, resumed;
+  run(false, false, 0, 0, whole);
+  const auto paused = run(true, false, 1, 0, resumed);
+  for (const TrainResult& r : paused) EXPECT_TRUE(r.paused);
+  const auto stopped = run(true, true, 0, 2, resumed);
+  for (const TrainResult& r : stopped) {
+    EXPECT_TRUE(r.interrupted);
+    EXPECT_GT(r.resumed_at_step, 0);
+  }
+  const auto ended = run(true, true, 0, 0, resumed);
+  for (const TrainResult& r : ended) {
+    EXPECT_FALSE(r.interrupted);
+    EXPECT_FALSE(r.paused);
+  }
+  EXPECT_EQ(whole, resumed);
+  EXPECT_EQ(ended[0].epochs.size(), static_cast<size_t>(base.train.epochs));
+  EXPECT_EQ(ended[3 - 1].epochs.size(), static_cast<size_t>(base.train.epochs));
 }
 
 TEST(FusedTrials, WhatCannotBeFusedIsRefusedSayingWhy) {
