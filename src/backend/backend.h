@@ -83,6 +83,8 @@ struct LinearShape {
   // Fused trials (model/trials.h): the same layer of `trials` models at once. src is
   // [trials, batch, in] and dst [trials, batch, out], each trial's rows after the last's; trial t's
   // weights and bias (and their gradients) are those of trial 0 plus t * trial_stride floats.
+  // trial_stride 0: one model's layer, not a fused trial's (whose arithmetic is the same however
+  // many trials it runs with, so that a trial ends alike in any group).
   int64_t trials = 1;
   int64_t trial_stride = 0;
 };

@@ -133,10 +133,11 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("crossover ") + CROSSOVER_VERSION);
   const std::vector<xo::cli::Command> commands = {
-      xo::cli::add_run(app),     xo::cli::add_train(app),    xo::cli::add_models(app),
-      xo::cli::add_devices(app), xo::cli::add_sweep(app),    xo::cli::add_advise(app),
-      xo::cli::add_cost(app),    xo::cli::add_replay(app),   xo::cli::add_import(app),
-      xo::cli::add_tune(app),    xo::cli::add_validate(app), xo::cli::add_allreduce(app)};
+      xo::cli::add_run(app),        xo::cli::add_train(app),    xo::cli::add_models(app),
+      xo::cli::add_devices(app),    xo::cli::add_sweep(app),    xo::cli::add_advise(app),
+      xo::cli::add_cost(app),       xo::cli::add_replay(app),   xo::cli::add_import(app),
+      xo::cli::add_tune(app),       xo::cli::add_validate(app), xo::cli::add_allreduce(app),
+      xo::cli::add_train_group(app)};
   xo::cli::record_command_line(argc, argv);
   try {
     app.parse(argc, argv);

@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <memory>
 
@@ -81,8 +82,9 @@ void TuneOutput::started(const TuneRecord& r) {
   if (o_.quiet) return;
   std::vector<std::string> where;
   for (const ParallelChoice& c : r.parallel) {
-    where.push_back(
-        fmt::format("{} at once on {}{}", c.k, c.device, c.measured ? " (measured fastest)" : ""));
+    where.push_back(c.fused > 0 ? fmt::format("fused up to {} per group on {}", c.fused, c.device)
+                                : fmt::format("{} at once on {}{}", c.k, c.device,
+                                              c.measured ? " (measured fastest)" : ""));
   }
   fmt::print("{}: {} trials ({}), {} by {}; {}\n", terminal_safe(r.model), r.trials.size(), r.mode,
              r.higher_is_better ? "best" : "lowest", r.objective, fmt::join(where, ", "));
@@ -162,6 +164,26 @@ void add_search_options(CLI::App* sub, SearchOptions& o) {
   sub->add_option("--parallel", o.parallel,
                   "Trials at once per device (default: measured, the fastest of 1, 2, 4, ...)")
       ->check(positive_number());
+  // off, auto, or a count of trials: checked here, so that the callback below only converts.
+  const CLI::Validator fuse_values(
+      [](std::string& v) -> std::string {
+        if (v == "off" || v == "auto") return {};
+        char* end = nullptr;
+        const long k = std::strtol(v.c_str(), &end, 10);
+        if (!v.empty() && *end == '\0' && k >= 1 && k <= 1024) return {};
+        return "expected off, auto or a number of trials per group (1 to 1024), not '" + v + "'";
+      },
+      "off|auto|K");
+  sub->add_option_function<std::string>(
+         "--fuse",
+         [&o](const std::string& v) {
+           o.fuse = v == "off" ? 0 : v == "auto" ? kFuseAuto : std::stoi(v);
+         },
+         "Train trials of one architecture, data and batch size as one fused group on the CPU "
+         "(each still ending as it does alone, to f32 rounding): at most K per group, auto (as "
+         "many as are ready, up to 64) or off (a process per trial)")
+      ->check(fuse_values)
+      ->default_str("auto");
   sub->add_option("--threads", o.threads,
                   "CPU threads per trial (default: the cores shared among the trials at once)")
       ->check(positive_number());

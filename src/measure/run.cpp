@@ -1,7 +1,12 @@
 #include "measure/run.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <cstdlib>
+#include <map>
+#include <memory>
 #include <string>
 
 #include "data/source.h"
@@ -10,6 +15,7 @@
 #include "model/model.h"
 #include "train/data_parallel.h"
 #include "train/memory.h"
+#include "train/trials.h"
 
 namespace xo {
 namespace {
@@ -30,6 +36,13 @@ void discount_own_ranks(Utilisation& load, const MeasureSettings& settings, cons
   const int others = group->world().local_size() - 1;
   *load.mean_other_cores =
       std::max(0.0, *load.mean_other_cores - static_cast<double>(others * be.info().threads));
+}
+
+// What names a data set: its source and sizes, and the seed where the source generates it.
+std::string data_key(const DataSpec& d, const DataRequest& r) {
+  const bool generated = d.source == "disc" || d.source == "imdb-synthetic";
+  return fmt::format("{}|{}|{}|{}|{}|{}|{}|{}", d.source, d.samples, d.test_samples, d.test,
+                     d.validation_split, fmt::join(r.input, "x"), r.vocab, generated ? r.seed : 0);
 }
 
 }  // namespace
@@ -60,6 +73,57 @@ RunRecord measure_run(Backend& backend, const ModelSpec& spec, const MeasureSett
   run.result = std::move(result);
   if (hooks.trained) hooks.trained(model);
   return run;
+}
+
+std::vector<RunRecord> measure_fused(Backend& backend, std::vector<FusedRun>& runs,
+                                     const MeasureSettings& settings) {
+  XO_ASSERT(!runs.empty());
+  std::vector<std::unique_ptr<Model>> models;
+  for (const FusedRun& r : runs) {
+    check_model_memory(r.spec, backend);
+    models.push_back(std::make_unique<Model>(r.spec, backend));
+  }
+  // Each data set once: trials whose data differ (a generated source's seed) share the rest.
+  std::map<std::string, DataSplit> splits;
+  std::vector<const DataSplit*> split_of;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const ModelSpec& spec = runs[i].spec;
+    const DataRequest request = data_request(spec, models[i]->classes());
+    auto [at, fresh] = splits.try_emplace(data_key(spec.data, request));
+    if (fresh) at->second = load_data(spec.data, request);
+    split_of.push_back(&at->second);
+  }
+  std::vector<FusedTrial> trials;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    initialize(*models[i], settings.init);
+    if (runs[i].hooks.ready) runs[i].hooks.ready(*models[i], *split_of[i]);
+    trials.push_back({models[i].get(), runs[i].spec.train, runs[i].hooks.epoch, runs[i].checkpoint,
+                      split_of[i]});
+  }
+  reset_peak_resident();
+  Sampler sampler(settings.sample_interval_s, nvml_index(backend.info()));
+  sampler.start();
+  FusedOptions options;
+  options.stop_on_nan = settings.exec.stop_on_nan;
+  options.pause_after_epochs = settings.exec.pause_after_epochs;
+  std::vector<TrainResult> results = train_fused(trials, *split_of[0], options);
+  sampler.stop();
+  const Utilisation load = sampler.timeline();
+  std::vector<RunRecord> records;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    RunRecord run;
+    run.layers = weighted_layers(runs[i].spec);
+    run.spec_toml = to_toml(runs[i].spec);
+    run.data_hash = data_fingerprint(*split_of[i]);
+    run.params_hash = models[i]->parameter_hash();
+    run.cost = step_cost(*models[i], results[i].batch);
+    run.utilisation = load;
+    run.peak_rss_mib = peak_resident_mib();
+    run.result = std::move(results[i]);
+    if (runs[i].hooks.trained) runs[i].hooks.trained(*models[i]);
+    records.push_back(std::move(run));
+  }
+  return records;
 }
 
 }  // namespace xo

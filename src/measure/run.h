@@ -39,4 +39,17 @@ struct RunHooks {
 RunRecord measure_run(Backend& backend, const ModelSpec& spec, const MeasureSettings& settings,
                       const RunHooks& hooks = {});
 
+// One trial of a fused group (train/trials.h): its spec, its checkpoints, what the caller sees.
+struct FusedRun {
+  ModelSpec spec;
+  CheckpointOptions checkpoint;
+  RunHooks hooks;  // `ready` and `trained` per trial; `epoch` after each of its epochs
+};
+// Trains `runs` as one fused group on `backend` (train_fused: the same architecture, data and
+// batch; their data loaded once), the sampler beside the group: a record per trial, each with the
+// group's utilisation and step times. settings.exec's pause and NaN stop apply to every trial.
+// Throws UserError saying why where the trials cannot train as one.
+std::vector<RunRecord> measure_fused(Backend& backend, std::vector<FusedRun>& runs,
+                                     const MeasureSettings& settings);
+
 }  // namespace xo

@@ -108,9 +108,14 @@ TrialNetwork::TrialNetwork(std::vector<const Model*> trials, int64_t batch, int 
             while (run.first + run.count < g.count && strided(g.first + t + run.count - 1, stride))
               ++run.count;
           }
+          // A Linear alone in its run still takes the trials' kernel: a trial's arithmetic is
+          // then the same in any group.
+          const int64_t linear_stride = n.kind != NodeKind::Linear ? 0
+                                        : run.count > 1            ? stride
+                                                                   : trial_stride(m.flat_size());
           LayerContext context{
-              batch,        0,         true,      n.gradient_below,          groups > 1, m.seed(),
-              &m.buffers(), m.state(), run.count, run.count > 1 ? stride : 0};
+              batch,        0,         true,      n.gradient_below, groups > 1, m.seed(),
+              &m.buffers(), m.state(), run.count, linear_stride};
           run.layer = make_layer(m.nodes()[i], m.tensors(), be, context);  // its own dropout rate
           t += run.count;
           runs.push_back(std::move(run));

@@ -147,6 +147,9 @@ void setup(Io& io, R& r) {
   io.flag("recorded_step", r.recorded_step);  // the step replayed as one CUDA Graph
   // Since data-parallel training (0.2.x); earlier files trained on one process.
   if (io.present("ranks")) io.integer("ranks", r.ranks);
+  // Since fused trials (0.2.x): the trials its fused group trained at once (1: alone); its step
+  // times and epoch seconds are the group's.
+  if (io.present("fused_trials")) io.integer("fused_trials", r.fused_trials);
   if (io.present("step_phases_ms")) io.object_or_null("step_phases_ms", true, r, step_phases);
   if (io.present("data_parallel"))
     io.object_or_null("data_parallel", !r.reduce_mode.empty(), r, data_parallel);

@@ -119,8 +119,10 @@ std::string train_summary(const TrainResult& r, int64_t planned_epochs) {
       "samples/s, {:.2f} s training, {} shard{}{}{}{}\n",
       r.model, final_figures(r), r.step_ms.median, r.step_ms.count, r.step_ms.p10, r.step_ms.p90,
       r.gflops, r.samples_per_second, r.train_seconds, r.shards, r.shards == 1 ? "" : "s",
-      ranks_figures(r), r.recorded_step ? ", replayed as one CUDA Graph" : "",
-      ending(r, planned_epochs));
+      r.fused_trials > 1
+          ? fmt::format(", one of {} fused trials (each step trains all of them)", r.fused_trials)
+          : ranks_figures(r),
+      r.recorded_step ? ", replayed as one CUDA Graph" : "", ending(r, planned_epochs));
 }
 
 }  // namespace xo

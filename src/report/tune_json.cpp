@@ -84,6 +84,10 @@ constexpr auto trial_fields = [](auto& io, auto& t) {
   io.number("process_seconds", t.process_seconds);
   io.nullable("step_ms", t.step_ms);
   io.integer("concurrent", t.concurrent);
+  if (io.present("group")) {  // since fused trials (0.2.x)
+    io.text("group", t.group);
+    io.integer("fused", t.fused);
+  }
   io.nullable("dollars", t.dollars);
   io.text("error", t.error);
 };
@@ -110,6 +114,7 @@ constexpr auto parallel_fields = [](auto& io, auto& c) {
   io.integer("k", c.k);
   io.flag("measured", c.measured);
   io.objects("options", c.options, option_fields);
+  if (io.present("fused")) io.integer("fused", c.fused);  // since fused trials (0.2.x)
 };
 
 constexpr auto plan_fields = [](auto& io, auto& p) {

@@ -41,6 +41,10 @@ std::string decision_text(const HalvingDecision& d) {
 }
 
 std::string parallel_text(const ParallelChoice& c) {
+  if (c.fused > 0) {
+    return fmt::format("fused groups of up to {} trials on {}, {} group{} at a time", c.fused,
+                       c.device, c.k, c.k == 1 ? "" : "s");
+  }
   std::string out = fmt::format("{} at once on {}", c.k, c.device);
   if (!c.measured) return out + " (as asked)";
   std::vector<std::string> options;
@@ -72,8 +76,10 @@ std::string tune_table_text(const TuneRecord& r) {
     row.push_back(figure(t.objective));
     row.push_back(std::to_string(t.epochs));
     row.push_back(trial_status_name(t.status));
+    const std::string group =
+        t.group.empty() ? "" : fmt::format(", {} of {}", terminal_safe(t.group), t.fused);
     row.push_back(t.device.empty() ? "-"
-                  : t.threads > 0  ? fmt::format("{} ({}t)", t.device, t.threads)
+                  : t.threads > 0  ? fmt::format("{} ({}t{})", t.device, t.threads, group)
                                    : t.device);
     row.push_back(t.process_seconds > 0 ? duration(t.process_seconds) : "-");
     if (priced) row.push_back(std::isfinite(t.dollars) ? usd(t.dollars) : "-");

@@ -42,6 +42,9 @@ struct TrainResult {
   int64_t samples = 0;
   int64_t steps_per_epoch = 0;
   int shards = 1;  // batch shards per full-batch step
+  // Trials trained at once in its fused group (train/trials.h; 1: alone): then its step times and
+  // epoch seconds are the group's, each step training every trial of the group.
+  int fused_trials = 1;
   std::vector<EpochRecord> epochs;
   double final_loss = 0;
   double final_train_error = 0;

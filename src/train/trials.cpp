@@ -43,6 +43,10 @@ struct Trial {
       if (o.resume) {
         if (auto at = restore_checkpoint(plan, state, o, fingerprint, spec.train.epochs)) {
           resumed_at = *at;
+          o.tell(fmt::format(
+              "resuming {} from its checkpoint in {}: epoch {}, step {} of {} ({} steps taken)",
+              plan.model.spec().name, o.dir.string(), state.epoch + 1, state.step,
+              plan.steps_per_epoch, state.steps_taken));
         }
       }
       if (o.every.enabled()) checkpoints.emplace(plan, o, fingerprint, state.steps_taken);
@@ -135,6 +139,17 @@ std::string fusion_refusal(const std::vector<FusedTrial>& trials, const DataSpli
   }
   const int64_t samples = split.train.samples;
   const int64_t batch = std::min(trials[0].train.batch, samples);
+  for (size_t i = 0; i < trials.size(); ++i) {
+    const DataSplit& d = trials[i].data ? *trials[i].data : split;
+    if (d.train.samples != samples || d.train.features != split.train.features ||
+        d.test.samples != split.test.samples || d.validation.samples != split.validation.samples) {
+      return fmt::format(
+          "trial {} trains on {} samples of {} features ({} test, {} validation), the group on "
+          "{} of {} ({}, {})",
+          i + 1, d.train.samples, d.train.features, d.test.samples, d.validation.samples, samples,
+          split.train.features, split.test.samples, split.validation.samples);
+    }
+  }
   for (size_t i = 1; i < trials.size(); ++i) {
     const Model& m = *trials[i].model;
     if (&m.backend() != &first.backend()) {
@@ -151,115 +166,144 @@ std::string fusion_refusal(const std::vector<FusedTrial>& trials, const DataSpli
   return {};
 }
 
-std::vector<TrainResult> train_fused(std::vector<FusedTrial>& trials, const DataSplit& split,
-                                     const FusedOptions& options) {
-  if (std::string why = fusion_refusal(trials, split); !why.empty()) {
-    throw UserError("these trials cannot train as one: " + why);
-  }
-  for (const FusedTrial& t : trials) check_training(*t.model, split, t.train);
-  const auto setup_start = Clock::now();
-  std::vector<Model*> models;
-  for (FusedTrial& t : trials) models.push_back(t.model);
-  const DeviceBuffer packed = pack_trials(models);
-  std::vector<std::unique_ptr<Trial>> group_trials;
+namespace {
+
+using Trials = std::vector<std::unique_ptr<Trial>>;
+
+// Each trial's plan (the data on the device once per data set), resumed from its checkpoint where
+// asked: every trial must stand where the first does. A trial resumed where it ended (stopped
+// early, or paused at this rung already) is ended at once.
+Trials plan_trials(std::vector<FusedTrial>& trials, const DataSplit& split,
+                   const FusedOptions& options) {
+  Trials planned;
   for (FusedTrial& t : trials) {
-    const TrainPlan* data = group_trials.empty() ? nullptr : &group_trials[0]->plan;
-    group_trials.push_back(std::make_unique<Trial>(t, split, ExecutionOptions{}, data));
-    Trial& trial = *group_trials.back();
+    const DataSplit& data = t.data ? *t.data : split;
+    const TrainPlan* data_of = nullptr;
+    for (const auto& other : planned)
+      if (&other->plan.split == &data) data_of = &other->plan;
+    planned.push_back(std::make_unique<Trial>(t, data, ExecutionOptions{}, data_of));
+    Trial& trial = *planned.back();
     trial.last_epoch = options.pause_after_epochs > 0
                            ? std::min(options.pause_after_epochs, t.train.epochs)
                            : t.train.epochs;
     trial.set_up_checkpoints();
-    const Trial& first = *group_trials[0];
+    const Trial& first = *planned[0];
     if (trial.state.epoch != first.state.epoch || trial.state.step != first.state.step ||
         trial.state.in_epoch != first.state.in_epoch) {
       throw UserError(fmt::format(
           "these trials cannot train as one: trial {} ({}) resumes at {}, trial 1 ({}) at {} "
           "(a group trains in lockstep: train them apart)",
-          group_trials.size(), t.model->spec().name, place(trial), first.spec.model->spec().name,
+          planned.size(), t.model->spec().name, place(trial), first.spec.model->spec().name,
           place(first)));
     }
-    // A trial resumed where it ended (stopped early, or paused at this rung already).
     if (trial.state.early_stopping.stop) trial.end = End::EarlyStopping;
     if (trial.end == End::Running && trial.state.epoch >= trial.last_epoch) {
       trial.end = trial.state.epoch < t.train.epochs ? End::Paused : End::Completed;
     }
   }
+  return planned;
+}
+
+// The steps of the epoch under way, until its end or a stop request. A trial whose loss is not
+// finite leaves the group (planned again without it); every trial's checkpoint is taken at the
+// same step, when any trial's interval says.
+void run_steps(Group& group, Trials& trials, const FusedOptions& options) {
+  const int64_t steps = group.active[0]->plan.steps_per_epoch;
+  while (!group.active.empty() && group.active[0]->state.step < steps) {
+    if (stop_requested()) {
+      for (Trial* t : group.active) {
+        t->end = End::Interrupted;
+        t->save();  // every loss so far checked finite
+      }
+      return;
+    }
+    fused_step(group, group.active[0]->state.step);
+    bool save = false, left = false;
+    for (Trial* t : group.active) {
+      ++t->state.step;
+      ++t->state.steps_taken;
+      if (options.stop_on_nan && !loss_finite(t->plan, t->state)) {
+        t->end = End::Diverged;
+        left = true;
+      }
+      save = save || (t->checkpoints && t->checkpoints->due(t->state));
+    }
+    if (save) {
+      for (Trial* t : group.active)
+        if (t->end == End::Running) t->save();
+    }
+    if (left) {
+      for (Trial* t : group.active) read_step_times(t->plan, t->state);
+      group.plan(trials, options.groups);
+    }
+  }
+}
+
+// Closes the epoch of every trial still training: its record, its schedule and early stopping,
+// and whether it ends here (its epochs, a rung's pause, a stop request).
+void finish_epochs(Group& group) {
+  for (Trial* t : group.active) {
+    read_step_times(t->plan, t->state);
+    if (t->end != End::Running) continue;
+    const EpochRecord record = finish_epoch(t->plan, t->state);
+    if (t->rules.after_epoch(t->plan, t->state, record)) t->end = End::EarlyStopping;
+    if (t->spec.on_epoch) t->spec.on_epoch(record, t->spec.train.epochs);
+    if (t->end == End::Running && t->state.epoch >= t->last_epoch) {
+      t->end = t->state.epoch < t->spec.train.epochs ? End::Paused : End::Completed;
+      if (t->end == End::Paused) t->save();  // where the next rung goes on from
+    }
+    if (t->end == End::Running && stop_requested()) {
+      t->end = End::Interrupted;
+      t->save();
+    }
+  }
+}
+
+TrainResult result_of(Trial& t, double setup_seconds, int group_size) {
+  TrainResult r = make_result(t.plan, t.state, setup_seconds, t.end == End::Interrupted);
+  t.rules.finish(t.plan, t.state, t.end == End::Completed || t.end == End::EarlyStopping, r);
+  note_loss_checks(t.state, t.end == End::Diverged, r);
+  r.paused = t.end == End::Paused;
+  r.fused_trials = group_size;
+  r.resumed_at_step = t.resumed_at;
+  if (t.checkpoints) {
+    t.checkpoints->flush();
+    r.checkpoints_written = t.checkpoints->written();
+    r.checkpoint_wait_ms = t.checkpoints->wait_ms();
+  }
+  return r;
+}
+
+}  // namespace
+
+std::vector<TrainResult> train_fused(std::vector<FusedTrial>& trials, const DataSplit& split,
+                                     const FusedOptions& options) {
+  if (std::string why = fusion_refusal(trials, split); !why.empty()) {
+    throw UserError("these trials cannot train as one: " + why);
+  }
+  for (const FusedTrial& t : trials) check_training(*t.model, t.data ? *t.data : split, t.train);
+  const auto setup_start = Clock::now();
+  std::vector<Model*> models;
+  for (FusedTrial& t : trials) models.push_back(t.model);
+  const DeviceBuffer packed = pack_trials(models);
+  Trials planned = plan_trials(trials, split, options);
   Group group;
-  group.plan(group_trials, options.groups);
+  group.plan(planned, options.groups);
   trials[0].model->backend().synchronize();
   const double setup_seconds =
       std::chrono::duration<double, std::milli>(Clock::now() - setup_start).count() / 1e3;
-
   // Every active trial is at the same epoch and step: they started together and leave only.
   while (!group.active.empty()) {
     for (Trial* t : group.active) {
       if (!t->state.in_epoch) begin_epoch(t->plan, t->state, t->spec.train.shuffle);
     }
-    const int64_t steps = group.active[0]->plan.steps_per_epoch;
-    bool left = false;
-    while (group.active[0]->state.step < steps) {
-      if (stop_requested()) {
-        for (Trial* t : group.active) {
-          t->end = End::Interrupted;
-          t->save();  // every loss so far checked finite
-        }
-        break;
-      }
-      fused_step(group, group.active[0]->state.step);
-      bool save = false;
-      for (Trial* t : group.active) {
-        ++t->state.step;
-        ++t->state.steps_taken;
-        if (options.stop_on_nan && !loss_finite(t->plan, t->state)) {
-          t->end = End::Diverged;
-          left = true;
-        }
-        save = save || (t->checkpoints && t->checkpoints->due(t->state));
-      }
-      // Every trial's checkpoint at the same step, so that the group resumes in lockstep.
-      if (save) {
-        for (Trial* t : group.active)
-          if (t->end == End::Running) t->save();
-      }
-      if (left) {
-        for (Trial* t : group.active) read_step_times(t->plan, t->state);
-        group.plan(group_trials, options.groups);
-        left = false;
-        if (group.active.empty()) break;
-      }
-    }
-    for (Trial* t : group.active) {
-      read_step_times(t->plan, t->state);
-      if (t->end != End::Running) continue;
-      const EpochRecord record = finish_epoch(t->plan, t->state);
-      if (t->rules.after_epoch(t->plan, t->state, record)) t->end = End::EarlyStopping;
-      if (t->spec.on_epoch) t->spec.on_epoch(record, t->spec.train.epochs);
-      if (t->end == End::Running && t->state.epoch >= t->last_epoch) {
-        t->end = t->state.epoch < t->spec.train.epochs ? End::Paused : End::Completed;
-        if (t->end == End::Paused) t->save();  // where the next rung goes on from
-      }
-      if (t->end == End::Running && stop_requested()) {
-        t->end = End::Interrupted;
-        t->save();
-      }
-    }
-    group.plan(group_trials, options.groups);
+    run_steps(group, planned, options);
+    finish_epochs(group);
+    group.plan(planned, options.groups);
   }
-
   std::vector<TrainResult> results;
-  for (auto& t : group_trials) {
-    TrainResult r = make_result(t->plan, t->state, setup_seconds, t->end == End::Interrupted);
-    t->rules.finish(t->plan, t->state, t->end == End::Completed || t->end == End::EarlyStopping, r);
-    note_loss_checks(t->state, t->end == End::Diverged, r);
-    r.paused = t->end == End::Paused;
-    r.resumed_at_step = t->resumed_at;
-    if (t->checkpoints) {
-      t->checkpoints->flush();
-      r.checkpoints_written = t->checkpoints->written();
-      r.checkpoint_wait_ms = t->checkpoints->wait_ms();
-    }
-    results.push_back(std::move(r));
+  for (auto& t : planned) {
+    results.push_back(result_of(*t, setup_seconds, static_cast<int>(planned.size())));
   }
   return results;
 }

@@ -23,6 +23,9 @@ struct FusedTrial {
   // every trial's at the same step (when the first trial's interval says), so that a resumed group
   // starts in lockstep; trials resumed at different steps cannot train as one group.
   CheckpointOptions checkpoint;
+  // Its data where it is not the group's (a generated data set drawn from its own seed): the same
+  // numbers of samples and features. Null: the group's.
+  const DataSplit* data = nullptr;
 };
 
 struct FusedOptions {
@@ -37,9 +40,9 @@ struct FusedOptions {
 // loss, or a device without fused kernels. Names the first trial that differs by its index.
 std::string fusion_refusal(const std::vector<FusedTrial>& trials, const DataSplit& split);
 
-// Trains the trials on `split` (the same data for all) as one fused group; results in their order,
-// each as train_model gives it, with `shards` 1 and the group's step times (a step trains every
-// trial). Throws UserError where fusion_refusal says why not.
+// Trains the trials on `split` (or each on its own FusedTrial::data) as one fused group; results in
+// their order, each as train_model gives it, with `shards` 1 and the group's step times (a step
+// trains every trial). Throws UserError where fusion_refusal says why not.
 std::vector<TrainResult> train_fused(std::vector<FusedTrial>& trials, const DataSplit& split,
                                      const FusedOptions& options = {});
 

@@ -56,12 +56,17 @@ struct TrialRecord {
   double objective = std::numeric_limits<double>::quiet_NaN();  // at the epoch its weights are
   std::vector<double> rung_objective;                           // at each rung it completed
   std::vector<CurvePoint> curve;
-  double train_seconds = 0;    // its epochs' training time
+  double train_seconds = 0;    // its epochs' training time (a fused trial's share)
   double process_seconds = 0;  // its processes' wall time (start-up, data, evaluation included)
-  double step_ms = std::numeric_limits<double>::quiet_NaN();  // median step
+  // Median step; a fused trial's share of its group's (the group's step over its trials).
+  double step_ms = std::numeric_limits<double>::quiet_NaN();
   // The most trials that ran at once on its device while it ran: its timings are those of a
   // shared device when above 1.
   int concurrent = 1;
+  // The fused group it last trained in ("g003", tune --fuse; empty: a process of its own) and
+  // how many trials that group trained at once.
+  std::string group;
+  int fused = 1;
   // Its process time priced at TuneRecord::dollars_instance's rate, predicted for that instance's
   // device (NaN: no instance priced).
   double dollars = std::numeric_limits<double>::quiet_NaN();
@@ -88,8 +93,11 @@ struct ParallelOption {
 struct ParallelChoice {
   std::string device;
   int k = 1;
-  bool measured = false;  // false: --parallel chose it
+  bool measured = false;  // false: --parallel chose it (or fusing did)
   std::vector<ParallelOption> options;
+  // Trials fused into one group at most (tune --fuse) on this device, one group at a time: 0, not
+  // fused; kMaxAutoFuse for --fuse auto.
+  int fused = 0;
 };
 
 // The measured search's trials predicted on a catalog instance: one at a time, on N instances,

@@ -39,6 +39,22 @@ using Clock = std::chrono::steady_clock;
 // How long the search sleeps when no trial ended.
 constexpr auto kPoll = std::chrono::milliseconds(20);
 
+// What trials that train as one fused group share: the spec without what may differ per trial
+// (the training settings but the batch size, the seed, the dropout rates, the initial weights).
+// The seed of a generated data set differs per trial too: the group gives each its own data.
+std::string fusion_key(ModelSpec spec) {
+  spec.name.clear();
+  spec.init.clear();
+  spec.init_weights.reset();
+  const int64_t batch = spec.train.batch;
+  spec.train = TrainSpec{};
+  spec.train.batch = batch;
+  for (LayerSpec& l : spec.layers) {
+    if (l.type == LayerType::Dropout) l.p = 0.5;
+  }
+  return to_toml(spec);
+}
+
 class Search {
  public:
   Search(const SearchOptions& o, SearchHooks& hooks, const mpi::World* world)
@@ -53,7 +69,14 @@ class Search {
   std::vector<Slot> make_slots();
   void loop();
   void fill_free_slots();
-  void start_job(size_t slot, const HalvingJob& job);
+  std::vector<HalvingJob> group_for(size_t slot, const HalvingJob& first);
+  // The steps taken at trial i's newest checkpoint (-1: none), where its next job starts.
+  int64_t resume_step(size_t i) const {
+    return newest_checkpoint(trial_files(out_, record_.trials[i].id).checkpoints).value_or(-1);
+  }
+  void start_job(size_t slot, const std::vector<HalvingJob>& group);
+  void job_ended(const HalvingJob& job, const TrialRunner::Ended& end, const fs::path& log,
+                 bool grouped);
   void note_concurrent(size_t slot);
   void job_done(const TrialRunner::Ended& end);
   void finish();
@@ -75,8 +98,11 @@ class Search {
   Metric metric_ = Metric::Loss;
   TuneRecord record_;
   std::optional<TrialRunner> runner_;
-  std::vector<HalvingJob> jobs_;  // each busy slot's
-  std::vector<bool> running_;     // per trial
+  std::vector<std::vector<HalvingJob>> jobs_;  // each busy slot's (several: a fused group)
+  std::vector<fs::path> logs_;                 // each busy slot's process's log
+  std::vector<std::string> fusion_keys_;       // per trial: trials of one key may train as one
+  int groups_started_ = 0;
+  std::vector<bool> running_;  // per trial
   std::unique_ptr<Backend> cpu_;
   Clock::time_point started_ = Clock::now();
   double wall_before_ = 0;  // a stopped search's wall time before this start
@@ -141,6 +167,7 @@ void Search::lay_out(const std::vector<Assignment>& points) {
     t.values = points[i];
     record_.trials.push_back(t);
     specs_.push_back(trial_spec(base_, dims_, points[i]));
+    fusion_keys_.push_back(fusion_key(specs_.back()));
   }
   running_.assign(points.size(), false);
 }
@@ -151,6 +178,7 @@ void Search::load_or_start() {
   if (!fs::exists(file)) return;
   if (o_.restart) {
     fs::remove_all(out_ / "trials");
+    fs::remove_all(out_ / "groups");
     fs::remove(file);
     return;
   }
@@ -191,6 +219,7 @@ std::vector<Slot> Search::make_slots() {
     return hooks_.read_result(text, origin);
   };
   s.measuring = [this](int k, const std::string& device) { hooks_.measuring(k, device); };
+  s.fused_cpu = o_.fuse == kFuseAuto ? kMaxAutoFuse : o_.fuse;
   choose_parallel(record_.parallel, o_.devices.empty() ? list_devices().available : o_.devices, s);
   return local_slots(record_.parallel, o_.threads, cores);
 }
@@ -215,37 +244,89 @@ void Search::fill_free_slots() {
     if (runner_->busy(s)) continue;
     const std::optional<HalvingJob> job = next_job(record_, running_);
     if (!job) break;
-    start_job(s, *job);
+    start_job(s, group_for(s, *job));
   }
 }
 
-void Search::start_job(size_t slot, const HalvingJob& job) {
-  TrialRecord& t = record_.trials[job.trial];
-  const Slot& where = runner_->slots()[slot];
-  const TrialFiles f = trial_files(out_, t.id);
-  if (job.promotion) {
-    const int64_t at = record_.rungs[static_cast<size_t>(job.rung - 1)];
-    record_.decisions.push_back(
-        {t.id, true, at, record_.rungs[static_cast<size_t>(job.rung)], job.place, job.of, job.top});
-    hooks_.promoted(record_.decisions.back());
+// The trials that train with `first` on `slot`: on a CPU with --fuse, the next jobs of the same
+// rung whose trials may train as one with it (the same architecture, data and batch size), up to
+// the group's size; else `first` alone.
+std::vector<HalvingJob> Search::group_for(size_t slot, const HalvingJob& first) {
+  std::vector<HalvingJob> group{first};
+  if (o_.fuse == 0 || device_kind_of(runner_->slots()[slot].device) != DeviceKind::Cpu) {
+    return group;
   }
-  const bool last = job.rung + 1 == static_cast<int>(record_.rungs.size());
-  const std::vector<std::string> args = train_args(
-      f, where.device, where.threads,
-      last ? std::nullopt : std::optional<int64_t>(record_.rungs[static_cast<size_t>(job.rung)]),
-      o_.checkpoint_every);
-  t.status = TrialStatus::Running;
-  t.device = where.device;
-  t.threads = where.threads;
-  t.rank = where.rank;
-  t.host = where.host;
-  jobs_[slot] = job;
-  running_[job.trial] = true;
-  // What the trial's process writes, in a folder of the search's own: never through a link
-  // planted there while the search was stopped.
-  for (const fs::path& p : {f.log, f.result, f.weights}) remove_unless_regular(p);
-  own_folder(f.checkpoints);
-  runner_->start(slot, args, f.log);
+  const bool automatic = o_.fuse == kFuseAuto;
+  const size_t most = static_cast<size_t>(automatic ? kMaxAutoFuse : o_.fuse);
+  // The jobs looked at are marked running for next_job to move on, and unmarked after.
+  std::vector<size_t> looked{first.trial};
+  running_[first.trial] = true;
+  while (group.size() < most) {
+    const std::optional<HalvingJob> next = next_job(record_, running_);
+    if (!next) break;
+    running_[next->trial] = true;
+    looked.push_back(next->trial);
+    // A group trains in lockstep: its trials go on from the same step (the same checkpoints).
+    if (next->rung == first.rung && fusion_keys_[next->trial] == fusion_keys_[first.trial] &&
+        resume_step(next->trial) == resume_step(first.trial)) {
+      group.push_back(*next);
+    }
+  }
+  for (const size_t i : looked) running_[i] = false;
+  if (automatic) {
+    // The ready trials shared among the free CPU slots, so that every slot gets a group.
+    size_t free = 0;
+    for (size_t s = 0; s < runner_->slots().size(); ++s) {
+      free += !runner_->busy(s) && device_kind_of(runner_->slots()[s].device) == DeviceKind::Cpu;
+    }
+    group.resize((group.size() + free - 1) / std::max<size_t>(free, 1));
+  }
+  return group;
+}
+
+void Search::start_job(size_t slot, const std::vector<HalvingJob>& group) {
+  const Slot& where = runner_->slots()[slot];
+  const bool fused = o_.fuse != 0 && device_kind_of(where.device) == DeviceKind::Cpu;
+  const HalvingJob& first = group.front();
+  const bool last = first.rung + 1 == static_cast<int>(record_.rungs.size());
+  const std::optional<int64_t> pause =
+      last ? std::nullopt : std::optional<int64_t>(record_.rungs[static_cast<size_t>(first.rung)]);
+  const std::string group_id = fused ? fmt::format("g{:03}", ++groups_started_) : "";
+  std::vector<TrialFiles> files;
+  for (const HalvingJob& job : group) {
+    TrialRecord& t = record_.trials[job.trial];
+    const TrialFiles f = trial_files(out_, t.id);
+    if (job.promotion) {
+      const int64_t at = record_.rungs[static_cast<size_t>(job.rung - 1)];
+      record_.decisions.push_back({t.id, true, at, record_.rungs[static_cast<size_t>(job.rung)],
+                                   job.place, job.of, job.top});
+      hooks_.promoted(record_.decisions.back());
+    }
+    t.status = TrialStatus::Running;
+    t.device = where.device;
+    t.threads = where.threads;
+    t.rank = where.rank;
+    t.host = where.host;
+    t.group = group_id;
+    t.fused = static_cast<int>(group.size());
+    running_[job.trial] = true;
+    // What the trial's process writes, in a folder of the search's own: never through a link
+    // planted there while the search was stopped.
+    for (const fs::path& p : {f.log, f.result, f.weights}) remove_unless_regular(p);
+    own_folder(f.checkpoints);
+    files.push_back(f);
+  }
+  jobs_[slot] = group;
+  // A group's output goes to a log of its own (each trial's log gets its summary line).
+  logs_[slot] = fused ? out_ / "groups" / (group_id + ".log") : files[0].log;
+  if (fused) {
+    own_folder(out_ / "groups");
+    remove_unless_regular(logs_[slot]);
+  }
+  const std::vector<std::string> args =
+      fused ? group_args(files, where.device, where.threads, pause, o_.checkpoint_every)
+            : train_args(files[0], where.device, where.threads, pause, o_.checkpoint_every);
+  runner_->start(slot, args, logs_[slot]);
   note_concurrent(slot);
   publish();
 }
@@ -262,19 +343,46 @@ void Search::note_concurrent(size_t slot) {
   for (size_t s = 0; s < slots.size(); ++s) on_device += beside(s);
   for (size_t s = 0; s < slots.size(); ++s) {
     if (!beside(s)) continue;
-    TrialRecord& other = record_.trials[jobs_[s].trial];
-    other.concurrent = std::max(other.concurrent, on_device);
+    for (const HalvingJob& job : jobs_[s]) {
+      TrialRecord& other = record_.trials[job.trial];
+      other.concurrent = std::max(other.concurrent, on_device);
+    }
   }
 }
 
 void Search::job_done(const TrialRunner::Ended& end) {
-  const HalvingJob job = jobs_[end.slot];
+  const std::vector<HalvingJob> group = jobs_[end.slot];
+  for (const HalvingJob& job : group) {
+    job_ended(job, end, logs_[end.slot], !record_.trials[job.trial].group.empty());
+  }
+  publish();
+}
+
+// How one trial of the job that ended on a slot ended: a trial of its own from its process's
+// exit code; a trial of a fused group from its result (the group's exit code says only whether
+// the group was stopped, or failed before it wrote the results).
+void Search::job_ended(const HalvingJob& job, const TrialRunner::Ended& end, const fs::path& log,
+                       bool grouped) {
   TrialRecord& t = record_.trials[job.trial];
   const TrialFiles f = trial_files(out_, t.id);
   running_[job.trial] = false;
-  t.process_seconds += end.seconds;
+  // The device's time, shared among the group's trials.
+  t.process_seconds += end.seconds / std::max(1, t.fused);
   auto result = [&] { return hooks_.read_result(read_file(f.result), f.result.string()); };
-  switch (process_end(end.code, interrupted_)) {
+  ProcessEnd how = process_end(end.code, interrupted_);
+  if (grouped && fs::exists(f.result)) {
+    try {
+      const TrainResult r = result();
+      how = r.interrupted        ? ProcessEnd::Interrupted
+            : r.stopped_diverged ? ProcessEnd::Diverged
+                                 : ProcessEnd::Trained;
+    } catch (const UserError&) {
+      how = ProcessEnd::Failed;
+    }
+  } else if (grouped && how != ProcessEnd::Interrupted) {
+    how = ProcessEnd::Failed;  // the group ended before it wrote this trial's result
+  }
+  switch (how) {
     case ProcessEnd::Trained: {
       const TrainResult r = result();
       record_result(t, r, metric_);
@@ -297,12 +405,11 @@ void Search::job_done(const TrialRunner::Ended& end) {
       break;
     case ProcessEnd::Failed:
       t.status = TrialStatus::Failed;
-      t.error = failure_text(f.log, end.code);
+      t.error = failure_text(log, end.code);
       end_rung(t, job.rung, std::nan(""));
       break;
   }
   if (t.status != TrialStatus::Pending) hooks_.trial_ended(t, record_);
-  publish();
 }
 
 void Search::finish() {
@@ -384,7 +491,8 @@ TuneRecord Search::run() {
   load_or_start();
   write_trial_specs();
   runner_.emplace(make_slots(), world_);
-  jobs_.assign(runner_->slots().size(), HalvingJob{});
+  jobs_.assign(runner_->slots().size(), {});
+  logs_.assign(runner_->slots().size(), {});
   hooks_.started(record_);
   publish();
   loop();

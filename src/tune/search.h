@@ -29,6 +29,11 @@ class World;
 
 namespace xo {
 
+inline constexpr int kFuseAuto = -1;
+// The largest group --fuse auto makes: the fused loop's throughput still grew from 16 to 64 disc
+// trials in bench/fused_trials.cpp (docs/benchmarks.md).
+inline constexpr int kMaxAutoFuse = 64;
+
 // The flags of `crossover tune`, as values.
 struct SearchOptions {
   std::string spec;               // a built-in model's name, a spec file or an ONNX model
@@ -41,6 +46,10 @@ struct SearchOptions {
   int64_t factor = 3;
   std::optional<int64_t> epochs;  // overrides train.epochs: the most any trial trains
   int parallel = 0;               // trials at once per device (0: measured)
+  // Trials of one architecture, data and batch size trained as one fused group on the CPU
+  // (train/trials.h): at most this many per group; kFuseAuto: as many as are ready, up to
+  // kMaxAutoFuse; 0: each trial a process of its own.
+  int fuse = kFuseAuto;
   int threads = 0;  // CPU threads per trial (0: the cores shared among the trials at once)
   std::vector<std::string> devices;  // empty: every device
   std::string out = "crossover-tune";

@@ -13,7 +13,10 @@ namespace xo {
 namespace fs = std::filesystem;
 
 TrialFiles trial_files(const fs::path& out, const std::string& id) {
-  const fs::path dir = out / "trials" / id;
+  return trial_folder(out / "trials" / id);
+}
+
+TrialFiles trial_folder(const fs::path& dir) {
   return {dir,
           dir / "spec.toml",
           dir / "result.json",
@@ -54,6 +57,18 @@ std::vector<std::string> train_args(const TrialFiles& f, const std::string& devi
                                     const std::string& checkpoint_every) {
   std::vector<std::string> a = quiet_train(f.spec, device, threads, f.result);
   a.insert(a.end(), {"--save", f.weights.string(), "--checkpoint-dir", f.checkpoints.string(),
+                     "--checkpoint-every", checkpoint_every, "--resume"});
+  if (pause_after) a.insert(a.end(), {"--pause-after", std::to_string(*pause_after)});
+  return a;
+}
+
+std::vector<std::string> group_args(const std::vector<TrialFiles>& trials,
+                                    const std::string& device, int threads,
+                                    std::optional<int64_t> pause_after,
+                                    const std::string& checkpoint_every) {
+  std::vector<std::string> a{"train-group"};
+  for (const TrialFiles& f : trials) a.push_back(f.dir.string());
+  a.insert(a.end(), {"--device", device, "--threads", std::to_string(threads), "--quiet",
                      "--checkpoint-every", checkpoint_every, "--resume"});
   if (pause_after) a.insert(a.end(), {"--pause-after", std::to_string(*pause_after)});
   return a;

@@ -19,6 +19,8 @@ struct TrialFiles {
   std::filesystem::path dir, spec, result, weights, checkpoints, log;
 };
 TrialFiles trial_files(const std::filesystem::path& out, const std::string& id);
+// The same files in the folder `dir`.
+TrialFiles trial_folder(const std::filesystem::path& dir);
 
 // The spec as a file in a trial's folder: the paths it names (data, test split, initial weights),
 // which the spec reader keeps relative to where crossover runs, made absolute, so that they read
@@ -28,6 +30,13 @@ ModelSpec with_absolute_paths(ModelSpec spec);
 // The `crossover train` that runs a trial on `device` from its last checkpoint, to the end of its
 // spec or, for a rung below the last, pausing after `pause_after` epochs.
 std::vector<std::string> train_args(const TrialFiles& f, const std::string& device, int threads,
+                                    std::optional<int64_t> pause_after,
+                                    const std::string& checkpoint_every);
+
+// The `crossover train-group` that runs trials as one fused group on `device`, each from its last
+// checkpoint (every trial's at the same step), to the end of its spec or `pause_after` epochs.
+std::vector<std::string> group_args(const std::vector<TrialFiles>& trials,
+                                    const std::string& device, int threads,
                                     std::optional<int64_t> pause_after,
                                     const std::string& checkpoint_every);
 

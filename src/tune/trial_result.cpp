@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -55,13 +56,16 @@ void record_result(TrialRecord& t, const TrainResult& r, Metric metric) {
   t.params = r.params;
   t.epochs = static_cast<int64_t>(r.epochs.size());
   t.steps = r.steps_taken;
-  t.step_ms = r.step_ms.median;
+  // A fused trial's share of its group's step and epochs (each step trained every trial of it;
+  // epochs of an earlier rung's group are taken as shared alike).
+  const double share = 1.0 / std::max(1, r.fused_trials);
+  t.step_ms = r.step_ms.median * share;
   t.curve.clear();
   t.train_seconds = 0;
   for (const EpochRecord& e : r.epochs) {
-    t.curve.push_back(
-        {e.epoch, e.loss, e.val_loss, e.val_accuracy, e.test_loss, e.test_accuracy, e.seconds});
-    t.train_seconds += e.seconds;
+    t.curve.push_back({e.epoch, e.loss, e.val_loss, e.val_accuracy, e.test_loss, e.test_accuracy,
+                       e.seconds * share});
+    t.train_seconds += e.seconds * share;
   }
   const size_t at = r.restored_best && r.best_epoch > 0 ? static_cast<size_t>(r.best_epoch - 1)
                                                         : r.epochs.size() - 1;

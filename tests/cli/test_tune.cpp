@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -45,7 +46,7 @@ TEST(Tune, AGridRunsEveryTrialOnceAndWritesTheBestSpecAndWeights) {
   xo::testing::TempDir dir("tune-grid");
   const auto r = run_cli(
       "tune disc-3 --vary lr=0.05,0.2,0.5 --vary train.batch=50,100 --epochs 3 "
-      "--parallel 2 --out out",
+      "--parallel 2 --fuse off --out out",
       dir.path());
   ASSERT_EQ(r.status, 0) << r.output;
   const json j = results(dir.path() / "out");
@@ -72,7 +73,8 @@ TEST(Tune, AGridRunsEveryTrialOnceAndWritesTheBestSpecAndWeights) {
 // thread: the same final parameters, bit for bit.
 TEST(Tune, ConcurrentTrialsEqualTheSameTrialsOneAtATime) {
   xo::testing::TempDir dir("tune-concurrent");
-  const std::string search = "tune disc-4 --vary lr=0.05,0.1,0.2 --epochs 4 --threads 1 --quiet ";
+  const std::string search =
+      "tune disc-4 --vary lr=0.05,0.1,0.2 --epochs 4 --threads 1 --fuse off --quiet ";
   const auto together = run_cli(search + "--parallel 2 --out together", dir.path());
   ASSERT_EQ(together.status, 0) << together.output;
   const auto apart = run_cli(search + "--parallel 1 --out apart", dir.path());
@@ -121,9 +123,10 @@ TEST(Tune, HalvingRecordsItsDecisionsAndContinuesPromotedTrials) {
 
 TEST(Tune, ASearchKilledAndStartedAgainKeepsItsFinishedTrials) {
   xo::testing::TempDir dir("tune-killed");
+  // Fused in groups of two: the first group's trials finish before the second's start.
   const std::vector<std::string> args = {"tune",     "disc-9", "--vary",     "lr=0.02,0.05,0.1,0.2",
                                          "--epochs", "100",    "--parallel", "1",
-                                         "--out",    "out"};
+                                         "--fuse",   "2",      "--out",      "out"};
   const pid_t pid = xo::testing::start_crossover(dir.path(), args, dir.path() / "first.txt",
                                                  dir.path() / "first.txt");
   // Killed once a trial has finished (its results are written as it ends).
@@ -164,7 +167,7 @@ TEST(Tune, ASearchKilledAndStartedAgainKeepsItsFinishedTrials) {
   fs::remove_all(t04 / "checkpoints");
   fs::create_directory_symlink(dir.path() / "elsewhere", t04 / "checkpoints");
   const auto again = run_cli(
-      "tune disc-9 --vary lr=0.02,0.05,0.1,0.2 --epochs 100 --parallel 1 "
+      "tune disc-9 --vary lr=0.02,0.05,0.1,0.2 --epochs 100 --parallel 1 --fuse 2 "
       "--out out",
       dir.path());
   ASSERT_EQ(again.status, 0) << again.output;
@@ -229,6 +232,42 @@ TEST(Tune, ADivergingTrialIsRecordedAndASpecElsewhereFindsItsData) {
       << r.output;
 }
 
+// Eight disc-4 trials (learning rates, and seeds that draw each its own disc) fused into one
+// group, against the same trials one process each: every objective and curve within 1e-5, each
+// trial recorded with its group, its own log line, the group's output in a log of its own.
+TEST(Tune, FusedTrialsEndAsTheyDoOneProcessEach) {
+  xo::testing::TempDir dir("tune-fused");
+  const std::string search =
+      "tune disc-4 --vary lr=0.05,0.1,0.2,0.4 --vary train.seed=1,2 --epochs 5 --parallel 1 ";
+  const auto fused = run_cli(search + "--out fused", dir.path());
+  ASSERT_EQ(fused.status, 0) << fused.output;
+  EXPECT_NE(fused.output.find("fused up to 64 per group on cpu"), std::string::npos)
+      << fused.output;
+  const auto apart = run_cli(search + "--fuse off --out apart", dir.path());
+  ASSERT_EQ(apart.status, 0) << apart.output;
+  const json f = results(dir.path() / "fused"), a = results(dir.path() / "apart");
+  ASSERT_EQ(f.at("trials").size(), 8u);
+  double worst = 0;
+  for (size_t i = 0; i < 8; ++i) {
+    const json& x = f.at("trials")[i];
+    const json& y = a.at("trials")[i];
+    EXPECT_EQ(status_of(x), "finished") << x.dump();
+    EXPECT_EQ(x.at("group"), "g001");
+    EXPECT_EQ(x.at("fused"), 8);
+    EXPECT_EQ(y.at("group"), "");
+    EXPECT_EQ(runs_of(dir.path() / "fused", x.at("id")), 1) << x.at("id");
+    ASSERT_EQ(x.at("curve").size(), y.at("curve").size());
+    for (size_t e = 0; e < x.at("curve").size(); ++e) {
+      const double p = x.at("curve")[e].at("loss"), q = y.at("curve")[e].at("loss");
+      worst = std::max(worst, std::abs(p - q) / std::max(std::abs(q), 1e-3));
+    }
+  }
+  EXPECT_LE(worst, 1e-5);
+  EXPECT_EQ(f.at("best"), a.at("best"));
+  EXPECT_TRUE(fs::exists(dir.path() / "fused" / "groups" / "g001.log"));
+  EXPECT_EQ(f.at("parallel")[0].at("fused"), 64);
+}
+
 TEST(Tune, BadInputIsRefusedBeforeAnyTrial) {
   xo::testing::TempDir dir("tune-bad");
   struct Case {
@@ -241,6 +280,8 @@ TEST(Tune, BadInputIsRefusedBeforeAnyTrial) {
       {"--vary lr=0.1 --objective val_accuracy", "no validation split"},
       {"--vary lr=0.1 --objective accuracy", "--objective 'accuracy'"},
       {"--vary lr=0.1,0.2 --halving --min-epochs 5", "leaves nothing to halve"},
+      {"--vary lr=0.1 --fuse some", "expected off, auto or a number of trials per group"},
+      {"--vary lr=0.1 --fuse 0", "expected off, auto or a number of trials per group"},
   };
   for (const Case& c : cases) {
     const auto r = run_cli("tune disc-2 --epochs 5 --out out " + c.args, dir.path());

@@ -117,7 +117,7 @@ class CpuTrialsLinear final : public WeightedKernel {
         small_(s.in_features * s.out_features <= kSmallTrialLinear && small_width(s.in_features) &&
                small_width(s.out_features)),
         transposed_(small_ ? static_cast<size_t>(s.in_features * s.out_features) : 0) {
-    XO_ASSERT(s.trials > 1 && s.trial_stride >= s.out_features * s.in_features + s.out_features);
+    XO_ASSERT(s.trials >= 1 && s.trial_stride >= s.out_features * s.in_features + s.out_features);
     if (small_) return;
     const memory::dim k = s.trials, batch = s.batch, in = s.in_features, out = s.out_features;
     const memory::dim stride = s.trial_stride;
@@ -370,7 +370,7 @@ class CpuTrialsLinear final : public WeightedKernel {
 
 std::unique_ptr<WeightedKernel> make_linear(const LinearShape& shape, const dnnl::engine& engine,
                                             const dnnl::stream& stream) {
-  if (shape.trials > 1) return std::make_unique<CpuTrialsLinear>(shape, engine, stream);
+  if (shape.trial_stride > 0) return std::make_unique<CpuTrialsLinear>(shape, engine, stream);
   return std::make_unique<CpuLinear>(shape, engine, stream);
 }
 

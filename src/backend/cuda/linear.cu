@@ -357,7 +357,7 @@ class GpuLinear final : public WeightedKernel {
 }  // namespace
 
 std::unique_ptr<WeightedKernel> make_linear(CudaBackend& be, const LinearShape& shape) {
-  if (shape.trials != 1) {
+  if (shape.trials != 1 || shape.trial_stride != 0) {
     throw UserError("fused trials (" + std::to_string(shape.trials) +
                     " at once) have no GPU kernel in this version: train them one at a time on a "
                     "GPU (tune --fuse off)");

@@ -1,0 +1,146 @@
+// `crossover train-group DIR...`: trial folders of a search (each with its spec.toml) trained as
+// one fused group (train/trials.h), each writing what `crossover train` writes of a trial there:
+// its result.json (--json), weights.safetensors (--save) and checkpoints/. `tune --fuse` starts it;
+// it runs by hand on any folders laid out so.
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <vector>
+
+#include "cli/commands.h"
+#include "cli/messages.h"
+#include "cli/options.h"
+#include "core/error.h"
+#include "core/exit_codes.h"
+#include "core/file.h"
+#include "io/safetensors.h"
+#include "measure/run.h"
+#include "measure/sampler.h"
+#include "model/model.h"
+#include "report/machine.h"
+#include "report/report_json.h"
+#include "report/train_text.h"
+#include "train/checkpoint.h"
+#include "tune/trial_process.h"
+
+namespace xo::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct GroupOptions {
+  std::vector<std::string> dirs;
+  std::string device = "cpu";
+  int threads = 0;
+  bool quiet = false;
+  int64_t pause_after = 0;
+  std::string checkpoint_every = "60s";
+  bool resume = false;
+  std::string on_nan = "stop";
+};
+
+int run_group(const GroupOptions& o) {
+  std::vector<TrialFiles> files;
+  std::vector<FusedRun> runs;
+  const CheckpointInterval every =
+      parse_checkpoint_interval(o.checkpoint_every, "--checkpoint-every");
+  if (o.pause_after > 0 && !every.enabled()) {
+    throw UserError(
+        "--pause-after needs checkpoints: with --checkpoint-every off there is nothing to go on "
+        "from");
+  }
+  for (const std::string& dir : o.dirs) {
+    const TrialFiles f = trial_folder(dir);
+    // Before any work: each trial's outputs can be written.
+    check_writable_path(f.result, "a trial's result");
+    check_writable_path(f.weights, "a trial's weights");
+    FusedRun run;
+    run.spec = resolve_spec(f.spec.string());
+    run.checkpoint.dir = f.checkpoints;
+    run.checkpoint.every = every;
+    run.checkpoint.resume = o.resume;
+    // What the trial's checkpoints say (resumed, a damaged one skipped): on stderr and in its log.
+    run.checkpoint.note = [log = f.log](const std::string& m) {
+      fmt::print(stderr, "crossover: {}\n", m);
+      std::ofstream(log, std::ios::app) << m << "\n";
+    };
+    files.push_back(f);
+    runs.push_back(std::move(run));
+  }
+  std::vector<std::vector<NamedTensor>> weights(runs.size());
+  for (size_t i = 0; i < runs.size(); ++i) {
+    runs[i].hooks.trained = [&weights, i](const Model& m) { weights[i] = m.export_params(); };
+    if (!o.quiet) {
+      runs[i].hooks.epoch = [name = files[i].dir.filename().string(),
+                             scheduled = runs[i].spec.train.schedule.has_value()](
+                                const EpochRecord& e, int64_t n) {
+        fmt::print("{}: {}", name, epoch_line(e, n, scheduled));
+        std::fflush(stdout);
+      };
+    }
+  }
+  DeviceRequest request = parse_device(o.device, o.threads);
+  const std::unique_ptr<Backend> backend = make_backend(request);
+  MeasureSettings settings;
+  settings.exec.stop_on_nan = o.on_nan == "stop";
+  settings.exec.pause_after_epochs = o.pause_after;
+  const std::vector<RunRecord> records = measure_fused(*backend, runs, settings);
+  int code = kExitOk;
+  for (size_t i = 0; i < records.size(); ++i) {
+    const TrainResult& r = records[i].result;
+    const TrialFiles& f = files[i];
+    const std::string summary = train_summary(r, runs[i].spec.train.epochs);
+    fmt::print("{}: {}", f.dir.filename().string(), summary);
+    // Each trial's log says how its run ended, as its own `crossover train` would.
+    std::ofstream(f.log, std::ios::app) << summary;
+    // Weights that hold NaN or infinities are not saved: the last good ones are in the checkpoint.
+    if (!r.stopped_diverged) {
+      save_safetensors(f.weights, weights[i],
+                       {{"format", "pt"}, {"model", r.model}, {"producer", "crossover"}});
+    }
+    const Utilisation& load = *records[i].utilisation;
+    const TrainDocument doc{r, describe_machine(), load.mean_other_cores,
+                            timings_contaminated(load)};
+    write_file_atomic(f.result, to_json(doc).dump(2) + "\n");
+    // A finished trial's checkpoints hold nothing more; a paused, stopped or diverged one's are
+    // where it goes on from.
+    if (!r.paused && !r.interrupted && !r.stopped_diverged) remove_checkpoints(f.checkpoints);
+    if (r.interrupted) code = kExitInterrupted;
+  }
+  return code;
+}
+
+}  // namespace
+
+Command add_train_group(CLI::App& app) {
+  auto o = std::make_shared<GroupOptions>();
+  CLI::App* sub = app.add_subcommand(
+      "train-group",
+      "Train trial folders of a search (each holding a spec.toml) as one fused group: the same "
+      "architecture, data and batch size trained in lockstep, each trial writing its "
+      "result.json, weights.safetensors and checkpoints/ (what `tune --fuse` runs)");
+  sub->add_option("dirs", o->dirs, "The trial folders (OUT/trials/ID)")->required();
+  sub->add_option("--device", o->device, "cpu (fused trials have no GPU kernels yet)")
+      ->capture_default_str();
+  sub->add_option("--threads", o->threads, "CPU threads (0 = all cores)")
+      ->check(non_negative_integer());
+  sub->add_flag("--quiet,-q", o->quiet, "Print only each trial's final summary line");
+  sub->add_option("--pause-after", o->pause_after,
+                  "Stop each trial after this many epochs of its train.epochs and keep its "
+                  "checkpoint there (--resume goes on)")
+      ->check(positive_number());
+  sub->add_option("--checkpoint-every", o->checkpoint_every,
+                  "Every trial's checkpoint at the same step, this often: 500steps, 60s, 2min, off")
+      ->capture_default_str();
+  sub->add_flag("--resume", o->resume, "Continue each trial from its checkpoint, where it has one");
+  sub->add_option("--on-nan", o->on_nan,
+                  "stop: a trial whose loss becomes NaN or infinite stops (the others go on); "
+                  "continue: it trains on")
+      ->check(CLI::IsMember({"stop", "continue"}))
+      ->capture_default_str();
+  return {sub, [o] { return run_group(*o); }};
+}
+
+}  // namespace xo::cli
