@@ -3,7 +3,7 @@
 // against one trial trained alone by train_model as `crossover train` runs it. Reported: the
 // trials x steps per second of each (the median step time of an epoch's full batches, the first
 // step left out), and their ratio. No process start, no data loading: the loop alone.
-//   build/bench/crossover_fused_trials [--models disc-2,disc-4] [--k 1,4,16,64] [--epochs 3]
+//   build/bench/crossover_fused_trials [--models disc-2,disc-4] [--k 1,4,16,64] [--steps 300]
 //                                      [--threads 2] [--json FILE]
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -38,9 +38,8 @@ std::vector<std::string> split(const std::string& text) {
   return parts;
 }
 
-xo::ModelSpec trial(const xo::ModelSpec& base, int t, int64_t epochs) {
+xo::ModelSpec trial(const xo::ModelSpec& base, int t) {
   xo::ModelSpec s = base;
-  s.train.epochs = epochs;
   s.train.optimizer.lr *= 1.0 + 0.01 * t;
   s.train.seed += static_cast<uint64_t>(t);
   return s;
@@ -52,7 +51,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> models = {"disc-2", "disc-3", "disc-4",    "disc-5",   "disc-6",
                                      "disc-7", "disc-8", "mnist-mlp", "mnist-cnn"};
   std::vector<int> ks = {1, 4, 16, 64};
-  int64_t epochs = 3;
+  int64_t steps = 300;  // per run: the step times' medians leave the first step out
   int threads = 0;
   std::string json_path;
   for (int i = 1; i + 1 < argc; i += 2) {
@@ -62,8 +61,8 @@ int main(int argc, char** argv) {
     } else if (flag == "--k") {
       ks.clear();
       for (const std::string& k : split(value)) ks.push_back(std::stoi(k));
-    } else if (flag == "--epochs") {
-      epochs = std::stoll(value);
+    } else if (flag == "--steps") {
+      steps = std::stoll(value);
     } else if (flag == "--threads") {
       threads = std::stoi(value);
     } else if (flag == "--json") {
@@ -86,22 +85,26 @@ int main(int argc, char** argv) {
     const xo::Model probe(base, *be);
     const xo::DataSplit data = xo::load_data(base.data, xo::data_request(base, probe.classes()));
     // One trial alone, as `crossover train` runs it (the backend's own shards and threads).
-    const xo::ModelSpec one = trial(base, 0, epochs);
+    const xo::ModelSpec one = trial(base, 0);
     xo::Model alone_model(one, *be);
     alone_model.init(one.train.seed);
-    const xo::TrainResult alone = xo::train_model(alone_model, data, one.train);
+    xo::ExecutionOptions exec;
+    exec.max_steps = steps;
+    const xo::TrainResult alone = xo::train_model(alone_model, data, one.train, {}, exec);
     const double alone_rate = 1e3 / alone.step_ms.median;
     for (const int k : ks) {
       std::vector<xo::ModelSpec> specs;
       std::vector<std::unique_ptr<xo::Model>> trial_models;
       std::vector<xo::FusedTrial> trials;
-      for (int t = 0; t < k; ++t) specs.push_back(trial(base, t, epochs));
+      for (int t = 0; t < k; ++t) specs.push_back(trial(base, t));
       for (int t = 0; t < k; ++t) {
         trial_models.push_back(std::make_unique<xo::Model>(specs[t], *be));
         trial_models.back()->init(specs[t].train.seed);
         trials.push_back({trial_models.back().get(), specs[t].train, {}});
       }
-      const std::vector<xo::TrainResult> fused = xo::train_fused(trials, data);
+      xo::FusedOptions options;
+      options.max_steps = steps;
+      const std::vector<xo::TrainResult> fused = xo::train_fused(trials, data, options);
       const double step_ms = fused[0].step_ms.median;
       const double rate = k * 1e3 / step_ms;
       fmt::print("{:<10} {:>4} {:>12.4f} {:>16.0f} {:>16.0f} {:>7.2f}x\n", name, k, step_ms, rate,
@@ -125,7 +128,7 @@ int main(int argc, char** argv) {
     nlohmann::json doc{{"machine", be->info().name},
                        {"threads", be->info().threads},
                        {"matmul_peak_gflops", peaks.matmul_gflops},
-                       {"epochs", epochs},
+                       {"steps", steps},
                        {"rows", rows}};
     xo::write_file_atomic(json_path, doc.dump(2) + "\n");
   }

@@ -25,7 +25,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 // How a trial left the group.
-enum class End { Running, Completed, Paused, Diverged, EarlyStopping, Interrupted };
+enum class End { Running, Completed, Paused, Diverged, EarlyStopping, Interrupted, StepLimit };
 
 struct Trial {
   Trial(FusedTrial& t, const DataSplit& split, const ExecutionOptions& exec, const TrainPlan* data)
@@ -232,6 +232,12 @@ void run_steps(Group& group, Trials& trials, const FusedOptions& options) {
       for (Trial* t : group.active)
         if (t->end == End::Running) t->save();
     }
+    if (options.max_steps > 0 && group.active[0]->state.steps_taken >= options.max_steps &&
+        group.active[0]->state.step < steps) {
+      for (Trial* t : group.active)
+        if (t->end == End::Running) t->end = End::StepLimit;
+      left = true;
+    }
     if (left) {
       for (Trial* t : group.active) read_step_times(t->plan, t->state);
       group.plan(trials, options.groups);
@@ -299,6 +305,11 @@ std::vector<TrainResult> train_fused(std::vector<FusedTrial>& trials, const Data
     }
     run_steps(group, planned, options);
     finish_epochs(group);
+    for (Trial* t : group.active) {
+      if (t->end == End::Running && options.max_steps > 0 &&
+          t->state.steps_taken >= options.max_steps)
+        t->end = End::StepLimit;
+    }
     group.plan(planned, options.groups);
   }
   std::vector<TrainResult> results;

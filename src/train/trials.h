@@ -34,6 +34,9 @@ struct FusedOptions {
   // Stop each trial after this many epochs of its train.epochs (0: none): a rung of successive
   // halving.
   int64_t pause_after_epochs = 0;
+  // Stop after this many steps in all (0: no limit), as ExecutionOptions::max_steps: to time the
+  // group. A partial epoch is not reported as an epoch.
+  int64_t max_steps = 0;
 };
 
 // Why `trials` cannot train as one group (empty: they can): another architecture, batch size or

@@ -359,6 +359,28 @@ TEST(FusedTrials, APausedAndStoppedGroupResumesBitIdentical) {
   EXPECT_EQ(ended[3 - 1].epochs.size(), static_cast<size_t>(base.train.epochs));
 }
 
+// A step limit (to time the group) stops every trial there, inside an epoch or at its end.
+TEST(FusedTrials, AStepLimitStopsEveryTrialThere) {
+  const ModelSpec base = parse_spec(kCases[0].spec, "mlp.toml");  // 11 steps per epoch
+  const DataSplit data = disc_split();
+  auto be = make_backend(parse_device("cpu", 2));
+  for (const int64_t limit : {int64_t{5}, int64_t{11}, int64_t{15}}) {
+    std::vector<std::unique_ptr<Model>> models;
+    std::vector<FusedTrial> trials;
+    for (int t = 0; t < 2; ++t) {
+      models.push_back(std::make_unique<Model>(base, *be));
+      models.back()->init(base.train.seed + static_cast<uint64_t>(t));
+      trials.push_back({models.back().get(), base.train, {}, {}});
+    }
+    const auto fused = train_fused(trials, data, {.max_steps = limit});
+    for (const TrainResult& r : fused) {
+      EXPECT_EQ(r.steps_taken, limit) << limit;
+      EXPECT_EQ(r.epochs.size(), static_cast<size_t>(limit / 11)) << limit;
+      EXPECT_FALSE(r.interrupted);
+    }
+  }
+}
+
 TEST(FusedTrials, WhatCannotBeFusedIsRefusedSayingWhy) {
   const ModelSpec base = parse_spec(kCases[0].spec, "mlp.toml");
   const DataSplit data = disc_split();
