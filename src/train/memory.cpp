@@ -196,4 +196,43 @@ void check_training_memory(const Model& model, const DataSplit& data, const Trai
       byte_size(static_cast<double>(need.parameters))));
 }
 
+MemoryEstimate fused_memory(const Model& model, const DataSplit& data, const TrainSpec& train,
+                            int64_t trials, int64_t data_sets) {
+  ExecutionOptions alone;
+  alone.shards = 1;
+  const MemoryEstimate one = training_memory(model, data, train, alone);
+  auto times = [](int64_t bytes, int64_t n) {
+    int64_t product = 0;
+    return __builtin_mul_overflow(bytes, n, &product) ? std::numeric_limits<int64_t>::max()
+                                                      : product;
+  };
+  return {times(one.parameters, trials), times(one.optimizer, trials),
+          times(one.activations, trials), times(one.data, data_sets)};
+}
+
+std::optional<int64_t> fused_trials_that_fit(const Model& model, const DataSplit& data,
+                                             const TrainSpec& train) {
+  const auto free = model.backend().free_memory_bytes();
+  if (!free) return std::nullopt;
+  const MemoryEstimate one = fused_memory(model, data, train, 1);
+  const int64_t each = std::max<int64_t>(1, one.total() - one.data);
+  return std::max<int64_t>(1, (*free - one.data) / each);
+}
+
+void check_fused_memory(const Model& model, const DataSplit& data, const TrainSpec& train,
+                        int64_t trials, int64_t data_sets) {
+  const Backend& backend = model.backend();
+  const MemoryEstimate need = fused_memory(model, data, train, trials, data_sets);
+  const auto free = backend.free_memory_bytes();
+  // The trials' Models hold their parameters already, and the group packs them anew: what is free
+  // must hold all of it while the packing goes on.
+  if (!free || need.total() <= *free) return;
+  throw UserError(fmt::format(
+      "{} fused trials of '{}' on {} need at least {} ({}); {} are free: at most {} such trials "
+      "fit in one group here (tune --fuse N)",
+      trials, model.spec().name, backend.info().id, byte_size(static_cast<double>(need.total())),
+      breakdown(need), byte_size(static_cast<double>(*free)),
+      fused_trials_that_fit(model, data, train).value_or(1)));
+}
+
 }  // namespace xo

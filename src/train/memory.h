@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <optional>
 
 #include "backend/backend.h"
 #include "data/dataset.h"
@@ -58,5 +59,20 @@ void check_model_memory(const ModelSpec& spec, const Backend& backend);
 // fit beside what the Model already holds.
 void check_training_memory(const Model& model, const DataSplit& data, const TrainSpec& train,
                            const ExecutionOptions& exec);
+
+// What `trials` trials of `model`'s run trained as one fused group (train/trials.h) allocate: each
+// trial's parameters, optimizer state and activations (its share of the group's step, its test
+// evaluation) as training_memory counts them for the run alone, unsharded, and the data sets
+// `data_sets` times (the trials that draw their own data).
+MemoryEstimate fused_memory(const Model& model, const DataSplit& data, const TrainSpec& train,
+                            int64_t trials, int64_t data_sets = 1);
+// How many such trials fit in what the device has free now, with the data once (at least 1;
+// nullopt where the device does not say what is free).
+std::optional<int64_t> fused_trials_that_fit(const Model& model, const DataSplit& data,
+                                             const TrainSpec& train);
+// Before a fused group allocates anything: throws UserError naming the trials, the device, the
+// total with its breakdown, what is free and how many trials would fit.
+void check_fused_memory(const Model& model, const DataSplit& data, const TrainSpec& train,
+                        int64_t trials, int64_t data_sets);
 
 }  // namespace xo

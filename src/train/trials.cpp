@@ -9,6 +9,7 @@
 #include <chrono>
 #include <memory>
 #include <optional>
+#include <set>
 
 #include "core/error.h"
 #include "core/interrupt.h"
@@ -16,6 +17,7 @@
 #include "train/checkpoint.h"
 #include "train/epoch.h"
 #include "train/epoch_rules.h"
+#include "train/memory.h"
 #include "train/plan.h"
 #include "train/state.h"
 
@@ -287,7 +289,13 @@ std::vector<TrainResult> train_fused(std::vector<FusedTrial>& trials, const Data
   if (std::string why = fusion_refusal(trials, split); !why.empty()) {
     throw UserError("these trials cannot train as one: " + why);
   }
-  for (const FusedTrial& t : trials) check_training(*t.model, t.data ? *t.data : split, t.train);
+  std::set<const DataSplit*> data_sets;
+  for (const FusedTrial& t : trials) {
+    check_training(*t.model, t.data ? *t.data : split, t.train);
+    data_sets.insert(t.data ? t.data : &split);
+  }
+  check_fused_memory(*trials[0].model, split, trials[0].train, static_cast<int64_t>(trials.size()),
+                     static_cast<int64_t>(data_sets.size()));
   const auto setup_start = Clock::now();
   std::vector<Model*> models;
   for (FusedTrial& t : trials) models.push_back(t.model);

@@ -20,6 +20,7 @@
 #include "model/cost.h"
 #include "model/model.h"
 #include "train/checkpoint.h"
+#include "train/memory.h"
 #include "tune/parallel.h"
 #include "tune/progress.h"
 #include "tune/ranks.h"
@@ -102,6 +103,7 @@ class Search {
   std::vector<fs::path> logs_;                 // each busy slot's process's log
   std::vector<std::string> fusion_keys_;       // per trial: trials of one key may train as one
   int groups_started_ = 0;
+  int fuse_cap_ = 0;           // the most trials in a fused group (0: not fused)
   std::vector<bool> running_;  // per trial
   std::unique_ptr<Backend> cpu_;
   Clock::time_point started_ = Clock::now();
@@ -136,6 +138,13 @@ void Search::prepare() {
   const Model model(base_, *cpu_);
   const DataSplit data = load_data(base_.data, data_request(base_, model.classes()));
   metric_ = objective_metric(o_.objective, base_, data, model.regression());
+  // The most trials a group may hold: --fuse's, or up to kMaxAutoFuse, and never more than the
+  // memory free now holds (train/memory.h), so that a group is not refused, or killed, for it.
+  if (o_.fuse != 0) {
+    fuse_cap_ = o_.fuse == kFuseAuto ? kMaxAutoFuse : o_.fuse;
+    if (const auto fit = fused_trials_that_fit(model, data, base_.train))
+      fuse_cap_ = static_cast<int>(std::min<int64_t>(fuse_cap_, *fit));
+  }
   lay_out(points);
 }
 
@@ -219,7 +228,7 @@ std::vector<Slot> Search::make_slots() {
     return hooks_.read_result(text, origin);
   };
   s.measuring = [this](int k, const std::string& device) { hooks_.measuring(k, device); };
-  s.fused_cpu = o_.fuse == kFuseAuto ? kMaxAutoFuse : o_.fuse;
+  s.fused_cpu = fuse_cap_;
   choose_parallel(record_.parallel, o_.devices.empty() ? list_devices().available : o_.devices, s);
   return local_slots(record_.parallel, o_.threads, cores);
 }
@@ -257,7 +266,7 @@ std::vector<HalvingJob> Search::group_for(size_t slot, const HalvingJob& first) 
     return group;
   }
   const bool automatic = o_.fuse == kFuseAuto;
-  const size_t most = static_cast<size_t>(automatic ? kMaxAutoFuse : o_.fuse);
+  const auto most = static_cast<size_t>(fuse_cap_);
   // The jobs looked at are marked running for next_job to move on, and unmarked after.
   std::vector<size_t> looked{first.trial};
   running_[first.trial] = true;

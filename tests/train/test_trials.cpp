@@ -20,6 +20,7 @@
 #include "support/expect_error.h"
 #include "support/random_data.h"
 #include "support/temp_dir.h"
+#include "train/memory.h"
 #include "train/trainer.h"
 #include "train/trials.h"
 
@@ -379,6 +380,31 @@ TEST(FusedTrials, AStepLimitStopsEveryTrialThere) {
       EXPECT_FALSE(r.interrupted);
     }
   }
+}
+
+// A group's memory: each trial's run alone but its data, K times, and the data once per data set;
+// how many fit is what the device has free over one trial's share.
+TEST(FusedTrials, AGroupsMemoryIsEachTrialsRunWithTheDataOnce) {
+  const ModelSpec base = parse_spec(kCases[2].spec, "cnn.toml");
+  const DataSplit data = image_split();
+  auto be = make_backend(parse_device("cpu", 1));
+  Model model(base, *be);
+  ExecutionOptions alone;
+  alone.shards = 1;
+  const MemoryEstimate one = training_memory(model, data, base.train, alone);
+  const MemoryEstimate group = fused_memory(model, data, base.train, 5, 2);
+  EXPECT_EQ(group.parameters, 5 * one.parameters);
+  EXPECT_EQ(group.optimizer, 5 * one.optimizer);
+  EXPECT_EQ(group.activations, 5 * one.activations);
+  EXPECT_EQ(group.data, 2 * one.data);
+  // What is free moves with the machine's other processes: read around the call, 64 MiB apart.
+  const int64_t before = *be->free_memory_bytes();  // the CPU says what is free
+  const auto fit = fused_trials_that_fit(model, data, base.train);
+  const int64_t after = *be->free_memory_bytes();
+  ASSERT_TRUE(fit.has_value());
+  const int64_t each = one.total() - one.data, slack = int64_t{64} << 20;
+  EXPECT_GE(*fit, (std::min(before, after) - slack - one.data) / each);
+  EXPECT_LE(*fit, (std::max(before, after) + slack - one.data) / each);
 }
 
 TEST(FusedTrials, WhatCannotBeFusedIsRefusedSayingWhy) {
