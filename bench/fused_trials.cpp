@@ -16,10 +16,12 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "core/error.h"
 #include "core/file.h"
 #include "data/source.h"
 #include "measure/peaks.h"
 #include "model/model.h"
+#include "train/memory.h"
 #include "train/trainer.h"
 #include "train/trials.h"
 
@@ -102,13 +104,21 @@ int main(int argc, char** argv) {
         trial_models.back()->init(specs[t].train.seed);
         trials.push_back({trial_models.back().get(), specs[t].train, {}});
       }
+      const xo::MemoryEstimate memory = xo::fused_memory(*trial_models[0], data, specs[0].train, k);
       xo::FusedOptions options;
       options.max_steps = steps;
-      const std::vector<xo::TrainResult> fused = xo::train_fused(trials, data, options);
+      std::vector<xo::TrainResult> fused;
+      try {
+        fused = xo::train_fused(trials, data, options);
+      } catch (const xo::UserError& e) {  // more trials than the memory holds, say
+        fmt::print("{:<10} {:>4} refused: {}\n", name, k, e.what());
+        rows.push_back({{"model", name}, {"k", k}, {"refused", e.what()}});
+        continue;
+      }
       const double step_ms = fused[0].step_ms.median;
       const double rate = k * 1e3 / step_ms;
-      fmt::print("{:<10} {:>4} {:>12.4f} {:>16.0f} {:>16.0f} {:>7.2f}x\n", name, k, step_ms, rate,
-                 alone_rate, rate / alone_rate);
+      fmt::print("{:<10} {:>4} {:>12.4f} {:>16.0f} {:>16.0f} {:>7.2f}x {:>10.1f}\n", name, k,
+                 step_ms, rate, alone_rate, rate / alone_rate, memory.total() / 1048576.0);
       std::fflush(stdout);
       rows.push_back({{"model", name},
                       {"k", k},
@@ -121,6 +131,7 @@ int main(int argc, char** argv) {
                       {"alone_steps_per_second", alone_rate},
                       {"ratio", rate / alone_rate},
                       {"trial_flops_per_step", fused[0].flops_per_step},
+                      {"estimated_bytes", memory.total()},
                       {"fused_gflops", k * fused[0].flops_per_step / (step_ms * 1e-3) / 1e9}});
     }
   }

@@ -66,12 +66,14 @@ void check_training_memory(const Model& model, const DataSplit& data, const Trai
 // `data_sets` times (the trials that draw their own data).
 MemoryEstimate fused_memory(const Model& model, const DataSplit& data, const TrainSpec& train,
                             int64_t trials, int64_t data_sets = 1);
-// How many such trials fit in what the device has free now, with the data once (at least 1;
+// How many such trials fit in half of what the device has free now (the other half for what the
+// estimate leaves out: the kernels' workspaces, blocked layouts), with the data once (at least 1;
 // nullopt where the device does not say what is free).
 std::optional<int64_t> fused_trials_that_fit(const Model& model, const DataSplit& data,
                                              const TrainSpec& train);
 // Before a fused group allocates anything: throws UserError naming the trials, the device, the
-// total with its breakdown, what is free and how many trials would fit.
+// total with its breakdown, what is free and how many trials would fit, where the total is more
+// than half of what is free.
 void check_fused_memory(const Model& model, const DataSplit& data, const TrainSpec& train,
                         int64_t trials, int64_t data_sets);
 
