@@ -139,7 +139,7 @@ TrialNetwork::TrialNetwork(std::vector<const Model*> trials, int64_t batch, int 
 }
 
 void TrialNetwork::group_step(Group& g, const float* src, const int32_t* labels,
-                              LossStats* const* stats) {
+                              LossStats* const* stats, FunctionRef<void(size_t trial)> done) {
   const auto& nodes = trials_[0]->nodes();
   const int64_t features = trials_[0]->input_features();
   auto model = [&](int t) -> const Model& { return *trials_[static_cast<size_t>(g.first + t)]; };
@@ -174,12 +174,15 @@ void TrialNetwork::group_step(Group& g, const float* src, const int32_t* labels,
                         at(g.d_outputs[i], i, r.first), m.grads(), d_src);
     }
   }
+  for (int t = 0; t < g.count; ++t) done(static_cast<size_t>(g.first + t));
 }
 
-void TrialNetwork::train_step(const float* src, const int32_t* labels, LossStats* const* stats) {
+void TrialNetwork::train_step(const float* src, const int32_t* labels, LossStats* const* stats,
+                              FunctionRef<void(size_t trial)> done) {
   Backend& be = trials_[0]->backend();
-  be.parallel_shards(
-      groups(), [&](int k) { group_step(groups_[static_cast<size_t>(k)], src, labels, stats); });
+  be.parallel_shards(groups(), [&](int k) {
+    group_step(groups_[static_cast<size_t>(k)], src, labels, stats, done);
+  });
   for (const Model* m : trials_) be.increment(m->step_counter());
 }
 

@@ -43,7 +43,8 @@ struct TrainResult {
   int64_t steps_per_epoch = 0;
   int shards = 1;  // batch shards per full-batch step
   // Trials trained at once in its fused group (train/trials.h; 1: alone): then its step times and
-  // epoch seconds are the group's, each step training every trial of the group.
+  // epoch seconds are the group's, each step training every trial of the group, and its
+  // optimizer's time is inside forward_backward_ms (optimizer_ms NaN).
   int fused_trials = 1;
   std::vector<EpochRecord> epochs;
   double final_loss = 0;

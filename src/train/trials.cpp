@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <set>
@@ -123,10 +124,15 @@ void fused_step(Group& g, int64_t s) {
     g.stats[j] = p.stats_for(s);
   }
   stamp(StepMarks::BatchSelected);
-  (full ? *g.full : *g.partial).train_step(g.x.as<float>(), g.y.as<int32_t>(), g.stats.data());
+  // Each trial's optimizer steps on its group's worker once its gradients are complete: the
+  // optimizer's time is inside the forward and backward phase (optimizer_ms reads NaN).
+  (full ? *g.full : *g.partial)
+      .train_step(g.x.as<float>(), g.y.as<int32_t>(), g.stats.data(), [&](size_t t) {
+        TrainPlan& p = g.active[t]->plan;
+        p.optimizer->step(p.model.params(), p.model.grads());
+      });
   stamp(StepMarks::GradientsReady);
   stamp(StepMarks::Reduced);
-  for (Trial* t : g.active) t->plan.optimizer->step(t->plan.model.params(), t->plan.model.grads());
   stamp(StepMarks::End);
 }
 
@@ -273,6 +279,8 @@ TrainResult result_of(Trial& t, double setup_seconds, int group_size) {
   note_loss_checks(t.state, t.end == End::Diverged, r);
   r.paused = t.end == End::Paused;
   r.fused_trials = group_size;
+  // Each trial's optimizer steps inside the group's forward and backward phase (fused_step).
+  r.optimizer_ms = std::numeric_limits<double>::quiet_NaN();
   r.resumed_at_step = t.resumed_at;
   if (t.checkpoints) {
     t.checkpoints->flush();
