@@ -18,6 +18,7 @@
 #include "model/model.h"
 #include "model/trials.h"
 #include "support/expect_error.h"
+#include "support/gpu.h"
 #include "support/random_data.h"
 #include "support/temp_dir.h"
 #include "train/memory.h"
@@ -422,6 +423,20 @@ TEST(FusedTrials, WhatCannotBeFusedIsRefusedSayingWhy) {
   std::vector<FusedTrial> batches{{&a, base.train, {}}, {&c, other_batch.train, {}}};
   expect_user_error([&] { train_fused(batches, data); },
                     {"trial 2 trains on batches of 50", "trial 1 on batches of 96"});
+}
+
+// On a GPU fused trials are refused before anything is planned, saying so (no GPU kernels for the
+// trial dimension yet: tune runs GPU trials a process each).
+TEST(FusedTrials, GpuFuseIsRefusedSayingSo) {
+  std::string why;
+  if (!testing::gpu_present(&why)) GTEST_SKIP() << "no NVIDIA GPU here (" << why << ")";
+  const ModelSpec base = parse_spec(kCases[0].spec, "mlp.toml");
+  const DataSplit data = disc_split();
+  auto be = make_backend(parse_device("cuda", 0));
+  Model a(base, *be), b(base, *be);
+  std::vector<FusedTrial> trials{{&a, base.train, {}, {}}, {&b, base.train, {}, {}}};
+  expect_user_error([&] { train_fused(trials, data); },
+                    {"cannot train as one", "fused trials have no kernels on cuda:0"});
 }
 
 // The batched Linear against one kernel per trial, at a stride, with every activation: forward
