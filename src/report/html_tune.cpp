@@ -235,9 +235,11 @@ std::string trials_table(const TuneRecord& r) {
     row.push_back(
         escape(trial_status_name(t.status)) +
         (t.error.empty() ? "" : "<br><span class=\"note\">" + escape(t.error) + "</span>"));
+    const std::string group =
+        t.group.empty() ? "" : fmt::format(", fused: {} of {}", t.group, t.fused);
     row.push_back(t.device.empty() ? html::na()
-                  : t.threads > 0  ? escape(fmt::format("{} ({} thread{})", t.device, t.threads,
-                                                       t.threads == 1 ? "" : "s"))
+                  : t.threads > 0  ? escape(fmt::format("{} ({} thread{}{})", t.device, t.threads,
+                                                       t.threads == 1 ? "" : "s", group))
                                    : escape(t.device));
     row.push_back(std::to_string(t.concurrent));
     row.push_back(html::cell(t.train_seconds > 0 ? duration(t.train_seconds) : ""));
@@ -314,6 +316,15 @@ std::string render_tune_html(const TuneRecord& r, const nlohmann::json& machine)
       r.trials.size(), escape(r.mode), escape(r.objective), r.higher_is_better ? "higher" : "lower",
       escape(duration(r.wall_seconds)), escape(duration(r.device_seconds)),
       r.ranks > 1 ? fmt::format("<li><span class=\"k\">MPI ranks</span> {}</li>", r.ranks) : "");
+  int fused = 0;
+  for (const TrialRecord& t : r.trials) fused += !t.group.empty();
+  if (fused > 0) {
+    summary += fmt::format(
+        "<p class=\"note\">{} trials trained fused, each in a group of trials trained as one "
+        "model (<code>--fuse</code>): their step and training times are their share of their "
+        "group's.</p>\n",
+        fused);
+  }
   if (concurrent > 0) {
     summary += fmt::format(
         "<p class=\"note\">{} trials ran beside others on a shared device: their times are those "

@@ -220,18 +220,19 @@ std::string tune_csv(const TuneRecord& r) {
   }
   for (const std::string& k : keys) out += fmt::format(",{}", csv_text(k));
   out += fmt::format(
-      ",{},epochs,device,threads,rank_mpi,concurrent,train_seconds,process_seconds,step_ms,"
-      "dollars,error\n",
+      ",{},epochs,device,threads,rank_mpi,concurrent,group,fused,train_seconds,process_seconds,"
+      "step_ms,dollars,error\n",
       objective_key(r.objective));
   int place = 0;
   for (size_t i : trials_by_objective(r)) {
     const TrialRecord& t = r.trials[i];
     out += fmt::format("{},{},{}", ++place, csv_text(t.id), trial_status_name(t.status));
     for (const auto& [k, v] : t.values) out += fmt::format(",{}", csv_text(v));
-    out += fmt::format(",{},{},{},{},{},{},{},{},{},{},{}\n", csv_number(t.objective), t.epochs,
-                       csv_text(t.device), t.threads, t.rank, t.concurrent,
-                       csv_number(t.train_seconds), csv_number(t.process_seconds),
-                       csv_number(t.step_ms), csv_number(t.dollars), csv_text(t.error));
+    out +=
+        fmt::format(",{},{},{},{},{},{},{},{},{},{},{},{},{}\n", csv_number(t.objective), t.epochs,
+                    csv_text(t.device), t.threads, t.rank, t.concurrent, csv_text(t.group), t.fused,
+                    csv_number(t.train_seconds), csv_number(t.process_seconds),
+                    csv_number(t.step_ms), csv_number(t.dollars), csv_text(t.error));
   }
   return out;
 }

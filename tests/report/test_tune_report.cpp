@@ -66,6 +66,8 @@ TuneRecord fixture() {
   r.trials[3].error = "out of memory, \"cuda:0\"";
   r.trials[3].step_ms = NAN;
   r.trials[1].dollars = 0.0125;
+  r.trials[2].group = "g002";  // t3 trained fused, in a group of 3
+  r.trials[2].fused = 3;
   r.decisions = {{"t2", true, 1, 3, 1, 3, 1}, {"t1", false, 1, 0, 3, 3, 1}};
   r.parallel = {{"cpu", 2, true, {{1, 2, 1000, {1000}}, {2, 1, 1500, {760, 740}}}}};
   SearchCostLine line;
@@ -94,6 +96,17 @@ TEST(TuneReport, ResultsJsonReadsBackWhatWasWritten) {
   ASSERT_TRUE(back.halving);
   EXPECT_EQ(back.halving->factor, 3);
   EXPECT_EQ(back.decisions.size(), 2u);
+  EXPECT_EQ(back.trials[2].group, "g002");
+  EXPECT_EQ(back.trials[2].fused, 3);
+  // A search written before fused trials (no group, no fused) reads as trials of their own.
+  nlohmann::json older = j;
+  for (auto& t : older["trials"]) {
+    t.erase("group");
+    t.erase("fused");
+  }
+  const TuneRecord old = read_tune_record(older.dump(), "results.json");
+  EXPECT_EQ(old.trials[2].group, "");
+  EXPECT_EQ(old.trials[2].fused, 1);
 }
 
 // A search writes the machine it ran on beside its record; the record reads back without it.
@@ -140,6 +153,8 @@ TEST(TuneReport, TheCsvListsTrialsBestFirstAndQuotes) {
   EXPECT_EQ(lines[1].rfind("1,t2,finished,0.1,0.5,91.5,9,", 0), 0u) << lines[1];
   EXPECT_EQ(lines[2].rfind("2,t3,", 0), 0u);
   EXPECT_EQ(lines[3].rfind("3,t1,stopped", 0), 0u);
+  EXPECT_NE(lines[0].find(",concurrent,group,fused,"), std::string::npos) << lines[0];
+  EXPECT_NE(lines[2].find(",2,g002,3,"), std::string::npos) << lines[2];
   EXPECT_EQ(lines[4].rfind("4,t4,failed,0.01,0.5,,0,", 0), 0u) << lines[4];
   EXPECT_NE(lines[4].find("\"out of memory, \"\"cuda:0\"\"\""), std::string::npos) << lines[4];
 }
