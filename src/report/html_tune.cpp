@@ -290,6 +290,31 @@ std::string machine_html(const nlohmann::json& machine) {
   return html::html_table({{"", false}, {"", false}}, rows, "machine");
 }
 
+// What the trials' times are: shares of a fused group's, or taken beside other trials.
+std::string timing_notes(const TuneRecord& r) {
+  int fused = 0, concurrent = 0;
+  for (const TrialRecord& t : r.trials) {
+    fused += !t.group.empty();
+    concurrent += t.concurrent > 1;
+  }
+  std::string notes;
+  if (fused > 0) {
+    notes += fmt::format(
+        "<p class=\"note\">{} trials trained fused, each in a group of trials trained as one "
+        "model (<code>--fuse</code>): their step and training times are their share of their "
+        "group's.</p>\n",
+        fused);
+  }
+  if (concurrent > 0) {
+    notes += fmt::format(
+        "<p class=\"note\">{} trials ran beside others on a shared device: their times are those "
+        "of a shared device (the <i>at once</i> column); <code>crossover sweep</code> compares "
+        "speeds one model at a time.</p>\n",
+        concurrent);
+  }
+  return notes;
+}
+
 }  // namespace
 
 std::string render_tune_html(const TuneRecord& r, const nlohmann::json& machine) {
@@ -307,8 +332,6 @@ std::string render_tune_html(const TuneRecord& r, const nlohmann::json& machine)
   } else {
     summary = "<div class=\"verdict no\">No trial has finished yet.</div>\n";
   }
-  int concurrent = 0;
-  for (const TrialRecord& t : r.trials) concurrent += t.concurrent > 1;
   summary += fmt::format(
       "<ul class=\"kv\"><li><span class=\"k\">trials</span> {} ({})</li><li><span "
       "class=\"k\">objective</span> {} ({} is better)</li><li><span class=\"k\">wall</span> "
@@ -316,22 +339,7 @@ std::string render_tune_html(const TuneRecord& r, const nlohmann::json& machine)
       r.trials.size(), escape(r.mode), escape(r.objective), r.higher_is_better ? "higher" : "lower",
       escape(duration(r.wall_seconds)), escape(duration(r.device_seconds)),
       r.ranks > 1 ? fmt::format("<li><span class=\"k\">MPI ranks</span> {}</li>", r.ranks) : "");
-  int fused = 0;
-  for (const TrialRecord& t : r.trials) fused += !t.group.empty();
-  if (fused > 0) {
-    summary += fmt::format(
-        "<p class=\"note\">{} trials trained fused, each in a group of trials trained as one "
-        "model (<code>--fuse</code>): their step and training times are their share of their "
-        "group's.</p>\n",
-        fused);
-  }
-  if (concurrent > 0) {
-    summary += fmt::format(
-        "<p class=\"note\">{} trials ran beside others on a shared device: their times are those "
-        "of a shared device (the <i>at once</i> column); <code>crossover sweep</code> compares "
-        "speeds one model at a time.</p>\n",
-        concurrent);
-  }
+  summary += timing_notes(r);
   sections.push_back({"best", "Best trial", summary});
   if (std::string chart = trials_chart(r); !chart.empty()) {
     sections.push_back(
