@@ -437,6 +437,9 @@ TEST(FusedTrials, GpuFuseIsRefusedSayingSo) {
   std::vector<FusedTrial> trials{{&a, base.train, {}, {}}, {&b, base.train, {}, {}}};
   expect_user_error([&] { train_fused(trials, data); },
                     {"cannot train as one", "fused trials have no kernels on cuda:0"});
+  // The CUDA Linear itself refuses a fused trials' shape, should anything ask it for one.
+  expect_user_error([&] { be->linear({5, 8, 16, true, Activation::ReLU, true, false, 2, 160}); },
+                    {"fused trials (2 at once) have no GPU kernel", "tune --fuse off"});
 }
 
 // The batched Linear against one kernel per trial, at a stride, with every activation: forward

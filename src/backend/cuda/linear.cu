@@ -92,9 +92,9 @@ __global__ void derivative_bias_kernel(const float* dst, float* d, int64_t rows,
 // layer: 100 x 128 x 256 = 3.3M).
 constexpr int64_t kSmallMacs = int64_t{1} << 22;
 constexpr int64_t kSmallSum = 512;  // the longest sum one block does (16 chunks)
-constexpr int kTile = 32;           // output tile 32 x 32; k in chunks of 32
-constexpr int kTileThreads = 256;   // 16 x 16 threads, each 2 x 2 outputs
-using TileRow = float[kTile + 1];   // shared rows padded: no bank conflicts either way
+constexpr int kTile = 32;                 // output tile 32 x 32; k in chunks of 32
+constexpr int kTileThreads = 256;         // 16 x 16 threads, each 2 x 2 outputs
+using TileRow = float[kTile + 1];         // shared rows padded: no bank conflicts either way
 
 // Stages one 32 x 32 operand chunk into shared memory as tile[i][j] = load(i, j), walking memory
 // along whichever index is contiguous there (`fast_i`: i), so that a warp reads consecutive floats.
@@ -347,7 +347,7 @@ class GpuLinear final : public WeightedKernel {
  private:
   CudaBackend& be_;
   LinearShape shape_;
-  bool small_;  // the small path: no cuBLASLt plans
+  bool small_;                              // the small path: no cuBLASLt plans
   std::unique_ptr<Matmul> forward_;
   std::unique_ptr<Matmul> d_weights_;       // d_W alone
   std::unique_ptr<Matmul> d_weights_bias_;  // d_W with d_b fused (null: cuBLASLt has none)
