@@ -14,27 +14,17 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from tune_parallel import tune  # noqa: E402  the same whole-command timing
 
 SEARCH = ["disc-4", "--vary", "lr=0.02,0.05,0.1,0.2,0.3,0.4,0.5,0.6", "--vary", "train.seed=1,2",
           "--epochs", "20", "--quiet"]
 CONFIGS = [("fused (--fuse auto)", []),
            ("one process each, measured at once (--fuse off)", ["--fuse", "off"]),
            ("one process each, one at a time", ["--fuse", "off", "--parallel", "1"])]
-
-
-def tune(binary, out, extra):
-    start = time.monotonic()
-    p = subprocess.run([binary, "tune", *SEARCH, "--out", out, "--restart", *extra],
-                       capture_output=True, text=True)
-    wall = time.monotonic() - start
-    if p.returncode != 0:
-        sys.exit(f"crossover tune {' '.join(extra)} failed:\n{p.stdout}{p.stderr}")
-    with open(os.path.join(out, "results.json")) as f:
-        return wall, json.load(f)
 
 
 def main():
@@ -49,7 +39,7 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(a.repeat):
             for name, extra in CONFIGS:  # interleaved: a slow spell hits every configuration
-                wall, r = tune(binary, os.path.join(tmp, "out"), extra)
+                wall, r = tune(binary, os.path.join(tmp, "out"), extra, SEARCH)
                 walls[name].append(wall)
                 objectives.setdefault(name, {t["id"]: t["objective"] for t in r["trials"]})
                 print(f"run {i + 1} {name:50s} {wall:6.3f} s", flush=True)

@@ -22,9 +22,10 @@ SEARCH = ["mnist-mlp", "--vary", "lr=0.0003,0.001,0.003,0.01", "--vary", "dropou
           "--epochs", "2", "--quiet"]
 
 
-def tune(binary, out, extra):
+def tune(binary, out, extra, search=SEARCH):
+    """The whole `crossover tune` of `search`: its wall time and its results.json."""
     start = time.monotonic()
-    p = subprocess.run([binary, "tune", *SEARCH, "--out", out, "--restart", *extra],
+    p = subprocess.run([binary, "tune", *search, "--out", out, "--restart", *extra],
                        capture_output=True, text=True)
     wall = time.monotonic() - start
     if p.returncode != 0:
