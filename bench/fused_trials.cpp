@@ -4,7 +4,7 @@
 // trials x steps per second of each (the median step time of an epoch's full batches, the first
 // step left out), and their ratio. No process start, no data loading: the loop alone.
 //   build/bench/crossover_fused_trials [--models disc-2,disc-4] [--k 1,4,16,64] [--steps 300]
-//                                      [--threads 2] [--json FILE]
+//                                      [--threads 2] [--device cpu|cuda:0] [--json FILE]
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -55,6 +55,7 @@ int main(int argc, char** argv) {
   std::vector<int> ks = {1, 4, 16, 64};
   int64_t steps = 300;  // per run: the step times' medians leave the first step out
   int threads = 0;
+  std::string device = "cpu";
   std::string json_path;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i], value = argv[i + 1];
@@ -67,6 +68,8 @@ int main(int argc, char** argv) {
       steps = std::stoll(value);
     } else if (flag == "--threads") {
       threads = std::stoi(value);
+    } else if (flag == "--device") {
+      device = value;
     } else if (flag == "--json") {
       json_path = value;
     } else {
@@ -74,11 +77,11 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  auto be = xo::make_backend(xo::parse_device("cpu", threads));
+  auto be = xo::make_backend(xo::parse_device(device, threads));
   // The peak probed now, in this run: it moves from day to day on this VM.
   const xo::DevicePeaks peaks = xo::device_peaks(*be, true, xo::default_peaks_cache());
-  fmt::print("{} ({} threads), f32 matmul peak {:.0f} GFLOP/s\n", be->info().name,
-             be->info().threads, peaks.matmul_gflops);
+  fmt::print("{} ({}, {} threads), f32 matmul peak {:.0f} GFLOP/s\n", be->info().name,
+             be->info().id, be->info().threads, peaks.matmul_gflops);
   fmt::print("{:<10} {:>4} {:>12} {:>16} {:>16} {:>8}\n", "model", "K", "step ms", "trial-steps/s",
              "alone steps/s", "ratio");
   nlohmann::json rows = nlohmann::json::array();
@@ -137,6 +140,7 @@ int main(int argc, char** argv) {
   }
   if (!json_path.empty()) {
     nlohmann::json doc{{"machine", be->info().name},
+                       {"device", be->info().id},
                        {"threads", be->info().threads},
                        {"matmul_peak_gflops", peaks.matmul_gflops},
                        {"steps", steps},

@@ -122,7 +122,9 @@ Command add_train_group(CLI::App& app) {
       "architecture, data and batch size trained in lockstep, each trial writing its "
       "result.json, weights.safetensors and checkpoints/ (what `tune --fuse` runs)");
   sub->add_option("dirs", o->dirs, "The trial folders (OUT/trials/ID)")->required();
-  sub->add_option("--device", o->device, "cpu (fused trials have no GPU kernels yet)")
+  sub->add_option("--device", o->device,
+                  "cpu or cuda:N (fused trials on a GPU have not yet run on one: see "
+                  "docs/benchmarks.md)")
       ->capture_default_str();
   sub->add_option("--threads", o->threads, "CPU threads (0 = all cores)")
       ->check(non_negative_integer());

@@ -179,9 +179,10 @@ void add_search_options(CLI::App* sub, SearchOptions& o) {
          [&o](const std::string& v) {
            o.fuse = v == "off" ? 0 : v == "auto" ? kFuseAuto : std::stoi(v);
          },
-         "Train trials of one architecture, data and batch size as one fused group on the CPU "
-         "(each still ending as it does alone, to f32 rounding): at most K per group, auto (as "
-         "many as are ready, up to 64) or off (a process per trial)")
+         "Train trials of one architecture, data and batch size as one fused group (each still "
+         "ending as it does alone, to f32 rounding): at most K per group, auto (on the CPU, as "
+         "many as are ready, up to 64) or off (a process per trial). A GPU fuses only with an "
+         "explicit K (not yet measured on a GPU)")
       ->check(fuse_values)
       ->default_str("auto");
   sub->add_option("--threads", o.threads,

@@ -226,6 +226,10 @@ bool loss_finite(TrainPlan& p, TrainState& state) {
   return true;
 }
 
+int64_t loss_check_interval(const Backend& be) {
+  return be.info().kind == DeviceKind::Cpu ? 1 : 256;
+}
+
 void note_loss_checks(const TrainState& state, bool diverged, TrainResult& r) {
   if (diverged) {
     r.stopped_diverged = true;

@@ -27,6 +27,9 @@ double epoch_mean_loss(const LossStats& full, const LossStats& partial, int64_t 
 // Reads the epoch's loss sums: false once they are not finite. Else notes the mean batch loss
 // since the last check as the last finite loss. On a GPU the read waits for the queued steps.
 bool loss_finite(TrainPlan& p, TrainState& state);
+// How many steps apart the loss is checked (besides each epoch's end and each checkpoint): every
+// step on the CPU, where the check is a read; every 256 on a GPU, where it waits for the device.
+int64_t loss_check_interval(const Backend& be);
 // The loss checks' outcome in a result: where the loss stopped being finite (`diverged`: the run
 // stopped on it) and the last finite loss seen.
 void note_loss_checks(const TrainState& state, bool diverged, TrainResult& r);

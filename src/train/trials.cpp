@@ -84,46 +84,31 @@ struct Group {
   std::optional<TrialNetwork> full, partial;
   DeviceBuffer x, y;  // the active trials' batches, trial after trial
   std::vector<LossStats*> stats;
+  // The full-batch step recorded where the backend can (a CUDA Graph), replayed every full step.
+  std::unique_ptr<RecordedWork> recorded;
 
-  void plan(std::vector<std::unique_ptr<Trial>>& trials, int groups) {
-    active.clear();
-    for (auto& t : trials)
-      if (t->end == End::Running) active.push_back(t.get());
-    full.reset();
-    partial.reset();
-    if (active.empty()) return;
-    const TrainPlan& p = active[0]->plan;
-    std::vector<const Model*> models;
-    for (Trial* t : active) models.push_back(&t->plan.model);
-    full.emplace(models, p.batch, groups);
-    if (const int64_t tail = p.samples % p.batch) partial.emplace(models, tail, groups);
-    const auto n = static_cast<size_t>(p.batch) * active.size();
-    x = p.backend.allocate(sizeof(float) * n * static_cast<size_t>(p.features));
-    y = p.backend.allocate(sizeof(int32_t) * n);
-    stats.assign(active.size(), nullptr);
-  }
+  void plan(std::vector<std::unique_ptr<Trial>>& trials, int groups);
 };
 
-// One step of every active trial: each gathers its batch from its own order, the group trains,
-// each steps its own optimizer. The step's marks go to every trial's clock.
-void fused_step(Group& g, int64_t s) {
+// The first part of a step of every active trial (a full batch, or the epoch's partial one): each
+// gathers its batch from its own order. Queued on the backend, nothing read back: recordable, as
+// train_batches is.
+void gather_batches(Group& g, bool full) {
   const TrainPlan& first = g.active[0]->plan;
   Backend& be = first.backend;
   const int64_t f = first.features;
-  const bool full = s < first.full_steps;
   const int64_t rows = full ? first.batch : first.samples % first.batch;
-  auto stamp = [&](StepMarks::Mark m) {
-    for (Trial* t : g.active) StepMarks(t->plan.clock.get(), s).stamp(m);
-  };
-  stamp(StepMarks::Start);
   for (size_t j = 0; j < g.active.size(); ++j) {
     TrainPlan& p = g.active[j]->plan;
     be.next_batch(p.x.as<float>(), p.y.as<int32_t>(), p.order.as<int32_t>(),
                   p.position.as<int64_t>(), rows, f, g.x.as<float>() + j * rows * f,
                   g.y.as<int32_t>() + j * rows);
-    g.stats[j] = p.stats_for(s);
+    g.stats[j] = p.stats_for(full ? 0 : first.full_steps);
   }
-  stamp(StepMarks::BatchSelected);
+}
+
+// The rest: the group trains, each trial steps its own optimizer.
+void train_batches(Group& g, bool full) {
   // Each trial's optimizer steps on its group's worker once its gradients are complete: the
   // optimizer's time is inside the forward and backward phase (optimizer_ms reads NaN).
   (full ? *g.full : *g.partial)
@@ -131,8 +116,50 @@ void fused_step(Group& g, int64_t s) {
         TrainPlan& p = g.active[t]->plan;
         p.optimizer->step(p.model.params(), p.model.grads());
       });
-  stamp(StepMarks::GradientsReady);
-  stamp(StepMarks::Reduced);
+}
+
+void Group::plan(std::vector<std::unique_ptr<Trial>>& trials, int groups) {
+  active.clear();
+  for (auto& t : trials)
+    if (t->end == End::Running) active.push_back(t.get());
+  recorded.reset();
+  full.reset();
+  partial.reset();
+  if (active.empty()) return;
+  const TrainPlan& p = active[0]->plan;
+  std::vector<const Model*> models;
+  for (Trial* t : active) models.push_back(&t->plan.model);
+  full.emplace(models, p.batch, groups);
+  if (const int64_t tail = p.samples % p.batch) partial.emplace(models, tail, groups);
+  const auto n = static_cast<size_t>(p.batch) * active.size();
+  x = p.backend.allocate(sizeof(float) * n * static_cast<size_t>(p.features));
+  y = p.backend.allocate(sizeof(int32_t) * n);
+  stats.assign(active.size(), nullptr);
+  if (p.full_steps > 0) {
+    recorded = p.backend.capture([&] {
+      gather_batches(*this, true);
+      train_batches(*this, true);
+    });
+  }
+}
+
+// One step of every active trial (gather_batches and train_batches, or their recording replayed). The step's marks go to
+// every trial's clock; a replayed step is timed as a whole, as train_model's is.
+void fused_step(Group& g, int64_t s) {
+  const bool full = s < g.active[0]->plan.full_steps;
+  auto stamp = [&](StepMarks::Mark m) {
+    for (Trial* t : g.active) StepMarks(t->plan.clock.get(), s).stamp(m);
+  };
+  stamp(StepMarks::Start);
+  if (full && g.recorded) {
+    g.recorded->replay();
+  } else {
+    gather_batches(g, full);
+    stamp(StepMarks::BatchSelected);
+    train_batches(g, full);
+    stamp(StepMarks::GradientsReady);
+    stamp(StepMarks::Reduced);
+  }
   stamp(StepMarks::End);
 }
 
@@ -141,10 +168,6 @@ void fused_step(Group& g, int64_t s) {
 std::string fusion_refusal(const std::vector<FusedTrial>& trials, const DataSplit& split) {
   if (trials.empty()) return "no trials to fuse";
   const Model& first = *trials[0].model;
-  if (first.backend().info().kind != DeviceKind::Cpu) {
-    return fmt::format("fused trials have no kernels on {} in this version (only on the CPU)",
-                       first.backend().info().id);
-  }
   const int64_t samples = split.train.samples;
   const int64_t batch = std::min(trials[0].train.batch, samples);
   for (size_t i = 0; i < trials.size(); ++i) {
@@ -217,6 +240,7 @@ Trials plan_trials(std::vector<FusedTrial>& trials, const DataSplit& split,
 // same step, when any trial's interval says.
 void run_steps(Group& group, Trials& trials, const FusedOptions& options) {
   const int64_t steps = group.active[0]->plan.steps_per_epoch;
+  const int64_t check_every = loss_check_interval(group.active[0]->plan.backend);
   while (!group.active.empty() && group.active[0]->state.step < steps) {
     if (stop_requested()) {
       for (Trial* t : group.active) {
@@ -230,11 +254,19 @@ void run_steps(Group& group, Trials& trials, const FusedOptions& options) {
     for (Trial* t : group.active) {
       ++t->state.step;
       ++t->state.steps_taken;
-      if (options.stop_on_nan && !loss_finite(t->plan, t->state)) {
-        t->end = End::Diverged;
-        left = true;
-      }
       save = save || (t->checkpoints && t->checkpoints->due(t->state));
+    }
+    // Losses are checked where train_model checks them (each step on the CPU; on a GPU, where a
+    // check waits for the device, every 256 steps and at the epoch's end), and before a checkpoint,
+    // so a trial diverges at the step it does alone and no checkpoint holds a diverged state.
+    const int64_t step = group.active[0]->state.step;
+    if (options.stop_on_nan && (save || step == steps || step % check_every == 0)) {
+      for (Trial* t : group.active) {
+        if (!loss_finite(t->plan, t->state)) {
+          t->end = End::Diverged;
+          left = true;
+        }
+      }
     }
     if (save) {
       for (Trial* t : group.active)

@@ -76,7 +76,7 @@ void choose_parallel(std::vector<ParallelChoice>& choices, const std::vector<std
     const std::string id = make_backend(parse_device(d, 0))->info().id;
     const auto known = std::find_if(choices.begin(), choices.end(),
                                     [&](const ParallelChoice& c) { return c.device == id; });
-    const int fused = device_kind_of(id) == DeviceKind::Cpu ? s.fused_cpu : 0;
+    const int fused = device_kind_of(id) == DeviceKind::Cpu ? s.fused_cpu : s.fused_gpu;
     if (s.parallel > 0) {
       chosen.push_back({id, s.parallel, false, {}, fused});
     } else if (fused > 0) {

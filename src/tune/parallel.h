@@ -26,9 +26,10 @@ struct ParallelSettings {
   std::filesystem::path spec;  // what the measuring processes train (the first trial's)
   std::filesystem::path dir;   // where they write their results and their log
   int steps = 200;             // --probe-steps
-  // Fused trials on the CPU (tune --fuse): one group at a time there, with every core (the group
-  // spreads its trials over them), not measured.
+  // Fused trials (tune --fuse): one group at a time on a device, not measured (on the CPU the
+  // group spreads its trials over every core).
   int fused_cpu = 0;  // the most trials in a group (0: trials not fused)
+  int fused_gpu = 0;  // the same on a GPU (tune --fuse K only)
   TrainResultReader read_result;
   // Told before each measurement: K trials at once on `device`.
   std::function<void(int k, const std::string& device)> measuring;

@@ -70,6 +70,10 @@ class Search {
   std::vector<Slot> make_slots();
   void loop();
   void fill_free_slots();
+  // The most trials fused in one group on `device` (0: a process per trial): on the CPU, --fuse's
+  // (auto: up to kMaxAutoFuse) within the memory free; on a GPU only an explicit --fuse K (fused
+  // trials have not yet been measured on a GPU: opt-in until they are).
+  int fuse_limit(const std::string& device) const;
   std::vector<HalvingJob> group_for(size_t slot, const HalvingJob& first);
   // The steps taken at trial i's newest checkpoint (-1: none), where its next job starts.
   int64_t resume_step(size_t i) const {
@@ -103,7 +107,7 @@ class Search {
   std::vector<fs::path> logs_;                 // each busy slot's process's log
   std::vector<std::string> fusion_keys_;       // per trial: trials of one key may train as one
   int groups_started_ = 0;
-  int fuse_cap_ = 0;           // the most trials in a fused group (0: not fused)
+  int fuse_cap_ = 0;           // the most trials in a fused group on the CPU (0: not fused)
   std::vector<bool> running_;  // per trial
   std::unique_ptr<Backend> cpu_;
   Clock::time_point started_ = Clock::now();
@@ -229,6 +233,7 @@ std::vector<Slot> Search::make_slots() {
   };
   s.measuring = [this](int k, const std::string& device) { hooks_.measuring(k, device); };
   s.fused_cpu = fuse_cap_;
+  s.fused_gpu = fuse_limit("cuda");
   choose_parallel(record_.parallel, o_.devices.empty() ? list_devices().available : o_.devices, s);
   return local_slots(record_.parallel, o_.threads, cores);
 }
@@ -260,13 +265,17 @@ void Search::fill_free_slots() {
 // The trials that train with `first` on `slot`: on a CPU with --fuse, the next jobs of the same
 // rung whose trials may train as one with it (the same architecture, data and batch size), up to
 // the group's size; else `first` alone.
+int Search::fuse_limit(const std::string& device) const {
+  if (device_kind_of(device) == DeviceKind::Cpu) return fuse_cap_;
+  return o_.fuse == kFuseAuto ? 0 : o_.fuse;
+}
+
 std::vector<HalvingJob> Search::group_for(size_t slot, const HalvingJob& first) {
   std::vector<HalvingJob> group{first};
-  if (o_.fuse == 0 || device_kind_of(runner_->slots()[slot].device) != DeviceKind::Cpu) {
-    return group;
-  }
+  const int limit = fuse_limit(runner_->slots()[slot].device);
+  if (limit == 0) return group;
   const bool automatic = o_.fuse == kFuseAuto;
-  const auto most = static_cast<size_t>(fuse_cap_);
+  const auto most = static_cast<size_t>(limit);
   // The jobs looked at are marked running for next_job to move on, and unmarked after.
   std::vector<size_t> looked{first.trial};
   running_[first.trial] = true;
@@ -295,7 +304,7 @@ std::vector<HalvingJob> Search::group_for(size_t slot, const HalvingJob& first) 
 
 void Search::start_job(size_t slot, const std::vector<HalvingJob>& group) {
   const Slot& where = runner_->slots()[slot];
-  const bool fused = o_.fuse != 0 && device_kind_of(where.device) == DeviceKind::Cpu;
+  const bool fused = fuse_limit(where.device) > 0;
   const HalvingJob& first = group.front();
   const bool last = first.rung + 1 == static_cast<int>(record_.rungs.size());
   const std::optional<int64_t> pause =

@@ -46,9 +46,9 @@ struct SearchOptions {
   int64_t factor = 3;
   std::optional<int64_t> epochs;  // overrides train.epochs: the most any trial trains
   int parallel = 0;               // trials at once per device (0: measured)
-  // Trials of one architecture, data and batch size trained as one fused group on the CPU
-  // (train/trials.h): at most this many per group; kFuseAuto: as many as are ready, up to
-  // kMaxAutoFuse; 0: each trial a process of its own.
+  // Trials of one architecture, data and batch size trained as one fused group (train/trials.h):
+  // at most this many per group; kFuseAuto: as many as are ready, up to kMaxAutoFuse, on the CPU
+  // only (a GPU fuses only with an explicit K); 0: each trial a process of its own.
   int fuse = kFuseAuto;
   int threads = 0;  // CPU threads per trial (0: the cores shared among the trials at once)
   std::vector<std::string> devices;  // empty: every device

@@ -20,6 +20,7 @@
 
 #include "core/file.h"
 #include "support/cli.h"
+#include "support/gpu.h"
 #include "support/process.h"
 #include "support/temp_dir.h"
 
@@ -266,6 +267,38 @@ TEST(Tune, FusedTrialsEndAsTheyDoOneProcessEach) {
   EXPECT_EQ(f.at("best"), a.at("best"));
   EXPECT_TRUE(fs::exists(dir.path() / "fused" / "groups" / "g001.log"));
   EXPECT_EQ(f.at("parallel")[0].at("fused"), 64);
+}
+
+// On a GPU trials fuse only when asked with an explicit K (not yet measured there: opt-in): auto
+// runs a process per trial; --fuse 4 one group of four, each trial's curve within 1e-5 of its own
+// process's.
+TEST(Tune, GpuFuseTrialsOnlyWithAnExplicitK) {
+  std::string why;
+  if (!xo::testing::gpu_present(&why)) GTEST_SKIP() << "no NVIDIA GPU here (" << why << ")";
+  xo::testing::TempDir dir("tune-gpu-fused");
+  const std::string search =
+      "tune disc-4 --vary lr=0.05,0.1,0.2,0.4 --epochs 3 --device cuda:0 --parallel 1 ";
+  const auto apart = run_cli(search + "--out apart", dir.path());
+  ASSERT_EQ(apart.status, 0) << apart.output;
+  const auto fused = run_cli(search + "--fuse 4 --out fused", dir.path());
+  ASSERT_EQ(fused.status, 0) << fused.output;
+  EXPECT_NE(fused.output.find("fused up to 4 per group on cuda:0"), std::string::npos)
+      << fused.output;
+  const json f = results(dir.path() / "fused"), a = results(dir.path() / "apart");
+  ASSERT_EQ(f.at("trials").size(), 4u);
+  double worst = 0;
+  for (size_t i = 0; i < 4; ++i) {
+    const json& x = f.at("trials")[i];
+    const json& y = a.at("trials")[i];
+    EXPECT_EQ(x.at("group"), "g001");
+    EXPECT_EQ(y.at("group"), "");
+    ASSERT_EQ(x.at("curve").size(), y.at("curve").size());
+    for (size_t e = 0; e < x.at("curve").size(); ++e) {
+      const double p = x.at("curve")[e].at("loss"), q = y.at("curve")[e].at("loss");
+      worst = std::max(worst, std::abs(p - q) / std::max(std::abs(q), 1e-3));
+    }
+  }
+  EXPECT_LE(worst, 1e-5);
 }
 
 TEST(Tune, BadInputIsRefusedBeforeAnyTrial) {

@@ -161,8 +161,9 @@ struct Alone {
   std::vector<NamedTensor> weights;
 };
 
-Alone train_alone(const ModelSpec& spec, const DataSplit& data) {
-  auto be = make_backend(parse_device("cpu", 1));
+// `spec` trained alone on `device` (the CPU: one thread, one shard).
+Alone train_alone(const ModelSpec& spec, const DataSplit& data, const std::string& device = "cpu") {
+  auto be = make_backend(parse_device(device, 1));
   Model model(spec, *be);
   model.init(spec.train.seed);
   ExecutionOptions exec;
@@ -209,14 +210,13 @@ double difference(const TrainResult& fused, const Alone& alone, const std::vecto
   return worst;
 }
 
-class Fused : public ::testing::TestWithParam<Case> {};
-
-TEST_P(Fused, EachTrialEndsAsItDoesAlone) {
-  const Case& c = GetParam();
+// Four trials of `c` (trial_spec: every setting apart) fused on `device`, each against the same
+// trial alone there: the largest difference.
+double fused_against_alone(const Case& c, const std::string& device) {
   const ModelSpec base = parse_spec(c.spec, std::string(c.name) + ".toml");
   const DataSplit data = c.data();
   constexpr int kTrials = 4;
-  auto be = make_backend(parse_device("cpu", 2));
+  auto be = make_backend(parse_device(device, 2));
   std::vector<ModelSpec> specs;
   std::vector<std::unique_ptr<Model>> models;
   std::vector<FusedTrial> trials;
@@ -229,19 +229,35 @@ TEST_P(Fused, EachTrialEndsAsItDoesAlone) {
                       [&epochs_seen, t](const EpochRecord&, int64_t) { ++epochs_seen[t]; }});
   }
   const std::vector<TrainResult> fused = train_fused(trials, data);
-  ASSERT_EQ(fused.size(), static_cast<size_t>(kTrials));
+  EXPECT_EQ(fused.size(), static_cast<size_t>(kTrials));
   double worst = 0;
-  for (int t = 0; t < kTrials; ++t) {
-    const std::string where = fmt::format("{}, trial {}", c.name, t + 1);
-    const Alone alone = train_alone(specs[static_cast<size_t>(t)], data);
-    worst = std::max(worst, difference(fused[static_cast<size_t>(t)], alone,
-                                       models[static_cast<size_t>(t)]->export_params(), where));
-    EXPECT_EQ(epochs_seen[static_cast<size_t>(t)], static_cast<int>(alone.result.epochs.size()))
-        << where;
-    EXPECT_EQ(fused[static_cast<size_t>(t)].shards, 1) << where;
+  for (size_t t = 0; t < std::min(fused.size(), static_cast<size_t>(kTrials)); ++t) {
+    const std::string where = fmt::format("{} on {}, trial {}", c.name, device, t + 1);
+    const Alone alone = train_alone(specs[t], data, device);
+    worst = std::max(worst, difference(fused[t], alone, models[t]->export_params(), where));
+    EXPECT_EQ(epochs_seen[t], static_cast<int>(alone.result.epochs.size())) << where;
+    EXPECT_EQ(fused[t].shards, 1) << where;
+    EXPECT_EQ(fused[t].fused_trials, kTrials) << where;
   }
-  std::printf("%s: the largest difference from the trials alone: %.3g\n", c.name, worst);
-  EXPECT_LE(worst, c.tolerance) << c.name;
+  std::printf("%s on %s: the largest difference from the trials alone: %.3g\n", c.name,
+              device.c_str(), worst);
+  return worst;
+}
+
+class Fused : public ::testing::TestWithParam<Case> {};
+
+TEST_P(Fused, EachTrialEndsAsItDoesAlone) {
+  const Case& c = GetParam();
+  EXPECT_LE(fused_against_alone(c, "cpu"), c.tolerance) << c.name;
+}
+
+// On a GPU too (each Linear one launch for every trial, the whole fused step one CUDA Graph),
+// against each trial alone on that GPU (train_model, its own recorded step).
+TEST_P(Fused, GpuFuseEachTrialEndsAsItDoesOnTheGpuAlone) {
+  std::string why;
+  if (!testing::gpu_present(&why)) GTEST_SKIP() << "no NVIDIA GPU here (" << why << ")";
+  const Case& c = GetParam();
+  EXPECT_LE(fused_against_alone(c, "cuda"), c.tolerance) << c.name;
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, Fused, ::testing::ValuesIn(kCases), [](const auto& param_info) {
@@ -252,10 +268,10 @@ INSTANTIATE_TEST_SUITE_P(Cases, Fused, ::testing::ValuesIn(kCases), [](const aut
 
 // A trial whose learning rate makes its loss overflow stops alone, with the result it gets alone
 // (stopped at the same step); the others train to the end as they do alone.
-TEST(FusedTrials, ADivergingTrialStopsAloneAndTheOthersGoOn) {
+void diverging_trial_stops_alone(const std::string& device) {
   ModelSpec base = parse_spec(kCases[0].spec, "mlp.toml");
   const DataSplit data = disc_split();
-  auto be = make_backend(parse_device("cpu", 2));
+  auto be = make_backend(parse_device(device, 2));
   std::vector<ModelSpec> specs;
   std::vector<std::unique_ptr<Model>> models;
   std::vector<FusedTrial> trials;
@@ -271,7 +287,7 @@ TEST(FusedTrials, ADivergingTrialStopsAloneAndTheOthersGoOn) {
   }
   const std::vector<TrainResult> fused = train_fused(trials, data);
   for (int t = 0; t < 3; ++t) {
-    const Alone alone = train_alone(specs[static_cast<size_t>(t)], data);
+    const Alone alone = train_alone(specs[static_cast<size_t>(t)], data, device);
     EXPECT_EQ(fused[static_cast<size_t>(t)].stopped_diverged, t == 1);
     EXPECT_EQ(alone.result.stopped_diverged, t == 1);
     EXPECT_EQ(fused[static_cast<size_t>(t)].diverged_step, alone.result.diverged_step);
@@ -281,6 +297,16 @@ TEST(FusedTrials, ADivergingTrialStopsAloneAndTheOthersGoOn) {
                    models[static_cast<size_t>(t)]->export_params(), fmt::format("trial {}", t + 1)),
         1e-5);
   }
+}
+
+TEST(FusedTrials, ADivergingTrialStopsAloneAndTheOthersGoOn) { diverging_trial_stops_alone("cpu"); }
+
+// On a GPU the loss is checked every 256 steps and at each epoch's end, as train_model checks it
+// there: the diverging trial stops at the step it stops alone.
+TEST(FusedTrials, GpuFuseADivergingTrialStopsAloneAndTheOthersGoOn) {
+  std::string why;
+  if (!testing::gpu_present(&why)) GTEST_SKIP() << "no NVIDIA GPU here (" << why << ")";
+  diverging_trial_stops_alone("cuda");
 }
 
 // A rung of successive halving: paused after an epoch of its four, each trial says so.
@@ -425,21 +451,82 @@ TEST(FusedTrials, WhatCannotBeFusedIsRefusedSayingWhy) {
                     {"trial 2 trains on batches of 50", "trial 1 on batches of 96"});
 }
 
-// On a GPU fused trials are refused before anything is planned, saying so (no GPU kernels for the
-// trial dimension yet: tune runs GPU trials a process each).
-TEST(FusedTrials, GpuFuseIsRefusedSayingSo) {
+// The GPU's batched Linear (the small kernels with the trial as a grid dimension, and cuBLASLt's
+// strided batches for layers past them) against the CPU's, forward and backward, every
+// activation, at a stride; the padding between trials' weights is never written; a trial alone
+// in a fused run (trials 1, a stride) too.
+TEST(FusedTrials, CudaFuseTheBatchedLinearEqualsTheCpus) {
   std::string why;
   if (!testing::gpu_present(&why)) GTEST_SKIP() << "no NVIDIA GPU here (" << why << ")";
-  const ModelSpec base = parse_spec(kCases[0].spec, "mlp.toml");
-  const DataSplit data = disc_split();
-  auto be = make_backend(parse_device("cuda", 0));
-  Model a(base, *be), b(base, *be);
-  std::vector<FusedTrial> trials{{&a, base.train, {}, {}}, {&b, base.train, {}, {}}};
-  expect_user_error([&] { train_fused(trials, data); },
-                    {"cannot train as one", "fused trials have no kernels on cuda:0"});
-  // The CUDA Linear itself refuses a fused trials' shape, should anything ask it for one.
-  expect_user_error([&] { be->linear({5, 8, 16, true, Activation::ReLU, true, false, 2, 160}); },
-                    {"fused trials (2 at once) have no GPU kernel", "tune --fuse off"});
+  auto cpu = make_backend(parse_device("cpu", 1));
+  auto gpu = make_backend(parse_device("cuda", 0));
+  constexpr int64_t kBatch = 5;
+  // Small kernels (7 x 6, 8 x 16, 64 x 2), then cuBLASLt (600 in, 520 out: past 512).
+  for (const auto& [kTrials, kIn, kOut, act] :
+       {std::tuple{int64_t{3}, int64_t{7}, int64_t{6}, Activation::None},
+        std::tuple{int64_t{3}, int64_t{8}, int64_t{16}, Activation::Tanh},
+        std::tuple{int64_t{3}, int64_t{64}, int64_t{2}, Activation::Sigmoid},
+        std::tuple{int64_t{1}, int64_t{8}, int64_t{16}, Activation::ReLU},
+        std::tuple{int64_t{3}, int64_t{600}, int64_t{40}, Activation::ReLU},
+        std::tuple{int64_t{2}, int64_t{24}, int64_t{520}, Activation::Tanh},
+        std::tuple{int64_t{1}, int64_t{600}, int64_t{8}, Activation::None}}) {
+    const int64_t kStride = (kIn * kOut + kOut + 15) / 16 * 16 + 16;
+    Rng rng(static_cast<uint64_t>(kIn * 1000 + kOut));
+    auto fill = [&](int64_t n) {
+      std::vector<float> v(static_cast<size_t>(n));
+      for (float& x : v) x = static_cast<float>(rng.uniform(-1, 1));
+      return v;
+    };
+    const std::vector<float> params = fill(kTrials * kStride), src = fill(kTrials * kBatch * kIn),
+                             d_dst = fill(kTrials * kBatch * kOut);
+    const LinearShape shape{kBatch, kIn, kOut, true, act, true, false, kTrials, kStride};
+    // The CPU's.
+    std::vector<float> dst(static_cast<size_t>(kTrials * kBatch * kOut)), g = d_dst;
+    std::vector<float> grads(params.size()), d_src(src.size());
+    auto on_cpu = cpu->linear(shape);
+    on_cpu->forward(src.data(), params.data(), params.data() + kOut * kIn, dst.data());
+    on_cpu->backward(src.data(), params.data(), dst.data(), g.data(), grads.data(),
+                     grads.data() + kOut * kIn, d_src.data());
+    // The GPU's, its gradients' padding set to a marker first.
+    auto upload = [&](const std::vector<float>& v) {
+      DeviceBuffer b = gpu->allocate(sizeof(float) * v.size());
+      gpu->upload(b.as<float>(), v.data(), sizeof(float) * v.size());
+      return b;
+    };
+    auto download = [&](const DeviceBuffer& b, size_t n) {
+      std::vector<float> v(n);
+      gpu->download(v.data(), b.as<float>(), sizeof(float) * n);
+      return v;
+    };
+    DeviceBuffer p = upload(params), x = upload(src), dy = upload(d_dst),
+                 dw = upload(std::vector<float>(params.size(), 7.0f)), y = upload(dst),
+                 dx = upload(src);
+    auto on_gpu = gpu->linear(shape);
+    on_gpu->forward(x.as<float>(), p.as<float>(), p.as<float>() + kOut * kIn, y.as<float>());
+    on_gpu->backward(x.as<float>(), p.as<float>(), y.as<float>(), dy.as<float>(), dw.as<float>(),
+                     dw.as<float>() + kOut * kIn, dx.as<float>());
+    gpu->synchronize();
+    const std::string what = fmt::format("{} trials of {} x {} {}", kTrials, kIn, kOut,
+                                         activation_name(act));
+    auto expect_near = [&](const std::vector<float>& a, const std::vector<float>& b,
+                           const char* name) {
+      ASSERT_EQ(a.size(), b.size());
+      for (size_t i = 0; i < a.size(); ++i) {
+        ASSERT_NEAR(a[i], b[i], 2e-5f * std::max(1.0f, std::abs(b[i])))
+            << what << ", " << name << "[" << i << "]";
+      }
+    };
+    expect_near(download(y, dst.size()), dst, "dst");
+    std::vector<float> gpu_grads = download(dw, grads.size());
+    for (int64_t t = 0; t < kTrials; ++t) {
+      for (int64_t i = kOut * kIn + kOut; i < kStride; ++i) {
+        ASSERT_EQ(gpu_grads[static_cast<size_t>(t * kStride + i)], 7.0f) << what << ", padding";
+        gpu_grads[static_cast<size_t>(t * kStride + i)] = 0.0f;
+      }
+    }
+    expect_near(gpu_grads, grads, "d_weights and d_bias");
+    expect_near(download(dx, d_src.size()), d_src, "d_src");
+  }
 }
 
 // The batched Linear against one kernel per trial, at a stride, with every activation: forward

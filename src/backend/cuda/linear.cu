@@ -30,6 +30,13 @@
 //   the d_src matmul belongs to the layer above, which does not know this layer's activation, and
 //   this layer receives d_dst already computed; there is no matmul of ours whose output is d_pre,
 //   so DRELU_BGRAD would need an extra identity matmul, dearer than the element-wise pass it saves.
+// - Fused trials (LinearShape::trials, model/trials.h): the same layer of K models, src/dst
+//   [K, batch, features] and trial t's weights, bias and gradients trial_stride floats after
+//   trial t - 1's. The small kernels take the trial as blockIdx.z; larger layers run the three
+//   products batched over the trials (cuBLASLt's strided batches) with no epilogue (cuBLASLt's
+//   bias vector has no batch stride in every version) and the bias, activation and bias gradient
+//   in element-wise passes that cover every trial in one launch. A trial of a fused run takes the
+//   trial path even alone (trial_stride > 0), as on the CPU.
 #include <string>
 
 #include "backend/activation_math.h"
@@ -51,6 +58,18 @@ __global__ void activate_kernel(float* dst, int64_t n) {
   }
 }
 
+// dst = act(dst + bias) in place over [trials, rows, cols], trial t's bias (null: none) at
+// t * bias_stride: the epilogue of the fused trials' batched forward product.
+template <Activation A>
+__global__ void bias_activate_kernel(float* dst, const float* bias, int64_t rows, int64_t cols,
+                                     int64_t bias_stride, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += int64_t{gridDim.x} * blockDim.x) {
+    const float b = bias != nullptr ? bias[i / (rows * cols) * bias_stride + i % cols] : 0.0f;
+    dst[i] = activate<A>(dst[i] + b);
+  }
+}
+
 // d *= act'(dst) in place.
 template <Activation A>
 __global__ void derivative_kernel(const float* dst, float* d, int64_t n) {
@@ -62,11 +81,15 @@ __global__ void derivative_kernel(const float* dst, float* d, int64_t n) {
 
 // d *= act'(dst) in place and d_bias[c] = sum over rows of d[:, c]. A block owns 32 columns; its
 // 16 row lanes each sum every 16th row, and the 16 partial sums are added in lane order, so the
-// result does not depend on scheduling (no atomics).
+// result does not depend on scheduling (no atomics). Fused trials: trial blockIdx.y's rows follow
+// the last trial's, its d_bias `bias_stride` floats after the last's.
 template <Activation A>
 __global__ void derivative_bias_kernel(const float* dst, float* d, int64_t rows, int64_t cols,
-                                       float* d_bias) {
+                                       float* d_bias, int64_t bias_stride) {
   __shared__ float partial[kRowLanes][kColumnTile + 1];  // +1: no bank conflicts on the way back
+  dst += blockIdx.y * rows * cols;
+  d += blockIdx.y * rows * cols;
+  d_bias += blockIdx.y * bias_stride;
   const int64_t c = int64_t{blockIdx.x} * kColumnTile + threadIdx.x;
   float sum = 0.0f;
   if (c < cols) {
@@ -136,12 +159,18 @@ __device__ __forceinline__ void multiply_chunk(const TileRow* a, const TileRow* 
   }
 }
 
-// dst [batch, out] = act(src [batch, in] W^T + bias): a block per 32 x 32 tile of dst.
+// dst [batch, out] = act(src [batch, in] W^T + bias): a block per 32 x 32 tile of dst. Fused
+// trials: trial blockIdx.z's src and dst follow the last trial's, its W and bias `stride` floats
+// after the last's.
 template <Activation A>
 __global__ void __launch_bounds__(kTileThreads)
     small_forward_kernel(const float* src, const float* w, const float* bias, float* dst,
-                         int64_t batch, int64_t in, int64_t out) {
+                         int64_t batch, int64_t in, int64_t out, int64_t stride) {
   __shared__ TileRow a[kTile], b[kTile];
+  src += blockIdx.z * batch * in;
+  w += blockIdx.z * stride;
+  if (bias != nullptr) bias += blockIdx.z * stride;
+  dst += blockIdx.z * batch * out;
   const int64_t r0 = int64_t{blockIdx.y} * kTile, c0 = int64_t{blockIdx.x} * kTile;
   float acc[2][2] = {};
   for (int64_t k0 = 0; k0 < in; k0 += kTile) {
@@ -171,12 +200,20 @@ __global__ void __launch_bounds__(kTileThreads)
 // (sum over the batch of d_pre^T src; the blocks of the first column of tiles also sum d_b over
 // the same rows of d_pre); the others own a tile of d_src [batch, in] (d_pre W, summed over out).
 // d_pre = d_dst * act'(dst) is recomputed wherever it is loaded, so no block waits for another.
+// Fused trials: trial blockIdx.z's at the offsets small_forward_kernel's are.
 template <Activation A>
 __global__ void __launch_bounds__(kTileThreads)
     small_backward_kernel(const float* src, const float* w, const float* dst, const float* d_dst,
                           float* d_w, float* d_bias, float* d_src, int64_t batch, int64_t in,
-                          int64_t out) {
+                          int64_t out, int64_t stride) {
   __shared__ TileRow a[kTile], b[kTile];
+  src += blockIdx.z * batch * in;
+  w += blockIdx.z * stride;
+  dst += blockIdx.z * batch * out;
+  d_dst += blockIdx.z * batch * out;
+  d_w += blockIdx.z * stride;
+  if (d_bias != nullptr) d_bias += blockIdx.z * stride;
+  if (d_src != nullptr) d_src += blockIdx.z * batch * in;
   const int64_t in_tiles = (in + kTile - 1) / kTile;
   const int64_t w_tiles = (out + kTile - 1) / kTile * in_tiles;
   const auto d_pre = [&](int64_t row, int64_t col) {  // row < batch, col < out
@@ -249,11 +286,26 @@ bool is_small(const LinearShape& s) {
 
 unsigned tiles(int64_t n) { return static_cast<unsigned>((n + kTile - 1) / kTile); }
 
+// A Linear of fused trials (LinearShape::trials), or a trial of a fused run alone.
+bool fused_trials(const LinearShape& s) { return s.trials > 1 || s.trial_stride > 0; }
+
 MatmulEpilogue forward_epilogue(const LinearShape& s) {
+  if (fused_trials(s)) return MatmulEpilogue::None;  // bias and activation: bias_activate_kernel
   if (s.activation == Activation::ReLU) {
     return s.has_bias ? MatmulEpilogue::ReluBias : MatmulEpilogue::Relu;
   }
   return s.has_bias ? MatmulEpilogue::Bias : MatmulEpilogue::None;
+}
+
+// `m` batched over the trials of `s`: trial t's A, B and D at t times a, b and d floats.
+MatmulShape over_trials(MatmulShape m, const LinearShape& s, int64_t a, int64_t b, int64_t d) {
+  if (s.trials > 1) {
+    m.batch = s.trials;
+    m.stride_a = a;
+    m.stride_b = b;
+    m.stride_d = d;
+  }
+  return m;
 }
 
 MatmulShape forward_shape(const LinearShape& s) {
@@ -263,7 +315,7 @@ MatmulShape forward_shape(const LinearShape& s) {
   m.k = s.in_features;
   m.trans_b = true;  // W [out, in] is B^T
   m.epilogue = forward_epilogue(s);
-  return m;
+  return over_trials(m, s, s.batch * s.in_features, s.trial_stride, s.batch * s.out_features);
 }
 
 MatmulShape d_weights_shape(const LinearShape& s, MatmulEpilogue epilogue) {
@@ -273,7 +325,7 @@ MatmulShape d_weights_shape(const LinearShape& s, MatmulEpilogue epilogue) {
   m.k = s.batch;
   m.trans_a = true;  // d_pre [batch, out] is A^T
   m.epilogue = epilogue;
-  return m;
+  return over_trials(m, s, s.batch * s.out_features, s.batch * s.in_features, s.trial_stride);
 }
 
 MatmulShape d_src_shape(const LinearShape& s) {
@@ -281,18 +333,20 @@ MatmulShape d_src_shape(const LinearShape& s) {
   m.m = s.batch;
   m.n = s.in_features;
   m.k = s.out_features;
-  return m;
+  return over_trials(m, s, s.batch * s.out_features, s.trial_stride, s.batch * s.in_features);
 }
 
 template <Activation A>
 class GpuLinear final : public WeightedKernel {
  public:
-  GpuLinear(CudaBackend& be, const LinearShape& s) : be_(be), shape_(s), small_(is_small(s)) {
+  GpuLinear(CudaBackend& be, const LinearShape& s)
+      : be_(be), shape_(s), small_(is_small(s)), fused_(fused_trials(s)) {
     XO_ASSERT(s.batch > 0 && s.in_features > 0 && s.out_features > 0);
+    XO_ASSERT(s.trials >= 1 && s.trials <= 65535 && (s.trials == 1 || s.trial_stride > 0));
     if (small_) return;
     forward_ = std::make_unique<Matmul>(be, forward_shape(s));
     d_weights_ = std::make_unique<Matmul>(be, d_weights_shape(s, MatmulEpilogue::None));
-    if (s.has_bias)
+    if (s.has_bias && !fused_)
       d_weights_bias_ = Matmul::try_create(be, d_weights_shape(s, MatmulEpilogue::BGradA));
     if (s.need_d_src) d_src_ = std::make_unique<Matmul>(be, d_src_shape(s));
   }
@@ -300,9 +354,20 @@ class GpuLinear final : public WeightedKernel {
   void forward(const float* src, const float* weights, const float* bias, float* dst) override {
     XO_ASSERT((bias != nullptr) == shape_.has_bias);
     if (small_) {
-      const dim3 grid(tiles(shape_.out_features), tiles(shape_.batch));
+      const dim3 grid(tiles(shape_.out_features), tiles(shape_.batch),
+                      static_cast<unsigned>(shape_.trials));
       XO_CUDA_LAUNCH(small_forward_kernel<A>, grid, kTileThreads, 0, be_.stream(), src, weights,
-                     bias, dst, shape_.batch, shape_.in_features, shape_.out_features);
+                     bias, dst, shape_.batch, shape_.in_features, shape_.out_features,
+                     shape_.trial_stride);
+      return;
+    }
+    if (fused_) {
+      forward_->run(src, weights, dst);
+      const int64_t n = shape_.trials * shape_.batch * shape_.out_features;
+      if (bias != nullptr || A != Activation::None) {
+        XO_CUDA_LAUNCH(bias_activate_kernel<A>, blocks_for(n), kThreads, 0, be_.stream(), dst, bias,
+                       shape_.batch, shape_.out_features, shape_.trial_stride, n);
+      }
       return;
     }
     forward_->run(src, weights, dst, bias);
@@ -320,21 +385,23 @@ class GpuLinear final : public WeightedKernel {
       const unsigned in_tiles = tiles(shape_.in_features);
       const unsigned blocks = tiles(shape_.out_features) * in_tiles +
                               (d_src != nullptr ? tiles(shape_.batch) * in_tiles : 0);
-      XO_CUDA_LAUNCH(small_backward_kernel<A>, blocks, kTileThreads, 0, be_.stream(), src, weights,
-                     dst, d_dst, d_weights, d_bias, d_src, shape_.batch, shape_.in_features,
-                     shape_.out_features);
+      XO_CUDA_LAUNCH(small_backward_kernel<A>, dim3(blocks, 1, static_cast<unsigned>(shape_.trials)),
+                     kTileThreads, 0, be_.stream(), src, weights, dst, d_dst, d_weights, d_bias,
+                     d_src, shape_.batch, shape_.in_features, shape_.out_features,
+                     shape_.trial_stride);
       return;
     }
     const bool fused_bias = d_bias != nullptr && d_weights_bias_ != nullptr &&
                             d_weights_bias_->can_run(d_dst, src, d_weights, d_bias);
-    const int64_t rows = shape_.batch, cols = shape_.out_features;
+    const int64_t rows = shape_.batch, cols = shape_.out_features, trials = shape_.trials;
     if (d_bias != nullptr && !fused_bias) {
-      const dim3 grid(static_cast<unsigned>((cols + kColumnTile - 1) / kColumnTile));
+      const dim3 grid(static_cast<unsigned>((cols + kColumnTile - 1) / kColumnTile),
+                      static_cast<unsigned>(trials));
       XO_CUDA_LAUNCH(derivative_bias_kernel<A>, grid, dim3(kColumnTile, kRowLanes), 0, be_.stream(),
-                     dst, d_dst, rows, cols, d_bias);
+                     dst, d_dst, rows, cols, d_bias, shape_.trial_stride);
     } else if constexpr (A != Activation::None) {
-      XO_CUDA_LAUNCH(derivative_kernel<A>, blocks_for(rows * cols), kThreads, 0, be_.stream(), dst,
-                     d_dst, rows * cols);
+      XO_CUDA_LAUNCH(derivative_kernel<A>, blocks_for(trials * rows * cols), kThreads, 0,
+                     be_.stream(), dst, d_dst, trials * rows * cols);
     }
     if (fused_bias) {
       d_weights_bias_->run(d_dst, src, d_weights, nullptr, nullptr, d_bias);
@@ -348,6 +415,7 @@ class GpuLinear final : public WeightedKernel {
   CudaBackend& be_;
   LinearShape shape_;
   bool small_;                              // the small path: no cuBLASLt plans
+  bool fused_;                              // fused trials (or one of a fused run)
   std::unique_ptr<Matmul> forward_;
   std::unique_ptr<Matmul> d_weights_;       // d_W alone
   std::unique_ptr<Matmul> d_weights_bias_;  // d_W with d_b fused (null: cuBLASLt has none)
@@ -357,11 +425,6 @@ class GpuLinear final : public WeightedKernel {
 }  // namespace
 
 std::unique_ptr<WeightedKernel> make_linear(CudaBackend& be, const LinearShape& shape) {
-  if (shape.trials != 1 || shape.trial_stride != 0) {
-    throw UserError("fused trials (" + std::to_string(shape.trials) +
-                    " at once) have no GPU kernel in this version: train them one at a time on a "
-                    "GPU (tune --fuse off)");
-  }
   switch (shape.activation) {
     case Activation::ReLU:
       return std::make_unique<GpuLinear<Activation::ReLU>>(be, shape);

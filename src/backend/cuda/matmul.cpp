@@ -101,6 +101,7 @@ std::string describe(const MatmulShape& s, Precision p) {
          " trans_a=" + std::to_string(s.trans_a) + " trans_b=" + std::to_string(s.trans_b) +
          " lda=" + std::to_string(s.lda) + " ldb=" + std::to_string(s.ldb) +
          " ldd=" + std::to_string(s.ldd) + " accumulate=" + std::to_string(s.accumulate) +
+         " batch=" + std::to_string(s.batch) +
          " epilogue=" + epilogue_name(s.epilogue) + " precision=" + precision_name(p);
 }
 
@@ -212,6 +213,19 @@ Matmul::Matmul(CudaBackend& be, const MatmulShape& shape, NoThrow) : be_(be), sh
   XO_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan->lt_b, CUDA_R_32F, u(a_cols),
                                              u(s.trans_a ? s.k : s.m), s.lda));
   XO_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan->lt_d, CUDA_R_32F, u(s.n), u(s.m), s.ldd));
+  if (s.batch > 1) {  // the epilogues' vectors would need batch strides of their own
+    XO_ASSERT(s.epilogue == MatmulEpilogue::None && s.batch <= INT32_MAX && s.stride_a > 0 && s.stride_b > 0 && s.stride_d > 0);
+    const auto batched = [&](cublasLtMatrixLayout_t layout, int64_t stride) {
+      const auto count = static_cast<int32_t>(s.batch);
+      XO_CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT,
+                                                       &count, sizeof(count)));
+      XO_CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(
+          layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof(stride)));
+    };
+    batched(plan->lt_a, s.stride_b);  // cuBLASLt's A is our B
+    batched(plan->lt_b, s.stride_a);
+    batched(plan->lt_d, s.stride_d);
+  }
 
   // Device addresses with exactly the alignments asked for (the workspace is 256-byte aligned),
   // for the heuristic's pointer hint.
@@ -262,8 +276,16 @@ void Matmul::run(const float* a, const float* b, float* d, const float* bias, co
     XO_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan_->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
                                                    &vector, sizeof(vector)));
   }
+  // A batch's later entries are aligned as the first only where the batch strides keep them so.
+  const auto stride_aligned = [](int64_t stride) {
+    return stride * static_cast<int64_t>(sizeof(float)) % kAlignedBytes == 0;
+  };
+  const bool strides_aligned = shape_.batch == 1 ||
+                               (stride_aligned(shape_.stride_a) &&
+                                stride_aligned(shape_.stride_b) && stride_aligned(shape_.stride_d));
   const bool all_aligned = aligned(a, kAlignedBytes) && aligned(b, kAlignedBytes) &&
-                           aligned(d, kAlignedBytes) && aligned(vector, kAlignedBytes);
+                           aligned(d, kAlignedBytes) && aligned(vector, kAlignedBytes) &&
+                           strides_aligned;
   const cublasLtMatmulAlgo_t* algo = nullptr;
   if (all_aligned && plan_->has_aligned) {
     algo = &plan_->algo_aligned;
