@@ -266,7 +266,20 @@ std::string profile_assumption(const ProfiledStep& ps) {
                 : "; this model's shapes are not all in the profile: those kernels come from "
                   "neighbouring shapes, scaled by their rooflines";
   }
-  text += ps.expected_error && ps.expected_error->at_least
+  if (ps.trials > 0) {
+    text += fmt::format(
+        "; {} trials fused in {} concurrent group(s): each Linear of a group one kernel over its "
+        "trials (predicted as one Linear as many times taller), every other kernel, the loss, the "
+        "optimizer and the batch gather once per trial",
+        ps.trials, ps.groups);
+  }
+  text += ps.expected_error && ps.expected_error->at_least && ps.trials > 0
+              ? fmt::format(
+                    "; no validation row for fused trials: expected error at least that of a "
+                    "model the profile did not measure, median {:.0f}%, worst {:.0f}% ({})",
+                    100 * ps.expected_error->median, 100 * ps.expected_error->worst,
+                    ps.expected_error->rows)
+          : ps.expected_error && ps.expected_error->at_least
               ? fmt::format(
                     "; no validation row for this kind of prediction (no second GPU has been "
                     "profiled and measured to check how one GPU's profile carries to another): "
@@ -348,7 +361,9 @@ std::optional<ProfiledStep> profiled_step(const ModelSpec& spec, int64_t batch,
     if (!from && p.has_kernels()) from = &p;
   }
   if (!from) return std::nullopt;
-  const ProfilePrediction pp = predict_with_profile(spec, batch, *from, target, own);
+  const ProfilePrediction pp = o.trials > 0
+                                   ? predict_fused_with_profile(spec, batch, o.trials, *from, target, own)
+                                   : predict_with_profile(spec, batch, *from, target, own);
   ProfiledStep out;
   out.from = from;
   out.own = own;
@@ -359,9 +374,15 @@ std::optional<ProfiledStep> profiled_step(const ModelSpec& spec, int64_t batch,
   out.step.bound = pp.bound;
   out.graph = pp.graph;
   out.unprofiled = pp.unprofiled;
-  out.holdout = profile_has_model(*from, spec, batch) ? Holdout::None : Holdout::Model;
+  out.trials = o.trials;
+  out.groups = pp.shards;
+  // A fused group's kernels (taller Linears) are not the profile's own shapes; and no row of the
+  // validation table is of fused trials: its error is at least a new model's.
+  out.holdout = o.trials == 0 && profile_has_model(*from, spec, batch) ? Holdout::None
+                                                                        : Holdout::Model;
   out.expected_error =
       expected_error(o.validation, *from, target.kind, own, out.holdout, o.profiles);
+  if (o.trials > 0 && out.expected_error) out.expected_error->at_least = true;
   return out;
 }
 
@@ -513,7 +534,9 @@ DevicePrediction catalog_prediction(const RunRecord& focus, const CatalogDevice&
   if (ps) {
     use_profiled_step(d, *ps, c, rates, measured_eff, o);
     take_measurement(d, c, measured);
-    predict_slices(d, c, focus, *spec, peaks, catalog, o);
+    // Fused trials on an instance of several devices would split the trials among them, not
+    // the batch: not predicted (the instance is priced as one of its devices running them all).
+    if (o.trials == 0) predict_slices(d, c, focus, *spec, peaks, catalog, o);
     return d;
   }
   roofline_assumptions(d, c, rates, eff, measured_eff.gpu.has_value(), o);
@@ -699,7 +722,9 @@ CostTable cost_table(const std::string& model, int64_t parameters, int64_t epoch
     if (!p.local || !p.measured_s) continue;
     t.local.push_back({p.device, p.name, run_seconds(p, epochs, steps_per_epoch) / 3600.0});
   }
-  price_instances(t, hours_on, parameters, steps);
+  // Fused trials are not split data-parallel over an instance's devices (a trial per device
+  // would be): no scale-out is priced for them.
+  price_instances(t, hours_on, o.trials > 0 ? 0 : parameters, steps);
   price_ownership(t, hours_on, o);
   return t;
 }
@@ -852,8 +877,11 @@ std::optional<SweepSeries> predicted_gpu_series(const std::vector<RunRecord>& ru
     if (run.result.device.id != first_device) continue;
     std::optional<ProfiledStep> ps;
     if (profiled) {
+      // Along "trials", each point is that many trials fused (else o.trials at every point).
+      AdviceOptions at = o;
+      if (run.axis == "trials") at.trials = static_cast<int>(run.axis_value);
       ps = profiled_step(parse_spec(run.spec_toml, run.result.model + " (spec_toml)"),
-                         run.result.batch, target, o);
+                         run.result.batch, target, at);
     }
     const double step = ps ? ps->step.seconds : predict_step(run.cost, rates, 1.0).seconds;
     s.points.push_back({run.axis_value, static_cast<double>(run.result.params),

@@ -33,6 +33,9 @@ struct AdviceOptions {
   // The device profiles predictions start from (use_profiles: this machine's cached ones first,
   // then the shipped ones), which of them were measured here, and the shipped profiles' validation
   // table (each prediction's expected error). No profiles: the roofline of the probed peaks.
+  // Fused trials (train/trials.h): predictions are of this many trials of the model trained as
+  // one group (predict_fused_with_profile); 0: of one run alone.
+  int trials = 0;
   std::vector<DeviceProfile> profiles;
   std::vector<std::string> local_profiles;
   std::vector<ValidationRow> validation;
@@ -59,6 +62,8 @@ struct ProfiledStep {
   Holdout holdout = Holdout::None;
   int unprofiled = 0;  // kernels of a kind the profile never measured: their roofline
   std::optional<ExpectedError> expected_error;
+  int trials = 0;  // fused trials predicted (AdviceOptions::trials), in `groups` concurrent groups
+  int groups = 1;
 };
 // `spec` at `batch` on `target` from the nearest profile in o (the device's own when one of
 // o.local_profiles is that device; else the first of the target's kind with kernel samples; else

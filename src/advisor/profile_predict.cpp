@@ -9,6 +9,7 @@
 #include <optional>
 #include <set>
 
+#include "core/error.h"
 #include "model/cost.h"
 #include "model/layer.h"
 #include "train/stats.h"
@@ -256,6 +257,20 @@ double kernel_us(const DeviceProfile& source, const TargetDevice& target, bool o
   return work + fixed;
 }
 
+// The prediction's totals and what bounds it, from the kernels' sum `us` and its parts.
+void finish(ProfilePrediction& out, double us, const Accumulator& acc) {
+  out.kernels_s = (us - acc.fixed_us) * 1e-6;
+  out.flops_s = acc.flops_us * 1e-6;
+  out.bytes_s = acc.bytes_us * 1e-6;
+  out.fixed_s = acc.fixed_us * 1e-6;
+  out.seconds = us * 1e-6;
+  out.interpolated = acc.interpolated;
+  out.unprofiled = acc.unprofiled;
+  out.bound = acc.fixed_us >= acc.flops_us && acc.fixed_us >= acc.bytes_us ? "overhead"
+              : acc.flops_us >= acc.bytes_us                               ? "FLOPs"
+                                                                           : "bytes";
+}
+
 }  // namespace
 
 TargetDevice make_target(std::string id, std::string name, DeviceKind kind, int threads,
@@ -353,16 +368,78 @@ ProfilePrediction predict_with_profile(const ModelSpec& spec, int64_t batch,
   if (out.shards > 1) step_fixed += source.shard_fork_us;
   acc.fixed_us += step_fixed;
   us += step_fixed;
-  out.kernels_s = (us - acc.fixed_us) * 1e-6;
-  out.flops_s = acc.flops_us * 1e-6;
-  out.bytes_s = acc.bytes_us * 1e-6;
-  out.fixed_s = acc.fixed_us * 1e-6;
-  out.seconds = us * 1e-6;
-  out.interpolated = acc.interpolated;
-  out.unprofiled = acc.unprofiled;
-  out.bound = acc.fixed_us >= acc.flops_us && acc.fixed_us >= acc.bytes_us ? "overhead"
-              : acc.flops_us >= acc.bytes_us                               ? "FLOPs"
-                                                                           : "bytes";
+  finish(out, us, acc);
+  return out;
+}
+
+ProfilePrediction predict_fused_with_profile(const ModelSpec& spec, int64_t batch, int trials,
+                                             const DeviceProfile& source,
+                                             const TargetDevice& target, bool own) {
+  XO_ASSERT(trials >= 1 && batch >= 1);
+  const ModelLayout layout = model_layout(spec);
+  ProfilePrediction out;
+  out.source = source.id;
+  out.own = own;
+  // The groups that run concurrently, one per worker (model/trials.h): a CPU's shard threads,
+  // one on a GPU; the step is the longest group's.
+  const ExecutionPolicy& policy = own ? source.policy : target.policy;
+  const int groups = target.kind == DeviceKind::Cpu ? std::clamp(policy.shard_threads, 1, trials) : 1;
+  const int per_group = (trials + groups - 1) / groups;
+  out.shards = groups;
+  Accumulator acc;
+  const GraphScale graph = graph_scale(source, target, own);
+  out.graph = graph.on;
+  double us = 0;
+  // A kernel `times` over, one after another on the group's worker.
+  auto add = [&](const KernelSample& want, Part part, int times) {
+    Accumulator one;
+    us += times * kernel_us(source, target, own, graph, want, part, one);
+    acc.flops_us += times * one.flops_us;
+    acc.bytes_us += times * one.bytes_us;
+    acc.fixed_us += times * one.fixed_us;
+    acc.interpolated += one.interpolated;
+    acc.unprofiled += one.unprofiled;
+  };
+  for (size_t i = 0; i < layout.nodes.size(); ++i) {
+    const Node& n = layout.nodes[i];
+    if (is_view(n, true)) continue;
+    ++out.nodes;
+    // A Linear of the group's trials is one kernel with a trial dimension: taken as one Linear as
+    // many times taller (the same FLOPs and launches); every other node trial by trial.
+    if (n.kind == NodeKind::Linear) {
+      add(node_sample(layout, i, batch * per_group, groups), Part::Node, 1);
+    } else {
+      add(node_sample(layout, i, batch, groups), Part::Node, per_group);
+    }
+  }
+  KernelSample loss;
+  loss.op = "loss";
+  loss.variant = loss_name(spec.loss);
+  loss.batch = batch;
+  loss.shards = groups;
+  loss.in_size = static_cast<double>(layout.outputs);
+  loss.bytes = 4.0 * 3 * static_cast<double>(batch) * loss.in_size;
+  add(loss, Part::Small, per_group);
+  KernelSample opt;
+  opt.op = "optimizer";
+  opt.variant = optimizer_type_name(spec.train.optimizer.type);
+  opt.batch = 1;
+  opt.in_size = static_cast<double>(layout.flat_size);
+  opt.bytes = optimizer_bytes_per_param(spec.train.optimizer) * opt.in_size;
+  add(opt, Part::Small, per_group);
+  KernelSample gather;  // a fused trial always gathers its batch from its own order
+  gather.op = "batch";
+  gather.batch = batch;
+  gather.in_size = static_cast<double>(layout.input_features);
+  gather.bytes = 8.0 * static_cast<double>(batch) * gather.in_size;
+  add(gather, Part::Small, per_group);
+  double step_fixed = graph.on ? source.graph_step_fixed_us * graph.clock_ratio
+                      : own || target.kind == source.kind ? source.step_fixed_us
+                                                          : target.step_overhead_us;
+  if (groups > 1) step_fixed += source.shard_fork_us;
+  acc.fixed_us += step_fixed;
+  us += step_fixed;
+  finish(out, us, acc);
   return out;
 }
 

@@ -59,6 +59,16 @@ ProfilePrediction predict_with_profile(const ModelSpec& spec, int64_t batch,
                                        const DeviceProfile& source, const TargetDevice& target,
                                        bool own);
 
+// The step of `trials` fused trials of `spec` (train/trials.h), each on batches of `batch`, on
+// `target`: the trials split into groups, one per worker (a CPU's shard threads; one on a GPU),
+// the step the longest group's; in a group each Linear is one kernel over its trials (predicted
+// as one Linear as many times taller: the same FLOPs and launches, the weights read once), every
+// other node, the loss, the optimizer and the batch gather once per trial. `shards` says the
+// groups.
+ProfilePrediction predict_fused_with_profile(const ModelSpec& spec, int64_t batch, int trials,
+                                             const DeviceProfile& source,
+                                             const TargetDevice& target, bool own);
+
 // How a validation row's predictions were made, from the most to the least the profile knew.
 enum class Holdout {
   None,    // the device's own profile, every kernel of the model in it

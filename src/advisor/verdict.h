@@ -55,6 +55,10 @@ struct GpuVerdict {
   // Why the time here may not be the machine's (other processes kept its cores busy: the
   // contamination warning); empty when the measurement was clean.
   std::string caution;
+  // A sweep's verdict (advise --trials K): the run is K trials of the model trained as one fused
+  // group (0: one run alone), and `single_trial` the verdict's sentence for one of them alone.
+  int64_t trials = 0;
+  std::string single_trial;
 };
 
 // The leader of a sweep without a crossover: the device fastest at every point two or more series

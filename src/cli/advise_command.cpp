@@ -31,7 +31,16 @@ struct AdviseOptions {
   CostOptions cost;
   std::string spec;
   std::string model;  // cost: which run of a results file
+  int trials = 0;     // advise --trials K: a sweep of K trials, fused (0: one run)
 };
+
+// The fused group sizes measured for --trials K: 1, 4, 16, … below K, then K.
+std::vector<int> trial_counts(int k) {
+  std::vector<int> counts;
+  for (int t = 1; t < k; t *= 4) counts.push_back(t);
+  counts.push_back(k);
+  return counts;
+}
 
 // `cost RESULTS.json`: a run measured earlier costed again; its spec and its device's peaks are in
 // the file.
@@ -59,17 +68,36 @@ std::optional<Report> measure_and_advise(const AdviseOptions& o, const Catalog& 
   const std::string kind = advise ? "advise" : "cost";
   const std::string title = fmt::format("crossover {}: {}", kind, spec.name);
   session.resume_job(kind, title);
-  const size_t jobs = session.devices().size();
+  const std::vector<int> counts = o.trials > 0 ? trial_counts(o.trials) : std::vector<int>{};
+  const size_t jobs = session.devices().size() * (1 + counts.size());
   size_t job = 0;
   for (const std::string& device : session.devices()) {
     if (session.stopped()) break;
     session.measure(spec, device, job++, jobs);
   }
+  // --trials: the same model's trials fused in groups of each count, on every device.
+  for (const std::string& device : session.devices()) {
+    for (const int k : counts) {
+      if (session.stopped()) break;
+      try {
+        session.measure_trials(spec, k, device, job++, jobs);
+      } catch (const UserError& e) {  // more trials than the device's memory holds, say
+        fmt::print(stderr, "note: {} trials of {} on {} not measured: {}\n", k,
+                   terminal_safe(spec.name), device, terminal_safe(e.what()));
+        break;
+      }
+    }
+  }
   if (session.runs().empty()) return std::nullopt;
   Report report = session.report(kind, title, true);
-  const RunRecord& focus = session.runs().front();
-  report.sweep = predicted_width_sweep(spec, focus, session.peaks(), catalog, o.cost.advice);
-  add_advice(report, focus, session.runs(), session.peaks(), catalog, o.cost.advice, "width", true);
+  if (o.trials > 0) {
+    add_trials_advice(report, session.runs(), o.trials, session.peaks(), catalog, o.cost.advice);
+  } else {
+    const RunRecord& focus = session.runs().front();
+    report.sweep = predicted_width_sweep(spec, focus, session.peaks(), catalog, o.cost.advice);
+    add_advice(report, focus, session.runs(), session.peaks(), catalog, o.cost.advice, "width",
+               true);
+  }
   if (!advise) report.advice.reset();
   out = session.out();
   write_report(out, report);
@@ -114,6 +142,14 @@ Command add(CLI::App& app, const char* name, const char* help, bool advise) {
       ->required();
   if (!advise)
     sub->add_option("--model", o->model, "Which run of a results.json (default: the last)");
+  if (advise) {
+    sub->add_option("--trials", o->trials,
+                    "Advise on a sweep of K trials of the model (a hyper-parameter search) "
+                    "trained as one fused group: groups of 1, 4, 16, ... and K measured on every "
+                    "device here, the catalog's devices predicted, the verdict for K trials and "
+                    "for one")
+        ->check(CLI::Range(2, 4096));
+  }
   add_measure_options(sub, o->measure, true);
   add_cost_options(sub, o->cost);
   return {sub, [o, advise] { return run_advise(*o, advise); }};

@@ -38,6 +38,7 @@ struct RunOptions {
   std::string spec = "disc-12";
   std::string vary;
   std::string reduce = "auto";  // along ranks: how the gradients are summed
+  int trials = 0;               // sweep --trials K: each point K trials fused (0: one run)
 };
 
 std::vector<std::string> suite_models(const std::string& suite) {
@@ -259,6 +260,11 @@ SweepPoints sweep_points(const ModelSpec& base, const RunOptions& o) {
 }
 
 int run_sweep(const RunOptions& o) {
+  if (o.trials > 0 && o.vary.rfind("ranks=", 0) == 0) {
+    throw UserError(fmt::format("--trials {} with --vary {}: fused trials train in one process, "
+                                "not across ranks (sweep one or the other)",
+                                o.trials, o.vary));
+  }
   if (const std::optional<int> ranks = sweep_on_ranks(o)) return *ranks;
   const ModelSpec base = resolve_spec(o.spec);
   print_notes(base);
@@ -269,10 +275,12 @@ int run_sweep(const RunOptions& o) {
   const size_t jobs = points.specs.size() * session.devices().size();
   const std::string title = fmt::format("crossover sweep: {} along {}", base.name, points.axis);
   session.resume_job("sweep", title);
+  AdviceOptions advice = o.cost.advice;
+  advice.trials = o.trials;  // the verdict and predictions are for K trials, fused
   auto write = [&](bool finished) {
     Report report = session.report("sweep", title, finished);
-    add_sweep_and_advice(report, session.peaks(), session.runs(), points.axis, catalog,
-                         o.cost.advice);
+    add_sweep_and_advice(report, session.peaks(), session.runs(), points.axis, catalog, advice);
+    if (report.verdict) report.verdict->trials = o.trials;
     write_report(out, report);
     session.settle();  // the runs are in the report: their checkpoints hold nothing more
     return report;
@@ -281,7 +289,12 @@ int run_sweep(const RunOptions& o) {
   for (const std::string& device : session.devices()) {
     for (size_t i = 0; i < points.specs.size(); ++i) {
       if (session.stopped()) break;
-      session.measure(points.specs[i], device, job++, jobs, points.axis, points.values[i]);
+      if (o.trials > 0) {
+        session.measure_trials(points.specs[i], o.trials, device, job++, jobs, points.axis,
+                               points.values[i]);
+      } else {
+        session.measure(points.specs[i], device, job++, jobs, points.axis, points.values[i]);
+      }
       write(false);
     }
   }
@@ -323,6 +336,11 @@ Command add_sweep(CLI::App& app) {
                   "auto (as train's --reduce)")
       ->check(CLI::IsMember({"auto", "shared", "after-backward", "overlap"}))
       ->capture_default_str();
+  sub->add_option("--trials", o->trials,
+                  "Each point as K trials of its model (a hyper-parameter search) trained as one "
+                  "fused group: the crossover and the verdict for K trials (advise --trials shows "
+                  "the throughput against K)")
+      ->check(CLI::Range(2, 4096));
   add_measure_options(sub, o->measure, true);
   add_cost_options(sub, o->cost);
   return {sub, [o] { return run_sweep(*o); }};

@@ -240,6 +240,75 @@ void Session::print_measured(const std::string& label, const ModelSpec& spec, co
   print_run_notes(stderr, label, run, checkpoint, "the same command continues it");
 }
 
+namespace {
+
+// A fused group's record from its first trial's: the work of every trial of the group.
+void as_group(RunRecord& run, int trials) {
+  const auto k = static_cast<double>(trials);
+  StepCost& c = run.cost;
+  for (LayerCost& l : c.layers) {
+    l.flops *= k;
+    l.bytes *= k;
+  }
+  c.optimizer_bytes *= k;
+  c.flops *= k;
+  c.bytes *= k;
+  run.result.flops_per_step *= k;
+  run.result.gflops *= k;
+}
+
+}  // namespace
+
+const RunRecord* Session::measure_trials(const ModelSpec& spec_in, int trials,
+                                         const std::string& device, size_t job, size_t jobs,
+                                         const std::string& axis,
+                                         std::optional<double> axis_value) {
+  XO_ASSERT(trials >= 1 && lead_);
+  ModelSpec spec = spec_in;
+  if (o_.settings.epochs) spec.train.epochs = *o_.settings.epochs;
+  spec.name = fmt::format("{} x{}", spec_in.name, trials);
+  Backend& be = backend(device);
+  const std::string label = terminal_safe(fmt::format("{} fused on {}", spec.name, be.info().id));
+  progress_.update(fmt::format("[{}/{}] {}: loading data", job + 1, jobs, label));
+  const std::string spec_toml = to_toml(spec);
+  if (const auto earlier = earlier_run(spec_toml, be.info().id, 1); earlier != earlier_.end()) {
+    fmt::print(stderr, "{}: kept from the earlier, unfinished run of this job in {}\n", label,
+               o_.out);
+    runs_.push_back(std::move(*earlier));
+    earlier_.erase(earlier);
+    return &runs_.back();
+  }
+  MeasureSettings settings = settings_for(spec, spec_toml, be, nullptr);
+  settings.exec.checkpoint = {};
+  settings.exec.profile_steps = 0;
+  std::vector<FusedRun> runs;
+  for (int t = 0; t < trials; ++t) {
+    FusedRun run;
+    run.spec = spec;
+    run.spec.train.seed += static_cast<uint64_t>(t);
+    if (t == 0) run.hooks.epoch = progress_bar(job, jobs, label);
+    runs.push_back(std::move(run));
+  }
+  std::vector<RunRecord> records;
+  try {
+    records = measure_fused(be, runs, settings);
+  } catch (const Interrupted& e) {
+    progress_.clear();
+    fmt::print(stderr, "crossover: {}: stopped while {}\n", label, terminal_safe(e.what()));
+    stopped_ = true;
+    return nullptr;
+  }
+  progress_.clear();
+  RunRecord& run = records.front();
+  as_group(run, trials);
+  run.axis = axis;
+  run.axis_value = axis_value.value_or(trials);
+  print_measured(label, spec, run, settings.exec.checkpoint);
+  stopped_ = run.result.interrupted || stop_requested();
+  runs_.push_back(std::move(run));
+  return &runs_.back();
+}
+
 const RunRecord* Session::measure(const ModelSpec& spec_in, const std::string& device, size_t job,
                                   size_t jobs, const std::string& axis, double axis_value,
                                   DataParallel* data_parallel) {

@@ -56,6 +56,16 @@ class Session {
                            size_t jobs, const std::string& axis = "", double axis_value = 0,
                            DataParallel* data_parallel = nullptr);
 
+  // `trials` trials of `spec` (seeds apart, everything else the spec's) trained as one fused
+  // group on `device` (train/trials.h) and appended as one run: the first trial's record, named
+  // "NAME xK", with the group's work (K trials' FLOPs and bytes a step), at `axis_value` along
+  // `axis` (by default along "trials", at K). No checkpoints (a stopped job measures the group
+  // again). Null when a stop came first. Throws UserError where the group cannot train as one
+  // (more trials than the device's memory holds).
+  const RunRecord* measure_trials(const ModelSpec& spec, int trials, const std::string& device,
+                                  size_t job, size_t jobs, const std::string& axis = "trials",
+                                  std::optional<double> axis_value = std::nullopt);
+
   // The runs measured from now on take at most `steps` training steps (0: as the options say);
   // a replay bounds each run by the steps it recorded.
   void limit_steps(int64_t steps) { step_limit_ = steps; }

@@ -106,6 +106,7 @@ std::vector<RunRecord> measure_fused(Backend& backend, std::vector<FusedRun>& ru
   FusedOptions options;
   options.stop_on_nan = settings.exec.stop_on_nan;
   options.pause_after_epochs = settings.exec.pause_after_epochs;
+  options.max_steps = settings.exec.max_steps;
   std::vector<TrainResult> results = train_fused(trials, *split_of[0], options);
   sampler.stop();
   const Utilisation load = sampler.timeline();

@@ -47,7 +47,8 @@ struct FusedRun {
 };
 // Trains `runs` as one fused group on `backend` (train_fused: the same architecture, data and
 // batch; their data loaded once), the sampler beside the group: a record per trial, each with the
-// group's utilisation and step times. settings.exec's pause and NaN stop apply to every trial.
+// group's utilisation and step times. settings.exec's pause, NaN stop and step limit apply to
+// every trial.
 // Throws UserError saying why where the trials cannot train as one.
 std::vector<RunRecord> measure_fused(Backend& backend, std::vector<FusedRun>& runs,
                                      const MeasureSettings& settings);

@@ -60,4 +60,45 @@ void add_sweep_and_advice(Report& report, const std::vector<DevicePeaks>& peaks,
   add_advice(report, *focus, rows, peaks, catalog, advice, axis, !predicted.empty());
 }
 
+void add_trials_advice(Report& report, const std::vector<RunRecord>& runs, int trials,
+                       const std::vector<DevicePeaks>& peaks, const Catalog& catalog,
+                       const AdviceOptions& o_in) {
+  const AdviceOptions o = with_profiles(o_in);
+  std::vector<RunRecord> alone, groups, largest;
+  bool predicted_line = false;  // the crossover is with a predicted GPU
+  for (const RunRecord& r : runs) {
+    if (r.axis.empty()) alone.push_back(r);
+    if (r.axis != "trials") continue;
+    groups.push_back(r);
+    if (r.axis_value == trials) largest.push_back(r);
+  }
+  if (!groups.empty()) {
+    std::vector<SweepSeries> series = sweep_series(groups);
+    std::vector<std::string> predicted;
+    if (auto gpu = predicted_gpu_series(groups, peaks, catalog, o)) {
+      predicted.push_back(gpu->device);
+      series.push_back(std::move(*gpu));
+      predicted_line = true;
+    }
+    report.sweep = sweep_record("trials", series, find_crossovers(series), predicted);
+    for (SweepLine& line : report.sweep->series) {
+      if (line.predicted) line.note = reference_gpu_note(catalog, o);
+    }
+  }
+  if (largest.empty()) {  // stopped before the largest group: the model alone
+    if (!alone.empty()) add_advice(report, alone.front(), alone, peaks, catalog, o, "", true);
+    return;
+  }
+  AdviceOptions fused = o;
+  fused.trials = trials;
+  add_advice(report, largest.front(), largest, peaks, catalog, fused, "trials", predicted_line);
+  if (!report.verdict) return;
+  report.verdict->trials = trials;
+  if (!alone.empty()) {
+    Report one;
+    add_advice(one, alone.front(), alone, peaks, catalog, o, "", true);
+    if (one.verdict) report.verdict->single_trial = one.verdict->sentence;
+  }
+}
+
 }  // namespace xo

@@ -27,4 +27,13 @@ void add_sweep_and_advice(Report& report, const std::vector<DevicePeaks>& peaks,
                           const std::vector<RunRecord>& rows, const std::string& axis,
                           const Catalog& catalog, const AdviceOptions& o);
 
+// The advice for a sweep of `trials` trials of one model (`advise --trials K`), from `runs`: the
+// model alone on each device (axis ""), and fused groups of 1, 4, … and `trials` trials (axis
+// "trials", Session::measure_trials). The sweep section: each device's groups along "trials",
+// the catalog's reference GPU predicted at each count; the predictions, cost, verdict and advice
+// for the group of `trials`, the verdict also saying what it is for one trial alone.
+void add_trials_advice(Report& report, const std::vector<RunRecord>& runs, int trials,
+                       const std::vector<DevicePeaks>& peaks, const Catalog& catalog,
+                       const AdviceOptions& o);
+
 }  // namespace xo

@@ -247,10 +247,20 @@ std::string verdict_html(const Report& report) {
   const GpuVerdict& v = *report.verdict;
   std::string out = fmt::format("<p class=\"verdict {}\"><strong>{}</strong></p>\n",
                                 v.worth_it ? "yes" : "no", escape(v.sentence));
+  if (!v.single_trial.empty()) {
+    out += "<p><strong>For one trial alone:</strong> " + escape(v.single_trial) + "</p>\n";
+  }
   if (!v.crossover.empty()) out += "<p>" + escape(v.crossover) + "</p>\n";
   if (!v.caution.empty()) {
     out += "<p class=\"note\"><strong>The time here is not to be trusted:</strong> " +
            escape(v.caution) + "</p>\n";
+  }
+  if (v.trials > 0) {
+    out += fmt::format(
+        "<p class=\"note\">The run judged is {} trials of the model (a hyper-parameter sweep) "
+        "trained as one fused group on each device: each Linear of the trials one kernel, each "
+        "trial its own loss and optimizer.</p>\n",
+        v.trials);
   }
   out += fmt::format(
       "<p class=\"note\">For {} epochs of {}, the time here is {} ({}). GPU times marked "

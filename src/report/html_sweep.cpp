@@ -1,5 +1,6 @@
-// report.html's sweep section: time per 100 epochs against parameters (or the swept axis), one line
-// per device, predicted lines dashed, the crossovers marked where one device overtakes another.
+// report.html's sweep section: time per 100 epochs (along "trials": trial-epochs per second)
+// against parameters (or the swept axis), one line per device, predicted lines dashed, the
+// crossovers marked where one device overtakes another.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -26,10 +27,29 @@ constexpr double kLegendTop = 6, kBelowLegend = 14;
 constexpr double kLogSpan = 30;
 constexpr const char* kCrossoverColour = "#5b6475";
 
-// What the chart's x is: the parameter count, or the value of the swept axis.
+// What the chart's x is: the parameter count, or the value of the swept axis; and its y: the time
+// per 100 epochs, or along "trials" (fused trials, advise --trials) the throughput of the group,
+// trial-epochs per second (its trials x 100 over its time per 100 epochs: higher is faster).
 struct XAxis {
   bool is_params;
   std::string axis;  // the swept axis's name ("depth", "batch"); may be empty
+
+  bool throughput() const { return axis == "trials"; }
+  std::optional<double> y_of(const SweepPoint& p) const {
+    const auto seconds = finite(p.seconds);
+    if (!throughput() || !seconds) return seconds;
+    return finite(p.axis_value * 100 / *seconds);
+  }
+  std::string y_name() const {
+    return throughput() ? "trial-epochs per second" : "time per 100 epochs";
+  }
+  std::string y_tick(double v) const {
+    return throughput() ? significant(v, 3, true) : duration(v, /*trim=*/true);
+  }
+  std::string y_tip(double v) const {
+    return throughput() ? significant(v, 4, true) + " trial-epochs per second"
+                        : duration(v) + " per 100 epochs";
+  }
 
   // A point's or a crossover's x, when it is finite.
   template <typename T>
@@ -76,7 +96,7 @@ std::vector<ChartLine> drawable_lines(const SweepRecord& sweep, const XAxis& x_a
   for (const SweepLine& s : sweep.series) {
     ChartLine line{s.device, s.predicted, {}};
     for (const SweepPoint& p : s.points) {
-      const auto x = x_axis.of(p), y = finite(p.seconds);
+      const auto x = x_axis.of(p), y = x_axis.y_of(p);
       if (!x || !y) continue;
       line.points.push_back({*x, *y, finite(p.axis_value), finite(p.params)});
     }
@@ -130,7 +150,7 @@ std::vector<LegendItem> legend_items(const SweepRecord& sweep, const std::vector
 // label, and the frame around the plot.
 std::string grid_svg(const Plot& p, const XAxis& x_axis) {
   const TickFormat x_format = [&](double v) { return x_axis.tick(v); };
-  const TickFormat y_format = [](double v) { return duration(v, /*trim=*/true); };
+  const TickFormat y_format = [&](double v) { return x_axis.y_tick(v); };
   const std::vector<Tick> x_ticks =
       p.sx.log ? log_ticks(p.sx, x_format) : linear_ticks(p.sx, 8, x_format);
   const std::vector<Tick> y_ticks =
@@ -153,26 +173,27 @@ std::string axis_titles_svg(const Plot& p, const XAxis& x_axis) {
                                x_axis.name() + (p.sx.log ? " (log scale)" : " (linear scale)"));
   out += fmt::format(
       "<text class=\"axis-label\" transform=\"translate(16 {}) rotate(-90)\" "
-      "text-anchor=\"middle\">time per 100 epochs ({} scale)</text>\n",
-      px((p.top + p.bottom) / 2), p.sy.log ? "log" : "linear");
+      "text-anchor=\"middle\">{} ({} scale)</text>\n",
+      px((p.top + p.bottom) / 2), x_axis.y_name(), p.sy.log ? "log" : "linear");
   return out;
 }
 
 // A point's tooltip: the device, where the point lies on the swept axis and in parameters, and
-// its time.
-std::string point_tip(const ChartLine& l, const ChartPoint& p, const std::string& axis) {
+// its time (or throughput).
+std::string point_tip(const ChartLine& l, const ChartPoint& p, const XAxis& x_axis) {
+  const std::string& axis = x_axis.axis;
   std::string tip = l.device;
   if (l.predicted && l.device.find("predicted") == std::string::npos) tip += " (predicted)";
   if (p.axis_value && !axis.empty())
     tip += " · " + axis + " " + significant(*p.axis_value, 4, true);
   if (p.params) tip += " · " + exact_count(p.params) + " params";
-  return tip + " · " + duration(p.y) + " per 100 epochs";
+  return tip + " · " + x_axis.y_tip(p.y);
 }
 
 // A device's line through its points (dashed where predicted), and a dot with a tooltip at each;
 // a lone point is only its dot.
 std::string series_svg(const ChartLine& l, const Plot& p, const std::string& colour,
-                       const std::string& axis) {
+                       const XAxis& x_axis) {
   std::string out = fmt::format("<g class=\"series\" data-device=\"{}\" data-points=\"{}\">\n",
                                 escape(l.device), l.points.size());
   if (l.points.size() > 1) {
@@ -186,7 +207,7 @@ std::string series_svg(const ChartLine& l, const Plot& p, const std::string& col
   for (const ChartPoint& pt : l.points) {
     out +=
         fmt::format("<circle cx=\"{}\" cy=\"{}\" r=\"4\" fill=\"{}\"><title>{}</title></circle>\n",
-                    px(p.sx(pt.x)), px(p.sy(pt.y)), colour, escape(point_tip(l, pt, axis)));
+                    px(p.sx(pt.x)), px(p.sy(pt.y)), colour, escape(point_tip(l, pt, x_axis)));
   }
   return out + "</g>\n";
 }
@@ -280,11 +301,11 @@ std::string sweep_chart(const SweepRecord& sweep, const DeviceColours& colours) 
   const Plot plot = place_plot(*extent, x_axis.is_params, legend_height);
   std::string out =
       svg_open("sweep", kWidth, plot.height,
-               "time per 100 epochs against " + x_axis.name() + ", one line per device");
+               x_axis.y_name() + " against " + x_axis.name() + ", one line per device");
   out += legend_svg;
   out += grid_svg(plot, x_axis);
   out += axis_titles_svg(plot, x_axis);
-  for (const ChartLine& l : lines) out += series_svg(l, plot, colours(l.device), x_axis.axis);
+  for (const ChartLine& l : lines) out += series_svg(l, plot, colours(l.device), x_axis);
   out += crossovers_svg(sweep.crossovers, lines, plot, x_axis);
   return out + "</svg>\n";
 }

@@ -589,6 +589,9 @@ constexpr auto verdict_fields = [](auto& io, auto& v) {
   io.text("sentence", v.sentence);
   io.text("crossover", v.crossover);
   io.text("caution", v.caution);
+  // Since advise --trials (0.2.x): absent from earlier files.
+  if (io.present("trials")) io.integer("trials", v.trials);
+  if (io.present("single_trial")) io.text("single_trial", v.single_trial);
 };
 
 json verdict_json(const GpuVerdict& v) { return fields_json(v, verdict_fields); }

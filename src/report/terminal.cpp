@@ -227,8 +227,13 @@ std::string cost_text(const CostTable& c) {
 }
 
 std::string verdict_text(const GpuVerdict& v) {
-  std::string s = fmt::format("\nVerdict for {} epochs of {}: {}\n", v.epochs,
-                              terminal_safe(v.model), terminal_safe(v.sentence));
+  std::string s =
+      v.trials > 0
+          ? fmt::format("\nVerdict for {} trials of {} epochs each, fused ({}): {}\n", v.trials,
+                        v.epochs, terminal_safe(v.model), terminal_safe(v.sentence))
+          : fmt::format("\nVerdict for {} epochs of {}: {}\n", v.epochs, terminal_safe(v.model),
+                        terminal_safe(v.sentence));
+  if (!v.single_trial.empty()) s += "For one trial alone: " + terminal_safe(v.single_trial) + "\n";
   if (!v.crossover.empty()) s += terminal_safe(v.crossover) + "\n";
   if (!v.caution.empty())
     s += "! the time here is not to be trusted: " + terminal_safe(v.caution) + "\n";
