@@ -361,9 +361,9 @@ std::optional<ProfiledStep> profiled_step(const ModelSpec& spec, int64_t batch,
     if (!from && p.has_kernels()) from = &p;
   }
   if (!from) return std::nullopt;
-  const ProfilePrediction pp = o.trials > 0
-                                   ? predict_fused_with_profile(spec, batch, o.trials, *from, target, own)
-                                   : predict_with_profile(spec, batch, *from, target, own);
+  const ProfilePrediction pp =
+      o.trials > 0 ? predict_fused_with_profile(spec, batch, o.trials, *from, target, own)
+                   : predict_with_profile(spec, batch, *from, target, own);
   ProfiledStep out;
   out.from = from;
   out.own = own;
@@ -378,8 +378,8 @@ std::optional<ProfiledStep> profiled_step(const ModelSpec& spec, int64_t batch,
   out.groups = pp.shards;
   // A fused group's kernels (taller Linears) are not the profile's own shapes; and no row of the
   // validation table is of fused trials: its error is at least a new model's.
-  out.holdout = o.trials == 0 && profile_has_model(*from, spec, batch) ? Holdout::None
-                                                                        : Holdout::Model;
+  out.holdout =
+      o.trials == 0 && profile_has_model(*from, spec, batch) ? Holdout::None : Holdout::Model;
   out.expected_error =
       expected_error(o.validation, *from, target.kind, own, out.holdout, o.profiles);
   if (o.trials > 0 && out.expected_error) out.expected_error->at_least = true;

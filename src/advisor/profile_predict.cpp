@@ -383,7 +383,8 @@ ProfilePrediction predict_fused_with_profile(const ModelSpec& spec, int64_t batc
   // The groups that run concurrently, one per worker (model/trials.h): a CPU's shard threads,
   // one on a GPU; the step is the longest group's.
   const ExecutionPolicy& policy = own ? source.policy : target.policy;
-  const int groups = target.kind == DeviceKind::Cpu ? std::clamp(policy.shard_threads, 1, trials) : 1;
+  const int groups =
+      target.kind == DeviceKind::Cpu ? std::clamp(policy.shard_threads, 1, trials) : 1;
   const int per_group = (trials + groups - 1) / groups;
   out.shards = groups;
   Accumulator acc;

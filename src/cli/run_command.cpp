@@ -261,9 +261,10 @@ SweepPoints sweep_points(const ModelSpec& base, const RunOptions& o) {
 
 int run_sweep(const RunOptions& o) {
   if (o.trials > 0 && o.vary.rfind("ranks=", 0) == 0) {
-    throw UserError(fmt::format("--trials {} with --vary {}: fused trials train in one process, "
-                                "not across ranks (sweep one or the other)",
-                                o.trials, o.vary));
+    throw UserError(
+        fmt::format("--trials {} with --vary {}: fused trials train in one process, "
+                    "not across ranks (sweep one or the other)",
+                    o.trials, o.vary));
   }
   if (const std::optional<int> ranks = sweep_on_ranks(o)) return *ranks;
   const ModelSpec base = resolve_spec(o.spec);

@@ -237,8 +237,7 @@ TrainResult train_model(Model& model, const DataSplit& split, const TrainSpec& t
   if (ranks) ranks->share_parameters(model, *plan.optimizer);
   rules.apply_rate(plan, state);  // a resumed run's rate
   Boundaries boundaries{exec.max_steps, 0, checkpoints ? &*checkpoints : nullptr};
-  if (exec.stop_on_nan)
-    boundaries.check_every = loss_check_interval(plan.backend);
+  if (exec.stop_on_nan) boundaries.check_every = loss_check_interval(plan.backend);
   model.backend().synchronize();
   const double setup_seconds =
       std::chrono::duration<double, std::milli>(Clock::now() - setup_start).count() / 1e3;

@@ -143,8 +143,9 @@ void Group::plan(std::vector<std::unique_ptr<Trial>>& trials, int groups) {
   }
 }
 
-// One step of every active trial (gather_batches and train_batches, or their recording replayed). The step's marks go to
-// every trial's clock; a replayed step is timed as a whole, as train_model's is.
+// One step of every active trial (gather_batches and train_batches, or their recording replayed).
+// The step's marks go to every trial's clock; a replayed step is timed as a whole, as train_model's
+// is.
 void fused_step(Group& g, int64_t s) {
   const bool full = s < g.active[0]->plan.full_steps;
   auto stamp = [&](StepMarks::Mark m) {

@@ -298,6 +298,40 @@ DeviceProfile gpu_profile() {
   return p;
 }
 
+// Fused trials (predict_fused_with_profile): on a GPU one group, each Linear one kernel as tall
+// as the trials' batches together, and the loss, optimizer and gather once per trial; on a CPU of
+// two shard threads, two groups each on one thread.
+TEST(ProfilePredict, FusedTrialsShareEachLinearAndRunTheRestPerTrial) {
+  DeviceProfile gpu = gpu_profile();
+  KernelSample gather = small("batch", "", 8, 1, 4, 8.0 * 8 * 4, 2);
+  gather.graph_forward_us = 1;
+  gpu.samples.push_back(gather);
+  ModelSpec spec = mlp(8);
+  spec.train.shuffle = true;
+  const ProfilePrediction alone = predict_with_profile(spec, 8, gpu, profile_target(gpu), true);
+  const ProfilePrediction one =
+      predict_fused_with_profile(spec, 8, 1, gpu, profile_target(gpu), true);
+  // One trial fused is the model alone (its batch always gathered): 2+3 + 4+6 + 1.5 + 2 + 1 + 3.
+  EXPECT_NEAR(one.seconds * 1e6, 22.5, 1e-9);
+  EXPECT_NEAR(one.seconds, alone.seconds, 1e-15);
+  EXPECT_EQ(one.interpolated, 0);
+  const ProfilePrediction four =
+      predict_fused_with_profile(spec, 8, 4, gpu, profile_target(gpu), true);
+  EXPECT_EQ(four.shards, 1);
+  EXPECT_EQ(four.interpolated, 2);  // the two Linears at batch 32, from their batch-8 samples
+  // The loss, optimizer and gather four times; the Linears' launches shared: less than 4x.
+  EXPECT_GE((four.seconds - one.seconds) * 1e6, 3 * (1.5 + 2 + 1) - 1e-9);
+  EXPECT_LT(four.seconds, 4 * one.seconds);
+  EXPECT_NEAR(four.kernels_s + four.fixed_s, four.seconds, 1e-15);
+  // A CPU of two shard threads: four trials in two groups of two, each group on one thread.
+  DeviceProfile cpu = profile_of(8);
+  cpu.samples.push_back(gather);
+  const ProfilePrediction on_cpu =
+      predict_fused_with_profile(spec, 8, 4, cpu, profile_target(cpu), true);
+  EXPECT_EQ(on_cpu.shards, 2);
+  EXPECT_EQ(predict_fused_with_profile(spec, 8, 1, cpu, profile_target(cpu), true).shards, 1);
+}
+
 TEST(ProfilePredict, AGpuRecordedStepIsItsGraphTimesAndTheGraphsFixedCost) {
   const DeviceProfile p = gpu_profile();
   const ProfilePrediction own = predict_with_profile(mlp(8), 8, p, profile_target(p), true);

@@ -552,6 +552,75 @@ TEST(Cli, AdviseMeasuresPredictsCostsAndRecommends) {
   EXPECT_NE(page.find("<table class=\"validation\""), std::string::npos) << "the validation table";
 }
 
+// advise --trials K: the model alone and fused groups of 1, 4 and K on the CPU, the catalog's
+// devices predicted for K fused trials, the verdict for K trials saying what it is for one, the
+// page's chart in trial-epochs per second.
+TEST(Cli, AdviseTrialsJudgesASweepOfKTrialsAndOneAlone) {
+  const xo::testing::TempDir dir_folder("cli_advise_trials");
+  const auto& dir = dir_folder.path();
+  const Result r = run("advise disc-3 --trials 6 --steps 20 --devices cpu --out " + dir.string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  for (const char* text :
+       {"disc-3 x1 fused on cpu", "disc-3 x4 fused on cpu", "disc-3 x6 fused on cpu",
+        "Verdict for 6 trials of 100 epochs each, fused", "For one trial alone: A GPU is ",
+        "Predicted step times (disc-3 x6)"}) {
+    EXPECT_NE(r.output.find(text), std::string::npos) << text << "\n" << r.output;
+  }
+  EXPECT_EQ(r.output.find("Scaling out"), std::string::npos) << "no data-parallel split of trials";
+  const auto j = read_json(dir / "results.json");
+  const auto& v = j["verdict"];
+  EXPECT_EQ(v["trials"], 6);
+  EXPECT_EQ(v["model"], "disc-3 x6");
+  EXPECT_NE(v["single_trial"].get<std::string>().find("A GPU is "), std::string::npos) << v;
+  // The K trials' predictions: each from a profile, marked as fused trials, none validated.
+  bool local = false;
+  for (const auto& p : j["predictions"]) {
+    EXPECT_EQ(p["model"], "disc-3 x6") << p;
+    bool fused = false;
+    for (const auto& a : p["assumptions"])
+      fused |= a.get<std::string>().find("6 trials fused in ") != std::string::npos;
+    EXPECT_TRUE(fused) << p;
+    if (p["local"].get<bool>()) {
+      local = true;
+      EXPECT_TRUE(p["measured_step_ms"].is_number()) << p;
+    }
+  }
+  EXPECT_TRUE(local);
+  // The runs: the model alone, then the groups along "trials", each with the group's work.
+  std::vector<double> counts;
+  double alone_flops = 0, group_flops = 0;
+  for (const auto& run : j["runs"]) {
+    const std::string model = run["model"];
+    if (model == "disc-3") alone_flops = run["flops_per_step"];
+    if (!run["axis"].is_object() || run["axis"]["name"] != "trials") continue;
+    counts.push_back(run["axis"]["value"]);
+    EXPECT_EQ(run["fused_trials"], run["axis"]["value"]) << model;
+    if (model == "disc-3 x6") group_flops = run["flops_per_step"];
+  }
+  EXPECT_EQ(counts, (std::vector<double>{1, 4, 6}));
+  EXPECT_NEAR(group_flops, 6 * alone_flops, 1e-9 * group_flops);
+  EXPECT_EQ(j["sweep"]["axis"], "trials");
+  std::ostringstream page;
+  page << std::ifstream(dir / "report.html").rdbuf();
+  EXPECT_NE(page.str().find("trial-epochs per second against trials"), std::string::npos);
+  EXPECT_NE(page.str().find("For one trial alone:"), std::string::npos);
+  // sweep --trials: every point K trials fused, the verdict for K trials.
+  const Result sweep =
+      run("sweep disc-3 --vary width=8,16 --trials 3 --steps 10 --devices cpu "
+          "--out " +
+          (dir / "sweep").string());
+  ASSERT_EQ(sweep.status, 0) << sweep.output;
+  EXPECT_NE(sweep.output.find("disc-3[width=16] x3 fused on cpu"), std::string::npos)
+      << sweep.output;
+  EXPECT_EQ(read_json(dir / "sweep" / "results.json")["verdict"]["trials"], 3);
+  // What cannot be: one trial is not a sweep; fused trials do not run across ranks.
+  EXPECT_EQ(run("advise disc-3 --trials 1").status, 2);
+  const Result ranks = run("sweep disc-3 --vary ranks=1,2 --trials 4");
+  EXPECT_EQ(ranks.status, 2);
+  EXPECT_NE(ranks.output.find("fused trials train in one process"), std::string::npos)
+      << ranks.output;
+}
+
 TEST(Cli, CostRecostsAResultsFileWithOverriddenPrices) {
   const xo::testing::TempDir dir_folder("cli_cost");
   const auto& dir = dir_folder.path();

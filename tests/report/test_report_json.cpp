@@ -161,7 +161,9 @@ Report document() {
                          false,
                          "A GPU is not worth it for this run: …",
                          "cpu is faster …",
-                         "other processes kept 1.0 cores busy"};
+                         "other processes kept 1.0 cores busy",
+                         16,
+                         "A GPU is not worth it for this run: one trial …"};
   d.advice = std::vector<std::string>{"Fastest here: cpu."};
   return d;
 }

@@ -506,8 +506,8 @@ TEST(FusedTrials, CudaFuseTheBatchedLinearEqualsTheCpus) {
     on_gpu->backward(x.as<float>(), p.as<float>(), y.as<float>(), dy.as<float>(), dw.as<float>(),
                      dw.as<float>() + kOut * kIn, dx.as<float>());
     gpu->synchronize();
-    const std::string what = fmt::format("{} trials of {} x {} {}", kTrials, kIn, kOut,
-                                         activation_name(act));
+    const std::string what =
+        fmt::format("{} trials of {} x {} {}", kTrials, kIn, kOut, activation_name(act));
     auto expect_near = [&](const std::vector<float>& a, const std::vector<float>& b,
                            const char* name) {
       ASSERT_EQ(a.size(), b.size());

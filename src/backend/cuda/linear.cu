@@ -385,10 +385,10 @@ class GpuLinear final : public WeightedKernel {
       const unsigned in_tiles = tiles(shape_.in_features);
       const unsigned blocks = tiles(shape_.out_features) * in_tiles +
                               (d_src != nullptr ? tiles(shape_.batch) * in_tiles : 0);
-      XO_CUDA_LAUNCH(small_backward_kernel<A>, dim3(blocks, 1, static_cast<unsigned>(shape_.trials)),
-                     kTileThreads, 0, be_.stream(), src, weights, dst, d_dst, d_weights, d_bias,
-                     d_src, shape_.batch, shape_.in_features, shape_.out_features,
-                     shape_.trial_stride);
+      XO_CUDA_LAUNCH(small_backward_kernel<A>,
+                     dim3(blocks, 1, static_cast<unsigned>(shape_.trials)), kTileThreads, 0,
+                     be_.stream(), src, weights, dst, d_dst, d_weights, d_bias, d_src, shape_.batch,
+                     shape_.in_features, shape_.out_features, shape_.trial_stride);
       return;
     }
     const bool fused_bias = d_bias != nullptr && d_weights_bias_ != nullptr &&

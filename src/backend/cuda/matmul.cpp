@@ -101,8 +101,8 @@ std::string describe(const MatmulShape& s, Precision p) {
          " trans_a=" + std::to_string(s.trans_a) + " trans_b=" + std::to_string(s.trans_b) +
          " lda=" + std::to_string(s.lda) + " ldb=" + std::to_string(s.ldb) +
          " ldd=" + std::to_string(s.ldd) + " accumulate=" + std::to_string(s.accumulate) +
-         " batch=" + std::to_string(s.batch) +
-         " epilogue=" + epilogue_name(s.epilogue) + " precision=" + precision_name(p);
+         " batch=" + std::to_string(s.batch) + " epilogue=" + epilogue_name(s.epilogue) +
+         " precision=" + precision_name(p);
 }
 
 // Destroys a preference however the heuristic call ends.
@@ -214,7 +214,8 @@ Matmul::Matmul(CudaBackend& be, const MatmulShape& shape, NoThrow) : be_(be), sh
                                              u(s.trans_a ? s.k : s.m), s.lda));
   XO_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan->lt_d, CUDA_R_32F, u(s.n), u(s.m), s.ldd));
   if (s.batch > 1) {  // the epilogues' vectors would need batch strides of their own
-    XO_ASSERT(s.epilogue == MatmulEpilogue::None && s.batch <= INT32_MAX && s.stride_a > 0 && s.stride_b > 0 && s.stride_d > 0);
+    XO_ASSERT(s.epilogue == MatmulEpilogue::None && s.batch <= INT32_MAX && s.stride_a > 0 &&
+              s.stride_b > 0 && s.stride_d > 0);
     const auto batched = [&](cublasLtMatrixLayout_t layout, int64_t stride) {
       const auto count = static_cast<int32_t>(s.batch);
       XO_CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT,
@@ -280,9 +281,9 @@ void Matmul::run(const float* a, const float* b, float* d, const float* bias, co
   const auto stride_aligned = [](int64_t stride) {
     return stride * static_cast<int64_t>(sizeof(float)) % kAlignedBytes == 0;
   };
-  const bool strides_aligned = shape_.batch == 1 ||
-                               (stride_aligned(shape_.stride_a) &&
-                                stride_aligned(shape_.stride_b) && stride_aligned(shape_.stride_d));
+  const bool strides_aligned =
+      shape_.batch == 1 || (stride_aligned(shape_.stride_a) && stride_aligned(shape_.stride_b) &&
+                            stride_aligned(shape_.stride_d));
   const bool all_aligned = aligned(a, kAlignedBytes) && aligned(b, kAlignedBytes) &&
                            aligned(d, kAlignedBytes) && aligned(vector, kAlignedBytes) &&
                            strides_aligned;
