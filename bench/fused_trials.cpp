@@ -2,7 +2,9 @@
 // each K, K trials (learning rates and seeds apart) trained as one fused group, in this process,
 // against one trial trained alone by train_model as `crossover train` runs it. Reported: the
 // trials x steps per second of each (the median step time of an epoch's full batches, the first
-// step left out), and their ratio. No process start, no data loading: the loop alone.
+// step left out), and their ratio; and the fused step `advise --trials` predicts for this device
+// (predict_fused_with_profile, from the profiles advise uses: this machine's cached one, else the
+// shipped ones), against the measured one. No process start, no data loading: the loop alone.
 //   build/bench/crossover_fused_trials [--models disc-2,disc-4] [--k 1,4,16,64] [--steps 300]
 //                                      [--threads 2] [--device cpu|cuda:0] [--json FILE]
 #include <fmt/format.h>
@@ -15,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "advisor/advice.h"
 #include "backend/backend.h"
 #include "core/error.h"
 #include "core/file.h"
@@ -82,8 +85,10 @@ int main(int argc, char** argv) {
   const xo::DevicePeaks peaks = xo::device_peaks(*be, true, xo::default_peaks_cache());
   fmt::print("{} ({}, {} threads), f32 matmul peak {:.0f} GFLOP/s\n", be->info().name,
              be->info().id, be->info().threads, peaks.matmul_gflops);
-  fmt::print("{:<10} {:>4} {:>12} {:>16} {:>16} {:>8}\n", "model", "K", "step ms", "trial-steps/s",
-             "alone steps/s", "ratio");
+  // What advise predicts here for K fused trials.
+  xo::AdviceOptions advice = xo::with_profiles({});
+  fmt::print("{:<10} {:>4} {:>12} {:>16} {:>16} {:>8} {:>10} {:>13} {:>7}\n", "model", "K",
+             "step ms", "trial-steps/s", "alone steps/s", "ratio", "MiB", "predicted ms", "error");
   nlohmann::json rows = nlohmann::json::array();
   for (const std::string& name : models) {
     const xo::ModelSpec base = *xo::builtin_spec(name);
@@ -120,8 +125,14 @@ int main(int argc, char** argv) {
       }
       const double step_ms = fused[0].step_ms.median;
       const double rate = k * 1e3 / step_ms;
-      fmt::print("{:<10} {:>4} {:>12.4f} {:>16.0f} {:>16.0f} {:>7.2f}x {:>10.1f}\n", name, k,
-                 step_ms, rate, alone_rate, rate / alone_rate, memory.total() / 1048576.0);
+      advice.trials = k;
+      const auto predicted = xo::profiled_step(base, fused[0].batch,
+                                               xo::local_target(be->info(), peaks, advice), advice);
+      const double predicted_ms = predicted ? predicted->step.seconds * 1e3 : 0;
+      fmt::print(
+          "{:<10} {:>4} {:>12.4f} {:>16.0f} {:>16.0f} {:>7.2f}x {:>10.1f} {:>13.4f} {:>6.0f}%\n",
+          name, k, step_ms, rate, alone_rate, rate / alone_rate, memory.total() / 1048576.0,
+          predicted_ms, 100 * (predicted_ms / step_ms - 1));
       std::fflush(stdout);
       rows.push_back({{"model", name},
                       {"k", k},
@@ -135,6 +146,8 @@ int main(int argc, char** argv) {
                       {"ratio", rate / alone_rate},
                       {"trial_flops_per_step", fused[0].flops_per_step},
                       {"estimated_bytes", memory.total()},
+                      {"predicted_step_ms", predicted_ms},
+                      {"predicted_from", predicted ? predicted->from->id : ""},
                       {"fused_gflops", k * fused[0].flops_per_step / (step_ms * 1e-3) / 1e9}});
     }
   }
