@@ -465,7 +465,8 @@ std::vector<TrialCostInput> Search::cost_inputs(std::vector<DevicePeaks>& peaks,
     const Model model(specs_[i], *cpu_);
     const int64_t batch = specs_[i].train.batch;
     inputs.push_back({step_cost(model, batch), t.steps, t.step_ms / 1e3, device_kind_of(t.device),
-                      t.device, t.process_seconds, t.train_seconds, specs_[i], batch});
+                      t.device, t.process_seconds, t.train_seconds, specs_[i], batch,
+                      std::max(1, t.fused)});
     priced.push_back(i);
   }
   return inputs;

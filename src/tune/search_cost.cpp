@@ -34,9 +34,12 @@ double predicted_trial_seconds(const TrialCostInput& t, const CatalogDevice& dev
   const double outside_steps = std::max(0.0, t.process_seconds - t.train_seconds);
   lower_bound = false;
   if (t.spec && !o.profiles.empty()) {
-    // From the nearest device profile, as `advise` predicts a catalog device.
-    if (const auto ps = profiled_step(*t.spec, t.batch, catalog_target(device, peaks, o), o)) {
-      return ps->step.seconds * static_cast<double>(t.steps) + outside_steps;
+    // From the nearest device profile, as `advise` predicts a catalog device: a fused trial as
+    // its share of a group as large as its group here (advise --trials).
+    AdviceOptions at = o;
+    at.trials = t.fused > 1 ? t.fused : 0;
+    if (const auto ps = profiled_step(*t.spec, t.batch, catalog_target(device, peaks, at), at)) {
+      return ps->step.seconds / std::max(1, t.fused) * static_cast<double>(t.steps) + outside_steps;
     }
   }
   const DeviceRates rates = catalog_rates(device, peaks, o);
@@ -87,8 +90,10 @@ std::vector<SearchCostLine> search_cost(const std::vector<TrialCostInput>& trial
   const bool profiled = !o.profiles.empty() && trials.front().spec;
   note = fmt::format(
       "Each trial's steps predicted on the instance's device {}, plus its time outside the steps "
-      "(start-up, data, evaluation) as measured here; trials placed in the search's order on the "
-      "first free "
+      "(start-up, data, evaluation) as measured here; a trial fused here in a group of K "
+      "predicted as its share of a fused group of K there (the fused prediction of advise "
+      "--trials, which no measurement on a GPU has validated yet); trials placed in the search's "
+      "order on the first free "
       "device (one trial per GPU, one per CPU instance); each instance billed on demand, by the "
       "second with no minimum charge, until its last trial ends. Successive halving's waits "
       "between rungs are not modelled.",

@@ -28,6 +28,10 @@ struct TrialCostInput {
   // none: the roofline of `cost`.
   std::optional<ModelSpec> spec;
   int64_t batch = 0;
+  // The fused group it trained in here (tune --fuse; 1: a process of its own): elsewhere too it is
+  // predicted as its share of a group of that many (its steps, process and training time here
+  // are already its share of its group's).
+  int fused = 1;
 };
 
 // The whole search on every catalog instance, cheapest first, for 1, `instances` and one instance

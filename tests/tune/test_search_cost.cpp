@@ -55,5 +55,33 @@ TEST(SearchCost, ATrialIsPredictedFromTheDeviceProfilesWhereThereAreSome) {
   EXPECT_NE(note.find("device profile"), std::string::npos) << note;
 }
 
+// A trial fused here in a group of 16 is predicted elsewhere as its share of a fused group of 16
+// (predict_fused_with_profile), not as a run of its own.
+TEST(SearchCost, AFusedTrialIsItsShareOfAFusedGroupElsewhere) {
+  AdviceOptions o;
+  use_profiles(o, {});
+  const CatalogDevice gpu{"gpu-a", DeviceKind::Gpu, "Test GPU",  10, 0, 0, 1000, 16, 300, 2000, 0,
+                          0,       "test",          "2026-01-01"};
+  const ModelSpec spec = *builtin_spec("disc-4");
+  TrialCostInput t;
+  t.steps = 1000;
+  t.device = "cpu";
+  t.process_seconds = 3;
+  t.train_seconds = 2;
+  t.spec = spec;
+  t.batch = spec.train.batch;
+  t.fused = 16;
+  bool lower = true;
+  const double s = predicted_trial_seconds(t, gpu, {}, o, lower);
+  AdviceOptions fused = o;
+  fused.trials = 16;
+  const auto group = profiled_step(spec, spec.train.batch, catalog_target(gpu, {}, fused), fused);
+  ASSERT_TRUE(group);
+  EXPECT_DOUBLE_EQ(s, group->step.seconds / 16 * 1000 + 1);
+  t.fused = 1;
+  const double alone = predicted_trial_seconds(t, gpu, {}, o, lower);
+  EXPECT_LT(s, alone);  // the group's launches shared: its share is less than a run alone
+}
+
 }  // namespace
 }  // namespace xo
