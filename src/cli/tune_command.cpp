@@ -66,6 +66,9 @@ class TuneOutput final : public SearchHooks {
     if (!o_.quiet)
       fmt::print(stderr, "measuring {} trial{} at once on {}...\n", k, k == 1 ? "" : "s", device);
   }
+  void measuring_groups(const std::string& device) override {
+    if (!o_.quiet) fmt::print(stderr, "measuring fused groups of trials on {}...\n", device);
+  }
   void started(const TuneRecord& r) override;
   void promoted(const HalvingDecision& d) override {
     if (!o_.quiet) fmt::print("{}\n", decision_text(d));
@@ -82,7 +85,8 @@ void TuneOutput::started(const TuneRecord& r) {
   if (o_.quiet) return;
   std::vector<std::string> where;
   for (const ParallelChoice& c : r.parallel) {
-    where.push_back(c.fused > 0 ? fmt::format("fused up to {} per group on {}", c.fused, c.device)
+    where.push_back(c.fused > 0 ? fmt::format("fused up to {} per group on {}{}", c.fused, c.device,
+                                              c.measured ? " (measured fastest)" : "")
                                 : fmt::format("{} at once on {}{}", c.k, c.device,
                                               c.measured ? " (measured fastest)" : ""));
   }

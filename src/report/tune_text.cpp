@@ -42,8 +42,13 @@ std::string decision_text(const HalvingDecision& d) {
 
 std::string parallel_text(const ParallelChoice& c) {
   if (c.fused > 0) {
-    return fmt::format("fused groups of up to {} trials on {}, {} group{} at a time", c.fused,
-                       c.device, c.k, c.k == 1 ? "" : "s");
+    std::string out = fmt::format("fused groups of up to {} trials on {}, {} group{} at a time",
+                                  c.fused, c.device, c.k, c.k == 1 ? "" : "s");
+    if (!c.measured) return out;
+    std::vector<std::string> groups;
+    for (const ParallelOption& o : c.options)
+      groups.push_back(fmt::format("{} fused {:.0f} samples/s", o.k, o.samples_per_second));
+    return fmt::format("{} (measured: {})", out, fmt::join(groups, "; "));
   }
   std::string out = fmt::format("{} at once on {}", c.k, c.device);
   if (!c.measured) return out + " (as asked)";

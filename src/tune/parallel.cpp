@@ -4,11 +4,14 @@
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <memory>
 
 #include "backend/backend.h"
 #include "core/error.h"
 #include "core/file.h"
 #include "dist/process.h"
+#include "model/model.h"
+#include "train/trials.h"
 #include "tune/trial_process.h"
 
 namespace xo {
@@ -63,6 +66,59 @@ ParallelChoice measure_choice(const ParallelSettings& s, const std::string& devi
 
 }  // namespace
 
+namespace {
+
+// The fewest steps a group is timed over: its median step is the figure.
+constexpr int64_t kMinProbeSteps = 10;
+
+// `k` trials of `spec` (seeds apart) trained as one group for `steps` steps: its median step.
+double group_step_seconds(Backend& backend, const ModelSpec& spec, const DataSplit& data, int k,
+                          int64_t steps) {
+  std::vector<std::unique_ptr<Model>> models;
+  std::vector<FusedTrial> trials;
+  for (int t = 0; t < k; ++t) {
+    ModelSpec s = spec;
+    s.train.seed += static_cast<uint64_t>(t);
+    models.push_back(std::make_unique<Model>(s, backend));
+    models.back()->init(s.train.seed);
+    trials.push_back({models.back().get(), s.train, {}});
+  }
+  FusedOptions o;
+  o.max_steps = steps;
+  return train_fused(trials, data, o)[0].step_ms.median * 1e-3;
+}
+
+}  // namespace
+
+int measure_fuse_cap(Backend& backend, const ModelSpec& spec, const DataSplit& data, int cap,
+                     int64_t steps, std::vector<ParallelOption>& options, double budget_s) {
+  std::vector<int> sizes;
+  for (int k = 4; k < cap; k *= 4) sizes.push_back(k);
+  sizes.push_back(cap);
+  if (sizes.size() < 2) return cap;  // nothing to choose between
+  // One trial's step first: a group of k is taken to take at most k times as long, and is timed
+  // over as many steps as the budget holds (at least kMinProbeSteps; a group that cannot have
+  // them within it is not tried).
+  const double one_s = group_step_seconds(backend, spec, data, 1, kMinProbeSteps);
+  const int64_t batch = std::min(spec.train.batch, data.train.samples);
+  for (const int k : sizes) {
+    const double predicted_s = one_s * k;
+    if (predicted_s * kMinProbeSteps > budget_s) break;
+    const auto n = std::clamp<int64_t>(static_cast<int64_t>(budget_s / predicted_s), kMinProbeSteps,
+                                       std::max(steps, kMinProbeSteps));
+    const double step_s = group_step_seconds(backend, spec, data, k, n);
+    options.push_back({k, 0, static_cast<double>(k * batch) / step_s, {}});
+  }
+  if (options.empty()) return cap;
+  double best = 0;
+  for (const ParallelOption& o : options) best = std::max(best, o.samples_per_second);
+  int chosen = options.front().k;
+  for (const ParallelOption& o : options) {
+    if (o.samples_per_second >= 0.95 * best) chosen = std::max(chosen, o.k);
+  }
+  return chosen;
+}
+
 int trial_threads(int threads, int cores, int k) {
   return threads > 0 ? threads : std::max(1, cores / k);
 }
@@ -80,7 +136,9 @@ void choose_parallel(std::vector<ParallelChoice>& choices, const std::vector<std
     if (s.parallel > 0) {
       chosen.push_back({id, s.parallel, false, {}, fused});
     } else if (fused > 0) {
-      chosen.push_back({id, 1, false, {}, fused});
+      const bool probed = device_kind_of(id) == DeviceKind::Cpu && !s.fused_options.empty();
+      chosen.push_back(
+          {id, 1, probed, probed ? s.fused_options : std::vector<ParallelOption>{}, fused});
     } else if (known != choices.end() && known->measured) {
       chosen.push_back(*known);  // measured before a restart
     } else {

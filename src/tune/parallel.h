@@ -30,10 +30,22 @@ struct ParallelSettings {
   // group spreads its trials over every core).
   int fused_cpu = 0;  // the most trials in a group (0: trials not fused)
   int fused_gpu = 0;  // the same on a GPU (tune --fuse K only)
+  // The group sizes measured for fused_cpu (measure_fuse_cap; empty: not measured, as asked).
+  std::vector<ParallelOption> fused_options;
   TrainResultReader read_result;
   // Told before each measurement: K trials at once on `device`.
   std::function<void(int k, const std::string& device)> measuring;
 };
+
+// The fused group size (tune --fuse auto) that trains the most samples per second on `backend`:
+// groups of K trials of `spec` (seeds apart) trained as one (train/trials.h), for K = 4, 16, 64,
+// ... below `cap` and `cap` itself, each timed by its median step over at most `steps` steps and
+// about `budget_s` seconds (a group that cannot take 10 steps within it is not tried). The largest
+// K within 5% of the fastest rate (fewer, larger groups: fewer processes to start); each K
+// measured goes to `options` (threads 0: the backend's). `cap` when there is nothing to choose
+// (one size) or nothing could be timed.
+int measure_fuse_cap(Backend& backend, const ModelSpec& spec, const DataSplit& data, int cap,
+                     int64_t steps, std::vector<ParallelOption>& options, double budget_s = 1.5);
 
 // CPU threads for each of `k` trials at once: --threads, else the cores shared among them.
 int trial_threads(int threads, int cores, int k);

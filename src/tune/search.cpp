@@ -108,6 +108,7 @@ class Search {
   std::vector<std::string> fusion_keys_;       // per trial: trials of one key may train as one
   int groups_started_ = 0;
   int fuse_cap_ = 0;           // the most trials in a fused group on the CPU (0: not fused)
+  std::vector<ParallelOption> fuse_options_;  // the group sizes measured for it (--fuse auto)
   std::vector<bool> running_;  // per trial
   std::unique_ptr<Backend> cpu_;
   Clock::time_point started_ = Clock::now();
@@ -148,6 +149,16 @@ void Search::prepare() {
     fuse_cap_ = o_.fuse == kFuseAuto ? kMaxAutoFuse : o_.fuse;
     if (const auto fit = fused_trials_that_fit(model, data, base_.train))
       fuse_cap_ = static_cast<int>(std::min<int64_t>(fuse_cap_, *fit));
+  }
+  // --fuse auto on this machine's CPU: the group size that trains fastest here, measured (not
+  // under MPI, whose ranks' slots are not this machine's alone).
+  const bool on_cpu = o_.devices.empty() ||
+                      std::find(o_.devices.begin(), o_.devices.end(), "cpu") != o_.devices.end();
+  if (o_.fuse == kFuseAuto && on_cpu && !(world_ && world_->size() > 1)) {
+    hooks_.measuring_groups("cpu");
+    auto probe = make_backend(parse_device("cpu", o_.threads));
+    const int most = std::min(fuse_cap_, static_cast<int>(points.size()));
+    fuse_cap_ = measure_fuse_cap(*probe, base_, data, most, o_.probe_steps, fuse_options_);
   }
   lay_out(points);
 }
@@ -234,6 +245,7 @@ std::vector<Slot> Search::make_slots() {
   s.measuring = [this](int k, const std::string& device) { hooks_.measuring(k, device); };
   s.fused_cpu = fuse_cap_;
   s.fused_gpu = fuse_limit("cuda");
+  s.fused_options = fuse_options_;
   choose_parallel(record_.parallel, o_.devices.empty() ? list_devices().available : o_.devices, s);
   return local_slots(record_.parallel, o_.threads, cores);
 }

@@ -30,8 +30,10 @@ class World;
 namespace xo {
 
 inline constexpr int kFuseAuto = -1;
-// The largest group --fuse auto makes: the fused loop's throughput still grew from 16 to 64 disc
-// trials in bench/fused_trials.cpp (docs/benchmarks.md).
+// The largest group --fuse auto makes; within it, and what memory holds, the size that trains the
+// most samples per second here, measured before the first trial (measure_fuse_cap): on this
+// machine the fused loop's throughput stops growing between 4 and 64 disc trials, and falls past
+// 16 for disc-7 and disc-8 (bench/fused_trials.cpp, docs/benchmarks.md).
 inline constexpr int kMaxAutoFuse = 64;
 
 // The flags of `crossover tune`, as values.
@@ -86,6 +88,8 @@ class SearchHooks {
   // A stopped search in --out goes on: `kept` of its `trials` are not pending.
   virtual void resumed(size_t kept, size_t trials) = 0;
   virtual void measuring(int k, const std::string& device) = 0;  // K trials at once on `device`
+  // --fuse auto: fused groups being timed on the CPU to choose their size (tune/parallel.h).
+  virtual void measuring_groups(const std::string& device) = 0;
   // The trials and their slots are laid out; no trial has started.
   virtual void started(const TuneRecord& record) = 0;
   // Halving promoted a trial to a longer rung (the decisions of the end come with the record).

@@ -240,10 +240,9 @@ TEST(Tune, FusedTrialsEndAsTheyDoOneProcessEach) {
   xo::testing::TempDir dir("tune-fused");
   const std::string search =
       "tune disc-4 --vary lr=0.05,0.1,0.2,0.4 --vary train.seed=1,2 --epochs 5 --parallel 1 ";
-  const auto fused = run_cli(search + "--out fused", dir.path());
+  const auto fused = run_cli(search + "--fuse 8 --out fused", dir.path());
   ASSERT_EQ(fused.status, 0) << fused.output;
-  EXPECT_NE(fused.output.find("fused up to 64 per group on cpu"), std::string::npos)
-      << fused.output;
+  EXPECT_NE(fused.output.find("fused up to 8 per group on cpu"), std::string::npos) << fused.output;
   const auto apart = run_cli(search + "--fuse off --out apart", dir.path());
   ASSERT_EQ(apart.status, 0) << apart.output;
   const json f = results(dir.path() / "fused"), a = results(dir.path() / "apart");
@@ -266,7 +265,40 @@ TEST(Tune, FusedTrialsEndAsTheyDoOneProcessEach) {
   EXPECT_LE(worst, 1e-5);
   EXPECT_EQ(f.at("best"), a.at("best"));
   EXPECT_TRUE(fs::exists(dir.path() / "fused" / "groups" / "g001.log"));
-  EXPECT_EQ(f.at("parallel")[0].at("fused"), 64);
+  EXPECT_EQ(f.at("parallel")[0].at("fused"), 8);
+  EXPECT_FALSE(f.at("parallel")[0].at("measured").get<bool>()) << "--fuse 8: as asked";
+}
+
+// --fuse auto measures fused groups of 4, 16 and as many as the search has (20) before the first
+// trial, and takes the largest within 5% of the fastest; no group is larger.
+TEST(Tune, FuseAutoTakesTheGroupSizeMeasuredFastest) {
+  xo::testing::TempDir dir("tune-fuse-auto");
+  const auto r = run_cli(
+      "tune disc-2 --vary lr=0.05,0.1,0.2,0.3,0.4 --vary train.seed=1,2,3,4 --epochs 2 --out out",
+      dir.path());
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("measuring fused groups of trials on cpu"), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("per group on cpu (measured fastest)"), std::string::npos) << r.output;
+  const json j = results(dir.path() / "out");
+  const json& cpu = j.at("parallel")[0];
+  EXPECT_TRUE(cpu.at("measured").get<bool>());
+  std::vector<int> sizes;
+  double best = 0;
+  for (const json& o : cpu.at("options")) {
+    sizes.push_back(o.at("k"));
+    best = std::max(best, o.at("samples_per_second").get<double>());
+  }
+  EXPECT_EQ(sizes, (std::vector<int>{4, 16, 20}));
+  int expected = 0;
+  for (const json& o : cpu.at("options")) {
+    if (o.at("samples_per_second").get<double>() >= 0.95 * best) expected = o.at("k");
+  }
+  EXPECT_EQ(cpu.at("fused"), expected);
+  for (const json& t : j.at("trials")) {
+    EXPECT_EQ(status_of(t), "finished") << t.dump();
+    EXPECT_LE(t.at("fused").get<int>(), expected);
+  }
 }
 
 // On a GPU trials fuse only when asked with an explicit K (not yet measured there: opt-in): auto
