@@ -62,9 +62,10 @@ void begin_epoch(TrainPlan& p, TrainState& state, bool shuffle) {
   state.checked_step = 0;
 }
 
-void read_step_times(TrainPlan& p, TrainState& state) {
+void read_step_times(TrainPlan& p, TrainState& state) { read_step_times(p, state, *p.clock); }
+
+void read_step_times(TrainPlan& p, TrainState& state, QueueClock& clock) {
   using M = StepMarks;
-  QueueClock& clock = *p.clock;
   StepTimes& t = state.times;
   for (int64_t s = state.timed; s < state.step; ++s) {
     const StepMarks marks(&clock, s);
@@ -72,7 +73,7 @@ void read_step_times(TrainPlan& p, TrainState& state) {
     state.epoch_ms += ms;
     if (s >= p.full_steps) continue;  // the partial batch would skew the medians
     t.step.push_back(ms);
-    if (!p.recorded) {
+    if (!p.step_recorded()) {
       t.data.push_back(clock.ms_between(marks.at(M::Start), marks.at(M::BatchSelected)));
       t.forward_backward.push_back(
           clock.ms_between(marks.at(M::BatchSelected), marks.at(M::GradientsReady)));
@@ -134,7 +135,7 @@ TrainResult make_result(const TrainPlan& p, const TrainState& state, double setu
   r.test_samples = p.split.test.samples;
   r.validation_samples = p.split.validation.samples;
   r.shards = p.shards();
-  r.recorded_step = p.recorded != nullptr;
+  r.recorded_step = p.step_recorded();
   r.flops_per_step = p.model.train_flops(p.batch);
   r.setup_seconds = setup_seconds;
   r.epochs = state.epochs;
@@ -149,9 +150,10 @@ TrainResult make_result(const TrainPlan& p, const TrainState& state, double setu
   }
   const StepTimes& t = state.times;
   r.step_ms = summarize_after_warmup(t.step);
-  r.data_ms = p.recorded ? kNoValue : summarize_after_warmup(t.data).median;
-  r.forward_backward_ms = p.recorded ? kNoValue : summarize_after_warmup(t.forward_backward).median;
-  r.optimizer_ms = p.recorded ? kNoValue : summarize_after_warmup(t.optimizer).median;
+  r.data_ms = p.step_recorded() ? kNoValue : summarize_after_warmup(t.data).median;
+  r.forward_backward_ms =
+      p.step_recorded() ? kNoValue : summarize_after_warmup(t.forward_backward).median;
+  r.optimizer_ms = p.step_recorded() ? kNoValue : summarize_after_warmup(t.optimizer).median;
   if (p.data_parallel) {
     r.ranks = p.data_parallel->ranks();
     r.communicate_ms = summarize_after_warmup(t.communicate).median;

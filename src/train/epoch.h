@@ -16,8 +16,10 @@ TrainState start_state(TrainPlan& p, const TrainSpec& train);
 // machine), and zeroes the batch position and the loss sums.
 void begin_epoch(TrainPlan& p, TrainState& state, bool shuffle);
 // Reads the timestamps of the epoch's steps not read yet (from state.timed to state.step) into
-// state.times, adding their sum to state.epoch_ms. Waits for those steps.
+// state.times, adding their sum to state.epoch_ms. Waits for those steps. From the plan's clock,
+// or from `clock` (a fused group's, which stamps every trial's steps once).
 void read_step_times(TrainPlan& p, TrainState& state);
+void read_step_times(TrainPlan& p, TrainState& state, QueueClock& clock);
 // Closes a completed epoch: reads its loss statistics (the host's one wait per epoch), evaluates
 // the test split, notes divergence, and keeps the record, which it returns.
 EpochRecord finish_epoch(TrainPlan& p, TrainState& state);

@@ -200,7 +200,9 @@ TrainPlan::TrainPlan(Model& trained_model, const DataSplit& data, const TrainSpe
     position = backend.allocate(sizeof(int64_t));
   }
   gather = train.shuffle || !sharing.networks;
-  clock = backend.clock(static_cast<int>(StepMarks::kPerStep * steps_per_epoch));
+  // A fused trial's steps are timed by its group's clock (train/trials.cpp).
+  if (sharing.networks)
+    clock = backend.clock(static_cast<int>(StepMarks::kPerStep * steps_per_epoch));
 }
 
 Batch TrainPlan::select_batch(const StepWork& w, BatchAt at) {

@@ -147,8 +147,13 @@ struct TrainPlan {
   // step must find its batch without the host. The epoch's order, the batch, the position.
   DeviceBuffer order, batch_x, batch_y, position;
   bool gather = false;
-  std::unique_ptr<QueueClock> clock;       // StepMarks::kPerStep per step of an epoch
+  // StepMarks::kPerStep per step of an epoch (none for a fused trial: its group's times it)
+  std::unique_ptr<QueueClock> clock;
   std::unique_ptr<RecordedWork> recorded;  // the full-batch step, where the backend records
+  // The full-batch step is replayed as part of a recording the plan does not own (a fused group's,
+  // train/trials.h): its phases are not timed either.
+  bool recorded_in_group = false;
+  bool step_recorded() const { return recorded != nullptr || recorded_in_group; }
 };
 
 // Allocates device memory for `values` and copies them there.

@@ -58,7 +58,7 @@ struct Trial {
   }
   void save() {
     if (!checkpoints) return;
-    read_step_times(plan, state);
+    read_step_times(plan, state, *clock);
     checkpoints->save(plan, state);
   }
   FusedTrial& spec;
@@ -66,6 +66,7 @@ struct Trial {
   TrainState state;
   EpochRules rules;
   std::optional<Checkpointer> checkpoints;
+  QueueClock* clock = nullptr;  // the group's: it times every trial's steps
   int64_t resumed_at = 0;
   int64_t last_epoch = 0;
   End end = End::Running;
@@ -86,6 +87,8 @@ struct Group {
   std::vector<LossStats*> stats;
   // The full-batch step recorded where the backend can (a CUDA Graph), replayed every full step.
   std::unique_ptr<RecordedWork> recorded;
+  // Every trial's step marks, stamped once for the group (each trial's times read from it).
+  QueueClock* clock = nullptr;
 
   void plan(std::vector<std::unique_ptr<Trial>>& trials, int groups);
 };
@@ -141,16 +144,16 @@ void Group::plan(std::vector<std::unique_ptr<Trial>>& trials, int groups) {
       train_batches(*this, true);
     });
   }
+  // A replayed step stamps only its start and end (fused_step): no phases to read back.
+  for (Trial* t : active) t->plan.recorded_in_group = recorded != nullptr;
 }
 
-// One step of every active trial (gather_batches and train_batches, or their recording replayed).
-// The step's marks go to every trial's clock; a replayed step is timed as a whole, as train_model's
-// is.
+// One step of every active trial (gather_batches and train_batches, or their recording replayed),
+// its marks on the group's clock; a replayed step is timed as a whole, as train_model's is.
 void fused_step(Group& g, int64_t s) {
   const bool full = s < g.active[0]->plan.full_steps;
-  auto stamp = [&](StepMarks::Mark m) {
-    for (Trial* t : g.active) StepMarks(t->plan.clock.get(), s).stamp(m);
-  };
+  const StepMarks marks(g.clock, s);
+  auto stamp = [&](StepMarks::Mark m) { marks.stamp(m); };
   stamp(StepMarks::Start);
   if (full && g.recorded) {
     g.recorded->replay();
@@ -280,7 +283,7 @@ void run_steps(Group& group, Trials& trials, const FusedOptions& options) {
       left = true;
     }
     if (left) {
-      for (Trial* t : group.active) read_step_times(t->plan, t->state);
+      for (Trial* t : group.active) read_step_times(t->plan, t->state, *group.clock);
       group.plan(trials, options.groups);
     }
   }
@@ -290,7 +293,7 @@ void run_steps(Group& group, Trials& trials, const FusedOptions& options) {
 // and whether it ends here (its epochs, a rung's pause, a stop request).
 void finish_epochs(Group& group) {
   for (Trial* t : group.active) {
-    read_step_times(t->plan, t->state);
+    read_step_times(t->plan, t->state, *group.clock);
     if (t->end != End::Running) continue;
     const EpochRecord record = finish_epoch(t->plan, t->state);
     if (t->rules.after_epoch(t->plan, t->state, record)) t->end = End::EarlyStopping;
@@ -342,7 +345,12 @@ std::vector<TrainResult> train_fused(std::vector<FusedTrial>& trials, const Data
   for (FusedTrial& t : trials) models.push_back(t.model);
   const DeviceBuffer packed = pack_trials(models);
   Trials planned = plan_trials(trials, split, options);
+  Backend& be = trials[0].model->backend();
+  const std::unique_ptr<QueueClock> clock =
+      be.clock(static_cast<int>(StepMarks::kPerStep * planned[0]->plan.steps_per_epoch));
+  for (auto& t : planned) t->clock = clock.get();
   Group group;
+  group.clock = clock.get();
   group.plan(planned, options.groups);
   trials[0].model->backend().synchronize();
   const double setup_seconds =
