@@ -53,7 +53,11 @@ Report recost(const AdviseOptions& o, const Catalog& catalog) {
   Report report = read_report(doc, o.spec);
   const RunRecord run = recorded_run(report, o.spec, o.model);
   report.sweep.reset();  // the recorded sweep's axis is not this run's
-  add_advice(report, run, {run}, report.peaks, catalog, o.cost.advice, "", true);
+  // A fused group's run (advise --trials) is costed as that many trials fused, as it was measured.
+  AdviceOptions advice = o.cost.advice;
+  if (run.result.fused_trials > 1) advice.trials = run.result.fused_trials;
+  add_advice(report, run, {run}, report.peaks, catalog, advice, "", true);
+  if (report.verdict) report.verdict->trials = advice.trials;
   report.advice.reset();
   return report;
 }

@@ -604,6 +604,12 @@ TEST(Cli, AdviseTrialsJudgesASweepOfKTrialsAndOneAlone) {
   page << std::ifstream(dir / "report.html").rdbuf();
   EXPECT_NE(page.str().find("trial-epochs per second against trials"), std::string::npos);
   EXPECT_NE(page.str().find("For one trial alone:"), std::string::npos);
+  // `cost` of that results file costs the group of six again as six fused trials.
+  const Result cost = run("cost " + (dir / "results.json").string());
+  ASSERT_EQ(cost.status, 0) << cost.output;
+  EXPECT_NE(cost.output.find("Verdict for 6 trials of 100 epochs each, fused (disc-3 x6)"),
+            std::string::npos)
+      << cost.output;
   // sweep --trials: every point K trials fused, the verdict for K trials.
   const Result sweep =
       run("sweep disc-3 --vary width=8,16 --trials 3 --steps 10 --devices cpu "
