@@ -271,6 +271,58 @@ void finish(ProfilePrediction& out, double us, const Accumulator& acc) {
                                                                            : "bytes";
 }
 
+// The step's loss on `batch` rows (of `shards` concurrent ones), its optimizer's pass over the
+// parameters, and the batch gathered from the epoch's order: the small kernels of every step.
+KernelSample loss_sample(const ModelSpec& spec, const ModelLayout& layout, int64_t batch,
+                         int shards) {
+  KernelSample loss;
+  loss.op = "loss";
+  loss.variant = loss_name(spec.loss);
+  loss.batch = batch;
+  loss.shards = shards;
+  loss.in_size = static_cast<double>(layout.outputs);
+  loss.bytes = 4.0 * 3 * static_cast<double>(batch) * loss.in_size;
+  return loss;
+}
+KernelSample optimizer_sample(const ModelSpec& spec, const ModelLayout& layout) {
+  KernelSample opt;
+  opt.op = "optimizer";
+  opt.variant = optimizer_type_name(spec.train.optimizer.type);
+  opt.batch = 1;
+  opt.in_size = static_cast<double>(layout.flat_size);
+  opt.bytes = optimizer_bytes_per_param(spec.train.optimizer) * opt.in_size;
+  return opt;
+}
+// The sum of `shards` batch shards' gradients.
+KernelSample merge_sample(const ModelLayout& layout, int shards) {
+  KernelSample merge;
+  merge.op = "accumulate";
+  merge.batch = 1;
+  merge.shards = shards;
+  merge.in_size = static_cast<double>(layout.flat_size);
+  merge.bytes = 12.0 * merge.in_size * (shards - 1);
+  return merge;
+}
+KernelSample gather_sample(const ModelLayout& layout, int64_t batch) {
+  KernelSample gather;
+  gather.op = "batch";
+  gather.batch = batch;
+  gather.in_size = static_cast<double>(layout.input_features);
+  gather.bytes = 8.0 * static_cast<double>(batch) * gather.in_size;
+  return gather;
+}
+
+// The step's own fixed cost: the source's where the software is the same kind of device, the
+// target's probe (or assumption) across kinds; one parallel region when `shards` run at once.
+double step_fixed_us(const DeviceProfile& source, const TargetDevice& target, bool own,
+                     const GraphScale& graph, int shards) {
+  double fixed = graph.on ? source.graph_step_fixed_us * graph.clock_ratio
+                 : own || target.kind == source.kind ? source.step_fixed_us
+                                                     : target.step_overhead_us;
+  if (shards > 1) fixed += source.shard_fork_us;
+  return fixed;
+}
+
 }  // namespace
 
 TargetDevice make_target(std::string id, std::string name, DeviceKind kind, int threads,
@@ -328,44 +380,16 @@ ProfilePrediction predict_with_profile(const ModelSpec& spec, int64_t batch,
     us += kernel_us(source, target, own, graph, node_sample(layout, i, slice, out.shards),
                     Part::Node, acc);
   }
-  KernelSample loss;
-  loss.op = "loss";
-  loss.variant = loss_name(spec.loss);
-  loss.batch = slice;
-  loss.shards = out.shards;
-  loss.in_size = static_cast<double>(layout.outputs);
-  loss.bytes = 4.0 * 3 * static_cast<double>(slice) * loss.in_size;
-  us += kernel_us(source, target, own, graph, loss, Part::Small, acc);
-  KernelSample opt;
-  opt.op = "optimizer";
-  opt.variant = optimizer_type_name(spec.train.optimizer.type);
-  opt.batch = 1;
-  opt.in_size = static_cast<double>(layout.flat_size);
-  opt.bytes = optimizer_bytes_per_param(spec.train.optimizer) * opt.in_size;
-  us += kernel_us(source, target, own, graph, opt, Part::Small, acc);
+  us += kernel_us(source, target, own, graph, loss_sample(spec, layout, slice, out.shards),
+                  Part::Small, acc);
+  us += kernel_us(source, target, own, graph, optimizer_sample(spec, layout), Part::Small, acc);
   if (out.shards > 1) {
-    KernelSample merge;
-    merge.op = "accumulate";
-    merge.batch = 1;
-    merge.shards = out.shards;
-    merge.in_size = static_cast<double>(layout.flat_size);
-    merge.bytes = 12.0 * merge.in_size * (out.shards - 1);
-    us += kernel_us(source, target, own, graph, merge, Part::Small, acc);
+    us += kernel_us(source, target, own, graph, merge_sample(layout, out.shards), Part::Small, acc);
   }
   if (spec.train.shuffle) {
-    KernelSample gather;
-    gather.op = "batch";
-    gather.batch = batch;
-    gather.in_size = static_cast<double>(layout.input_features);
-    gather.bytes = 8.0 * static_cast<double>(batch) * gather.in_size;
-    us += kernel_us(source, target, own, graph, gather, Part::Small, acc);
+    us += kernel_us(source, target, own, graph, gather_sample(layout, batch), Part::Small, acc);
   }
-  // The step's own fixed cost: the source's where the software is the same kind of device, the
-  // target's probe (or assumption) across kinds; one parallel region when sharded.
-  double step_fixed = graph.on ? source.graph_step_fixed_us * graph.clock_ratio
-                      : own || target.kind == source.kind ? source.step_fixed_us
-                                                          : target.step_overhead_us;
-  if (out.shards > 1) step_fixed += source.shard_fork_us;
+  const double step_fixed = step_fixed_us(source, target, own, graph, out.shards);
   acc.fixed_us += step_fixed;
   us += step_fixed;
   finish(out, us, acc);
@@ -413,31 +437,10 @@ ProfilePrediction predict_fused_with_profile(const ModelSpec& spec, int64_t batc
       add(node_sample(layout, i, batch, groups), Part::Node, per_group);
     }
   }
-  KernelSample loss;
-  loss.op = "loss";
-  loss.variant = loss_name(spec.loss);
-  loss.batch = batch;
-  loss.shards = groups;
-  loss.in_size = static_cast<double>(layout.outputs);
-  loss.bytes = 4.0 * 3 * static_cast<double>(batch) * loss.in_size;
-  add(loss, Part::Small, per_group);
-  KernelSample opt;
-  opt.op = "optimizer";
-  opt.variant = optimizer_type_name(spec.train.optimizer.type);
-  opt.batch = 1;
-  opt.in_size = static_cast<double>(layout.flat_size);
-  opt.bytes = optimizer_bytes_per_param(spec.train.optimizer) * opt.in_size;
-  add(opt, Part::Small, per_group);
-  KernelSample gather;  // a fused trial always gathers its batch from its own order
-  gather.op = "batch";
-  gather.batch = batch;
-  gather.in_size = static_cast<double>(layout.input_features);
-  gather.bytes = 8.0 * static_cast<double>(batch) * gather.in_size;
-  add(gather, Part::Small, per_group);
-  double step_fixed = graph.on ? source.graph_step_fixed_us * graph.clock_ratio
-                      : own || target.kind == source.kind ? source.step_fixed_us
-                                                          : target.step_overhead_us;
-  if (groups > 1) step_fixed += source.shard_fork_us;
+  add(loss_sample(spec, layout, batch, groups), Part::Small, per_group);
+  add(optimizer_sample(spec, layout), Part::Small, per_group);
+  add(gather_sample(layout, batch), Part::Small, per_group);  // a fused trial always gathers
+  const double step_fixed = step_fixed_us(source, target, own, graph, groups);
   acc.fixed_us += step_fixed;
   us += step_fixed;
   finish(out, us, acc);
@@ -468,35 +471,11 @@ std::set<std::string> sample_keys(const ModelSpec& spec, int threads) {
         keys.insert(sample_key(node_sample(layout, i, slice, shards)));
       }
     }
-    KernelSample loss;
-    loss.op = "loss";
-    loss.variant = loss_name(spec.loss);
-    loss.batch = slice;
-    loss.shards = shards;
-    loss.in_size = static_cast<double>(layout.outputs);
-    keys.insert(sample_key(loss));
-    if (shards > 1) {
-      KernelSample merge;
-      merge.op = "accumulate";
-      merge.batch = 1;
-      merge.shards = shards;
-      merge.in_size = static_cast<double>(layout.flat_size);
-      keys.insert(sample_key(merge));
-    }
+    keys.insert(sample_key(loss_sample(spec, layout, slice, shards)));
+    if (shards > 1) keys.insert(sample_key(merge_sample(layout, shards)));
   }
-  KernelSample opt;
-  opt.op = "optimizer";
-  opt.variant = optimizer_type_name(spec.train.optimizer.type);
-  opt.batch = 1;
-  opt.in_size = static_cast<double>(layout.flat_size);
-  keys.insert(sample_key(opt));
-  if (spec.train.shuffle) {
-    KernelSample gather;
-    gather.op = "batch";
-    gather.batch = batch;
-    gather.in_size = static_cast<double>(layout.input_features);
-    keys.insert(sample_key(gather));
-  }
+  keys.insert(sample_key(optimizer_sample(spec, layout)));
+  if (spec.train.shuffle) keys.insert(sample_key(gather_sample(layout, batch)));
   return keys;
 }
 

@@ -57,7 +57,6 @@ Report recost(const AdviseOptions& o, const Catalog& catalog) {
   AdviceOptions advice = o.cost.advice;
   if (run.result.fused_trials > 1) advice.trials = run.result.fused_trials;
   add_advice(report, run, {run}, report.peaks, catalog, advice, "", true);
-  if (report.verdict) report.verdict->trials = advice.trials;
   report.advice.reset();
   return report;
 }

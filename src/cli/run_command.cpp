@@ -281,7 +281,6 @@ int run_sweep(const RunOptions& o) {
   auto write = [&](bool finished) {
     Report report = session.report("sweep", title, finished);
     add_sweep_and_advice(report, session.peaks(), session.runs(), points.axis, catalog, advice);
-    if (report.verdict) report.verdict->trials = o.trials;
     write_report(out, report);
     session.settle();  // the runs are in the report: their checkpoints hold nothing more
     return report;

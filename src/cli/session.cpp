@@ -240,6 +240,15 @@ void Session::print_measured(const std::string& label, const ModelSpec& spec, co
   print_run_notes(stderr, label, run, checkpoint, "the same command continues it");
 }
 
+const RunRecord* Session::keep_earlier(std::vector<RunRecord>::iterator earlier,
+                                       const std::string& label) {
+  fmt::print(stderr, "{}: kept from the earlier, unfinished run of this job in {}\n", label,
+             o_.out);
+  runs_.push_back(std::move(*earlier));
+  earlier_.erase(earlier);
+  return &runs_.back();
+}
+
 namespace {
 
 // A fused group's record from its first trial's: the work of every trial of the group.
@@ -272,11 +281,7 @@ const RunRecord* Session::measure_trials(const ModelSpec& spec_in, int trials,
   progress_.update(fmt::format("[{}/{}] {}: loading data", job + 1, jobs, label));
   const std::string spec_toml = to_toml(spec);
   if (const auto earlier = earlier_run(spec_toml, be.info().id, 1); earlier != earlier_.end()) {
-    fmt::print(stderr, "{}: kept from the earlier, unfinished run of this job in {}\n", label,
-               o_.out);
-    runs_.push_back(std::move(*earlier));
-    earlier_.erase(earlier);
-    return &runs_.back();
+    return keep_earlier(earlier, label);
   }
   MeasureSettings settings = settings_for(spec, spec_toml, be, nullptr);
   settings.exec.checkpoint = {};
@@ -329,13 +334,7 @@ const RunRecord* Session::measure(const ModelSpec& spec_in, const std::string& d
         data_parallel->world().broadcast(earlier != earlier_.end() ? "kept" : "") == "kept";
     if (!lead_ && kept) return nullptr;
   }
-  if (earlier != earlier_.end()) {
-    fmt::print(stderr, "{}: kept from the earlier, unfinished run of this job in {}\n", label,
-               o_.out);
-    runs_.push_back(std::move(*earlier));
-    earlier_.erase(earlier);
-    return &runs_.back();
-  }
+  if (earlier != earlier_.end()) return keep_earlier(earlier, label);
   const MeasureSettings settings = settings_for(spec, spec_toml, be, data_parallel);
   if (!lead_) {
     // A follower: its slice of every batch; rank 0 records and reports the run.

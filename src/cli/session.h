@@ -87,6 +87,8 @@ class Session {
   Backend& backend(const std::string& device);
   std::vector<RunRecord>::iterator earlier_run(const std::string& spec_toml,
                                                const std::string& device, int ranks);
+  // Appends a run an earlier process of this job finished (earlier_run's), saying so.
+  const RunRecord* keep_earlier(std::vector<RunRecord>::iterator earlier, const std::string& label);
   MeasureSettings settings_for(const ModelSpec& spec, const std::string& spec_toml,
                                const Backend& be, DataParallel* data_parallel);
   EpochCallback progress_bar(size_t job, size_t jobs, const std::string& label);

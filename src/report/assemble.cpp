@@ -23,6 +23,7 @@ void add_advice(Report& report, const RunRecord& focus, const std::vector<RunRec
                                         crossover_predicted)
                    : "";
   report.verdict = make_verdict(report.predictions, *report.cost, catalog, crossover);
+  if (report.verdict) report.verdict->trials = o.trials;
   if (report.verdict && focus.utilisation) {
     const TrainResult& r = focus.result;
     report.verdict->caution =
@@ -65,7 +66,7 @@ void add_trials_advice(Report& report, const std::vector<RunRecord>& runs, int t
                        const AdviceOptions& o_in) {
   const AdviceOptions o = with_profiles(o_in);
   std::vector<RunRecord> alone, groups, largest;
-  bool predicted_line = false;  // the crossover is with a predicted GPU
+  std::vector<std::string> predicted;  // the predicted lines of the chart
   for (const RunRecord& r : runs) {
     if (r.axis.empty()) alone.push_back(r);
     if (r.axis != "trials") continue;
@@ -74,11 +75,9 @@ void add_trials_advice(Report& report, const std::vector<RunRecord>& runs, int t
   }
   if (!groups.empty()) {
     std::vector<SweepSeries> series = sweep_series(groups);
-    std::vector<std::string> predicted;
     if (auto gpu = predicted_gpu_series(groups, peaks, catalog, o)) {
       predicted.push_back(gpu->device);
       series.push_back(std::move(*gpu));
-      predicted_line = true;
     }
     report.sweep = sweep_record("trials", series, find_crossovers(series), predicted);
     for (SweepLine& line : report.sweep->series) {
@@ -91,10 +90,8 @@ void add_trials_advice(Report& report, const std::vector<RunRecord>& runs, int t
   }
   AdviceOptions fused = o;
   fused.trials = trials;
-  add_advice(report, largest.front(), largest, peaks, catalog, fused, "trials", predicted_line);
-  if (!report.verdict) return;
-  report.verdict->trials = trials;
-  if (!alone.empty()) {
+  add_advice(report, largest.front(), largest, peaks, catalog, fused, "trials", !predicted.empty());
+  if (report.verdict && !alone.empty()) {
     Report one;
     add_advice(one, alone.front(), alone, peaks, catalog, o, "", true);
     if (one.verdict) report.verdict->single_trial = one.verdict->sentence;

@@ -13,9 +13,10 @@
 
 namespace xo {
 
-// Adds predictions, cost, the verdict and advice for `focus` to `report`; the crossover is the
-// report's sweep's (along `axis`, predicted or measured), if it has one. Predictions start from
-// the device profiles (with_profiles) where `o` has none.
+// Adds predictions, cost, the verdict and advice for `focus` to `report` (for o.trials fused
+// trials where it is set, and the verdict says so); the crossover is the report's sweep's (along
+// `axis`, predicted or measured), if it has one. Predictions start from the device profiles
+// (with_profiles) where `o` has none.
 void add_advice(Report& report, const RunRecord& focus, const std::vector<RunRecord>& runs,
                 const std::vector<DevicePeaks>& peaks, const Catalog& catalog,
                 const AdviceOptions& o, const std::string& axis, bool crossover_predicted);

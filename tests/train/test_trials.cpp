@@ -173,6 +173,17 @@ Alone train_alone(const ModelSpec& spec, const DataSplit& data, const std::strin
   return a;
 }
 
+// Trial t's parameters at t times this from trial 0's: a Linear in -> out (with its bias) padded to
+// 64-byte lines, and a line more so that the padding shows.
+int64_t padded_stride(int64_t in, int64_t out) { return (in * out + out + 15) / 16 * 16 + 16; }
+
+// `n` values uniform in [-1, 1).
+std::vector<float> uniform_values(Rng& rng, int64_t n) {
+  std::vector<float> v(static_cast<size_t>(n));
+  for (float& x : v) x = static_cast<float>(rng.uniform(-1, 1));
+  return v;
+}
+
 // |a - b| relative to max(|a|, |b|, floor): 0 where both are NaN.
 double relative(double a, double b, double floor = 1e-3) {
   if (std::isnan(a) && std::isnan(b)) return 0;
@@ -470,13 +481,9 @@ TEST(FusedTrials, CudaFuseTheBatchedLinearEqualsTheCpus) {
         std::tuple{int64_t{3}, int64_t{600}, int64_t{40}, Activation::ReLU},
         std::tuple{int64_t{2}, int64_t{24}, int64_t{520}, Activation::Tanh},
         std::tuple{int64_t{1}, int64_t{600}, int64_t{8}, Activation::None}}) {
-    const int64_t kStride = (kIn * kOut + kOut + 15) / 16 * 16 + 16;
+    const int64_t kStride = padded_stride(kIn, kOut);
     Rng rng(static_cast<uint64_t>(kIn * 1000 + kOut));
-    auto fill = [&](int64_t n) {
-      std::vector<float> v(static_cast<size_t>(n));
-      for (float& x : v) x = static_cast<float>(rng.uniform(-1, 1));
-      return v;
-    };
+    auto fill = [&](int64_t n) { return uniform_values(rng, n); };
     const std::vector<float> params = fill(kTrials * kStride), src = fill(kTrials * kBatch * kIn),
                              d_dst = fill(kTrials * kBatch * kOut);
     const LinearShape shape{kBatch, kIn, kOut, true, act, true, false, kTrials, kStride};
@@ -540,13 +547,9 @@ TEST(FusedTrials, TheBatchedLinearEqualsOneKernelPerTrial) {
                                        std::tuple{int64_t{8}, int64_t{16}, Activation::Tanh},
                                        std::tuple{int64_t{64}, int64_t{2}, Activation::Sigmoid},
                                        std::tuple{int64_t{2}, int64_t{4}, Activation::ReLU}}) {
-    const int64_t kStride = (kIn * kOut + kOut + 15) / 16 * 16 + 16;
+    const int64_t kStride = padded_stride(kIn, kOut);
     Rng rng(static_cast<uint64_t>(kIn * 100 + kOut));
-    auto fill = [&](int64_t n) {
-      std::vector<float> v(static_cast<size_t>(n));
-      for (float& x : v) x = static_cast<float>(rng.uniform(-1, 1));
-      return v;
-    };
+    auto fill = [&](int64_t n) { return uniform_values(rng, n); };
     std::vector<float> params = fill(kTrials * kStride), src = fill(kTrials * kBatch * kIn),
                        d_dst = fill(kTrials * kBatch * kOut);
     auto batched = be->linear({kBatch, kIn, kOut, true, act, true, false, kTrials, kStride});
