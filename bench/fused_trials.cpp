@@ -5,11 +5,17 @@
 // step left out), and their ratio; and the fused step `advise --trials` predicts for this device
 // (predict_fused_with_profile, from the profiles advise uses: this machine's cached one, else the
 // shipped ones), against the measured one. No process start, no data loading: the loop alone.
+// "at peak": the ratio a fused loop running at the f32 matmul peak probed in the same run would
+// reach (the peak over one trial's achieved FLOP/s alone): no kernel can go past it. --repeat N
+// runs N rounds (alone, then each K) and reports the medians of the rounds' medians: this VM's
+// speed moves from one process (and second) to the next.
 //   build/bench/crossover_fused_trials [--models disc-2,disc-4] [--k 1,4,16,64] [--steps 300]
-//                                      [--threads 2] [--device cpu|cuda:0] [--json FILE]
+//                                      [--threads 2] [--device cpu|cuda:0] [--repeat 5]
+//                                      [--json FILE]
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -50,6 +56,41 @@ xo::ModelSpec trial(const xo::ModelSpec& base, int t) {
   return s;
 }
 
+// One trial alone, as `crossover train` runs it (the backend's own shards and threads).
+xo::TrainResult alone_step(const xo::ModelSpec& base, const xo::DataSplit& data, xo::Backend& be,
+                           int64_t steps) {
+  const xo::ModelSpec one = trial(base, 0);
+  xo::Model model(one, be);
+  model.init(one.train.seed);
+  xo::ExecutionOptions exec;
+  exec.max_steps = steps;
+  return xo::train_model(model, data, one.train, {}, exec);
+}
+
+// K trials (learning rates and seeds apart) as one fused group; trial 1's result (the group's
+// step times).
+xo::TrainResult fused_step(const xo::ModelSpec& base, const xo::DataSplit& data, xo::Backend& be,
+                           int k, int64_t steps) {
+  std::vector<xo::ModelSpec> specs;
+  std::vector<std::unique_ptr<xo::Model>> models;
+  std::vector<xo::FusedTrial> trials;
+  for (int t = 0; t < k; ++t) specs.push_back(trial(base, t));
+  for (int t = 0; t < k; ++t) {
+    models.push_back(std::make_unique<xo::Model>(specs[t], be));
+    models.back()->init(specs[t].train.seed);
+    trials.push_back({models.back().get(), specs[t].train, {}});
+  }
+  xo::FusedOptions options;
+  options.max_steps = steps;
+  return xo::train_fused(trials, data, options)[0];
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -60,6 +101,7 @@ int main(int argc, char** argv) {
   int threads = 0;
   std::string device = "cpu";
   std::string json_path;
+  int repeat = 1;  // rounds; each figure the median of its rounds' medians
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i], value = argv[i + 1];
     if (flag == "--models") {
@@ -73,6 +115,8 @@ int main(int argc, char** argv) {
       threads = std::stoi(value);
     } else if (flag == "--device") {
       device = value;
+    } else if (flag == "--repeat") {
+      repeat = std::max(1, std::stoi(value));
     } else if (flag == "--json") {
       json_path = value;
     } else {
@@ -87,68 +131,77 @@ int main(int argc, char** argv) {
              be->info().id, be->info().threads, peaks.matmul_gflops);
   // What advise predicts here for K fused trials.
   xo::AdviceOptions advice = xo::with_profiles({});
-  fmt::print("{:<10} {:>4} {:>12} {:>16} {:>16} {:>8} {:>10} {:>13} {:>7}\n", "model", "K",
-             "step ms", "trial-steps/s", "alone steps/s", "ratio", "MiB", "predicted ms", "error");
+  fmt::print("{:<10} {:>4} {:>12} {:>16} {:>16} {:>8} {:>8} {:>10} {:>13} {:>7}\n", "model", "K",
+             "step ms", "trial-steps/s", "alone steps/s", "ratio", "at peak", "MiB", "predicted ms",
+             "error");
   nlohmann::json rows = nlohmann::json::array();
   for (const std::string& name : models) {
     const xo::ModelSpec base = *xo::builtin_spec(name);
     const xo::Model probe(base, *be);
     const xo::DataSplit data = xo::load_data(base.data, xo::data_request(base, probe.classes()));
-    // One trial alone, as `crossover train` runs it (the backend's own shards and threads).
-    const xo::ModelSpec one = trial(base, 0);
-    xo::Model alone_model(one, *be);
-    alone_model.init(one.train.seed);
-    xo::ExecutionOptions exec;
-    exec.max_steps = steps;
-    const xo::TrainResult alone = xo::train_model(alone_model, data, one.train, {}, exec);
-    const double alone_rate = 1e3 / alone.step_ms.median;
-    for (const int k : ks) {
-      std::vector<xo::ModelSpec> specs;
-      std::vector<std::unique_ptr<xo::Model>> trial_models;
-      std::vector<xo::FusedTrial> trials;
-      for (int t = 0; t < k; ++t) specs.push_back(trial(base, t));
-      for (int t = 0; t < k; ++t) {
-        trial_models.push_back(std::make_unique<xo::Model>(specs[t], *be));
-        trial_models.back()->init(specs[t].train.seed);
-        trials.push_back({trial_models.back().get(), specs[t].train, {}});
+    // Rounds: one trial alone, then each K fused, so that a round's runs see the same machine.
+    std::vector<double> alone_ms;
+    std::vector<std::vector<double>> fused_ms(ks.size());
+    std::vector<xo::TrainResult> first_fused(ks.size());
+    std::vector<std::string> refused(ks.size());
+    for (int round = 0; round < repeat; ++round) {
+      alone_ms.push_back(alone_step(base, data, *be, steps).step_ms.median);
+      for (size_t i = 0; i < ks.size(); ++i) {
+        if (!refused[i].empty()) continue;
+        try {
+          const xo::TrainResult fused = fused_step(base, data, *be, ks[i], steps);
+          fused_ms[i].push_back(fused.step_ms.median);
+          if (round == 0) first_fused[i] = fused;
+        } catch (const xo::UserError& e) {  // more trials than the memory holds, say
+          refused[i] = e.what();
+        }
       }
-      const xo::MemoryEstimate memory = xo::fused_memory(*trial_models[0], data, specs[0].train, k);
-      xo::FusedOptions options;
-      options.max_steps = steps;
-      std::vector<xo::TrainResult> fused;
-      try {
-        fused = xo::train_fused(trials, data, options);
-      } catch (const xo::UserError& e) {  // more trials than the memory holds, say
-        fmt::print("{:<10} {:>4} refused: {}\n", name, k, e.what());
-        rows.push_back({{"model", name}, {"k", k}, {"refused", e.what()}});
+    }
+    const double alone_median = median(alone_ms);
+    const double alone_rate = 1e3 / alone_median;
+    for (size_t i = 0; i < ks.size(); ++i) {
+      const int k = ks[i];
+      if (!refused[i].empty()) {
+        fmt::print("{:<10} {:>4} refused: {}\n", name, k, refused[i]);
+        rows.push_back({{"model", name}, {"k", k}, {"refused", refused[i]}});
         continue;
       }
-      const double step_ms = fused[0].step_ms.median;
+      const xo::TrainResult& fused = first_fused[i];
+      const double step_ms = median(fused_ms[i]);
       const double rate = k * 1e3 / step_ms;
+      // The ratio a fused loop at the probed peak would reach: beyond it no kernel can go.
+      const double alone_gflops = fused.flops_per_step / (alone_median * 1e-3) / 1e9;
+      const double ceiling = peaks.matmul_gflops / alone_gflops;
       advice.trials = k;
-      const auto predicted = xo::profiled_step(base, fused[0].batch,
-                                               xo::local_target(be->info(), peaks, advice), advice);
+      const auto predicted =
+          xo::profiled_step(base, fused.batch, xo::local_target(be->info(), peaks, advice), advice);
       const double predicted_ms = predicted ? predicted->step.seconds * 1e3 : 0;
+      const xo::Model one(base, *be);
+      const xo::MemoryEstimate memory = xo::fused_memory(one, data, base.train, k);
       fmt::print(
-          "{:<10} {:>4} {:>12.4f} {:>16.0f} {:>16.0f} {:>7.2f}x {:>10.1f} {:>13.4f} {:>6.0f}%\n",
-          name, k, step_ms, rate, alone_rate, rate / alone_rate, memory.total() / 1048576.0,
-          predicted_ms, 100 * (predicted_ms / step_ms - 1));
+          "{:<10} {:>4} {:>12.4f} {:>16.0f} {:>16.0f} {:>7.2f}x {:>7.1f}x {:>10.1f} {:>13.4f} "
+          "{:>6.0f}%\n",
+          name, k, step_ms, rate, alone_rate, rate / alone_rate, ceiling,
+          memory.total() / 1048576.0, predicted_ms, 100 * (predicted_ms / step_ms - 1));
       std::fflush(stdout);
       rows.push_back({{"model", name},
                       {"k", k},
                       {"fused_step_ms", step_ms},
-                      {"fused_step_p10_ms", fused[0].step_ms.p10},
-                      {"fused_step_p90_ms", fused[0].step_ms.p90},
+                      {"fused_step_rounds_ms", fused_ms[i]},
+                      {"fused_step_p10_ms", fused.step_ms.p10},
+                      {"fused_step_p90_ms", fused.step_ms.p90},
                       {"trial_steps_per_second", rate},
-                      {"alone_step_ms", alone.step_ms.median},
-                      {"alone_shards", alone.shards},
+                      {"alone_step_ms", alone_median},
+                      {"alone_step_rounds_ms", alone_ms},
                       {"alone_steps_per_second", alone_rate},
+                      {"alone_gflops", alone_gflops},
                       {"ratio", rate / alone_rate},
-                      {"trial_flops_per_step", fused[0].flops_per_step},
+                      {"ratio_at_peak", ceiling},
+                      {"trial_flops_per_step", fused.flops_per_step},
                       {"estimated_bytes", memory.total()},
                       {"predicted_step_ms", predicted_ms},
                       {"predicted_from", predicted ? predicted->from->id : ""},
-                      {"fused_gflops", k * fused[0].flops_per_step / (step_ms * 1e-3) / 1e9}});
+                      {"fused_gflops", k * fused.flops_per_step / (step_ms * 1e-3) / 1e9}});
     }
   }
   if (!json_path.empty()) {
@@ -157,6 +210,7 @@ int main(int argc, char** argv) {
                        {"threads", be->info().threads},
                        {"matmul_peak_gflops", peaks.matmul_gflops},
                        {"steps", steps},
+                       {"repeat", repeat},
                        {"rows", rows}};
     xo::write_file_atomic(json_path, doc.dump(2) + "\n");
   }

@@ -139,7 +139,9 @@ TrialNetwork::TrialNetwork(std::vector<const Model*> trials, int64_t batch, int 
 }
 
 void TrialNetwork::group_step(Group& g, const float* src, const int32_t* labels,
-                              LossStats* const* stats, FunctionRef<void(size_t trial)> done) {
+                              LossStats* const* stats, FunctionRef<void(size_t trial)> begin,
+                              FunctionRef<void(size_t trial)> done) {
+  for (int t = 0; t < g.count; ++t) begin(static_cast<size_t>(g.first + t));
   const auto& nodes = trials_[0]->nodes();
   const int64_t features = trials_[0]->input_features();
   auto model = [&](int t) -> const Model& { return *trials_[static_cast<size_t>(g.first + t)]; };
@@ -178,10 +180,11 @@ void TrialNetwork::group_step(Group& g, const float* src, const int32_t* labels,
 }
 
 void TrialNetwork::train_step(const float* src, const int32_t* labels, LossStats* const* stats,
+                              FunctionRef<void(size_t trial)> begin,
                               FunctionRef<void(size_t trial)> done) {
   Backend& be = trials_[0]->backend();
   be.parallel_shards(groups(), [&](int k) {
-    group_step(groups_[static_cast<size_t>(k)], src, labels, stats, done);
+    group_step(groups_[static_cast<size_t>(k)], src, labels, stats, begin, done);
   });
   for (const Model* m : trials_) be.increment(m->step_counter());
 }

@@ -40,11 +40,13 @@ class TrialNetwork {
 
   // src [trials, batch, input features] and labels [trials, batch], trial after trial, in device
   // memory. Overwrites each trial's gradients, adds its loss and accuracy to *stats[t] and
-  // advances its step counter (dropout masks). `done(t)` runs as soon as trial t's gradients are
-  // complete, on the worker of its group (its optimizer's step: the trials' steps then run
-  // concurrently, as their forward and backward do).
+  // advances its step counter (dropout masks). On the worker of trial t's group, `begin(t)` runs
+  // before the group's forward (it may fill trial t's rows of src and labels and set stats[t]: the
+  // trials' batches are then gathered concurrently) and `done(t)` as soon as trial t's gradients
+  // are complete (its optimizer's step: the trials' steps then run concurrently, as their forward
+  // and backward do).
   void train_step(const float* src, const int32_t* labels, LossStats* const* stats,
-                  FunctionRef<void(size_t trial)> done);
+                  FunctionRef<void(size_t trial)> begin, FunctionRef<void(size_t trial)> done);
 
  private:
   // Trials [first, first + count) of a group with one layer (a batched Linear, or one trial's).
@@ -59,7 +61,7 @@ class TrialNetwork {
     std::vector<std::unique_ptr<LossKernel>> losses;  // per trial
   };
   void group_step(Group& g, const float* src, const int32_t* labels, LossStats* const* stats,
-                  FunctionRef<void(size_t trial)> done);
+                  FunctionRef<void(size_t trial)> begin, FunctionRef<void(size_t trial)> done);
 
   std::vector<const Model*> trials_;
   int64_t batch_;

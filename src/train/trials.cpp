@@ -93,32 +93,29 @@ struct Group {
   void plan(std::vector<std::unique_ptr<Trial>>& trials, int groups);
 };
 
-// The first part of a step of every active trial (a full batch, or the epoch's partial one): each
-// gathers its batch from its own order. Queued on the backend, nothing read back: recordable, as
-// train_batches is.
-void gather_batches(Group& g, bool full) {
+// A step of every active trial (a full batch, or the epoch's partial one): on the worker of its
+// group, each trial gathers its batch from its own order, the group trains, and each trial steps
+// its own optimizer once its gradients are complete. The gather's and the optimizer's times are
+// inside the forward and backward phase (data_ms and optimizer_ms read NaN). Queued on the
+// backend, nothing read back: recordable, as train_model's step is.
+void train_batches(Group& g, bool full) {
   const TrainPlan& first = g.active[0]->plan;
   Backend& be = first.backend;
   const int64_t f = first.features;
   const int64_t rows = full ? first.batch : first.samples % first.batch;
-  for (size_t j = 0; j < g.active.size(); ++j) {
+  float* x = g.x.as<float>();
+  auto* y = g.y.as<int32_t>();
+  auto gather = [&](size_t j) {
     TrainPlan& p = g.active[j]->plan;
     be.next_batch(p.x.as<float>(), p.y.as<int32_t>(), p.order.as<int32_t>(),
-                  p.position.as<int64_t>(), rows, f, g.x.as<float>() + j * rows * f,
-                  g.y.as<int32_t>() + j * rows);
+                  p.position.as<int64_t>(), rows, f, x + j * rows * f, y + j * rows);
     g.stats[j] = p.stats_for(full ? 0 : first.full_steps);
-  }
-}
-
-// The rest: the group trains, each trial steps its own optimizer.
-void train_batches(Group& g, bool full) {
-  // Each trial's optimizer steps on its group's worker once its gradients are complete: the
-  // optimizer's time is inside the forward and backward phase (optimizer_ms reads NaN).
-  (full ? *g.full : *g.partial)
-      .train_step(g.x.as<float>(), g.y.as<int32_t>(), g.stats.data(), [&](size_t t) {
-        TrainPlan& p = g.active[t]->plan;
-        p.optimizer->step(p.model.params(), p.model.grads());
-      });
+  };
+  auto optimize = [&](size_t j) {
+    TrainPlan& p = g.active[j]->plan;
+    p.optimizer->step(p.model.params(), p.model.grads());
+  };
+  (full ? *g.full : *g.partial).train_step(x, y, g.stats.data(), gather, optimize);
 }
 
 void Group::plan(std::vector<std::unique_ptr<Trial>>& trials, int groups) {
@@ -139,17 +136,14 @@ void Group::plan(std::vector<std::unique_ptr<Trial>>& trials, int groups) {
   y = p.backend.allocate(sizeof(int32_t) * n);
   stats.assign(active.size(), nullptr);
   if (p.full_steps > 0) {
-    recorded = p.backend.capture([&] {
-      gather_batches(*this, true);
-      train_batches(*this, true);
-    });
+    recorded = p.backend.capture([&] { train_batches(*this, true); });
   }
   // A replayed step stamps only its start and end (fused_step): no phases to read back.
   for (Trial* t : active) t->plan.recorded_in_group = recorded != nullptr;
 }
 
-// One step of every active trial (gather_batches and train_batches, or their recording replayed),
-// its marks on the group's clock; a replayed step is timed as a whole, as train_model's is.
+// One step of every active trial (train_batches, or its recording replayed), its marks on the
+// group's clock; a replayed step is timed as a whole, as train_model's is.
 void fused_step(Group& g, int64_t s) {
   const bool full = s < g.active[0]->plan.full_steps;
   const StepMarks marks(g.clock, s);
@@ -158,8 +152,7 @@ void fused_step(Group& g, int64_t s) {
   if (full && g.recorded) {
     g.recorded->replay();
   } else {
-    gather_batches(g, full);
-    stamp(StepMarks::BatchSelected);
+    stamp(StepMarks::BatchSelected);  // each trial's batch is gathered in train_batches
     train_batches(g, full);
     stamp(StepMarks::GradientsReady);
     stamp(StepMarks::Reduced);
@@ -315,7 +308,9 @@ TrainResult result_of(Trial& t, double setup_seconds, int group_size) {
   note_loss_checks(t.state, t.end == End::Diverged, r);
   r.paused = t.end == End::Paused;
   r.fused_trials = group_size;
-  // Each trial's optimizer steps inside the group's forward and backward phase (fused_step).
+  // Each trial's batch is gathered and its optimizer steps inside the group's forward and backward
+  // phase (train_batches).
+  r.data_ms = std::numeric_limits<double>::quiet_NaN();
   r.optimizer_ms = std::numeric_limits<double>::quiet_NaN();
   r.resumed_at_step = t.resumed_at;
   if (t.checkpoints) {

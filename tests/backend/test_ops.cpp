@@ -776,5 +776,34 @@ TEST(BatchNormKernel, RunningStatisticsAndInference) {
   EXPECT_EQ(to_host(*be, count)[0], 1.0f);
 }
 
+// The softmax's exponentials (the CPU's own vectorised exp of the shifted logits) against double
+// precision over the whole range a shifted logit takes, down to where exp underflows: rows [0, x]
+// with label 0, whose gradient at x is softmax(x) / batch = exp(x) / (1 + exp(x)) / batch.
+TEST(CrossEntropyKernel, SoftmaxWithinAFewUlpOverTheWholeRange) {
+  for (auto& be : backends_here()) {
+    SCOPED_TRACE(be->info().id);
+    constexpr int64_t kRows = 4000;
+    std::vector<float> logits(2 * kRows);
+    std::vector<int32_t> labels(kRows, 0);
+    for (int64_t r = 0; r < kRows; ++r) {
+      logits[2 * r] = 0.0f;
+      logits[2 * r + 1] = -95.0f * static_cast<float>(r) / (kRows - 1);  // 0 ... -95
+    }
+    const OpResult out = run_loss(*be, LossKind::CrossEntropy, 2, labels, logits, 1.0f);
+    double worst = 0;
+    for (int64_t r = 0; r < kRows; ++r) {
+      const double x = logits[2 * r + 1];
+      const double expected = std::exp(x) / (1 + std::exp(x)) / kRows;
+      const double got = out.input_grads[0][2 * r + 1];
+      if (expected < 1.2e-38) {  // a gradient under FLT_MIN: 0 or a subnormal
+        EXPECT_LE(std::abs(got - expected), 1.2e-38) << "x = " << x;
+        continue;
+      }
+      worst = std::max(worst, std::abs(got - expected) / expected);
+    }
+    EXPECT_LT(worst, 4 * 1.2e-7);  // 4 ulp of float
+  }
+}
+
 }  // namespace
 }  // namespace xo

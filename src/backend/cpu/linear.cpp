@@ -179,7 +179,21 @@ class CpuTrialsLinear final : public WeightedKernel {
   // aligned: the compiler aligns them so for its vector loads anyway, and AddressSanitizer's fake
   // stack (detect_stack_use_after_return) gives a local only the alignment it declares.
 
-  static constexpr int kRows = 4;
+  // Rows at once for sums W wide: as many as keep the sums in about 16 of the 32 vector registers
+  // (at least 8 chains of multiply-adds in flight, two FMA units of 4 cycles' latency).
+  template <int W>
+  static constexpr int kRows = W >= 64   ? 4
+                               : W >= 32 ? 8
+                                         : 16;
+  // body(R, r) for blocks [r, r + R) of [0, n): blocks of R, then of 4, then of 1 (R a constant).
+  template <int R, typename Body>
+  static void in_blocks(int64_t n, Body&& body) {
+    int64_t r = 0;
+    for (; r + R <= n; r += R) body(std::integral_constant<int, R>{}, r);
+    if constexpr (R > 4)
+      for (; r + 4 <= n; r += 4) body(std::integral_constant<int, 4>{}, r);
+    for (; r < n; ++r) body(std::integral_constant<int, 1>{}, r);
+  }
 
   // dst = src W^T per trial: rows' OUT sums over the inputs (W^T [in, out] made once per trial,
   // so each input adds one row of it).
@@ -206,10 +220,9 @@ class CpuTrialsLinear final : public WeightedKernel {
         for (int64_t i = 0; i < in; ++i) w_t[i * OUT + o] = w[o * in + i];
       const float* x = src + t * batch * in;
       float* y = dst + t * batch * OUT;
-      int64_t r = 0;
-      for (; r + kRows <= batch; r += kRows)
-        forward_rows<OUT, kRows>(x + r * in, in, w_t, y + r * OUT);
-      for (; r < batch; ++r) forward_rows<OUT, 1>(x + r * in, in, w_t, y + r * OUT);
+      in_blocks<kRows<OUT>>(batch, [&](auto rows, int64_t r) {
+        forward_rows<OUT, decltype(rows)::value>(x + r * in, in, w_t, y + r * OUT);
+      });
     }
   }
 
@@ -236,9 +249,9 @@ class CpuTrialsLinear final : public WeightedKernel {
       const float* x = src + t * batch * in;
       const float* g = d_pre + t * batch * OUT;
       float* d_w = d_weights + t * shape_.trial_stride;
-      int64_t i = 0;
-      for (; i + kRows <= in; i += kRows) d_weight_rows<OUT, kRows>(x + i, in, batch, g, d_w + i);
-      for (; i < in; ++i) d_weight_rows<OUT, 1>(x + i, in, batch, g, d_w + i);
+      in_blocks<kRows<OUT>>(in, [&](auto rows, int64_t i) {
+        d_weight_rows<OUT, decltype(rows)::value>(x + i, in, batch, g, d_w + i);
+      });
     }
   }
 
@@ -263,10 +276,9 @@ class CpuTrialsLinear final : public WeightedKernel {
       const float* w = weights + t * shape_.trial_stride;
       const float* g = d_pre + t * batch * out;
       float* dx = d_src + t * batch * IN;
-      int64_t r = 0;
-      for (; r + kRows <= batch; r += kRows)
-        d_src_rows<IN, kRows>(g + r * out, out, w, dx + r * IN);
-      for (; r < batch; ++r) d_src_rows<IN, 1>(g + r * out, out, w, dx + r * IN);
+      in_blocks<kRows<IN>>(batch, [&](auto rows, int64_t r) {
+        d_src_rows<IN, decltype(rows)::value>(g + r * out, out, w, dx + r * IN);
+      });
     }
   }
 
@@ -315,15 +327,26 @@ class CpuTrialsLinear final : public WeightedKernel {
     });
   }
 
-  // dst = act(dst + bias), trial by trial (each trial's rows with its own bias).
+  // dst = act(dst + bias), trial by trial (each trial's rows with its own bias). Rows no wider
+  // than a vector (the disc models' 2 to 16 columns) go as one flat run of the trial's outputs,
+  // the bias repeated across a vector's lanes, where a row at a time would be scalar code.
   template <Activation A>
   void bias_and_activation(const float* bias, float* dst) const {
     const int64_t rows = shape_.batch, cols = shape_.out_features;
     auto trials = [&](int64_t t0, int64_t t1) {
       for (int64_t t = t0; t < t1; ++t) {
         const float* b = bias ? bias + t * shape_.trial_stride : nullptr;
-        for (int64_t r = 0; r < rows; ++r) {
-          float* y = dst + (t * rows + r) * cols;
+        float* y = dst + t * rows * cols;
+        if (narrow(cols)) {
+          alignas(64) float lanes[kLanes];
+          for (int64_t l = 0; l < kLanes; ++l) lanes[l] = b ? b[l % cols] : 0.0f;
+          flat_runs(rows * cols, [&](int64_t k, int64_t n) {
+#pragma omp simd
+            for (int64_t l = 0; l < n; ++l) y[k + l] = activate<A>(y[k + l] + lanes[l]);
+          });
+          continue;
+        }
+        for (int64_t r = 0; r < rows; ++r, y += cols) {
 #pragma omp simd
           for (int64_t c = 0; c < cols; ++c) y[c] = activate<A>(b ? y[c] + b[c] : y[c]);
         }
@@ -332,17 +355,43 @@ class CpuTrialsLinear final : public WeightedKernel {
     run_trials(trials);
   }
 
-  // As CpuLinear's: d_dst *= act'(dst) and each trial's d_bias = its column sums, rows in order.
+  // As CpuLinear's: d_dst *= act'(dst) and each trial's d_bias = its column sums (rows in order;
+  // narrow rows as one flat run, each lane's sum in row order, a column's lanes then added).
   template <Activation A>
   void activation_and_bias_backward(const float* dst, float* d_dst, float* d_bias) const {
     const int64_t rows = shape_.batch, cols = shape_.out_features;
     auto trials = [&](int64_t t0, int64_t t1) {
       for (int64_t t = t0; t < t1; ++t) {
         float* db = d_bias ? d_bias + t * shape_.trial_stride : nullptr;
+        float* g = d_dst + t * rows * cols;
+        const float* y = dst + t * rows * cols;
+        if (narrow(cols)) {
+          // Lane l's sum runs down the trial's outputs l, l + kLanes, ...: one vector of sums
+          // (a run a whole vector, so that the sums stay in a register).
+          const int64_t count = rows * cols, whole = count / kLanes * kLanes;
+          alignas(64) float sums[kLanes] = {};
+          for (int64_t k = 0; k < whole; k += kLanes) {
+#pragma omp simd
+            for (int64_t l = 0; l < kLanes; ++l) {
+              const float v = derivative_times<A>(y[k + l], g[k + l]);
+              g[k + l] = v;
+              sums[l] += v;
+            }
+          }
+          for (int64_t k = whole; k < count; ++k) {
+            g[k] = derivative_times<A>(y[k], g[k]);
+            sums[k - whole] += g[k];
+          }
+          if (!db) continue;
+          for (int64_t c = 0; c < cols; ++c) {
+            float s = 0.0f;
+            for (int64_t l = c; l < kLanes; l += cols) s += sums[l];
+            db[c] = s;
+          }
+          continue;
+        }
         if (db) std::fill(db, db + cols, 0.0f);
-        for (int64_t r = 0; r < rows; ++r) {
-          float* g = d_dst + (t * rows + r) * cols;
-          const float* y = dst + (t * rows + r) * cols;
+        for (int64_t r = 0; r < rows; ++r, g += cols, y += cols) {
 #pragma omp simd
           for (int64_t c = 0; c < cols; ++c) {
             const float v = derivative_times<A>(y[c], g[c]);
@@ -353,6 +402,19 @@ class CpuTrialsLinear final : public WeightedKernel {
       }
     };
     run_trials(trials);
+  }
+
+  // Narrow rows: a power of two up to a vector's lanes, so that a run of kLanes outputs from a
+  // row's start holds each column at the same lanes.
+  static constexpr int64_t kLanes = 16;
+  static bool narrow(int64_t cols) { return cols <= kLanes && kLanes % cols == 0; }
+  // body(k, n) over [0, count) in runs of kLanes (n = kLanes but for the last), each run
+  // starting at a multiple of kLanes.
+  template <typename Body>
+  static void flat_runs(int64_t count, Body&& body) {
+    int64_t k = 0;
+    for (; k + kLanes <= count; k += kLanes) body(k, kLanes);
+    if (k < count) body(k, count - k);
   }
 
   template <typename Body>

@@ -14,6 +14,28 @@
 namespace xo::cpu {
 namespace {
 
+// exp(x) for x <= 0 (softmax's shifted logits) as one expression the compiler vectorises:
+// libm's expf is a call per element, which GCC turns into libmvec's vector calls only under
+// -ffast-math. 2^n exp(r) with n = round(x / ln 2) and r = x - n ln 2 in [-ln 2 / 2, ln 2 / 2]
+// (ln 2 split in two for an exact n ln 2), exp(r) by Cephes' degree-6 polynomial for expf:
+// within a few ulp of exp (CrossEntropyKernel test). Below -87.6 (exp(x) under FLT_MIN, where
+// 2^n would not be a normal float) it gives 0.
+inline float shifted_exp(float x) {
+  const float n = std::nearbyint(x * 1.44269504088896341f);
+  float r = std::fma(n, -0.693359375f, x);
+  r = std::fma(n, 2.12194440e-4f, r);
+  float p = 1.9875691500e-4f;
+  p = std::fma(p, r, 1.3981999507e-3f);
+  p = std::fma(p, r, 8.3334519073e-3f);
+  p = std::fma(p, r, 4.1665795894e-2f);
+  p = std::fma(p, r, 1.6666665459e-1f);
+  p = std::fma(p, r, 5.0000001201e-1f);
+  const float e = std::fma(p, r * r, r) + 1.0f;
+  const bool under = x < -87.6f;
+  const int32_t exponent = under ? 0 : (static_cast<int32_t>(n) + 127) << 23;  // 2^n, n >= -126
+  return under ? 0.0f : e * std::bit_cast<float>(exponent);
+}
+
 class CpuCrossEntropy final : public LossKernel {
  public:
   CpuCrossEntropy(int64_t batch, int64_t classes, int64_t normalizer)
@@ -28,8 +50,8 @@ class CpuCrossEntropy final : public LossKernel {
     const int64_t c = classes_, n = batch_ * classes_;
     const float inv_norm = 1.0f / static_cast<float>(normalizer_);
     float* e = exps_.data();
-    // exp(x - row max) for the whole batch in one vectorised pass (libmvec's expf), so the
-    // exponentials are computed once for the loss and the gradient; the shift keeps them finite.
+    // exp(x - row max) for the whole batch in one vectorised pass, so the exponentials are
+    // computed once for the loss and the gradient; the shift keeps them finite.
     for (int64_t r = 0; r < batch_; ++r) {
       const float* x = logits + r * c;
       float max = x[0];
@@ -39,7 +61,7 @@ class CpuCrossEntropy final : public LossKernel {
       for (int64_t j = 0; j < c; ++j) e[r * c + j] = x[j] - max;
     }
 #pragma omp simd
-    for (int64_t i = 0; i < n; ++i) e[i] = std::exp(e[i]);
+    for (int64_t i = 0; i < n; ++i) e[i] = shifted_exp(e[i]);
     double loss = 0.0;
     int64_t correct = 0;
     for (int64_t r = 0; r < batch_; ++r) {
