@@ -346,6 +346,41 @@ enum class Precision { F32, TF32, BF16 };
 const char* precision_name(Precision p);
 Precision parse_precision(const std::string& text);  // throws UserError naming the choices
 
+// Fused trials (model/trials.h): the work each trial of a group does on its own in a step - its
+// batch gathered, its loss, its optimizer's step and its step counter - batched over the trials,
+// where the backend would otherwise run it trial by trial: on a GPU one kernel for all of them,
+// where each trial's would be a launch and a node of the recorded step. Every pointer is the
+// trial's own, in device memory, fixed for the kernel's life (built again when the group is).
+struct TrialsStepShape {
+  struct Trial {
+    const float* x = nullptr;          // the trial's data set: samples [samples, row_floats]
+    const int32_t* y = nullptr;        // and their labels
+    const int32_t* order = nullptr;    // the trial's order of the samples
+    int64_t* position = nullptr;       // where in it its next batch starts (advanced by rows)
+    LossStats* stats = nullptr;        // what its loss adds to
+    uint64_t* step_counter = nullptr;  // its step (dropout masks), counted after each step
+    OptimizerKernel* optimizer = nullptr;
+    float* params = nullptr;  // its flat buffers, as the optimizer steps them
+    const float* grads = nullptr;
+  };
+  std::vector<Trial> trials;
+  int64_t rows = 0, row_floats = 0;  // a batch of each trial
+  LossKind loss = LossKind::CrossEntropy;
+  int64_t classes = 0;
+};
+class TrialsStepKernel {
+ public:
+  virtual ~TrialsStepKernel() = default;
+  // Trial t's next batch (as Backend::next_batch) into rows [t rows, (t + 1) rows) of dst and
+  // dst_labels.
+  virtual void gather(float* dst, int32_t* dst_labels) = 0;
+  // Each trial's loss (as LossKernel::forward_backward, normalised by its rows) over its rows of
+  // logits [trials, rows, classes] and labels [trials, rows]; its gradient into d_logits.
+  virtual void loss(const float* logits, const int32_t* labels, float* d_logits) = 0;
+  // Each trial's optimizer step on its buffers, then its step counter incremented.
+  virtual void update() = 0;
+};
+
 // How a backend spreads a training step over its workers, as plain figures: the batch shards it
 // asks for (`shard_threads` workers, each with a slice of at least `min_shard_batch` samples, for
 // steps of `min_shard_flops` to `max_shard_flops` matmul FLOPs) and the matmuls it runs on one
@@ -444,6 +479,13 @@ class Backend {
   virtual std::unique_ptr<BatchNormKernel> batch_norm(const BatchNormShape& shape) = 0;
   virtual std::unique_ptr<OptimizerKernel> optimizer(const OptimizerSettings& spec,
                                                      int64_t parameters) = 0;
+  // The trials' own work batched (TrialsStepShape), or null where this backend runs it trial by
+  // trial (the CPU: each trial's on the worker of its group) or cannot batch these trials (their
+  // optimizers differ in kind): then each trial's kernels run one by one.
+  virtual std::unique_ptr<TrialsStepKernel> trials_step(const TrialsStepShape& shape) {
+    (void)shape;
+    return nullptr;
+  }
 };
 
 // A device string as users write it: "cpu", "cuda", "cuda:N", "auto".

@@ -140,7 +140,7 @@ TrialNetwork::TrialNetwork(std::vector<const Model*> trials, int64_t batch, int 
 
 void TrialNetwork::group_step(Group& g, const float* src, const int32_t* labels,
                               LossStats* const* stats, FunctionRef<void(size_t trial)> begin,
-                              FunctionRef<void(size_t trial)> done) {
+                              FunctionRef<void(size_t trial)> done, TrialsStepKernel* batched) {
   for (int t = 0; t < g.count; ++t) begin(static_cast<size_t>(g.first + t));
   const auto& nodes = trials_[0]->nodes();
   const int64_t features = trials_[0]->input_features();
@@ -160,12 +160,18 @@ void TrialNetwork::group_step(Group& g, const float* src, const int32_t* labels,
   }
   const size_t last = nodes.size() - 1;
   const int64_t classes = trials_[0]->outputs();
-  for (int t = 0; t < g.count; ++t) {
-    const float* logits = g.outputs[last] ? g.outputs[last] + t * batch_ * classes
-                                          : src + (g.first + t) * batch_ * features;
-    float* d_logits = g.d_outputs[last] + t * batch_ * classes;
-    g.losses[static_cast<size_t>(t)]->forward_backward(logits, labels + (g.first + t) * batch_,
-                                                       d_logits, stats[g.first + t]);
+  auto logits = [&](int t) {
+    return g.outputs[last] ? g.outputs[last] + t * batch_ * classes
+                           : src + (g.first + t) * batch_ * features;
+  };
+  if (batched) {  // every trial's loss in one call
+    batched->loss(logits(0), labels + g.first * batch_, g.d_outputs[last]);
+  } else {
+    for (int t = 0; t < g.count; ++t) {
+      float* d_logits = g.d_outputs[last] + t * batch_ * classes;
+      g.losses[static_cast<size_t>(t)]->forward_backward(logits(t), labels + (g.first + t) * batch_,
+                                                         d_logits, stats[g.first + t]);
+    }
   }
   for (size_t i = nodes.size(); i-- > 0;) {
     const bool below = i > 0 && nodes[i].gradient_below;
@@ -181,11 +187,13 @@ void TrialNetwork::group_step(Group& g, const float* src, const int32_t* labels,
 
 void TrialNetwork::train_step(const float* src, const int32_t* labels, LossStats* const* stats,
                               FunctionRef<void(size_t trial)> begin,
-                              FunctionRef<void(size_t trial)> done) {
+                              FunctionRef<void(size_t trial)> done, TrialsStepKernel* batched) {
   Backend& be = trials_[0]->backend();
+  XO_ASSERT(batched == nullptr || groups() == 1);
   be.parallel_shards(groups(), [&](int k) {
-    group_step(groups_[static_cast<size_t>(k)], src, labels, stats, begin, done);
+    group_step(groups_[static_cast<size_t>(k)], src, labels, stats, begin, done, batched);
   });
+  if (batched) return;  // its update() counts the steps
   for (const Model* m : trials_) be.increment(m->step_counter());
 }
 

@@ -44,9 +44,11 @@ class TrialNetwork {
   // before the group's forward (it may fill trial t's rows of src and labels and set stats[t]: the
   // trials' batches are then gathered concurrently) and `done(t)` as soon as trial t's gradients
   // are complete (its optimizer's step: the trials' steps then run concurrently, as their forward
-  // and backward do).
+  // and backward do). `batched` (Backend::trials_step, for a network of one group): the trials'
+  // losses are its one call, and their step counters are left to its update().
   void train_step(const float* src, const int32_t* labels, LossStats* const* stats,
-                  FunctionRef<void(size_t trial)> begin, FunctionRef<void(size_t trial)> done);
+                  FunctionRef<void(size_t trial)> begin, FunctionRef<void(size_t trial)> done,
+                  TrialsStepKernel* batched = nullptr);
 
  private:
   // Trials [first, first + count) of a group with one layer (a batched Linear, or one trial's).
@@ -61,7 +63,8 @@ class TrialNetwork {
     std::vector<std::unique_ptr<LossKernel>> losses;  // per trial
   };
   void group_step(Group& g, const float* src, const int32_t* labels, LossStats* const* stats,
-                  FunctionRef<void(size_t trial)> begin, FunctionRef<void(size_t trial)> done);
+                  FunctionRef<void(size_t trial)> begin, FunctionRef<void(size_t trial)> done,
+                  TrialsStepKernel* batched);
 
   std::vector<const Model*> trials_;
   int64_t batch_;

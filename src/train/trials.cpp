@@ -83,6 +83,9 @@ std::string place(const Trial& t) {
 struct Group {
   std::vector<Trial*> active;
   std::optional<TrialNetwork> full, partial;
+  // The trials' own work (gather, loss, optimizer, step count) batched where the backend does it
+  // (Backend::trials_step: a GPU's one launch for all the trials); null: trial by trial.
+  std::unique_ptr<TrialsStepKernel> batched_full, batched_partial;
   DeviceBuffer x, y;  // the active trials' batches, trial after trial
   std::vector<LossStats*> stats;
   // The full-batch step recorded where the backend can (a CUDA Graph), replayed every full step.
@@ -95,16 +98,25 @@ struct Group {
 
 // A step of every active trial (a full batch, or the epoch's partial one): on the worker of its
 // group, each trial gathers its batch from its own order, the group trains, and each trial steps
-// its own optimizer once its gradients are complete. The gather's and the optimizer's times are
-// inside the forward and backward phase (data_ms and optimizer_ms read NaN). Queued on the
-// backend, nothing read back: recordable, as train_model's step is.
+// its own optimizer once its gradients are complete; where the backend batches that work (a GPU),
+// all the trials' gathers, losses and optimizer steps are one call each. The gather's and the
+// optimizer's times are inside the forward and backward phase (data_ms and optimizer_ms read NaN).
+// Queued on the backend, nothing read back: recordable, as train_model's step is.
 void train_batches(Group& g, bool full) {
   const TrainPlan& first = g.active[0]->plan;
+  TrialNetwork& network = full ? *g.full : *g.partial;
+  float* x = g.x.as<float>();
+  auto* y = g.y.as<int32_t>();
+  if (TrialsStepKernel* batched = full ? g.batched_full.get() : g.batched_partial.get()) {
+    batched->gather(x, y);
+    auto nothing = [](size_t) {};
+    network.train_step(x, y, g.stats.data(), nothing, nothing, batched);
+    batched->update();
+    return;
+  }
   Backend& be = first.backend;
   const int64_t f = first.features;
   const int64_t rows = full ? first.batch : first.samples % first.batch;
-  float* x = g.x.as<float>();
-  auto* y = g.y.as<int32_t>();
   auto gather = [&](size_t j) {
     TrainPlan& p = g.active[j]->plan;
     be.next_batch(p.x.as<float>(), p.y.as<int32_t>(), p.order.as<int32_t>(),
@@ -115,7 +127,27 @@ void train_batches(Group& g, bool full) {
     TrainPlan& p = g.active[j]->plan;
     p.optimizer->step(p.model.params(), p.model.grads());
   };
-  (full ? *g.full : *g.partial).train_step(x, y, g.stats.data(), gather, optimize);
+  network.train_step(x, y, g.stats.data(), gather, optimize);
+}
+
+// The trials' own work batched for batches of `rows` (stats: the full batches' or the partial
+// one's), where the backend batches it.
+std::unique_ptr<TrialsStepKernel> batched_work(const std::vector<Trial*>& active, int64_t rows,
+                                               bool full) {
+  const TrainPlan& first = active[0]->plan;
+  TrialsStepShape shape;
+  shape.rows = rows;
+  shape.row_floats = first.features;
+  shape.loss = first.model.loss_kind();
+  shape.classes = first.model.outputs();
+  for (Trial* t : active) {
+    TrainPlan& p = t->plan;
+    shape.trials.push_back({p.x.as<float>(), p.y.as<int32_t>(), p.order.as<int32_t>(),
+                            p.position.as<int64_t>(), p.stats_for(full ? 0 : first.full_steps),
+                            p.model.step_counter(), p.optimizer.get(), p.model.params(),
+                            p.model.grads()});
+  }
+  return first.backend.trials_step(shape);
 }
 
 void Group::plan(std::vector<std::unique_ptr<Trial>>& trials, int groups) {
@@ -123,6 +155,8 @@ void Group::plan(std::vector<std::unique_ptr<Trial>>& trials, int groups) {
   for (auto& t : trials)
     if (t->end == End::Running) active.push_back(t.get());
   recorded.reset();
+  batched_full.reset();
+  batched_partial.reset();
   full.reset();
   partial.reset();
   if (active.empty()) return;
@@ -131,6 +165,10 @@ void Group::plan(std::vector<std::unique_ptr<Trial>>& trials, int groups) {
   for (Trial* t : active) models.push_back(&t->plan.model);
   full.emplace(models, p.batch, groups);
   if (const int64_t tail = p.samples % p.batch) partial.emplace(models, tail, groups);
+  if (full->groups() == 1) {
+    batched_full = batched_work(active, p.batch, true);
+    if (partial && batched_full) batched_partial = batched_work(active, p.samples % p.batch, false);
+  }
   const auto n = static_cast<size_t>(p.batch) * active.size();
   x = p.backend.allocate(sizeof(float) * n * static_cast<size_t>(p.features));
   y = p.backend.allocate(sizeof(int32_t) * n);

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <memory>
 #include <string>
 #include <tuple>
@@ -221,9 +222,10 @@ double difference(const TrainResult& fused, const Alone& alone, const std::vecto
   return worst;
 }
 
-// Four trials of `c` (trial_spec: every setting apart) fused on `device`, each against the same
-// trial alone there: the largest difference.
-double fused_against_alone(const Case& c, const std::string& device) {
+// Four trials of `c` (trial_spec: every setting apart, then `vary`) fused on `device`, each against
+// the same trial alone there: the largest difference.
+double fused_against_alone(const Case& c, const std::string& device,
+                           const std::function<void(ModelSpec&, int)>& vary = {}) {
   const ModelSpec base = parse_spec(c.spec, std::string(c.name) + ".toml");
   const DataSplit data = c.data();
   constexpr int kTrials = 4;
@@ -234,6 +236,7 @@ double fused_against_alone(const Case& c, const std::string& device) {
   std::vector<int> epochs_seen(kTrials, 0);
   for (int t = 0; t < kTrials; ++t) {
     specs.push_back(trial_spec(base, t));
+    if (vary) vary(specs.back(), t);
     models.push_back(std::make_unique<Model>(specs.back(), *be));
     models.back()->init(specs.back().train.seed);
     trials.push_back({models.back().get(), specs.back().train,
@@ -262,13 +265,37 @@ TEST_P(Fused, EachTrialEndsAsItDoesAlone) {
   EXPECT_LE(fused_against_alone(c, "cpu"), c.tolerance) << c.name;
 }
 
-// On a GPU too (each Linear one launch for every trial, the whole fused step one CUDA Graph),
+// On a GPU too (each Linear one launch for every trial, every trial's gather, loss and optimizer
+// step one launch for all of them: Backend::trials_step; the whole fused step one CUDA Graph),
 // against each trial alone on that GPU (train_model, its own recorded step).
 TEST_P(Fused, GpuFuseEachTrialEndsAsItDoesOnTheGpuAlone) {
   std::string why;
   if (!testing::gpu_present(&why)) GTEST_SKIP() << "no NVIDIA GPU here (" << why << ")";
   const Case& c = GetParam();
   EXPECT_LE(fused_against_alone(c, "cuda"), c.tolerance) << c.name;
+}
+
+// Trials whose optimizers are of different kinds (SGD with momentum, Adam, plain SGD, RMSprop)
+// fuse too: each steps its own (on a GPU no launch takes them all, so each trial's kernels run one
+// by one), and each ends as it does alone.
+void other_optimizers(ModelSpec& s, int t) {
+  OptimizerSettings& o = s.train.optimizer;
+  const OptimizerType kinds[] = {OptimizerType::SGD, OptimizerType::Adam, OptimizerType::SGD,
+                                 OptimizerType::RMSprop};
+  o.type = kinds[t % 4];
+  if (t == 1) o.lr = 0.01;
+  if (t == 2) o.momentum = 0;
+  if (t == 3) o.lr = 0.001;
+}
+
+TEST(FusedTrials, TrialsOfOtherOptimizersEachEndAsTheyDoAlone) {
+  EXPECT_LE(fused_against_alone(kCases[0], "cpu", other_optimizers), kCases[0].tolerance);
+}
+
+TEST(FusedTrials, GpuFuseTrialsOfOtherOptimizersEachEndAsTheyDoOnTheGpuAlone) {
+  std::string why;
+  if (!testing::gpu_present(&why)) GTEST_SKIP() << "no NVIDIA GPU here (" << why << ")";
+  EXPECT_LE(fused_against_alone(kCases[0], "cuda", other_optimizers), kCases[0].tolerance);
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, Fused, ::testing::ValuesIn(kCases), [](const auto& param_info) {

@@ -74,6 +74,7 @@ class CudaBackend final : public Backend {
   std::unique_ptr<BatchNormKernel> batch_norm(const BatchNormShape& shape) override;
   std::unique_ptr<OptimizerKernel> optimizer(const OptimizerSettings& spec,
                                              int64_t parameters) override;
+  std::unique_ptr<TrialsStepKernel> trials_step(const TrialsStepShape& shape) override;
 
  private:
   int device_ = 0;
@@ -94,6 +95,18 @@ void launch_next_batch(cudaStream_t stream, const float* src, const int32_t* src
 void launch_increment(cudaStream_t stream, uint64_t* counter);
 void launch_accumulate(cudaStream_t stream, float* dst, const float* src, int64_t n);
 void launch_accumulate_stats(cudaStream_t stream, LossStats* dst, const LossStats* src);
+// Fused trials (queue.cu): trial t's next batch from sources[t] into rows [t rows, (t + 1) rows)
+// of dst, then each trial's position advanced; each of `counters` incremented. The arrays are in
+// device memory, `trials` long.
+struct TrialBatchSource {
+  const float* x;
+  const int32_t* y;
+  const int32_t* order;
+  int64_t* position;
+};
+void launch_trials_next_batch(cudaStream_t stream, const TrialBatchSource* sources, int trials,
+                              int64_t rows, int64_t row_floats, float* dst, int32_t* dst_labels);
+void launch_trials_increment(cudaStream_t stream, uint64_t* const* counters, int trials);
 
 // Kernel factories, one per op-family file (same names as the CPU backend's files).
 std::unique_ptr<WeightedKernel> make_linear(CudaBackend& be,
@@ -113,5 +126,24 @@ std::unique_ptr<BatchNormKernel> make_batch_norm(CudaBackend& be,
                                                  const BatchNormShape& shape);  // batchnorm.cu
 std::unique_ptr<OptimizerKernel> make_optimizer(CudaBackend& be, const OptimizerSettings& spec,
                                                 int64_t parameters);  // optimizer.cu
+
+// Fused trials' own work batched over the trials (trials.cpp composes them with the gather): each
+// trial's loss over its rows, with its own stats (loss.cu); each trial's optimizer step, one
+// launch for all (optimizer.cu: null where the trials' optimizers are not all of one kind).
+class TrialsLoss {
+ public:
+  virtual ~TrialsLoss() = default;
+  virtual void run(const float* logits, const int32_t* labels, float* d_logits) = 0;
+};
+class TrialsUpdate {
+ public:
+  virtual ~TrialsUpdate() = default;
+  virtual void run() = 0;
+};
+std::unique_ptr<TrialsLoss> make_trials_loss(CudaBackend& be, LossKind kind, int64_t rows,
+                                             int64_t classes,
+                                             const std::vector<LossStats*>& stats);  // loss.cu
+std::unique_ptr<TrialsUpdate> make_trials_update(
+    CudaBackend& be, const std::vector<TrialsStepShape::Trial>& trials);  // optimizer.cu
 
 }  // namespace xo::cuda

@@ -14,7 +14,9 @@
 // a fixed order and adds to the LossStats in device memory, so the sums are the same on every run
 // (no float atomics) and no second launch is needed (the step is a chain of launches: each one
 // costs a few microseconds on a small model).
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "backend/cuda/cuda_backend.h"
 
@@ -64,12 +66,34 @@ __device__ void sum_batch_in_last_block(const float* row_loss, const int32_t* ro
   }
 }
 
+// Fused trials: blockIdx.y is the trial, whose rows (of `width` values) follow the last trial's in
+// every buffer, with its own stats (trial_stats[t]) and its own count of finished blocks (done +
+// t). One call (trial_stats null): trial 0, `stats`.
+struct TrialRows {
+  int64_t rows = 0, width = 0;
+  LossStats* const* trial_stats = nullptr;
+};
+__device__ __forceinline__ LossStats* trial_offsets(const TrialRows& tr, LossStats* stats,
+                                                    const float*& x, const int32_t*& labels,
+                                                    float*& d_x, float*& row_loss,
+                                                    int32_t*& row_hit, unsigned*& done) {
+  const int64_t t = blockIdx.y;
+  x += t * tr.rows * tr.width;
+  labels += t * tr.rows;
+  if (d_x != nullptr) d_x += t * tr.rows * tr.width;
+  row_loss += t * tr.rows;
+  row_hit += t * tr.rows;
+  done += t;
+  return tr.trial_stats != nullptr ? tr.trial_stats[t] : stats;
+}
+
 // One warp per sample (grid-stride over samples; the whole warp shares a sample, so the shuffles
 // see every lane). Blocks of kThreads.
 __global__ void cross_entropy_kernel(const float* logits, const int32_t* labels, int64_t batch,
                                      int64_t classes, float inv_norm, float* d_logits,
                                      float* row_loss, int32_t* row_hit, double normalizer,
-                                     LossStats* stats, unsigned* done) {
+                                     LossStats* stats, unsigned* done, TrialRows trials) {
+  stats = trial_offsets(trials, stats, logits, labels, d_logits, row_loss, row_hit, done);
   const int lane = static_cast<int>(threadIdx.x % kWarp);
   const int64_t warps = int64_t{gridDim.x} * kWarpsPerBlock;
   for (int64_t r = int64_t{blockIdx.x} * kWarpsPerBlock + threadIdx.x / kWarp; r < batch;
@@ -129,7 +153,8 @@ __global__ void cross_entropy_kernel(const float* logits, const int32_t* labels,
 __global__ void binary_cross_entropy_kernel(const float* logits, const int32_t* labels,
                                             int64_t batch, float inv_norm, float* d_logits,
                                             float* row_loss, int32_t* row_hit, double normalizer,
-                                            LossStats* stats, unsigned* done) {
+                                            LossStats* stats, unsigned* done, TrialRows trials) {
+  stats = trial_offsets(trials, stats, logits, labels, d_logits, row_loss, row_hit, done);
   for (int64_t r = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; r < batch;
        r += int64_t{gridDim.x} * blockDim.x) {
     const float x = logits[r];
@@ -151,7 +176,8 @@ __global__ void binary_cross_entropy_kernel(const float* logits, const int32_t* 
 __global__ void mean_squared_error_kernel(const float* outputs, const int32_t* targets,
                                           int64_t batch, float scale, float* d_outputs,
                                           float* row_loss, int32_t* row_hit, double normalizer,
-                                          LossStats* stats, unsigned* done) {
+                                          LossStats* stats, unsigned* done, TrialRows trials) {
+  stats = trial_offsets(trials, stats, outputs, targets, d_outputs, row_loss, row_hit, done);
   for (int64_t r = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; r < batch;
        r += int64_t{gridDim.x} * blockDim.x) {
     const float diff = outputs[r] - __int_as_float(targets[r]);  // the target's bits
@@ -162,51 +188,74 @@ __global__ void mean_squared_error_kernel(const float* outputs, const int32_t* t
   sum_batch_in_last_block(row_loss, row_hit, batch, normalizer, stats, done);
 }
 
-class GpuLoss final : public LossKernel {
+// The loss of one call, or of fused trials (`trials` of them, rows after rows, each with its own
+// stats: TrialRows).
+class GpuLoss final : public LossKernel, public TrialsLoss {
  public:
-  GpuLoss(CudaBackend& be, LossKind kind, int64_t batch, int64_t classes, int64_t normalizer)
+  GpuLoss(CudaBackend& be, LossKind kind, int64_t batch, int64_t classes, int64_t normalizer,
+          const std::vector<LossStats*>& trial_stats = {})
       : be_(be),
         kind_(kind),
         batch_(batch),
         classes_(classes),
         normalizer_(normalizer),
-        row_loss_(be.allocate(static_cast<size_t>(batch) * sizeof(float))),
-        row_hit_(be.allocate(static_cast<size_t>(batch) * sizeof(int32_t))),
-        done_(be.allocate(sizeof(unsigned))) {
+        trials_(std::max<int64_t>(1, static_cast<int64_t>(trial_stats.size()))),
+        row_loss_(be.allocate(static_cast<size_t>(trials_ * batch) * sizeof(float))),
+        row_hit_(be.allocate(static_cast<size_t>(trials_ * batch) * sizeof(int32_t))),
+        done_(be.allocate(static_cast<size_t>(trials_) * sizeof(unsigned))) {
     XO_ASSERT(batch > 0 && classes > 0 && normalizer > 0);
-    be.fill_zero(done_.as<unsigned>(), sizeof(unsigned));
+    be.fill_zero(done_.as<unsigned>(), static_cast<size_t>(trials_) * sizeof(unsigned));
     if (kind != LossKind::CrossEntropy) XO_ASSERT(classes == 1);
+    if (!trial_stats.empty()) {
+      trial_stats_ = be.allocate(trial_stats.size() * sizeof(LossStats*));
+      be.upload(trial_stats_.as<LossStats*>(), trial_stats.data(),
+                trial_stats.size() * sizeof(LossStats*));
+    }
   }
 
   void forward_backward(const float* logits, const int32_t* labels, float* d_logits,
                         LossStats* stats) override {
+    XO_ASSERT(!trial_stats_);
+    launch(logits, labels, d_logits, stats);
+  }
+  void run(const float* logits, const int32_t* labels, float* d_logits) override {
+    XO_ASSERT(trial_stats_);
+    launch(logits, labels, d_logits, nullptr);
+  }
+
+ private:
+  void launch(const float* logits, const int32_t* labels, float* d_logits, LossStats* stats) {
     const float inv_norm = 1.0f / static_cast<float>(normalizer_);
     float* row_loss = row_loss_.as<float>();
     int32_t* row_hit = row_hit_.as<int32_t>();
     const double normalizer = static_cast<double>(normalizer_);
     unsigned* done = done_.as<unsigned>();
+    const TrialRows trials{batch_, classes_,
+                           trial_stats_ ? trial_stats_.as<LossStats*>() : nullptr};
+    const auto k = static_cast<unsigned>(trials_);
     if (kind_ == LossKind::CrossEntropy) {
-      XO_CUDA_LAUNCH(cross_entropy_kernel, blocks_for(batch_ * kWarp), kThreads, 0, be_.stream(),
-                     logits, labels, batch_, classes_, inv_norm, d_logits, row_loss, row_hit,
-                     normalizer, stats, done);
+      XO_CUDA_LAUNCH(cross_entropy_kernel, dim3(blocks_for(batch_ * kWarp), k), kThreads, 0,
+                     be_.stream(), logits, labels, batch_, classes_, inv_norm, d_logits, row_loss,
+                     row_hit, normalizer, stats, done, trials);
     } else if (kind_ == LossKind::MeanSquaredError) {
-      XO_CUDA_LAUNCH(mean_squared_error_kernel, blocks_for(batch_), kThreads, 0, be_.stream(),
-                     logits, labels, batch_, 2.0f / static_cast<float>(normalizer_), d_logits,
-                     row_loss, row_hit, normalizer, stats, done);
+      XO_CUDA_LAUNCH(mean_squared_error_kernel, dim3(blocks_for(batch_), k), kThreads, 0,
+                     be_.stream(), logits, labels, batch_, 2.0f / static_cast<float>(normalizer_),
+                     d_logits, row_loss, row_hit, normalizer, stats, done, trials);
     } else {
-      XO_CUDA_LAUNCH(binary_cross_entropy_kernel, blocks_for(batch_), kThreads, 0, be_.stream(),
-                     logits, labels, batch_, inv_norm, d_logits, row_loss, row_hit, normalizer,
-                     stats, done);
+      XO_CUDA_LAUNCH(binary_cross_entropy_kernel, dim3(blocks_for(batch_), k), kThreads, 0,
+                     be_.stream(), logits, labels, batch_, inv_norm, d_logits, row_loss, row_hit,
+                     normalizer, stats, done, trials);
     }
   }
 
- private:
   CudaBackend& be_;
   LossKind kind_;
   int64_t batch_, classes_, normalizer_;
-  DeviceBuffer row_loss_;  // [batch] each sample's loss
-  DeviceBuffer row_hit_;   // [batch] 1 where the prediction is right
-  DeviceBuffer done_;      // blocks of the running call that have finished (0 between calls)
+  int64_t trials_;            // 1 for one call's loss
+  DeviceBuffer row_loss_;     // [trials, batch] each sample's loss
+  DeviceBuffer row_hit_;      // [trials, batch] 1 where the prediction is right
+  DeviceBuffer done_;         // [trials] blocks of the running call that have finished (0 between)
+  DeviceBuffer trial_stats_;  // [trials] each trial's stats; empty for one call's loss
 };
 
 }  // namespace
@@ -214,6 +263,13 @@ class GpuLoss final : public LossKernel {
 std::unique_ptr<LossKernel> make_loss(CudaBackend& be, LossKind kind, int64_t batch,
                                       int64_t classes, int64_t normalizer) {
   return std::make_unique<GpuLoss>(be, kind, batch, classes, normalizer);
+}
+
+std::unique_ptr<TrialsLoss> make_trials_loss(CudaBackend& be, LossKind kind, int64_t rows,
+                                             int64_t classes,
+                                             const std::vector<LossStats*>& stats) {
+  XO_ASSERT(!stats.empty());
+  return std::make_unique<GpuLoss>(be, kind, rows, classes, rows, stats);
 }
 
 }  // namespace xo::cuda

@@ -15,6 +15,7 @@
 // computes the new coefficients with the CPU's functions and uploads them, queued before the next
 // replay, so the recorded step takes the new rate with nothing recorded again.
 #include <cstddef>
+#include <vector>
 
 #include "backend/cuda/cuda_backend.h"
 #include "optim/update_math.h"
@@ -50,10 +51,15 @@ struct StepState {
   Rates rates;
 };
 
-__global__ void begin_step_kernel(StepState* state, bool adam, double beta1, double beta2) {
+__device__ __forceinline__ void begin_step(StepState* state, bool adam, double beta1,
+                                           double beta2) {
   const uint64_t t = state->steps + 1;
   state->steps = t;
   if (adam) state->adam = adam_step_scale(state->rates.lr, beta1, beta2, static_cast<double>(t));
+}
+
+__global__ void begin_step_kernel(StepState* state, bool adam, double beta1, double beta2) {
+  begin_step(state, adam, beta1, beta2);
 }
 
 // The step counted by the update kernel itself (the kernels that do not read it).
@@ -107,6 +113,66 @@ __global__ void adadelta_kernel(float* params, const float* grads, float* v, flo
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
        i += int64_t{gridDim.x} * blockDim.x) {
     adadelta_update(params[i], grads[i], v[i], u[i], c);
+  }
+}
+
+// Fused trials: each trial's optimizer (all of one kind) in one launch, trial blockIdx.y's buffers
+// and StepState from its entry; the same updates as the kernels above, trial by trial.
+struct TrialOptimizer {
+  float* params;
+  const float* grads;
+  float* first;
+  float* second;
+  StepState* state;
+  double beta1, beta2;
+};
+
+__global__ void trials_begin_step_kernel(const TrialOptimizer* trials, int count, bool adam) {
+  const int t = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
+  if (t < count) begin_step(trials[t].state, adam, trials[t].beta1, trials[t].beta2);
+}
+
+__global__ void trials_update_kernel(const TrialOptimizer* trials, int64_t n, OptimizerType type,
+                                     bool momentum) {
+  const TrialOptimizer b = trials[blockIdx.y];
+  StepState* state = b.state;
+  const int64_t first_i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
+  const int64_t stride = int64_t{gridDim.x} * blockDim.x;
+  switch (type) {
+    case OptimizerType::SGD:
+      if (momentum) {
+        const SgdCoefficients c = state->rates.sgd;
+        const bool first = state->steps == 1;  // the trials' begin step has counted it
+        for (int64_t i = first_i; i < n; i += stride)
+          sgd_momentum_update(b.params[i], b.grads[i], b.first[i], first, c);
+      } else {
+        const SgdCoefficients c = state->rates.sgd;
+        count_step(state);
+        for (int64_t i = first_i; i < n; i += stride) sgd_update(b.params[i], b.grads[i], c);
+      }
+      return;
+    case OptimizerType::Adam:
+    case OptimizerType::AdamW: {
+      const AdamCoefficients c = state->rates.adam;
+      const AdamStepScale scale = state->adam;
+      for (int64_t i = first_i; i < n; i += stride)
+        adam_update(b.params[i], b.grads[i], b.first[i], b.second[i], c, scale);
+      return;
+    }
+    case OptimizerType::RMSprop: {
+      const RmspropCoefficients c = state->rates.rmsprop;
+      count_step(state);
+      for (int64_t i = first_i; i < n; i += stride)
+        rmsprop_update(b.params[i], b.grads[i], b.first[i], c);
+      return;
+    }
+    case OptimizerType::Adadelta: {
+      const AdadeltaCoefficients c = state->rates.adadelta;
+      count_step(state);
+      for (int64_t i = first_i; i < n; i += stride)
+        adadelta_update(b.params[i], b.grads[i], b.first[i], b.second[i], c);
+      return;
+    }
   }
 }
 
@@ -196,6 +262,19 @@ class GpuOptimizer final : public OptimizerKernel {
     upload_rates(lr);
   }
 
+  // What a fused group's one launch for all its trials' steps needs of this one (TrialsUpdate).
+  bool reads_step() const {
+    const bool adam = type_ == OptimizerType::Adam || type_ == OptimizerType::AdamW;
+    return adam || (type_ == OptimizerType::SGD && momentum());
+  }
+  bool momentum() const { return static_cast<float>(s_.momentum) != 0.0f; }
+  OptimizerType type() const { return type_; }
+  int64_t parameters() const { return n_; }
+  TrialOptimizer trial(float* params, const float* grads) {
+    return {params,   grads,   first_.as<float>(), second_.as<float>(), state_.as<StepState>(),
+            s_.beta1, s_.beta2};
+  }
+
   std::vector<OptimizerStateBuffer> state_buffers() override {
     switch (type_) {
       case OptimizerType::SGD:
@@ -228,7 +307,61 @@ class GpuOptimizer final : public OptimizerKernel {
   DeviceBuffer second_;  // Adam v, Adadelta u
 };
 
+// The steps of a fused group's trials, one launch for all (two where the update reads the step:
+// the trials' counts and Adam's corrections first, as GpuOptimizer::step does for one).
+class GpuTrialsUpdate final : public TrialsUpdate {
+ public:
+  GpuTrialsUpdate(CudaBackend& be, std::vector<TrialOptimizer> trials, const GpuOptimizer& first)
+      : be_(be),
+        count_(static_cast<int>(trials.size())),
+        n_(first.parameters()),
+        type_(first.type()),
+        momentum_(first.momentum()),
+        reads_step_(first.reads_step()),
+        trials_(be.allocate(trials.size() * sizeof(TrialOptimizer))) {
+    be.upload(trials_.as<TrialOptimizer>(), trials.data(), trials.size() * sizeof(TrialOptimizer));
+  }
+
+  void run() override {
+    const bool adam = type_ == OptimizerType::Adam || type_ == OptimizerType::AdamW;
+    const TrialOptimizer* trials = trials_.as<TrialOptimizer>();
+    if (reads_step_ || n_ == 0) {
+      XO_CUDA_LAUNCH(trials_begin_step_kernel, blocks_for(count_), kThreads, 0, be_.stream(),
+                     trials, count_, adam);
+    }
+    if (n_ == 0) return;
+    XO_CUDA_LAUNCH(trials_update_kernel, dim3(blocks_for(n_), static_cast<unsigned>(count_)),
+                   kThreads, 0, be_.stream(), trials, n_, type_, momentum_);
+  }
+
+ private:
+  CudaBackend& be_;
+  int count_;
+  int64_t n_;
+  OptimizerType type_;
+  bool momentum_, reads_step_;
+  DeviceBuffer trials_;  // [count] TrialOptimizer
+};
+
 }  // namespace
+
+std::unique_ptr<TrialsUpdate> make_trials_update(
+    CudaBackend& be, const std::vector<TrialsStepShape::Trial>& trials) {
+  std::vector<TrialOptimizer> entries;
+  const GpuOptimizer* first = nullptr;
+  for (const TrialsStepShape::Trial& t : trials) {
+    auto* o = dynamic_cast<GpuOptimizer*>(t.optimizer);
+    if (o == nullptr) return nullptr;
+    if (first == nullptr) first = o;
+    // One launch takes one kind of update over buffers of one size.
+    if (o->type() != first->type() || o->momentum() != first->momentum() ||
+        o->parameters() != first->parameters())
+      return nullptr;
+    entries.push_back(o->trial(t.params, t.grads));
+  }
+  if (first == nullptr) return nullptr;
+  return std::make_unique<GpuTrialsUpdate>(be, std::move(entries), *first);
+}
 
 std::unique_ptr<OptimizerKernel> make_optimizer(CudaBackend& be, const OptimizerSettings& spec,
                                                 int64_t parameters) {

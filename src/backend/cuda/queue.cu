@@ -22,6 +22,34 @@ __global__ void next_batch_kernel(const float* src, const int32_t* src_labels,
 __global__ void advance_kernel(int64_t* position, int64_t by) { *position += by; }
 __global__ void increment_kernel(uint64_t* counter) { *counter += 1; }
 
+// Fused trials: trial blockIdx.y's batch from its own source and order into its rows of dst.
+__global__ void trials_next_batch_kernel(const TrialBatchSource* sources, int64_t rows,
+                                         int64_t row_floats, float* dst, int32_t* dst_labels) {
+  const TrialBatchSource s = sources[blockIdx.y];
+  const int32_t* index = s.order + *s.position;
+  const int64_t n = rows * row_floats;
+  dst += blockIdx.y * n;
+  dst_labels += blockIdx.y * rows;
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t r = i / row_floats, c = i - r * row_floats;
+    const int64_t from = index[r];
+    dst[i] = s.x[from * row_floats + c];
+    if (c == 0) dst_labels[r] = s.y[from];
+  }
+}
+
+// Runs after trials_next_batch_kernel: every thread of that one has read its trial's position.
+__global__ void trials_advance_kernel(const TrialBatchSource* sources, int trials, int64_t by) {
+  const int t = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
+  if (t < trials) *sources[t].position += by;
+}
+
+__global__ void trials_increment_kernel(uint64_t* const* counters, int trials) {
+  const int t = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
+  if (t < trials) *counters[t] += 1;
+}
+
 __global__ void accumulate_kernel(float* dst, const float* src, int64_t n) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
        i += int64_t{gridDim.x} * blockDim.x) {
@@ -43,6 +71,20 @@ void launch_next_batch(cudaStream_t stream, const float* src, const int32_t* src
   XO_CUDA_LAUNCH(next_batch_kernel, blocks_for(rows * row_floats), kThreads, 0, stream, src,
                  src_labels, order, position, rows, row_floats, dst, dst_labels);
   XO_CUDA_LAUNCH(advance_kernel, 1, 1, 0, stream, position, rows);
+}
+
+void launch_trials_next_batch(cudaStream_t stream, const TrialBatchSource* sources, int trials,
+                              int64_t rows, int64_t row_floats, float* dst, int32_t* dst_labels) {
+  const dim3 grid(blocks_for(rows * row_floats), static_cast<unsigned>(trials));
+  XO_CUDA_LAUNCH(trials_next_batch_kernel, grid, kThreads, 0, stream, sources, rows, row_floats,
+                 dst, dst_labels);
+  XO_CUDA_LAUNCH(trials_advance_kernel, blocks_for(trials), kThreads, 0, stream, sources, trials,
+                 rows);
+}
+
+void launch_trials_increment(cudaStream_t stream, uint64_t* const* counters, int trials) {
+  XO_CUDA_LAUNCH(trials_increment_kernel, blocks_for(trials), kThreads, 0, stream, counters,
+                 trials);
 }
 
 void launch_increment(cudaStream_t stream, uint64_t* counter) {
