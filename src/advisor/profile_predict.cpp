@@ -437,9 +437,20 @@ ProfilePrediction predict_fused_with_profile(const ModelSpec& spec, int64_t batc
       add(node_sample(layout, i, batch, groups), Part::Node, per_group);
     }
   }
-  add(loss_sample(spec, layout, batch, groups), Part::Small, per_group);
-  add(optimizer_sample(spec, layout), Part::Small, per_group);
-  add(gather_sample(layout, batch), Part::Small, per_group);  // a fused trial always gathers
+  // The trials' own loss, optimizer step and gather (a fused trial always gathers): on a GPU one
+  // kernel each for the group's trials, as tall as their work together (Backend::trials_step); on
+  // a CPU trial by trial on the group's worker.
+  const bool batched = target.kind == DeviceKind::Gpu;
+  const int times = batched ? 1 : per_group;
+  const int64_t rows = batched ? batch * per_group : batch;
+  KernelSample optimizer = optimizer_sample(spec, layout);
+  if (batched) {
+    optimizer.in_size *= per_group;
+    optimizer.bytes *= per_group;
+  }
+  add(loss_sample(spec, layout, rows, groups), Part::Small, times);
+  add(optimizer, Part::Small, times);
+  add(gather_sample(layout, rows), Part::Small, times);
   const double step_fixed = step_fixed_us(source, target, own, graph, groups);
   acc.fixed_us += step_fixed;
   us += step_fixed;

@@ -301,7 +301,7 @@ DeviceProfile gpu_profile() {
 // Fused trials (predict_fused_with_profile): on a GPU one group, each Linear one kernel as tall
 // as the trials' batches together, and the loss, optimizer and gather once per trial; on a CPU of
 // two shard threads, two groups each on one thread.
-TEST(ProfilePredict, FusedTrialsShareEachLinearAndRunTheRestPerTrial) {
+TEST(ProfilePredict, FusedTrialsShareEachLinearAndOnAGpuTheirLossOptimizerAndGather) {
   DeviceProfile gpu = gpu_profile();
   KernelSample gather = small("batch", "", 8, 1, 4, 8.0 * 8 * 4, 2);
   gather.graph_forward_us = 1;
@@ -318,9 +318,11 @@ TEST(ProfilePredict, FusedTrialsShareEachLinearAndRunTheRestPerTrial) {
   const ProfilePrediction four =
       predict_fused_with_profile(spec, 8, 4, gpu, profile_target(gpu), true);
   EXPECT_EQ(four.shards, 1);
-  EXPECT_EQ(four.interpolated, 2);  // the two Linears at batch 32, from their batch-8 samples
-  // The loss, optimizer and gather four times; the Linears' launches shared: less than 4x.
-  EXPECT_GE((four.seconds - one.seconds) * 1e6, 3 * (1.5 + 2 + 1) - 1e-9);
+  // The two Linears, the loss and the gather at batch 32, the optimizer over 4 models' parameters,
+  // each from its one-trial sample: every kernel one launch for the four trials (the Linears with
+  // a trial dimension, the rest Backend::trials_step's): less than 4x.
+  EXPECT_EQ(four.interpolated, 5);
+  EXPECT_GT(four.seconds, one.seconds);
   EXPECT_LT(four.seconds, 4 * one.seconds);
   EXPECT_NEAR(four.kernels_s + four.fixed_s, four.seconds, 1e-15);
   // A CPU of two shard threads: four trials in two groups of two, each group on one thread.
