@@ -5,7 +5,8 @@
 // step left out), and their ratio; and the fused step `advise --trials` predicts for this device
 // (predict_fused_with_profile, from the profiles advise uses: this machine's cached one, else the
 // shipped ones), against the measured one. No process start, no data loading: the loop alone.
-// "at peak": the ratio a fused loop running at the f32 matmul peak probed in the same run would
+// "rounds": the lowest and highest of the rounds' ratios (each round's fused group against its
+// own trial alone). "at peak": the ratio a fused loop running at the f32 matmul peak probed in the same run would
 // reach (the peak over one trial's achieved FLOP/s alone): no kernel can go past it. --repeat N
 // runs N rounds (alone, then each K) and reports the medians of the rounds' medians: this VM's
 // speed moves from one process (and second) to the next.
@@ -131,9 +132,9 @@ int main(int argc, char** argv) {
              be->info().id, be->info().threads, peaks.matmul_gflops);
   // What advise predicts here for K fused trials.
   xo::AdviceOptions advice = xo::with_profiles({});
-  fmt::print("{:<10} {:>4} {:>12} {:>16} {:>16} {:>8} {:>8} {:>10} {:>13} {:>7}\n", "model", "K",
-             "step ms", "trial-steps/s", "alone steps/s", "ratio", "at peak", "MiB", "predicted ms",
-             "error");
+  fmt::print("{:<10} {:>4} {:>12} {:>16} {:>16} {:>8} {:>11} {:>8} {:>10} {:>13} {:>7}\n",
+             "model", "K", "step ms", "trial-steps/s", "alone steps/s", "ratio", "rounds",
+             "at peak", "MiB", "predicted ms", "error");
   nlohmann::json rows = nlohmann::json::array();
   for (const std::string& name : models) {
     const xo::ModelSpec base = *xo::builtin_spec(name);
@@ -169,6 +170,11 @@ int main(int argc, char** argv) {
       const xo::TrainResult& fused = first_fused[i];
       const double step_ms = median(fused_ms[i]);
       const double rate = k * 1e3 / step_ms;
+      // Each round's ratio (its fused group against its own trial alone): their spread.
+      std::vector<double> round_ratios;
+      for (size_t r = 0; r < fused_ms[i].size(); ++r)
+        round_ratios.push_back(k * alone_ms[r] / fused_ms[i][r]);
+      const auto [lo, hi] = std::minmax_element(round_ratios.begin(), round_ratios.end());
       // The ratio a fused loop at the probed peak would reach: beyond it no kernel can go.
       const double alone_gflops = fused.flops_per_step / (alone_median * 1e-3) / 1e9;
       const double ceiling = peaks.matmul_gflops / alone_gflops;
@@ -179,9 +185,10 @@ int main(int argc, char** argv) {
       const xo::Model one(base, *be);
       const xo::MemoryEstimate memory = xo::fused_memory(one, data, base.train, k);
       fmt::print(
-          "{:<10} {:>4} {:>12.4f} {:>16.0f} {:>16.0f} {:>7.2f}x {:>7.1f}x {:>10.1f} {:>13.4f} "
-          "{:>6.0f}%\n",
-          name, k, step_ms, rate, alone_rate, rate / alone_rate, ceiling,
+          "{:<10} {:>4} {:>12.4f} {:>16.0f} {:>16.0f} {:>7.2f}x {:>11} {:>7.1f}x {:>10.1f} "
+          "{:>13.4f} {:>6.0f}%\n",
+          name, k, step_ms, rate, alone_rate, rate / alone_rate,
+          fmt::format("{:.1f}-{:.1f}x", *lo, *hi), ceiling,
           memory.total() / 1048576.0, predicted_ms, 100 * (predicted_ms / step_ms - 1));
       std::fflush(stdout);
       rows.push_back({{"model", name},
@@ -196,6 +203,7 @@ int main(int argc, char** argv) {
                       {"alone_steps_per_second", alone_rate},
                       {"alone_gflops", alone_gflops},
                       {"ratio", rate / alone_rate},
+                      {"ratio_rounds", round_ratios},
                       {"ratio_at_peak", ceiling},
                       {"trial_flops_per_step", fused.flops_per_step},
                       {"estimated_bytes", memory.total()},
