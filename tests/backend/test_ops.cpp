@@ -776,10 +776,11 @@ TEST(BatchNormKernel, RunningStatisticsAndInference) {
   EXPECT_EQ(to_host(*be, count)[0], 1.0f);
 }
 
-// The softmax's exponentials (the CPU's own vectorised exp of the shifted logits) against double
-// precision over the whole range a shifted logit takes, down to where exp underflows: rows [0, x]
-// with label 0, whose gradient at x is softmax(x) / batch = exp(x) / (1 + exp(x)) / batch.
-TEST(CrossEntropyKernel, SoftmaxWithinAFewUlpOverTheWholeRange) {
+// The softmax's exponentials and the log of their sum (the CPU's own vectorised exp and log)
+// against double precision over the whole range a shifted logit takes, down to where exp
+// underflows: rows [0, x] with label 0, whose gradient at x is softmax(x) / batch = exp(x) / (1 +
+// exp(x)) / batch and whose loss is log(1 + exp(x)).
+TEST(CrossEntropyKernel, SoftmaxAndLossWithinAFewUlpOverTheWholeRange) {
   for (auto& be : backends_here()) {
     SCOPED_TRACE(be->info().id);
     constexpr int64_t kRows = 4000;
@@ -790,6 +791,11 @@ TEST(CrossEntropyKernel, SoftmaxWithinAFewUlpOverTheWholeRange) {
       logits[2 * r + 1] = -95.0f * static_cast<float>(r) / (kRows - 1);  // 0 ... -95
     }
     const OpResult out = run_loss(*be, LossKind::CrossEntropy, 2, labels, logits, 1.0f);
+    // The loss: the mean of log(1 + exp(x)) (its log of the sum too is the CPU's own).
+    double expected_loss = 0;
+    for (int64_t r = 0; r < kRows; ++r) expected_loss += std::log1p(std::exp(logits[2 * r + 1]));
+    expected_loss /= kRows;
+    EXPECT_NEAR(out.output[0], expected_loss, 2e-6 * expected_loss);
     double worst = 0;
     for (int64_t r = 0; r < kRows; ++r) {
       const double x = logits[2 * r + 1];
@@ -802,6 +808,13 @@ TEST(CrossEntropyKernel, SoftmaxWithinAFewUlpOverTheWholeRange) {
       worst = std::max(worst, std::abs(got - expected) / expected);
     }
     EXPECT_LT(worst, 4 * 1.2e-7);  // 4 ulp of float
+    // A NaN logit makes the loss NaN (a diverged run is seen), in a row of any class count.
+    for (const int64_t classes : {2, 3}) {
+      std::vector<float> bad(static_cast<size_t>(4 * classes), 0.5f);
+      bad[static_cast<size_t>(classes) + 1] = std::nanf("");
+      const OpResult nan = run_loss(*be, LossKind::CrossEntropy, classes, {0, 1, 0, 1}, bad, 1.0f);
+      EXPECT_TRUE(std::isnan(nan.output[0])) << classes << " classes";
+    }
   }
 }
 

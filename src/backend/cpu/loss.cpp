@@ -32,8 +32,37 @@ inline float shifted_exp(float x) {
   p = std::fma(p, r, 5.0000001201e-1f);
   const float e = std::fma(p, r * r, r) + 1.0f;
   const bool under = x < -87.6f;
-  const int32_t exponent = under ? 0 : (static_cast<int32_t>(n) + 127) << 23;  // 2^n, n >= -126
+  // 2^n, n >= -126 where kept (a NaN's n taken as 0: its e is NaN already)
+  const int32_t exponent = (static_cast<int32_t>(under || n != n ? 0.0f : n) + 127) << 23;
   return under ? 0.0f : e * std::bit_cast<float>(exponent);
+}
+
+// log(s) for a softmax's sum of shifted exponentials (each in (0, 1], the largest 1, so s in
+// [1, classes]) as one vectorisable expression: s = 2^k m with m in [sqrt(1/2), sqrt(2)), log(m)
+// by Cephes' polynomial for logf, k ln 2 with ln 2 split in two. A NaN stays NaN.
+inline float sum_log(float s) {
+  const auto bits = std::bit_cast<int32_t>(s);
+  // m in [1, 2), halved above sqrt(2); both computed, so that the loop holds no branch.
+  const float whole = std::bit_cast<float>((bits & 0x007fffff) | 0x3f800000);
+  const bool high = whole > 1.41421356f;
+  const float m = high ? whole * 0.5f : whole;
+  const int32_t k = (bits >> 23) - 127 + (high ? 1 : 0);
+  const float f = m - 1.0f, f2 = f * f;
+  float p = 7.0376836292e-2f;
+  p = std::fma(p, f, -1.1514610310e-1f);
+  p = std::fma(p, f, 1.1676998740e-1f);
+  p = std::fma(p, f, -1.2420140846e-1f);
+  p = std::fma(p, f, 1.4249322787e-1f);
+  p = std::fma(p, f, -1.6668057665e-1f);
+  p = std::fma(p, f, 2.0000714765e-1f);
+  p = std::fma(p, f, -2.4999993993e-1f);
+  p = std::fma(p, f, 3.3333331174e-1f);
+  const auto kf = static_cast<float>(k);
+  float y = f * f2 * p;
+  y = std::fma(kf, -2.12194440e-4f, y);
+  y = std::fma(-0.5f, f2, y);
+  const float log = f + y + kf * 0.693359375f;
+  return s == s ? log : s;
 }
 
 class CpuCrossEntropy final : public LossKernel {
@@ -47,6 +76,44 @@ class CpuCrossEntropy final : public LossKernel {
 
   void forward_backward(const float* logits, const int32_t* labels, float* d_logits,
                         LossStats* stats) override {
+    if (classes_ != 2) return any_classes(logits, labels, d_logits, stats);
+    if (d_logits) return two_classes<true>(logits, labels, d_logits, stats);
+    two_classes<false>(logits, labels, d_logits, stats);
+  }
+
+ private:
+  // Two classes (the disc models'): the rows are the vector's lanes, so that a batch's softmax,
+  // loss, accuracy and gradient are one vectorised loop, where a row at a time is scalar code and
+  // a call to logf each. The same arithmetic as any_classes' but the log (sum_log, within a few
+  // ulp of logf) and the order in which the rows' losses are summed (in double, lane by lane).
+  template <bool Gradient>
+  void two_classes(const float* logits, const int32_t* labels, float* d_logits,
+                   LossStats* stats) const {
+    const float inv_norm = 1.0f / static_cast<float>(normalizer_);
+    double loss = 0.0;
+    int64_t correct = 0;
+#pragma omp simd reduction(+ : loss, correct)
+    for (int64_t r = 0; r < batch_; ++r) {
+      const float x0 = logits[2 * r], x1 = logits[2 * r + 1];
+      const float max = x1 > x0 ? x1 : x0;
+      const int32_t arg_max = x1 > x0 ? 1 : 0;  // the first of the largest, as the scan's
+      const float e0 = shifted_exp(x0 - max), e1 = shifted_exp(x1 - max);
+      const float sum = e0 + e1;
+      const int32_t label = labels[r];
+      loss += static_cast<double>(sum_log(sum) - ((label == 1 ? x1 : x0) - max));
+      correct += arg_max == label ? 1 : 0;
+      if constexpr (Gradient) {
+        const float scale = inv_norm / sum;
+        d_logits[2 * r] = e0 * scale - (label == 0 ? inv_norm : 0.0f);
+        d_logits[2 * r + 1] = e1 * scale - (label == 1 ? inv_norm : 0.0f);
+      }
+    }
+    stats->loss_sum += loss / static_cast<double>(normalizer_);
+    stats->correct += static_cast<double>(correct);
+    stats->samples += static_cast<double>(batch_);
+  }
+
+  void any_classes(const float* logits, const int32_t* labels, float* d_logits, LossStats* stats) {
     const int64_t c = classes_, n = batch_ * classes_;
     const float inv_norm = 1.0f / static_cast<float>(normalizer_);
     float* e = exps_.data();
@@ -90,7 +157,6 @@ class CpuCrossEntropy final : public LossKernel {
     stats->samples += static_cast<double>(batch_);
   }
 
- private:
   int64_t batch_, classes_, normalizer_;
   std::vector<float> exps_;     // [batch, classes] scratch, allocated at plan time
   std::vector<float> row_max_;  // [batch]
