@@ -198,7 +198,7 @@ double majority_class_error(const std::vector<int32_t>& labels) {
 
 std::string stuck_warning(const TrainResult& r) {
   constexpr double kPoints = 0.5;  // percentage points of slack
-  if (r.epochs.empty() || !std::isfinite(r.majority_class_error) ||
+  if (r.epochs.empty() || r.step_limited || !std::isfinite(r.majority_class_error) ||
       !std::isfinite(r.final_train_error) ||
       r.final_train_error < r.majority_class_error - kPoints) {
     return "";

@@ -198,6 +198,8 @@ TrainResult result_of(TrainPlan& plan, const TrainState& state, const TrainSpec&
   note_loss_checks(state, stop == Stop::Diverged, r);
   r.resumed_at_step = resumed_at;
   r.paused = paused(stop, state, train, last_epoch);
+  // The step limit ends the run inside an epoch (StepLimit) or at an epoch's end before the last.
+  r.step_limited = stop == Stop::StepLimit || (stop == Stop::None && state.epoch < last_epoch);
   if (checkpoints) {
     r.checkpoints_written = checkpoints->written();
     r.checkpoint_wait_ms = checkpoints->wait_ms();

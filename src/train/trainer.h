@@ -97,6 +97,9 @@ struct TrainResult {
   std::vector<double> node_forward_ms, node_backward_ms;
   double loss_ms = 0;
   bool interrupted = false;  // stopped early by Ctrl-C: epochs holds what completed
+  // Ended by a step limit (ExecutionOptions::max_steps, FusedOptions::max_steps) before its
+  // epochs: a measurement of the step, not a training to judge (not in results.json).
+  bool step_limited = false;
   // [train.early_stopping]: the figure watched (empty: no early stopping) with the rule's
   // patience and min_delta; whether the rule stopped training before train.epochs, the best epoch
   // (1-based; 0: none improved) and its figure, and whether its parameters were put back at the
@@ -171,7 +174,8 @@ TrainResult train_model(Model& model, const Dataset& data, const TrainSpec& trai
 // The percent of `labels` outside the most frequent class (NaN without labels).
 double majority_class_error(const std::vector<int32_t>& labels);
 // A warning when a result's training error is no better than majority_class_error (within half a
-// percentage point): the model predicts one class, or learned nothing else; empty otherwise.
+// percentage point): the model predicts one class, or learned nothing else; empty otherwise, and
+// for a run a step limit cut short (a measurement: it had no time to learn).
 std::string stuck_warning(const TrainResult& r);
 
 }  // namespace xo

@@ -345,6 +345,7 @@ TrainResult result_of(Trial& t, double setup_seconds, int group_size) {
   t.rules.finish(t.plan, t.state, t.end == End::Completed || t.end == End::EarlyStopping, r);
   note_loss_checks(t.state, t.end == End::Diverged, r);
   r.paused = t.end == End::Paused;
+  r.step_limited = t.end == End::StepLimit;
   r.fused_trials = group_size;
   // Each trial's batch is gathered and its optimizer steps inside the group's forward and backward
   // phase (train_batches).

@@ -53,6 +53,25 @@ TEST(Training, Disc4LearnsTheDiscInOneHundredEpochs) {
   EXPECT_EQ(stuck_warning(run.result), "");
 }
 
+// A step limit (a measurement: advise's, --steps) ends the run before its epochs, inside an epoch
+// or at an epoch's end, and says so; a run to its last epoch does not.
+TEST(Training, AStepLimitedRunSaysItWasCutShort) {
+  EXPECT_FALSE(train_builtin("disc-2", 3, 1).result.step_limited);
+  ModelSpec spec = *builtin_spec("disc-2");
+  spec.train.epochs = 5;
+  auto be = make_backend(parse_device("cpu", 1));
+  const Dataset data = load_data(spec.data, data_request(spec, 2)).train;
+  for (const int64_t steps : {25, 20, 50}) {  // inside epoch 3, at epoch 2's end, at the last's
+    Model model(spec, *be);
+    model.init(spec.train.seed);
+    ExecutionOptions exec;
+    exec.max_steps = steps;
+    const TrainResult r = train_model(model, data, spec.train, {}, exec);
+    EXPECT_EQ(r.steps_taken, steps);
+    EXPECT_EQ(r.step_limited, steps < 50) << steps << " steps";
+  }
+}
+
 TEST(Training, MajorityClassErrorIsTheShareOutsideTheMostFrequentClass) {
   EXPECT_DOUBLE_EQ(majority_class_error({0, 1, 1, 1, 2, 1, 0, 1}), 100.0 * 3 / 8);
   EXPECT_DOUBLE_EQ(majority_class_error({4, 4}), 0.0);
@@ -69,7 +88,7 @@ TEST(Training, TheEpochLossIsAMeanPerSampleWithThePartialBatchWeightedBySize) {
 }
 
 // A model stuck at the class balance (disc-11 and disc-12 predicting "outside" for every point)
-// is told; one that learned, or one with no finished epoch, is not.
+// is told; one that learned, one with no finished epoch, or one a step limit cut short, is not.
 TEST(Training, AModelNoBetterThanTheMajorityClassIsWarnedAbout) {
   TrainResult r;
   r.model = "disc-12";
@@ -87,6 +106,9 @@ TEST(Training, AModelNoBetterThanTheMajorityClassIsWarnedAbout) {
   r.final_train_error = 3.0;
   EXPECT_EQ(stuck_warning(r), "");
   r.final_train_error = 12.5;
+  r.step_limited = true;  // a measurement cut short by --steps: no time to learn, nothing said
+  EXPECT_EQ(stuck_warning(r), "");
+  r.step_limited = false;
   r.epochs.clear();
   EXPECT_EQ(stuck_warning(r), "");
 }
