@@ -67,58 +67,10 @@ __device__ __forceinline__ void count_step(StepState* state) {
   if (blockIdx.x == 0 && threadIdx.x == 0) state->steps += 1;
 }
 
-__global__ void sgd_kernel(float* params, const float* grads, int64_t n, StepState* state) {
-  const SgdCoefficients c = state->rates.sgd;
-  count_step(state);
-  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
-       i += int64_t{gridDim.x} * blockDim.x) {
-    sgd_update(params[i], grads[i], c);
-  }
-}
-
-__global__ void sgd_momentum_kernel(float* params, const float* grads, float* buf, int64_t n,
-                                    const StepState* state) {
-  const SgdCoefficients c = state->rates.sgd;
-  const bool first = state->steps == 1;  // begin_step has counted the step being applied
-  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
-       i += int64_t{gridDim.x} * blockDim.x) {
-    sgd_momentum_update(params[i], grads[i], buf[i], first, c);
-  }
-}
-
-__global__ void adam_kernel(float* params, const float* grads, float* m, float* v, int64_t n,
-                            const StepState* state) {
-  const AdamCoefficients c = state->rates.adam;
-  const AdamStepScale scale = state->adam;
-  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
-       i += int64_t{gridDim.x} * blockDim.x) {
-    adam_update(params[i], grads[i], m[i], v[i], c, scale);
-  }
-}
-
-__global__ void rmsprop_kernel(float* params, const float* grads, float* v, int64_t n,
-                               StepState* state) {
-  const RmspropCoefficients c = state->rates.rmsprop;
-  count_step(state);
-  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
-       i += int64_t{gridDim.x} * blockDim.x) {
-    rmsprop_update(params[i], grads[i], v[i], c);
-  }
-}
-
-__global__ void adadelta_kernel(float* params, const float* grads, float* v, float* u, int64_t n,
-                                StepState* state) {
-  const AdadeltaCoefficients c = state->rates.adadelta;
-  count_step(state);
-  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
-       i += int64_t{gridDim.x} * blockDim.x) {
-    adadelta_update(params[i], grads[i], v[i], u[i], c);
-  }
-}
-
-// Fused trials: each trial's optimizer (all of one kind) in one launch, trial blockIdx.y's buffers
-// and StepState from its entry; the same updates as the kernels above, trial by trial.
-struct TrialOptimizer {
+// The buffers and per-step values of one optimizer's step: its parameters and gradients, its state
+// buffers (SGD momentum, Adam m and v, RMSprop v, Adadelta v and u) and its StepState, and Adam's
+// betas for begin_step.
+struct UpdateBuffers {
   float* params;
   const float* grads;
   float* first;
@@ -127,30 +79,26 @@ struct TrialOptimizer {
   double beta1, beta2;
 };
 
-__global__ void trials_begin_step_kernel(const TrialOptimizer* trials, int count, bool adam) {
-  const int t = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
-  if (t < count) begin_step(trials[t].state, adam, trials[t].beta1, trials[t].beta2);
-}
-
-__global__ void trials_update_kernel(const TrialOptimizer* trials, int64_t n, OptimizerType type,
-                                     bool momentum) {
-  const TrialOptimizer b = trials[blockIdx.y];
+// One step of the update rule over elements [0, n) of b's buffers (grid-stride over blockIdx.x),
+// with the rates and counts in b's StepState.
+__device__ __forceinline__ void update(const UpdateBuffers& b, int64_t n, OptimizerType type,
+                                       bool momentum) {
   StepState* state = b.state;
   const int64_t first_i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
   const int64_t stride = int64_t{gridDim.x} * blockDim.x;
   switch (type) {
-    case OptimizerType::SGD:
+    case OptimizerType::SGD: {
+      const SgdCoefficients c = state->rates.sgd;
       if (momentum) {
-        const SgdCoefficients c = state->rates.sgd;
-        const bool first = state->steps == 1;  // the trials' begin step has counted it
+        const bool first = state->steps == 1;  // begin_step has counted the step being applied
         for (int64_t i = first_i; i < n; i += stride)
           sgd_momentum_update(b.params[i], b.grads[i], b.first[i], first, c);
       } else {
-        const SgdCoefficients c = state->rates.sgd;
         count_step(state);
         for (int64_t i = first_i; i < n; i += stride) sgd_update(b.params[i], b.grads[i], c);
       }
       return;
+    }
     case OptimizerType::Adam:
     case OptimizerType::AdamW: {
       const AdamCoefficients c = state->rates.adam;
@@ -176,6 +124,22 @@ __global__ void trials_update_kernel(const TrialOptimizer* trials, int64_t n, Op
   }
 }
 
+__global__ void update_kernel(UpdateBuffers b, int64_t n, OptimizerType type, bool momentum) {
+  update(b, n, type, momentum);
+}
+
+// Fused trials: each trial's optimizer (all of one kind) in one launch, trial blockIdx.y's buffers
+// and StepState from its entry.
+__global__ void trials_begin_step_kernel(const UpdateBuffers* trials, int count, bool adam) {
+  const int t = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
+  if (t < count) begin_step(trials[t].state, adam, trials[t].beta1, trials[t].beta2);
+}
+
+__global__ void trials_update_kernel(const UpdateBuffers* trials, int64_t n, OptimizerType type,
+                                     bool momentum) {
+  update(trials[blockIdx.y], n, type, momentum);
+}
+
 class GpuOptimizer final : public OptimizerKernel {
  public:
   GpuOptimizer(CudaBackend& be, const OptimizerSettings& spec, int64_t n)
@@ -187,7 +151,7 @@ class GpuOptimizer final : public OptimizerKernel {
     switch (type_) {
       case OptimizerType::SGD:
         // Exactly when step() takes the momentum path (mu != 0 in f32).
-        if (static_cast<float>(s_.momentum) != 0.0f) first_ = be.allocate(bytes);
+        if (momentum()) first_ = be.allocate(bytes);
         break;
       case OptimizerType::Adam:
       case OptimizerType::AdamW:
@@ -205,39 +169,13 @@ class GpuOptimizer final : public OptimizerKernel {
   }
 
   void step(float* params, const float* grads) override {
-    const bool adam = type_ == OptimizerType::Adam || type_ == OptimizerType::AdamW;
     StepState* state = state_.as<StepState>();
-    const bool reads_step =
-        adam || (type_ == OptimizerType::SGD && static_cast<float>(s_.momentum) != 0.0f);
-    if (reads_step || n_ == 0) {
-      XO_CUDA_LAUNCH(begin_step_kernel, 1, 1, 0, be_.stream(), state, adam, s_.beta1, s_.beta2);
+    if (reads_step() || n_ == 0) {
+      XO_CUDA_LAUNCH(begin_step_kernel, 1, 1, 0, be_.stream(), state, adam(), s_.beta1, s_.beta2);
     }
     if (n_ == 0) return;
-    const unsigned blocks = blocks_for(n_);
-    cudaStream_t stream = be_.stream();
-    switch (type_) {
-      case OptimizerType::SGD:
-        if (static_cast<float>(s_.momentum) == 0.0f) {
-          XO_CUDA_LAUNCH(sgd_kernel, blocks, kThreads, 0, stream, params, grads, n_, state);
-        } else {
-          XO_CUDA_LAUNCH(sgd_momentum_kernel, blocks, kThreads, 0, stream, params, grads,
-                         first_.as<float>(), n_, state);
-        }
-        return;
-      case OptimizerType::Adam:
-      case OptimizerType::AdamW:
-        XO_CUDA_LAUNCH(adam_kernel, blocks, kThreads, 0, stream, params, grads, first_.as<float>(),
-                       second_.as<float>(), n_, state);
-        return;
-      case OptimizerType::RMSprop:
-        XO_CUDA_LAUNCH(rmsprop_kernel, blocks, kThreads, 0, stream, params, grads,
-                       first_.as<float>(), n_, state);
-        return;
-      case OptimizerType::Adadelta:
-        XO_CUDA_LAUNCH(adadelta_kernel, blocks, kThreads, 0, stream, params, grads,
-                       first_.as<float>(), second_.as<float>(), n_, state);
-        return;
-    }
+    XO_CUDA_LAUNCH(update_kernel, blocks_for(n_), kThreads, 0, be_.stream(), buffers(params, grads),
+                   n_, type_, momentum());
   }
 
   // Downloads the device counter: waits for the queued steps.
@@ -262,15 +200,14 @@ class GpuOptimizer final : public OptimizerKernel {
     upload_rates(lr);
   }
 
-  // What a fused group's one launch for all its trials' steps needs of this one (TrialsUpdate).
-  bool reads_step() const {
-    const bool adam = type_ == OptimizerType::Adam || type_ == OptimizerType::AdamW;
-    return adam || (type_ == OptimizerType::SGD && momentum());
-  }
+  // What a step launches (and a fused group's one launch for all its trials' steps, TrialsUpdate):
+  // whether the update reads the step count (begin_step first), the kind of update, its buffers.
+  bool adam() const { return type_ == OptimizerType::Adam || type_ == OptimizerType::AdamW; }
   bool momentum() const { return static_cast<float>(s_.momentum) != 0.0f; }
+  bool reads_step() const { return adam() || (type_ == OptimizerType::SGD && momentum()); }
   OptimizerType type() const { return type_; }
   int64_t parameters() const { return n_; }
-  TrialOptimizer trial(float* params, const float* grads) {
+  UpdateBuffers buffers(float* params, const float* grads) {
     return {params,   grads,   first_.as<float>(), second_.as<float>(), state_.as<StepState>(),
             s_.beta1, s_.beta2};
   }
@@ -311,23 +248,23 @@ class GpuOptimizer final : public OptimizerKernel {
 // the trials' counts and Adam's corrections first, as GpuOptimizer::step does for one).
 class GpuTrialsUpdate final : public TrialsUpdate {
  public:
-  GpuTrialsUpdate(CudaBackend& be, std::vector<TrialOptimizer> trials, const GpuOptimizer& first)
+  GpuTrialsUpdate(CudaBackend& be, std::vector<UpdateBuffers> trials, const GpuOptimizer& first)
       : be_(be),
         count_(static_cast<int>(trials.size())),
         n_(first.parameters()),
         type_(first.type()),
+        adam_(first.adam()),
         momentum_(first.momentum()),
         reads_step_(first.reads_step()),
-        trials_(be.allocate(trials.size() * sizeof(TrialOptimizer))) {
-    be.upload(trials_.as<TrialOptimizer>(), trials.data(), trials.size() * sizeof(TrialOptimizer));
+        trials_(be.allocate(trials.size() * sizeof(UpdateBuffers))) {
+    be.upload(trials_.as<UpdateBuffers>(), trials.data(), trials.size() * sizeof(UpdateBuffers));
   }
 
   void run() override {
-    const bool adam = type_ == OptimizerType::Adam || type_ == OptimizerType::AdamW;
-    const TrialOptimizer* trials = trials_.as<TrialOptimizer>();
+    const UpdateBuffers* trials = trials_.as<UpdateBuffers>();
     if (reads_step_ || n_ == 0) {
       XO_CUDA_LAUNCH(trials_begin_step_kernel, blocks_for(count_), kThreads, 0, be_.stream(),
-                     trials, count_, adam);
+                     trials, count_, adam_);
     }
     if (n_ == 0) return;
     XO_CUDA_LAUNCH(trials_update_kernel, dim3(blocks_for(n_), static_cast<unsigned>(count_)),
@@ -339,15 +276,15 @@ class GpuTrialsUpdate final : public TrialsUpdate {
   int count_;
   int64_t n_;
   OptimizerType type_;
-  bool momentum_, reads_step_;
-  DeviceBuffer trials_;  // [count] TrialOptimizer
+  bool adam_, momentum_, reads_step_;
+  DeviceBuffer trials_;  // [count] UpdateBuffers
 };
 
 }  // namespace
 
 std::unique_ptr<TrialsUpdate> make_trials_update(
     CudaBackend& be, const std::vector<TrialsStepShape::Trial>& trials) {
-  std::vector<TrialOptimizer> entries;
+  std::vector<UpdateBuffers> entries;
   const GpuOptimizer* first = nullptr;
   for (const TrialsStepShape::Trial& t : trials) {
     auto* o = dynamic_cast<GpuOptimizer*>(t.optimizer);
@@ -357,7 +294,7 @@ std::unique_ptr<TrialsUpdate> make_trials_update(
     if (o->type() != first->type() || o->momentum() != first->momentum() ||
         o->parameters() != first->parameters())
       return nullptr;
-    entries.push_back(o->trial(t.params, t.grads));
+    entries.push_back(o->buffers(t.params, t.grads));
   }
   if (first == nullptr) return nullptr;
   return std::make_unique<GpuTrialsUpdate>(be, std::move(entries), *first);
