@@ -340,10 +340,12 @@ class CpuTrialsLinear final : public WeightedKernel {
         if (narrow(cols)) {
           alignas(64) float lanes[kLanes];
           for (int64_t l = 0; l < kLanes; ++l) lanes[l] = b ? b[l % cols] : 0.0f;
-          flat_runs(rows * cols, [&](int64_t k, int64_t n) {
+          const int64_t count = rows * cols, whole = count / kLanes * kLanes;
+          for (int64_t k = 0; k < whole; k += kLanes) {
 #pragma omp simd
-            for (int64_t l = 0; l < n; ++l) y[k + l] = activate<A>(y[k + l] + lanes[l]);
-          });
+            for (int64_t l = 0; l < kLanes; ++l) y[k + l] = activate<A>(y[k + l] + lanes[l]);
+          }
+          for (int64_t k = whole; k < count; ++k) y[k] = activate<A>(y[k] + lanes[k - whole]);
           continue;
         }
         for (int64_t r = 0; r < rows; ++r, y += cols) {
@@ -408,14 +410,6 @@ class CpuTrialsLinear final : public WeightedKernel {
   // row's start holds each column at the same lanes.
   static constexpr int64_t kLanes = 16;
   static bool narrow(int64_t cols) { return cols <= kLanes && kLanes % cols == 0; }
-  // body(k, n) over [0, count) in runs of kLanes (n = kLanes but for the last), each run
-  // starting at a multiple of kLanes.
-  template <typename Body>
-  static void flat_runs(int64_t count, Body&& body) {
-    int64_t k = 0;
-    for (; k + kLanes <= count; k += kLanes) body(k, kLanes);
-    if (k < count) body(k, count - k);
-  }
 
   template <typename Body>
   void run_trials(Body&& body) const {
