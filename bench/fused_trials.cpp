@@ -18,7 +18,9 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -86,6 +88,23 @@ xo::TrainResult fused_step(const xo::ModelSpec& base, const xo::DataSplit& data,
   return xo::train_fused(trials, data, options)[0];
 }
 
+// `value` of `flag` as a whole number of at least `least`; else says what was expected and exits.
+int64_t whole_number(const std::string& flag, const std::string& value, int64_t least) {
+  size_t used = 0;
+  int64_t n = 0;
+  try {
+    n = std::stoll(value, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != value.size() || n < least) {
+    std::fprintf(stderr, "%s %s: expected a whole number of at least %lld\n", flag.c_str(),
+                 value.c_str(), static_cast<long long>(least));
+    std::exit(2);
+  }
+  return n;
+}
+
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const size_t n = v.size();
@@ -103,25 +122,46 @@ int main(int argc, char** argv) {
   std::string device = "cpu";
   std::string json_path;
   int repeat = 1;  // rounds; each figure the median of its rounds' medians
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string flag = argv[i], value = argv[i + 1];
+  for (int i = 1; i < argc; i += 2) {
+    const std::string flag = argv[i];
+    if (i + 1 == argc) {
+      std::fprintf(stderr, "%s: expected a value after it\n", flag.c_str());
+      return 2;
+    }
+    const std::string value = argv[i + 1];
     if (flag == "--models") {
       models = split(value);
     } else if (flag == "--k") {
       ks.clear();
-      for (const std::string& k : split(value)) ks.push_back(std::stoi(k));
+      for (const std::string& k : split(value)) {
+        ks.push_back(static_cast<int>(whole_number(flag, k, 1)));
+      }
     } else if (flag == "--steps") {
-      steps = std::stoll(value);
+      steps = whole_number(flag, value, 2);  // the first step is left out of the medians
     } else if (flag == "--threads") {
-      threads = std::stoi(value);
+      threads = static_cast<int>(whole_number(flag, value, 0));
     } else if (flag == "--device") {
       device = value;
     } else if (flag == "--repeat") {
-      repeat = std::max(1, std::stoi(value));
+      repeat = static_cast<int>(whole_number(flag, value, 1));
     } else if (flag == "--json") {
       json_path = value;
     } else {
       std::fprintf(stderr, "unknown flag %s\n", flag.c_str());
+      return 2;
+    }
+  }
+  // Where the results go, checked before the runs: a missing folder would lose them at the end.
+  if (const std::filesystem::path dir = std::filesystem::path(json_path).parent_path();
+      !json_path.empty() && !dir.empty() && !std::filesystem::is_directory(dir)) {
+    std::fprintf(stderr, "--json %s: no folder %s to write it in\n", json_path.c_str(),
+                 dir.c_str());
+    return 2;
+  }
+  for (const std::string& name : models) {
+    if (!xo::builtin_spec(name)) {
+      std::fprintf(stderr, "--models: no built-in model '%s' (`crossover models` lists them)\n",
+                   name.c_str());
       return 2;
     }
   }
