@@ -52,12 +52,29 @@ double step_seconds(const DevicePrediction& p) {
 
 // The device counts of the catalog's instances that carry `device` several at a time with their
 // link given: the data-parallel runs cost_table prices.
+// The instance counts a run across several instances is priced on, where an instance's network
+// is given.
+constexpr int kAcrossInstances[] = {2, 4};
+
+// Whether `i` has what a run across several of it is priced with: its network, and the link
+// between its devices where it has several.
+bool priced_across(const CatalogInstance& i) {
+  return i.network_gbit > 0 && (i.device_count == 1 || i.interconnect_gbs > 0);
+}
+
+// The device counts of the catalog's runs on `device` on several devices: all of an instance's
+// devices where it carries several with their link given, and every device of 2 and 4 instances
+// where their network is given. The data-parallel runs cost_table prices.
 std::vector<int> scale_out_counts(const Catalog& catalog, const std::string& device) {
   std::vector<int> counts;
+  const auto add = [&counts](int n) {
+    if (std::find(counts.begin(), counts.end(), n) == counts.end()) counts.push_back(n);
+  };
   for (const CatalogInstance& i : catalog.instances) {
-    if (i.device == device && i.device_count > 1 && i.interconnect_gbs > 0 &&
-        std::find(counts.begin(), counts.end(), i.device_count) == counts.end()) {
-      counts.push_back(i.device_count);
+    if (i.device != device) continue;
+    if (i.device_count > 1 && i.interconnect_gbs > 0) add(i.device_count);
+    if (priced_across(i)) {
+      for (const int m : kAcrossInstances) add(m * i.device_count);
     }
   }
   return counts;
@@ -68,12 +85,15 @@ std::vector<int> scale_out_counts(const Catalog& catalog, const std::string& dev
 // summed once backward has finished (nothing hidden: across simulated hosts at 10 Gbit/s disc-12
 // scaled 35.0%, predicted so 36.9%, with DDP's overlap 52.3%; docs/benchmarks.md).
 constexpr double kCollectiveLatencyS = 5e-6;
+// A step of NCCL's ring that crosses from one machine to another: NCCL's own tuning model's
+// network latency for its ring (Simple protocol), 9.6 µs (src/graph/tuning.cc, hwLat NET).
+constexpr double kNetworkLatencyS = 9.6e-6;
 
-// The run of `p`'s model on all of `instance`'s devices, data-parallel.
+// The run of `p`'s model on all the devices of `instances` of `instance`, data-parallel.
 CostTable::Instance::ScaleOut scale_out_on(const CatalogInstance& instance,
                                            const DevicePrediction& p, int64_t parameters,
-                                           double steps) {
-  const int n = instance.device_count;
+                                           double steps, int instances = 1) {
+  const int n = instance.device_count * instances;
   const double whole = step_seconds(p);
   // Each device's slice: predicted at its batch where the profile could, else the step's work
   // divided among the devices and its fixed costs not.
@@ -82,22 +102,29 @@ CostTable::Instance::ScaleOut scale_out_on(const CatalogInstance& instance,
       found != p.slice_seconds.end()
           ? found->second
           : p.step.overhead_seconds + std::max(0.0, whole - p.step.overhead_seconds) / n;
-  const Link link{
-      instance.interconnect, instance.interconnect_gbs * 1e9, kCollectiveLatencyS, 0, {}};
+  const Ring ring{
+      instances, instance.device_count,
+      Link{instance.interconnect, instance.interconnect_gbs * 1e9, kCollectiveLatencyS, 0, {}},
+      Link{instance.network, instance.network_gbit * 1e9 / 8, kNetworkLatencyS, 0, {}}};
   const DataParallelStep dp =
-      predict_data_parallel(whole, slice, 4.0 * static_cast<double>(parameters), n, link,
+      predict_data_parallel(whole, slice, 4.0 * static_cast<double>(parameters), ring,
                             DataParallel::kDefaultBucketBytes, /*overlapped=*/false);
   CostTable::Instance::ScaleOut out;
   out.devices = n;
+  out.instances = instances;
   out.link = instance.interconnect;
   out.link_gbs = instance.interconnect_gbs;
+  if (instances > 1) {
+    out.network = instance.network;
+    out.network_gbit = instance.network_gbit;
+  }
   out.step_s = dp.step_s;
   out.compute_s = dp.compute_s;
   out.allreduce_s = dp.allreduce_s;
   out.exposed_s = dp.exposed_s;
   out.efficiency = dp.efficiency;
   out.run_hours = dp.step_s * steps / 3600.0;
-  out.on_demand_usd = out.run_hours * instance.on_demand_usd_per_hour;
+  out.on_demand_usd = out.run_hours * instance.on_demand_usd_per_hour * instances;
   return out;
 }
 
@@ -616,13 +643,19 @@ void price_instances(CostTable& t, const RunHours& hours_on, int64_t parameters,
     t.instances.push_back({i.id, i.provider, i.name, i.device, i.device_count, i.region,
                            i.on_demand_usd_per_hour, c.run_hours, c.on_demand_usd, c.spot_usd,
                            predicted, i.source, i.date, std::nullopt});
-    if (i.device_count > 1 && i.interconnect_gbs > 0 && parameters > 0) {
-      for (const DevicePrediction& p : hours_on.ps) {
-        if (p.device == i.device && !p.local) {
-          t.instances.back().scale_out = scale_out_on(i, p, parameters, steps);
-          break;
+    if (parameters <= 0) continue;
+    for (const DevicePrediction& p : hours_on.ps) {
+      if (p.device != i.device || p.local) continue;
+      CostTable::Instance& row = t.instances.back();
+      if (i.device_count > 1 && i.interconnect_gbs > 0) {
+        row.scale_out = scale_out_on(i, p, parameters, steps);
+      }
+      if (priced_across(i)) {
+        for (const int m : kAcrossInstances) {
+          row.across.push_back(scale_out_on(i, p, parameters, steps, m));
         }
       }
+      break;
     }
   }
 }
@@ -805,6 +838,43 @@ std::optional<std::string> scale_out_line(const CostTable& cost) {
       duration(x.run_hours * 3600), usd(x.on_demand_usd), scale_out_against(alone, x));
 }
 
+// Across instances: the run across several instances that finishes first, against the same
+// instance alone (on all its devices where it has several).
+std::optional<std::string> across_line(const CostTable& cost) {
+  const CostTable::Instance* on = nullptr;
+  const CostTable::Instance::ScaleOut* fastest = nullptr;
+  for (const CostTable::Instance& i : cost.instances) {
+    for (const CostTable::Instance::ScaleOut& x : i.across) {
+      if (!fastest || x.run_hours < fastest->run_hours) fastest = &x, on = &i;
+    }
+  }
+  if (!fastest) return std::nullopt;
+  const CostTable::Instance::ScaleOut& x = *fastest;
+  const double alone_hours = on->scale_out ? on->scale_out->run_hours : on->run_hours;
+  const double alone_usd = on->scale_out ? on->scale_out->on_demand_usd : on->on_demand_usd;
+  const double ratio = x.on_demand_usd / alone_usd;
+  const std::string verdict =
+      ratio <= 1 ? fmt::format("going from 1 to {} instances pays ({:.2f}x the dollars)",
+                               x.instances, ratio)
+      : alone_hours > x.run_hours
+          ? fmt::format(
+                "going from 1 to {} instances finishes {:.1f}x sooner for {:.1f}x the "
+                "dollars",
+                x.instances, alone_hours / x.run_hours, ratio)
+          : fmt::format(
+                "going from 1 to {} instances does not pay (slower, and {:.1f}x the "
+                "dollars): the all-reduce across them ({} per step) outweighs each "
+                "device's share of the batch ({})",
+                x.instances, ratio, duration(x.allreduce_s), duration(x.compute_s));
+  return fmt::format(
+      "Across instances: {}x {} {} ({}x {}) data-parallel over {} at {:.0f} Gbit/s: {} per step "
+      "(predicted, the network at its rated speed; scaling efficiency {:.0f}%), the run in {} "
+      "for {}; against one {} ({} for {}): {}.",
+      x.instances, on->provider, on->name, x.devices, on->device, x.network, x.network_gbit,
+      duration(x.step_s), 100 * x.efficiency, duration(x.run_hours * 3600), usd(x.on_demand_usd),
+      on->name, duration(alone_hours * 3600), usd(alone_usd), verdict);
+}
+
 std::optional<std::string> cheapest_line(const CostTable& cost) {
   const CostTable::Instance* cheapest = nullptr;
   for (const CostTable::Instance& i : cost.instances) {
@@ -854,6 +924,7 @@ std::vector<std::string> advice_lines(const std::string& model,
   std::vector<std::string> lines;
   fastest_lines(lines, model, ps, cost);
   if (auto line = scale_out_line(cost)) lines.push_back(*line);
+  if (auto line = across_line(cost)) lines.push_back(*line);
   if (auto line = cheapest_line(cost)) lines.push_back(*line);
   if (!crossover.empty()) lines.push_back(crossover);
   if (auto line = buy_or_rent_line(cost, verdict_device)) lines.push_back(*line);

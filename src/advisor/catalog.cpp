@@ -59,6 +59,8 @@ const std::vector<std::string_view> kInstanceKeys = {"id",
                                                      "device_count",
                                                      "interconnect",
                                                      "interconnect_gbs",
+                                                     "network",
+                                                     "network_gbit",
                                                      "vcpus",
                                                      "memory_gib",
                                                      "on_demand_usd_per_hour",
@@ -136,6 +138,20 @@ CatalogDevice read_device(const TomlTable& t) {
   return d;
 }
 
+// A link's name (`key`) and its rate (`key`_gbs or _gbit), which go together.
+void read_link(const TomlTable& t, const std::string& key, std::string& name, double& rate,
+               std::string_view rate_is, std::string_view example) {
+  const std::string rate_key = key + (key == "network" ? "_gbit" : "_gbs");
+  if (const TomlValue v = t.get(key)) name = v.non_empty_string();
+  if (const TomlValue v = t.get(rate_key)) rate = v.number(kPositive);
+  if (!name.empty() && rate == 0) {
+    t.get(key).fail(fmt::format("needs {} too ({})", rate_key, rate_is));
+  }
+  if (name.empty() && rate > 0) {
+    t.get(rate_key).fail(fmt::format("needs {} too (the link's name: {})", key, example));
+  }
+}
+
 CatalogInstance read_instance(const TomlTable& t) {
   t.only_keys(kInstanceKeys);
   CatalogInstance in;
@@ -144,15 +160,10 @@ CatalogInstance read_instance(const TomlTable& t) {
   in.name = t.get("name").non_empty_string();
   in.device = t.get("device").non_empty_string();
   in.device_count = static_cast<int>(t.get("device_count").integer_in(1, kMaxCount));
-  if (const TomlValue v = t.get("interconnect")) in.interconnect = v.non_empty_string();
-  if (const TomlValue v = t.get("interconnect_gbs")) in.interconnect_gbs = v.number(kPositive);
-  // The link and its rate go together.
-  if (!in.interconnect.empty() && in.interconnect_gbs == 0) {
-    t.get("interconnect").fail("needs interconnect_gbs too (its GB/s per device and direction)");
-  }
-  if (in.interconnect.empty() && in.interconnect_gbs > 0) {
-    t.get("interconnect_gbs").fail("needs interconnect too (the link's name: \"NVLink 4\")");
-  }
+  read_link(t, "interconnect", in.interconnect, in.interconnect_gbs,
+            "its GB/s per device and direction", "\"NVLink 4\"");
+  read_link(t, "network", in.network, in.network_gbit,
+            "its Gbit/s per direction, the whole instance's", "\"EFA\"");
   in.vcpus = static_cast<int>(t.get("vcpus").integer_in(1, kMaxCount));
   in.memory_gib = t.get("memory_gib").number(kPositive);
   in.on_demand_usd_per_hour = t.get("on_demand_usd_per_hour").number(kPositive);

@@ -56,6 +56,11 @@ struct CatalogInstance {
   // (then no data-parallel run on all its devices is predicted).
   std::string interconnect;
   double interconnect_gbs = 0;
+  // The instance's network to other instances of its kind (EFA, GPUDirect-TCPX), and its rated
+  // rate per direction for the whole instance, Gbit/s; "" and 0 where not given (then no run
+  // across several instances is priced).
+  std::string network;
+  double network_gbit = 0;
 };
 
 struct Catalog {

@@ -79,14 +79,20 @@ struct CostTable {
     // devices (predicted: each device's slice of the batch, plus the ring all-reduce of the
     // gradients over the link, less what backward hides). run_hours above is on one device.
     struct ScaleOut {
-      int devices = 0;
-      std::string link;
+      int devices = 0;    // in all
+      int instances = 1;  // how many of the instance they are in
+      std::string link;   // between the devices of one instance ("" for one device)
       double link_gbs = 0;
+      std::string network;  // between the instances (several only)
+      double network_gbit = 0;
       double step_s = 0, compute_s = 0, allreduce_s = 0, exposed_s = 0;
       double efficiency = 0;  // throughput against `devices` times one device's
       double run_hours = 0, on_demand_usd = 0;
     };
     std::optional<ScaleOut> scale_out;
+    // The run data-parallel on every device of 2 and 4 of these instances, where the catalog
+    // gives their network.
+    std::vector<ScaleOut> across;
   };
   struct Owned {
     std::string device, name;

@@ -44,6 +44,20 @@ double ring_allreduce_seconds(double bytes, int ranks, const Link& link) {
          (n - 1) * chunk * rate.reduce_s_per_byte;
 }
 
+double Ring::allreduce_seconds(double bytes) const {
+  if (hosts <= 1) return ring_allreduce_seconds(bytes, per_host, inside);
+  if (per_host <= 1) return ring_allreduce_seconds(bytes, hosts, between);
+  if (bytes <= 0) return 0;
+  const double n = ranks();
+  const double chunk = bytes / n;
+  const double steps = 2 * (n - 1), crossing = 2.0 * (hosts - 1);
+  const Link::Sample device = inside.at(chunk);
+  const double share = between.at(chunk).bytes_per_s;  // per_host channels, a chunk/per_host each
+  const double rate = std::min(device.bytes_per_s, share);
+  return steps * chunk / rate + (steps - crossing) * inside.latency_s +
+         crossing * between.latency_s + (n - 1) * chunk * device.reduce_s_per_byte;
+}
+
 double allreduce_bus_bandwidth(double bytes, int ranks, double seconds) {
   if (seconds <= 0 || ranks <= 1) return 0;
   return bytes / seconds * 2.0 * (ranks - 1) / ranks;
@@ -60,13 +74,19 @@ double communicate_bus_gbs(int64_t bytes, int ranks, double communicate_ms,
 DataParallelStep predict_data_parallel(double whole_batch_s, double slice_s, double gradient_bytes,
                                        int ranks, const Link& link, double bucket_bytes,
                                        bool overlapped) {
+  return predict_data_parallel(whole_batch_s, slice_s, gradient_bytes, Ring{1, ranks, link, Link{}},
+                               bucket_bytes, overlapped);
+}
+
+DataParallelStep predict_data_parallel(double whole_batch_s, double slice_s, double gradient_bytes,
+                                       const Ring& ring, double bucket_bytes, bool overlapped) {
   DataParallelStep s;
+  const int ranks = ring.ranks();
   s.ranks = ranks;
   s.compute_s = slice_s;
-  s.allreduce_s = ring_allreduce_seconds(gradient_bytes, ranks, link);
+  s.allreduce_s = ring.allreduce_seconds(gradient_bytes);
   const double backward_s = slice_s * 2.0 / 3.0;
-  const double last_bucket_s =
-      ring_allreduce_seconds(std::min(bucket_bytes, gradient_bytes), ranks, link);
+  const double last_bucket_s = ring.allreduce_seconds(std::min(bucket_bytes, gradient_bytes));
   s.exposed_s = ranks <= 1   ? 0
                 : overlapped ? std::max(s.allreduce_s - backward_s, last_bucket_s)
                              : s.allreduce_s;

@@ -40,6 +40,24 @@ Link::Sample ring_phase_sample(double chunk_bytes, int ranks, double reduce_scat
 // link (reduce-scatter, then all-gather), and the reduce-scatter's additions. 0 for one rank.
 double ring_allreduce_seconds(double bytes, int ranks, const Link& link);
 
+// The devices of a data-parallel run: `hosts` machines of `per_host` devices each, `inside` the
+// link between the devices of one machine, `between` each machine's network to the others (its
+// whole rate, all its devices together).
+struct Ring {
+  int hosts = 1, per_host = 1;
+  Link inside, between;
+  int ranks() const { return hosts * per_host; }
+  // The ring all-reduce of `bytes` over every device, as NCCL runs it across machines: one ring
+  // per device of a machine (a channel) carrying 1/per_host of the bytes, each crossing from
+  // machine to machine over its own 1/per_host of the network. Every one of the 2(n-1) steps so
+  // moves bytes/n through each device's link and, the machine's devices together, through the
+  // network: at the slower of the link's rate and the network's whole rate. A step that crosses
+  // machines (2(hosts-1) of them) waits the network's latency, the others the link's (NCCL's own
+  // tuning model). One machine: the ring over its link; one device per machine: the ring over the
+  // network, as ring_allreduce_seconds.
+  double allreduce_seconds(double bytes) const;
+};
+
 // The bus bandwidth of an all-reduce as nccl-tests reports it: bytes / seconds x 2(n-1)/n, the
 // rate at which each rank's link moved data (comparable across rank counts).
 double allreduce_bus_bandwidth(double bytes, int ranks, double seconds);
@@ -68,5 +86,8 @@ struct DataParallelStep {
 DataParallelStep predict_data_parallel(double whole_batch_s, double slice_s, double gradient_bytes,
                                        int ranks, const Link& link, double bucket_bytes,
                                        bool overlapped);
+// The same over the devices of several machines.
+DataParallelStep predict_data_parallel(double whole_batch_s, double slice_s, double gradient_bytes,
+                                       const Ring& ring, double bucket_bytes, bool overlapped);
 
 }  // namespace xo

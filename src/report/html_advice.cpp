@@ -129,6 +129,38 @@ std::string scale_out_html(const CostTable& cost, const DeviceColours& colours) 
                     rows, "scale-out");
 }
 
+// Instances with their network in the catalog: the run data-parallel across 2 and 4 of them.
+std::string across_instances_html(const CostTable& cost, const DeviceColours& colours) {
+  std::vector<std::vector<std::string>> rows;
+  for (const CostTable::Instance& i : cost.instances) {
+    for (const CostTable::Instance::ScaleOut& x : i.across) {
+      rows.push_back({text_cell(fmt::format("{}x {} {}", x.instances, i.provider,
+                                            i.name.empty() ? i.id : i.name)),
+                      device_cell(colours, i.device), cell(fmt::format("{}", x.devices)),
+                      text_cell(fmt::format("{}, {:.0f} Gbit/s", x.network, x.network_gbit)),
+                      cell(duration(x.step_s)), cell(duration(x.allreduce_s)),
+                      cell(fmt::format("{:.0f}%", 100 * x.efficiency)), hours_cell(x.run_hours),
+                      cell(usd(x.on_demand_usd)), hours_cell(i.run_hours)});
+    }
+  }
+  if (rows.empty()) return "";
+  return "<h3>Across several instances</h3>\n<p class=\"note\">Predicted as on one instance, "
+         "the ring all-reduce crossing between the instances over their network at its rated "
+         "speed (a lower bound on the all-reduce; the same ring model is checked across simulated "
+         "hosts at 1 and 10 Gbit/s); not measured on a cloud.</p>\n" +
+         html_table({{"instances"},
+                     {"device"},
+                     {"devices", true},
+                     {"network"},
+                     {"step", true},
+                     {"all-reduce", true},
+                     {"scaling efficiency", true},
+                     {"run time", true},
+                     {"on demand", true},
+                     {"on one device", true}},
+                    rows, "across-instances");
+}
+
 // The devices the run could be trained on when bought: the price, the run's share of it, and the
 // hourly cost of capital and power.
 std::string owning_html(const CostTable& cost, const DeviceColours& colours, SourceNotes& sources) {
@@ -333,6 +365,7 @@ std::string cost_html(const Report& report, const DeviceColours& colours) {
   SourceNotes sources;  // numbered in the order the tables cite them
   out += renting_html(cost, colours, sources);
   out += scale_out_html(cost, colours);
+  out += across_instances_html(cost, colours);
   out += owning_html(cost, colours, sources);
   out += sources.html();
   return out + break_even_html(cost, colours);

@@ -469,8 +469,12 @@ DevicePrediction read_prediction(const JsonIn& in, int schema) {
 
 constexpr auto scale_out_fields = [](auto& io, auto& x) {
   io.integer("devices", x.devices);
+  // Since runs across several instances (0.2.x).
+  if (io.present("instances")) io.integer("instances", x.instances);
   io.text("link", x.link);
   io.nullable("link_gbs", x.link_gbs);
+  if (io.present("network")) io.text("network", x.network);
+  if (io.present("network_gbit")) io.nullable("network_gbit", x.network_gbit);
   io.nullable("step_s", x.step_s);
   io.nullable("compute_s", x.compute_s);
   io.nullable("allreduce_s", x.allreduce_s);
@@ -500,6 +504,8 @@ constexpr auto instance_fields = [](auto& io, auto& x) {
       io.object_or_null("scale_out", x.scale_out.has_value(), so, scale_out_fields)) {
     if constexpr (kReads<decltype(io)>) x.scale_out = so;
   }
+  // Since runs across several instances (0.2.x).
+  if (io.present("across")) io.objects("across", x.across, scale_out_fields);
 };
 
 constexpr auto local_fields = [](auto& io, auto& l) {

@@ -194,6 +194,26 @@ std::string cost_text(const CostTable& c) {
          "nccl, not yet measured on more than one GPU):\n";
     s += scale.render();
   }
+  Table across({"instances", "devices", "network", "step", "all-reduce", "efficiency", "run time",
+                "on demand", "one device"});
+  bool across_any = false;
+  for (const CostTable::Instance& i : c.instances) {
+    for (const CostTable::Instance::ScaleOut& x : i.across) {
+      across_any = true;
+      across.add_row({fmt::format("{}x {} {}", x.instances, i.provider, i.name),
+                      fmt::format("{}x {}", x.devices, i.device),
+                      fmt::format("{}, {:.0f} Gbit/s", x.network, x.network_gbit),
+                      duration(x.step_s), duration(x.allreduce_s),
+                      fmt::format("{:.0f}%", 100 * x.efficiency), hours(x.run_hours),
+                      usd(x.on_demand_usd), hours(i.run_hours)});
+    }
+  }
+  if (across_any) {
+    s += "Data-parallel across several instances (predicted as above, the ring crossing between "
+         "the instances over their network at its rated speed: a lower bound on the all-reduce; "
+         "not measured on a cloud):\n";
+    s += across.render();
+  }
   Table own({"owned device", "price", "capital $/h", "power $/h", "run time", "per run", "time"});
   for (const CostTable::Owned& o : c.ownership) {
     own.add_row({o.name, usd(o.price_usd), fmt::format("{:.4f}", o.hourly_capital_usd),

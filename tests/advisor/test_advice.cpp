@@ -182,5 +182,69 @@ TEST(Advice, AMultiGpuInstanceIsPricedOnAllItsGpus) {
   EXPECT_TRUE(said) << fmt::format("{}", fmt::join(lines, "\n"));
 }
 
+// An instance whose network the catalog gives: the run on every GPU of 2 and 4 of them, by hand
+// (each GPU's slice, the ring across the instances at the network's rate); billed for every
+// instance; written to JSON and read back; the advice weighs it against one instance.
+TEST(Advice, InstancesWithTheirNetworkArePricedAcrossSeveral) {
+  Catalog c = hand_catalog();
+  CatalogInstance eight{"cloud-8gpu", "Cloud", "g8",         "gpu-a", 8,   64,
+                        512,          16.0,    std::nullopt, "r",     "t", "2026-01-01"};
+  eight.interconnect = "TestLink";
+  eight.interconnect_gbs = 100;
+  eight.network = "TestNet";
+  eight.network_gbit = 400;  // 50 GB/s
+  c.instances.push_back(eight);
+  const RunRecord row = measured_run(40);
+  AdviceOptions o;
+  const auto p = predict_devices(row, {row}, {local_peaks()}, c, o);
+  const CostTable cost = cost_table("m", 100'000'000, 3, 10, p, c, o);  // 400 MB of gradients
+  ASSERT_EQ(cost.instances.size(), 3u);
+  EXPECT_TRUE(cost.instances[0].across.empty());  // no network given
+  const auto& across = cost.instances[2].across;
+  ASSERT_EQ(across.size(), 2u);
+  for (const auto& [x, m] : {std::pair{across[0], 2}, std::pair{across[1], 4}}) {
+    const int n = 8 * m;
+    EXPECT_EQ(x.instances, m);
+    EXPECT_EQ(x.devices, n);
+    EXPECT_EQ(x.network, "TestNet");
+    EXPECT_DOUBLE_EQ(x.network_gbit, 400);
+    const double slice = 16e-6 + 1e-3 / n;  // no profile: the work divided, the fixed costs not
+    EXPECT_NEAR(x.compute_s, slice, 1e-12) << m;
+    // 2(n-1) steps of 400 MB / n at 50 GB/s (the network, slower than the link), 2(m-1) across
+    // the instances at NCCL's 9.6 us, the rest at the link's 5 us.
+    const double allreduce =
+        2.0 * (n - 1) * 400e6 / n / 50e9 + 2.0 * (m - 1) * 9.6e-6 + 2.0 * (n - m) * 5e-6;
+    EXPECT_NEAR(x.allreduce_s, allreduce, 1e-12) << m;
+    EXPECT_NEAR(x.step_s, slice + allreduce, 1e-12) << m;
+    EXPECT_NEAR(x.efficiency, (1e-3 + 16e-6) / (n * x.step_s), 1e-12) << m;
+    EXPECT_NEAR(x.run_hours, 30 * x.step_s / 3600, 1e-15) << m;
+    EXPECT_NEAR(x.on_demand_usd, m * 16.0 * x.run_hours, 1e-12) << m;  // every instance billed
+  }
+
+  Report report;
+  report.kind = "advise";
+  report.cost = cost;
+  const Report read = read_report(to_json(report), "test");
+  ASSERT_TRUE(read.cost.has_value());
+  const auto& back = read.cost->instances[2].across;
+  ASSERT_EQ(back.size(), 2u);
+  EXPECT_EQ(back[1].instances, 4);
+  EXPECT_EQ(back[1].network, "TestNet");
+  EXPECT_DOUBLE_EQ(back[1].allreduce_s, across[1].allreduce_s);
+  EXPECT_TRUE(read.cost->instances[0].across.empty());
+
+  const auto lines = advice_lines("m", p, cost, "", "");
+  bool said = false;
+  for (const std::string& l : lines) {
+    if (l.find("Across instances: 2x Cloud g8 (16x gpu-a) data-parallel over TestNet at 400 "
+               "Gbit/s") == 0) {
+      said = true;
+      // 400 MB at 50 GB/s a step outweighs the slices: not worth a second instance.
+      EXPECT_NE(l.find("going from 1 to 2 instances does not pay"), std::string::npos) << l;
+    }
+  }
+  EXPECT_TRUE(said) << fmt::format("{}", fmt::join(lines, "\n"));
+}
+
 }  // namespace
 }  // namespace xo

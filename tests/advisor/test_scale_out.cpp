@@ -22,6 +22,32 @@ TEST(ScaleOut, RingAllReduceMovesTwiceTheDataOverNMinusOneNths) {
   EXPECT_NEAR(xo::ring_allreduce_seconds(1e9, 4, slow), 0.15 + 6e-3 + 0.075, 1e-12);
 }
 
+// Across machines: every one of the ring's 2(n-1) steps moves bytes/n per device at the slower of
+// its link and the machine's network, and waits the network's latency where it crosses machines
+// (2 x (machines - 1) of them), the link's elsewhere. One device per machine is the ring over the
+// network, one machine the ring over the link.
+TEST(ScaleOut, ARingAcrossMachinesCrossesTheirNetworkAtItsWholeRate) {
+  const Link nvlink{"inside", 400e9, 5e-6, 0}, network{"network", 100e9, 10e-6, 0};
+  const xo::Ring two_of_four{2, 4, nvlink, network};
+  EXPECT_EQ(two_of_four.ranks(), 8);
+  // 8 devices: 14 steps of 1e9/8 bytes at 100 GB/s, 2 of them across (10 us), 12 inside (5 us).
+  EXPECT_NEAR(two_of_four.allreduce_seconds(1e9), 14 * 1e9 / 8 / 100e9 + 2 * 10e-6 + 12 * 5e-6,
+              1e-12);
+  // A network faster than the link: the link binds.
+  const xo::Ring fast_network{2, 4, Link{"inside", 50e9, 0, 0}, Link{"network", 400e9, 0, 0}};
+  EXPECT_NEAR(fast_network.allreduce_seconds(1e9), 14 * 1e9 / 8 / 50e9, 1e-12);
+  EXPECT_NEAR((xo::Ring{3, 1, nvlink, network}.allreduce_seconds(1e9)),
+              xo::ring_allreduce_seconds(1e9, 3, network), 1e-15);
+  EXPECT_NEAR((xo::Ring{1, 8, nvlink, network}.allreduce_seconds(1e9)),
+              xo::ring_allreduce_seconds(1e9, 8, nvlink), 1e-15);
+  EXPECT_DOUBLE_EQ((xo::Ring{1, 1, nvlink, network}.allreduce_seconds(1e9)), 0);
+  // The step across machines: the all-reduce after backward, as on one machine.
+  const auto step = xo::predict_data_parallel(8e-3, 1e-3, 1e9, two_of_four, 0.25e6, false);
+  EXPECT_EQ(step.ranks, 8);
+  EXPECT_NEAR(step.step_s, 1e-3 + two_of_four.allreduce_seconds(1e9), 1e-15);
+  EXPECT_NEAR(step.efficiency, 8e-3 / (8 * step.step_s), 1e-12);
+}
+
 // A link measured as a ring's two phases: the ring model of a message of that size gives the
 // phases back, on any rank count; a transfer is the all-gather's step, the addition what the
 // reduce-scatter's step takes beyond it.
