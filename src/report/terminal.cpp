@@ -160,21 +160,12 @@ std::string validation_text(const std::vector<ValidationRow>& rows) {
       t.render());
 }
 
-std::string cost_text(const CostTable& c) {
-  std::string s = fmt::format("\nCost of {} epochs of {} ({} steps each):\n", c.epochs,
-                              terminal_safe(c.model), c.steps_per_epoch);
-  for (const CostTable::Local& l : c.local) {
-    s += fmt::format("  here, on {}: {} (measured)\n", terminal_safe(l.device), hours(l.run_hours));
-  }
-  Table inst({"provider", "instance", "device", "$/h", "run time", "on demand", "spot", "time"});
-  for (const CostTable::Instance& i : c.instances) {
-    inst.add_row({i.provider, i.name,
-                  fmt::format("{}{}", i.device_count > 1 ? fmt::format("{}x ", i.device_count) : "",
-                              i.device),
-                  fmt::format("{:.3f}", i.on_demand_usd_per_hour), hours(i.run_hours),
-                  usd(i.on_demand_usd), usd(i.spot_usd), i.predicted ? "predicted" : "measured"});
-  }
-  s += inst.render();
+namespace {
+
+// The data-parallel runs of a cost table: on all of an instance's devices, and across several
+// instances.
+std::string scale_out_text(const CostTable& c) {
+  std::string s;
   Table scale({"instance", "all its devices", "link", "step", "efficiency", "run time", "on demand",
                "one device"});
   bool scaled = false;
@@ -214,6 +205,27 @@ std::string cost_text(const CostTable& c) {
          "not measured on a cloud):\n";
     s += across.render();
   }
+  return s;
+}
+
+}  // namespace
+
+std::string cost_text(const CostTable& c) {
+  std::string s = fmt::format("\nCost of {} epochs of {} ({} steps each):\n", c.epochs,
+                              terminal_safe(c.model), c.steps_per_epoch);
+  for (const CostTable::Local& l : c.local) {
+    s += fmt::format("  here, on {}: {} (measured)\n", terminal_safe(l.device), hours(l.run_hours));
+  }
+  Table inst({"provider", "instance", "device", "$/h", "run time", "on demand", "spot", "time"});
+  for (const CostTable::Instance& i : c.instances) {
+    inst.add_row({i.provider, i.name,
+                  fmt::format("{}{}", i.device_count > 1 ? fmt::format("{}x ", i.device_count) : "",
+                              i.device),
+                  fmt::format("{:.3f}", i.on_demand_usd_per_hour), hours(i.run_hours),
+                  usd(i.on_demand_usd), usd(i.spot_usd), i.predicted ? "predicted" : "measured"});
+  }
+  s += inst.render();
+  s += scale_out_text(c);
   Table own({"owned device", "price", "capital $/h", "power $/h", "run time", "per run", "time"});
   for (const CostTable::Owned& o : c.ownership) {
     own.add_row({o.name, usd(o.price_usd), fmt::format("{:.4f}", o.hourly_capital_usd),
