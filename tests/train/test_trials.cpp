@@ -569,11 +569,15 @@ TEST(FusedTrials, CudaFuseTheBatchedLinearEqualsTheCpus) {
 TEST(FusedTrials, TheBatchedLinearEqualsOneKernelPerTrial) {
   auto be = make_backend(parse_device("cpu", 1));
   constexpr int64_t kTrials = 3, kBatch = 5;
-  // oneDNN's batched product (7 x 6), and the loops of small powers of two (8 x 16, 64 x 2).
+  // oneDNN's batched product (7 x 6), and the loops of small powers of two (8 x 16, 2 x 4); outputs
+  // narrower than a vector over inputs a vector wide or more, d_W along the inputs (64 x 2, 32 x 2,
+  // 16 x 8); an odd batch, so that its last row is summed alone.
   for (const auto& [kIn, kOut, act] : {std::tuple{int64_t{7}, int64_t{6}, Activation::None},
                                        std::tuple{int64_t{7}, int64_t{6}, Activation::ReLU},
                                        std::tuple{int64_t{8}, int64_t{16}, Activation::Tanh},
                                        std::tuple{int64_t{64}, int64_t{2}, Activation::Sigmoid},
+                                       std::tuple{int64_t{32}, int64_t{2}, Activation::ReLU},
+                                       std::tuple{int64_t{16}, int64_t{8}, Activation::None},
                                        std::tuple{int64_t{2}, int64_t{4}, Activation::ReLU}}) {
     const int64_t kStride = padded_stride(kIn, kOut);
     Rng rng(static_cast<uint64_t>(kIn * 100 + kOut));

@@ -255,6 +255,37 @@ class CpuTrialsLinear final : public WeightedKernel {
     }
   }
 
+  // Outputs narrower than a vector over inputs at least a vector wide (the disc models' last
+  // layer, 32 -> 2): d_weight_rows would run OUT of 16 lanes; this runs along the inputs.
+  // d_W = d_pre^T src: the OUT rows of d_W, each a vector along the inputs, summed over the
+  // batch two rows at a time (twice the chains of multiply-adds in flight).
+  template <int OUT, int IN>
+  void narrow_d_weights(const float* src, const float* d_pre, float* d_weights) const {
+    const int64_t batch = shape_.batch;
+    for (int64_t t = 0; t < shape_.trials; ++t) {
+      const float* x = src + t * batch * IN;
+      const float* g = d_pre + t * batch * OUT;
+      alignas(64) float acc[2][OUT][IN] = {};
+      const auto add = [&](int h, int64_t b) {
+        for (int o = 0; o < OUT; ++o) {
+          const float go = g[b * OUT + o];
+#pragma omp simd
+          for (int i = 0; i < IN; ++i) acc[h][o][i] += go * x[b * IN + i];
+        }
+      };
+      int64_t b = 0;
+      for (; b + 2 <= batch; b += 2) add(0, b), add(1, b + 1);
+      if (b < batch) add(0, b);
+      float* d_w = d_weights + t * shape_.trial_stride;
+      for (int o = 0; o < OUT; ++o)
+        for (int i = 0; i < IN; ++i) d_w[o * IN + i] = acc[0][o][i] + acc[1][o][i];
+    }
+  }
+  // Whether (OUT, IN) takes the loops along the inputs: OUT below a vector, IN at least one, and
+  // the sums (two sets) in at most half the vector registers.
+  template <int OUT, int IN>
+  static constexpr bool kAlongInputs = OUT < 16 && IN >= 16 && OUT* IN <= 128;
+
   // d_src = d_pre W: rows' IN sums over the outputs (a row of W each).
   template <int IN, int R>
   static void d_src_rows(const float* g, int64_t out, const float* w, float* dx) {
@@ -308,6 +339,20 @@ class CpuTrialsLinear final : public WeightedKernel {
     return by_width(n, [](auto) { return true; });
   }
 
+  // body(OUT, IN) where the layer's widths take the loops along the inputs; false elsewhere.
+  template <typename Body>
+  bool along_inputs(Body&& body) const {
+    return by_width(shape_.out_features, [&](auto out) {
+      return by_width(shape_.in_features, [&](auto in) {
+        if constexpr (kAlongInputs<std::decay_t<decltype(out)>::value, decltype(in)::value>) {
+          body(out, in);
+          return true;
+        }
+        return false;
+      });
+    });
+  }
+
   void small_forward(const float* src, const float* weights, float* dst) {
     by_width(shape_.out_features, [&](auto out) {
       small_forward<decltype(out)::value>(src, weights, dst);
@@ -316,10 +361,13 @@ class CpuTrialsLinear final : public WeightedKernel {
   }
   void small_backward(const float* src, const float* weights, const float* d_pre, float* d_weights,
                       float* d_src) {
-    by_width(shape_.out_features, [&](auto out) {
-      small_d_weights<decltype(out)::value>(src, d_pre, d_weights);
-      return true;
-    });
+    if (!along_inputs([&](auto out, auto in) {
+          narrow_d_weights<decltype(out)::value, decltype(in)::value>(src, d_pre, d_weights);
+        }))
+      by_width(shape_.out_features, [&](auto out) {
+        small_d_weights<decltype(out)::value>(src, d_pre, d_weights);
+        return true;
+      });
     if (!d_src) return;
     by_width(shape_.in_features, [&](auto in) {
       small_d_src<decltype(in)::value>(weights, d_pre, d_src);
