@@ -5,6 +5,7 @@
 #include <cmath>
 #include <functional>
 
+#include "backend/backend.h"
 #include "dist/mpi.h"
 #include "train/stats.h"
 #include "train/trainer.h"
@@ -123,9 +124,29 @@ Link measure_link(const mpi::World& world, int repeat, std::vector<int64_t> mess
   return link;
 }
 
-void predict_communicate(const mpi::World& world, TrainResult& r) {
+namespace {
+
+// Host-staged: the whole gradients' download to page-locked host memory and upload back, as
+// DataParallel::reduce makes them each step; the median of `repeat` timed copies, the slowest
+// rank's.
+double staging_seconds(const mpi::World& world, Backend& device, int64_t bytes, int repeat) {
+  const auto size = static_cast<size_t>(bytes);
+  const DeviceBuffer on_device = device.allocate(size), host = device.allocate_host(size);
+  device.fill_zero(on_device.as<void>(), size);
+  device.synchronize();
+  return timed_median(world, repeat, [&] {
+    device.download(host.as<void>(), on_device.as<void>(), size);
+    device.upload(on_device.as<void>(), host.as<void>(), size);
+    device.synchronize();
+  });
+}
+
+}  // namespace
+
+void predict_communicate(const mpi::World& world, Backend& device, TrainResult& r) {
   const int n = world.size();
-  if (n < 2 || r.reduce_mode != "after-backward" || r.reduce_buckets.empty()) return;
+  const bool staged = r.reduce_mode == "host-staged";
+  if (n < 2 || (r.reduce_mode != "after-backward" && !staged) || r.reduce_buckets.empty()) return;
   int64_t interrupted = r.interrupted ? 1 : 0;
   world.max(&interrupted, 1);
   if (interrupted) return;
@@ -133,6 +154,13 @@ void predict_communicate(const mpi::World& world, TrainResult& r) {
   double seconds = 0;
   for (const int64_t bytes : r.reduce_buckets) {
     seconds += ring_allreduce_seconds(static_cast<double>(bytes), n, link);
+  }
+  if (staged) {
+    int64_t total = 0;
+    for (const int64_t bytes : r.reduce_buckets) total += bytes;
+    const double copies = staging_seconds(world, device, total, 9);
+    r.staging_ms = copies * 1e3;
+    seconds += copies;
   }
   const int64_t largest = *std::max_element(r.reduce_buckets.begin(), r.reduce_buckets.end());
   r.predicted_communicate_ms = seconds * 1e3;

@@ -15,6 +15,8 @@ class World;
 
 namespace xo {
 
+class Backend;
+
 struct TrainResult;
 
 // One size: MPI's all-reduce (the slowest rank's time, median of the timed calls) and the ring
@@ -39,11 +41,13 @@ struct AllreduceRecord {
 Link measure_link(const mpi::World& world, int repeat, std::vector<int64_t> messages);
 
 // A data-parallel run's check of the scale-out model: where its communicate phase is the gradients'
-// all-reduce alone (after-backward), the link between the job's ranks measured at the sizes of
-// the run's buckets and the ring's time for those buckets, into `r`'s predicted_communicate_ms,
-// link_latency_us and link_gbs. Every rank calls it after training (nothing where the run was
+// all-reduce alone (after-backward) or the all-reduce staged through the host (host-staged), the
+// link between the job's ranks measured at the sizes of the run's buckets and the ring's time for
+// those buckets, into `r`'s predicted_communicate_ms, link_latency_us and link_gbs; host-staged,
+// plus the gradients' copy from `device` to page-locked host memory and back as the step makes
+// it, measured (staging_ms). Every rank calls it after training (nothing where the run was
 // interrupted on any rank).
-void predict_communicate(const mpi::World& world, TrainResult& r);
+void predict_communicate(const mpi::World& world, Backend& device, TrainResult& r);
 
 // The link measured at sizes around `sizes` (each a multiple of 4 bytes), then MPI's all-reduce of
 // f32 sums at each size, `repeat` timed calls each.

@@ -215,7 +215,7 @@ int run_train(const TrainOptions& o, const mpi::World* world) {
   const MeasureSettings settings = train_settings(o, checkpoint, ranks ? &*ranks : nullptr);
   std::vector<NamedTensor> weights;
   RunRecord run = measure_run(*backend, spec, settings, train_hooks(o, spec, world, lead, weights));
-  if (world) predict_communicate(*world, run.result);
+  if (world) predict_communicate(*world, *backend, run.result);
   const TrainResult& r = run.result;
   if (!lead) return exit_code(r);  // rank 0 reports and writes
   fmt::print("{}", train_summary(r, spec.train.epochs));

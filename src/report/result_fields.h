@@ -91,6 +91,8 @@ inline constexpr auto data_parallel = [](auto& io, auto& r) {
     io.nullable("link_latency_us", r.link_latency_us);
     io.nullable("link_gbs", r.link_gbs);
   }
+  // Since the host-staged path's model (0.2.x).
+  if (io.present("staging_ms")) io.nullable("staging_ms", r.staging_ms);
   // As nccl-tests: bytes x 2(n-1)/n over the communicate phase, where that phase is the whole sum
   // (after-backward); null where backward or the optimizer's pass (shared) holds part of it.
   // Derived: written, not read.

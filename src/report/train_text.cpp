@@ -55,8 +55,13 @@ std::string ranks_figures(const TrainResult& r) {
   if (std::isfinite(r.predicted_communicate_ms)) {
     model = fmt::format(
         "; the ring model over the link measured between them ({:.3g} GB/s, "
-        "{:.3g} us a message): {:.4f} ms",
-        r.link_gbs, r.link_latency_us, r.predicted_communicate_ms);
+        "{:.3g} us a message){}: {:.4f} ms",
+        r.link_gbs, r.link_latency_us,
+        std::isfinite(r.staging_ms)
+            ? fmt::format(" with the copies to the host and back ({:.4f} ms measured)",
+                          r.staging_ms)
+            : "",
+        r.predicted_communicate_ms);
   }
   return fmt::format(
       " per rank, {} ranks{} (summing {} of gradients per step {}: {:.4f} ms beyond "

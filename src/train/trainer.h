@@ -82,11 +82,15 @@ struct TrainResult {
   std::vector<int64_t> reduce_buckets;
   // The scale-out model's all-reduce per step (advisor/scale_out.h, a ring over the link measured
   // between this job's ranks once training ended: its latency, and its rate at the largest
-  // bucket), to check against communicate_ms; NaN where the communicate phase is not the
-  // all-reduce alone (shared, overlap, host-staged, nccl) or the link was not measured.
+  // bucket), plus host-staged the copies to the host and back (staging_ms), to check against
+  // communicate_ms; NaN where the communicate phase is not the all-reduce alone or staged through
+  // the host (shared, overlap, nccl) or the link was not measured.
   double predicted_communicate_ms = std::numeric_limits<double>::quiet_NaN();
   double link_latency_us = std::numeric_limits<double>::quiet_NaN();
   double link_gbs = std::numeric_limits<double>::quiet_NaN();
+  // Host-staged: the gradients' copy to page-locked host memory and back, measured after
+  // training on the rank's device (part of predicted_communicate_ms); NaN otherwise.
+  double staging_ms = std::numeric_limits<double>::quiet_NaN();
   int64_t steps_taken = 0;  // training steps run (all epochs)
   // The full-batch step ran as one recorded unit (a CUDA Graph): then the phases are not timed
   // apart (data_ms, forward_backward_ms and optimizer_ms are NaN).

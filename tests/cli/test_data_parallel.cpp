@@ -165,6 +165,22 @@ TEST_P(DataParallelTrain, RanksTakeTheStepsOneProcessTakes) {
   const std::string automatic = c.device == "cpu" ? "shared" : "host-staged";
   EXPECT_EQ(b.at("data_parallel").at("reduce").get<std::string>(),
             c.flags.empty() ? automatic : c.flags.substr(c.flags.rfind(' ') + 1));
+  // The scale-out model's check where the communicate phase is MPI's all-reduce, staged through
+  // the host or not: the ring over the measured link, host-staged plus the copies to the host and
+  // back, measured on the rank's device.
+  const json& dp = b.at("data_parallel");
+  const std::string mode = dp.at("reduce").get<std::string>();
+  if (mode == "after-backward" || mode == "host-staged") {
+    ASSERT_TRUE(dp.at("predicted_communicate_ms").is_number()) << dp.dump();
+    EXPECT_GT(dp.at("predicted_communicate_ms").get<double>(), 0);
+  }
+  if (mode == "host-staged") {
+    ASSERT_TRUE(dp.at("staging_ms").is_number()) << dp.dump();
+    EXPECT_GT(dp.at("staging_ms").get<double>(), 0);
+    EXPECT_GT(dp.at("predicted_communicate_ms").get<double>(), dp.at("staging_ms").get<double>());
+  } else {
+    EXPECT_TRUE(dp.at("staging_ms").is_null()) << dp.dump();
+  }
   // Only NCCL's sum is queued on the GPU: only then is the ranks' step one recorded CUDA Graph.
   if (c.device != "cpu") {
     EXPECT_EQ(b.value("recorded_step", false), c.flags.find("nccl") != std::string::npos);
