@@ -568,10 +568,11 @@ TEST(FusedTrials, CudaFuseTheBatchedLinearEqualsTheCpus) {
 // and backward equal to f32 rounding.
 TEST(FusedTrials, TheBatchedLinearEqualsOneKernelPerTrial) {
   auto be = make_backend(parse_device("cpu", 1));
-  constexpr int64_t kTrials = 3, kBatch = 5;
+  constexpr int64_t kTrials = 3, kBatch = 21;  // 2 blocks of 8 rows and 5 left (32 x 2)
   // oneDNN's batched product (7 x 6), and the loops of small powers of two (8 x 16, 2 x 4); outputs
   // narrower than a vector over inputs a vector wide or more, d_W along the inputs (64 x 2, 32 x 2,
-  // 16 x 8); an odd batch, so that its last row is summed alone.
+  // 16 x 8); a batch of 21, so that d_W's last row is summed alone and the forward takes
+  // blocks of rows (16 / OUT at once) and rows left over.
   for (const auto& [kIn, kOut, act] : {std::tuple{int64_t{7}, int64_t{6}, Activation::None},
                                        std::tuple{int64_t{7}, int64_t{6}, Activation::ReLU},
                                        std::tuple{int64_t{8}, int64_t{16}, Activation::Tanh},
