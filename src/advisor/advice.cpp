@@ -50,8 +50,6 @@ double step_seconds(const DevicePrediction& p) {
   return p.measured_s ? *p.measured_s : p.step.seconds;
 }
 
-// The device counts of the catalog's instances that carry `device` several at a time with their
-// link given: the data-parallel runs cost_table prices.
 // The instance counts a run across several instances is priced on, where an instance's network
 // is given.
 constexpr int kAcrossInstances[] = {2, 4};
