@@ -11,6 +11,9 @@
 #include <string>
 
 #include "backend/backend.h"
+#ifdef CROSSOVER_WITH_CUDA
+#include "backend/cuda/cublaslt_loader.h"
+#endif
 #include "core/random.h"
 #include "model/model.h"
 #include "support/expect_error.h"
@@ -54,6 +57,18 @@ TEST(CudaDevices, AMissingGpuIsExplainedAndAutoFallsBackToTheCpu) {
   testing::expect_user_error([] { make_backend(parse_device("cuda:1", 0)); }, {detail});
   EXPECT_EQ(make_backend(parse_device("auto", 0))->info().kind, DeviceKind::Cpu);
 }
+
+#ifdef CROSSOVER_WITH_CUDA
+// cuBLASLt is opened when a CUDA backend first needs it, not linked: the library the build used
+// opens and every entry point crossover calls is found, GPU or not (no call into it needs one);
+// its version then comes through the loaded library.
+TEST(CudaDevices, CublasLtOpensWhenFirstNeededWithEveryEntryPoint) {
+  const std::string path = cuda::load_cublaslt();
+  EXPECT_NE(path.find("libcublasLt.so"), std::string::npos) << path;
+  EXPECT_EQ(cuda::load_cublaslt(), path);              // once per process
+  EXPECT_GE(cuda::cublaslt_version(), size_t{10000});  // a major version, through the library
+}
+#endif
 
 TEST(CudaDevices, PrecisionNames) {
   EXPECT_EQ(parse_precision("f32"), Precision::F32);

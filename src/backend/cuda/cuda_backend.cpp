@@ -9,6 +9,7 @@
 #include <cstring>
 #include <vector>
 
+#include "backend/cuda/cublaslt_loader.h"
 #include "backend/cuda/entry.h"
 #include "core/format.h"
 
@@ -71,6 +72,7 @@ CudaBackend::CudaBackend(int device, Precision precision) : device_(device), pre
   XO_CUDA_CHECK(cudaSetDevice(device));
   XO_CUDA_CHECK(cudaGetDeviceProperties(&properties_, device));
   XO_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  const std::string cublaslt_path = load_cublaslt();  // opened now, not when crossover starts
   XO_CUBLAS_CHECK(cublasLtCreate(&cublaslt_));
   XO_CUDNN_CHECK(cudnnCreate(&cudnn_));
   XO_CUDNN_CHECK(cudnnSetStream(cudnn_, stream_));
@@ -99,6 +101,7 @@ CudaBackend::CudaBackend(int device, Precision precision) : device_(device), pre
       {"driver", fmt::format("CUDA {} (driver API)", version_string(driver))},
       {"runtime", version_string(runtime)},
       {"precision", precision_name(precision)},
+      {"cuBLASLt", cublaslt_path},
   };
 }
 
