@@ -66,6 +66,8 @@ def main():
     ap.add_argument("--steps", type=int, default=100)
     ap.add_argument("--json")
     a = ap.parse_args()
+    for rate in a.rates.split(","):
+        rated_bytes_per_s(rate)  # a rate it cannot read is said before any run
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for model in a.models.split(","):

@@ -123,17 +123,22 @@ TEST(Advice, ALocalDeviceInTheCatalogIsMeasuredAndPredicted) {
   EXPECT_NEAR(j[2]["error_percent"].get<double>(), 100 * (0.020 - 0.040) / 0.040, 1e-9);
 }
 
+// An instance of 8 of the hand catalog's gpu-a, $16/h, their link 100 GB/s ("TestLink").
+CatalogInstance eight_gpu_instance() {
+  CatalogInstance eight{"cloud-8gpu", "Cloud", "g8",         "gpu-a", 8,   64,
+                        512,          16.0,    std::nullopt, "r",     "t", "2026-01-01"};
+  eight.interconnect = "TestLink";
+  eight.interconnect_gbs = 100;
+  return eight;
+}
+
 // A multi-GPU instance with its link: the run on all its GPUs, data-parallel, by hand: each GPU's
 // slice (the step's work divided, its fixed costs not: no profile here), plus the ring
 // all-reduce of the gradients that backward does not hide; written to JSON and read back; the
 // advice compares it with the single-GPU instance.
 TEST(Advice, AMultiGpuInstanceIsPricedOnAllItsGpus) {
   Catalog c = hand_catalog();
-  CatalogInstance eight{"cloud-8gpu", "Cloud", "g8",         "gpu-a", 8,   64,
-                        512,          16.0,    std::nullopt, "r",     "t", "2026-01-01"};
-  eight.interconnect = "TestLink";
-  eight.interconnect_gbs = 100;
-  c.instances.push_back(eight);
+  c.instances.push_back(eight_gpu_instance());
   const RunRecord row = measured_run(40);
   AdviceOptions o;
   const auto p = predict_devices(row, {row}, {local_peaks()}, c, o);
@@ -187,10 +192,7 @@ TEST(Advice, AMultiGpuInstanceIsPricedOnAllItsGpus) {
 // instance; written to JSON and read back; the advice weighs it against one instance.
 TEST(Advice, InstancesWithTheirNetworkArePricedAcrossSeveral) {
   Catalog c = hand_catalog();
-  CatalogInstance eight{"cloud-8gpu", "Cloud", "g8",         "gpu-a", 8,   64,
-                        512,          16.0,    std::nullopt, "r",     "t", "2026-01-01"};
-  eight.interconnect = "TestLink";
-  eight.interconnect_gbs = 100;
+  CatalogInstance eight = eight_gpu_instance();
   eight.network = "TestNet";
   eight.network_gbit = 400;  // 50 GB/s
   c.instances.push_back(eight);

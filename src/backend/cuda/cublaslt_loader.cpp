@@ -89,21 +89,22 @@ const CublasLtApi& api() {
   return loaded;
 }
 
-// The entry point `fn` of the opened library; a UserError saying why where it cannot be had.
-template <typename Fn>
-Fn entry(Fn CublasLtApi::*fn) {
+// The opened library with every entry point; a UserError saying why where it cannot be had.
+const CublasLtApi& loaded() {
   const CublasLtApi& a = api();
   if (!a.why.empty()) throw UserError(a.why);
-  return a.*fn;
+  return a;
+}
+
+// The entry point `fn` of the opened library.
+template <typename Fn>
+Fn entry(Fn CublasLtApi::*fn) {
+  return loaded().*fn;
 }
 
 }  // namespace
 
-std::string load_cublaslt() {
-  const CublasLtApi& a = api();
-  if (!a.why.empty()) throw UserError(a.why);
-  return a.path;
-}
+std::string load_cublaslt() { return loaded().path; }
 
 size_t cublaslt_version() { return cublasLtGetVersion(); }
 
