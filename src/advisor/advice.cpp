@@ -223,11 +223,15 @@ void use_profiles(AdviceOptions& o, const std::vector<DeviceProfile>& local) {
     for (const DeviceProfile& l : local) replaced |= l.id == p.id;
     if (!replaced) o.profiles.push_back(std::move(p));
   }
+  o.expected_errors = true;
+}
+
+const std::vector<ValidationRow>& shipped_validation() {
   // The table is the shipped profiles' (they carry the measurements they are checked against);
   // a cached profile of this machine predicts, but is validated by `crossover validate`. The
   // shipped profiles are built in: their table is the same for the whole process.
-  static const std::vector<ValidationRow> shipped_table = validate_profiles(shipped_profiles());
-  o.validation = shipped_table;
+  static const std::vector<ValidationRow> table = validate_profiles(shipped_profiles());
+  return table;
 }
 
 AdviceOptions with_profiles(const AdviceOptions& o) {
@@ -405,8 +409,10 @@ std::optional<ProfiledStep> profiled_step(const ModelSpec& spec, int64_t batch,
   // validation table is of fused trials: its error is at least a new model's.
   out.holdout =
       o.trials == 0 && profile_has_model(*from, spec, batch) ? Holdout::None : Holdout::Model;
-  out.expected_error =
-      expected_error(o.validation, *from, target.kind, own, out.holdout, o.profiles);
+  if (o.expected_errors) {
+    out.expected_error =
+        expected_error(shipped_validation(), *from, target.kind, own, out.holdout, o.profiles);
+  }
   if (o.trials > 0 && out.expected_error) out.expected_error->at_least = true;
   return out;
 }

@@ -31,19 +31,24 @@ struct AdviceOptions {
   double gpu_step_overhead_us = 10;
   double gpu_layer_overhead_us = 6;
   // The device profiles predictions start from (use_profiles: this machine's cached ones first,
-  // then the shipped ones), which of them were measured here, and the shipped profiles' validation
-  // table (each prediction's expected error). No profiles: the roofline of the probed peaks.
+  // then the shipped ones), which of them were measured here, and whether each prediction carries
+  // its expected error from the shipped profiles' validation table (shipped_validation; what only
+  // needs the seconds, a search's price, leaves it out). No profiles: the roofline of the probed
+  // peaks.
   // Fused trials (train/trials.h): predictions are of this many trials of the model trained as
   // one group (predict_fused_with_profile); 0: of one run alone.
   int trials = 0;
   std::vector<DeviceProfile> profiles;
   std::vector<std::string> local_profiles;
-  std::vector<ValidationRow> validation;
+  bool expected_errors = false;
 };
 
-// Fills o.profiles, o.local_profiles and o.validation: `local` (this machine's cached profiles) and
-// the shipped ones (data/profiles/).
+// Fills o.profiles and o.local_profiles, and sets o.expected_errors: `local` (this machine's
+// cached profiles) and the shipped ones (data/profiles/).
 void use_profiles(AdviceOptions& o, const std::vector<DeviceProfile>& local);
+// The shipped profiles' validation table (validate_profiles), computed once per process when first
+// asked for.
+const std::vector<ValidationRow>& shipped_validation();
 // `o` with the device profiles predictions start from: this machine's cached ones (`crossover
 // devices --profile`) and the shipped ones. Unchanged when it has some.
 AdviceOptions with_profiles(const AdviceOptions& o);

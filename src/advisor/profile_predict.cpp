@@ -492,21 +492,50 @@ std::set<std::string> sample_keys(const ModelSpec& spec, int threads) {
 
 }  // namespace
 
+namespace {
+
+// The sample keys of `others` and of the profile grid at a device's shard threads, taken once for
+// leaving each model out of a profile in turn (a profile holds tens of thousands of samples, the
+// validation leaves out every measured model of every profile).
+class HoldoutKeys {
+ public:
+  HoldoutKeys(const std::vector<ModelSpec>& others, int threads) : threads_(threads) {
+    for (const ModelSpec& o : others) others_.emplace_back(o.name, sample_keys(o, threads));
+    for (const auto& [name, keys] : others_) {
+      for (const std::string& k : keys) ++count_[k];
+    }
+    for (const ModelSpec& o : measure_grid_specs()) {
+      for (const std::string& k : sample_keys(o, threads)) ++count_[k];
+    }
+  }
+
+  // `profile` less the samples that `spec` takes and nothing else does (no other of `others`, by
+  // name, and no grid spec).
+  DeviceProfile without(const DeviceProfile& profile, const ModelSpec& spec) const {
+    const std::set<std::string> mine = sample_keys(spec, threads_);
+    auto only_mine = [&](const std::string& key) {
+      if (!mine.count(key)) return false;
+      const auto it = count_.find(key);
+      int theirs = it == count_.end() ? 0 : it->second;
+      for (const auto& [name, keys] : others_) theirs -= name == spec.name && keys.count(key);
+      return theirs == 0;
+    };
+    DeviceProfile out = profile;
+    std::erase_if(out.samples, [&](const KernelSample& s) { return only_mine(sample_key(s)); });
+    return out;
+  }
+
+ private:
+  int threads_;
+  std::vector<std::pair<std::string, std::set<std::string>>> others_;  // name, its keys
+  std::map<std::string, int> count_;  // how many of others_ and the grid take each key
+};
+
+}  // namespace
+
 DeviceProfile without_model(const DeviceProfile& profile, const ModelSpec& spec,
                             const std::vector<ModelSpec>& others) {
-  const int threads = profile.policy.shard_threads;
-  const std::set<std::string> mine = sample_keys(spec, threads);
-  std::set<std::string> theirs;
-  for (const ModelSpec& o : others) {
-    if (o.name != spec.name) theirs.merge(sample_keys(o, threads));
-  }
-  for (const ModelSpec& o : measure_grid_specs()) theirs.merge(sample_keys(o, threads));
-  DeviceProfile out = profile;
-  std::erase_if(out.samples, [&](const KernelSample& s) {
-    const std::string key = sample_key(s);
-    return mine.count(key) && !theirs.count(key);
-  });
-  return out;
+  return HoldoutKeys(others, profile.policy.shard_threads).without(profile, spec);
 }
 
 bool profile_has_model(const DeviceProfile& profile, const ModelSpec& spec, int64_t batch) {
@@ -528,6 +557,13 @@ std::vector<ValidationRow> validate_profiles(const std::vector<DeviceProfile>& p
   for (const std::string& name : builtin_spec_names()) {
     if (auto spec = builtin_spec(name)) builtins.push_back(std::move(*spec));
   }
+  std::map<int, HoldoutKeys> holdout_keys;  // by shard threads
+  auto without = [&](const DeviceProfile& s, const ModelSpec& spec) {
+    const int threads = s.policy.shard_threads;
+    auto it = holdout_keys.find(threads);
+    if (it == holdout_keys.end()) it = holdout_keys.try_emplace(threads, builtins, threads).first;
+    return it->second.without(s, spec);
+  };
   std::vector<ValidationRow> rows;
   // The predictions of d's measured models from s (with each model left out of s in turn when
   // `holdout` is Model) as one row.
@@ -555,7 +591,7 @@ std::vector<ValidationRow> validate_profiles(const std::vector<DeviceProfile>& p
       if (!m.spec_toml.empty() && holdout == Holdout::None) continue;
       const ProfilePrediction p =
           holdout == Holdout::Model && m.spec_toml.empty()
-              ? predict_with_profile(*spec, m.batch, without_model(s, *spec, builtins), target, own)
+              ? predict_with_profile(*spec, m.batch, without(s, *spec), target, own)
               : predict_with_profile(*spec, m.batch, s, target, own);
       row.entries.push_back({m.model, p.seconds * 1e3, m.step_ms, p.unprofiled});
       if (m.slowest_ms > 0) row.spread = std::max(row.spread, m.slowest_ms / m.step_ms - 1);

@@ -17,11 +17,15 @@ namespace xo {
 std::vector<std::pair<std::string_view, std::string_view>> shipped_profile_files();
 
 std::vector<DeviceProfile> shipped_profiles() {
-  std::vector<DeviceProfile> out;
-  for (const auto& [name, text] : shipped_profile_files()) {
-    out.push_back(parse_profile(std::string(text), fmt::format("data/profiles/{}", name)));
-  }
-  return out;
+  // Built into the binary: parsed once per process.
+  static const std::vector<DeviceProfile> parsed = [] {
+    std::vector<DeviceProfile> out;
+    for (const auto& [name, text] : shipped_profile_files()) {
+      out.push_back(parse_profile(std::string(text), fmt::format("data/profiles/{}", name)));
+    }
+    return out;
+  }();
+  return parsed;
 }
 
 std::filesystem::path default_profile_cache() { return default_cache_dir() / "profiles.json"; }

@@ -13,7 +13,7 @@ void add_advice(Report& report, const RunRecord& focus, const std::vector<RunRec
                 const std::vector<DevicePeaks>& peaks, const Catalog& catalog,
                 const AdviceOptions& o_in, const std::string& axis, bool crossover_predicted) {
   const AdviceOptions o = with_profiles(o_in);
-  report.validation = o.validation;
+  if (o.expected_errors) report.validation = shipped_validation();
   report.predictions = predict_devices(focus, runs, peaks, catalog, o);
   const int64_t epochs = parse_spec(focus.spec_toml, focus.result.model).train.epochs;
   report.cost = cost_table(focus.result.model, focus.result.params, epochs,

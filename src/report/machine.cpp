@@ -29,9 +29,7 @@ std::string cpuinfo_field(const std::string& key) {
   return "";
 }
 
-}  // namespace
-
-MachineInfo describe_machine() {
+MachineInfo describe_once() {
   MachineInfo m;
   utsname u{};
   uname(&u);
@@ -51,10 +49,20 @@ MachineInfo describe_machine() {
   m.nvidia_driver = nvml.available() ? nvml.driver_version() : "n/a";
   for (int i = 0; i < nvml.device_count(); ++i) m.gpus.push_back(nvml.device_name(i));
   m.crossover = CROSSOVER_VERSION;
-  m.date = utc_now();
   const DeviceList devices = list_devices();
   m.devices = devices.available;
   m.devices_unavailable = devices.unavailable_reasons;
+  return m;
+}
+
+}  // namespace
+
+MachineInfo describe_machine() {
+  // The machine does not change while a process runs: it is described once (a search writes its
+  // report after every trial, a fused group a result per trial), dated each time.
+  static const MachineInfo machine = describe_once();
+  MachineInfo m = machine;
+  m.date = utc_now();
   return m;
 }
 

@@ -25,6 +25,7 @@ struct MachineInfo {
   std::vector<std::string> devices, devices_unavailable;
 };
 
+// This machine, described once per process; dated now.
 MachineInfo describe_machine();
 // The machine in one line: CPU, logical CPUs, memory, OS (a device profile's `machine`).
 std::string machine_line(const MachineInfo& m);

@@ -8,7 +8,6 @@
 #include <filesystem>
 #include <map>
 #include <memory>
-#include <thread>
 
 #include "backend/backend.h"
 #include "core/error.h"
@@ -37,7 +36,7 @@ namespace {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
-// How long the search sleeps when no trial ended.
+// The longest the search waits for a trial to end before it looks again.
 constexpr auto kPoll = std::chrono::milliseconds(20);
 
 // What trials that train as one fused group share: the spec without what may differ per trial
@@ -261,7 +260,7 @@ void Search::loop() {
     if (!runner_->any_busy()) break;
     const std::vector<TrialRunner::Ended> ended = runner_->collect_ended();
     for (const TrialRunner::Ended& e : ended) job_done(e);
-    if (ended.empty()) std::this_thread::sleep_for(kPoll);
+    if (ended.empty()) runner_->wait_for_end(kPoll);
   }
 }
 
@@ -492,7 +491,11 @@ void Search::price() {
     std::vector<DevicePeaks> peaks;
     std::vector<size_t> priced;
     const std::vector<TrialCostInput> inputs = cost_inputs(peaks, priced);
-    const AdviceOptions advice = hooks_.advice();
+    AdviceOptions advice = hooks_.advice();
+    // A price is the trials' seconds: no expected errors, and the group size most trials had (a
+    // trial of another is predicted from a copy).
+    advice.expected_errors = false;
+    if (!inputs.empty() && inputs.front().fused > 1) advice.trials = inputs.front().fused;
     record_.cost = search_cost(inputs, peaks, catalog, advice, o_.instances, record_.cost_note);
     if (record_.cost.empty()) return;
     const SearchCostLine& cheapest = record_.cost.front();

@@ -36,8 +36,15 @@ double predicted_trial_seconds(const TrialCostInput& t, const CatalogDevice& dev
   if (t.spec && !o.profiles.empty()) {
     // From the nearest device profile, as `advise` predicts a catalog device: a fused trial as
     // its share of a group as large as its group here (advise --trials).
-    AdviceOptions at = o;
-    at.trials = t.fused > 1 ? t.fused : 0;
+    // Copied (profiles and all) only where `o` is not already as this trial needs it.
+    const int trials = t.fused > 1 ? t.fused : 0;
+    std::optional<AdviceOptions> copy;
+    if (o.trials != trials || o.expected_errors) {
+      copy = o;
+      copy->trials = trials;
+      copy->expected_errors = false;  // the seconds only
+    }
+    const AdviceOptions& at = copy ? *copy : o;
     if (const auto ps = profiled_step(*t.spec, t.batch, catalog_target(device, peaks, at), at)) {
       return ps->step.seconds / std::max(1, t.fused) * static_cast<double>(t.steps) + outside_steps;
     }
@@ -61,6 +68,10 @@ std::vector<SearchCostLine> search_cost(const std::vector<TrialCostInput>& trial
                                         int instances, std::string& note) {
   std::vector<SearchCostLine> lines;
   if (trials.empty()) return lines;
+  // As each trial's prediction takes it (predicted_trial_seconds), copied once.
+  AdviceOptions at = o;
+  at.expected_errors = false;
+  at.trials = trials.front().fused > 1 ? trials.front().fused : 0;
   std::set<int> counts = {1, std::max(1, instances), static_cast<int>(trials.size())};
   for (const CatalogInstance& inst : catalog.instances) {
     const CatalogDevice* device = catalog.find_device(inst.device);
@@ -74,7 +85,7 @@ std::vector<SearchCostLine> search_cost(const std::vector<TrialCostInput>& trial
     std::vector<double> jobs;
     for (const TrialCostInput& t : trials) {
       bool lower = false;
-      jobs.push_back(predicted_trial_seconds(t, *device, peaks, o, lower));
+      jobs.push_back(predicted_trial_seconds(t, *device, peaks, at, lower));
       line.lower_bound = line.lower_bound || lower;
     }
     for (int n : counts) {

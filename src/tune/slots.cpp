@@ -1,9 +1,13 @@
 #include "tune/slots.h"
 
+#include <poll.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <thread>
 
 #include "backend/backend.h"
 #include "dist/mpi.h"
@@ -46,6 +50,7 @@ void TrialRunner::start(size_t slot, const std::vector<std::string>& args,
   s.started = Clock::now();
   if (slots_[slot].rank == 0) {
     s.pid = spawn(args, log);
+    s.pidfd = static_cast<int>(::syscall(SYS_pidfd_open, s.pid, 0));
   } else {
     send_trial(*world_, slots_[slot].rank, args);
   }
@@ -56,6 +61,8 @@ std::vector<TrialRunner::Ended> TrialRunner::collect_ended() {
   auto end = [&](size_t slot, int code) {
     state_[slot].busy = false;
     state_[slot].pid = -1;
+    if (state_[slot].pidfd >= 0) ::close(state_[slot].pidfd);
+    state_[slot].pidfd = -1;
     ended.push_back({slot, code, seconds_since(state_[slot].started)});
   };
   for (size_t i = 0; i < slots_.size(); ++i) {
@@ -73,6 +80,22 @@ std::vector<TrialRunner::Ended> TrialRunner::collect_ended() {
     }
   }
   return ended;
+}
+
+void TrialRunner::wait_for_end(std::chrono::milliseconds at_most) const {
+  std::vector<pollfd> ends;
+  bool every = true;  // every running trial has a pidfd
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    if (!state_[i].busy || slots_[i].rank != 0) continue;
+    every = every && state_[i].pidfd >= 0;
+    ends.push_back({state_[i].pidfd, POLLIN, 0});
+  }
+  if (ranks() || !every || ends.empty()) {
+    std::this_thread::sleep_for(at_most);
+    return;
+  }
+  // A signal (Ctrl-C) ends the wait early too; the search then looks at what ended.
+  ::poll(ends.data(), ends.size(), static_cast<int>(at_most.count()));
 }
 
 void TrialRunner::interrupt() {

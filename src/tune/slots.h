@@ -54,6 +54,9 @@ class TrialRunner {
   // The jobs that ended since the last call, freed: this process's in slot order, then the other
   // ranks' in the order their messages came.
   std::vector<Ended> collect_ended();
+  // Waits until one of this process's trials ends, at most `at_most` (the whole of it where trials
+  // run on other ranks, whose ends come as messages, or where the kernel has no pidfd_open).
+  void wait_for_end(std::chrono::milliseconds at_most) const;
 
   // A stop request: each running trial is asked to save its checkpoint and end (SIGINT here, a
   // message to the other ranks). Ctrl-C reaches this process's trials by itself (one process
@@ -66,6 +69,7 @@ class TrialRunner {
   struct State {
     bool busy = false;
     pid_t pid = -1;  // this rank's slots
+    int pidfd = -1;  // readable when the process ends (-1: none, the kernel has no pidfd_open)
     Clock::time_point started;
   };
   bool ranks() const;  // trials run on other ranks too
