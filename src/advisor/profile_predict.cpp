@@ -88,7 +88,7 @@ const KernelSample* nearest(const DeviceProfile& p, const KernelSample& want, bo
       const double d =
           log_ratio(s.flops, want.flops) + log_ratio(s.bytes, want.bytes) +
           0.5 * log_ratio(static_cast<double>(s.batch), static_cast<double>(want.batch)) +
-          (s.shards != want.shards ? 10 : 0);
+          log_ratio(s.trials, want.trials) + (s.shards != want.shards ? 10 : 0);
       if (d < best_d) {
         best_d = d;
         best = &s;
@@ -96,7 +96,7 @@ const KernelSample* nearest(const DeviceProfile& p, const KernelSample& want, bo
     }
   }
   *exact = best && best->variant == want.variant && best->shards == want.shards &&
-           same_shape(*best, want);
+           best->trials == want.trials && same_shape(*best, want);
   return best;
 }
 
@@ -425,13 +425,21 @@ ProfilePrediction predict_fused_with_profile(const ModelSpec& spec, int64_t batc
     acc.interpolated += one.interpolated;
     acc.unprofiled += one.unprofiled;
   };
+  // A CPU runs a group's Linear as its own kernel over the trials (register-blocked for narrow
+  // layers): timed as such where the profile has it (op "trials_linear").
+  const bool trials_kernel = target.kind == DeviceKind::Cpu && source.kind == DeviceKind::Cpu &&
+                             std::any_of(source.samples.begin(), source.samples.end(),
+                                         [](const KernelSample& s) { return s.trials > 0; });
   for (size_t i = 0; i < layout.nodes.size(); ++i) {
     const Node& n = layout.nodes[i];
     if (is_view(n, true)) continue;
     ++out.nodes;
-    // A Linear of the group's trials is one kernel with a trial dimension: taken as one Linear as
-    // many times taller (the same FLOPs and launches); every other node trial by trial.
-    if (n.kind == NodeKind::Linear) {
+    // A Linear of the group's trials is one kernel with a trial dimension: the profile's own
+    // sample of it, or else one Linear as many times taller (the same FLOPs and launches); every
+    // other node trial by trial.
+    if (n.kind == NodeKind::Linear && trials_kernel) {
+      add(trials_linear_sample(layout, i, batch, per_group, groups), Part::Node, 1);
+    } else if (n.kind == NodeKind::Linear) {
       add(node_sample(layout, i, batch * per_group, groups), Part::Node, 1);
     } else {
       add(node_sample(layout, i, batch, groups), Part::Node, per_group);

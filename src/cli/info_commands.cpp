@@ -98,7 +98,7 @@ Command add_devices(CLI::App& app) {
       sub->add_flag("--profile", o->profile,
                     "Measure (or read the cached) device profile predictions start from: every "
                     "kernel of the built-in models and of a grid of MLPs, timed as the engine runs "
-                    "them (about a minute on a 2-core CPU)");
+                    "them (about a minute and a half on a 2-core CPU)");
   CLI::Option* reprofile = sub->add_flag("--reprofile", o->reprofile,
                                          "Measure the profile again rather than read the cache");
   profile->excludes(no_probe);

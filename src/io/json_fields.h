@@ -81,6 +81,9 @@ class FieldsOut {
   void number_unless_zero(const char* key, double v, AtLeast) {
     if (v != 0) j[key] = v;
   }
+  void integer_unless_zero(const char* key, int v, Between) {
+    if (v != 0) j[key] = v;
+  }
   void text_unless_empty(const char* key, const std::string& v) {
     if (!v.empty()) j[key] = v;
   }
@@ -181,6 +184,7 @@ class FieldsIn {
   void number_unless_zero(const char* key, double& v, AtLeast a) const {
     number_or_zero(key, v, a);
   }
+  void integer_unless_zero(const char* key, int& v, Between b) const { integer_or_zero(key, v, b); }
   void text_unless_empty(const char* key, std::string& v) const {
     v = in.has(key) ? in.text(key) : std::string();
   }

@@ -12,6 +12,7 @@
 #include "core/clock.h"
 #include "core/interrupt.h"
 #include "model/cost.h"
+#include "model/trials.h"
 #include "train/stats.h"
 
 namespace xo {
@@ -157,6 +158,11 @@ struct Profiler {
         .second;
   }
 
+  static ModelLayout layout_of(const Model& model) {
+    return {model.tensors(), model.buffers(),         model.nodes(),     model.input_features(),
+            model.outputs(), model.parameter_count(), model.flat_size(), model.state_size()};
+  }
+
   // The slices Network gives `shards` shards of `batch`.
   static std::vector<int64_t> slices(int64_t batch, int shards) {
     std::vector<int64_t> b;
@@ -173,9 +179,7 @@ struct Profiler {
   void node(const Model& model, size_t i, int64_t batch, int shards) {
     const Node& n = model.nodes()[i];
     if (is_view(n, true)) return;
-    const ModelLayout layout{model.tensors(),        model.buffers(),   model.nodes(),
-                             model.input_features(), model.outputs(),   model.parameter_count(),
-                             model.flat_size(),      model.state_size()};
+    const ModelLayout layout = layout_of(model);
     const std::vector<int64_t> b = slices(batch, shards);
     KernelSample s = node_sample(layout, i, b[0], shards);
     if (!first_time(s, fmt::format("{}", fmt::join(n.in_shape, "x")))) return;
@@ -239,6 +243,71 @@ struct Profiler {
         },
         [&] {
           // The backward pass may use its output gradient as scratch: a fresh one each call.
+          for (Slot& slot : slots) {
+            be.upload(slot.d_dst.as<float>(), slot.d_dst_host.data(), slot.d_dst.bytes());
+          }
+        });
+    profile.samples.push_back(s);
+  }
+
+  // The Linear of `trials` fused trials (model/trials.h) on each of `shards` workers at once, as
+  // a fused group's Linear runs: each worker's trials' parameters one trial stride apart. A
+  // size whose call would take more than kTrialsFlops FLOPs is left to be scaled from the
+  // smaller ones (past one trial: they are bound by FLOPs by then).
+  void trials_linear(const Model& model, size_t i, int64_t batch, int trials, int shards) {
+    constexpr double kTrialsFlops = 4e8;
+    const Node& n = model.nodes()[i];
+    const ModelLayout layout = layout_of(model);
+    KernelSample s = trials_linear_sample(layout, i, batch, trials, shards);
+    if (trials > 1 && s.flops > kTrialsFlops) return;
+    if (!first_time(s, fmt::format("{} trials", trials))) return;
+    const int64_t stride = trial_stride(model.flat_size());
+    const int64_t rows = trials * batch;
+    struct Slot {
+      std::unique_ptr<Layer> layer;
+      DeviceBuffer params, grads, src, dst, d_dst, d_src;
+      std::vector<float> d_dst_host;
+    };
+    std::vector<Slot> slots(static_cast<size_t>(shards));
+    for (Slot& slot : slots) {
+      LayerContext context{
+          batch,         0,      true,  n.gradient_below, shards > 1, 1, &model.buffers(),
+          model.state(), trials, stride};
+      slot.layer = make_layer(n, model.tensors(), be, context);
+      auto filled = [&](int64_t count, float scale) {
+        DeviceBuffer b = be.allocate(sizeof(float) * count);
+        const std::vector<float> x = pattern(count, scale);
+        be.upload(b.as<float>(), x.data(), b.bytes());
+        return b;
+      };
+      slot.params = filled(trials * stride, 0.1f);
+      slot.grads = be.allocate(sizeof(float) * trials * stride);
+      slot.src = filled(rows * n.in_size, 1.0f);
+      slot.dst = be.allocate(sizeof(float) * rows * n.out_size);
+      slot.d_dst = be.allocate(sizeof(float) * rows * n.out_size);
+      slot.d_dst_host = pattern(rows * n.out_size, 0.01f);
+      if (n.gradient_below) slot.d_src = be.allocate(sizeof(float) * rows * n.in_size);
+    }
+    const uint64_t* step = model.step_counter();
+    time(s.forward_us, s.graph_forward_us, shards, [&] {
+      be.parallel_shards(shards, [&](int k) {
+        Slot& slot = slots[static_cast<size_t>(k)];
+        slot.layer->forward(slot.params.as<float>(), slot.src.as<float>(), slot.dst.as<float>(),
+                            step);
+      });
+    });
+    time(
+        s.backward_us, s.graph_backward_us, shards,
+        [&] {
+          be.parallel_shards(shards, [&](int k) {
+            Slot& slot = slots[static_cast<size_t>(k)];
+            slot.layer->backward(slot.params.as<float>(), slot.src.as<float>(),
+                                 slot.dst.as<float>(), slot.d_dst.as<float>(),
+                                 slot.grads.as<float>(),
+                                 n.gradient_below ? slot.d_src.as<float>() : nullptr);
+          });
+        },
+        [&] {
           for (Slot& slot : slots) {
             be.upload(slot.d_dst.as<float>(), slot.d_dst_host.data(), slot.d_dst.bytes());
           }
@@ -364,6 +433,14 @@ struct Profiler {
     }
     optimizer(m);
     gather(m, batch);
+    // A CPU's fused trials (tune --fuse, advise --trials): each Linear as a fused group runs it,
+    // one group alone and one group per worker.
+    if (queued()) return;
+    for (size_t i = 0; i < m.nodes().size(); ++i) {
+      if (m.nodes()[i].kind != NodeKind::Linear) continue;
+      trials_linear(m, i, batch, 1, 1);
+      for (const int k : kProfiledTrials) trials_linear(m, i, batch, k, threads);
+    }
   }
 };
 
@@ -496,6 +573,18 @@ KernelSample node_sample(const ModelLayout& layout, size_t i, int64_t batch, int
     const double h = static_cast<double>(n.spec.out);
     s.matmul_flops = 2 * b * 4 * h * h;
   }
+  return s;
+}
+
+KernelSample trials_linear_sample(const ModelLayout& layout, size_t i, int64_t batch, int trials,
+                                  int shards) {
+  KernelSample s = node_sample(layout, i, batch, shards);
+  s.op = "trials_linear";
+  s.trials = trials;
+  s.flops *= trials;
+  s.bytes *= trials;
+  // Each worker's trials on its one thread: no matmul the backend spreads over threads.
+  s.matmul_flops = 0;
   return s;
 }
 

@@ -35,6 +35,10 @@ struct KernelSample {
   // The FLOPs of the kernel's typical matmul call (a Linear's, a convolution's, an LSTM step's
   // recurrent one): what decides whether the CPU backend runs it on one thread. 0: no matmul.
   double matmul_flops = 0;
+  // "trials_linear": a Linear of this many fused trials (model/trials.h) on each shard, the
+  // kernel a fused group runs for a Linear of all its trials (batch: rows per trial; the work is
+  // the trials' together). 0 for every other op.
+  int trials = 0;
   // A CPU: each call timed on its own. A GPU: what one more call adds to a step that queues
   // every kernel without waiting (forward_us, backward_us: `--no-graph`) and to a recorded step
   // (graph_*: the default, one CUDA Graph per step). 0: not measured (a CPU, an older profile).
@@ -81,13 +85,22 @@ struct DeviceProfile {
   bool has_graph_times() const { return graph_node_us > 0; }
   std::vector<KernelSample> samples;  // empty: a profile of peaks only (not measured per kernel)
   std::vector<MeasuredStep> measured;
-  std::string note;  // what the profile holds and lacks, for a profile of peaks only
+  // What the profile holds and lacks (a profile of peaks only), and samples added to it later
+  // (bench/profile_add_samples.py: which, and when).
+  std::string note;
   bool has_kernels() const { return !samples.empty(); }
 };
 
 // The kernel sample of one node of `layout` at `batch` samples per shard in `shards` shards,
 // without its times (what a lookup matches against).
 KernelSample node_sample(const ModelLayout& layout, size_t node, int64_t batch, int shards);
+
+// The fused trials' Linear (op "trials_linear") of node `node` of `layout`: `trials` trials of
+// `batch` rows each on every one of `shards` workers at once, without its times.
+KernelSample trials_linear_sample(const ModelLayout& layout, size_t node, int64_t batch, int trials,
+                                  int shards);
+// The trials per worker a CPU profile times the fused Linear at.
+inline constexpr int kProfiledTrials[] = {1, 2, 8, 32};
 
 // Measures a profile of `backend`: every node of `specs` (the built-in models and the grid of
 // measure_grid_specs), the losses and optimizers they use, the merge and the fixed costs.

@@ -44,6 +44,7 @@ constexpr auto sample_fields = [](auto& io, auto& s) {
   io.number("flops", s.flops, AtLeast{0});
   io.number("bytes", s.bytes, AtLeast{0});
   io.number("matmul_flops", s.matmul_flops, AtLeast{0});
+  io.integer_unless_zero("trials", s.trials, Between{0, 1 << 20});
   io.number("forward_us", s.forward_us, AtLeast{0});
   io.number("backward_us", s.backward_us, AtLeast{0});
   io.number_or_zero("graph_forward_us", s.graph_forward_us, AtLeast{0});

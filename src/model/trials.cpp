@@ -10,14 +10,13 @@
 namespace xo {
 namespace {
 
-// Floats between trial t's flat buffers and trial t + 1's: a whole number of 64-byte lines.
-int64_t trial_stride(int64_t flat_size) { return (flat_size + 15) / 16 * 16; }
-
 std::string shape_text(const std::vector<int64_t>& shape) {
   return fmt::format("[{}]", fmt::join(shape, ", "));
 }
 
 }  // namespace
+
+int64_t trial_stride(int64_t flat_size) { return (flat_size + 15) / 16 * 16; }
 
 std::string trials_differ(const Model& a, const Model& b) {
   const auto& x = a.nodes();

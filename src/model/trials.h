@@ -21,6 +21,10 @@ namespace xo {
 // same shapes and the same loss. Their parameters, seeds and dropout rates may differ.
 std::string trials_differ(const Model& a, const Model& b);
 
+// Floats between trial t's flat buffers and trial t + 1's (pack_trials): a whole number of 64-byte
+// lines.
+int64_t trial_stride(int64_t flat_size);
+
 // The models' parameters (and gradients) moved into one allocation, trial t's at t * stride
 // floats (Model::swap_params, swap_grads; the values copied): what lets TrialNetwork batch them.
 // The models must share one layout. Returns the allocation (the models keep views of it).

@@ -334,6 +334,47 @@ TEST(ProfilePredict, FusedTrialsShareEachLinearAndOnAGpuTheirLossOptimizerAndGat
   EXPECT_EQ(predict_fused_with_profile(spec, 8, 1, cpu, profile_target(cpu), true).shards, 1);
 }
 
+// A CPU profile that timed the fused trials' own Linear (op "trials_linear") predicts a fused
+// group's Linears from those samples, exactly where it has the group's size, and scaled by the
+// roofline from the nearest size where it does not; a GPU target keeps the taller Linears.
+TEST(ProfilePredict, AFusedGroupOnACpuTakesTheProfilesSamplesOfTheTrialsLinear) {
+  ModelSpec spec = mlp(8);
+  spec.train.shuffle = true;
+  const ModelLayout layout = model_layout(spec);
+  DeviceProfile cpu = profile_of(8);
+  cpu.samples.push_back(small("batch", "", 8, 1, 4, 8.0 * 8 * 4, 2));
+  const ProfilePrediction before =
+      predict_fused_with_profile(spec, 8, 4, cpu, profile_target(cpu), true);
+  // Four trials: two groups of two, one on each of the two workers.
+  auto with_trials = [&](double us) {
+    DeviceProfile p = cpu;
+    p.samples.push_back(timed(trials_linear_sample(layout, 0, 8, 2, 2), us, us));
+    p.samples.push_back(timed(trials_linear_sample(layout, 1, 8, 2, 2), us, 2 * us));
+    return p;
+  };
+  const DeviceProfile p100 = with_trials(100), p200 = with_trials(200);
+  const ProfilePrediction a =
+      predict_fused_with_profile(spec, 8, 4, p100, profile_target(p100), true);
+  const ProfilePrediction b =
+      predict_fused_with_profile(spec, 8, 4, p200, profile_target(p200), true);
+  // Each Linear is its sample, whole: 100 + 100 and 100 + 200 us in a, twice that in b.
+  EXPECT_NEAR((b.seconds - a.seconds) * 1e6, 500, 1e-6);
+  EXPECT_EQ(a.interpolated, before.interpolated - 2);
+  EXPECT_GT(a.seconds, before.seconds);
+  // 64 trials (32 a group), never timed: the two-trial samples scaled up by their rooflines.
+  const ProfilePrediction many =
+      predict_fused_with_profile(spec, 8, 64, p100, profile_target(p100), true);
+  EXPECT_EQ(many.interpolated, a.interpolated + 2);
+  EXPECT_GT(many.seconds, 8 * a.seconds);
+  // A GPU target from the same profile: one group, each Linear a taller one; no trials sample.
+  TargetDevice gpu = profile_target(p100);
+  gpu.kind = DeviceKind::Gpu;
+  TargetDevice gpu_before = profile_target(cpu);
+  gpu_before.kind = DeviceKind::Gpu;
+  EXPECT_EQ(predict_fused_with_profile(spec, 8, 4, p100, gpu, false).seconds,
+            predict_fused_with_profile(spec, 8, 4, cpu, gpu_before, false).seconds);
+}
+
 TEST(ProfilePredict, AGpuRecordedStepIsItsGraphTimesAndTheGraphsFixedCost) {
   const DeviceProfile p = gpu_profile();
   const ProfilePrediction own = predict_with_profile(mlp(8), 8, p, profile_target(p), true);

@@ -80,7 +80,8 @@ DevicePeaks fake_peaks(const Backend& be) {
 bool has_sample(const DeviceProfile& p, const KernelSample& want) {
   return std::any_of(p.samples.begin(), p.samples.end(), [&](const KernelSample& s) {
     return s.op == want.op && s.variant == want.variant && s.batch == want.batch &&
-           s.shards == want.shards && s.in_size == want.in_size && s.out_size == want.out_size;
+           s.shards == want.shards && s.in_size == want.in_size && s.out_size == want.out_size &&
+           s.trials == want.trials;
   });
 }
 
@@ -106,6 +107,16 @@ TEST(Profile, EveryNodeOfItsModelsIsTimedWholeAndInShards) {
         EXPECT_TRUE(has_sample(p, want))
             << spec.name << " node " << i << " (" << want.op << ") in " << shards << " shards";
       }
+      // A Linear as fused trials run it: one group alone, and a group on each worker of every
+      // size the profile times.
+      if (layout.nodes[i].kind != NodeKind::Linear) continue;
+      const int64_t batch = spec.train.batch;
+      EXPECT_TRUE(has_sample(p, trials_linear_sample(layout, i, batch, 1, 1))) << spec.name;
+      for (const int k : kProfiledTrials) {
+        const KernelSample want = trials_linear_sample(layout, i, batch, k, 2);
+        EXPECT_EQ(want.flops, k * node_sample(layout, i, batch, 2).flops);
+        EXPECT_TRUE(has_sample(p, want)) << spec.name << " node " << i << ", " << k << " trials";
+      }
     }
   }
   std::set<std::string> ops;
@@ -119,7 +130,7 @@ TEST(Profile, EveryNodeOfItsModelsIsTimedWholeAndInShards) {
     }
   }
   for (const char* op : {"linear", "conv2d", "maxpool2d", "dropout", "embedding", "lstm", "loss",
-                         "optimizer", "accumulate"}) {
+                         "optimizer", "accumulate", "trials_linear"}) {
     EXPECT_TRUE(ops.count(op)) << op;
   }
 }
@@ -150,6 +161,7 @@ TEST(ProfileGpu, EveryKernelIsTimedQueuedAndInsideACudaGraph) {
   for (const KernelSample& s : p.samples) {
     ops.insert(s.op);
     EXPECT_EQ(s.shards, 1) << s.op;
+    EXPECT_EQ(s.trials, 0) << s.op;  // fused trials on a GPU: its Linears, taller
     EXPECT_GT(s.total_us(), 0) << s.op << " " << s.variant;
     EXPECT_GT(s.graph_total_us(), 0) << s.op << " " << s.variant;
     EXPECT_TRUE(std::isfinite(s.graph_total_us())) << s.op;
@@ -206,6 +218,10 @@ DeviceProfile hand_profile() {
   s.graph_forward_us = 1;  // a GPU's sample: its time in a recorded step too
   s.graph_backward_us = 1.5;
   p.samples.push_back(s);
+  s.op = "trials_linear";  // a Linear of 8 fused trials
+  s.trials = 8;
+  s.graph_forward_us = s.graph_backward_us = 0;
+  p.samples.push_back(s);
   p.measured.push_back({"disc-2", 100, 0.005, "a test", "", 0.0055});
   // A model that is not built in carries its spec.
   p.measured.push_back({"tiny", 8, 0.004, "a test", "[model]\nname = \"tiny\"\n"});
@@ -220,6 +236,9 @@ TEST(Profile, JsonRoundTripKeepsEveryField) {
   EXPECT_EQ(q.samples.at(0).matmul_flops, 2.5e4);
   EXPECT_EQ(q.measured.at(0).model, "disc-2");
   EXPECT_EQ(q.samples.at(1).graph_backward_us, 1.5);
+  EXPECT_EQ(q.samples.at(0).trials, 0);  // not written: every other op's
+  EXPECT_FALSE(to_json(p)["samples"][0].contains("trials"));
+  EXPECT_EQ(q.samples.at(2).trials, 8);
   EXPECT_EQ(q.measured.at(0).spec_toml, "");
   EXPECT_EQ(q.measured.at(0).slowest_ms, 0.0055);
   EXPECT_EQ(q.measured.at(1).slowest_ms, 0);  // not recorded
