@@ -260,17 +260,21 @@ void Search::loop() {
     if (!runner_->any_busy()) break;
     const std::vector<TrialRunner::Ended> ended = runner_->collect_ended();
     for (const TrialRunner::Ended& e : ended) job_done(e);
+    if (!ended.empty()) publish();  // once for every end seen together
     if (ended.empty()) runner_->wait_for_end(kPoll);
   }
 }
 
 void Search::fill_free_slots() {
+  bool started = false;
   for (size_t s = 0; s < runner_->slots().size(); ++s) {
     if (runner_->busy(s)) continue;
     const std::optional<HalvingJob> job = next_job(record_, running_);
     if (!job) break;
     start_job(s, group_for(s, *job));
+    started = true;
   }
+  if (started) publish();  // once for every job started together
 }
 
 // The trials that train with `first` on `slot`: on a CPU with --fuse, the next jobs of the same
@@ -357,7 +361,6 @@ void Search::start_job(size_t slot, const std::vector<HalvingJob>& group) {
             : train_args(files[0], where.device, where.threads, pause, o_.checkpoint_every);
   runner_->start(slot, args, logs_[slot]);
   note_concurrent(slot);
-  publish();
 }
 
 // The most trials at once on this slot's device so far, for every trial running on it: their
@@ -384,7 +387,6 @@ void Search::job_done(const TrialRunner::Ended& end) {
   for (const HalvingJob& job : group) {
     job_ended(job, end, logs_[end.slot], !record_.trials[job.trial].group.empty());
   }
-  publish();
 }
 
 // How one trial of the job that ended on a slot ended: a trial of its own from its process's

@@ -3,8 +3,8 @@
 // process (tune/trial_process.h) on a slot, several at once per device as measured fastest
 // (tune/parallel.h), or one per rank under MPI (tune/ranks.h); successive halving (tune/halving.h)
 // pauses trials at a rung and promotes the best through their checkpoints. The record is published
-// after every trial that starts or ends, and the same options with the same --out go on where a
-// stopped search was (tune/resume.h).
+// whenever trials start or end (once for those started, or seen ending, together), and the same
+// options with the same --out go on where a stopped search was (tune/resume.h).
 //
 // Three parts, kept apart so that another way of running trials can replace one: the search
 // decides what trials there are, which runs next and what a trial's end means (search.cpp,
