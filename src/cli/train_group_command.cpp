@@ -88,6 +88,8 @@ int run_group(const GroupOptions& o) {
   settings.exec.pause_after_epochs = o.pause_after;
   const std::vector<RunRecord> records = measure_fused(*backend, runs, settings);
   int code = kExitOk;
+  // Every trial's weights and result written together (their waits for the disk overlapped).
+  AtomicWrites outputs;
   for (size_t i = 0; i < records.size(); ++i) {
     const TrainResult& r = records[i].result;
     const TrialFiles& f = files[i];
@@ -97,17 +99,24 @@ int run_group(const GroupOptions& o) {
     std::ofstream(f.log, std::ios::app) << summary;
     // Weights that hold NaN or infinities are not saved: the last good ones are in the checkpoint.
     if (!r.stopped_diverged) {
-      save_safetensors(f.weights, weights[i],
-                       {{"format", "pt"}, {"model", r.model}, {"producer", "crossover"}});
+      outputs.add(f.weights,
+                  encode_safetensors(
+                      weights[i], {{"format", "pt"}, {"model", r.model}, {"producer", "crossover"}},
+                      f.weights.string()));
     }
     const Utilisation& load = *records[i].utilisation;
     const TrainDocument doc{r, describe_machine(), load.mean_other_cores,
                             timings_contaminated(load)};
-    write_file_atomic(f.result, to_json(doc).dump(2) + "\n");
-    // A finished trial's checkpoints hold nothing more; a paused, stopped or diverged one's are
-    // where it goes on from.
-    if (!r.paused && !r.interrupted && !r.stopped_diverged) remove_checkpoints(f.checkpoints);
+    outputs.add(f.result, to_json(doc).dump(2) + "\n");
     if (r.interrupted) code = kExitInterrupted;
+  }
+  outputs.commit();
+  // A finished trial's checkpoints hold nothing more (its result is on disk now); a paused,
+  // stopped or diverged one's are where it goes on from.
+  for (size_t i = 0; i < records.size(); ++i) {
+    const TrainResult& r = records[i].result;
+    if (!r.paused && !r.interrupted && !r.stopped_diverged)
+      remove_checkpoints(files[i].checkpoints);
   }
   return code;
 }

@@ -281,47 +281,112 @@ int create_temporary(const std::filesystem::path& path, std::string& tmp) {
 
 namespace {
 
-// The new bytes to a temporary beside `path`, synced, renamed over it: what a failure leaves is the
-// previous version untouched or no file at all. `named` is how messages name the file.
-void replace_atomically(const std::filesystem::path& path, const std::string& named,
-                        std::string_view bytes) {
+// A replacement under way: the new bytes in a temporary beside `path`, not yet in its place.
+struct Replacement {
+  std::filesystem::path path;
+  std::string named;  // how messages name the file
+  std::string tmp;
+  int fd = -1;  // the temporary's, until it is synced
+  bool had_previous = false;
+
+  UserError failed(const char* what, int err) const {
+    return UserError(fmt::format(
+        "{}: {}: {}; {}", named, what, std::strerror(err),
+        had_previous ? "the previous version of the file is kept" : "no file was written"));
+  }
+  // What a failure leaves: the previous version untouched, or no file at all.
+  void abandon() {
+    if (fd >= 0) ::close(fd);
+    fd = -1;
+    if (!tmp.empty()) ::unlink(tmp.c_str());
+    tmp.clear();
+  }
+};
+
+// The new bytes to a temporary beside `path`, their write-back to the disk started (not waited
+// for: `sync_replacement` does).
+Replacement write_replacement(const std::filesystem::path& path, const std::string& named,
+                              std::string_view bytes) {
   std::error_code ec;
   if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path(), ec);
   if (ec) {
     throw UserError(
         fmt::format("{}: cannot create folder: {}", path.parent_path().string(), ec.message()));
   }
+  Replacement r{path, named, {}, -1, false};
   struct stat previous {};
-  const bool had_previous = ::lstat(path.c_str(), &previous) == 0;
-  auto failed = [&](const char* what, int err) {
-    return UserError(fmt::format(
-        "{}: {}: {}; {}", named, what, std::strerror(err),
-        had_previous ? "the previous version of the file is kept" : "no file was written"));
-  };
-  std::string tmp;
-  const int fd = create_temporary(path, tmp);
-  if (fd < 0) throw failed("cannot write", errno);
+  r.had_previous = ::lstat(path.c_str(), &previous) == 0;
+  r.fd = create_temporary(path, r.tmp);
+  if (r.fd < 0) {
+    r.tmp.clear();
+    throw r.failed("cannot write", errno);
+  }
   // A replaced file keeps its permissions (a private 0600 file stays private); set-id bits never
   // carry over.
-  if (had_previous && ::stat(path.c_str(), &previous) == 0) ::fchmod(fd, previous.st_mode & 0777);
-  // close() reports a failed write-back on some file systems (NFS), so its answer counts too.
-  bool ok = write_all(fd, bytes) && ::fsync(fd) == 0;
+  if (r.had_previous && ::stat(path.c_str(), &previous) == 0)
+    ::fchmod(r.fd, previous.st_mode & 0777);
+  if (!write_all(r.fd, bytes)) {
+    const int err = errno;
+    r.abandon();
+    throw r.failed("cannot write", err);
+  }
+  // Started now, so that several files' writes reach the disk together; an error shows at fsync.
+  ::sync_file_range(r.fd, 0, 0, SYNC_FILE_RANGE_WRITE);
+  return r;
+}
+
+// The temporary synced and closed (close() reports a failed write-back on some file systems, NFS,
+// so its answer counts too).
+void sync_replacement(Replacement& r) {
+  bool ok = ::fsync(r.fd) == 0;
   int err = errno;
-  if (::close(fd) != 0 && ok) {
+  if (::close(r.fd) != 0 && ok) {
     ok = false;
     err = errno;
   }
+  r.fd = -1;
   if (!ok) {
-    ::unlink(tmp.c_str());
-    throw failed("cannot write", err);
+    r.abandon();
+    throw r.failed("cannot write", err);
   }
-  // rename() replaces the name, never what a symlink there points to.
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    err = errno;
-    ::unlink(tmp.c_str());
-    throw failed("cannot rename the new version into place", err);
+}
+
+// rename() replaces the name, never what a symlink there points to.
+void move_into_place(Replacement& r) {
+  if (std::rename(r.tmp.c_str(), r.path.c_str()) != 0) {
+    const int err = errno;
+    r.abandon();
+    throw r.failed("cannot rename the new version into place", err);
   }
-  sync_folder(path.has_parent_path() ? path.parent_path() : std::filesystem::path("."), path);
+  r.tmp.clear();
+}
+
+std::filesystem::path folder_of(const std::filesystem::path& path) {
+  return path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
+}
+
+// The new bytes to a temporary beside `path`, synced, renamed over it: what a failure leaves is the
+// previous version untouched or no file at all. `named` is how messages name the file.
+void replace_atomically(const std::filesystem::path& path, const std::string& named,
+                        std::string_view bytes) {
+  Replacement r = write_replacement(path, named, bytes);
+  sync_replacement(r);
+  move_into_place(r);
+  sync_folder(folder_of(path), path);
+}
+
+// A file crossover owns is replaced whatever is at its path, but a folder.
+void refuse_folder(const std::filesystem::path& path) {
+  if (struct stat st{}; ::lstat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+    throw UserError(fmt::format("{}: a folder, not replaced by a file", path.string()));
+  }
+}
+
+// A followed symlink is named with the file it leads to, which is the one replaced.
+std::string named_target(const std::filesystem::path& path_in, const Target& target) {
+  return target.path == path_in
+             ? path_in.string()
+             : fmt::format("{} (a link to {})", path_in.string(), target.path.string());
 }
 
 }  // namespace
@@ -329,18 +394,55 @@ void replace_atomically(const std::filesystem::path& path, const std::string& na
 void write_file_atomic(const std::filesystem::path& path_in, std::string_view bytes) {
   const Target target = classify(path_in);
   if (target.kind != Target::Kind::Replace) return write_in_place(target, bytes);
-  // A followed symlink is named with the file it leads to, which is the one replaced.
-  const std::string named =
-      target.path == path_in
-          ? path_in.string()
-          : fmt::format("{} (a link to {})", path_in.string(), target.path.string());
-  replace_atomically(target.path, named, bytes);
+  replace_atomically(target.path, named_target(path_in, target), bytes);
+}
+
+void AtomicWrites::add(std::filesystem::path path, std::string bytes) {
+  files_.push_back({std::move(path), std::move(bytes), false});
+}
+
+void AtomicWrites::replace(std::filesystem::path path, std::string bytes) {
+  files_.push_back({std::move(path), std::move(bytes), true});
+}
+
+void AtomicWrites::commit() {
+  std::vector<Replacement> pending;
+  auto abandon_all = [&] {
+    for (Replacement& r : pending) r.abandon();
+  };
+  try {
+    for (const File& f : files_) {
+      if (f.own) {
+        refuse_folder(f.path);
+        pending.push_back(write_replacement(f.path, f.path.string(), f.bytes));
+        continue;
+      }
+      const Target target = classify(f.path);
+      if (target.kind != Target::Kind::Replace) {
+        write_in_place(target, f.bytes);
+        continue;
+      }
+      pending.push_back(write_replacement(target.path, named_target(f.path, target), f.bytes));
+    }
+    for (Replacement& r : pending) sync_replacement(r);
+    for (Replacement& r : pending) move_into_place(r);
+  } catch (...) {
+    abandon_all();
+    files_.clear();
+    throw;
+  }
+  std::vector<std::filesystem::path> synced;
+  for (const Replacement& r : pending) {
+    const std::filesystem::path folder = folder_of(r.path);
+    if (std::find(synced.begin(), synced.end(), folder) != synced.end()) continue;
+    synced.push_back(folder);
+    sync_folder(folder, r.path);
+  }
+  files_.clear();
 }
 
 void replace_file_atomic(const std::filesystem::path& path, std::string_view bytes) {
-  if (struct stat st{}; ::lstat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
-    throw UserError(fmt::format("{}: a folder, not replaced by a file", path.string()));
-  }
+  refuse_folder(path);
   replace_atomically(path, path.string(), bytes);
 }
 

@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace xo {
 
@@ -40,6 +41,28 @@ std::string read_regular_file(const std::filesystem::path& path,
 // (/tmp) is refused, as the kernel's fs.protected_symlinks refuses it. A folder, a socket or a
 // block device is refused.
 void write_file_atomic(const std::filesystem::path& path, std::string_view bytes);
+
+// Several files written as write_file_atomic writes each (each on its own: after a crash its old
+// version or its new one), with their waits for the disk overlapped: every temporary written and
+// its write-back started, then each synced, then each renamed into place, then each folder synced
+// once. A fused group's trials' results and weights, a search's trial specs. commit() throws the
+// UserError of the first file that fails; the files renamed before it stay, the others keep their
+// previous versions.
+class AtomicWrites {
+ public:
+  void add(std::filesystem::path path, std::string bytes);      // as write_file_atomic
+  void replace(std::filesystem::path path, std::string bytes);  // as replace_file_atomic
+  void commit();
+  bool empty() const { return files_.empty(); }
+
+ private:
+  struct File {
+    std::filesystem::path path;
+    std::string bytes;
+    bool own = false;  // replace(): whatever is there replaced, never followed
+  };
+  std::vector<File> files_;
+};
 
 // The same temporary and rename for a file crossover owns (a checkpoint): whatever is at `path` (a
 // symbolic link, a FIFO, a device node) is replaced by the new regular file, never followed or

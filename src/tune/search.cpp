@@ -212,11 +212,13 @@ void Search::load_or_start() {
 }
 
 void Search::write_trial_specs() const {
+  AtomicWrites specs;
   for (size_t i = 0; i < specs_.size(); ++i) {
     const TrialFiles f = trial_files(out_, record_.trials[i].id);
     own_folder(f.dir);
-    replace_file_atomic(f.spec, to_toml(with_absolute_paths(specs_[i])));
+    specs.replace(f.spec, to_toml(with_absolute_paths(specs_[i])));
   }
+  specs.commit();
 }
 
 // Under MPI, one slot per rank (tune/ranks.h); else each local device's trials at once.

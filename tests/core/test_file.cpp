@@ -46,6 +46,66 @@ TEST(WriteFileAtomic, CreatesFoldersAndReplacesTheFile) {
   EXPECT_EQ(names_in(file.parent_path()), std::vector<std::string>{"out.txt"});
 }
 
+// Several files at once (a fused group's results and weights): each written in full in its
+// folder, a link followed by add() and replaced by replace(), no temporary left.
+TEST(AtomicWrites, WritesEveryFileInItsFolderAsTheSingleCallsWould) {
+  const testing::TempDir temp("atomic-writes");
+  const fs::path target = temp / "elsewhere.txt";
+  write_file_atomic(target, "old");
+  fs::create_directories(temp / "t1");
+  fs::create_symlink(target, temp / "t1" / "followed");
+  fs::create_symlink(target, temp / "t1" / "replaced");
+  AtomicWrites w;
+  EXPECT_TRUE(w.empty());
+  w.add(temp / "t1" / "result.json", "one");
+  w.add(temp / "t2" / "deep" / "result.json", std::string(100000, 'x'));
+  w.add(temp / "t1" / "followed", "through the link");
+  w.replace(temp / "t1" / "replaced", "a file of its own");
+  EXPECT_FALSE(w.empty());
+  w.commit();
+  EXPECT_TRUE(w.empty());
+  EXPECT_EQ(read_file(temp / "t1" / "result.json"), "one");
+  EXPECT_EQ(read_file(temp / "t2" / "deep" / "result.json"), std::string(100000, 'x'));
+  EXPECT_EQ(read_file(target), "through the link");
+  EXPECT_TRUE(fs::is_symlink(temp / "t1" / "followed"));
+  EXPECT_FALSE(fs::is_symlink(temp / "t1" / "replaced"));
+  EXPECT_EQ(read_file(temp / "t1" / "replaced"), "a file of its own");
+  std::vector<std::string> t1 = names_in(temp / "t1");
+  std::sort(t1.begin(), t1.end());
+  EXPECT_EQ(t1, (std::vector<std::string>{"followed", "replaced", "result.json"}));
+}
+
+// A file that cannot be written stops the commit before any file is replaced where it fails while
+// writing (every file keeps its previous version, no temporary is left), and names the file.
+TEST(AtomicWrites, AFailureBeforeTheRenamesKeepsEveryPreviousVersion) {
+  const testing::TempDir temp("atomic-writes-fail");
+  write_file_atomic(temp / "a.json", "previous a");
+  fs::create_directories(temp / "b.json");  // a folder where a file is replaced: refused
+  AtomicWrites w;
+  w.add(temp / "a.json", "new a");
+  w.replace(temp / "b.json", "new b");
+  testing::expect_user_error([&] { w.commit(); },
+                             {(temp / "b.json").string(), "a folder, not replaced by a file"});
+  EXPECT_EQ(read_file(temp / "a.json"), "previous a");
+  std::vector<std::string> names = names_in(temp.path());
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"a.json", "b.json"}));
+  // A full disk while writing the second: the same.
+  AtomicWrites full;
+  full.add(temp / "a.json", "new a");
+  full.add(temp / "c.json", std::string(2 * kLimit, 'x'));
+  {
+    const testing::FileSizeLimit limit(kLimit);
+    testing::expect_user_error(
+        [&] { full.commit(); },
+        {(temp / "c.json").string(), std::strerror(EFBIG), "no file was written"});
+  }
+  EXPECT_EQ(read_file(temp / "a.json"), "previous a");
+  names = names_in(temp.path());
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"a.json", "b.json"}));
+}
+
 TEST(WriteFileAtomic, AReplacedFileKeepsItsPermissions) {
   const testing::TempDir temp("write-atomic");
   const fs::path file = temp / "private.json";
