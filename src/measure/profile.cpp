@@ -176,6 +176,64 @@ struct Profiler {
     return shards > 1 ? std::max(0.0, measured - profile.shard_fork_us) : measured;
   }
 
+  // One shard's layer and the buffers it reads and writes.
+  struct LayerSlot {
+    std::unique_ptr<Layer> layer;
+    DeviceBuffer params, src, dst, d_dst, d_src, grads;  // params, grads: where not the model's
+    std::vector<float> d_dst_host;
+    const float* weights = nullptr;  // the parameters it reads
+    float* gradients = nullptr;      // where its gradients go
+  };
+
+  // s's forward and backward: every shard's layer in one parallel region, a new step before each
+  // forward (dropout's masks), as in training, and a fresh output gradient before each backward
+  // (which may use it as scratch).
+  void time_layers(KernelSample& s, std::vector<LayerSlot>& slots, const Model& model,
+                   bool gradient_below) {
+    const int shards = static_cast<int>(slots.size());
+    const uint64_t* step = model.step_counter();
+    time(
+        s.forward_us, s.graph_forward_us, shards,
+        [&] {
+          be.parallel_shards(shards, [&](int k) {
+            LayerSlot& slot = slots[static_cast<size_t>(k)];
+            slot.layer->forward(slot.weights, slot.src.as<float>(), slot.dst.as<float>(), step);
+          });
+        },
+        [&] { be.increment(model.step_counter()); });
+    time(
+        s.backward_us, s.graph_backward_us, shards,
+        [&] {
+          be.parallel_shards(shards, [&](int k) {
+            LayerSlot& slot = slots[static_cast<size_t>(k)];
+            slot.layer->backward(slot.weights, slot.src.as<float>(), slot.dst.as<float>(),
+                                 slot.d_dst.as<float>(), slot.gradients,
+                                 gradient_below ? slot.d_src.as<float>() : nullptr);
+          });
+        },
+        [&] {
+          for (LayerSlot& slot : slots) {
+            be.upload(slot.d_dst.as<float>(), slot.d_dst_host.data(), slot.d_dst.bytes());
+          }
+        });
+    profile.samples.push_back(s);
+  }
+
+  // A slot's output, output gradient and input gradient for `rows` rows of node `n`.
+  void output_buffers(LayerSlot& slot, const Node& n, int64_t rows) {
+    slot.dst = be.allocate(sizeof(float) * rows * n.out_size);
+    slot.d_dst = be.allocate(sizeof(float) * rows * n.out_size);
+    slot.d_dst_host = pattern(rows * n.out_size, 0.01f);
+    if (n.gradient_below) slot.d_src = be.allocate(sizeof(float) * rows * n.in_size);
+  }
+
+  DeviceBuffer filled(int64_t count, float scale) {
+    DeviceBuffer b = be.allocate(sizeof(float) * count);
+    const std::vector<float> x = pattern(count, scale);
+    be.upload(b.as<float>(), x.data(), b.bytes());
+    return b;
+  }
+
   void node(const Model& model, size_t i, int64_t batch, int shards) {
     const Node& n = model.nodes()[i];
     if (is_view(n, true)) return;
@@ -183,71 +241,33 @@ struct Profiler {
     const std::vector<int64_t> b = slices(batch, shards);
     KernelSample s = node_sample(layout, i, b[0], shards);
     if (!first_time(s, fmt::format("{}", fmt::join(n.in_shape, "x")))) return;
-    struct Slot {
-      std::unique_ptr<Layer> layer;
-      DeviceBuffer src, dst, d_dst, d_src, grads;
-      std::vector<float> d_dst_host;
-    };
-    std::vector<Slot> slots(static_cast<size_t>(shards));
+    std::vector<LayerSlot> slots(static_cast<size_t>(shards));
     int64_t offset = 0;
     for (int k = 0; k < shards; ++k) {
-      Slot& slot = slots[static_cast<size_t>(k)];
+      LayerSlot& slot = slots[static_cast<size_t>(k)];
       const int64_t bk = b[static_cast<size_t>(k)];
       LayerContext context{bk, offset,           true,         n.gradient_below, shards > 1,
                            1,  &model.buffers(), model.state()};
       offset += bk;
       slot.layer = make_layer(n, model.tensors(), be, context);
-      slot.src = be.allocate(sizeof(float) * bk * n.in_size);
       if (n.kind != NodeKind::Embedding) {
-        const std::vector<float> x = pattern(bk * n.in_size, 1.0f);
-        be.upload(slot.src.as<float>(), x.data(), slot.src.bytes());
+        slot.src = filled(bk * n.in_size, 1.0f);
       } else {
         // Token ids spread over the vocabulary as a text's are: all of one id would time the
         // backward pass summing every position into one row, which no real batch does.
+        slot.src = be.allocate(sizeof(float) * bk * n.in_size);
         std::vector<float> ids(static_cast<size_t>(bk * n.in_size));
         for (size_t p = 0; p < ids.size(); ++p) {
           ids[p] = static_cast<float>((p * 7919 + 13) % static_cast<size_t>(n.spec.vocab));
         }
         be.upload(slot.src.as<float>(), ids.data(), slot.src.bytes());
       }
-      slot.dst = be.allocate(sizeof(float) * bk * n.out_size);
-      slot.d_dst = be.allocate(sizeof(float) * bk * n.out_size);
-      slot.d_dst_host = pattern(bk * n.out_size, 0.01f);
-      if (n.gradient_below) slot.d_src = be.allocate(sizeof(float) * bk * n.in_size);
+      output_buffers(slot, n, bk);
       if (k > 0) slot.grads = be.allocate(sizeof(float) * model.flat_size());
+      slot.weights = model.params();
+      slot.gradients = k == 0 ? model.grads() : slot.grads.as<float>();
     }
-    auto grads_of = [&](int k) {
-      return k == 0 ? model.grads() : slots[static_cast<size_t>(k)].grads.as<float>();
-    };
-    const float* params = model.params();
-    const uint64_t* step = model.step_counter();
-    time(
-        s.forward_us, s.graph_forward_us, shards,
-        [&] {
-          be.parallel_shards(shards, [&](int k) {
-            Slot& slot = slots[static_cast<size_t>(k)];
-            slot.layer->forward(params, slot.src.as<float>(), slot.dst.as<float>(), step);
-          });
-        },
-        // A new step each call, as in training (dropout's masks).
-        [&] { be.increment(model.step_counter()); });
-    time(
-        s.backward_us, s.graph_backward_us, shards,
-        [&] {
-          be.parallel_shards(shards, [&](int k) {
-            Slot& slot = slots[static_cast<size_t>(k)];
-            slot.layer->backward(params, slot.src.as<float>(), slot.dst.as<float>(),
-                                 slot.d_dst.as<float>(), grads_of(k),
-                                 n.gradient_below ? slot.d_src.as<float>() : nullptr);
-          });
-        },
-        [&] {
-          // The backward pass may use its output gradient as scratch: a fresh one each call.
-          for (Slot& slot : slots) {
-            be.upload(slot.d_dst.as<float>(), slot.d_dst_host.data(), slot.d_dst.bytes());
-          }
-        });
-    profile.samples.push_back(s);
+    time_layers(s, slots, model, n.gradient_below);
   }
 
   // The Linear of `trials` fused trials (model/trials.h) on each of `shards` workers at once, as
@@ -257,62 +277,25 @@ struct Profiler {
   void trials_linear(const Model& model, size_t i, int64_t batch, int trials, int shards) {
     constexpr double kTrialsFlops = 4e8;
     const Node& n = model.nodes()[i];
-    const ModelLayout layout = layout_of(model);
-    KernelSample s = trials_linear_sample(layout, i, batch, trials, shards);
+    KernelSample s = trials_linear_sample(layout_of(model), i, batch, trials, shards);
     if (trials > 1 && s.flops > kTrialsFlops) return;
     if (!first_time(s, fmt::format("{} trials", trials))) return;
     const int64_t stride = trial_stride(model.flat_size());
     const int64_t rows = trials * batch;
-    struct Slot {
-      std::unique_ptr<Layer> layer;
-      DeviceBuffer params, grads, src, dst, d_dst, d_src;
-      std::vector<float> d_dst_host;
-    };
-    std::vector<Slot> slots(static_cast<size_t>(shards));
-    for (Slot& slot : slots) {
+    std::vector<LayerSlot> slots(static_cast<size_t>(shards));
+    for (LayerSlot& slot : slots) {
       LayerContext context{
           batch,         0,      true,  n.gradient_below, shards > 1, 1, &model.buffers(),
           model.state(), trials, stride};
       slot.layer = make_layer(n, model.tensors(), be, context);
-      auto filled = [&](int64_t count, float scale) {
-        DeviceBuffer b = be.allocate(sizeof(float) * count);
-        const std::vector<float> x = pattern(count, scale);
-        be.upload(b.as<float>(), x.data(), b.bytes());
-        return b;
-      };
       slot.params = filled(trials * stride, 0.1f);
       slot.grads = be.allocate(sizeof(float) * trials * stride);
       slot.src = filled(rows * n.in_size, 1.0f);
-      slot.dst = be.allocate(sizeof(float) * rows * n.out_size);
-      slot.d_dst = be.allocate(sizeof(float) * rows * n.out_size);
-      slot.d_dst_host = pattern(rows * n.out_size, 0.01f);
-      if (n.gradient_below) slot.d_src = be.allocate(sizeof(float) * rows * n.in_size);
+      output_buffers(slot, n, rows);
+      slot.weights = slot.params.as<float>();
+      slot.gradients = slot.grads.as<float>();
     }
-    const uint64_t* step = model.step_counter();
-    time(s.forward_us, s.graph_forward_us, shards, [&] {
-      be.parallel_shards(shards, [&](int k) {
-        Slot& slot = slots[static_cast<size_t>(k)];
-        slot.layer->forward(slot.params.as<float>(), slot.src.as<float>(), slot.dst.as<float>(),
-                            step);
-      });
-    });
-    time(
-        s.backward_us, s.graph_backward_us, shards,
-        [&] {
-          be.parallel_shards(shards, [&](int k) {
-            Slot& slot = slots[static_cast<size_t>(k)];
-            slot.layer->backward(slot.params.as<float>(), slot.src.as<float>(),
-                                 slot.dst.as<float>(), slot.d_dst.as<float>(),
-                                 slot.grads.as<float>(),
-                                 n.gradient_below ? slot.d_src.as<float>() : nullptr);
-          });
-        },
-        [&] {
-          for (Slot& slot : slots) {
-            be.upload(slot.d_dst.as<float>(), slot.d_dst_host.data(), slot.d_dst.bytes());
-          }
-        });
-    profile.samples.push_back(s);
+    time_layers(s, slots, model, n.gradient_below);
   }
 
   void loss(const Model& model, int64_t batch, int shards) {

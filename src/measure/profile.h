@@ -85,9 +85,7 @@ struct DeviceProfile {
   bool has_graph_times() const { return graph_node_us > 0; }
   std::vector<KernelSample> samples;  // empty: a profile of peaks only (not measured per kernel)
   std::vector<MeasuredStep> measured;
-  // What the profile holds and lacks (a profile of peaks only), and samples added to it later
-  // (bench/profile_add_samples.py: which, and when).
-  std::string note;
+  std::string note;  // what the profile holds and lacks, for a profile of peaks only
   bool has_kernels() const { return !samples.empty(); }
 };
 

@@ -36,7 +36,8 @@ double predicted_trial_seconds(const TrialCostInput& t, const CatalogDevice& dev
   if (t.spec && !o.profiles.empty()) {
     // From the nearest device profile, as `advise` predicts a catalog device: a fused trial as
     // its share of a group as large as its group here (advise --trials).
-    // Copied (profiles and all) only where `o` is not already as this trial needs it.
+    // Copied (profiles and all) only where `o` is not already as this trial needs it: a caller
+    // pricing many trials passes it without expected errors, at its trials' group size.
     const int trials = t.fused > 1 ? t.fused : 0;
     std::optional<AdviceOptions> copy;
     if (o.trials != trials || o.expected_errors) {
@@ -68,10 +69,6 @@ std::vector<SearchCostLine> search_cost(const std::vector<TrialCostInput>& trial
                                         int instances, std::string& note) {
   std::vector<SearchCostLine> lines;
   if (trials.empty()) return lines;
-  // As each trial's prediction takes it (predicted_trial_seconds), copied once.
-  AdviceOptions at = o;
-  at.expected_errors = false;
-  at.trials = trials.front().fused > 1 ? trials.front().fused : 0;
   std::set<int> counts = {1, std::max(1, instances), static_cast<int>(trials.size())};
   for (const CatalogInstance& inst : catalog.instances) {
     const CatalogDevice* device = catalog.find_device(inst.device);
@@ -85,7 +82,7 @@ std::vector<SearchCostLine> search_cost(const std::vector<TrialCostInput>& trial
     std::vector<double> jobs;
     for (const TrialCostInput& t : trials) {
       bool lower = false;
-      jobs.push_back(predicted_trial_seconds(t, *device, peaks, at, lower));
+      jobs.push_back(predicted_trial_seconds(t, *device, peaks, o, lower));
       line.lower_bound = line.lower_bound || lower;
     }
     for (int n : counts) {

@@ -41,7 +41,9 @@ std::vector<SearchCostLine> search_cost(const std::vector<TrialCostInput>& trial
                                         const Catalog& catalog, const AdviceOptions& o,
                                         int instances, std::string& note);
 
-// One trial's predicted seconds on the device of `line` (what its dollars are priced at).
+// One trial's predicted seconds on the device of `line` (what its dollars are priced at). `o` is
+// copied for each call unless its expected_errors is off and its trials are the trial's group
+// size (0 for a trial alone): what a caller of many prepares once.
 double predicted_trial_seconds(const TrialCostInput& t, const CatalogDevice& device,
                                const std::vector<DevicePeaks>& peaks, const AdviceOptions& o,
                                bool& lower_bound);

@@ -37,6 +37,12 @@ std::vector<Slot> local_slots(const std::vector<ParallelChoice>& choices, int th
 TrialRunner::TrialRunner(std::vector<Slot> slots, const mpi::World* world)
     : slots_(std::move(slots)), state_(slots_.size()), world_(world) {}
 
+TrialRunner::~TrialRunner() {
+  for (const State& s : state_) {
+    if (s.pidfd >= 0) ::close(s.pidfd);
+  }
+}
+
 bool TrialRunner::ranks() const { return world_ != nullptr && world_->size() > 1; }
 
 bool TrialRunner::any_busy() const {

@@ -37,6 +37,9 @@ class TrialRunner {
 
   // `world`: the job's ranks where a launcher started it (null: this process's slots only).
   TrialRunner(std::vector<Slot> slots, const mpi::World* world);
+  ~TrialRunner();  // closes the pidfds of trials still running
+  TrialRunner(const TrialRunner&) = delete;
+  TrialRunner& operator=(const TrialRunner&) = delete;
 
   const std::vector<Slot>& slots() const { return slots_; }
   bool busy(size_t slot) const { return state_[slot].busy; }
