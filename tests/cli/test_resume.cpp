@@ -18,6 +18,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "core/file.h"
@@ -37,9 +38,19 @@ using xo::testing::catches;
 
 Result run(const fs::path& dir, const std::string& args) { return xo::testing::run_cli(args, dir); }
 
+// `ready()`, or `ready(pid)` where it takes the process's pid.
+template <typename Ready>
+bool ready_for(Ready& ready, pid_t pid) {
+  if constexpr (std::is_invocable_v<Ready&, pid_t>) {
+    return ready(pid);
+  } else {
+    return ready();
+  }
+}
+
 // Starts crossover with `args` in `dir` and sends it `sig` (SIGKILL by default) once `ready()`
-// holds (polled every 200 µs); true when the signal ended it (SIGKILL) or it stopped as asked
-// (exit code 130 after SIGINT or SIGTERM), false when it ended first.
+// (or `ready(pid)`) holds (polled every 200 µs); true when the signal ended it (SIGKILL) or it
+// stopped as asked (exit code 130 after SIGINT or SIGTERM), false when it ended first.
 template <typename Ready>
 bool run_and_kill(const fs::path& dir, const std::vector<std::string>& args, Ready&& ready,
                   int sig = SIGKILL) {
@@ -50,7 +61,7 @@ bool run_and_kill(const fs::path& dir, const std::vector<std::string>& args, Rea
     if (waitpid(pid, &status, WNOHANG) == pid) return false;
     // A signal that crossover handles is sent only once its handler is in place (on a loaded
     // machine, starting the process can take longer than the wait the caller asked for).
-    if ((sig == SIGKILL || catches(pid, sig)) && ready()) {
+    if ((sig == SIGKILL || catches(pid, sig)) && ready_for(ready, pid)) {
       kill(pid, sig);
       waitpid(pid, &status, 0);
       if (sig == SIGKILL) return WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL;
@@ -192,8 +203,9 @@ INSTANTIATE_TEST_SUITE_P(Cli, KilledTraining, ::testing::ValuesIn(kTrainCases),
 TEST(CliResume, SigtermSavesACheckpointAndTheResumedRunIsIdentical) {
   const xo::testing::TempDir folder("sigterm");
   const fs::path dir = folder.path();
-  // 14,000 steps, about 2 s of training in the Release build (longer under the sanitizers): SIGTERM
-  // comes at 300 ms.
+  // 28,000 steps, about 0.5 s of training in the Release build here (longer under the
+  // sanitizers). SIGTERM comes once the run has used a quarter of the CPU time the run never
+  // stopped took: the same share of its work on any machine, however fast or loaded.
   std::ofstream(dir / "spec.toml") << R"([model]
 input = [2]
 layers = [ { type = "linear", out = 256 }, { type = "relu" }, { type = "linear", out = 2 } ]
@@ -201,21 +213,23 @@ loss = "cross_entropy"
 [train]
 optimizer = { type = "sgd", lr = 0.1, momentum = 0.9 }
 batch = 64
-epochs = 150
+epochs = 300
 shuffle = true
 [data]
 source = "disc"
 samples = 6000
 )";
   const std::string common = "train spec.toml --threads 1 -q ";
+  const double before = xo::testing::children_cpu_seconds();
   ASSERT_EQ(run(dir, common + "--checkpoint-every off --save whole.safetensors").status, 0);
+  const double whole_cpu = xo::testing::children_cpu_seconds() - before;
   const std::string args = common + "--checkpoint-dir ck --save resumed.safetensors";
-  // Stopped once it has trained a while: the log of its epochs is not written, so wait for time.
-  const auto start = Clock::now();
+  // Stopped once it has trained a while: the log of its epochs is not written, so wait for its
+  // CPU time (a process that has not started yet has none).
   ASSERT_TRUE(run_and_kill(
-      dir, split(args), [&] { return Clock::now() - start > std::chrono::milliseconds(300); },
+      dir, split(args), [&](pid_t pid) { return xo::testing::cpu_seconds(pid) >= whole_cpu / 4; },
       SIGTERM))
-      << "the run ended before SIGTERM: make it longer";
+      << "the run ended before SIGTERM, sent after " << whole_cpu / 4 << " CPU seconds";
   const auto saved = xo::newest_checkpoint(dir / "ck");
   ASSERT_TRUE(saved) << "SIGTERM saved no checkpoint";
   const Result resumed = run(dir, args + " --resume");

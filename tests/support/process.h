@@ -3,12 +3,14 @@
 // place yet (a signal sent before that would kill it instead of asking it to stop).
 #pragma once
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -71,6 +73,32 @@ inline bool catches(pid_t pid, int sig) {
     }
   }
   return false;
+}
+
+// The CPU seconds process `pid` has used so far (user and system, /proc/PID/stat's fields 14 and
+// 15, in clock ticks); 0 once it is gone. Unlike the wall clock, it grows with the work done
+// whatever else the machine runs.
+inline double cpu_seconds(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(stat, line)) return 0;
+  std::istringstream fields(line.substr(line.rfind(')') + 2));  // after the command's name
+  std::string field;
+  unsigned long long utime = 0, stime = 0;
+  for (int i = 3; i <= 15 && fields >> field; ++i) {
+    if (i == 14) utime = std::stoull(field);
+    if (i == 15) stime = std::stoull(field);
+  }
+  return static_cast<double>(utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+// The CPU seconds this process's waited-for children have used (getrusage(RUSAGE_CHILDREN)):
+// taken before and after a run_cli, the run's own.
+inline double children_cpu_seconds() {
+  rusage u{};
+  getrusage(RUSAGE_CHILDREN, &u);
+  auto seconds = [](const timeval& t) { return t.tv_sec + t.tv_usec * 1e-6; };
+  return seconds(u.ru_utime) + seconds(u.ru_stime);
 }
 
 }  // namespace xo::testing
