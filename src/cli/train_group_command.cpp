@@ -51,11 +51,12 @@ int run_group(const GroupOptions& o) {
         "--pause-after needs checkpoints: with --checkpoint-every off there is nothing to go on "
         "from");
   }
+  std::vector<fs::path> probed;  // a trial's result and weights share its folder: one probe
   for (const std::string& dir : o.dirs) {
     const TrialFiles f = trial_folder(dir);
     // Before any work: each trial's outputs can be written.
-    check_writable_path(f.result, "a trial's result");
-    check_writable_path(f.weights, "a trial's weights");
+    check_writable_path(f.result, "a trial's result", &probed);
+    check_writable_path(f.weights, "a trial's weights", &probed);
     FusedRun run;
     run.spec = resolve_spec(f.spec.string());
     run.checkpoint.dir = f.checkpoints;

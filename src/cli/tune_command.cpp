@@ -80,13 +80,21 @@ class TuneOutput final : public SearchHooks {
   fs::path out_;
 };
 
+// Why --fuse auto took every ready trial without timing group sizes (measure_fuse_cap).
+constexpr const char* kUnmeasuredGroups =
+    " (not measured: too few trials, or a search shorter than timing group sizes would take)";
+
 // "disc-4: 2 trials (grid), lowest by loss; 2 at once on cpu (measured fastest)".
 void TuneOutput::started(const TuneRecord& r) {
   if (o_.quiet) return;
   std::vector<std::string> where;
   for (const ParallelChoice& c : r.parallel) {
+    const bool unmeasured_auto =
+        o_.search.fuse == kFuseAuto && !c.measured && device_kind_of(c.device) == DeviceKind::Cpu;
     where.push_back(c.fused > 0 ? fmt::format("fused up to {} per group on {}{}", c.fused, c.device,
-                                              c.measured ? " (measured fastest)" : "")
+                                              c.measured        ? " (measured fastest)"
+                                              : unmeasured_auto ? kUnmeasuredGroups
+                                                                : "")
                                 : fmt::format("{} at once on {}{}", c.k, c.device,
                                               c.measured ? " (measured fastest)" : ""));
   }
@@ -184,9 +192,10 @@ void add_search_options(CLI::App* sub, SearchOptions& o) {
            o.fuse = v == "off" ? 0 : v == "auto" ? kFuseAuto : std::stoi(v);
          },
          "Train trials of one architecture, data and batch size as one fused group (each still "
-         "ending as it does alone, to f32 rounding): at most K per group, auto (on the CPU, as "
-         "many as are ready, up to 64) or off (a process per trial). A GPU fuses only with an "
-         "explicit K (not yet measured on a GPU)")
+         "ending as it does alone, to f32 rounding): at most K per group, auto (on the CPU, the "
+         "group size measured fastest up to 64, timed within a twentieth of the search's own time) "
+         "or off (a process per trial). A GPU fuses only with an explicit K (not yet measured "
+         "on a GPU)")
       ->check(fuse_values)
       ->default_str("auto");
   sub->add_option("--threads", o.threads,
@@ -202,7 +211,8 @@ void add_search_options(CLI::App* sub, SearchOptions& o) {
       ->check(positive_number())
       ->capture_default_str();
   sub->add_option("--probe-steps", o.probe_steps,
-                  "Steps each process trains when measuring trials at once")
+                  "Steps each process trains when measuring trials at once (and the most a fused "
+                  "group size is timed over)")
       ->check(positive_number())
       ->capture_default_str();
   sub->add_option("--checkpoint-every", o.checkpoint_every,

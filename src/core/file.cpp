@@ -458,13 +458,17 @@ void remove_unless_regular(const std::filesystem::path& path) {
   }
 }
 
-void own_folder(const std::filesystem::path& path) {
+void remove_unless_folder(const std::filesystem::path& path) {
   struct stat st{};
   if (::lstat(path.c_str(), &st) == 0 && !S_ISDIR(st.st_mode) && ::unlink(path.c_str()) != 0 &&
       errno != ENOENT) {
     throw UserError(fmt::format("{}: {} where crossover makes its folder, not removable: {}",
                                 path.string(), file_type_name(st.st_mode), std::strerror(errno)));
   }
+}
+
+void own_folder(const std::filesystem::path& path) {
+  remove_unless_folder(path);
   std::error_code ec;
   std::filesystem::create_directories(path, ec);
   if (ec) {
@@ -472,7 +476,8 @@ void own_folder(const std::filesystem::path& path) {
   }
 }
 
-void check_writable_path(const std::filesystem::path& path_in, std::string_view what) {
+void check_writable_path(const std::filesystem::path& path_in, std::string_view what,
+                         std::vector<std::filesystem::path>* probed) {
   Target target;
   try {
     target = classify(path_in);
@@ -511,6 +516,10 @@ void check_writable_path(const std::filesystem::path& path_in, std::string_view 
       throw UserError(fmt::format("{} {}: cannot create the folder {} ({})", what, path_in.string(),
                                   parent.string(), ec.message()));
     }
+  }
+  if (probed) {
+    if (std::find(probed->begin(), probed->end(), parent) != probed->end()) return;
+    probed->push_back(parent);
   }
   std::string probe = (parent / ".crossover-write-check-XXXXXX").string();
   const int fd = ::mkstemp(probe.data());

@@ -77,13 +77,18 @@ void remove_unless_regular(const std::filesystem::path& path);
 // A folder crossover writes its own files into (a trial's): a link or file planted in its place is
 // removed, never followed; then the folder and those above it are created where missing.
 void own_folder(const std::filesystem::path& path);
+// The same removal alone, for a folder the process that writes into it creates when it first does
+// (a trial's checkpoints: a short trial never writes one).
+void remove_unless_folder(const std::filesystem::path& path);
 
 // Checks before any work that write_file_atomic(path) can succeed: the path is not a folder, its
 // folder (or the nearest existing one above it) is a writable folder, the missing folders are
 // created, and a file can be made in the last one (a probe, removed: root passes every permission
 // check, and a read-only file system refuses what the bits allow); a device or FIFO is writable;
-// "-" always is. Throws UserError naming `what` (a flag) and the path.
-void check_writable_path(const std::filesystem::path& path, std::string_view what);
+// "-" always is. Throws UserError naming `what` (a flag) and the path. `probed`, where given,
+// holds the folders a probe file was already made in (several files of one folder: one probe).
+void check_writable_path(const std::filesystem::path& path, std::string_view what,
+                         std::vector<std::filesystem::path>* probed = nullptr);
 
 // The lock file of an output folder (see FolderLock).
 inline constexpr std::string_view kFolderLockName = ".crossover.lock";

@@ -78,10 +78,14 @@ void write_report(const std::filesystem::path& out_dir, const Report& report) {
 void write_tune_report(const std::filesystem::path& out_dir, const TuneRecord& record,
                        const MachineInfo& machine) {
   const nlohmann::json doc = to_json(record, machine);
-  // The search's own files in its folder: replaced, never written through a planted link.
-  replace_file_atomic(out_dir / "results.json", doc.dump(2) + "\n");
-  replace_file_atomic(out_dir / "results.csv", tune_csv(record));
-  replace_file_atomic(out_dir / "report.html", render_tune_html(record, doc["machine"]));
+  // The search's own files in its folder: replaced, never written through a planted link; written
+  // together (published at every start and end of a job, their waits for the disk overlapped):
+  // a failure before the renames keeps every previous version.
+  AtomicWrites files;
+  files.replace(out_dir / "results.json", doc.dump(2) + "\n");
+  files.replace(out_dir / "results.csv", tune_csv(record));
+  files.replace(out_dir / "report.html", render_tune_html(record, doc["machine"]));
+  files.commit();
 }
 
 }  // namespace xo

@@ -100,12 +100,17 @@ struct Checkpointer::Impl {
   }
 
   ~Impl() {
+    stop();
+    writer.join();
+  }
+
+  // The writer ends once it holds no snapshot.
+  void stop() {
     {
       std::lock_guard lock(mutex);
       quit = true;
     }
     wake.notify_all();
-    writer.join();
   }
 
   // Waits until the writer holds no snapshot.
@@ -194,6 +199,7 @@ bool Checkpointer::due(const TrainState& state) const {
 }
 
 void Checkpointer::save(TrainPlan& p, TrainState& state) {
+  XO_ASSERT(!impl_->quit);  // not after close(): nothing would write it
   const auto start = Clock::now();
   impl_->wait_idle();
   CheckpointSnapshot& s = impl_->slot;
@@ -224,6 +230,11 @@ void Checkpointer::save(TrainPlan& p, TrainState& state) {
 }
 
 void Checkpointer::flush() { impl_->wait_idle(); }
+
+void Checkpointer::close() {
+  impl_->wait_idle();
+  impl_->stop();
+}
 
 int64_t Checkpointer::written() const { return impl_->written; }
 double Checkpointer::wait_ms() const { return impl_->wait_ms; }

@@ -84,6 +84,9 @@ class Checkpointer {
   void save(TrainPlan& p, TrainState& state);
   // Waits until every checkpoint handed over is written (or failed, with a note).
   void flush();
+  // Nothing more to save: the writer is told to end (the destructor waits for it), so that the
+  // writers of a fused group's trials end together rather than one after another.
+  void close();
 
   int64_t written() const;  // checkpoints written whole
   double wait_ms() const;   // time the step loop spent in save(), all checkpoints

@@ -353,7 +353,7 @@ TrainResult result_of(Trial& t, double setup_seconds, int group_size) {
   r.optimizer_ms = std::numeric_limits<double>::quiet_NaN();
   r.resumed_at_step = t.resumed_at;
   if (t.checkpoints) {
-    t.checkpoints->flush();
+    t.checkpoints->close();
     r.checkpoints_written = t.checkpoints->written();
     r.checkpoint_wait_ms = t.checkpoints->wait_ms();
   }

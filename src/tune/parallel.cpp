@@ -91,23 +91,29 @@ double group_step_seconds(Backend& backend, const ModelSpec& spec, const DataSpl
 }  // namespace
 
 int measure_fuse_cap(Backend& backend, const ModelSpec& spec, const DataSplit& data, int cap,
-                     int64_t steps, std::vector<ParallelOption>& options, double budget_s) {
+                     const FuseProbe& probe, std::vector<ParallelOption>& options) {
   std::vector<int> sizes;
   for (int k = 4; k < cap; k *= 4) sizes.push_back(k);
   sizes.push_back(cap);
   if (sizes.size() < 2) return cap;  // nothing to choose between
-  // One trial's step first: a group of k is taken to take at most k times as long, and is timed
-  // over as many steps as the budget holds (at least kMinProbeSteps; a group that cannot have
-  // them within it is not tried).
+  // One trial's step first: the first group of k is taken to take at most k times as long (the
+  // next, as long as the last one timed times its share more), and is timed over as many steps
+  // as the budget holds (at least kMinProbeSteps; a group that cannot have them is not tried).
   const double one_s = group_step_seconds(backend, spec, data, 1, kMinProbeSteps);
+  const double budget_s =
+      std::min(probe.budget_s, kFuseProbeShare * one_s * static_cast<double>(probe.search_steps));
   const int64_t batch = std::min(spec.train.batch, data.train.samples);
+  double last_s = one_s;
+  int last_k = 1;
   for (const int k : sizes) {
-    const double predicted_s = one_s * k;
+    const double predicted_s = last_s * k / last_k;
     if (predicted_s * kMinProbeSteps > budget_s) break;
+    if (options.empty() && probe.measuring) probe.measuring();
     const auto n = std::clamp<int64_t>(static_cast<int64_t>(budget_s / predicted_s), kMinProbeSteps,
-                                       std::max(steps, kMinProbeSteps));
-    const double step_s = group_step_seconds(backend, spec, data, k, n);
-    options.push_back({k, 0, static_cast<double>(k * batch) / step_s, {}});
+                                       std::max(probe.steps, kMinProbeSteps));
+    last_s = group_step_seconds(backend, spec, data, k, n);
+    last_k = k;
+    options.push_back({k, 0, static_cast<double>(k * batch) / last_s, {}});
   }
   if (options.empty()) return cap;
   double best = 0;

@@ -37,15 +37,33 @@ struct ParallelSettings {
   std::function<void(int k, const std::string& device)> measuring;
 };
 
+// What measure_fuse_cap may spend: the steps a group is timed over at most (--probe-steps), the
+// trial-steps the search trains in all (its trials' epochs times their steps per epoch, summed),
+// and the seconds a size may take at most.
+struct FuseProbe {
+  int64_t steps = 200;
+  int64_t search_steps = 0;
+  double budget_s = 1.5;
+  // Told once, before the first group is timed.
+  std::function<void()> measuring;
+};
+
+// A share of the search's own time, the most the probe spends timing one group size: the search
+// trained one trial at a time would take one trial's step times its trial-steps, and the probe
+// pays only where it can save more than it costs.
+inline constexpr double kFuseProbeShare = 0.05;
+
 // The fused group size (tune --fuse auto) that trains the most samples per second on `backend`:
 // groups of K trials of `spec` (seeds apart) trained as one (train/trials.h), for K = 4, 16, 64,
-// ... below `cap` and `cap` itself, each timed by its median step over at most `steps` steps and
-// about `budget_s` seconds (a group that cannot take 10 steps within it is not tried). The largest
-// K within 5% of the fastest rate (fewer, larger groups: fewer processes to start); each K
-// measured goes to `options` (threads 0: the backend's). `cap` when there is nothing to choose
-// (one size) or nothing could be timed.
+// ... below `cap` and `cap` itself, each timed by its median step over at most `probe.steps`
+// steps, and over at most kFuseProbeShare of the search's own time (one trial's step times
+// `probe.search_steps`) and `probe.budget_s` seconds: a group that cannot take 10 steps within
+// that is not tried (the next size is predicted from the last one timed). The largest K within 5%
+// of the fastest rate (fewer, larger groups: fewer processes to start); each K measured goes to
+// `options` (threads 0: the backend's). `cap` when there is nothing to choose (one size) or no
+// group could be timed (a search shorter than timing it would be).
 int measure_fuse_cap(Backend& backend, const ModelSpec& spec, const DataSplit& data, int cap,
-                     int64_t steps, std::vector<ParallelOption>& options, double budget_s = 1.5);
+                     const FuseProbe& probe, std::vector<ParallelOption>& options);
 
 // CPU threads for each of `k` trials at once: --threads, else the cores shared among them.
 int trial_threads(int threads, int cores, int k);

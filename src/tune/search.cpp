@@ -1,11 +1,14 @@
 #include "tune/search.h"
 
 #include <fmt/format.h>
+#include <pthread.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <future>
 #include <map>
 #include <memory>
 
@@ -53,6 +56,15 @@ std::string fusion_key(ModelSpec spec) {
     if (l.type == LayerType::Dropout) l.p = 0.5;
   }
   return to_toml(spec);
+}
+
+// The calling thread runs only on a core nothing else wants (SCHED_IDLE): work done beside the
+// trials, which must not slow them (their timings are the search's figures). Where the scheduler
+// refuses, it runs as before.
+void run_only_when_idle() {
+  sched_param idle{};
+  idle.sched_priority = 0;
+  pthread_setschedparam(pthread_self(), SCHED_IDLE, &idle);
 }
 
 class Search {
@@ -110,6 +122,9 @@ class Search {
   std::vector<ParallelOption> fuse_options_;  // the group sizes measured for it (--fuse auto)
   std::vector<bool> running_;  // per trial
   std::unique_ptr<Backend> cpu_;
+  // The catalog and the advice options the price needs (the device profiles parsed), read on a
+  // thread of their own from the start, on cores the search and its trials leave idle.
+  std::future<std::pair<Catalog, AdviceOptions>> pricing_;
   Clock::time_point started_ = Clock::now();
   double wall_before_ = 0;  // a stopped search's wall time before this start
   bool interrupted_ = false;
@@ -153,13 +168,22 @@ void Search::prepare() {
   // under MPI, whose ranks' slots are not this machine's alone).
   const bool on_cpu = o_.devices.empty() ||
                       std::find(o_.devices.begin(), o_.devices.end(), "cpu") != o_.devices.end();
-  if (o_.fuse == kFuseAuto && on_cpu && !(world_ && world_->size() > 1)) {
-    hooks_.measuring_groups("cpu");
-    auto probe = make_backend(parse_device("cpu", o_.threads));
-    const int most = std::min(fuse_cap_, static_cast<int>(points.size()));
-    fuse_cap_ = measure_fuse_cap(*probe, base_, data, most, o_.probe_steps, fuse_options_);
-  }
   lay_out(points);
+  if (o_.fuse == kFuseAuto && on_cpu && !(world_ && world_->size() > 1)) {
+    FuseProbe probe;
+    probe.steps = o_.probe_steps;
+    // Every trial's epochs of full steps (halving stops some sooner: the probe's share is then
+    // larger than kFuseProbeShare, never smaller).
+    const int64_t samples = data.train.samples;
+    for (const ModelSpec& s : specs_) {
+      const int64_t batch = std::max<int64_t>(1, std::min(s.train.batch, samples));
+      probe.search_steps += s.train.epochs * ((samples + batch - 1) / batch);
+    }
+    probe.measuring = [this] { hooks_.measuring_groups("cpu"); };
+    auto backend = make_backend(parse_device("cpu", o_.threads));
+    const int most = std::min(fuse_cap_, static_cast<int>(points.size()));
+    fuse_cap_ = measure_fuse_cap(*backend, base_, data, most, probe, fuse_options_);
+  }
 }
 
 // The record of a search not started yet: what it varies and ranks by, its rungs, its trials.
@@ -346,9 +370,10 @@ void Search::start_job(size_t slot, const std::vector<HalvingJob>& group) {
     t.fused = static_cast<int>(group.size());
     running_[job.trial] = true;
     // What the trial's process writes, in a folder of the search's own: never through a link
-    // planted there while the search was stopped.
+    // planted there while the search was stopped (its checkpoints' folder it makes when it first
+    // writes one).
     for (const fs::path& p : {f.log, f.result, f.weights}) remove_unless_regular(p);
-    own_folder(f.checkpoints);
+    remove_unless_folder(f.checkpoints);
     files.push_back(f);
   }
   jobs_[slot] = group;
@@ -491,11 +516,10 @@ std::vector<TrialCostInput> Search::cost_inputs(std::vector<DevicePeaks>& peaks,
 // dollars on the cheapest instance.
 void Search::price() {
   try {
-    const Catalog catalog = hooks_.catalog();
+    auto [catalog, advice] = pricing_.get();
     std::vector<DevicePeaks> peaks;
     std::vector<size_t> priced;
     const std::vector<TrialCostInput> inputs = cost_inputs(peaks, priced);
-    AdviceOptions advice = hooks_.advice();
     // A price is the trials' seconds: no expected errors, and the group size most trials had (a
     // trial of another is predicted from a copy).
     advice.expected_errors = false;
@@ -527,12 +551,15 @@ TuneRecord Search::snapshot() const {
 TuneRecord Search::run() {
   prepare();
   load_or_start();
+  pricing_ = std::async(std::launch::async, [this] {
+    run_only_when_idle();
+    return std::make_pair(hooks_.catalog(), hooks_.advice());
+  });
   write_trial_specs();
   runner_.emplace(make_slots(), world_);
   jobs_.assign(runner_->slots().size(), {});
   logs_.assign(runner_->slots().size(), {});
   hooks_.started(record_);
-  publish();
   loop();
   runner_->release_workers();
   finish();

@@ -73,12 +73,13 @@ class SearchHooks {
   // file. Throw UserError naming the file and field.
   virtual TuneRecord read_record(const std::string& text, const std::string& origin) = 0;
   virtual TrainResult read_result(const std::string& text, const std::string& origin) = 0;
-  // Asked once the trials ended; a UserError leaves the search unpriced, saying why.
+  // What the search's price needs: asked once, from the search's start, on a thread of their own
+  // that runs only on idle cores; a UserError leaves the search unpriced, saying why.
   virtual Catalog catalog() = 0;
   virtual AdviceOptions advice() = 0;
 
-  // The record as it stands, after every change a stopped search must find again: the trials
-  // laid out, each job started and ended, and the search's end.
+  // The record as it stands, after every change a stopped search must find again: the jobs
+  // started together (the trials laid out with the first), those ended, and the search's end.
   virtual void publish(const TuneRecord& record) = 0;
 
   // Progress, in the order it happens.

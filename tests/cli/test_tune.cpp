@@ -282,7 +282,7 @@ TEST(Tune, FusedTrialsEndAsTheyDoOneProcessEach) {
 TEST(Tune, FuseAutoTakesTheGroupSizeMeasuredFastest) {
   xo::testing::TempDir dir("tune-fuse-auto");
   const auto r = run_cli(
-      "tune disc-2 --vary lr=0.05,0.1,0.2,0.3,0.4 --vary train.seed=1,2,3,4 --epochs 2 --out out",
+      "tune disc-2 --vary lr=0.05,0.1,0.2,0.3,0.4 --vary train.seed=1,2,3,4 --epochs 40 --out out",
       dir.path());
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_NE(r.output.find("measuring fused groups of trials on cpu"), std::string::npos)
@@ -306,6 +306,29 @@ TEST(Tune, FuseAutoTakesTheGroupSizeMeasuredFastest) {
   for (const json& t : j.at("trials")) {
     EXPECT_EQ(status_of(t), "finished") << t.dump();
     EXPECT_LE(t.at("fused").get<int>(), expected);
+  }
+}
+
+// A search shorter than timing group sizes would take (8 trials of one epoch: a twentieth of its
+// own time holds no group's 10 steps) is not measured: its ready trials train as one group.
+TEST(Tune, FuseAutoDoesNotMeasureASearchShorterThanTheMeasuring) {
+  xo::testing::TempDir dir("tune-fuse-short");
+  const auto r =
+      run_cli("tune disc-2 --vary lr=0.05,0.1,0.2,0.3 --vary train.seed=1,2 --epochs 1 --out out",
+              dir.path());
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(r.output.find("measuring fused groups"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("fused up to 8 per group on cpu (not measured: too few trials, or a "
+                          "search shorter than timing group sizes would take)"),
+            std::string::npos)
+      << r.output;
+  const json j = results(dir.path() / "out");
+  const json& cpu = j.at("parallel")[0];
+  EXPECT_FALSE(cpu.at("measured").get<bool>());
+  EXPECT_EQ(cpu.at("fused"), 8);
+  for (const json& t : j.at("trials")) {
+    EXPECT_EQ(status_of(t), "finished") << t.dump();
+    EXPECT_EQ(t.at("fused").get<int>(), 8);
   }
 }
 

@@ -280,6 +280,24 @@ TEST(CheckWritablePath, CreatesTheFoldersAndProbesTheFileSystem) {
                              {"--json /proc/w.json: cannot write in /proc"});
 }
 
+// Several files of one folder (a fused group's results and weights): the folder probed once, and
+// every path still checked (a folder where a file goes is refused though its folder was probed).
+TEST(CheckWritablePath, AFolderProbedOnceForSeveralFiles) {
+  const testing::TempDir temp("writable-once");
+  std::vector<fs::path> probed;
+  check_writable_path(temp / "t01" / "result.json", "a trial's result", &probed);
+  check_writable_path(temp / "t01" / "weights.safetensors", "a trial's weights", &probed);
+  check_writable_path(temp / "t02" / "result.json", "a trial's result", &probed);
+  EXPECT_EQ(probed,
+            (std::vector<fs::path>{fs::absolute(temp / "t01"), fs::absolute(temp / "t02")}));
+  fs::create_directories(temp / "t01" / "log.txt");
+  testing::expect_user_error(
+      [&] { check_writable_path(temp / "t01" / "log.txt", "a trial's log", &probed); },
+      {"a trial's log", "log.txt"});
+  testing::expect_user_error([&] { check_writable_path("/proc/w.json", "--json", &probed); },
+                             {"--json /proc/w.json: cannot write in /proc"});
+}
+
 TEST(WriteFileAtomic, ASymlinkToAFileReplacesTheFileAndKeepsTheLink) {
   const testing::TempDir temp("write-link");
   const fs::path real = temp / "data" / "results.json";
