@@ -303,10 +303,10 @@ struct Replacement {
   }
 };
 
-// The new bytes to a temporary beside `path`, their write-back to the disk started (not waited
-// for: `sync_replacement` does).
+// The new bytes to a temporary beside `path`, their write-back to the disk started where it is to
+// be durable (not waited for: `sync_replacement` does).
 Replacement write_replacement(const std::filesystem::path& path, const std::string& named,
-                              std::string_view bytes) {
+                              std::string_view bytes, bool durable = true) {
   std::error_code ec;
   if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path(), ec);
   if (ec) {
@@ -331,14 +331,14 @@ Replacement write_replacement(const std::filesystem::path& path, const std::stri
     throw r.failed("cannot write", err);
   }
   // Started now, so that several files' writes reach the disk together; an error shows at fsync.
-  ::sync_file_range(r.fd, 0, 0, SYNC_FILE_RANGE_WRITE);
+  if (durable) ::sync_file_range(r.fd, 0, 0, SYNC_FILE_RANGE_WRITE);
   return r;
 }
 
-// The temporary synced and closed (close() reports a failed write-back on some file systems, NFS,
-// so its answer counts too).
-void sync_replacement(Replacement& r) {
-  bool ok = ::fsync(r.fd) == 0;
+// The temporary synced (where it is to be durable) and closed (close() reports a failed
+// write-back on some file systems, NFS, so its answer counts too).
+void sync_replacement(Replacement& r, bool durable = true) {
+  bool ok = !durable || ::fsync(r.fd) == 0;
   int err = errno;
   if (::close(r.fd) != 0 && ok) {
     ok = false;
@@ -406,6 +406,7 @@ void AtomicWrites::replace(std::filesystem::path path, std::string bytes) {
 }
 
 void AtomicWrites::commit() {
+  const bool durable = keep_ == Keep::Durable;
   std::vector<Replacement> pending;
   auto abandon_all = [&] {
     for (Replacement& r : pending) r.abandon();
@@ -414,7 +415,7 @@ void AtomicWrites::commit() {
     for (const File& f : files_) {
       if (f.own) {
         refuse_folder(f.path);
-        pending.push_back(write_replacement(f.path, f.path.string(), f.bytes));
+        pending.push_back(write_replacement(f.path, f.path.string(), f.bytes, durable));
         continue;
       }
       const Target target = classify(f.path);
@@ -422,9 +423,10 @@ void AtomicWrites::commit() {
         write_in_place(target, f.bytes);
         continue;
       }
-      pending.push_back(write_replacement(target.path, named_target(f.path, target), f.bytes));
+      pending.push_back(
+          write_replacement(target.path, named_target(f.path, target), f.bytes, durable));
     }
-    for (Replacement& r : pending) sync_replacement(r);
+    for (Replacement& r : pending) sync_replacement(r, durable);
     for (Replacement& r : pending) move_into_place(r);
   } catch (...) {
     abandon_all();
@@ -433,6 +435,7 @@ void AtomicWrites::commit() {
   }
   std::vector<std::filesystem::path> synced;
   for (const Replacement& r : pending) {
+    if (!durable) break;
     const std::filesystem::path folder = folder_of(r.path);
     if (std::find(synced.begin(), synced.end(), folder) != synced.end()) continue;
     synced.push_back(folder);

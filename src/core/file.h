@@ -45,11 +45,17 @@ void write_file_atomic(const std::filesystem::path& path, std::string_view bytes
 // Several files written as write_file_atomic writes each (each on its own: after a crash its old
 // version or its new one), with their waits for the disk overlapped: every temporary written and
 // its write-back started, then each synced, then each renamed into place, then each folder synced
-// once. A fused group's trials' results and weights, a search's trial specs. commit() throws the
+// once. A fused group's trials' results and weights, a search's files. commit() throws the
 // UserError of the first file that fails; the files renamed before it stay, the others keep their
 // previous versions.
 class AtomicWrites {
  public:
+  // How long a new version must last. Durable: it survives a crash once commit() returns.
+  // Rewritten: files their writer writes again whenever it starts (a search's trial specs), which
+  // only need a reader never to see a partial one: renamed into place, not synced.
+  enum class Keep { Durable, Rewritten };
+  explicit AtomicWrites(Keep keep = Keep::Durable) : keep_(keep) {}
+
   void add(std::filesystem::path path, std::string bytes);      // as write_file_atomic
   void replace(std::filesystem::path path, std::string bytes);  // as replace_file_atomic
   void commit();
@@ -62,6 +68,7 @@ class AtomicWrites {
     bool own = false;  // replace(): whatever is there replaced, never followed
   };
   std::vector<File> files_;
+  Keep keep_;
 };
 
 // The same temporary and rename for a file crossover owns (a checkpoint): whatever is at `path` (a

@@ -96,12 +96,22 @@ struct Checkpointer::Impl {
       layout.optimizer.emplace_back(b.name);
       slot.optimizer.emplace_back(static_cast<size_t>(p.model.flat_size()));
     }
-    writer = std::thread([this] { write_loop(); });
   }
 
   ~Impl() {
     stop();
-    writer.join();
+    if (writer.joinable()) writer.join();
+  }
+
+  // The writer starts with the first checkpoint: a run too short for one (a small trial of a
+  // fused group, whose writers would start and end one after another) never has one.
+  void hand_over() {
+    if (!writer.joinable()) writer = std::thread([this] { write_loop(); });
+    {
+      std::lock_guard lock(mutex);
+      pending = true;
+    }
+    wake.notify_all();
   }
 
   // The writer ends once it holds no snapshot.
@@ -219,11 +229,7 @@ void Checkpointer::save(TrainPlan& p, TrainState& state) {
   if (p.position) be.download(&s.position, p.position.as<int64_t>(), sizeof(s.position));
   be.download(s.stats, p.stats, sizeof(s.stats));
   s.state = state;
-  {
-    std::lock_guard lock(impl_->mutex);
-    impl_->pending = true;
-  }
-  impl_->wake.notify_all();
+  impl_->hand_over();
   impl_->last = Clock::now();
   impl_->last_steps = state.steps_taken;
   impl_->wait_ms += std::chrono::duration<double, std::milli>(impl_->last - start).count();

@@ -236,7 +236,9 @@ void Search::load_or_start() {
 }
 
 void Search::write_trial_specs() const {
-  AtomicWrites specs;
+  // Written again by every start of the search (a crash that loses one loses nothing): renamed
+  // into place whole, not synced.
+  AtomicWrites specs(AtomicWrites::Keep::Rewritten);
   for (size_t i = 0; i < specs_.size(); ++i) {
     const TrialFiles f = trial_files(out_, record_.trials[i].id);
     own_folder(f.dir);

@@ -48,31 +48,37 @@ TEST(WriteFileAtomic, CreatesFoldersAndReplacesTheFile) {
 
 // Several files at once (a fused group's results and weights): each written in full in its
 // folder, a link followed by add() and replaced by replace(), no temporary left.
+// Durable (synced) or only renamed into place (files rewritten at every start): the same files.
 TEST(AtomicWrites, WritesEveryFileInItsFolderAsTheSingleCallsWould) {
-  const testing::TempDir temp("atomic-writes");
-  const fs::path target = temp / "elsewhere.txt";
-  write_file_atomic(target, "old");
-  fs::create_directories(temp / "t1");
-  fs::create_symlink(target, temp / "t1" / "followed");
-  fs::create_symlink(target, temp / "t1" / "replaced");
-  AtomicWrites w;
-  EXPECT_TRUE(w.empty());
-  w.add(temp / "t1" / "result.json", "one");
-  w.add(temp / "t2" / "deep" / "result.json", std::string(100000, 'x'));
-  w.add(temp / "t1" / "followed", "through the link");
-  w.replace(temp / "t1" / "replaced", "a file of its own");
-  EXPECT_FALSE(w.empty());
-  w.commit();
-  EXPECT_TRUE(w.empty());
-  EXPECT_EQ(read_file(temp / "t1" / "result.json"), "one");
-  EXPECT_EQ(read_file(temp / "t2" / "deep" / "result.json"), std::string(100000, 'x'));
-  EXPECT_EQ(read_file(target), "through the link");
-  EXPECT_TRUE(fs::is_symlink(temp / "t1" / "followed"));
-  EXPECT_FALSE(fs::is_symlink(temp / "t1" / "replaced"));
-  EXPECT_EQ(read_file(temp / "t1" / "replaced"), "a file of its own");
-  std::vector<std::string> t1 = names_in(temp / "t1");
-  std::sort(t1.begin(), t1.end());
-  EXPECT_EQ(t1, (std::vector<std::string>{"followed", "replaced", "result.json"}));
+  for (const AtomicWrites::Keep keep :
+       {AtomicWrites::Keep::Durable, AtomicWrites::Keep::Rewritten}) {
+    const testing::TempDir temp("atomic-writes");
+    const fs::path target = temp / "elsewhere.txt";
+    write_file_atomic(target, "old");
+    fs::create_directories(temp / "t1");
+    fs::create_symlink(target, temp / "t1" / "followed");
+    fs::create_symlink(target, temp / "t1" / "replaced");
+    write_file_atomic(temp / "t1" / "result.json", "before");
+    AtomicWrites w(keep);
+    EXPECT_TRUE(w.empty());
+    w.add(temp / "t1" / "result.json", "one");
+    w.add(temp / "t2" / "deep" / "result.json", std::string(100000, 'x'));
+    w.add(temp / "t1" / "followed", "through the link");
+    w.replace(temp / "t1" / "replaced", "a file of its own");
+    EXPECT_FALSE(w.empty());
+    w.commit();
+    EXPECT_TRUE(w.empty());
+    EXPECT_EQ(read_file(temp / "t1" / "result.json"), "one");
+    EXPECT_EQ(read_file(temp / "t2" / "deep" / "result.json"), std::string(100000, 'x'));
+    EXPECT_EQ(read_file(target), "through the link");
+    EXPECT_TRUE(fs::is_symlink(temp / "t1" / "followed"));
+    EXPECT_FALSE(fs::is_symlink(temp / "t1" / "replaced"));
+    EXPECT_EQ(read_file(temp / "t1" / "replaced"), "a file of its own");
+    std::vector<std::string> t1 = names_in(temp / "t1");
+    std::sort(t1.begin(), t1.end());
+    EXPECT_EQ(t1, (std::vector<std::string>{"followed", "replaced", "result.json"}));
+    EXPECT_EQ(names_in(temp / "t2" / "deep"), std::vector<std::string>{"result.json"});
+  }
 }
 
 // A file that cannot be written stops the commit before any file is replaced where it fails while
