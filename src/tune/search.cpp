@@ -42,22 +42,6 @@ using Clock = std::chrono::steady_clock;
 // The longest the search waits for a trial to end before it looks again.
 constexpr auto kPoll = std::chrono::milliseconds(20);
 
-// What trials that train as one fused group share: the spec without what may differ per trial
-// (the training settings but the batch size, the seed, the dropout rates, the initial weights).
-// The seed of a generated data set differs per trial too: the group gives each its own data.
-std::string fusion_key(ModelSpec spec) {
-  spec.name.clear();
-  spec.init.clear();
-  spec.init_weights.reset();
-  const int64_t batch = spec.train.batch;
-  spec.train = TrainSpec{};
-  spec.train.batch = batch;
-  for (LayerSpec& l : spec.layers) {
-    if (l.type == LayerType::Dropout) l.p = 0.5;
-  }
-  return to_toml(spec);
-}
-
 // The calling thread runs only on a core nothing else wants (SCHED_IDLE): work done beside the
 // trials, which must not slow them (their timings are the search's figures). Where the scheduler
 // refuses, it runs as before.
@@ -508,7 +492,7 @@ std::vector<TrialCostInput> Search::cost_inputs(std::vector<DevicePeaks>& peaks,
     const int64_t batch = specs_[i].train.batch;
     inputs.push_back({step_cost(model, batch), t.steps, t.step_ms / 1e3, device_kind_of(t.device),
                       t.device, t.process_seconds, t.train_seconds, specs_[i], batch,
-                      std::max(1, t.fused)});
+                      std::max(1, t.fused), step_key(specs_[i])});
     priced.push_back(i);
   }
   return inputs;
@@ -526,14 +510,16 @@ void Search::price() {
     // trial of another is predicted from a copy).
     advice.expected_errors = false;
     if (!inputs.empty() && inputs.front().fused > 1) advice.trials = inputs.front().fused;
-    record_.cost = search_cost(inputs, peaks, catalog, advice, o_.instances, record_.cost_note);
+    StepMemo memo;
+    record_.cost =
+        search_cost(inputs, peaks, catalog, advice, o_.instances, record_.cost_note, &memo);
     if (record_.cost.empty()) return;
     const SearchCostLine& cheapest = record_.cost.front();
     record_.dollars_instance = cheapest.instance;
     const CatalogDevice* device = catalog.find_device(cheapest.device);
     for (size_t n = 0; n < priced.size() && device; ++n) {
       bool lower = false;
-      const double s = predicted_trial_seconds(inputs[n], *device, peaks, advice, lower);
+      const double s = predicted_trial_seconds(inputs[n], *device, peaks, advice, lower, &memo);
       record_.trials[priced[n]].dollars = s / 3600 * cheapest.price_per_hour;
     }
   } catch (const UserError& e) {

@@ -26,29 +26,49 @@ Placement place_jobs(const std::vector<double>& jobs, int instances, int per_ins
   return p;
 }
 
+namespace {
+
+// The trial's step on `device` from the nearest device profile, as `advise` predicts a catalog
+// device: a fused trial as its share of a group as large as its group here (advise --trials).
+// None where no profile predicts it.
+std::optional<double> profiled_step_seconds(const TrialCostInput& t, const CatalogDevice& device,
+                                            const std::vector<DevicePeaks>& peaks,
+                                            const AdviceOptions& o) {
+  // Copied (profiles and all) only where `o` is not already as this trial needs it: a caller
+  // pricing many trials passes it without expected errors, at its trials' group size.
+  const int trials = t.fused > 1 ? t.fused : 0;
+  std::optional<AdviceOptions> copy;
+  if (o.trials != trials || o.expected_errors) {
+    copy = o;
+    copy->trials = trials;
+    copy->expected_errors = false;  // the seconds only
+  }
+  const AdviceOptions& at = copy ? *copy : o;
+  const auto ps = profiled_step(*t.spec, t.batch, catalog_target(device, peaks, at), at);
+  if (!ps) return std::nullopt;
+  return ps->step.seconds / std::max(1, t.fused);
+}
+
+}  // namespace
+
 double predicted_trial_seconds(const TrialCostInput& t, const CatalogDevice& device,
                                const std::vector<DevicePeaks>& peaks, const AdviceOptions& o,
-                               bool& lower_bound) {
+                               bool& lower_bound, StepMemo* memo) {
   const bool gpu = device.cores == 0;
   const DeviceKind kind = gpu ? DeviceKind::Gpu : DeviceKind::Cpu;
   const double outside_steps = std::max(0.0, t.process_seconds - t.train_seconds);
   lower_bound = false;
   if (t.spec && !o.profiles.empty()) {
-    // From the nearest device profile, as `advise` predicts a catalog device: a fused trial as
-    // its share of a group as large as its group here (advise --trials).
-    // Copied (profiles and all) only where `o` is not already as this trial needs it: a caller
-    // pricing many trials passes it without expected errors, at its trials' group size.
-    const int trials = t.fused > 1 ? t.fused : 0;
-    std::optional<AdviceOptions> copy;
-    if (o.trials != trials || o.expected_errors) {
-      copy = o;
-      copy->trials = trials;
-      copy->expected_errors = false;  // the seconds only
+    std::optional<double> step;
+    if (memo && !t.step_key.empty()) {
+      const std::string key = device.id + '\n' + t.step_key + '\n' + std::to_string(t.fused);
+      const auto [at, fresh] = memo->try_emplace(key);
+      if (fresh) at->second = profiled_step_seconds(t, device, peaks, o);
+      step = at->second;
+    } else {
+      step = profiled_step_seconds(t, device, peaks, o);
     }
-    const AdviceOptions& at = copy ? *copy : o;
-    if (const auto ps = profiled_step(*t.spec, t.batch, catalog_target(device, peaks, at), at)) {
-      return ps->step.seconds / std::max(1, t.fused) * static_cast<double>(t.steps) + outside_steps;
-    }
+    if (step) return *step * static_cast<double>(t.steps) + outside_steps;
   }
   const DeviceRates rates = catalog_rates(device, peaks, o);
   double efficiency = 1;
@@ -66,7 +86,7 @@ double predicted_trial_seconds(const TrialCostInput& t, const CatalogDevice& dev
 std::vector<SearchCostLine> search_cost(const std::vector<TrialCostInput>& trials,
                                         const std::vector<DevicePeaks>& peaks,
                                         const Catalog& catalog, const AdviceOptions& o,
-                                        int instances, std::string& note) {
+                                        int instances, std::string& note, StepMemo* memo) {
   std::vector<SearchCostLine> lines;
   if (trials.empty()) return lines;
   std::set<int> counts = {1, std::max(1, instances), static_cast<int>(trials.size())};
@@ -82,7 +102,7 @@ std::vector<SearchCostLine> search_cost(const std::vector<TrialCostInput>& trial
     std::vector<double> jobs;
     for (const TrialCostInput& t : trials) {
       bool lower = false;
-      jobs.push_back(predicted_trial_seconds(t, *device, peaks, o, lower));
+      jobs.push_back(predicted_trial_seconds(t, *device, peaks, o, lower, memo));
       line.lower_bound = line.lower_bound || lower;
     }
     for (int n : counts) {

@@ -6,6 +6,7 @@
 // ends.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -32,21 +33,28 @@ struct TrialCostInput {
   // predicted as its share of a group of that many (its steps, process and training time here
   // are already its share of its group's).
   int fused = 1;
+  // What its step's prediction from a profile depends on (the architecture, data, batch and
+  // optimizer kind): trials of one key share one prediction per device. Empty: its own.
+  std::string step_key;
 };
+
+// The profiled step predictions made so far, by device and step key: a search's trials differ in
+// settings a step's prediction does not read, and are priced on every catalog device.
+using StepMemo = std::map<std::string, std::optional<double>>;
 
 // The whole search on every catalog instance, cheapest first, for 1, `instances` and one instance
 // per trial; `note` says what the predictions assume.
 std::vector<SearchCostLine> search_cost(const std::vector<TrialCostInput>& trials,
                                         const std::vector<DevicePeaks>& peaks,
                                         const Catalog& catalog, const AdviceOptions& o,
-                                        int instances, std::string& note);
+                                        int instances, std::string& note, StepMemo* memo = nullptr);
 
 // One trial's predicted seconds on the device of `line` (what its dollars are priced at). `o` is
 // copied for each call unless its expected_errors is off and its trials are the trial's group
 // size (0 for a trial alone): what a caller of many prepares once.
 double predicted_trial_seconds(const TrialCostInput& t, const CatalogDevice& device,
                                const std::vector<DevicePeaks>& peaks, const AdviceOptions& o,
-                               bool& lower_bound);
+                               bool& lower_bound, StepMemo* memo = nullptr);
 
 // Wall time and billed instance-seconds of `jobs` (seconds each, in order) on `instances`
 // instances of `per_instance` devices: each job to the device free first.

@@ -9,6 +9,8 @@
 
 #include "core/error.h"
 #include "core/random.h"
+#include "model/cost.h"
+#include "optim/optimizer.h"
 
 namespace xo {
 namespace {
@@ -205,6 +207,26 @@ void check_dimensions(const ModelSpec& base, const std::vector<Dimension>& dims)
                       d.integer ? std::to_string(static_cast<int64_t>(d.high)) : real_text(d.high));
     }
   }
+}
+
+std::string fusion_key(ModelSpec spec) {
+  spec.name.clear();
+  spec.init.clear();
+  spec.init_weights.reset();
+  const int64_t batch = spec.train.batch;
+  spec.train = TrainSpec{};
+  spec.train.batch = batch;
+  for (LayerSpec& l : spec.layers) {
+    if (l.type == LayerType::Dropout) l.p = 0.5;
+  }
+  return to_toml(spec);
+}
+
+std::string step_key(const ModelSpec& spec) {
+  const OptimizerSettings& opt = spec.train.optimizer;
+  return fmt::format("{}optimizer {} {} shuffle {}", fusion_key(spec),
+                     optimizer_type_name(opt.type), optimizer_bytes_per_param(opt),
+                     spec.train.shuffle);
 }
 
 }  // namespace xo

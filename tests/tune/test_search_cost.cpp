@@ -2,7 +2,10 @@
 // instances billed until their last trial ends.
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 #include "tune/search_cost.h"
+#include "tune/space.h"
 
 namespace xo {
 namespace {
@@ -81,6 +84,59 @@ TEST(SearchCost, AFusedTrialIsItsShareOfAFusedGroupElsewhere) {
   t.fused = 1;
   const double alone = predicted_trial_seconds(t, kGpu, {}, o, lower);
   EXPECT_LT(s, alone);  // the group's launches shared: its share is less than a run alone
+}
+
+// Trials that differ only in what a step's prediction does not read (a learning rate, a seed)
+// share one prediction per device; another optimizer kind is predicted on its own. The search's
+// price is the same with the memo as without.
+TEST(SearchCost, TrialsOfOneStepKeyShareOnePredictionPerDevice) {
+  AdviceOptions o;
+  use_profiles(o, {});
+  std::vector<TrialCostInput> trials;
+  for (const char* lr : {"0.05", "0.2"}) {
+    for (const char* seed : {"1", "2"}) {
+      TrialCostInput t = disc4_trial();
+      t.spec = with_spec_value(with_spec_value(*t.spec, parse_spec_key("lr"), lr),
+                               parse_spec_key("train.seed"), seed);
+      t.step_key = step_key(*t.spec);
+      trials.push_back(t);
+    }
+  }
+  TrialCostInput adam = disc4_trial();
+  adam.spec = with_spec_value(*adam.spec, parse_spec_key("optimizer"), "adam");
+  adam.step_key = step_key(*adam.spec);
+  trials.push_back(adam);
+  EXPECT_EQ(trials[0].step_key, trials[3].step_key);
+  EXPECT_NE(trials[0].step_key, adam.step_key);
+
+  const CatalogDevice other{"gpu-b", DeviceKind::Gpu, "Other GPU", 20, 0, 0, 2000, 32, 600, 3000, 0,
+                            0,       "test",          "2026-01-01"};
+  Catalog catalog;
+  catalog.devices = {kGpu, other};
+  for (const auto& [id, device, usd] :
+       {std::tuple{"one-a", "gpu-a", 1.0}, std::tuple{"one-b", "gpu-b", 2.0}}) {
+    CatalogInstance i;
+    i.id = id;
+    i.device = device;
+    i.on_demand_usd_per_hour = usd;
+    catalog.instances.push_back(i);
+  }
+  StepMemo memo;
+  std::string note, memo_note;
+  const auto plain = search_cost(trials, {}, catalog, o, 1, note);
+  const auto memoized = search_cost(trials, {}, catalog, o, 1, memo_note, &memo);
+  EXPECT_EQ(memo.size(), 4u);  // 2 devices x 2 step keys
+  ASSERT_EQ(plain.size(), memoized.size());
+  for (size_t i = 0; i < plain.size(); ++i) {
+    ASSERT_EQ(plain[i].plans.size(), memoized[i].plans.size());
+    for (size_t p = 0; p < plain[i].plans.size(); ++p) {
+      EXPECT_DOUBLE_EQ(plain[i].plans[p].wall_seconds, memoized[i].plans[p].wall_seconds);
+      EXPECT_DOUBLE_EQ(plain[i].plans[p].dollars, memoized[i].plans[p].dollars);
+    }
+  }
+  bool lower = false;
+  EXPECT_NE(predicted_trial_seconds(trials[0], kGpu, {}, o, lower, &memo),
+            predicted_trial_seconds(adam, kGpu, {}, o, lower, &memo));
 }
 
 }  // namespace
