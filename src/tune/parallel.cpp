@@ -96,9 +96,10 @@ int measure_fuse_cap(Backend& backend, const ModelSpec& spec, const DataSplit& d
   for (int k = 4; k < cap; k *= 4) sizes.push_back(k);
   sizes.push_back(cap);
   if (sizes.size() < 2) return cap;  // nothing to choose between
-  // One trial's step first: the first group of k is taken to take at most k times as long (the
-  // next, as long as the last one timed times its share more), and is timed over as many steps
-  // as the budget holds (at least kMinProbeSteps; a group that cannot have them is not tried).
+  // One trial's step first: a group of k is taken to take k times as long, or the last group
+  // timed times its share more where that is less (a group timed while the machine was busy is
+  // not held against the next), and is timed over as many steps as the budget holds (at least
+  // kMinProbeSteps; a group that cannot have them is not tried).
   const double one_s = group_step_seconds(backend, spec, data, 1, kMinProbeSteps);
   const double budget_s =
       std::min(probe.budget_s, kFuseProbeShare * one_s * static_cast<double>(probe.search_steps));
@@ -106,7 +107,7 @@ int measure_fuse_cap(Backend& backend, const ModelSpec& spec, const DataSplit& d
   double last_s = one_s;
   int last_k = 1;
   for (const int k : sizes) {
-    const double predicted_s = last_s * k / last_k;
+    const double predicted_s = std::min(one_s * k, last_s * k / last_k);
     if (predicted_s * kMinProbeSteps > budget_s) break;
     if (options.empty() && probe.measuring) probe.measuring();
     const auto n = std::clamp<int64_t>(static_cast<int64_t>(budget_s / predicted_s), kMinProbeSteps,
