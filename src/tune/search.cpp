@@ -1,10 +1,12 @@
 #include "tune/search.h"
 
 #include <fmt/format.h>
-#include <pthread.h>
-#include <sched.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -42,13 +44,14 @@ using Clock = std::chrono::steady_clock;
 // The longest the search waits for a trial to end before it looks again.
 constexpr auto kPoll = std::chrono::milliseconds(20);
 
-// The calling thread runs only on a core nothing else wants (SCHED_IDLE): work done beside the
-// trials, which must not slow them (their timings are the search's figures). Where the scheduler
-// refuses, it runs as before.
-void run_only_when_idle() {
-  sched_param idle{};
-  idle.sched_priority = 0;
-  pthread_setschedparam(pthread_self(), SCHED_IDLE, &idle);
+// Work done beside the trials, which must not slow them (their timings are the search's figures):
+// the calling thread at the lowest priority (nice 19, about 1.5% of a core that something else
+// wants; Linux's nice is per thread). Returns its thread id, for raising it back where it is waited
+// for.
+pid_t run_at_lowest_priority() {
+  const auto tid = static_cast<pid_t>(::syscall(SYS_gettid));
+  ::setpriority(PRIO_PROCESS, static_cast<id_t>(tid), 19);
+  return tid;
 }
 
 class Search {
@@ -106,9 +109,10 @@ class Search {
   std::vector<ParallelOption> fuse_options_;  // the group sizes measured for it (--fuse auto)
   std::vector<bool> running_;  // per trial
   std::unique_ptr<Backend> cpu_;
-  // The catalog and the advice options the price needs (the device profiles parsed), read on a
-  // thread of their own from the start, on cores the search and its trials leave idle.
+  // The catalog and the advice options the price needs (the device profiles parsed), read from
+  // the start on a thread of their own at the lowest priority (run_at_lowest_priority).
   std::future<std::pair<Catalog, AdviceOptions>> pricing_;
+  std::atomic<pid_t> pricing_thread_{0};
   Clock::time_point started_ = Clock::now();
   double wall_before_ = 0;  // a stopped search's wall time before this start
   bool interrupted_ = false;
@@ -502,6 +506,11 @@ std::vector<TrialCostInput> Search::cost_inputs(std::vector<DevicePeaks>& peaks,
 // dollars on the cheapest instance.
 void Search::price() {
   try {
+    // Waited for now: at the search's priority again where this process may raise it (root, or
+    // RLIMIT_NICE), else at the lowest (the trials have ended: it has the cores it finds idle).
+    if (pricing_.wait_for(std::chrono::seconds(0)) != std::future_status::ready &&
+        pricing_thread_ > 0)
+      ::setpriority(PRIO_PROCESS, static_cast<id_t>(pricing_thread_.load()), 0);
     auto [catalog, advice] = pricing_.get();
     std::vector<DevicePeaks> peaks;
     std::vector<size_t> priced;
@@ -540,7 +549,7 @@ TuneRecord Search::run() {
   prepare();
   load_or_start();
   pricing_ = std::async(std::launch::async, [this] {
-    run_only_when_idle();
+    pricing_thread_ = run_at_lowest_priority();
     return std::make_pair(hooks_.catalog(), hooks_.advice());
   });
   write_trial_specs();

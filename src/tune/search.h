@@ -74,7 +74,7 @@ class SearchHooks {
   virtual TuneRecord read_record(const std::string& text, const std::string& origin) = 0;
   virtual TrainResult read_result(const std::string& text, const std::string& origin) = 0;
   // What the search's price needs: asked once, from the search's start, on a thread of their own
-  // that runs only on idle cores; a UserError leaves the search unpriced, saying why.
+  // at the lowest priority; a UserError leaves the search unpriced, saying why.
   virtual Catalog catalog() = 0;
   virtual AdviceOptions advice() = 0;
 
