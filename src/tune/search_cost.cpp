@@ -6,8 +6,17 @@
 #include <set>
 
 #include "core/error.h"
+#include "optim/optimizer.h"
+#include "tune/space.h"
 
 namespace xo {
+
+std::string step_key(const ModelSpec& spec) {
+  const OptimizerSettings& opt = spec.train.optimizer;
+  return fmt::format("{}optimizer {} {} shuffle {}", fusion_key(spec),
+                     optimizer_type_name(opt.type), optimizer_bytes_per_param(opt),
+                     spec.train.shuffle);
+}
 
 Placement place_jobs(const std::vector<double>& jobs, int instances, int per_instance) {
   XO_ASSERT(instances > 0 && per_instance > 0);

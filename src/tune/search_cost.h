@@ -38,6 +38,10 @@ struct TrialCostInput {
   std::string step_key;
 };
 
+// What a trial's step predicted from a device profile depends on: its fusion key
+// (tune/space.h) with its optimizer's kind and state and whether it shuffles.
+std::string step_key(const ModelSpec& spec);
+
 // The profiled step predictions made so far, by device and step key: a search's trials differ in
 // settings a step's prediction does not read, and are priced on every catalog device.
 using StepMemo = std::map<std::string, std::optional<double>>;

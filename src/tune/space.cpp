@@ -9,8 +9,6 @@
 
 #include "core/error.h"
 #include "core/random.h"
-#include "model/cost.h"
-#include "optim/optimizer.h"
 
 namespace xo {
 namespace {
@@ -220,13 +218,6 @@ std::string fusion_key(ModelSpec spec) {
     if (l.type == LayerType::Dropout) l.p = 0.5;
   }
   return to_toml(spec);
-}
-
-std::string step_key(const ModelSpec& spec) {
-  const OptimizerSettings& opt = spec.train.optimizer;
-  return fmt::format("{}optimizer {} {} shuffle {}", fusion_key(spec),
-                     optimizer_type_name(opt.type), optimizer_bytes_per_param(opt),
-                     spec.train.shuffle);
 }
 
 }  // namespace xo

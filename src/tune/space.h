@@ -47,10 +47,6 @@ ModelSpec trial_spec(const ModelSpec& base, const std::vector<Dimension>& dims,
 // The seed of a generated data set differs per trial too: the group gives each its own data.
 std::string fusion_key(ModelSpec spec);
 
-// What a trial's step predicted from a device profile depends on: its fusion key with its
-// optimizer's kind and state and whether it shuffles (tune/search_cost.h's step_key).
-std::string step_key(const ModelSpec& spec);
-
 // Each value of each list, and both ends of each range, set on `base` alone: a value the spec does
 // not take fails before any trial runs, naming KEY=VALUE.
 void check_dimensions(const ModelSpec& base, const std::vector<Dimension>& dims);
