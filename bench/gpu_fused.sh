@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# On a GPU machine, after `scripts/gpu-check --only deps,configure,build[,tests]`: fused trials on
+# the GPU (issue 37). Three measurements, each logged, all in one tarball, $1 (default fused.tgz):
+#   1. the fused training loop against one trial's loop on the GPU, K = 1, 4, 16, 64
+#      (bench/fused_trials.cpp; the H100 target: 64 fused disc-4 trials within 3x one trial's
+#      step), with the fused step advise predicts beside each;
+#   2. `crossover advise disc-4 --trials K --devices cuda:0`: the sweep verdict measured on the GPU;
+#   3. a 16-trial disc-4 search end to end on the GPU, fused (--fuse 16) and one process per trial
+#      (--fuse off), alternated, whole-process wall time.
+#   bench/gpu_fused.sh $OUT/fused.tgz
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT_TGZ=${1:-fused.tgz}
+WORK=bench/out/gpu-fused
+rm -rf "$WORK"; mkdir -p "$WORK"
+trap 'tar czf "$OUT_TGZ" "$WORK"' EXIT  # what was measured comes back even when cut short
+# The Debian libraries and the data as scripts/gpu-check unpacked them.
+LIB=$PWD/.gpu-deps/root/usr/lib/x86_64-linux-gnu
+[[ -d $LIB ]] && export LD_LIBRARY_PATH="$LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+[[ -d /usr/share/datasets/fashion-mnist ]] ||
+  export CROSSOVER_FASHION_MNIST_DIR=$PWD/.gpu-deps/root/usr/share/datasets/fashion-mnist
+export XDG_CACHE_HOME=$PWD/$WORK/cache
+XO=build-gpu/crossover
+FUSED=build-gpu/bench/crossover_fused_trials
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader >"$WORK/gpu.csv" || true
+git_note() { echo "$*" | tee -a "$WORK/commands.txt"; }
+
+# 1. The fused loop.
+git_note "$FUSED --device cuda:0 --models disc-2,disc-4,disc-6,disc-8,mnist-mlp --k 1,4,16,64 --steps 300 --repeat 3"
+timeout 150 $FUSED --device cuda:0 --models disc-2,disc-4,disc-6,disc-8,mnist-mlp --k 1,4,16,64 \
+  --steps 300 --repeat 3 --json "$WORK/fused-cuda.json" >"$WORK/fused-cuda.log" 2>&1 ||
+  echo "fused loop: exit $?" | tee -a "$WORK/commands.txt"
+git_note "$FUSED --device cuda:0 --models mnist-cnn --k 1,4,16 --steps 100"
+timeout 90 $FUSED --device cuda:0 --models mnist-cnn --k 1,4,16 --steps 100 \
+  --json "$WORK/fused-cuda-cnn.json" >"$WORK/fused-cuda-cnn.log" 2>&1 ||
+  echo "fused cnn: exit $?" | tee -a "$WORK/commands.txt"
+
+# 2. The sweep verdict measured on the GPU.
+for k in 4 64; do
+  git_note "$XO advise disc-4 --trials $k --devices cuda:0 --steps 100 --out $WORK/advise-$k"
+  timeout 90 $XO advise disc-4 --trials "$k" --devices cuda:0 --steps 100 \
+    --out "$WORK/advise-$k" >"$WORK/advise-$k.log" 2>&1 || echo "advise $k: exit $?" | tee -a "$WORK/commands.txt"
+done
+
+# 3. A search end to end, fused and one process per trial, alternated.
+LRS=0.02,0.05,0.1,0.2,0.3,0.4,0.5,0.6
+TIMEFORMAT=%R
+for round in 1 2 3; do
+  for fuse in 16 off; do
+    dir=$WORK/tune-$fuse-$round
+    git_note "$XO tune disc-4 --vary lr=$LRS --vary train.seed=1,2 --epochs 20 --device cuda:0 --fuse $fuse --quiet --out $dir"
+    { time timeout 120 $XO tune disc-4 --vary lr=$LRS --vary train.seed=1,2 --epochs 20 \
+        --device cuda:0 --fuse "$fuse" --quiet --out "$dir" >"$dir.log" 2>&1; } 2>>"$WORK/tune-$fuse.seconds" ||
+      echo "tune --fuse $fuse round $round: exit $?" | tee -a "$WORK/commands.txt"
+  done
+done
+tail -n +1 "$WORK"/tune-*.seconds
+echo "gpu_fused: done"
