@@ -14,6 +14,7 @@ OUT_TGZ=${1:-fused.tgz}
 WORK=bench/out/gpu-fused
 rm -rf "$WORK"; mkdir -p "$WORK"
 trap 'tar czf "$OUT_TGZ" "$WORK"' EXIT  # what was measured comes back even when cut short
+trap 'exit 143' TERM INT
 # The Debian libraries and the data as scripts/gpu-check unpacked them.
 LIB=$PWD/.gpu-deps/root/usr/lib/x86_64-linux-gnu
 [[ -d $LIB ]] && export LD_LIBRARY_PATH="$LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
