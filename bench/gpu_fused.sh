@@ -5,8 +5,8 @@
 #      (bench/fused_trials.cpp; the H100 target: 64 fused disc-4 trials within 3x one trial's
 #      step), with the fused step advise predicts beside each;
 #   2. `crossover advise disc-4 --trials K --devices cuda:0`: the sweep verdict measured on the GPU;
-#   3. a 16-trial disc-4 search end to end on the GPU, fused (--fuse 16) and one process per trial
-#      (--fuse off), alternated, whole-process wall time.
+#   3. a 16-trial disc-4 search end to end on the GPU, fused (--fuse auto, the default, and
+#      --fuse 16) and one process per trial (--fuse off), alternated, whole-process wall time.
 #   bench/gpu_fused.sh $OUT/fused.tgz
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -20,7 +20,8 @@ LIB=$PWD/.gpu-deps/root/usr/lib/x86_64-linux-gnu
 [[ -d $LIB ]] && export LD_LIBRARY_PATH="$LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 [[ -d /usr/share/datasets/fashion-mnist ]] ||
   export CROSSOVER_FASHION_MNIST_DIR=$PWD/.gpu-deps/root/usr/share/datasets/fashion-mnist
-export XDG_CACHE_HOME=$PWD/$WORK/cache
+# The peaks and profile a `crossover validate --device cuda:0` before cached, where one did.
+export XDG_CACHE_HOME=${XDG_CACHE_HOME:-$PWD/$WORK/cache}
 XO=build-gpu/crossover
 FUSED=build-gpu/bench/crossover_fused_trials
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader >"$WORK/gpu.csv" || true
@@ -47,7 +48,7 @@ done
 LRS=0.02,0.05,0.1,0.2,0.3,0.4,0.5,0.6
 TIMEFORMAT=%R
 for round in 1 2 3; do
-  for fuse in 16 off; do
+  for fuse in auto 16 off; do
     dir=$WORK/tune-$fuse-$round
     git_note "$XO tune disc-4 --vary lr=$LRS --vary train.seed=1,2 --epochs 20 --device cuda:0 --fuse $fuse --quiet --out $dir"
     { time timeout 120 $XO tune disc-4 --vary lr=$LRS --vary train.seed=1,2 --epochs 20 \

@@ -375,6 +375,19 @@ std::optional<ProfiledStep> profiled_step(const ModelSpec& spec, int64_t batch,
       own = true;
     }
   }
+  // Fused trials on a GPU whose profile found has no fused groups' Linears: a GPU profile that
+  // timed them, scaled. A group's Linear there is one kernel over its trials, spread over the
+  // multiprocessors: the taller Linear that stands in for it otherwise predicted 64 fused disc-4
+  // trials on an H200 134% too slow (docs/benchmarks.md).
+  if (o.trials > 0 && target.kind == DeviceKind::Gpu && (!from || !has_trials_samples(*from))) {
+    for (const DeviceProfile& p : o.profiles) {
+      if (p.has_kernels() && p.kind == target.kind && has_trials_samples(p)) {
+        from = &p;
+        own = false;
+        break;
+      }
+    }
+  }
   // Else the nearest profile of the target's kind: for a CPU the one whose thread count is
   // closest (a 2-thread profile says little of a 96-core chip's shards); else any with kernels.
   auto distance = [&](const DeviceProfile& p) {

@@ -396,6 +396,11 @@ ProfilePrediction predict_with_profile(const ModelSpec& spec, int64_t batch,
   return out;
 }
 
+bool has_trials_samples(const DeviceProfile& p) {
+  return std::any_of(p.samples.begin(), p.samples.end(),
+                     [](const KernelSample& s) { return s.trials > 0; });
+}
+
 ProfilePrediction predict_fused_with_profile(const ModelSpec& spec, int64_t batch, int trials,
                                              const DeviceProfile& source,
                                              const TargetDevice& target, bool own) {
@@ -425,11 +430,10 @@ ProfilePrediction predict_fused_with_profile(const ModelSpec& spec, int64_t batc
     acc.interpolated += one.interpolated;
     acc.unprofiled += one.unprofiled;
   };
-  // A CPU runs a group's Linear as its own kernel over the trials (register-blocked for narrow
-  // layers): timed as such where the profile has it (op "trials_linear").
-  const bool trials_kernel = target.kind == DeviceKind::Cpu && source.kind == DeviceKind::Cpu &&
-                             std::any_of(source.samples.begin(), source.samples.end(),
-                                         [](const KernelSample& s) { return s.trials > 0; });
+  // A group's Linear is a kernel over its trials (on a CPU register-blocked for narrow layers; on
+  // a GPU the trials spread over the multiprocessors): timed as such where a profile of the
+  // target's kind has it (op "trials_linear").
+  const bool trials_kernel = target.kind == source.kind && has_trials_samples(source);
   for (size_t i = 0; i < layout.nodes.size(); ++i) {
     const Node& n = layout.nodes[i];
     if (is_view(n, true)) continue;

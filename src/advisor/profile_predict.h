@@ -59,6 +59,10 @@ ProfilePrediction predict_with_profile(const ModelSpec& spec, int64_t batch,
                                        const DeviceProfile& source, const TargetDevice& target,
                                        bool own);
 
+// Whether `p` timed fused groups' Linears (op "trials_linear"), which predict_fused_with_profile
+// takes for a device of its kind; else it predicts each as one Linear as many times taller.
+bool has_trials_samples(const DeviceProfile& p);
+
 // The step of `trials` fused trials of `spec` (train/trials.h), each on batches of `batch`, on
 // `target`: the trials split into groups, one per worker (a CPU's shard threads; one on a GPU),
 // the step the longest group's; in a group each Linear is one kernel over its trials (predicted

@@ -83,18 +83,21 @@ class TuneOutput final : public SearchHooks {
 // Why --fuse auto took every ready trial without timing group sizes (measure_fuse_cap).
 constexpr const char* kUnmeasuredGroups =
     " (not measured: too few trials, or a search shorter than timing group sizes would take)";
+// On a GPU it never times them: larger groups were faster there at every size measured.
+constexpr const char* kGpuGroups = " (as many as are ready: on a GPU larger groups are faster)";
 
 // "disc-4: 2 trials (grid), lowest by loss; 2 at once on cpu (measured fastest)".
 void TuneOutput::started(const TuneRecord& r) {
   if (o_.quiet) return;
   std::vector<std::string> where;
   for (const ParallelChoice& c : r.parallel) {
-    const bool unmeasured_auto =
-        o_.search.fuse == kFuseAuto && !c.measured && device_kind_of(c.device) == DeviceKind::Cpu;
+    const bool automatic = o_.search.fuse == kFuseAuto && !c.measured;
+    const bool cpu = device_kind_of(c.device) == DeviceKind::Cpu;
     where.push_back(c.fused > 0 ? fmt::format("fused up to {} per group on {}{}", c.fused, c.device,
-                                              c.measured        ? " (measured fastest)"
-                                              : unmeasured_auto ? kUnmeasuredGroups
-                                                                : "")
+                                              c.measured          ? " (measured fastest)"
+                                              : automatic && cpu  ? kUnmeasuredGroups
+                                              : automatic && !cpu ? kGpuGroups
+                                                                  : "")
                                 : fmt::format("{} at once on {}{}", c.k, c.device,
                                               c.measured ? " (measured fastest)" : ""));
   }
@@ -194,8 +197,8 @@ void add_search_options(CLI::App* sub, SearchOptions& o) {
          "Train trials of one architecture, data and batch size as one fused group (each still "
          "ending as it does alone, to f32 rounding): at most K per group, auto (on the CPU, the "
          "group size measured fastest up to 64, timed within a twentieth of the search's own time) "
-         "or off (a process per trial). A GPU fuses only with an explicit K (not yet measured "
-         "on a GPU)")
+         "or off (a process per trial); on a GPU auto takes as many as are ready, up to 64 and "
+         "what its memory holds")
       ->check(fuse_values)
       ->default_str("auto");
   sub->add_option("--threads", o.threads,

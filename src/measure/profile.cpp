@@ -416,13 +416,14 @@ struct Profiler {
     }
     optimizer(m);
     gather(m, batch);
-    // A CPU's fused trials (tune --fuse, advise --trials): each Linear as a fused group runs it,
-    // one group alone and one group per worker.
-    if (queued()) return;
+    // Fused trials (tune --fuse, advise --trials): each Linear as a fused group runs it, one
+    // group alone and, on a CPU, one group per worker (a GPU runs one group, one kernel over its
+    // trials).
+    const int workers = queued() ? 1 : threads;
     for (size_t i = 0; i < m.nodes().size(); ++i) {
       if (m.nodes()[i].kind != NodeKind::Linear) continue;
       trials_linear(m, i, batch, 1, 1);
-      for (const int k : kProfiledTrials) trials_linear(m, i, batch, k, threads);
+      for (const int k : kProfiledTrials) trials_linear(m, i, batch, k, workers);
     }
   }
 };
@@ -460,7 +461,8 @@ void measure_step_fixed(Backend& be, DeviceProfile& profile) {
   p.model(spec);
   double kernels = 0, graph_kernels = 0;
   for (size_t i = first; i < profile.samples.size(); ++i) {
-    if (profile.samples[i].shards != 1) continue;
+    // The step's own kernels: not its Linear again as a fused group's.
+    if (profile.samples[i].shards != 1 || profile.samples[i].trials > 0) continue;
     kernels += profile.samples[i].total_us();
     graph_kernels += profile.samples[i].graph_total_us();
   }

@@ -72,6 +72,7 @@ class Search {
   // (auto: up to kMaxAutoFuse) within the memory free; on a GPU only an explicit --fuse K (fused
   // trials have not yet been measured on a GPU: opt-in until they are).
   int fuse_limit(const std::string& device) const;
+  int gpu_fuse_cap(const DataSplit& data) const;
   std::vector<HalvingJob> group_for(size_t slot, const HalvingJob& first);
   // The steps taken at trial i's newest checkpoint (-1: none), where its next job starts.
   int64_t resume_step(size_t i) const {
@@ -106,6 +107,7 @@ class Search {
   std::vector<std::string> fusion_keys_;       // per trial: trials of one key may train as one
   int groups_started_ = 0;
   int fuse_cap_ = 0;           // the most trials in a fused group on the CPU (0: not fused)
+  int gpu_fuse_cap_ = 0;  // the same on a GPU under --fuse auto (what every GPU's memory holds)
   std::vector<ParallelOption> fuse_options_;  // the group sizes measured for it (--fuse auto)
   std::vector<bool> running_;  // per trial
   std::unique_ptr<Backend> cpu_;
@@ -152,6 +154,10 @@ void Search::prepare() {
     if (const auto fit = fused_trials_that_fit(model, data, base_.train))
       fuse_cap_ = static_cast<int>(std::min<int64_t>(fuse_cap_, *fit));
   }
+  // --fuse auto on a GPU: every trial ready, up to kMaxAutoFuse and what each GPU's memory holds
+  // (not timed: on an H200 a larger group trained more trial-steps a second at every size to 64,
+  // docs/benchmarks.md).
+  if (o_.fuse == kFuseAuto) gpu_fuse_cap_ = gpu_fuse_cap(data);
   // --fuse auto on this machine's CPU: the group size that trains fastest here, measured (not
   // under MPI, whose ranks' slots are not this machine's alone).
   const bool on_cpu = o_.devices.empty() ||
@@ -298,7 +304,24 @@ void Search::fill_free_slots() {
 // the group's size; else `first` alone.
 int Search::fuse_limit(const std::string& device) const {
   if (device_kind_of(device) == DeviceKind::Cpu) return fuse_cap_;
-  return o_.fuse == kFuseAuto ? 0 : o_.fuse;
+  return o_.fuse == kFuseAuto ? gpu_fuse_cap_ : o_.fuse;
+}
+
+// The most fused trials every GPU the search may use holds (fused_trials_that_fit), up to
+// kMaxAutoFuse; kMaxAutoFuse where it uses none (a GPU slot then never asks).
+int Search::gpu_fuse_cap(const DataSplit& data) const {
+  int cap = kMaxAutoFuse;
+  const std::vector<std::string> devices =
+      o_.devices.empty() ? list_devices().available : o_.devices;
+  for (const std::string& d : devices) {
+    if (device_kind_of(d) != DeviceKind::Gpu) continue;
+    const std::unique_ptr<Backend> gpu = make_backend(parse_device(d, 0));
+    const Model model(base_, *gpu);
+    if (const auto fit = fused_trials_that_fit(model, data, base_.train)) {
+      cap = static_cast<int>(std::min<int64_t>(cap, *fit));
+    }
+  }
+  return cap;
 }
 
 std::vector<HalvingJob> Search::group_for(size_t slot, const HalvingJob& first) {
@@ -323,10 +346,12 @@ std::vector<HalvingJob> Search::group_for(size_t slot, const HalvingJob& first) 
   }
   for (const size_t i : looked) running_[i] = false;
   if (automatic) {
-    // The ready trials shared among the free CPU slots, so that every slot gets a group.
+    // The ready trials shared among the free slots of this kind of device, so that every slot
+    // gets a group.
+    const DeviceKind kind = device_kind_of(runner_->slots()[slot].device);
     size_t free = 0;
     for (size_t s = 0; s < runner_->slots().size(); ++s) {
-      free += !runner_->busy(s) && device_kind_of(runner_->slots()[s].device) == DeviceKind::Cpu;
+      free += !runner_->busy(s) && device_kind_of(runner_->slots()[s].device) == kind;
     }
     group.resize((group.size() + free - 1) / std::max<size_t>(free, 1));
   }

@@ -49,8 +49,9 @@ struct SearchOptions {
   std::optional<int64_t> epochs;  // overrides train.epochs: the most any trial trains
   int parallel = 0;               // trials at once per device (0: measured)
   // Trials of one architecture, data and batch size trained as one fused group (train/trials.h):
-  // at most this many per group; kFuseAuto: as many as are ready, up to kMaxAutoFuse, on the CPU
-  // only (a GPU fuses only with an explicit K); 0: each trial a process of its own.
+  // at most this many per group; kFuseAuto: on the CPU the group size measured fastest up to
+  // kMaxAutoFuse, on a GPU as many as are ready up to kMaxAutoFuse and what its memory holds; 0:
+  // each trial a process of its own.
   int fuse = kFuseAuto;
   int threads = 0;  // CPU threads per trial (0: the cores shared among the trials at once)
   std::vector<std::string> devices;  // empty: every device

@@ -4,6 +4,8 @@
 // measured steps.
 #include <gtest/gtest.h>
 
+#include "advisor/advice.h"
+#include "advisor/catalog.h"
 #include "advisor/profile_predict.h"
 #include "model/cost.h"
 #include "model/layer.h"
@@ -373,6 +375,54 @@ TEST(ProfilePredict, AFusedGroupOnACpuTakesTheProfilesSamplesOfTheTrialsLinear) 
   gpu_before.kind = DeviceKind::Gpu;
   EXPECT_EQ(predict_fused_with_profile(spec, 8, 4, p100, gpu, false).seconds,
             predict_fused_with_profile(spec, 8, 4, cpu, gpu_before, false).seconds);
+}
+
+// A GPU profile that timed the fused trials' Linear (op "trials_linear", one group: shards 1)
+// predicts a fused group's Linears on a GPU from those samples' graph times, as a CPU profile
+// does on a CPU; `advise --trials` takes such a profile for a GPU whose own has none (a catalog
+// GPU predicted from the H100's profile), and not for one trial alone.
+TEST(ProfilePredict, AFusedGroupOnAGpuTakesAGpuProfilesSamplesOfTheTrialsLinear) {
+  ModelSpec spec = mlp(8);
+  spec.train.shuffle = true;
+  const ModelLayout layout = model_layout(spec);
+  const DeviceProfile before = gpu_profile();
+  auto with_trials = [&](double us) {
+    DeviceProfile p = before;
+    p.id = "gpu-b";
+    for (size_t node : {size_t{0}, size_t{1}}) {
+      KernelSample s = timed(trials_linear_sample(layout, node, 8, 4, 1), 2 * us, 2 * us);
+      s.graph_forward_us = us;
+      s.graph_backward_us = us;
+      p.samples.push_back(s);
+    }
+    return p;
+  };
+  const DeviceProfile p10 = with_trials(10), p20 = with_trials(20);
+  ASSERT_FALSE(has_trials_samples(before));
+  ASSERT_TRUE(has_trials_samples(p10));
+  const ProfilePrediction a =
+      predict_fused_with_profile(spec, 8, 4, p10, profile_target(p10), true);
+  const ProfilePrediction b =
+      predict_fused_with_profile(spec, 8, 4, p20, profile_target(p20), true);
+  // Each Linear is its sample's graph times, whole: 10 + 10 us each in a, 20 + 20 in b.
+  EXPECT_TRUE(a.graph);
+  EXPECT_NEAR((b.seconds - a.seconds) * 1e6, 40, 1e-6);
+  const ProfilePrediction taller =
+      predict_fused_with_profile(spec, 8, 4, before, profile_target(before), true);
+  EXPECT_EQ(a.interpolated, taller.interpolated - 2);
+  // The advice's choice of profile for a GPU without one of its own.
+  AdviceOptions o;
+  o.profiles = {before, p10};
+  const CatalogDevice other{"gpu-c", DeviceKind::Gpu, "Other GPU", 10, 0, 0, 1000, 16, 300, 2000, 0,
+                            0,       "test",          "2026-01-01"};
+  const auto alone = profiled_step(spec, 8, catalog_target(other, {}, o), o);
+  ASSERT_TRUE(alone);
+  EXPECT_EQ(alone->from->id, before.id);
+  o.trials = 4;
+  const auto fused = profiled_step(spec, 8, catalog_target(other, {}, o), o);
+  ASSERT_TRUE(fused);
+  EXPECT_EQ(fused->from->id, p10.id);
+  EXPECT_FALSE(fused->own);
 }
 
 TEST(ProfilePredict, AGpuRecordedStepIsItsGraphTimesAndTheGraphsFixedCost) {

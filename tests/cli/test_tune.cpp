@@ -334,32 +334,48 @@ TEST(Tune, FuseAutoDoesNotMeasureASearchShorterThanTheMeasuring) {
   }
 }
 
-// On a GPU trials fuse only when asked with an explicit K (not yet measured there: opt-in): auto
-// runs a process per trial; --fuse 4 one group of four, each trial's curve within 1e-5 of its own
-// process's.
-TEST(Tune, GpuFuseTrialsOnlyWithAnExplicitK) {
+// On a GPU --fuse auto takes the ready trials as one group (as many as are ready: not timed),
+// --fuse 2 groups of two, --fuse off a process per trial; each trial's curve within 1e-5 of its
+// own process's.
+TEST(Tune, GpuFuseAutoTakesTheReadyTrialsAsOneGroupEachEndingAsAlone) {
   std::string why;
   if (!xo::testing::gpu_present(&why)) GTEST_SKIP() << "no NVIDIA GPU here (" << why << ")";
   xo::testing::TempDir dir("tune-gpu-fused");
   const std::string search =
       "tune disc-4 --vary lr=0.05,0.1,0.2,0.4 --epochs 3 --device cuda:0 --parallel 1 ";
-  const auto apart = run_cli(search + "--out apart", dir.path());
+  const auto apart = run_cli(search + "--fuse off --out apart", dir.path());
   ASSERT_EQ(apart.status, 0) << apart.output;
-  const auto fused = run_cli(search + "--fuse 4 --out fused", dir.path());
-  ASSERT_EQ(fused.status, 0) << fused.output;
-  EXPECT_NE(fused.output.find("fused up to 4 per group on cuda:0"), std::string::npos)
-      << fused.output;
-  const json f = results(dir.path() / "fused"), a = results(dir.path() / "apart");
-  ASSERT_EQ(f.at("trials").size(), 4u);
-  double worst = 0;
-  for (size_t i = 0; i < 4; ++i) {
-    const json& x = f.at("trials")[i];
-    const json& y = a.at("trials")[i];
-    EXPECT_EQ(x.at("group"), "g001");
-    EXPECT_EQ(y.at("group"), "");
-    worst = std::max(worst, curve_difference(x, y));
+  const auto automatic = run_cli(search + "--out auto", dir.path());
+  ASSERT_EQ(automatic.status, 0) << automatic.output;
+  EXPECT_NE(automatic.output.find(
+                "fused up to 64 per group on cuda:0 (as many as are ready: on a GPU larger groups "
+                "are faster)"),
+            std::string::npos)
+      << automatic.output;
+  const auto pairs = run_cli(search + "--fuse 2 --out pairs", dir.path());
+  ASSERT_EQ(pairs.status, 0) << pairs.output;
+  EXPECT_NE(pairs.output.find("fused up to 2 per group on cuda:0"), std::string::npos)
+      << pairs.output;
+  const json a = results(dir.path() / "apart");
+  ASSERT_EQ(a.at("trials").size(), 4u);
+  struct Way {
+    const char* out;
+    std::vector<std::string> groups;
+  };
+  for (const Way& way : {Way{"auto", {"g001", "g001", "g001", "g001"}},
+                         Way{"pairs", {"g001", "g001", "g002", "g002"}}}) {
+    const json f = results(dir.path() / way.out);
+    ASSERT_EQ(f.at("trials").size(), 4u) << way.out;
+    double worst = 0;
+    for (size_t i = 0; i < 4; ++i) {
+      const json& x = f.at("trials")[i];
+      const json& y = a.at("trials")[i];
+      EXPECT_EQ(x.at("group"), way.groups[i]) << way.out << " trial " << i;
+      EXPECT_EQ(y.at("group"), "");
+      worst = std::max(worst, curve_difference(x, y));
+    }
+    EXPECT_LE(worst, 1e-5) << way.out;
   }
-  EXPECT_LE(worst, 1e-5);
 }
 
 TEST(Tune, BadInputIsRefusedBeforeAnyTrial) {
