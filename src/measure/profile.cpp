@@ -272,13 +272,13 @@ struct Profiler {
 
   // The Linear of `trials` fused trials (model/trials.h) on each of `shards` workers at once, as
   // a fused group's Linear runs: each worker's trials' parameters one trial stride apart. A
-  // size whose call would take more than kTrialsFlops FLOPs is left to be scaled from the
-  // smaller ones (past one trial: they are bound by FLOPs by then).
+  // size whose call would take more than a CPU's 4e8 FLOPs (a GPU's 2e10: about 0.4 ms) is left
+  // to be scaled from the smaller ones (past one trial: they are bound by FLOPs by then).
   void trials_linear(const Model& model, size_t i, int64_t batch, int trials, int shards) {
-    constexpr double kTrialsFlops = 4e8;
+    const double most_flops = queued() ? 2e10 : 4e8;
     const Node& n = model.nodes()[i];
     KernelSample s = trials_linear_sample(layout_of(model), i, batch, trials, shards);
-    if (trials > 1 && s.flops > kTrialsFlops) return;
+    if (trials > 1 && s.flops > most_flops) return;
     if (!first_time(s, fmt::format("{} trials", trials))) return;
     const int64_t stride = trial_stride(model.flat_size());
     const int64_t rows = trials * batch;
@@ -419,11 +419,14 @@ struct Profiler {
     // Fused trials (tune --fuse, advise --trials): each Linear as a fused group runs it, one
     // group alone and, on a CPU, one group per worker (a GPU runs one group, one kernel over its
     // trials).
-    const int workers = queued() ? 1 : threads;
     for (size_t i = 0; i < m.nodes().size(); ++i) {
       if (m.nodes()[i].kind != NodeKind::Linear) continue;
       trials_linear(m, i, batch, 1, 1);
-      for (const int k : kProfiledTrials) trials_linear(m, i, batch, k, workers);
+      if (queued()) {
+        for (const int k : kProfiledGpuTrials) trials_linear(m, i, batch, k, 1);
+      } else {
+        for (const int k : kProfiledTrials) trials_linear(m, i, batch, k, threads);
+      }
     }
   }
 };

@@ -97,8 +97,11 @@ KernelSample node_sample(const ModelLayout& layout, size_t node, int64_t batch, 
 // `batch` rows each on every one of `shards` workers at once, without its times.
 KernelSample trials_linear_sample(const ModelLayout& layout, size_t node, int64_t batch, int trials,
                                   int shards);
-// The trials per worker a CPU profile times the fused Linear at.
+// The trials per worker a CPU profile times the fused Linear at; a GPU's one group, to tune's
+// largest automatic group (64: scaled from 32, the wider Linears of 64 fused trials were predicted
+// up to 52% too fast on an H200).
 inline constexpr int kProfiledTrials[] = {1, 2, 8, 32};
+inline constexpr int kProfiledGpuTrials[] = {1, 2, 8, 32, 64};
 
 // Measures a profile of `backend`: every node of `specs` (the built-in models and the grid of
 // measure_grid_specs), the losses and optimizers they use, the merge and the fixed costs.

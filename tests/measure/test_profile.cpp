@@ -169,6 +169,12 @@ TEST(ProfileGpu, EveryKernelIsTimedQueuedAndInsideACudaGraph) {
                          "lstm", "loss", "optimizer"}) {
     EXPECT_TRUE(ops.count(op)) << op;
   }
+  // The fused trials' Linear at every group size a GPU profile times (these Linears are small).
+  std::set<int> trials;
+  for (const KernelSample& s : p.samples) {
+    if (s.op == "trials_linear") trials.insert(s.trials);
+  }
+  EXPECT_EQ(trials, std::set<int>(std::begin(kProfiledGpuTrials), std::end(kProfiledGpuTrials)));
   // The profile reads back with its graph times.
   const DeviceProfile q = parse_profile(to_json(p).dump(), "gpu.json");
   EXPECT_EQ(to_json(q), to_json(p));
