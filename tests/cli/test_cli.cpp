@@ -520,11 +520,11 @@ TEST(Cli, AdviseMeasuresPredictsCostsAndRecommends) {
   const auto& v = j["verdict"];
   EXPECT_EQ(v["here"], "cpu");
   EXPECT_EQ(v["gpu"]["how"], "rent");  // no GPU here: the GPU is weighed on a rented instance
-  // Predicted from the shipped H100 profile, scaled to the GPU's datasheet: an estimate with an
-  // expected error (at least the H100's own: no second GPU validates the scaling), no longer a
-  // roofline lower bound.
+  // Predicted from a shipped GPU profile, scaled to the GPU's datasheet: an estimate with an
+  // expected error (one shipped GPU's models predicted from the other's profile: the H200's from
+  // the H100's, and back), no longer a roofline lower bound.
   EXPECT_FALSE(v["gpu"]["lower_bound"].get<bool>());
-  EXPECT_NE(v["sentence"].get<std::string>().find("(predicted, expected error at least: median "),
+  EXPECT_NE(v["sentence"].get<std::string>().find("(predicted, expected error: median "),
             std::string::npos)
       << v;
   for (const auto& p : j["predictions"]) {
