@@ -846,8 +846,8 @@ std::optional<std::string> scale_out_line(const CostTable& cost) {
   }
   const double faster = scaled->run_hours / x.run_hours;
   return fmt::format(
-      "Scaling out: {} {}'s {}x {} data-parallel over {}: {} per step (predicted, scaling "
-      "efficiency {:.0f}%), {} one of them; the run in {} for {}{}.",
+      "Scaling out: {} {}'s {}x {} data-parallel over {} (--reduce nccl): {} per step "
+      "(predicted, scaling efficiency {:.0f}%), {} one of them; the run in {} for {}{}.",
       scaled->provider, scaled->name, x.devices, scaled->device, x.link, duration(x.step_s),
       100 * x.efficiency,
       faster >= 1 ? fmt::format("{:.1f}x faster than", faster)
