@@ -310,9 +310,10 @@ std::string profile_assumption(const ProfiledStep& ps) {
                     ps.expected_error->rows)
           : ps.expected_error && ps.expected_error->at_least
               ? fmt::format(
-                    "; no validation row for this kind of prediction (no second GPU has been "
-                    "profiled and measured to check how one GPU's profile carries to another): "
-                    "expected error at least that of the profile on its own device, median "
+                    "; no validation row for this kind of prediction (no other device of this "
+                    "kind has been profiled and measured to check how this profile carries to "
+                    "another): expected error at least that of the profile on its own device, "
+                    "median "
                     "{:.0f}%, worst {:.0f}% ({})",
                     100 * ps.expected_error->median, 100 * ps.expected_error->worst,
                     ps.expected_error->rows)
@@ -418,8 +419,9 @@ std::optional<ProfiledStep> profiled_step(const ModelSpec& spec, int64_t batch,
   out.unprofiled = pp.unprofiled;
   out.trials = o.trials;
   out.groups = pp.shards;
-  // A fused group's kernels (taller Linears) are not the profile's own shapes; and no row of the
-  // validation table is of fused trials: its error is at least a new model's.
+  // A fused group's kernels (its Linears from the profile's fused samples, or taller Linears)
+  // are not the profile's own model; and no row of the validation table is of fused trials: its
+  // error is at least a new model's.
   out.holdout =
       o.trials == 0 && profile_has_model(*from, spec, batch) ? Holdout::None : Holdout::Model;
   if (o.expected_errors) {
