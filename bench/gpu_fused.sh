@@ -7,7 +7,8 @@
 #   2. `crossover advise disc-4 --trials K --devices cuda:0`: the sweep verdict measured on the GPU;
 #   3. a 16-trial disc-4 search end to end on the GPU, fused (--fuse auto, the default, and
 #      --fuse 16) and one process per trial (--fuse off), alternated, whole-process wall time.
-#   bench/gpu_fused.sh $OUT/fused.tgz
+#   bench/gpu_fused.sh $OUT/fused.tgz      (scripts/gpu-check runs it as its step `fused`)
+# Exits 1 when any measurement failed (each is still tried).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT_TGZ=${1:-fused.tgz}
@@ -25,23 +26,25 @@ export XDG_CACHE_HOME=${XDG_CACHE_HOME:-$PWD/$WORK/cache}
 XO=build-gpu/crossover
 FUSED=build-gpu/bench/crossover_fused_trials
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader >"$WORK/gpu.csv" || true
-git_note() { echo "$*" | tee -a "$WORK/commands.txt"; }
+note() { echo "$*" | tee -a "$WORK/commands.txt"; }
+failed=0
+fail() { echo "$1: exit $2" | tee -a "$WORK/commands.txt"; failed=1; }
 
 # 1. The fused loop.
-git_note "$FUSED --device cuda:0 --models disc-2,disc-4,disc-6,disc-8,mnist-mlp --k 1,4,16,64 --steps 300 --repeat 3"
+note "$FUSED --device cuda:0 --models disc-2,disc-4,disc-6,disc-8,mnist-mlp --k 1,4,16,64 --steps 300 --repeat 3"
 timeout 150 $FUSED --device cuda:0 --models disc-2,disc-4,disc-6,disc-8,mnist-mlp --k 1,4,16,64 \
   --steps 300 --repeat 3 --json "$WORK/fused-cuda.json" >"$WORK/fused-cuda.log" 2>&1 ||
-  echo "fused loop: exit $?" | tee -a "$WORK/commands.txt"
-git_note "$FUSED --device cuda:0 --models mnist-cnn --k 1,4,16 --steps 100"
+  fail "fused loop" $?
+note "$FUSED --device cuda:0 --models mnist-cnn --k 1,4,16 --steps 100"
 timeout 90 $FUSED --device cuda:0 --models mnist-cnn --k 1,4,16 --steps 100 \
   --json "$WORK/fused-cuda-cnn.json" >"$WORK/fused-cuda-cnn.log" 2>&1 ||
-  echo "fused cnn: exit $?" | tee -a "$WORK/commands.txt"
+  fail "fused cnn" $?
 
 # 2. The sweep verdict measured on the GPU.
 for k in 4 64; do
-  git_note "$XO advise disc-4 --trials $k --devices cuda:0 --steps 100 --out $WORK/advise-$k"
+  note "$XO advise disc-4 --trials $k --devices cuda:0 --steps 100 --out $WORK/advise-$k"
   timeout 90 $XO advise disc-4 --trials "$k" --devices cuda:0 --steps 100 \
-    --out "$WORK/advise-$k" >"$WORK/advise-$k.log" 2>&1 || echo "advise $k: exit $?" | tee -a "$WORK/commands.txt"
+    --out "$WORK/advise-$k" >"$WORK/advise-$k.log" 2>&1 || fail "advise $k" $?
 done
 
 # 3. A search end to end, fused and one process per trial, alternated.
@@ -50,11 +53,12 @@ TIMEFORMAT=%R
 for round in 1 2 3; do
   for fuse in auto 16 off; do
     dir=$WORK/tune-$fuse-$round
-    git_note "$XO tune disc-4 --vary lr=$LRS --vary train.seed=1,2 --epochs 20 --device cuda:0 --fuse $fuse --quiet --out $dir"
+    note "$XO tune disc-4 --vary lr=$LRS --vary train.seed=1,2 --epochs 20 --device cuda:0 --fuse $fuse --quiet --out $dir"
     { time timeout 120 $XO tune disc-4 --vary lr=$LRS --vary train.seed=1,2 --epochs 20 \
         --device cuda:0 --fuse "$fuse" --quiet --out "$dir" >"$dir.log" 2>&1; } 2>>"$WORK/tune-$fuse.seconds" ||
-      echo "tune --fuse $fuse round $round: exit $?" | tee -a "$WORK/commands.txt"
+      fail "tune --fuse $fuse round $round" $?
   done
 done
 tail -n +1 "$WORK"/tune-*.seconds
 echo "gpu_fused: done"
+exit $failed
