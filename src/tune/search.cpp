@@ -69,8 +69,8 @@ class Search {
   void loop();
   void fill_free_slots();
   // The most trials fused in one group on `device` (0: a process per trial): on the CPU, --fuse's
-  // (auto: up to kMaxAutoFuse) within the memory free; on a GPU only an explicit --fuse K (fused
-  // trials have not yet been measured on a GPU: opt-in until they are).
+  // (auto: up to kMaxAutoFuse, the size measured fastest) within the memory free; on a GPU an
+  // explicit --fuse K, or under auto gpu_fuse_cap_.
   int fuse_limit(const std::string& device) const;
   int gpu_fuse_cap(const DataSplit& data) const;
   std::vector<HalvingJob> group_for(size_t slot, const HalvingJob& first);
