@@ -83,8 +83,8 @@ class TuneOutput final : public SearchHooks {
 // Why --fuse auto took every ready trial without timing group sizes (measure_fuse_cap).
 constexpr const char* kUnmeasuredGroups =
     " (not measured: too few trials, or a search shorter than timing group sizes would take)";
-// On a GPU it never times them: larger groups were faster there at every size measured.
-constexpr const char* kGpuGroups = " (as many as are ready: on a GPU larger groups are faster)";
+// On a GPU it never times them (Search's gpu_fuse_cap says why).
+constexpr const char* kGpuGroups = " (as many as are ready: group sizes are not timed on a GPU)";
 
 // "disc-4: 2 trials (grid), lowest by loss; 2 at once on cpu (measured fastest)".
 void TuneOutput::started(const TuneRecord& r) {
