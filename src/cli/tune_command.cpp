@@ -91,15 +91,16 @@ void TuneOutput::started(const TuneRecord& r) {
   if (o_.quiet) return;
   std::vector<std::string> where;
   for (const ParallelChoice& c : r.parallel) {
-    const bool automatic = o_.search.fuse == kFuseAuto && !c.measured;
-    const bool cpu = device_kind_of(c.device) == DeviceKind::Cpu;
-    where.push_back(c.fused > 0 ? fmt::format("fused up to {} per group on {}{}", c.fused, c.device,
-                                              c.measured          ? " (measured fastest)"
-                                              : automatic && cpu  ? kUnmeasuredGroups
-                                              : automatic && !cpu ? kGpuGroups
-                                                                  : "")
-                                : fmt::format("{} at once on {}{}", c.k, c.device,
-                                              c.measured ? " (measured fastest)" : ""));
+    // Why the group size is what it is: measured, or under auto not measured (the CPU's reason or
+    // the GPU's); an explicit --fuse K needs none.
+    const char* why = c.measured                                    ? " (measured fastest)"
+                      : o_.search.fuse != kFuseAuto                 ? ""
+                      : device_kind_of(c.device) == DeviceKind::Cpu ? kUnmeasuredGroups
+                                                                    : kGpuGroups;
+    where.push_back(c.fused > 0
+                        ? fmt::format("fused up to {} per group on {}{}", c.fused, c.device, why)
+                        : fmt::format("{} at once on {}{}", c.k, c.device,
+                                      c.measured ? " (measured fastest)" : ""));
   }
   fmt::print("{}: {} trials ({}), {} by {}; {}\n", terminal_safe(r.model), r.trials.size(), r.mode,
              r.higher_is_better ? "best" : "lowest", r.objective, fmt::join(where, ", "));
