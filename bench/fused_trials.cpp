@@ -6,11 +6,12 @@
 // (predict_fused_with_profile, from the profiles advise uses: this machine's cached one, else the
 // shipped ones), against the measured one. No process start, no data loading: the loop alone.
 // "rounds": the lowest and highest of the rounds' ratios (each round's fused group against its
-// own trial alone). "at peak": the ratio a fused loop running at the f32 matmul peak probed in the same run would
-// reach (the peak over one trial's achieved FLOP/s alone): no kernel can go past it. --repeat N
-// runs N rounds (alone, then each K) and reports the medians of the rounds' medians: this VM's
-// speed moves from one process (and second) to the next.
-//   build/bench/crossover_fused_trials [--models disc-2,disc-4] [--k 1,4,16,64] [--steps 300]
+// own trial alone). "at peak": the ratio a fused loop running at the f32 matmul peak probed in the
+// same run would reach (the peak over one trial's achieved FLOP/s alone): no kernel can go past it.
+// --repeat N runs N rounds (alone, then each K) and reports the medians of the rounds' medians:
+// this VM's speed moves from one process (and second) to the next.
+//   build/bench/crossover_fused_trials [--models disc-2,disc-4,SPEC.toml] [--k 1,4,16,64] [--steps
+//   300]
 //                                      [--threads 2] [--device cpu|cuda:0] [--repeat 5]
 //                                      [--json FILE]
 #include <fmt/format.h>
@@ -158,9 +159,22 @@ int main(int argc, char** argv) {
                  dir.c_str());
     return 2;
   }
+  // Each model a built-in one or a spec file (a name ending in .toml), read before the runs.
+  std::vector<xo::ModelSpec> specs;
   for (const std::string& name : models) {
-    if (!xo::builtin_spec(name)) {
-      std::fprintf(stderr, "--models: no built-in model '%s' (`crossover models` lists them)\n",
+    if (name.size() > 5 && name.substr(name.size() - 5) == ".toml") {
+      try {
+        specs.push_back(xo::load_spec_file(name));
+      } catch (const xo::UserError& e) {
+        std::fprintf(stderr, "--models: %s\n", e.what());
+        return 2;
+      }
+    } else if (const auto spec = xo::builtin_spec(name)) {
+      specs.push_back(*spec);
+    } else {
+      std::fprintf(stderr,
+                   "--models: no built-in model '%s' (`crossover models` lists them) and not a "
+                   "spec file (NAME.toml)\n",
                    name.c_str());
       return 2;
     }
@@ -176,8 +190,8 @@ int main(int argc, char** argv) {
              "model", "K", "step ms", "trial-steps/s", "alone steps/s", "ratio", "rounds",
              "at peak", "MiB", "predicted ms", "error");
   nlohmann::json rows = nlohmann::json::array();
-  for (const std::string& name : models) {
-    const xo::ModelSpec base = *xo::builtin_spec(name);
+  for (const xo::ModelSpec& base : specs) {
+    const std::string& name = base.name;
     const xo::Model probe(base, *be);
     const xo::DataSplit data = xo::load_data(base.data, xo::data_request(base, probe.classes()));
     // Rounds: one trial alone, then each K fused, so that a round's runs see the same machine.

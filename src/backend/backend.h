@@ -191,6 +191,11 @@ struct LstmShape {
   bool sequence = false;  // dst is [batch, steps, H] (true) or the last step's [batch, H]
   bool need_d_src = true;
   bool in_shard = false;
+  // Fused trials, as LinearShape's (where the backend's lstm_fuses_trials()): src is
+  // [trials, batch, steps, input] and dst [trials, batch, (steps,) hidden]; trial t's weights and
+  // gradients are trial 0's plus t * trial_stride floats. trial_stride 0: one model's LSTM.
+  int64_t trials = 1;
+  int64_t trial_stride = 0;
 };
 struct LstmLayerParams {
   const float* weight_ih = nullptr;
@@ -476,6 +481,9 @@ class Backend {
   virtual std::unique_ptr<DropoutKernel> dropout(const DropoutShape& shape) = 0;
   virtual std::unique_ptr<EmbeddingKernel> embedding(const EmbeddingShape& shape) = 0;
   virtual std::unique_ptr<LstmKernel> lstm(const LstmShape& shape) = 0;
+  // Whether lstm() takes fused trials (LstmShape::trial_stride): a fused group's LSTM is then one
+  // kernel, its per-step products batched over the trials; otherwise it runs trial by trial.
+  virtual bool lstm_fuses_trials() const { return false; }
   virtual std::unique_ptr<BatchNormKernel> batch_norm(const BatchNormShape& shape) = 0;
   virtual std::unique_ptr<OptimizerKernel> optimizer(const OptimizerSettings& spec,
                                                      int64_t parameters) = 0;

@@ -89,6 +89,11 @@ TrialNetwork::TrialNetwork(std::vector<const Model*> trials, int64_t batch, int 
     const Model& b = *trials_[static_cast<size_t>(t) + 1];
     return b.params() - a.params() == stride && b.grads() - a.grads() == stride && stride > 0;
   };
+  // The nodes that run a group's trials as one kernel: its Linears, and its LSTMs where the
+  // backend batches them.
+  auto fused = [&](const Node& n) {
+    return n.kind == NodeKind::Linear || (n.kind == NodeKind::LSTM && be.lstm_fuses_trials());
+  };
   for (int k = 0, next = 0; k < groups; ++k) {
     Group g;
     g.first = next;
@@ -102,19 +107,19 @@ TrialNetwork::TrialNetwork(std::vector<const Model*> trials, int64_t batch, int 
           const Model& m = *trials_[static_cast<size_t>(g.first + t)];
           Run run{t, 1, nullptr};
           int64_t stride = 0;
-          if (n.kind == NodeKind::Linear && t + 1 < g.count) {
+          if (fused(n) && t + 1 < g.count) {
             stride = trials_[static_cast<size_t>(g.first + t) + 1]->params() - m.params();
             while (run.first + run.count < g.count && strided(g.first + t + run.count - 1, stride))
               ++run.count;
           }
-          // A Linear alone in its run still takes the trials' kernel: a trial's arithmetic is
-          // then the same in any group.
-          const int64_t linear_stride = n.kind != NodeKind::Linear ? 0
-                                        : run.count > 1            ? stride
-                                                                   : trial_stride(m.flat_size());
-          LayerContext context{
-              batch,        0,         true,      n.gradient_below, groups > 1, m.seed(),
-              &m.buffers(), m.state(), run.count, linear_stride};
+          // A Linear (LSTM) alone in its run still takes the trials' kernel: a trial's
+          // arithmetic is then the same in any group.
+          const int64_t fused_stride = !fused(n)       ? 0
+                                       : run.count > 1 ? stride
+                                                       : trial_stride(m.flat_size());
+          LayerContext context{batch,      0,           true,         n.gradient_below,
+                               groups > 1, m.seed(),    &m.buffers(), m.state(),
+                               run.count,  fused_stride};
           run.layer = make_layer(m.nodes()[i], m.tensors(), be, context);  // its own dropout rate
           t += run.count;
           runs.push_back(std::move(run));

@@ -2,9 +2,11 @@
 // lockstep as one model. Each trial keeps its own Model (its parameters, seed, dropout rates,
 // running statistics), and the models' flat buffers lie one after another at a fixed stride in
 // one allocation, so that each Linear of all of them is one batched matmul over a trial
-// dimension; every other node runs trial by trial on its slice of the trials' activations, and
-// each trial has its own loss. The trials are split into groups that run concurrently, one per
-// worker of the backend (Backend::parallel_shards), as a Network's batch shards are.
+// dimension (and each LSTM one kernel whose per-step products are batched so, where the backend
+// has one: Backend::lstm_fuses_trials); every other node runs trial by trial on its slice of the
+// trials' activations, and each trial has its own loss. The trials are split into groups that run
+// concurrently, one per worker of the backend (Backend::parallel_shards), as a Network's batch
+// shards are.
 #pragma once
 
 #include <cstdint>
@@ -34,8 +36,8 @@ class TrialNetwork {
  public:
   // The training step of `trials` (trials_differ empty for each pair) on batches of `batch`
   // samples, the mean loss of each trial over its batch. Consecutive trials whose buffers lie at
-  // one stride (pack_trials) share their Linear kernels. groups: how many groups of trials run
-  // concurrently (0: one per worker of the backend, at most one per trial).
+  // one stride (pack_trials) share their Linear (and LSTM) kernels. groups: how many groups of
+  // trials run concurrently (0: one per worker of the backend, at most one per trial).
   TrialNetwork(std::vector<const Model*> trials, int64_t batch, int groups = 0);
 
   int64_t batch() const { return batch_; }

@@ -621,5 +621,83 @@ TEST(FusedTrials, TheBatchedLinearEqualsOneKernelPerTrial) {
   }
 }
 
+// The fused trials' LSTM (its products batched over the trials) against one kernel per trial:
+// one and two layers, the whole sequence or its last step out, with and without a gradient for
+// the input; forward and backward equal to f32 rounding.
+TEST(FusedTrials, TheBatchedLstmEqualsOneKernelPerTrial) {
+  auto be = make_backend(parse_device("cpu", 1));
+  ASSERT_TRUE(be->lstm_fuses_trials());
+  constexpr int64_t kTrials = 3, kBatch = 3, kSteps = 5, kInput = 7, kHidden = 6;
+  constexpr int64_t kGates = 4 * kHidden;
+  for (const auto& [layers, sequence, need_d_src] :
+       {std::tuple{int64_t{1}, false, false}, std::tuple{int64_t{1}, true, true},
+        std::tuple{int64_t{2}, false, true}, std::tuple{int64_t{2}, true, false}}) {
+    const std::string what =
+        fmt::format("{} layer(s), sequence {}, d_src {}", layers, sequence, need_d_src);
+    // Each layer's weight_ih, weight_hh, bias_ih, bias_hh, one after another; the trials at a
+    // stride with padding after each.
+    std::vector<int64_t> offsets;
+    int64_t size = 0;
+    for (int64_t k = 0; k < layers; ++k) {
+      for (const int64_t n :
+           {kGates * (k == 0 ? kInput : kHidden), kGates * kHidden, kGates, kGates}) {
+        offsets.push_back(size);
+        size += n;
+      }
+    }
+    const int64_t stride = size + 13;
+    const int64_t out = sequence ? kSteps * kHidden : kHidden;
+    Rng rng(static_cast<uint64_t>(layers * 10 + (sequence ? 1 : 0)));
+    auto fill = [&](int64_t n) { return uniform_values(rng, n); };
+    std::vector<float> params = fill(kTrials * stride),
+                       src = fill(kTrials * kBatch * kSteps * kInput),
+                       d_dst = fill(kTrials * kBatch * out);
+    LstmShape shape{kBatch, kSteps, kInput, kHidden, layers, sequence, need_d_src, false};
+    auto one = be->lstm(shape);
+    shape.trials = kTrials;
+    shape.trial_stride = stride;
+    auto batched = be->lstm(shape);
+    auto pointers = [&](float* base, std::vector<LstmLayerParams>& p,
+                        std::vector<LstmLayerGrads>& g) {
+      p.clear();
+      g.clear();
+      for (int64_t k = 0; k < layers; ++k) {
+        const int64_t* o = &offsets[static_cast<size_t>(4 * k)];
+        p.push_back({base + o[0], base + o[1], base + o[2], base + o[3]});
+        g.push_back({base + o[0], base + o[1], base + o[2], base + o[3]});
+      }
+    };
+    std::vector<float> dst(static_cast<size_t>(kTrials * kBatch * out)), dst1(dst.size());
+    std::vector<float> grads(params.size(), 0.0f), grads1(params.size(), 0.0f);
+    std::vector<float> d_src(need_d_src ? src.size() : 0), d_src1(d_src.size());
+    std::vector<LstmLayerParams> p, unused_p;
+    std::vector<LstmLayerGrads> g, unused_g;
+    pointers(params.data(), p, unused_g);
+    pointers(grads.data(), unused_p, g);
+    batched->forward(src.data(), p.data(), dst.data());
+    batched->backward(src.data(), p.data(), d_dst.data(), g.data(),
+                      need_d_src ? d_src.data() : nullptr);
+    for (int64_t t = 0; t < kTrials; ++t) {
+      pointers(params.data() + t * stride, p, unused_g);
+      pointers(grads1.data() + t * stride, unused_p, g);
+      const int64_t in = kBatch * kSteps * kInput;
+      one->forward(src.data() + t * in, p.data(), dst1.data() + t * kBatch * out);
+      one->backward(src.data() + t * in, p.data(), d_dst.data() + t * kBatch * out, g.data(),
+                    need_d_src ? d_src1.data() + t * in : nullptr);
+    }
+    auto expect_near = [&](const std::vector<float>& a, const std::vector<float>& b,
+                           const char* name) {
+      ASSERT_EQ(a.size(), b.size());
+      for (size_t i = 0; i < a.size(); ++i) {
+        ASSERT_NEAR(a[i], b[i], 1e-6f * std::max(1.0f, std::abs(b[i])))
+            << what << ", " << name << "[" << i << "]";
+      }
+    };
+    expect_near(dst, dst1, "dst");
+    expect_near(grads, grads1, "gradients");  // the padding between trials never written
+    expect_near(d_src, d_src1, "d_src");
+  }
+}
+
 }  // namespace
 }  // namespace xo

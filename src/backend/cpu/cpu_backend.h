@@ -87,6 +87,7 @@ class CpuBackend final : public Backend {
   std::unique_ptr<DropoutKernel> dropout(const DropoutShape& shape) override;
   std::unique_ptr<EmbeddingKernel> embedding(const EmbeddingShape& shape) override;
   std::unique_ptr<LstmKernel> lstm(const LstmShape& shape) override;
+  bool lstm_fuses_trials() const override { return true; }
   std::unique_ptr<BatchNormKernel> batch_norm(const BatchNormShape& shape) override;
   std::unique_ptr<OptimizerKernel> optimizer(const OptimizerSettings& spec,
                                              int64_t parameters) override;

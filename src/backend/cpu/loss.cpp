@@ -9,33 +9,11 @@
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/exp_math.h"
 #include "core/error.h"
 
 namespace xo::cpu {
 namespace {
-
-// exp(x) for x <= 0 (softmax's shifted logits) as one expression the compiler vectorises:
-// libm's expf is a call per element, which GCC turns into libmvec's vector calls only under
-// -ffast-math. 2^n exp(r) with n = round(x / ln 2) and r = x - n ln 2 in [-ln 2 / 2, ln 2 / 2]
-// (ln 2 split in two for an exact n ln 2), exp(r) by Cephes' degree-6 polynomial for expf:
-// within a few ulp of exp (CrossEntropyKernel test). Below -87.6 (exp(x) under FLT_MIN, where
-// 2^n would not be a normal float) it gives 0.
-inline float shifted_exp(float x) {
-  const float n = std::nearbyint(x * 1.44269504088896341f);
-  float r = std::fma(n, -0.693359375f, x);
-  r = std::fma(n, 2.12194440e-4f, r);
-  float p = 1.9875691500e-4f;
-  p = std::fma(p, r, 1.3981999507e-3f);
-  p = std::fma(p, r, 8.3334519073e-3f);
-  p = std::fma(p, r, 4.1665795894e-2f);
-  p = std::fma(p, r, 1.6666665459e-1f);
-  p = std::fma(p, r, 5.0000001201e-1f);
-  const float e = std::fma(p, r * r, r) + 1.0f;
-  const bool under = x < -87.6f;
-  // 2^n, n >= -126 where kept (a NaN's n taken as 0: its e is NaN already)
-  const int32_t exponent = (static_cast<int32_t>(under || n != n ? 0.0f : n) + 127) << 23;
-  return under ? 0.0f : e * std::bit_cast<float>(exponent);
-}
 
 // log(s) for a softmax's sum of shifted exponentials (each in (0, 1], the largest 1, so s in
 // [1, classes]) as one vectorisable expression: s = 2^k m with m in [sqrt(1/2), sqrt(2)), log(m)

@@ -3,13 +3,15 @@
 // (X W_ih^T + b_ih + b_hh), then per step one small matmul that adds h_{t-1} W_hh^T (a oneDNN sum
 // post-op) and one fused pass over the gates. Backward runs the steps in reverse with one small
 // matmul per step (dh_{t-1} = dgates_t W_hh), then gets the weight gradients and the input
-// gradient as three big matmuls over all steps at once. Every matmul is built once, here.
+// gradient as three big matmuls over all steps at once. Every matmul is built once, here. Fused
+// trials: the same matmuls batched over the trials, one per step for all of them.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/exp_math.h"
 #include "backend/cpu/primitive.h"
 
 namespace xo::cpu {
@@ -19,8 +21,105 @@ using dnnl::memory;
 using tag = memory::format_tag;
 constexpr auto f32 = memory::data_type::f32;
 
-inline float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
-inline float tanh_via_exp(float x) { return 2.0f / (1.0f + std::exp(-2.0f * x)) - 1.0f; }
+// One step's gates of `rows` rows: g [rows, 4H] holds the pre-activations i, f, g, o (plus
+// `bias` [4H] where given) and is overwritten with the gate values; c = f c_prev + i g and
+// h = o tanh(c), each [rows, H].
+template <bool kBias>
+void gates_forward(int64_t rows, int64_t H, float* g, const float* bias, const float* c_prev,
+                   float* c, float* h) {
+  const int64_t G = 4 * H;
+  auto plus_bias = [bias](float v, int64_t j) {
+    if constexpr (kBias) return v + bias[j];
+    return v;
+  };
+  for (int64_t b = 0; b < rows; ++b) {
+    float* gi = g + b * G;
+    float* gf = gi + H;
+    float* gg = gi + 2 * H;
+    float* go = gi + 3 * H;
+    const float* cp = c_prev + b * H;
+    float* cb = c + b * H;
+    float* hb = h + b * H;
+#pragma omp simd
+    for (int64_t j = 0; j < H; ++j) {
+      const float i = sigmoid_exp(plus_bias(gi[j], j)), f = sigmoid_exp(plus_bias(gf[j], H + j));
+      const float cell = tanh_exp(plus_bias(gg[j], 2 * H + j));
+      const float o = sigmoid_exp(plus_bias(go[j], 3 * H + j));
+      gi[j] = i;
+      gf[j] = f;
+      gg[j] = cell;
+      go[j] = o;
+      const float cv = f * cp[j] + i * cell;
+      cb[j] = cv;
+      hb[j] = o * tanh_exp(cv);
+    }
+  }
+}
+
+// One step backward for `rows` rows: dg [rows, 4H] = the gradient of the pre-activations from
+// the gate values g, the cell states c_prev and c, and d_h (from above) + dh_next (from the next
+// step); dc_next carries the cell's gradient to the step before.
+void gates_backward(int64_t rows, int64_t H, const float* g, const float* c_prev, const float* c,
+                    const float* d_h, const float* dh_next, float* dc_next, float* dg) {
+  const int64_t G = 4 * H;
+  for (int64_t b = 0; b < rows; ++b) {
+    const float* gi = g + b * G;
+    const float* gf = gi + H;
+    const float* gg = gi + 2 * H;
+    const float* go = gi + 3 * H;
+    float* di = dg + b * G;
+    float* df = di + H;
+    float* dgg = di + 2 * H;
+    float* d_o = di + 3 * H;
+    const float* dhn = dh_next + b * H;
+    float* dcn = dc_next + b * H;
+#pragma omp simd
+    for (int64_t j = 0; j < H; ++j) {
+      const float dh = d_h[b * H + j] + dhn[j];
+      const float tc = tanh_exp(c[b * H + j]);
+      const float i = gi[j], f = gf[j], cell = gg[j], o = go[j];
+      const float dc = dcn[j] + dh * o * (1.0f - tc * tc);
+      d_o[j] = dh * tc * o * (1.0f - o);
+      di[j] = dc * cell * i * (1.0f - i);
+      df[j] = dc * c_prev[b * H + j] * f * (1.0f - f);
+      dgg[j] = dc * i * (1.0f - cell * cell);
+      dcn[j] = dc * f;
+    }
+  }
+}
+
+// [B, T, F] -> [T, B, F] and back.
+void to_time_major(const float* src, float* dst, int64_t B, int64_t T, int64_t F) {
+  for (int64_t b = 0; b < B; ++b) {
+    for (int64_t t = 0; t < T; ++t) {
+      std::memcpy(dst + (t * B + b) * F, src + (b * T + t) * F, sizeof(float) * F);
+    }
+  }
+}
+void from_time_major(const float* src, float* dst, int64_t B, int64_t T, int64_t F) {
+  for (int64_t b = 0; b < B; ++b) {
+    for (int64_t t = 0; t < T; ++t) {
+      std::memcpy(dst + (b * T + t) * F, src + (t * B + b) * F, sizeof(float) * F);
+    }
+  }
+}
+
+// Row order fixed: the same sums for any thread count.
+void column_sums(const float* m, int64_t rows, int64_t cols, float* out) {
+  std::fill(out, out + cols, 0.0f);
+  for (int64_t r = 0; r < rows; ++r) {
+#pragma omp simd
+    for (int64_t c = 0; c < cols; ++c) out[c] += m[r * cols + c];
+  }
+}
+
+dnnl::primitive_attr accumulating() {
+  dnnl::primitive_attr attr;
+  dnnl::post_ops ops;
+  ops.append_sum(1.0f);
+  attr.set_post_ops(ops);
+  return attr;
+}
 
 class CpuLstm final : public LstmKernel {
  public:
@@ -35,12 +134,7 @@ class CpuLstm final : public LstmKernel {
     const memory::desc w_hh({G, H}, f32, tag::ab);
     const memory::desc d_gates_t({G, T * B}, f32, tag::ba);
     const memory::desc rows_h({T * B, H}, f32, tag::ab);
-    dnnl::primitive_attr accumulate;
-    {
-      dnnl::post_ops ops;
-      ops.append_sum(1.0f);
-      accumulate.set_post_ops(ops);
-    }
+    const dnnl::primitive_attr accumulate = accumulating();
     const bool one_thread = s.in_shard;
     for (int64_t k = 0; k < s.layers; ++k) {
       const memory::dim I = k == 0 ? s.input : H;
@@ -76,7 +170,7 @@ class CpuLstm final : public LstmKernel {
 
   void forward(const float* src, const LstmLayerParams* params, float* dst) override {
     const int64_t B = s_.batch, T = s_.steps, H = s_.hidden, G = 4 * H;
-    to_time_major(src, x_tm_.data(), s_.input);
+    to_time_major(src, x_tm_.data(), B, T, s_.input);
     const float* x = x_tm_.data();
     for (int64_t k = 0; k < s_.layers; ++k) {
       Layer& l = layers_[k];
@@ -88,36 +182,14 @@ class CpuLstm final : public LstmKernel {
       for (int64_t t = 0; t < T; ++t) {
         float* g = l.gates.data() + t * B * G;
         l.recur.run(stream_, l.h.data() + t * B * H, p.weight_hh, nullptr, g);
-        const float* c_prev = l.c.data() + t * B * H;
-        float* c = l.c.data() + (t + 1) * B * H;
-        float* h = l.h.data() + (t + 1) * B * H;
-        for (int64_t b = 0; b < B; ++b) {
-          float* gi = g + b * G;
-          float* gf = gi + H;
-          float* gg = gi + 2 * H;
-          float* go = gi + 3 * H;
-          const float* cp = c_prev + b * H;
-          float* cb = c + b * H;
-          float* hb = h + b * H;
-#pragma omp simd
-          for (int64_t j = 0; j < H; ++j) {
-            const float i = sigmoid(gi[j]), f = sigmoid(gf[j]), cell = tanh_via_exp(gg[j]);
-            const float o = sigmoid(go[j]);
-            gi[j] = i;
-            gf[j] = f;
-            gg[j] = cell;
-            go[j] = o;
-            const float cv = f * cp[j] + i * cell;
-            cb[j] = cv;
-            hb[j] = o * tanh_via_exp(cv);
-          }
-        }
+        gates_forward<false>(B, H, g, nullptr, l.c.data() + t * B * H, l.c.data() + (t + 1) * B * H,
+                             l.h.data() + (t + 1) * B * H);
       }
       x = l.h.data() + B * H;  // the next layer reads this layer's h_1 ... h_T
     }
     const Layer& top = layers_.back();
     if (s_.sequence) {
-      from_time_major(top.h.data() + B * H, dst, H);
+      from_time_major(top.h.data() + B * H, dst, B, T, H);
     } else {
       std::memcpy(dst, top.h.data() + T * B * H, sizeof(float) * B * H);
     }
@@ -130,7 +202,7 @@ class CpuLstm final : public LstmKernel {
     const int64_t B = s_.batch, T = s_.steps, H = s_.hidden, G = 4 * H;
     // d_h_: the gradient arriving at every step's h from above, time-major [T, B, H].
     if (s_.sequence) {
-      to_time_major(d_dst, d_h_.data(), H);
+      to_time_major(d_dst, d_h_.data(), B, T, H);
     } else {
       std::fill(d_h_.begin(), d_h_.end(), 0.0f);
       std::memcpy(d_h_.data() + (T - 1) * B * H, d_dst, sizeof(float) * B * H);
@@ -142,36 +214,13 @@ class CpuLstm final : public LstmKernel {
       std::fill(d_h_next_.begin(), d_h_next_.end(), 0.0f);
       std::fill(d_c_next_.begin(), d_c_next_.end(), 0.0f);
       for (int64_t t = T; t-- > 0;) {
-        const float* g = l.gates.data() + t * B * G;
-        const float* c_prev = l.c.data() + t * B * H;
-        const float* c = l.c.data() + (t + 1) * B * H;
-        const float* d_h = d_h_above + t * B * H;
-        float* dg = d_gates_.data() + t * B * G;
-        for (int64_t b = 0; b < B; ++b) {
-          const float* gi = g + b * G;
-          const float* gf = gi + H;
-          const float* gg = gi + 2 * H;
-          const float* go = gi + 3 * H;
-          float* di = dg + b * G;
-          float* df = di + H;
-          float* dgg = di + 2 * H;
-          float* d_o = di + 3 * H;
-          float* dh_next = d_h_next_.data() + b * H;
-          float* dc_next = d_c_next_.data() + b * H;
-#pragma omp simd
-          for (int64_t j = 0; j < H; ++j) {
-            const float dh = d_h[b * H + j] + dh_next[j];
-            const float tc = tanh_via_exp(c[b * H + j]);
-            const float i = gi[j], f = gf[j], cell = gg[j], o = go[j];
-            const float dc = dc_next[j] + dh * o * (1.0f - tc * tc);
-            d_o[j] = dh * tc * o * (1.0f - o);
-            di[j] = dc * cell * i * (1.0f - i);
-            df[j] = dc * c_prev[b * H + j] * f * (1.0f - f);
-            dgg[j] = dc * i * (1.0f - cell * cell);
-            dc_next[j] = dc * f;
-          }
+        gates_backward(B, H, l.gates.data() + t * B * G, l.c.data() + t * B * H,
+                       l.c.data() + (t + 1) * B * H, d_h_above + t * B * H, d_h_next_.data(),
+                       d_c_next_.data(), d_gates_.data() + t * B * G);
+        if (t > 0) {
+          l.d_h_prev.run(stream_, d_gates_.data() + t * B * G, p.weight_hh, nullptr,
+                         d_h_next_.data());
         }
-        if (t > 0) l.d_h_prev.run(stream_, dg, p.weight_hh, nullptr, d_h_next_.data());
       }
       const LstmLayerGrads& gr = grads[k];
       const float* x = k == 0 ? x_tm_.data() : layers_[k - 1].h.data() + B * H;
@@ -183,7 +232,7 @@ class CpuLstm final : public LstmKernel {
         l.d_x.run(stream_, d_gates_.data(), p.weight_ih, nullptr, d_h_below_.data());
       } else if (d_src) {
         l.d_x.run(stream_, d_gates_.data(), p.weight_ih, nullptr, d_x_tm_.data());
-        from_time_major(d_x_tm_.data(), d_src, s_.input);
+        from_time_major(d_x_tm_.data(), d_src, B, T, s_.input);
       }
     }
   }
@@ -197,29 +246,176 @@ class CpuLstm final : public LstmKernel {
     std::vector<float> bias;   // b_ih + b_hh
   };
 
-  // [B, T, F] -> [T, B, F] and back.
-  void to_time_major(const float* src, float* dst, int64_t f) const {
-    for (int64_t b = 0; b < s_.batch; ++b) {
-      for (int64_t t = 0; t < s_.steps; ++t) {
-        std::memcpy(dst + (t * s_.batch + b) * f, src + (b * s_.steps + t) * f, sizeof(float) * f);
+  LstmShape s_;
+  dnnl::stream stream_;
+  std::vector<Layer> layers_;
+  std::vector<float> x_tm_, d_x_tm_, d_gates_, d_h_, d_h_below_, d_h_next_, d_c_next_;
+};
+
+// The same LSTM of `trials` models at once (fused trials): each of CpuLstm's matmuls batched over
+// the trials, each trial's weights trial_stride floats after the last's, so that a step of every
+// trial is one product where alone it is one per trial. A trial's tensors lie trial after trial,
+// each time-major inside ([trials, T, B, F]): a step's rows of all trials are then one strided
+// batch, and a trial's rows of all steps one matrix. oneDNN 2.6 adds a bias of its own per batch
+// entry only in its reference kernel, so each trial's b_ih + b_hh is added in the pass over the
+// gates (x W_ih^T + h W_hh^T + b, where alone it is x W_ih^T + b + h W_hh^T: the last bit may
+// differ).
+class CpuTrialsLstm final : public LstmKernel {
+ public:
+  CpuTrialsLstm(const LstmShape& s, const dnnl::engine& engine, const dnnl::stream& stream)
+      : s_(s), stream_(stream) {
+    using dims = memory::dims;
+    const memory::dim K = s.trials, B = s.batch, T = s.steps, H = s.hidden, G = 4 * s.hidden;
+    const memory::dim W = s.trial_stride, hs = (T + 1) * B * H;
+    XO_ASSERT(K >= 1 && W > 0);
+    // Every tensor is [K, rows, cols] with its strides: a trial's, a row's, a column's.
+    const bool one_thread = s.in_shard;
+    const dnnl::primitive_attr accumulate = accumulating();
+    const memory::desc gates_rows({K, T * B, G}, f32, dims{T * B * G, G, 1});
+    const memory::desc gates_t({K, G, T * B}, f32, dims{T * B * G, 1, G});
+    const memory::desc step_gates({K, B, G}, f32, dims{T * B * G, G, 1});
+    const memory::desc step_h({K, B, H}, f32, dims{hs, H, 1});
+    const memory::desc next_h({K, B, H}, f32, dims{B * H, H, 1});
+    const memory::desc h_rows({K, T * B, H}, f32, dims{hs, H, 1});
+    for (int64_t k = 0; k < s.layers; ++k) {
+      const memory::dim I = k == 0 ? s.input : H;
+      // The layer's input rows: the time-major copy of src, or the layer below's h_1 ... h_T.
+      const memory::desc x_rows({K, T * B, I}, f32, dims{k == 0 ? T * B * I : hs, I, 1});
+      Layer l;
+      l.project = BoundMatmul(x_rows, memory::desc({K, I, G}, f32, dims{W, 1, I}), nullptr,
+                              gates_rows, {}, engine, one_thread);
+      l.recur = BoundMatmul(step_h, memory::desc({K, H, G}, f32, dims{W, 1, H}), nullptr,
+                            step_gates, accumulate, engine, one_thread);
+      l.d_h_prev = BoundMatmul(step_gates, memory::desc({K, G, H}, f32, dims{W, H, 1}), nullptr,
+                               next_h, {}, engine, one_thread);
+      l.d_w_hh = BoundMatmul(gates_t, h_rows, nullptr, memory::desc({K, G, H}, f32, dims{W, H, 1}),
+                             {}, engine, one_thread);
+      l.d_w_ih = BoundMatmul(gates_t, x_rows, nullptr, memory::desc({K, G, I}, f32, dims{W, I, 1}),
+                             {}, engine, one_thread);
+      if (k > 0 || s.need_d_src) {
+        // Into d_h_below_ or d_x_tm_, both [K, T, B, I] dense.
+        l.d_x = BoundMatmul(gates_rows, memory::desc({K, G, I}, f32, dims{W, I, 1}), nullptr,
+                            memory::desc({K, T * B, I}, f32, dims{T * B * I, I, 1}), {}, engine,
+                            one_thread);
+      }
+      l.gates.resize(K * T * B * G);
+      l.c.resize(K * hs);
+      l.h.resize(K * hs);
+      l.bias.resize(K * G);
+      layers_.push_back(std::move(l));
+    }
+    x_tm_.resize(K * T * B * s.input);
+    if (s.need_d_src) d_x_tm_.resize(K * T * B * s.input);
+    d_gates_.resize(K * T * B * G);
+    d_h_.resize(K * T * B * H);
+    d_h_below_.resize(s.layers > 1 ? K * T * B * H : 0);
+    d_h_next_.resize(K * B * H);
+    d_c_next_.resize(K * B * H);
+  }
+
+  void forward(const float* src, const LstmLayerParams* params, float* dst) override {
+    const int64_t K = s_.trials, B = s_.batch, T = s_.steps, H = s_.hidden, G = 4 * H;
+    const int64_t W = s_.trial_stride, hs = (T + 1) * B * H, in = s_.input;
+    for (int64_t n = 0; n < K; ++n) {
+      to_time_major(src + n * B * T * in, x_tm_.data() + n * T * B * in, B, T, in);
+    }
+    const float* x = x_tm_.data();
+    for (int64_t k = 0; k < s_.layers; ++k) {
+      Layer& l = layers_[k];
+      const LstmLayerParams& p = params[k];
+      for (int64_t n = 0; n < K; ++n) {
+        const float* b_ih = p.bias_ih + n * W;
+        const float* b_hh = p.bias_hh + n * W;
+        float* bias = l.bias.data() + n * G;
+        for (int64_t j = 0; j < G; ++j) bias[j] = b_ih[j] + b_hh[j];
+        std::fill_n(l.c.data() + n * hs, B * H, 0.0f);
+        std::fill_n(l.h.data() + n * hs, B * H, 0.0f);
+      }
+      l.project.run(stream_, x, p.weight_ih, nullptr, l.gates.data());
+      for (int64_t t = 0; t < T; ++t) {
+        l.recur.run(stream_, l.h.data() + t * B * H, p.weight_hh, nullptr,
+                    l.gates.data() + t * B * G);
+        for (int64_t n = 0; n < K; ++n) {
+          float* c = l.c.data() + n * hs;
+          float* h = l.h.data() + n * hs;
+          gates_forward<true>(B, H, l.gates.data() + (n * T + t) * B * G, l.bias.data() + n * G,
+                              c + t * B * H, c + (t + 1) * B * H, h + (t + 1) * B * H);
+        }
+      }
+      x = l.h.data() + B * H;  // the next layer reads this layer's h_1 ... h_T
+    }
+    const Layer& top = layers_.back();
+    for (int64_t n = 0; n < K; ++n) {
+      const float* h = top.h.data() + n * hs;
+      if (s_.sequence) {
+        from_time_major(h + B * H, dst + n * B * T * H, B, T, H);
+      } else {
+        std::memcpy(dst + n * B * H, h + T * B * H, sizeof(float) * B * H);
       }
     }
   }
-  void from_time_major(const float* src, float* dst, int64_t f) const {
-    for (int64_t b = 0; b < s_.batch; ++b) {
-      for (int64_t t = 0; t < s_.steps; ++t) {
-        std::memcpy(dst + (b * s_.steps + t) * f, src + (t * s_.batch + b) * f, sizeof(float) * f);
+
+  void backward(const float* src, const LstmLayerParams* params, const float* d_dst,
+                const LstmLayerGrads* grads, float* d_src) override {
+    (void)src;  // the forward kept its time-major copy
+    XO_ASSERT((d_src != nullptr) == s_.need_d_src);
+    const int64_t K = s_.trials, B = s_.batch, T = s_.steps, H = s_.hidden, G = 4 * H;
+    const int64_t W = s_.trial_stride, hs = (T + 1) * B * H, in = s_.input;
+    // d_h_: the gradient arriving at every step's h from above, [K, T, B, H].
+    if (!s_.sequence) std::fill(d_h_.begin(), d_h_.end(), 0.0f);
+    for (int64_t n = 0; n < K; ++n) {
+      float* d_h = d_h_.data() + n * T * B * H;
+      if (s_.sequence) {
+        to_time_major(d_dst + n * B * T * H, d_h, B, T, H);
+      } else {
+        std::memcpy(d_h + (T - 1) * B * H, d_dst + n * B * H, sizeof(float) * B * H);
+      }
+    }
+    for (int64_t k = s_.layers; k-- > 0;) {
+      Layer& l = layers_[k];
+      const LstmLayerParams& p = params[k];
+      const float* d_h_above = k == s_.layers - 1 ? d_h_.data() : d_h_below_.data();
+      std::fill(d_h_next_.begin(), d_h_next_.end(), 0.0f);
+      std::fill(d_c_next_.begin(), d_c_next_.end(), 0.0f);
+      for (int64_t t = T; t-- > 0;) {
+        for (int64_t n = 0; n < K; ++n) {
+          const float* c = l.c.data() + n * hs;
+          const int64_t step = (n * T + t) * B;  // row of trial n's step t in [K, T, B, ...]
+          gates_backward(B, H, l.gates.data() + step * G, c + t * B * H, c + (t + 1) * B * H,
+                         d_h_above + step * H, d_h_next_.data() + n * B * H,
+                         d_c_next_.data() + n * B * H, d_gates_.data() + step * G);
+        }
+        if (t > 0) {
+          l.d_h_prev.run(stream_, d_gates_.data() + t * B * G, p.weight_hh, nullptr,
+                         d_h_next_.data());
+        }
+      }
+      const LstmLayerGrads& gr = grads[k];
+      const float* x = k == 0 ? x_tm_.data() : layers_[k - 1].h.data() + B * H;
+      l.d_w_hh.run(stream_, d_gates_.data(), l.h.data(), nullptr, gr.weight_hh);
+      l.d_w_ih.run(stream_, d_gates_.data(), x, nullptr, gr.weight_ih);
+      for (int64_t n = 0; n < K; ++n) {
+        column_sums(d_gates_.data() + n * T * B * G, T * B, G, gr.bias_ih + n * W);
+        std::memcpy(gr.bias_hh + n * W, gr.bias_ih + n * W, sizeof(float) * G);
+      }
+      if (k > 0) {
+        l.d_x.run(stream_, d_gates_.data(), p.weight_ih, nullptr, d_h_below_.data());
+      } else if (d_src) {
+        l.d_x.run(stream_, d_gates_.data(), p.weight_ih, nullptr, d_x_tm_.data());
+        for (int64_t n = 0; n < K; ++n) {
+          from_time_major(d_x_tm_.data() + n * T * B * in, d_src + n * B * T * in, B, T, in);
+        }
       }
     }
   }
-  // Row order fixed: the same sums for any thread count.
-  static void column_sums(const float* m, int64_t rows, int64_t cols, float* out) {
-    std::fill(out, out + cols, 0.0f);
-    for (int64_t r = 0; r < rows; ++r) {
-#pragma omp simd
-      for (int64_t c = 0; c < cols; ++c) out[c] += m[r * cols + c];
-    }
-  }
+
+ private:
+  struct Layer {
+    BoundMatmul project, recur, d_h_prev, d_w_hh, d_w_ih, d_x;
+    std::vector<float> gates;  // [K, T, B, 4H]: pre-activations, then the gate values
+    std::vector<float> c, h;   // [K, T + 1, B, H]: step 0 is the zero initial state
+    std::vector<float> bias;   // [K, 4H]: each trial's b_ih + b_hh
+  };
 
   LstmShape s_;
   dnnl::stream stream_;
@@ -231,6 +427,7 @@ class CpuLstm final : public LstmKernel {
 
 std::unique_ptr<LstmKernel> make_lstm(const LstmShape& shape, const dnnl::engine& engine,
                                       const dnnl::stream& stream) {
+  if (shape.trial_stride > 0) return std::make_unique<CpuTrialsLstm>(shape, engine, stream);
   return std::make_unique<CpuLstm>(shape, engine, stream);
 }
 
