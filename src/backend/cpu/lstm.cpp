@@ -252,51 +252,62 @@ class CpuLstm final : public LstmKernel {
   std::vector<float> x_tm_, d_x_tm_, d_gates_, d_h_, d_h_below_, d_h_next_, d_c_next_;
 };
 
-// The same LSTM of `trials` models at once (fused trials): each of CpuLstm's matmuls batched over
-// the trials, each trial's weights trial_stride floats after the last's, so that a step of every
-// trial is one product where alone it is one per trial. A trial's tensors lie trial after trial,
-// each time-major inside ([trials, T, B, F]): a step's rows of all trials are then one strided
-// batch, and a trial's rows of all steps one matrix. oneDNN 2.6 adds a bias of its own per batch
-// entry only in its reference kernel, so each trial's b_ih + b_hh is added in the pass over the
-// gates (x W_ih^T + h W_hh^T + b, where alone it is x W_ih^T + b + h W_hh^T: the last bit may
+// The same LSTM of `trials` models at once (fused trials): CpuLstm's per-step matmuls batched over
+// the trials (for hidden sizes up to 64: kBatchedStepWeights), each trial's weights trial_stride
+// floats after the last's, so that a step of every trial is one product where alone it is one per
+// trial; the products over all steps stay one per trial (TrialByTrial). A trial's tensors lie trial
+// after trial, each time-major inside ([trials, T, B, F]): a step's rows of all trials are then one
+// strided batch, and a trial's rows of all steps one matrix. oneDNN 2.6 adds a bias of its own per
+// batch entry only in its reference kernel, so each trial's b_ih + b_hh is added in the pass over
+// the gates (x W_ih^T + h W_hh^T + b, where alone it is x W_ih^T + b + h W_hh^T: the last bit may
 // differ).
 class CpuTrialsLstm final : public LstmKernel {
  public:
   CpuTrialsLstm(const LstmShape& s, const dnnl::engine& engine, const dnnl::stream& stream)
-      : s_(s), stream_(stream) {
+      : s_(s), stream_(stream), steps_batched_(4 * s.hidden * s.hidden <= kBatchedStepWeights) {
     using dims = memory::dims;
     const memory::dim K = s.trials, B = s.batch, T = s.steps, H = s.hidden, G = 4 * s.hidden;
     const memory::dim W = s.trial_stride, hs = (T + 1) * B * H;
     XO_ASSERT(K >= 1 && W > 0);
-    // Every tensor is [K, rows, cols] with its strides: a trial's, a row's, a column's.
+    // A step's tensors of every trial are [K, rows, cols] with their strides (a trial's, a
+    // row's, a column's); a trial's whole sequence is [T * B, cols], one product per trial.
+    auto one = [](memory::dim rows, memory::dim cols, memory::dim row, memory::dim col) {
+      return memory::desc({rows, cols}, f32, dims{row, col});
+    };
     const bool one_thread = s.in_shard;
-    const dnnl::primitive_attr accumulate = accumulating();
-    const memory::desc gates_rows({K, T * B, G}, f32, dims{T * B * G, G, 1});
-    const memory::desc gates_t({K, G, T * B}, f32, dims{T * B * G, 1, G});
     const memory::desc step_gates({K, B, G}, f32, dims{T * B * G, G, 1});
     const memory::desc step_h({K, B, H}, f32, dims{hs, H, 1});
     const memory::desc next_h({K, B, H}, f32, dims{B * H, H, 1});
-    const memory::desc h_rows({K, T * B, H}, f32, dims{hs, H, 1});
+    const memory::desc gates_rows = one(T * B, G, G, 1), gates_t = one(G, T * B, 1, G);
     for (int64_t k = 0; k < s.layers; ++k) {
       const memory::dim I = k == 0 ? s.input : H;
       // The layer's input rows: the time-major copy of src, or the layer below's h_1 ... h_T.
-      const memory::desc x_rows({K, T * B, I}, f32, dims{k == 0 ? T * B * I : hs, I, 1});
+      const memory::desc x_rows = one(T * B, I, I, 1);
+      const memory::dim x_trial = k == 0 ? T * B * I : hs;
       Layer l;
-      l.project = BoundMatmul(x_rows, memory::desc({K, I, G}, f32, dims{W, 1, I}), nullptr,
-                              gates_rows, {}, engine, one_thread);
-      l.recur = BoundMatmul(step_h, memory::desc({K, H, G}, f32, dims{W, 1, H}), nullptr,
-                            step_gates, accumulate, engine, one_thread);
-      l.d_h_prev = BoundMatmul(step_gates, memory::desc({K, G, H}, f32, dims{W, H, 1}), nullptr,
-                               next_h, {}, engine, one_thread);
-      l.d_w_hh = BoundMatmul(gates_t, h_rows, nullptr, memory::desc({K, G, H}, f32, dims{W, H, 1}),
-                             {}, engine, one_thread);
-      l.d_w_ih = BoundMatmul(gates_t, x_rows, nullptr, memory::desc({K, G, I}, f32, dims{W, I, 1}),
-                             {}, engine, one_thread);
+      if (steps_batched_) {
+        l.recur = BoundMatmul(step_h, memory::desc({K, H, G}, f32, dims{W, 1, H}), nullptr,
+                              step_gates, accumulating(), engine, one_thread);
+        l.d_h_prev = BoundMatmul(step_gates, memory::desc({K, G, H}, f32, dims{W, H, 1}), nullptr,
+                                 next_h, {}, engine, one_thread);
+      } else {
+        l.recur = BoundMatmul(one(B, H, H, 1), one(H, G, 1, H), nullptr, one(B, G, G, 1),
+                              accumulating(), engine, one_thread);
+        l.d_h_prev = BoundMatmul(one(B, G, G, 1), one(G, H, H, 1), nullptr, one(B, H, H, 1), {},
+                                 engine, one_thread);
+      }
+      l.project = {
+          BoundMatmul(x_rows, one(I, G, 1, I), nullptr, gates_rows, {}, engine, one_thread),
+          x_trial, W, T * B * G};
+      l.d_w_hh = {BoundMatmul(gates_t, one(T * B, H, H, 1), nullptr, one(G, H, H, 1), {}, engine,
+                              one_thread),
+                  T * B * G, hs, W};
+      l.d_w_ih = {BoundMatmul(gates_t, x_rows, nullptr, one(G, I, I, 1), {}, engine, one_thread),
+                  T * B * G, x_trial, W};
       if (k > 0 || s.need_d_src) {
         // Into d_h_below_ or d_x_tm_, both [K, T, B, I] dense.
-        l.d_x = BoundMatmul(gates_rows, memory::desc({K, G, I}, f32, dims{W, I, 1}), nullptr,
-                            memory::desc({K, T * B, I}, f32, dims{T * B * I, I, 1}), {}, engine,
-                            one_thread);
+        l.d_x = {BoundMatmul(gates_rows, one(G, I, I, 1), nullptr, x_rows, {}, engine, one_thread),
+                 T * B * G, W, T * B * I};
       }
       l.gates.resize(K * T * B * G);
       l.c.resize(K * hs);
@@ -331,15 +342,26 @@ class CpuTrialsLstm final : public LstmKernel {
         std::fill_n(l.c.data() + n * hs, B * H, 0.0f);
         std::fill_n(l.h.data() + n * hs, B * H, 0.0f);
       }
-      l.project.run(stream_, x, p.weight_ih, nullptr, l.gates.data());
-      for (int64_t t = 0; t < T; ++t) {
-        l.recur.run(stream_, l.h.data() + t * B * H, p.weight_hh, nullptr,
-                    l.gates.data() + t * B * G);
+      l.project.run(stream_, K, x, p.weight_ih, l.gates.data());
+      auto gates = [&](int64_t n, int64_t t) {  // trial n's step t, its h_{t-1} W_hh^T added
+        float* c = l.c.data() + n * hs;
+        gates_forward<true>(B, H, l.gates.data() + (n * T + t) * B * G, l.bias.data() + n * G,
+                            c + t * B * H, c + (t + 1) * B * H,
+                            l.h.data() + n * hs + (t + 1) * B * H);
+      };
+      if (steps_batched_) {
+        for (int64_t t = 0; t < T; ++t) {
+          l.recur.run(stream_, l.h.data() + t * B * H, p.weight_hh, nullptr,
+                      l.gates.data() + t * B * G);
+          for (int64_t n = 0; n < K; ++n) gates(n, t);
+        }
+      } else {
         for (int64_t n = 0; n < K; ++n) {
-          float* c = l.c.data() + n * hs;
-          float* h = l.h.data() + n * hs;
-          gates_forward<true>(B, H, l.gates.data() + (n * T + t) * B * G, l.bias.data() + n * G,
-                              c + t * B * H, c + (t + 1) * B * H, h + (t + 1) * B * H);
+          for (int64_t t = 0; t < T; ++t) {
+            l.recur.run(stream_, l.h.data() + n * hs + t * B * H, p.weight_hh + n * W, nullptr,
+                        l.gates.data() + (n * T + t) * B * G);
+            gates(n, t);
+          }
         }
       }
       x = l.h.data() + B * H;  // the next layer reads this layer's h_1 ... h_T
@@ -377,31 +399,44 @@ class CpuTrialsLstm final : public LstmKernel {
       const float* d_h_above = k == s_.layers - 1 ? d_h_.data() : d_h_below_.data();
       std::fill(d_h_next_.begin(), d_h_next_.end(), 0.0f);
       std::fill(d_c_next_.begin(), d_c_next_.end(), 0.0f);
-      for (int64_t t = T; t-- > 0;) {
-        for (int64_t n = 0; n < K; ++n) {
-          const float* c = l.c.data() + n * hs;
-          const int64_t step = (n * T + t) * B;  // row of trial n's step t in [K, T, B, ...]
-          gates_backward(B, H, l.gates.data() + step * G, c + t * B * H, c + (t + 1) * B * H,
-                         d_h_above + step * H, d_h_next_.data() + n * B * H,
-                         d_c_next_.data() + n * B * H, d_gates_.data() + step * G);
+      auto gates = [&](int64_t n, int64_t t) {  // trial n's step t
+        const float* c = l.c.data() + n * hs;
+        const int64_t step = (n * T + t) * B;  // row of trial n's step t in [K, T, B, ...]
+        gates_backward(B, H, l.gates.data() + step * G, c + t * B * H, c + (t + 1) * B * H,
+                       d_h_above + step * H, d_h_next_.data() + n * B * H,
+                       d_c_next_.data() + n * B * H, d_gates_.data() + step * G);
+      };
+      if (steps_batched_) {
+        for (int64_t t = T; t-- > 0;) {
+          for (int64_t n = 0; n < K; ++n) gates(n, t);
+          if (t > 0) {
+            l.d_h_prev.run(stream_, d_gates_.data() + t * B * G, p.weight_hh, nullptr,
+                           d_h_next_.data());
+          }
         }
-        if (t > 0) {
-          l.d_h_prev.run(stream_, d_gates_.data() + t * B * G, p.weight_hh, nullptr,
-                         d_h_next_.data());
+      } else {
+        for (int64_t n = 0; n < K; ++n) {
+          for (int64_t t = T; t-- > 0;) {
+            gates(n, t);
+            if (t > 0) {
+              l.d_h_prev.run(stream_, d_gates_.data() + (n * T + t) * B * G, p.weight_hh + n * W,
+                             nullptr, d_h_next_.data() + n * B * H);
+            }
+          }
         }
       }
       const LstmLayerGrads& gr = grads[k];
       const float* x = k == 0 ? x_tm_.data() : layers_[k - 1].h.data() + B * H;
-      l.d_w_hh.run(stream_, d_gates_.data(), l.h.data(), nullptr, gr.weight_hh);
-      l.d_w_ih.run(stream_, d_gates_.data(), x, nullptr, gr.weight_ih);
+      l.d_w_hh.run(stream_, K, d_gates_.data(), l.h.data(), gr.weight_hh);
+      l.d_w_ih.run(stream_, K, d_gates_.data(), x, gr.weight_ih);
       for (int64_t n = 0; n < K; ++n) {
         column_sums(d_gates_.data() + n * T * B * G, T * B, G, gr.bias_ih + n * W);
         std::memcpy(gr.bias_hh + n * W, gr.bias_ih + n * W, sizeof(float) * G);
       }
       if (k > 0) {
-        l.d_x.run(stream_, d_gates_.data(), p.weight_ih, nullptr, d_h_below_.data());
+        l.d_x.run(stream_, K, d_gates_.data(), p.weight_ih, d_h_below_.data());
       } else if (d_src) {
-        l.d_x.run(stream_, d_gates_.data(), p.weight_ih, nullptr, d_x_tm_.data());
+        l.d_x.run(stream_, K, d_gates_.data(), p.weight_ih, d_x_tm_.data());
         for (int64_t n = 0; n < K; ++n) {
           from_time_major(d_x_tm_.data() + n * T * B * in, d_src + n * B * T * in, B, T, in);
         }
@@ -410,8 +445,29 @@ class CpuTrialsLstm final : public LstmKernel {
   }
 
  private:
+  // The per-step products are batched over the trials (a step of every trial, then the next)
+  // where a trial's W_hh is at most this many floats (64 KiB: hidden sizes up to 64); larger ones
+  // run trial by trial, each trial's steps one after another, as alone: the step-major order
+  // cycled 16 imdb-lstm trials' W_hh (256 KiB each) through the cache at every step, 13% slower
+  // than trial by trial, where 16 trials of a 32-wide LSTM ran 10% faster batched
+  // (docs/benchmarks.md). Either way a trial's arithmetic is the same in any group.
+  static constexpr int64_t kBatchedStepWeights = 16 * 1024;
+
+  // A product over a trial's whole sequence, one per trial: each trial's operands `a`, `b` and
+  // `d` floats after the last's (as large as these are, the per-product set-up is negligible).
+  struct TrialByTrial {
+    BoundMatmul matmul;
+    int64_t a = 0, b = 0, d = 0;
+    void run(const dnnl::stream& stream, int64_t trials, const float* src, const float* weights,
+             float* dst) {
+      for (int64_t n = 0; n < trials; ++n) {
+        matmul.run(stream, src + n * a, weights + n * b, nullptr, dst + n * d);
+      }
+    }
+  };
   struct Layer {
-    BoundMatmul project, recur, d_h_prev, d_w_hh, d_w_ih, d_x;
+    BoundMatmul recur, d_h_prev;  // a step of every trial (steps_batched_), or of one
+    TrialByTrial project, d_w_hh, d_w_ih, d_x;
     std::vector<float> gates;  // [K, T, B, 4H]: pre-activations, then the gate values
     std::vector<float> c, h;   // [K, T + 1, B, H]: step 0 is the zero initial state
     std::vector<float> bias;   // [K, 4H]: each trial's b_ih + b_hh
@@ -419,6 +475,7 @@ class CpuTrialsLstm final : public LstmKernel {
 
   LstmShape s_;
   dnnl::stream stream_;
+  bool steps_batched_;  // kBatchedStepWeights
   std::vector<Layer> layers_;
   std::vector<float> x_tm_, d_x_tm_, d_gates_, d_h_, d_h_below_, d_h_next_, d_c_next_;
 };
