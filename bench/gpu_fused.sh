@@ -3,7 +3,8 @@
 # the GPU (issue 37). Three measurements, each logged, all in one tarball, $1 (default fused.tgz):
 #   1. the fused training loop against one trial's loop on the GPU, K = 1, 4, 16, 64
 #      (bench/fused_trials.cpp; the H100 target: 64 fused disc-4 trials within 3x one trial's
-#      step), with the fused step advise predicts beside each;
+#      step), with the fused step advise predicts beside each; the LSTMs with their fused kernel
+#      off and on (CROSSOVER_GPU_FUSE_LSTM);
 #   2. `crossover advise disc-4 --trials K --devices cuda:0`: the sweep verdict measured on the GPU;
 #   3. a 16-trial disc-4 search end to end on the GPU, fused (--fuse auto, the default, and
 #      --fuse 16) and one process per trial (--fuse off), alternated, whole-process wall time.
@@ -39,6 +40,16 @@ note "$FUSED --device cuda:0 --models mnist-cnn --k 1,4,16 --steps 100"
 timeout 90 $FUSED --device cuda:0 --models mnist-cnn --k 1,4,16 --steps 100 \
   --json "$WORK/fused-cuda-cnn.json" >"$WORK/fused-cuda-cnn.log" 2>&1 ||
   fail "fused cnn" $?
+
+# 1b. The fused LSTM as one kernel (opt-in until measured: CROSSOVER_GPU_FUSE_LSTM=1) against the
+# LSTM trial by trial inside the fused group, a small LSTM and imdb-lstm's.
+for lstm in off on; do
+  note "CROSSOVER_GPU_FUSE_LSTM=$([[ $lstm == on ]] && echo 1 || echo 0) $FUSED --device cuda:0 --models bench/specs/lstm-small.toml,imdb-lstm --k 1,4,16 --steps 50 --repeat 2"
+  CROSSOVER_GPU_FUSE_LSTM=$([[ $lstm == on ]] && echo 1 || echo 0) timeout 120 $FUSED --device cuda:0 \
+    --models bench/specs/lstm-small.toml,imdb-lstm --k 1,4,16 --steps 50 --repeat 2 \
+    --json "$WORK/fused-cuda-lstm-$lstm.json" >"$WORK/fused-cuda-lstm-$lstm.log" 2>&1 ||
+    fail "fused lstm $lstm" $?
+done
 
 # 2. The sweep verdict measured on the GPU.
 for k in 4 64; do

@@ -6,7 +6,9 @@
 
 #include <fmt/format.h>
 
+#include <cstdlib>
 #include <cstring>
+#include <string_view>
 #include <vector>
 
 #include "backend/cuda/cublaslt_loader.h"
@@ -246,6 +248,10 @@ std::unique_ptr<EmbeddingKernel> CudaBackend::embedding(const EmbeddingShape& sh
 }
 std::unique_ptr<LstmKernel> CudaBackend::lstm(const LstmShape& shape) {
   return make_lstm(*this, shape);
+}
+bool CudaBackend::lstm_fuses_trials() const {
+  const char* opt_in = std::getenv("CROSSOVER_GPU_FUSE_LSTM");
+  return opt_in != nullptr && std::string_view(opt_in) == "1";
 }
 std::unique_ptr<BatchNormKernel> CudaBackend::batch_norm(const BatchNormShape& shape) {
   return make_batch_norm(*this, shape);

@@ -71,6 +71,10 @@ class CudaBackend final : public Backend {
   std::unique_ptr<DropoutKernel> dropout(const DropoutShape& shape) override;
   std::unique_ptr<EmbeddingKernel> embedding(const EmbeddingShape& shape) override;
   std::unique_ptr<LstmKernel> lstm(const LstmShape& shape) override;
+  // A fused group's LSTM as one kernel (lstm.cu: the trial as blockIdx.z, the products as
+  // strided batches) only where CROSSOVER_GPU_FUSE_LSTM=1: not yet run on a GPU, so opt-in until
+  // measured (docs/benchmarks.md, "Not yet run on a GPU"); otherwise trial by trial.
+  bool lstm_fuses_trials() const override;
   std::unique_ptr<BatchNormKernel> batch_norm(const BatchNormShape& shape) override;
   std::unique_ptr<OptimizerKernel> optimizer(const OptimizerSettings& spec,
                                              int64_t parameters) override;

@@ -128,8 +128,20 @@ template <int R>
 __global__ void __launch_bounds__(kStepThreads)
     step_forward_kernel(float* gates, int64_t g_ld, const float* h_prev, const float* c_prev,
                         float* c, float* h, int64_t s_ld, const float* w_hh, const float* bias_ih,
-                        const float* bias_hh, int64_t batch, int64_t hidden, int chunk, int ld) {
+                        const float* bias_hh, int64_t batch, int64_t hidden, int chunk, int ld,
+                        int64_t w_stride) {
   extern __shared__ float step_shared[];
+  {  // fused trials: trial blockIdx.z's rows (batch rows further on per trial) and parameters
+    const int64_t z = blockIdx.z;
+    gates += z * batch * g_ld;
+    if (h_prev != nullptr) h_prev += z * batch * s_ld;
+    if (c_prev != nullptr) c_prev += z * batch * s_ld;
+    c += z * batch * s_ld;
+    h += z * batch * s_ld;
+    w_hh += z * w_stride;
+    bias_ih += z * w_stride;
+    bias_hh += z * w_stride;
+  }
   constexpr int rows = kSlots * R;
   float* w_s = step_shared;
   float* h_s = step_shared + 4 * kUnits * ld;
@@ -245,8 +257,19 @@ __global__ void __launch_bounds__(kStepThreads)
     step_backward_kernel(const float* gates, float* d_gates, const float* d_gates_next,
                          int64_t g_ld, const float* c_prev, const float* c, int64_t s_ld,
                          const float* d_h_above, int64_t a_ld, const float* w_hh, float* dc,
-                         int64_t batch, int64_t hidden, int chunk, int ld) {
+                         int64_t batch, int64_t hidden, int chunk, int ld, int64_t w_stride) {
   extern __shared__ float step_shared[];
+  {  // fused trials, as the forward's
+    const int64_t z = blockIdx.z;
+    gates += z * batch * g_ld;
+    d_gates += z * batch * g_ld;
+    if (d_gates_next != nullptr) d_gates_next += z * batch * g_ld;
+    if (c_prev != nullptr) c_prev += z * batch * s_ld;
+    c += z * batch * s_ld;
+    if (d_h_above != nullptr) d_h_above += z * batch * a_ld;
+    w_hh += z * w_stride;
+    dc += z * batch * hidden;
+  }
   constexpr int rows = kSlots * R;
   float* w_s = step_shared;
   float* dg_s = step_shared + kUnits * ld;
@@ -354,10 +377,14 @@ __global__ void __launch_bounds__(kStepThreads)
 // d_bias_ih[c] = d_bias_hh[c] = sum over rows of m[:, c] (the two biases enter the gates the same
 // way, so their gradients are equal). A block owns 32 columns; its 32 row lanes each sum every
 // 32nd row and the partial sums are added in lane order: the result does not depend on scheduling.
+// Fused trials: trial blockIdx.y's m rows * cols floats further on, its biases w_stride.
 __global__ void __launch_bounds__(kColumnSumThreads)
     column_sums_kernel(const float* m, int64_t rows, int64_t cols, float* d_bias_ih,
-                       float* d_bias_hh) {
+                       float* d_bias_hh, int64_t w_stride) {
   __shared__ float partial[kRowLanes][kColumnTile + 1];  // +1: no bank conflicts on the way back
+  m += int64_t{blockIdx.y} * rows * cols;
+  d_bias_ih += int64_t{blockIdx.y} * w_stride;
+  d_bias_hh += int64_t{blockIdx.y} * w_stride;
   const int64_t tiles = (cols + kColumnTile - 1) / kColumnTile;
   for (int64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
     const int64_t c = tile * kColumnTile + threadIdx.x;
@@ -381,7 +408,20 @@ __global__ void __launch_bounds__(kColumnSumThreads)
 bool same_shape(const MatmulShape& a, const MatmulShape& b) {
   return a.m == b.m && a.n == b.n && a.k == b.k && a.trans_a == b.trans_a &&
          a.trans_b == b.trans_b && a.lda == b.lda && a.ldb == b.ldb && a.ldd == b.ldd &&
-         a.accumulate == b.accumulate && a.epilogue == b.epilogue;
+         a.accumulate == b.accumulate && a.epilogue == b.epilogue && a.batch == b.batch &&
+         a.stride_a == b.stride_a && a.stride_b == b.stride_b && a.stride_d == b.stride_d;
+}
+
+// A product of every fused trial at once: `trials` entries, each operand's at its stride.
+MatmulShape batched(MatmulShape s, int64_t trials, int64_t stride_a, int64_t stride_b,
+                    int64_t stride_d) {
+  if (trials > 1) {
+    s.batch = trials;
+    s.stride_a = stride_a;
+    s.stride_b = stride_b;
+    s.stride_d = stride_d;
+  }
+  return s;
 }
 
 MatmulShape shape_of(int64_t m, int64_t n, int64_t k, bool trans_a, bool trans_b, int64_t lda,
@@ -432,34 +472,50 @@ StepPlan plan_step(int64_t batch, int64_t hidden, int64_t length, int weight_row
   return p;
 }
 
+// Fused trials: LstmShape::trials > 1 (or a trial_stride) runs every trial at once, its tensors
+// [trials * N, T, ...] (the trials' batch-first tensors one after another), its parameters
+// trial_stride floats apart: the step kernels take the trial as blockIdx.z, the matmuls as
+// cuBLASLt's strided batch, the bias sums as blockIdx.y; one launch per step for all the trials.
+
 class GpuLstm final : public LstmKernel {
  public:
   GpuLstm(CudaBackend& be, const LstmShape& s) : be_(be), s_(s) {
     XO_ASSERT(s.batch > 0 && s.steps > 0 && s.input > 0 && s.hidden > 0 && s.layers > 0);
+    XO_ASSERT(s.trials >= 1 && (s.trials == 1 || s.trial_stride > 0));
     const int64_t N = s.batch, T = s.steps, H = s.hidden, G = 4 * s.hidden;
+    const int64_t K = s.trials, W = s.trial_stride;
     const int sms = be.properties().multiProcessorCount;
     step_forward_ = plan_step(N, H, H, 4, sms);
     step_backward_ = plan_step(N, H, G, 1, sms);
+    step_forward_.grid.z = step_backward_.grid.z = static_cast<unsigned>(K);
     for (int64_t k = 0; k < s.layers; ++k) {
       const int64_t I = k == 0 ? s.input : H;
       Layer l;
       // gates [N*T, G] = X [N*T, I] W_ih^T (W_ih [G, I] is B^T).
-      l.project = plan(shape_of(N * T, G, I, false, true, 0, 0, 0, false));
+      l.project = plan(
+          batched(shape_of(N * T, G, I, false, true, 0, 0, 0, false), K, N * T * I, W, N * T * G));
       // d_W_ih [G, I] = d_gates^T X (d_gates [N*T, G] is A^T).
-      l.d_w_ih = plan(shape_of(G, I, N * T, true, false, 0, 0, 0, false));
+      l.d_w_ih = plan(
+          batched(shape_of(G, I, N * T, true, false, 0, 0, 0, false), K, N * T * G, N * T * I, W));
       // d_W_hh [G, H] = d_gates[1:]^T h[:-1], k = N*T - 1 rows (none when N*T = 1: T = 1 then,
       // and the gradient is zero, see backward).
-      if (N * T > 1) l.d_w_hh = plan(shape_of(G, H, N * T - 1, true, false, 0, 0, 0, false));
+      if (N * T > 1) {
+        l.d_w_hh = plan(batched(shape_of(G, H, N * T - 1, true, false, 0, 0, 0, false), K,
+                                N * T * G, N * T * H, W));
+      }
       // d_x [N*T, I] = d_gates W_ih.
-      if (k > 0 || s.need_d_src) l.d_x = plan(shape_of(N * T, I, G, false, false, 0, 0, 0, false));
-      l.gates = be.allocate(bytes(N * T * G));
-      l.c = be.allocate(bytes(N * T * H));
-      l.h = be.allocate(bytes(N * T * H));
+      if (k > 0 || s.need_d_src) {
+        l.d_x = plan(batched(shape_of(N * T, I, G, false, false, 0, 0, 0, false), K, N * T * G, W,
+                             N * T * I));
+      }
+      l.gates = be.allocate(bytes(K * N * T * G));
+      l.c = be.allocate(bytes(K * N * T * H));
+      l.h = be.allocate(bytes(K * N * T * H));
       layers_.push_back(std::move(l));
     }
-    d_gates_ = be.allocate(bytes(N * T * G));
-    if (s.layers > 1) d_h_below_ = be.allocate(bytes(N * T * H));
-    dc_ = be.allocate(bytes(N * H));
+    d_gates_ = be.allocate(bytes(K * N * T * G));
+    if (s.layers > 1) d_h_below_ = be.allocate(bytes(K * N * T * H));
+    dc_ = be.allocate(bytes(K * N * H));
   }
 
   void forward(const float* src, const LstmLayerParams* params, float* dst) override {
@@ -481,22 +537,24 @@ class GpuLstm final : public LstmKernel {
         if (sp.rows_per_thread == 4) {
           XO_CUDA_LAUNCH(step_forward_kernel<4>, sp.grid, kStepThreads, sp.shared_bytes, stream,
                          gates + t * G, T * G, h_prev, c_prev, c + t * H, h + t * H, T * H,
-                         p.weight_hh, p.bias_ih, p.bias_hh, N, H, sp.chunk, sp.ld);
+                         p.weight_hh, p.bias_ih, p.bias_hh, N, H, sp.chunk, sp.ld, s_.trial_stride);
         } else {
           XO_CUDA_LAUNCH(step_forward_kernel<1>, sp.grid, kStepThreads, sp.shared_bytes, stream,
                          gates + t * G, T * G, h_prev, c_prev, c + t * H, h + t * H, T * H,
-                         p.weight_hh, p.bias_ih, p.bias_hh, N, H, sp.chunk, sp.ld);
+                         p.weight_hh, p.bias_ih, p.bias_hh, N, H, sp.chunk, sp.ld, s_.trial_stride);
         }
       }
       x = h;  // the next layer reads this layer's h as its [N*T, H] input
     }
     const float* top = layers_.back().h.as<float>();
+    const int64_t rows = s_.trials * N;  // every trial's samples
     if (s_.sequence) {
-      XO_CUDA_CHECK(cudaMemcpyAsync(dst, top, bytes(N * T * H), cudaMemcpyDeviceToDevice, stream));
+      XO_CUDA_CHECK(
+          cudaMemcpyAsync(dst, top, bytes(rows * T * H), cudaMemcpyDeviceToDevice, stream));
     } else {
       // Row b of dst [N, H] is h_{T-1} of sample b: a pitched copy.
-      XO_CUDA_CHECK(cudaMemcpy2DAsync(dst, bytes(H), top + (T - 1) * H, bytes(T * H), bytes(H), N,
-                                      cudaMemcpyDeviceToDevice, stream));
+      XO_CUDA_CHECK(cudaMemcpy2DAsync(dst, bytes(H), top + (T - 1) * H, bytes(T * H), bytes(H),
+                                      rows, cudaMemcpyDeviceToDevice, stream));
     }
   }
 
@@ -535,11 +593,11 @@ class GpuLstm final : public LstmKernel {
         if (sp.rows_per_thread == 4) {
           XO_CUDA_LAUNCH(step_backward_kernel<4>, sp.grid, kStepThreads, sp.shared_bytes, stream,
                          gates + t * G, d_gates + t * G, d_next, T * G, c_prev, c + t * H, T * H,
-                         above, above_ld, p.weight_hh, dc, N, H, sp.chunk, sp.ld);
+                         above, above_ld, p.weight_hh, dc, N, H, sp.chunk, sp.ld, s_.trial_stride);
         } else {
           XO_CUDA_LAUNCH(step_backward_kernel<1>, sp.grid, kStepThreads, sp.shared_bytes, stream,
                          gates + t * G, d_gates + t * G, d_next, T * G, c_prev, c + t * H, T * H,
-                         above, above_ld, p.weight_hh, dc, N, H, sp.chunk, sp.ld);
+                         above, above_ld, p.weight_hh, dc, N, H, sp.chunk, sp.ld, s_.trial_stride);
         }
       }
       // Everything that needs d_gates_0 first: d_x (which overwrites d_h_below_, read only by the
@@ -553,16 +611,19 @@ class GpuLstm final : public LstmKernel {
       l.d_w_ih->run(d_gates, x, gr.weight_ih);
       const dim3 block(kColumnTile, kRowLanes);
       const unsigned tiles = static_cast<unsigned>((G + kColumnTile - 1) / kColumnTile);
-      XO_CUDA_LAUNCH(column_sums_kernel, tiles, block, 0, stream, d_gates, N * T, G, gr.bias_ih,
-                     gr.bias_hh);
+      XO_CUDA_LAUNCH(column_sums_kernel, dim3(tiles, static_cast<unsigned>(s_.trials)), block, 0,
+                     stream, d_gates, N * T, G, gr.bias_ih, gr.bias_hh, s_.trial_stride);
       if (T > 1) {
         // Zero d_gates_0 of every sample, so that the shifted matmul's cross-sample rows add
         // nothing (see the header comment).
-        XO_CUDA_CHECK(cudaMemset2DAsync(d_gates, bytes(T * G), 0, bytes(G), N, stream));
+        XO_CUDA_CHECK(cudaMemset2DAsync(d_gates, bytes(T * G), 0, bytes(G), s_.trials * N, stream));
         l.d_w_hh->run(d_gates + G, h, gr.weight_hh);
       } else {
         // One step: h_{-1} = 0 is the only previous state, so W_hh gets no gradient.
-        XO_CUDA_CHECK(cudaMemsetAsync(gr.weight_hh, 0, bytes(G * H), stream));
+        for (int64_t n = 0; n < s_.trials; ++n) {
+          XO_CUDA_CHECK(
+              cudaMemsetAsync(gr.weight_hh + n * s_.trial_stride, 0, bytes(G * H), stream));
+        }
       }
     }
   }
@@ -573,8 +634,8 @@ class GpuLstm final : public LstmKernel {
     Matmul* d_w_ih = nullptr;
     Matmul* d_w_hh = nullptr;
     Matmul* d_x = nullptr;
-    DeviceBuffer gates;  // [N, T, 4H]: the pre-activations, then the gate values (i, f, g, o)
-    DeviceBuffer c, h;   // [N, T, H]: c_t and h_t of every step
+    DeviceBuffer gates;  // [K*N, T, 4H]: the pre-activations, then the gate values (i, f, g, o)
+    DeviceBuffer c, h;   // [K*N, T, H]: c_t and h_t of every step (K: the fused trials, or 1)
   };
 
   static size_t bytes(int64_t floats) { return static_cast<size_t>(floats) * sizeof(float); }
@@ -594,9 +655,9 @@ class GpuLstm final : public LstmKernel {
   std::vector<std::pair<MatmulShape, std::unique_ptr<Matmul>>> matmuls_;
   std::vector<Layer> layers_;
   StepPlan step_forward_, step_backward_;
-  DeviceBuffer d_gates_;    // [N, T, 4H], reused by every layer
-  DeviceBuffer d_h_below_;  // [N, T, H]: the gradient at the layer below's h (layers > 1)
-  DeviceBuffer dc_;         // [N, H]: d c carried from step t + 1 to step t
+  DeviceBuffer d_gates_;    // [K*N, T, 4H], reused by every layer
+  DeviceBuffer d_h_below_;  // [K*N, T, H]: the gradient at the layer below's h (layers > 1)
+  DeviceBuffer dc_;         // [K*N, H]: d c carried from step t + 1 to step t
 };
 
 }  // namespace
