@@ -1,10 +1,10 @@
 // LSTM on the CPU (PyTorch's nn.LSTM, batch-first, zero initial states), forward and backward.
 // Time-major inside: each layer runs one big matmul for the input projection of every step
-// (X W_ih^T + b_ih + b_hh), then per step one small matmul that adds h_{t-1} W_hh^T (a oneDNN sum
-// post-op) and one fused pass over the gates. Backward runs the steps in reverse with one small
-// matmul per step (dh_{t-1} = dgates_t W_hh), then gets the weight gradients and the input
+// (X W_ih^T), then per step one small matmul that adds h_{t-1} W_hh^T (a oneDNN sum post-op) and
+// one fused pass over the gates that adds b_ih + b_hh. Backward runs the steps in reverse with one
+// small matmul per step (dh_{t-1} = dgates_t W_hh), then gets the weight gradients and the input
 // gradient as three big matmuls over all steps at once. Every matmul is built once, here. Fused
-// trials: the same matmuls batched over the trials, one per step for all of them.
+// trials: the per-step matmuls of every trial one batched product per step.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -21,22 +21,26 @@ using dnnl::memory;
 using tag = memory::format_tag;
 constexpr auto f32 = memory::data_type::f32;
 
-// One step's gates of `rows` rows: g [rows, 4H] holds the pre-activations i, f, g, o (plus
-// `bias` [4H] where given) and is overwritten with the gate values; c = f c_prev + i g and
-// h = o tanh(c), each [rows, H].
-template <bool kBias>
+// Row b's four blocks of gates (i, f, g, o) in a [rows, 4H] tensor.
+template <typename T>
+struct GateRow {
+  T *i, *f, *g, *o;
+};
+template <typename T>
+GateRow<T> gate_row(T* gates, int64_t b, int64_t H) {
+  T* row = gates + b * 4 * H;
+  return {row, row + H, row + 2 * H, row + 3 * H};
+}
+
+// One step's gates of `rows` rows: g [rows, 4H] holds the pre-activations i, f, g, o but their
+// bias [4H], and is overwritten with the gate values; c = f c_prev + i g and h = o tanh(c), each
+// [rows, H].
 void gates_forward(int64_t rows, int64_t H, float* g, const float* bias, const float* c_prev,
                    float* c, float* h) {
-  const int64_t G = 4 * H;
-  auto plus_bias = [bias](float v, int64_t j) {
-    if constexpr (kBias) return v + bias[j];
-    return v;
-  };
+  auto plus_bias = [bias](float v, int64_t j) { return v + bias[j]; };
   for (int64_t b = 0; b < rows; ++b) {
-    float* gi = g + b * G;
-    float* gf = gi + H;
-    float* gg = gi + 2 * H;
-    float* go = gi + 3 * H;
+    const GateRow<float> q = gate_row(g, b, H);
+    float *gi = q.i, *gf = q.f, *gg = q.g, *go = q.o;
     const float* cp = c_prev + b * H;
     float* cb = c + b * H;
     float* hb = h + b * H;
@@ -61,16 +65,11 @@ void gates_forward(int64_t rows, int64_t H, float* g, const float* bias, const f
 // step); dc_next carries the cell's gradient to the step before.
 void gates_backward(int64_t rows, int64_t H, const float* g, const float* c_prev, const float* c,
                     const float* d_h, const float* dh_next, float* dc_next, float* dg) {
-  const int64_t G = 4 * H;
   for (int64_t b = 0; b < rows; ++b) {
-    const float* gi = g + b * G;
-    const float* gf = gi + H;
-    const float* gg = gi + 2 * H;
-    const float* go = gi + 3 * H;
-    float* di = dg + b * G;
-    float* df = di + H;
-    float* dgg = di + 2 * H;
-    float* d_o = di + 3 * H;
+    const GateRow<const float> q = gate_row(g, b, H);
+    const GateRow<float> d = gate_row(dg, b, H);
+    const float *gi = q.i, *gf = q.f, *gg = q.g, *go = q.o;
+    float *di = d.i, *df = d.f, *dgg = d.g, *d_o = d.o;
     const float* dhn = dh_next + b * H;
     float* dcn = dc_next + b * H;
 #pragma omp simd
@@ -121,154 +120,24 @@ dnnl::primitive_attr accumulating() {
   return attr;
 }
 
+// One model's LSTM (trials 1, trial_stride 0), or the same LSTM of `trials` models at once (fused
+// trials, each trial's weights trial_stride floats after the last's). A trial's tensors lie trial
+// after trial, each time-major inside ([trials, T, B, F]): a step's rows of all trials are then
+// one strided batch, and a trial's rows of all steps one matrix. Fused, the per-step products of
+// every trial are one batched product per step (for hidden sizes up to 64: kBatchedStepWeights);
+// the products over all steps are one per trial (TrialByTrial). b_ih + b_hh is added in the pass
+// over the gates (x W_ih^T + h W_hh^T + b): oneDNN 2.6 adds a bias of its own per batch entry only
+// in its reference kernel, and so alone and fused add in the same order.
 class CpuLstm final : public LstmKernel {
  public:
   CpuLstm(const LstmShape& s, const dnnl::engine& engine, const dnnl::stream& stream)
-      : s_(s), stream_(stream) {
-    const memory::dim B = s.batch, T = s.steps, H = s.hidden, G = 4 * s.hidden;
-    const memory::desc rows_g({T * B, G}, f32, tag::ab);
-    const memory::desc step_g({B, G}, f32, tag::ab);
-    const memory::desc step_h({B, H}, f32, tag::ab);
-    const memory::desc bias_md({1, G}, f32, tag::ab);
-    const memory::desc w_hh_t({H, G}, f32, tag::ba);  // W_hh [G, H] read as W_hh^T
-    const memory::desc w_hh({G, H}, f32, tag::ab);
-    const memory::desc d_gates_t({G, T * B}, f32, tag::ba);
-    const memory::desc rows_h({T * B, H}, f32, tag::ab);
-    const dnnl::primitive_attr accumulate = accumulating();
-    const bool one_thread = s.in_shard;
-    for (int64_t k = 0; k < s.layers; ++k) {
-      const memory::dim I = k == 0 ? s.input : H;
-      Layer l;
-      l.input = I;
-      const memory::desc rows_i({T * B, I}, f32, tag::ab);
-      l.project = BoundMatmul(rows_i, memory::desc({I, G}, f32, tag::ba), &bias_md, rows_g, {},
-                              engine, one_thread);
-      l.recur = BoundMatmul(step_h, w_hh_t, nullptr, step_g, accumulate, engine, one_thread);
-      l.d_h_prev = BoundMatmul(step_g, w_hh, nullptr, step_h, {}, engine, one_thread);
-      l.d_w_hh = BoundMatmul(d_gates_t, rows_h, nullptr, memory::desc({G, H}, f32, tag::ab), {},
-                             engine, one_thread);
-      l.d_w_ih = BoundMatmul(d_gates_t, rows_i, nullptr, memory::desc({G, I}, f32, tag::ab), {},
-                             engine, one_thread);
-      if (k > 0 || s.need_d_src) {
-        l.d_x = BoundMatmul(rows_g, memory::desc({G, I}, f32, tag::ab), nullptr, rows_i, {}, engine,
-                            one_thread);
-      }
-      l.gates.resize(T * B * G);
-      l.c.resize((T + 1) * B * H);
-      l.h.resize((T + 1) * B * H);
-      l.bias.resize(G);
-      layers_.push_back(std::move(l));
-    }
-    x_tm_.resize(T * B * s.input);
-    if (s.need_d_src) d_x_tm_.resize(T * B * s.input);
-    d_gates_.resize(T * B * G);
-    d_h_.resize(T * B * H);
-    d_h_below_.resize(s.layers > 1 ? T * B * H : 0);
-    d_h_next_.resize(B * H);
-    d_c_next_.resize(B * H);
-  }
-
-  void forward(const float* src, const LstmLayerParams* params, float* dst) override {
-    const int64_t B = s_.batch, T = s_.steps, H = s_.hidden, G = 4 * H;
-    to_time_major(src, x_tm_.data(), B, T, s_.input);
-    const float* x = x_tm_.data();
-    for (int64_t k = 0; k < s_.layers; ++k) {
-      Layer& l = layers_[k];
-      const LstmLayerParams& p = params[k];
-      for (int64_t j = 0; j < G; ++j) l.bias[j] = p.bias_ih[j] + p.bias_hh[j];
-      l.project.run(stream_, x, p.weight_ih, l.bias.data(), l.gates.data());
-      std::fill(l.c.begin(), l.c.begin() + B * H, 0.0f);
-      std::fill(l.h.begin(), l.h.begin() + B * H, 0.0f);
-      for (int64_t t = 0; t < T; ++t) {
-        float* g = l.gates.data() + t * B * G;
-        l.recur.run(stream_, l.h.data() + t * B * H, p.weight_hh, nullptr, g);
-        gates_forward<false>(B, H, g, nullptr, l.c.data() + t * B * H, l.c.data() + (t + 1) * B * H,
-                             l.h.data() + (t + 1) * B * H);
-      }
-      x = l.h.data() + B * H;  // the next layer reads this layer's h_1 ... h_T
-    }
-    const Layer& top = layers_.back();
-    if (s_.sequence) {
-      from_time_major(top.h.data() + B * H, dst, B, T, H);
-    } else {
-      std::memcpy(dst, top.h.data() + T * B * H, sizeof(float) * B * H);
-    }
-  }
-
-  void backward(const float* src, const LstmLayerParams* params, const float* d_dst,
-                const LstmLayerGrads* grads, float* d_src) override {
-    (void)src;  // the forward kept its time-major copy
-    XO_ASSERT((d_src != nullptr) == s_.need_d_src);
-    const int64_t B = s_.batch, T = s_.steps, H = s_.hidden, G = 4 * H;
-    // d_h_: the gradient arriving at every step's h from above, time-major [T, B, H].
-    if (s_.sequence) {
-      to_time_major(d_dst, d_h_.data(), B, T, H);
-    } else {
-      std::fill(d_h_.begin(), d_h_.end(), 0.0f);
-      std::memcpy(d_h_.data() + (T - 1) * B * H, d_dst, sizeof(float) * B * H);
-    }
-    for (int64_t k = s_.layers; k-- > 0;) {
-      Layer& l = layers_[k];
-      const LstmLayerParams& p = params[k];
-      const float* d_h_above = k == s_.layers - 1 ? d_h_.data() : d_h_below_.data();
-      std::fill(d_h_next_.begin(), d_h_next_.end(), 0.0f);
-      std::fill(d_c_next_.begin(), d_c_next_.end(), 0.0f);
-      for (int64_t t = T; t-- > 0;) {
-        gates_backward(B, H, l.gates.data() + t * B * G, l.c.data() + t * B * H,
-                       l.c.data() + (t + 1) * B * H, d_h_above + t * B * H, d_h_next_.data(),
-                       d_c_next_.data(), d_gates_.data() + t * B * G);
-        if (t > 0) {
-          l.d_h_prev.run(stream_, d_gates_.data() + t * B * G, p.weight_hh, nullptr,
-                         d_h_next_.data());
-        }
-      }
-      const LstmLayerGrads& gr = grads[k];
-      const float* x = k == 0 ? x_tm_.data() : layers_[k - 1].h.data() + B * H;
-      l.d_w_hh.run(stream_, d_gates_.data(), l.h.data(), nullptr, gr.weight_hh);
-      l.d_w_ih.run(stream_, d_gates_.data(), x, nullptr, gr.weight_ih);
-      column_sums(d_gates_.data(), T * B, G, gr.bias_ih);
-      std::memcpy(gr.bias_hh, gr.bias_ih, sizeof(float) * G);
-      if (k > 0) {
-        l.d_x.run(stream_, d_gates_.data(), p.weight_ih, nullptr, d_h_below_.data());
-      } else if (d_src) {
-        l.d_x.run(stream_, d_gates_.data(), p.weight_ih, nullptr, d_x_tm_.data());
-        from_time_major(d_x_tm_.data(), d_src, B, T, s_.input);
-      }
-    }
-  }
-
- private:
-  struct Layer {
-    int64_t input = 0;
-    BoundMatmul project, recur, d_h_prev, d_w_hh, d_w_ih, d_x;
-    std::vector<float> gates;  // [T, B, 4H]: pre-activations, then the gate values
-    std::vector<float> c, h;   // [T + 1, B, H]: step 0 is the zero initial state
-    std::vector<float> bias;   // b_ih + b_hh
-  };
-
-  LstmShape s_;
-  dnnl::stream stream_;
-  std::vector<Layer> layers_;
-  std::vector<float> x_tm_, d_x_tm_, d_gates_, d_h_, d_h_below_, d_h_next_, d_c_next_;
-};
-
-// The same LSTM of `trials` models at once (fused trials): CpuLstm's per-step matmuls batched over
-// the trials (for hidden sizes up to 64: kBatchedStepWeights), each trial's weights trial_stride
-// floats after the last's, so that a step of every trial is one product where alone it is one per
-// trial; the products over all steps stay one per trial (TrialByTrial). A trial's tensors lie trial
-// after trial, each time-major inside ([trials, T, B, F]): a step's rows of all trials are then one
-// strided batch, and a trial's rows of all steps one matrix. oneDNN 2.6 adds a bias of its own per
-// batch entry only in its reference kernel, so each trial's b_ih + b_hh is added in the pass over
-// the gates (x W_ih^T + h W_hh^T + b, where alone it is x W_ih^T + b + h W_hh^T: the last bit may
-// differ).
-class CpuTrialsLstm final : public LstmKernel {
- public:
-  CpuTrialsLstm(const LstmShape& s, const dnnl::engine& engine, const dnnl::stream& stream)
-      : s_(s), stream_(stream), steps_batched_(4 * s.hidden * s.hidden <= kBatchedStepWeights) {
+      : s_(s),
+        stream_(stream),
+        steps_batched_(s.trial_stride > 0 && 4 * s.hidden * s.hidden <= kBatchedStepWeights) {
     using dims = memory::dims;
     const memory::dim K = s.trials, B = s.batch, T = s.steps, H = s.hidden, G = 4 * s.hidden;
     const memory::dim W = s.trial_stride, hs = (T + 1) * B * H;
-    XO_ASSERT(K >= 1 && W > 0);
+    XO_ASSERT(K >= 1 && (K == 1 || W > 0));
     // A step's tensors of every trial are [K, rows, cols] with their strides (a trial's, a
     // row's, a column's); a trial's whole sequence is [T * B, cols], one product per trial.
     auto one = [](memory::dim rows, memory::dim cols, memory::dim row, memory::dim col) {
@@ -345,9 +214,8 @@ class CpuTrialsLstm final : public LstmKernel {
       l.project.run(stream_, K, x, p.weight_ih, l.gates.data());
       auto gates = [&](int64_t n, int64_t t) {  // trial n's step t, its h_{t-1} W_hh^T added
         float* c = l.c.data() + n * hs;
-        gates_forward<true>(B, H, l.gates.data() + (n * T + t) * B * G, l.bias.data() + n * G,
-                            c + t * B * H, c + (t + 1) * B * H,
-                            l.h.data() + n * hs + (t + 1) * B * H);
+        gates_forward(B, H, l.gates.data() + (n * T + t) * B * G, l.bias.data() + n * G,
+                      c + t * B * H, c + (t + 1) * B * H, l.h.data() + n * hs + (t + 1) * B * H);
       };
       if (steps_batched_) {
         for (int64_t t = 0; t < T; ++t) {
@@ -484,7 +352,6 @@ class CpuTrialsLstm final : public LstmKernel {
 
 std::unique_ptr<LstmKernel> make_lstm(const LstmShape& shape, const dnnl::engine& engine,
                                       const dnnl::stream& stream) {
-  if (shape.trial_stride > 0) return std::make_unique<CpuTrialsLstm>(shape, engine, stream);
   return std::make_unique<CpuLstm>(shape, engine, stream);
 }
 
