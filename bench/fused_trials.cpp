@@ -10,10 +10,9 @@
 // same run would reach (the peak over one trial's achieved FLOP/s alone): no kernel can go past it.
 // --repeat N runs N rounds (alone, then each K) and reports the medians of the rounds' medians:
 // this VM's speed moves from one process (and second) to the next.
-//   build/bench/crossover_fused_trials [--models disc-2,disc-4,SPEC.toml] [--k 1,4,16,64] [--steps
-//   300]
-//                                      [--threads 2] [--device cpu|cuda:0] [--repeat 5]
-//                                      [--json FILE]
+//   build/bench/crossover_fused_trials [--models disc-2,disc-4,SPEC.toml] [--k 1,4,16,64]
+//                                      [--steps 300] [--threads 2] [--device cpu|cuda:0]
+//                                      [--repeat 5] [--json FILE]
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -162,7 +161,7 @@ int main(int argc, char** argv) {
   // Each model a built-in one or a spec file (a name ending in .toml), read before the runs.
   std::vector<xo::ModelSpec> specs;
   for (const std::string& name : models) {
-    if (name.size() > 5 && name.substr(name.size() - 5) == ".toml") {
+    if (name.ends_with(".toml")) {
       try {
         specs.push_back(xo::load_spec_file(name));
       } catch (const xo::UserError& e) {

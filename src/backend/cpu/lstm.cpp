@@ -4,7 +4,8 @@
 // one fused pass over the gates that adds b_ih + b_hh. Backward runs the steps in reverse with one
 // small matmul per step (dh_{t-1} = dgates_t W_hh), then gets the weight gradients and the input
 // gradient as three big matmuls over all steps at once. Every matmul is built once, here. Fused
-// trials: the per-step matmuls of every trial one batched product per step.
+// trials: the per-step matmuls of every trial one batched product per step (up to 64 hidden
+// units).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -32,27 +33,25 @@ GateRow<T> gate_row(T* gates, int64_t b, int64_t H) {
   return {row, row + H, row + 2 * H, row + 3 * H};
 }
 
-// One step's gates of `rows` rows: g [rows, 4H] holds the pre-activations i, f, g, o but their
+// One step's gates of `rows` rows: g [rows, 4H] holds the pre-activations i, f, g, o less their
 // bias [4H], and is overwritten with the gate values; c = f c_prev + i g and h = o tanh(c), each
 // [rows, H].
 void gates_forward(int64_t rows, int64_t H, float* g, const float* bias, const float* c_prev,
                    float* c, float* h) {
-  auto plus_bias = [bias](float v, int64_t j) { return v + bias[j]; };
+  const GateRow<const float> bq = gate_row(bias, 0, H);
   for (int64_t b = 0; b < rows; ++b) {
     const GateRow<float> q = gate_row(g, b, H);
-    float *gi = q.i, *gf = q.f, *gg = q.g, *go = q.o;
     const float* cp = c_prev + b * H;
     float* cb = c + b * H;
     float* hb = h + b * H;
 #pragma omp simd
     for (int64_t j = 0; j < H; ++j) {
-      const float i = sigmoid_exp(plus_bias(gi[j], j)), f = sigmoid_exp(plus_bias(gf[j], H + j));
-      const float cell = tanh_exp(plus_bias(gg[j], 2 * H + j));
-      const float o = sigmoid_exp(plus_bias(go[j], 3 * H + j));
-      gi[j] = i;
-      gf[j] = f;
-      gg[j] = cell;
-      go[j] = o;
+      const float i = sigmoid_exp(q.i[j] + bq.i[j]), f = sigmoid_exp(q.f[j] + bq.f[j]);
+      const float cell = tanh_exp(q.g[j] + bq.g[j]), o = sigmoid_exp(q.o[j] + bq.o[j]);
+      q.i[j] = i;
+      q.f[j] = f;
+      q.g[j] = cell;
+      q.o[j] = o;
       const float cv = f * cp[j] + i * cell;
       cb[j] = cv;
       hb[j] = o * tanh_exp(cv);
@@ -68,20 +67,18 @@ void gates_backward(int64_t rows, int64_t H, const float* g, const float* c_prev
   for (int64_t b = 0; b < rows; ++b) {
     const GateRow<const float> q = gate_row(g, b, H);
     const GateRow<float> d = gate_row(dg, b, H);
-    const float *gi = q.i, *gf = q.f, *gg = q.g, *go = q.o;
-    float *di = d.i, *df = d.f, *dgg = d.g, *d_o = d.o;
     const float* dhn = dh_next + b * H;
     float* dcn = dc_next + b * H;
 #pragma omp simd
     for (int64_t j = 0; j < H; ++j) {
       const float dh = d_h[b * H + j] + dhn[j];
       const float tc = tanh_exp(c[b * H + j]);
-      const float i = gi[j], f = gf[j], cell = gg[j], o = go[j];
+      const float i = q.i[j], f = q.f[j], cell = q.g[j], o = q.o[j];
       const float dc = dcn[j] + dh * o * (1.0f - tc * tc);
-      d_o[j] = dh * tc * o * (1.0f - o);
-      di[j] = dc * cell * i * (1.0f - i);
-      df[j] = dc * c_prev[b * H + j] * f * (1.0f - f);
-      dgg[j] = dc * i * (1.0f - cell * cell);
+      d.o[j] = dh * tc * o * (1.0f - o);
+      d.i[j] = dc * cell * i * (1.0f - i);
+      d.f[j] = dc * c_prev[b * H + j] * f * (1.0f - f);
+      d.g[j] = dc * i * (1.0f - cell * cell);
       dcn[j] = dc * f;
     }
   }
@@ -317,7 +314,7 @@ class CpuLstm final : public LstmKernel {
   // where a trial's W_hh is at most this many floats (64 KiB: hidden sizes up to 64); larger ones
   // run trial by trial, each trial's steps one after another, as alone: the step-major order
   // cycled 16 imdb-lstm trials' W_hh (256 KiB each) through the cache at every step, 13% slower
-  // than trial by trial, where 16 trials of a 32-wide LSTM ran 10% faster batched
+  // than trial by trial, where 16 trials of a 32-wide LSTM ran 12% faster batched
   // (docs/benchmarks.md). Either way a trial's arithmetic is the same in any group.
   static constexpr int64_t kBatchedStepWeights = 16 * 1024;
 
