@@ -12,8 +12,11 @@
 #include <cstdio>  // std::rename
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <fstream>
 #include <sstream>
+#include <system_error>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -361,6 +364,41 @@ void move_into_place(Replacement& r) {
   r.tmp.clear();
 }
 
+// The most threads a commit waits for the disk on.
+constexpr size_t kSyncThreads = 4;
+
+// `each` on every item; for more than two, on up to kSyncThreads threads: a file system commits
+// the fsyncs it is given together in fewer journal transactions (ext4 on this VM: a fused group of
+// 16 trials' results and weights, 32 files in 16 folders, 8.6-10.7 ms one after another, 5.8-8.3
+// ms on 4 threads). The first error is thrown once every thread has ended.
+template <typename T, typename F>
+void sync_together(std::vector<T>& items, F each) {
+  const size_t threads = items.size() > 2 ? std::min(kSyncThreads, items.size()) : 1;
+  std::vector<std::exception_ptr> errors(threads);
+  auto slice = [&](size_t t) {
+    try {
+      for (size_t i = t; i < items.size(); i += threads) each(items[i]);
+    } catch (...) {
+      errors[t] = std::current_exception();
+    }
+  };
+  std::vector<std::thread> pool;
+  size_t started = 1;  // slice 0 is this thread's
+  for (; started < threads; ++started) {
+    try {
+      pool.emplace_back(slice, started);
+    } catch (const std::system_error&) {
+      break;  // no thread to be had: the rest on this one
+    }
+  }
+  slice(0);
+  for (size_t t = started; t < threads; ++t) slice(t);
+  for (std::thread& th : pool) th.join();
+  for (const std::exception_ptr& e : errors) {
+    if (e) std::rethrow_exception(e);
+  }
+}
+
 std::filesystem::path folder_of(const std::filesystem::path& path) {
   return path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
 }
@@ -426,21 +464,22 @@ void AtomicWrites::commit() {
       pending.push_back(
           write_replacement(target.path, named_target(f.path, target), f.bytes, durable));
     }
-    for (Replacement& r : pending) sync_replacement(r, durable);
+    sync_together(pending, [durable](Replacement& r) { sync_replacement(r, durable); });
     for (Replacement& r : pending) move_into_place(r);
   } catch (...) {
     abandon_all();
     files_.clear();
     throw;
   }
-  std::vector<std::filesystem::path> synced;
+  std::vector<std::pair<std::filesystem::path, std::filesystem::path>> folders;  // and a file
   for (const Replacement& r : pending) {
     if (!durable) break;
-    const std::filesystem::path folder = folder_of(r.path);
-    if (std::find(synced.begin(), synced.end(), folder) != synced.end()) continue;
-    synced.push_back(folder);
-    sync_folder(folder, r.path);
+    std::filesystem::path folder = folder_of(r.path);
+    const bool seen = std::any_of(folders.begin(), folders.end(),
+                                  [&](const auto& f) { return f.first == folder; });
+    if (!seen) folders.emplace_back(std::move(folder), r.path);
   }
+  sync_together(folders, [](const auto& f) { sync_folder(f.first, f.second); });
   files_.clear();
 }
 

@@ -261,8 +261,10 @@ TrainResult train_model(Model& model, const DataSplit& split, const TrainSpec& t
   }
 
   if (ranks) ranks->share_state(model);  // rank 0's running statistics, as evaluated
-  return result_of(plan, state, train, exec, rules, stop, setup_seconds, resumed_at, last_epoch,
-                   checkpoints);
+  TrainResult r = result_of(plan, state, train, exec, rules, stop, setup_seconds, resumed_at,
+                            last_epoch, checkpoints);
+  model.backend().release_threads();
+  return r;
 }
 
 }  // namespace xo

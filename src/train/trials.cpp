@@ -403,6 +403,7 @@ std::vector<TrainResult> train_fused(std::vector<FusedTrial>& trials, const Data
     }
     group.plan(planned, options.groups);
   }
+  be.release_threads();
   std::vector<TrainResult> results;
   for (auto& t : planned) {
     results.push_back(result_of(*t, setup_seconds, static_cast<int>(planned.size())));

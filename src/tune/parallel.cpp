@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <chrono>
 #include <memory>
 
 #include "backend/backend.h"
@@ -71,9 +72,17 @@ namespace {
 // The fewest steps a group is timed over: its median step is the figure.
 constexpr int64_t kMinProbeSteps = 10;
 
-// `k` trials of `spec` (seeds apart) trained as one group for `steps` steps: its median step.
-double group_step_seconds(Backend& backend, const ModelSpec& spec, const DataSplit& data, int k,
-                          int64_t steps) {
+// A group timed: its median step, and the seconds the timing took from the first model built to
+// the last step (what the probe pays for it).
+struct GroupTiming {
+  double step_s = 0;
+  double wall_s = 0;
+};
+
+// `k` trials of `spec` (seeds apart) trained as one group for `steps` steps.
+GroupTiming time_group(Backend& backend, const ModelSpec& spec, const DataSplit& data, int k,
+                       int64_t steps) {
+  const auto start = std::chrono::steady_clock::now();
   std::vector<std::unique_ptr<Model>> models;
   std::vector<FusedTrial> trials;
   for (int t = 0; t < k; ++t) {
@@ -85,7 +94,8 @@ double group_step_seconds(Backend& backend, const ModelSpec& spec, const DataSpl
   }
   FusedOptions o;
   o.max_steps = steps;
-  return train_fused(trials, data, o)[0].step_ms.median * 1e-3;
+  const double step_s = train_fused(trials, data, o)[0].step_ms.median * 1e-3;
+  return {step_s, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()};
 }
 
 }  // namespace
@@ -100,7 +110,12 @@ int measure_fuse_cap(Backend& backend, const ModelSpec& spec, const DataSplit& d
   // timed times its share more where that is less (a group timed while the machine was busy is
   // not held against the next), and is timed over as many steps as the budget holds (at least
   // kMinProbeSteps; a group that cannot have them is not tried).
-  const double one_s = group_step_seconds(backend, spec, data, 1, kMinProbeSteps);
+  const GroupTiming one = time_group(backend, spec, data, 1, kMinProbeSteps);
+  const double one_s = one.step_s;
+  // What a trial's setting up costs the probe (its model, initial weights, its share of the
+  // group's plan), paid again for each trial of every group timed: a search of a few milliseconds'
+  // training is not held up by timings that would cost more than they could save.
+  const double setup_s = std::max(0.0, one.wall_s - static_cast<double>(kMinProbeSteps) * one_s);
   const double budget_s =
       std::min(probe.budget_s, kFuseProbeShare * one_s * static_cast<double>(probe.search_steps));
   const int64_t batch = std::min(spec.train.batch, data.train.samples);
@@ -108,11 +123,12 @@ int measure_fuse_cap(Backend& backend, const ModelSpec& spec, const DataSplit& d
   int last_k = 1;
   for (const int k : sizes) {
     const double predicted_s = std::min(one_s * k, last_s * k / last_k);
-    if (predicted_s * kMinProbeSteps > budget_s) break;
+    const double fixed_s = setup_s * k;
+    if (fixed_s + predicted_s * kMinProbeSteps > budget_s) break;
     if (options.empty() && probe.measuring) probe.measuring();
-    const auto n = std::clamp<int64_t>(static_cast<int64_t>(budget_s / predicted_s), kMinProbeSteps,
-                                       std::max(probe.steps, kMinProbeSteps));
-    last_s = group_step_seconds(backend, spec, data, k, n);
+    const auto n = std::clamp<int64_t>(static_cast<int64_t>((budget_s - fixed_s) / predicted_s),
+                                       kMinProbeSteps, std::max(probe.steps, kMinProbeSteps));
+    last_s = time_group(backend, spec, data, k, n).step_s;
     last_k = k;
     options.push_back({k, 0, static_cast<double>(k * batch) / last_s, {}});
   }

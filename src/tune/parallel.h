@@ -57,11 +57,12 @@ inline constexpr double kFuseProbeShare = 0.05;
 // groups of K trials of `spec` (seeds apart) trained as one (train/trials.h), for K = 4, 16, 64,
 // ... below `cap` and `cap` itself, each timed by its median step over at most `probe.steps`
 // steps, and over at most kFuseProbeShare of the search's own time (one trial's step times
-// `probe.search_steps`) and `probe.budget_s` seconds: a group that cannot take 10 steps within
-// that is not tried (the next size is predicted from the last one timed). The largest K within 5%
-// of the fastest rate (fewer, larger groups: fewer processes to start); each K measured goes to
-// `options` (threads 0: the backend's). `cap` when there is nothing to choose (one size) or no
-// group could be timed (a search shorter than timing it would be).
+// `probe.search_steps`) and `probe.budget_s` seconds: a group that cannot be set up (each trial's
+// model and plan, at what one trial's cost) and take 10 steps within that is not tried (the next
+// size is predicted from the last one timed). The largest K within 5% of the fastest rate (fewer,
+// larger groups: fewer processes to start); each K measured goes to `options` (threads 0: the
+// backend's). `cap` when there is nothing to choose (one size) or no group could be timed (a search
+// shorter than timing it would be).
 int measure_fuse_cap(Backend& backend, const ModelSpec& spec, const DataSplit& data, int cap,
                      const FuseProbe& probe, std::vector<ParallelOption>& options);
 

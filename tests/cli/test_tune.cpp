@@ -278,13 +278,15 @@ TEST(Tune, FusedTrialsEndAsTheyDoOneProcessEach) {
 }
 
 // --fuse auto measures fused groups of 4, 16 and as many as the search has (20) before the first
-// trial, and takes the largest within 5% of the fastest; no group is larger. (200 epochs: a
-// twentieth of the search's own time holds each size's steps many times over, on a loaded machine
-// and under the sanitizers too.)
+// trial, and takes the largest within 5% of the fastest; no group is larger. (1,000 epochs: a
+// twentieth of the search's own time holds each size's setting up and steps many times over, on a
+// loaded machine and under the sanitizers too; at 200 a group of 16 set up on a machine running
+// another test did not fit.)
 TEST(Tune, FuseAutoTakesTheGroupSizeMeasuredFastest) {
   xo::testing::TempDir dir("tune-fuse-auto");
   const auto r = run_cli(
-      "tune disc-2 --vary lr=0.05,0.1,0.2,0.3,0.4 --vary train.seed=1,2,3,4 --epochs 200 --out out",
+      "tune disc-2 --vary lr=0.05,0.1,0.2,0.3,0.4 --vary train.seed=1,2,3,4 --epochs 1000 --out "
+      "out",
       dir.path());
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_NE(r.output.find("measuring fused groups of trials on cpu"), std::string::npos)

@@ -81,6 +81,28 @@ TEST(AtomicWrites, WritesEveryFileInItsFolderAsTheSingleCallsWould) {
   }
 }
 
+// A fused group's outputs: two files in each of 16 folders, synced on several threads; each file
+// lands whole with its own bytes, and no temporary is left.
+TEST(AtomicWrites, ManyFilesInManyFoldersLandWhole) {
+  const testing::TempDir temp("atomic-writes-many");
+  AtomicWrites w;
+  for (int t = 0; t < 16; ++t) {
+    const fs::path dir = temp / fmt::format("t{:02}", t);
+    w.add(dir / "result.json", fmt::format("result {}", t));
+    w.add(dir / "weights.safetensors", std::string(1000 + t, static_cast<char>('a' + t)));
+  }
+  w.commit();
+  for (int t = 0; t < 16; ++t) {
+    const fs::path dir = temp / fmt::format("t{:02}", t);
+    EXPECT_EQ(read_file(dir / "result.json"), fmt::format("result {}", t));
+    EXPECT_EQ(read_file(dir / "weights.safetensors"),
+              std::string(1000 + t, static_cast<char>('a' + t)));
+    std::vector<std::string> names = names_in(dir);
+    std::sort(names.begin(), names.end());
+    EXPECT_EQ(names, (std::vector<std::string>{"result.json", "weights.safetensors"}));
+  }
+}
+
 // A file that cannot be written stops the commit before any file is replaced where it fails while
 // writing (every file keeps its previous version, no temporary is left), and names the file.
 TEST(AtomicWrites, AFailureBeforeTheRenamesKeepsEveryPreviousVersion) {

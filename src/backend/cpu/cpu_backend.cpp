@@ -189,6 +189,12 @@ ExecutionPolicy CpuBackend::execution_policy() const {
           .single_thread_flops = kSingleThreadMatmulFlops};
 }
 
+void CpuBackend::release_threads() {
+  // libgomp ends this thread's pool (its workers spin GOMP_SPINCOUNT times, some 15 ms here,
+  // before they sleep); inside a parallel region it declines, and nothing is lost.
+  omp_pause_resource_all(omp_pause_soft);
+}
+
 void CpuBackend::parallel_shards(int shards, FunctionRef<void(int shard)> body) {
   if (shards == 1) {
     body(0);

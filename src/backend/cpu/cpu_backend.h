@@ -70,6 +70,7 @@ class CpuBackend final : public Backend {
                   int32_t* dst_labels) override;
   void increment(uint64_t* counter) override { ++*counter; }
   void synchronize() override {}
+  void release_threads() override;
   std::unique_ptr<RecordedWork> capture(FunctionRef<void()>) override { return nullptr; }
   std::unique_ptr<QueueClock> clock(int marks) override;
   void accumulate(float* dst, const float* src, int64_t n) override;
