@@ -284,7 +284,10 @@ void Search::loop() {
     if (!runner_->any_busy()) break;
     const std::vector<TrialRunner::Ended> ended = runner_->collect_ended();
     for (const TrialRunner::Ended& e : ended) job_done(e);
-    if (!ended.empty()) publish();  // once for every end seen together
+    // Once for every end seen together, unless nothing runs and nothing is left to start: the
+    // search then ends, and its record is written with its price (finish).
+    const bool goes_on = runner_->any_busy() || (!stopping && next_job(record_, running_));
+    if (!ended.empty() && goes_on) publish();
     if (ended.empty()) runner_->wait_for_end(kPoll);
   }
 }
@@ -499,8 +502,10 @@ void Search::finish() {
     const TrialFiles f = trial_files(out_, best->id);
     // Files of the search's own: whatever has their names (a link planted while it was stopped)
     // is replaced, never written through.
-    replace_file_atomic(out_ / "best.toml", read_file(f.spec));
-    if (fs::exists(f.weights)) replace_file_atomic(out_ / "best.safetensors", read_file(f.weights));
+    AtomicWrites best_files;
+    best_files.replace(out_ / "best.toml", read_file(f.spec));
+    if (fs::exists(f.weights)) best_files.replace(out_ / "best.safetensors", read_file(f.weights));
+    best_files.commit();
   }
   price();
 }
