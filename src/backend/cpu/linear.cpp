@@ -170,11 +170,10 @@ class CpuTrialsLinear final : public WeightedKernel {
 
   void forward(const float* src, const float* weights, const float* bias, float* dst) override {
     XO_ASSERT((bias != nullptr) == shape_.has_bias);
-    if (small_) {
-      small_forward(src, weights, dst);
-    } else {
-      forward_.run(stream_, src, weights, nullptr, dst);
-    }
+    if (small_)
+      return with_activation(
+          [&](auto a) { small_forward<decltype(a)::value>(src, weights, bias, dst); });
+    forward_.run(stream_, src, weights, nullptr, dst);
     switch (shape_.activation) {
       case Activation::None:
         return bias_and_activation<Activation::None>(bias, dst);
@@ -233,8 +232,10 @@ class CpuTrialsLinear final : public WeightedKernel {
 
   // dst = src W^T per trial: rows' OUT sums over the inputs (W^T [in, out] made once per trial,
   // so each input adds one row of it).
-  template <int OUT, int R>
-  static void forward_rows(const float* x, int64_t in, const float* w_t, float* y) {
+  // The sums leave the registers as act(sum + bias), the arithmetic of bias_and_activation's
+  // pass (which the larger layers take), without the pass.
+  template <int OUT, int R, Activation A>
+  static void forward_rows(const float* x, int64_t in, const float* w_t, const float* b, float* y) {
     alignas(64) float acc[R][OUT] = {};
     for (int64_t i = 0; i < in; ++i) {
       const float* row = w_t + i * OUT;
@@ -244,10 +245,15 @@ class CpuTrialsLinear final : public WeightedKernel {
         for (int o = 0; o < OUT; ++o) acc[r][o] += xi * row[o];
       }
     }
-    for (int r = 0; r < R; ++r) std::copy(acc[r], acc[r] + OUT, y + r * OUT);
+    alignas(64) float bias[OUT];
+    for (int o = 0; o < OUT; ++o) bias[o] = b ? b[o] : 0.0f;
+    for (int r = 0; r < R; ++r) {
+#pragma omp simd
+      for (int o = 0; o < OUT; ++o) y[r * OUT + o] = activate<A>(acc[r][o] + bias[o]);
+    }
   }
-  template <int OUT>
-  void small_forward(const float* src, const float* weights, float* dst) {
+  template <Activation A, int OUT>
+  void small_forward(const float* src, const float* weights, const float* bias, float* dst) {
     const int64_t batch = shape_.batch, in = shape_.in_features;
     float* w_t = transposed_.data();
     for (int64_t t = 0; t < shape_.trials; ++t) {
@@ -255,9 +261,10 @@ class CpuTrialsLinear final : public WeightedKernel {
       for (int64_t o = 0; o < OUT; ++o)
         for (int64_t i = 0; i < in; ++i) w_t[i * OUT + o] = w[o * in + i];
       const float* x = src + t * batch * in;
+      const float* b = bias ? bias + t * shape_.trial_stride : nullptr;
       float* y = dst + t * batch * OUT;
       in_blocks<kRows<OUT>>(batch, [&](auto rows, int64_t r) {
-        forward_rows<OUT, decltype(rows)::value>(x + r * in, in, w_t, y + r * OUT);
+        forward_rows<OUT, decltype(rows)::value, A>(x + r * in, in, w_t, b, y + r * OUT);
       });
     }
   }
@@ -298,13 +305,17 @@ class CpuTrialsLinear final : public WeightedKernel {
   // y = x W^T, 16 / OUT rows at a time: each of their 16 outputs a vector of partial sums along
   // the inputs, the 16 then summed across their lanes at once (lane_sums), which gives the rows'
   // outputs in memory order. The rows left over, one dot product each.
-  template <int OUT, int IN>
-  void narrow_forward(const float* src, const float* weights, float* dst) const {
+  template <Activation A, int OUT, int IN>
+  void narrow_forward(const float* src, const float* weights, const float* bias, float* dst) const {
     constexpr int kRowsAtOnce = 16 / OUT, kVectors = IN / 16;
     const int64_t batch = shape_.batch;
     for (int64_t t = 0; t < shape_.trials; ++t) {
       const float* w = weights + t * shape_.trial_stride;
       const float* x = src + t * batch * IN;
+      const float* b = bias ? bias + t * shape_.trial_stride : nullptr;
+      // The bias of each of a stored vector's 16 outputs (column l % OUT).
+      alignas(64) float lanes[16];
+      for (int l = 0; l < 16; ++l) lanes[l] = b ? b[l % OUT] : 0.0f;
       float* y = dst + t * batch * OUT;
       __m512 wv[OUT][kVectors];
       for (int o = 0; o < OUT; ++o)
@@ -321,13 +332,17 @@ class CpuTrialsLinear final : public WeightedKernel {
               v[rr * OUT + o] = _mm512_fmadd_ps(xv, wv[o][k], v[rr * OUT + o]);
           }
         }
-        _mm512_storeu_ps(y + r * OUT, lane_sums(v));
+        alignas(64) float sums[16];
+        _mm512_store_ps(sums, lane_sums(v));
+        float* out = y + r * OUT;
+#pragma omp simd
+        for (int l = 0; l < 16; ++l) out[l] = activate<A>(sums[l] + lanes[l]);
       }
       for (; r < batch; ++r) {
         for (int o = 0; o < OUT; ++o) {
           float sum = 0.0f;
           for (int i = 0; i < IN; ++i) sum += x[r * IN + i] * w[o * IN + i];
-          y[r * OUT + o] = sum;
+          y[r * OUT + o] = activate<A>(sum + lanes[o]);
         }
       }
     }
@@ -429,17 +444,33 @@ class CpuTrialsLinear final : public WeightedKernel {
     });
   }
 
-  void small_forward(const float* src, const float* weights, float* dst) {
+  template <Activation A>
+  void small_forward(const float* src, const float* weights, const float* bias, float* dst) {
 #if defined(__AVX512F__)
     if (along_inputs([&](auto out, auto in) {
-          narrow_forward<decltype(out)::value, decltype(in)::value>(src, weights, dst);
+          narrow_forward<A, decltype(out)::value, decltype(in)::value>(src, weights, bias, dst);
         }))
       return;
 #endif
     by_width(shape_.out_features, [&](auto out) {
-      small_forward<decltype(out)::value>(src, weights, dst);
+      small_forward<A, decltype(out)::value>(src, weights, bias, dst);
       return true;
     });
+  }
+
+  // body(std::integral_constant<Activation, A>) for the layer's activation.
+  template <typename Body>
+  void with_activation(Body&& body) const {
+    switch (shape_.activation) {
+      case Activation::None:
+        return body(std::integral_constant<Activation, Activation::None>{});
+      case Activation::ReLU:
+        return body(std::integral_constant<Activation, Activation::ReLU>{});
+      case Activation::Tanh:
+        return body(std::integral_constant<Activation, Activation::Tanh>{});
+      case Activation::Sigmoid:
+        return body(std::integral_constant<Activation, Activation::Sigmoid>{});
+    }
   }
   void small_backward(const float* src, const float* weights, const float* d_pre, float* d_weights,
                       float* d_src) {
