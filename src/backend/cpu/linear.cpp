@@ -174,35 +174,14 @@ class CpuTrialsLinear final : public WeightedKernel {
       return with_activation(
           [&](auto a) { small_forward<decltype(a)::value>(src, weights, bias, dst); });
     forward_.run(stream_, src, weights, nullptr, dst);
-    switch (shape_.activation) {
-      case Activation::None:
-        return bias_and_activation<Activation::None>(bias, dst);
-      case Activation::ReLU:
-        return bias_and_activation<Activation::ReLU>(bias, dst);
-      case Activation::Tanh:
-        return bias_and_activation<Activation::Tanh>(bias, dst);
-      case Activation::Sigmoid:
-        return bias_and_activation<Activation::Sigmoid>(bias, dst);
-    }
+    with_activation([&](auto a) { bias_and_activation<decltype(a)::value>(bias, dst); });
   }
 
   void backward(const float* src, const float* weights, const float* dst, float* d_dst,
                 float* d_weights, float* d_bias, float* d_src) override {
     XO_ASSERT((d_src != nullptr) == shape_.need_d_src);
-    switch (shape_.activation) {
-      case Activation::None:
-        activation_and_bias_backward<Activation::None>(dst, d_dst, d_bias);
-        break;
-      case Activation::ReLU:
-        activation_and_bias_backward<Activation::ReLU>(dst, d_dst, d_bias);
-        break;
-      case Activation::Tanh:
-        activation_and_bias_backward<Activation::Tanh>(dst, d_dst, d_bias);
-        break;
-      case Activation::Sigmoid:
-        activation_and_bias_backward<Activation::Sigmoid>(dst, d_dst, d_bias);
-        break;
-    }
+    with_activation(
+        [&](auto a) { activation_and_bias_backward<decltype(a)::value>(dst, d_dst, d_bias); });
     if (small_) return small_backward(src, weights, d_dst, d_weights, d_src);
     d_weights_.run(stream_, d_dst, src, nullptr, d_weights);
     if (d_src) d_src_.run(stream_, d_dst, weights, nullptr, d_src);
