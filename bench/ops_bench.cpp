@@ -4,6 +4,7 @@
 //   build/bench/crossover_ops_bench [--benchmark_filter=...] [google benchmark flags]
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <memory>
 
 #include "backend/backend.h"
@@ -60,6 +61,65 @@ void BM_LinearBackward(benchmark::State& state) {
                                                  benchmark::Counter::kIsIterationInvariantRate);
 }
 
+// A fused group's Linear (model/trials.h) on one worker: 8 trials (a 16-trial group's half on two
+// cores), each its own weights a padded stride apart. Arguments: in_features, out_features; the
+// activation ReLU where the output is wider than the disc models' 2 classes.
+constexpr int64_t kTrials = 8;
+
+struct TrialsLinear {
+  TrialsLinear(int64_t in, int64_t out) {
+    xo::LinearShape s{kBatch,
+                      in,
+                      out,
+                      true,
+                      out > 2 ? xo::Activation::ReLU : xo::Activation::None,
+                      in > 2,
+                      true,
+                      kTrials,
+                      (in * out + out + 15) / 16 * 16};
+    kernel = backend().linear(s);
+    auto floats = [&](int64_t n) {
+      xo::DeviceBuffer b = backend().allocate(sizeof(float) * n);
+      std::fill(b.as<float>(), b.as<float>() + n, 0.01f);
+      return b;
+    };
+    src = floats(kTrials * kBatch * in);
+    params = floats(kTrials * s.trial_stride);
+    grads = floats(kTrials * s.trial_stride);
+    dst = floats(kTrials * kBatch * out);
+    d_dst = floats(kTrials * kBatch * out);
+    d_src = s.need_d_src ? floats(kTrials * kBatch * in) : xo::DeviceBuffer();
+    bias_at = in * out;
+  }
+  std::unique_ptr<xo::WeightedKernel> kernel;
+  xo::DeviceBuffer src, params, grads, dst, d_dst, d_src;
+  int64_t bias_at = 0;
+};
+
+void BM_TrialsLinearForward(benchmark::State& state) {
+  const int64_t in = state.range(0), out = state.range(1);
+  TrialsLinear l(in, out);
+  for (auto _ : state) {
+    l.kernel->forward(l.src.as<float>(), l.params.as<float>(), l.params.as<float>() + l.bias_at,
+                      l.dst.as<float>());
+  }
+  state.counters["GFLOP/s"] = benchmark::Counter(2.0 * kTrials * kBatch * in * out * 1e-9,
+                                                 benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void BM_TrialsLinearBackward(benchmark::State& state) {
+  const int64_t in = state.range(0), out = state.range(1);
+  TrialsLinear l(in, out);
+  for (auto _ : state) {
+    l.kernel->backward(l.src.as<float>(), l.params.as<float>(), l.dst.as<float>(),
+                       l.d_dst.as<float>(), l.grads.as<float>(), l.grads.as<float>() + l.bias_at,
+                       l.d_src ? l.d_src.as<float>() : nullptr);
+  }
+  const double products = in > 2 ? 4.0 : 2.0;  // d_W, and d_src above the first layer
+  state.counters["GFLOP/s"] = benchmark::Counter(products * kTrials * kBatch * in * out * 1e-9,
+                                                 benchmark::Counter::kIsIterationInvariantRate);
+}
+
 // Argument: parameters. Plain SGD reads params and grads and writes params: 12 bytes each.
 void BM_SgdStep(benchmark::State& state) {
   const int64_t n = state.range(0);
@@ -81,6 +141,13 @@ void disc_layers(benchmark::internal::Benchmark* b) {
 
 BENCHMARK(BM_LinearForward)->Apply(disc_layers)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_LinearBackward)->Apply(disc_layers)->Unit(benchmark::kMicrosecond);
+// disc-6's layers.
+void disc6_trial_layers(benchmark::internal::Benchmark* b) {
+  for (int64_t in = 2; in <= 32; in *= 2) b->Args({in, 2 * in});
+  b->Args({16, 2})->Args({32, 2})->Args({64, 2});
+}
+BENCHMARK(BM_TrialsLinearForward)->Apply(disc6_trial_layers)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_TrialsLinearBackward)->Apply(disc6_trial_layers)->Unit(benchmark::kMicrosecond);
 // disc-6, disc-10 and disc-12's parameter counts.
 BENCHMARK(BM_SgdStep)->Arg(2982)->Arg(703142)->Arg(11201190)->Unit(benchmark::kMicrosecond);
 

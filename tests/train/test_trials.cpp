@@ -573,14 +573,18 @@ TEST(FusedTrials, TheBatchedLinearEqualsOneKernelPerTrial) {
   // oneDNN's batched product (7 x 6), and the loops of small powers of two (8 x 16, 2 x 4); outputs
   // narrower than a vector over inputs a vector wide or more, d_W along the inputs (64 x 2, 32 x 2,
   // 16 x 8); a batch of 21, so that d_W's last row is summed alone and the forward takes
-  // blocks of rows (16 / OUT at once) and rows left over.
+  // blocks of rows (16 / OUT at once) and rows left over. Both widths 16 or more (16 x 32, 64 x 16,
+  // 32 x 64): W transposed in 16 x 16 tiles, d_W along the inputs.
   for (const auto& [kIn, kOut, act] : {std::tuple{int64_t{7}, int64_t{6}, Activation::None},
                                        std::tuple{int64_t{7}, int64_t{6}, Activation::ReLU},
                                        std::tuple{int64_t{8}, int64_t{16}, Activation::Tanh},
                                        std::tuple{int64_t{64}, int64_t{2}, Activation::Sigmoid},
                                        std::tuple{int64_t{32}, int64_t{2}, Activation::ReLU},
                                        std::tuple{int64_t{16}, int64_t{8}, Activation::None},
-                                       std::tuple{int64_t{2}, int64_t{4}, Activation::ReLU}}) {
+                                       std::tuple{int64_t{2}, int64_t{4}, Activation::ReLU},
+                                       std::tuple{int64_t{16}, int64_t{32}, Activation::ReLU},
+                                       std::tuple{int64_t{64}, int64_t{16}, Activation::Tanh},
+                                       std::tuple{int64_t{32}, int64_t{64}, Activation::None}}) {
     const int64_t kStride = padded_stride(kIn, kOut);
     Rng rng(static_cast<uint64_t>(kIn * 100 + kOut));
     auto fill = [&](int64_t n) { return uniform_values(rng, n); };

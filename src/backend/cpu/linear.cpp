@@ -134,7 +134,67 @@ inline __m512 lane_sums(const __m512 (&v)[16]) {
                                    _mm512_shuffle_f32x4(w[2], w[3], kOdd));
   return _mm512_add_ps(_mm512_shuffle_f32x4(y01, y23, kEven), _mm512_shuffle_f32x4(y01, y23, kOdd));
 }
+
+// dst's 16 x 16 tile (rows ld floats apart) = the transpose of src's (rows ls apart), in registers:
+// pairs of rows interleaved, then pairs of pairs, giving each 128-bit lane a 4 x 4 block
+// transposed; then the blocks moved across lanes. 64 shuffles where the scalar copy moves 256
+// floats one at a time (a quarter of a fused small Linear's forward).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"  // as at the include above
 #endif
+inline void transpose_tile(const float* src, int64_t ls, float* dst, int64_t ld) {
+  __m512 r[16], t[16];
+  for (int i = 0; i < 16; ++i) r[i] = _mm512_loadu_ps(src + i * ls);
+  for (int k = 0; k < 8; ++k) {
+    t[2 * k] = _mm512_unpacklo_ps(r[2 * k], r[2 * k + 1]);
+    t[2 * k + 1] = _mm512_unpackhi_ps(r[2 * k], r[2 * k + 1]);
+  }
+  // r[4g + j], lane c: column 4c + j of rows 4g ... 4g + 3.
+  auto lo = [](__m512 a, __m512 b) {
+    return _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(a), _mm512_castps_pd(b)));
+  };
+  auto hi = [](__m512 a, __m512 b) {
+    return _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(a), _mm512_castps_pd(b)));
+  };
+  for (int g = 0; g < 4; ++g) {
+    r[4 * g] = lo(t[4 * g], t[4 * g + 2]);
+    r[4 * g + 1] = hi(t[4 * g], t[4 * g + 2]);
+    r[4 * g + 2] = lo(t[4 * g + 1], t[4 * g + 3]);
+    r[4 * g + 3] = hi(t[4 * g + 1], t[4 * g + 3]);
+  }
+  // Output row 4c + j: lane c of r[j], r[4 + j], r[8 + j], r[12 + j].
+  constexpr int kLow = 0x44, kHigh = 0xEE, kEven = 0x88, kOdd = 0xDD;
+  for (int j = 0; j < 4; ++j) {
+    const __m512 v0 = _mm512_shuffle_f32x4(r[j], r[4 + j], kLow);
+    const __m512 v1 = _mm512_shuffle_f32x4(r[j], r[4 + j], kHigh);
+    const __m512 v2 = _mm512_shuffle_f32x4(r[8 + j], r[12 + j], kLow);
+    const __m512 v3 = _mm512_shuffle_f32x4(r[8 + j], r[12 + j], kHigh);
+    _mm512_storeu_ps(dst + j * ld, _mm512_shuffle_f32x4(v0, v2, kEven));
+    _mm512_storeu_ps(dst + (4 + j) * ld, _mm512_shuffle_f32x4(v0, v2, kOdd));
+    _mm512_storeu_ps(dst + (8 + j) * ld, _mm512_shuffle_f32x4(v1, v3, kEven));
+    _mm512_storeu_ps(dst + (12 + j) * ld, _mm512_shuffle_f32x4(v1, v3, kOdd));
+  }
+}
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+#endif
+
+// t [cols, rows] = the transpose of m [rows, cols]: 16 x 16 tiles in registers where both are
+// multiples of 16 (and the CPU has AVX-512), else one float at a time.
+inline void transpose(const float* m, int64_t rows, int64_t cols, float* t) {
+#if defined(__AVX512F__)
+  if (rows % 16 == 0 && cols % 16 == 0) {
+    for (int64_t r = 0; r < rows; r += 16)
+      for (int64_t c = 0; c < cols; c += 16)
+        transpose_tile(m + r * cols + c, cols, t + c * rows + r, rows);
+    return;
+  }
+#endif
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) t[c * rows + r] = m[r * cols + c];
+}
 
 // The same Linear of `trials` models at once (fused trials): three batched oneDNN matmuls over the
 // trial dimension, each trial's weights trial_stride floats after the last's. oneDNN 2.6 runs a
@@ -237,8 +297,7 @@ class CpuTrialsLinear final : public WeightedKernel {
     float* w_t = transposed_.data();
     for (int64_t t = 0; t < shape_.trials; ++t) {
       const float* w = weights + t * shape_.trial_stride;
-      for (int64_t o = 0; o < OUT; ++o)
-        for (int64_t i = 0; i < in; ++i) w_t[i * OUT + o] = w[o * in + i];
+      transpose(w, OUT, in, w_t);
       const float* x = src + t * batch * in;
       const float* b = bias ? bias + t * shape_.trial_stride : nullptr;
       float* y = dst + t * batch * OUT;
@@ -264,9 +323,46 @@ class CpuTrialsLinear final : public WeightedKernel {
     for (int r = 0; r < R; ++r)
       for (int o = 0; o < OUT; ++o) d_w[o * in + r] = acc[r][o];
   }
+  // d_W's rows [o, o + R) (d_pre's columns), each IN wide, summed over the batch: stored as they
+  // are laid out, where d_weight_rows' sums (along the outputs) are put back one float at a time.
+  // The same sums in the same order (each over the batch in order).
+  template <int IN, int R>
+  static void d_weight_cols(const float* x, int64_t out, int64_t batch, const float* g,
+                            float* d_w) {
+    alignas(64) float acc[R][IN] = {};
+    for (int64_t b = 0; b < batch; ++b) {
+      const float* xr = x + b * IN;
+      for (int r = 0; r < R; ++r) {
+        const float go = g[b * out + r];
+#pragma omp simd
+        for (int i = 0; i < IN; ++i) acc[r][i] += go * xr[i];
+      }
+    }
+    for (int r = 0; r < R; ++r) std::copy(acc[r], acc[r] + IN, d_w + r * IN);
+  }
   template <int OUT>
   void small_d_weights(const float* src, const float* d_pre, float* d_weights) {
     const int64_t batch = shape_.batch, in = shape_.in_features;
+    // Inputs a vector wide or more: d_W's rows along them (d_weight_cols).
+    if constexpr (OUT >= kLanes) {
+      const bool along_inputs = by_width(in, [&](auto width) {
+        constexpr int IN = decltype(width)::value;
+        if constexpr (IN < kLanes) {
+          return false;
+        } else {
+          for (int64_t t = 0; t < shape_.trials; ++t) {
+            const float* x = src + t * batch * IN;
+            const float* g = d_pre + t * batch * OUT;
+            float* d_w = d_weights + t * shape_.trial_stride;
+            // kRows<IN> (16, 8 or 4) divides OUT (a power of two, 16 or more).
+            for (int64_t o = 0; o < OUT; o += kRows<IN>)
+              d_weight_cols<IN, kRows<IN>>(x, OUT, batch, g + o, d_w + o * IN);
+          }
+          return true;
+        }
+      });
+      if (along_inputs) return;
+    }
     for (int64_t t = 0; t < shape_.trials; ++t) {
       const float* x = src + t * batch * in;
       const float* g = d_pre + t * batch * OUT;
