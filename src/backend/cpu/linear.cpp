@@ -240,9 +240,12 @@ class CpuTrialsLinear final : public WeightedKernel {
   void backward(const float* src, const float* weights, const float* dst, float* d_dst,
                 float* d_weights, float* d_bias, float* d_src) override {
     XO_ASSERT((d_src != nullptr) == shape_.need_d_src);
+    if (small_)
+      return with_activation([&](auto a) {
+        small_backward<decltype(a)::value>(src, weights, dst, d_dst, d_weights, d_bias, d_src);
+      });
     with_activation(
         [&](auto a) { activation_and_bias_backward<decltype(a)::value>(dst, d_dst, d_bias); });
-    if (small_) return small_backward(src, weights, d_dst, d_weights, d_src);
     d_weights_.run(stream_, d_dst, src, nullptr, d_weights);
     if (d_src) d_src_.run(stream_, d_dst, weights, nullptr, d_src);
   }
@@ -307,13 +310,34 @@ class CpuTrialsLinear final : public WeightedKernel {
     }
   }
 
+  // d_pre = d_dst act'(dst) for a row's outputs [0, n), and each column's sum added to bias[]:
+  // folded into d_W's pass over the rows (kFolds), where a pass of its own would read and write
+  // every trial's d_dst once more. The arithmetic of activation_and_bias_backward's (each column's
+  // sum in row order).
+  template <Activation A, int N>
+  static void fold_row(const float* y, float* g, float* bias) {
+#pragma omp simd
+    for (int o = 0; o < N; ++o) {
+      const float v = derivative_times<A>(y[o], g[o]);
+      g[o] = v;
+      bias[o] += v;
+    }
+  }
+  // Whether d_W's pass takes the derivative and the bias (outputs a vector wide or more, where
+  // each column's sum in row order is also activation_and_bias_backward's).
+  template <int OUT>
+  static constexpr bool kFolds = OUT >= 16;
+
   // d_W = d_pre^T src: kRows rows of d_W^T (inputs i ...) summed over the batch, put back as
-  // [out, in].
-  template <int OUT, int R>
-  static void d_weight_rows(const float* x, int64_t in, int64_t batch, const float* g, float* d_w) {
+  // [out, in]. Fold: d_pre made from d_dst on the way (fold_row), its column sums into d_b.
+  template <int OUT, int R, Activation A, bool Fold>
+  static void d_weight_rows(const float* x, int64_t in, int64_t batch, const float* y, float* g,
+                            float* d_w, float* d_b) {
     alignas(64) float acc[R][OUT] = {};
+    alignas(64) float bias[OUT] = {};
     for (int64_t b = 0; b < batch; ++b) {
-      const float* gr = g + b * OUT;
+      float* gr = g + b * OUT;
+      if constexpr (Fold) fold_row<A, OUT>(y + b * OUT, gr, bias);
       for (int r = 0; r < R; ++r) {
         const float xi = x[b * in + r];
 #pragma omp simd
@@ -322,16 +346,20 @@ class CpuTrialsLinear final : public WeightedKernel {
     }
     for (int r = 0; r < R; ++r)
       for (int o = 0; o < OUT; ++o) d_w[o * in + r] = acc[r][o];
+    if (Fold && d_b) std::copy(bias, bias + OUT, d_b);
   }
   // d_W's rows [o, o + R) (d_pre's columns), each IN wide, summed over the batch: stored as they
   // are laid out, where d_weight_rows' sums (along the outputs) are put back one float at a time.
-  // The same sums in the same order (each over the batch in order).
-  template <int IN, int R>
-  static void d_weight_cols(const float* x, int64_t out, int64_t batch, const float* g,
-                            float* d_w) {
+  // The same sums in the same order (each over the batch in order). d_pre's columns made from
+  // d_dst on the way (fold_row), their sums into d_b.
+  template <int IN, int R, Activation A>
+  static void d_weight_cols(const float* x, int64_t out, int64_t batch, const float* y, float* g,
+                            float* d_w, float* d_b) {
     alignas(64) float acc[R][IN] = {};
+    alignas(64) float bias[R] = {};
     for (int64_t b = 0; b < batch; ++b) {
       const float* xr = x + b * IN;
+      fold_row<A, R>(y + b * out, g + b * out, bias);
       for (int r = 0; r < R; ++r) {
         const float go = g[b * out + r];
 #pragma omp simd
@@ -339,12 +367,15 @@ class CpuTrialsLinear final : public WeightedKernel {
       }
     }
     for (int r = 0; r < R; ++r) std::copy(acc[r], acc[r] + IN, d_w + r * IN);
+    if (d_b) std::copy(bias, bias + R, d_b);
   }
-  template <int OUT>
-  void small_d_weights(const float* src, const float* d_pre, float* d_weights) {
+  // Each trial's d_W; where kFolds<OUT>, from d_dst (dst and d_bias given), d_pre made on the way.
+  template <Activation A, int OUT>
+  void small_d_weights(const float* src, const float* dst, float* d_pre, float* d_weights,
+                       float* d_bias) {
     const int64_t batch = shape_.batch, in = shape_.in_features;
     // Inputs a vector wide or more: d_W's rows along them (d_weight_cols).
-    if constexpr (OUT >= kLanes) {
+    if constexpr (kFolds<OUT>) {
       const bool along_inputs = by_width(in, [&](auto width) {
         constexpr int IN = decltype(width)::value;
         if constexpr (IN < kLanes) {
@@ -352,11 +383,15 @@ class CpuTrialsLinear final : public WeightedKernel {
         } else {
           for (int64_t t = 0; t < shape_.trials; ++t) {
             const float* x = src + t * batch * IN;
-            const float* g = d_pre + t * batch * OUT;
+            const float* y = dst + t * batch * OUT;
+            float* g = d_pre + t * batch * OUT;
             float* d_w = d_weights + t * shape_.trial_stride;
+            float* d_b = d_bias ? d_bias + t * shape_.trial_stride : nullptr;
             // kRows<IN> (16, 8 or 4) divides OUT (a power of two, 16 or more).
-            for (int64_t o = 0; o < OUT; o += kRows<IN>)
-              d_weight_cols<IN, kRows<IN>>(x, OUT, batch, g + o, d_w + o * IN);
+            for (int64_t o = 0; o < OUT; o += kRows<IN>) {
+              d_weight_cols<IN, kRows<IN>, A>(x, OUT, batch, y + o, g + o, d_w + o * IN,
+                                              d_b ? d_b + o : nullptr);
+            }
           }
           return true;
         }
@@ -365,10 +400,18 @@ class CpuTrialsLinear final : public WeightedKernel {
     }
     for (int64_t t = 0; t < shape_.trials; ++t) {
       const float* x = src + t * batch * in;
-      const float* g = d_pre + t * batch * OUT;
+      const float* y = dst + t * batch * OUT;
+      float* g = d_pre + t * batch * OUT;
       float* d_w = d_weights + t * shape_.trial_stride;
+      float* d_b = d_bias ? d_bias + t * shape_.trial_stride : nullptr;
+      // The first block of inputs makes d_pre (where kFolds<OUT>); the others read it.
       in_blocks<kRows<OUT>>(in, [&](auto rows, int64_t i) {
-        d_weight_rows<OUT, decltype(rows)::value>(x + i, in, batch, g, d_w + i);
+        constexpr int R = decltype(rows)::value;
+        if (kFolds<OUT> && i == 0) {
+          d_weight_rows<OUT, R, A, kFolds<OUT>>(x + i, in, batch, y, g, d_w + i, d_b);
+        } else {
+          d_weight_rows<OUT, R, A, false>(x + i, in, batch, y, g, d_w + i, d_b);
+        }
       });
     }
   }
@@ -547,13 +590,19 @@ class CpuTrialsLinear final : public WeightedKernel {
         return body(std::integral_constant<Activation, Activation::Sigmoid>{});
     }
   }
-  void small_backward(const float* src, const float* weights, const float* d_pre, float* d_weights,
-                      float* d_src) {
+  // d_pre = d_dst act'(dst) and d_bias (in d_W's pass where kFolds, else a pass first), d_W and
+  // d_src.
+  template <Activation A>
+  void small_backward(const float* src, const float* weights, const float* dst, float* d_pre,
+                      float* d_weights, float* d_bias, float* d_src) {
+    const bool folds =
+        by_width(shape_.out_features, [](auto out) { return kFolds<decltype(out)::value>; });
+    if (!folds) activation_and_bias_backward<A>(dst, d_pre, d_bias);
     if (!along_inputs([&](auto out, auto in) {
           narrow_d_weights<decltype(out)::value, decltype(in)::value>(src, d_pre, d_weights);
         }))
       by_width(shape_.out_features, [&](auto out) {
-        small_d_weights<decltype(out)::value>(src, d_pre, d_weights);
+        small_d_weights<A, decltype(out)::value>(src, dst, d_pre, d_weights, d_bias);
         return true;
       });
     if (!d_src) return;
