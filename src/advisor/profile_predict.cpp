@@ -12,6 +12,7 @@
 #include "core/error.h"
 #include "model/cost.h"
 #include "model/layer.h"
+#include "model/trials.h"
 #include "train/stats.h"
 
 namespace xo {
@@ -406,6 +407,14 @@ ProfilePrediction predict_fused_with_profile(const ModelSpec& spec, int64_t batc
                                              const TargetDevice& target, bool own) {
   XO_ASSERT(trials >= 1 && batch >= 1);
   const ModelLayout layout = model_layout(spec);
+  // Trials that step apart (a CPU's convolutional models): each its own step, as alone, one trial
+  // after another.
+  if (trials_step_apart(layout.nodes, layout.tensors, batch, target.kind)) {
+    ProfilePrediction out = predict_with_profile(spec, batch, source, target, own);
+    for (double* s : {&out.seconds, &out.kernels_s, &out.fixed_s, &out.flops_s, &out.bytes_s})
+      *s *= trials;
+    return out;
+  }
   ProfilePrediction out;
   out.source = source.id;
   out.own = own;

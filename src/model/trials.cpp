@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "model/cost.h"
 #include "model/layer.h"
 
 namespace xo {
@@ -15,6 +16,18 @@ std::string shape_text(const std::vector<int64_t>& shape) {
 }
 
 }  // namespace
+
+bool trials_step_apart(const std::vector<Node>& nodes, const std::vector<ParamTensor>& tensors,
+                       int64_t batch, DeviceKind kind) {
+  if (kind != DeviceKind::Cpu) return false;
+  double conv = 0, all = 0;
+  for (const Node& n : nodes) {
+    const double flops = node_cost(n, tensors, batch).flops;
+    all += flops;
+    if (n.kind == NodeKind::Conv2d) conv += flops;
+  }
+  return all > 0 && 2 * conv > all;
+}
 
 int64_t trial_stride(int64_t flat_size) { return (flat_size + 15) / 16 * 16; }
 

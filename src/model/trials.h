@@ -23,6 +23,15 @@ namespace xo {
 // same shapes and the same loss. Their parameters, seeds and dropout rates may differ.
 std::string trials_differ(const Model& a, const Model& b);
 
+// Whether a group's trials step apart: each its own Network, one trial after another, its batch
+// split over the workers as when it trains alone (train/trials.h), rather than together in a
+// TrialNetwork (the trials split over the workers, each trial's whole batch on one). On a CPU
+// where convolutions do most of a step's work: their memory-bound passes (reorders, pooling) slow
+// down once a trial's whole batch runs on one core, its tensors past the core's cache (16 fused
+// cnn-small trials ran at 0.69x one trial alone's trial-steps per second; docs/benchmarks.md).
+bool trials_step_apart(const std::vector<Node>& nodes, const std::vector<ParamTensor>& tensors,
+                       int64_t batch, DeviceKind kind);
+
 // Floats between trial t's flat buffers and trial t + 1's (pack_trials): a whole number of 64-byte
 // lines.
 int64_t trial_stride(int64_t flat_size);

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -206,6 +207,12 @@ bool Checkpointer::due(const TrainState& state) const {
     return std::chrono::duration<double>(Clock::now() - impl_->last).count() >= every.seconds;
   }
   return false;
+}
+
+int64_t Checkpointer::steps_until_due(const TrainState& state) const {
+  const int64_t every = impl_->options.every.steps;
+  if (every <= 0) return std::numeric_limits<int64_t>::max();
+  return std::max<int64_t>(1, every - (state.steps_taken - impl_->last_steps));
 }
 
 void Checkpointer::save(TrainPlan& p, TrainState& state) {

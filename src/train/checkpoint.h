@@ -79,6 +79,9 @@ class Checkpointer {
 
   // Whether the interval has passed since the last checkpoint (or the start).
   bool due(const TrainState& state) const;
+  // Steps to take before due() says so by the interval in steps (at least 1; the largest int64_t
+  // where there is none). An interval in seconds is not foreseen here.
+  int64_t steps_until_due(const TrainState& state) const;
   // Copies the state to the host and hands it to the writer (waiting for the previous write
   // first); the step loop goes on while it is written.
   void save(TrainPlan& p, TrainState& state);

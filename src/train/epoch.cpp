@@ -62,6 +62,33 @@ void begin_epoch(TrainPlan& p, TrainState& state, bool shuffle) {
   state.checked_step = 0;
 }
 
+void train_step(TrainPlan& p, const TrainPlan::StepWork& w, BatchAt at, LossStats* stats,
+                StepMarks marks) {
+  const Batch batch = p.select_batch(w, at);
+  marks.stamp(StepMarks::BatchSelected);
+  DataParallel* ranks = p.data_parallel;
+  if (w.net) {
+    // Forward, loss, backward: the gradients overwritten; across ranks, summing them starts as
+    // backward finishes each layer.
+    w.net->train_step(batch.src, batch.labels, stats, ranks);
+  } else {
+    // A rank without rows of a partial batch adds nothing to the sum, and keeps its dropout
+    // counter with the others'.
+    p.backend.fill_zero(p.model.grads(), sizeof(float) * p.model.flat_size());
+    p.backend.increment(p.model.step_counter());
+  }
+  marks.stamp(StepMarks::GradientsReady);
+  // Every rank now holds the sum over the ranks (shared: every rank's gradients are complete, and
+  // each sums its part as it steps it in update).
+  if (ranks) ranks->finish_step();
+  marks.stamp(StepMarks::Reduced);
+  if (ranks) {
+    ranks->update(*p.optimizer, p.model.params(), p.model.grads());
+  } else {
+    p.optimizer->step(p.model.params(), p.model.grads());
+  }
+}
+
 void read_step_times(TrainPlan& p, TrainState& state) { read_step_times(p, state, *p.clock); }
 
 void read_step_times(TrainPlan& p, TrainState& state, QueueClock& clock) {
@@ -80,6 +107,15 @@ void read_step_times(TrainPlan& p, TrainState& state, QueueClock& clock) {
       t.communicate.push_back(clock.ms_between(marks.at(M::GradientsReady), marks.at(M::Reduced)));
       t.optimizer.push_back(clock.ms_between(marks.at(M::Reduced), marks.at(M::End)));
     }
+  }
+  state.timed = state.step;
+}
+
+void add_step_times(TrainPlan& p, TrainState& state, int64_t first, const std::vector<double>& ms) {
+  for (int64_t s = state.timed; s < state.step; ++s) {
+    const double step_ms = ms.at(static_cast<size_t>(s - first));
+    state.epoch_ms += step_ms;
+    if (s < p.full_steps) state.times.step.push_back(step_ms);  // as read_step_times
   }
   state.timed = state.step;
 }

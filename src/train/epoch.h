@@ -3,6 +3,9 @@
 // test split evaluated, the EpochRecord kept), and the TrainResult assembled at the end.
 #pragma once
 
+#include <cstdint>
+#include <vector>
+
 #include "train/plan.h"
 #include "train/state.h"
 #include "train/trainer.h"
@@ -15,11 +18,19 @@ TrainState start_state(TrainPlan& p, const TrainSpec& train);
 // Shuffles the order when asked (Fisher-Yates with the seeded generator: the same order on every
 // machine), and zeroes the batch position and the loss sums.
 void begin_epoch(TrainPlan& p, TrainState& state, bool shuffle);
+// One training step of `w` (the plan's Network for the step, its rows and this rank's slice): the
+// batch selected, forward, loss and backward (across ranks, the gradients summed), the optimizer's
+// step. Its marks time the phases apart, except inside a recorded step (no clock).
+void train_step(TrainPlan& p, const TrainPlan::StepWork& w, BatchAt at, LossStats* stats,
+                StepMarks marks);
 // Reads the timestamps of the epoch's steps not read yet (from state.timed to state.step) into
 // state.times, adding their sum to state.epoch_ms. Waits for those steps. From the plan's clock,
 // or from `clock` (a fused group's, which stamps every trial's steps once).
 void read_step_times(TrainPlan& p, TrainState& state);
 void read_step_times(TrainPlan& p, TrainState& state, QueueClock& clock);
+// Adds step times measured otherwise (ms[s - first] for step s) for the steps not read yet, as
+// read_step_times adds its clock's: a fused group's that steps its trials apart.
+void add_step_times(TrainPlan& p, TrainState& state, int64_t first, const std::vector<double>& ms);
 // Closes a completed epoch: reads its loss statistics (the host's one wait per epoch), evaluates
 // the test split, notes divergence, and keeps the record, which it returns.
 EpochRecord finish_epoch(TrainPlan& p, TrainState& state);

@@ -26,39 +26,11 @@ using Clock = std::chrono::steady_clock;
 // Why the step loop left an epoch before its end.
 enum class Stop { None, Interrupted, StepLimit, Diverged, EarlyStopping };
 
-// One training step on `net`. Its marks time the phases apart, except inside a recorded step.
-void step(TrainPlan& p, const TrainPlan::StepWork& w, BatchAt at, LossStats* stats,
-          StepMarks marks) {
-  const Batch batch = p.select_batch(w, at);
-  marks.stamp(StepMarks::BatchSelected);
-  DataParallel* ranks = p.data_parallel;
-  if (w.net) {
-    // Forward, loss, backward: the gradients overwritten; across ranks, summing them starts as
-    // backward finishes each layer.
-    w.net->train_step(batch.src, batch.labels, stats, ranks);
-  } else {
-    // A rank without rows of a partial batch adds nothing to the sum, and keeps its dropout
-    // counter with the others'.
-    p.backend.fill_zero(p.model.grads(), sizeof(float) * p.model.flat_size());
-    p.backend.increment(p.model.step_counter());
-  }
-  marks.stamp(StepMarks::GradientsReady);
-  // Every rank now holds the sum over the ranks (shared: every rank's gradients are complete, and
-  // each sums its part as it steps it in update).
-  if (ranks) ranks->finish_step();
-  marks.stamp(StepMarks::Reduced);
-  if (ranks) {
-    ranks->update(*p.optimizer, p.model.params(), p.model.grads());
-  } else {
-    p.optimizer->step(p.model.params(), p.model.grads());
-  }
-}
-
 // Records the full-batch step where the backend can (a CUDA Graph), to replay it every step. A
 // recorded step must find its batch without the host: from then on batches are gathered.
 void record_step(TrainPlan& p) {
   p.recorded =
-      p.backend.capture([&] { step(p, p.work(0), {.gather = true}, p.stats, StepMarks()); });
+      p.backend.capture([&] { train_step(p, p.work(0), {.gather = true}, p.stats, StepMarks()); });
   if (p.recorded) p.gather = true;
 }
 
@@ -80,7 +52,7 @@ Stop run_steps(TrainPlan& p, TrainState& state, const Boundaries& b) {
     if (p.replays(s)) {
       p.recorded->replay();
     } else {
-      step(p, p.work(s), p.batch_at(s), p.stats_for(s), marks);
+      train_step(p, p.work(s), p.batch_at(s), p.stats_for(s), marks);
     }
     marks.stamp(StepMarks::End);
     ++state.step;

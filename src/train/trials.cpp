@@ -1,7 +1,9 @@
 // train_fused: one TrainPlan per trial for everything a trial does alone (its data order, loss
 // sums, optimizer, schedule, early stopping, test evaluation and the epoch bookkeeping, as
 // train_model keeps them), and one TrialNetwork for what the trials do together: the step's
-// forward, loss and backward.
+// forward, loss and backward. Where the trials step apart (trials_step_apart: a CPU's
+// convolutional models), each trial's plan has its own Network instead, as train_model's, and the
+// group steps them one after another.
 #include "train/trials.h"
 
 #include <fmt/format.h>
@@ -31,9 +33,10 @@ using Clock = std::chrono::steady_clock;
 enum class End { Running, Completed, Paused, Diverged, EarlyStopping, Interrupted, StepLimit };
 
 struct Trial {
-  Trial(FusedTrial& t, const DataSplit& split, const ExecutionOptions& exec, const TrainPlan* data)
+  Trial(FusedTrial& t, const DataSplit& split, const ExecutionOptions& exec, const TrainPlan* data,
+        bool apart)
       : spec(t),
-        plan(*t.model, split, t.train, exec, {.data_of = data, .networks = false}),
+        plan(*t.model, split, t.train, exec, {.data_of = data, .networks = apart}),
         state(start_state(plan, t.train)),
         rules(t.train, split.test.samples, split.validation.samples) {
     rules.start(plan, state);
@@ -81,6 +84,9 @@ std::string place(const Trial& t) {
 // The trials still training, and their Networks for a full and a partial batch; planned again
 // whenever one leaves.
 struct Group {
+  // Each trial steps its own plan's Networks, one trial after another (trials_step_apart): the
+  // group has none of its own.
+  bool apart = false;
   std::vector<Trial*> active;
   std::optional<TrialNetwork> full, partial;
   // The trials' own work (gather, loss, optimizer, step count) batched where the backend does it
@@ -102,8 +108,9 @@ struct Group {
 // all the trials' gathers, losses and optimizer steps are one call each. The gather's and the
 // optimizer's times are inside the forward and backward phase (data_ms and optimizer_ms read NaN).
 // Queued on the backend, nothing read back: recordable, as train_model's step is.
-void train_batches(Group& g, bool full) {
+void train_batches(Group& g, int64_t s) {
   const TrainPlan& first = g.active[0]->plan;
+  const bool full = s < first.full_steps;
   TrialNetwork& network = full ? *g.full : *g.partial;
   float* x = g.x.as<float>();
   auto* y = g.y.as<int32_t>();
@@ -157,9 +164,10 @@ void Group::plan(std::vector<std::unique_ptr<Trial>>& trials, int groups) {
   // An epoch ended and no trial left: on a CPU the networks, their kernels and buffers stay (built
   // again they cost 88 us an epoch for 16 disc-5 trials, a step and a half). A GPU's group still
   // builds and records its step again, as it did when it last ran on one (docs/benchmarks.md,
-  // "Not yet run on a GPU").
+  // "Not yet run on a GPU"). Trials that step apart have their Networks in their plans.
   if (full && running == active && active[0]->plan.backend.info().kind == DeviceKind::Cpu) return;
   active = std::move(running);
+  if (apart) return;
   recorded.reset();
   batched_full.reset();
   batched_partial.reset();
@@ -180,7 +188,7 @@ void Group::plan(std::vector<std::unique_ptr<Trial>>& trials, int groups) {
   y = p.backend.allocate(sizeof(int32_t) * n);
   stats.assign(active.size(), nullptr);
   if (p.full_steps > 0) {
-    recorded = p.backend.capture([&] { train_batches(*this, true); });
+    recorded = p.backend.capture([&] { train_batches(*this, 0); });
   }
   // A replayed step stamps only its start and end (fused_step): no phases to read back.
   for (Trial* t : active) t->plan.recorded_in_group = recorded != nullptr;
@@ -197,7 +205,7 @@ void fused_step(Group& g, int64_t s) {
     g.recorded->replay();
   } else {
     stamp(StepMarks::BatchSelected);  // each trial's batch is gathered in train_batches
-    train_batches(g, full);
+    train_batches(g, s);
     stamp(StepMarks::GradientsReady);
     stamp(StepMarks::Reduced);
   }
@@ -246,14 +254,14 @@ using Trials = std::vector<std::unique_ptr<Trial>>;
 // asked: every trial must stand where the first does. A trial resumed where it ended (stopped
 // early, or paused at this rung already) is ended at once.
 Trials plan_trials(std::vector<FusedTrial>& trials, const DataSplit& split,
-                   const FusedOptions& options) {
+                   const FusedOptions& options, bool apart) {
   Trials planned;
   for (FusedTrial& t : trials) {
     const DataSplit& data = t.data ? *t.data : split;
     const TrainPlan* data_of = nullptr;
     for (const auto& other : planned)
       if (&other->plan.split == &data) data_of = &other->plan;
-    planned.push_back(std::make_unique<Trial>(t, data, ExecutionOptions{}, data_of));
+    planned.push_back(std::make_unique<Trial>(t, data, ExecutionOptions{}, data_of, apart));
     Trial& trial = *planned.back();
     trial.last_epoch = options.pause_after_epochs > 0
                            ? std::min(options.pause_after_epochs, t.train.epochs)
@@ -276,10 +284,95 @@ Trials plan_trials(std::vector<FusedTrial>& trials, const DataSplit& split,
   return planned;
 }
 
+// Trials that step apart (Group::apart) go in rounds: each trial takes the round's steps, as
+// train_model's, before the next trial starts them, so that a trial's tensors are still in the
+// caches at its next step. 16 cnn-small trials on the 2-core Xeon: 3.14 ms a trial-step taken a
+// step at a time, 2.59 four at a time, 2.22 sixteen at a time, 2.12 one trial alone
+// (docs/benchmarks.md). A round ends where the epoch, the step limit or the next checkpoint by
+// steps says, and after about kRoundSeconds (from the last round's steps): a stop request waits
+// for the round, so that every trial stands at the same step after it. A trial whose loss is not
+// finite leaves the round (and the group) at that step, as it does alone. The group's step s is
+// every trial's step s: its time is the sum of theirs, each trial's plan timing its own.
+constexpr int64_t kRoundSteps = 16;
+constexpr double kRoundSeconds = 1.0;
+
+void run_rounds(Group& group, Trials& trials, const FusedOptions& options) {
+  const int64_t steps = group.active[0]->plan.steps_per_epoch;
+  const int64_t check_every = loss_check_interval(group.active[0]->plan.backend);
+  double trial_step_ms = 0;  // the last round's, per trial and step
+  while (!group.active.empty() && group.active[0]->state.step < steps) {
+    if (stop_requested()) {
+      for (Trial* t : group.active) {
+        t->end = End::Interrupted;
+        t->save();
+      }
+      return;
+    }
+    const int64_t first = group.active[0]->state.step;
+    const int64_t taken = group.active[0]->state.steps_taken;
+    int64_t n = std::min(kRoundSteps, steps - first);
+    if (options.max_steps > 0) n = std::min(n, options.max_steps - taken);
+    if (trial_step_ms > 0) {
+      const double round_ms = trial_step_ms * static_cast<double>(group.active.size());
+      n = std::min(n, static_cast<int64_t>(kRoundSeconds * 1e3 / round_ms));
+    }
+    for (Trial* t : group.active)
+      if (t->checkpoints) n = std::min(n, t->checkpoints->steps_until_due(t->state));
+    n = std::max<int64_t>(n, 1);
+    bool left = false;
+    for (Trial* t : group.active) {
+      TrainPlan& p = t->plan;
+      for (int64_t k = 0; k < n; ++k) {
+        const int64_t s = t->state.step;
+        const StepMarks marks(p.clock.get(), s);
+        marks.stamp(StepMarks::Start);
+        train_step(p, p.work(s), p.batch_at(s), p.stats_for(s), marks);
+        marks.stamp(StepMarks::End);
+        ++t->state.step;
+        ++t->state.steps_taken;
+        // Checked where run_steps checks, and at the round's end (a checkpoint may follow).
+        const int64_t step = t->state.step;
+        if (options.stop_on_nan && (k + 1 == n || step == steps || step % check_every == 0) &&
+            !loss_finite(p, t->state)) {
+          t->end = End::Diverged;
+          left = true;
+          break;
+        }
+      }
+    }
+    std::vector<double> group_ms(static_cast<size_t>(n), 0.0);
+    for (Trial* t : group.active) {
+      for (int64_t s = first; s < t->state.step; ++s) {
+        const StepMarks marks(t->plan.clock.get(), s);
+        group_ms[static_cast<size_t>(s - first)] +=
+            t->plan.clock->ms_between(marks.at(StepMarks::Start), marks.at(StepMarks::End));
+      }
+    }
+    double sum_ms = 0;
+    for (Trial* t : group.active) add_step_times(t->plan, t->state, first, group_ms);
+    for (const double ms : group_ms) sum_ms += ms;
+    trial_step_ms = sum_ms / static_cast<double>(n * static_cast<int64_t>(group.active.size()));
+    bool save = false;
+    for (Trial* t : group.active)
+      save = save || (t->end == End::Running && t->checkpoints && t->checkpoints->due(t->state));
+    if (save) {
+      for (Trial* t : group.active)
+        if (t->end == End::Running) t->save();
+    }
+    if (options.max_steps > 0 && taken + n >= options.max_steps && first + n < steps) {
+      for (Trial* t : group.active)
+        if (t->end == End::Running) t->end = End::StepLimit;
+      left = true;
+    }
+    if (left) group.plan(trials, options.groups);
+  }
+}
+
 // The steps of the epoch under way, until its end or a stop request. A trial whose loss is not
 // finite leaves the group (planned again without it); every trial's checkpoint is taken at the
 // same step, when any trial's interval says.
 void run_steps(Group& group, Trials& trials, const FusedOptions& options) {
+  if (group.apart) return run_rounds(group, trials, options);
   const int64_t steps = group.active[0]->plan.steps_per_epoch;
   const int64_t check_every = loss_check_interval(group.active[0]->plan.backend);
   while (!group.active.empty() && group.active[0]->state.step < steps) {
@@ -346,7 +439,7 @@ void finish_epochs(Group& group) {
   }
 }
 
-TrainResult result_of(Trial& t, double setup_seconds, int group_size) {
+TrainResult result_of(Trial& t, double setup_seconds, int group_size, bool apart) {
   TrainResult r = make_result(t.plan, t.state, setup_seconds, t.end == End::Interrupted);
   t.rules.finish(t.plan, t.state, t.end == End::Completed || t.end == End::EarlyStopping, r);
   note_loss_checks(t.state, t.end == End::Diverged, r);
@@ -357,6 +450,8 @@ TrainResult result_of(Trial& t, double setup_seconds, int group_size) {
   // phase (train_batches).
   r.data_ms = std::numeric_limits<double>::quiet_NaN();
   r.optimizer_ms = std::numeric_limits<double>::quiet_NaN();
+  // Trials that step apart: the group's steps are timed whole (the sum of the trials' steps).
+  if (apart) r.forward_backward_ms = std::numeric_limits<double>::quiet_NaN();
   r.resumed_at_step = t.resumed_at;
   if (t.checkpoints) {
     t.checkpoints->close();
@@ -384,12 +479,17 @@ std::vector<TrainResult> train_fused(std::vector<FusedTrial>& trials, const Data
   std::vector<Model*> models;
   for (FusedTrial& t : trials) models.push_back(t.model);
   const DeviceBuffer packed = pack_trials(models);
-  Trials planned = plan_trials(trials, split, options);
   Backend& be = trials[0].model->backend();
+  const Model& first = *trials[0].model;
+  const bool apart =
+      trials_step_apart(first.nodes(), first.tensors(),
+                        std::min(trials[0].train.batch, split.train.samples), be.info().kind);
+  Trials planned = plan_trials(trials, split, options, apart);
   const std::unique_ptr<QueueClock> clock =
       be.clock(static_cast<int>(StepMarks::kPerStep * planned[0]->plan.steps_per_epoch));
   for (auto& t : planned) t->clock = clock.get();
   Group group;
+  group.apart = apart;
   group.clock = clock.get();
   group.plan(planned, options.groups);
   trials[0].model->backend().synchronize();
@@ -412,7 +512,7 @@ std::vector<TrainResult> train_fused(std::vector<FusedTrial>& trials, const Data
   be.release_threads();
   std::vector<TrainResult> results;
   for (auto& t : planned) {
-    results.push_back(result_of(*t, setup_seconds, static_cast<int>(planned.size())));
+    results.push_back(result_of(*t, setup_seconds, static_cast<int>(planned.size()), apart));
   }
   return results;
 }

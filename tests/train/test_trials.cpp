@@ -305,11 +305,68 @@ INSTANTIATE_TEST_SUITE_P(Cases, Fused, ::testing::ValuesIn(kCases), [](const aut
   return n;
 });
 
+// A CNN without BatchNorm, trained alone in batch shards on two threads: its trials step apart in
+// a fused group on a CPU (trials_step_apart), each its own Network.
+constexpr const char* kConvSpec = R"([model]
+input = [1, 8, 8]
+layers = [ { type = "conv2d", out = 4, kernel = 3 }, { type = "relu" },
+           { type = "maxpool2d", kernel = 2 }, { type = "dropout", p = 0.25 },
+           { type = "flatten" }, { type = "linear", out = 3 } ]
+loss = "cross_entropy"
+[train]
+optimizer = { type = "sgd", lr = 0.05, momentum = 0.8 }
+batch = 16
+epochs = 3
+shuffle = true
+seed = 7
+)";
+
+// Trials that step apart (a CPU's convolutional model) each end exactly as they do alone on the
+// same device (its batch shards and threads), bit for bit: each steps its own Network, in rounds.
+// A CNN large enough (16 MFLOP a step) for a batch in shards on two threads.
+TEST(FusedTrials, ConvolutionalTrialsStepApartEachExactlyAsItTrainsAlone) {
+  ModelSpec base = parse_spec(kConvSpec, "cnn.toml");
+  base.input = {1, 16, 16};
+  base.layers[0].out = 16;
+  base.train.batch = 128;
+  const DataSplit data{random_data(300, 256, 3, 7), random_data(60, 256, 3, 8)};
+  auto be = make_backend(parse_device("cpu", 2));
+  constexpr int kTrials = 4;
+  std::vector<ModelSpec> specs;
+  std::vector<std::unique_ptr<Model>> models;
+  std::vector<FusedTrial> trials;
+  for (int t = 0; t < kTrials; ++t) {
+    specs.push_back(trial_spec(base, t));
+    models.push_back(std::make_unique<Model>(specs.back(), *be));
+    models.back()->init(specs.back().train.seed);
+    trials.push_back({models.back().get(), specs.back().train, {}});
+  }
+  ASSERT_TRUE(trials_step_apart(models[0]->nodes(), models[0]->tensors(), base.train.batch,
+                                DeviceKind::Cpu));
+  const std::vector<TrainResult> fused = train_fused(trials, data);
+  for (int t = 0; t < kTrials; ++t) {
+    const auto i = static_cast<size_t>(t);
+    Model alone(specs[i], *be);
+    alone.init(specs[i].train.seed);
+    Alone a{train_model(alone, data, specs[i].train), alone.export_params()};
+    const std::string where = fmt::format("trial {}", t + 1);
+    EXPECT_EQ(difference(fused[i], a, models[i]->export_params(), where), 0.0) << where;
+    EXPECT_EQ(models[i]->parameter_hash(), alone.parameter_hash()) << where;
+    EXPECT_EQ(fused[i].shards, a.result.shards) << where;
+    EXPECT_GT(a.result.shards, 1) << where;  // in shards, as alone
+    EXPECT_EQ(fused[i].fused_trials, kTrials) << where;
+    EXPECT_GT(fused[i].step_ms.median, 0) << where;
+    EXPECT_TRUE(std::isnan(fused[i].forward_backward_ms)) << where;  // the group's step, whole
+  }
+}
+
 // A trial whose learning rate makes its loss overflow stops alone, with the result it gets alone
-// (stopped at the same step); the others train to the end as they do alone.
-void diverging_trial_stops_alone(const std::string& device) {
-  ModelSpec base = parse_spec(kCases[0].spec, "mlp.toml");
-  const DataSplit data = disc_split();
+// (stopped at the same step); the others train to the end as they do alone. An MLP (its trials
+// together) and, on a CPU, a CNN (its trials apart).
+void diverging_trial_stops_alone(const std::string& device, const char* spec = kCases[0].spec,
+                                 DataSplit (*split)() = disc_split) {
+  ModelSpec base = parse_spec(spec, "trial.toml");
+  const DataSplit data = split();
   auto be = make_backend(parse_device(device, 2));
   std::vector<ModelSpec> specs;
   std::vector<std::unique_ptr<Model>> models;
@@ -338,7 +395,10 @@ void diverging_trial_stops_alone(const std::string& device) {
   }
 }
 
-TEST(FusedTrials, ADivergingTrialStopsAloneAndTheOthersGoOn) { diverging_trial_stops_alone("cpu"); }
+TEST(FusedTrials, ADivergingTrialStopsAloneAndTheOthersGoOn) {
+  diverging_trial_stops_alone("cpu");
+  diverging_trial_stops_alone("cpu", kConvSpec, image_split);
+}
 
 // On a GPU the loss is checked every 256 steps and at each epoch's end, as train_model checks it
 // there: the diverging trial stops at the step it stops alone.
@@ -372,10 +432,10 @@ TEST(FusedTrials, ARungPausesEveryTrialAfterItsEpochs) {
 
 // A group paused at a rung, resumed, stopped between two epochs and resumed again ends
 // bit-identical to the group never stopped: each trial's checkpoints are taken at the same step as
-// the others'.
-TEST(FusedTrials, APausedAndStoppedGroupResumesBitIdentical) {
-  const ModelSpec base = parse_spec(kCases[1].spec, "mlp.toml");
-  const DataSplit data = noise_split();
+// the others'. An MLP (its trials together) and a CNN (apart, in rounds cut at each checkpoint).
+void paused_and_stopped_group_resumes_bit_identical(const char* spec, DataSplit (*split)()) {
+  const ModelSpec base = parse_spec(spec, "trial.toml");
+  const DataSplit data = split();
   constexpr int kTrials = 3;
   TempDir dir("fused-resume");
   // Trains the group; `stop_at`: a stop request after this epoch of trial 1 (0: none).
@@ -426,25 +486,37 @@ TEST(FusedTrials, APausedAndStoppedGroupResumesBitIdentical) {
   EXPECT_EQ(ended[3 - 1].epochs.size(), static_cast<size_t>(base.train.epochs));
 }
 
-// A step limit (to time the group) stops every trial there, inside an epoch or at its end.
+TEST(FusedTrials, APausedAndStoppedGroupResumesBitIdentical) {
+  paused_and_stopped_group_resumes_bit_identical(kCases[1].spec, noise_split);
+}
+
+TEST(FusedTrials, APausedAndStoppedGroupOfConvolutionalTrialsResumesBitIdentical) {
+  paused_and_stopped_group_resumes_bit_identical(kConvSpec, image_split);
+}
+
+// A step limit (to time the group) stops every trial there, inside an epoch or at its end: an MLP
+// of 11 steps an epoch (its trials together), a CNN of 7 (apart).
 TEST(FusedTrials, AStepLimitStopsEveryTrialThere) {
-  const ModelSpec base = parse_spec(kCases[0].spec, "mlp.toml");  // 11 steps per epoch
-  const DataSplit data = disc_split();
-  auto be = make_backend(parse_device("cpu", 2));
-  for (const int64_t limit : {int64_t{5}, int64_t{11}, int64_t{15}}) {
-    std::vector<std::unique_ptr<Model>> models;
-    std::vector<FusedTrial> trials;
-    for (int t = 0; t < 2; ++t) {
-      models.push_back(std::make_unique<Model>(base, *be));
-      models.back()->init(base.train.seed + static_cast<uint64_t>(t));
-      trials.push_back({models.back().get(), base.train, {}, {}});
-    }
-    const auto fused = train_fused(trials, data, {.max_steps = limit});
-    for (const TrainResult& r : fused) {
-      EXPECT_EQ(r.steps_taken, limit) << limit;
-      EXPECT_EQ(r.epochs.size(), static_cast<size_t>(limit / 11)) << limit;
-      EXPECT_FALSE(r.interrupted);
-      EXPECT_TRUE(r.step_limited) << limit;  // no stuck warning for a measurement
+  for (const auto& [spec, split, per_epoch] : {std::tuple{kCases[0].spec, &disc_split, int64_t{11}},
+                                               std::tuple{kConvSpec, &image_split, int64_t{7}}}) {
+    const ModelSpec base = parse_spec(spec, "trial.toml");
+    const DataSplit data = split();
+    auto be = make_backend(parse_device("cpu", 2));
+    for (const int64_t limit : {int64_t{5}, per_epoch, per_epoch + 4}) {
+      std::vector<std::unique_ptr<Model>> models;
+      std::vector<FusedTrial> trials;
+      for (int t = 0; t < 2; ++t) {
+        models.push_back(std::make_unique<Model>(base, *be));
+        models.back()->init(base.train.seed + static_cast<uint64_t>(t));
+        trials.push_back({models.back().get(), base.train, {}, {}});
+      }
+      const auto fused = train_fused(trials, data, {.max_steps = limit});
+      for (const TrainResult& r : fused) {
+        EXPECT_EQ(r.steps_taken, limit) << limit;
+        EXPECT_EQ(r.epochs.size(), static_cast<size_t>(limit / per_epoch)) << limit;
+        EXPECT_FALSE(r.interrupted);
+        EXPECT_TRUE(r.step_limited) << limit;  // no stuck warning for a measurement
+      }
     }
   }
 }
