@@ -45,7 +45,9 @@ std::string fusion_refusal(const std::vector<FusedTrial>& trials, const DataSpli
 
 // Trains the trials on `split` (or each on its own FusedTrial::data) as one fused group; results in
 // their order, each as train_model gives it, with `shards` 1 and the group's step times (a step
-// trains every trial). Throws UserError where fusion_refusal says why not.
+// trains every trial). Trials that step apart (model/trials.h, trials_step_apart) each train in
+// the batch shards they take alone, and a group's step time is the sum of its trials' (its
+// forward and backward phase not timed apart). Throws UserError where fusion_refusal says why not.
 std::vector<TrainResult> train_fused(std::vector<FusedTrial>& trials, const DataSplit& split,
                                      const FusedOptions& options = {});
 
