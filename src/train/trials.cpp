@@ -87,6 +87,7 @@ struct Group {
   // Each trial steps its own plan's Networks, one trial after another (trials_step_apart): the
   // group has none of its own.
   bool apart = false;
+  double trial_step_ms = 0;  // apart: the last round's time per trial and step (0: none yet)
   std::vector<Trial*> active;
   std::optional<TrialNetwork> full, partial;
   // The trials' own work (gather, loss, optimizer, step count) batched where the backend does it
@@ -289,17 +290,18 @@ Trials plan_trials(std::vector<FusedTrial>& trials, const DataSplit& split,
 // caches at its next step. 16 cnn-small trials on the 2-core Xeon: 3.14 ms a trial-step taken a
 // step at a time, 2.59 four at a time, 2.22 sixteen at a time, 2.12 one trial alone
 // (docs/benchmarks.md). A round ends where the epoch, the step limit or the next checkpoint by
-// steps says, and after about kRoundSeconds (from the last round's steps): a stop request waits
-// for the round, so that every trial stands at the same step after it. A trial whose loss is not
-// finite leaves the round (and the group) at that step, as it does alone. The group's step s is
-// every trial's step s: its time is the sum of theirs, each trial's plan timing its own.
+// steps says, and after about kRoundSeconds (from the last round's steps; the first round is a
+// step long): a stop request waits for the round, so that every trial stands at the same step after
+// it. A trial whose loss is not finite leaves the round (and the group) at that step, as it does
+// alone. The group's step s is every trial's step s: its time is the sum of theirs, each trial's
+// plan timing its own.
 constexpr int64_t kRoundSteps = 16;
 constexpr double kRoundSeconds = 1.0;
 
 void run_rounds(Group& group, Trials& trials, const FusedOptions& options) {
   const int64_t steps = group.active[0]->plan.steps_per_epoch;
   const int64_t check_every = loss_check_interval(group.active[0]->plan.backend);
-  double trial_step_ms = 0;  // the last round's, per trial and step
+  double& trial_step_ms = group.trial_step_ms;
   while (!group.active.empty() && group.active[0]->state.step < steps) {
     if (stop_requested()) {
       for (Trial* t : group.active) {
@@ -312,10 +314,9 @@ void run_rounds(Group& group, Trials& trials, const FusedOptions& options) {
     const int64_t taken = group.active[0]->state.steps_taken;
     int64_t n = std::min(kRoundSteps, steps - first);
     if (options.max_steps > 0) n = std::min(n, options.max_steps - taken);
-    if (trial_step_ms > 0) {
-      const double round_ms = trial_step_ms * static_cast<double>(group.active.size());
-      n = std::min(n, static_cast<int64_t>(kRoundSeconds * 1e3 / round_ms));
-    }
+    // The group's first round a step each: the next rounds' length comes from its time.
+    const double round_ms = trial_step_ms * static_cast<double>(group.active.size());
+    n = trial_step_ms > 0 ? std::min(n, static_cast<int64_t>(kRoundSeconds * 1e3 / round_ms)) : 1;
     for (Trial* t : group.active)
       if (t->checkpoints) n = std::min(n, t->checkpoints->steps_until_due(t->state));
     n = std::max<int64_t>(n, 1);
