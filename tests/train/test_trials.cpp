@@ -305,27 +305,20 @@ INSTANTIATE_TEST_SUITE_P(Cases, Fused, ::testing::ValuesIn(kCases), [](const aut
   return n;
 });
 
-// A CNN without BatchNorm, trained alone in batch shards on two threads: its trials step apart in
-// a fused group on a CPU (trials_step_apart), each its own Network.
-constexpr const char* kConvSpec = R"([model]
-input = [1, 8, 8]
-layers = [ { type = "conv2d", out = 4, kernel = 3 }, { type = "relu" },
-           { type = "maxpool2d", kernel = 2 }, { type = "dropout", p = 0.25 },
-           { type = "flatten" }, { type = "linear", out = 3 } ]
-loss = "cross_entropy"
-[train]
-optimizer = { type = "sgd", lr = 0.05, momentum = 0.8 }
-batch = 16
-epochs = 3
-shuffle = true
-seed = 7
-)";
+// The CNN case without its BatchNorm (so that alone it may train in batch shards): its trials
+// step apart in a fused group on a CPU (trials_step_apart), each its own Network.
+ModelSpec conv_spec() {
+  ModelSpec s = parse_spec(kCases[2].spec, "cnn.toml");
+  std::erase_if(s.layers, [](const LayerSpec& l) { return l.type == LayerType::BatchNorm2d; });
+  return s;
+}
+ModelSpec mlp_spec(int c) { return parse_spec(kCases[c].spec, "mlp.toml"); }
 
 // Trials that step apart (a CPU's convolutional model) each end exactly as they do alone on the
 // same device (its batch shards and threads), bit for bit: each steps its own Network, in rounds.
 // A CNN large enough (16 MFLOP a step) for a batch in shards on two threads.
 TEST(FusedTrials, ConvolutionalTrialsStepApartEachExactlyAsItTrainsAlone) {
-  ModelSpec base = parse_spec(kConvSpec, "cnn.toml");
+  ModelSpec base = conv_spec();
   base.input = {1, 16, 16};
   base.layers[0].out = 16;
   base.train.batch = 128;
@@ -363,9 +356,8 @@ TEST(FusedTrials, ConvolutionalTrialsStepApartEachExactlyAsItTrainsAlone) {
 // A trial whose learning rate makes its loss overflow stops alone, with the result it gets alone
 // (stopped at the same step); the others train to the end as they do alone. An MLP (its trials
 // together) and, on a CPU, a CNN (its trials apart).
-void diverging_trial_stops_alone(const std::string& device, const char* spec = kCases[0].spec,
+void diverging_trial_stops_alone(const std::string& device, const ModelSpec& base = mlp_spec(0),
                                  DataSplit (*split)() = disc_split) {
-  ModelSpec base = parse_spec(spec, "trial.toml");
   const DataSplit data = split();
   auto be = make_backend(parse_device(device, 2));
   std::vector<ModelSpec> specs;
@@ -397,7 +389,7 @@ void diverging_trial_stops_alone(const std::string& device, const char* spec = k
 
 TEST(FusedTrials, ADivergingTrialStopsAloneAndTheOthersGoOn) {
   diverging_trial_stops_alone("cpu");
-  diverging_trial_stops_alone("cpu", kConvSpec, image_split);
+  diverging_trial_stops_alone("cpu", conv_spec(), image_split);
 }
 
 // On a GPU the loss is checked every 256 steps and at each epoch's end, as train_model checks it
@@ -433,8 +425,7 @@ TEST(FusedTrials, ARungPausesEveryTrialAfterItsEpochs) {
 // A group paused at a rung, resumed, stopped between two epochs and resumed again ends
 // bit-identical to the group never stopped: each trial's checkpoints are taken at the same step as
 // the others'. An MLP (its trials together) and a CNN (apart, in rounds cut at each checkpoint).
-void paused_and_stopped_group_resumes_bit_identical(const char* spec, DataSplit (*split)()) {
-  const ModelSpec base = parse_spec(spec, "trial.toml");
+void paused_and_stopped_group_resumes_bit_identical(const ModelSpec& base, DataSplit (*split)()) {
   const DataSplit data = split();
   constexpr int kTrials = 3;
   TempDir dir("fused-resume");
@@ -487,19 +478,18 @@ void paused_and_stopped_group_resumes_bit_identical(const char* spec, DataSplit 
 }
 
 TEST(FusedTrials, APausedAndStoppedGroupResumesBitIdentical) {
-  paused_and_stopped_group_resumes_bit_identical(kCases[1].spec, noise_split);
+  paused_and_stopped_group_resumes_bit_identical(mlp_spec(1), noise_split);
 }
 
 TEST(FusedTrials, APausedAndStoppedGroupOfConvolutionalTrialsResumesBitIdentical) {
-  paused_and_stopped_group_resumes_bit_identical(kConvSpec, image_split);
+  paused_and_stopped_group_resumes_bit_identical(conv_spec(), image_split);
 }
 
 // A step limit (to time the group) stops every trial there, inside an epoch or at its end: an MLP
 // of 11 steps an epoch (its trials together), a CNN of 7 (apart).
 TEST(FusedTrials, AStepLimitStopsEveryTrialThere) {
-  for (const auto& [spec, split, per_epoch] : {std::tuple{kCases[0].spec, &disc_split, int64_t{11}},
-                                               std::tuple{kConvSpec, &image_split, int64_t{7}}}) {
-    const ModelSpec base = parse_spec(spec, "trial.toml");
+  for (const auto& [base, split, per_epoch] : {std::tuple{mlp_spec(0), &disc_split, int64_t{11}},
+                                               std::tuple{conv_spec(), &image_split, int64_t{7}}}) {
     const DataSplit data = split();
     auto be = make_backend(parse_device("cpu", 2));
     for (const int64_t limit : {int64_t{5}, per_epoch, per_epoch + 4}) {

@@ -374,6 +374,16 @@ class CpuTrialsLinear final : public WeightedKernel {
   void small_d_weights(const float* src, const float* dst, float* d_pre, float* d_weights,
                        float* d_bias) {
     const int64_t batch = shape_.batch, in = shape_.in_features;
+    // Trial t's input, output, output gradient (d_pre once made), d_W and d_b.
+    struct Trial {
+      const float *x, *y;
+      float *g, *d_w, *d_b;
+    };
+    auto trial = [&](int64_t t) {
+      return Trial{src + t * batch * in, dst + t * batch * OUT, d_pre + t * batch * OUT,
+                   d_weights + t * shape_.trial_stride,
+                   d_bias ? d_bias + t * shape_.trial_stride : nullptr};
+    };
     // Inputs a vector wide or more: d_W's rows along them (d_weight_cols).
     if constexpr (kFolds<OUT>) {
       const bool along_inputs = by_width(in, [&](auto width) {
@@ -382,15 +392,11 @@ class CpuTrialsLinear final : public WeightedKernel {
           return false;
         } else {
           for (int64_t t = 0; t < shape_.trials; ++t) {
-            const float* x = src + t * batch * IN;
-            const float* y = dst + t * batch * OUT;
-            float* g = d_pre + t * batch * OUT;
-            float* d_w = d_weights + t * shape_.trial_stride;
-            float* d_b = d_bias ? d_bias + t * shape_.trial_stride : nullptr;
+            const Trial r = trial(t);
             // kRows<IN> (16, 8 or 4) divides OUT (a power of two, 16 or more).
             for (int64_t o = 0; o < OUT; o += kRows<IN>) {
-              d_weight_cols<IN, kRows<IN>, A>(x, OUT, batch, y + o, g + o, d_w + o * IN,
-                                              d_b ? d_b + o : nullptr);
+              d_weight_cols<IN, kRows<IN>, A>(r.x, OUT, batch, r.y + o, r.g + o, r.d_w + o * IN,
+                                              r.d_b ? r.d_b + o : nullptr);
             }
           }
           return true;
@@ -399,18 +405,14 @@ class CpuTrialsLinear final : public WeightedKernel {
       if (along_inputs) return;
     }
     for (int64_t t = 0; t < shape_.trials; ++t) {
-      const float* x = src + t * batch * in;
-      const float* y = dst + t * batch * OUT;
-      float* g = d_pre + t * batch * OUT;
-      float* d_w = d_weights + t * shape_.trial_stride;
-      float* d_b = d_bias ? d_bias + t * shape_.trial_stride : nullptr;
+      const Trial r = trial(t);
       // The first block of inputs makes d_pre (where kFolds<OUT>); the others read it.
       in_blocks<kRows<OUT>>(in, [&](auto rows, int64_t i) {
         constexpr int R = decltype(rows)::value;
         if (kFolds<OUT> && i == 0) {
-          d_weight_rows<OUT, R, A, kFolds<OUT>>(x + i, in, batch, y, g, d_w + i, d_b);
+          d_weight_rows<OUT, R, A, kFolds<OUT>>(r.x + i, in, batch, r.y, r.g, r.d_w + i, r.d_b);
         } else {
-          d_weight_rows<OUT, R, A, false>(x + i, in, batch, y, g, d_w + i, d_b);
+          d_weight_rows<OUT, R, A, false>(r.x + i, in, batch, r.y, r.g, r.d_w + i, r.d_b);
         }
       });
     }
