@@ -88,6 +88,7 @@ struct Group {
   // group has none of its own.
   bool apart = false;
   double trial_step_ms = 0;  // apart: the last round's time per trial and step (0: none yet)
+  std::vector<double> round_ms;  // apart: the round's group steps, sized once per round length
   std::vector<Trial*> active;
   std::optional<TrialNetwork> full, partial;
   // The trials' own work (gather, loss, optimizer, step count) batched where the backend does it
@@ -341,18 +342,22 @@ void run_rounds(Group& group, Trials& trials, const FusedOptions& options) {
         }
       }
     }
-    std::vector<double> group_ms(static_cast<size_t>(n), 0.0);
+    // Step s of the group: every trial's step s, their times added up.
+    std::vector<double>& group_ms = group.round_ms;
+    group_ms.assign(static_cast<size_t>(n), 0.0);
+    double sum_ms = 0;
+    int64_t trial_steps = 0;
     for (Trial* t : group.active) {
-      for (int64_t s = first; s < t->state.step; ++s) {
+      for (int64_t s = first; s < t->state.step; ++s, ++trial_steps) {
         const StepMarks marks(t->plan.clock.get(), s);
-        group_ms[static_cast<size_t>(s - first)] +=
+        const double ms =
             t->plan.clock->ms_between(marks.at(StepMarks::Start), marks.at(StepMarks::End));
+        group_ms[static_cast<size_t>(s - first)] += ms;
+        sum_ms += ms;
       }
     }
-    double sum_ms = 0;
     for (Trial* t : group.active) add_step_times(t->plan, t->state, first, group_ms);
-    for (const double ms : group_ms) sum_ms += ms;
-    trial_step_ms = sum_ms / static_cast<double>(n * static_cast<int64_t>(group.active.size()));
+    trial_step_ms = sum_ms / static_cast<double>(trial_steps);
     bool save = false;
     for (Trial* t : group.active)
       save = save || (t->end == End::Running && t->checkpoints && t->checkpoints->due(t->state));

@@ -310,7 +310,7 @@ class CpuTrialsLinear final : public WeightedKernel {
     }
   }
 
-  // d_pre = d_dst act'(dst) for a row's outputs [0, n), and each column's sum added to bias[]:
+  // d_pre = d_dst act'(dst) for a row's outputs [0, N), and each column's sum added to bias[]:
   // folded into d_W's pass over the rows (kFolds), where a pass of its own would read and write
   // every trial's d_dst once more. The arithmetic of activation_and_bias_backward's (each column's
   // sum in row order).
