@@ -612,6 +612,15 @@ std::vector<OpCase> all_cases() {
   cases.push_back(linear_case(4, 3, 6, Activation::ReLU, false, true));
   cases.push_back(linear_case(5, 2, 4, Activation::ReLU, true, false));
   cases.push_back(linear_case(1, 7, 3, Activation::Tanh, true, true));
+  // Widths that are powers of two up to 64 x 64: on the CPU the register-blocked loops of one
+  // model's small Linear (forward rows in blocks and left over, W transposed in 16 x 16 tiles, d_W
+  // along the inputs or the outputs, the activation's derivative and the bias gradient folded into
+  // d_W's pass where the outputs are 16 wide or more), with and without a bias.
+  cases.push_back(linear_case(21, 8, 16, Activation::Tanh, true, true));
+  cases.push_back(linear_case(21, 64, 2, Activation::Sigmoid, true, true));
+  cases.push_back(linear_case(21, 32, 64, Activation::ReLU, true, true));
+  cases.push_back(linear_case(19, 16, 32, Activation::None, false, true));
+  cases.push_back(linear_case(5, 16, 8, Activation::ReLU, false, false));
   // Large enough for the multi-threaded bias/activation pass; on a GPU, the small-layer kernels
   // over several tiles.
   cases.push_back(linear_case(256, 33, 160, Activation::ReLU, true, true));

@@ -210,8 +210,7 @@ class CpuTrialsLinear final : public WeightedKernel {
   CpuTrialsLinear(const LinearShape& s, const dnnl::engine& engine, const dnnl::stream& stream)
       : shape_(s),
         stream_(stream),
-        small_(s.in_features * s.out_features <= kSmallTrialLinear && small_width(s.in_features) &&
-               small_width(s.out_features)),
+        small_(small_shape(s)),
         transposed_(small_ ? static_cast<size_t>(s.in_features * s.out_features) : 0) {
     XO_ASSERT(s.trials >= 1 && s.trial_stride >= s.out_features * s.in_features + s.out_features);
     if (small_) return;
@@ -226,6 +225,12 @@ class CpuTrialsLinear final : public WeightedKernel {
     const memory::desc d_w_md({k, out, in}, f32, memory::dims{stride, in, 1});
     d_weights_ = BoundMatmul(d_pre_t_md, src_md, nullptr, d_w_md, {}, engine, s.in_shard);
     if (s.need_d_src) d_src_ = BoundMatmul(dst_md, d_w_md, nullptr, src_md, {}, engine, s.in_shard);
+  }
+
+  // Whether the layer takes the register-blocked loops (small_forward, small_backward).
+  static bool small_shape(const LinearShape& s) {
+    return s.in_features * s.out_features <= kSmallTrialLinear && small_width(s.in_features) &&
+           small_width(s.out_features);
   }
 
   void forward(const float* src, const float* weights, const float* bias, float* dst) override {
@@ -717,6 +722,17 @@ class CpuTrialsLinear final : public WeightedKernel {
 std::unique_ptr<WeightedKernel> make_linear(const LinearShape& shape, const dnnl::engine& engine,
                                             const dnnl::stream& stream) {
   if (shape.trial_stride > 0) return std::make_unique<CpuTrialsLinear>(shape, engine, stream);
+  // One model's small Linear (one thread's work: the disc models') takes the fused trials' loops
+  // as a group of one: oneDNN's per-product set-up is most of such a layer's time (disc-4 trains
+  // 3x faster so), and a trial alone then computes what it computes in any fused group.
+  const double flops = 2.0 * static_cast<double>(shape.batch * shape.in_features) *
+                       static_cast<double>(shape.out_features);
+  if (CpuTrialsLinear::small_shape(shape) && (shape.in_shard || flops < kSingleThreadMatmulFlops)) {
+    LinearShape one = shape;
+    one.trials = 1;
+    one.trial_stride = shape.out_features * shape.in_features + shape.out_features;
+    return std::make_unique<CpuTrialsLinear>(one, engine, stream);
+  }
   return std::make_unique<CpuLinear>(shape, engine, stream);
 }
 
