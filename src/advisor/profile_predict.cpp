@@ -402,25 +402,39 @@ bool has_trials_samples(const DeviceProfile& p) {
                      [](const KernelSample& s) { return s.trials > 0; });
 }
 
+namespace {
+
+// Trials that step apart: each its own step, as alone, one trial after another (a CPU's
+// convolutional models), or side by side on the workers, the step the busiest worker's.
+ProfilePrediction predict_apart(const ModelSpec& spec, int64_t batch, int trials,
+                                TrialStepping stepping, const ExecutionPolicy& policy,
+                                const DeviceProfile& source, const TargetDevice& target, bool own) {
+  ProfilePrediction out = predict_with_profile(spec, batch, source, target, own);
+  const int workers =
+      stepping == TrialStepping::SideBySide ? std::clamp(policy.shard_threads, 1, trials) : 1;
+  const double steps = (trials + workers - 1) / workers;
+  for (double* s : {&out.seconds, &out.kernels_s, &out.fixed_s, &out.flops_s, &out.bytes_s})
+    *s *= steps;
+  return out;
+}
+
+}  // namespace
+
 ProfilePrediction predict_fused_with_profile(const ModelSpec& spec, int64_t batch, int trials,
                                              const DeviceProfile& source,
                                              const TargetDevice& target, bool own) {
   XO_ASSERT(trials >= 1 && batch >= 1);
   const ModelLayout layout = model_layout(spec);
-  // Trials that step apart (a CPU's convolutional models): each its own step, as alone, one trial
-  // after another.
-  if (trials_step_apart(layout.nodes, layout.tensors, batch, target.kind)) {
-    ProfilePrediction out = predict_with_profile(spec, batch, source, target, own);
-    for (double* s : {&out.seconds, &out.kernels_s, &out.fixed_s, &out.flops_s, &out.bytes_s})
-      *s *= trials;
-    return out;
-  }
-  ProfilePrediction out;
-  out.source = source.id;
-  out.own = own;
   // The groups that run concurrently, one per worker (model/trials.h): a CPU's shard threads,
   // one on a GPU; the step is the longest group's.
   const ExecutionPolicy& policy = own ? source.policy : target.policy;
+  const TrialStepping stepping =
+      trial_stepping(layout.nodes, layout.tensors, batch, target.kind, policy, trials);
+  if (stepping != TrialStepping::Together)
+    return predict_apart(spec, batch, trials, stepping, policy, source, target, own);
+  ProfilePrediction out;
+  out.source = source.id;
+  out.own = own;
   const int groups =
       target.kind == DeviceKind::Cpu ? std::clamp(policy.shard_threads, 1, trials) : 1;
   const int per_group = (trials + groups - 1) / groups;

@@ -17,16 +17,51 @@ std::string shape_text(const std::vector<int64_t>& shape) {
 
 }  // namespace
 
-bool trials_step_apart(const std::vector<Node>& nodes, const std::vector<ParamTensor>& tensors,
-                       int64_t batch, DeviceKind kind) {
-  if (kind != DeviceKind::Cpu) return false;
-  double conv = 0, all = 0;
+const char* trial_stepping_name(TrialStepping s) {
+  switch (s) {
+    case TrialStepping::Together:
+      return "together";
+    case TrialStepping::OneAfterAnother:
+      return "one after another";
+    case TrialStepping::SideBySide:
+      return "side by side";
+  }
+  return "?";
+}
+
+TrialStepping trial_stepping(const std::vector<Node>& nodes,
+                             const std::vector<ParamTensor>& tensors, int64_t batch,
+                             DeviceKind kind, const ExecutionPolicy& policy, int trials) {
+  if (kind != DeviceKind::Cpu) return TrialStepping::Together;
+  double conv = 0, all = 0, largest = 0;
+  bool own_loops = true;
   for (const Node& n : nodes) {
     const double flops = node_cost(n, tensors, batch).flops;
     all += flops;
     if (n.kind == NodeKind::Conv2d) conv += flops;
+    largest = std::max(largest, static_cast<double>(batch) * n.forward_flops);
+    switch (n.kind) {
+      case NodeKind::Linear:
+      case NodeKind::Activation:
+      case NodeKind::Dropout:
+      case NodeKind::Flatten:
+      case NodeKind::Embedding:
+        break;
+      default:
+        own_loops = false;
+    }
   }
-  return all > 0 && 2 * conv > all;
+  if (all > 0 && 2 * conv > all) return TrialStepping::OneAfterAnother;
+  // One shard and every product on one thread alone (a Linear's products are its forward's
+  // size): on a worker a trial's kernels run as they do alone. oneDNN's other primitives read the
+  // thread count they were made with, so only the models of crossover's own loops go.
+  if (own_loops && policy.shard_threads >= 2 && policy.shards(batch, all) == 1 &&
+      largest < policy.single_thread_flops)
+    return TrialStepping::SideBySide;
+  // A group of one: its trial's own Network on the main thread (its products on every thread),
+  // in the one batch shard a group trains in together, so that its checkpoints resume in a
+  // larger group and back.
+  return trials == 1 ? TrialStepping::SideBySide : TrialStepping::Together;
 }
 
 int64_t trial_stride(int64_t flat_size) { return (flat_size + 15) / 16 * 16; }

@@ -23,14 +23,35 @@ namespace xo {
 // same shapes and the same loss. Their parameters, seeds and dropout rates may differ.
 std::string trials_differ(const Model& a, const Model& b);
 
-// Whether a group's trials step apart: each its own Network, one trial after another, its batch
-// split over the workers as when it trains alone (train/trials.h), rather than together in a
-// TrialNetwork (the trials split over the workers, each trial's whole batch on one). On a CPU
-// where convolutions do most of a step's work: their memory-bound passes (reorders, pooling) slow
-// down once a trial's whole batch runs on one core, its tensors past the core's cache (16 fused
-// cnn-small trials ran at 0.69x one trial alone's trial-steps per second; docs/benchmarks.md).
-bool trials_step_apart(const std::vector<Node>& nodes, const std::vector<ParamTensor>& tensors,
-                       int64_t batch, DeviceKind kind);
+// How a fused group's trials step (train/trials.h).
+enum class TrialStepping {
+  // As one TrialNetwork: each Linear (and on a CPU each LSTM) one kernel over the trials, the
+  // trials split over the workers, each trial's whole batch on one. A GPU's groups, and a CPU's
+  // where neither of the others applies.
+  Together,
+  // Each trial its own Network, its batch split over the workers as when it trains alone, one
+  // trial after another (in rounds of steps). On a CPU where convolutions do most of a step's
+  // work: their memory-bound passes (reorders, pooling) slow down once a trial's whole batch runs
+  // on one core, its tensors past the core's cache (16 fused cnn-small trials ran at 0.69x one
+  // trial alone's trial-steps per second together; docs/benchmarks.md).
+  OneAfterAnother,
+  // Each trial its own Network in one batch shard, the trials side by side on the workers (in
+  // rounds of steps, each trial on one worker for a round). On a CPU for a model that trains
+  // alone in one batch shard with every product on one thread, and whose kernels are crossover's
+  // own loops (Linear, activations, dropout, embeddings): there a trial alone leaves the other
+  // cores idle, and steps on a worker exactly as alone. 16 disc-4 trials: 1.90x one trial
+  // alone's trial-steps a second side by side, 1.71x together (docs/benchmarks.md). And a CPU's
+  // group of one trial that would step together: on the main thread, as alone in one shard
+  // (together, it would take one worker: disc-8 at 0.69x).
+  SideBySide,
+};
+const char* trial_stepping_name(TrialStepping s);
+
+// How `trials` trials of this model step on a device of `kind` whose workers and thread rules
+// `policy` gives (Backend::execution_policy, or a profile's).
+TrialStepping trial_stepping(const std::vector<Node>& nodes,
+                             const std::vector<ParamTensor>& tensors, int64_t batch,
+                             DeviceKind kind, const ExecutionPolicy& policy, int trials);
 
 // Floats between trial t's flat buffers and trial t + 1's (pack_trials): a whole number of 64-byte
 // lines.

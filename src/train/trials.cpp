@@ -1,13 +1,15 @@
 // train_fused: one TrainPlan per trial for everything a trial does alone (its data order, loss
 // sums, optimizer, schedule, early stopping, test evaluation and the epoch bookkeeping, as
 // train_model keeps them), and one TrialNetwork for what the trials do together: the step's
-// forward, loss and backward. Where the trials step apart (trials_step_apart: a CPU's
-// convolutional models), each trial's plan has its own Network instead, as train_model's, and the
-// group steps them one after another.
+// forward, loss and backward. Where the trials step apart (model/trials.h, trial_stepping: a
+// CPU's convolutional models, and its small MLPs), each trial's plan has its own Network instead,
+// as train_model's, and the group steps them in rounds, one trial after another or side by side
+// on the workers.
 #include "train/trials.h"
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <limits>
 #include <memory>
@@ -84,11 +86,14 @@ std::string place(const Trial& t) {
 // The trials still training, and their Networks for a full and a partial batch; planned again
 // whenever one leaves.
 struct Group {
-  // Each trial steps its own plan's Networks, one trial after another (trials_step_apart): the
+  // Each trial steps its own plan's Networks (TrialStepping::OneAfterAnother, SideBySide): the
   // group has none of its own.
   bool apart = false;
+  // apart: how many trials step at once, each on a worker of its own (1: one after another).
+  int workers = 1;
   double trial_step_ms = 0;  // apart: the last round's time per trial and step (0: none yet)
   std::vector<double> round_ms;  // apart: the round's group steps, sized once per round length
+  std::vector<double> worker_ms;  // apart: each worker's share of them
   std::vector<Trial*> active;
   std::optional<TrialNetwork> full, partial;
   // The trials' own work (gather, loss, optimizer, step count) batched where the backend does it
@@ -256,14 +261,19 @@ using Trials = std::vector<std::unique_ptr<Trial>>;
 // asked: every trial must stand where the first does. A trial resumed where it ended (stopped
 // early, or paused at this rung already) is ended at once.
 Trials plan_trials(std::vector<FusedTrial>& trials, const DataSplit& split,
-                   const FusedOptions& options, bool apart) {
+                   const FusedOptions& options, TrialStepping stepping) {
+  const bool apart = stepping != TrialStepping::Together;
+  // Side by side, each trial in one batch shard, as together (model/trials.h); one after another
+  // in the shards it takes alone.
+  ExecutionOptions exec;
+  if (stepping == TrialStepping::SideBySide) exec.shards = 1;
   Trials planned;
   for (FusedTrial& t : trials) {
     const DataSplit& data = t.data ? *t.data : split;
     const TrainPlan* data_of = nullptr;
     for (const auto& other : planned)
       if (&other->plan.split == &data) data_of = &other->plan;
-    planned.push_back(std::make_unique<Trial>(t, data, ExecutionOptions{}, data_of, apart));
+    planned.push_back(std::make_unique<Trial>(t, data, exec, data_of, apart));
     Trial& trial = *planned.back();
     trial.last_epoch = options.pause_after_epochs > 0
                            ? std::min(options.pause_after_epochs, t.train.epochs)
@@ -287,22 +297,112 @@ Trials plan_trials(std::vector<FusedTrial>& trials, const DataSplit& split,
 }
 
 // Trials that step apart (Group::apart) go in rounds: each trial takes the round's steps, as
-// train_model's, before the next trial starts them, so that a trial's tensors are still in the
-// caches at its next step. 16 cnn-small trials on the 2-core Xeon: 3.14 ms a trial-step taken a
-// step at a time, 2.59 four at a time, 2.22 sixteen at a time, 2.12 one trial alone
-// (docs/benchmarks.md). A round ends where the epoch, the step limit or the next checkpoint by
-// steps says, and after about kRoundSeconds (from the last round's steps; the first round is a
-// step long): a stop request waits for the round, so that every trial stands at the same step after
-// it. A trial whose loss is not finite leaves the round (and the group) at that step, as it does
-// alone. The group's step s is every trial's step s: its time is the sum of theirs, each trial's
-// plan timing its own.
+// train_model's, before another trial takes them on its worker (one after another: every trial
+// on all the workers; side by side: each worker its share of the trials), so that a trial's
+// tensors are still in the caches at its next step. 16 cnn-small trials on the 2-core Xeon: 3.14
+// ms a trial-step taken a step at a time, 2.59 four at a time, 2.22 sixteen at a time, 2.12 one
+// trial alone (docs/benchmarks.md). A round ends where the epoch, the step limit or the next
+// checkpoint by steps says, and after about kRoundSeconds (from the last round's steps; the first
+// round is a step long): a stop request waits for the round, so that every trial stands at the
+// same step after it. A trial whose loss is not finite leaves the round (and the group) at that
+// step, as it does alone. The group's step s is every trial's step s: its time is the busiest
+// worker's share of theirs, each trial's plan timing its own.
 constexpr int64_t kRoundSteps = 16;
 constexpr double kRoundSeconds = 1.0;
 
-void run_rounds(Group& group, Trials& trials, const FusedOptions& options) {
+// The steps of the next round: up to kRoundSteps, the epoch's end, the step limit and the next
+// checkpoint by steps; the group's first round a step each, the next ones about kRoundSeconds
+// long at the last round's time per trial-step.
+int64_t round_length(const Group& group, const FusedOptions& options) {
+  const Trial& lead = *group.active[0];
+  int64_t n = std::min(kRoundSteps, lead.plan.steps_per_epoch - lead.state.step);
+  if (options.max_steps > 0) n = std::min(n, options.max_steps - lead.state.steps_taken);
+  const double round_ms = group.trial_step_ms * static_cast<double>(group.active.size()) /
+                          static_cast<double>(group.workers);
+  n = group.trial_step_ms > 0 ? std::min(n, static_cast<int64_t>(kRoundSeconds * 1e3 / round_ms))
+                              : 1;
+  for (const Trial* t : group.active)
+    if (t->checkpoints) n = std::min(n, t->checkpoints->steps_until_due(t->state));
+  return std::max<int64_t>(n, 1);
+}
+
+// The workers a round runs on, and worker w's trials (w, w + workers, ...): each trial on one
+// worker for the whole round.
+int round_workers(const Group& group) {
+  return static_cast<int>(
+      std::min<size_t>(static_cast<size_t>(group.workers), group.active.size()));
+}
+template <typename Body>
+void on_worker(const Group& group, int w, Body&& body) {
+  const auto workers = static_cast<size_t>(round_workers(group));
+  for (size_t i = static_cast<size_t>(w); i < group.active.size(); i += workers)
+    body(group.active[i]);
+}
+
+// n steps of every active trial, as train_model's, on the round's workers. A trial whose loss is
+// not finite stops at that step (checked where run_steps checks, and at the round's end, where a
+// checkpoint may follow).
+void take_round(Group& group, int64_t n, const FusedOptions& options) {
   const int64_t steps = group.active[0]->plan.steps_per_epoch;
   const int64_t check_every = loss_check_interval(group.active[0]->plan.backend);
-  double& trial_step_ms = group.trial_step_ms;
+  auto take_steps = [&](Trial* t) {
+    TrainPlan& p = t->plan;
+    for (int64_t k = 0; k < n; ++k) {
+      const int64_t s = t->state.step;
+      const StepMarks marks(p.clock.get(), s);
+      marks.stamp(StepMarks::Start);
+      train_step(p, p.work(s), p.batch_at(s), p.stats_for(s), marks);
+      marks.stamp(StepMarks::End);
+      ++t->state.step;
+      ++t->state.steps_taken;
+      const int64_t step = t->state.step;
+      if (options.stop_on_nan && (k + 1 == n || step == steps || step % check_every == 0) &&
+          !loss_finite(p, t->state)) {
+        t->end = End::Diverged;
+        return;
+      }
+    }
+  };
+  const int workers = round_workers(group);
+  if (workers > 1) {
+    group.active[0]->plan.backend.parallel_shards(workers,
+                                                  [&](int w) { on_worker(group, w, take_steps); });
+  } else {
+    for (Trial* t : group.active) take_steps(t);
+  }
+}
+
+// The round's steps timed: the group's step s is every trial's step s, their times added up on
+// each worker, the busiest worker's sum (every trial's record takes it); and the time per
+// trial-step, from which the next round's length comes.
+void time_round(Group& group, int64_t first, int64_t n) {
+  const int workers = round_workers(group);
+  std::vector<double>& group_ms = group.round_ms;
+  group_ms.assign(static_cast<size_t>(n), 0.0);
+  std::vector<double>& worker_ms = group.worker_ms;
+  worker_ms.assign(static_cast<size_t>(n * workers), 0.0);
+  double sum_ms = 0;
+  int64_t trial_steps = 0;
+  for (int w = 0; w < workers; ++w) {
+    on_worker(group, w, [&](Trial* t) {
+      for (int64_t s = first; s < t->state.step; ++s, ++trial_steps) {
+        const StepMarks marks(t->plan.clock.get(), s);
+        const double ms =
+            t->plan.clock->ms_between(marks.at(StepMarks::Start), marks.at(StepMarks::End));
+        const auto i = static_cast<size_t>(s - first);
+        double& on = worker_ms[static_cast<size_t>(w * n) + i];
+        on += ms;
+        group_ms[i] = std::max(group_ms[i], on);
+        sum_ms += ms;
+      }
+    });
+  }
+  for (Trial* t : group.active) add_step_times(t->plan, t->state, first, group_ms);
+  group.trial_step_ms = sum_ms / static_cast<double>(trial_steps);
+}
+
+void run_rounds(Group& group, Trials& trials, const FusedOptions& options) {
+  const int64_t steps = group.active[0]->plan.steps_per_epoch;
   while (!group.active.empty() && group.active[0]->state.step < steps) {
     if (stop_requested()) {
       for (Trial* t : group.active) {
@@ -313,54 +413,14 @@ void run_rounds(Group& group, Trials& trials, const FusedOptions& options) {
     }
     const int64_t first = group.active[0]->state.step;
     const int64_t taken = group.active[0]->state.steps_taken;
-    int64_t n = std::min(kRoundSteps, steps - first);
-    if (options.max_steps > 0) n = std::min(n, options.max_steps - taken);
-    // The group's first round a step each: the next rounds' length comes from its time.
-    const double round_ms = trial_step_ms * static_cast<double>(group.active.size());
-    n = trial_step_ms > 0 ? std::min(n, static_cast<int64_t>(kRoundSeconds * 1e3 / round_ms)) : 1;
-    for (Trial* t : group.active)
-      if (t->checkpoints) n = std::min(n, t->checkpoints->steps_until_due(t->state));
-    n = std::max<int64_t>(n, 1);
-    bool left = false;
+    const int64_t n = round_length(group, options);
+    take_round(group, n, options);
+    time_round(group, first, n);
+    bool left = false, save = false;
     for (Trial* t : group.active) {
-      TrainPlan& p = t->plan;
-      for (int64_t k = 0; k < n; ++k) {
-        const int64_t s = t->state.step;
-        const StepMarks marks(p.clock.get(), s);
-        marks.stamp(StepMarks::Start);
-        train_step(p, p.work(s), p.batch_at(s), p.stats_for(s), marks);
-        marks.stamp(StepMarks::End);
-        ++t->state.step;
-        ++t->state.steps_taken;
-        // Checked where run_steps checks, and at the round's end (a checkpoint may follow).
-        const int64_t step = t->state.step;
-        if (options.stop_on_nan && (k + 1 == n || step == steps || step % check_every == 0) &&
-            !loss_finite(p, t->state)) {
-          t->end = End::Diverged;
-          left = true;
-          break;
-        }
-      }
-    }
-    // Step s of the group: every trial's step s, their times added up.
-    std::vector<double>& group_ms = group.round_ms;
-    group_ms.assign(static_cast<size_t>(n), 0.0);
-    double sum_ms = 0;
-    int64_t trial_steps = 0;
-    for (Trial* t : group.active) {
-      for (int64_t s = first; s < t->state.step; ++s, ++trial_steps) {
-        const StepMarks marks(t->plan.clock.get(), s);
-        const double ms =
-            t->plan.clock->ms_between(marks.at(StepMarks::Start), marks.at(StepMarks::End));
-        group_ms[static_cast<size_t>(s - first)] += ms;
-        sum_ms += ms;
-      }
-    }
-    for (Trial* t : group.active) add_step_times(t->plan, t->state, first, group_ms);
-    trial_step_ms = sum_ms / static_cast<double>(trial_steps);
-    bool save = false;
-    for (Trial* t : group.active)
+      left = left || t->end == End::Diverged;
       save = save || (t->end == End::Running && t->checkpoints && t->checkpoints->due(t->state));
+    }
     if (save) {
       for (Trial* t : group.active)
         if (t->end == End::Running) t->save();
@@ -487,15 +547,21 @@ std::vector<TrainResult> train_fused(std::vector<FusedTrial>& trials, const Data
   const DeviceBuffer packed = pack_trials(models);
   Backend& be = trials[0].model->backend();
   const Model& first = *trials[0].model;
-  const bool apart =
-      trials_step_apart(first.nodes(), first.tensors(),
-                        std::min(trials[0].train.batch, split.train.samples), be.info().kind);
-  Trials planned = plan_trials(trials, split, options, apart);
+  const TrialStepping stepping =
+      options.stepping
+          ? *options.stepping
+          : trial_stepping(first.nodes(), first.tensors(),
+                           std::min(trials[0].train.batch, split.train.samples), be.info().kind,
+                           be.execution_policy(), static_cast<int>(trials.size()));
+  const bool apart = stepping != TrialStepping::Together;
+  Trials planned = plan_trials(trials, split, options, stepping);
   const std::unique_ptr<QueueClock> clock =
       be.clock(static_cast<int>(StepMarks::kPerStep * planned[0]->plan.steps_per_epoch));
   for (auto& t : planned) t->clock = clock.get();
   Group group;
   group.apart = apart;
+  if (stepping == TrialStepping::SideBySide)
+    group.workers = std::max(1, be.execution_policy().shard_threads);
   group.clock = clock.get();
   group.plan(planned, options.groups);
   trials[0].model->backend().synchronize();

@@ -6,11 +6,13 @@
 // go on.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "data/dataset.h"
 #include "model/model.h"
+#include "model/trials.h"
 #include "train/trainer.h"
 
 namespace xo {
@@ -37,6 +39,8 @@ struct FusedOptions {
   // Stop after this many steps in all (0: no limit), as ExecutionOptions::max_steps: to time the
   // group. A partial epoch is not reported as an epoch.
   int64_t max_steps = 0;
+  // How the trials step (model/trials.h); unset: as trial_stepping says for the model and device.
+  std::optional<TrialStepping> stepping;
 };
 
 // Why `trials` cannot train as one group (empty: they can): another architecture, batch size or
@@ -45,9 +49,10 @@ std::string fusion_refusal(const std::vector<FusedTrial>& trials, const DataSpli
 
 // Trains the trials on `split` (or each on its own FusedTrial::data) as one fused group; results in
 // their order, each as train_model gives it, with `shards` 1 and the group's step times (a step
-// trains every trial). Trials that step apart (model/trials.h, trials_step_apart) each train in
-// the batch shards they take alone, and a group's step time is the sum of its trials' (its
-// forward and backward phase not timed apart). Throws UserError where fusion_refusal says why not.
+// trains every trial). Trials that step apart (model/trials.h, trial_stepping) each train in the
+// batch shards they take alone, and a group's step time is the busiest worker's share of its
+// trials' (its forward and backward phase not timed apart). Throws UserError where fusion_refusal
+// says why not.
 std::vector<TrainResult> train_fused(std::vector<FusedTrial>& trials, const DataSplit& split,
                                      const FusedOptions& options = {});
 

@@ -451,7 +451,9 @@ void Search::job_ended(const HalvingJob& job, const TrialRunner::Ended& end, con
   if (grouped && fs::exists(f.result)) {
     try {
       const TrainResult r = result();
-      how = r.interrupted        ? ProcessEnd::Interrupted
+      // An interrupted result of a group that failed is an earlier run's (a group stopped
+      // writes its results and exits as stopped): the group failed before it wrote this one.
+      how = r.interrupted        ? (how == ProcessEnd::Failed ? how : ProcessEnd::Interrupted)
             : r.stopped_diverged ? ProcessEnd::Diverged
                                  : ProcessEnd::Trained;
     } catch (const UserError&) {

@@ -10,6 +10,7 @@
 #include "model/cost.h"
 #include "model/layer.h"
 #include "model/model.h"
+#include "model/trials.h"
 
 namespace xo {
 namespace {
@@ -327,8 +328,10 @@ TEST(ProfilePredict, FusedTrialsShareEachLinearAndOnAGpuTheirLossOptimizerAndGat
   EXPECT_GT(four.seconds, one.seconds);
   EXPECT_LT(four.seconds, 4 * one.seconds);
   EXPECT_NEAR(four.kernels_s + four.fixed_s, four.seconds, 1e-15);
-  // A CPU of two shard threads: four trials in two groups of two, each group on one thread.
+  // A CPU of two shard threads: four trials in two groups of two, each group on one thread (a
+  // policy whose products all take several threads, so that the trials step together).
   DeviceProfile cpu = profile_of(8);
+  cpu.policy.single_thread_flops = 0;
   cpu.samples.push_back(gather);
   const ProfilePrediction on_cpu =
       predict_fused_with_profile(spec, 8, 4, cpu, profile_target(cpu), true);
@@ -344,6 +347,7 @@ TEST(ProfilePredict, AFusedGroupOnACpuTakesTheProfilesSamplesOfTheTrialsLinear) 
   spec.train.shuffle = true;
   const ModelLayout layout = model_layout(spec);
   DeviceProfile cpu = profile_of(8);
+  cpu.policy.single_thread_flops = 0;  // the trials step together (model/trials.h)
   cpu.samples.push_back(small("batch", "", 8, 1, 4, 8.0 * 8 * 4, 2));
   const ProfilePrediction before =
       predict_fused_with_profile(spec, 8, 4, cpu, profile_target(cpu), true);
@@ -375,6 +379,22 @@ TEST(ProfilePredict, AFusedGroupOnACpuTakesTheProfilesSamplesOfTheTrialsLinear) 
   gpu_before.kind = DeviceKind::Gpu;
   EXPECT_EQ(predict_fused_with_profile(spec, 8, 4, p100, gpu, false).seconds,
             predict_fused_with_profile(spec, 8, 4, cpu, gpu_before, false).seconds);
+}
+
+// Trials that step side by side on a CPU's workers (a small MLP, its products one thread's work):
+// each worker's trials one after another, each step as alone; the step the busiest worker's.
+TEST(ProfilePredict, TrialsSideBySideTakeTheBusiestWorkersStepsAlone) {
+  ModelSpec spec = mlp(8);
+  const DeviceProfile cpu = profile_of(8);
+  const ModelLayout layout = model_layout(spec);
+  ASSERT_EQ(trial_stepping(layout.nodes, layout.tensors, 8, DeviceKind::Cpu, cpu.policy, 2),
+            TrialStepping::SideBySide);
+  const ProfilePrediction alone = predict_with_profile(spec, 8, cpu, profile_target(cpu), true);
+  for (const auto& [trials, steps] : {std::pair{1, 1}, {2, 1}, {5, 3}, {16, 8}}) {
+    const ProfilePrediction fused =
+        predict_fused_with_profile(spec, 8, trials, cpu, profile_target(cpu), true);
+    EXPECT_NEAR(fused.seconds, steps * alone.seconds, 1e-15) << trials << " trials";
+  }
 }
 
 // A GPU profile that timed the fused trials' Linear (op "trials_linear", one group: shards 1)

@@ -226,7 +226,8 @@ double difference(const TrainResult& fused, const Alone& alone, const std::vecto
 // Four trials of `c` (trial_spec: every setting apart, then `vary`) fused on `device`, each against
 // the same trial alone there: the largest difference.
 double fused_against_alone(const Case& c, const std::string& device,
-                           const std::function<void(ModelSpec&, int)>& vary = {}) {
+                           const std::function<void(ModelSpec&, int)>& vary = {},
+                           std::optional<TrialStepping> stepping = std::nullopt) {
   const ModelSpec base = parse_spec(c.spec, std::string(c.name) + ".toml");
   const DataSplit data = c.data();
   constexpr int kTrials = 4;
@@ -243,7 +244,9 @@ double fused_against_alone(const Case& c, const std::string& device,
     trials.push_back({models.back().get(), specs.back().train,
                       [&epochs_seen, t](const EpochRecord&, int64_t) { ++epochs_seen[t]; }});
   }
-  const std::vector<TrainResult> fused = train_fused(trials, data);
+  FusedOptions options;
+  options.stepping = stepping;
+  const std::vector<TrainResult> fused = train_fused(trials, data, options);
   EXPECT_EQ(fused.size(), static_cast<size_t>(kTrials));
   double worst = 0;
   for (size_t t = 0; t < std::min(fused.size(), static_cast<size_t>(kTrials)); ++t) {
@@ -254,8 +257,8 @@ double fused_against_alone(const Case& c, const std::string& device,
     EXPECT_EQ(fused[t].shards, 1) << where;
     EXPECT_EQ(fused[t].fused_trials, kTrials) << where;
   }
-  std::printf("%s on %s: the largest difference from the trials alone: %.3g\n", c.name,
-              device.c_str(), worst);
+  std::printf("%s on %s (%s): the largest difference from the trials alone: %.3g\n", c.name,
+              device.c_str(), stepping ? trial_stepping_name(*stepping) : "as chosen", worst);
   return worst;
 }
 
@@ -264,6 +267,64 @@ class Fused : public ::testing::TestWithParam<Case> {};
 TEST_P(Fused, EachTrialEndsAsItDoesAlone) {
   const Case& c = GetParam();
   EXPECT_LE(fused_against_alone(c, "cpu"), c.tolerance) << c.name;
+}
+
+// The CPU's cases are small enough to step side by side (or, the CNN, one after another): the
+// same trials as one TrialNetwork, as a larger model's go on a CPU and every model's on a GPU.
+TEST_P(Fused, EachTrialEndsAsItDoesAloneSteppingTogether) {
+  const Case& c = GetParam();
+  EXPECT_LE(fused_against_alone(c, "cpu", {}, TrialStepping::Together), c.tolerance) << c.name;
+}
+
+// How trials step on a 2-thread CPU (model/trials.h): side by side where a trial alone is one
+// thread's work of crossover's own loops, one after another where convolutions do most of the
+// work, together otherwise; on a GPU always together.
+TEST(FusedTrials, TrialsStepAsTheModelAndDeviceSay) {
+  auto be = make_backend(parse_device("cpu", 2));
+  ModelSpec lstm = parse_spec(kCases[3].spec, "lstm.toml");
+  ModelSpec wide_lstm = lstm;
+  wide_lstm.layers[1].out = 256;  // its products past one thread's
+  ModelSpec batch_norm = parse_spec(kCases[4].spec, "mlp.toml");
+  batch_norm.layers.insert(batch_norm.layers.begin() + 1, LayerSpec{LayerType::BatchNorm1d});
+  const struct {
+    ModelSpec spec;
+    TrialStepping cpu;
+  } cases[] = {
+      {*builtin_spec("disc-4"), TrialStepping::SideBySide},
+      {*builtin_spec("disc-7"), TrialStepping::SideBySide},
+      {*builtin_spec("disc-8"), TrialStepping::Together},  // two batch shards alone
+      {*builtin_spec("mnist-mlp"), TrialStepping::Together},
+      {parse_spec(kCases[1].spec, "mlp.toml"), TrialStepping::SideBySide},  // with dropout
+      {batch_norm, TrialStepping::Together},  // oneDNN's batch normalisation
+      {lstm, TrialStepping::Together},
+      {wide_lstm, TrialStepping::Together},
+      {parse_spec(kCases[2].spec, "cnn.toml"), TrialStepping::OneAfterAnother},
+      {*builtin_spec("mnist-cnn"), TrialStepping::OneAfterAnother},
+  };
+  for (const auto& c : cases) {
+    Model model(c.spec, *be);
+    const int64_t batch = c.spec.train.batch;
+    EXPECT_EQ(trial_stepping_name(trial_stepping(model.nodes(), model.tensors(), batch,
+                                                 DeviceKind::Cpu, be->execution_policy(), 4)),
+              std::string(trial_stepping_name(c.cpu)))
+        << c.spec.name;
+    // A group of one on a CPU: its trial's own Network, where it would step together.
+    EXPECT_EQ(trial_stepping(model.nodes(), model.tensors(), batch, DeviceKind::Cpu,
+                             be->execution_policy(), 1),
+              c.cpu == TrialStepping::Together ? TrialStepping::SideBySide : c.cpu)
+        << c.spec.name;
+    for (int trials : {1, 4})
+      EXPECT_EQ(trial_stepping(model.nodes(), model.tensors(), batch, DeviceKind::Gpu,
+                               be->execution_policy(), trials),
+                TrialStepping::Together)
+          << c.spec.name;
+  }
+  // One thread: nothing to step side by side on.
+  auto one = make_backend(parse_device("cpu", 1));
+  Model disc(*builtin_spec("disc-4"), *one);
+  EXPECT_EQ(trial_stepping(disc.nodes(), disc.tensors(), 100, DeviceKind::Cpu,
+                           one->execution_policy(), 4),
+            TrialStepping::Together);
 }
 
 // On a GPU too (each Linear one launch for every trial, every trial's gather, loss and optimizer
@@ -306,7 +367,7 @@ INSTANTIATE_TEST_SUITE_P(Cases, Fused, ::testing::ValuesIn(kCases), [](const aut
 });
 
 // The CNN case without its BatchNorm (so that alone it may train in batch shards): its trials
-// step apart in a fused group on a CPU (trials_step_apart), each its own Network.
+// step one after another in a fused group on a CPU (trial_stepping), each its own Network.
 ModelSpec conv_spec() {
   ModelSpec s = parse_spec(kCases[2].spec, "cnn.toml");
   std::erase_if(s.layers, [](const LayerSpec& l) { return l.type == LayerType::BatchNorm2d; });
@@ -334,8 +395,9 @@ TEST(FusedTrials, ConvolutionalTrialsStepApartEachExactlyAsItTrainsAlone) {
     models.back()->init(specs.back().train.seed);
     trials.push_back({models.back().get(), specs.back().train, {}});
   }
-  ASSERT_TRUE(trials_step_apart(models[0]->nodes(), models[0]->tensors(), base.train.batch,
-                                DeviceKind::Cpu));
+  ASSERT_EQ(trial_stepping(models[0]->nodes(), models[0]->tensors(), base.train.batch,
+                           DeviceKind::Cpu, be->execution_policy(), kTrials),
+            TrialStepping::OneAfterAnother);
   const std::vector<TrainResult> fused = train_fused(trials, data);
   for (int t = 0; t < kTrials; ++t) {
     const auto i = static_cast<size_t>(t);

@@ -196,12 +196,20 @@ void CpuBackend::release_threads() {
 }
 
 void CpuBackend::parallel_shards(int shards, FunctionRef<void(int shard)> body) {
-  if (shards == 1) {
-    body(0);
+  // Inside another parallel region (a trial's own shards, its trial on one of a fused group's
+  // workers) a nested region would get one thread and run shard 0 alone: the shards run here, in
+  // order.
+  if (shards == 1 || omp_in_parallel()) {
+    for (int s = 0; s < shards; ++s) body(s);
     return;
   }
 #pragma omp parallel num_threads(shards)
-  body(omp_get_thread_num());
+  {
+    // Each worker's kernels on its one thread (a shard's are made so; a fused group's trials side
+    // by side have only one-thread products and crossover's own loops: model/trials.h).
+    omp_set_num_threads(1);
+    body(omp_get_thread_num());
+  }
 }
 
 std::unique_ptr<WeightedKernel> CpuBackend::linear(const LinearShape& shape) {
