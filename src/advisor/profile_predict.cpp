@@ -357,7 +357,7 @@ std::string ProfilePrediction::how() const {
 
 ProfilePrediction predict_with_profile(const ModelSpec& spec, int64_t batch,
                                        const DeviceProfile& source, const TargetDevice& target,
-                                       bool own) {
+                                       bool own, int shards) {
   const ModelLayout layout = model_layout(spec);
   ProfilePrediction out;
   out.source = source.id;
@@ -368,7 +368,7 @@ ProfilePrediction predict_with_profile(const ModelSpec& spec, int64_t batch,
     train_flops += static_cast<double>(batch) * n.forward_flops * (n.gradient_below ? 3 : 2);
   }
   const ExecutionPolicy& policy = own ? source.policy : target.policy;
-  out.shards = batch_norm ? 1 : policy.shards(batch, train_flops);
+  out.shards = batch_norm ? 1 : shards > 0 ? shards : policy.shards(batch, train_flops);
   out.shards = static_cast<int>(std::min<int64_t>(out.shards, batch));
   const int64_t slice = batch / out.shards + (batch % out.shards ? 1 : 0);  // the longest shard
   Accumulator acc;
@@ -409,9 +409,10 @@ namespace {
 ProfilePrediction predict_apart(const ModelSpec& spec, int64_t batch, int trials,
                                 TrialStepping stepping, const ExecutionPolicy& policy,
                                 const DeviceProfile& source, const TargetDevice& target, bool own) {
-  ProfilePrediction out = predict_with_profile(spec, batch, source, target, own);
-  const int workers =
-      stepping == TrialStepping::SideBySide ? std::clamp(policy.shard_threads, 1, trials) : 1;
+  // Side by side, each trial in one batch shard.
+  const bool side = stepping == TrialStepping::SideBySide;
+  ProfilePrediction out = predict_with_profile(spec, batch, source, target, own, side ? 1 : 0);
+  const int workers = side ? std::clamp(policy.shard_threads, 1, trials) : 1;
   const double steps = (trials + workers - 1) / workers;
   for (double* s : {&out.seconds, &out.kernels_s, &out.fixed_s, &out.flops_s, &out.bytes_s})
     *s *= steps;

@@ -54,10 +54,11 @@ struct ProfilePrediction {
   std::string how() const;  // "own profile", "from amd-epyc-2t's profile, scaled"
 };
 
-// The step of `spec` at `batch` on `target` from `source` (own when target is its device).
+// The step of `spec` at `batch` on `target` from `source` (own when target is its device), in
+// `shards` batch shards (0: as the device's policy says).
 ProfilePrediction predict_with_profile(const ModelSpec& spec, int64_t batch,
                                        const DeviceProfile& source, const TargetDevice& target,
-                                       bool own);
+                                       bool own, int shards = 0);
 
 // Whether `p` timed fused groups' Linears (op "trials_linear"), which predict_fused_with_profile
 // takes for a device of its kind; else it predicts each as one Linear as many times taller.
