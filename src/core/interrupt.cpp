@@ -15,7 +15,10 @@ void on_signal(int sig) {
   if (g_stop) _exit(128 + sig);
   g_stop = 1;
   if (g_quiet) return;
-  constexpr char kMessage[] = "\ncrossover: stopping at the next safe point (again to quit now)\n";
+  // Static: a handler's locals may live on AddressSanitizer's fake stack, which a signal can
+  // interrupt mid-frame (a false heap-buffer-overflow report on write()).
+  static constexpr char kMessage[] =
+      "\ncrossover: stopping at the next safe point (again to quit now)\n";
   [[maybe_unused]] auto n = write(STDERR_FILENO, kMessage, sizeof(kMessage) - 1);
 }
 

@@ -208,6 +208,56 @@ TEST(Tune, ASearchKilledAndStartedAgainKeepsItsFinishedTrials) {
   EXPECT_NE(other.output.find("holds another search"), std::string::npos) << other.output;
 }
 
+// A fused group that fails before it writes its trials' results fails them, with its message,
+// once: the interrupted result an earlier, stopped run of the search left does not start the group
+// again (it did, forever, whenever a group could not resume).
+TEST(Tune, AGroupFailingBeforeItsResultsFailsItsTrialsOnce) {
+  xo::testing::TempDir dir("tune-group-fails");
+  const std::string search =
+      "tune disc-8 --vary lr=0.02,0.05 --epochs 400 --fuse 2 --checkpoint-every 20steps --out out";
+  const std::vector<std::string> args = {"tune",         "disc-8",   "--vary",
+                                         "lr=0.02,0.05", "--epochs", "400",
+                                         "--fuse",       "2",        "--checkpoint-every",
+                                         "20steps",      "--out",    "out"};
+  const pid_t pid = xo::testing::start_crossover(dir.path(), args, dir.path() / "first.txt",
+                                                 dir.path() / "first.txt");
+  // Stopped as Ctrl-C stops it once the group has a checkpoint: its trials' results say
+  // interrupted.
+  const fs::path checkpoints = dir.path() / "out" / "trials" / "t01" / "checkpoints";
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  auto has_checkpoint = [&] {
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(checkpoints, ec))
+      if (e.path().extension() == ".json") return true;
+    return false;
+  };
+  while (std::chrono::steady_clock::now() < deadline && !has_checkpoint())
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ASSERT_TRUE(has_checkpoint()) << xo::read_file(dir.path() / "first.txt");
+  kill(pid, SIGINT);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  const json stopped = json::parse(xo::read_file(checkpoints.parent_path() / "result.json"));
+  ASSERT_TRUE(stopped.at("interrupted").get<bool>()) << stopped.dump();
+  // Every checkpoint of trial 1 damaged: its resume is refused, and its group fails at its start.
+  for (const auto& e : fs::directory_iterator(checkpoints)) std::ofstream(e.path()) << "damaged";
+  const auto again =
+      run_cli("--version >/dev/null && timeout 60 " + std::string(CROSSOVER_BINARY) + " " + search,
+              dir.path());
+  ASSERT_NE(again.status, 124) << "the search started its failing group again and again";
+  const json j = results(dir.path() / "out");
+  for (const json& t : j.at("trials")) {
+    EXPECT_EQ(status_of(t), "failed") << t.dump();
+    EXPECT_NE(t.value("error", "").find("checkpoint"), std::string::npos) << t.dump();
+  }
+  size_t groups = 0;
+  for ([[maybe_unused]] const auto& e : fs::directory_iterator(dir.path() / "out" / "groups"))
+    ++groups;
+  // The stopped run's group and the failed one (its log may continue the first's): a group
+  // started again and again would leave one log each time.
+  EXPECT_LE(groups, 2u) << again.output;
+}
+
 // A trial that diverges is recorded as such, ranked last, and the search goes on; a spec in
 // another folder keeps reading its data (the trials' specs name it by an absolute path).
 TEST(Tune, ADivergingTrialIsRecordedAndASpecElsewhereFindsItsData) {
