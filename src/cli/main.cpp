@@ -127,6 +127,7 @@ int run_command(const std::vector<xo::cli::Command>& commands) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  xo::install_interrupt_handler();  // before any other thread starts
   CLI::App app{
       "crossover: train the same network on the CPU and the GPU and measure where each wins.\n"
       "Run `crossover run` for the classic disc sweep, `crossover train disc-8` for one model."};
@@ -146,6 +147,5 @@ int main(int argc, char** argv) {
     return usage_error(commands, e, argc, argv);
   }
   if (!fits_the_launch(commands)) return xo::kExitBadInput;
-  xo::install_interrupt_handler();
   return run_command(commands);
 }

@@ -14,7 +14,12 @@
 
 namespace xo {
 
+// Blocks SIGINT and SIGTERM in this thread (and so in every thread it starts from then on) and
+// takes them on a thread of their own. Call it first in main, before any other thread starts.
 void install_interrupt_handler();
+// SIGINT and SIGTERM as before install_interrupt_handler, in this thread: a forked child before
+// it executes another program.
+void unblock_stop_signals();
 // The message the first signal prints stays unwritten: the ranks of an MPI job other than rank 0,
 // which print nothing (mpirun hands Ctrl-C to every rank).
 void quiet_interrupt_message();

@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "core/interrupt.h"
 #include "dist/mpi.h"
 
 namespace xo {
@@ -35,6 +36,7 @@ pid_t spawn(const std::vector<std::string>& args, const std::filesystem::path& l
     throw UserError(fmt::format("could not start a crossover process: {}", std::strerror(errno)));
   }
   if (pid == 0) {
+    unblock_stop_signals();  // the program it runs starts with the signals' defaults
     prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (getppid() != parent) _exit(kExitNotStarted);
     // Never through a link, never a FIFO's wait: a log that cannot be opened so is not started.

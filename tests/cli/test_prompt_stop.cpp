@@ -154,4 +154,71 @@ TEST(PromptStop, SigtermWhileAMeasuringJobPreparesEndsItWithoutResults) {
   EXPECT_EQ(again.exit_code, 130) << again.stderr_text;
 }
 
+// The stop signals are taken by one thread of their own (core/interrupt.h): every thread of a
+// training process blocks them, none has a handler that would run on its stack.
+TEST(PromptStop, NoWorkingThreadTakesAStopSignal) {
+  const xo::testing::TempDir dir("prompt-stop");
+  const pid_t pid = xo::testing::start_crossover(
+      dir.path(), {"train", "disc-9", "--epochs", "100000", "--checkpoint-every", "off"},
+      "/dev/null", dir / "stderr.txt");
+  const fs::path tasks = "/proc/" + std::to_string(pid) + "/task";
+  auto count = [&] {
+    std::error_code ec;
+    int n = 0;
+    for ([[maybe_unused]] const auto& t : fs::directory_iterator(tasks, ec)) ++n;
+    return n;
+  };
+  // Training: the main thread, the signals' thread, the sampler and OpenMP's workers.
+  const auto give_up = Clock::now() + std::chrono::seconds(60);
+  while (count() < 4 && Clock::now() < give_up)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_GE(count(), 4) << xo::read_file(dir / "stderr.txt");
+  auto mask = [](const fs::path& status, const std::string& field) {
+    std::ifstream in(status);
+    for (std::string line; std::getline(in, line);)
+      if (line.rfind(field, 0) == 0) return std::stoull(line.substr(field.size()), nullptr, 16);
+    return 0ull;
+  };
+  // The signals' thread waits in sigwait, which lets them through while it waits: every other
+  // thread blocks them.
+  int open = 0;
+  for (const auto& t : fs::directory_iterator(tasks)) {
+    const fs::path status = t.path() / "status";
+    const unsigned long long blocked = mask(status, "SigBlk:");
+    open += !((blocked >> (SIGINT - 1)) & 1u) || !((blocked >> (SIGTERM - 1)) & 1u);
+    for (int sig : {SIGINT, SIGTERM})
+      EXPECT_FALSE((mask(status, "SigCgt:") >> (sig - 1)) & 1u) << status << ", signal " << sig;
+  }
+  EXPECT_LE(open, 1) << "threads that take a stop signal";
+  kill(pid, SIGINT);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 130) << xo::read_file(dir / "stderr.txt");
+}
+
+// A fused group stopped while it trains (its products oneDNN's, on both workers) ends as asked,
+// each trial's result written, three times over: a handler on a working thread's stack once
+// corrupted such a group's heap in half of the stops.
+TEST(PromptStop, AStoppedFusedGroupWritesEveryTrialsResult) {
+  for (int round = 0; round < 3; ++round) {
+    SCOPED_TRACE(round);
+    const xo::testing::TempDir dir("prompt-stop-group");
+    const Stopped s = stop_after(dir.path(),
+                                 {"tune", "disc-9", "--vary", "lr=0.02,0.05", "--epochs", "400",
+                                  "--fuse", "2", "--out", "out"},
+                                 std::chrono::milliseconds(400 + 100 * round), SIGINT);
+    EXPECT_EQ(s.exit_code, 130) << s.stderr_text;
+    std::string logs;
+    for (const auto& g : fs::directory_iterator(dir / "out" / "groups"))
+      logs += xo::read_file(g.path());
+    for (const char* trial : {"t01", "t02"}) {
+      const fs::path result = dir / "out" / "trials" / trial / "result.json";
+      ASSERT_TRUE(fs::exists(result)) << trial << "\n" << logs;
+      EXPECT_NE(xo::read_file(result).find("\"interrupted\": true"), std::string::npos)
+          << trial << "\n"
+          << logs;
+    }
+  }
+}
+
 }  // namespace

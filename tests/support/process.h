@@ -63,13 +63,17 @@ inline pid_t start_mpi_job(const std::filesystem::path& dir, int ranks,
                         {"OMPI_MCA_rmaps_base_oversubscribe", "1"}});
 }
 
-// Whether process `pid` has a handler for `sig` (the SigCgt mask of /proc/PID/status).
+// Whether process `pid` takes `sig` itself: a handler for it (the SigCgt mask of
+// /proc/PID/status), or, as crossover does (core/interrupt.h), the signal blocked in its main
+// thread (SigBlk) and taken by a thread that waits for it.
 inline bool catches(pid_t pid, int sig) {
   std::ifstream status("/proc/" + std::to_string(pid) + "/status");
   for (std::string line; std::getline(status, line);) {
-    if (line.rfind("SigCgt:", 0) == 0) {
-      const unsigned long long mask = std::stoull(line.substr(7), nullptr, 16);
-      return (mask >> (sig - 1)) & 1u;
+    for (const char* field : {"SigCgt:", "SigBlk:"}) {
+      if (line.rfind(field, 0) == 0) {
+        const unsigned long long mask = std::stoull(line.substr(7), nullptr, 16);
+        if ((mask >> (sig - 1)) & 1u) return true;
+      }
     }
   }
   return false;
