@@ -158,9 +158,19 @@ TEST(PromptStop, SigtermWhileAMeasuringJobPreparesEndsItWithoutResults) {
 // training process blocks them, none has a handler that would run on its stack.
 TEST(PromptStop, NoWorkingThreadTakesAStopSignal) {
   const xo::testing::TempDir dir("prompt-stop");
+  // Some seconds of training (it ends by itself should the test fail before it stops it).
   const pid_t pid = xo::testing::start_crossover(
-      dir.path(), {"train", "disc-9", "--epochs", "100000", "--checkpoint-every", "off"},
+      dir.path(), {"train", "disc-9", "--epochs", "2000", "--checkpoint-every", "off"},
       "/dev/null", dir / "stderr.txt");
+  struct Reaped {  // never left running: killed and waited for on any way out
+    pid_t pid;
+    bool done = false;
+    ~Reaped() {
+      if (done) return;
+      kill(pid, SIGKILL);
+      waitpid(pid, nullptr, 0);
+    }
+  } reaped{pid};
   const fs::path tasks = "/proc/" + std::to_string(pid) + "/task";
   auto count = [&] {
     std::error_code ec;
@@ -193,6 +203,7 @@ TEST(PromptStop, NoWorkingThreadTakesAStopSignal) {
   kill(pid, SIGINT);
   int status = 0;
   waitpid(pid, &status, 0);
+  reaped.done = true;
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 130) << xo::read_file(dir / "stderr.txt");
 }
 
