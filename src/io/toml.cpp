@@ -338,12 +338,10 @@ void check_bare_keys(const toml::node& node, std::string_view what) {
   }
 }
 
-}  // namespace
-
-std::string toml_with_value(std::string_view text, const std::vector<std::string>& path,
-                            std::string_view value, std::string_view what) {
+// `value` set at `path` in `root` (toml_with_value).
+void set_value(toml::table& root, const std::vector<std::string>& path, std::string_view value,
+               std::string_view what) {
   XO_ASSERT(!path.empty());
-  toml::table root = toml::parse(text);
   // The value: TOML where it reads as TOML, else the text as a string.
   toml::table holder;
   try {
@@ -392,9 +390,27 @@ std::string toml_with_value(std::string_view text, const std::vector<std::string
     }
     walked = walked.empty() ? key : fmt::format("{}.{}", walked, key);
   }
+}
+
+std::string formatted(const toml::table& root) {
   std::ostringstream out;
   out << toml::toml_formatter(root);
   return out.str();
+}
+
+}  // namespace
+
+std::string toml_with_value(std::string_view text, const std::vector<std::string>& path,
+                            std::string_view value, std::string_view what) {
+  toml::table root = toml::parse(text);
+  set_value(root, path, value, what);
+  return formatted(root);
+}
+
+std::string toml_with_values(std::string_view text, const std::vector<TomlSetting>& settings) {
+  toml::table root = toml::parse(text);
+  for (const TomlSetting& s : settings) set_value(root, s.path, s.value, s.what);
+  return formatted(root);
 }
 
 }  // namespace xo

@@ -39,6 +39,13 @@ std::string toml_path(std::string_view parent, std::string_view key);
 // table nor a list, or past the end of a list.
 std::string toml_with_value(std::string_view text, const std::vector<std::string>& path,
                             std::string_view value, std::string_view what);
+// The same for several values, set in order on one reading of `text` (each error says its WHAT).
+struct TomlSetting {
+  std::vector<std::string> path;
+  std::string value;
+  std::string what;
+};
+std::string toml_with_values(std::string_view text, const std::vector<TomlSetting>& settings);
 
 // An interval a number must lie in. Its text follows "VALUE must be": "> 0", ">= 0", "in [0, 1)".
 struct Range {

@@ -335,6 +335,21 @@ ModelSpec parse_varied(const std::string& text, const std::string& what) {
   }
 }
 
+// `out`, read from `spec`'s text with values set, with what the text does not hold carried over:
+// its origin and notes, and its initial weights where the parameter shapes stayed the same.
+ModelSpec carried_over(ModelSpec out, const ModelSpec& spec) {
+  out.origin = spec.origin;
+  out.notes = spec.notes;
+  if (!spec.init.empty() && parameter_shapes(out) == parameter_shapes(spec)) {
+    out.init = spec.init;
+    out.init_weights = spec.init_weights;
+  } else {
+    out.init.clear();
+    out.init_weights.reset();
+  }
+  return out;
+}
+
 // `spec` with a key of its file set to `value`, through the spec's own text and reader, so that
 // the value is checked as a spec file's is.
 ModelSpec with_key_value(const ModelSpec& spec, const SpecKey& key, const std::string& value,
@@ -352,23 +367,79 @@ ModelSpec with_key_value(const ModelSpec& spec, const SpecKey& key, const std::s
   } else {
     for (const auto& path : paths) text = toml_with_value(text, path, value, what);
   }
-  ModelSpec out = parse_varied(text, what);
-  out.origin = spec.origin;
-  out.notes = spec.notes;
-  if (!spec.init.empty() && parameter_shapes(out) == parameter_shapes(spec)) {
-    out.init = spec.init;
-    out.init_weights = spec.init_weights;
-  } else {
-    out.init.clear();
-    out.init_weights.reset();
+  return carried_over(parse_varied(text, what), spec);
+}
+
+std::string vary_what(const SpecKey& key, const std::string& value) {
+  return fmt::format("--vary {}={}", key.text, value);
+}
+
+// `name` with "KEY=VALUE" added to its brackets.
+std::string tagged(const std::string& name, const SpecKey& key, const std::string& value) {
+  const std::string tag = fmt::format("{}={}", key.text, value);
+  return !name.empty() && name.back() == ']'
+             ? fmt::format("{},{}]", name.substr(0, name.size() - 1), tag)
+             : fmt::format("{}[{}]", name, tag);
+}
+
+// A key set with others on one reading of the spec's text: one whose value changes no layer's
+// kind or number, so that the keys after it name the same layers (not an axis, not another
+// optimizer, not a dotted key of the model's layers).
+bool settable_together(const SpecKey& key) {
+  if (key.axis) return false;
+  if (key.layer_type) return key.layer_key != "type";
+  return !key.path.empty() && key.path.front() != "model" &&
+         key.path != std::vector<std::string>{"train", "optimizer", "type"};
+}
+
+// settings[first, end), every one settable together, set on `spec` on one reading of its text.
+ModelSpec with_values_together(const ModelSpec& spec, const std::vector<SpecSetting>& settings,
+                               size_t first, size_t end) {
+  std::vector<TomlSetting> values;
+  std::vector<std::string> whats;
+  for (size_t i = first; i < end; ++i) {
+    const auto& [key, value] = settings[i];
+    whats.push_back(vary_what(key, value));
+    for (auto& path : key_paths(spec, key, whats.back()))
+      values.push_back({std::move(path), value, whats.back()});
   }
+  ModelSpec out;
+  try {
+    out = carried_over(parse_varied(toml_with_values(to_toml(spec), values),
+                                    fmt::format("{}", fmt::join(whats, " "))),
+                       spec);
+  } catch (const UserError&) {
+    // The value the reader refused: set one at a time, the first that fails says so. Where each
+    // reads alone, it is their combination, as said.
+    ModelSpec one = spec;
+    for (size_t i = first; i < end; ++i)
+      one = with_spec_value(one, settings[i].first, settings[i].second);
+    throw;
+  }
+  out.name = spec.name;
+  for (size_t i = first; i < end; ++i)
+    out.name = tagged(out.name, settings[i].first, settings[i].second);
   return out;
 }
 
 }  // namespace
 
+ModelSpec with_spec_values(const ModelSpec& spec, const std::vector<SpecSetting>& settings) {
+  ModelSpec out = spec;
+  for (size_t i = 0; i < settings.size();) {
+    size_t end = i + 1;
+    if (settable_together(settings[i].first)) {
+      while (end < settings.size() && settable_together(settings[end].first)) ++end;
+    }
+    out = end - i == 1 ? with_spec_value(out, settings[i].first, settings[i].second)
+                       : with_values_together(out, settings, i, end);
+    i = end;
+  }
+  return out;
+}
+
 ModelSpec with_spec_value(const ModelSpec& spec, const SpecKey& key, const std::string& value) {
-  const std::string what = fmt::format("--vary {}={}", key.text, value);
+  const std::string what = vary_what(key, value);
   if (key.axis) {
     int64_t v = 0;
     const char* end = value.data() + value.size();
@@ -379,10 +450,7 @@ ModelSpec with_spec_value(const ModelSpec& spec, const SpecKey& key, const std::
     return vary_spec(spec, *key.axis, v);  // named as the sweep does (disc-N, "NAME[batch=256]")
   }
   ModelSpec out = with_key_value(spec, key, value, what);
-  const std::string tag = fmt::format("{}={}", key.text, value);
-  out.name = !spec.name.empty() && spec.name.back() == ']'
-                 ? fmt::format("{},{}]", spec.name.substr(0, spec.name.size() - 1), tag)
-                 : fmt::format("{}[{}]", spec.name, tag);
+  out.name = tagged(spec.name, key, value);
   return out;
 }
 

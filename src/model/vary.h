@@ -62,4 +62,11 @@ SpecKey parse_spec_key(const std::string& text);
 // seed) where they change.
 ModelSpec with_spec_value(const ModelSpec& spec, const SpecKey& key, const std::string& value);
 
+// with_spec_value for each setting in turn: the same spec, name and errors. Consecutive keys of
+// the spec file whose values change no layer's kind or number (train's and data's keys, TYPE.KEY
+// but `type`; not an axis, another optimizer or a dotted key of the model's layers) are set
+// together on one reading of its text: a search's trial specs are made in a fraction of the time.
+using SpecSetting = std::pair<SpecKey, std::string>;
+ModelSpec with_spec_values(const ModelSpec& spec, const std::vector<SpecSetting>& settings);
+
 }  // namespace xo

@@ -136,11 +136,17 @@ void Search::prepare() {
         "--checkpoint-every off: a trial's checkpoints are how a stopped search and halving go on");
   }
   for (const std::string& v : o_.vary) dims_.push_back(parse_dimension(v));
-  check_dimensions(base_, dims_);
+  // Each value the spec does not take fails here, before the data is read: in a grid every value
+  // is some trial's; samples may leave one out, so each is set on the base alone first.
+  if (o_.samples > 0) check_dimensions(base_, dims_);
   const std::vector<Assignment> points =
       o_.samples > 0 ? sample(dims_, o_.samples, o_.seed) : grid(dims_);
   if (o_.samples > 0 && static_cast<int64_t>(points.size()) < o_.samples) {
     hooks_.fewer_trials(points.size(), o_.samples);
+  }
+  for (const Assignment& a : points) {
+    specs_.push_back(trial_spec(base_, dims_, a));
+    fusion_keys_.push_back(fusion_key(specs_.back()));
   }
   // The data once, before any trial: a bad file fails now, and the splits decide the objective.
   cpu_ = make_backend(parse_device("cpu", 0));
@@ -209,8 +215,6 @@ void Search::lay_out(const std::vector<Assignment>& points) {
     t.id = fmt::format("t{:0{}}", i + 1, std::max(2, width));
     t.values = points[i];
     record_.trials.push_back(t);
-    specs_.push_back(trial_spec(base_, dims_, points[i]));
-    fusion_keys_.push_back(fusion_key(specs_.back()));
   }
   running_.assign(points.size(), false);
 }
@@ -580,12 +584,12 @@ TuneRecord Search::snapshot() const {
 }
 
 TuneRecord Search::run() {
-  prepare();
-  load_or_start();
   pricing_ = std::async(std::launch::async, [this] {
     pricing_thread_ = run_at_lowest_priority();
     return std::make_pair(hooks_.catalog(), hooks_.advice());
   });
+  prepare();
+  load_or_start();
   write_trial_specs();
   runner_.emplace(make_slots(), world_);
   jobs_.assign(runner_->slots().size(), {});

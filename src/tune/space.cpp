@@ -189,9 +189,9 @@ std::vector<Assignment> sample(const std::vector<Dimension>& dims, int64_t n, ui
 
 ModelSpec trial_spec(const ModelSpec& base, const std::vector<Dimension>& dims,
                      const Assignment& a) {
-  ModelSpec spec = base;
-  for (size_t i = 0; i < dims.size(); ++i) spec = with_spec_value(spec, dims[i].key, a[i].second);
-  return spec;
+  std::vector<SpecSetting> settings;
+  for (size_t i = 0; i < dims.size(); ++i) settings.emplace_back(dims[i].key, a[i].second);
+  return with_spec_values(base, settings);
 }
 
 void check_dimensions(const ModelSpec& base, const std::vector<Dimension>& dims) {

@@ -38,7 +38,7 @@ std::vector<Assignment> grid(const std::vector<Dimension>& dims);
 // with fewer than `n` distinct points gives them all.
 std::vector<Assignment> sample(const std::vector<Dimension>& dims, int64_t n, uint64_t seed);
 
-// The base spec with every value of `a` set (model/vary.h's with_spec_value, in order).
+// The base spec with every value of `a` set (model/vary.h's with_spec_values, in order).
 ModelSpec trial_spec(const ModelSpec& base, const std::vector<Dimension>& dims,
                      const Assignment& a);
 

@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "support/cli.h"
@@ -49,6 +50,20 @@ TEST(Install, TheInstalledBinaryRunsAwayFromItsSourceTree) {
   EXPECT_EQ(advise.status, 0) << advise.output;
   EXPECT_NE(advise.output.find("p5.48xlarge"), std::string::npos) << advise.output;
   EXPECT_TRUE(fs::exists(elsewhere / "out" / "report.html"));
+}
+
+// The loader never looks for crossover's libraries in the working folder (an empty entry in the
+// binary's RUNPATH, which CMake's padding for the install left there, made it): run from a folder
+// holding files named as two of them, it starts (the planted ones, empty here, stopped it with
+// "file too short"; a crafted one would have run inside it).
+TEST(Install, TheBinaryLoadsNoLibraryFromTheWorkingFolder) {
+  const xo::testing::TempDir planted("planted-libraries");
+  for (const char* name : {"libtomlplusplus.so.3", "libfmt.so.9", "libdnnl.so.2"})
+    std::ofstream(planted.path() / name).flush();
+  const Shell version =
+      shell("cd '" + planted.path().string() + "' && '" + CROSSOVER_BINARY + "' --version");
+  EXPECT_EQ(version.status, 0) << version.output;
+  EXPECT_NE(version.output.find("crossover"), std::string::npos) << version.output;
 }
 
 }  // namespace

@@ -60,6 +60,45 @@ TEST(TuneSpace, ALayerTypeKeySetsEveryLayerOfThatTypeButTheOutputsWidth) {
   EXPECT_EQ(wide.layers.back().out, 10);  // the classes
 }
 
+// Settings set together on one reading of the spec's text (with_spec_values) give the spec, name
+// and errors that setting them one at a time gives, with an axis, another optimizer and a dotted
+// key of the layers among them (set alone, in order).
+TEST(TuneSpace, ValuesSetTogetherMakeTheSpecSetOneAtATime) {
+  const ModelSpec base = mlp();
+  const std::vector<std::vector<std::pair<std::string, std::string>>> cases = {
+      {{"lr", "0.05"}, {"seed", "7"}, {"train.batch", "32"}, {"dropout.p", "0.3"}},
+      {{"train.optimizer.alpha", "0.9"}, {"data.validation_split", "0.2"}, {"epochs", "3"}},
+      {{"lr", "0.2"}, {"optimizer", "adam"}, {"seed", "2"}, {"linear.out", "64"}},
+      {{"width", "32"},
+       {"lr", "0.01"},
+       {"seed", "3"},
+       {"model.layers.0.out", "16"},
+       {"dropout.p", "0.1"},
+       {"train.optimizer.weight_decay", "0.001"}},
+  };
+  for (const auto& settings : cases) {
+    std::vector<SpecSetting> keyed;
+    ModelSpec one_at_a_time = base;
+    for (const auto& [key, value] : settings) {
+      keyed.emplace_back(parse_spec_key(key), value);
+      one_at_a_time = with_spec_value(one_at_a_time, keyed.back().first, value);
+    }
+    const ModelSpec together = with_spec_values(base, keyed);
+    EXPECT_EQ(to_toml(together), to_toml(one_at_a_time)) << together.name;
+    EXPECT_EQ(together.name, one_at_a_time.name);
+    EXPECT_EQ(together.origin, one_at_a_time.origin);
+  }
+  // The value the reader refuses is named, wherever it is among those set together.
+  for (size_t bad = 0; bad < 3; ++bad) {
+    std::vector<SpecSetting> keyed = {{parse_spec_key("lr"), "0.1"},
+                                      {parse_spec_key("seed"), "4"},
+                                      {parse_spec_key("dropout.p"), "0.2"}};
+    keyed[bad].second = "-1";
+    expect_user_error([&] { with_spec_values(base, keyed); },
+                      {fmt::format("--vary {}=-1", keyed[bad].first.text)});
+  }
+}
+
 TEST(TuneSpace, BadKeysAndValuesAreNamed) {
   const ModelSpec base = mlp();
   expect_user_error([] { parse_spec_key("learning_rate"); },
