@@ -41,6 +41,15 @@ struct GroupOptions {
   std::string on_nan = "stop";
 };
 
+struct TrialLog {
+  fs::path path;
+  std::ofstream out;
+  void write(const std::string& text) {
+    if (!out.is_open()) out.open(path, std::ios::app);
+    out << text << std::flush;
+  }
+};
+
 int run_group(const GroupOptions& o) {
   std::vector<TrialFiles> files;
   std::vector<FusedRun> runs;
@@ -52,6 +61,9 @@ int run_group(const GroupOptions& o) {
         "from");
   }
   std::vector<fs::path> probed;  // a trial's result and weights share its folder: one probe
+  // Each trial's log, opened at its first line and kept open to the group's end (each line
+  // flushed): what its checkpoints said, then how its run ended.
+  std::vector<std::shared_ptr<TrialLog>> logs;
   for (const std::string& dir : o.dirs) {
     const TrialFiles f = trial_folder(dir);
     // Before any work: each trial's outputs can be written.
@@ -63,9 +75,10 @@ int run_group(const GroupOptions& o) {
     run.checkpoint.every = every;
     run.checkpoint.resume = o.resume;
     // What the trial's checkpoints say (resumed, a damaged one skipped): on stderr and in its log.
-    run.checkpoint.note = [log = f.log](const std::string& m) {
+    logs.push_back(std::make_shared<TrialLog>(TrialLog{f.log, {}}));
+    run.checkpoint.note = [log = logs.back()](const std::string& m) {
       fmt::print(stderr, "crossover: {}\n", m);
-      std::ofstream(log, std::ios::app) << m << "\n";
+      log->write(m + "\n");
     };
     files.push_back(f);
     runs.push_back(std::move(run));
@@ -97,7 +110,7 @@ int run_group(const GroupOptions& o) {
     const std::string summary = train_summary(r, runs[i].spec.train.epochs);
     fmt::print("{}: {}", f.dir.filename().string(), summary);
     // Each trial's log says how its run ended, as its own `crossover train` would.
-    std::ofstream(f.log, std::ios::app) << summary;
+    logs[i]->write(summary);
     // Weights that hold NaN or infinities are not saved: the last good ones are in the checkpoint.
     if (!r.stopped_diverged) {
       outputs.add(f.weights,

@@ -14,6 +14,7 @@
 #include <cstring>
 #include <exception>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <system_error>
 #include <thread>
@@ -443,31 +444,71 @@ void AtomicWrites::replace(std::filesystem::path path, std::string bytes) {
   files_.push_back({std::move(path), std::move(bytes), true});
 }
 
+namespace {
+
+// Each file's new bytes in a temporary beside it, in the order added; a file that is not a regular
+// one (a terminal, a pipe) written in place. The temporaries are written on several threads where
+// there are many (creating a file waits on the file system's journal: a fused group's 32 took 3 ms
+// on one thread); the first file, in order, that fails throws its error, every temporary removed
+// and the files in place before it written.
+std::vector<Replacement> write_temporaries(const std::vector<AtomicWrites::File>& files,
+                                           bool durable) {
+  std::vector<Target> targets(files.size());
+  std::vector<size_t> through_temporary;
+  std::vector<std::exception_ptr> failed(files.size());
+  for (size_t i = 0; i < files.size(); ++i) {
+    try {
+      if (files[i].own) refuse_folder(files[i].path);
+      targets[i] =
+          files[i].own ? Target{Target::Kind::Replace, files[i].path, -1} : classify(files[i].path);
+      if (targets[i].kind == Target::Kind::Replace) through_temporary.push_back(i);
+    } catch (...) {
+      failed[i] = std::current_exception();
+      break;
+    }
+  }
+  std::vector<std::optional<Replacement>> written(files.size());
+  sync_together(through_temporary, [&](size_t i) {
+    try {
+      const std::string named =
+          files[i].own ? files[i].path.string() : named_target(files[i].path, targets[i]);
+      written[i] = write_replacement(targets[i].path, named, files[i].bytes, durable);
+    } catch (...) {
+      failed[i] = std::current_exception();
+    }
+  });
+  const size_t first_failed = static_cast<size_t>(
+      std::find_if(failed.begin(), failed.end(), [](const auto& e) { return bool(e); }) -
+      failed.begin());
+  try {
+    for (size_t i = 0; i < first_failed; ++i) {
+      if (!written[i]) write_in_place(targets[i], files[i].bytes);
+    }
+    if (first_failed < files.size()) std::rethrow_exception(failed[first_failed]);
+  } catch (...) {
+    for (std::optional<Replacement>& r : written) {
+      if (r) r->abandon();
+    }
+    throw;
+  }
+  std::vector<Replacement> out;
+  for (std::optional<Replacement>& r : written) {
+    if (r) out.push_back(std::move(*r));
+  }
+  return out;
+}
+
+}  // namespace
+
 void AtomicWrites::commit() {
   const bool durable = keep_ == Keep::Durable;
   std::vector<Replacement> pending;
-  auto abandon_all = [&] {
-    for (Replacement& r : pending) r.abandon();
-  };
   try {
-    for (const File& f : files_) {
-      if (f.own) {
-        refuse_folder(f.path);
-        pending.push_back(write_replacement(f.path, f.path.string(), f.bytes, durable));
-        continue;
-      }
-      const Target target = classify(f.path);
-      if (target.kind != Target::Kind::Replace) {
-        write_in_place(target, f.bytes);
-        continue;
-      }
-      pending.push_back(
-          write_replacement(target.path, named_target(f.path, target), f.bytes, durable));
-    }
+    pending = write_temporaries(files_, durable);
     sync_together(pending, [durable](Replacement& r) { sync_replacement(r, durable); });
     for (Replacement& r : pending) move_into_place(r);
   } catch (...) {
-    abandon_all();
+    for (Replacement& r : pending) r.abandon();
     files_.clear();
     throw;
   }

@@ -61,12 +61,13 @@ class AtomicWrites {
   void commit();
   bool empty() const { return files_.empty(); }
 
- private:
   struct File {
     std::filesystem::path path;
     std::string bytes;
     bool own = false;  // replace(): whatever is there replaced, never followed
   };
+
+ private:
   std::vector<File> files_;
   Keep keep_;
 };

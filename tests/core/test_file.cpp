@@ -134,6 +134,48 @@ TEST(AtomicWrites, AFailureBeforeTheRenamesKeepsEveryPreviousVersion) {
   EXPECT_EQ(names, (std::vector<std::string>{"a.json", "b.json"}));
 }
 
+// Many files, their temporaries written on several threads: of two that fail, the first added is
+// named whichever thread met it first, and every file keeps its previous version, no temporary
+// left in any folder.
+TEST(AtomicWrites, TheFirstOfManyFailuresInOrderIsNamed) {
+  const testing::TempDir temp("atomic-writes-many-fail");
+  AtomicWrites w;
+  for (int t = 0; t < 12; ++t) {
+    const fs::path dir = temp / fmt::format("t{:02}", t);
+    write_file_atomic(dir / "result.json", "previous");
+    if (t == 5 || t == 9) fs::create_directories(dir / "weights.safetensors");
+    w.add(dir / "result.json", fmt::format("result {}", t));
+    w.replace(dir / "weights.safetensors", "weights");
+  }
+  testing::expect_user_error([&] { w.commit(); }, {(temp / "t05" / "weights.safetensors").string(),
+                                                   "a folder, not replaced by a file"});
+  for (int t = 0; t < 12; ++t) {
+    const fs::path dir = temp / fmt::format("t{:02}", t);
+    EXPECT_EQ(read_file(dir / "result.json"), "previous");
+    std::vector<std::string> names = names_in(dir);
+    std::sort(names.begin(), names.end());
+    EXPECT_EQ(names, t == 5 || t == 9
+                         ? (std::vector<std::string>{"result.json", "weights.safetensors"})
+                         : std::vector<std::string>{"result.json"});
+  }
+  // A full disk for the 7th file's temporary (the others' are smaller than the limit): the same.
+  AtomicWrites full;
+  for (int t = 0; t < 12; ++t) {
+    const fs::path dir = temp / fmt::format("t{:02}", t);
+    full.add(dir / "result.json", t == 7 || t == 10 ? std::string(2 * kLimit, 'x') : "new");
+  }
+  {
+    const testing::FileSizeLimit limit(kLimit);
+    testing::expect_user_error([&] { full.commit(); }, {(temp / "t07" / "result.json").string(),
+                                                        std::strerror(EFBIG), "previous version"});
+  }
+  for (int t = 0; t < 12; ++t) {
+    const fs::path dir = temp / fmt::format("t{:02}", t);
+    EXPECT_EQ(read_file(dir / "result.json"), "previous");
+    EXPECT_EQ(names_in(dir).size(), t == 5 || t == 9 ? 2u : 1u);
+  }
+}
+
 TEST(WriteFileAtomic, AReplacedFileKeepsItsPermissions) {
   const testing::TempDir temp("write-atomic");
   const fs::path file = temp / "private.json";
