@@ -398,6 +398,11 @@ void Search::start_job(size_t slot, const std::vector<HalvingJob>& group) {
     // writes one).
     for (const fs::path& p : {f.log, f.result, f.weights}) remove_unless_regular(p);
     remove_unless_folder(f.checkpoints);
+    // A result there after the job is the job's: an earlier rung's (a promoted trial's), read for
+    // a group that failed before it wrote its results, had the trial trained and promoted again,
+    // its group started again and again (the record has what the earlier rung gave).
+    std::error_code ignored;
+    fs::remove(f.result, ignored);
     files.push_back(f);
   }
   jobs_[slot] = group;
@@ -584,12 +589,13 @@ TuneRecord Search::snapshot() const {
 }
 
 TuneRecord Search::run() {
+  prepare();
+  load_or_start();
+  // After prepare: a group size it times is not timed beside the profiles' reading.
   pricing_ = std::async(std::launch::async, [this] {
     pricing_thread_ = run_at_lowest_priority();
     return std::make_pair(hooks_.catalog(), hooks_.advice());
   });
-  prepare();
-  load_or_start();
   write_trial_specs();
   runner_.emplace(make_slots(), world_);
   jobs_.assign(runner_->slots().size(), {});

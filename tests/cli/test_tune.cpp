@@ -258,6 +258,60 @@ TEST(Tune, AGroupFailingBeforeItsResultsFailsItsTrialsOnce) {
   EXPECT_LE(groups, 2u) << again.output;
 }
 
+// A promoted trial whose group fails before it writes its results fails, once: its earlier
+// rung's result, still in its folder, was read as the group's, so that the trial was promoted
+// again and its failing group started again and again (3,168 groups in 60 s). The search is
+// killed (as a crash kills it) while the promoted trial's group runs, and every checkpoint is
+// damaged: the group, started again, fails at its start.
+TEST(Tune, APromotedTrialsFailingGroupFailsItOnce) {
+  xo::testing::TempDir dir("tune-promoted-fails");
+  const std::vector<std::string> args = {"tune",      "disc-8",
+                                         "--vary",    "lr=0.02,0.05,0.1,0.2",
+                                         "--halving", "--min-epochs",
+                                         "100",       "--factor",
+                                         "4",         "--epochs",
+                                         "6400",      "--fuse",
+                                         "4",         "--checkpoint-every",
+                                         "20steps",   "--out",
+                                         "out"};
+  const pid_t pid = xo::testing::start_crossover(dir.path(), args, dir.path() / "first.txt",
+                                                 dir.path() / "first.txt");
+  const fs::path out = dir.path() / "out";
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (std::chrono::steady_clock::now() < deadline && !fs::exists(out / "groups" / "g002.log"))
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  // The promoted trial's group, then the search: killed outright (the group is not told to stop).
+  for (const auto& task : fs::directory_iterator("/proc/" + std::to_string(pid) + "/task")) {
+    std::ifstream children(task.path() / "children");
+    for (pid_t child = 0; children >> child;) kill(child, SIGKILL);
+  }
+  kill(pid, SIGKILL);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(fs::exists(out / "groups" / "g002.log")) << xo::read_file(dir.path() / "first.txt");
+  for (const auto& trial : fs::directory_iterator(out / "trials")) {
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(trial.path() / "checkpoints", ec))
+      std::ofstream(e.path()) << "damaged";
+  }
+  std::string search;
+  for (const std::string& a : args) search += " " + a;
+  const auto again = run_cli(
+      "--version >/dev/null && timeout 60 " + std::string(CROSSOVER_BINARY) + search, dir.path());
+  ASSERT_NE(again.status, 124) << "the search started its failing group again and again";
+  size_t failed = 0;
+  const json record = results(out);
+  for (const json& t : record.at("trials")) {
+    if (status_of(t) != "failed") continue;
+    ++failed;
+    EXPECT_NE(t.value("error", "").find("checkpoint"), std::string::npos) << t.dump();
+  }
+  EXPECT_EQ(failed, 1u) << again.output;
+  size_t groups = 0;
+  for ([[maybe_unused]] const auto& e : fs::directory_iterator(out / "groups")) ++groups;
+  EXPECT_LE(groups, 3u) << again.output;
+}
+
 // A trial that diverges is recorded as such, ranked last, and the search goes on; a spec in
 // another folder keeps reading its data (the trials' specs name it by an absolute path).
 TEST(Tune, ADivergingTrialIsRecordedAndASpecElsewhereFindsItsData) {
