@@ -58,6 +58,13 @@ class TuneOutput final : public SearchHooks {
     fmt::print(stderr, "note: the space holds {} distinct trials, fewer than --samples {}\n",
                distinct, samples);
   }
+  void nothing_fuses() override {
+    if (!o_.quiet) {
+      fmt::print(stderr,
+                 "note: no two trials can train as one (each differs in architecture, batch size "
+                 "or data): each trains in a process of its own, as with --fuse off\n");
+    }
+  }
   void resumed(size_t kept, size_t trials) override {
     fmt::print(stderr, "crossover: {} of {} trials in {} are kept; the search goes on\n", kept,
                trials, out_.string());

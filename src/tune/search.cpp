@@ -105,7 +105,9 @@ class Search {
   std::vector<std::vector<HalvingJob>> jobs_;  // each busy slot's (several: a fused group)
   std::vector<fs::path> logs_;                 // each busy slot's process's log
   std::vector<std::string> fusion_keys_;       // per trial: trials of one key may train as one
+  std::vector<bool> fuses_;  // per trial: another trial has its key (else it always trains alone)
   int groups_started_ = 0;
+  int fuse_ = 0;               // --fuse, or 0 where no two trials could train as one
   int fuse_cap_ = 0;           // the most trials in a fused group on the CPU (0: not fused)
   int gpu_fuse_cap_ = 0;  // the same on a GPU under --fuse auto (what every GPU's memory holds)
   std::vector<ParallelOption> fuse_options_;  // the group sizes measured for it (--fuse auto)
@@ -148,6 +150,16 @@ void Search::prepare() {
     specs_.push_back(trial_spec(base_, dims_, a));
     fusion_keys_.push_back(fusion_key(specs_.back()));
   }
+  std::map<std::string, int> sharing;
+  for (const std::string& key : fusion_keys_) ++sharing[key];
+  for (const std::string& key : fusion_keys_) fuses_.push_back(sharing[key] > 1);
+  // No two trials that could train as one: the search runs as --fuse off (how many trials at
+  // once is measured), a process per trial.
+  fuse_ = o_.fuse;
+  if (fuse_ != 0 && std::none_of(fuses_.begin(), fuses_.end(), [](bool f) { return f; })) {
+    fuse_ = 0;
+    hooks_.nothing_fuses();
+  }
   // The data once, before any trial: a bad file fails now, and the splits decide the objective.
   cpu_ = make_backend(parse_device("cpu", 0));
   const Model model(base_, *cpu_);
@@ -155,8 +167,8 @@ void Search::prepare() {
   metric_ = objective_metric(o_.objective, base_, data, model.regression());
   // The most trials a group may hold: --fuse's, or up to kMaxAutoFuse, and never more than the
   // memory free now holds (train/memory.h), so that a group is not refused, or killed, for it.
-  if (o_.fuse != 0) {
-    fuse_cap_ = o_.fuse == kFuseAuto ? kMaxAutoFuse : o_.fuse;
+  if (fuse_ != 0) {
+    fuse_cap_ = fuse_ == kFuseAuto ? kMaxAutoFuse : fuse_;
     if (const auto fit = fused_trials_that_fit(model, data, base_.train))
       fuse_cap_ = static_cast<int>(std::min<int64_t>(fuse_cap_, *fit));
   }
@@ -165,13 +177,13 @@ void Search::prepare() {
   // group up to 64, a CNN's group (its convolutions trial by trial) as many as one trial alone,
   // within 7%; and each trial fused saves a process's start, a third of a second there
   // (docs/benchmarks.md, "Fused trials on an H200").
-  if (o_.fuse == kFuseAuto) gpu_fuse_cap_ = gpu_fuse_cap(data);
+  if (fuse_ == kFuseAuto) gpu_fuse_cap_ = gpu_fuse_cap(data);
   // --fuse auto on this machine's CPU: the group size that trains fastest here, measured (not
   // under MPI, whose ranks' slots are not this machine's alone).
   const bool on_cpu = o_.devices.empty() ||
                       std::find(o_.devices.begin(), o_.devices.end(), "cpu") != o_.devices.end();
   lay_out(points);
-  if (o_.fuse == kFuseAuto && on_cpu && !(world_ && world_->size() > 1)) {
+  if (fuse_ == kFuseAuto && on_cpu && !(world_ && world_->size() > 1)) {
     FuseProbe probe;
     probe.steps = o_.probe_steps;
     // Every trial's epochs of full steps (halving stops some sooner: the probe's share is then
@@ -313,7 +325,7 @@ void Search::fill_free_slots() {
 // the group's size; else `first` alone.
 int Search::fuse_limit(const std::string& device) const {
   if (device_kind_of(device) == DeviceKind::Cpu) return fuse_cap_;
-  return o_.fuse == kFuseAuto ? gpu_fuse_cap_ : o_.fuse;
+  return fuse_ == kFuseAuto ? gpu_fuse_cap_ : fuse_;
 }
 
 // The most fused trials every GPU the search may use holds (fused_trials_that_fit), up to
@@ -336,8 +348,8 @@ int Search::gpu_fuse_cap(const DataSplit& data) const {
 std::vector<HalvingJob> Search::group_for(size_t slot, const HalvingJob& first) {
   std::vector<HalvingJob> group{first};
   const int limit = fuse_limit(runner_->slots()[slot].device);
-  if (limit == 0) return group;
-  const bool automatic = o_.fuse == kFuseAuto;
+  if (limit == 0 || !fuses_[first.trial]) return group;
+  const bool automatic = fuse_ == kFuseAuto;
   const auto most = static_cast<size_t>(limit);
   // The jobs looked at are marked running for next_job to move on, and unmarked after.
   std::vector<size_t> looked{first.trial};
@@ -369,7 +381,11 @@ std::vector<HalvingJob> Search::group_for(size_t slot, const HalvingJob& first) 
 
 void Search::start_job(size_t slot, const std::vector<HalvingJob>& group) {
   const Slot& where = runner_->slots()[slot];
-  const bool fused = fuse_limit(where.device) > 0;
+  // A trial no other trial of the search fuses with (another architecture, batch size or data)
+  // trains alone, in a process of its own as with --fuse off: a group of one took a group's one
+  // batch shard (so that its checkpoints resume in a larger group), 0.59-0.78x its speed alone
+  // for the models that take two (a width or depth sweep of disc-8 or an LSTM).
+  const bool fused = fuse_limit(where.device) > 0 && fuses_[group.front().trial];
   const HalvingJob& first = group.front();
   const bool last = first.rung + 1 == static_cast<int>(record_.rungs.size());
   const std::optional<int64_t> pause =

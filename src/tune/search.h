@@ -87,6 +87,9 @@ class SearchHooks {
   virtual void spec_read(const ModelSpec& base) = 0;  // before the flags are checked against it
   // --samples asked for more trials than the space holds.
   virtual void fewer_trials(size_t distinct, int64_t samples) = 0;
+  // --fuse K or auto, and no two trials could train as one (each its own architecture, batch
+  // size or data): every trial trains in a process of its own, as with --fuse off.
+  virtual void nothing_fuses() = 0;
   // A stopped search in --out goes on: `kept` of its `trials` are not pending.
   virtual void resumed(size_t kept, size_t trials) = 0;
   virtual void measuring(int k, const std::string& device) = 0;  // K trials at once on `device`
