@@ -50,6 +50,22 @@ struct TrialLog {
   }
 };
 
+// A trial's run as its folder holds it, its checkpoints' notes on stderr and in its log.
+FusedRun trial_run(const TrialFiles& f, const CheckpointInterval& every, bool resume,
+                   const std::shared_ptr<TrialLog>& log) {
+  FusedRun run;
+  run.spec = resolve_spec(f.spec.string());
+  run.checkpoint.dir = f.checkpoints;
+  run.checkpoint.every = every;
+  run.checkpoint.resume = resume;
+  // What the trial's checkpoints say (resumed, a damaged one skipped).
+  run.checkpoint.note = [log](const std::string& m) {
+    fmt::print(stderr, "crossover: {}\n", m);
+    log->write(m + "\n");
+  };
+  return run;
+}
+
 int run_group(const GroupOptions& o) {
   std::vector<TrialFiles> files;
   std::vector<FusedRun> runs;
@@ -69,19 +85,9 @@ int run_group(const GroupOptions& o) {
     // Before any work: each trial's outputs can be written.
     check_writable_path(f.result, "a trial's result", &probed);
     check_writable_path(f.weights, "a trial's weights", &probed);
-    FusedRun run;
-    run.spec = resolve_spec(f.spec.string());
-    run.checkpoint.dir = f.checkpoints;
-    run.checkpoint.every = every;
-    run.checkpoint.resume = o.resume;
-    // What the trial's checkpoints say (resumed, a damaged one skipped): on stderr and in its log.
     logs.push_back(std::make_shared<TrialLog>(TrialLog{f.log, {}}));
-    run.checkpoint.note = [log = logs.back()](const std::string& m) {
-      fmt::print(stderr, "crossover: {}\n", m);
-      log->write(m + "\n");
-    };
+    runs.push_back(trial_run(f, every, o.resume, logs.back()));
     files.push_back(f);
-    runs.push_back(std::move(run));
   }
   std::vector<std::vector<NamedTensor>> weights(runs.size());
   for (size_t i = 0; i < runs.size(); ++i) {

@@ -58,10 +58,9 @@ TrialStepping trial_stepping(const std::vector<Node>& nodes,
   if (own_loops && policy.shard_threads >= 2 && policy.shards(batch, all) == 1 &&
       largest < policy.single_thread_flops)
     return TrialStepping::SideBySide;
-  // A group of one: its trial's own Network on the main thread (its products on every thread),
-  // in the one batch shard a group trains in together, so that its checkpoints resume in a
-  // larger group and back.
-  return trials == 1 ? TrialStepping::SideBySide : TrialStepping::Together;
+  // A group of one: its trial alone, in the shards it takes alone (its checkpoints resume in a
+  // larger group's one shard and back, to f32 rounding: RunFingerprint::shards_may_differ).
+  return trials == 1 ? TrialStepping::OneAfterAnother : TrialStepping::Together;
 }
 
 int64_t trial_stride(int64_t flat_size) { return (flat_size + 15) / 16 * 16; }

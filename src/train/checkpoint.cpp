@@ -274,6 +274,16 @@ void remove_checkpoints(const fs::path& dir) {
 
 namespace {
 
+// What goes on differently where a fused trial's checkpoint of `was` batch shards resumes in
+// `now` (a halving search's survivors regrouped).
+std::string shards_changed_note(int was, int now) {
+  return fmt::format(
+      "the checkpoint was written in {} batch shard{} (a fused group's), and this run takes {}: "
+      "each batch's gradient is summed in another order, so the trial goes on as in its group to "
+      "f32 rounding, not bit for bit",
+      was, was == 1 ? "" : "s", now);
+}
+
 // What goes on differently where a checkpoint of `was` ranks resumes on `now`.
 std::string ranks_changed_note(const TrainPlan& p, int was, int now) {
   const auto ranks = [](int n) {
@@ -310,10 +320,12 @@ std::optional<int64_t> restore_checkpoint(TrainPlan& p, TrainState& state,
     try {
       CheckpointFile checkpoint = CheckpointFile::read(file);
       // A checkpoint of another run is refused outright; a damaged one falls back.
-      const int ranks = checkpoint.check_fingerprint(fingerprint);
+      const CheckpointWriter writer = checkpoint.check_fingerprint(fingerprint);
       checkpoint.validate(p, state, epochs);
       checkpoint.apply(p, state);
-      if (ranks != fingerprint.ranks) options.tell(ranks_changed_note(p, ranks, fingerprint.ranks));
+      if (writer.ranks != fingerprint.ranks)
+        options.tell(ranks_changed_note(p, writer.ranks, fingerprint.ranks));
+      if (writer.shards > 0) options.tell(shards_changed_note(writer.shards, p.shards()));
     } catch (const DamagedCheckpoint& e) {
       damage.push_back(fmt::format("{}: {}", file.filename().string(), e.what()));
       options.tell(fmt::format("warning: {}: damaged checkpoint ({}); trying the one before",

@@ -64,6 +64,10 @@ struct RunFingerprint {
   // The ranks that trained it: a run may go on on another number (the same global batches split
   // anew), which changes only the order the ranks' gradients are summed in.
   int ranks = 1;
+  // A fused group's trial (train/trials.h): it may go on in another number of batch shards, as a
+  // halving search's survivors are regrouped (a group of one takes the shards its trial takes
+  // alone, a larger group one), which changes only the order a batch's gradients are summed in.
+  bool shards_may_differ = false;
 };
 RunFingerprint run_fingerprint(const TrainPlan& p, const TrainSpec& train, bool record_step);
 

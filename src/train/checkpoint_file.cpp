@@ -117,7 +117,7 @@ void CheckpointFile::read_tensors() {
   tensors_ = decode_safetensors(bytes, tensor_file.string());
 }
 
-int CheckpointFile::check_fingerprint(const RunFingerprint& now) const {
+CheckpointWriter CheckpointFile::check_fingerprint(const RunFingerprint& now) const {
   return check_checkpoint_fingerprint(json_, now, file_);
 }
 

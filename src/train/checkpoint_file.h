@@ -47,8 +47,8 @@ class CheckpointFile {
   static CheckpointFile read(const std::filesystem::path& json_file);
   // Throws UserError naming each part of the run that differs (DamagedCheckpoint where the
   // fingerprint cannot be read).
-  // Returns the ranks that wrote it.
-  int check_fingerprint(const RunFingerprint& now) const;
+  // Returns what of the run that wrote it may differ (its ranks, a fused trial's shards).
+  CheckpointWriter check_fingerprint(const RunFingerprint& now) const;
   // Checks every field against its range, the others and the run (`epochs` its epochs; see
   // read_checkpoint_state), and every tensor present with its size and finite (unless the run
   // had diverged), reading the state it holds aside. Throws DamagedCheckpoint naming what is

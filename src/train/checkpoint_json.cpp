@@ -92,13 +92,35 @@ int legacy_ranks(std::string& settings) {
   return ranks;
 }
 
-// Throws unless the checkpoint belongs to this run, naming each part that differs; returns the
-// ranks that wrote it.
-int compare_fingerprints(const Json& saved, const RunFingerprint& now, const fs::path& file) {
+// The batch shards that open the settings ("2 batch shards, step launched"), taken out; 0 where
+// they do not read.
+int take_shards(std::string& settings) {
+  static const std::regex opening(R"(^([0-9]{1,6}) batch shards, )");
+  std::smatch m;
+  if (!std::regex_search(settings, m, opening)) return 0;
+  const int shards = std::stoi(m[1].str());
+  settings.erase(0, static_cast<size_t>(m.length(0)));
+  return shards;
+}
+
+// Throws unless the checkpoint belongs to this run, naming each part that differs; returns what
+// of the run that wrote it may differ.
+CheckpointWriter compare_fingerprints(const Json& saved, const RunFingerprint& now,
+                                      const fs::path& file) {
   std::vector<std::string> differs;
   std::string saved_settings = saved.at("settings").get<std::string>();
-  int ranks = legacy_ranks(saved_settings);
-  if (saved.contains("ranks")) ranks = saved.at("ranks").get<int>();
+  CheckpointWriter writer;
+  writer.ranks = legacy_ranks(saved_settings);
+  if (saved.contains("ranks")) writer.ranks = saved.at("ranks").get<int>();
+  std::string now_settings = now.settings;
+  if (now.shards_may_differ) {
+    std::string saved_rest = saved_settings, now_rest = now_settings;
+    const int was = take_shards(saved_rest), is = take_shards(now_rest);
+    if (was > 0 && is > 0 && was != is && saved_rest == now_rest) {
+      writer.shards = was;
+      now_settings = saved_settings;
+    }
+  }
   auto compare = [&](const char* key, const std::string& current, bool show_lines) {
     const std::string was =
         std::string_view(key) == "settings" ? saved_settings : saved.at(key).get<std::string>();
@@ -112,7 +134,7 @@ int compare_fingerprints(const Json& saved, const RunFingerprint& now, const fs:
   compare("spec", now.spec, true);
   compare("data", now.data, false);
   compare("device", now.device, false);
-  compare("settings", now.settings, false);
+  compare("settings", now_settings, false);
   compare("version", now.version, false);
   if (!differs.empty()) {
     throw UserError(fmt::format(
@@ -120,7 +142,7 @@ int compare_fingerprints(const Json& saved, const RunFingerprint& now, const fs:
         "and settings, or start afresh (--restart discards the checkpoint)",
         file.string(), fmt::join(differs, "; ")));
   }
-  return ranks;
+  return writer;
 }
 
 // The JSON beside the tensors: everything that is not a tensor, and the tensors' size and hash.
@@ -214,8 +236,8 @@ CheckpointJson parse_checkpoint_json(const std::string& text, const std::string&
   });
 }
 
-int check_checkpoint_fingerprint(const CheckpointJson& j, const RunFingerprint& now,
-                                 const fs::path& file) {
+CheckpointWriter check_checkpoint_fingerprint(const CheckpointJson& j, const RunFingerprint& now,
+                                              const fs::path& file) {
   const Json saved = as_damage([&] {
     const Json& f = j.at("fingerprint");
     for (const char* key : {"spec", "data", "device", "settings", "version"}) {

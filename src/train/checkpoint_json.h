@@ -67,11 +67,16 @@ CheckpointJson checkpoint_json(const CheckpointSnapshot& s, const std::string& m
 // the one its checksum was computed over (the checksum removed). Throws DamagedCheckpoint.
 CheckpointJson parse_checkpoint_json(const std::string& text, const std::string& origin);
 
+// What wrote a checkpoint where it may differ from the run that resumes it.
+struct CheckpointWriter {
+  int ranks = 1;   // which may differ from the run's
+  int shards = 0;  // its batch shards where they differ from the run's (now.shards_may_differ)
+};
+
 // Throws UserError naming each part of the run that differs from the one `j` was taken in (spec,
-// data, device, settings, version); DamagedCheckpoint where its fingerprint does not read. Returns
-// the number of ranks that wrote it (which may differ from the run's).
-int check_checkpoint_fingerprint(const CheckpointJson& j, const RunFingerprint& now,
-                                 const std::filesystem::path& file);
+// data, device, settings, version); DamagedCheckpoint where its fingerprint does not read.
+CheckpointWriter check_checkpoint_fingerprint(const CheckpointJson& j, const RunFingerprint& now,
+                                              const std::filesystem::path& file);
 
 // What a checkpoint is checked against: the run about to resume.
 struct CheckpointRun {

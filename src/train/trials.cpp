@@ -47,7 +47,9 @@ struct Trial {
   void set_up_checkpoints() {
     const CheckpointOptions& o = spec.checkpoint;
     if (!o.dir.empty()) {
-      const RunFingerprint fingerprint = run_fingerprint(plan, spec.train, false);
+      RunFingerprint fingerprint = run_fingerprint(plan, spec.train, false);
+      // Regrouped from a larger group, or into one, the trial goes on in other shards.
+      fingerprint.shards_may_differ = true;
       if (o.resume) {
         if (auto at = restore_checkpoint(plan, state, o, fingerprint, spec.train.epochs)) {
           resumed_at = *at;

@@ -395,16 +395,16 @@ TEST(ProfilePredict, TrialsSideBySideTakeTheBusiestWorkersStepsAlone) {
         predict_fused_with_profile(spec, 8, trials, cpu, profile_target(cpu), true);
     EXPECT_NEAR(fused.seconds, steps * alone.seconds, 1e-15) << trials << " trials";
   }
-  // A wide model (two batch shards alone) steps together, but a group of one on the main thread,
-  // in the one shard a group trains in.
+  // A wide model (two batch shards alone) steps together, but a group of one as its trial alone,
+  // in its two shards.
   ModelSpec wide = mlp(64);
   wide.input = {512};
   wide.layers[0].out = 256;
   const DeviceProfile p = base_profile();
   ASSERT_EQ(predict_with_profile(wide, 64, p, profile_target(p), true).shards, 2);
   const ProfilePrediction one = predict_fused_with_profile(wide, 64, 1, p, profile_target(p), true);
-  EXPECT_EQ(one.shards, 1);
-  EXPECT_EQ(one.seconds, predict_with_profile(wide, 64, p, profile_target(p), true, 1).seconds);
+  EXPECT_EQ(one.shards, 2);
+  EXPECT_EQ(one.seconds, predict_with_profile(wide, 64, p, profile_target(p), true).seconds);
   EXPECT_EQ(predict_fused_with_profile(wide, 64, 4, p, profile_target(p), true).shards, 2);
 }
 

@@ -308,10 +308,10 @@ TEST(FusedTrials, TrialsStepAsTheModelAndDeviceSay) {
                                                  DeviceKind::Cpu, be->execution_policy(), 4)),
               std::string(trial_stepping_name(c.cpu)))
         << c.spec.name;
-    // A group of one on a CPU: its trial's own Network, where it would step together.
+    // A group of one on a CPU: its trial alone, in its own shards, where it would step together.
     EXPECT_EQ(trial_stepping(model.nodes(), model.tensors(), batch, DeviceKind::Cpu,
                              be->execution_policy(), 1),
-              c.cpu == TrialStepping::Together ? TrialStepping::SideBySide : c.cpu)
+              c.cpu == TrialStepping::Together ? TrialStepping::OneAfterAnother : c.cpu)
         << c.spec.name;
     for (int trials : {1, 4})
       EXPECT_EQ(trial_stepping(model.nodes(), model.tensors(), batch, DeviceKind::Gpu,
@@ -545,6 +545,57 @@ TEST(FusedTrials, APausedAndStoppedGroupResumesBitIdentical) {
 
 TEST(FusedTrials, APausedAndStoppedGroupOfConvolutionalTrialsResumesBitIdentical) {
   paused_and_stopped_group_resumes_bit_identical(conv_spec(), image_split);
+}
+
+// A halving rung's survivor regrouped alone: a group of one trains its trial in the batch shards
+// it takes alone (disc-8: two; a larger group's: one), and goes on from the checkpoint its group
+// of two paused at, saying so, to the end the group of two would have given it, to f32 rounding.
+TEST(FusedTrials, ARegroupedTrialGoesOnInItsOwnShards) {
+  ModelSpec base = *builtin_spec("disc-8");
+  base.train.epochs = 3;
+  const DataSplit data = disc_split();
+  TempDir dir("fused-regrouped");
+  auto be = make_backend(parse_device("cpu", 2));
+  std::vector<std::string> notes;
+  // `k` trials (seeds apart) from epoch 0 or their checkpoints, paused after `pause` epochs.
+  auto run = [&](int k, bool checkpoints, bool resume, int64_t pause) {
+    std::vector<std::unique_ptr<Model>> models;
+    std::vector<FusedTrial> trials;
+    for (int t = 0; t < k; ++t) {
+      ModelSpec s = base;
+      s.train.seed += static_cast<uint64_t>(t);
+      models.push_back(std::make_unique<Model>(s, *be));
+      models.back()->init(s.train.seed);
+      FusedTrial trial{models.back().get(), s.train, {}, {}};
+      if (checkpoints) {
+        trial.checkpoint.dir = dir.path() / fmt::format("t{}", t);
+        trial.checkpoint.every = {5, 0};
+        trial.checkpoint.resume = resume;
+        trial.checkpoint.note = [&notes](const std::string& m) { notes.push_back(m); };
+      }
+      trials.push_back(std::move(trial));
+    }
+    return train_fused(trials, data, {.pause_after_epochs = pause});
+  };
+  const std::vector<TrainResult> whole = run(2, false, false, 0);
+  ASSERT_EQ(whole[0].shards, 1);
+  const std::vector<TrainResult> paused = run(2, true, false, 1);
+  ASSERT_TRUE(paused[0].paused);
+  const std::vector<TrainResult> alone = run(1, true, true, 0);
+  EXPECT_EQ(alone[0].shards, 2);
+  EXPECT_FALSE(alone[0].paused);
+  EXPECT_GT(alone[0].resumed_at_step, 0);
+  ASSERT_EQ(alone[0].epochs.size(), 3u);
+  const bool told = std::any_of(notes.begin(), notes.end(), [](const std::string& m) {
+    return m.find("written in 1 batch shard (a fused group's), and this run takes 2") !=
+           std::string::npos;
+  });
+  EXPECT_TRUE(told) << ::testing::PrintToString(notes);
+  for (size_t e = 0; e < 3; ++e) {
+    EXPECT_NEAR(alone[0].epochs[e].loss, whole[0].epochs[e].loss,
+                1e-5 * std::abs(whole[0].epochs[e].loss))
+        << "epoch " << e + 1;
+  }
 }
 
 // A step limit (to time the group) stops every trial there, inside an epoch or at its end: an MLP
