@@ -392,25 +392,19 @@ void set_value(toml::table& root, const std::vector<std::string>& path, std::str
   }
 }
 
-std::string formatted(const toml::table& root) {
-  std::ostringstream out;
-  out << toml::toml_formatter(root);
-  return out.str();
-}
-
 }  // namespace
 
 std::string toml_with_value(std::string_view text, const std::vector<std::string>& path,
                             std::string_view value, std::string_view what) {
-  toml::table root = toml::parse(text);
-  set_value(root, path, value, what);
-  return formatted(root);
+  return toml_with_values(text, {{path, std::string(value), std::string(what)}});
 }
 
 std::string toml_with_values(std::string_view text, const std::vector<TomlSetting>& settings) {
   toml::table root = toml::parse(text);
   for (const TomlSetting& s : settings) set_value(root, s.path, s.value, s.what);
-  return formatted(root);
+  std::ostringstream out;
+  out << toml::toml_formatter(root);
+  return out.str();
 }
 
 }  // namespace xo

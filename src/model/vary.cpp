@@ -335,6 +335,11 @@ ModelSpec parse_varied(const std::string& text, const std::string& what) {
   }
 }
 
+// Whether `key` sets the optimizer's kind (which starts another optimizer from its defaults).
+bool sets_optimizer_type(const SpecKey& key) {
+  return key.path == std::vector<std::string>{"train", "optimizer", "type"};
+}
+
 // `out`, read from `spec`'s text with values set, with what the text does not hold carried over:
 // its origin and notes, and its initial weights where the parameter shapes stayed the same.
 ModelSpec carried_over(ModelSpec out, const ModelSpec& spec) {
@@ -356,7 +361,7 @@ ModelSpec with_key_value(const ModelSpec& spec, const SpecKey& key, const std::s
                          const std::string& what) {
   const std::vector<std::vector<std::string>> paths = key_paths(spec, key, what);
   std::string text = to_toml(spec);
-  if (key.path == std::vector<std::string>{"train", "optimizer", "type"}) {
+  if (sets_optimizer_type(key)) {
     // Another optimizer takes other settings: it starts from its own defaults (PyTorch's), at
     // the spec's learning rate.
     text = toml_with_value(
@@ -388,8 +393,7 @@ std::string tagged(const std::string& name, const SpecKey& key, const std::strin
 bool settable_together(const SpecKey& key) {
   if (key.axis) return false;
   if (key.layer_type) return key.layer_key != "type";
-  return !key.path.empty() && key.path.front() != "model" &&
-         key.path != std::vector<std::string>{"train", "optimizer", "type"};
+  return !key.path.empty() && key.path.front() != "model" && !sets_optimizer_type(key);
 }
 
 // settings[first, end), every one settable together, set on `spec` on one reading of its text.

@@ -382,9 +382,7 @@ std::vector<HalvingJob> Search::group_for(size_t slot, const HalvingJob& first) 
 void Search::start_job(size_t slot, const std::vector<HalvingJob>& group) {
   const Slot& where = runner_->slots()[slot];
   // A trial no other trial of the search fuses with (another architecture, batch size or data)
-  // trains alone, in a process of its own as with --fuse off: a group of one took a group's one
-  // batch shard (so that its checkpoints resume in a larger group), 0.59-0.78x its speed alone
-  // for the models that take two (a width or depth sweep of disc-8 or an LSTM).
+  // trains alone, in a process of its own as with --fuse off: no group of one is ever its group.
   const bool fused = fuse_limit(where.device) > 0 && fuses_[group.front().trial];
   const HalvingJob& first = group.front();
   const bool last = first.rung + 1 == static_cast<int>(record_.rungs.size());
