@@ -162,11 +162,18 @@ inline void read_peaks(const std::string& bytes, const std::string& origin) {
 }
 
 // A device profile (data/profiles/*.json, an entry of the profiles cache) as the shipped profiles
-// and `crossover validate` read it, written back and read again (must read back).
+// and `crossover validate` read it, written back and read again (must read back), and packed as
+// the build packs the shipped ones (must unpack). The bytes themselves are unpacked too: a
+// damaged pack is refused, never read past its end.
 inline void read_profile(const std::string& bytes, const std::string& origin) {
+  try {
+    (void)unpack_profile(bytes, origin);
+  } catch (const UserError&) {
+  }
   const DeviceProfile p = parse_profile(bytes, origin);
   const std::string written = to_json(p).dump(1);
   (void)parse_profile(written, origin + " (written back)");
+  (void)unpack_profile(pack_profile(p), origin + " (packed)");
 }
 
 // An ONNX file, read and mapped onto crossover's layers, with the spec's shape checks.

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "backend/backend.h"
@@ -117,6 +118,12 @@ nlohmann::json to_json(const DeviceProfile& p);
 DeviceProfile profile_from_json(const nlohmann::json& j, const std::string& origin);
 // A profile file's text (schema crossover.profile/1).
 DeviceProfile parse_profile(const std::string& text, const std::string& origin);
+
+// A profile as bytes (io/fields_pack.h), and back: how the shipped profiles, read and checked from
+// their JSON when crossover is built (src/tools/pack_profiles.cpp), are carried in the binary.
+// Throws UserError naming `origin` where the bytes are not a whole pack.
+std::string pack_profile(const DeviceProfile& p);
+DeviceProfile unpack_profile(std::string_view bytes, const std::string& origin);
 
 // The profiles crossover ships (data/profiles/*.json, built into the binary), by id.
 std::vector<DeviceProfile> shipped_profiles();

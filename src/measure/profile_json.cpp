@@ -1,8 +1,9 @@
 // A device profile's JSON (crossover.profile/1): written by `crossover devices --profile`, read
 // back from the cache and from data/profiles/. Its fields are listed once (io/json_fields.h) and
 // run both ways; the reader checks every field's type and range and names the file, the place
-// and the field of the first that is wrong. Apart from the measurement, so that the fuzz target
-// links no backend.
+// and the field of the first that is wrong. The same list packs a profile into bytes
+// (io/fields_pack.h), as the shipped profiles are carried in the binary. Apart from the
+// measurement, so that the fuzz target links no backend.
 #include <fmt/format.h>
 
 #include <cstdint>
@@ -10,6 +11,7 @@
 
 #include "core/error.h"
 #include "core/json_depth.h"
+#include "io/fields_pack.h"
 #include "io/json_fields.h"
 #include "measure/profile.h"
 
@@ -109,6 +111,12 @@ DeviceProfile parse_profile(const std::string& text, const std::string& origin) 
   const json j = json::parse(text, nullptr, false);
   if (j.is_discarded()) throw UserError(fmt::format("{}: not JSON", origin));
   return profile_from_json(j, origin);
+}
+
+std::string pack_profile(const DeviceProfile& p) { return FieldsPack::write(p, profile_fields); }
+
+DeviceProfile unpack_profile(std::string_view bytes, const std::string& origin) {
+  return FieldsUnpack::read<DeviceProfile>(bytes, origin, profile_fields);
 }
 
 }  // namespace xo

@@ -13,19 +13,19 @@
 
 namespace xo {
 
-// Generated from data/profiles/ by cmake/embed.cmake.
-std::vector<std::pair<std::string_view, std::string_view>> shipped_profile_files();
+// Generated from data/profiles/ by crossover_pack_profiles (src/tools/pack_profiles.cpp), which
+// read and checked each file when crossover was built.
+std::vector<std::pair<std::string_view, std::string_view>> shipped_profile_packs();
 
 std::vector<DeviceProfile> shipped_profiles() {
-  // Built into the binary: parsed once per process.
-  static const std::vector<DeviceProfile> parsed = [] {
+  // Built into the binary: unpacked once per process.
+  static const std::vector<DeviceProfile> unpacked = [] {
     std::vector<DeviceProfile> out;
-    for (const auto& [name, text] : shipped_profile_files()) {
-      out.push_back(parse_profile(std::string(text), fmt::format("data/profiles/{}", name)));
-    }
+    for (const auto& [name, bytes] : shipped_profile_packs())
+      out.push_back(unpack_profile(bytes, fmt::format("data/profiles/{}", name)));
     return out;
   }();
-  return parsed;
+  return unpacked;
 }
 
 std::filesystem::path default_profile_cache() { return default_cache_dir() / "profiles.json"; }

@@ -1,9 +1,12 @@
 // Device profiles: what a measurement covers (every node of its models, as the engine runs them),
 // the profile file's strict reader, and the profiles crossover ships.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <functional>
 #include <set>
 
@@ -15,6 +18,7 @@
 #include "model/layer.h"
 #include "model/model.h"
 #include "support/gpu.h"
+#include "support/temp_dir.h"
 
 namespace xo {
 namespace {
@@ -259,6 +263,74 @@ TEST(Profile, JsonRoundTripKeepsEveryField) {
   EXPECT_EQ(r.samples.at(1).graph_forward_us, 0);
 }
 
+// The packed form the shipped profiles are carried in (io/fields_pack.h) keeps every field, to the
+// bit, and refuses bytes that are not a whole pack.
+TEST(Profile, APackedProfileUnpacksToEveryFieldAndRefusesADamagedPack) {
+  const DeviceProfile p = hand_profile();
+  const std::string bytes = pack_profile(p);
+  EXPECT_EQ(to_json(unpack_profile(bytes, "hand.json")), to_json(p));
+  struct Case {
+    const char* what;
+    std::string bytes;
+    const char* expected;
+  };
+  std::string kind = bytes;
+  kind.replace(kind.find("cpu", kind.find("cpu") + 1), 3, "tpu");  // "device", then "kind"
+  std::string count = bytes;
+  const size_t samples = count.find("relu") - 8 - 8 - 6 - 8;  // the count before sample 0's op
+  count[samples + 7] = '\x7f';                                // a count beyond the bytes left
+  const std::vector<Case> cases = {
+      {"cut short", bytes.substr(0, bytes.size() - 3), "hand.json (packed): field 'slowest_ms'"},
+      {"cut in a text", bytes.substr(0, 20),
+       "hand.json (packed): field 'schema': expected a text's"},
+      {"bytes after", bytes + "x", "field 'the end': expected no bytes after the last field"},
+      {"an enum", kind, "field 'kind': expected \"cpu\" or \"gpu\""},
+      {"a count", count, "field 'samples': expected a count of records"},
+      {"empty", "", "field 'schema'"},
+  };
+  for (const Case& c : cases) {
+    try {
+      unpack_profile(c.bytes, "hand.json");
+      ADD_FAILURE() << c.what << ": accepted";
+    } catch (const UserError& e) {
+      EXPECT_NE(std::string(e.what()).find(c.expected), std::string::npos)
+          << c.what << ": " << e.what();
+    }
+  }
+}
+
+// A shipped profile with a wrong field fails the build (the tool that packs them), naming the
+// file and the field, and writes nothing; good ones give the source the binary is built from.
+TEST(Profile, TheBuildPacksTheShippedProfilesAndRefusesAWrongOne) {
+  const testing::TempDir dir("pack");
+  nlohmann::json broken = to_json(hand_profile());
+  broken["samples"][1]["forward_us"] = -1;
+  write_file_atomic(dir.path() / "good.json", to_json(hand_profile()).dump());
+  write_file_atomic(dir.path() / "broken.json", broken.dump());
+  const auto run = [&](const std::string& files) {
+    const std::string cmd = fmt::format("cd '{}' && {} out.cpp {} 2>&1", dir.path().string(),
+                                        CROSSOVER_PACK_PROFILES, files);
+    FILE* pipe = popen(cmd.c_str(), "r");
+    std::string out(4096, '\0');
+    out.resize(fread(out.data(), 1, out.size(), pipe));
+    const int status = pclose(pipe);
+    return std::make_pair(WIFEXITED(status) ? WEXITSTATUS(status) : -1, out);
+  };
+  const auto [failed, message] = run("good.json broken.json");
+  EXPECT_EQ(failed, 1);
+  EXPECT_NE(message.find("data/profiles/broken.json: samples[1]: forward_us: expected a number "
+                         ">= 0, found a number (-1)"),
+            std::string::npos)
+      << message;
+  EXPECT_FALSE(std::filesystem::exists(dir.path() / "out.cpp"));
+  EXPECT_EQ(run("good.json").first, 0);
+  const std::string source = read_file(dir.path() / "out.cpp");
+  EXPECT_NE(source.find("{\"good.json\", {reinterpret_cast<const char*>(kPack0), " +
+                        std::to_string(pack_profile(hand_profile()).size()) + "}}"),
+            std::string::npos)
+      << source.substr(0, 400);
+}
+
 TEST(Profile, TheReaderNamesTheFileAndTheFieldThatIsWrong) {
   const nlohmann::json good = to_json(hand_profile());
   struct Case {
@@ -323,9 +395,11 @@ TEST(Profile, TheShippedProfilesReadAndTheCpuOneMeasuredEveryBuiltInModel) {
 }
 
 // The one field list reads every committed profile and writes back the same document, plus the
-// fields the profile predates (a GPU's graph times, written as 0, what they read as).
+// fields the profile predates (a GPU's graph times, written as 0, what they read as); the binary
+// carries each as it reads.
 TEST(Profile, EveryShippedProfileWritesBackTheSameJson) {
   const std::filesystem::path dir = std::filesystem::path(CROSSOVER_SOURCE_DIR) / "data/profiles";
+  const std::vector<DeviceProfile> packed = shipped_profiles();
   int read = 0;
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {
     const nlohmann::json committed = nlohmann::json::parse(read_file(entry.path()));
@@ -335,9 +409,18 @@ TEST(Profile, EveryShippedProfileWritesBackTheSameJson) {
       EXPECT_EQ(change.value("value", nlohmann::json()), 0)
           << entry.path() << ": " << change.dump();
     }
+    // What the binary carries (packed when it was built) is the file as read now, to the bit.
+    const auto shipped = std::find_if(packed.begin(), packed.end(),
+                                      [&](const DeviceProfile& s) { return s.id == p.id; });
     ++read;
+    if (shipped == packed.end()) {
+      ADD_FAILURE() << entry.path() << ": not among the shipped profiles";
+      continue;
+    }
+    EXPECT_EQ(to_json(*shipped), to_json(p)) << entry.path();
   }
   EXPECT_GE(read, 4);
+  EXPECT_EQ(static_cast<size_t>(read), packed.size());
 }
 
 TEST(Profile, TheCacheKeepsOneProfilePerDeviceAndFindsThisMachines) {
