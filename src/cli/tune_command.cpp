@@ -90,6 +90,9 @@ class TuneOutput final : public SearchHooks {
 // Why --fuse auto took every ready trial without timing group sizes (measure_fuse_cap).
 constexpr const char* kUnmeasuredGroups =
     " (not measured: too few trials, or a search shorter than timing group sizes would take)";
+// Why trials at once were not measured (tune/parallel.h's measure_choice).
+constexpr const char* kShortSearch =
+    " (not measured: a search shorter than measuring trials at once would take)";
 // On a GPU it never times them (Search's gpu_fuse_cap says why).
 constexpr const char* kGpuGroups = " (as many as are ready: group sizes are not timed on a GPU)";
 
@@ -107,7 +110,9 @@ void TuneOutput::started(const TuneRecord& r) {
     where.push_back(c.fused > 0
                         ? fmt::format("fused up to {} per group on {}{}", c.fused, c.device, why)
                         : fmt::format("{} at once on {}{}", c.k, c.device,
-                                      c.measured ? " (measured fastest)" : ""));
+                                      c.measured       ? " (measured fastest)"
+                                      : c.short_search ? kShortSearch
+                                                       : ""));
   }
   fmt::print("{}: {} trials ({}), {} by {}; {}\n", terminal_safe(r.model), r.trials.size(), r.mode,
              r.higher_is_better ? "best" : "lowest", r.objective, fmt::join(where, ", "));

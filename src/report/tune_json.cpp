@@ -115,6 +115,7 @@ constexpr auto parallel_fields = [](auto& io, auto& c) {
   io.flag("measured", c.measured);
   io.objects("options", c.options, option_fields);
   if (io.present("fused")) io.integer("fused", c.fused);  // since fused trials (0.2.x)
+  io.flag_or_absent("short_search", c.short_search);
 };
 
 constexpr auto plan_fields = [](auto& io, auto& p) {

@@ -51,6 +51,7 @@ std::string parallel_text(const ParallelChoice& c) {
     return fmt::format("{} (measured: {})", out, fmt::join(groups, "; "));
   }
   std::string out = fmt::format("{} at once on {}", c.k, c.device);
+  if (c.short_search) return out + " (not measured: a search shorter than measuring it would take)";
   if (!c.measured) return out + " (as asked)";
   std::vector<std::string> options;
   for (const ParallelOption& o : c.options) {

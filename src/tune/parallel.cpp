@@ -48,11 +48,25 @@ ParallelOption measure(const ParallelSettings& s, const std::string& device, int
   return option;
 }
 
-// Every count from 1, doubling, up to the cores on a CPU and 4 on a GPU; the fastest taken.
-ParallelChoice measure_choice(const ParallelSettings& s, const std::string& device) {
-  ParallelChoice c{device, 1, true, {}};
+// Every count from 1, doubling, up to the cores on a CPU and 4 on a GPU; the fastest taken. Each
+// process trains `s.steps`, or fewer where the search is short (ParallelSettings::search_steps);
+// where it is shorter than measuring it would be, the most at once, not measured.
+ParallelChoice measure_choice(ParallelSettings s, const std::string& device) {
   const bool cpu = device_kind_of(device) == DeviceKind::Cpu;
   const int most = cpu ? s.cores : 4;
+  int64_t processes = 0;
+  for (int k = 1; k <= most; k *= 2) processes += k;
+  if (s.search_steps > 0) {
+    const auto share = static_cast<int64_t>(kFuseProbeShare * static_cast<double>(s.search_steps) /
+                                            static_cast<double>(processes));
+    if (share < kMinProbeSteps) {
+      ParallelChoice c{device, std::max(1, std::min(most, s.trials)), false, {}};
+      c.short_search = true;
+      return c;
+    }
+    s.steps = static_cast<int>(std::min<int64_t>(s.steps, share));
+  }
+  ParallelChoice c{device, 1, true, {}};
   for (int k = 1; k <= most; k *= 2) {
     if (s.measuring) s.measuring(k, device);
     c.options.push_back(measure(s, device, k, cpu ? trial_threads(s.threads, s.cores, k) : 0));
@@ -68,9 +82,6 @@ ParallelChoice measure_choice(const ParallelSettings& s, const std::string& devi
 }  // namespace
 
 namespace {
-
-// The fewest steps a group is timed over: its median step is the figure.
-constexpr int64_t kMinProbeSteps = 10;
 
 // A group timed: its median step, and the seconds the timing took from the first model built to
 // the last step (what the probe pays for it).

@@ -26,6 +26,13 @@ struct ParallelSettings {
   std::filesystem::path spec;  // what the measuring processes train (the first trial's)
   std::filesystem::path dir;   // where they write their results and their log
   int steps = 200;             // --probe-steps
+  // The search's trial-steps in all, and its trials (0: not known; every count measured over
+  // `steps`): the processes measured train at most kFuseProbeShare of those steps together, and
+  // where that leaves fewer than kMinProbeSteps each, nothing is measured (a search shorter than
+  // measuring it would be): the most trials at once there are (up to the cores on a CPU, 4 on a
+  // GPU), whose process starts overlap.
+  int64_t search_steps = 0;
+  int trials = 0;
   // Fused trials (tune --fuse): one group at a time on a device, not measured (on the CPU the
   // group spreads its trials over every core).
   int fused_cpu = 0;  // the most trials in a group (0: trials not fused)
@@ -50,8 +57,11 @@ struct FuseProbe {
 
 // A share of the search's own time, the most the probe spends timing one group size: the search
 // trained one trial at a time would take one trial's step times its trial-steps, and the probe
-// pays only where it can save more than it costs.
+// pays only where it can save more than it costs. Trials at once (--fuse off) are measured within
+// the same share of the search's trial-steps.
 inline constexpr double kFuseProbeShare = 0.05;
+// The fewest steps a group or a measuring process is timed over: its median step is the figure.
+inline constexpr int64_t kMinProbeSteps = 10;
 
 // The fused group size (tune --fuse auto) that trains the most samples per second on `backend`:
 // groups of K trials of `spec` (seeds apart) trained as one (train/trials.h), for K = 4, 16, 64,

@@ -93,11 +93,14 @@ struct ParallelOption {
 struct ParallelChoice {
   std::string device;
   int k = 1;
-  bool measured = false;  // false: --parallel chose it (or fusing did)
+  bool measured = false;  // false: --parallel chose it (or fusing did), or `short_search`
   std::vector<ParallelOption> options;
   // Trials fused into one group at most (tune --fuse) on this device, one group at a time: 0, not
   // fused; kMaxAutoFuse for --fuse auto.
   int fused = 0;
+  // Not measured: the search is shorter than measuring trials at once would be (its trials'
+  // steps too few for the probe's share, tune/parallel.h); `k` is then the most at once.
+  bool short_search = false;
 };
 
 // The measured search's trials predicted on a catalog instance: one at a time, on N instances,

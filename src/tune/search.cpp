@@ -108,6 +108,8 @@ class Search {
   std::vector<std::string> fusion_keys_;       // per trial: trials of one key may train as one
   std::vector<bool> fuses_;  // per trial: another trial has its key (else it always trains alone)
   int groups_started_ = 0;
+  int64_t search_steps_ =
+      0;  // every trial's epochs of steps, summed (what the probes' budgets share)
   int fuse_ = 0;               // --fuse, or 0 where no two trials could train as one
   int fuse_cap_ = 0;           // the most trials in a fused group on the CPU (0: not fused)
   int gpu_fuse_cap_ = 0;  // the same on a GPU under --fuse auto (what every GPU's memory holds)
@@ -184,16 +186,17 @@ void Search::prepare() {
   const bool on_cpu = o_.devices.empty() ||
                       std::find(o_.devices.begin(), o_.devices.end(), "cpu") != o_.devices.end();
   lay_out(points);
+  // Every trial's epochs of full steps (halving stops some sooner: a probe's share is then larger
+  // than kFuseProbeShare, never smaller).
+  const int64_t samples = data.train.samples;
+  for (const ModelSpec& s : specs_) {
+    const int64_t batch = std::max<int64_t>(1, std::min(s.train.batch, samples));
+    search_steps_ += s.train.epochs * ((samples + batch - 1) / batch);
+  }
   if (fuse_ == kFuseAuto && on_cpu && !(world_ && world_->size() > 1)) {
     FuseProbe probe;
     probe.steps = o_.probe_steps;
-    // Every trial's epochs of full steps (halving stops some sooner: the probe's share is then
-    // larger than kFuseProbeShare, never smaller).
-    const int64_t samples = data.train.samples;
-    for (const ModelSpec& s : specs_) {
-      const int64_t batch = std::max<int64_t>(1, std::min(s.train.batch, samples));
-      probe.search_steps += s.train.epochs * ((samples + batch - 1) / batch);
-    }
+    probe.search_steps = search_steps_;
     probe.measuring = [this] { hooks_.measuring_groups("cpu"); };
     auto backend = make_backend(parse_device("cpu", o_.threads));
     const int most = std::min(fuse_cap_, static_cast<int>(points.size()));
@@ -279,6 +282,8 @@ std::vector<Slot> Search::make_slots() {
   s.spec = trial_files(out_, record_.trials[0].id).spec;
   s.dir = out_ / "parallel";
   s.steps = o_.probe_steps;
+  s.search_steps = search_steps_;
+  s.trials = static_cast<int>(specs_.size());
   s.read_result = [this](const std::string& text, const std::string& origin) {
     return hooks_.read_result(text, origin);
   };

@@ -107,6 +107,13 @@ TEST(TuneReport, ResultsJsonReadsBackWhatWasWritten) {
   const TuneRecord old = read_tune_record(older.dump(), "results.json");
   EXPECT_EQ(old.trials[2].group, "");
   EXPECT_EQ(old.trials[2].fused, 1);
+  // Trials at once not measured for a short search, said so, and read back; absent before.
+  TuneRecord short_search = r;
+  short_search.parallel[0].short_search = true;
+  EXPECT_TRUE(
+      read_tune_record(to_json(short_search).dump(), "results.json").parallel[0].short_search);
+  older["parallel"][0].erase("short_search");
+  EXPECT_FALSE(read_tune_record(older.dump(), "results.json").parallel[0].short_search);
 }
 
 // A search writes the machine it ran on beside its record; the record reads back without it.
@@ -171,6 +178,12 @@ TEST(TuneReport, TheTerminalSaysWhatWasNotMeasuredAndEveryDecision) {
             std::string::npos)
       << text;
   EXPECT_NE(text.find("t4: out of memory"), std::string::npos);
+  TuneRecord short_search = fixture();
+  short_search.parallel[0] = {"cpu", 2, false, {}, 0, true};
+  EXPECT_NE(tune_table_text(short_search)
+                .find("2 at once on cpu (not measured: a search shorter than measuring it would "
+                      "take)"),
+            std::string::npos);
   // The failed trial's objective and dollars: "-", never 0.
   for (size_t at = text.find("t4 "); at != std::string::npos; at = std::string::npos) {
     const std::string row = text.substr(at, text.find('\n', at) - at);
