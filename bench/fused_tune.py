@@ -4,9 +4,12 @@
 against the same 16 trials one process each (--fuse off: the measured default of trials at once,
 and one at a time). Each configuration is the whole command, timed from start to end as a user
 waits for it, interleaved `--repeat` times; medians and ratios are printed, and every trial's
-objective is checked against its unfused value (within 1e-5 relative).
+objective is checked against its unfused value (within 1e-5 relative). Each run is a new search in
+a folder of its own, as a user starts one; with --restart each runs in one folder and discards the
+search before it (its 16 trials' files deleted inside the timed command, as until 2026-11-29).
 
-  /usr/bin/python3 bench/fused_tune.py [--crossover build/crossover] [--repeat 5] [--json FILE]
+  /usr/bin/python3 bench/fused_tune.py [--crossover build/crossover] [--repeat 5] [--restart]
+      [--json FILE]
 
 Measure only on a quiet machine: the runs share the cores with anything else running.
 """
@@ -31,6 +34,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--crossover", default="build/crossover")
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--restart", action="store_true",
+                    help="every run in one folder, discarding the search before it (--restart)")
     ap.add_argument("--json", help="write the figures here")
     a = ap.parse_args()
     binary = os.path.abspath(a.crossover)
@@ -38,8 +43,9 @@ def main():
     objectives = {}
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(a.repeat):
-            for name, extra in CONFIGS:  # interleaved: a slow spell hits every configuration
-                wall, r = tune(binary, os.path.join(tmp, "out"), extra, SEARCH)
+            for c, (name, extra) in enumerate(CONFIGS):  # interleaved: a slow spell hits each
+                out = os.path.join(tmp, "out" if a.restart else f"out-{i}-{c}")
+                wall, r = tune(binary, out, extra, SEARCH, restart=a.restart)
                 walls[name].append(wall)
                 objectives.setdefault(name, {t["id"]: t["objective"] for t in r["trials"]})
                 print(f"run {i + 1} {name:50s} {wall:6.3f} s", flush=True)
@@ -54,7 +60,7 @@ def main():
     print(f"largest difference of a trial's objective, fused against one process: {worst:.3g}")
     if a.json:
         with open(a.json, "w") as f:
-            json.dump({"search": SEARCH, "walls": walls, "medians": medians,
+            json.dump({"search": SEARCH, "restart": a.restart, "walls": walls, "medians": medians,
                        "worst_objective_difference": worst}, f, indent=2)
     if worst > 1e-5:
         sys.exit("a fused trial's objective differs from its unfused value by more than 1e-5")

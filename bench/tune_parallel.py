@@ -22,11 +22,12 @@ SEARCH = ["mnist-mlp", "--vary", "lr=0.0003,0.001,0.003,0.01", "--vary", "dropou
           "--epochs", "2", "--quiet"]
 
 
-def tune(binary, out, extra, search=SEARCH):
-    """The whole `crossover tune` of `search`: its wall time and its results.json."""
+def tune(binary, out, extra, search=SEARCH, restart=True):
+    """The whole `crossover tune` of `search`: its wall time and its results.json. With `restart`,
+    a search already in `out` is discarded by the timed command itself (--restart)."""
     start = time.monotonic()
-    p = subprocess.run([binary, "tune", *search, "--out", out, "--restart", *extra],
-                       capture_output=True, text=True)
+    p = subprocess.run([binary, "tune", *search, "--out", out, *(["--restart"] if restart else []),
+                        *extra], capture_output=True, text=True)
     wall = time.monotonic() - start
     if p.returncode != 0:
         sys.exit(f"crossover tune {' '.join(extra)} failed:\n{p.stdout}{p.stderr}")
