@@ -4,6 +4,7 @@
 // ranks, and bad input refused before any trial.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/inotify.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -117,6 +118,32 @@ TEST(Tune, TrialsAtOnceAreMeasuredWithinTheSearchsShare) {
   for (const json& o : l.at("options")) processes += o.at("k").get<int>();
   const json probe = json::parse(xo::read_file(dir.path() / "long" / "parallel" / "cpu-k1-0.json"));
   EXPECT_EQ(probe.at("steps_taken"), 2 * 400 * 10 / 20 / processes);
+}
+
+// One trial at a time: a trial's end and the next trial's start write the record once (each
+// write an fsync'd results.json, CSV and page), the first start and the search's end once each.
+TEST(Tune, ATrialsEndAndTheNextStartWriteTheRecordOnce) {
+  xo::testing::TempDir dir("tune-publish");
+  const fs::path out = dir.path() / "out";
+  fs::create_directories(out);
+  const int watch = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+  ASSERT_GE(watch, 0);
+  ASSERT_GE(inotify_add_watch(watch, out.c_str(), IN_MOVED_TO), 0);
+  const auto r = run_cli(
+      "tune disc-4 --vary lr=0.05,0.1,0.2 --epochs 2 --fuse off --parallel 1 --quiet --out out",
+      dir.path());
+  ASSERT_EQ(r.status, 0) << r.output;
+  int written = 0;
+  alignas(inotify_event) char events[64 * 1024];
+  for (ssize_t n; (n = read(watch, events, sizeof events)) > 0;) {
+    for (ssize_t at = 0; at < n;) {
+      const auto* e = reinterpret_cast<const inotify_event*>(events + at);
+      if (e->len > 0 && std::string(e->name) == "results.json") ++written;
+      at += static_cast<ssize_t>(sizeof(inotify_event) + e->len);
+    }
+  }
+  close(watch);
+  EXPECT_EQ(written, 4) << "the first start, two ends each with the next start, the end";
 }
 
 // Two trials at once, each on one thread, against the same trials one after another on one
