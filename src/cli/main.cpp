@@ -8,6 +8,7 @@
 #include <new>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cli/commands.h"
@@ -15,6 +16,7 @@
 #include "core/format.h"
 #include "core/interrupt.h"
 #include "dist/mpi.h"
+#include "dist/process.h"
 
 namespace {
 
@@ -128,6 +130,18 @@ int run_command(const std::vector<xo::cli::Command>& commands) {
 
 int main(int argc, char** argv) {
   xo::install_interrupt_handler();  // before any other thread starts
+  // A process a search started before its job was known (dist/process.h's ParkedProcess): the job
+  // comes as its arguments, and runs as if it had been started with them.
+  std::vector<std::string> job;
+  std::vector<char*> job_argv;
+  if (argc == 2 && std::string_view(argv[1]) == "--parked") {
+    job = xo::wait_for_job();
+    job_argv.push_back(argv[0]);
+    for (std::string& a : job) job_argv.push_back(a.data());
+    job_argv.push_back(nullptr);
+    argc = static_cast<int>(job.size()) + 1;
+    argv = job_argv.data();
+  }
   CLI::App app{
       "crossover: train the same network on the CPU and the GPU and measure where each wins.\n"
       "Run `crossover run` for the classic disc sweep, `crossover train disc-8` for one model."};

@@ -103,10 +103,19 @@ void TuneOutput::started(const TuneRecord& r) {
   for (const ParallelChoice& c : r.parallel) {
     // Why the group size is what it is: measured, or under auto not measured (the CPU's reason or
     // the GPU's); an explicit --fuse K needs none.
-    const char* why = c.measured                                    ? " (measured fastest)"
+    std::string why = c.measured                                    ? " (measured fastest)"
                       : o_.search.fuse != kFuseAuto                 ? ""
                       : device_kind_of(c.device) == DeviceKind::Cpu ? kUnmeasuredGroups
                                                                     : kGpuGroups;
+    // Larger groups than the search's share could time are taken as fast as the largest timed.
+    int timed = 0;
+    for (const ParallelOption& option : c.options) timed = std::max(timed, option.k);
+    if (c.fused > 0 && c.measured && timed < c.fused) {
+      why = fmt::format(
+          " (timed up to {} a group; larger groups, not timed within the search's "
+          "share, taken as fast)",
+          timed);
+    }
     where.push_back(c.fused > 0
                         ? fmt::format("fused up to {} per group on {}{}", c.fused, c.device, why)
                         : fmt::format("{} at once on {}{}", c.k, c.device,
@@ -228,8 +237,8 @@ void add_search_options(CLI::App* sub, SearchOptions& o) {
       ->check(positive_number())
       ->capture_default_str();
   sub->add_option("--probe-steps", o.probe_steps,
-                  "Steps each process trains when measuring trials at once (and the most a fused "
-                  "group size is timed over)")
+                  "The most steps each process trains when measuring trials at once, and a fused "
+                  "group size is timed over (both within a twentieth of the search's steps)")
       ->check(positive_number())
       ->capture_default_str();
   sub->add_option("--checkpoint-every", o.checkpoint_every,

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -17,7 +18,26 @@
 
 namespace xo {
 
-pid_t spawn(const std::vector<std::string>& args, const std::filesystem::path& log) {
+namespace {
+
+// Opens `log` for a child's output, appended, onto its standard output and error: never through a
+// link, never a FIFO's wait (a log that cannot be opened so is refused). Without a log, nothing.
+bool output_to(const char* log) {
+  const int fd =
+      log ? open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0644)
+          : open("/dev/null", O_WRONLY | O_CLOEXEC);
+  struct stat st {};
+  if (fd < 0 || fstat(fd, &st) != 0 || (log && !S_ISREG(st.st_mode))) return false;
+  dup2(fd, STDOUT_FILENO);
+  dup2(fd, STDERR_FILENO);
+  ::close(fd);
+  return true;
+}
+
+// Forks a child that executes this binary with `args`, this process's environment less the MPI
+// launcher's variables, `in` as its standard input (-1: this process's) and its output to `log`
+// (null: nothing); it ends when this process ends. The child's pid.
+pid_t fork_crossover(const std::vector<std::string>& args, const char* log, int in) {
   std::vector<std::string> env;
   for (char** e = environ; *e; ++e) {
     const std::string entry = *e;
@@ -39,17 +59,91 @@ pid_t spawn(const std::vector<std::string>& args, const std::filesystem::path& l
     unblock_stop_signals();  // the program it runs starts with the signals' defaults
     prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (getppid() != parent) _exit(kExitNotStarted);
-    // Never through a link, never a FIFO's wait: a log that cannot be opened so is not started.
-    const int fd =
-        open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0644);
-    struct stat st {};
-    if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) _exit(kExitNotStarted);
-    dup2(fd, STDOUT_FILENO);
-    dup2(fd, STDERR_FILENO);
+    if (in >= 0) dup2(in, STDIN_FILENO);
+    if (!output_to(log)) _exit(kExitNotStarted);
     execve(argv[0], argv.data(), envp.data());
     _exit(kExitNotStarted);
   }
   return pid;
+}
+
+}  // namespace
+
+pid_t spawn(const std::vector<std::string>& args, const std::filesystem::path& log) {
+  return fork_crossover(args, log.c_str(), -1);
+}
+
+// The job goes down a socket, not a pipe: a parked process that died is an error to send to
+// (MSG_NOSIGNAL), not a SIGPIPE to this process.
+ParkedProcess::ParkedProcess() {
+  int ends[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ends) != 0) {
+    throw UserError(fmt::format("could not start a crossover process: {}", std::strerror(errno)));
+  }
+  try {
+    pid_ = fork_crossover({"--parked"}, nullptr, ends[1]);
+  } catch (...) {
+    ::close(ends[0]);
+    ::close(ends[1]);
+    throw;
+  }
+  ::close(ends[1]);
+  job_ = ends[0];
+}
+
+ParkedProcess::~ParkedProcess() {
+  if (job_ < 0) return;
+  ::close(job_);  // no job: it ends
+  while (waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {
+  }
+}
+
+pid_t ParkedProcess::start(const std::vector<std::string>& args, const std::filesystem::path& log) {
+  // Each text ends with a NUL; the end of the stream ends the job.
+  std::string job = log.string() + '\0';
+  for (const std::string& a : args) job += a + '\0';
+  for (size_t sent = 0; sent < job.size();) {
+    const ssize_t n = send(job_, job.data() + sent, job.size() - sent, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      // It is gone (killed): started afresh instead.
+      ::close(job_);
+      job_ = -1;
+      while (waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {
+      }
+      return spawn(args, log);
+    }
+    sent += static_cast<size_t>(n);
+  }
+  ::close(job_);
+  job_ = -1;
+  return pid_;
+}
+
+std::vector<std::string> wait_for_job() {
+  std::string job;
+  char buffer[4096];
+  for (ssize_t n; (n = read(STDIN_FILENO, buffer, sizeof buffer)) != 0;) {
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) _exit(0);
+    job.append(buffer, static_cast<size_t>(n));
+  }
+  if (job.empty()) _exit(0);  // not needed: the search ended, or was stopped
+  std::vector<std::string> texts;
+  for (size_t at = 0; at < job.size();) {
+    const size_t end = job.find('\0', at);
+    if (end == std::string::npos) _exit(kExitNotStarted);  // cut short
+    texts.push_back(job.substr(at, end - at));
+    at = end + 1;
+  }
+  const int none = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  if (none >= 0) {
+    dup2(none, STDIN_FILENO);
+    ::close(none);
+  }
+  if (!output_to(texts.front().c_str())) _exit(kExitNotStarted);
+  texts.erase(texts.begin());
+  return texts;
 }
 
 int exit_status(int status) {

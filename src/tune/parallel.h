@@ -69,12 +69,18 @@ inline constexpr int64_t kMinProbeSteps = 10;
 // steps, and over at most kFuseProbeShare of the search's own time (one trial's step times
 // `probe.search_steps`) and `probe.budget_s` seconds: a group that cannot be set up (each trial's
 // model and plan, at what one trial's cost) and take 10 steps within that is not tried (the next
-// size is predicted from the last one timed). The largest K within 5% of the fastest rate (fewer,
-// larger groups: fewer processes to start); each K measured goes to `options` (threads 0: the
-// backend's). `cap` when there is nothing to choose (one size) or no group could be timed (a search
-// shorter than timing it would be).
+// size is predicted from the last one timed). The size chosen from those timed (choose_fuse_size);
+// each K measured goes to `options` (threads 0: the backend's). `cap` when there is nothing to
+// choose (one size) or no group could be timed (a search shorter than timing it would be).
 int measure_fuse_cap(Backend& backend, const ModelSpec& spec, const DataSplit& data, int cap,
                      const FuseProbe& probe, std::vector<ParallelOption>& options);
+
+// The group size --fuse auto takes from the sizes timed (`options`, the first of `sizes`, fewer
+// where the budget held no more): the largest within 5% of the fastest rate (fewer, larger
+// groups: fewer processes to start), or, where that is the largest timed and larger sizes were
+// not timed, the largest size (taken as fast a trial as the largest timed); `sizes.back()` where
+// none was timed.
+int choose_fuse_size(const std::vector<ParallelOption>& options, const std::vector<int>& sizes);
 
 // CPU threads for each of `k` trials at once: --threads, else the cores shared among them.
 int trial_threads(int threads, int cores, int k);

@@ -117,8 +117,8 @@ class Search {
   std::vector<std::string> fusion_keys_;       // per trial: trials of one key may train as one
   std::vector<bool> fuses_;  // per trial: another trial has its key (else it always trains alone)
   int groups_started_ = 0;
-  int64_t search_steps_ =
-      0;  // every trial's epochs of steps, summed (what the probes' budgets share)
+  // Every trial's epochs of steps, summed: what the probes' budgets are a share of.
+  int64_t search_steps_ = 0;
   int fuse_ = 0;               // --fuse, or 0 where no two trials could train as one
   int fuse_cap_ = 0;           // the most trials in a fused group on the CPU (0: not fused)
   int gpu_fuse_cap_ = 0;  // the same on a GPU under --fuse auto (what every GPU's memory holds)
@@ -345,6 +345,8 @@ bool Search::fill_free_slots() {
   publish();
   for (const JobStart& j : starts) runner_->start(j.slot, j.args, logs_[j.slot]);
   starting_.assign(starting_.size(), false);
+  // A job ready and no slot free for it: its process starts now, its job once a slot frees.
+  if (next_job(record_, running_)) runner_->park();
   start_pricing();
   return true;
 }

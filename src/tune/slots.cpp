@@ -55,7 +55,8 @@ void TrialRunner::start(size_t slot, const std::vector<std::string>& args,
   s.busy = true;
   s.started = Clock::now();
   if (slots_[slot].rank == 0) {
-    s.pid = spawn(args, log);
+    s.pid = parked_ ? parked_->start(args, log) : spawn(args, log);
+    parked_.reset();
     s.pidfd = static_cast<int>(::syscall(SYS_pidfd_open, s.pid, 0));
   } else {
     send_trial(*world_, slots_[slot].rank, args);
@@ -104,7 +105,12 @@ void TrialRunner::wait_for_end(std::chrono::milliseconds at_most) const {
   ::poll(ends.data(), ends.size(), static_cast<int>(at_most.count()));
 }
 
+void TrialRunner::park() {
+  if (!parked_ && !ranks()) parked_ = std::make_unique<ParkedProcess>();
+}
+
 void TrialRunner::interrupt() {
+  unpark();
   for (size_t i = 0; i < slots_.size(); ++i) {
     if (state_[i].busy && slots_[i].rank == 0) kill(state_[i].pid, SIGINT);
   }
@@ -112,6 +118,7 @@ void TrialRunner::interrupt() {
 }
 
 void TrialRunner::release_workers() {
+  unpark();
   if (ranks()) end_workers(*world_);
 }
 

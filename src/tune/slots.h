@@ -9,9 +9,11 @@
 
 #include <chrono>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "dist/process.h"
 #include "tune/record.h"
 
 namespace xo::mpi {
@@ -61,6 +63,13 @@ class TrialRunner {
   // run on other ranks, whose ends come as messages, or where the kernel has no pidfd_open).
   void wait_for_end(std::chrono::milliseconds at_most) const;
 
+  // Starts the process of the next job before its slot frees (dist/process.h's ParkedProcess), so
+  // that the next start here takes it instead of a process's start; one at most, and none for
+  // trials on other ranks.
+  void park();
+  // The parked process, unused, ends (the search ends, or stops).
+  void unpark() { parked_.reset(); }
+
   // A stop request: each running trial is asked to save its checkpoint and end (SIGINT here, a
   // message to the other ranks). Ctrl-C reaches this process's trials by itself (one process
   // group); SIGTERM to this process alone is passed on by this.
@@ -80,6 +89,7 @@ class TrialRunner {
   std::vector<Slot> slots_;
   std::vector<State> state_;
   const mpi::World* world_;
+  std::unique_ptr<ParkedProcess> parked_;
 };
 
 }  // namespace xo

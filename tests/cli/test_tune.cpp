@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/inotify.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -144,6 +145,73 @@ TEST(Tune, ATrialsEndAndTheNextStartWriteTheRecordOnce) {
   }
   close(watch);
   EXPECT_EQ(written, 4) << "the first start, two ends each with the next start, the end";
+}
+
+// The children of `pid` whose command line is `crossover --parked`.
+std::vector<pid_t> parked_children(pid_t pid) {
+  std::vector<pid_t> parked;
+  std::error_code ec;
+  for (const auto& task : fs::directory_iterator("/proc/" + std::to_string(pid) + "/task", ec)) {
+    std::ifstream children(task.path() / "children");
+    for (pid_t child = 0; children >> child;) {
+      const std::string cmdline = xo::read_file("/proc/" + std::to_string(child) + "/cmdline");
+      if (cmdline.find(std::string("--parked") + '\0') != std::string::npos)
+        parked.push_back(child);
+    }
+  }
+  return parked;
+}
+
+// While a trial trains and the next waits for its slot, the next trial's process is started
+// (parked) and takes its job when the slot frees; every trial still ends as it does, and the
+// search's end leaves no process behind (this test is their reaper once the search has gone).
+TEST(Tune, TheNextTrialsProcessIsStartedWhileATrialTrains) {
+  ASSERT_EQ(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
+  xo::testing::TempDir dir("tune-parked");
+  const pid_t pid = xo::testing::start_crossover(
+      dir.path(),
+      {"tune", "disc-8", "--vary", "lr=0.05,0.1,0.2", "--epochs", "100", "--fuse", "off",
+       "--parallel", "1", "--quiet", "--out", "out"},
+      dir.path() / "log.txt", dir.path() / "log.txt");
+  bool seen = false;
+  int status = 0;
+  while (waitpid(pid, &status, WNOHANG) == 0) {
+    seen = seen || !parked_children(pid).empty();
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+      << xo::read_file(dir.path() / "log.txt");
+  EXPECT_TRUE(seen) << "no trial's process was started before its slot freed";
+  for (const json& t : results(dir.path() / "out").at("trials")) {
+    EXPECT_EQ(status_of(t), "finished") << t.dump();
+    EXPECT_EQ(t.at("epochs"), 100) << t.dump();
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_TRUE(parked_children(getpid()).empty()) << "a parked process outlived the search";
+  while (waitpid(-1, nullptr, WNOHANG) > 0) {
+  }
+}
+
+// `crossover --parked`, as a search starts it: its job's log and arguments come on its standard
+// input, each text ending with a NUL; nothing (the search ended) ends it quietly; a log that is
+// a link, or a job cut short, is refused as spawn refuses them.
+TEST(Tune, AParkedProcessRunsTheJobItIsSent) {
+  xo::testing::TempDir dir("parked");
+  const auto run = [&](const std::string& job) {
+    xo::write_file_atomic(dir.path() / "job", job);
+    return run_cli("--parked < job", dir.path());
+  };
+  const auto idle = run("");
+  EXPECT_EQ(idle.status, 0);
+  EXPECT_EQ(idle.output, "");
+  const auto version = run(std::string("log.txt") + '\0' + "--version" + '\0');
+  EXPECT_EQ(version.status, 0) << version.output;
+  EXPECT_EQ(version.output, "") << "its output goes to the job's log";
+  EXPECT_EQ(xo::read_file(dir.path() / "log.txt").rfind("crossover ", 0), 0u);
+  fs::create_symlink(dir.path() / "elsewhere.txt", dir.path() / "link.txt");
+  EXPECT_EQ(run(std::string("link.txt") + '\0' + "--version" + '\0').status, 127);
+  EXPECT_FALSE(fs::exists(dir.path() / "elsewhere.txt"));
+  EXPECT_EQ(run(std::string("log.txt") + '\0' + "--version").status, 127);
 }
 
 // Two trials at once, each on one thread, against the same trials one after another on one
