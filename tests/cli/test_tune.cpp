@@ -182,7 +182,8 @@ TEST(Tune, TheNextTrialsProcessIsStartedWhileATrialTrains) {
   ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
       << xo::read_file(dir.path() / "log.txt");
   EXPECT_TRUE(seen) << "no trial's process was started before its slot freed";
-  for (const json& t : results(dir.path() / "out").at("trials")) {
+  const json record = results(dir.path() / "out");
+  for (const json& t : record.at("trials")) {
     EXPECT_EQ(status_of(t), "finished") << t.dump();
     EXPECT_EQ(t.at("epochs"), 100) << t.dump();
   }
