@@ -199,8 +199,9 @@ void add_search_options(CLI::App* sub, SearchOptions& o) {
   sub->add_option("--epochs", o.epochs, "Override train.epochs (the most any trial trains)")
       ->check(positive_number());
   sub->add_option("--parallel", o.parallel,
-                  "Trials at once per device (default: measured, the fastest of 1, 2, 4, ..., within a "
-                  "twentieth of the search's steps; the most at once where it is shorter)")
+                  "Trials at once per device (default: measured, the fastest of 1, 2, 4, ..., "
+                  "within a twentieth of the search's steps; the most at once where it is "
+                  "shorter)")
       ->check(positive_number());
   // off, auto, or a count of trials: checked here, so that the callback below only converts.
   const CLI::Validator fuse_values(

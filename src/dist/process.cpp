@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 #include "core/error.h"
@@ -92,8 +93,12 @@ ParkedProcess::ParkedProcess() {
 }
 
 ParkedProcess::~ParkedProcess() {
-  if (job_ < 0) return;
+  if (job_ >= 0) end();
+}
+
+void ParkedProcess::end() {
   ::close(job_);  // no job: it ends
+  job_ = -1;
   while (waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {
   }
 }
@@ -106,11 +111,7 @@ pid_t ParkedProcess::start(const std::vector<std::string>& args, const std::file
     const ssize_t n = send(job_, job.data() + sent, job.size() - sent, MSG_NOSIGNAL);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
-      // It is gone (killed): started afresh instead.
-      ::close(job_);
-      job_ = -1;
-      while (waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {
-      }
+      end();  // it is gone (killed): started afresh instead
       return spawn(args, log);
     }
     sent += static_cast<size_t>(n);
@@ -132,7 +133,13 @@ std::vector<std::string> wait_for_job() {
   std::vector<std::string> texts;
   for (size_t at = 0; at < job.size();) {
     const size_t end = job.find('\0', at);
-    if (end == std::string::npos) _exit(kExitNotStarted);  // cut short
+    if (end == std::string::npos) {
+      std::fputs(
+          "crossover --parked: the job on standard input ends inside a text (expected "
+          "the log and each argument, each ending with a NUL byte)\n",
+          stderr);
+      _exit(kExitNotStarted);
+    }
     texts.push_back(job.substr(at, end - at));
     at = end + 1;
   }
@@ -141,7 +148,13 @@ std::vector<std::string> wait_for_job() {
     dup2(none, STDIN_FILENO);
     ::close(none);
   }
-  if (!output_to(texts.front().c_str())) _exit(kExitNotStarted);
+  if (!output_to(texts.front().c_str())) {
+    std::fprintf(stderr,
+                 "crossover --parked: %s: cannot write the job's log there (expected a regular "
+                 "file, or a name for one, never a link)\n",
+                 texts.front().c_str());
+    _exit(kExitNotStarted);
+  }
   texts.erase(texts.begin());
   return texts;
 }

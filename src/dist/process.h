@@ -35,6 +35,8 @@ class ParkedProcess {
   pid_t start(const std::vector<std::string>& args, const std::filesystem::path& log);
 
  private:
+  void end();  // its job's socket closed (it ends) and its end waited for
+
   pid_t pid_ = -1;
   int job_ = -1;  // the write end of the process's standard input (-1: started or gone)
 };

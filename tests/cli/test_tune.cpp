@@ -210,9 +210,14 @@ TEST(Tune, AParkedProcessRunsTheJobItIsSent) {
   EXPECT_EQ(version.output, "") << "its output goes to the job's log";
   EXPECT_EQ(xo::read_file(dir.path() / "log.txt").rfind("crossover ", 0), 0u);
   fs::create_symlink(dir.path() / "elsewhere.txt", dir.path() / "link.txt");
-  EXPECT_EQ(run(std::string("link.txt") + '\0' + "--version" + '\0').status, 127);
+  const auto link = run(std::string("link.txt") + '\0' + "--version" + '\0');
+  EXPECT_EQ(link.status, 127);
+  EXPECT_NE(link.output.find("link.txt: cannot write the job's log there"), std::string::npos)
+      << link.output;
   EXPECT_FALSE(fs::exists(dir.path() / "elsewhere.txt"));
-  EXPECT_EQ(run(std::string("log.txt") + '\0' + "--version").status, 127);
+  const auto cut = run(std::string("log.txt") + '\0' + "--version");
+  EXPECT_EQ(cut.status, 127);
+  EXPECT_NE(cut.output.find("ends inside a text"), std::string::npos) << cut.output;
 }
 
 // Two trials at once, each on one thread, against the same trials one after another on one
