@@ -783,14 +783,36 @@ CostTable cost_table(const std::string& model, int64_t parameters, int64_t epoch
 
 namespace {
 
-// The fastest device measured here and the fastest in the catalog.
+// The hourly price of the cheapest instance that rents `device` alone (infinity where none does).
+double cheapest_rate(const CostTable& cost, const std::string& device) {
+  double rate = std::numeric_limits<double>::infinity();
+  for (const CostTable::Instance& i : cost.instances) {
+    if (i.device == device && i.device_count == 1) rate = std::min(rate, i.on_demand_usd_per_hour);
+  }
+  return rate;
+}
+
+// The fastest device measured here, and the fastest catalog device that is faster than it (a tie
+// going to the cheaper to rent), or that none is.
 void fastest_lines(std::vector<std::string>& lines, const std::string& model,
                    const std::vector<DevicePrediction>& ps, const CostTable& cost) {
   const DevicePrediction* here = nullptr;
-  const DevicePrediction* anywhere = nullptr;
   for (const DevicePrediction& p : ps) {
     if (p.local && p.measured_s && (!here || *p.measured_s < *here->measured_s)) here = &p;
-    if (!p.local && (!anywhere || step_seconds(p) < step_seconds(*anywhere))) anywhere = &p;
+  }
+  const double here_s = here ? *here->measured_s : std::numeric_limits<double>::infinity();
+  const DevicePrediction* anywhere = nullptr;  // the fastest faster than here
+  const DevicePrediction* fastest = nullptr;   // the fastest, faster or not
+  for (const DevicePrediction& p : ps) {
+    if (p.local) continue;
+    if (!fastest || step_seconds(p) < step_seconds(*fastest)) fastest = &p;
+    if (step_seconds(p) >= here_s) continue;
+    const bool tie = anywhere && std::abs(step_seconds(p) - step_seconds(*anywhere)) <=
+                                     kTieFraction * step_seconds(*anywhere);
+    if (!anywhere || (tie ? cheapest_rate(cost, p.device) < cheapest_rate(cost, anywhere->device)
+                          : step_seconds(p) < step_seconds(*anywhere))) {
+      anywhere = &p;
+    }
   }
   if (here) {
     lines.push_back(fmt::format(
@@ -799,10 +821,17 @@ void fastest_lines(std::vector<std::string>& lines, const std::string& model,
         duration(run_seconds(*here, cost.epochs, cost.steps_per_epoch)), cost.epochs, model));
   }
   if (anywhere) {
-    lines.push_back(fmt::format("Fastest in the catalog: {} at {} per step ({}; {}-bound).",
-                                anywhere->name, duration(step_seconds(*anywhere)),
-                                anywhere->measured_s ? "measured" : prediction_kind(*anywhere),
-                                anywhere->step.bound));
+    lines.push_back(fmt::format(
+        "Fastest in the catalog: {} at {} per step ({}; {}-bound){}.", anywhere->name,
+        duration(step_seconds(*anywhere)),
+        anywhere->measured_s ? "measured" : prediction_kind(*anywhere), anywhere->step.bound,
+        here ? fmt::format(", {:.1f}x here's", here_s / step_seconds(*anywhere)) : std::string()));
+  } else if (here && fastest) {
+    lines.push_back(fmt::format(
+        "Nothing in the catalog is faster than {} here: the fastest, {}, takes {} per step ({}; "
+        "{}-bound).",
+        here->device, fastest->name, duration(step_seconds(*fastest)),
+        fastest->measured_s ? "measured" : prediction_kind(*fastest), fastest->step.bound));
   }
 }
 
@@ -828,24 +857,44 @@ std::string scale_out_against(const CostTable::Instance* alone,
                         duration(x.compute_s)));
 }
 
-// Scaling out: the multi-device instance whose data-parallel run is fastest, against one of its
-// devices and against the cheapest instance that rents that device alone.
-std::optional<std::string> scale_out_line(const CostTable& cost) {
-  const CostTable::Instance* scaled = nullptr;
-  for (const CostTable::Instance& i : cost.instances) {
-    if (i.scale_out && (!scaled || i.scale_out->run_hours < scaled->scale_out->run_hours)) {
-      scaled = &i;
-    }
-  }
-  if (!scaled) return std::nullopt;
-  const CostTable::Instance::ScaleOut& x = *scaled->scale_out;
+// Whether a scaled-out run of `run_hours` for `usd` could pay against `alone_hours` for
+// `alone_usd`: no dearer, or saving at least `min_saving_s`, and faster in any case.
+bool scaling_pays(double run_hours, double usd_spent, double alone_hours, double alone_usd,
+                  double min_saving_s) {
+  const double saved_s = (alone_hours - run_hours) * 3600;
+  return saved_s > 0 && (usd_spent <= alone_usd || saved_s >= min_saving_s);
+}
+
+// The cheapest instance that rents `device` alone.
+const CostTable::Instance* cheapest_alone(const CostTable& cost, const std::string& device) {
   const CostTable::Instance* alone = nullptr;
   for (const CostTable::Instance& i : cost.instances) {
-    if (i.device == scaled->device && i.device_count == 1 &&
+    if (i.device == device && i.device_count == 1 &&
         (!alone || i.on_demand_usd < alone->on_demand_usd)) {
       alone = &i;
     }
   }
+  return alone;
+}
+
+// Scaling out: of the multi-device instances whose data-parallel run pays against one of their
+// devices, the fastest, against one of its devices and against the cheapest instance that rents
+// that device alone. None where no such run pays.
+std::optional<std::string> scale_out_line(const CostTable& cost, double min_saving_s) {
+  const CostTable::Instance* scaled = nullptr;
+  for (const CostTable::Instance& i : cost.instances) {
+    if (!i.scale_out) continue;
+    const CostTable::Instance* alone = cheapest_alone(cost, i.device);
+    const double one_usd = alone ? alone->on_demand_usd : i.on_demand_usd;
+    if (!scaling_pays(i.scale_out->run_hours, i.scale_out->on_demand_usd, i.run_hours, one_usd,
+                      min_saving_s)) {
+      continue;
+    }
+    if (!scaled || i.scale_out->run_hours < scaled->scale_out->run_hours) scaled = &i;
+  }
+  if (!scaled) return std::nullopt;
+  const CostTable::Instance::ScaleOut& x = *scaled->scale_out;
+  const CostTable::Instance* alone = cheapest_alone(cost, scaled->device);
   const double faster = scaled->run_hours / x.run_hours;
   return fmt::format(
       "Scaling out: {} {}'s {}x {} data-parallel over {} (--reduce nccl): {} per step "
@@ -857,13 +906,18 @@ std::optional<std::string> scale_out_line(const CostTable& cost) {
       duration(x.run_hours * 3600), usd(x.on_demand_usd), scale_out_against(alone, x));
 }
 
-// Across instances: the run across several instances that finishes first, against the same
-// instance alone (on all its devices where it has several).
-std::optional<std::string> across_line(const CostTable& cost) {
+// Across instances: of the runs across several instances that pay against the same instance
+// alone (on all its devices where it has several), the one that finishes first. None where none
+// pays.
+std::optional<std::string> across_line(const CostTable& cost, double min_saving_s) {
   const CostTable::Instance* on = nullptr;
   const CostTable::Instance::ScaleOut* fastest = nullptr;
   for (const CostTable::Instance& i : cost.instances) {
+    const double alone_hours = i.scale_out ? i.scale_out->run_hours : i.run_hours;
+    const double alone_usd = i.scale_out ? i.scale_out->on_demand_usd : i.on_demand_usd;
     for (const CostTable::Instance::ScaleOut& x : i.across) {
+      if (!scaling_pays(x.run_hours, x.on_demand_usd, alone_hours, alone_usd, min_saving_s))
+        continue;
       if (!fastest || x.run_hours < fastest->run_hours) fastest = &x, on = &i;
     }
   }
@@ -875,16 +929,10 @@ std::optional<std::string> across_line(const CostTable& cost) {
   const std::string verdict =
       ratio <= 1 ? fmt::format("going from 1 to {} instances pays ({:.2f}x the dollars)",
                                x.instances, ratio)
-      : alone_hours > x.run_hours
-          ? fmt::format(
-                "going from 1 to {} instances finishes {:.1f}x sooner for {:.1f}x the "
-                "dollars",
-                x.instances, alone_hours / x.run_hours, ratio)
-          : fmt::format(
-                "going from 1 to {} instances does not pay (slower, and {:.1f}x the "
-                "dollars): the all-reduce across them ({} per step) outweighs each "
-                "device's share of the batch ({})",
-                x.instances, ratio, duration(x.allreduce_s), duration(x.compute_s));
+                 : fmt::format(
+                       "going from 1 to {} instances finishes {:.1f}x sooner for {:.1f}x the "
+                       "dollars",
+                       x.instances, alone_hours / x.run_hours, ratio);
   return fmt::format(
       "Across instances: {}x {} {} ({}x {}) data-parallel over {} at {:.0f} Gbit/s: {} per step "
       "(predicted, the network at its rated speed; scaling efficiency {:.0f}%), the run in {} "
@@ -907,17 +955,13 @@ std::optional<std::string> cheapest_line(const CostTable& cost) {
                      duration(c.run_hours * 3600), c.predicted ? "predicted" : "measured");
 }
 
-// Buying against renting: for the device the verdict names where it is one to buy or rent, else
-// the device that pays back at the least use.
+// Buying against renting, for the device the verdict finds worth it (none: nothing to say).
 std::optional<std::string> buy_or_rent_line(const CostTable& cost,
                                             const std::string& verdict_device) {
+  if (verdict_device.empty()) return std::nullopt;
   const CostTable::BuyOrRent* shown = nullptr;
   for (const CostTable::BuyOrRent& b : cost.break_even) {
-    if (!b.hours_per_month) continue;
-    if (!shown || *b.hours_per_month < *shown->hours_per_month) shown = &b;
-  }
-  for (const CostTable::BuyOrRent& b : cost.break_even) {
-    if (!verdict_device.empty() && b.device == verdict_device) shown = &b;
+    if (b.device == verdict_device) shown = &b;
   }
   if (!shown) return std::nullopt;
   const CostTable::BuyOrRent& b = *shown;
@@ -939,11 +983,12 @@ std::optional<std::string> buy_or_rent_line(const CostTable& cost,
 std::vector<std::string> advice_lines(const std::string& model,
                                       const std::vector<DevicePrediction>& ps,
                                       const CostTable& cost, const std::string& crossover,
-                                      const std::string& verdict_device) {
+                                      const std::string& verdict_device,
+                                      double min_saving_seconds) {
   std::vector<std::string> lines;
   fastest_lines(lines, model, ps, cost);
-  if (auto line = scale_out_line(cost)) lines.push_back(*line);
-  if (auto line = across_line(cost)) lines.push_back(*line);
+  if (auto line = scale_out_line(cost, min_saving_seconds)) lines.push_back(*line);
+  if (auto line = across_line(cost, min_saving_seconds)) lines.push_back(*line);
   if (auto line = cheapest_line(cost)) lines.push_back(*line);
   if (!crossover.empty()) lines.push_back(crossover);
   if (auto line = buy_or_rent_line(cost, verdict_device)) lines.push_back(*line);

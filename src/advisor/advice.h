@@ -143,13 +143,25 @@ CostTable cost_table(const std::string& model, int64_t parameters, int64_t epoch
                      int64_t steps_per_epoch, const std::vector<DevicePrediction>& p,
                      const Catalog& catalog, const AdviceOptions& o);
 
-// The recommendation under the verdict: fastest here (measured), fastest anywhere (predicted),
-// cheapest per run, the crossover sentence (verdict.h), when buying pays off against renting (for
-// `verdict_device`, the catalog device the verdict names, where it has a break-even).
+// Under this much time saved a run, setting up elsewhere (starting an instance and copying the
+// data to it, or buying a card) takes longer than it saves: the verdict's threshold, and the one
+// below which the advice leaves scaling out unsaid.
+inline constexpr double kMinSavingSeconds = 600;
+// Step times within this fraction of each other are a tie (every prediction's error is larger):
+// the cheaper device or instance takes it.
+inline constexpr double kTieFraction = 0.02;
+
+// The recommendation under the verdict: fastest here (measured); the fastest device in the catalog
+// that is faster than here (predicted; ties to the cheapest to rent), or that none is; scaling out
+// on one instance or across several, only where it saves at least `min_saving_seconds` a run or
+// costs no more than one device; the cheapest cloud run; the crossover sentence (verdict.h); when
+// buying pays off against renting, for `verdict_device` only (the catalog GPU the verdict finds
+// worth it; empty: none, and nothing about buying).
 std::vector<std::string> advice_lines(const std::string& model,
                                       const std::vector<DevicePrediction>& p, const CostTable& cost,
                                       const std::string& crossover,
-                                      const std::string& verdict_device);
+                                      const std::string& verdict_device,
+                                      double min_saving_seconds = kMinSavingSeconds);
 
 // The catalog's reference GPU (see reference_gpu) predicted at every point of the first device's
 // runs, as a sweep series named "ID (predicted)"; none when a GPU was measured or the catalog has

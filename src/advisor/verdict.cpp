@@ -180,13 +180,15 @@ const GpuOption* choose_gpu(const std::vector<GpuOption>& options, const DeviceP
       if (o.how != how) continue;
       const bool faster = here && o.seconds < here_s;
       const bool best_faster = best && here && best->seconds < here_s;
-      // Among options faster than here, the cheaper (then the faster); else the faster.
-      const bool better =
-          !best || (faster && !best_faster) ||
-          (faster && best_faster &&
-           (o.usd.value_or(0) < best->usd.value_or(0) ||
-            (o.usd.value_or(0) == best->usd.value_or(0) && o.seconds < best->seconds))) ||
-          (!faster && !best_faster && o.seconds < best->seconds);
+      // Among options faster than here, the cheaper (then the faster); else the faster, a tie
+      // (kTieFraction) going to the cheaper.
+      const bool tie = best && std::abs(o.seconds - best->seconds) <= kTieFraction * best->seconds;
+      const bool cheaper = best && o.usd.value_or(0) < best->usd.value_or(0);
+      const bool better = !best || (faster && !best_faster) ||
+                          (faster && best_faster &&
+                           (cheaper || (o.usd.value_or(0) == best->usd.value_or(0) &&
+                                        o.seconds < best->seconds))) ||
+                          (!faster && !best_faster && (tie ? cheaper : o.seconds < best->seconds));
       if (better) best = &o;
     }
     if (best) break;

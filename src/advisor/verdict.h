@@ -21,7 +21,7 @@ namespace xo {
 // back in the user's time).
 struct GpuVerdictThresholds {
   double min_speedup = 1.5;
-  double min_saving_seconds = 600;
+  double min_saving_seconds = kMinSavingSeconds;
 };
 
 // A way to train on a GPU.

@@ -32,6 +32,7 @@ struct AdviseOptions {
   std::string spec;
   std::string model;  // cost: which run of a results file
   int trials = 0;     // advise --trials K: a sweep of K trials, fused (0: one run)
+  bool verbose = false;  // advise: every table on the terminal, not only the answer
 };
 
 // The fused group sizes measured for --trials K: 1, 4, 16, … below K, then K.
@@ -65,7 +66,7 @@ Report recost(const AdviseOptions& o, const Catalog& catalog) {
 // report written to the job's folder. Nothing when a stop came before any run finished.
 std::optional<Report> measure_and_advise(const AdviseOptions& o, const Catalog& catalog,
                                          bool advise, std::string& out, bool& stopped) {
-  const ModelSpec spec = resolve_spec(o.spec);
+  const ModelSpec spec = resolve_spec_with(o.spec, o.measure.data);
   print_notes(spec);
   Session session(o.measure);
   const std::string kind = advise ? "advise" : "cost";
@@ -121,16 +122,22 @@ int run_advise(const AdviseOptions& o, bool advise) {
     if (!measured) return kExitInterrupted;
   }
   const Report report = from_results ? recost(o, catalog) : std::move(*measured);
-  if (report.verdict) fmt::print("{}", verdict_text(*report.verdict));
-  fmt::print("{}", predictions_text(report));
-  fmt::print("{}", cost_text(*report.cost));
+  // advise answers in one screen (the verdict, the advice, where the rest is); `cost`, and advise
+  // with --verbose, print every table.
+  const bool everything = !advise || o.verbose;
+  if (report.verdict) fmt::print("{}", wrap(verdict_text(*report.verdict)));
+  if (everything) {
+    fmt::print("{}", predictions_text(report));
+    fmt::print("{}", cost_text(*report.cost));
+  }
   if (report.advice) {
-    fmt::print("\nAdvice for {}:\n{}", terminal_safe(o.spec), advice_text(*report.advice));
+    fmt::print("\nAdvice for {}:\n{}", terminal_safe(o.spec), wrap(advice_text(*report.advice)));
   }
   if (!from_results) {
-    fmt::print("\nreport: {}{}\n",
+    fmt::print("\nreport: {}{}{}\n",
                terminal_safe((std::filesystem::path(out) / "report.html").string()),
-               stopped ? " (interrupted: partial)" : "");
+               stopped ? " (interrupted: partial)" : "",
+               everything ? "" : " (every device's prediction, the costs and buying: --verbose)");
   }
   return stopped ? kExitInterrupted : kExitOk;
 }
@@ -152,6 +159,9 @@ Command add(CLI::App& app, const char* name, const char* help, bool advise) {
                     "device here, the catalog's devices predicted, the verdict for K trials and "
                     "for one")
         ->check(CLI::Range(2, 4096));
+    sub->add_flag("--verbose,-v", o->verbose,
+                  "Print every device's prediction, the validation of the predictions, the cost "
+                  "table and buying against renting, not only the verdict and the advice");
   }
   add_measure_options(sub, o->measure, true);
   add_cost_options(sub, o->cost);

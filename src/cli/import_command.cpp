@@ -61,8 +61,12 @@ int run_import(const ImportOptions& o) {
   const OnnxGraph graph = read_onnx(path);
   OnnxImport imported = import_onnx(graph);
   const std::vector<std::string> sources = imported.sources;
-  // With its training file, as `train` takes it; the weights move into spec.init_weights.
-  ModelSpec spec = onnx_training_spec(std::move(imported), path);
+  // With its training file, as `train` takes it; the weights move into spec.init_weights. Where
+  // --spec writes that very file, its absence is not worth a note.
+  const bool writes_training_file =
+      !o.spec.empty() && std::filesystem::absolute(o.spec).lexically_normal() ==
+                             std::filesystem::absolute(training_file_of(path)).lexically_normal();
+  ModelSpec spec = onnx_training_spec(std::move(imported), path, !writes_training_file);
   const std::vector<NamedTensor>& weights = *spec.init_weights;
   const std::vector<std::vector<int64_t>> shapes = infer_shapes(spec);
 
@@ -91,6 +95,12 @@ int run_import(const ImportOptions& o) {
     text += to_toml(spec);
     write_file_atomic(o.spec, text);
     fmt::print("wrote {} (the spec; its initial weights: {})\n", o.spec, spec.init);
+    if (writes_training_file) {
+      fmt::print(
+          "`crossover train {}` takes its [train], [data] and loss from {} while its layers "
+          "are the model's\n",
+          o.model, o.spec);
+    }
     if (spec.data.source.empty()) {
       fmt::print(stderr,
                  "note: {} has no [data] source yet: add one (source = \"csv:PATH\", "

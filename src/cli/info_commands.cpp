@@ -19,7 +19,21 @@ namespace xo::cli {
 
 namespace {
 
-int run_models() {
+// `models --show NAME`: the spec as a TOML file holds it (a built-in's, or any spec or ONNX model
+// the commands take), to copy and edit.
+int show_model(const std::string& name) {
+  const ModelSpec spec = resolve_spec(name);
+  fmt::print("# {}: {} layers, {} parameters ({})\n{}", terminal_safe(spec.name),
+             weighted_layers(spec), group_digits(parameter_count(spec)),
+             spec.origin == "built-in" ? "built in; `crossover models --show NAME > my.toml` to "
+                                         "edit a copy"
+                                       : terminal_safe(spec.origin),
+             to_toml(spec));
+  return 0;
+}
+
+int run_models(const std::string& show) {
+  if (!show.empty()) return show_model(show);
   Table table({"name", "layers", "params", "optimizer", "batch", "epochs", "data"});
   for (const auto& name : builtin_spec_names()) {
     const ModelSpec s = *builtin_spec(name);
@@ -29,7 +43,9 @@ int run_models() {
          std::to_string(s.train.batch), std::to_string(s.train.epochs), s.data.source});
   }
   fmt::print("{}", table.render());
-  fmt::print("Spec files for these are in specs/; `crossover train FILE.toml` trains your own.\n");
+  fmt::print(
+      "`crossover models --show NAME` prints one as a spec file (they are in specs/); `crossover "
+      "train FILE.toml` trains your own.\n");
   return 0;
 }
 
@@ -83,8 +99,12 @@ int run_devices(const DevicesOptions& o) {
 }  // namespace
 
 Command add_models(CLI::App& app) {
-  return {app.add_subcommand("models", "List the built-in model specs"),
-          [] { return run_models(); }};
+  auto show = std::make_shared<std::string>();
+  CLI::App* sub = app.add_subcommand("models", "List the built-in model specs");
+  sub->add_option("--show", *show,
+                  "Print this model's spec (a built-in name, a TOML spec or an ONNX model) as a "
+                  "TOML file");
+  return {sub, [show] { return run_models(*show); }};
 }
 
 Command add_devices(CLI::App& app) {

@@ -130,6 +130,10 @@ int run_command(const std::vector<xo::cli::Command>& commands) {
 
 int main(int argc, char** argv) {
   xo::install_interrupt_handler();  // before any other thread starts
+  // Each line reaches a file or a pipe when it is printed (the run's header at once, each epoch's
+  // line as it ends), as it reaches a terminal: redirected output is not held back in a buffer
+  // until the end, or lost with it when the process is ended.
+  std::setvbuf(stdout, nullptr, _IOLBF, BUFSIZ);
   // A process a search started before its job was known (dist/process.h's ParkedProcess): the job
   // comes as its arguments, and runs as if it had been started with them.
   std::vector<std::string> job;

@@ -106,13 +106,14 @@ void print_run_notes(std::FILE* results, const std::string& label, const RunReco
     fmt::print(results, "{}{}\n", label.empty() ? terminal_safe(r.model) + ": " : prefix, early);
   }
   if (const std::string stuck = stuck_warning(r); !stuck.empty()) {
-    fmt::print(stderr, "crossover: warning: {}\n", terminal_safe(stuck));  // it names the model
+    // It names the model. Long warnings are wrapped to the screen's width.
+    fmt::print(stderr, "{}\n", wrap("crossover: warning: " + terminal_safe(stuck)));
   }
   if (run.utilisation) {
     const int cpu_threads = r.device.kind == DeviceKind::Cpu ? r.device.threads : 0;
     if (const std::string busy = contamination_warning(*run.utilisation, "this run", cpu_threads);
         !busy.empty()) {
-      fmt::print(stderr, "crossover: warning: {}{}\n", prefix, busy);
+      fmt::print(stderr, "{}\n", wrap("crossover: warning: " + prefix + busy));
     }
   }
   if (const std::string why = stop_message(r, checkpoint, how_to_resume); !why.empty()) {

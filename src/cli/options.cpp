@@ -49,6 +49,9 @@ void add_checkpoint_options(CLI::App* sub, CheckpointFlags& f, bool for_train) {
     sub->add_flag("--resume", f.resume,
                   "Continue from the checkpoint in the checkpoint folder (bit-identical to a run "
                   "never stopped)");
+    // A search's trial: its first run has no checkpoint, a rerun continues it. Not for people:
+    // --resume with nothing to resume is refused, never silently started over.
+    sub->add_flag("--resume-if-any", f.resume_if_any)->group("");
     sub->add_flag("--restart", f.restart,
                   "Discard the checkpoint an unfinished run left and start afresh");
   } else {
@@ -70,11 +73,11 @@ std::filesystem::path default_checkpoint_dir(const std::string& model) {
 CheckpointOptions checkpoint_options(const CheckpointFlags& f, const std::filesystem::path& dir) {
   CheckpointOptions c;
   c.every = parse_checkpoint_interval(f.every, "--checkpoint-every");
-  c.resume = f.resume;
-  if (f.resume && f.restart) throw UserError("--resume and --restart: choose one");
-  if (!c.every.enabled() && !f.resume) return c;  // no folder: no checkpoints
+  c.resume = f.resume || f.resume_if_any;
+  if (c.resume && f.restart) throw UserError("--resume and --restart: choose one");
+  if (!c.every.enabled() && !c.resume) return c;  // no folder: no checkpoints
   c.dir = dir;
-  if (const auto steps = newest_checkpoint(dir); steps && !f.resume) {
+  if (const auto steps = newest_checkpoint(dir); steps && !c.resume) {
     if (!f.restart) {
       throw UserError(fmt::format(
           "{} holds the checkpoint of an unfinished run (at step {}): --resume continues it, "
@@ -84,10 +87,49 @@ CheckpointOptions checkpoint_options(const CheckpointFlags& f, const std::filesy
     remove_checkpoints(dir);
     fmt::print(stderr, "note: discarded the checkpoint in {} (--restart)\n", dir.string());
   }
+  // A resume with nothing to resume is bad input (exit code 2): starting over instead would hide
+  // that the run meant to be continued is not there (another folder, another model's name).
   if (f.resume && !newest_checkpoint(dir)) {
-    fmt::print(stderr, "note: no checkpoint in {}: starting from the beginning\n", dir.string());
+    throw UserError(fmt::format(
+        "--resume: no checkpoint to resume from in {} (a run stopped before its first checkpoint, "
+        "or another --checkpoint-dir); run without --resume to train from the beginning",
+        dir.string()));
   }
   return c;
+}
+
+void add_data_options(CLI::App* sub, DataFlags& f) {
+  sub->add_option("--data", f.data,
+                  "Train on this data in place of the spec's [data] source: a CSV file (features, "
+                  "then the label) or a source (fashion-mnist, idx:DIR, imdb:DIR, imdb-synthetic, "
+                  "disc)");
+  sub->add_option("--test-data", f.test_data,
+                  "The test split from this CSV file (the training data's columns), in place of "
+                  "the spec's data.test");
+  sub->add_option("--init", f.init,
+                  "Initial weights from a safetensors file (PyTorch names) or an ONNX model, in "
+                  "place of the spec's model.init");
+}
+
+ModelSpec resolve_spec_with(const std::string& name_or_path, const DataFlags& f) {
+  ModelSpec spec = resolve_spec(name_or_path);
+  if (!f.data.empty()) spec.data.source = data_source_argument(f.data, "--data");
+  if (!f.test_data.empty()) {
+    const std::string test = data_source_argument(f.test_data, "--test-data");
+    if (!test.starts_with("csv:")) {
+      throw UserError(fmt::format(
+          "--test-data {}: not a CSV file (expected a file of the training data's columns)",
+          f.test_data));
+    }
+    spec.data.test = test;
+    spec.data.test_samples = 0;  // the file is the test split
+  }
+  if (!f.init.empty()) {
+    // Absolute: the spec may be recorded and trained elsewhere (a search's trial folder).
+    spec.init = std::filesystem::absolute(f.init).lexically_normal().string();
+    spec.init_weights.reset();
+  }
+  return spec;
 }
 
 void add_measure_options(CLI::App* sub, MeasureOptions& o, bool with_steps) {
@@ -113,6 +155,7 @@ void add_measure_options(CLI::App* sub, MeasureOptions& o, bool with_steps) {
   sub->add_flag("--reprobe", o.reprobe, "Measure each device's peaks again (they are cached)");
   add_gpu_options(sub, o.settings.precision, o.settings.record_step);
   add_checkpoint_options(sub, o.checkpoint, false);
+  add_data_options(sub, o.data);
 }
 
 void add_gpu_options(CLI::App* sub, std::string& precision, bool& record_step) {

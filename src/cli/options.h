@@ -11,6 +11,7 @@
 
 #include "advisor/advice.h"
 #include "advisor/catalog.h"
+#include "model/spec.h"
 #include "report/manifest.h"
 #include "train/checkpoint.h"
 
@@ -23,6 +24,7 @@ struct CheckpointFlags {
   std::string every = "60s";
   std::string dir;
   bool resume = false;   // `train`: continue from the checkpoint (the others resume by themselves)
+  bool resume_if_any = false;  // `train` as a search's trial runs it: resume where there is one
   bool restart = false;  // discard what an earlier, unfinished run left and start afresh
   std::string on_nan = "stop";
 };
@@ -32,6 +34,18 @@ std::filesystem::path default_checkpoint_dir(const std::string& model);
 // The checkpoint options for one run into `dir`. Before any work: a checkpoint already there is
 // continued with --resume, discarded with --restart, and else refused with a message saying so.
 CheckpointOptions checkpoint_options(const CheckpointFlags& f, const std::filesystem::path& dir);
+
+// What every command that trains takes about its model's data and first weights, as `train`
+// does: --data, --test-data, --init.
+struct DataFlags {
+  std::string data;       // a CSV file or a source ("fashion-mnist", "idx:DIR", …): spec.data
+  std::string test_data;  // a CSV file of the same columns: the test split (spec's data.test)
+  std::string init;       // initial weights: a safetensors file (PyTorch names) or an ONNX model
+};
+void add_data_options(CLI::App* sub, DataFlags& f);
+// The spec a command names (a built-in name, a TOML spec or an ONNX model, resolve_spec) with the
+// flags' data and initial weights in place of its own.
+ModelSpec resolve_spec_with(const std::string& name_or_path, const DataFlags& f);
 
 // Where a measuring job writes when --out is not given.
 inline constexpr char kDefaultOutFolder[] = "crossover-results";
@@ -45,6 +59,7 @@ struct MeasureOptions {
   std::string out;         // empty: kDefaultOutFolder, or a dated folder (Session::out())
   bool overwrite = false;  // replace a finished job in `out` rather than refuse
   CheckpointFlags checkpoint;
+  DataFlags data;
 };
 
 // The cost options every advising command takes.

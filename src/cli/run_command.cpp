@@ -54,7 +54,7 @@ int run_models(const RunOptions& o) {
   const std::vector<std::string> models = o.models.empty() ? suite_models(o.suite) : o.models;
   std::vector<ModelSpec> specs;
   for (const auto& m : models) {
-    specs.push_back(resolve_spec(m));  // fail before any training
+    specs.push_back(resolve_spec_with(m, o.measure.data));  // fail before any training
     print_notes(specs.back());
   }
   const Catalog catalog = load_user_catalog(o.cost);
@@ -190,7 +190,7 @@ std::optional<int> sweep_on_ranks(const RunOptions& o) {
     }
     const mpi::World world;
     try {
-      const ModelSpec base = resolve_spec(o.spec);
+      const ModelSpec base = resolve_spec_with(o.spec, o.measure.data);
       if (world.rank() == 0) print_notes(base);
       return run_rank_sweep(o, base, world);
     } catch (const std::exception& e) {
@@ -267,7 +267,7 @@ int run_sweep(const RunOptions& o) {
                     o.trials, o.vary));
   }
   if (const std::optional<int> ranks = sweep_on_ranks(o)) return *ranks;
-  const ModelSpec base = resolve_spec(o.spec);
+  const ModelSpec base = resolve_spec_with(o.spec, o.measure.data);
   print_notes(base);
   const SweepPoints points = sweep_points(base, o);
   const Catalog catalog = load_user_catalog(o.cost);

@@ -32,11 +32,13 @@ struct TrainOptions {
   std::string spec;
   std::string device = "cpu";
   std::optional<int64_t> epochs, batch;
+  std::string optimizer;  // a torch.optim name: its defaults in place of the spec's optimizer
   std::optional<double> lr;
   std::optional<uint64_t> seed;
   int threads = 0;
   int shards = 0;
-  std::string data, init, save, json;
+  DataFlags data;
+  std::string save, json;
   bool quiet = false;
   std::string precision = "f32";
   bool record_step = true;
@@ -48,12 +50,23 @@ struct TrainOptions {
 
 // The spec as named, with the flags' overrides.
 ModelSpec train_spec(const TrainOptions& o) {
-  ModelSpec spec = resolve_spec(o.spec);
+  ModelSpec spec = resolve_spec_with(o.spec, o.data);
   if (o.epochs) spec.train.epochs = *o.epochs;
   if (o.batch) spec.train.batch = *o.batch;
+  if (!o.optimizer.empty()) {
+    for (OptimizerType type : kOptimizerTypes) {
+      if (o.optimizer == optimizer_type_name(type) && type != spec.train.optimizer.type) {
+        spec.train.optimizer = torch_defaults(type);
+        if (!o.lr) {
+          fmt::print(stderr,
+                     "note: --optimizer {}: lr {} (torch.optim's default; --lr sets another)\n",
+                     o.optimizer, spec.train.optimizer.lr);
+        }
+      }
+    }
+  }
   if (o.lr) spec.train.optimizer.lr = *o.lr;
   if (o.seed) spec.train.seed = *o.seed;
-  if (!o.data.empty()) spec.data.source = data_source_argument(o.data, "--data");
   return spec;
 }
 
@@ -69,7 +82,7 @@ CheckpointOptions train_checkpoints(const TrainOptions& o, const std::string& mo
     checkpoint = checkpoint_options(o.checkpoint, dir);
   } else {
     checkpoint.every = parse_checkpoint_interval(o.checkpoint.every, "--checkpoint-every");
-    checkpoint.resume = o.checkpoint.resume;
+    checkpoint.resume = o.checkpoint.resume || o.checkpoint.resume_if_any;
     if (checkpoint.every.enabled() || checkpoint.resume) checkpoint.dir = dir;
   }
   if (world) world->broadcast(std::string());  // rank 0 has decided
@@ -120,7 +133,6 @@ std::unique_ptr<Backend> train_backend(const TrainOptions& o, const mpi::World* 
 MeasureSettings train_settings(const TrainOptions& o, const CheckpointOptions& checkpoint,
                                DataParallel* ranks) {
   MeasureSettings settings;
-  settings.init = o.init;
   ExecutionOptions& exec = settings.exec;
   exec.shards = o.shards;
   exec.record_step = o.record_step;
@@ -130,6 +142,16 @@ MeasureSettings train_settings(const TrainOptions& o, const CheckpointOptions& c
   exec.max_steps = o.max_steps;
   exec.data_parallel = ranks;
   return settings;
+}
+
+// A run's epoch lines: at most about this many, so that 100 epochs or 10,000 fit one screen.
+constexpr int64_t kEpochLines = 25;
+
+// Whether epoch `epoch` (1-based) of `epochs` gets its line: the first, the last, and every
+// stride-th between.
+bool shows_epoch_line(int64_t epoch, int64_t epochs) {
+  const int64_t stride = (epochs + kEpochLines - 1) / kEpochLines;
+  return epochs <= kEpochLines || epoch == 1 || epoch == epochs || epoch % stride == 0;
 }
 
 // What the terminal shows while the model trains (rank 0, without --quiet): the header once the
@@ -147,8 +169,18 @@ RunHooks train_hooks(const TrainOptions& o, const ModelSpec& spec, const mpi::Wo
                                   world ? world->size() : 0, data));
   };
   if (!quiet) {
-    hooks.epoch = [scheduled = spec.train.schedule.has_value()](const EpochRecord& e, int64_t n) {
-      fmt::print("{}", epoch_line(e, n, scheduled));
+    // A line for the first and last epochs and every stride-th, at most about kEpochLines in all
+    // (a long run fits one screen); on a terminal the epochs between show on the progress line.
+    auto progress = std::make_shared<Progress>();
+    hooks.epoch = [scheduled = spec.train.schedule.has_value(), progress](const EpochRecord& e,
+                                                                          int64_t n) {
+      const std::string line = epoch_line(e, n, scheduled);
+      if (!shows_epoch_line(e.epoch, n)) {
+        progress->update(line.substr(0, line.find('\n')));
+        return;
+      }
+      progress->clear();
+      fmt::print("{}", line);
       std::fflush(stdout);
     };
   }
@@ -237,6 +269,12 @@ Command add_train(CLI::App& app) {
   sub->add_option("--device", o->device, "cpu, cuda, cuda:N or auto")->capture_default_str();
   sub->add_option("--epochs", o->epochs, "Override train.epochs")->check(positive_number());
   sub->add_option("--batch", o->batch, "Override train.batch")->check(positive_number());
+  std::vector<std::string> optimizers;
+  for (OptimizerType type : kOptimizerTypes) optimizers.emplace_back(optimizer_type_name(type));
+  sub->add_option("--optimizer", o->optimizer,
+                  "Train with this torch.optim rule and its defaults (lr too, unless --lr) in "
+                  "place of the spec's optimizer; the spec's own settings where it names the same")
+      ->check(CLI::IsMember(optimizers));
   sub->add_option("--lr", o->lr, "Override the optimizer's learning rate")
       ->check(positive_number());
   sub->add_option("--seed", o->seed, "Override train.seed (data, initial weights, shuffling)");
@@ -245,10 +283,7 @@ Command add_train(CLI::App& app) {
   sub->add_option("--shards", o->shards,
                   "Split each batch into N shards trained concurrently (0 = the backend decides)")
       ->check(non_negative_integer());
-  sub->add_option("--data", o->data,
-                  "Train on this CSV file, or this source (fashion-mnist, idx:DIR, imdb:DIR, "
-                  "imdb-synthetic, disc), instead of the spec's");
-  sub->add_option("--init", o->init, "Initial weights from a safetensors file (PyTorch names)");
+  add_data_options(sub, o->data);
   sub->add_option("--save", o->save, "Write the trained weights to a safetensors file");
   sub->add_option("--json", o->json, "Write the result as JSON to this file");
   sub->add_flag("--quiet,-q", o->quiet, "Print only the final summary line");

@@ -4,6 +4,7 @@
 // it runs by hand on any folders laid out so.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -80,8 +81,22 @@ int run_group(const GroupOptions& o) {
   // Each trial's log, opened at its first line and kept open to the group's end (each line
   // flushed): what its checkpoints said, then how its run ended.
   std::vector<std::shared_ptr<TrialLog>> logs;
+  std::vector<fs::path> seen;  // each trial's folder, as the file system names it
   for (const std::string& dir : o.dirs) {
     const TrialFiles f = trial_folder(dir);
+    std::error_code ec;
+    const fs::path canonical = fs::weakly_canonical(f.dir, ec);
+    if (std::find(seen.begin(), seen.end(), canonical) != seen.end()) {
+      throw UserError(fmt::format(
+          "train-group: {} is named twice (each trial folder once: a trial trains once a group)",
+          dir));
+    }
+    seen.push_back(canonical);
+    // The files this command writes in a trial's folder are its own: a link (or anything but a
+    // regular file, or a folder for its checkpoints) planted at their names is removed, never
+    // written through.
+    for (const fs::path& p : {f.log, f.result, f.weights}) remove_unless_regular(p);
+    remove_unless_folder(f.checkpoints);
     // Before any work: each trial's outputs can be written.
     check_writable_path(f.result, "a trial's result", &probed);
     check_writable_path(f.weights, "a trial's weights", &probed);

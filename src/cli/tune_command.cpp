@@ -35,6 +35,7 @@ struct TuneOptions {
   SearchOptions search;
   bool quiet = false;
   CostOptions cost;
+  DataFlags data;
 };
 
 // The search's progress on the terminal and its files in --out.
@@ -42,6 +43,7 @@ class TuneOutput final : public SearchHooks {
  public:
   explicit TuneOutput(const TuneOptions& o) : o_(o), out_(o.search.out) {}
 
+  ModelSpec read_spec(const std::string& spec) override { return resolve_spec_with(spec, o_.data); }
   TuneRecord read_record(const std::string& text, const std::string& origin) override {
     return read_tune_record(text, origin);
   }
@@ -151,6 +153,16 @@ int search_and_render(const TuneOptions& o, const mpi::World* world) {
   const TuneRecord r = run_search(o.search, output, world);
   if (!o.quiet) fmt::print("\n{}", tune_table_text(r));
   fmt::print("results: {}\n", (fs::path(o.search.out) / "report.html").string());
+  const fs::path best_spec = fs::path(o.search.out) / "best.toml";
+  if (!r.best.empty() && fs::exists(best_spec)) {
+    const fs::path weights = fs::path(o.search.out) / "best.safetensors";
+    fmt::print("best: {}, its spec in {}{}\n", r.best, best_spec.string(),
+               fs::exists(weights)
+                   ? fmt::format(" and its trained weights in {} (`crossover train {}` trains on "
+                                 "from them)",
+                                 weights.string(), best_spec.string())
+                   : std::string());
+  }
   if (r.interrupted) {
     fmt::print(stderr,
                "crossover: tune interrupted; finished trials are kept in {} and the same command "
@@ -255,6 +267,7 @@ Command add_tune(CLI::App& app) {
   CLI::App* sub = app.add_subcommand(
       "tune", "Search hyper-parameters: trials at once on every device, halving, priced");
   add_search_options(sub, o->search);
+  add_data_options(sub, o->data);
   sub->add_flag("--quiet,-q", o->quiet, "Print only the final table");
   add_cost_options(sub, o->cost);
   return {sub, [o] {

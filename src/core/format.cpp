@@ -176,6 +176,31 @@ const char* c_escape(unsigned char c) {
   }
 }
 
+std::string wrap(std::string_view text, size_t width, std::string_view indent) {
+  std::string out;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    const bool newline = end != std::string_view::npos;
+    if (!newline) end = text.size();
+    std::string_view line = text.substr(start, end - start);
+    std::string_view lead;  // "" on a line's first row, then the indent
+    while (lead.size() + line.size() > width) {
+      const size_t room = width > lead.size() ? width - lead.size() : 0;
+      size_t cut = line.rfind(' ', room);
+      if (cut == std::string_view::npos || cut == 0) cut = line.find(' ', room);
+      if (cut == std::string_view::npos) break;  // one word longer than the width
+      out.append(lead).append(line.substr(0, cut)).push_back('\n');
+      line.remove_prefix(cut + 1);
+      lead = indent;
+    }
+    out.append(lead).append(line);
+    if (newline) out.push_back('\n');
+    start = end + 1;
+  }
+  return out;
+}
+
 std::string terminal_safe(std::string_view text) {
   std::string out;
   out.reserve(text.size());

@@ -55,4 +55,13 @@ const char* c_escape(unsigned char c);
 // every UserError holds, whatever it quotes from a file: a NUL no longer cuts it short).
 std::string message_safe(std::string_view text);
 
+// The width a terminal answer keeps to (one screen: 120 columns).
+inline constexpr size_t kScreenColumns = 120;
+
+// `text` with each of its lines broken at spaces to at most `width` columns (counted in bytes, as
+// the terminal's text is English), the lines after a break indented by `indent`; a word longer
+// than the width stays whole on a line of its own.
+std::string wrap(std::string_view text, size_t width = kScreenColumns,
+                 std::string_view indent = "  ");
+
 }  // namespace xo

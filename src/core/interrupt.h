@@ -1,5 +1,8 @@
-// Ctrl-C handling: the first SIGINT/SIGTERM asks crossover to stop at the next safe point; a
-// second one ends the process at once.
+// Ctrl-C handling: the first SIGINT/SIGTERM asks crossover to stop at the next safe point; one
+// that comes a second or more later ends the process at once, once a checkpoint being written is
+// whole. Signals within a second of the first are the same request: `timeout` relays the signal it
+// gets to its child and to its process group, so a Ctrl-C (or `kill -INT -- -PGID`) reaches a
+// process under it two or three times within microseconds.
 //
 // Safe points: the trainer finishes its step and returns what completed (results so far are
 // written); work outside the step loop (loading or generating data, probing peaks, evaluating,
@@ -24,6 +27,19 @@ void unblock_stop_signals();
 // which print nothing (mpirun hands Ctrl-C to every rank).
 void quiet_interrupt_message();
 bool stop_requested();
+// Signals this long after the first are a new request (quit now); sooner, the same one relayed.
+inline constexpr double kSameStopRequestSeconds = 1.0;
+
+// While one is alive, a quit-now signal waits for its end: the process ends when the last one
+// does. Held around writing a checkpoint (its files, its folder's pruning), so that quitting never
+// leaves half a checkpoint and keeps the one being written.
+class QuitAfterThis {
+ public:
+  QuitAfterThis();
+  ~QuitAfterThis();
+  QuitAfterThis(const QuitAfterThis&) = delete;
+  QuitAfterThis& operator=(const QuitAfterThis&) = delete;
+};
 // For tests: what the first signal does, and its undoing.
 void request_stop();
 void clear_stop_request();

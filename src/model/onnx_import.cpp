@@ -32,18 +32,24 @@ OnnxImport import_onnx(const OnnxGraph& graph) {
   return out;
 }
 
-ModelSpec onnx_training_spec(OnnxImport imported, const std::filesystem::path& path) {
+std::filesystem::path training_file_of(const std::filesystem::path& onnx) {
+  std::filesystem::path training = onnx;
+  training.replace_extension(".toml");
+  return training;
+}
+
+ModelSpec onnx_training_spec(OnnxImport imported, const std::filesystem::path& path,
+                             bool note_defaults) {
   ModelSpec spec = std::move(imported.spec);
   spec.init = path.string();
   // The weights were read with the graph: the model starts from them without reading it again.
   spec.init_weights = std::make_shared<const std::vector<NamedTensor>>(std::move(imported.weights));
   spec.data.source.clear();  // none until the training file names one (or --data)
-  std::filesystem::path training = path;
-  training.replace_extension(".toml");
+  const std::filesystem::path training = training_file_of(path);
   std::error_code ec;
   if (std::filesystem::is_regular_file(training, ec)) {
     apply_training_file(spec, training, path.string());
-  } else {
+  } else if (note_defaults) {
     spec.notes.push_back(fmt::format(
         "no {} beside it: training with crossover's defaults ({} lr {}, batch {}, {} epochs); set "
         "[train] and [data] there as in a spec, or use --epochs, --batch, --lr, --data",

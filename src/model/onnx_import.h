@@ -52,8 +52,12 @@ OnnxImport import_onnx(const OnnxGraph& graph);
 // model.onnx: [train], [data] and model.loss, as in a spec), or training defaults with a note.
 // spec.init names the file, so the initializers are the initial weights.
 ModelSpec load_onnx_spec(const std::filesystem::path& path);
-// The same for a graph already imported from `path`.
-ModelSpec onnx_training_spec(OnnxImport imported, const std::filesystem::path& path);
+// The same for a graph already imported from `path`; `note_defaults` false leaves out the note
+// that no training file is beside it (`crossover import` about to write that file).
+ModelSpec onnx_training_spec(OnnxImport imported, const std::filesystem::path& path,
+                             bool note_defaults = true);
+// The training file of an ONNX model: model.toml beside model.onnx.
+std::filesystem::path training_file_of(const std::filesystem::path& onnx);
 
 // The weights a spec's `init` names: a safetensors file, or an ONNX model's initializers.
 std::vector<NamedTensor> load_initial_weights(const std::filesystem::path& path);

@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "core/file.h"
+#include "io/safetensors.h"
 #include "io/toml.h"
 #include "model/onnx_import.h"
 #include "model/spec.h"
@@ -16,8 +17,6 @@
 namespace xo {
 namespace {
 
-constexpr double kAdamWDefaultWeightDecay = 0.01;  // torch.optim.AdamW's default
-constexpr double kAdadeltaDefaultEps = 1e-6;       // torch.optim.Adadelta's default
 constexpr std::string_view kDiscSource = "disc";
 constexpr std::string_view kFashionMnistSource = "fashion-mnist";
 constexpr std::string_view kImdbSyntheticSource = "imdb-synthetic";
@@ -428,6 +427,64 @@ ModelSpec parse(const std::string& text, const std::string& origin,
   return spec;
 }
 
+// The model's shape alone (input and layers) as TOML: two specs of the same network compare equal
+// whatever their names, weights and training settings.
+std::string network_toml(ModelSpec spec) {
+  spec.name.clear();
+  spec.init.clear();
+  spec.loss = LossType::CrossEntropy;
+  spec.train = TrainSpec{};
+  spec.data = DataSpec{};
+  return to_toml(spec);
+}
+
+// Whether `init` holds the model's own initial weights: the model's file itself, or the
+// safetensors file `crossover import --weights` wrote of them.
+bool same_weights(const std::string& init, const ModelSpec& spec, const std::string& model_file) {
+  std::error_code ec;
+  if (std::filesystem::equivalent(init, model_file, ec)) return true;
+  if (!spec.init_weights) return false;
+  try {
+    const std::vector<NamedTensor> named = load_safetensors(init);
+    return std::equal(named.begin(), named.end(), spec.init_weights->begin(),
+                      spec.init_weights->end(), [](const NamedTensor& a, const NamedTensor& b) {
+                        return a.name == b.name && a.shape == b.shape && a.data == b.data;
+                      });
+  } catch (const UserError&) {
+    return false;  // unreadable: not the model's, and said so
+  }
+}
+
+// A whole spec beside the model whose layers come from `layers_from` (what `crossover import
+// MODEL.onnx --spec MODEL.toml` writes): its training settings, data and loss are the model's,
+// where its network is the model's own; one whose network was edited is refused (it is trained by
+// passing it). Its model.init is not read: the model's own weights are the initial weights.
+void apply_whole_spec(ModelSpec& spec, const std::filesystem::path& path,
+                      const std::string& layers_from) {
+  ModelSpec whole = load_spec_file(path);
+  if (network_toml(whole) != network_toml(spec)) {
+    throw UserError(fmt::format(
+        "{}: a whole spec beside {}, whose input or layers differ from the model's: train {} "
+        "itself to train that network, or set only [train], [data] and model.loss in {} to train "
+        "{} as it is",
+        path.string(), layers_from, path.string(), path.filename().string(), layers_from));
+  }
+  if (!whole.init.empty() && !same_weights(whole.init, spec, layers_from)) {
+    spec.notes.push_back(fmt::format(
+        "{}'s model.init ({}) is not read: {}'s own weights are the initial weights (train {} "
+        "itself to start from {})",
+        path.filename().string(), whole.init, layers_from, path.string(), whole.init));
+  }
+  spec.notes.push_back(
+      fmt::format("training settings, data and loss from {} (a whole spec of this model's layers)",
+                  path.filename().string()));
+  for (std::string& note : whole.notes) spec.notes.push_back(std::move(note));
+  spec.name = std::move(whole.name);
+  spec.loss = whole.loss;
+  spec.train = std::move(whole.train);
+  spec.data = std::move(whole.data);
+}
+
 }  // namespace
 
 void apply_training_file(ModelSpec& spec, const std::filesystem::path& path,
@@ -437,15 +494,16 @@ void apply_training_file(ModelSpec& spec, const std::filesystem::path& path,
   root.only_keys({"model", "train", "data"});
   if (const TomlValue model_value = root.get("model")) {
     const TomlTable model = model_value.table("a [model] table with loss (and name)");
-    for (std::string_view key : {"layers", "input", "init"}) {
+    if (model.get("layers")) {
+      apply_whole_spec(spec, path, layers_from);
+      return;
+    }
+    for (std::string_view key : {"input", "init"}) {
       if (const TomlValue v = model.get(key)) {
         v.fail(fmt::format(
             "the model's {} come from {}: a training file beside it sets [train], [data] and "
             "model.loss only (a whole spec is trained by passing the spec itself)",
-            key == "init"    ? "initial weights"
-            : key == "input" ? "input shape"
-                             : "layers",
-            layers_from));
+            key == "init" ? "initial weights" : "input shape", layers_from));
       }
     }
     model.only_keys({"name", "loss"});

@@ -21,4 +21,27 @@ const char* optimizer_type_name(OptimizerType type) {
   XO_ASSERT(false && "optimizer type missing from optimizer_type_name");
 }
 
+OptimizerSettings torch_defaults(OptimizerType type) {
+  OptimizerSettings o;
+  o.type = type;
+  switch (type) {
+    case OptimizerType::SGD:
+    case OptimizerType::Adam:
+      o.lr = 1e-3;
+      break;
+    case OptimizerType::AdamW:
+      o.lr = 1e-3;
+      o.weight_decay = kAdamWDefaultWeightDecay;
+      break;
+    case OptimizerType::RMSprop:
+      o.lr = 1e-2;
+      break;
+    case OptimizerType::Adadelta:
+      o.lr = 1.0;
+      o.eps = kAdadeltaDefaultEps;
+      break;
+  }
+  return o;
+}
+
 }  // namespace xo

@@ -35,4 +35,12 @@ struct OptimizerSettings {
   double weight_decay = 0.0;
 };
 
+inline constexpr double kAdamWDefaultWeightDecay = 0.01;  // torch.optim.AdamW's default
+inline constexpr double kAdadeltaDefaultEps = 1e-6;       // torch.optim.Adadelta's default
+
+// torch.optim's defaults for `type`, learning rate included (SGD 1e-3, Adam and AdamW 1e-3,
+// RMSprop 1e-2, Adadelta 1.0): what `train --optimizer NAME` starts from, as
+// `torch.optim.Adam(model.parameters())` would.
+OptimizerSettings torch_defaults(OptimizerType type);
+
 }  // namespace xo

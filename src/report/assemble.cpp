@@ -6,6 +6,7 @@
 #include "advisor/verdict.h"
 #include "measure/sampler.h"
 #include "model/spec.h"
+#include "train/trainer.h"
 
 namespace xo {
 
@@ -30,8 +31,11 @@ void add_advice(Report& report, const RunRecord& focus, const std::vector<RunRec
         contamination_warning(*focus.utilisation, r.model + " on " + r.device.id,
                               r.device.kind == DeviceKind::Cpu ? r.device.threads : 0);
   }
+  // Buying is advised on only for a GPU that is worth it for this run.
   const std::string verdict_device =
-      report.verdict && report.verdict->gpu ? report.verdict->gpu->device : "";
+      report.verdict && report.verdict->gpu && report.verdict->worth_it
+          ? report.verdict->gpu->device
+          : "";
   report.advice =
       advice_lines(focus.result.model, report.predictions, *report.cost, crossover, verdict_device);
 }
@@ -52,11 +56,16 @@ void add_sweep_and_advice(Report& report, const std::vector<DevicePeaks>& peaks,
   for (SweepLine& line : report.sweep->series) {
     if (line.predicted) line.note = reference_gpu_note(catalog, advice);
   }
-  // Advice for the largest model of the sweep on the first device.
+  // Advice for the largest model of the sweep on the first device that learned something (a
+  // verdict about a model that learned nothing beyond the class balance, as disc-12 may, answers
+  // no one's question); the largest where none did.
   const RunRecord* focus = &rows.front();
+  auto learned = [](const RunRecord& r) { return stuck_warning(r.result).empty(); };
   for (const RunRecord& r : rows) {
-    if (r.result.device.id == focus->result.device.id && r.axis_value > focus->axis_value)
-      focus = &r;
+    if (r.result.device.id != focus->result.device.id) continue;
+    const bool better =
+        learned(r) == learned(*focus) ? r.axis_value > focus->axis_value : learned(r);
+    if (better) focus = &r;
   }
   add_advice(report, *focus, rows, peaks, catalog, advice, axis, !predicted.empty());
 }

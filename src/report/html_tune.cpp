@@ -329,6 +329,10 @@ std::string render_tune_html(const TuneRecord& r, const nlohmann::json& machine)
         "<div class=\"verdict yes\">Best: <b>{}</b> ({}) with {} {} after {} epochs.</div>\n",
         escape(best->id), escape(values_text(*best)), escape(r.objective),
         escape(significant(best->objective, 4)), best->epochs);
+    summary +=
+        "<p>Its spec is <code>best.toml</code> beside this page, naming its trained weights, "
+        "<code>best.safetensors</code> (where they were saved) as its initial weights: "
+        "<code>crossover train best.toml</code> trains on from them.</p>\n";
   } else {
     summary = "<div class=\"verdict no\">No trial has finished yet.</div>\n";
   }

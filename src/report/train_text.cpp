@@ -89,8 +89,10 @@ std::string train_header(const ModelSpec& spec, int64_t parameters, const Device
                         d.threads, d.threads == 1 ? "" : "s")
           : d.precision;
   std::string text = fmt::format(
-      "{}: {} parameters, {} on {} ({}, {}); data: {}\n", terminal_safe(spec.name), parameters,
-      optimizer_type_name(spec.train.optimizer.type), d.id, d.name, where, data.train.description);
+      "{}: {} parameters, {} lr {:.6g} on {} ({}, {}); data: {}\n", terminal_safe(spec.name),
+      parameters, optimizer_type_name(spec.train.optimizer.type), spec.train.optimizer.lr, d.id,
+      d.name, where, data.train.description);
+  if (!spec.init.empty()) text += fmt::format("initial weights: {}\n", terminal_safe(spec.init));
   if (data.validation.samples > 0) {
     text += fmt::format("validation: {}; training on the first {}\n", data.validation.description,
                         data.train.samples);

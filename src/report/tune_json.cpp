@@ -105,7 +105,8 @@ constexpr auto decision_fields = [](auto& io, auto& d) {
 constexpr auto option_fields = [](auto& io, auto& o) {
   io.integer("k", o.k);
   io.integer("threads", o.threads);
-  io.number("samples_per_second", o.samples_per_second);
+  // null where a timing measured nothing (records of 0.2.0 wrote one when Ctrl-C cut it short).
+  io.nullable("samples_per_second", o.samples_per_second);
   io.numbers("per_trial_samples_per_second", o.per_trial);
 };
 

@@ -82,8 +82,9 @@ std::string tune_table_text(const TuneRecord& r) {
     row.push_back(figure(t.objective));
     row.push_back(std::to_string(t.epochs));
     row.push_back(trial_status_name(t.status));
-    const std::string group =
-        t.group.empty() ? "" : fmt::format(", {} of {}", terminal_safe(t.group), t.fused);
+    const std::string group = t.group.empty() ? ""
+                                              : fmt::format(", group {}: {} trials fused",
+                                                            terminal_safe(t.group), t.fused);
     row.push_back(t.device.empty() ? "-"
                   : t.threads > 0  ? fmt::format("{} ({}t{})", t.device, t.threads, group)
                                    : t.device);

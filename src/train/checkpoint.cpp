@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/interrupt.h"
 #include "data/source.h"
 #include "train/checkpoint_file.h"
 #include "train/plan.h"
@@ -111,6 +112,9 @@ struct Checkpointer::Impl {
     {
       std::lock_guard lock(mutex);
       pending = true;
+      // From the hand-over to the end of its write, a second Ctrl-C ends the process only once
+      // this checkpoint is whole (never half of one, and never the one being written lost).
+      if (!whole) whole.emplace();
     }
     wake.notify_all();
   }
@@ -139,6 +143,7 @@ struct Checkpointer::Impl {
       write(slot);
       lock.lock();
       pending = false;
+      whole.reset();  // where a second Ctrl-C came meanwhile, the process ends here
       idle.notify_all();
     }
   }
@@ -191,6 +196,7 @@ struct Checkpointer::Impl {
   std::mutex mutex;
   std::condition_variable wake, idle;
   bool pending = false, quit = false;
+  std::optional<QuitAfterThis> whole;  // held while a snapshot is handed over and written
   std::thread writer;
 };
 

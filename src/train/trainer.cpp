@@ -226,6 +226,9 @@ TrainResult train_model(Model& model, const DataSplit& split, const TrainSpec& t
   const bool save_interrupted = stop == Stop::Interrupted && !exec.checkpoint.dir.empty() &&
                                 (boundaries.check_every == 0 || loss_finite(plan, state));
   if (checkpoints) {
+    // From here a second Ctrl-C quits only once the stop's checkpoint is written.
+    std::optional<QuitAfterThis> whole;
+    if (save_interrupted) whole.emplace();
     if (save_interrupted) checkpoints->save(plan, state);
     // A pause: the state between two epochs is what the run goes on from.
     if (paused(stop, state, train, last_epoch)) checkpoints->save(plan, state);

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <memory>
 
 #include "backend/backend.h"
@@ -128,6 +129,9 @@ int measure_fuse_cap(Backend& backend, const ModelSpec& spec, const DataSplit& d
   GroupTiming one = time_group(backend, spec, data, 1, kMinProbeSteps);
   one.wall_s = std::min(one.wall_s, first.wall_s);
   const double one_s = one.step_s;
+  // A timing cut short by a stop (Ctrl-C while the sizes are timed) measured nothing: no option
+  // is recorded from it (a NaN written as null made the record unreadable to the same command).
+  if (!(one_s > 0) || !std::isfinite(one_s)) return sizes.back();
   // What a trial's setting up costs the probe (its model, initial weights, its share of the
   // group's plan), paid again for each trial of every group timed: a search of a few milliseconds'
   // training is not held up by timings that would cost more than they could save.
@@ -144,7 +148,9 @@ int measure_fuse_cap(Backend& backend, const ModelSpec& spec, const DataSplit& d
     if (options.empty() && probe.measuring) probe.measuring();
     const auto n = std::clamp<int64_t>(static_cast<int64_t>((budget_s - fixed_s) / predicted_s),
                                        kMinProbeSteps, std::max(probe.steps, kMinProbeSteps));
-    last_s = time_group(backend, spec, data, k, n).step_s;
+    const double step_s = time_group(backend, spec, data, k, n).step_s;
+    if (!(step_s > 0) || !std::isfinite(step_s)) break;  // cut short by a stop
+    last_s = step_s;
     last_k = k;
     options.push_back({k, 0, static_cast<double>(k * batch) / last_s, {}});
   }

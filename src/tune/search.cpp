@@ -1,6 +1,7 @@
 #include "tune/search.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -52,6 +53,23 @@ pid_t run_at_lowest_priority() {
   const auto tid = static_cast<pid_t>(::syscall(SYS_gettid));
   ::setpriority(PRIO_PROCESS, static_cast<id_t>(tid), 19);
   return tid;
+}
+
+// best.toml: the best trial's spec, naming its trained weights (best.safetensors beside it) as
+// its initial weights where they were saved, with a header that says what it is.
+std::string best_spec_text(const TrialRecord& best, const TrialFiles& f) {
+  ModelSpec spec = load_spec_file(f.spec);
+  std::vector<std::string> values;
+  for (const auto& [key, value] : best.values) values.push_back(key + " = " + value);
+  std::string text =
+      fmt::format("# The best trial of this search, {} ({}).\n", best.id, fmt::join(values, ", "));
+  if (fs::exists(f.weights)) {
+    spec.init = "best.safetensors";
+    text +=
+        "# model.init names its trained weights: `crossover train best.toml` trains on from "
+        "them;\n# remove that line to train the same settings from the start.\n";
+  }
+  return text + to_toml(spec);
 }
 
 class Search {
@@ -139,7 +157,7 @@ void Search::prepare() {
   out_ = o_.out;
   check_writable_path(out_ / "results.json", "--out");
   lock_.emplace(out_, o_.command_line, "--out");
-  base_ = resolve_spec(o_.spec);
+  base_ = hooks_.read_spec(o_.spec);
   if (o_.epochs) base_.train.epochs = *o_.epochs;
   // A cosine schedule over "train.epochs" keeps that length when halving pauses a trial early.
   if (base_.train.schedule && base_.train.schedule->t_max == 0)
@@ -265,6 +283,9 @@ void Search::write_trial_specs() const {
   // Written again by every start of the search (a crash that loses one loses nothing): renamed
   // into place whole, not synced.
   AtomicWrites specs(AtomicWrites::Keep::Rewritten);
+  // The trials' folder is the search's own: a link planted at OUT/trials (while it was stopped,
+  // or before it began) is removed, never written through.
+  own_folder(out_ / "trials");
   for (size_t i = 0; i < specs_.size(); ++i) {
     const TrialFiles f = trial_files(out_, record_.trials[i].id);
     own_folder(f.dir);
@@ -569,7 +590,7 @@ void Search::finish() {
     // Files of the search's own: whatever has their names (a link planted while it was stopped)
     // is replaced, never written through.
     AtomicWrites best_files;
-    best_files.replace(out_ / "best.toml", read_file(f.spec));
+    best_files.replace(out_ / "best.toml", best_spec_text(*best, f));
     if (fs::exists(f.weights)) best_files.replace(out_ / "best.safetensors", read_file(f.weights));
     best_files.commit();
   }

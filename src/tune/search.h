@@ -72,6 +72,9 @@ class SearchHooks {
 
   // results.json of an earlier search in --out, and a trial's result.json; `origin` names the
   // file. Throw UserError naming the file and field.
+  // The spec the search varies, as SearchOptions::spec names it (the CLI puts its --data,
+  // --test-data and --init in place of the spec's own).
+  virtual ModelSpec read_spec(const std::string& spec) { return resolve_spec(spec); }
   virtual TuneRecord read_record(const std::string& text, const std::string& origin) = 0;
   virtual TrainResult read_result(const std::string& text, const std::string& origin) = 0;
   // What the search's price needs: asked once, from the search's start, on a thread of their own

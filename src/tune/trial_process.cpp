@@ -57,7 +57,7 @@ std::vector<std::string> train_args(const TrialFiles& f, const std::string& devi
                                     const std::string& checkpoint_every) {
   std::vector<std::string> a = quiet_train(f.spec, device, threads, f.result);
   a.insert(a.end(), {"--save", f.weights.string(), "--checkpoint-dir", f.checkpoints.string(),
-                     "--checkpoint-every", checkpoint_every, "--resume"});
+                     "--checkpoint-every", checkpoint_every, "--resume-if-any"});
   if (pause_after) a.insert(a.end(), {"--pause-after", std::to_string(*pause_after)});
   return a;
 }

@@ -124,6 +124,23 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"no_gpu_priced", 40, 1, 10, false, false, {"No GPU to compare"}}),
     [](const ::testing::TestParamInfo<Case>& p) { return std::string(p.param.name); });
 
+// Where every GPU option is slower than here, the fastest is named, and options tied on time go
+// to the cheaper: an 8-GPU instance at $55/h does not stand for a one-GPU instance of the same
+// speed (every option bound by the same fixed costs) at $1/h.
+TEST(Verdict, OptionsTiedOnTimeGoToTheCheaper) {
+  Catalog c = catalog(true);
+  CatalogInstance eight{"cloud-8gpu", "Cloud", "g8",         "gpu-a", 8,   64,
+                        512,          55.0,    std::nullopt, "r",     "t", "2026-01-01"};
+  c.instances.insert(c.instances.begin(), eight);  // listed first: it won the tie before
+  const auto p = predictions(0.4, 0.5);
+  const CostTable cost = cost_table("m", 0, 20, 10, p, c, AdviceOptions{});
+  const auto v = make_verdict(p, cost, c, "");
+  ASSERT_TRUE(v.has_value());
+  ASSERT_TRUE(v->gpu.has_value());
+  EXPECT_EQ(v->gpu->id, "cloud-gpu") << v->sentence;
+  EXPECT_FALSE(v->worth_it);
+}
+
 TEST(Verdict, ARunTimeIsOneFigureInTheCostTableTheAdviceAndTheVerdict) {
   // An epoch measured at 0.5 s (its wall time, slower than 10 median steps of 40 ms) is what a
   // run takes: 20 epochs, 10 s, everywhere.

@@ -490,7 +490,7 @@ TEST(Cli, SweepErrorsNameWhatWasExpected) {
 TEST(Cli, AdviseMeasuresPredictsCostsAndRecommends) {
   const xo::testing::TempDir dir_folder("cli_advise");
   const auto& dir = dir_folder.path();
-  const Result r = run("advise disc-9 --steps 30 --out " + dir.string());
+  const Result r = run("advise disc-9 --steps 30 --verbose --out " + dir.string());
   ASSERT_EQ(r.status, 0) << r.output;
   for (const char* text :
        {"Fastest here: cpu", "Cheapest cloud run", "(this machine)", "break-even", "predicted"}) {
@@ -552,13 +552,43 @@ TEST(Cli, AdviseMeasuresPredictsCostsAndRecommends) {
   EXPECT_NE(page.find("<table class=\"validation\""), std::string::npos) << "the validation table";
 }
 
+// The answer in one screen: without --verbose, advise prints its measurement, the verdict, the
+// advice and where the report is, within 40 lines of 120 columns (it printed 137 lines up to 500
+// characters wide); for a model this small no multi-GPU instance, scaling out or buying is
+// advised, and the fastest device named is faster than here or said to be none.
+TEST(Cli, AdvisesInOneScreenAndNamesNoMultiGpuInstanceForATinyModel) {
+  const xo::testing::TempDir dir_folder("cli_advise_short");
+  const Result r = run("advise disc-2 --steps 20 --out " + dir_folder.path().string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  size_t lines = 0, widest = 0;
+  std::istringstream rows(r.output);
+  for (std::string row; std::getline(rows, row);) {
+    ++lines;
+    widest = std::max(widest, row.size());
+  }
+  EXPECT_LE(lines, 40u) << r.output;
+  EXPECT_LE(widest, 120u) << r.output;
+  for (const char* text : {"Verdict for 100 epochs of disc-2: A GPU is ",
+                           "Advice for disc-2:", "Fastest here: cpu", "report: ", "--verbose"}) {
+    EXPECT_NE(r.output.find(text), std::string::npos) << text << "\n" << r.output;
+  }
+  for (const char* text : {"Scaling out", "Across instances", "Buying the", "p5.48xlarge", "8x ",
+                           "Predicted step times", "break-even"}) {
+    EXPECT_EQ(r.output.find(text), std::string::npos) << text << "\n" << r.output;
+  }
+  const auto j = read_json(dir_folder.path() / "results.json");
+  const std::string gpu = j["verdict"]["gpu"]["name"];
+  EXPECT_EQ(gpu.find("8x"), std::string::npos) << gpu;
+}
+
 // advise --trials K: the model alone and fused groups of 1, 4 and K on the CPU, the catalog's
 // devices predicted for K fused trials, the verdict for K trials saying what it is for one, the
 // page's chart in trial-epochs per second.
 TEST(Cli, AdviseTrialsJudgesASweepOfKTrialsAndOneAlone) {
   const xo::testing::TempDir dir_folder("cli_advise_trials");
   const auto& dir = dir_folder.path();
-  const Result r = run("advise disc-3 --trials 6 --steps 20 --devices cpu --out " + dir.string());
+  const Result r =
+      run("advise disc-3 --trials 6 --steps 20 --devices cpu --verbose --out " + dir.string());
   ASSERT_EQ(r.status, 0) << r.output;
   for (const char* text :
        {"disc-3 x1 fused on cpu", "disc-3 x4 fused on cpu", "disc-3 x6 fused on cpu",

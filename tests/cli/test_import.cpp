@@ -122,6 +122,74 @@ TEST(CliImport, TrainsAnOnnxModelWithItsTrainingFile) {
   EXPECT_EQ(r.output.find("defaults"), std::string::npos) << r.output;
 }
 
+// The README's path: `import X.onnx --spec X.toml --weights X.safetensors` writes a whole spec
+// beside the model, and `train X.onnx` then takes its [train], [data] and loss (the layers are the
+// model's); an edited network there is refused, naming both ways on. Before, the whole spec was
+// refused as a training file, and `import` said "no X.toml beside it" while writing it.
+TEST(CliImport, TheSpecImportWritesBesideTheModelIsItsTrainingFile) {
+  const testing::TempDir dir("cli_import");
+  write_classifier(dir / "net.onnx");
+  write_points(dir / "points.csv");
+  const auto imported =
+      run_cli("import net.onnx --spec net.toml --weights net.safetensors", dir.path());
+  ASSERT_EQ(imported.status, 0) << imported.output;
+  EXPECT_EQ(imported.output.find("no net.toml beside it"), std::string::npos) << imported.output;
+  EXPECT_NE(imported.output.find("`crossover train net.onnx` takes its [train], [data] and loss "
+                                 "from net.toml"),
+            std::string::npos)
+      << imported.output;
+
+  const auto trained =
+      run_cli("train net.onnx --data points.csv --threads 1 --json onnx.json", dir.path());
+  ASSERT_EQ(trained.status, 0) << trained.output;
+  EXPECT_NE(trained.output.find("training settings, data and loss from net.toml"),
+            std::string::npos)
+      << trained.output;
+  EXPECT_EQ(trained.output.find("is not read"), std::string::npos)
+      << "net.safetensors holds the model's own weights: nothing to say\n"
+      << trained.output;
+
+  // Its training settings are the model's: an edit shows in the run.
+  std::string spec = read_text(dir / "net.toml");
+  const size_t epochs = spec.find("epochs = ");
+  ASSERT_NE(epochs, std::string::npos) << spec;
+  spec.replace(epochs, spec.find('\n', epochs) - epochs, "epochs = 3");
+  const size_t data = spec.find("# source = ");
+  ASSERT_NE(data, std::string::npos) << spec;
+  spec.replace(data, spec.find('\n', data) - data, "source = \"csv:points.csv\"");
+  std::ofstream(dir / "net.toml") << spec;
+  const auto edited = run_cli("train net.onnx --threads 1", dir.path());
+  ASSERT_EQ(edited.status, 0) << edited.output;
+  EXPECT_NE(edited.output.find("epoch 3/3"), std::string::npos) << edited.output;
+
+  // Weights other than the model's named there are not read, and that is said.
+  ASSERT_EQ(
+      run_cli("train net.onnx --threads 1 --epochs 1 --save other.safetensors", dir.path()).status,
+      0);
+  std::string other = spec;
+  const std::string own_init = "init = \"net.safetensors\"";
+  ASSERT_NE(other.find(own_init), std::string::npos) << other;
+  other.replace(other.find(own_init), own_init.size(), "init = \"other.safetensors\"");
+  std::ofstream(dir / "net.toml") << other;
+  const auto other_init = run_cli("train net.onnx --threads 1 --epochs 1", dir.path());
+  ASSERT_EQ(other_init.status, 0) << other_init.output;
+  EXPECT_NE(other_init.output.find("net.toml's model.init ("), std::string::npos)
+      << other_init.output;
+
+  // A network edited in the spec is not the model's: refused, naming both ways on.
+  std::string wider = spec;
+  const size_t out = wider.find("out = 8");
+  ASSERT_NE(out, std::string::npos) << wider;
+  wider.replace(out, 7, "out = 9");
+  std::ofstream(dir / "net.toml") << wider;
+  const auto refused = run_cli("train net.onnx --threads 1", dir.path());
+  EXPECT_EQ(refused.status, 2) << refused.output;
+  EXPECT_NE(refused.output.find("net.toml: a whole spec beside net.onnx, whose input or layers "
+                                "differ from the model's: train net.toml itself"),
+            std::string::npos)
+      << refused.output;
+}
+
 TEST(CliImport, TrainingWithoutDataSaysWhereToNameIt) {
   const testing::TempDir dir("cli_import");
   write_classifier(dir / "net.onnx");

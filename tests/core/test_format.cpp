@@ -2,6 +2,7 @@
 // file goes through before it reaches the terminal.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -51,6 +52,34 @@ TEST(TerminalSafe, ShowsControlCharactersInsteadOfSendingThem) {
            Case{"C:\\path", "C:\\path"},
        }) {
     EXPECT_EQ(terminal_safe(c.text), c.expected) << c.expected;
+  }
+}
+
+TEST(Format, WrapBreaksEachLineAtSpacesWithinTheWidth) {
+  struct Case {
+    std::string text;
+    size_t width;
+    std::string expected;
+  };
+  for (const Case& c : {
+           Case{"short", 10, "short"},
+           Case{"one two three four", 9, "one two\n  three\n  four"},
+           Case{"exactly ten", 11, "exactly ten"},
+           Case{"a\nb c d e", 3, "a\nb c\n  d\n  e"},  // each line alone, its breaks kept
+           Case{"unbreakable-word here", 5, "unbreakable-word\n  here"},
+           Case{"ends\n", 10, "ends\n"},
+       }) {
+    EXPECT_EQ(wrap(c.text, c.width), c.expected) << c.text;
+  }
+  // Every row within the width where the words allow.
+  std::string words;
+  for (int i = 0; i < 100; ++i) words += "word" + std::to_string(i) + " ";
+  const std::string rows = wrap(words, 40);
+  size_t start = 0;
+  while (start < rows.size()) {
+    const size_t end = std::min(rows.find('\n', start), rows.size());
+    EXPECT_LE(end - start, 40u) << rows.substr(start, end - start);
+    start = end + 1;
   }
 }
 

@@ -114,6 +114,12 @@ TEST(TuneReport, ResultsJsonReadsBackWhatWasWritten) {
       read_tune_record(to_json(short_search).dump(), "results.json").parallel[0].short_search);
   older["parallel"][0].erase("short_search");
   EXPECT_FALSE(read_tune_record(older.dump(), "results.json").parallel[0].short_search);
+  // A group size whose timing a Ctrl-C cut short was written as null by 0.2.0: the record still
+  // reads (the same command continues the search), the size as unmeasured.
+  nlohmann::json cut = j;
+  cut["parallel"][0]["options"][1]["samples_per_second"] = nullptr;
+  const TuneRecord cut_back = read_tune_record(cut.dump(), "results.json");
+  EXPECT_TRUE(std::isnan(cut_back.parallel[0].options[1].samples_per_second));
 }
 
 // A search writes the machine it ran on beside its record; the record reads back without it.

@@ -31,7 +31,7 @@ TEST(TuneSearch, TrainArgumentsPauseOnlyBelowTheLastRung) {
   EXPECT_EQ(f.spec, std::filesystem::path("out/trials/t01/spec.toml"));
   const std::vector<std::string> last = train_args(f, "cpu", 2, std::nullopt, "60s");
   EXPECT_EQ(last.front(), "train");
-  EXPECT_EQ(last.back(), "--resume");
+  EXPECT_EQ(last.back(), "--resume-if-any");
   const std::vector<std::string> rung = train_args(f, "cpu", 2, 3, "60s");
   ASSERT_EQ(rung.size(), last.size() + 2);
   EXPECT_EQ(rung[rung.size() - 2], "--pause-after");

@@ -47,7 +47,7 @@ TEST(TuneTrials, ATrialTrainsQuietlyResumesAndPausesOnlyAtARung) {
                                              "o/trials/t01/checkpoints",
                                              "--checkpoint-every",
                                              "30s",
-                                             "--resume"};
+                                             "--resume-if-any"};
   EXPECT_EQ(last, expected);
   const std::vector<std::string> rung = train_args(f, "cuda:0", 0, 3, "60s");
   ASSERT_EQ(rung.size(), expected.size() + 2);
