@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Exports three PyTorch models to ONNX for `crossover train MODEL.onnx` (see README.md): an MLP and
+"""Exports three PyTorch models to ONNX for `crossover train MODEL.onnx` (see docs/guide/specs.md): an MLP and
 a CNN written as nn.Sequential, and an embedding + LSTM classifier. Training mode keeps Dropout and
 BatchNorm as nodes; without constant folding the weights keep PyTorch's names."""
 import torch

@@ -57,9 +57,16 @@ std::string crossover_sentence(const std::vector<SweepSeries>& series,
   }
   std::vector<std::string> parts;
   for (const Crossover& c : crossovers) {
-    parts.push_back(fmt::format("{} overtakes {} at {} {}, about {} parameters", c.faster, c.slower,
-                                axis, significant(c.axis_value, 3, true),
-                                significant(c.params, 2, true)));
+    // Between two neighbouring whole values (depth 7 and 8: no model lies between them) the
+    // crossing is said as that, not as an interpolated depth of 7.97.
+    const bool neighbours = c.above_axis - c.below_axis == 1 &&
+                            c.below_axis == std::floor(c.below_axis);
+    const std::string where =
+        neighbours ? fmt::format("between {} {} and {}", axis, significant(c.below_axis, 4, true),
+                                 significant(c.above_axis, 4, true))
+                   : fmt::format("at {} {}", axis, significant(c.axis_value, 3, true));
+    parts.push_back(fmt::format("{} overtakes {} {}, about {} parameters", c.faster, c.slower,
+                                where, significant(c.params, 2, true)));
   }
   return fmt::format("Crossover ({}): {}.", kind, fmt::join(parts, "; "));
 }

@@ -156,7 +156,7 @@ int main(int argc, char** argv) {
       xo::cli::add_devices(app),    xo::cli::add_sweep(app),    xo::cli::add_advise(app),
       xo::cli::add_cost(app),       xo::cli::add_replay(app),   xo::cli::add_import(app),
       xo::cli::add_tune(app),       xo::cli::add_validate(app), xo::cli::add_allreduce(app),
-      xo::cli::add_train_group(app)};
+      xo::cli::add_train_group(app), xo::cli::add_evaluate(app)};
   xo::cli::record_command_line(argc, argv);
   try {
     app.parse(argc, argv);

@@ -170,6 +170,11 @@ TEST(Verdict, WithoutACrossoverTheLeaderIsNamedWithTheRange) {
   const std::vector<Crossover> crossing = {{"gpu", "cpu", 7.5, 4e5, 6, 8}};
   EXPECT_EQ(crossover_sentence(series, crossing, "depth", false),
             "Crossover (measured): gpu overtakes cpu at depth 7.5, about 400000 parameters.");
+  // Between two neighbouring depths no model lies: the crossing is said as between them.
+  const std::vector<Crossover> neighbours = {{"gpu", "cpu", 7.97, 4e5, 7, 8}};
+  EXPECT_EQ(crossover_sentence(series, neighbours, "depth", true),
+            "Crossover (predicted): gpu overtakes cpu between depth 7 and 8, about 400000 "
+            "parameters.");
   // One series, or series that share no point: nothing to compare.
   EXPECT_EQ(crossover_sentence({series[0]}, {}, "depth", true), "");
   EXPECT_FALSE(fastest_throughout({series[0], {"gpu", {{3, 1, 1.0}}}}).has_value());

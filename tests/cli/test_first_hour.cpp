@@ -109,6 +109,35 @@ TEST_F(DataFlags, ATestFileThatIsNotACsvIsRefusedNamingTheFlag) {
       << r.output;
 }
 
+// `crossover evaluate`: a trained model's loss and accuracy on data, as Keras's model.evaluate;
+// on the test split the same figures training reported after its last epoch.
+TEST_F(DataFlags, EvaluateGivesATrainedModelsFiguresOnData) {
+  const auto trained = run_cli(
+      "train spec.toml --data points.csv --test-data test.csv --epochs 3 --threads 1 "
+      "--save w.safetensors --json train.json",
+      dir_.path());
+  ASSERT_EQ(trained.status, 0) << trained.output;
+  const auto r = run_cli(
+      "evaluate spec.toml --data points.csv --test-data test.csv --init w.safetensors "
+      "--threads 1 --json eval.json",
+      dir_.path());
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("  data: loss "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("  test: loss "), std::string::npos) << r.output;
+  std::ifstream t(dir_.path() / "train.json"), e(dir_.path() / "eval.json");
+  const auto train = nlohmann::json::parse(t), eval = nlohmann::json::parse(e);
+  ASSERT_EQ(eval["splits"].size(), 2u) << eval.dump();
+  EXPECT_EQ(eval["splits"][1]["split"], "test");
+  EXPECT_EQ(eval["splits"][1]["samples"], 20);
+  EXPECT_DOUBLE_EQ(eval["splits"][1]["loss"].get<double>(),
+                   train["epochs"].back()["test_loss"].get<double>())
+      << train["epochs"].back().dump();
+  // No weights to evaluate: refused, saying what to give.
+  const auto untrained = run_cli("evaluate spec.toml --data points.csv", dir_.path());
+  EXPECT_EQ(untrained.status, 2) << untrained.output;
+  EXPECT_NE(untrained.output.find("give --init FILE"), std::string::npos) << untrained.output;
+}
+
 // --optimizer NAME: torch.optim's rule with its defaults, the learning rate said; a name it does
 // not know is refused with the choices.
 TEST(FirstHour, TheOptimizerIsAFlagWithTorchsDefaults) {

@@ -122,7 +122,7 @@ TEST(CliImport, TrainsAnOnnxModelWithItsTrainingFile) {
   EXPECT_EQ(r.output.find("defaults"), std::string::npos) << r.output;
 }
 
-// The README's path: `import X.onnx --spec X.toml --weights X.safetensors` writes a whole spec
+// The guide's path (docs/guide/specs.md): `import X.onnx --spec X.toml --weights X.safetensors` writes a whole spec
 // beside the model, and `train X.onnx` then takes its [train], [data] and loss (the layers are the
 // model's); an edited network there is refused, naming both ways on. Before, the whole spec was
 // refused as a training file, and `import` said "no X.toml beside it" while writing it.
