@@ -67,6 +67,22 @@ FusedRun trial_run(const TrialFiles& f, const CheckpointInterval& every, bool re
   return run;
 }
 
+// A trial's folder, named once: the files this command writes there are its own, so a link (or
+// anything but a regular file, or a folder for its checkpoints) planted at their names is removed,
+// never written through. `seen` holds the folders named before (as the file system names them).
+void own_trial_files(const TrialFiles& f, const std::string& dir, std::vector<fs::path>& seen) {
+  std::error_code ec;
+  const fs::path canonical = fs::weakly_canonical(f.dir, ec);
+  if (std::find(seen.begin(), seen.end(), canonical) != seen.end()) {
+    throw UserError(fmt::format(
+        "train-group: {} is named twice (each trial folder once: a trial trains once a group)",
+        dir));
+  }
+  seen.push_back(canonical);
+  for (const fs::path& p : {f.log, f.result, f.weights}) remove_unless_regular(p);
+  remove_unless_folder(f.checkpoints);
+}
+
 int run_group(const GroupOptions& o) {
   std::vector<TrialFiles> files;
   std::vector<FusedRun> runs;
@@ -84,19 +100,7 @@ int run_group(const GroupOptions& o) {
   std::vector<fs::path> seen;  // each trial's folder, as the file system names it
   for (const std::string& dir : o.dirs) {
     const TrialFiles f = trial_folder(dir);
-    std::error_code ec;
-    const fs::path canonical = fs::weakly_canonical(f.dir, ec);
-    if (std::find(seen.begin(), seen.end(), canonical) != seen.end()) {
-      throw UserError(fmt::format(
-          "train-group: {} is named twice (each trial folder once: a trial trains once a group)",
-          dir));
-    }
-    seen.push_back(canonical);
-    // The files this command writes in a trial's folder are its own: a link (or anything but a
-    // regular file, or a folder for its checkpoints) planted at their names is removed, never
-    // written through.
-    for (const fs::path& p : {f.log, f.result, f.weights}) remove_unless_regular(p);
-    remove_unless_folder(f.checkpoints);
+    own_trial_files(f, dir, seen);
     // Before any work: each trial's outputs can be written.
     check_writable_path(f.result, "a trial's result", &probed);
     check_writable_path(f.weights, "a trial's weights", &probed);

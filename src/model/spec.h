@@ -112,7 +112,9 @@ ModelSpec load_spec_file(const std::filesystem::path& path);
 
 // Applies a training file to a spec whose layers come from elsewhere (an ONNX model): [train] and
 // [data] as in a spec, and in [model] only `loss` (and `name`). A [model] table with layers or an
-// input is refused, naming `layers_from`.
+// input alone is refused, naming `layers_from`; a whole spec (input and layers, as `crossover
+// import --spec` writes one) is taken for its training settings, data and loss where its network
+// is the model's own, and refused where it was edited.
 void apply_training_file(ModelSpec& spec, const std::filesystem::path& path,
                          const std::string& layers_from);
 

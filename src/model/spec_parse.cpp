@@ -494,16 +494,19 @@ void apply_training_file(ModelSpec& spec, const std::filesystem::path& path,
   root.only_keys({"model", "train", "data"});
   if (const TomlValue model_value = root.get("model")) {
     const TomlTable model = model_value.table("a [model] table with loss (and name)");
-    if (model.get("layers")) {
+    if (model.get("layers") && model.get("input")) {
       apply_whole_spec(spec, path, layers_from);
       return;
     }
-    for (std::string_view key : {"input", "init"}) {
+    for (std::string_view key : {"layers", "input", "init"}) {
       if (const TomlValue v = model.get(key)) {
         v.fail(fmt::format(
             "the model's {} come from {}: a training file beside it sets [train], [data] and "
             "model.loss only (a whole spec is trained by passing the spec itself)",
-            key == "init" ? "initial weights" : "input shape", layers_from));
+            key == "init"    ? "initial weights"
+            : key == "input" ? "input shape"
+                             : "layers",
+            layers_from));
       }
     }
     model.only_keys({"name", "loss"});

@@ -46,7 +46,7 @@ TEST(Install, TheInstalledBinaryRunsAwayFromItsSourceTree) {
   const xo::testing::TempDir elsewhere("install-cwd");
   const Shell advise = shell("cd '" + elsewhere.path().string() + "' && env -u CROSSOVER_CATALOG " +
                              xo::testing::cli_cache_env() + "'" + binary.string() +
-                             "' advise disc-2 --devices cpu --epochs 1 --out out");
+                             "' advise disc-2 --devices cpu --epochs 1 --verbose --out out");
   EXPECT_EQ(advise.status, 0) << advise.output;
   EXPECT_NE(advise.output.find("p5.48xlarge"), std::string::npos) << advise.output;
   EXPECT_TRUE(fs::exists(elsewhere / "out" / "report.html"));
