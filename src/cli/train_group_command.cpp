@@ -127,7 +127,9 @@ int run_group(const GroupOptions& o) {
   settings.exec.pause_after_epochs = o.pause_after;
   const std::vector<RunRecord> records = measure_fused(*backend, runs, settings);
   int code = kExitOk;
-  // Every trial's weights and result written together (their waits for the disk overlapped).
+  // Every trial's weights and result written together (their waits for the disk overlapped),
+  // files of the search's own: a link planted at their names while the group trained is replaced,
+  // never written through (own_trial_files removed those planted before it started).
   AtomicWrites outputs;
   for (size_t i = 0; i < records.size(); ++i) {
     const TrainResult& r = records[i].result;
@@ -138,15 +140,16 @@ int run_group(const GroupOptions& o) {
     logs[i]->write(summary);
     // Weights that hold NaN or infinities are not saved: the last good ones are in the checkpoint.
     if (!r.stopped_diverged) {
-      outputs.add(f.weights,
-                  encode_safetensors(
-                      weights[i], {{"format", "pt"}, {"model", r.model}, {"producer", "crossover"}},
-                      f.weights.string()));
+      outputs.replace(
+          f.weights,
+          encode_safetensors(weights[i],
+                             {{"format", "pt"}, {"model", r.model}, {"producer", "crossover"}},
+                             f.weights.string()));
     }
     const Utilisation& load = *records[i].utilisation;
     const TrainDocument doc{r, describe_machine(), load.mean_other_cores,
                             timings_contaminated(load)};
-    outputs.add(f.result, to_json(doc).dump(2) + "\n");
+    outputs.replace(f.result, to_json(doc).dump(2) + "\n");
     if (r.interrupted) code = kExitInterrupted;
   }
   outputs.commit();

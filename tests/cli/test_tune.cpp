@@ -307,7 +307,11 @@ TEST(Tune, ASearchKilledAndStartedAgainKeepsItsFinishedTrials) {
   kill(pid, SIGKILL);
   int status = 0;
   waitpid(pid, &status, 0);
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // its trial ends with it
+  // Its trials' processes end with it, at their next safe point, writing their checkpoints: on a
+  // loaded machine, well after it (a fixed 300 ms once let one write into the links planted
+  // below).
+  ASSERT_TRUE(xo::testing::wait_until_none_works_in(dir.path(), std::chrono::seconds(120)))
+      << "a trial's process outlived the search by two minutes";
   // Links planted while it was stopped, where it writes its best spec and weights: replaced, and
   // the files they lead to untouched (they were once overwritten).
   std::ofstream(dir.path() / "precious.toml") << "mine";

@@ -6,12 +6,15 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <system_error>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -77,6 +80,34 @@ inline bool catches(pid_t pid, int sig) {
     }
   }
   return false;
+}
+
+// Whether any process works in `dir` (its working folder, /proc/PID/cwd): a killed crossover's
+// children, which it started there, end at their next safe point after it (PR_SET_PDEATHSIG) and
+// may still be writing their checkpoints and results.
+inline bool any_process_in(const std::filesystem::path& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path folder = fs::canonical(dir, ec);
+  if (ec) return false;
+  for (const auto& p : fs::directory_iterator("/proc", ec)) {
+    const std::string name = p.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::error_code gone;  // ended (or a zombie) since the listing
+    if (fs::read_symlink(p.path() / "cwd", gone) == folder) return true;
+  }
+  return false;
+}
+
+// Waits up to `at_most` for no process to work in `dir`; whether none does.
+inline bool wait_until_none_works_in(const std::filesystem::path& dir,
+                                     std::chrono::seconds at_most) {
+  const auto give_up = std::chrono::steady_clock::now() + at_most;
+  while (any_process_in(dir)) {
+    if (std::chrono::steady_clock::now() > give_up) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return true;
 }
 
 // The CPU seconds process `pid` has used so far (user and system, /proc/PID/stat's fields 14 and
