@@ -17,6 +17,7 @@
 
 #include "core/hash.h"
 #include "core/json_depth.h"
+#include "train/timing_series.h"
 
 namespace xo {
 
@@ -52,6 +53,61 @@ std::vector<double> numbers(const Json& j) {
   v.reserve(j.size());
   for (const Json& x : j) v.push_back(number(x));
   return v;
+}
+
+// A series of step times: every time, the warm-up first (as every checkpoint before the series
+// were bounded held them), or past TimingSeries::kExactSamples the warm-up, the running moments,
+// the bins and each bin's samples (two flat arrays: a number a line in the file).
+Json series_json(const TimingSeries& t) {
+  if (!t.folded()) return numbers(t.samples());
+  const TimingSeries::Folded& f = t.folded_state();
+  Json bins = Json::array(), samples = Json::array();
+  for (const auto& [bin, n] : f.bins) {
+    bins.push_back(bin);
+    samples.push_back(n);
+  }
+  return {{"warmup", number(t.warmup())}, {"count", f.count},
+          {"mean", number(f.mean)},       {"m2", number(f.m2)},
+          {"min", number(f.min)},         {"max", number(f.max)},
+          {"bins", std::move(bins)},      {"samples", std::move(samples)}};
+}
+
+// The series back, checked: bins ascending, each holding samples, their samples the count.
+TimingSeries read_series(const Json& j, const std::string& field) {
+  if (j.is_array()) return TimingSeries::from_samples(numbers(j));
+  if (!j.is_object()) throw DamagedCheckpoint(field + ": neither times nor folded times");
+  TimingSeries::Folded f;
+  f.count = j.at("count").get<int64_t>();
+  f.mean = number(j.at("mean"));
+  f.m2 = number(j.at("m2"));
+  f.min = number(j.at("min"));
+  f.max = number(j.at("max"));
+  const Json &bins = j.at("bins"), &counts = j.at("samples");
+  if (!bins.is_array() || !counts.is_array() || bins.size() != counts.size()) {
+    throw DamagedCheckpoint(field + ".bins, .samples: not two arrays of one length");
+  }
+  int64_t samples = 0;
+  for (size_t i = 0; i < bins.size(); ++i) {
+    const auto bin = bins[i].get<int32_t>();
+    const auto n = counts[i].get<int64_t>();
+    if (n <= 0 || n > f.count - samples) {
+      throw DamagedCheckpoint(
+          fmt::format("{}.bins: {} samples in bin {} (of {} in all)", field, n, bin, f.count));
+    }
+    if (!f.bins.empty() && bin <= f.bins.back().first) {
+      throw DamagedCheckpoint(fmt::format("{}.bins: bin {} after bin {} (ascending expected)",
+                                          field, bin, f.bins.back().first));
+    }
+    samples += n;
+    f.bins.emplace_back(bin, n);
+  }
+  if (samples != f.count || f.count <= 0 || !(f.min <= f.max)) {
+    throw DamagedCheckpoint(fmt::format(
+        "{}: {} samples in its bins, count {}, min {} and max {} (count = the bins' samples > 0, "
+        "min <= max expected)",
+        field, samples, f.count, f.min, f.max));
+  }
+  return TimingSeries::from_folded(number(j.at("warmup")), std::move(f));
 }
 
 // A LossStats as [loss_sum, correct, samples].
@@ -202,10 +258,10 @@ Json unsigned_json(const CheckpointSnapshot& s, const std::string& model,
           {"times",
            {{"timed_steps", t.timed},
             {"epoch_ms", number(t.epoch_ms)},
-            {"step", numbers(t.times.step)},
-            {"data", numbers(t.times.data)},
-            {"forward_backward", numbers(t.times.forward_backward)},
-            {"optimizer", numbers(t.times.optimizer)}}}};
+            {"step", series_json(t.times.step)},
+            {"data", series_json(t.times.data)},
+            {"forward_backward", series_json(t.times.forward_backward)},
+            {"optimizer", series_json(t.times.optimizer)}}}};
 }
 
 }  // namespace
@@ -418,10 +474,11 @@ void restore_times(const Json& j, TrainState& state) {
   const Json& times = j.at("times");
   state.timed = times.at("timed_steps").get<int64_t>();  // the step (validate checked)
   state.epoch_ms = number(times.at("epoch_ms"));
-  state.times.step = numbers(times.at("step"));
-  state.times.data = numbers(times.at("data"));
-  state.times.forward_backward = numbers(times.at("forward_backward"));
-  state.times.optimizer = numbers(times.at("optimizer"));
+  state.times.step = read_series(times.at("step"), "times.step");
+  state.times.data = read_series(times.at("data"), "times.data");
+  state.times.forward_backward =
+      read_series(times.at("forward_backward"), "times.forward_backward");
+  state.times.optimizer = read_series(times.at("optimizer"), "times.optimizer");
 }
 
 // Where the run stopped: the epoch and step, the shuffle generator and the sample order (checked).

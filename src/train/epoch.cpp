@@ -19,15 +19,6 @@ namespace {
 
 constexpr double kNoValue = std::numeric_limits<double>::quiet_NaN();
 
-// 2^20 steps of four timings are 32 MiB of doubles: the most a run reserves before it starts.
-constexpr int64_t kReservedSteps = int64_t{1} << 20;
-
-// The first step pays for first-touch page faults and cold caches: it is the warm-up.
-TimingStats summarize_after_warmup(std::vector<double> samples) {
-  if (samples.size() > 1) samples.erase(samples.begin());
-  return summarize(std::move(samples));
-}
-
 }  // namespace
 
 TrainState start_state(TrainPlan& p, const TrainSpec& train) {
@@ -37,13 +28,6 @@ TrainState start_state(TrainPlan& p, const TrainSpec& train) {
     std::iota(state.order.begin(), state.order.end(), 0);
     p.backend.upload(p.order.as<int32_t>(), state.order.data(), p.order.bytes());
   }
-  StepTimes& t = state.times;
-  // Reserved for the whole run (check_training bounds the product) so that the step loop does not
-  // regrow the vectors, up to kReservedSteps: a run of more steps regrows them now and then,
-  // rather than asking for gigabytes of timings it may never fill.
-  t.step.reserve(static_cast<size_t>(std::min(train.epochs * p.steps_per_epoch, kReservedSteps)));
-  for (auto* v : {&t.data, &t.forward_backward, &t.communicate, &t.optimizer})
-    v->reserve(t.step.capacity());
   return state;
 }
 
@@ -99,13 +83,13 @@ void read_step_times(TrainPlan& p, TrainState& state, QueueClock& clock) {
     const double ms = clock.ms_between(marks.at(M::Start), marks.at(M::End));
     state.epoch_ms += ms;
     if (s >= p.full_steps) continue;  // the partial batch would skew the medians
-    t.step.push_back(ms);
+    t.step.add(ms);
     if (!p.step_recorded()) {
-      t.data.push_back(clock.ms_between(marks.at(M::Start), marks.at(M::BatchSelected)));
-      t.forward_backward.push_back(
+      t.data.add(clock.ms_between(marks.at(M::Start), marks.at(M::BatchSelected)));
+      t.forward_backward.add(
           clock.ms_between(marks.at(M::BatchSelected), marks.at(M::GradientsReady)));
-      t.communicate.push_back(clock.ms_between(marks.at(M::GradientsReady), marks.at(M::Reduced)));
-      t.optimizer.push_back(clock.ms_between(marks.at(M::Reduced), marks.at(M::End)));
+      t.communicate.add(clock.ms_between(marks.at(M::GradientsReady), marks.at(M::Reduced)));
+      t.optimizer.add(clock.ms_between(marks.at(M::Reduced), marks.at(M::End)));
     }
   }
   state.timed = state.step;
@@ -115,7 +99,7 @@ void add_step_times(TrainPlan& p, TrainState& state, int64_t first, const std::v
   for (int64_t s = state.timed; s < state.step; ++s) {
     const double step_ms = ms.at(static_cast<size_t>(s - first));
     state.epoch_ms += step_ms;
-    if (s < p.full_steps) state.times.step.push_back(step_ms);  // as read_step_times
+    if (s < p.full_steps) state.times.step.add(step_ms);  // as read_step_times
   }
   state.timed = state.step;
 }
@@ -185,14 +169,13 @@ TrainResult make_result(const TrainPlan& p, const TrainState& state, double setu
     r.final_val_accuracy = r.epochs.back().val_accuracy;
   }
   const StepTimes& t = state.times;
-  r.step_ms = summarize_after_warmup(t.step);
-  r.data_ms = p.step_recorded() ? kNoValue : summarize_after_warmup(t.data).median;
-  r.forward_backward_ms =
-      p.step_recorded() ? kNoValue : summarize_after_warmup(t.forward_backward).median;
-  r.optimizer_ms = p.step_recorded() ? kNoValue : summarize_after_warmup(t.optimizer).median;
+  r.step_ms = t.step.summary();
+  r.data_ms = p.step_recorded() ? kNoValue : t.data.summary().median;
+  r.forward_backward_ms = p.step_recorded() ? kNoValue : t.forward_backward.summary().median;
+  r.optimizer_ms = p.step_recorded() ? kNoValue : t.optimizer.summary().median;
   if (p.data_parallel) {
     r.ranks = p.data_parallel->ranks();
-    r.communicate_ms = summarize_after_warmup(t.communicate).median;
+    r.communicate_ms = t.communicate.summary().median;
     r.reduced_bytes = static_cast<int64_t>(sizeof(float)) * p.data_parallel->floats_per_step();
     r.reduce_mode = reduce_mode_name(p.data_parallel->mode());
     r.hosts = p.data_parallel->world().hosts();

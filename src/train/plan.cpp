@@ -92,8 +92,7 @@ void check_training(const Model& model, const DataSplit& split, const TrainSpec&
     throw UserError(
         fmt::format("batch ({}) and epochs ({}) must be positive", train.batch, train.epochs));
   }
-  // Every step's times are kept, and step numbers are counted over the run: epochs x steps must
-  // be a count, not an overflow.
+  // Step numbers are counted over the run: epochs x steps must be a count, not an overflow.
   const int64_t batch = std::min(train.batch, split.train.samples);
   const int64_t steps_per_epoch = (split.train.samples + batch - 1) / batch;
   int64_t steps = 0;

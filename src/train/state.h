@@ -8,14 +8,16 @@
 
 #include "core/random.h"
 #include "optim/schedule.h"
+#include "train/timing_series.h"
 #include "train/trainer.h"
 
 namespace xo {
 
 // Timings of the full-batch steps so far, in milliseconds: the whole step, and its phases when the
-// step is not recorded (a recorded step runs as one unit). The warm-up step is still included.
+// step is not recorded (a recorded step runs as one unit). In bounded space, the warm-up held apart
+// (train/timing_series.h).
 struct StepTimes {
-  std::vector<double> step, data, forward_backward, communicate, optimizer;
+  TimingSeries step, data, forward_backward, communicate, optimizer;
 };
 
 struct TrainState {

@@ -446,6 +446,24 @@ TEST(Checkpoints, HostileFieldsAreDamageNamedAndTheOneBeforeIsUsed) {
          rewrite(j, [](OJson& o) { o["order"][1] = o["order"][0]; });
        },
        "is not a sample index seen once"},
+      {"folded step times whose bins hold more than their count",
+       [&](const fs::path& j, const fs::path&) {
+         rewrite(j, [](OJson& o) {
+           o["times"]["step"] = OJson::parse(
+               R"({"warmup": 1, "count": 3, "mean": 1, "m2": 0, "min": 1, "max": 1,
+                   "bins": [0, 1], "samples": [2, 2]})");
+         });
+       },
+       "times.step.bins: 2 samples in bin 1 (of 3 in all)"},
+      {"folded step times with bins out of order",
+       [&](const fs::path& j, const fs::path&) {
+         rewrite(j, [](OJson& o) {
+           o["times"]["data"] = OJson::parse(
+               R"({"warmup": 1, "count": 2, "mean": 1, "m2": 0, "min": 1, "max": 1,
+                   "bins": [5, 4], "samples": [1, 1]})");
+         });
+       },
+       "times.data.bins: bin 4 after bin 5"},
       {"a generator state that does not read", field("shuffle_generator", "12 x"),
        "shuffle_generator:"},
       {"one digit of the generator changed, unsigned",
