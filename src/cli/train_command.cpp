@@ -23,6 +23,8 @@
 #include "report/machine.h"
 #include "report/report_json.h"
 #include "report/train_text.h"
+#include "train/checkpoint.h"
+#include "train/checkpoint_lock.h"
 #include "train/data_parallel.h"
 
 namespace xo::cli {
@@ -71,14 +73,19 @@ ModelSpec train_spec(const TrainOptions& o) {
 }
 
 // Before any work: an unfinished run's checkpoint is continued or discarded only when asked.
-// Across ranks rank 0 decides (and discards, with --restart) before any rank reads one.
+// Across ranks rank 0 decides (and discards, with --restart) before any rank reads one. The
+// process that writes the checkpoints (rank 0) locks their folder first, for the whole command:
+// another run writing there is refused now, not found out a minute later.
 CheckpointOptions train_checkpoints(const TrainOptions& o, const std::string& model,
-                                    const mpi::World* world, bool lead) {
+                                    const mpi::World* world, bool lead,
+                                    std::optional<CheckpointFolderLock>& lock) {
   const std::filesystem::path dir = o.checkpoint.dir.empty()
                                         ? default_checkpoint_dir(model)
                                         : std::filesystem::path(o.checkpoint.dir);
   CheckpointOptions checkpoint;
   if (lead) {
+    if (parse_checkpoint_interval(o.checkpoint.every, "--checkpoint-every").enabled())
+      lock.emplace(dir, "--checkpoint-dir");
     checkpoint = checkpoint_options(o.checkpoint, dir);
   } else {
     checkpoint.every = parse_checkpoint_interval(o.checkpoint.every, "--checkpoint-every");
@@ -234,7 +241,8 @@ int run_train(const TrainOptions& o, const mpi::World* world) {
   if (lead && !o.json.empty()) check_writable_path(o.json, "--json");
   const ModelSpec spec = train_spec(o);
   if (lead) print_notes(spec);
-  const CheckpointOptions checkpoint = train_checkpoints(o, spec.name, world, lead);
+  std::optional<CheckpointFolderLock> folder_lock;
+  const CheckpointOptions checkpoint = train_checkpoints(o, spec.name, world, lead, folder_lock);
   if (world) {  // a rank lost: the survivors name the checkpoint to go on from
     world->on_lost_rank([checkpoint] {
       return kept_checkpoint(checkpoint, "the same command with --resume continues it");

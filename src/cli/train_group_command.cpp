@@ -24,6 +24,7 @@
 #include "report/report_json.h"
 #include "report/train_text.h"
 #include "train/checkpoint.h"
+#include "train/checkpoint_lock.h"
 #include "tune/trial_process.h"
 
 namespace xo::cli {
@@ -70,7 +71,10 @@ FusedRun trial_run(const TrialFiles& f, const CheckpointInterval& every, bool re
 // A trial's folder, named once: the files this command writes there are its own, so a link (or
 // anything but a regular file, or a folder for its checkpoints) planted at their names is removed,
 // never written through. `seen` holds the folders named before (as the file system names them).
-void own_trial_files(const TrialFiles& f, const std::string& dir, std::vector<fs::path>& seen) {
+// Where the trials take checkpoints, the trial's checkpoint folder is locked for the group's run
+// (train/checkpoint_lock.h): the lock joins `locks`.
+void own_trial_files(const TrialFiles& f, const std::string& dir, std::vector<fs::path>& seen,
+                     bool checkpoints, std::vector<std::unique_ptr<CheckpointFolderLock>>& locks) {
   std::error_code ec;
   const fs::path canonical = fs::weakly_canonical(f.dir, ec);
   if (std::find(seen.begin(), seen.end(), canonical) != seen.end()) {
@@ -81,6 +85,7 @@ void own_trial_files(const TrialFiles& f, const std::string& dir, std::vector<fs
   seen.push_back(canonical);
   for (const fs::path& p : {f.log, f.result, f.weights}) remove_unless_regular(p);
   remove_unless_folder(f.checkpoints);
+  if (checkpoints) locks.push_back(std::make_unique<CheckpointFolderLock>(f.checkpoints, ""));
 }
 
 int run_group(const GroupOptions& o) {
@@ -98,9 +103,10 @@ int run_group(const GroupOptions& o) {
   // flushed): what its checkpoints said, then how its run ended.
   std::vector<std::shared_ptr<TrialLog>> logs;
   std::vector<fs::path> seen;  // each trial's folder, as the file system names it
+  std::vector<std::unique_ptr<CheckpointFolderLock>> locks;  // each trial's checkpoint folder
   for (const std::string& dir : o.dirs) {
     const TrialFiles f = trial_folder(dir);
-    own_trial_files(f, dir, seen);
+    own_trial_files(f, dir, seen, every.enabled(), locks);
     // Before any work: each trial's outputs can be written.
     check_writable_path(f.result, "a trial's result", &probed);
     check_writable_path(f.weights, "a trial's weights", &probed);
