@@ -9,11 +9,13 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstddef>
 #include <cstdio>  // std::rename
 #include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <fstream>
+#include <iterator>
 #include <optional>
 #include <sstream>
 #include <system_error>
@@ -500,28 +502,43 @@ std::vector<Replacement> write_temporaries(const std::vector<AtomicWrites::File>
 
 }  // namespace
 
+namespace {
+
+// The most files a commit writes at once: each holds a descriptor from its temporary's creation to
+// its sync, and a search's 2,000 trial specs written together once failed under the common limit
+// of 1,024 open files ("Too many open files").
+constexpr size_t kFilesAtOnce = 256;
+
+}  // namespace
+
 void AtomicWrites::commit() {
   const bool durable = keep_ == Keep::Durable;
-  std::vector<Replacement> pending;
-  try {
-    pending = write_temporaries(files_, durable);
-    sync_together(pending, [durable](Replacement& r) { sync_replacement(r, durable); });
-    for (Replacement& r : pending) move_into_place(r);
-  } catch (...) {
-    for (Replacement& r : pending) r.abandon();
-    files_.clear();
-    throw;
-  }
+  std::vector<File> all = std::move(files_);
+  files_.clear();
   std::vector<std::pair<std::filesystem::path, std::filesystem::path>> folders;  // and a file
-  for (const Replacement& r : pending) {
-    if (!durable) break;
-    std::filesystem::path folder = folder_of(r.path);
-    const bool seen = std::any_of(folders.begin(), folders.end(),
-                                  [&](const auto& f) { return f.first == folder; });
-    if (!seen) folders.emplace_back(std::move(folder), r.path);
+  for (size_t first = 0; first < all.size(); first += kFilesAtOnce) {
+    const size_t last = std::min(all.size(), first + kFilesAtOnce);
+    const std::vector<File> some(
+        std::make_move_iterator(all.begin() + static_cast<std::ptrdiff_t>(first)),
+        std::make_move_iterator(all.begin() + static_cast<std::ptrdiff_t>(last)));
+    std::vector<Replacement> pending;
+    try {
+      pending = write_temporaries(some, durable);
+      sync_together(pending, [durable](Replacement& r) { sync_replacement(r, durable); });
+      for (Replacement& r : pending) move_into_place(r);
+    } catch (...) {
+      for (Replacement& r : pending) r.abandon();
+      throw;
+    }
+    for (const Replacement& r : pending) {
+      if (!durable) break;
+      std::filesystem::path folder = folder_of(r.path);
+      const bool seen = std::any_of(folders.begin(), folders.end(),
+                                    [&](const auto& f) { return f.first == folder; });
+      if (!seen) folders.emplace_back(std::move(folder), r.path);
+    }
   }
   sync_together(folders, [](const auto& f) { sync_folder(f.first, f.second); });
-  files_.clear();
 }
 
 void replace_file_atomic(const std::filesystem::path& path, std::string_view bytes) {
