@@ -686,6 +686,7 @@ TEST(Tune, BadInputIsRefusedBeforeAnyTrial) {
       {"--vary learning_rate=0.1", "unknown key 'learning_rate'"},
       {"--vary lr=0.1,-2", "--vary lr=-2"},
       {"--vary lr=1e-4..1e-1:log", "--samples"},
+      {"--vary lr=1e-4..1e-1:log --samples 1000000000", "a search takes at most 10000 trials"},
       {"--vary lr=0.1 --objective val_accuracy", "no validation split"},
       {"--vary lr=0.1 --objective accuracy", "--objective 'accuracy'"},
       {"--vary lr=0.1,0.2 --halving --min-epochs 5", "leaves nothing to halve"},
