@@ -82,6 +82,7 @@ class Search {
   void prepare();
   void lay_out(const std::vector<Assignment>& points);
   void load_or_start();
+  size_t take_back_results();
   void write_trial_specs() const;
   std::vector<Slot> make_slots();
   void loop();
@@ -276,7 +277,33 @@ void Search::load_or_start() {
   TuneRecord was = hooks_.read_record(read_file(file), file.string());
   wall_before_ = was.wall_seconds;
   const size_t kept = continue_search(record_, std::move(was), out_.string());
-  hooks_.resumed(kept, record_.trials.size());
+  hooks_.resumed(kept + take_back_results(), record_.trials.size());
+}
+
+// A trial trained to its end whose result the search never recorded (killed after the trial's
+// process wrote it, before the record was) is taken back from its result.json, not trained again:
+// a retrained trial's objective once moved 30% and the ranking with it. A result that does not
+// read, or of a run stopped, paused or diverged, leaves the trial to train. Halving's rungs end in
+// pauses that the next rung's job continues: there the record alone says what a rung gave.
+size_t Search::take_back_results() {
+  if (record_.halving) return 0;
+  size_t taken = 0;
+  for (TrialRecord& t : record_.trials) {
+    const TrialFiles f = trial_files(out_, t.id);
+    if (t.status != TrialStatus::Pending || !fs::is_regular_file(fs::symlink_status(f.result)))
+      continue;
+    try {
+      const TrainResult r = hooks_.read_result(read_regular_file(f.result), f.result.string());
+      if (r.interrupted || r.paused || r.stopped_diverged || r.step_limited) continue;
+      record_result(t, r, metric_);
+      end_rung(t, 0, t.objective);
+      t.status = trained_status(r);
+      ++taken;
+    } catch (const UserError&) {
+      // Damaged: the trial trains again.
+    }
+  }
+  return taken;
 }
 
 void Search::write_trial_specs() const {

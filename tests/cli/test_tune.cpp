@@ -785,3 +785,34 @@ TEST(Tune, AGridOfTwoThousandTrialsRunsUnderTheCommonOpenFileLimit) {
 
 }  // namespace
 }  // namespace xo
+
+namespace xo {
+namespace {
+
+// A fused group that finished, killed before the search recorded it (its trials' result.json on
+// disk, the record still saying "running"): started again, the search takes the results back and
+// trains nothing again. A retrained trial's objective once moved 30%, and the ranking with it.
+TEST(Tune, AFinishedGroupTheSearchDidNotRecordIsTakenBackNotTrainedAgain) {
+  xo::testing::TempDir dir("tune-take-back");
+  const std::string search = "tune disc-3 --vary lr=0.05,0.1 --epochs 3 --fuse 2 --out out";
+  const auto first = run_cli(search, dir.path());
+  ASSERT_EQ(first.status, 0) << first.output;
+  json record = results(dir.path() / "out");
+  std::map<std::string, double> objective;
+  for (json& t : record.at("trials")) {
+    objective[t.at("id")] = t.at("objective");
+    t["status"] = "running";  // as the record stood while the group trained
+  }
+  std::ofstream(dir.path() / "out" / "results.json", std::ios::trunc) << record.dump(1);
+  const auto again = run_cli(search, dir.path());
+  ASSERT_EQ(again.status, 0) << again.output;
+  EXPECT_NE(again.output.find("2 of 2 trials"), std::string::npos) << again.output;
+  for (const json& t : results(dir.path() / "out").at("trials")) {
+    EXPECT_EQ(status_of(t), "finished") << t.dump();
+    EXPECT_EQ(t.at("objective").get<double>(), objective[t.at("id")]) << t.dump();
+    EXPECT_EQ(runs_of(dir.path() / "out", t.at("id")), 1) << "trained again: " << t.at("id");
+  }
+}
+
+}  // namespace
+}  // namespace xo
