@@ -25,6 +25,7 @@
 #include "report/train_text.h"
 #include "train/checkpoint.h"
 #include "train/checkpoint_lock.h"
+#include "train/trials.h"
 #include "tune/trial_process.h"
 
 namespace xo::cli {
@@ -88,6 +89,24 @@ void own_trial_files(const TrialFiles& f, const std::string& dir, std::vector<fs
   if (checkpoints) locks.push_back(std::make_unique<CheckpointFolderLock>(f.checkpoints, ""));
 }
 
+// The trials trained as one group; where their checkpoints stand at different steps (one fell back
+// to an older checkpoint, its newest damaged), each apart, one after another from its own: no
+// trial fails for another's damage (the untouched ones were all recorded failed, for good).
+std::vector<RunRecord> train_trials(Backend& backend, std::vector<FusedRun>& runs,
+                                    const MeasureSettings& settings) {
+  try {
+    return measure_fused(backend, runs, settings);
+  } catch (const TrialsOutOfStep& e) {
+    fmt::print(stderr, "note: {}; they train one at a time\n", e.what());
+  }
+  std::vector<RunRecord> records;
+  for (const FusedRun& run : runs) {
+    std::vector<FusedRun> one{run};
+    records.push_back(std::move(measure_fused(backend, one, settings).at(0)));
+  }
+  return records;
+}
+
 int run_group(const GroupOptions& o) {
   std::vector<TrialFiles> files;
   std::vector<FusedRun> runs;
@@ -131,7 +150,7 @@ int run_group(const GroupOptions& o) {
   MeasureSettings settings;
   settings.exec.stop_on_nan = o.on_nan == "stop";
   settings.exec.pause_after_epochs = o.pause_after;
-  const std::vector<RunRecord> records = measure_fused(*backend, runs, settings);
+  const std::vector<RunRecord> records = train_trials(*backend, runs, settings);
   int code = kExitOk;
   // Every trial's weights and result written together (their waits for the disk overlapped),
   // files of the search's own: a link planted at their names while the group trained is replaced,

@@ -284,7 +284,7 @@ Trials plan_trials(std::vector<FusedTrial>& trials, const DataSplit& split,
     const Trial& first = *planned[0];
     if (trial.state.epoch != first.state.epoch || trial.state.step != first.state.step ||
         trial.state.in_epoch != first.state.in_epoch) {
-      throw UserError(fmt::format(
+      throw TrialsOutOfStep(fmt::format(
           "these trials cannot train as one: trial {} ({}) resumes at {}, trial 1 ({}) at {} "
           "(a group trains in lockstep: train them apart)",
           planned.size(), t.model->spec().name, place(trial), first.spec.model->spec().name,

@@ -816,3 +816,51 @@ TEST(Tune, AFinishedGroupTheSearchDidNotRecordIsTakenBackNotTrainedAgain) {
 
 }  // namespace
 }  // namespace xo
+
+namespace xo {
+namespace {
+
+// One trial's newest checkpoint damaged (its group stopped after two checkpoints): that trial
+// resumes from the one before, at another step than its group mate, and the two train apart, one
+// after the other; neither is failed. Before, the whole group failed for good, the untouched trial
+// with it.
+TEST(Tune, ATrialWhoseNewestCheckpointIsDamagedTrainsApartAndNoneFails) {
+  xo::testing::TempDir dir("tune-damaged-one");
+  const std::string search =
+      "tune disc-8 --vary lr=0.02,0.05 --epochs 40 --fuse 2 --checkpoint-every 20steps --out out";
+  const std::vector<std::string> args = {"tune",         "disc-8",   "--vary",
+                                         "lr=0.02,0.05", "--epochs", "40",
+                                         "--fuse",       "2",        "--checkpoint-every",
+                                         "20steps",      "--out",    "out"};
+  const pid_t pid = xo::testing::start_crossover(dir.path(), args, dir.path() / "first.txt",
+                                                 dir.path() / "first.txt");
+  const fs::path checkpoints = dir.path() / "out" / "trials" / "t02" / "checkpoints";
+  auto checkpoint_files = [&] {
+    std::vector<fs::path> files;
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(checkpoints, ec))
+      if (e.path().extension() == ".json") files.push_back(e.path());
+    std::sort(files.begin(), files.end());
+    return files;
+  };
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (std::chrono::steady_clock::now() < deadline && checkpoint_files().size() < 2)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  kill(pid, SIGINT);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  const std::vector<fs::path> kept = checkpoint_files();
+  ASSERT_GE(kept.size(), 2u) << xo::read_file(dir.path() / "first.txt");
+  std::ofstream(kept.back(), std::ios::trunc) << "{\"damaged\": true}";  // its newest
+  const auto again = run_cli(search, dir.path());
+  ASSERT_EQ(again.status, 0) << again.output;
+  for (const json& t : results(dir.path() / "out").at("trials"))
+    EXPECT_EQ(status_of(t), "finished") << t.dump();
+  std::string logs;
+  for (const auto& g : fs::directory_iterator(dir.path() / "out" / "groups"))
+    logs += xo::read_file(g.path());
+  EXPECT_NE(logs.find("they train one at a time"), std::string::npos) << logs;
+}
+
+}  // namespace
+}  // namespace xo
