@@ -331,6 +331,25 @@ TEST(Hosts, ASearchThatLostAHostGoesOnOnTheHostsLeft) {
       << log;
 }
 
+// `sim-hosts --clean` removes the work folder (/tmp/xosimPID.XXXXXX) of a run killed with SIGKILL,
+// as it removes its namespaces; a live run's it leaves.
+TEST(Hosts, CleanRemovesTheWorkFolderOfARunKilledWithoutCleaning) {
+  SKIP_WITHOUT_HOSTS();
+  const pid_t gone = fork();
+  if (gone == 0) _exit(0);
+  waitpid(gone, nullptr, 0);
+  const fs::path dead = fmt::format("/tmp/xosim{}.abcdef", gone);
+  const fs::path live = fmt::format("/tmp/xosim{}.ghijkl", getpid());
+  fs::create_directories(dead / "h0");
+  fs::create_directories(live);
+  const auto clean = shell(kSimHosts + " --clean");
+  EXPECT_EQ(clean.status, 0) << clean.output;
+  EXPECT_FALSE(fs::exists(dead));
+  EXPECT_TRUE(fs::exists(live));
+  fs::remove_all(dead);
+  fs::remove_all(live);
+}
+
 TEST(Hosts, SimHostsSaysWhatItNeeds) {
   const auto bad = shell(kSimHosts + " 0 -- true");
   EXPECT_EQ(bad.status, 2);
