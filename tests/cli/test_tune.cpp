@@ -807,7 +807,8 @@ TEST(Tune, AFinishedGroupTheSearchDidNotRecordIsTakenBackNotTrainedAgain) {
   const auto again = run_cli(search, dir.path());
   ASSERT_EQ(again.status, 0) << again.output;
   EXPECT_NE(again.output.find("2 of 2 trials"), std::string::npos) << again.output;
-  for (const json& t : results(dir.path() / "out").at("trials")) {
+  const json after = results(dir.path() / "out");  // kept: the loop reads into it
+  for (const json& t : after.at("trials")) {
     EXPECT_EQ(status_of(t), "finished") << t.dump();
     EXPECT_EQ(t.at("objective").get<double>(), objective[t.at("id")]) << t.dump();
     EXPECT_EQ(runs_of(dir.path() / "out", t.at("id")), 1) << "trained again: " << t.at("id");
@@ -854,8 +855,8 @@ TEST(Tune, ATrialWhoseNewestCheckpointIsDamagedTrainsApartAndNoneFails) {
   std::ofstream(kept.back(), std::ios::trunc) << "{\"damaged\": true}";  // its newest
   const auto again = run_cli(search, dir.path());
   ASSERT_EQ(again.status, 0) << again.output;
-  for (const json& t : results(dir.path() / "out").at("trials"))
-    EXPECT_EQ(status_of(t), "finished") << t.dump();
+  const json after = results(dir.path() / "out");  // kept: the loop reads into it
+  for (const json& t : after.at("trials")) EXPECT_EQ(status_of(t), "finished") << t.dump();
   std::string logs;
   for (const auto& g : fs::directory_iterator(dir.path() / "out" / "groups"))
     logs += xo::read_file(g.path());
