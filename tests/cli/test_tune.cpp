@@ -821,16 +821,17 @@ TEST(Tune, AFinishedGroupTheSearchDidNotRecordIsTakenBackNotTrainedAgain) {
 namespace xo {
 namespace {
 
-// One trial's newest checkpoint damaged (its group stopped after two checkpoints): that trial
+// One trial's newest checkpoint damaged (its group stopped after two checkpoints, at step 40 of
+// 1,000: a margin for a loaded machine to notice them before the group ends): that trial
 // resumes from the one before, at another step than its group mate, and the two train apart, one
 // after the other; neither is failed. Before, the whole group failed for good, the untouched trial
 // with it.
 TEST(Tune, ATrialWhoseNewestCheckpointIsDamagedTrainsApartAndNoneFails) {
   xo::testing::TempDir dir("tune-damaged-one");
   const std::string search =
-      "tune disc-8 --vary lr=0.02,0.05 --epochs 40 --fuse 2 --checkpoint-every 20steps --out out";
+      "tune disc-8 --vary lr=0.02,0.05 --epochs 100 --fuse 2 --checkpoint-every 20steps --out out";
   const std::vector<std::string> args = {"tune",         "disc-8",   "--vary",
-                                         "lr=0.02,0.05", "--epochs", "40",
+                                         "lr=0.02,0.05", "--epochs", "100",
                                          "--fuse",       "2",        "--checkpoint-every",
                                          "20steps",      "--out",    "out"};
   const pid_t pid = xo::testing::start_crossover(dir.path(), args, dir.path() / "first.txt",
