@@ -16,18 +16,15 @@ namespace xo {
 CheckpointFolderLock::CheckpointFolderLock(const std::filesystem::path& dir,
                                            const std::string& flag)
     : dir_(dir) {
+  const std::string named = (flag.empty() ? "checkpoint folder" : flag) + " " + dir.string();
   std::error_code ec;
   created_ = std::filesystem::create_directories(dir, ec);
   if (ec) {
-    throw UserError(fmt::format("{} {}: cannot create the folder: {}",
-                                flag.empty() ? "checkpoint folder" : flag, dir.string(),
-                                ec.message()));
+    throw UserError(fmt::format("{}: cannot create the folder: {}", named, ec.message()));
   }
   fd_ = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd_ < 0) {
-    throw UserError(fmt::format("{} {}: cannot open the folder: {}",
-                                flag.empty() ? "checkpoint folder" : flag, dir.string(),
-                                std::strerror(errno)));
+    throw UserError(fmt::format("{}: cannot open the folder: {}", named, std::strerror(errno)));
   }
   if (::flock(fd_, LOCK_EX | LOCK_NB) == 0) return;
   const int err = errno;
@@ -35,10 +32,9 @@ CheckpointFolderLock::CheckpointFolderLock(const std::filesystem::path& dir,
   fd_ = -1;
   if (err != EWOULDBLOCK) return;  // no locks on this file system (some network mounts)
   throw UserError(fmt::format(
-      "{} {}: another crossover is training into this folder now (two runs there would prune "
+      "{}: another crossover is training into this folder now (two runs there would prune "
       "each other's checkpoints and take them for their own): wait for it to end{}",
-      flag.empty() ? "checkpoint folder" : flag, dir.string(),
-      flag.empty() ? "" : ", or choose another " + flag));
+      named, flag.empty() ? "" : ", or choose another " + flag));
 }
 
 CheckpointFolderLock::~CheckpointFolderLock() {

@@ -10,15 +10,16 @@ namespace {
 // in the bin at that end (its exact value still sets min, max and the moments).
 constexpr double kLowestMs = 1e-9, kHighestMs = 1e15;
 
-double log_ratio() { return std::log1p(TimingSeries::kBinWidth); }
+// The natural logarithm of one bin's width ratio, 1 + kBinWidth.
+const double kLogRatio = std::log1p(TimingSeries::kBinWidth);
 
 int32_t bin_of(double ms) {
   const double clamped = std::isnan(ms) ? kLowestMs : std::clamp(ms, kLowestMs, kHighestMs);
-  return static_cast<int32_t>(std::floor(std::log(clamped) / log_ratio()));
+  return static_cast<int32_t>(std::floor(std::log(clamped) / kLogRatio));
 }
 
 // The middle of a bin (geometric: within kBinWidth / 2 of any time in it, relatively).
-double middle_of(int32_t bin) { return std::exp((static_cast<double>(bin) + 0.5) * log_ratio()); }
+double middle_of(int32_t bin) { return std::exp((static_cast<double>(bin) + 0.5) * kLogRatio); }
 
 // The k-th smallest folded sample (0-based): the exact min and max at the ends, elsewhere its
 // bin's middle, kept within them.

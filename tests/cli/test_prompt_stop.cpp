@@ -22,6 +22,7 @@
 #include "support/cli.h"
 #include "support/process.h"
 #include "support/temp_dir.h"
+#include "train/checkpoint.h"
 
 namespace {
 
@@ -220,12 +221,7 @@ TEST(PromptStop, AStoppedFusedGroupWritesEveryTrialsResult) {
     SCOPED_TRACE(round);
     const xo::testing::TempDir dir("prompt-stop-group");
     const fs::path checkpoints = dir.path() / "out" / "trials" / "t01" / "checkpoints";
-    const auto training = [&checkpoints] {
-      std::error_code ec;
-      for (const auto& f : fs::directory_iterator(checkpoints, ec))
-        if (f.path().extension() == ".json") return true;
-      return false;
-    };
+    const auto training = [&checkpoints] { return xo::newest_checkpoint(checkpoints).has_value(); };
     const Stopped s = stop_after(dir.path(),
                                  {"tune", "disc-9", "--vary", "lr=0.02,0.05", "--epochs", "400",
                                   "--fuse", "2", "--checkpoint-every", "50steps", "--out", "out"},

@@ -48,6 +48,16 @@ int runs_of(const fs::path& out, const std::string& trial) {
 
 std::string status_of(const json& trial) { return trial.at("status").get<std::string>(); }
 
+// The checkpoints' JSON files in `folder`, oldest first (none while it is missing).
+std::vector<fs::path> checkpoint_jsons(const fs::path& folder) {
+  std::vector<fs::path> files;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(folder, ec))
+    if (e.path().extension() == ".json") files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
 // The largest difference between two trials' loss curves, relative to the second's (1e-3 at
 // least); the curves must be as long.
 double curve_difference(const json& x, const json& y) {
@@ -381,12 +391,7 @@ TEST(Tune, AGroupFailingBeforeItsResultsFailsItsTrialsOnce) {
   // interrupted.
   const fs::path checkpoints = dir.path() / "out" / "trials" / "t01" / "checkpoints";
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  auto has_checkpoint = [&] {
-    std::error_code ec;
-    for (const auto& e : fs::directory_iterator(checkpoints, ec))
-      if (e.path().extension() == ".json") return true;
-    return false;
-  };
+  auto has_checkpoint = [&] { return !checkpoint_jsons(checkpoints).empty(); };
   while (std::chrono::steady_clock::now() < deadline && !has_checkpoint())
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   ASSERT_TRUE(has_checkpoint()) << xo::read_file(dir.path() / "first.txt");
@@ -837,21 +842,13 @@ TEST(Tune, ATrialWhoseNewestCheckpointIsDamagedTrainsApartAndNoneFails) {
   const pid_t pid = xo::testing::start_crossover(dir.path(), args, dir.path() / "first.txt",
                                                  dir.path() / "first.txt");
   const fs::path checkpoints = dir.path() / "out" / "trials" / "t02" / "checkpoints";
-  auto checkpoint_files = [&] {
-    std::vector<fs::path> files;
-    std::error_code ec;
-    for (const auto& e : fs::directory_iterator(checkpoints, ec))
-      if (e.path().extension() == ".json") files.push_back(e.path());
-    std::sort(files.begin(), files.end());
-    return files;
-  };
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (std::chrono::steady_clock::now() < deadline && checkpoint_files().size() < 2)
+  while (std::chrono::steady_clock::now() < deadline && checkpoint_jsons(checkpoints).size() < 2)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   kill(pid, SIGINT);
   int status = 0;
   waitpid(pid, &status, 0);
-  const std::vector<fs::path> kept = checkpoint_files();
+  const std::vector<fs::path> kept = checkpoint_jsons(checkpoints);
   ASSERT_GE(kept.size(), 2u) << xo::read_file(dir.path() / "first.txt");
   std::ofstream(kept.back(), std::ios::trunc) << "{\"damaged\": true}";  // its newest
   const auto again = run_cli(search, dir.path());

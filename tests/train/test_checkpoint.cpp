@@ -409,6 +409,15 @@ TEST(Checkpoints, HostileFieldsAreDamageNamedAndTheOneBeforeIsUsed) {
       rewrite(json, [&](OJson& j) { j[key] = value; });
     };
   };
+  // One series of step times replaced by a folded one, its bins, samples and count `fields`.
+  auto folded_times = [&rewrite](const char* series, std::string fields) {
+    return [&rewrite, series, fields](const fs::path& json, const fs::path&) {
+      rewrite(json, [&](OJson& j) {
+        j["times"][series] = OJson::parse(
+            R"({"warmup": 1, "mean": 1, "m2": 0, "min": 1, "max": 1, )" + fields + "}");
+      });
+    };
+  };
   struct Hostile {
     const char* what;
     std::function<void(const fs::path& json, const fs::path& tensors)> apply;
@@ -447,22 +456,10 @@ TEST(Checkpoints, HostileFieldsAreDamageNamedAndTheOneBeforeIsUsed) {
        },
        "is not a sample index seen once"},
       {"folded step times whose bins hold more than their count",
-       [&](const fs::path& j, const fs::path&) {
-         rewrite(j, [](OJson& o) {
-           o["times"]["step"] = OJson::parse(
-               R"({"warmup": 1, "count": 3, "mean": 1, "m2": 0, "min": 1, "max": 1,
-                   "bins": [0, 1], "samples": [2, 2]})");
-         });
-       },
+       folded_times("step", R"("bins": [0, 1], "samples": [2, 2], "count": 3)"),
        "times.step.bins: 2 samples in bin 1 (of 3 in all)"},
       {"folded step times with bins out of order",
-       [&](const fs::path& j, const fs::path&) {
-         rewrite(j, [](OJson& o) {
-           o["times"]["data"] = OJson::parse(
-               R"({"warmup": 1, "count": 2, "mean": 1, "m2": 0, "min": 1, "max": 1,
-                   "bins": [5, 4], "samples": [1, 1]})");
-         });
-       },
+       folded_times("data", R"("bins": [5, 4], "samples": [1, 1], "count": 2)"),
        "times.data.bins: bin 4 after bin 5"},
       {"a generator state that does not read", field("shuffle_generator", "12 x"),
        "shuffle_generator:"},
