@@ -303,9 +303,13 @@ class CrossoverFailed(RuntimeError):
 
 
 def crossover_train(binary, target, json_out, *args):
-    """Runs `crossover train TARGET ARGS --json JSON_OUT --quiet`; returns the result document."""
-    proc = subprocess.run([binary, "train", target, *args, "--json", json_out, "--quiet"],
-                          capture_output=True, text=True)
+    """Runs `crossover train TARGET ARGS --json JSON_OUT --quiet` in JSON_OUT's folder, so that its
+    default checkpoint folder (crossover-checkpoints/MODEL) is that run's own, never another
+    script's running at the same time; returns the result document."""
+    json_out = os.path.abspath(json_out)
+    proc = subprocess.run([os.path.abspath(binary), "train", target, *args, "--json", json_out,
+                           "--quiet"], capture_output=True, text=True,
+                          cwd=os.path.dirname(json_out))
     if proc.returncode != 0:
         raise CrossoverFailed(f"crossover failed ({proc.returncode}): {proc.stdout}{proc.stderr}")
     with open(json_out) as f:
