@@ -296,6 +296,57 @@ def compare_weights(saved, reference, fresh, tolerance):
     return worst <= tolerance
 
 
+def predict_check(binary, spec, saved, fresh, x, x_torch, loss, tmp, stem, tolerance=1e-5):
+    """Whether `crossover predict SPEC --init SAVED` on the rows `x` (a CSV of their features alone,
+    no label) predicts what PyTorch's `fresh` module, holding those weights (compare_weights loads
+    them), does in eval mode on `x_torch`: each class's probability (softmax; the sigmoid of one
+    binary output) or the regression's value within `tolerance` (of the largest value, for a
+    regression), and the same class wherever PyTorch's top two probabilities are further apart."""
+    import numpy as np
+    import torch
+    rows = os.path.join(tmp, f"{stem}-rows.csv")
+    with open(rows, "w") as f:
+        for row in x:
+            f.write(",".join(repr(float(v)) for v in row) + "\n")
+    out = os.path.join(tmp, f"{stem}-predicted.csv")
+    proc = subprocess.run([os.path.abspath(binary), "predict", spec, "--init", saved, "--data",
+                           rows, "--out", out], capture_output=True, text=True, cwd=tmp)
+    if proc.returncode != 0:
+        print(f"  predict failed ({proc.returncode}): {proc.stdout}{proc.stderr}")
+        return False
+    with open(out) as f:
+        header = f.readline().strip().split(",")
+        got = np.array([[float(v) for v in line.split(",")] for line in f if line.strip()])
+    fresh.eval()
+    with torch.no_grad():
+        y = fresh(x_torch).double()
+    if loss == "mse":
+        want, scale = y[:, 0].numpy(), max(float(y.abs().max()), 1e-6)
+        diff = float(np.abs(got[:, 0] - want).max()) / scale
+        ok = header == ["prediction"] and len(got) == len(x) and diff <= tolerance
+        print(f"  predict: {len(got)} rows, max |diff| / max |y| = {diff:.2e} "
+              f"(tolerance {tolerance:.0e})")
+        return ok
+    if y.ndim == 1:  # one binary output, squeezed
+        y = y[:, None]
+    p = torch.sigmoid(y) if loss == "bce" else torch.softmax(y, dim=1)
+    p = p.numpy()
+    probabilities = got[:, 1:]
+    if loss == "bce":  # p1 only
+        p = p[:, :1]
+    diff = float(np.abs(probabilities - p).max()) if len(got) == len(x) else float("inf")
+    if loss == "bce":
+        classes, gap = (p[:, 0] >= 0.5).astype(int), np.abs(p[:, 0] - 0.5)
+    else:
+        top2 = np.sort(p, axis=1)[:, -2:]
+        classes, gap = p.argmax(axis=1), top2[:, 1] - top2[:, 0]
+    clear = gap > tolerance
+    same = bool((got[clear, 0].astype(int) == classes[clear]).all())
+    print(f"  predict: {len(got)} rows, max |p diff| = {diff:.2e} (tolerance {tolerance:.0e}), "
+          f"classes {'the same' if same else 'DIFFER'}")
+    return header[0] == "class" and diff <= tolerance and same
+
+
 # -- running crossover ----------------------------------------------------------------------------
 
 class CrossoverFailed(RuntimeError):

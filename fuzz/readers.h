@@ -18,6 +18,7 @@
 #include "data/dataset.h"
 #include "data/idx.h"
 #include "data/imdb.h"
+#include "data/rows.h"
 #include "io/onnx.h"
 #include "io/safetensors.h"
 #include "measure/peaks.h"
@@ -45,11 +46,20 @@ inline void read_catalog(const std::string& bytes, const std::string& origin) {
   merge_catalogs(catalog, catalog);
 }
 
-// A CSV data file: feature columns, then a label of 10 classes.
+// A CSV data file: feature columns, then a label of 10 classes; and the same bytes as rows to
+// predict (`crossover predict`) of as many features as its first line has fields, or one fewer,
+// a label last or none.
 inline void read_csv(const std::string& bytes, const std::string& origin) {
   constexpr int64_t kClasses = 10;
   constexpr int64_t kAnyFeatureCount = 0;
-  parse_csv(bytes, origin, kClasses, kAnyFeatureCount);
+  try {
+    parse_csv(bytes, origin, kClasses, kAnyFeatureCount);
+  } catch (const UserError&) {
+  }
+  const std::string_view first(bytes.data(), std::min(bytes.find('\n'), bytes.size()));
+  const auto fields = static_cast<int64_t>(std::count(first.begin(), first.end(), ',')) + 1;
+  // Inputs of odd length read as labelled rows (the last field left out), the others as not.
+  parse_csv_rows(bytes, origin, fields - static_cast<int64_t>(bytes.size() % 2 == 1 && fields > 1));
 }
 
 // An IDX image file and its label file, each plain or gzip'd, in one input: two bytes (big-endian)

@@ -144,9 +144,9 @@ double local_efficiency(const RunRecord& row, const std::vector<DevicePeaks>& pe
   return calibrate_efficiency(row.cost, probed_rates(*p), row.result.step_ms.median * 1e-3);
 }
 
-std::string reference_gpu_note(const Catalog& catalog, const AdviceOptions& o) {
-  const CatalogDevice* gpu = reference_gpu(catalog);
-  if (!gpu) return "";
+std::string chart_gpu_note(const Catalog& catalog, const AdviceOptions& o,
+                           const CatalogDevice& chart) {
+  const CatalogDevice* gpu = &chart;
   const CatalogInstance* rented = nullptr;
   for (const CatalogInstance& i : catalog.instances) {
     if (i.device == gpu->id && i.device_count == 1 &&
@@ -154,11 +154,14 @@ std::string reference_gpu_note(const Catalog& catalog, const AdviceOptions& o) {
       rented = &i;
     }
   }
-  const std::string why = fmt::format(
-      "the {} is the GPU of the catalog's cheapest single-GPU instance ({} {} at ${:.3f}/h), "
-      "the GPU one would rent first",
-      gpu->name, rented ? rented->provider : "", rented ? rented->name : "",
-      rented ? rented->on_demand_usd_per_hour : 0.0);
+  const std::string why =
+      gpu != reference_gpu(catalog)
+          ? fmt::format("the {} is the GPU the verdict weighs", gpu->name)
+          : fmt::format(
+                "the {} is the GPU of the catalog's cheapest single-GPU instance ({} {} at "
+                "${:.3f}/h), the GPU one would rent first",
+                gpu->name, rented ? rented->provider : "", rented ? rented->name : "",
+                rented ? rented->on_demand_usd_per_hour : 0.0);
   if (!o.profiles.empty()) {
     // The kind of estimate: which profile, and its validated error.
     const ModelSpec probe = *builtin_spec("disc-2");
@@ -997,11 +1000,10 @@ std::vector<std::string> advice_lines(const std::string& model,
 
 std::optional<SweepSeries> predicted_gpu_series(const std::vector<RunRecord>& runs,
                                                 const std::vector<DevicePeaks>& peaks,
-                                                const Catalog& catalog, const AdviceOptions& o) {
+                                                const AdviceOptions& o, const CatalogDevice* gpu) {
   for (const RunRecord& run : runs) {
     if (run.result.device.kind == DeviceKind::Gpu) return std::nullopt;  // a GPU was measured
   }
-  const CatalogDevice* gpu = reference_gpu(catalog);
   if (!gpu || runs.empty()) return std::nullopt;
   const bool profiled = !o.profiles.empty();
   SweepSeries s{gpu->id + (profiled ? " (predicted)" : " (predicted, lower bound)"), {}};

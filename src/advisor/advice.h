@@ -129,8 +129,11 @@ double local_efficiency(const RunRecord& row, const std::vector<DevicePeaks>& pe
 // The catalog GPU predicted against the sweeps when no GPU is here: the GPU of the cheapest
 // single-GPU instance (what a user would rent first). Null when the catalog has none.
 const CatalogDevice* reference_gpu(const Catalog& catalog);
-// Why the reference GPU, and what kind of estimate its predicted line is, for a chart's note.
-std::string reference_gpu_note(const Catalog& catalog, const AdviceOptions& o);
+// Why a chart plots `gpu` (the verdict's, chart_gpu in verdict.h, or the reference GPU), and
+// what kind of estimate its
+// predicted line is, for the chart's note.
+std::string chart_gpu_note(const Catalog& catalog, const AdviceOptions& o,
+                           const CatalogDevice& gpu);
 // A catalog device's rates as predictions use them (achievable fractions of its datasheet).
 DeviceRates catalog_rates(const CatalogDevice& d, const std::vector<DevicePeaks>& peaks,
                           const AdviceOptions& o);
@@ -163,11 +166,10 @@ std::vector<std::string> advice_lines(const std::string& model,
                                       const std::string& verdict_device,
                                       double min_saving_seconds = kMinSavingSeconds);
 
-// The catalog's reference GPU (see reference_gpu) predicted at every point of the first device's
-// runs, as a sweep series named "ID (predicted)"; none when a GPU was measured or the catalog has
-// no GPU instance.
+// The catalog GPU `gpu` (chart_gpu's) predicted at every point of the first device's runs, as a
+// sweep series named "ID (predicted)"; none when a GPU was measured here or `gpu` is null.
 std::optional<SweepSeries> predicted_gpu_series(const std::vector<RunRecord>& runs,
                                                 const std::vector<DevicePeaks>& peaks,
-                                                const Catalog& catalog, const AdviceOptions& o);
+                                                const AdviceOptions& o, const CatalogDevice* gpu);
 
 }  // namespace xo

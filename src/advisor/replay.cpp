@@ -102,14 +102,16 @@ RunComparison compare_runs(const RunRecord& recorded, const RunRecord& replayed,
     if (!recorded.params_hash.empty()) {
       add_hash(c, Figure::Parameters, recorded.params_hash, replayed.params_hash);
     }
-    add_value(c, Figure::Epochs, 0, static_cast<double>(a.epochs.size()),
-              static_cast<double>(b.epochs.size()), 0);
+    add_value(c, Figure::Epochs, 0, static_cast<double>(epochs_completed(a)),
+              static_cast<double>(epochs_completed(b)), 0);
   }
   const bool test = a.test_samples > 0 || b.test_samples > 0;
   const bool validation = a.validation_samples > 0 || b.validation_samples > 0;
+  // Epoch by epoch where both kept the epoch's record (a long run's records thin out alike).
   const size_t epochs = std::min(a.epochs.size(), b.epochs.size());
   for (size_t i = 0; i < epochs; ++i) {
     const EpochRecord &x = a.epochs[i], &y = b.epochs[i];
+    if (x.epoch != y.epoch) continue;
     add_value(c, Figure::Loss, x.epoch, x.loss, y.loss, tolerance);
     add_value(c, Figure::TrainError, x.epoch, x.train_error, y.train_error, tolerance);
     if (validation) {

@@ -307,4 +307,11 @@ std::optional<GpuVerdict> make_verdict(const std::vector<DevicePrediction>& ps,
   return v;
 }
 
+const CatalogDevice* chart_gpu(const Catalog& catalog, const std::optional<GpuVerdict>& verdict) {
+  if (verdict && verdict->gpu && verdict->gpu->how != "here") {
+    if (const CatalogDevice* d = catalog.find_device(verdict->gpu->device)) return d;
+  }
+  return reference_gpu(catalog);
+}
+
 }  // namespace xo

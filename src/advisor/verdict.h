@@ -81,4 +81,9 @@ std::optional<GpuVerdict> make_verdict(const std::vector<DevicePrediction>& pred
                                        const CostTable& cost, const Catalog& catalog,
                                        std::string crossover, const GpuVerdictThresholds& t = {});
 
+// The catalog GPU a chart plots against a sweep measured here: the one `verdict` weighs where that
+// is a catalog device (rented or bought), so that the chart and the verdict name one GPU; else the
+// reference GPU (advice.h). Null when the catalog has no GPU.
+const CatalogDevice* chart_gpu(const Catalog& catalog, const std::optional<GpuVerdict>& verdict);
+
 }  // namespace xo

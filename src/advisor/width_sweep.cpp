@@ -65,11 +65,10 @@ std::optional<WidthSeries> width_series(const ModelSpec& spec, const RunRecord& 
 
 std::optional<SweepRecord> predicted_width_sweep(const ModelSpec& spec, const RunRecord& measured,
                                                  const std::vector<DevicePeaks>& peaks,
-                                                 const Catalog& catalog,
-                                                 const AdviceOptions& o_in) {
+                                                 const Catalog& catalog, const AdviceOptions& o_in,
+                                                 const CatalogDevice* gpu) {
   const AdviceOptions o = with_profiles(o_in);
   const DevicePeaks* local = find_peaks(peaks, measured.result.device.id);
-  const CatalogDevice* gpu = reference_gpu(catalog);
   if (!local || !gpu || measured.result.device.kind == DeviceKind::Gpu) return std::nullopt;
   const std::optional<WidthSeries> w = width_series(spec, measured, *local, *gpu, peaks, o);
   if (!w) return std::nullopt;
@@ -86,7 +85,7 @@ std::optional<SweepRecord> predicted_width_sweep(const ModelSpec& spec, const Ru
                                "this machine's {} predicted from a device profile at each width "
                                "(the measured point is {}'s own width)",
                                device, spec.name);
-  record.series[1].note = reference_gpu_note(catalog, o);
+  record.series[1].note = chart_gpu_note(catalog, o, *gpu);
   return record;
 }
 

@@ -1,5 +1,5 @@
 // `advise`'s chart: the measured spec's hidden width scaled from 16 to 4096, predicted on this
-// machine's device and on the catalog's reference GPU, and where the two curves cross.
+// machine's device and on a catalog GPU (the verdict's: chart_gpu), and where the two curves cross.
 #pragma once
 
 #include <optional>
@@ -17,9 +17,10 @@ namespace xo {
 // The predicted sweep along width, each series with a note on how it was predicted: from the
 // device profiles where `o` has some (with_profiles), else this device's roofline calibrated by
 // the efficiency `measured` reached and the GPU's roofline as a lower bound. None where the spec
-// has no hidden width, the measured device is a GPU, or the catalog has no GPU.
+// has no hidden width, the measured device is a GPU, or `gpu` is null.
 std::optional<SweepRecord> predicted_width_sweep(const ModelSpec& spec, const RunRecord& measured,
                                                  const std::vector<DevicePeaks>& peaks,
-                                                 const Catalog& catalog, const AdviceOptions& o);
+                                                 const Catalog& catalog, const AdviceOptions& o,
+                                                 const CatalogDevice* gpu);
 
 }  // namespace xo

@@ -10,7 +10,6 @@
 
 #include "advisor/advice.h"
 #include "advisor/sweep.h"
-#include "advisor/width_sweep.h"
 #include "cli/commands.h"
 #include "cli/messages.h"
 #include "cli/session.h"
@@ -97,10 +96,8 @@ std::optional<Report> measure_and_advise(const AdviseOptions& o, const Catalog& 
   if (o.trials > 0) {
     add_trials_advice(report, session.runs(), o.trials, session.peaks(), catalog, o.cost.advice);
   } else {
-    const RunRecord& focus = session.runs().front();
-    report.sweep = predicted_width_sweep(spec, focus, session.peaks(), catalog, o.cost.advice);
-    add_advice(report, focus, session.runs(), session.peaks(), catalog, o.cost.advice, "width",
-               true);
+    add_width_sweep_and_advice(report, spec, session.runs().front(), session.runs(),
+                               session.peaks(), catalog, o.cost.advice);
   }
   if (!advise) report.advice.reset();
   out = session.out();

@@ -19,6 +19,7 @@ struct Command {
 Command add_train(CLI::App& app);
 Command add_train_group(CLI::App& app);
 Command add_evaluate(CLI::App& app);
+Command add_predict(CLI::App& app);
 Command add_run(CLI::App& app);
 Command add_models(CLI::App& app);
 Command add_devices(CLI::App& app);

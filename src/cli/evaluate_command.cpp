@@ -47,15 +47,7 @@ std::string figures_text(const SplitFigures& s, bool regression) {
 
 int run_evaluate(const EvaluateOptions& o) {
   if (!o.json.empty()) check_writable_path(o.json, "--json");
-  const ModelSpec spec = resolve_spec_with(o.spec, o.data);
-  print_notes(spec);
-  // A model never trained has nothing to evaluate: its figures would be its random start's.
-  if (spec.init.empty() && !spec.init_weights) {
-    throw UserError(fmt::format(
-        "evaluate {}: no trained weights to evaluate (the spec names none): give --init FILE, the "
-        "weights `crossover train --save FILE` wrote",
-        o.spec));
-  }
+  const ModelSpec spec = trained_spec_with("evaluate", o.spec, o.data);
   const std::unique_ptr<Backend> backend = make_backend(parse_device(o.device, o.threads));
   Model model(spec, *backend);
   const DataSplit data = load_data(spec.data, data_request(spec, model.classes()));

@@ -94,6 +94,11 @@ int run_command(const std::vector<xo::cli::Command>& commands) {
     fmt::print(stderr, "crossover: stopped while {} (what had finished is kept)\n",
                xo::message_safe(e.what()));
     return xo::kExitInterrupted;
+  } catch (const xo::MachineFailure& e) {
+    // The machine failed it (a full disk, a limit on files): the same command can succeed later,
+    // which its exit code says (a search retries such a trial).
+    fmt::print(stderr, "crossover: error: {}\n", xo::message_safe(e.what()));
+    return xo::kExitMachine;
   } catch (const xo::UserError& e) {  // OutOfMemory too: the device, the size, what is free
     // A message may echo a name from a file (a model, a key, a path): shown, never acted on (its
     // own line breaks kept, every other control character escaped).
@@ -119,7 +124,7 @@ int run_command(const std::vector<xo::cli::Command>& commands) {
                                   : fmt::format("{} -> {}", e.path1().string(), e.path2().string());
     fmt::print(stderr, "crossover: error: {}: {} (during `{}`)\n", xo::terminal_safe(paths),
                e.code().message(), doing);
-    return xo::kExitBadInput;
+    return xo::machine_errno(e.code().value()) ? xo::kExitMachine : xo::kExitBadInput;
   } catch (const std::exception& e) {
     fmt::print(stderr, "crossover: internal error: {}\n", xo::message_safe(e.what()));
     return xo::kExitInternal;
@@ -152,11 +157,11 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("crossover ") + CROSSOVER_VERSION);
   const std::vector<xo::cli::Command> commands = {
-      xo::cli::add_run(app),        xo::cli::add_train(app),    xo::cli::add_models(app),
-      xo::cli::add_devices(app),    xo::cli::add_sweep(app),    xo::cli::add_advise(app),
-      xo::cli::add_cost(app),       xo::cli::add_replay(app),   xo::cli::add_import(app),
-      xo::cli::add_tune(app),       xo::cli::add_validate(app), xo::cli::add_allreduce(app),
-      xo::cli::add_train_group(app), xo::cli::add_evaluate(app)};
+      xo::cli::add_run(app),         xo::cli::add_train(app),    xo::cli::add_models(app),
+      xo::cli::add_devices(app),     xo::cli::add_sweep(app),    xo::cli::add_advise(app),
+      xo::cli::add_cost(app),        xo::cli::add_replay(app),   xo::cli::add_import(app),
+      xo::cli::add_tune(app),        xo::cli::add_validate(app), xo::cli::add_allreduce(app),
+      xo::cli::add_train_group(app), xo::cli::add_evaluate(app), xo::cli::add_predict(app)};
   xo::cli::record_command_line(argc, argv);
   try {
     app.parse(argc, argv);

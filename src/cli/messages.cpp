@@ -116,6 +116,11 @@ void print_run_notes(std::FILE* results, const std::string& label, const RunReco
       fmt::print(stderr, "{}\n", wrap("crossover: warning: " + prefix + busy));
     }
   }
+  if (!r.resumed_differently.empty()) {
+    fmt::print(stderr, "{}\n",
+               wrap("crossover: note: " + prefix + "not bit-identical to an uninterrupted run: " +
+                    terminal_safe(r.resumed_differently)));
+  }
   if (const std::string why = stop_message(r, checkpoint, how_to_resume); !why.empty()) {
     fmt::print(stderr, "crossover: {}\n", terminal_safe(why));
   }

@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "cli/commands.h"
+#include "cli/messages.h"
 #include "core/error.h"
 
 namespace xo::cli {
@@ -128,6 +129,19 @@ ModelSpec resolve_spec_with(const std::string& name_or_path, const DataFlags& f)
     // Absolute: the spec may be recorded and trained elsewhere (a search's trial folder).
     spec.init = std::filesystem::absolute(f.init).lexically_normal().string();
     spec.init_weights.reset();
+  }
+  return spec;
+}
+
+ModelSpec trained_spec_with(const std::string& command, const std::string& name_or_path,
+                            const DataFlags& f) {
+  const ModelSpec spec = resolve_spec_with(name_or_path, f);
+  print_notes(spec);
+  if (spec.init.empty() && !spec.init_weights) {
+    throw UserError(fmt::format(
+        "{} {}: no trained weights (the spec names none): give --init FILE, the weights `crossover "
+        "train --save FILE` wrote",
+        command, name_or_path));
   }
   return spec;
 }

@@ -46,6 +46,11 @@ void add_data_options(CLI::App* sub, DataFlags& f);
 // The spec a command names (a built-in name, a TOML spec or an ONNX model, resolve_spec) with the
 // flags' data and initial weights in place of its own.
 ModelSpec resolve_spec_with(const std::string& name_or_path, const DataFlags& f);
+// The same for a command that uses a trained model (`evaluate`, `predict`), its notes printed:
+// refused, naming `command`, where it names no trained weights (what it gave would be its random
+// start's).
+ModelSpec trained_spec_with(const std::string& command, const std::string& name_or_path,
+                            const DataFlags& f);
 
 // Where a measuring job writes when --out is not given.
 inline constexpr char kDefaultOutFolder[] = "crossover-results";

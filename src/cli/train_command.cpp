@@ -225,7 +225,8 @@ void settle_checkpoints(const TrainResult& r, int64_t planned_epochs,
     fmt::print(stderr,
                "crossover: {} paused after epoch {} of {}; its checkpoint is kept in {} (the same "
                "command with --resume and a later --pause-after, or none, continues it)\n",
-               terminal_safe(r.model), r.epochs.size(), planned_epochs, checkpoint.dir.string());
+               terminal_safe(r.model), epochs_completed(r), planned_epochs,
+               checkpoint.dir.string());
   } else if (!r.interrupted && !r.stopped_diverged) {
     remove_checkpoints(checkpoint.dir);
   }

@@ -31,6 +31,21 @@ class OutOfMemory : public UserError {
   int64_t requested_bytes_ = 0;
 };
 
+// The machine, not the input, failed the work: a full disk or quota, an I/O error, a limit on open
+// files. A UserError (the message names the file and the cause) whose command ends with
+// kExitMachine: the same command can succeed once the machine has room, and a search retries a
+// trial that failed so when it runs again.
+class MachineFailure : public UserError {
+ public:
+  using UserError::UserError;
+};
+
+// Whether errno `err` says the machine failed (ENOSPC, EDQUOT, EIO, EMFILE, ENFILE, ENOMEM), not
+// the input.
+bool machine_errno(int err);
+// Throws MachineFailure where machine_errno(err), else UserError, with `message`.
+[[noreturn]] void throw_for_errno(int err, const std::string& message);
+
 // A library call or an internal invariant failed; the message carries the expression and location.
 class InternalError : public std::runtime_error {
  public:

@@ -235,18 +235,18 @@ void write_in_place(const Target& target, std::string_view bytes) {
       fd = ::open(target.path.c_str(), O_WRONLY | O_NOCTTY | O_CLOEXEC);
     } while (fd < 0 && errno == EINTR);
     if (fd < 0) {
-      throw UserError(fmt::format("{}: cannot open for writing: {}", target.path.string(),
-                                  std::strerror(errno)));
+      throw_for_errno(errno, fmt::format("{}: cannot open for writing: {}", target.path.string(),
+                                         std::strerror(errno)));
     }
   }
   const bool ok = write_all(fd, bytes);
   const int err = errno;
   if (target.fd < 0) ::close(fd);
   if (!ok) {
-    throw UserError(
-        fmt::format("{}: cannot write: {}",
-                    target.path == "-" ? std::string("standard output") : target.path.string(),
-                    std::strerror(err)));
+    throw_for_errno(
+        err, fmt::format("{}: cannot write: {}",
+                         target.path == "-" ? std::string("standard output") : target.path.string(),
+                         std::strerror(err)));
   }
 }
 
@@ -295,10 +295,11 @@ struct Replacement {
   int fd = -1;  // the temporary's, until it is synced
   bool had_previous = false;
 
-  UserError failed(const char* what, int err) const {
-    return UserError(fmt::format(
-        "{}: {}: {}; {}", named, what, std::strerror(err),
-        had_previous ? "the previous version of the file is kept" : "no file was written"));
+  // A MachineFailure where the machine failed the write (a full disk, …), else a UserError.
+  [[noreturn]] void fail(const char* what, int err) const {
+    throw_for_errno(err, fmt::format("{}: {}: {}; {}", named, what, std::strerror(err),
+                                     had_previous ? "the previous version of the file is kept"
+                                                  : "no file was written"));
   }
   // What a failure leaves: the previous version untouched, or no file at all.
   void abandon() {
@@ -316,8 +317,8 @@ Replacement write_replacement(const std::filesystem::path& path, const std::stri
   std::error_code ec;
   if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path(), ec);
   if (ec) {
-    throw UserError(
-        fmt::format("{}: cannot create folder: {}", path.parent_path().string(), ec.message()));
+    throw_for_errno(ec.value(), fmt::format("{}: cannot create folder: {}",
+                                            path.parent_path().string(), ec.message()));
   }
   Replacement r{path, named, {}, -1, false};
   struct stat previous {};
@@ -325,7 +326,7 @@ Replacement write_replacement(const std::filesystem::path& path, const std::stri
   r.fd = create_temporary(path, r.tmp);
   if (r.fd < 0) {
     r.tmp.clear();
-    throw r.failed("cannot write", errno);
+    r.fail("cannot write", errno);
   }
   // A replaced file keeps its permissions (a private 0600 file stays private); set-id bits never
   // carry over.
@@ -334,7 +335,7 @@ Replacement write_replacement(const std::filesystem::path& path, const std::stri
   if (!write_all(r.fd, bytes)) {
     const int err = errno;
     r.abandon();
-    throw r.failed("cannot write", err);
+    r.fail("cannot write", err);
   }
   // Started now, so that several files' writes reach the disk together; an error shows at fsync.
   if (durable) ::sync_file_range(r.fd, 0, 0, SYNC_FILE_RANGE_WRITE);
@@ -353,7 +354,7 @@ void sync_replacement(Replacement& r, bool durable = true) {
   r.fd = -1;
   if (!ok) {
     r.abandon();
-    throw r.failed("cannot write", err);
+    r.fail("cannot write", err);
   }
 }
 
@@ -362,7 +363,7 @@ void move_into_place(Replacement& r) {
   if (std::rename(r.tmp.c_str(), r.path.c_str()) != 0) {
     const int err = errno;
     r.abandon();
-    throw r.failed("cannot rename the new version into place", err);
+    r.fail("cannot rename the new version into place", err);
   }
   r.tmp.clear();
 }

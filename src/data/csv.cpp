@@ -1,5 +1,6 @@
-// The CSV loader: numeric feature columns, an integer class label last, an optional header line.
-// Every error names the file and line and says what was expected.
+// The CSV loader: numeric feature columns, an integer class label last, an optional header line;
+// and the rows to predict (data/rows.h), whose label is optional and left out. Every error names
+// the file and line and says what was expected.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -13,6 +14,7 @@
 #include "core/file.h"
 #include "core/interrupt.h"
 #include "data/dataset.h"
+#include "data/rows.h"
 
 namespace xo {
 namespace {
@@ -62,10 +64,27 @@ bool is_header(const std::vector<std::string_view>& fields) {
                       [&](auto f) { return parse_double(f, ignored); });
 }
 
+// Whether a file's rows end in a label: always for training, optionally for rows to predict.
+enum class Labels { Required, Optional };
+
 // The first data row sets the columns, checked against the model's inputs; the dataset reserves
-// a row per line of the file.
-void set_columns(Dataset& d, size_t columns, int64_t expected_features, size_t lines,
+// a row per line of the file. Returns whether the rows end in a label.
+bool set_columns(Dataset& d, size_t columns, int64_t expected_features, Labels labels, size_t lines,
                  const std::string& name, int64_t line_no) {
+  if (labels == Labels::Optional) {
+    XO_ASSERT(expected_features > 0);
+    const auto features = static_cast<size_t>(expected_features);
+    if (columns != features && columns != features + 1) {
+      throw UserError(fmt::format(
+          "{}:{}: row has {} columns, but the model expects {} inputs (expected {} feature "
+          "columns, or {} then a label, which is left out)",
+          name, line_no, columns, expected_features, features, features));
+    }
+    d.features = expected_features;
+    d.y.reserve(lines);
+    d.x.reserve(lines * features);
+    return columns == features + 1;
+  }
   if (columns < kMinColumns) {
     throw UserError(fmt::format(
         "{}:{}: row has {} column, expected at least {} (feature columns, then the label)", name,
@@ -81,12 +100,13 @@ void set_columns(Dataset& d, size_t columns, int64_t expected_features, size_t l
   d.features = features;
   d.y.reserve(lines);
   d.x.reserve(lines * static_cast<size_t>(features));
+  return true;
 }
 
 // The row's feature columns, appended to d.x as float32.
-void read_features(Dataset& d, const std::vector<std::string_view>& fields, size_t columns,
-                   bool first, const std::string& name, int64_t line_no) {
-  for (size_t c = 0; c + 1 < columns; ++c) {
+void read_features(Dataset& d, const std::vector<std::string_view>& fields, bool first,
+                   const std::string& name, int64_t line_no) {
+  for (size_t c = 0; c < static_cast<size_t>(d.features); ++c) {
     double v;
     if (!parse_double(fields[c], v)) {
       throw UserError(fmt::format(
@@ -135,14 +155,8 @@ int32_t read_label(std::string_view label_text, int64_t classes, const std::stri
   return static_cast<int32_t>(label);
 }
 
-}  // namespace
-
-Dataset load_csv(const std::filesystem::path& path, int64_t classes, int64_t expected_features) {
-  return parse_csv(read_file(path), path.string(), classes, expected_features);
-}
-
-Dataset parse_csv(const std::string& text, const std::string& name, int64_t classes,
-                  int64_t expected_features) {
+Dataset parse(const std::string& text, const std::string& name, int64_t classes,
+              int64_t expected_features, Labels labels) {
   XO_ASSERT(classes >= 0);
   std::string_view body(text);
   if (body.substr(0, kUtf8Bom.size()) == kUtf8Bom) body.remove_prefix(kUtf8Bom.size());
@@ -156,6 +170,7 @@ Dataset parse_csv(const std::string& text, const std::string& name, int64_t clas
   ++lines;
   std::vector<std::string_view> fields;
   size_t columns = 0;
+  bool labelled = true;
   int64_t first_data_line = 0;
   bool seen_first = false;
   int64_t line_no = 0;
@@ -181,7 +196,7 @@ Dataset parse_csv(const std::string& text, const std::string& name, int64_t clas
     if (columns == 0) {
       columns = fields.size();
       first_data_line = line_no;
-      set_columns(d, columns, expected_features, lines, name, line_no);
+      labelled = set_columns(d, columns, expected_features, labels, lines, name, line_no);
     }
     if (fields.size() != columns) {
       throw UserError(
@@ -189,16 +204,36 @@ Dataset parse_csv(const std::string& text, const std::string& name, int64_t clas
                       "(line {})",
                       name, line_no, fields.size(), columns, first_data_line));
     }
-    read_features(d, fields, columns, first, name, line_no);
-    d.y.push_back(read_label(fields.back(), classes, name, line_no));
+    read_features(d, fields, first, name, line_no);
+    d.y.push_back(labels == Labels::Optional ? 0
+                                             : read_label(fields.back(), classes, name, line_no));
   }
   if (d.y.empty()) {
     throw UserError(fmt::format(
-        "{}: no data rows (expected lines of numeric features, then an integer label)", name));
+        "{}: no data rows (expected lines of numeric features{})", name,
+        labels == Labels::Optional ? ", a label last or none" : ", then an integer label"));
   }
   d.samples = static_cast<int64_t>(d.y.size());
-  d.description = fmt::format("csv: {} ({} rows, {} features)", name, d.samples, d.features);
+  d.description = fmt::format("csv: {} ({} rows, {} features{})", name, d.samples, d.features,
+                              labels == Labels::Required ? ""
+                              : labelled                 ? ", the label column left out"
+                                                         : ", no label");
   return d;
+}
+
+}  // namespace
+
+Dataset load_csv(const std::filesystem::path& path, int64_t classes, int64_t expected_features) {
+  return parse_csv(read_file(path), path.string(), classes, expected_features);
+}
+
+Dataset parse_csv(const std::string& text, const std::string& name, int64_t classes,
+                  int64_t expected_features) {
+  return parse(text, name, classes, expected_features, Labels::Required);
+}
+
+Dataset parse_csv_rows(const std::string& text, const std::string& name, int64_t features) {
+  return parse(text, name, 0, features, Labels::Optional);
 }
 
 }  // namespace xo

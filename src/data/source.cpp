@@ -10,6 +10,7 @@
 #include "core/hash.h"
 #include "data/idx.h"
 #include "data/imdb.h"
+#include "data/rows.h"
 
 namespace xo {
 namespace {
@@ -134,6 +135,19 @@ std::string data_fingerprint(const DataSplit& split) {
     h.value(d->samples).value(d->features).value(d->classes).values(d->x).values(d->y);
   }
   return h.hex();
+}
+
+Dataset load_rows(const DataSpec& data, const DataRequest& model) {
+  if (data.source.starts_with(kCsv)) {
+    int64_t features = 1;
+    for (int64_t d : model.input) features *= d;
+    const std::string path = data.source.substr(kCsv.size());
+    return parse_csv_rows(read_file(path), path, features);
+  }
+  DataSpec rows = data;
+  rows.test.clear();
+  rows.validation_split = 0;
+  return load_data(rows, model).train;
 }
 
 }  // namespace xo

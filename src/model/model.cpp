@@ -449,4 +449,18 @@ void Network::evaluate(const float* src, const int32_t* labels, LossStats* stats
   run(src, labels, stats, false);
 }
 
+const float* Network::forward(const float* src) {
+  XO_ASSERT(!training_ && shards_.size() == 1);
+  Shard& s = shards_[0];
+  const float* params = model_.params();
+  const uint64_t* step = model_.step_counter();
+  const float* input = src;
+  for (size_t i = 0; i < s.layers.size(); ++i) {
+    if (!s.layers[i]) continue;
+    s.layers[i]->forward(params, input, s.outputs[i], step);
+    input = s.outputs[i];
+  }
+  return input;
+}
+
 }  // namespace xo

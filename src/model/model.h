@@ -201,6 +201,10 @@ class Network {
                   BackwardObserver* observer = nullptr);
   // Forward and loss only (dropout off).
   void evaluate(const float* src, const int32_t* labels, LossStats* stats);
+  // Forward only, in an inference plan (training = false: dropout off, BatchNorm on its running
+  // statistics): the model's outputs for the batch, [batch, outputs] in device memory, before the
+  // loss's softmax or sigmoid; valid until the next call.
+  const float* forward(const float* src);
 
   // A training step through the same code as train_step, with every node's forward and backward
   // and the loss timed apart, the backend synchronised around each: per-node times in

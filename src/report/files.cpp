@@ -39,7 +39,7 @@ std::string runs_csv(const Report& report) {
     csv += fmt::format(
         "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
         csv_text(r.model), row.layers, r.params, csv_text(r.device.id), csv_text(row.axis),
-        row.axis.empty() ? "" : num(row.axis_value), r.epochs.size(),
+        row.axis.empty() ? "" : num(row.axis_value), epochs_completed(r),
         num(run.analysis.seconds_per_epoch), num(100 * run.analysis.seconds_per_epoch),
         num(r.step_ms.median), num(r.step_ms.p10), num(r.step_ms.p90),
         num(relative_spread(r.step_ms)), num(r.gflops), num(run.analysis.peak_fraction),

@@ -148,7 +148,7 @@ std::vector<std::string> outcome_row(const ReportRun& run, const DeviceColours& 
   const std::optional<Utilisation>& u = row.utilisation;
   return {text_cell(r.model),
           device_cell(colours, r.device.id, device_label(r)),
-          cell(exact_count(static_cast<double>(r.epochs.size()))),
+          cell(exact_count(static_cast<double>(epochs_completed(r)))),
           cell(plain(trained ? finite(r.final_loss) : std::nullopt, 4)),
           cell(percent(trained ? finite(r.final_train_error) : std::nullopt)),
           cell(percent(finite(r.final_test_accuracy))),
@@ -245,9 +245,16 @@ std::string runs_html(const Report& report, const DeviceColours& colours) {
   for (const ReportRun& r : report.runs) any_axis |= !r.run.axis.empty();
   std::vector<std::vector<std::string>> speed, outcome;
   std::string busy;  // the runs whose timings other processes contaminated, one warning each
+  std::string resumed;  // the runs not bit-identical to an uninterrupted run, one note each
   for (const ReportRun& run : report.runs) {
     speed.push_back(speed_row(run, colours, any_axis));
     outcome.push_back(outcome_row(run, colours));
+    if (const TrainResult& r = run.run.result; !r.resumed_differently.empty()) {
+      outcome.back().front() += " ~";
+      resumed += "<p class=\"note\">~ " + escape(r.model + " on " + r.device.id) +
+                 ": not bit-identical to an uninterrupted run: " + escape(r.resumed_differently) +
+                 "</p>\n";
+    }
     if (run.run.utilisation && timings_contaminated(*run.run.utilisation)) {
       speed.back().front() += " !";
       busy +=
@@ -262,7 +269,7 @@ std::string runs_html(const Report& report, const DeviceColours& colours) {
          "<p class=\"note\">Step times are medians over the timed steps; spread is p10 to p90 of "
          "them as a share of the median; GFLOP/s is achieved, against the device's measured matmul "
          "peak.</p>\n<h3>Training and resources</h3>\n" +
-         html_table(outcome_columns(), outcome, "outcomes") +
+         html_table(outcome_columns(), outcome, "outcomes") + resumed +
          "<p class=\"note\">Train error is the percentage of the last epoch's samples "
          "misclassified while training. CPU % is the mean over all cores.</p>\n";
 }

@@ -234,7 +234,11 @@ std::string trials_table(const TuneRecord& r) {
     row.push_back(std::to_string(t.epochs));
     row.push_back(
         escape(trial_status_name(t.status)) +
-        (t.error.empty() ? "" : "<br><span class=\"note\">" + escape(t.error) + "</span>"));
+        (t.error.empty() ? "" : "<br><span class=\"note\">" + escape(t.error) + "</span>") +
+        (t.resumed_differently.empty()
+             ? ""
+             : "<br><span class=\"note\">not bit-identical to an uninterrupted run: " +
+                   escape(t.resumed_differently) + "</span>"));
     const std::string group =
         t.group.empty() ? "" : fmt::format(", fused: {} of {}", t.group, t.fused);
     row.push_back(t.device.empty() ? html::na()

@@ -58,7 +58,7 @@ void check_recorded_epochs(const Report& recorded, const Manifest& manifest,
         fmt::format("{}: runs[{}] ('{}' on {})", file, i, r.model, r.device.id);
     const ModelSpec spec = parse_spec(run.spec_toml, where + ": spec_toml");
     const int64_t epochs = m.epochs.value_or(spec.train.epochs);
-    const auto done = static_cast<int64_t>(r.epochs.size());
+    const int64_t done = epochs_completed(r);
     const bool cut_short = r.interrupted || r.stopped_early || r.diverged_epoch > 0 ||
                            (m.max_steps > 0 && r.steps_taken >= m.max_steps);
     if (epochs < done || (epochs > done && !cut_short)) {

@@ -153,7 +153,7 @@ void run_fields(Io& io, Run& run, bool hashes, int schema) {
   auto& r = row.result;
   result_fields::result(io, r, "epoch_log", schema);
   io.integer("layers", row.layers);
-  if constexpr (!Io::kReading) io.j["epochs"] = r.epochs.size();
+  if constexpr (!Io::kReading) io.j["epochs"] = epochs_completed(r);
   io.object_or_null("axis", !row.axis.empty(), row, axis_fields);
   analysis_fields(io, run.analysis, r);
   if constexpr (Io::kReading) {

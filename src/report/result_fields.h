@@ -125,6 +125,8 @@ inline constexpr auto early_stopping = [](auto& io, auto& r) {
 
 inline constexpr auto checkpoints = [](auto& io, auto& r) {
   io.integer("resumed_at_step", r.resumed_at_step);
+  // Why the run is not bit-identical to one never stopped ("" where it is; absent before 0.2.x).
+  if (io.present("resumed_differently")) io.text("resumed_differently", r.resumed_differently);
   if (io.present("paused")) io.flag("paused", r.paused);
   io.integer("written", r.checkpoints_written);
   io.number("step_loop_wait_ms", r.checkpoint_wait_ms);

@@ -15,7 +15,8 @@ namespace {
 
 std::string hours(double h) { return duration(h * 3600); }
 
-// The runs table, with a "*" on per-epoch times estimated from the median step.
+// The runs table, with a "*" on per-epoch times estimated from the median step, a "!" on timings
+// other processes contaminated, a "~" on figures not bit-identical to an uninterrupted run's.
 std::string runs_table(const Report& report) {
   Table table({"model", "layers", "params", "device", "s/100 epochs", "ms/step", "spread",
                "GFLOP/s", "% of peak", "train error", "test accuracy"});
@@ -33,7 +34,8 @@ std::string runs_table(const Report& report) {
          fmt::format("{:.1f}", r.gflops),
          a.peak_fraction ? fmt::format("{:.1f}%", 100 * *a.peak_fraction) : std::string("n/a"),
          !r.epochs.empty() && std::isfinite(r.final_train_error)
-             ? fmt::format("{:.2f}%", r.final_train_error)
+             ? fmt::format("{:.2f}%{}", r.final_train_error,
+                           r.resumed_differently.empty() ? "" : "~")
              : std::string("-"),
          std::isfinite(r.final_test_accuracy) ? fmt::format("{:.2f}%", r.final_test_accuracy)
                                               : std::string("-")});
@@ -58,6 +60,12 @@ std::string summary_text(const Report& report, const std::filesystem::path& out,
         contamination_warning(*run.run.utilisation, r.model + " on " + r.device.id,
                               r.device.kind == DeviceKind::Cpu ? r.device.threads : 0);
     if (!warning.empty()) s += "! " + terminal_safe(warning) + "\n";
+  }
+  for (const ReportRun& run : report.runs) {
+    const TrainResult& r = run.run.result;
+    if (r.resumed_differently.empty()) continue;
+    s += fmt::format("~ {} on {}: not bit-identical to an uninterrupted run: {}\n",
+                     terminal_safe(r.model), r.device.id, terminal_safe(r.resumed_differently));
   }
   for (const DevicePeaks& p : report.peaks) {
     s += fmt::format("peak of {}: {:.1f} GFLOP/s f32 matmul, {:.1f} GB/s (probed {}{})\n",

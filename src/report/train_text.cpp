@@ -73,7 +73,7 @@ std::string ranks_figures(const TrainResult& r) {
 std::string ending(const TrainResult& r, int64_t planned_epochs) {
   if (r.interrupted) return " (interrupted)";
   if (r.paused)
-    return fmt::format(" (paused after epoch {} of {})", r.epochs.size(), planned_epochs);
+    return fmt::format(" (paused after epoch {} of {})", epochs_completed(r), planned_epochs);
   if (r.resumed_at_step > 0)
     return fmt::format(" (resumed from its checkpoint at step {})", r.resumed_at_step);
   return "";

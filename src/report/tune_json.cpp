@@ -90,6 +90,8 @@ constexpr auto trial_fields = [](auto& io, auto& t) {
   }
   io.nullable("dollars", t.dollars);
   io.text("error", t.error);
+  if (io.present("machine_failed")) io.flag("machine_failed", t.machine_failed);  // since 0.2.x
+  if (io.present("resumed_differently")) io.text("resumed_differently", t.resumed_differently);
 };
 
 constexpr auto decision_fields = [](auto& io, auto& d) {

@@ -79,7 +79,8 @@ std::string tune_table_text(const TuneRecord& r) {
     const TrialRecord& t = r.trials[i];
     std::vector<std::string> row = {std::to_string(++place), t.id};
     for (const auto& [k, v] : t.values) row.push_back(terminal_safe(v));
-    row.push_back(figure(t.objective));
+    // ~: not bit-identical to an uninterrupted run (its cause under the table).
+    row.push_back(figure(t.objective) + (t.resumed_differently.empty() ? "" : " ~"));
     row.push_back(std::to_string(t.epochs));
     row.push_back(trial_status_name(t.status));
     const std::string group = t.group.empty() ? ""
@@ -99,6 +100,10 @@ std::string tune_table_text(const TuneRecord& r) {
   out += table.render();
   for (const TrialRecord& t : r.trials) {
     if (!t.error.empty()) out += fmt::format("{}: {}\n", t.id, terminal_safe(t.error));
+    if (!t.resumed_differently.empty()) {
+      out += fmt::format("{} ~ not bit-identical to an uninterrupted run: {}\n", t.id,
+                         terminal_safe(t.resumed_differently));
+    }
   }
   if (!r.decisions.empty()) {
     out += "\nhalving:\n";

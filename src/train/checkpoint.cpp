@@ -329,9 +329,19 @@ std::optional<int64_t> restore_checkpoint(TrainPlan& p, TrainState& state,
       const CheckpointWriter writer = checkpoint.check_fingerprint(fingerprint);
       checkpoint.validate(p, state, epochs);
       checkpoint.apply(p, state);
+      // Told now, and carried by the result and every later checkpoint: the run is not
+      // bit-identical to one never stopped (its first cause kept).
+      std::string differently;
       if (writer.ranks != fingerprint.ranks)
-        options.tell(ranks_changed_note(p, writer.ranks, fingerprint.ranks));
-      if (writer.shards > 0) options.tell(shards_changed_note(writer.shards, p.shards()));
+        differently = ranks_changed_note(p, writer.ranks, fingerprint.ranks);
+      if (writer.shards > 0) {
+        differently +=
+            (differently.empty() ? "" : "; ") + shards_changed_note(writer.shards, p.shards());
+      }
+      if (!differently.empty()) {
+        options.tell(differently);
+        if (state.resumed_differently.empty()) state.resumed_differently = differently;
+      }
     } catch (const DamagedCheckpoint& e) {
       damage.push_back(fmt::format("{}: {}", file.filename().string(), e.what()));
       options.tell(fmt::format("warning: {}: damaged checkpoint ({}); trying the one before",

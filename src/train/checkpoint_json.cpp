@@ -237,7 +237,9 @@ Json unsigned_json(const CheckpointSnapshot& s, const std::string& model,
           {"shuffle_generator", t.shuffle_rng.state()},
           {"order", t.order},
           {"epochs", epochs},
+          {"train_seconds", number(t.train_seconds)},
           {"diverged_epoch", t.diverged_epoch},
+          {"resumed_differently", t.resumed_differently},
           {"schedule",
            {{"lr", number(schedule.lr)},
             {"last_epoch", schedule.last_epoch},
@@ -343,6 +345,27 @@ void expect_equal(const char* what, int64_t found, int64_t expected, const char*
   }
 }
 
+// The completed epochs' records: one an epoch up to kMaxEpochRecords - 3 epochs, then evenly fewer
+// (never more than kMaxEpochRecords), in order, the last the last completed.
+void epoch_records(const Json& records, int64_t epoch) {
+  if (!records.is_array()) damaged("epochs: not an array");
+  const auto count = static_cast<int64_t>(records.size());
+  constexpr auto kMax = static_cast<int64_t>(kMaxEpochRecords);
+  if (epoch <= kMax - 3) {
+    expect_equal("epochs", count, epoch, "one record a completed epoch");
+  } else if (count < 1 || count > kMax) {
+    damaged(fmt::format("epochs: {} records of {} epochs, expected 1 to {}", count, epoch, kMax));
+  }
+  int64_t before = 0;
+  for (const Json& e : records) {
+    const int64_t n = integer(e, "epoch", before + 1, epoch, "epochs");
+    before = n;
+  }
+  if (count > 0 && before != epoch) {
+    damaged(fmt::format("epochs: the last record is of epoch {}, expected {}", before, epoch));
+  }
+}
+
 // Where the run stood: the epoch within the run, the step within the epoch, the counters that
 // follow from them, and the batch position. Returns whether it stood between two epochs (a run
 // paused after one: the last epoch's counters stand until the next begins).
@@ -370,9 +393,7 @@ bool position(const Json& j, const CheckpointRun& run, int64_t file_steps) {
   }
   expect_equal("times.timed_steps", integer(j.at("times"), "timed_steps", 0, spe, "times"), step,
                "the steps of the epoch under way");
-  if (!j.at("epochs").is_array()) damaged("epochs: not an array");
-  expect_equal("epochs", static_cast<int64_t>(j.at("epochs").size()), epoch,
-               "one record a completed epoch");
+  epoch_records(j.at("epochs"), epoch);
   return between;
 }
 
@@ -432,12 +453,21 @@ void epoch_rules(const Json& j, const CheckpointRun& run, bool between) {
 // The epochs so far, and the schedule's and early stopping's state after them.
 void restore_epochs(const Json& j, TrainState& state) {
   state.epochs.clear();
+  state.train_seconds = 0;
   for (const Json& e : j.at("epochs")) {
     state.epochs.push_back({e.at("epoch").get<int64_t>(), number(e.at("loss")),
                             number(e.at("train_error")), number(e.at("seconds")),
                             number(e.at("test_loss")), number(e.at("test_accuracy")),
                             number(e.at("val_loss")), number(e.at("val_accuracy")),
                             e.contains("lr") ? number(e.at("lr")) : state.schedule.lr});
+    state.train_seconds += state.epochs.back().seconds;  // every epoch's, in a checkpoint of 0.2.0
+  }
+  if (j.contains("train_seconds")) {
+    const double seconds = number(j.at("train_seconds"));
+    if (!std::isfinite(seconds) || seconds < 0) {
+      checks::damaged(fmt::format("train_seconds: {}, expected a time in seconds", seconds));
+    }
+    state.train_seconds = seconds;
   }
   // Checkpoints written before schedules and early stopping have neither (their run had none: the
   // spec in the fingerprint says so, and the state from EpochRules::start stands).
@@ -467,6 +497,20 @@ void restore_loss_check(const Json& j, TrainState& state) {
   state.last_finite_loss = number(check.at("last_finite_loss"));
   state.last_finite_epoch = check.at("last_finite_epoch").get<int64_t>();
   state.last_finite_step = check.at("last_finite_step").get<int64_t>();
+}
+
+// Why the run from here is not bit-identical to one never stopped (absent, as in checkpoints of
+// 0.2.0, or empty: it is): a text of at most a few lines.
+void restore_resume_note(const Json& j, TrainState& state) {
+  constexpr size_t kMaxBytes = 4096;
+  state.resumed_differently.clear();
+  if (!j.contains("resumed_differently")) return;
+  const Json& note = j.at("resumed_differently");
+  if (!note.is_string() || note.get_ref<const std::string&>().size() > kMaxBytes) {
+    checks::damaged(
+        fmt::format("resumed_differently: expected a text of at most {} bytes", kMaxBytes));
+  }
+  state.resumed_differently = note.get<std::string>();
 }
 
 // The steps before the checkpoint were timed by the process that ran them.
@@ -514,6 +558,7 @@ CheckpointRead read_checkpoint_state(const CheckpointJson& j, const CheckpointRu
     restore_position(j, read.state);
     restore_epochs(j, read.state);
     restore_loss_check(j, read.state);
+    restore_resume_note(j, read.state);
     restore_times(j, read.state);
     return read;
   });

@@ -132,7 +132,8 @@ EpochRecord finish_epoch(TrainPlan& p, TrainState& state) {
   if (!std::isfinite(record.loss) && state.diverged_epoch == 0) {
     state.diverged_epoch = record.epoch;
   }
-  state.epochs.push_back(record);
+  keep_epoch_record(state.epochs, record, state.early_stopping.best_epoch);
+  state.train_seconds += record.seconds;
   ++state.epoch;
   state.in_epoch = false;
   state.step = 0;
@@ -159,7 +160,7 @@ TrainResult make_result(const TrainPlan& p, const TrainState& state, double setu
   r.flops_per_step = p.model.train_flops(p.batch);
   r.setup_seconds = setup_seconds;
   r.epochs = state.epochs;
-  for (const EpochRecord& e : r.epochs) r.train_seconds += e.seconds;
+  r.train_seconds = state.train_seconds;
   if (!r.epochs.empty()) {
     r.final_loss = r.epochs.back().loss;
     r.final_train_error = r.epochs.back().train_error;
@@ -191,8 +192,31 @@ TrainResult make_result(const TrainPlan& p, const TrainState& state, double setu
   }
   r.interrupted = interrupted;
   r.diverged_epoch = state.diverged_epoch;
+  r.resumed_differently = state.resumed_differently;
   if (!p.model.regression()) r.majority_class_error = majority_class_error(p.split.train.y);
   return r;
+}
+
+int64_t epoch_record_stride(int64_t epoch) {
+  constexpr auto kSpan = static_cast<int64_t>(kMaxEpochRecords) - 2;  // first, newest, best apart
+  int64_t stride = 1;
+  while (epoch / stride >= kSpan) stride *= 2;
+  return stride;
+}
+
+void keep_epoch_record(std::vector<EpochRecord>& epochs, const EpochRecord& record, int64_t best) {
+  const int64_t stride = epoch_record_stride(record.epoch);
+  auto off_stride = [&](const EpochRecord& e) {
+    return e.epoch != 1 && e.epoch % stride != 0 && e.epoch != best;
+  };
+  // Where the stride doubled, every other record goes; where the records are full, those kept as
+  // an earlier best go too. Else only the newest so far, where it was kept as the newest.
+  if (stride != epoch_record_stride(record.epoch - 1) || epochs.size() >= kMaxEpochRecords) {
+    std::erase_if(epochs, off_stride);
+  } else if (!epochs.empty() && off_stride(epochs.back())) {
+    epochs.pop_back();
+  }
+  epochs.push_back(record);
 }
 
 double epoch_mean_loss(const LossStats& full, const LossStats& partial, int64_t batch) {

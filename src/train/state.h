@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "core/random.h"
@@ -19,6 +20,12 @@ namespace xo {
 struct StepTimes {
   TimingSeries step, data, forward_backward, communicate, optimizer;
 };
+
+// A run's epoch records in bounded space (TrainState::epochs, its checkpoints, its result): at
+// most this many, every epoch's up to kMaxEpochRecords - 3 epochs; past that, those of every 2nd,
+// 4th, … epoch, evenly spaced, with the first, the newest and early stopping's best
+// (keep_epoch_record, train/epoch.h), so that a long run's checkpoints stop growing.
+inline constexpr size_t kMaxEpochRecords = 8192;
 
 struct TrainState {
   // The shuffle draws from its own stream, apart from the initialisation's.
@@ -37,7 +44,8 @@ struct TrainState {
   Rng shuffle_rng;
   // The epoch's order of the samples, where batches are gathered on the device (else empty).
   std::vector<int32_t> order;
-  std::vector<EpochRecord> epochs;  // the completed epochs
+  std::vector<EpochRecord> epochs;  // the completed epochs' (thinned past kMaxEpochRecords)
+  double train_seconds = 0;         // the completed epochs' seconds, summed in order
   int64_t diverged_epoch = 0;       // first epoch whose loss was not finite (0: none)
   bool in_epoch = false;  // begin_epoch ran (the order is drawn) and finish_epoch has not yet
   // The loss checks within the epoch (see trainer.cpp): the loss sum and step at the last check,
@@ -47,6 +55,10 @@ struct TrainState {
   double last_finite_loss = std::numeric_limits<double>::quiet_NaN();
   int64_t last_finite_epoch = 0, last_finite_step = 0;  // 1-based; 0: none yet
   StepTimes times;
+  // Why the run from here is not bit-identical to one never stopped (a checkpoint resumed in
+  // another number of batch shards or ranks: the gradients summed in another order); empty: it is.
+  // Carried by every later checkpoint.
+  std::string resumed_differently;
   // The rules between epochs (train/epoch_rules.h). schedule.lr is the rate of the epoch under way,
   // with a schedule or without one.
   ScheduleState schedule;

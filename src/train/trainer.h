@@ -46,6 +46,8 @@ struct TrainResult {
   // epoch seconds are the group's, each step training every trial of the group, and its
   // optimizer's time is inside forward_backward_ms (optimizer_ms NaN).
   int fused_trials = 1;
+  // The completed epochs' records in order; past kMaxEpochRecords (train/state.h) evenly fewer
+  // (epochs_completed, below, is their number).
   std::vector<EpochRecord> epochs;
   double final_loss = 0;
   double final_train_error = 0;
@@ -127,12 +129,22 @@ struct TrainResult {
   // Checkpoints: the steps taken the run resumed at (0: it started afresh), how many were
   // written, and the time the step loop spent copying them to the host.
   int64_t resumed_at_step = 0;
+  // Why the run is not bit-identical to one never stopped: it resumed a checkpoint in another
+  // number of batch shards or ranks (TrainState::resumed_differently); empty: it is, or it never
+  // resumed.
+  std::string resumed_differently;
   // Paused at ExecutionOptions::pause_after_epochs, before train.epochs: a checkpoint of this
   // point lets the same run go on (successive halving gives a trial more epochs this way).
   bool paused = false;
   int64_t checkpoints_written = 0;
   double checkpoint_wait_ms = 0;
 };
+
+// The epochs a run completed: its last record's number. A long run's records thin out (every
+// epoch up to kMaxEpochRecords, train/state.h; then evenly fewer), so their count is not it.
+inline int64_t epochs_completed(const TrainResult& r) {
+  return r.epochs.empty() ? 0 : r.epochs.back().epoch;
+}
 
 using EpochCallback = std::function<void(const EpochRecord&, int64_t total_epochs)>;
 

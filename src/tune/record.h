@@ -71,6 +71,12 @@ struct TrialRecord {
   // device (NaN: no instance priced).
   double dollars = std::numeric_limits<double>::quiet_NaN();
   std::string error;  // a failed trial's message
+  // Why its result is not bit-identical to an uninterrupted run's (a checkpoint resumed in another
+  // number of batch shards: TrainResult::resumed_differently); empty: it is.
+  std::string resumed_differently;
+  // Failed by the machine (a full disk, a limit on files, killed by the kernel), not by its own
+  // settings: the search retries it when it runs again.
+  bool machine_failed = false;
 };
 
 // A halving decision: a trial promoted to more epochs or stopped, with its place at the rung.

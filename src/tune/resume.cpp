@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <cmath>
+
 #include "core/error.h"
 
 namespace xo {
@@ -48,6 +50,16 @@ size_t continue_search(TuneRecord& now, TuneRecord was, const std::string& out) 
   size_t kept = 0;
   for (TrialRecord& t : was.trials) {
     if (t.status == TrialStatus::Running) t.status = TrialStatus::Pending;
+    // Failed by the machine (a full disk, …): trained again, from its checkpoint where it has one,
+    // at the rung it failed at.
+    if (t.status == TrialStatus::Failed && t.machine_failed) {
+      t.status = TrialStatus::Pending;
+      t.machine_failed = false;
+      t.error.clear();
+      if (!t.rung_objective.empty() && std::isnan(t.rung_objective.back())) {
+        t.rung_objective.pop_back();
+      }
+    }
     if (t.status != TrialStatus::Pending) ++kept;
   }
   now.trials = std::move(was.trials);

@@ -12,7 +12,9 @@ namespace xo {
 
 // `now`'s trials, decisions and measured choice of trials at once replaced by `was`'s, each trial
 // that was running when the search stopped pending again (its checkpoint, if one was written,
-// continues it). Throws UserError naming what differs and the two ways on (another --out, or
+// continues it), and so each trial the machine failed (TrialRecord::machine_failed: a full disk,
+// a limit on files), at the rung it failed at. Throws UserError naming what differs and the two
+// ways on (another --out, or
 // --restart). Returns how many trials are kept: those not pending.
 size_t continue_search(TuneRecord& now, TuneRecord was, const std::string& out);
 

@@ -565,13 +565,14 @@ void Search::job_ended(const HalvingJob& job, const TrialRunner::Ended& end, con
       const TrainResult r = result();
       // An interrupted result of a group that failed is an earlier run's (a group stopped
       // writes its results and exits as stopped): the group failed before it wrote this one.
-      how = r.interrupted        ? (how == ProcessEnd::Failed ? how : ProcessEnd::Interrupted)
+      const bool failed = how == ProcessEnd::Failed || how == ProcessEnd::MachineFailed;
+      how = r.interrupted        ? (failed ? how : ProcessEnd::Interrupted)
             : r.stopped_diverged ? ProcessEnd::Diverged
                                  : ProcessEnd::Trained;
     } catch (const UserError&) {
       how = ProcessEnd::Failed;
     }
-  } else if (grouped && how != ProcessEnd::Interrupted) {
+  } else if (grouped && how != ProcessEnd::Interrupted && how != ProcessEnd::MachineFailed) {
     how = ProcessEnd::Failed;  // the group ended before it wrote this trial's result
   }
   switch (how) {
@@ -595,9 +596,14 @@ void Search::job_ended(const HalvingJob& job, const TrialRunner::Ended& end, con
     case ProcessEnd::Interrupted:
       t.status = TrialStatus::Pending;  // its checkpoint continues it
       break;
+    case ProcessEnd::MachineFailed:
     case ProcessEnd::Failed:
       t.status = TrialStatus::Failed;
+      t.machine_failed = how == ProcessEnd::MachineFailed;
       t.error = failure_text(log, end.code);
+      if (t.machine_failed) {
+        t.error += " (the machine failed it, not its settings: the same command retries it)";
+      }
       end_rung(t, job.rung, std::nan(""));
       break;
   }

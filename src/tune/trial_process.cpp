@@ -3,6 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <csignal>
+#include <cstring>
+#include <string_view>
 
 #include "core/error.h"
 #include "core/exit_codes.h"
@@ -85,10 +88,16 @@ ProcessEnd process_end(int code, bool interrupted) {
   if (code == 0) return ProcessEnd::Trained;
   if (code == kExitDiverged) return ProcessEnd::Diverged;
   if (code == kExitInterrupted || (interrupted && code >= 128)) return ProcessEnd::Interrupted;
+  if (code == kExitMachine || code == 128 + SIGKILL || code == 128 + SIGBUS) {
+    return ProcessEnd::MachineFailed;
+  }
   return ProcessEnd::Failed;
 }
 
 std::string failure_text(const fs::path& log, int code) {
+  constexpr std::string_view kError = "crossover: error: ";
+  constexpr std::string_view kInternal = "crossover: internal error: ";
+  constexpr std::string_view kCrossover = "crossover: ";
   std::string text;
   try {
     text = read_file(log);
@@ -99,13 +108,16 @@ std::string failure_text(const fs::path& log, int code) {
   while (start < text.size()) {
     const size_t end = std::min(text.find('\n', start), text.size());
     const std::string line = text.substr(start, end - start);
-    if (line.find("error") != std::string::npos) found = line;
+    if (line.starts_with(kError)) found = line.substr(kError.size());
+    if (line.starts_with(kInternal)) found = line.substr(kCrossover.size());  // "internal error: …"
     start = end + 1;
   }
-  if (found.empty()) return fmt::format("the trial's process ended with exit code {}", code);
-  const std::string prefix = "crossover: error: ";
-  if (found.rfind(prefix, 0) == 0) found = found.substr(prefix.size());
-  return found;
+  if (!found.empty()) return found;
+  if (code > 128) {
+    return fmt::format("the trial's process was killed by signal {} ({})", code - 128,
+                       ::strsignal(code - 128));
+  }
+  return fmt::format("the trial's process ended with exit code {}", code);
 }
 
 }  // namespace xo

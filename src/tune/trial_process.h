@@ -46,13 +46,17 @@ std::vector<std::string> probe_args(const std::filesystem::path& spec, const std
                                     int threads, int steps, const std::filesystem::path& json);
 
 // How a trial's process ended, from its exit code (core/exit_codes.h: the loss not finite, a stop
-// request, whose checkpoint continues it). A process that a stop request reached may die
-// of the signal (128 + N) rather than exit with 130: `interrupted` says the search was stopped.
-enum class ProcessEnd { Trained, Diverged, Interrupted, Failed };
+// request, whose checkpoint continues it, the machine's failure). A process that a stop request
+// reached may die of the signal (128 + N) rather than exit with 130: `interrupted` says the search
+// was stopped. Killed otherwise by SIGKILL (the kernel's out-of-memory killer) or SIGBUS (a mapped
+// file on a full disk), or exited with kExitMachine, the machine failed it: MachineFailed.
+enum class ProcessEnd { Trained, Diverged, Interrupted, MachineFailed, Failed };
 ProcessEnd process_end(int code, bool interrupted);
 
-// The last line of `log` that says "error", without crossover's own prefix, for a failed trial's
-// record; where none does, the exit code.
+// The last error crossover's process wrote in `log` ("crossover: error: …", "crossover: internal
+// error: …"), without crossover's prefix, for a failed trial's record; where it wrote none, the
+// exit code. Other lines are not errors, though they may say "error" (a trial's summary line of a
+// group: "train error 0.60%").
 std::string failure_text(const std::filesystem::path& log, int code);
 
 }  // namespace xo

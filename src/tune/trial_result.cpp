@@ -54,22 +54,27 @@ Metric objective_metric(const std::string& objective, const ModelSpec& base, con
 
 void record_result(TrialRecord& t, const TrainResult& r, Metric metric) {
   t.params = r.params;
-  t.epochs = static_cast<int64_t>(r.epochs.size());
+  t.epochs = epochs_completed(r);
   t.steps = r.steps_taken;
+  t.resumed_differently = r.resumed_differently;
   // A fused trial's share of its group's step and epochs (each step trained every trial of it;
   // epochs of an earlier rung's group are taken as shared alike).
   const double share = 1.0 / std::max(1, r.fused_trials);
   t.step_ms = r.step_ms.median * share;
   t.curve.clear();
-  t.train_seconds = 0;
   for (const EpochRecord& e : r.epochs) {
     t.curve.push_back({e.epoch, e.loss, e.val_loss, e.val_accuracy, e.test_loss, e.test_accuracy,
                        e.seconds * share});
-    t.train_seconds += e.seconds * share;
   }
-  const size_t at = r.restored_best && r.best_epoch > 0 ? static_cast<size_t>(r.best_epoch - 1)
-                                                        : r.epochs.size() - 1;
-  t.objective = r.epochs.empty() ? std::nan("") : metric_value(r.epochs[at], metric);
+  t.train_seconds = r.train_seconds * share;
+  // The objective at the epoch whose weights the trial kept: the best where they were restored
+  // (its record is never thinned out), else the last.
+  auto at = r.epochs.end() - (r.epochs.empty() ? 0 : 1);
+  if (r.restored_best && r.best_epoch > 0) {
+    at = std::find_if(r.epochs.begin(), r.epochs.end(),
+                      [&](const EpochRecord& e) { return e.epoch == r.best_epoch; });
+  }
+  t.objective = at == r.epochs.end() ? std::nan("") : metric_value(*at, metric);
 }
 
 void end_rung(TrialRecord& t, int rung, double value) {

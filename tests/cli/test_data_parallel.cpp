@@ -501,8 +501,42 @@ TEST(DataParallel, APausedJobResumesBitIdentical) {
   ASSERT_EQ(resumed.status, 0) << resumed.output;
   EXPECT_NE(resumed.output.find("resumed from its checkpoint"), std::string::npos)
       << resumed.output;
+  EXPECT_EQ(resumed.output.find("not bit-identical"), std::string::npos) << resumed.output;
   EXPECT_EQ(xo::read_file(dir.path() / "resumed.safetensors"),
             xo::read_file(dir.path() / "whole.safetensors"));
+}
+
+// A job's checkpoint resumed by one process goes on to f32 rounding, not bit for bit: the result
+// says so and why (results.json's resumed_differently, a note at the end), and so does the result
+// of a run resumed from a later checkpoint of that one. The same job resumed on its own ranks says
+// nothing.
+TEST(DataParallel, AJobResumedOnOtherRanksSaysItIsNotBitIdentical) {
+  if (!have_mpirun()) GTEST_SKIP() << "no mpirun: run scripts/setup";
+  xo::testing::TempDir dir("dp-resume-other-ranks");
+  std::ofstream(dir.path() / "spec.toml") << kMlp;
+  const std::string job = "--version >/dev/null && " + xo::testing::mpirun_command() + "-np 2 " +
+                          CROSSOVER_BINARY + " train spec.toml --checkpoint-every 7steps ";
+  const auto paused = run_cli(job + "--pause-after 1", dir.path());
+  if (paused.output.find("built without MPI") != std::string::npos) GTEST_SKIP() << paused.output;
+  ASSERT_EQ(paused.status, 0) << paused.output;
+  const auto alone = run_cli(
+      "train spec.toml --threads 1 --checkpoint-every 7steps --resume --pause-after 2 --json "
+      "alone.json",
+      dir.path());
+  ASSERT_EQ(alone.status, 0) << alone.output;
+  EXPECT_NE(alone.output.find("note: not bit-identical to an uninterrupted run"), std::string::npos)
+      << alone.output;
+  // Resumed again from the one process's own checkpoint: the same ranks, still not bit-identical.
+  const auto last =
+      run_cli("train spec.toml --threads 1 --checkpoint-every 7steps --resume --json last.json",
+              dir.path());
+  ASSERT_EQ(last.status, 0) << last.output;
+  for (const char* file : {"alone.json", "last.json"}) {
+    std::ifstream in(dir.path() / file);
+    const auto doc = nlohmann::json::parse(in);
+    const std::string why = doc["checkpoints"]["resumed_differently"];
+    EXPECT_NE(why.find("written by 2 ranks"), std::string::npos) << file << ": " << why;
+  }
 }
 
 // The checkpoints taken between steps, while the ranks of a machine share one copy of the

@@ -6,12 +6,16 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 
 #include "support/cli.h"
+#include "support/gpu.h"
 #include "support/temp_dir.h"
 
 namespace {
@@ -138,6 +142,120 @@ TEST_F(DataFlags, EvaluateGivesATrainedModelsFiguresOnData) {
   EXPECT_NE(untrained.output.find("give --init FILE"), std::string::npos) << untrained.output;
 }
 
+// `crossover predict`: a trained model's predictions for rows, as Keras's model.predict: a class
+// and each class's probability per row, in the rows' order, for rows with or without their label;
+// the classes it predicts are right as often as evaluate's accuracy says.
+TEST_F(DataFlags, PredictGivesEachRowsClassAndProbabilities) {
+  const auto trained = run_cli(
+      "train spec.toml --data points.csv --epochs 5 --threads 1 --save w.safetensors", dir_.path());
+  ASSERT_EQ(trained.status, 0) << trained.output;
+  const auto evaluated = run_cli(
+      "evaluate spec.toml --data points.csv --init w.safetensors --threads 1 --json eval.json",
+      dir_.path());
+  ASSERT_EQ(evaluated.status, 0) << evaluated.output;
+  // The same rows without their label column, with a header line.
+  {
+    std::ifstream in(dir_.path() / "points.csv");
+    std::ofstream out(dir_.path() / "rows.csv");
+    out << "a,b,c\n";
+    for (std::string line; std::getline(in, line);) out << line.substr(0, line.rfind(',')) << "\n";
+  }
+  const auto labelled = run_cli(
+      "predict spec.toml --data points.csv --init w.safetensors --threads 1 --out labelled.csv",
+      dir_.path());
+  ASSERT_EQ(labelled.status, 0) << labelled.output;
+  EXPECT_NE(labelled.output.find("60 rows predicted"), std::string::npos) << labelled.output;
+  EXPECT_NE(labelled.output.find("the label column left out"), std::string::npos)
+      << labelled.output;
+  // Without --out: the predictions on standard output, then (on standard error, which run_cli
+  // joins to it) what they are.
+  const auto unlabelled =
+      run_cli("predict spec.toml --data rows.csv --init w.safetensors --threads 1", dir_.path());
+  ASSERT_EQ(unlabelled.status, 0) << unlabelled.output;
+  std::ifstream lf(dir_.path() / "labelled.csv");
+  const std::string from_labelled{std::istreambuf_iterator<char>(lf), {}};
+  EXPECT_EQ(unlabelled.output.substr(0, from_labelled.size()), from_labelled);
+  EXPECT_NE(unlabelled.output.find("60 rows predicted", from_labelled.size()), std::string::npos)
+      << unlabelled.output;
+  EXPECT_NE(unlabelled.output.find("no label"), std::string::npos) << unlabelled.output;
+  // Each line: the class, then p0 and p1 summing to 1, the class the likelier.
+  std::istringstream lines(from_labelled);
+  std::string line;
+  std::getline(lines, line);
+  EXPECT_EQ(line, "class,p0,p1");
+  std::ifstream points(dir_.path() / "points.csv");
+  int rows = 0, right = 0;
+  for (std::string point; std::getline(lines, line) && std::getline(points, point); ++rows) {
+    int cls = -1;
+    double p0 = -1, p1 = -1;
+    ASSERT_EQ(std::sscanf(line.c_str(), "%d,%lf,%lf", &cls, &p0, &p1), 3) << line;
+    EXPECT_NEAR(p0 + p1, 1.0, 1e-6) << line;
+    EXPECT_EQ(cls, p1 > p0 ? 1 : 0) << line;
+    right += cls == std::stoi(point.substr(point.rfind(',') + 1));
+  }
+  EXPECT_EQ(rows, 60);
+  std::ifstream e(dir_.path() / "eval.json");
+  const auto eval = nlohmann::json::parse(e);
+  EXPECT_NEAR(100.0 * right / 60, eval["splits"][0]["accuracy_percent"].get<double>(), 1e-9);
+}
+
+// On a GPU, the same predictions as on the CPU: the same classes, probabilities within 1e-5.
+TEST_F(DataFlags, PredictOnTheGpuGivesTheCpusPredictions) {
+  std::string why;
+  if (!xo::testing::gpu_present(&why)) GTEST_SKIP() << "no GPU: " << why;
+  const auto trained = run_cli(
+      "train spec.toml --data points.csv --epochs 5 --threads 1 --save w.safetensors", dir_.path());
+  ASSERT_EQ(trained.status, 0) << trained.output;
+  for (const char* device : {"cpu", "cuda"}) {
+    const auto r = run_cli(fmt::format("predict spec.toml --data points.csv --init w.safetensors "
+                                       "--device {} --out {}.csv",
+                                       device, device),
+                           dir_.path());
+    ASSERT_EQ(r.status, 0) << r.output;
+  }
+  std::ifstream cpu(dir_.path() / "cpu.csv"), gpu(dir_.path() / "cuda.csv");
+  std::string a, b;
+  int rows = 0;
+  while (std::getline(cpu, a) && std::getline(gpu, b)) {
+    if (rows++ == 0) {
+      EXPECT_EQ(a, b);  // the header
+      continue;
+    }
+    int ca = -1, cb = -1;
+    double a0, a1, b0, b1;
+    ASSERT_EQ(std::sscanf(a.c_str(), "%d,%lf,%lf", &ca, &a0, &a1), 3) << a;
+    ASSERT_EQ(std::sscanf(b.c_str(), "%d,%lf,%lf", &cb, &b0, &b1), 3) << b;
+    EXPECT_NEAR(a0, b0, 1e-5) << a << " vs " << b;
+    EXPECT_NEAR(a1, b1, 1e-5) << a << " vs " << b;
+    if (std::abs(a0 - a1) > 1e-4) {
+      EXPECT_EQ(ca, cb) << a << " vs " << b;
+    }
+  }
+  EXPECT_EQ(rows, 61);
+}
+
+TEST_F(DataFlags, PredictRefusesRowsOfAnotherWidthAndAModelWithoutWeights) {
+  const auto trained = run_cli(
+      "train spec.toml --data points.csv --epochs 1 --threads 1 --save w.safetensors", dir_.path());
+  ASSERT_EQ(trained.status, 0) << trained.output;
+  std::ofstream(dir_.path() / "wide.csv") << "1,2,3\n4,5,6,7,8\n";
+  const auto ragged =
+      run_cli("predict spec.toml --data wide.csv --init w.safetensors", dir_.path());
+  EXPECT_EQ(ragged.status, 2) << ragged.output;
+  EXPECT_NE(ragged.output.find("wide.csv:2: row has 5 columns, expected 3"), std::string::npos)
+      << ragged.output;
+  std::ofstream(dir_.path() / "two.csv") << "1,2\n";
+  const auto narrow = run_cli("predict spec.toml --data two.csv --init w.safetensors", dir_.path());
+  EXPECT_EQ(narrow.status, 2) << narrow.output;
+  EXPECT_NE(narrow.output.find("two.csv:1: row has 2 columns, but the model expects 3 inputs"),
+            std::string::npos)
+      << narrow.output;
+  const auto untrained = run_cli("predict spec.toml --data points.csv", dir_.path());
+  EXPECT_EQ(untrained.status, 2) << untrained.output;
+  EXPECT_NE(untrained.output.find("give --init FILE"), std::string::npos) << untrained.output;
+  EXPECT_FALSE(fs::exists(dir_.path() / "out.csv"));
+}
+
 // --optimizer NAME: torch.optim's rule with its defaults, the learning rate said; a name it does
 // not know is refused with the choices.
 TEST(FirstHour, TheOptimizerIsAFlagWithTorchsDefaults) {
@@ -193,6 +311,38 @@ TEST(FirstHour, ABuiltInSpecIsShownAsAFileThatTrains) {
   EXPECT_EQ(ja["final_loss"], jb["final_loss"]);
   const auto unknown = run_cli("models --show disc-99", dir.path());
   EXPECT_EQ(unknown.status, 2) << unknown.output;
+}
+
+// The chart plots the GPU the verdict weighs, so that the two name one GPU. For models this small
+// every GPU is slower than a CPU here and the verdict weighs the fastest (the L4, in the shipped
+// catalog), while the chart plotted the GPU of the cheapest instance (the T4) before: the default
+// job's verdict named an A10G under a chart of a T4.
+TEST(FirstHour, TheChartPlotsTheGpuTheVerdictWeighs) {
+  const xo::testing::TempDir dir("one-gpu");
+  for (const std::string& job :
+       {std::string("sweep --vary depth=2..4 --epochs 2 --steps 20 --devices cpu --threads 1 "
+                    "--out sweep"),
+        std::string("advise disc-4 --steps 20 --devices cpu --threads 1 --out advise")}) {
+    const auto r = run_cli(job, dir.path());
+    ASSERT_EQ(r.status, 0) << job << "\n" << r.output;
+    const std::string out = job.substr(job.rfind(' ') + 1);
+    std::ifstream f(dir.path() / out / "results.json");
+    const auto doc = nlohmann::json::parse(f);
+    ASSERT_TRUE(doc["verdict"].contains("gpu")) << doc["verdict"].dump();
+    const std::string gpu = doc["verdict"]["gpu"]["device"];
+    int predicted = 0;
+    const std::string here = doc["runs"][0]["device"];  // advise's width chart predicts it too
+    for (const auto& series : doc["sweep"]["series"]) {
+      const std::string device = series["device"];
+      if (!series["predicted"].get<bool>() || device.starts_with(here + " ")) continue;
+      ++predicted;
+      EXPECT_EQ(series["device"], gpu + " (predicted)") << job;
+      EXPECT_NE(series["note"].get<std::string>().find("the GPU the verdict weighs"),
+                std::string::npos)
+          << series["note"];
+    }
+    EXPECT_EQ(predicted, 1) << doc["sweep"].dump();
+  }
 }
 
 }  // namespace

@@ -110,9 +110,12 @@ def run_config(index, config, crossover, tmp):
     ok &= len(got) == len(expected)
 
     # The other direction: crossover's weights, read into PyTorch by name and shape.
-    weights_ok = peer.compare_weights(saved, model.state_dict(), peer.sequential(layers, features),
-                                      WEIGHT_RTOL)
-    return ok and weights_ok
+    fresh = peer.sequential(layers, features)
+    weights_ok = peer.compare_weights(saved, model.state_dict(), fresh, WEIGHT_RTOL)
+    # And `crossover predict` with those weights against PyTorch's forward pass with them.
+    predict_ok = peer.predict_check(crossover, spec, saved, fresh, x, torch.from_numpy(x),
+                                    "cross_entropy", tmp, f"c{index}")
+    return ok and weights_ok and predict_ok
 
 
 # Regression with mean squared error (torch.nn.MSELoss): a real target in the CSV's last column.
@@ -164,9 +167,11 @@ def run_regression(index, config, crossover, tmp):
         ok &= rel <= loss_rtol
         print(f"  epoch {epoch}: torch {t_loss:.8f} crossover {c_loss:.8f} rel diff {rel:.2e}"
               f"{'  <-- MISMATCH' if rel > loss_rtol else ''}")
-    weights_ok = peer.compare_weights(saved, model.state_dict(), peer.sequential(layers, features),
-                                      WEIGHT_RTOL)
-    return ok and weights_ok
+    fresh = peer.sequential(layers, features)
+    weights_ok = peer.compare_weights(saved, model.state_dict(), fresh, WEIGHT_RTOL)
+    predict_ok = peer.predict_check(crossover, spec, saved, fresh, x, torch.from_numpy(x), "mse",
+                                    tmp, f"reg{index}")
+    return ok and weights_ok and predict_ok
 
 
 def main():

@@ -156,8 +156,12 @@ def run_config(index, config, crossover, tmp):
         ok &= rel <= LOSS_RTOL
         print(f"  epoch {epoch}: torch {t_loss:.8f} crossover {c_loss:.8f} rel diff {rel:.2e}"
               f"{'  <-- MISMATCH' if rel > LOSS_RTOL else ''}")
-    weights_ok = peer.compare_weights(saved, model.state_dict(), build(), WEIGHT_RTOL)
-    return ok and weights_ok
+    fresh = build()
+    weights_ok = peer.compare_weights(saved, model.state_dict(), fresh, WEIGHT_RTOL)
+    # `crossover predict` with those weights against PyTorch's eval-mode forward pass (dropout off,
+    # BatchNorm on its running statistics).
+    predict_ok = peer.predict_check(crossover, spec, saved, fresh, x, xt, loss, tmp, f"c{index}")
+    return ok and weights_ok and predict_ok
 
 
 def main():

@@ -53,6 +53,24 @@ TEST(TerminalSummary, ModelNamesAreEscapedInTheTableAndTheNotes) {
   EXPECT_NE(s.find("note: red\\x1b[31m on cpu resumed"), std::string::npos) << s;
 }
 
+// A run resumed in another number of batch shards or ranks: its figures marked, and why.
+TEST(TerminalSummary, ARunNotBitIdenticalToAnUninterruptedOneIsMarkedWithWhy) {
+  Report report = report_of({{"disc-4", ""}, {"disc-5", ""}});
+  for (ReportRun& run : report.runs) {
+    run.run.result.epochs.push_back({});
+    run.run.result.final_train_error = 1.5;
+  }
+  report.runs[1].run.result.resumed_differently = "the checkpoint was written by 2 ranks";
+  const std::string s = summary_text(report, "out", false);
+  EXPECT_EQ(s.find("1.50%~"), s.rfind("1.50%~")) << s;  // one row marked
+  EXPECT_NE(s.find("1.50%~"), std::string::npos) << s;
+  EXPECT_NE(s.find("~ disc-5 on cpu: not bit-identical to an uninterrupted run: the checkpoint was "
+                   "written by 2 ranks"),
+            std::string::npos)
+      << s;
+  EXPECT_EQ(s.find("~ disc-4"), std::string::npos) << s;
+}
+
 // Counts are written whole (11201190, not 1.12012e+07), and a data-parallel run's ranks, the time
 // its gradient sum took beyond backward and the bytes summed per step in the last three columns
 // (empty for one process).

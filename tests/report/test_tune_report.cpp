@@ -64,6 +64,8 @@ TuneRecord fixture() {
               trial("t3", "0.01", "0", TrialStatus::Finished, 88, 9, 5.0),
               trial("t4", "0.01", "0.5", TrialStatus::Failed, NAN, 0, 0.2)};
   r.trials[3].error = "out of memory, \"cuda:0\"";
+  r.trials[3].machine_failed = true;
+  r.trials[2].resumed_differently = "the checkpoint was written in 3 batch shards";
   r.trials[3].step_ms = NAN;
   r.trials[1].dollars = 0.0125;
   r.trials[2].group = "g002";  // t3 trained fused, in a group of 3
@@ -98,15 +100,21 @@ TEST(TuneReport, ResultsJsonReadsBackWhatWasWritten) {
   EXPECT_EQ(back.decisions.size(), 2u);
   EXPECT_EQ(back.trials[2].group, "g002");
   EXPECT_EQ(back.trials[2].fused, 3);
+  EXPECT_TRUE(back.trials[3].machine_failed);
+  EXPECT_EQ(back.trials[2].resumed_differently, r.trials[2].resumed_differently);
   // A search written before fused trials (no group, no fused) reads as trials of their own.
   nlohmann::json older = j;
   for (auto& t : older["trials"]) {
     t.erase("group");
     t.erase("fused");
+    t.erase("machine_failed");
+    t.erase("resumed_differently");
   }
   const TuneRecord old = read_tune_record(older.dump(), "results.json");
   EXPECT_EQ(old.trials[2].group, "");
   EXPECT_EQ(old.trials[2].fused, 1);
+  EXPECT_FALSE(old.trials[3].machine_failed);
+  EXPECT_EQ(old.trials[2].resumed_differently, "");
   // Trials at once not measured for a short search, said so, and read back; absent before.
   TuneRecord short_search = r;
   short_search.parallel[0].short_search = true;
@@ -184,6 +192,11 @@ TEST(TuneReport, TheTerminalSaysWhatWasNotMeasuredAndEveryDecision) {
             std::string::npos)
       << text;
   EXPECT_NE(text.find("t4: out of memory"), std::string::npos);
+  // A trial not bit-identical to an uninterrupted run: marked, and why.
+  EXPECT_NE(text.find("t3 ~ not bit-identical to an uninterrupted run: the checkpoint was written "
+                      "in 3 batch shards"),
+            std::string::npos)
+      << text;
   TuneRecord short_search = fixture();
   short_search.parallel[0] = {"cpu", 2, false, {}, 0, true};
   EXPECT_NE(tune_table_text(short_search)

@@ -463,6 +463,10 @@ TEST(Checkpoints, HostileFieldsAreDamageNamedAndTheOneBeforeIsUsed) {
        "times.data.bins: bin 4 after bin 5"},
       {"a generator state that does not read", field("shuffle_generator", "12 x"),
        "shuffle_generator:"},
+      {"the resume's note a number", field("resumed_differently", 12),
+       "resumed_differently: expected a text"},
+      {"the resume's note of 5000 bytes", field("resumed_differently", std::string(5000, 'x')),
+       "resumed_differently: expected a text of at most 4096 bytes"},
       {"one digit of the generator changed, unsigned",
        [&](const fs::path& j, const fs::path&) {
          rewrite(

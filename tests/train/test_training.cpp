@@ -2,6 +2,7 @@
 // bit-identical results.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -70,6 +71,50 @@ TEST(Training, AStepLimitedRunSaysItWasCutShort) {
     EXPECT_EQ(r.steps_taken, steps);
     EXPECT_EQ(r.step_limited, steps < 50) << steps << " steps";
   }
+}
+
+// A long run's epoch records: every epoch's up to kMaxEpochRecords - 3 epochs, then evenly fewer,
+// never more than kMaxEpochRecords; the first, the newest and early stopping's best always there
+// (a best that moves on leaves no trail); the count read from the last.
+TEST(Training, ALongRunsEpochRecordsThinOutEvenlyKeepingTheNewestAndTheBest) {
+  constexpr auto kExact = static_cast<int64_t>(kMaxEpochRecords) - 3;
+  std::vector<EpochRecord> epochs;
+  for (int64_t e = 1; e <= kExact; ++e) keep_epoch_record(epochs, {.epoch = e}, 3);
+  ASSERT_EQ(epochs.size(), static_cast<size_t>(kExact));  // every one, below the bound
+  constexpr int64_t kEpochs = 100'003;
+  size_t most = 0;
+  for (int64_t e = kExact + 1; e <= kEpochs; ++e) {
+    // Epoch 3 stays the best until epoch 50,000; then the best moves on every 1,001 epochs.
+    keep_epoch_record(epochs, {.epoch = e}, e < 50'000 ? 3 : e - e % 1001);
+    most = std::max(most, epochs.size());
+  }
+  constexpr int64_t kBest = kEpochs - kEpochs % 1001;
+  EXPECT_LE(most, kMaxEpochRecords);
+  EXPECT_GE(epochs.size(), kMaxEpochRecords / 2);
+  EXPECT_EQ(epochs.front().epoch, 1);
+  EXPECT_EQ(epochs.back().epoch, kEpochs);
+  TrainResult r;
+  r.epochs = epochs;
+  EXPECT_EQ(epochs_completed(r), kEpochs);
+  // Evenly: every multiple of the stride there, in order; besides them only the first, the
+  // newest and bests (the present one, and earlier ones until the next thinning).
+  const int64_t stride = epoch_record_stride(kEpochs);
+  EXPECT_GT(stride, 1);
+  int64_t on_stride = 0, previous = 0;
+  bool best = false;
+  for (const EpochRecord& e : epochs) {
+    ASSERT_GT(e.epoch, previous) << "in order, each once";
+    previous = e.epoch;
+    best |= e.epoch == kBest;
+    if (e.epoch % stride == 0) {
+      EXPECT_EQ(e.epoch, (on_stride + 1) * stride);
+      ++on_stride;
+    } else {
+      EXPECT_TRUE(e.epoch == 1 || e.epoch == kEpochs || e.epoch % 1001 == 0) << e.epoch;
+    }
+  }
+  EXPECT_EQ(on_stride, kEpochs / stride);
+  EXPECT_TRUE(best);
 }
 
 TEST(Training, MajorityClassErrorIsTheShareOutsideTheMostFrequentClass) {

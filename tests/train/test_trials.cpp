@@ -581,10 +581,18 @@ TEST(FusedTrials, ARegroupedTrialGoesOnInItsOwnShards) {
   ASSERT_EQ(whole[0].shards, 1);
   const std::vector<TrainResult> paused = run(2, true, false, 1);
   ASSERT_TRUE(paused[0].paused);
+  EXPECT_TRUE(paused[0].resumed_differently.empty());
+  // Alone, paused again after epoch 2, then to the end from that checkpoint of its own shards:
+  // the first resume's cause is carried to the end.
+  const std::vector<TrainResult> regrouped = run(1, true, true, 2);
+  EXPECT_NE(regrouped[0].resumed_differently.find("written in 1 batch shard"), std::string::npos)
+      << regrouped[0].resumed_differently;
   const std::vector<TrainResult> alone = run(1, true, true, 0);
   EXPECT_EQ(alone[0].shards, 2);
   EXPECT_FALSE(alone[0].paused);
   EXPECT_GT(alone[0].resumed_at_step, 0);
+  EXPECT_EQ(alone[0].resumed_differently, regrouped[0].resumed_differently);
+  EXPECT_TRUE(whole[0].resumed_differently.empty());
   ASSERT_EQ(alone[0].epochs.size(), 3u);
   const bool told = std::any_of(notes.begin(), notes.end(), [](const std::string& m) {
     return m.find("written in 1 batch shard (a fused group's), and this run takes 2") !=

@@ -24,6 +24,12 @@ TEST(TuneSearch, ATrialsExitCodeSaysHowItEnded) {
   EXPECT_EQ(process_end(128 + 15, true), ProcessEnd::Interrupted);
   EXPECT_EQ(process_end(128 + 15, false), ProcessEnd::Failed);
   EXPECT_EQ(process_end(2, true), ProcessEnd::Failed);
+  // The machine's failures, retried when the search runs again: its exit code, and the kernel's
+  // out-of-memory killer (SIGKILL) or a mapped file on a full disk (SIGBUS).
+  EXPECT_EQ(process_end(kExitMachine, false), ProcessEnd::MachineFailed);
+  EXPECT_EQ(process_end(128 + 9, false), ProcessEnd::MachineFailed);
+  EXPECT_EQ(process_end(128 + 7, false), ProcessEnd::MachineFailed);
+  EXPECT_EQ(process_end(128 + 11, false), ProcessEnd::Failed);  // a crash is the trial's own
 }
 
 TEST(TuneSearch, TrainArgumentsPauseOnlyBelowTheLastRung) {
@@ -76,6 +82,30 @@ TEST(TuneSearch, TheSameSearchGoesOnAndAnotherIsRefused) {
               std::string::npos)
         << e.what();
   }
+}
+
+// A trial the machine failed (a full disk) is trained again at the rung it failed at; one that
+// failed of its own stays failed.
+TEST(TuneSearch, ATrialTheMachineFailedIsRetriedAndOneThatFailedOfItsOwnIsNot) {
+  TuneRecord was = two_trials();
+  for (TrialRecord& t : was.trials) {
+    t.status = TrialStatus::Failed;
+    t.rung_objective = {std::nan("")};
+    t.error = "weights.safetensors: cannot write: No space left on device";
+  }
+  was.trials[0].machine_failed = true;
+  TuneRecord now = two_trials();
+  EXPECT_EQ(continue_search(now, was, "out"), 1u);
+  EXPECT_EQ(now.trials[0].status, TrialStatus::Pending);
+  EXPECT_FALSE(now.trials[0].machine_failed);
+  EXPECT_TRUE(now.trials[0].rung_objective.empty());
+  EXPECT_TRUE(now.trials[0].error.empty());
+  EXPECT_EQ(now.trials[1].status, TrialStatus::Failed);
+  EXPECT_EQ(now.trials[1].rung_objective.size(), 1u);
+  const std::optional<HalvingJob> job = next_job(now, {false, false});
+  ASSERT_TRUE(job);
+  EXPECT_EQ(job->trial, 0u);
+  EXPECT_EQ(job->rung, 0);
 }
 
 TEST(TuneSearch, APromotionLeftUnfinishedGoesOnFirstAndPausedTrialsStopAtTheEnd) {

@@ -75,8 +75,16 @@ TEST(TuneTrials, AFailedTrialIsRecordedWithTheLastErrorItPrinted) {
   std::ofstream(log) << "note: x\ncrossover: error: first\ncrossover: error: the data file is "
                         "gone\nbye\n";
   EXPECT_EQ(failure_text(log, 2), "the data file is gone");
-  std::ofstream(log) << "nothing said\n";
-  EXPECT_EQ(failure_text(log, 134), "the trial's process ended with exit code 134");
+  // A fused group's log: its trials' summary lines say "train error", and are no error.
+  std::ofstream(log) << "crossover: error: t02: weights.safetensors: cannot write: No space left "
+                        "on device\nt01: 4 epochs, train error 12.50%, test error 10.00%\n";
+  EXPECT_EQ(failure_text(log, 7),
+            "t02: weights.safetensors: cannot write: No space left on device");
+  std::ofstream(log) << "crossover: internal error: a.cpp:3: check failed: x\n";
+  EXPECT_EQ(failure_text(log, 3), "internal error: a.cpp:3: check failed: x");
+  std::ofstream(log) << "nothing said\nt01: 4 epochs, train error 12.50%\n";
+  EXPECT_EQ(failure_text(log, 2), "the trial's process ended with exit code 2");
+  EXPECT_EQ(failure_text(log, 134), "the trial's process was killed by signal 6 (Aborted)");
   EXPECT_EQ(failure_text(dir.path() / "absent.txt", 9),
             "the trial's process ended with exit code 9");
 }
