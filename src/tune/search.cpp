@@ -280,13 +280,12 @@ void Search::load_or_start() {
   hooks_.resumed(kept + take_back_results(), record_.trials.size());
 }
 
-// A trial trained to its end whose result the search never recorded (killed after the trial's
-// process wrote it, before the record was) is taken back from its result.json, not trained again:
-// a retrained trial's objective once moved 30% and the ranking with it. A result that does not
-// read, or of a run stopped, paused or diverged, leaves the trial to train. Halving's rungs end in
-// pauses that the next rung's job continues: there the record alone says what a rung gave.
+// A trial trained to its end, or to the end of its halving rung, whose result the search never
+// recorded (killed after the trial's process wrote it, before the record was) is taken back from
+// its result.json, not trained again: a retrained trial's objective once moved 30% and the ranking
+// with it. A result that does not read, of a run stopped or diverged, or (halving) not at the end
+// of the rung the record is at, leaves the trial to train.
 size_t Search::take_back_results() {
-  if (record_.halving) return 0;
   size_t taken = 0;
   for (TrialRecord& t : record_.trials) {
     const TrialFiles f = trial_files(out_, t.id);
@@ -294,9 +293,17 @@ size_t Search::take_back_results() {
       continue;
     try {
       const TrainResult r = hooks_.read_result(read_regular_file(f.result), f.result.string());
-      if (r.interrupted || r.paused || r.stopped_diverged || r.step_limited) continue;
+      if (r.interrupted || r.stopped_diverged || r.step_limited) continue;
+      // The rung it ended: without halving the one, whole run (never paused); with it, the rung
+      // its epochs end, the one after those the record has (a paused rung's job, or the last's).
+      const auto rung = std::find(record_.rungs.begin(), record_.rungs.end(), epochs_completed(r));
+      const auto at = static_cast<size_t>(rung - record_.rungs.begin());
+      if (record_.halving ? rung == record_.rungs.end() || at != t.rung_objective.size()
+                          : r.paused) {
+        continue;
+      }
       record_result(t, r, metric_);
-      end_rung(t, 0, t.objective);
+      end_rung(t, record_.halving ? static_cast<int>(at) : 0, t.objective);
       t.status = trained_status(r);
       ++taken;
     } catch (const UserError&) {

@@ -820,6 +820,44 @@ TEST(Tune, AFinishedGroupTheSearchDidNotRecordIsTakenBackNotTrainedAgain) {
   }
 }
 
+// The same under halving: a promoted trial killed after its process wrote the last rung's result,
+// before the record had it, is taken back at that rung; before, halving's trials were always
+// trained again.
+TEST(Tune, AHalvingRungTheSearchDidNotRecordIsTakenBackNotTrainedAgain) {
+  xo::testing::TempDir dir("tune-take-back-halving");
+  const std::string search =
+      "tune disc-3 --vary lr=0.05,0.1,0.2 --epochs 3 --halving --min-epochs 1 --factor 3 "
+      "--parallel 1 --out out";
+  const auto first = run_cli(search, dir.path());
+  ASSERT_EQ(first.status, 0) << first.output;
+  json record = results(dir.path() / "out");
+  std::string promoted;
+  double objective = 0;
+  int runs = 0;
+  for (json& t : record.at("trials")) {
+    if (status_of(t) != "finished") continue;
+    // As the record stood while its promotion's job ran: the first rung's alone.
+    promoted = t.at("id");
+    objective = t.at("objective");
+    runs = runs_of(dir.path() / "out", promoted);
+    t["status"] = "running";
+    t["rung_objective"].erase(t["rung_objective"].size() - 1);
+  }
+  ASSERT_FALSE(promoted.empty()) << record.dump(1);
+  ASSERT_EQ(runs, 2);  // a process for each rung
+  std::ofstream(dir.path() / "out" / "results.json", std::ios::trunc) << record.dump(1);
+  const auto again = run_cli(search, dir.path());
+  ASSERT_EQ(again.status, 0) << again.output;
+  EXPECT_NE(again.output.find("3 of 3 trials"), std::string::npos) << again.output;
+  for (const json& t : results(dir.path() / "out").at("trials")) {
+    if (t.at("id") != promoted) continue;
+    EXPECT_EQ(status_of(t), "finished") << t.dump();
+    EXPECT_EQ(t.at("objective").get<double>(), objective) << t.dump();
+    EXPECT_EQ(t.at("rung_objective").size(), 2u) << t.dump();
+    EXPECT_EQ(runs_of(dir.path() / "out", promoted), runs) << "trained again";
+  }
+}
+
 }  // namespace
 }  // namespace xo
 
