@@ -849,7 +849,8 @@ TEST(Tune, AHalvingRungTheSearchDidNotRecordIsTakenBackNotTrainedAgain) {
   const auto again = run_cli(search, dir.path());
   ASSERT_EQ(again.status, 0) << again.output;
   EXPECT_NE(again.output.find("3 of 3 trials"), std::string::npos) << again.output;
-  for (const json& t : results(dir.path() / "out").at("trials")) {
+  const json after = results(dir.path() / "out");  // kept: the loop reads into it
+  for (const json& t : after.at("trials")) {
     if (t.at("id") != promoted) continue;
     EXPECT_EQ(status_of(t), "finished") << t.dump();
     EXPECT_EQ(t.at("objective").get<double>(), objective) << t.dump();
