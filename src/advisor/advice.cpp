@@ -145,31 +145,30 @@ double local_efficiency(const RunRecord& row, const std::vector<DevicePeaks>& pe
 }
 
 std::string chart_gpu_note(const Catalog& catalog, const AdviceOptions& o,
-                           const CatalogDevice& chart) {
-  const CatalogDevice* gpu = &chart;
+                           const CatalogDevice& gpu) {
   const CatalogInstance* rented = nullptr;
   for (const CatalogInstance& i : catalog.instances) {
-    if (i.device == gpu->id && i.device_count == 1 &&
+    if (i.device == gpu.id && i.device_count == 1 &&
         (!rented || i.on_demand_usd_per_hour < rented->on_demand_usd_per_hour)) {
       rented = &i;
     }
   }
   const std::string why =
-      gpu != reference_gpu(catalog)
-          ? fmt::format("the {} is the GPU the verdict weighs", gpu->name)
+      &gpu != reference_gpu(catalog)
+          ? fmt::format("the {} is the GPU the verdict weighs", gpu.name)
           : fmt::format(
                 "the {} is the GPU of the catalog's cheapest single-GPU instance ({} {} at "
                 "${:.3f}/h), the GPU one would rent first",
-                gpu->name, rented ? rented->provider : "", rented ? rented->name : "",
+                gpu.name, rented ? rented->provider : "", rented ? rented->name : "",
                 rented ? rented->on_demand_usd_per_hour : 0.0);
   if (!o.profiles.empty()) {
     // The kind of estimate: which profile, and its validated error.
     const ModelSpec probe = *builtin_spec("disc-2");
-    if (const auto ps = profiled_step(probe, probe.train.batch, catalog_target(*gpu, {}, o), o)) {
+    if (const auto ps = profiled_step(probe, probe.train.batch, catalog_target(gpu, {}, o), o)) {
       return fmt::format(
           "{}; predicted from the {} profile, each kernel scaled by the {}'s datasheet rates "
           "({:.1f} TFLOP/s f32, {:.0f} GB/s){}",
-          why, ps->from->id, gpu->name, gpu->f32_tflops, gpu->memory_bandwidth_gbs,
+          why, ps->from->id, gpu.name, gpu.f32_tflops, gpu.memory_bandwidth_gbs,
           ps->expected_error
               ? fmt::format(", expected error{}: median {:.0f}%, worst {:.0f}% (validation table)",
                             ps->expected_error->at_least ? " at least" : "",
@@ -180,7 +179,7 @@ std::string chart_gpu_note(const Catalog& catalog, const AdviceOptions& o,
   return fmt::format(
       "{}; predicted at its roofline ({:.1f} TFLOP/s f32, {:.0f} GB/s) with no GPU measured here "
       "to calibrate it, so a lower bound on its time",
-      why, gpu->f32_tflops, gpu->memory_bandwidth_gbs);
+      why, gpu.f32_tflops, gpu.memory_bandwidth_gbs);
 }
 
 const CatalogDevice* reference_gpu(const Catalog& catalog) {

@@ -70,8 +70,8 @@ void append_row(std::string& csv, const Model& model, const float* outputs) {
 std::optional<std::string> predict_rows(const Model& model, const Dataset& rows) {
   Backend& be = model.backend();
   const int64_t batch = evaluation_batch(model, rows.samples);
-  std::optional<Network> full, tail;
-  full.emplace(model, NetworkOptions{.batch = batch, .training = false, .shards = 1});
+  Network full(model, NetworkOptions{.batch = batch, .training = false, .shards = 1});
+  std::optional<Network> tail;  // the last, partial batch's
   if (const int64_t rest = rows.samples % batch) {
     tail.emplace(model, NetworkOptions{.batch = rest, .training = false, .shards = 1});
   }
@@ -80,7 +80,7 @@ std::optional<std::string> predict_rows(const Model& model, const Dataset& rows)
   std::string csv = header(model);
   for (int64_t start = 0; start < rows.samples; start += batch) {
     if (stop_requested()) return std::nullopt;
-    Network& net = start + batch <= rows.samples ? *full : *tail;
+    Network& net = start + batch <= rows.samples ? full : *tail;
     const float* y = net.forward(x.as<float>() + start * rows.features);
     be.synchronize();
     be.download(out.data(), y, sizeof(float) * net.batch() * model.outputs());

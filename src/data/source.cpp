@@ -19,6 +19,13 @@ constexpr std::string_view kCsv = "csv:";
 constexpr std::string_view kIdx = "idx:";
 constexpr std::string_view kImdb = "imdb:";
 
+// The numbers in one sample: the product of the model's input shape.
+int64_t sample_features(const DataRequest& model) {
+  int64_t features = 1;
+  for (int64_t d : model.input) features *= d;
+  return features;
+}
+
 // The sequence options of a model whose first layer is an embedding over its [steps] input.
 ImdbOptions sequence_options(const DataSpec& data, const DataRequest& model) {
   if (model.vocab <= 0 || model.input.size() != 1) {
@@ -89,8 +96,7 @@ DataSplit load_data(const DataSpec& data, const DataRequest& model) {
 namespace {
 
 DataSplit load_source(const DataSpec& data, const DataRequest& model) {
-  int64_t features = 1;
-  for (int64_t d : model.input) features *= d;
+  const int64_t features = sample_features(model);
   const std::string& source = data.source;
   if (source.empty()) {
     throw UserError(fmt::format(
@@ -139,10 +145,8 @@ std::string data_fingerprint(const DataSplit& split) {
 
 Dataset load_rows(const DataSpec& data, const DataRequest& model) {
   if (data.source.starts_with(kCsv)) {
-    int64_t features = 1;
-    for (int64_t d : model.input) features *= d;
     const std::string path = data.source.substr(kCsv.size());
-    return parse_csv_rows(read_file(path), path, features);
+    return parse_csv_rows(read_file(path), path, sample_features(model));
   }
   DataSpec rows = data;
   rows.test.clear();

@@ -345,13 +345,13 @@ void expect_equal(const char* what, int64_t found, int64_t expected, const char*
   }
 }
 
-// The completed epochs' records: one an epoch up to kMaxEpochRecords - 3 epochs, then evenly fewer
+// The completed epochs' records: one an epoch while epoch_record_stride is 1, then evenly fewer
 // (never more than kMaxEpochRecords), in order, the last the last completed.
 void epoch_records(const Json& records, int64_t epoch) {
   if (!records.is_array()) damaged("epochs: not an array");
   const auto count = static_cast<int64_t>(records.size());
   constexpr auto kMax = static_cast<int64_t>(kMaxEpochRecords);
-  if (epoch <= kMax - 3) {
+  if (epoch_record_stride(epoch) == 1) {
     expect_equal("epochs", count, epoch, "one record a completed epoch");
   } else if (count < 1 || count > kMax) {
     damaged(fmt::format("epochs: {} records of {} epochs, expected 1 to {}", count, epoch, kMax));

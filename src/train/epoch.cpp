@@ -197,13 +197,6 @@ TrainResult make_result(const TrainPlan& p, const TrainState& state, double setu
   return r;
 }
 
-int64_t epoch_record_stride(int64_t epoch) {
-  constexpr auto kSpan = static_cast<int64_t>(kMaxEpochRecords) - 2;  // first, newest, best apart
-  int64_t stride = 1;
-  while (epoch / stride >= kSpan) stride *= 2;
-  return stride;
-}
-
 void keep_epoch_record(std::vector<EpochRecord>& epochs, const EpochRecord& record, int64_t best) {
   const int64_t stride = epoch_record_stride(record.epoch);
   auto off_stride = [&](const EpochRecord& e) {

@@ -38,9 +38,6 @@ EpochRecord finish_epoch(TrainPlan& p, TrainState& state);
 // epoch_record_stride(record.epoch), the first, the newest and that of epoch `best` (early
 // stopping's best, 0: none): at most kMaxEpochRecords, evenly spaced.
 void keep_epoch_record(std::vector<EpochRecord>& epochs, const EpochRecord& record, int64_t best);
-// The spacing of a run's epoch records after epoch `epoch`: 1 (every epoch) up to
-// kMaxEpochRecords - 3 epochs, then the smallest power of two that keeps them under the bound.
-int64_t epoch_record_stride(int64_t epoch);
 // The mean loss per sample of an epoch (as Keras and PyTorch report it) from its loss sums: those
 // of its full batches of `batch` samples, and those of its partial batch (zeros when it has none).
 double epoch_mean_loss(const LossStats& full, const LossStats& partial, int64_t batch);

@@ -26,6 +26,15 @@ struct StepTimes {
 // 4th, … epoch, evenly spaced, with the first, the newest and early stopping's best
 // (keep_epoch_record, train/epoch.h), so that a long run's checkpoints stop growing.
 inline constexpr size_t kMaxEpochRecords = 8192;
+// The spacing of a run's epoch records after epoch `epoch`: 1 (every epoch) up to
+// kMaxEpochRecords - 3 epochs, then the smallest power of two that keeps them under the bound
+// (the first, the newest and the best kept besides).
+inline int64_t epoch_record_stride(int64_t epoch) {
+  constexpr auto kSpan = static_cast<int64_t>(kMaxEpochRecords) - 2;
+  int64_t stride = 1;
+  while (epoch / stride >= kSpan) stride *= 2;
+  return stride;
+}
 
 struct TrainState {
   // The shuffle draws from its own stream, apart from the initialisation's.
