@@ -513,6 +513,13 @@ struct DeviceRequest {
 DeviceRequest parse_device(const std::string& text, int threads,
                            const std::string& precision = "f32");
 
+// The CPU cores this process may run on (its affinity mask, as `taskset` or a container sets it).
+int usable_cpu_cores();
+// The CPU threads each of `ranks_here` processes on this machine takes: `threads` when given
+// (above 0), else an equal part of the usable cores, at least one. The one default of --threads for
+// `train`, `sweep` and `tune` along ranks.
+int threads_per_rank(int threads, int ranks_here);
+
 // Creates the backend for a request; "auto" picks a GPU when one is present, else the CPU.
 // Throws UserError saying why a device is not available (no GPU, CUDA not built).
 std::unique_ptr<Backend> make_backend(const DeviceRequest& request);

@@ -1,6 +1,8 @@
-// Turns a device string into a backend, and lists the devices this build can use here.
+// Turns a device string into a backend, lists the devices this build can use here, and says how many
+// CPU threads a process takes by default.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 
 #include "backend/backend.h"
@@ -10,18 +12,11 @@
 
 namespace xo {
 
-const char* activation_name(Activation a) {
-  switch (a) {
-    case Activation::None:
-      return "none";
-    case Activation::ReLU:
-      return "relu";
-    case Activation::Tanh:
-      return "tanh";
-    case Activation::Sigmoid:
-      return "sigmoid";
-  }
-  return "?";
+int usable_cpu_cores() { return cpu::available_cores(); }
+
+int threads_per_rank(int threads, int ranks_here) {
+  if (threads > 0) return threads;
+  return std::max(1, usable_cpu_cores() / std::max(1, ranks_here));
 }
 
 DeviceRequest parse_device(const std::string& text, int threads, const std::string& precision) {

@@ -105,8 +105,7 @@ Command add_evaluate(CLI::App& app) {
       ->required();
   add_data_options(sub, o->data);
   sub->add_option("--device", o->device, "cpu, cuda, cuda:N or auto")->capture_default_str();
-  sub->add_option("--threads", o->threads, "CPU threads (0 = all cores)")
-      ->check(non_negative_integer());
+  add_threads_option(sub, o->threads);
   sub->add_option("--json", o->json, "Write the figures as JSON to this file");
   return {sub, [o] { return run_evaluate(*o); }};
 }

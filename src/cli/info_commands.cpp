@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "cli/progress.h"
 #include "core/format.h"
 #include "measure/nvml.h"
 #include "measure/peaks.h"

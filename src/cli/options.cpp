@@ -164,12 +164,24 @@ void add_measure_options(CLI::App* sub, MeasureOptions& o, bool with_steps) {
                     "median step times the steps per epoch, and says so)")
         ->check(non_negative_integer());
   }
-  sub->add_option("--threads", o.settings.threads, "CPU threads (0 = all cores)")
-      ->check(non_negative_integer());
+  add_threads_option(sub, o.settings.threads);
   sub->add_flag("--reprobe", o.reprobe, "Measure each device's peaks again (they are cached)");
   add_gpu_options(sub, o.settings.precision, o.settings.record_step);
   add_checkpoint_options(sub, o.checkpoint, false);
   add_data_options(sub, o.data);
+}
+
+void add_threads_option(CLI::App* sub, int& threads, bool per_trial) {
+  if (per_trial) {
+    sub->add_option("--threads", threads,
+                    "CPU threads per trial (default: the cores shared among the trials at once)")
+        ->check(positive_number());
+    return;
+  }
+  sub->add_option("--threads", threads,
+                  "CPU threads (0 = the cores this process may run on, shared among the ranks on "
+                  "its machine)")
+      ->check(non_negative_integer());
 }
 
 void add_gpu_options(CLI::App* sub, std::string& precision, bool& record_step) {

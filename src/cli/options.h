@@ -76,6 +76,10 @@ struct CostOptions {
 
 void add_measure_options(CLI::App* sub, MeasureOptions& o, bool with_steps);
 void add_cost_options(CLI::App* sub, CostOptions& o);
+// --threads, the one declaration of it: CPU threads for the process (0: the cores it may run on,
+// shared among the ranks on its machine), or for each trial of a search (`per_trial`: unset, the
+// cores shared among the trials at once).
+void add_threads_option(CLI::App* sub, int& threads, bool per_trial = false);
 // --precision and --no-graph, shared by `train` and the measuring commands.
 void add_gpu_options(CLI::App* sub, std::string& precision, bool& record_step);
 Catalog load_user_catalog(const CostOptions& o);

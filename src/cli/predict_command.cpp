@@ -136,8 +136,7 @@ Command add_predict(CLI::App& app) {
   sub->add_option("--out", o->out,
                   "Write the predictions to this CSV file (default: standard output)");
   sub->add_option("--device", o->device, "cpu, cuda, cuda:N or auto")->capture_default_str();
-  sub->add_option("--threads", o->threads, "CPU threads (0 = all cores)")
-      ->check(non_negative_integer());
+  add_threads_option(sub, o->threads);
   return {sub, [o] { return run_predict(*o); }};
 }
 

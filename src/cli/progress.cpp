@@ -1,4 +1,4 @@
-// The progress line of a long job on stderr (commands.h Progress): shown only on a terminal, one
+// The progress line of a long job on stderr (progress.h): shown only on a terminal, one
 // line rewritten in place, cut to the terminal's width.
 #include <fmt/format.h>
 #include <sys/ioctl.h>
@@ -6,7 +6,7 @@
 
 #include <algorithm>
 
-#include "cli/commands.h"
+#include "cli/progress.h"
 #include "core/format.h"
 
 namespace xo::cli {

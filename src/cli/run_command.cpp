@@ -11,7 +11,6 @@
 #include <filesystem>
 #include <memory>
 #include <optional>
-#include <thread>
 
 #include "cli/commands.h"
 #include "cli/messages.h"
@@ -138,10 +137,7 @@ int run_rank_sweep(const RunOptions& o, const ModelSpec& base, const mpi::World&
   }
   measure.settings.devices = {"cpu"};
   // The ranks on a machine share its cores: each takes its part unless told (as `train` does).
-  if (measure.settings.threads == 0) {
-    measure.settings.threads = std::max(
-        1, static_cast<int>(std::thread::hardware_concurrency()) / std::max(1, world.local_size()));
-  }
+  measure.settings.threads = threads_per_rank(measure.settings.threads, world.local_size());
   load_user_catalog(o.cost);  // the cost flags checked before any work, though nothing is priced
   Session session(measure, &world);
   const std::filesystem::path out(session.out());

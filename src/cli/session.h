@@ -13,6 +13,7 @@
 
 #include "cli/commands.h"
 #include "cli/options.h"
+#include "cli/progress.h"
 #include "core/file.h"
 #include "measure/peaks.h"
 #include "measure/run.h"

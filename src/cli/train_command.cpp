@@ -5,10 +5,10 @@
 #include <cmath>
 #include <memory>
 #include <optional>
-#include <thread>
 
 #include "advisor/link_probe.h"
 #include "cli/commands.h"
+#include "cli/progress.h"
 #include "cli/messages.h"
 #include "cli/options.h"
 #include "core/error.h"
@@ -117,10 +117,7 @@ int gpus_here() {
 // print.
 std::unique_ptr<Backend> train_backend(const TrainOptions& o, const mpi::World* world, int gpus,
                                        bool lead) {
-  const int threads = o.threads > 0 || !world
-                          ? o.threads
-                          : std::max(1, static_cast<int>(std::thread::hardware_concurrency()) /
-                                            std::max(1, world->local_size()));
+  const int threads = world ? threads_per_rank(o.threads, world->local_size()) : o.threads;
   DeviceRequest request = parse_device(o.device, threads, o.precision);
   if (world && gpus > 0 && (o.device == "cuda" || o.device == "auto")) {
     request.kind = "cuda";
@@ -287,8 +284,7 @@ Command add_train(CLI::App& app) {
   sub->add_option("--lr", o->lr, "Override the optimizer's learning rate")
       ->check(positive_number());
   sub->add_option("--seed", o->seed, "Override train.seed (data, initial weights, shuffling)");
-  sub->add_option("--threads", o->threads, "CPU threads (0 = all cores)")
-      ->check(non_negative_integer());
+  add_threads_option(sub, o->threads);
   sub->add_option("--shards", o->shards,
                   "Split each batch into N shards trained concurrently (0 = the backend decides)")
       ->check(non_negative_integer());

@@ -202,8 +202,7 @@ Command add_train_group(CLI::App& app) {
                   "cpu or cuda:N (fused trials on a GPU have not yet run on one: see "
                   "docs/benchmarks.md)")
       ->capture_default_str();
-  sub->add_option("--threads", o->threads, "CPU threads (0 = all cores)")
-      ->check(non_negative_integer());
+  add_threads_option(sub, o->threads);
   sub->add_flag("--quiet,-q", o->quiet, "Print only each trial's final summary line");
   sub->add_option("--pause-after", o->pause_after,
                   "Stop each trial after this many epochs of its train.epochs and keep its "

@@ -237,9 +237,7 @@ void add_search_options(CLI::App* sub, SearchOptions& o) {
          "what its memory holds")
       ->check(fuse_values)
       ->default_str("auto");
-  sub->add_option("--threads", o.threads,
-                  "CPU threads per trial (default: the cores shared among the trials at once)")
-      ->check(positive_number());
+  add_threads_option(sub, o.threads, /*per_trial=*/true);
   sub->add_option("--device", o.devices,
                   "Devices to run trials on (repeatable: cpu, cuda:N; default: every device)");
   sub->add_option("--out", o.out, "Results folder (the same one goes on a stopped search)")

@@ -12,6 +12,8 @@
 
 #include "advisor/validation.h"
 #include "cli/commands.h"
+#include "cli/progress.h"
+#include "cli/options.h"
 #include "core/error.h"
 #include "core/file.h"
 #include "measure/profile.h"
@@ -82,8 +84,7 @@ Command add_validate(CLI::App& app) {
       "profile and from the others");
   sub->add_option("--device", o->settings.device,
                   "The device to profile and measure (cpu, cuda:N)");
-  sub->add_option("--threads", o->settings.threads, "CPU threads (default: all)")
-      ->check(CLI::Range(0, 4096));
+  add_threads_option(sub, o->settings.threads);
   sub->add_option("--steps", o->settings.steps, "Training steps measured per model")
       ->check(CLI::Range(int64_t{5}, int64_t{1'000'000}));
   sub->add_option("--repeat", o->settings.repeat,

@@ -206,8 +206,8 @@ DevicePeaks device_peaks(Backend& be, bool reprobe, const std::filesystem::path&
   if (const auto busy = contaminating_load_since(before, busy_limit)) {
     fmt::print(
         stderr,
-        "warning: {} peaks probed while other processes kept {:.1f} cores busy: too low, and "
-        "not cached (the next run probes again; a quiet machine gives the real ones)\n",
+        "warning: {} peaks probed while other processes kept {:.1f} cores busy: too low, and not\n"
+        "  cached (the next run probes again; a quiet machine gives the real ones)\n",
         p.device, *busy);
     return p;
   }

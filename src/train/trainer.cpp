@@ -1,5 +1,6 @@
-// train_model: the plan built once, then epochs of steps. The step and the loop over an epoch's
-// steps are here; planning is in plan.cpp, the bookkeeping between epochs in epoch.cpp.
+// train_model: the plan built once, then epochs of steps. The loop over an epoch's steps and over
+// the epochs is here; the step itself (train_step) and the bookkeeping between epochs are in
+// epoch.cpp, planning in plan.cpp.
 #include "train/trainer.h"
 
 #include <fmt/format.h>

@@ -72,9 +72,7 @@ std::vector<std::string> rank_slot(const mpi::World& world, const std::vector<st
   if (want_gpu && !gpus.empty()) {
     return {"ok", gpus[static_cast<size_t>(world.local_rank()) % gpus.size()], "0", world.host()};
   }
-  const int cores = make_backend(parse_device("cpu", 0))->info().threads;
-  const int each = threads > 0 ? threads : std::max(1, cores / world.local_size());
-  return {"ok", "cpu", std::to_string(each), world.host()};
+  return {"ok", "cpu", std::to_string(threads_per_rank(threads, world.local_size())), world.host()};
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // on a core for some 15 ms after each parallel region before they sleep, end with the training
 // that started them, and the next parallel region starts them again.
 #include <gtest/gtest.h>
+#include <sched.h>
 
 #include <chrono>
 #include <filesystem>
@@ -91,4 +92,28 @@ TEST(CpuThreads, AFusedTrainingLetsItsWorkersGo) {
 }
 
 }  // namespace
+// --threads's one default: a part of the cores this process may run on (its affinity, as taskset
+// or a container sets it), not of the machine's (`train` and `sweep` along ranks took
+// std::thread::hardware_concurrency(), so 2 ranks under `taskset -c 0` took 1 thread each of a
+// machine's 2 cores where one core was theirs).
+TEST(CpuThreads, TheDefaultPerRankIsAPartOfTheCoresThisProcessMayRunOn) {
+  const int all = usable_cpu_cores();
+  ASSERT_GE(all, 1);
+  EXPECT_EQ(threads_per_rank(0, 1), all);
+  EXPECT_EQ(threads_per_rank(0, all + 1), 1) << "at least one thread each";
+  EXPECT_EQ(threads_per_rank(3, 2), 3) << "threads given are taken as given";
+  // On a thread of its own, pinned to one core (sched_setaffinity(0) sets the calling thread's).
+  int pinned = 0, per_rank = 0;
+  std::thread([&] {
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(sched_getcpu(), &one);
+    if (sched_setaffinity(0, sizeof(one), &one) != 0) return;
+    pinned = usable_cpu_cores();
+    per_rank = threads_per_rank(0, 1);
+  }).join();
+  EXPECT_EQ(pinned, 1);
+  EXPECT_EQ(per_rank, 1);
+}
+
 }  // namespace xo
