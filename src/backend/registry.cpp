@@ -1,5 +1,5 @@
-// Turns a device string into a backend, lists the devices this build can use here, and says how many
-// CPU threads a process takes by default.
+// Turns a device string into a backend, lists the devices this build can use here, and says how
+// many CPU threads a process takes by default.
 #include <fmt/format.h>
 
 #include <algorithm>

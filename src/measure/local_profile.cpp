@@ -65,8 +65,9 @@ DeviceProfile local_profile(Backend& be, const LocalProfileOptions& o,
   if (!whole) return p;  // a profile of some models only is not the device's: not cached
   if (const auto busy = contaminating_load_since(before)) {
     fmt::print(stderr,
-               "warning: the {} profile was measured while other processes kept {:.1f} cores busy:\n"
-               "  its kernels read slow, and it is not cached (measure again on a quiet machine)\n",
+               "warning: the {} profile was measured while other processes kept {:.1f} cores "
+               "busy:\n  its kernels read slow, and it is not cached (measure again on a quiet "
+               "machine)\n",
                p.id, *busy);
     return p;
   }
