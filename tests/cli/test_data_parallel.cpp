@@ -25,6 +25,7 @@
 #include "support/gpu.h"
 #include "support/process.h"
 #include "support/temp_dir.h"
+#include "train/checkpoint.h"
 
 namespace {
 
@@ -367,7 +368,7 @@ TEST(DataParallel, AKilledRankIsNamedByTheRankLeft) {
        "--checkpoint-dir", "ck"},
       dir.path() / "job.log");
   pid_t victim = 0;
-  for (int i = 0; i < 6000 && (victim == 0 || !fs::exists(dir.path() / "ck")); ++i) {
+  for (int i = 0; i < 6000 && (victim == 0 || !xo::newest_checkpoint(dir.path() / "ck")); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
     if (victim == 0) victim = rank_pid(dir.path(), 1);
     if (waitpid(job, nullptr, WNOHANG) == job) break;

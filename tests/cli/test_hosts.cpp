@@ -27,6 +27,7 @@
 #include "support/cli.h"
 #include "support/process.h"
 #include "support/temp_dir.h"
+#include "train/checkpoint.h"
 
 namespace {
 
@@ -191,11 +192,12 @@ TEST_P(HostLost, EndsTheJobWithinSecondsNamingTheHost) {
       {"2", "--name", hosts_name(), "--", CROSSOVER_BINARY, "train", "disc-8", "--threads", "1",
        "--epochs", "1000000", "--checkpoint-every", "20steps", "--checkpoint-dir", "ck"},
       dir.path() / "job.log", dir.path() / "job.log");
-  for (int i = 0; i < 6000 && !fs::exists(dir.path() / "ck"); ++i) {
+  // the folder is made (and locked) at the start: wait for a checkpoint in it
+  for (int i = 0; i < 6000 && !xo::newest_checkpoint(dir.path() / "ck"); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
     if (waitpid(job, nullptr, WNOHANG) == job) break;
   }
-  ASSERT_TRUE(fs::exists(dir.path() / "ck")) << xo::read_file(dir.path() / "job.log");
+  ASSERT_TRUE(xo::newest_checkpoint(dir.path() / "ck")) << xo::read_file(dir.path() / "job.log");
   const std::string host = hosts_name() + "-h1";
   const auto lost = std::chrono::steady_clock::now();
   if (GetParam() == "killed") {
