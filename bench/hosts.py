@@ -27,7 +27,7 @@ CROSSOVER = os.environ.get("CROSSOVER", os.path.join(ROOT, "build", "crossover")
 SIM_HOSTS = os.path.join(ROOT, "scripts", "sim-hosts")
 
 
-# How the advisor prices a catalog instance's network (src/advisor/advice.cpp): the same ring at
+# How the advisor prices a catalog instance's network (src/advisor/price_table.cpp): the same ring at
 # the link's rated rate, NCCL's 9.6 us a step across machines, the addition free (a GPU's NCCL
 # fuses it into the copy). Here each 4 MiB bucket of the gradients is one all-reduce.
 NETWORK_LATENCY_S = 9.6e-6

@@ -115,6 +115,12 @@ std::vector<DevicePrediction> predict_devices(const RunRecord& focus,
 
 // "measured", "predicted", or "predicted, a lower bound": the kind of estimate `p` is.
 const char* prediction_kind(const DevicePrediction& p);
+// A step on the device `p` names: measured where it was, else predicted.
+double step_seconds(const DevicePrediction& p);
+// The device counts of the catalog's runs on `device` on several devices: all of an instance's
+// devices where it carries several with their link given, and every device of 2 and 4 instances
+// where their network is given; the data-parallel runs cost_table prices (price_table.cpp).
+std::vector<int> scale_out_counts(const Catalog& catalog, const std::string& device);
 
 // The full run (epochs x steps per epoch) on the device `p` names, by the one definition every
 // per-run figure uses (the runs table, the sweep, the cost table, the advice and the verdict):

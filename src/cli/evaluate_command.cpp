@@ -9,7 +9,7 @@
 
 #include "backend/backend.h"
 #include "cli/commands.h"
-#include "cli/messages.h"
+#include "cli/terminal_hooks.h"
 #include "cli/options.h"
 #include "core/error.h"
 #include "core/file.h"
@@ -47,7 +47,8 @@ std::string figures_text(const SplitFigures& s, bool regression) {
 
 int run_evaluate(const EvaluateOptions& o) {
   if (!o.json.empty()) check_writable_path(o.json, "--json");
-  const ModelSpec spec = trained_spec_with("evaluate", o.spec, o.data);
+  TerminalHooks hooks;
+  const ModelSpec spec = trained_spec_with("evaluate", o.spec, o.data, hooks);
   const std::unique_ptr<Backend> backend = make_backend(parse_device(o.device, o.threads));
   Model model(spec, *backend);
   const DataSplit data = load_data(spec.data, data_request(spec, model.classes()));

@@ -8,7 +8,6 @@
 #include <memory>
 
 #include "cli/commands.h"
-#include "cli/session.h"
 #include "core/error.h"
 #include "core/file.h"
 #include "core/format.h"

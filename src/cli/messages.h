@@ -1,15 +1,8 @@
-// What the commands say about a run, the same words whichever command trained it: the notes
-// before it, the lines after it (early stopping, a stuck loss, a busy machine, why it stopped),
-// its exit code, and an MPI job's end.
+// An MPI job's end on an error, the same for every command that runs across ranks. What the
+// commands say about a run is the jobs' (job/run_notes.h).
 #pragma once
 
-#include <cstdio>
 #include <exception>
-#include <string>
-
-#include "measure/run_record.h"
-#include "model/spec.h"
-#include "train/trainer.h"
 
 namespace xo::mpi {
 class World;
@@ -21,33 +14,5 @@ namespace xo::cli {
 // once (2 for bad input, 3 for an internal error, 130 for a stop request), none left waiting in a
 // collective.
 [[noreturn]] void end_job(const mpi::World& world, const std::exception& e);
-
-// A spec's notes (how an imported model was understood) on stderr, "note: NAME: …".
-void print_notes(const ModelSpec& spec);
-// What a batch larger than the training set becomes (every step takes the whole set, as PyTorch's
-// DataLoader does), said rather than done silently; empty when the batch fits.
-std::string batch_note(const ModelSpec& spec, int64_t training_samples);
-
-// Why a run stopped before its end (interrupted, diverged), with where its checkpoint is and how
-// to go on (`how_to_resume`, e.g. "the same command with --resume continues it"); empty for a run
-// that finished.
-std::string stop_message(const TrainResult& r, const CheckpointOptions& checkpoint,
-                         const std::string& how_to_resume);
-// "the checkpoint at step N is kept in DIR (HOW_TO_RESUME)", or that none was saved yet.
-std::string kept_checkpoint(const CheckpointOptions& checkpoint, const std::string& how_to_resume);
-// What early stopping did: "stopped early after epoch 7: test_loss did not improve by more than 0
-// for 5 epochs (best 0.3121 at epoch 2; weights of epoch 2 restored)"; empty without it.
-std::string early_stopping_message(const TrainResult& r);
-
-// The lines after a finished run, the one place they are written: what early stopping did (on
-// `results`, the command's stream of outcomes), then on stderr a loss that never moved, other
-// processes' load on the run's cores, and why the run stopped before its end. `label` names the
-// run in the lines a job of several runs prints ("disc-4 on cpu"); empty where the command
-// trains one.
-void print_run_notes(std::FILE* results, const std::string& label, const RunRecord& run,
-                     const CheckpointOptions& checkpoint, const std::string& how_to_resume);
-
-// 0 finished, 130 interrupted, kExitDiverged stopped because the loss was not finite.
-int exit_code(const TrainResult& r);
 
 }  // namespace xo::cli

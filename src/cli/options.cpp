@@ -6,7 +6,6 @@
 #include <cstdlib>
 
 #include "cli/commands.h"
-#include "cli/messages.h"
 #include "core/error.h"
 
 namespace xo::cli {
@@ -67,37 +66,6 @@ void add_checkpoint_options(CLI::App* sub, CheckpointFlags& f, bool for_train) {
       ->capture_default_str();
 }
 
-std::filesystem::path default_checkpoint_dir(const std::string& model) {
-  return std::filesystem::path("crossover-checkpoints") / model;
-}
-
-CheckpointOptions checkpoint_options(const CheckpointFlags& f, const std::filesystem::path& dir) {
-  CheckpointOptions c;
-  c.every = parse_checkpoint_interval(f.every, "--checkpoint-every");
-  c.resume = f.resume || f.resume_if_any;
-  if (c.resume && f.restart) throw UserError("--resume and --restart: choose one");
-  if (!c.every.enabled() && !c.resume) return c;  // no folder: no checkpoints
-  c.dir = dir;
-  if (const auto steps = newest_checkpoint(dir); steps && !c.resume) {
-    if (!f.restart) {
-      throw UserError(fmt::format(
-          "{} holds the checkpoint of an unfinished run (at step {}): --resume continues it, "
-          "--restart discards it and starts afresh",
-          dir.string(), *steps));
-    }
-    remove_checkpoints(dir);
-    fmt::print(stderr, "note: discarded the checkpoint in {} (--restart)\n", dir.string());
-  }
-  // A resume with nothing to resume is bad input (exit code 2): starting over instead would hide
-  // that the run meant to be continued is not there (another folder, another model's name).
-  if (f.resume && !newest_checkpoint(dir)) {
-    throw UserError(fmt::format(
-        "--resume: no checkpoint to resume from in {} (a run stopped before its first checkpoint, "
-        "or another --checkpoint-dir); run without --resume to train from the beginning",
-        dir.string()));
-  }
-  return c;
-}
 
 void add_data_options(CLI::App* sub, DataFlags& f) {
   sub->add_option("--data", f.data,
@@ -112,39 +80,6 @@ void add_data_options(CLI::App* sub, DataFlags& f) {
                   "place of the spec's model.init");
 }
 
-ModelSpec resolve_spec_with(const std::string& name_or_path, const DataFlags& f) {
-  ModelSpec spec = resolve_spec(name_or_path);
-  if (!f.data.empty()) spec.data.source = data_source_argument(f.data, "--data");
-  if (!f.test_data.empty()) {
-    const std::string test = data_source_argument(f.test_data, "--test-data");
-    if (!test.starts_with("csv:")) {
-      throw UserError(fmt::format(
-          "--test-data {}: not a CSV file (expected a file of the training data's columns)",
-          f.test_data));
-    }
-    spec.data.test = test;
-    spec.data.test_samples = 0;  // the file is the test split
-  }
-  if (!f.init.empty()) {
-    // Absolute: the spec may be recorded and trained elsewhere (a search's trial folder).
-    spec.init = std::filesystem::absolute(f.init).lexically_normal().string();
-    spec.init_weights.reset();
-  }
-  return spec;
-}
-
-ModelSpec trained_spec_with(const std::string& command, const std::string& name_or_path,
-                            const DataFlags& f) {
-  const ModelSpec spec = resolve_spec_with(name_or_path, f);
-  print_notes(spec);
-  if (spec.init.empty() && !spec.init_weights) {
-    throw UserError(fmt::format(
-        "{} {}: no trained weights (the spec names none): give --init FILE, the weights `crossover "
-        "train --save FILE` wrote",
-        command, name_or_path));
-  }
-  return spec;
-}
 
 void add_measure_options(CLI::App* sub, MeasureOptions& o, bool with_steps) {
   sub->add_option("--out", o.out,
@@ -214,14 +149,6 @@ void add_cost_options(CLI::App* sub, CostOptions& o) {
                   "Use per month at which payback times are given")
       ->check(positive_number())
       ->capture_default_str();
-}
-
-Catalog load_user_catalog(const CostOptions& o) {
-  check_assumptions(o.advice.ownership);
-  Catalog c = shipped_catalog();
-  for (const std::string& file : o.catalogs) c = merge_catalogs(std::move(c), load_catalog(file));
-  for (const std::string& p : o.prices) apply_price_override(c, p);
-  return c;
 }
 
 }  // namespace xo::cli

@@ -12,7 +12,7 @@
 
 #include "backend/backend.h"
 #include "cli/commands.h"
-#include "cli/messages.h"
+#include "cli/terminal_hooks.h"
 #include "cli/options.h"
 #include "core/error.h"
 #include "core/file.h"
@@ -91,7 +91,8 @@ std::optional<std::string> predict_rows(const Model& model, const Dataset& rows)
 
 int run_predict(const PredictOptions& o) {
   if (!o.out.empty()) check_writable_path(o.out, "--out");
-  const ModelSpec spec = trained_spec_with("predict", o.spec, o.data);
+  TerminalHooks hooks;
+  const ModelSpec spec = trained_spec_with("predict", o.spec, o.data, hooks);
   const std::unique_ptr<Backend> backend = make_backend(parse_device(o.device, o.threads));
   Model model(spec, *backend);
   const Dataset rows = load_rows(spec.data, data_request(spec, model.classes()));

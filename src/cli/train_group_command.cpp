@@ -11,7 +11,6 @@
 #include <vector>
 
 #include "cli/commands.h"
-#include "cli/messages.h"
 #include "cli/options.h"
 #include "core/error.h"
 #include "core/exit_codes.h"

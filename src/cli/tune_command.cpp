@@ -14,6 +14,8 @@
 
 #include "cli/commands.h"
 #include "cli/messages.h"
+#include "cli/terminal_hooks.h"
+#include "job/run_notes.h"
 #include "cli/options.h"
 #include "core/format.h"
 #include "dist/mpi.h"
@@ -55,7 +57,10 @@ class TuneOutput final : public SearchHooks {
 
   void publish(const TuneRecord& r) override { write_tune_report(out_, r, describe_machine()); }
 
-  void spec_read(const ModelSpec& base) override { print_notes(base); }
+  void spec_read(const ModelSpec& base) override {
+    TerminalHooks terminal;
+    tell_spec_notes(terminal, base);
+  }
   void fewer_trials(size_t distinct, int64_t samples) override {
     fmt::print(stderr, "note: the space holds {} distinct trials, fewer than --samples {}\n",
                distinct, samples);

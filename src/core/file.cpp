@@ -1,3 +1,5 @@
+// Atomic, durable writes (file.h): a file replaced whole or not at all, never through a link
+// someone planted; several files committed together; paths checked before any work.
 #include "core/file.h"
 
 #include <fcntl.h>
@@ -26,88 +28,6 @@
 #include "core/error.h"
 
 namespace xo {
-
-namespace {
-
-// What a file that is not a regular one is, for a message.
-const char* file_type_name(mode_t mode) {
-  if (S_ISDIR(mode)) return "a folder";
-  if (S_ISFIFO(mode)) return "a FIFO";
-  if (S_ISSOCK(mode)) return "a socket";
-  if (S_ISCHR(mode) || S_ISBLK(mode)) return "a device";
-  if (S_ISLNK(mode)) return "a symbolic link";
-  return "not a regular file";
-}
-
-// Closes a file descriptor when it goes out of scope.
-struct FileDescriptor {
-  int fd;
-  ~FileDescriptor() { ::close(fd); }
-};
-
-}  // namespace
-
-namespace {
-
-// A whole regular file (see read_file and read_regular_file): opened without blocking, so that a
-// FIFO or a device is refused by its kind and never waited on; with `follow` false a symbolic link
-// is refused too; its size checked against `expected_size` before a byte is read.
-std::string read_whole(const std::filesystem::path& path, bool follow,
-                       std::optional<uint64_t> expected_size) {
-  const int fd =
-      ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | (follow ? 0 : O_NOFOLLOW));
-  if (fd < 0 && errno == ELOOP && !follow) {
-    throw UserError(
-        fmt::format("{}: a symbolic link, not read (expected a regular file)", path.string()));
-  }
-  if (fd < 0) {
-    throw UserError(fmt::format("{}: cannot open: {}", path.string(), std::strerror(errno)));
-  }
-  const FileDescriptor closer{fd};
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    throw UserError(fmt::format("{}: cannot read: {}", path.string(), std::strerror(errno)));
-  }
-  if (!S_ISREG(st.st_mode)) {
-    throw UserError(fmt::format("{}: {}, not read (expected a regular file)", path.string(),
-                                file_type_name(st.st_mode)));
-  }
-  auto check_size = [&](uint64_t size) {
-    if (expected_size && size != *expected_size) {
-      throw UserError(
-          fmt::format("{}: {} bytes, expected {}", path.string(), size, *expected_size));
-    }
-  };
-  check_size(static_cast<uint64_t>(st.st_size));
-  // One allocation of the file's size (a model file is tens of megabytes: a growing buffer would
-  // copy it over and over), then the bytes in chunks to the end, which also reads files whose size
-  // the system does not know (/proc).
-  std::string bytes;
-  bytes.reserve(static_cast<size_t>(st.st_size));
-  std::vector<char> chunk(size_t{1} << 16);
-  for (;;) {
-    const ssize_t n = ::read(fd, chunk.data(), chunk.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      throw UserError(fmt::format("{}: read failed: {}", path.string(), std::strerror(errno)));
-    }
-    if (n == 0) break;
-    bytes.append(chunk.data(), static_cast<size_t>(n));
-  }
-  check_size(bytes.size());  // it changed while it was read
-  return bytes;
-}
-
-}  // namespace
-
-std::string read_file(const std::filesystem::path& path) {
-  return read_whole(path, true, std::nullopt);
-}
-
-std::string read_regular_file(const std::filesystem::path& path,
-                              std::optional<uint64_t> expected_size) {
-  return read_whole(path, false, expected_size);
-}
 
 namespace {
 
@@ -630,102 +550,6 @@ void check_writable_path(const std::filesystem::path& path_in, std::string_view 
   }
   ::close(fd);
   ::unlink(probe.c_str());
-}
-
-namespace {
-
-// What the lock file says about its holder, for the message of the process it refuses.
-constexpr size_t kLockNoteMax = 4096;
-
-// "pid 1234: crossover run ..." from a lock file's "pid 1234\ncommand crossover run ...\n";
-// empty when the holder has not written it yet.
-std::string lock_holder(int fd) {
-  std::string note(kLockNoteMax, '\0');
-  const ssize_t n = ::pread(fd, note.data(), note.size(), 0);
-  note.resize(n > 0 ? static_cast<size_t>(n) : 0);
-  std::string pid, command;
-  size_t at = 0;
-  while (at < note.size()) {
-    const size_t end = std::min(note.find('\n', at), note.size());
-    const std::string_view line(note.data() + at, end - at);
-    if (line.substr(0, 4) == "pid ") pid = line.substr(4);
-    if (line.substr(0, 8) == "command ") command = line.substr(8);
-    at = end + 1;
-  }
-  if (pid.empty()) return "";
-  return command.empty() ? fmt::format("pid {}", pid) : fmt::format("pid {}: {}", pid, command);
-}
-
-}  // namespace
-
-FolderLock::FolderLock(const std::filesystem::path& folder, std::string_view holder,
-                       std::string_view what) {
-  std::error_code ec;
-  std::filesystem::create_directories(folder, ec);
-  if (ec) {
-    throw UserError(
-        fmt::format("{} {}: cannot create folder: {}", what, folder.string(), ec.message()));
-  }
-  const std::filesystem::path file = folder / kFolderLockName;
-  // O_NOFOLLOW: a symlink planted in the folder cannot make us create or truncate a file
-  // elsewhere; O_NONBLOCK: a FIFO planted there cannot hang the open.
-  fd_ =
-      ::open(file.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0666);
-  struct stat st;
-  if (fd_ >= 0 && (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode))) {
-    ::close(fd_);
-    fd_ = -1;
-    errno = EINVAL;
-  }
-  if (fd_ < 0) {
-    throw UserError(fmt::format("{} {}: cannot create its lock file {}: {}", what, folder.string(),
-                                file.string(), std::strerror(errno)));
-  }
-  if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
-    const int err = errno;
-    if (err == EWOULDBLOCK) {
-      const std::string other = lock_holder(fd_);
-      ::close(fd_);
-      fd_ = -1;
-      throw UserError(fmt::format(
-          "{} {}: another crossover{} is writing into this folder now; two jobs in one folder "
-          "would mix their files: wait for it to end, or choose another {}",
-          what, folder.string(), other.empty() ? "" : fmt::format(" ({})", other), what));
-    }
-    // A file system without locks (some network mounts): the job goes on, unguarded, and says so.
-    unsupported_ = fmt::format(
-        "{}: cannot be locked ({}): nothing stops another job from writing "
-        "into it at the same time",
-        folder.string(), std::strerror(err));
-    ::close(fd_);
-    fd_ = -1;
-    return;
-  }
-  // The holder's note, for a process refused while this one runs. Best effort: the lock itself is
-  // the flock, which the kernel drops when this process ends however it ends.
-  const std::string note = fmt::format("pid {}\ncommand {}\n", ::getpid(), holder);
-  if (::ftruncate(fd_, 0) == 0) {
-    [[maybe_unused]] const ssize_t n = ::pwrite(fd_, note.data(), note.size(), 0);
-  }
-}
-
-FolderLock::~FolderLock() {
-  // Closing drops the flock. The file stays: removing it would let a process that opened it just
-  // before lock a file no longer in the folder while a third locks a new one.
-  if (fd_ >= 0) ::close(fd_);
-}
-
-FolderLock::FolderLock(FolderLock&& other) noexcept
-    : fd_(std::exchange(other.fd_, -1)), unsupported_(std::move(other.unsupported_)) {}
-
-std::filesystem::path default_cache_dir() {
-  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) {
-    return std::filesystem::path(xdg) / "crossover";
-  }
-  if (const char* home = std::getenv("HOME"); home && *home) {
-    return std::filesystem::path(home) / ".cache" / "crossover";
-  }
-  return std::filesystem::temp_directory_path() / "crossover";
 }
 
 }  // namespace xo

@@ -2,6 +2,8 @@
 // an interrupted run never leaves a half-written result, and the lock of an output folder.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <filesystem>
 #include <optional>
@@ -15,6 +17,9 @@ namespace xo {
 // be opened or read, or is not a regular file (a FIFO, a device, a socket or a folder is refused
 // by its kind without waiting for a writer).
 std::string read_file(const std::filesystem::path& path);
+
+// What a file that is not a regular one is ("a folder", "a FIFO", ...), for a message.
+const char* file_type_name(mode_t mode);
 
 // Reads a whole file that must be a regular file, not reached through a symbolic link, of
 // `expected_size` bytes where that is given: opened without following a link and without

@@ -46,33 +46,6 @@ void begin_epoch(TrainPlan& p, TrainState& state, bool shuffle) {
   state.checked_step = 0;
 }
 
-void train_step(TrainPlan& p, const TrainPlan::StepWork& w, BatchAt at, LossStats* stats,
-                StepMarks marks) {
-  const Batch batch = p.select_batch(w, at);
-  marks.stamp(StepMarks::BatchSelected);
-  DataParallel* ranks = p.data_parallel;
-  if (w.net) {
-    // Forward, loss, backward: the gradients overwritten; across ranks, summing them starts as
-    // backward finishes each layer.
-    w.net->train_step(batch.src, batch.labels, stats, ranks);
-  } else {
-    // A rank without rows of a partial batch adds nothing to the sum, and keeps its dropout
-    // counter with the others'.
-    p.backend.fill_zero(p.model.grads(), sizeof(float) * p.model.flat_size());
-    p.backend.increment(p.model.step_counter());
-  }
-  marks.stamp(StepMarks::GradientsReady);
-  // Every rank now holds the sum over the ranks (shared: every rank's gradients are complete, and
-  // each sums its part as it steps it in update).
-  if (ranks) ranks->finish_step();
-  marks.stamp(StepMarks::Reduced);
-  if (ranks) {
-    ranks->update(*p.optimizer, p.model.params(), p.model.grads());
-  } else {
-    p.optimizer->step(p.model.params(), p.model.grads());
-  }
-}
-
 void read_step_times(TrainPlan& p, TrainState& state) { read_step_times(p, state, *p.clock); }
 
 void read_step_times(TrainPlan& p, TrainState& state, QueueClock& clock) {

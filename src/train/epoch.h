@@ -18,11 +18,6 @@ TrainState start_state(TrainPlan& p, const TrainSpec& train);
 // Shuffles the order when asked (Fisher-Yates with the seeded generator: the same order on every
 // machine), and zeroes the batch position and the loss sums.
 void begin_epoch(TrainPlan& p, TrainState& state, bool shuffle);
-// One training step of `w` (the plan's Network for the step, its rows and this rank's slice): the
-// batch selected, forward, loss and backward (across ranks, the gradients summed), the optimizer's
-// step. Its marks time the phases apart, except inside a recorded step (no clock).
-void train_step(TrainPlan& p, const TrainPlan::StepWork& w, BatchAt at, LossStats* stats,
-                StepMarks marks);
 // Reads the timestamps of the epoch's steps not read yet (from state.timed to state.step) into
 // state.times, adding their sum to state.epoch_ms. Waits for those steps. From the plan's clock,
 // or from `clock` (a fused group's, which stamps every trial's steps once).

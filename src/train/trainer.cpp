@@ -13,6 +13,7 @@
 #include "core/interrupt.h"
 #include "train/data_parallel.h"
 #include "train/epoch.h"
+#include "train/step.h"
 #include "train/epoch_rules.h"
 #include "train/memory.h"
 #include "train/plan.h"

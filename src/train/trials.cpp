@@ -21,6 +21,7 @@
 #include "model/trials.h"
 #include "train/checkpoint.h"
 #include "train/epoch.h"
+#include "train/step.h"
 #include "train/epoch_rules.h"
 #include "train/memory.h"
 #include "train/plan.h"

@@ -80,6 +80,11 @@ class Search {
 
  private:
   void prepare();
+  // prepare's parts: the base spec read and the search's settings checked; every trial's spec
+  // (its point of the grid or sample) and which could fuse; the most trials a group may hold.
+  void read_base();
+  std::vector<Assignment> make_trials();
+  void size_groups(const Model& model, const DataSplit& data, size_t trials);
   void lay_out(const std::vector<Assignment>& points);
   void load_or_start();
   size_t take_back_results();
@@ -158,6 +163,25 @@ void Search::prepare() {
   out_ = o_.out;
   check_writable_path(out_ / "results.json", "--out");
   lock_.emplace(out_, o_.command_line, "--out");
+  read_base();
+  const std::vector<Assignment> points = make_trials();
+  // The data once, before any trial: a bad file fails now, and the splits decide the objective.
+  cpu_ = make_backend(parse_device("cpu", 0));
+  const Model model(base_, *cpu_);
+  const DataSplit data = load_data(base_.data, data_request(base_, model.classes()));
+  metric_ = objective_metric(o_.objective, base_, data, model.regression());
+  lay_out(points);
+  // Every trial's epochs of full steps (halving stops some sooner: a probe's share is then larger
+  // than kFuseProbeShare, never smaller).
+  const int64_t samples = data.train.samples;
+  for (const ModelSpec& s : specs_) {
+    const int64_t batch = std::max<int64_t>(1, std::min(s.train.batch, samples));
+    search_steps_ += s.train.epochs * ((samples + batch - 1) / batch);
+  }
+  size_groups(model, data, points.size());
+}
+
+void Search::read_base() {
   base_ = hooks_.read_spec(o_.spec);
   if (o_.epochs) base_.train.epochs = *o_.epochs;
   // A cosine schedule over "train.epochs" keeps that length when halving pauses a trial early.
@@ -169,6 +193,9 @@ void Search::prepare() {
     throw UserError(
         "--checkpoint-every off: a trial's checkpoints are how a stopped search and halving go on");
   }
+}
+
+std::vector<Assignment> Search::make_trials() {
   for (const std::string& v : o_.vary) dims_.push_back(parse_dimension(v));
   // Each value the spec does not take fails here, before the data is read: in a grid every value
   // is some trial's; samples may leave one out, so each is set on the base alone first.
@@ -192,11 +219,10 @@ void Search::prepare() {
     fuse_ = 0;
     hooks_.nothing_fuses();
   }
-  // The data once, before any trial: a bad file fails now, and the splits decide the objective.
-  cpu_ = make_backend(parse_device("cpu", 0));
-  const Model model(base_, *cpu_);
-  const DataSplit data = load_data(base_.data, data_request(base_, model.classes()));
-  metric_ = objective_metric(o_.objective, base_, data, model.regression());
+  return points;
+}
+
+void Search::size_groups(const Model& model, const DataSplit& data, size_t trials) {
   // The most trials a group may hold: --fuse's, or up to kMaxAutoFuse, and never more than the
   // memory free now holds (train/memory.h), so that a group is not refused, or killed, for it.
   if (fuse_ != 0) {
@@ -214,21 +240,13 @@ void Search::prepare() {
   // under MPI, whose ranks' slots are not this machine's alone).
   const bool on_cpu = o_.devices.empty() ||
                       std::find(o_.devices.begin(), o_.devices.end(), "cpu") != o_.devices.end();
-  lay_out(points);
-  // Every trial's epochs of full steps (halving stops some sooner: a probe's share is then larger
-  // than kFuseProbeShare, never smaller).
-  const int64_t samples = data.train.samples;
-  for (const ModelSpec& s : specs_) {
-    const int64_t batch = std::max<int64_t>(1, std::min(s.train.batch, samples));
-    search_steps_ += s.train.epochs * ((samples + batch - 1) / batch);
-  }
   if (fuse_ == kFuseAuto && on_cpu && !(world_ && world_->size() > 1)) {
     FuseProbe probe;
     probe.steps = o_.probe_steps;
     probe.search_steps = search_steps_;
     probe.measuring = [this] { hooks_.measuring_groups("cpu"); };
     auto backend = make_backend(parse_device("cpu", o_.threads));
-    const int most = std::min(fuse_cap_, static_cast<int>(points.size()));
+    const int most = std::min(fuse_cap_, static_cast<int>(trials));
     fuse_cap_ = measure_fuse_cap(*backend, base_, data, most, probe, fuse_options_);
   }
 }

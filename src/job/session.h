@@ -1,7 +1,7 @@
 // A measuring job (`run`, `sweep`, `advise`, `cost`): its --out folder, locked, continued or
 // started afresh; the devices and their backends, each device's measured peaks (probed once,
-// cached); every run measured (measure/run.h) with the progress bar and its line on the terminal;
-// and the report document around the runs so far (written after every model by the command, so
+// cached); every run measured (measure/run.h), its progress and its line told through the job's
+// hooks; and the report document around the runs so far (written after every model by the job, so
 // that an interruption keeps what finished).
 #pragma once
 
@@ -11,10 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "cli/commands.h"
-#include "cli/options.h"
-#include "cli/progress.h"
 #include "core/file.h"
+#include "job/options.h"
 #include "measure/peaks.h"
 #include "measure/run.h"
 #include "report/document.h"
@@ -28,7 +26,9 @@ namespace xo {
 class DataParallel;
 }
 
-namespace xo::cli {
+namespace xo {
+
+class JobHooks;
 
 class Session {
  public:
@@ -36,7 +36,8 @@ class Session {
   // resolves the devices and probes their peaks. Under an MPI launcher (`world`), rank 0 does so
   // and reports; every other rank follows: it trains its slice of the runs rank 0 trains
   // (measure() with a DataParallel), with rank 0's --out and checkpoints, and prints nothing.
-  explicit Session(const MeasureOptions& o, const mpi::World* world = nullptr);
+  // What it says goes to `hooks`, which must outlive it.
+  Session(const MeasureOptions& o, JobHooks& hooks, const mpi::World* world = nullptr);
 
   // This process reports: no launcher, or rank 0 of the job.
   bool lead() const { return lead_; }
@@ -48,7 +49,7 @@ class Session {
   const std::vector<RunRecord>& runs() const { return runs_; }
   bool stopped() const { return stopped_; }
 
-  // Trains `spec` on `device` (progress on the terminal, the sampler running) and appends the
+  // Trains `spec` on `device` (its progress told, the sampler running) and appends the
   // run. `job` / `jobs` place it in the whole job for the progress bar. Null when a stop request
   // cut it short before it had trained (while its data loaded, say): stopped() then holds.
   // With `data_parallel`, every rank of its group calls it and trains its slice of each batch;
@@ -93,10 +94,11 @@ class Session {
   MeasureSettings settings_for(const ModelSpec& spec, const std::string& spec_toml,
                                const Backend& be, DataParallel* data_parallel);
   EpochCallback progress_bar(size_t job, size_t jobs, const std::string& label);
-  void print_measured(const std::string& label, const ModelSpec& spec, const RunRecord& run,
-                      const CheckpointOptions& checkpoint) const;
+  void tell_measured(const std::string& label, const ModelSpec& spec, const RunRecord& run,
+                     const CheckpointOptions& checkpoint) const;
 
   bool lead_ = true;
+  JobHooks& hooks_;
   MeasureOptions o_;
   CheckpointInterval checkpoint_every_;
   // --out, for the whole job: taken before any work, dropped at its end (rank 0's alone).
@@ -108,18 +110,9 @@ class Session {
   std::vector<RunRecord> runs_;
   std::vector<RunRecord> earlier_;  // finished by an earlier process of this job (resume_job)
   std::vector<std::filesystem::path> finished_checkpoints_;
-  Progress progress_;
   bool stopped_ = false;
   double started_ = 0;
   int64_t step_limit_ = 0;  // limit_steps
 };
 
-// The manifest of a job measured with `o` on `devices` (resolved ids): this build, its
-// libraries and those of the devices `runs` used, the command line and the settings
-// (cli/manifest.cpp).
-Manifest job_manifest(const MeasureOptions& o, const std::vector<std::string>& devices,
-                      const std::vector<RunRecord>& runs);
-// The measuring options that repeat a job recorded with `settings` (`crossover replay`).
-MeasureOptions measure_options(const ExecutionSettings& settings);
-
-}  // namespace xo::cli
+}  // namespace xo

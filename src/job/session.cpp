@@ -1,4 +1,4 @@
-#include "cli/session.h"
+#include "job/session.h"
 
 #include <fmt/format.h>
 
@@ -9,7 +9,6 @@
 #include <optional>
 
 #include "advisor/analysis.h"
-#include "cli/messages.h"
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/file.h"
@@ -17,12 +16,14 @@
 #include "core/hash.h"
 #include "core/interrupt.h"
 #include "dist/mpi.h"
+#include "job/hooks.h"
+#include "job/run_notes.h"
 #include "measure/sampler.h"
 #include "model/model.h"
 #include "report/report_json.h"
 #include "train/data_parallel.h"
 
-namespace xo::cli {
+namespace xo {
 namespace {
 
 double now_seconds() {
@@ -62,14 +63,14 @@ std::optional<std::string> finished_job(const std::filesystem::path& out) {
 // The folder a measuring job writes (before it is locked): --out as given; by default
 // crossover-results, or, when that holds a finished job, a new folder named by the date and time
 // beside it, so that a finished job is never overwritten without --overwrite.
-std::string job_folder(const MeasureOptions& o) {
+std::string job_folder(const MeasureOptions& o, JobHooks& hooks) {
   const bool given = !o.out.empty();
   const std::string out = given ? o.out : kDefaultOutFolder;
   const std::optional<std::string> finished = finished_job(out);
   if (!finished) return out;
   if (o.overwrite) {
-    fmt::print(stderr, "note: --overwrite: replacing the finished job {} in {}\n",
-               terminal_safe(*finished), terminal_safe(out));
+    hooks.note(fmt::format("note: --overwrite: replacing the finished job {} in {}",
+                           terminal_safe(*finished), terminal_safe(out)));
     return out;
   }
   if (given) {
@@ -85,30 +86,27 @@ std::string job_folder(const MeasureOptions& o) {
   std::string dated = fmt::format("{}-{}", out, stamp);
   for (int i = 2; std::filesystem::exists(dated); ++i)
     dated = fmt::format("{}-{}-{}", out, stamp, i);
-  fmt::print(stderr,
-             "note: {} holds the finished job {}: this job writes to {} (--out chooses the folder, "
-             "--overwrite replaces)\n",
-             out, terminal_safe(*finished), dated);
+  hooks.note(fmt::format(
+      "note: {} holds the finished job {}: this job writes to {} (--out chooses the folder, "
+      "--overwrite replaces)",
+      out, terminal_safe(*finished), dated));
   return dated;
 }
 
-}  // namespace
-
-namespace {
-
 // The job's options with its --out: rank 0's choice on every rank of an MPI job.
-MeasureOptions job_options(const MeasureOptions& o, const mpi::World* world) {
-  if (!world) return with_out(o, job_folder(o));
+MeasureOptions job_options(const MeasureOptions& o, JobHooks& hooks, const mpi::World* world) {
+  if (!world) return with_out(o, job_folder(o, hooks));
   std::string out;
-  if (world->rank() == 0) out = job_folder(o);
+  if (world->rank() == 0) out = job_folder(o, hooks);
   return with_out(o, world->broadcast(out));
 }
 
 }  // namespace
 
-Session::Session(const MeasureOptions& o, const mpi::World* world)
+Session::Session(const MeasureOptions& o, JobHooks& hooks, const mpi::World* world)
     : lead_(!world || world->rank() == 0),
-      o_(job_options(o, world)),
+      hooks_(hooks),
+      o_(job_options(o, hooks, world)),
       // Parsed before any work, so that a bad interval fails at once.
       checkpoint_every_(parse_checkpoint_interval(o.checkpoint.every, "--checkpoint-every")),
       started_(now_seconds()) {
@@ -118,27 +116,27 @@ Session::Session(const MeasureOptions& o, const mpi::World* world)
     for (std::string& d : devices_) d = backend(d).info().id;
     return;
   }
-  out_lock_.emplace(o_.out, recorded_command_line(), "--out");
+  out_lock_.emplace(o_.out, o_.command_line, "--out");
   if (!out_lock_->unsupported().empty()) {
-    fmt::print(stderr, "note: --out {}\n", out_lock_->unsupported());
+    hooks_.note(fmt::format("note: --out {}", out_lock_->unsupported()));
   }
   devices_ = o.settings.devices;
   if (devices_.empty()) {
     const DeviceList list = list_devices();
     devices_ = list.available;
-    for (const auto& why : list.unavailable_reasons) fmt::print(stderr, "note: {}\n", why);
+    for (const auto& why : list.unavailable_reasons) hooks_.note(fmt::format("note: {}", why));
   }
   machine_ = describe_machine();
   for (std::string& d : devices_) {
     Backend& be = backend(d);
     d = be.info().id;  // "auto" and "cuda" name the device they resolved to
-    progress_.update(fmt::format("probing the peaks of {}...", be.info().id));
+    hooks_.status(fmt::format("probing the peaks of {}...", be.info().id));
     DevicePeaks p = device_peaks(be, o.reprobe, default_peaks_cache());
-    progress_.clear();
-    fmt::print(stderr,
-               "{}: f32 matmul {:.1f} GFLOP/s, memory {:.1f} GB/s, step overhead {:.1f} µs{}\n",
-               p.device, p.matmul_gflops, p.bandwidth_gbs, p.step_overhead_us,
-               p.cached ? " (cached; --reprobe measures again)" : " (measured now)");
+    hooks_.clear();
+    hooks_.note(
+        fmt::format("{}: f32 matmul {:.1f} GFLOP/s, memory {:.1f} GB/s, step overhead {:.1f} µs{}",
+                    p.device, p.matmul_gflops, p.bandwidth_gbs, p.step_overhead_us,
+                    p.cached ? " (cached; --reprobe measures again)" : " (measured now)"));
     peaks_.push_back(std::move(p));
   }
 }
@@ -151,7 +149,7 @@ Backend& Session::backend(const std::string& device) {
   backends_.push_back(make_backend(request));
   // Threads are the CPU's: a GPU's backend takes none (a Session holds one CPU backend at most).
   if (lead_ && !request.note.empty() && backends_.back()->info().kind == DeviceKind::Cpu)
-    fmt::print(stderr, "note: {}\n", request.note);
+    hooks_.note(fmt::format("note: {}", request.note));
   // "auto" and "cuda" name the device they resolve to from here on.
   return *backends_.back();
 }
@@ -198,8 +196,8 @@ MeasureSettings Session::settings_for(const ModelSpec& spec, const std::string& 
   exec.checkpoint.resume = true;  // a folder left by an earlier process of this job
   exec.checkpoint.note = [this](const std::string& m) {
     if (!lead_) return;
-    progress_.clear();
-    fmt::print(stderr, "crossover: {}\n", m);
+    hooks_.clear();
+    hooks_.note(fmt::format("crossover: {}", m));
   };
   return settings;
 }
@@ -212,38 +210,39 @@ EpochCallback Session::progress_bar(size_t job, size_t jobs, const std::string& 
     const double fraction = (static_cast<double>(job) + done) / static_cast<double>(jobs);
     const double elapsed = now_seconds() - started_;
     const double this_left = (now_seconds() - job_start) / done * (1 - done);
-    progress_.bar(fraction,
-                  fmt::format("[{}/{}] {}: epoch {}/{}, loss {:.4f}; this model "
-                              "~{} left, all ~{} left",
-                              job + 1, jobs, label, e.epoch, n, e.loss, format_left(this_left),
-                              format_left(elapsed / fraction * (1 - fraction))));
+    hooks_.bar(fraction,
+               fmt::format("[{}/{}] {}: epoch {}/{}, loss {:.4f}; this model "
+                           "~{} left, all ~{} left",
+                           job + 1, jobs, label, e.epoch, n, e.loss, format_left(this_left),
+                           format_left(elapsed / fraction * (1 - fraction))));
   };
 }
 
 // The run's line on the terminal and the notes after it.
-void Session::print_measured(const std::string& label, const ModelSpec& spec, const RunRecord& run,
-                             const CheckpointOptions& checkpoint) const {
+void Session::tell_measured(const std::string& label, const ModelSpec& spec, const RunRecord& run,
+                            const CheckpointOptions& checkpoint) const {
   const TrainResult& r = run.result;
   if (const std::string note = batch_note(spec, r.samples); !note.empty()) {
-    fmt::print(stderr, "note: {}: {}\n", label, note);
+    hooks_.note(fmt::format("note: {}: {}", label, note));
   }
   const DevicePeaks* peaks = find_peaks(peaks_, r.device.id);
   // The training error only where an epoch completed (a --steps run or an early stop has none).
-  fmt::print(stderr, "{}: {:.4f} ms/step, {:.1f} GFLOP/s{}{}\n", label, r.step_ms.median, r.gflops,
-             peaks ? fmt::format(" ({:.1f}% of peak)",
-                                 100 * r.gflops / (peaks->matmul_gflops * std::max(1, r.ranks)))
-                   : "",
-             r.epochs.empty() ? std::string(", no epoch completed")
-             : std::isnan(r.final_train_error)
-                 ? fmt::format(", final loss {:.6f}", r.final_loss)
-                 : fmt::format(", train error {:.2f}%", r.final_train_error));
-  print_run_notes(stderr, label, run, checkpoint, "the same command continues it");
+  hooks_.note(fmt::format(
+      "{}: {:.4f} ms/step, {:.1f} GFLOP/s{}{}", label, r.step_ms.median, r.gflops,
+      peaks ? fmt::format(" ({:.1f}% of peak)",
+                          100 * r.gflops / (peaks->matmul_gflops * std::max(1, r.ranks)))
+            : "",
+      r.epochs.empty() ? std::string(", no epoch completed")
+      : std::isnan(r.final_train_error)
+          ? fmt::format(", final loss {:.6f}", r.final_loss)
+          : fmt::format(", train error {:.2f}%", r.final_train_error)));
+  tell_run_notes(hooks_, false, label, run, checkpoint, "the same command continues it");
 }
 
 const RunRecord* Session::keep_earlier(std::vector<RunRecord>::iterator earlier,
                                        const std::string& label) {
-  fmt::print(stderr, "{}: kept from the earlier, unfinished run of this job in {}\n", label,
-             o_.out);
+  hooks_.note(
+      fmt::format("{}: kept from the earlier, unfinished run of this job in {}", label, o_.out));
   runs_.push_back(std::move(*earlier));
   earlier_.erase(earlier);
   return &runs_.back();
@@ -278,7 +277,7 @@ const RunRecord* Session::measure_trials(const ModelSpec& spec_in, int trials,
   spec.name = fmt::format("{} x{}", spec_in.name, trials);
   Backend& be = backend(device);
   const std::string label = terminal_safe(fmt::format("{} fused on {}", spec.name, be.info().id));
-  progress_.update(fmt::format("[{}/{}] {}: loading data", job + 1, jobs, label));
+  hooks_.status(fmt::format("[{}/{}] {}: loading data", job + 1, jobs, label));
   const std::string spec_toml = to_toml(spec);
   if (const auto earlier = earlier_run(spec_toml, be.info().id, 1); earlier != earlier_.end()) {
     return keep_earlier(earlier, label);
@@ -298,17 +297,17 @@ const RunRecord* Session::measure_trials(const ModelSpec& spec_in, int trials,
   try {
     records = measure_fused(be, runs, settings);
   } catch (const Interrupted& e) {
-    progress_.clear();
-    fmt::print(stderr, "crossover: {}: stopped while {}\n", label, terminal_safe(e.what()));
+    hooks_.clear();
+    hooks_.note(fmt::format("crossover: {}: stopped while {}", label, terminal_safe(e.what())));
     stopped_ = true;
     return nullptr;
   }
-  progress_.clear();
+  hooks_.clear();
   RunRecord& run = records.front();
   as_group(run, trials);
   run.axis = axis;
   run.axis_value = axis_value.value_or(trials);
-  print_measured(label, spec, run, settings.exec.checkpoint);
+  tell_measured(label, spec, run, settings.exec.checkpoint);
   stopped_ = run.result.interrupted || stop_requested();
   runs_.push_back(std::move(run));
   return &runs_.back();
@@ -324,7 +323,7 @@ const RunRecord* Session::measure(const ModelSpec& spec_in, const std::string& d
   const std::string label = terminal_safe(
       fmt::format("{} on {}{}", spec.name, be.info().id,
                   data_parallel ? fmt::format(" ({} ranks)", data_parallel->ranks()) : ""));
-  if (lead_) progress_.update(fmt::format("[{}/{}] {}: loading data", job + 1, jobs, label));
+  if (lead_) hooks_.status(fmt::format("[{}/{}] {}: loading data", job + 1, jobs, label));
   const std::string spec_toml = to_toml(spec);
   // A run an earlier process of this job finished is kept: rank 0 tells its group so.
   const auto earlier =
@@ -352,16 +351,16 @@ const RunRecord* Session::measure(const ModelSpec& spec_in, const std::string& d
   } catch (const Interrupted& e) {
     // Across ranks the others may be inside a collective already: the job ends (end_job).
     if (data_parallel) throw;
-    progress_.clear();
-    fmt::print(stderr, "crossover: {}: stopped while {}\n", label, terminal_safe(e.what()));
+    hooks_.clear();
+    hooks_.note(fmt::format("crossover: {}: stopped while {}", label, terminal_safe(e.what())));
     stopped_ = true;
     return nullptr;
   }
-  progress_.clear();
+  hooks_.clear();
   RunRecord& run = *measured;
   run.axis = axis;
   run.axis_value = axis_value;
-  print_measured(label, spec, run, settings.exec.checkpoint);
+  tell_measured(label, spec, run, settings.exec.checkpoint);
   stopped_ = run.result.interrupted || stop_requested();
   if (!run.result.interrupted && !settings.exec.checkpoint.dir.empty()) {
     finished_checkpoints_.push_back(settings.exec.checkpoint.dir);
@@ -379,7 +378,8 @@ void Session::resume_job(const std::string& kind, const std::string& title) {
     std::error_code ec;
     if (fs::exists(checkpoints, ec)) {
       fs::remove_all(checkpoints, ec);
-      fmt::print(stderr, "note: {}: discarded the checkpoints in {}\n", why, checkpoints.string());
+      hooks_.note(
+          fmt::format("note: {}: discarded the checkpoints in {}", why, checkpoints.string()));
     }
   };
   if (o_.checkpoint.restart) return start_afresh("--restart");
@@ -414,16 +414,16 @@ void Session::resume_job(const std::string& kind, const std::string& title) {
       throw UserError(fmt::format(
           "{} holds the unfinished results of this job measured with other settings ({}): use "
           "the same settings to continue it, another --out, or --restart to discard them",
-          out.string(), fmt::join(differs, "; ")));
+          out.string(), fmt::join(differs, ";")));
     }
   }
   for (const ReportRun& r : earlier.runs) {
     if (!r.run.result.interrupted) earlier_.push_back(r.run);
   }
-  fmt::print(stderr,
-             "note: continuing the unfinished job in {}: {} finished run{} kept, the interrupted "
-             "one resumes from its checkpoint (--restart starts afresh)\n",
-             out.string(), earlier_.size(), earlier_.size() == 1 ? "" : "s");
+  hooks_.note(fmt::format(
+      "note: continuing the unfinished job in {}: {} finished run{} kept, the interrupted "
+      "one resumes from its checkpoint (--restart starts afresh)",
+      out.string(), earlier_.size(), earlier_.size() == 1 ? "" : "s"));
 }
 
 void Session::settle() {
@@ -448,4 +448,4 @@ Report Session::report(const std::string& kind, const std::string& title, bool f
   return r;
 }
 
-}  // namespace xo::cli
+}  // namespace xo
