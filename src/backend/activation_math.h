@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cmath>
+#include <type_traits>
 
 #include "backend/backend.h"
 
@@ -27,6 +28,41 @@ constexpr float derivative_times(float y, float g) {
   if constexpr (A == Activation::Tanh) return g * (1.0f - y * y);
   if constexpr (A == Activation::Sigmoid) return g * (y * (1.0f - y));
   return g;
+}
+
+// Whether a SIMD loop of the activation rounds as its scalar loop does: no call into libm, whose
+// vector tanh and exp need not round as the scalar ones (the CPU keeps those loops scalar).
+template <Activation A>
+constexpr bool exact_in_simd() {
+  return A != Activation::Tanh && A != Activation::Sigmoid;
+}
+
+template <Activation A>
+using ActivationConstant = std::integral_constant<Activation, A>;
+
+// f(ActivationConstant<A>{}) for the activation `act`: the one place where the standalone
+// activation kernels (cpu/activation.cpp, cuda/activation.cu) turn the runtime activation into
+// their template argument, so that a new activation reaches them from here.
+template <typename F>
+decltype(auto) with_activation(Activation act, F&& f) {
+  switch (act) {
+    case Activation::ReLU:
+      return f(ActivationConstant<Activation::ReLU>{});
+    case Activation::Tanh:
+      return f(ActivationConstant<Activation::Tanh>{});
+    case Activation::Sigmoid:
+      return f(ActivationConstant<Activation::Sigmoid>{});
+    case Activation::None:
+      break;
+  }
+  return f(ActivationConstant<Activation::None>{});
+}
+
+// As with_activation, for the activations a Linear or a Conv2d computes in its epilogue
+// (cpu/linear.cpp, cuda/linear.cu, cuda/conv.cu): those model/layer_kinds.cpp marks `fuses`.
+template <typename F>
+decltype(auto) with_fused_activation(Activation act, F&& f) {
+  return with_activation(act, std::forward<F>(f));
 }
 
 }  // namespace xo

@@ -14,19 +14,26 @@ void derivative_times_inplace(const float* dst, float* d_dst, int64_t n) {
   for (int64_t i = 0; i < n; ++i) d_dst[i] = derivative_times<A>(dst[i], d_dst[i]);
 }
 
+// dst[begin, end) = act(src[begin, end)); SIMD only where it rounds as the scalar loop does.
+template <Activation A>
+void activate_range(const float* src, float* dst, int64_t begin, int64_t end) {
+  if constexpr (A == Activation::None) {
+    std::copy(src + begin, src + end, dst + begin);
+  } else if constexpr (exact_in_simd<A>()) {
+#pragma omp simd
+    for (int64_t i = begin; i < end; ++i) dst[i] = activate<A>(src[i]);
+  } else {
+    for (int64_t i = begin; i < end; ++i) dst[i] = activate<A>(src[i]);
+  }
+}
+
 }  // namespace
 
 void activation_backward_inplace(Activation act, const float* dst, float* d_dst, int64_t n) {
-  switch (act) {
-    case Activation::ReLU:
-      return derivative_times_inplace<Activation::ReLU>(dst, d_dst, n);
-    case Activation::Tanh:
-      return derivative_times_inplace<Activation::Tanh>(dst, d_dst, n);
-    case Activation::Sigmoid:
-      return derivative_times_inplace<Activation::Sigmoid>(dst, d_dst, n);
-    case Activation::None:
-      return;
-  }
+  with_activation(act, [&](auto a) {
+    constexpr Activation A = decltype(a)::value;
+    if constexpr (A != Activation::None) derivative_times_inplace<A>(dst, d_dst, n);
+  });
 }
 
 namespace {
@@ -38,22 +45,8 @@ class CpuActivation final : public ActivationKernel {
   void forward(const float* src, float* dst) override {
     const Activation act = act_;
     parallel_for(n_, [=](int64_t begin, int64_t end) {
-      switch (act) {
-        case Activation::ReLU:
-#pragma omp simd
-          for (int64_t i = begin; i < end; ++i) dst[i] = activate<Activation::ReLU>(src[i]);
-          return;
-        // Scalar loops: glibc's vector tanh and exp need not round as its scalar ones do.
-        case Activation::Tanh:
-          for (int64_t i = begin; i < end; ++i) dst[i] = activate<Activation::Tanh>(src[i]);
-          return;
-        case Activation::Sigmoid:
-          for (int64_t i = begin; i < end; ++i) dst[i] = activate<Activation::Sigmoid>(src[i]);
-          return;
-        case Activation::None:
-          std::copy(src + begin, src + end, dst + begin);
-          return;
-      }
+      with_activation(act,
+                      [&](auto a) { activate_range<decltype(a)::value>(src, dst, begin, end); });
     });
   }
 

@@ -63,17 +63,9 @@ class GpuActivation final : public ActivationKernel {
 
 std::unique_ptr<ActivationKernel> make_activation(CudaBackend& be, Activation act,
                                                   int64_t elements) {
-  switch (act) {
-    case Activation::ReLU:
-      return std::make_unique<GpuActivation<Activation::ReLU>>(be, elements);
-    case Activation::Tanh:
-      return std::make_unique<GpuActivation<Activation::Tanh>>(be, elements);
-    case Activation::Sigmoid:
-      return std::make_unique<GpuActivation<Activation::Sigmoid>>(be, elements);
-    case Activation::None:
-      return std::make_unique<GpuActivation<Activation::None>>(be, elements);
-  }
-  return nullptr;
+  return with_activation(act, [&](auto a) -> std::unique_ptr<ActivationKernel> {
+    return std::make_unique<GpuActivation<decltype(a)::value>>(be, elements);
+  });
 }
 
 }  // namespace xo::cuda
