@@ -19,6 +19,7 @@ constexpr std::string_view kDropoutKeys[] = {"p"};
 constexpr std::string_view kEmbeddingKeys[] = {"vocab", "out"};
 constexpr std::string_view kLstmKeys[] = {"out", "layers", "sequence"};
 constexpr std::string_view kBatchNormKeys[] = {"eps", "momentum"};
+constexpr std::string_view kLeakyReluKeys[] = {"negative_slope"};
 
 std::string no_settings(const LayerSpec&) { return ""; }
 std::string name_only(const LayerSpec& l) { return layer_type_name(l.type); }
@@ -88,6 +89,16 @@ std::string batchnorm_text(const LayerSpec& l) {
   return fmt::format("{} eps {} momentum {}", layer_type_name(l.type), l.eps, l.momentum);
 }
 
+std::string leaky_relu_toml(const LayerSpec& l) {
+  const LayerSpec defaults;
+  return l.negative_slope == defaults.negative_slope
+             ? ""
+             : fmt::format(", negative_slope = {}", toml_float(l.negative_slope));
+}
+std::string leaky_relu_text(const LayerSpec& l) {
+  return fmt::format("leaky_relu negative_slope {}", l.negative_slope);
+}
+
 // Rows of the kinds that share a shape: an element-wise activation, a layer without settings.
 constexpr LayerKind activation_kind(LayerType t, std::string_view name, Activation a) {
   return {t, name, {}, NodeKind::Activation, a, true, true, false, no_settings, name_only};
@@ -145,10 +156,13 @@ constexpr std::array kKinds = {
               Activation::None, false, true, false, batchnorm_toml, batchnorm_text},
     LayerKind{LayerType::BatchNorm2d, "batchnorm2d", kBatchNormKeys, NodeKind::BatchNorm,
               Activation::None, false, true, false, batchnorm_toml, batchnorm_text},
+    // Not fused: its slope is a parameter the Linear and Conv2d epilogues do not carry.
+    LayerKind{LayerType::LeakyReLU, "leaky_relu", kLeakyReluKeys, NodeKind::Activation,
+              Activation::LeakyReLU, false, true, false, leaky_relu_toml, leaky_relu_text},
 };
 
 // The last LayerType: a kind added after it without a row fails the size check below.
-constexpr LayerType kLastLayerType = LayerType::BatchNorm2d;
+constexpr LayerType kLastLayerType = LayerType::LeakyReLU;
 
 constexpr bool rows_in_enum_order() {
   for (size_t i = 0; i < kKinds.size(); ++i) {

@@ -103,6 +103,9 @@ LayerSpec parse_layer(const TomlValue& node) {
   if (const TomlValue v = t.get("momentum")) {
     layer.momentum = v.number(kUnitClosed, "the batch's weight in the running statistics");
   }
+  if (const TomlValue v = t.get("negative_slope")) {
+    layer.negative_slope = v.number(kNonNegative, "the slope for inputs below zero");
+  }
   if (has("vocab")) layer.vocab = positive("vocab", 0, "vocabulary size");
   if (has("layers")) layer.layers = positive("layers", 1, "layer count");
   if (const TomlValue v = t.get("sequence")) layer.sequence = v.boolean();
