@@ -68,8 +68,9 @@ def disc_layers(layers):
 
 
 def sequential(layers, features):
-    """A torch.nn.Sequential of `layers`: ("linear", out, bias) or ("relu"|"tanh"|"sigmoid",),
-    created in order (PyTorch's default initialisation draws as it would for the same modules)."""
+    """A torch.nn.Sequential of `layers`: ("linear", out, bias), ("relu"|"tanh"|"sigmoid",) or
+    ("leaky_relu"[, negative_slope]), created in order (PyTorch's default initialisation draws as it
+    would for the same modules)."""
     import torch
     activations = {"relu": torch.nn.ReLU, "tanh": torch.nn.Tanh, "sigmoid": torch.nn.Sigmoid}
     modules, width = [], features
@@ -77,6 +78,8 @@ def sequential(layers, features):
         if layer[0] == "linear":
             modules.append(torch.nn.Linear(width, layer[1], bias=layer[2]))
             width = layer[1]
+        elif layer[0] == "leaky_relu":
+            modules.append(torch.nn.LeakyReLU(*layer[1:]))
         else:
             modules.append(activations[layer[0]]())
     return torch.nn.Sequential(*modules)

@@ -13,6 +13,8 @@ const char* activation_name(Activation a) {
       return "tanh";
     case Activation::Sigmoid:
       return "sigmoid";
+    case Activation::LeakyReLU:
+      return "leaky_relu";
   }
   return "?";
 }

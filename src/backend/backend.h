@@ -68,7 +68,8 @@ class DeviceBuffer {
   size_t bytes_ = 0;
 };
 
-enum class Activation { None, ReLU, Tanh, Sigmoid };
+// LeakyReLU reads a slope for inputs below zero (torch.nn.LeakyReLU's negative_slope).
+enum class Activation { None, ReLU, Tanh, Sigmoid, LeakyReLU };
 const char* activation_name(Activation a);
 
 // A Linear layer with its following activation fused in: dst = act(src * weights^T + bias).
@@ -476,7 +477,9 @@ class Backend {
 
   // Kernels, created at plan time (this is where primitives are built and cached).
   virtual std::unique_ptr<WeightedKernel> linear(const LinearShape& shape) = 0;
-  virtual std::unique_ptr<ActivationKernel> activation(Activation act, int64_t elements) = 0;
+  // negative_slope: LeakyReLU's slope for inputs below zero; the other activations ignore it.
+  virtual std::unique_ptr<ActivationKernel> activation(Activation act, int64_t elements,
+                                                       float negative_slope) = 0;
   virtual std::unique_ptr<LossKernel> loss(LossKind kind, int64_t batch, int64_t classes,
                                            int64_t normalizer) = 0;
   virtual std::unique_ptr<WeightedKernel> conv2d(const Conv2dShape& shape) = 0;

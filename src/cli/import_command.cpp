@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "core/file.h"
 #include "core/format.h"
+#include "model/layer_kinds.h"
 #include "model/onnx_import.h"
 
 namespace xo::cli {
@@ -19,32 +20,6 @@ namespace {
 struct ImportOptions {
   std::string model, spec, weights;
 };
-
-std::string layer_text(const LayerSpec& l) {
-  switch (l.type) {
-    case LayerType::Linear:
-      return fmt::format("linear {}{}", l.out, l.bias ? "" : ", no bias");
-    case LayerType::Conv2d:
-      return fmt::format("conv2d {}, {}x{} stride {} padding {}{}", l.out, l.kernel, l.kernel,
-                         l.stride, l.padding, l.bias ? "" : ", no bias");
-    case LayerType::MaxPool2d:
-    case LayerType::AvgPool2d:
-      return fmt::format("{} {}x{} stride {} padding {}", layer_type_name(l.type), l.kernel,
-                         l.kernel, l.stride, l.padding);
-    case LayerType::Dropout:
-      return fmt::format("dropout p = {}", l.p);
-    case LayerType::Embedding:
-      return fmt::format("embedding {} x {}", l.vocab, l.out);
-    case LayerType::LSTM:
-      return fmt::format("lstm {}, {} layer{}, {}", l.out, l.layers, l.layers == 1 ? "" : "s",
-                         l.sequence ? "every step" : "last step");
-    case LayerType::BatchNorm1d:
-    case LayerType::BatchNorm2d:
-      return fmt::format("{} eps {} momentum {}", layer_type_name(l.type), l.eps, l.momentum);
-    default:
-      return layer_type_name(l.type);
-  }
-}
 
 // `to` as a path relative to the folder of `from_file` (how a spec names its weights).
 std::string relative_path(const std::filesystem::path& to, const std::filesystem::path& from_file) {
@@ -76,7 +51,8 @@ int run_import(const ImportOptions& o) {
              loss_name(spec.loss));
   fmt::print("  input [{}]\n", fmt::join(spec.input, ", "));
   for (size_t i = 0; i < spec.layers.size(); ++i) {
-    fmt::print("  {:>3}  {:<44} -> [{}]  from {}\n", i, layer_text(spec.layers[i]),
+    const LayerSpec& l = spec.layers[i];
+    fmt::print("  {:>3}  {:<44} -> [{}]  from {}\n", i, layer_kind(l.type).describe(l),
                fmt::join(shapes[i], ", "), terminal_safe(sources[i]));
   }
   for (const std::string& note : spec.notes) fmt::print("note: {}\n", terminal_safe(note));

@@ -54,7 +54,8 @@ Conv2dShape conv_shape(const Node& n, const LayerContext& c) {
 class ActivationLayer final : public Layer {
  public:
   ActivationLayer(const Node& n, Backend& be, const LayerContext& c)
-      : kernel_(be.activation(n.activation, c.batch * n.out_size)) {}
+      : kernel_(be.activation(n.activation, c.batch * n.out_size,
+                              static_cast<float>(n.spec.negative_slope))) {}
   void forward(const float*, const float* src, float* dst, const uint64_t*) override {
     kernel_->forward(src, dst);
   }

@@ -18,50 +18,6 @@ namespace {
 
 constexpr int64_t kTensorAlignFloats = 16;  // 64 bytes: every view starts on a cache line
 
-Activation activation_of(LayerType t) {
-  switch (t) {
-    case LayerType::ReLU:
-      return Activation::ReLU;
-    case LayerType::Tanh:
-      return Activation::Tanh;
-    case LayerType::Sigmoid:
-      return Activation::Sigmoid;
-    default:
-      return Activation::None;
-  }
-}
-
-NodeKind node_kind(LayerType t) {
-  switch (t) {
-    case LayerType::Linear:
-      return NodeKind::Linear;
-    case LayerType::Conv2d:
-      return NodeKind::Conv2d;
-    case LayerType::ReLU:
-    case LayerType::Tanh:
-    case LayerType::Sigmoid:
-      return NodeKind::Activation;
-    case LayerType::MaxPool2d:
-    case LayerType::AvgPool2d:
-      return NodeKind::Pool2d;
-    case LayerType::GlobalAvgPool:
-    case LayerType::GlobalMaxPool:
-      return NodeKind::SequencePool;
-    case LayerType::Dropout:
-      return NodeKind::Dropout;
-    case LayerType::Flatten:
-      return NodeKind::Flatten;
-    case LayerType::Embedding:
-      return NodeKind::Embedding;
-    case LayerType::LSTM:
-      return NodeKind::LSTM;
-    case LayerType::BatchNorm1d:
-    case LayerType::BatchNorm2d:
-      return NodeKind::BatchNorm;
-  }
-  return NodeKind::Flatten;
-}
-
 int64_t product(const std::vector<int64_t>& shape) {
   int64_t n = 1;
   for (int64_t d : shape) n *= d;
@@ -114,9 +70,10 @@ ModelLayout model_layout(const ModelSpec& spec) {
   for (size_t i = 0; i < layers.size(); ++i) {
     Node n;
     n.layer = static_cast<int>(i);
-    n.kind = node_kind(layers[i].type);
+    const LayerKind& kind = layer_kind(layers[i].type);
+    n.kind = kind.node;
     n.spec = layers[i];
-    n.activation = activation_of(layers[i].type);
+    n.activation = kind.activation;
     n.in_shape = i == 0 ? spec.input : shapes[i - 1];
     n.out_shape = shapes[i];
     for (const ParamShape& t : layer_parameters(layers[i], n.in_shape)) {
@@ -140,8 +97,8 @@ ModelLayout model_layout(const ModelSpec& spec) {
     }
     // An activation right after a Linear or Conv2d is fused into it (a oneDNN post-op / epilogue).
     const bool fusable = n.kind == NodeKind::Linear || n.kind == NodeKind::Conv2d;
-    if (fusable && i + 1 < layers.size() && activation_of(layers[i + 1].type) != Activation::None) {
-      n.activation = activation_of(layers[i + 1].type);
+    if (fusable && i + 1 < layers.size() && layer_kind(layers[i + 1].type).fuses) {
+      n.activation = layer_kind(layers[i + 1].type).activation;
       n.out_shape = shapes[++i];
     }
     n.in_size = product(n.in_shape);

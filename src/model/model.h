@@ -10,6 +10,7 @@
 #include "backend/backend.h"
 #include "io/safetensors.h"
 #include "model/layer.h"
+#include "model/layer_kinds.h"
 #include "model/spec.h"
 
 namespace xo {
@@ -23,20 +24,8 @@ struct ParamTensor {
   bool integer = false;  // a count kept as a float, exchanged as I64 (num_batches_tracked)
 };
 
-// A unit of execution: one layer of the spec, with the activation that follows a Linear or a
-// Conv2d fused into it (then `layer` is the index of the Linear/Conv2d).
-enum class NodeKind {
-  Linear,
-  Conv2d,
-  Activation,
-  Pool2d,
-  SequencePool,
-  Dropout,
-  Flatten,
-  Embedding,
-  LSTM,
-  BatchNorm,
-};
+// A unit of execution (NodeKind, model/layer_kinds.h): one layer of the spec, with the activation
+// that follows a Linear or a Conv2d fused into it (then `layer` is the index of the Linear/Conv2d).
 struct Node {
   int layer = 0;
   NodeKind kind = NodeKind::Linear;

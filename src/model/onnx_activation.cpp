@@ -17,6 +17,22 @@ void Importer::activation(const OnnxNode& n, LayerType type) {
   add_layer(l, n, {}, Layout::Batch);
 }
 
+// ONNX's LeakyRelu: alpha is torch.nn.LeakyReLU's negative_slope, 0.01 by default in both.
+void Importer::leaky_relu(const OnnxNode& n) {
+  constexpr double kOnnxDefaultAlpha = 0.01;
+  known_attributes(n, {"alpha"});
+  takes_data_first(n);
+  need(n, layout_ == Layout::Batch, "an activation here is not on a layer's output");
+  LayerSpec l;
+  l.type = LayerType::LeakyReLU;
+  l.negative_slope = attr_float(n, "alpha", kOnnxDefaultAlpha);
+  if (!(l.negative_slope >= 0)) {
+    refuse(n, fmt::format("alpha {} is negative (crossover's leaky_relu takes a slope >= 0)",
+                          l.negative_slope));
+  }
+  add_layer(l, n, {}, Layout::Batch);
+}
+
 void Importer::sigmoid(const OnnxNode& n) {
   known_attributes(n, {});
   takes_data_first(n);

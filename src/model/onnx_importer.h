@@ -37,7 +37,8 @@ inline constexpr int64_t kMaxExtent = int64_t{1} << 24;
 inline constexpr int64_t kMaxSize = int64_t{1} << 31;
 
 inline constexpr std::string_view kSupported =
-    "Gemm, MatMul (+ Add as its bias), Conv, Relu, Tanh, Sigmoid, MaxPool, AveragePool, "
+    "Gemm, MatMul (+ Add as its bias), Conv, Relu, LeakyRelu, Tanh, Sigmoid, MaxPool, "
+    "AveragePool, "
     "GlobalAveragePool, GlobalMaxPool, Flatten, Reshape (to [N, -1]), Dropout, "
     "BatchNormalization, Gather (an embedding, or an LSTM's last step), Slice + Squeeze (an LSTM's "
     "last step), Pad (folded into a Conv or AveragePool), LSTM, Transpose (batch and "
@@ -165,6 +166,7 @@ struct Importer {
   void pad(const OnnxNode& n);
   void reduce(const OnnxNode& n);
   void activation(const OnnxNode& n, LayerType type);
+  void leaky_relu(const OnnxNode& n);
   bool leads_to_output(const std::string& tensor, std::vector<int>& through) const;
   void end_in_loss(const OnnxNode& n, LossType loss, std::vector<int>& through, std::string note);
   void sigmoid(const OnnxNode& n);

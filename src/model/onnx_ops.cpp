@@ -18,6 +18,7 @@ const std::map<std::string_view, LayerHandler>& layer_table() {
       {"Add", [](Importer& im, const OnnxNode& n) { im.lone_add(n); }},
       {"Conv", [](Importer& im, const OnnxNode& n) { im.conv(n); }},
       {"Relu", [](Importer& im, const OnnxNode& n) { im.activation(n, LayerType::ReLU); }},
+      {"LeakyRelu", [](Importer& im, const OnnxNode& n) { im.leaky_relu(n); }},
       {"Tanh", [](Importer& im, const OnnxNode& n) { im.activation(n, LayerType::Tanh); }},
       {"Sigmoid", [](Importer& im, const OnnxNode& n) { im.sigmoid(n); }},
       {"Softmax", [](Importer& im, const OnnxNode& n) { im.softmax(n); }},

@@ -11,6 +11,7 @@
 
 #include "core/error.h"
 #include "io/toml.h"
+#include "model/layer_kinds.h"
 #include "model/spec.h"
 
 namespace xo {
@@ -140,12 +141,12 @@ class LayerShape {
           fail_at(spec_.origin, l_.line, key_ + ".p", fmt::format("{} must be in [0, 1)", l_.p));
         }
         return in_;
-      case LayerType::ReLU:
-      case LayerType::Tanh:
-      case LayerType::Sigmoid:
-        return in_;
+      default:
+        break;
     }
-    XO_ASSERT(false && "layer type missing from LayerShape::output");
+    // The element-wise kinds (the activations) have nothing to check: their row says so.
+    XO_ASSERT(layer_kind(l_.type).keeps_shape && "layer type missing from LayerShape::output");
+    return in_;
   }
 
   // Adds the layer's parameter count to `total`, failing past kMaxValues so that no later size

@@ -34,6 +34,7 @@ enum class LayerType {
   GlobalMaxPool,  // max over the steps of a sequence
   BatchNorm1d,    // over the batch of [C] or [C, L] (per channel C)
   BatchNorm2d,    // over the batch and positions of [C, H, W] (per channel C)
+  LeakyReLU,      // x > 0 ? x : negative_slope * x (torch.nn.LeakyReLU)
 };
 const char* layer_type_name(LayerType t);  // as written in spec files: "conv2d", "lstm", ...
 
@@ -54,6 +55,7 @@ struct LayerSpec {
   bool sequence = false;  // LSTM: output every step [T, H] (true) or the last one [H]
   double eps = 1e-5;      // BatchNorm: added to the variance
   double momentum = 0.1;  // BatchNorm: weight of the batch in the running statistics
+  double negative_slope = 0.01;  // LeakyReLU: the slope below zero (PyTorch's default)
 };
 
 // A parameter tensor of a layer: PyTorch's state_dict suffix ("weight", "weight_ih_l0") and shape.

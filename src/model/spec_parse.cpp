@@ -1,6 +1,6 @@
 // Reading TOML model specs through the one TOML reader (io/toml.h): every error names the file, the
 // line and the dotted key and says what was expected; unknown keys are errors, so a typo never
-// passes. Also the names of layer types and losses, and resolving a name to a spec.
+// passes. Also the names of losses, and resolving a name to a spec (layer kinds: layer_kinds.h).
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -11,6 +11,7 @@
 #include "core/file.h"
 #include "io/safetensors.h"
 #include "io/toml.h"
+#include "model/layer_kinds.h"
 #include "model/onnx_import.h"
 #include "model/spec.h"
 
@@ -25,47 +26,12 @@ constexpr std::string_view kPathPrefixes[] = {"csv:", "idx:", "imdb:"};
 constexpr LossType kLossTypes[] = {LossType::CrossEntropy, LossType::BinaryCrossEntropy,
                                    LossType::MeanSquaredError};
 
-// What each layer type is called in spec files and which keys it takes besides "type".
-struct LayerInfo {
-  LayerType type;
-  std::string_view name;
-  std::vector<std::string_view> keys;
-};
-
-const std::vector<LayerInfo>& layer_table() {
-  static const std::vector<LayerInfo> table = {
-      {LayerType::Linear, "linear", {"out", "bias"}},
-      {LayerType::ReLU, "relu", {}},
-      {LayerType::Tanh, "tanh", {}},
-      {LayerType::Sigmoid, "sigmoid", {}},
-      {LayerType::Conv2d, "conv2d", {"out", "kernel", "stride", "padding", "bias"}},
-      {LayerType::MaxPool2d, "maxpool2d", {"kernel", "stride", "padding"}},
-      {LayerType::AvgPool2d, "avgpool2d", {"kernel", "stride", "padding"}},
-      {LayerType::Dropout, "dropout", {"p"}},
-      {LayerType::Flatten, "flatten", {}},
-      {LayerType::Embedding, "embedding", {"vocab", "out"}},
-      {LayerType::LSTM, "lstm", {"out", "layers", "sequence"}},
-      {LayerType::GlobalAvgPool, "global_avgpool", {}},
-      {LayerType::GlobalMaxPool, "global_maxpool", {}},
-      {LayerType::BatchNorm1d, "batchnorm1d", {"eps", "momentum"}},
-      {LayerType::BatchNorm2d, "batchnorm2d", {"eps", "momentum"}},
-  };
-  return table;
-}
-
-const LayerInfo& layer_info(LayerType t) {
-  for (const LayerInfo& info : layer_table()) {
-    if (info.type == t) return info;
-  }
-  XO_ASSERT(false && "layer type missing from layer_table()");
-}
-
 // Every key any layer takes, "type" first: checked before the type is known, so that
 // `{ typ = "relu" }` names "typ" rather than a missing "type".
 std::vector<std::string_view> all_layer_keys() {
   std::vector<std::string_view> keys = {"type"};
-  for (const LayerInfo& info : layer_table()) {
-    for (std::string_view key : info.keys) {
+  for (const LayerKind& kind : layer_kinds()) {
+    for (std::string_view key : kind.keys) {
       if (std::find(keys.begin(), keys.end(), key) == keys.end()) keys.push_back(key);
     }
   }
@@ -91,7 +57,7 @@ std::vector<int64_t> parse_input(const TomlValue& input) {
 }
 
 // The keys the layer's type does not take, named with the keys it does take.
-void check_layer_keys(const TomlTable& t, const LayerInfo& info) {
+void check_layer_keys(const TomlTable& t, const LayerKind& info) {
   for (const std::string& key : t.keys()) {
     if (key == "type" || std::find(info.keys.begin(), info.keys.end(), key) != info.keys.end()) {
       continue;
@@ -107,11 +73,11 @@ LayerSpec parse_layer(const TomlValue& node) {
   const TomlTable t = node.table("a layer table such as { type = \"linear\", out = 4 }");
   t.only_keys(all_layer_keys());
   std::vector<std::string_view> names;
-  for (const LayerInfo& info : layer_table()) names.push_back(info.name);
+  for (const LayerKind& kind : layer_kinds()) names.push_back(kind.name);
   LayerSpec layer;
   layer.line = t.line();
-  layer.type = layer_table()[t.get("type").choice("layer type", names)].type;
-  const LayerInfo& info = layer_info(layer.type);
+  layer.type = layer_kinds()[t.get("type").choice("layer type", names)].type;
+  const LayerKind& info = layer_kind(layer.type);
   check_layer_keys(t, info);
 
   auto has = [&](std::string_view key) {
@@ -136,6 +102,9 @@ LayerSpec parse_layer(const TomlValue& node) {
   if (const TomlValue v = t.get("eps")) layer.eps = v.number(kPositive, "added to the variance");
   if (const TomlValue v = t.get("momentum")) {
     layer.momentum = v.number(kUnitClosed, "the batch's weight in the running statistics");
+  }
+  if (const TomlValue v = t.get("negative_slope")) {
+    layer.negative_slope = v.number(kNonNegative, "the slope for inputs below zero");
   }
   if (has("vocab")) layer.vocab = positive("vocab", 0, "vocabulary size");
   if (has("layers")) layer.layers = positive("layers", 1, "layer count");
@@ -544,8 +513,6 @@ std::string data_source_argument(const std::string& text, const std::string& fla
   }
   return "csv:" + text;  // a file, as before sources could be named
 }
-
-const char* layer_type_name(LayerType t) { return layer_info(t).name.data(); }
 
 const char* loss_name(LossType t) {
   switch (t) {

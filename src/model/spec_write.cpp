@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "io/toml.h"
+#include "model/layer_kinds.h"
 #include "model/spec.h"
 
 namespace xo {
@@ -12,46 +13,8 @@ namespace {
 
 // One layer as an inline TOML table, with only the keys that differ from the defaults.
 std::string layer_toml(const LayerSpec& l) {
-  std::string out = fmt::format("{{ type = \"{}\"", layer_type_name(l.type));
-  const LayerSpec defaults;
-  switch (l.type) {
-    case LayerType::Linear:
-      out += fmt::format(", out = {}{}", l.out, l.bias ? "" : ", bias = false");
-      break;
-    case LayerType::Conv2d:
-      out += fmt::format(", out = {}, kernel = {}", l.out, l.kernel);
-      if (l.stride != 1) out += fmt::format(", stride = {}", l.stride);
-      if (l.padding != 0) out += fmt::format(", padding = {}", l.padding);
-      if (!l.bias) out += ", bias = false";
-      break;
-    case LayerType::MaxPool2d:
-    case LayerType::AvgPool2d:
-      out += fmt::format(", kernel = {}", l.kernel);
-      if (l.stride != l.kernel) out += fmt::format(", stride = {}", l.stride);
-      if (l.padding != 0) out += fmt::format(", padding = {}", l.padding);
-      break;
-    case LayerType::Dropout:
-      out += fmt::format(", p = {}", toml_float(l.p));
-      break;
-    case LayerType::Embedding:
-      out += fmt::format(", vocab = {}, out = {}", l.vocab, l.out);
-      break;
-    case LayerType::BatchNorm1d:
-    case LayerType::BatchNorm2d:
-      if (l.eps != defaults.eps) out += fmt::format(", eps = {}", toml_float(l.eps));
-      if (l.momentum != defaults.momentum) {
-        out += fmt::format(", momentum = {}", toml_float(l.momentum));
-      }
-      break;
-    case LayerType::LSTM:
-      out += fmt::format(", out = {}", l.out);
-      if (l.layers != defaults.layers) out += fmt::format(", layers = {}", l.layers);
-      if (l.sequence) out += ", sequence = true";
-      break;
-    default:
-      break;
-  }
-  return out + " }";
+  return fmt::format("{{ type = \"{}\"{} }}", layer_type_name(l.type),
+                     layer_kind(l.type).settings_toml(l));
 }
 
 // Every setting the optimizer's type reads, in the order of torch.optim's signature.

@@ -8,14 +8,10 @@
 
 #include "core/error.h"
 #include "io/toml.h"
+#include "model/layer_kinds.h"
 
 namespace xo {
 namespace {
-
-bool is_weighted(LayerType t) {
-  return t == LayerType::Linear || t == LayerType::Conv2d || t == LayerType::LSTM ||
-         t == LayerType::Embedding;
-}
 
 bool is_disc(const ModelSpec& s) { return s.origin == "built-in" && s.name.rfind("disc-", 0) == 0; }
 
@@ -107,11 +103,11 @@ UserError cannot_vary(const ModelSpec& spec, Axis axis, const std::string& why) 
 void set_hidden_width(ModelSpec& s, int64_t width) {
   int last = -1;
   for (int i = 0; i < static_cast<int>(s.layers.size()); ++i) {
-    if (is_weighted(s.layers[i].type)) last = i;
+    if (layer_kind(s.layers[i].type).has_weights) last = i;
   }
   int changed = 0;
   for (int i = 0; i < last; ++i) {
-    if (is_weighted(s.layers[i].type)) {
+    if (layer_kind(s.layers[i].type).has_weights) {
       s.layers[i].out = width;
       ++changed;
     }
@@ -126,7 +122,7 @@ std::vector<LayerSpec> mlp_layers_at_depth(const ModelSpec& s, int64_t depth) {
   std::vector<int> linears;
   for (int i = 0; i < static_cast<int>(s.layers.size()); ++i) {
     const LayerType t = s.layers[i].type;
-    if (is_weighted(t) && t != LayerType::Linear)
+    if (layer_kind(t).has_weights && t != LayerType::Linear)
       throw cannot_vary(s, Axis::Depth, "depth applies to MLPs (Linear layers only)");
     if (t == LayerType::Linear) linears.push_back(i);
   }
@@ -232,13 +228,6 @@ std::vector<std::string> split_dots(const std::string& text) {
   return parts;
 }
 
-std::optional<LayerType> layer_type_named(const std::string& name) {
-  for (int t = 0; t <= static_cast<int>(LayerType::BatchNorm2d); ++t) {
-    if (name == layer_type_name(static_cast<LayerType>(t))) return static_cast<LayerType>(t);
-  }
-  return std::nullopt;
-}
-
 // Every parameter's shape, in order: what initial weights must match.
 std::vector<std::vector<int64_t>> parameter_shapes(const ModelSpec& spec) {
   std::vector<std::vector<int64_t>> shapes;
@@ -297,7 +286,7 @@ std::vector<std::vector<std::string>> key_paths(const ModelSpec& spec, const Spe
   std::vector<std::vector<std::string>> paths;
   std::optional<size_t> output_layer;
   for (size_t i = 0; i < spec.layers.size(); ++i) {
-    if (is_weighted(spec.layers[i].type)) output_layer = i;
+    if (layer_kind(spec.layers[i].type).has_weights) output_layer = i;
   }
   for (size_t i = 0; i < spec.layers.size(); ++i) {
     if (spec.layers[i].type != *key.layer_type) continue;

@@ -63,10 +63,13 @@ std::vector<float> to_host(Backend& be, const DeviceTensor& t) {
   return host;
 }
 
-double activate(Activation a, double x) {
+// negative_slope: LeakyReLU's, as torch.nn.LeakyReLU computes it.
+double activate(Activation a, double x, double negative_slope = 0) {
   switch (a) {
     case Activation::ReLU:
       return x > 0 ? x : 0;
+    case Activation::LeakyReLU:
+      return x > 0 ? x : negative_slope * x;
     case Activation::Tanh:
       return std::tanh(x);
     case Activation::Sigmoid:
@@ -118,19 +121,26 @@ OpCase linear_case(int64_t batch, int64_t in, int64_t out, Activation act, bool 
   return c;
 }
 
-OpCase activation_case(Activation act, int64_t n) {
+constexpr double kPercent = 100;
+
+// negative_slope: read by LeakyReLU only (its cases are named by it).
+OpCase activation_case(Activation act, int64_t n, float negative_slope = 0) {
   OpCase c;
-  c.name = fmt::format("activation_{}_{}", activation_name(act), n);
+  // Test names take no dot: the slope in hundredths.
+  c.name = act == Activation::LeakyReLU
+               ? fmt::format("activation_{}_{}_slope{}pct", activation_name(act), n,
+                             std::lround(negative_slope * kPercent))
+               : fmt::format("activation_{}_{}", activation_name(act), n);
   c.input_sizes = {n};
   c.tolerance = 1e-4;
   c.reference = [=](const Tensors& t) {
     std::vector<double> y(n);
-    for (int64_t i = 0; i < n; ++i) y[i] = activate(act, t[0][i]);
+    for (int64_t i = 0; i < n; ++i) y[i] = activate(act, t[0][i], negative_slope);
     return y;
   };
   c.run = [=](Backend& be, const std::vector<std::vector<float>>& inputs,
               const std::vector<float>& d_output) {
-    auto kernel = be.activation(act, n);
+    auto kernel = be.activation(act, n, negative_slope);
     auto src = to_device(be, inputs[0]);
     auto dst = device_zeros(be, n);
     auto d_dst = to_device(be, d_output);
@@ -630,6 +640,11 @@ std::vector<OpCase> all_cases() {
     cases.push_back(activation_case(act, 37));
   }
   cases.push_back(activation_case(Activation::ReLU, 40000));
+  // PyTorch's default slope, a steep one, and 0 (a ReLU); odd and multi-threaded sizes.
+  for (float slope : {0.01f, 0.3f, 0.0f}) {
+    cases.push_back(activation_case(Activation::LeakyReLU, 37, slope));
+    cases.push_back(activation_case(Activation::LeakyReLU, 40000, slope));
+  }
   cases.push_back(cross_entropy_case(6, 2, 1.0));
   cases.push_back(cross_entropy_case(5, 10, 3.0));
   cases.push_back(cross_entropy_case(3, 4, 30.0));  // large logits: the max shift must hold

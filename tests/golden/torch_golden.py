@@ -32,10 +32,17 @@ LOSS_RTOL = 2e-6
 WEIGHT_RTOL = 5e-5
 
 
+def layer_toml(layer):
+    """One layer of the spec: ("linear", out, bias), ("leaky_relu", negative_slope) or (type,)."""
+    if layer[0] == "linear":
+        return f'  {{ type = "linear", out = {layer[1]}, bias = {str(layer[2]).lower()} }}'
+    if layer[0] == "leaky_relu" and len(layer) > 1:
+        return f'  {{ type = "leaky_relu", negative_slope = {layer[1]!r} }}'
+    return f'  {{ type = "{layer[0]}" }}'
+
+
 def spec_text(layers, features, optimizer, batch, epochs, csv, loss="cross_entropy"):
-    toml_layers = ",\n".join(
-        f'  {{ type = "linear", out = {l[1]}, bias = {str(l[2]).lower()} }}' if l[0] == "linear"
-        else f'  {{ type = "{l[0]}" }}' for l in layers)
+    toml_layers = ",\n".join(layer_toml(l) for l in layers)
     opt = ", ".join(f"{k} = {json.dumps(v)}" for k, v in optimizer.items())
     return (f"[model]\ninput = [{features}]\nlayers = [\n{toml_layers}\n]\n"
             f'loss = "{loss}"\n[train]\noptimizer = {{ {opt} }}\nbatch = {batch}\n'
@@ -63,6 +70,10 @@ CONFIGS = [
     ("linear without bias, stacked activations",
      [("linear", 10, False), ("relu",), ("tanh",), ("linear", 2, True)], 3, 2, 120, 30, 3,
      {"type": "sgd", "lr": 0.2}),
+    # PyTorch's default slope (0.01) and a steep one: the gradients below zero are the slope's.
+    ("leaky_relu, default and 0.2 slopes, momentum",
+     [("linear", 16, True), ("leaky_relu",), ("linear", 8, True), ("leaky_relu", 0.2),
+      ("linear", 3, True)], 4, 3, 200, 40, 4, {"type": "sgd", "lr": 0.1, "momentum": 0.9}),
     ("batch split into 2 concurrent shards (--shards 2), momentum",
      [("linear", 64, True), ("relu",), ("linear", 64, True), ("relu",), ("linear", 5, True)],
      6, 5, 400, 100, 3, {"type": "sgd", "lr": 0.05, "momentum": 0.9}, ["--shards", "2"]),

@@ -96,9 +96,9 @@ LayerSpec batchnorm(LayerType type, double eps, double momentum) {
 std::string text(const LayerSpec& l) {
   return fmt::format(
       "{} out {} bias {} kernel {} stride {} padding {} p {} vocab {} layers {} "
-      "sequence {} eps {} momentum {}",
+      "sequence {} eps {} momentum {} negative_slope {}",
       layer_type_name(l.type), l.out, l.bias, l.kernel, l.stride, l.padding, l.p, l.vocab, l.layers,
-      l.sequence, l.eps, l.momentum);
+      l.sequence, l.eps, l.momentum, l.negative_slope);
 }
 
 // Every field of every layer, exactly (doubles included: the importer rounds to the shortest
@@ -958,6 +958,40 @@ TEST(OnnxImport, ASigmoidInsideTheModelIsALayer) {
   expect_layers(
       m.spec, {linear(5), layer(LayerType::Sigmoid), linear(3), layer(LayerType::Tanh), linear(2)});
   EXPECT_TRUE(m.spec.notes.empty());
+}
+
+LayerSpec leaky_relu(double negative_slope) {
+  LayerSpec l = layer(LayerType::LeakyReLU);
+  l.negative_slope = negative_slope;
+  return l;
+}
+
+// LeakyRelu's alpha is the layer's negative_slope; without one it is ONNX's default, 0.01, which is
+// PyTorch's too.
+TEST(OnnxImport, LeakyReluTakesItsAlphaAsTheSlope) {
+  OnnxModelBuilder b;
+  b.input("x", {4});
+  add_gemm(b, 0, 4, 5);
+  b.then("LeakyRelu", "/1/LeakyRelu").f("alpha", 0.3f);
+  add_gemm(b, 2, 5, 3);
+  b.then("LeakyRelu", "/3/LeakyRelu");
+  add_gemm(b, 4, 3, 2);
+  const OnnxImport m = import(b);
+  expect_layers(m.spec, {linear(5), leaky_relu(0.3), linear(3), leaky_relu(0.01), linear(2)});
+  EXPECT_EQ(m.sources[1], "/1/LeakyRelu");
+}
+
+TEST(OnnxImport, RefusesANegativeLeakyReluAlpha) {
+  OnnxModelBuilder b;
+  b.input("x", {4});
+  add_gemm(b, 0, 4, 5);
+  b.then("LeakyRelu", "/1/LeakyRelu").f("alpha", -0.5f);
+  add_gemm(b, 2, 5, 2);
+  const OnnxGraph g = b.parsed(kOrigin);
+  const std::string message = testing::user_error([&] { import_onnx(g); });
+  for (const char* piece : {kOrigin, "/1/LeakyRelu", "alpha -0.5 is negative"}) {
+    EXPECT_NE(message.find(piece), std::string::npos) << "'" << piece << "' not in: " << message;
+  }
 }
 
 // -- refusals ----------------------------------------------------------------------------------

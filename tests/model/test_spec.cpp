@@ -88,6 +88,7 @@ void expect_same(const ModelSpec& a, const ModelSpec& b) {
     EXPECT_EQ(a.layers[i].vocab, b.layers[i].vocab);
     EXPECT_EQ(a.layers[i].layers, b.layers[i].layers);
     EXPECT_EQ(a.layers[i].sequence, b.layers[i].sequence);
+    EXPECT_EQ(a.layers[i].negative_slope, b.layers[i].negative_slope);
   }
   EXPECT_EQ(a.loss, b.loss);
   const OptimizerSettings &x = a.train.optimizer, &y = b.train.optimizer;
@@ -508,7 +509,8 @@ std::vector<ErrorCase> error_cases() {
        with_layers({"{ type = \"linear\", out = 4 }", "{ type = \"relux\" }", kLinear2}),
        {"bad.toml:5:", "model.layers[1].type", "unknown layer type 'relux'",
         "(expected one of: linear, relu, tanh, sigmoid, conv2d, maxpool2d, avgpool2d, dropout, "
-        "flatten, embedding, lstm, global_avgpool, global_maxpool, batchnorm1d, batchnorm2d)"}},
+        "flatten, embedding, lstm, global_avgpool, global_maxpool, batchnorm1d, batchnorm2d, "
+        "leaky_relu)"}},
       {"layer_type_is_case_sensitive",
        with_layers({"{ type = \"Linear\", out = 4 }", kLinear2}),
        {"bad.toml:4:", "model.layers[0].type", "unknown layer type 'Linear'"}},
@@ -584,6 +586,15 @@ std::vector<ErrorCase> error_cases() {
        with_layers(
            {"{ type = \"linear\", out = 4 }", "{ type = \"batchnorm1d\", eps = 0 }", kLinear2}),
        {"bad.toml:5:", "model.layers[1].eps", "must be > 0"}},
+      {"leaky_relu_negative_slope",
+       with_layers({"{ type = \"linear\", out = 4 }",
+                    "{ type = \"leaky_relu\", negative_slope = -0.5 }", kLinear2}),
+       {"bad.toml:5:", "model.layers[1].negative_slope", "-0.5 must be >= 0",
+        "the slope for inputs below zero"}},
+      {"leaky_relu_takes_no_p",
+       with_layers({"{ type = \"linear\", out = 4 }", "{ type = \"leaky_relu\", p = 0.5 }",
+                    kLinear2}),
+       {"bad.toml:5:", "model.layers[1].p", "a leaky_relu layer takes no 'p'", "negative_slope"}},
       {"batchnorm_momentum_above_one",
        with_layers({"{ type = \"linear\", out = 4 }", "{ type = \"batchnorm1d\", momentum = 1.5 }",
                     kLinear2}),
@@ -1059,6 +1070,24 @@ TEST(SpecToToml, RoundTripsEveryKeyAndOptimizer) {
     s.train.optimizer.weight_decay = 0.0;  // explicit, so AdamW must not fall back to 0.01
     expect_round_trip(s);
   }
+}
+
+// leaky_relu writes its slope only where it is not PyTorch's default, and reads it back exactly.
+TEST(SpecToToml, RoundTripsLeakyReluSlopes) {
+  ModelSpec s = *builtin_spec("disc-4");
+  s.layers[1].type = LayerType::LeakyReLU;
+  s.layers[3].type = LayerType::LeakyReLU;
+  s.layers[3].negative_slope = 0.3;
+  const std::string text = to_toml(s);
+  expect_contains(text, {"  { type = \"leaky_relu\" },\n",
+                         "  { type = \"leaky_relu\", negative_slope = 0.3 },\n"});
+  expect_round_trip(s);
+  s.layers[1].negative_slope = 0.0;  // a ReLU, written as such
+  expect_contains(to_toml(s), {"{ type = \"leaky_relu\", negative_slope = 0.0 }"});
+  expect_round_trip(s);
+  const ModelSpec parsed = parse_spec(to_toml(s), "again.toml");
+  EXPECT_EQ(parsed.layers[1].negative_slope, 0.0);
+  EXPECT_EQ(parsed.layers[3].negative_slope, 0.3);
 }
 
 TEST(SpecToToml, RoundTripsAwkwardValues) {

@@ -215,8 +215,9 @@ void CpuBackend::parallel_shards(int shards, FunctionRef<void(int shard)> body) 
 std::unique_ptr<WeightedKernel> CpuBackend::linear(const LinearShape& shape) {
   return make_linear(shape, engine_, stream_);
 }
-std::unique_ptr<ActivationKernel> CpuBackend::activation(Activation act, int64_t elements) {
-  return make_activation(act, elements);
+std::unique_ptr<ActivationKernel> CpuBackend::activation(Activation act, int64_t elements,
+                                                         float negative_slope) {
+  return make_activation(act, elements, negative_slope);
 }
 std::unique_ptr<LossKernel> CpuBackend::loss(LossKind kind, int64_t batch, int64_t classes,
                                              int64_t normalizer) {

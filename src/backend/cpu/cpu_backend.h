@@ -79,7 +79,8 @@ class CpuBackend final : public Backend {
   void parallel_shards(int shards, FunctionRef<void(int shard)> body) override;
 
   std::unique_ptr<WeightedKernel> linear(const LinearShape& shape) override;
-  std::unique_ptr<ActivationKernel> activation(Activation act, int64_t elements) override;
+  std::unique_ptr<ActivationKernel> activation(Activation act, int64_t elements,
+                                               float negative_slope) override;
   std::unique_ptr<LossKernel> loss(LossKind kind, int64_t batch, int64_t classes,
                                    int64_t normalizer) override;
   std::unique_ptr<WeightedKernel> conv2d(const Conv2dShape& shape) override;
@@ -103,7 +104,8 @@ class CpuBackend final : public Backend {
 // Kernel factories, one per op-family file.
 std::unique_ptr<WeightedKernel> make_linear(const LinearShape& shape, const dnnl::engine& engine,
                                             const dnnl::stream& stream);
-std::unique_ptr<ActivationKernel> make_activation(Activation act, int64_t elements);
+std::unique_ptr<ActivationKernel> make_activation(Activation act, int64_t elements,
+                                                  float negative_slope);
 std::unique_ptr<LossKernel> make_loss(LossKind kind, int64_t batch, int64_t classes,
                                       int64_t normalizer);
 std::unique_ptr<WeightedKernel> make_conv2d(const Conv2dShape& shape, const dnnl::engine& engine,
@@ -125,8 +127,9 @@ std::unique_ptr<OptimizerKernel> make_optimizer(Backend& backend, const Optimize
 
 // d_dst[i] *= act'(.) computed from the activation's output dst, for n elements: the Conv2d
 // backward and the stand-alone activation use it. The Linear backward applies the derivative in
-// its own pass, where it also sums the bias gradient's columns.
-void activation_backward_inplace(Activation act, const float* dst, float* d_dst, int64_t n);
+// its own pass, where it also sums the bias gradient's columns. negative_slope: LeakyReLU's.
+void activation_backward_inplace(Activation act, const float* dst, float* d_dst, int64_t n,
+                                 float negative_slope = 0.0f);
 
 // Number of CPU cores this process may run on.
 int available_cores();

@@ -75,16 +75,9 @@ class CpuLinear final : public WeightedKernel {
   // d_dst *= act'(dst) and d_bias = column sums of d_dst, in one pass. Each thread owns a block of
   // columns, so the sums are added in the same order for any thread count.
   void activation_and_bias_backward(const float* dst, float* d_dst, float* d_bias) const {
-    switch (shape_.activation) {
-      case Activation::None:
-        return columns_backward<Activation::None>(dst, d_dst, d_bias);
-      case Activation::ReLU:
-        return columns_backward<Activation::ReLU>(dst, d_dst, d_bias);
-      case Activation::Tanh:
-        return columns_backward<Activation::Tanh>(dst, d_dst, d_bias);
-      case Activation::Sigmoid:
-        return columns_backward<Activation::Sigmoid>(dst, d_dst, d_bias);
-    }
+    with_fused_activation(shape_.activation, [&](auto a) {
+      columns_backward<decltype(a)::value>(dst, d_dst, d_bias);
+    });
   }
 
   template <Activation A>
@@ -586,17 +579,9 @@ class CpuTrialsLinear final : public WeightedKernel {
   // body(std::integral_constant<Activation, A>) for the layer's activation.
   template <typename Body>
   void with_activation(Body&& body) const {
-    switch (shape_.activation) {
-      case Activation::None:
-        return body(std::integral_constant<Activation, Activation::None>{});
-      case Activation::ReLU:
-        return body(std::integral_constant<Activation, Activation::ReLU>{});
-      case Activation::Tanh:
-        return body(std::integral_constant<Activation, Activation::Tanh>{});
-      case Activation::Sigmoid:
-        return body(std::integral_constant<Activation, Activation::Sigmoid>{});
-    }
+    with_fused_activation(shape_.activation, std::forward<Body>(body));
   }
+
   // d_pre = d_dst act'(dst) and d_bias (in d_W's pass where kFolds, else a pass first), d_W and
   // d_src.
   template <Activation A>

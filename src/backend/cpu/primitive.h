@@ -21,10 +21,11 @@ inline dnnl::algorithm eltwise_algorithm(Activation act) {
       return dnnl::algorithm::eltwise_tanh;
     case Activation::Sigmoid:
       return dnnl::algorithm::eltwise_logistic;
-    case Activation::None:
+    default:
       break;
   }
-  XO_ASSERT(false && "no eltwise algorithm for Activation::None");
+  // None has no eltwise step, and the activations that do not fuse have no post-op here.
+  XO_ASSERT(false && "no eltwise algorithm for an activation that is not fused");
 }
 
 // Runs the enclosed oneDNN calls with at most `threads` OpenMP threads (0: leave as is). oneDNN's

@@ -437,40 +437,18 @@ class GpuConv2d final : public WeightedKernel {
     const int64_t plane = s_.out_height() * s_.out_width();
     const int64_t n = s_.batch * s_.out_channels * plane;
     const cudaStream_t stream = be_.stream();
-    switch (s_.activation) {
-      case Activation::ReLU:
-        launch_bias_activation<Activation::ReLU>(stream, dst, b, n, s_.out_channels, plane);
-        break;
-      case Activation::Tanh:
-        launch_bias_activation<Activation::Tanh>(stream, dst, b, n, s_.out_channels, plane);
-        break;
-      case Activation::Sigmoid:
-        launch_bias_activation<Activation::Sigmoid>(stream, dst, b, n, s_.out_channels, plane);
-        break;
-      case Activation::None:
-        launch_bias_activation<Activation::None>(stream, dst, b, n, s_.out_channels, plane);
-        break;
-    }
+    with_fused_activation(s_.activation, [&](auto a) {
+      launch_bias_activation<decltype(a)::value>(stream, dst, b, n, s_.out_channels, plane);
+    });
   }
 
   void backward(const float* src, const float* weights, const float* dst, float* d_dst,
                 float* d_weights, float* d_bias, float* d_src) override {
     XO_ASSERT((d_src != nullptr) == s_.need_d_src);
     float* bias_sums = s_.has_bias ? d_bias : nullptr;
-    switch (s_.activation) {
-      case Activation::ReLU:
-        pre_activation_gradient<Activation::ReLU>(dst, d_dst, bias_sums);
-        break;
-      case Activation::Tanh:
-        pre_activation_gradient<Activation::Tanh>(dst, d_dst, bias_sums);
-        break;
-      case Activation::Sigmoid:
-        pre_activation_gradient<Activation::Sigmoid>(dst, d_dst, bias_sums);
-        break;
-      case Activation::None:
-        pre_activation_gradient<Activation::None>(dst, d_dst, bias_sums);
-        break;
-    }
+    with_fused_activation(s_.activation, [&](auto a) {
+      pre_activation_gradient<decltype(a)::value>(dst, d_dst, bias_sums);
+    });
     const float one = 1.0f, zero = 0.0f;
     cudnnHandle_t handle = be_.cudnn();
     XO_CUDNN_CHECK(cudnnConvolutionBackwardFilter(handle, &one, x_.d, src, y_.d, d_dst,

@@ -224,8 +224,9 @@ void CudaBackend::parallel_shards(int shards, FunctionRef<void(int shard)> body)
 std::unique_ptr<WeightedKernel> CudaBackend::linear(const LinearShape& shape) {
   return make_linear(*this, shape);
 }
-std::unique_ptr<ActivationKernel> CudaBackend::activation(Activation act, int64_t elements) {
-  return make_activation(*this, act, elements);
+std::unique_ptr<ActivationKernel> CudaBackend::activation(Activation act, int64_t elements,
+                                                          float negative_slope) {
+  return make_activation(*this, act, elements, negative_slope);
 }
 std::unique_ptr<LossKernel> CudaBackend::loss(LossKind kind, int64_t batch, int64_t classes,
                                               int64_t normalizer) {

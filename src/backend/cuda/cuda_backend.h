@@ -62,7 +62,8 @@ class CudaBackend final : public Backend {
   void parallel_shards(int shards, FunctionRef<void(int shard)> body) override;
 
   std::unique_ptr<WeightedKernel> linear(const LinearShape& shape) override;
-  std::unique_ptr<ActivationKernel> activation(Activation act, int64_t elements) override;
+  std::unique_ptr<ActivationKernel> activation(Activation act, int64_t elements,
+                                               float negative_slope) override;
   std::unique_ptr<LossKernel> loss(LossKind kind, int64_t batch, int64_t classes,
                                    int64_t normalizer) override;
   std::unique_ptr<WeightedKernel> conv2d(const Conv2dShape& shape) override;
@@ -116,7 +117,8 @@ void launch_trials_increment(cudaStream_t stream, uint64_t* const* counters, int
 std::unique_ptr<WeightedKernel> make_linear(CudaBackend& be,
                                             const LinearShape& shape);  // linear.cu
 std::unique_ptr<ActivationKernel> make_activation(CudaBackend& be, Activation act,
-                                                  int64_t elements);  // activation.cu
+                                                  int64_t elements,
+                                                  float negative_slope);  // activation.cu
 std::unique_ptr<LossKernel> make_loss(CudaBackend& be, LossKind kind, int64_t batch,
                                       int64_t classes, int64_t normalizer);              // loss.cu
 std::unique_ptr<WeightedKernel> make_conv2d(CudaBackend& be, const Conv2dShape& shape);  // conv.cu

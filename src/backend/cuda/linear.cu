@@ -425,17 +425,9 @@ class GpuLinear final : public WeightedKernel {
 }  // namespace
 
 std::unique_ptr<WeightedKernel> make_linear(CudaBackend& be, const LinearShape& shape) {
-  switch (shape.activation) {
-    case Activation::ReLU:
-      return std::make_unique<GpuLinear<Activation::ReLU>>(be, shape);
-    case Activation::Tanh:
-      return std::make_unique<GpuLinear<Activation::Tanh>>(be, shape);
-    case Activation::Sigmoid:
-      return std::make_unique<GpuLinear<Activation::Sigmoid>>(be, shape);
-    case Activation::None:
-      return std::make_unique<GpuLinear<Activation::None>>(be, shape);
-  }
-  return nullptr;
+  return with_fused_activation(shape.activation, [&](auto a) -> std::unique_ptr<WeightedKernel> {
+    return std::make_unique<GpuLinear<decltype(a)::value>>(be, shape);
+  });
 }
 
 }  // namespace xo::cuda
