@@ -25,7 +25,7 @@ void Importer::leaky_relu(const OnnxNode& n) {
   need(n, layout_ == Layout::Batch, "an activation here is not on a layer's output");
   LayerSpec l;
   l.type = LayerType::LeakyReLU;
-  l.negative_slope = attr_float(n, "alpha", kOnnxDefaultAlpha);
+  l.negative_slope = shortest_float(attr_float(n, "alpha", kOnnxDefaultAlpha));
   if (!(l.negative_slope >= 0)) {
     refuse(n, fmt::format("alpha {} is negative (crossover's leaky_relu takes a slope >= 0)",
                           l.negative_slope));

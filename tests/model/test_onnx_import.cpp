@@ -1129,10 +1129,10 @@ TEST(OnnxImport, RefusesWhatItCannotMapExactly) {
       {"an unsupported operator",
        [] {
          OnnxModelBuilder b = mlp_front();
-         b.then("LeakyRelu", "/2/LeakyRelu").f("alpha", 0.01f);
+         b.then("Elu", "/2/Elu").f("alpha", 1.0f);
          return b;
        },
-       {"node '/2/LeakyRelu' (LeakyRelu)", "operator LeakyRelu is not supported", "Gemm", "Conv",
+       {"node '/2/Elu' (Elu)", "operator Elu is not supported", "Gemm", "Conv",
         "LSTM", "BatchNormalization"}},
       {"an operator of another domain",
        [] {
