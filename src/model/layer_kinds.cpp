@@ -4,7 +4,7 @@
 
 #include <fmt/format.h>
 
-#include <array>
+#include <iterator>
 
 #include "core/error.h"
 #include "io/toml.h"
@@ -104,73 +104,52 @@ constexpr LayerKind activation_kind(LayerType t, std::string_view name, Activati
   return {t, name, {}, NodeKind::Activation, a, true, true, false, no_settings, name_only};
 }
 
-constexpr std::array kKinds = {
-    LayerKind{LayerType::Linear, "linear", kLinearKeys, NodeKind::Linear, Activation::None, false,
-              false, true, linear_toml, linear_text},
+// clang-format off: one row per kind, its fields in LayerKind's order (type, name, keys, node,
+// activation, fuses, keeps_shape, has_weights, settings_toml, describe).
+constexpr LayerKind kKinds[] = {
+    {LayerType::Linear, "linear", kLinearKeys, NodeKind::Linear, Activation::None,
+     false, false, true, linear_toml, linear_text},
     activation_kind(LayerType::ReLU, "relu", Activation::ReLU),
     activation_kind(LayerType::Tanh, "tanh", Activation::Tanh),
     activation_kind(LayerType::Sigmoid, "sigmoid", Activation::Sigmoid),
-    LayerKind{LayerType::Conv2d, "conv2d", kConvKeys, NodeKind::Conv2d, Activation::None, false,
-              false, true, conv_toml, conv_text},
-    LayerKind{LayerType::MaxPool2d, "maxpool2d", kPoolKeys, NodeKind::Pool2d, Activation::None,
-              false, false, false, pool_toml, pool_text},
-    LayerKind{LayerType::AvgPool2d, "avgpool2d", kPoolKeys, NodeKind::Pool2d, Activation::None,
-              false, false, false, pool_toml, pool_text},
-    LayerKind{LayerType::Dropout, "dropout", kDropoutKeys, NodeKind::Dropout, Activation::None,
-              false, true, false, dropout_toml, dropout_text},
-    LayerKind{LayerType::Flatten,
-              "flatten",
-              {},
-              NodeKind::Flatten,
-              Activation::None,
-              false,
-              false,
-              false,
-              no_settings,
-              name_only},
-    LayerKind{LayerType::Embedding, "embedding", kEmbeddingKeys, NodeKind::Embedding,
-              Activation::None, false, false, true, embedding_toml, embedding_text},
-    LayerKind{LayerType::LSTM, "lstm", kLstmKeys, NodeKind::LSTM, Activation::None, false, false,
-              true, lstm_toml, lstm_text},
-    LayerKind{LayerType::GlobalAvgPool,
-              "global_avgpool",
-              {},
-              NodeKind::SequencePool,
-              Activation::None,
-              false,
-              false,
-              false,
-              no_settings,
-              name_only},
-    LayerKind{LayerType::GlobalMaxPool,
-              "global_maxpool",
-              {},
-              NodeKind::SequencePool,
-              Activation::None,
-              false,
-              false,
-              false,
-              no_settings,
-              name_only},
-    LayerKind{LayerType::BatchNorm1d, "batchnorm1d", kBatchNormKeys, NodeKind::BatchNorm,
-              Activation::None, false, true, false, batchnorm_toml, batchnorm_text},
-    LayerKind{LayerType::BatchNorm2d, "batchnorm2d", kBatchNormKeys, NodeKind::BatchNorm,
-              Activation::None, false, true, false, batchnorm_toml, batchnorm_text},
+    {LayerType::Conv2d, "conv2d", kConvKeys, NodeKind::Conv2d, Activation::None,
+     false, false, true, conv_toml, conv_text},
+    {LayerType::MaxPool2d, "maxpool2d", kPoolKeys, NodeKind::Pool2d, Activation::None,
+     false, false, false, pool_toml, pool_text},
+    {LayerType::AvgPool2d, "avgpool2d", kPoolKeys, NodeKind::Pool2d, Activation::None,
+     false, false, false, pool_toml, pool_text},
+    {LayerType::Dropout, "dropout", kDropoutKeys, NodeKind::Dropout, Activation::None,
+     false, true, false, dropout_toml, dropout_text},
+    {LayerType::Flatten, "flatten", {}, NodeKind::Flatten, Activation::None,
+     false, false, false, no_settings, name_only},
+    {LayerType::Embedding, "embedding", kEmbeddingKeys, NodeKind::Embedding, Activation::None,
+     false, false, true, embedding_toml, embedding_text},
+    {LayerType::LSTM, "lstm", kLstmKeys, NodeKind::LSTM, Activation::None,
+     false, false, true, lstm_toml, lstm_text},
+    {LayerType::GlobalAvgPool, "global_avgpool", {}, NodeKind::SequencePool, Activation::None,
+     false, false, false, no_settings, name_only},
+    {LayerType::GlobalMaxPool, "global_maxpool", {}, NodeKind::SequencePool, Activation::None,
+     false, false, false, no_settings, name_only},
+    {LayerType::BatchNorm1d, "batchnorm1d", kBatchNormKeys, NodeKind::BatchNorm, Activation::None,
+     false, true, false, batchnorm_toml, batchnorm_text},
+    {LayerType::BatchNorm2d, "batchnorm2d", kBatchNormKeys, NodeKind::BatchNorm, Activation::None,
+     false, true, false, batchnorm_toml, batchnorm_text},
     // Not fused: its slope is a parameter the Linear and Conv2d epilogues do not carry.
-    LayerKind{LayerType::LeakyReLU, "leaky_relu", kLeakyReluKeys, NodeKind::Activation,
-              Activation::LeakyReLU, false, true, false, leaky_relu_toml, leaky_relu_text},
+    {LayerType::LeakyReLU, "leaky_relu", kLeakyReluKeys, NodeKind::Activation,
+     Activation::LeakyReLU, false, true, false, leaky_relu_toml, leaky_relu_text},
 };
+// clang-format on
 
 // The last LayerType: a kind added after it without a row fails the size check below.
 constexpr LayerType kLastLayerType = LayerType::LeakyReLU;
 
 constexpr bool rows_in_enum_order() {
-  for (size_t i = 0; i < kKinds.size(); ++i) {
+  for (size_t i = 0; i < std::size(kKinds); ++i) {
     if (static_cast<size_t>(kKinds[i].type) != i) return false;
   }
   return true;
 }
-static_assert(kKinds.size() == static_cast<size_t>(kLastLayerType) + 1,
+static_assert(std::size(kKinds) == static_cast<size_t>(kLastLayerType) + 1,
               "every LayerType needs its row in kKinds");
 static_assert(rows_in_enum_order(), "kKinds must list the layer types in the enum's order");
 
@@ -180,7 +159,7 @@ std::span<const LayerKind> layer_kinds() { return kKinds; }
 
 const LayerKind& layer_kind(LayerType t) {
   const auto index = static_cast<size_t>(t);
-  XO_ASSERT(index < kKinds.size() && "layer type outside the layer kinds table");
+  XO_ASSERT(index < std::size(kKinds) && "layer type outside the layer kinds table");
   return kKinds[index];
 }
 
