@@ -45,13 +45,13 @@
 //
 // Bias gradient: d_bias[k] = the sum of the pre-activation gradient over n and p (P = OH * OW
 // positions), summed in the pass that writes it rather than by cudnnConvolutionBackwardBias (a
-// second read of d_dst, and its own kernel, besides the derivative pass: docs/benchmarks.md, "On
-// an NVIDIA H100: crossover's CUDA backend vs PyTorch 2.11"). Deterministic, without atomics:
-// channel k's N * P values are cut into S contiguous slices, block (k, s) sums slice s in a fixed
-// order (thread t every kThreads-th value from t, then a fixed tree) into partial[k][s], and a
-// second small kernel adds a channel's S partials in order. S is a plan-time constant of the shape (about kBiasBlocks blocks in all, an
-// H100-filling wave on MNIST's shapes, and at least kMinSliceValues values a slice), never of the
-// GPU, so d_bias has the same bits on every GPU and in every run.
+// second read of d_dst, and its own kernel, besides the derivative pass: docs/benchmarks.md, "On an
+// NVIDIA H100: crossover's CUDA backend vs PyTorch 2.11"). Deterministic, without atomics: channel
+// k's N * P values are cut into S contiguous slices, block (k, s) sums slice s in a fixed order
+// (thread t every kThreads-th value from t, then a fixed tree) into partial[k][s], and a second
+// small kernel adds a channel's S partials in order. S is a plan-time constant of the shape (about
+// kBiasBlocks blocks in all, an H100-filling wave on MNIST's shapes, and at least kMinSliceValues
+// values a slice), never of the GPU, so d_bias has the same bits on every GPU and in every run.
 #include <algorithm>
 #include <array>
 #include <map>
