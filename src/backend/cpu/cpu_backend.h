@@ -19,8 +19,8 @@ inline constexpr int64_t kParallelThreshold = 1 << 15;
 
 // Runs body(begin, end) over [0, n): on the calling thread when `work` (the element count, unless
 // the caller knows better) is below kParallelThreshold, since an OpenMP `if` clause would still pay
-// for a serialized parallel region, and inside a batch shard (already in a parallel region); else split statically across the OpenMP threads, so each element is always handled
-// the same way.
+// for a serialized parallel region, and inside a batch shard (already in a parallel region); else
+// split statically across the OpenMP threads, so each element is always handled the same way.
 template <typename Body>
 void parallel_for(int64_t n, Body&& body, int64_t work = -1) {
   if ((work < 0 ? n : work) < kParallelThreshold || omp_in_parallel()) {
