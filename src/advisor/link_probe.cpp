@@ -102,8 +102,8 @@ Link measure_link(const mpi::World& world, int repeat, std::vector<int64_t> mess
     // Over a network, the phases as a ring runs them, back to back: a phase timed alone starts on
     // an idle link, one that follows another does not (2 simulated hosts at 1 Gbit/s: the phases
     // back to back took about MPI's all-reduce's time, alone far less). Each phase takes its
-    // share. Not through shared memory, where the phases timed alone predict MPI's all-reduce and
-    // back to back far too slow (both: docs/benchmarks.md, "Across simulated hosts").
+    // share. Not through shared memory, where the phases timed alone predict MPI's all-reduce
+    // closely and back to back far too slow (docs/benchmarks.md, "Across simulated hosts").
     if (world.local_size() < world.size()) {
       const double ring = timed_median(world, repeat, [&] {
         reduce_scatter();
