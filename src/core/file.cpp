@@ -372,8 +372,8 @@ namespace {
 // Each file's new bytes in a temporary beside it, in the order added; a file that is not a regular
 // one (a terminal, a pipe) written in place. The temporaries are written on several threads where
 // there are many (creating a file waits on the file system's journal: docs/benchmarks.md, "A
-// search's own costs and groups of one"); the first file, in order, that fails throws its error, every temporary removed
-// and the files in place before it written.
+// search's own costs and groups of one"); the first file, in order, that fails throws its error,
+// every temporary removed and the files in place before it written.
 std::vector<Replacement> write_temporaries(const std::vector<AtomicWrites::File>& files,
                                            bool durable) {
   std::vector<Target> targets(files.size());
