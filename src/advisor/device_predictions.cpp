@@ -302,7 +302,7 @@ std::optional<ProfiledStep> profiled_step(const ModelSpec& spec, int64_t batch,
   // Fused trials on a GPU whose profile found has no fused groups' Linears: a GPU profile that
   // timed them, scaled. A group's Linear there is one kernel over its trials, spread over the
   // multiprocessors: the taller Linear that stands in for it otherwise predicted 64 fused disc-4
-  // trials on an H200 134% too slow (docs/benchmarks.md).
+  // trials on an H200 far too slow (docs/benchmarks.md, "Fused trials on an H200").
   if (o.trials > 0 && target.kind == DeviceKind::Gpu && (!from || !has_trials_samples(*from))) {
     for (const DeviceProfile& p : o.profiles) {
       if (p.has_kernels() && p.kind == target.kind && has_trials_samples(p)) {

@@ -100,11 +100,10 @@ Link measure_link(const mpi::World& world, int repeat, std::vector<int64_t> mess
     double rs = timed_median(world, repeat, reduce_scatter);
     double ag = timed_median(world, repeat, all_gather);
     // Over a network, the phases as a ring runs them, back to back: a phase timed alone starts on
-    // an idle link, one that follows another does not (2 simulated hosts at 1 Gbit/s: 1.7 MB,
-    // 16.0 ms as two phases alone, 23.2 ms back to back, MPI's all-reduce 22.2 ms). Each phase
-    // takes its share. Not through shared memory, where the phases timed alone predict MPI's
-    // all-reduce within 7% and back to back 20-70% too slow (2 ranks of the 2-core EPYC, 1-8 MiB;
-    // docs/benchmarks.md).
+    // an idle link, one that follows another does not (2 simulated hosts at 1 Gbit/s: the phases
+    // back to back took about MPI's all-reduce's time, alone far less). Each phase takes its
+    // share. Not through shared memory, where the phases timed alone predict MPI's all-reduce
+    // closely and back to back far too slow (docs/benchmarks.md, "Across simulated hosts").
     if (world.local_size() < world.size()) {
       const double ring = timed_median(world, repeat, [&] {
         reduce_scatter();

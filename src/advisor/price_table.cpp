@@ -47,8 +47,8 @@ namespace {
 
 // A data-parallel step over NVLink-class links with crossover's own engine (--reduce nccl): NCCL's
 // ring, its per-step latency a few microseconds, the reduction fused into the copy; the buckets
-// summed once backward has finished (nothing hidden: across simulated hosts at 10 Gbit/s disc-12
-// scaled 35.0%, predicted so 36.9%, with DDP's overlap 52.3%; docs/benchmarks.md).
+// summed once backward has finished (nothing hidden: across simulated hosts disc-12 scaled as this
+// model predicts, not as one with DDP's overlap; docs/benchmarks.md, "Across simulated hosts").
 constexpr double kCollectiveLatencyS = 5e-6;
 // A step of NCCL's ring that crosses from one machine to another: NCCL's own tuning model's
 // network latency for its ring (Simple protocol), 9.6 µs (src/graph/tuning.cc, hwLat NET).

@@ -46,11 +46,12 @@ std::string last_line(std::string log) {
   return log.substr(log.rfind('\n') == std::string::npos ? 0 : log.rfind('\n') + 1);
 }
 
-// Each model in a process of its own, as `crossover train` measures it, in `repeat` rounds over
-// all the models: the fastest of its runs' median steps. A shared host's neighbours come and go in
-// phases (of seconds to a minute here) that slow memory-heavy steps by up to half; rounds spread
-// each model's runs over the whole measurement, and the profile's samples likewise keep the faster
-// of two passes, so both sides are the device without them. Nothing when a stop request came.
+// Each model in a process of its own, as `crossover train` measures it, in `repeat` rounds over all
+// the models: the fastest of its runs' median steps. A shared host's neighbours come and go in
+// phases (of seconds to a minute) that slow memory-heavy steps markedly (docs/benchmarks.md,
+// "Figures once quoted in code comments"); rounds spread each model's runs over the whole
+// measurement, and the profile's samples likewise keep the faster of two passes, so both sides are
+// the device without them. Nothing when a stop request came.
 std::optional<std::vector<MeasuredStep>> measure_models(const ValidationSettings& o,
                                                         const std::vector<std::string>& models,
                                                         const ValidationHooks& hooks) {

@@ -440,8 +440,9 @@ class Backend {
   // Waits until all queued work is done (a no-op on the CPU).
   virtual void synchronize() = 0;
   // A training run has ended: threads kept for the next parallel region are let go (the CPU's
-  // OpenMP workers otherwise spin on a core for about 15 ms, taken from whatever this process or
-  // another runs next). The next parallel region starts them again.
+  // OpenMP workers otherwise spin on a core before they sleep, taken from whatever this process or
+  // another runs next: docs/benchmarks.md, "A fused search's serial costs"). The next parallel
+  // region starts them again.
   virtual void release_threads() {}
   // An id for a Collective of this kind of device (drawn by rank 0); empty where this backend has
   // none (the CPU; a GPU build without NCCL).

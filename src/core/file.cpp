@@ -292,9 +292,9 @@ void move_into_place(Replacement& r) {
 constexpr size_t kSyncThreads = 4;
 
 // `each` on every item; for more than two, on up to kSyncThreads threads: a file system commits
-// the fsyncs it is given together in fewer journal transactions (ext4 on this VM: a fused group of
-// 16 trials' results and weights, 32 files in 16 folders, 8.6-10.7 ms one after another, 5.8-8.3
-// ms on 4 threads). The first error is thrown once every thread has ended.
+// the fsyncs it is given together in fewer journal transactions (ext4, a fused group's 32 files in
+// 16 folders: docs/benchmarks.md, "A fused search's serial costs"). The first error is thrown once
+// every thread has ended.
 template <typename T, typename F>
 void sync_together(std::vector<T>& items, F each) {
   const size_t threads = items.size() > 2 ? std::min(kSyncThreads, items.size()) : 1;
@@ -371,9 +371,9 @@ namespace {
 
 // Each file's new bytes in a temporary beside it, in the order added; a file that is not a regular
 // one (a terminal, a pipe) written in place. The temporaries are written on several threads where
-// there are many (creating a file waits on the file system's journal: a fused group's 32 took 3 ms
-// on one thread); the first file, in order, that fails throws its error, every temporary removed
-// and the files in place before it written.
+// there are many (creating a file waits on the file system's journal: docs/benchmarks.md, "A
+// search's own costs and groups of one"); the first file, in order, that fails throws its error,
+// every temporary removed and the files in place before it written.
 std::vector<Replacement> write_temporaries(const std::vector<AtomicWrites::File>& files,
                                            bool durable) {
   std::vector<Target> targets(files.size());

@@ -57,9 +57,9 @@ bool built_with_mpi() { return true; }
 
 World::World() : owns_mpi_(true) {
   // OpenMPI's reductions allocate their scratch buffers on every call; glibc maps any allocation
-  // over 32 MiB afresh (and the kernel zeroes its pages) each time: a 64 MiB all-reduce on this
-  // 2-core machine took 26.6 ms so, 12.5 ms with the buffers kept in the heap (`crossover
-  // allreduce`, docs/benchmarks.md).
+  // over 32 MiB afresh (and the kernel zeroes its pages) each time, which made a large all-reduce
+  // far slower than with the buffers kept in the heap (`crossover allreduce`;
+  // docs/benchmarks.md, "One model on several processes: data-parallel training over MPI").
   mallopt(M_MMAP_THRESHOLD, 1 << 30);
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
   int ready = 0;

@@ -21,9 +21,10 @@ pid_t spawn(const std::vector<std::string>& args, const std::filesystem::path& l
 
 // A crossover process started before its job is known, waiting for it: its libraries loaded and
 // its `main` reached while the job before it still runs, so that the job starts without a
-// process's start (5–10 ms here). Started as spawn starts a child (the same environment, ending
-// with this process), with `--parked` as its only argument and nothing for output; `start` sends
-// it the job's arguments and log. Unused, it ends when this object goes or this process ends.
+// process's start (docs/benchmarks.md, "Profiles packed at build time, and what a search
+// writes"). Started as spawn starts a child (the same environment, ending with this process),
+// with `--parked` as its only argument and nothing for output; `start` sends it the job's
+// arguments and log. Unused, it ends when this object goes or this process ends.
 class ParkedProcess {
  public:
   ParkedProcess();

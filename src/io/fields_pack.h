@@ -3,7 +3,8 @@
 // texts and arrays after their length, enums by name). For data read far more often than it is
 // written and checked once where it is written: the shipped device profiles are read from their
 // JSON, every field checked, when crossover is built (src/tools/pack_profiles.cpp), and carried
-// in the binary packed, which unpacks some hundred times faster than its JSON parses. The reader
+// in the binary packed, which unpacks far faster than its JSON parses (docs/benchmarks.md,
+// "Profiles packed at build time, and what a search writes"). The reader
 // trusts the packer's checks but not its bytes: a pack cut short, or one with bytes left over,
 // throws a UserError naming its origin, never reads past the end.
 #pragma once

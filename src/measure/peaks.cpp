@@ -78,7 +78,7 @@ double probe_bandwidth(Backend& be, int64_t floats) {
   // a stop is looked for between them.
   constexpr char kDoing[] = "probing the device's peaks";
   throw_if_stop_requested(kDoing);
-  DeviceBuffer a = be.allocate(sizeof(float) * floats);  // zeroed: 0.3 s for the CPU's 256 MiB
+  DeviceBuffer a = be.allocate(sizeof(float) * floats);  // zeroed: the CPU's 256 MiB take a while
   throw_if_stop_requested(kDoing);
   DeviceBuffer b = be.allocate(sizeof(float) * floats);
   throw_if_stop_requested(kDoing);

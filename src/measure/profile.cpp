@@ -215,7 +215,8 @@ struct Profiler {
           // Each on its own worker, as a fused group's or a shard's gradient is written on the
           // worker that reads it: written from one thread, the other worker's backward would
           // first fetch its gradient from that thread's core (a group's Linear whose backward
-          // writes it as it goes timed twice as long).
+          // writes it as it goes timed far slower: docs/benchmarks.md, "The fused Linear's last
+          // passes and convolutional groups").
           be.parallel_shards(shards, [&](int k) {
             LayerSlot& slot = slots[static_cast<size_t>(k)];
             be.upload(slot.d_dst.as<float>(), slot.d_dst_host.data(), slot.d_dst.bytes());

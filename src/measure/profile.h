@@ -100,7 +100,7 @@ KernelSample trials_linear_sample(const ModelLayout& layout, size_t node, int64_
                                   int shards);
 // The trials per worker a CPU profile times the fused Linear at; a GPU's one group, to tune's
 // largest automatic group (64: scaled from 32, the wider Linears of 64 fused trials were predicted
-// up to 52% too fast on an H200).
+// far too fast on an H200: docs/benchmarks.md, "Fused trials on an H200").
 inline constexpr int kProfiledTrials[] = {1, 2, 8, 32};
 inline constexpr int kProfiledGpuTrials[] = {1, 2, 8, 32, 64};
 

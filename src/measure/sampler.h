@@ -45,8 +45,9 @@ struct Utilisation {
 };
 
 // A quarter of a core busy elsewhere, on average over the run, makes its timings untrustworthy:
-// on this 2-core machine one other spinning process made the mean step 2.6x slower and read as
-// 0.64-1.00 cores, while a quiet machine read 0.00-0.05 (bench/contention.py, docs/benchmarks.md).
+// on a 2-core machine one other spinning process made the mean step far slower and read well above
+// this, while a quiet machine read well below it (bench/contention.py; docs/benchmarks.md, "A busy
+// machine").
 inline constexpr double kContaminatingCores = 0.25;
 inline bool timings_contaminated(const Utilisation& u) {
   return u.mean_other_cores && *u.mean_other_cores >= kContaminatingCores;
@@ -54,8 +55,8 @@ inline bool timings_contaminated(const Utilisation& u) {
 // The warning a contaminated run prints and its reports show ("other processes kept 1.0 cores
 // busy ..."); empty when the run was not contaminated. `cpu_threads`, for a CPU run, adds the
 // thread count that leaves the busy cores alone: on a busy core, OpenMP's spinning threads wait
-// for the one that was descheduled (bench/contention.py: 2.6x the quiet mean step with 2 threads,
-// 1.04x with 1).
+// for the one that was descheduled, and one thread fewer keeps near the quiet step
+// (bench/contention.py; docs/benchmarks.md, "A busy machine").
 std::string contamination_warning(const Utilisation& u, const std::string& what,
                                   int cpu_threads = 0);
 

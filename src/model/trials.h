@@ -32,18 +32,19 @@ enum class TrialStepping {
   // Each trial its own Network, its batch split over the workers as when it trains alone, one
   // trial after another (in rounds of steps). On a CPU where convolutions do most of a step's
   // work: their memory-bound passes (reorders, pooling) slow down once a trial's whole batch runs
-  // on one core, its tensors past the core's cache (16 fused cnn-small trials ran at 0.69x one
-  // trial alone's trial-steps per second together; docs/benchmarks.md). And a CPU's group of one
-  // trial that would step together: its trial alone, in the shards it takes alone (in a group's
-  // one shard disc-8 ran at 0.78x alone, a small LSTM at 0.59x); its checkpoints resume in a
-  // larger group and back, to f32 rounding (RunFingerprint::shards_may_differ).
+  // on one core, its tensors past the core's cache: together, a group of them trained fewer
+  // trial-steps a second than one trial alone (docs/benchmarks.md, "The fused Linear's last
+  // passes and convolutional groups"). And a CPU's group of one trial that would step together:
+  // its trial alone, in the shards it takes alone (in a group's one shard it ran slower than
+  // alone: "Trials side by side"); its checkpoints resume in a larger group and back, to f32
+  // rounding (RunFingerprint::shards_may_differ).
   OneAfterAnother,
   // Each trial its own Network in one batch shard, the trials side by side on the workers (in
   // rounds of steps, each trial on one worker for a round). On a CPU for a model that trains
   // alone in one batch shard with every product on one thread, and whose kernels are crossover's
   // own loops (Linear, activations, dropout, embeddings): there a trial alone leaves the other
-  // cores idle, and steps on a worker exactly as alone. 16 disc-4 trials: 1.90x one trial
-  // alone's trial-steps a second side by side, 1.71x together (docs/benchmarks.md).
+  // cores idle, and steps on a worker exactly as alone. Side by side, a group trains more
+  // trial-steps a second than together (docs/benchmarks.md, "Trials side by side").
   SideBySide,
 };
 const char* trial_stepping_name(TrialStepping s);

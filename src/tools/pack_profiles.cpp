@@ -2,8 +2,8 @@
 // reads any profile (measure/profile_json.cpp: a wrong field fails the build, naming the file and
 // the field), and written packed (io/fields_pack.h) into a C++ source, OUTPUT, whose
 // `xo::shipped_profile_packs()` gives each file's name and its profile's bytes. Parsing the five
-// profiles' 600 KB of JSON took every `crossover tune` and `advise` about 9 ms; unpacked, they take
-// well under one.
+// profiles' JSON cost every `crossover tune` and `advise` far more than unpacking them does
+// (docs/benchmarks.md, "Profiles packed at build time, and what a search writes").
 //   crossover_pack_profiles OUTPUT PROFILE.json...
 #include <fmt/format.h>
 

@@ -42,18 +42,17 @@ enum class ReduceMode {
   // the optimizer's state (MPI-3 shared memory): after backward each rank sums its part of the
   // gradients over the ranks' buffers, in rank order, and steps the optimizer over that part alone
   // (ZeRO's sharded optimizer step); no gradient or parameter is copied through MPI. As NCCL does
-  // within a machine: through memory both sides map rather than messages (2 ranks x 1 thread on
-  // the 2-core EPYC, disc-12's 45 MB: sum and optimizer 4.0 ms a step, against 13.9 + 4.1 ms for
-  // after-backward; docs/benchmarks.md). Across machines of the same number of ranks each, as
-  // NCCL's hierarchical all-reduce: each machine shares memory so, and each rank, having summed
-  // its part over its machine, sums that part with the same part of every other machine by MPI
-  // (one all-reduce of 1/K of the gradients per rank, K ranks a machine) before stepping it.
+  // within a machine: through memory both sides map rather than messages (on 2 ranks of one
+  // machine, disc-12's sum and optimizer together took less than after-backward's all-reduce alone:
+  // docs/benchmarks.md, "Ranks that share memory"). Across machines of the same number of ranks
+  // each, as NCCL's hierarchical all-reduce: each machine shares memory so, and each rank, having
+  // summed its part over its machine, sums that part with the same part of every other machine by
+  // MPI (one all-reduce of 1/K of the gradients per rank, K ranks a machine) before stepping it.
   Shared,
   // Buckets of the gradient buffer summed by MPI's all-reduce, each bucket, blocking, once backward
   // has finished: on a machine whose cores all compute, MPI moves shared-memory messages only
-  // inside its calls, and this measured faster than overlap (2 ranks x 1 thread on the 2-core
-  // EPYC: disc-12 29.2 ms per step against 34.1-38.2 overlapped, mnist-cnn 32.2 against 32.6;
-  // docs/benchmarks.md). The default across machines.
+  // inside its calls, and this measured faster than overlap (docs/benchmarks.md, "One model on
+  // several processes: data-parallel training over MPI"). The default across machines.
   AfterBackward,
   // Each bucket started (MPI_Iallreduce) as backward finishes its layers and pushed on between
   // layers (MPI_Testall), as PyTorch DDP and Horovod do: for links that progress by themselves

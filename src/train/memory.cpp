@@ -213,9 +213,9 @@ MemoryEstimate fused_memory(const Model& model, const DataSplit& data, const Tra
 namespace {
 
 // What the estimate leaves out (the kernels' workspaces and blocked-layout copies, what they keep
-// for backward) is a share of each trial: mnist-cnn x 16 peaked at 6.0 GiB resident against 3.8
-// estimated, and x 64 (15 GiB estimated) met the OOM killer at 23 GiB. A group may count on half
-// of what is free.
+// for backward) is a share of each trial: 16 fused mnist-cnn trials peaked well above their
+// estimate, and 64 met the OOM killer (docs/benchmarks.md, "Many small trials as one model: fused
+// trials"). A group may count on half of what is free.
 constexpr int64_t kFusedHeadroom = 2;
 
 }  // namespace

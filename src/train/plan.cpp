@@ -70,9 +70,9 @@ Dataset rank_part(const Dataset& data, const DataParallel& data_parallel) {
 }  // namespace
 
 // Big batches run faster, up to a point; the activations of one batch are bounded so that a wide
-// CNN does not hold a gigabyte for its test pass (`crossover train mnist-cnn --epochs 1`: 1000
-// samples per batch peaked at 1.35 GB RSS for the whole run, ~190 at 0.95 GB, with the same test
-// loss and no slower).
+// CNN does not hold a gigabyte for its test pass (measured with `crossover train mnist-cnn
+// --epochs 1`: the bounded batch peaked far lower, with the same test loss and no slower;
+// docs/benchmarks.md, "Figures once quoted in code comments").
 constexpr int64_t kMaxEvaluationBatch = 1000;
 constexpr double kEvaluationActivationBytes = 64.0 * 1024 * 1024;
 

@@ -172,9 +172,10 @@ void Group::plan(std::vector<std::unique_ptr<Trial>>& trials, int groups) {
   for (auto& t : trials)
     if (t->end == End::Running) running.push_back(t.get());
   // An epoch ended and no trial left: on a CPU the networks, their kernels and buffers stay (built
-  // again they cost 88 us an epoch for 16 disc-5 trials, a step and a half). A GPU's group still
-  // builds and records its step again, as it did when it last ran on one (docs/benchmarks.md,
-  // "Not yet run on a GPU"). Trials that step apart have their Networks in their plans.
+  // again they cost more than a step every epoch: docs/benchmarks.md, "A fused search's serial
+  // costs"). A GPU's group still builds and records its step again, as it did when it last ran on
+  // one (docs/benchmarks.md, "Not yet run on a GPU"). Trials that step apart have their Networks in
+  // their plans.
   if (full && running == active && active[0]->plan.backend.info().kind == DeviceKind::Cpu) return;
   active = std::move(running);
   if (apart) return;
@@ -300,16 +301,16 @@ Trials plan_trials(std::vector<FusedTrial>& trials, const DataSplit& split,
 }
 
 // Trials that step apart (Group::apart) go in rounds: each trial takes the round's steps, as
-// train_model's, before another trial takes them on its worker (one after another: every trial
-// on all the workers; side by side: each worker its share of the trials), so that a trial's
-// tensors are still in the caches at its next step. 16 cnn-small trials on the 2-core Xeon: 3.14
-// ms a trial-step taken a step at a time, 2.59 four at a time, 2.22 sixteen at a time, 2.12 one
-// trial alone (docs/benchmarks.md). A round ends where the epoch, the step limit or the next
-// checkpoint by steps says, and after about kRoundSeconds (from the last round's steps; the first
-// round is a step long): a stop request waits for the round, so that every trial stands at the
-// same step after it. A trial whose loss is not finite leaves the round (and the group) at that
-// step, as it does alone. The group's step s is every trial's step s: its time is the busiest
-// worker's share of theirs, each trial's plan timing its own.
+// train_model's, before another trial takes them on its worker (one after another: every trial on
+// all the workers; side by side: each worker its share of the trials), so that a trial's tensors
+// are still in the caches at its next step: the more steps a trial takes at a time, the nearer its
+// trial-step comes to its step alone (docs/benchmarks.md, "The fused Linear's last passes and
+// convolutional groups"). A round ends where the epoch, the step limit or the next checkpoint by
+// steps says, and after about kRoundSeconds (from the last round's steps; the first round is a step
+// long): a stop request waits for the round, so that every trial stands at the same step after it.
+// A trial whose loss is not finite leaves the round (and the group) at that step, as it does alone.
+// The group's step s is every trial's step s: its time is the busiest worker's share of theirs,
+// each trial's plan timing its own.
 constexpr int64_t kRoundSteps = 16;
 constexpr double kRoundSeconds = 1.0;
 

@@ -123,8 +123,9 @@ int measure_fuse_cap(Backend& backend, const ModelSpec& spec, const DataSplit& d
   // not held against the next), and is timed over as many steps as the budget holds (at least
   // kMinProbeSteps; a group that cannot have them is not tried).
   // Twice: the first pays this process's one-time costs (OpenMP's threads started, pages first
-  // touched), which a trial's set-up does not (measured: 0.13-0.8 ms for the first, which held
-  // a group of 16 disc-2 trials out of a budget it fits).
+  // touched), which a trial's set-up does not: measured, they made the first timing long enough
+  // to hold a group of 16 disc-2 trials out of a budget it fits (docs/benchmarks.md, "Profiles
+  // packed at build time, and what a search writes").
   const GroupTiming first = time_group(backend, spec, data, 1, kMinProbeSteps);
   GroupTiming one = time_group(backend, spec, data, 1, kMinProbeSteps);
   one.wall_s = std::min(one.wall_s, first.wall_s);

@@ -232,8 +232,8 @@ void Search::size_groups(const Model& model, const DataSplit& data, size_t trial
   }
   // --fuse auto on a GPU: every trial ready, up to kMaxAutoFuse and what each GPU's memory holds,
   // not timed. On an H200 every MLP measured trained more trial-steps a second in each larger
-  // group up to 64, a CNN's group (its convolutions trial by trial) as many as one trial alone,
-  // within 7%; and each trial fused saves a process's start, a third of a second there
+  // group up to 64, a CNN's group (its convolutions trial by trial) about as many as one trial
+  // alone; and each trial fused saves a process's start, most of a trial's cost there
   // (docs/benchmarks.md, "Fused trials on an H200").
   if (fuse_ == kFuseAuto) gpu_fuse_cap_ = gpu_fuse_cap(data);
   // --fuse auto on this machine's CPU: the group size that trains fastest here, measured (not
@@ -387,7 +387,8 @@ void Search::loop() {
       runner_->interrupt();
     }
     // The jobs started in the ends' place publish the ends with them: one record a trial's end
-    // and the next start, not two (2.3 ms each here, almost all fsyncs).
+    // and the next start, not two (each costs its fsyncs: docs/benchmarks.md, "A search's own
+    // costs and groups of one").
     if (!stopping && fill_free_slots()) unpublished = false;
     if (!runner_->any_busy()) break;
     if (unpublished) publish();
@@ -427,8 +428,8 @@ bool Search::fill_free_slots() {
 // The catalog and the profiles the price needs, read on a thread of their own at the lowest
 // priority once the first trials have started: after prepare (a group size it times is not timed
 // beside them) and beside the trials' process starts, which leave a core idle. Begun before the
-// trials' specs were written, beside them, they took a 16-trial fused search of disc-4 7% longer
-// (docs/benchmarks.md).
+// trials' specs were written, beside them, they made a fused search longer (docs/benchmarks.md,
+// "Profiles packed at build time, and what a search writes").
 void Search::start_pricing() {
   if (pricing_.valid()) return;
   pricing_ = std::async(std::launch::async, [this] {

@@ -33,7 +33,8 @@ inline constexpr int kFuseAuto = -1;
 // The largest group --fuse auto makes; within it, and what memory holds, the size that trains the
 // most samples per second here, measured before the first trial (measure_fuse_cap): on this
 // machine the fused loop's throughput stops growing between 4 and 64 disc trials, and falls past
-// 16 for disc-7 and disc-8 (bench/fused_trials.cpp, docs/benchmarks.md).
+// 16 for disc-7 and disc-8 (bench/fused_trials.cpp; docs/benchmarks.md, "Many small trials as one
+// model: fused trials").
 inline constexpr int kMaxAutoFuse = 64;
 
 // The flags of `crossover tune`, as values.

@@ -168,7 +168,8 @@ std::vector<Assignment> grid(const std::vector<Dimension>& dims) {
 }
 
 std::vector<Assignment> sample(const std::vector<Dimension>& dims, int64_t n, uint64_t seed) {
-  // Refused before a draw: a billion samples once took 2.3 GiB in 30 s, deaf to Ctrl-C.
+  // Refused before a draw: a billion samples once took gigabytes and half a minute, deaf to
+  // Ctrl-C.
   if (n > static_cast<int64_t>(kMaxGrid)) {
     throw UserError(
         fmt::format("--samples {}: a search takes at most {} trials (as a grid does); draw fewer",

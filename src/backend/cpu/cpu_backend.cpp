@@ -190,8 +190,9 @@ ExecutionPolicy CpuBackend::execution_policy() const {
 }
 
 void CpuBackend::release_threads() {
-  // libgomp ends this thread's pool (its workers spin GOMP_SPINCOUNT times, some 15 ms here,
-  // before they sleep); inside a parallel region it declines, and nothing is lost.
+  // libgomp ends this thread's pool (its workers spin GOMP_SPINCOUNT times before they sleep:
+  // docs/benchmarks.md, "A fused search's serial costs"); inside a parallel region it declines,
+  // and nothing is lost.
   omp_pause_resource_all(omp_pause_soft);
 }
 

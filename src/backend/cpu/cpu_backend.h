@@ -13,15 +13,14 @@
 
 namespace xo::cpu {
 
-// Element counts below this run on one thread: an OpenMP fork/join costs about a microsecond,
-// more than the loop itself for the small layers of the disc sweep.
+// Element counts below this run on one thread: an OpenMP fork/join costs more than the loop itself
+// for the small layers of the disc sweep.
 inline constexpr int64_t kParallelThreshold = 1 << 15;
 
 // Runs body(begin, end) over [0, n): on the calling thread when `work` (the element count, unless
 // the caller knows better) is below kParallelThreshold, since an OpenMP `if` clause would still pay
-// for a serialized parallel region (~1 us), and inside a batch shard (already in a parallel
-// region); else split statically across the OpenMP threads, so each element is always handled
-// the same way.
+// for a serialized parallel region, and inside a batch shard (already in a parallel region); else
+// split statically across the OpenMP threads, so each element is always handled the same way.
 template <typename Body>
 void parallel_for(int64_t n, Body&& body, int64_t work = -1) {
   if ((work < 0 ? n : work) < kParallelThreshold || omp_in_parallel()) {
@@ -38,16 +37,17 @@ void parallel_for(int64_t n, Body&& body, int64_t work = -1) {
 }
 
 // Matmuls below this many FLOPs run on one thread. Measured on the 2-core machine with the disc
-// sweep (thresholds 1e6 ... 3.2e7 compared): disc-2 ... disc-7 run 2-3x faster single-threaded,
-// disc-8 is even, and from disc-9 on both threads win.
+// sweep (thresholds 1e6 ... 3.2e7 compared): disc-2 ... disc-7 run faster single-threaded, disc-8
+// is even, and from disc-9 on both threads win (docs/benchmarks.md, "Figures once quoted in code
+// comments").
 inline constexpr double kSingleThreadMatmulFlops = 4e6;
 
-// Batch sharding (see Backend::batch_shards). Measured on the 2-core VM with the disc sweep, ms per
-// step with one shard per thread vs one thread per op, A/B interleaved, in two phases of the host's
-// load: disc-8 0.101 vs 0.181 and 0.153 vs 0.20; disc-9 0.35 vs 0.56 and 0.50 vs 0.60; disc-10
-// 1.28 vs 1.76 and 1.79 vs 1.85. Smaller models (disc-4 ... disc-7) won or lost depending on the
-// phase, and disc-11/12 (1.7 and 6.7 GFLOP per step) ran faster on oneDNN's own threading in the
-// slow phase (7.5 vs 7.0, 30.1 vs 26.1). Shards are used only where they won in both.
+// Batch sharding (see Backend::batch_shards). Measured on the 2-core VM with the disc sweep, the
+// step with one shard per thread against one thread per op, A/B interleaved, in two phases of the
+// host's load: disc-8, disc-9 and disc-10 trained faster in shards in both. Smaller models (disc-4
+// ... disc-7) won or lost depending on the phase, and disc-11/12 (1.7 and 6.7 GFLOP per step) ran
+// faster on oneDNN's own threading in the slow phase. Shards are used only where they won in both
+// (the figures: docs/benchmarks.md, "Figures once quoted in code comments").
 inline constexpr double kMinShardedStepFlops = 1e7;
 inline constexpr double kMaxShardedStepFlops = 1e9;
 inline constexpr int64_t kMinShardBatch = 16;

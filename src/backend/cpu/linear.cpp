@@ -191,11 +191,12 @@ inline void transpose(const float* m, int64_t rows, int64_t cols, float* t) {
 
 // The same Linear of `trials` models at once (fused trials): three batched oneDNN matmuls over the
 // trial dimension, each trial's weights trial_stride floats after the last's. oneDNN 2.6 runs a
-// bias of its own per batch entry only in its reference kernel (~300x slower here), so the bias and
-// the activation are one pass after the forward matmul, as the bias gradient is before backward's.
-// Small layers (widths powers of two, in x out up to kSmallTrialLinear: the disc models') are loops
-// of our own instead, each row's sums held in registers: oneDNN's batched product costs ~0.9 us per
-// trial for a 100 x 8 x 16 one, most of it its per-product set-up.
+// bias of its own per batch entry only in its reference kernel, far slower than its gemm, so the
+// bias and the activation are one pass after the forward matmul, as the bias gradient is before
+// backward's. Small layers (widths powers of two, in x out up to kSmallTrialLinear: the disc
+// models') are loops of our own instead, each row's sums held in registers: on such small
+// products oneDNN's batched product spends most of its time in its per-product set-up (both
+// measured: docs/benchmarks.md, "Many small trials as one model: fused trials").
 constexpr int64_t kSmallTrialLinear = 64 * 64;
 
 class CpuTrialsLinear final : public WeightedKernel {
@@ -708,8 +709,9 @@ std::unique_ptr<WeightedKernel> make_linear(const LinearShape& shape, const dnnl
                                             const dnnl::stream& stream) {
   if (shape.trial_stride > 0) return std::make_unique<CpuTrialsLinear>(shape, engine, stream);
   // One model's small Linear (one thread's work: the disc models') takes the fused trials' loops
-  // as a group of one: oneDNN's per-product set-up is most of such a layer's time (disc-4 trains
-  // 3x faster so), and a trial alone then computes what it computes in any fused group.
+  // as a group of one: oneDNN's per-product set-up is most of such a layer's time
+  // (docs/benchmarks.md, "One model's small Linear in the fused loops"), and a trial alone then
+  // computes what it computes in any fused group.
   const double flops = 2.0 * static_cast<double>(shape.batch * shape.in_features) *
                        static_cast<double>(shape.out_features);
   if (CpuTrialsLinear::small_shape(shape) && (shape.in_shard || flops < kSingleThreadMatmulFlops)) {

@@ -313,9 +313,10 @@ class CpuLstm final : public LstmKernel {
   // The per-step products are batched over the trials (a step of every trial, then the next)
   // where a trial's W_hh is at most this many floats (64 KiB: hidden sizes up to 64); larger ones
   // run trial by trial, each trial's steps one after another, as alone: the step-major order
-  // cycled 16 imdb-lstm trials' W_hh (256 KiB each) through the cache at every step, 13% slower
-  // than trial by trial, where 16 trials of a 32-wide LSTM ran 12% faster batched
-  // (docs/benchmarks.md). Either way a trial's arithmetic is the same in any group.
+  // cycled 16 imdb-lstm trials' W_hh (256 KiB each) through the cache at every step, slower than
+  // trial by trial, where 16 trials of a 32-wide LSTM ran faster batched (docs/benchmarks.md,
+  // "Vectors as wide as the CPU's, and the fused LSTM"). Either way a trial's arithmetic is the
+  // same in any group.
   static constexpr int64_t kBatchedStepWeights = 16 * 1024;
 
   // A product over a trial's whole sequence, one per trial: each trial's operands `a`, `b` and

@@ -91,8 +91,9 @@ class CpuOptimizer : public OptimizerKernel {
 
 // Each update copies its coefficients into locals before the loop. Read through `this`, they
 // might alias the arrays the loop writes, so the compiler would load them again in every iteration
-// (measured on 100,000 parameters and one thread: plain SGD's pass takes ~25% less time with the
-// copies, the others the same or a few percent less).
+// (measured on 100,000 parameters and one thread: plain SGD's pass takes less time with the copies,
+// the others the same or a little less; docs/benchmarks.md, "Figures once quoted in code
+// comments").
 class CpuSgd final : public CpuOptimizer {
  public:
   // The momentum buffer exists exactly when update() takes the momentum path (mu != 0 in f32).

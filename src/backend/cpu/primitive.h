@@ -47,7 +47,7 @@ class ThreadLimit {
 
 // A matmul primitive with its memory objects bound once; each call only swaps data pointers.
 // Matmuls smaller than kSingleThreadMatmulFlops run on one thread: there the OpenMP fork/join
-// (~2-3 us measured on the 2-core machine) costs more than the work it splits.
+// costs more than the work it splits (measured: cpu_backend.h).
 class BoundMatmul {
  public:
   BoundMatmul() = default;

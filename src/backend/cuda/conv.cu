@@ -34,7 +34,8 @@
 // backward-data ALGO_0 add with atomics) is within kDeterministicSlack (1.25x) of it: then the
 // fastest deterministic one. Determinism is worth a little time (a recorded and a launched step
 // give the same bits, runs repeat), not any time: cuDNN's heuristic, deterministic-only choice for
-// the MNIST CNN's backward filter (ALGO_1) took 357 us per call on an H100, half of the step.
+// the MNIST CNN's backward filter (ALGO_1) took much of the step on an H100 (docs/benchmarks.md,
+// "On an NVIDIA H100: crossover's CUDA backend vs PyTorch 2.11").
 // A measured choice is kept for the process, per device, precision, direction and convolution
 // geometry, and a later plan of the same geometry reuses it without measuring: near-equal
 // candidates swap places from one measurement to the next, and two plans of one shape (an eager
@@ -44,13 +45,13 @@
 //
 // Bias gradient: d_bias[k] = the sum of the pre-activation gradient over n and p (P = OH * OW
 // positions), summed in the pass that writes it rather than by cudnnConvolutionBackwardBias (a
-// second read of d_dst, and its own kernel: ~65 us per call on MNIST's shapes, plus ~17 us for
-// the derivative pass). Deterministic, without atomics: channel k's N * P values are cut into S
-// contiguous slices, block (k, s) sums slice s in a fixed order (thread t every kThreads-th value
-// from t, then a fixed tree) into partial[k][s], and a second small kernel adds a channel's S
-// partials in order. S is a plan-time constant of the shape (about kBiasBlocks blocks in all, an
-// H100-filling wave on MNIST's shapes, and at least kMinSliceValues values a slice), never of the
-// GPU, so d_bias has the same bits on every GPU and in every run.
+// second read of d_dst, and its own kernel, besides the derivative pass: docs/benchmarks.md, "On an
+// NVIDIA H100: crossover's CUDA backend vs PyTorch 2.11"). Deterministic, without atomics: channel
+// k's N * P values are cut into S contiguous slices, block (k, s) sums slice s in a fixed order
+// (thread t every kThreads-th value from t, then a fixed tree) into partial[k][s], and a second
+// small kernel adds a channel's S partials in order. S is a plan-time constant of the shape (about
+// kBiasBlocks blocks in all, an H100-filling wave on MNIST's shapes, and at least kMinSliceValues
+// values a slice), never of the GPU, so d_bias has the same bits on every GPU and in every run.
 #include <algorithm>
 #include <array>
 #include <map>

@@ -1,6 +1,7 @@
 // cuBLASLt, loaded when a CUDA backend first needs it rather than when crossover starts: the
-// library's own initialisation takes about 80 ms, which every command (a CPU run, `--version`, each
-// trial process of a search) paid while it was linked. The cuBLASLt functions crossover calls are
+// library's own initialisation is slow, and every command (a CPU run, `--version`, each trial
+// process of a search) paid it while it was linked (docs/benchmarks.md, "A command's start
+// without cuBLASLt"). The cuBLASLt functions crossover calls are
 // defined here with the header's own signatures (the compiler checks them against cublasLt.h), each
 // calling the library's, found by dlsym once the library is open.
 #include "backend/cuda/cublaslt_loader.h"

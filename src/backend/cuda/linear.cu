@@ -17,10 +17,11 @@
 //   BGRAD algorithm (some versions, layouts or precisions, or unaligned pointers), that pass also
 //   sums the columns (deterministically, as the CPU does) and d_W is a plain matmul.
 // - Small layers (batch * in * out <= kSmallMacs = 2^22 and each of the three at most 512: every
-//   disc-L layer up to disc-8) skip cuBLASLt:
-//   its kernels for such shapes take 3-5 us each and come in pairs (split-K and a reduction, BGRAD
-//   as a kernel of its own), so a disc-2 step was 18 kernels. Here forward is one kernel (matmul,
-//   bias and activation) and backward is one launch whose blocks split into two roles: d_W tiles
+//   disc-L layer up to disc-8) skip cuBLASLt: its kernels for such shapes cost microseconds each
+//   however little they compute, and come in pairs (split-K and a reduction, BGRAD as a kernel of
+//   its own), so a disc-2 step was a long chain of them (docs/benchmarks.md, "On an NVIDIA H100:
+//   crossover's CUDA backend vs PyTorch 2.11"). Here forward is one kernel (matmul, bias and
+//   activation) and backward is one launch whose blocks split into two roles: d_W tiles
 //   (with d_b from the same pass) and d_src tiles, both recomputing d_pre = d_dst * act'(dst) as
 //   they load it. Tiles are 32 x 32 in f32 FMA, sums in a fixed order (deterministic), whatever
 //   the precision: tensor cores buy nothing at this size. d_dst is then left as it came.
@@ -278,7 +279,7 @@ __global__ void __launch_bounds__(kTileThreads)
 
 // Each tile sums over one whole dimension (in forward, the batch for d_W, out for d_src) in a
 // single block, so every dimension is bounded too: disc-12's last layer (4096 -> 2) has few
-// multiply-adds but a 4096-long sum over 4 blocks, 10x slower than cuBLASLt's split-K.
+// multiply-adds but a 4096-long sum over 4 blocks, far slower than cuBLASLt's split-K.
 bool is_small(const LinearShape& s) {
   return s.batch * s.in_features * s.out_features <= kSmallMacs && s.batch <= kSmallSum &&
          s.in_features <= kSmallSum && s.out_features <= kSmallSum;
