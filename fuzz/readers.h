@@ -145,7 +145,7 @@ inline void read_checkpoint(const std::string& bytes, const std::string& origin)
     throw UserError(origin + ": " + e.what());
   }
   try {
-    const CheckpointJson j = parse_checkpoint_json(text, origin);
+    const ReadCheckpointJson j = parse_checkpoint_json(text, origin);
     const CheckpointRun run{1000, 10, 100, 1000, true};
     const auto steps = j.find("steps_taken");
     const int64_t file_steps =

@@ -4,7 +4,9 @@
 // each into a JSON object; FieldsIn (R mutable) reads each through JsonIn's checks, so an error
 // still names the file, the place and the field. Reads only a reader needs (an older file's key,
 // a figure checked but not kept) sit beside the list under `if constexpr (Io::kReading)`. A
-// field's range (`AtLeast`, `Between`) is checked where it is read; the writer ignores it.
+// field's range (`AtLeast`, `Between`) is checked where it is read; the writer ignores it. A
+// document read back to go on bit for bit (a checkpoint) lists its doubles as `exact`: NaN and
+// the infinities kept, which `nullable` writes as null.
 #pragma once
 
 #include <cstdint>
@@ -33,8 +35,11 @@ struct Between {
 template <class Io>
 constexpr bool kReads = std::remove_cvref_t<Io>::kReading;
 
-class FieldsOut {
-  using json = nlohmann::json;
+// Writes into a `Json`: nlohmann::json (keys sorted), or nlohmann::ordered_json where the keys
+// stay in the order the list names them (a checkpoint, read by people and signed over its dump).
+template <class Json>
+class BasicFieldsOut {
+  using json = Json;
 
  public:
   static constexpr bool kReading = false;
@@ -53,7 +58,7 @@ class FieldsOut {
   // Not finite: null (JSON has no NaN).
   void nullable(const char* key, double v) { j[key] = number_or_null(v); }
   void optional_number(const char* key, const std::optional<double>& v) {
-    j[key] = v ? number_or_null(*v) : json();
+    j[key] = v ? json(number_or_null(*v)) : json();
   }
   void optional_integer(const char* key, const std::optional<int64_t>& v) {
     j[key] = v ? json(*v) : json();
@@ -66,6 +71,17 @@ class FieldsOut {
   }
   // Absent from older files (NaN there); written like nullable.
   void nullable_or_absent(const char* key, double v) { nullable(key, v); }
+  // As it was (io/json_in.h's exact_number); absent reads as NaN.
+  void exact(const char* key, double v) { j[key] = exact_number(v); }
+  void exact_or_absent(const char* key, double v) { exact(key, v); }
+  void exact_numbers(const char* key, const std::vector<double>& v) {
+    j[key] = json::array();
+    for (double x : v) j[key].push_back(json(exact_number(x)));
+  }
+  template <class Int>
+  void integers(const char* key, const std::vector<Int>& v, Between) {
+    j[key] = v;
+  }
   template <class T>
   void number(const char* key, const T& v, AtLeast) {
     j[key] = v;
@@ -105,7 +121,7 @@ class FieldsOut {
   void numbers(const char* key, const std::vector<double>& v) { j[key] = v; }
   void optional_numbers(const char* key, const std::vector<std::optional<double>>& v) {
     j[key] = json::array();
-    for (const auto& x : v) j[key].push_back(x ? number_or_null(*x) : json());
+    for (const auto& x : v) j[key].push_back(x ? json(number_or_null(*x)) : json());
   }
   void number_rows(const char* key, const std::vector<std::vector<double>>& v) { j[key] = v; }
   // Whether a file has `key`: every file this writer writes has.
@@ -129,13 +145,14 @@ class FieldsOut {
 
   template <class R, class Fields>
   static json write(const R& r, Fields fields) {
-    FieldsOut out;
+    BasicFieldsOut out;
     fields(out, r);
     return std::move(out.j);
   }
 
   json j = json::object();
 };
+using FieldsOut = BasicFieldsOut<nlohmann::json>;
 
 class FieldsIn {
  public:
@@ -164,6 +181,16 @@ class FieldsIn {
   }
   void nullable_or_absent(const char* key, double& v) const {
     v = in.has(key) ? in.nullable(key) : std::numeric_limits<double>::quiet_NaN();
+  }
+  void exact(const char* key, double& v) const { v = in.exact(key); }
+  void exact_or_absent(const char* key, double& v) const {
+    v = in.has(key) ? in.exact(key) : std::numeric_limits<double>::quiet_NaN();
+  }
+  void exact_numbers(const char* key, std::vector<double>& v) const { v = in.exact_numbers(key); }
+  template <class Int>
+  void integers(const char* key, std::vector<Int>& v, Between b) const {
+    v.clear();
+    for (int64_t x : in.integers(key, b.min, b.max)) v.push_back(static_cast<Int>(x));
   }
   void number(const char* key, double& v, AtLeast a) const { v = in.number_at_least(key, a.min); }
   template <class Int>

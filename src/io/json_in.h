@@ -51,13 +51,33 @@ inline nlohmann::json number_or_null(double v) {
   return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json();
 }
 
+// A double as it was, for a document read back to go on bit for bit (a checkpoint): a finite one
+// as a JSON number (nlohmann-json dumps the shortest digits that read back to the same bits), NaN
+// and the infinities, which JSON lacks, as the strings "nan", "inf" and "-inf".
+inline nlohmann::json exact_number(double v) {
+  if (std::isfinite(v)) return v;
+  return std::isnan(v) ? "nan" : (v > 0 ? "inf" : "-inf");
+}
+// The double `exact_number` wrote; nullopt where `v` is not one.
+inline std::optional<double> exact_number_value(const nlohmann::json& v) {
+  if (v.is_number()) return v.get<double>();
+  if (!v.is_string()) return std::nullopt;
+  const auto& s = v.get_ref<const std::string&>();
+  if (s == "nan") return std::numeric_limits<double>::quiet_NaN();
+  if (s == "inf") return std::numeric_limits<double>::infinity();
+  if (s == "-inf") return -std::numeric_limits<double>::infinity();
+  return std::nullopt;
+}
+inline constexpr const char* kExactExpected = "a number, \"nan\", \"inf\" or \"-inf\"";
+
 struct JsonSource {
   std::string origin;
   ReadMode mode;
 };
 
 // One object of a document, named for errors by where it sits ("run 'disc-4' on cpu",
-// "cost.instances[2]"). Strict: the first wrong field throws a UserError naming the file, the
+// "cost.instances[2]"); its origin (the file) left out of them where empty, for a caller that
+// names the file itself. Strict: the first wrong field throws a UserError naming the file, the
 // place and the field. Lenient: a wrong field reads as missing (NaN, 0, "", false, empty).
 class JsonIn {
   using json = nlohmann::json;
@@ -114,6 +134,27 @@ class JsonIn {
       fail(key, fmt::format("a number >= {}", min).c_str(), find(key, ""));
     return x;
   }
+  // A number written by `exact_number` (NaN and the infinities as strings).
+  double exact(const char* key) const {
+    const json* v = find(key, kExactExpected);
+    if (!v) return kNaN;
+    const std::optional<double> x = exact_number_value(*v);
+    if (!x) return fail(key, kExactExpected, v), kNaN;
+    return *x;
+  }
+  std::vector<double> exact_numbers(const char* key) const {
+    std::vector<double> out;
+    const json* v = find(key, "an array");
+    if (!v) return out;
+    if (!v->is_array()) return fail(key, "an array", v), out;
+    out.reserve(v->size());
+    for (size_t i = 0; i < v->size(); ++i) {
+      const std::optional<double> x = exact_number_value((*v)[i]);
+      if (!x) fail(fmt::format("{}[{}]", key, i), kExactExpected, &(*v)[i]);
+      out.push_back(x.value_or(kNaN));
+    }
+    return out;
+  }
   // A number that the writer writes as null when it is not finite (NaN when null).
   double nullable(const char* key) const { return optional_number(key).value_or(kNaN); }
   std::optional<double> optional_number(const char* key) const {
@@ -149,6 +190,28 @@ class JsonIn {
     }
     return v;
   }
+  // An array of integers, each from `min` to `max`.
+  std::vector<int64_t> integers(const char* key, int64_t min, int64_t max) const {
+    std::vector<int64_t> out;
+    const json* v = find(key, "an array of integers");
+    if (!v) return out;
+    if (!v->is_array()) return fail(key, "an array of integers", v), out;
+    out.reserve(v->size());
+    for (size_t i = 0; i < v->size(); ++i) {
+      const json& x = (*v)[i];
+      const bool whole = x.is_number_unsigned() ? x.get<uint64_t>() <= uint64_t{INT64_MAX}
+                                                : x.is_number_integer();
+      const int64_t n = whole ? x.get<int64_t>() : 0;
+      if (!whole || n < min || n > max) {
+        fail(fmt::format("{}[{}]", key, i),
+             fmt::format("an integer from {} to {}", min, max).c_str(), &x);
+      }
+      out.push_back(std::clamp(n, min, max));
+    }
+    return out;
+  }
+  // Whether `key` holds an array (a field written in one of two shapes).
+  bool holds_array(const char* key) const { return has(key) && j_.at(key).is_array(); }
   // An integer, or null (nullopt).
   std::optional<int64_t> optional_integer(const char* key) const {
     const json* v = find(key, "an integer or null");
@@ -274,12 +337,13 @@ class JsonIn {
     if (source_.mode == ReadMode::Lenient) return;
     const std::string place = where_.empty() ? "" : where_ + ": ";
     const std::string field = key.empty() ? "" : key + ": ";
-    throw UserError(fmt::format("{}: {}{}expected {}, found {}{}", source_.origin, place, field,
-                                expected, found ? json_type_name(*found) : "nothing",
+    throw UserError(fmt::format("{}{}{}expected {}, found {}{}", origin(), place, field, expected,
+                                found ? json_type_name(*found) : "nothing",
                                 found ? quoted_value(*found) : ""));
   }
 
  private:
+  std::string origin() const { return source_.origin.empty() ? "" : source_.origin + ": "; }
   static std::string quoted_value(const json& v) {
     if (v.is_number() || v.is_boolean()) return fmt::format(" ({})", v.dump());
     if (v.is_string() && v.get_ref<const std::string&>().size() <= 40)
@@ -292,8 +356,7 @@ class JsonIn {
     if (it != j_.end()) return &*it;
     if (source_.mode == ReadMode::Strict) {
       const std::string place = where_.empty() ? "" : where_ + ": ";
-      throw UserError(
-          fmt::format("{}: {}{}: missing (expected {})", source_.origin, place, key, expected));
+      throw UserError(fmt::format("{}{}{}: missing (expected {})", origin(), place, key, expected));
     }
     return nullptr;
   }

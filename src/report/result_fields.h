@@ -15,6 +15,7 @@
 
 #include "advisor/scale_out.h"
 #include "io/json_fields.h"
+#include "train/epoch_fields.h"
 #include "train/trainer.h"
 
 namespace xo::result_fields {
@@ -33,23 +34,10 @@ inline constexpr auto timing = [](auto& io, auto& s) {
   io.nullable("cv", s.cv);
 };
 
+// An epoch's record, as the checkpoint lists it too (train/epoch_fields.h).
 template <class Io, class E>
 void epoch(Io& io, E& e, int schema) {
-  io.integer("epoch", e.epoch);
-  io.nullable("loss", e.loss);
-  io.nullable(key(schema, "train_error", "train_error_percent"), e.train_error);
-  io.number("seconds", e.seconds);
-  // Where there is the split (a regression's accuracy is null: not measured); absent without.
-  if (Io::kReading || !std::isnan(e.test_loss) || !std::isnan(e.test_accuracy)) {
-    io.nullable_or_absent("test_loss", e.test_loss);
-    io.nullable_or_absent(key(schema, "test_accuracy", "test_accuracy_percent"), e.test_accuracy);
-  }
-  if (Io::kReading || !std::isnan(e.val_loss) || !std::isnan(e.val_accuracy)) {  // Keras's names
-    io.nullable_or_absent("val_loss", e.val_loss);
-    io.nullable_or_absent("val_accuracy_percent", e.val_accuracy);
-  }
-  // Files written before learning-rate schedules have no rate per epoch.
-  io.nullable_or_absent("lr", e.lr);
+  epoch_fields(io, e, schema == 1 ? EpochDocument::kResultSchema1 : EpochDocument::kResult);
 }
 
 inline constexpr std::initializer_list<const char*> kDeviceInfoKeys = {"kind", "name", "threads",

@@ -97,7 +97,7 @@ CheckpointFile CheckpointFile::read(const fs::path& json_file) {
 }
 
 void CheckpointFile::read_tensors() {
-  const CheckpointJson& t = json_.at("tensors");
+  const ReadCheckpointJson& t = json_.at("tensors");
   // Only this checkpoint's own tensors file, beside it: never a path elsewhere.
   const std::string name = t.at("file").get<std::string>();
   const std::string own = checkpoint_stem(checkpoint_steps(file_)) + ".safetensors";
@@ -105,7 +105,7 @@ void CheckpointFile::read_tensors() {
     throw DamagedCheckpoint(fmt::format("tensors.file: '{}', expected '{}'", name, own));
   }
   const fs::path tensor_file = file_.parent_path() / name;
-  const CheckpointJson& size = t.at("bytes");
+  const ReadCheckpointJson& size = t.at("bytes");
   if (!size.is_number_unsigned()) throw DamagedCheckpoint("tensors.bytes: not a byte count");
   const std::string bytes = read_regular_file(tensor_file, size.get<uint64_t>());
   if (Hasher().text(bytes).hex() != t.at("hash").get<std::string>()) {

@@ -61,7 +61,7 @@ class CheckpointFile {
   void read_tensors();
 
   std::filesystem::path file_;
-  CheckpointJson json_;
+  ReadCheckpointJson json_;
   std::optional<CheckpointRead> restored_;  // read by validate
   std::vector<NamedTensor> tensors_;
 };

@@ -7,7 +7,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <optional>
 #include <regex>
@@ -17,6 +19,9 @@
 
 #include "core/hash.h"
 #include "core/json_depth.h"
+#include "io/json_fields.h"
+#include "io/json_in.h"
+#include "train/epoch_fields.h"
 #include "train/timing_series.h"
 
 namespace xo {
@@ -25,71 +30,70 @@ namespace fs = std::filesystem;
 
 namespace {
 
-using Json = CheckpointJson;
+using Json = ReadCheckpointJson;
 
-// JSON numbers for doubles: finite values print with 17 significant digits (nlohmann's default),
-// which read back to the same bits; the non-finite ones, which JSON lacks, as strings.
-Json number(double v) {
-  if (std::isfinite(v)) return v;
-  return std::isnan(v) ? "nan" : (v > 0 ? "inf" : "-inf");
-}
-double number(const Json& j) {
-  if (j.is_string()) {
-    const std::string s = j.get<std::string>();
-    if (s == "nan") return std::numeric_limits<double>::quiet_NaN();
-    if (s == "inf") return std::numeric_limits<double>::infinity();
-    if (s == "-inf") return -std::numeric_limits<double>::infinity();
-    throw UserError(fmt::format("'{}' is not a number", s));
+// The state's records, each listed once for the writer and the reader (io/json_fields.h). Every
+// double is exact: a resumed run goes on from the very same bits, NaN and the infinities included
+// (early stopping's best starts at infinity; a run without a test set has a NaN test loss).
+
+// The epoch's loss sums so far. Checkpoints before the field lists wrote them as an array,
+// [loss_sum, correct, samples].
+inline constexpr auto loss_stats_fields = [](auto& io, auto& s) {
+  io.exact("loss_sum", s.loss_sum);
+  io.exact("correct", s.correct);
+  io.exact("samples", s.samples);
+};
+template <class Io, class S>
+void loss_stats(Io& io, const char* key, S& s) {
+  if constexpr (Io::kReading) {
+    if (io.in.holds_array(key)) {
+      const std::vector<double> v = io.in.exact_numbers(key);
+      if (v.size() != 3) io.refuse(key, "[loss_sum, correct, samples]", v);
+      s = {v.at(0), v.at(1), v.at(2)};
+      return;
+    }
   }
-  return j.get<double>();
-}
-Json numbers(const std::vector<double>& v) {
-  Json a = Json::array();
-  for (double x : v) a.push_back(number(x));
-  return a;
-}
-std::vector<double> numbers(const Json& j) {
-  std::vector<double> v;
-  v.reserve(j.size());
-  for (const Json& x : j) v.push_back(number(x));
-  return v;
+  io.object(key, s, loss_stats_fields);
 }
 
-// A series of step times: every time, the warm-up first (as every checkpoint before the series
-// were bounded held them), or past TimingSeries::kExactSamples the warm-up, the running moments,
-// the bins and each bin's samples (two flat arrays: a number a line in the file).
-Json series_json(const TimingSeries& t) {
-  if (!t.folded()) return numbers(t.samples());
-  const TimingSeries::Folded& f = t.folded_state();
-  Json bins = Json::array(), samples = Json::array();
-  for (const auto& [bin, n] : f.bins) {
-    bins.push_back(bin);
-    samples.push_back(n);
-  }
-  return {{"warmup", number(t.warmup())}, {"count", f.count},
-          {"mean", number(f.mean)},       {"m2", number(f.m2)},
-          {"min", number(f.min)},         {"max", number(f.max)},
-          {"bins", std::move(bins)},      {"samples", std::move(samples)}};
-}
-
-// The series back, checked: bins ascending, each holding samples, their samples the count.
-TimingSeries read_series(const Json& j, const std::string& field) {
-  if (j.is_array()) return TimingSeries::from_samples(numbers(j));
-  if (!j.is_object()) throw DamagedCheckpoint(field + ": neither times nor folded times");
+// A series of step times past TimingSeries::kExactSamples: the warm-up, the running moments, the
+// bins and each bin's samples (two flat arrays: a number a line in the file).
+struct FoldedSeries {
+  double warmup = 0;
   TimingSeries::Folded f;
-  f.count = j.at("count").get<int64_t>();
-  f.mean = number(j.at("mean"));
-  f.m2 = number(j.at("m2"));
-  f.min = number(j.at("min"));
-  f.max = number(j.at("max"));
-  const Json &bins = j.at("bins"), &counts = j.at("samples");
-  if (!bins.is_array() || !counts.is_array() || bins.size() != counts.size()) {
+  std::vector<int64_t> bins, samples;
+};
+inline constexpr auto folded_fields = [](auto& io, auto& s) {
+  io.exact("warmup", s.warmup);
+  io.integer("count", s.f.count);
+  io.exact("mean", s.f.mean);
+  io.exact("m2", s.f.m2);
+  io.exact("min", s.f.min);
+  io.exact("max", s.f.max);
+  io.integers("bins", s.bins, Between{INT32_MIN, INT32_MAX});
+  io.integers("samples", s.samples, Between{INT64_MIN, INT64_MAX});
+};
+
+FoldedSeries folded_series(const TimingSeries& t) {
+  FoldedSeries s{t.warmup(), t.folded_state(), {}, {}};
+  for (const auto& [bin, n] : s.f.bins) {
+    s.bins.push_back(bin);
+    s.samples.push_back(n);
+  }
+  return s;
+}
+
+// The series read back, checked (`field` names it): bins ascending, each holding samples, their
+// samples the count.
+TimingSeries checked_series(FoldedSeries s, const std::string& field) {
+  TimingSeries::Folded& f = s.f;
+  if (s.bins.size() != s.samples.size()) {
     throw DamagedCheckpoint(field + ".bins, .samples: not two arrays of one length");
   }
   int64_t samples = 0;
-  for (size_t i = 0; i < bins.size(); ++i) {
-    const auto bin = bins[i].get<int32_t>();
-    const auto n = counts[i].get<int64_t>();
+  for (size_t i = 0; i < s.bins.size(); ++i) {
+    const auto bin = static_cast<int32_t>(s.bins[i]);
+    const int64_t n = s.samples[i];
     if (n <= 0 || n > f.count - samples) {
       throw DamagedCheckpoint(
           fmt::format("{}.bins: {} samples in bin {} (of {} in all)", field, n, bin, f.count));
@@ -107,19 +111,140 @@ TimingSeries read_series(const Json& j, const std::string& field) {
         "min <= max expected)",
         field, samples, f.count, f.min, f.max));
   }
-  return TimingSeries::from_folded(number(j.at("warmup")), std::move(f));
+  return TimingSeries::from_folded(s.warmup, std::move(f));
 }
 
-// A LossStats as [loss_sum, correct, samples].
-Json stats_json(const LossStats& s) {
-  return {number(s.loss_sum), number(s.correct), number(s.samples)};
+// A series of step times: every time, the warm-up first (as every checkpoint before the series
+// were bounded held them), or folded.
+template <class Io, class T>
+void series(Io& io, const char* key, T& t) {
+  if constexpr (Io::kReading) {
+    if (io.in.holds_array(key)) {
+      t = TimingSeries::from_samples(io.in.exact_numbers(key));
+    } else {
+      FoldedSeries s;
+      io.object(key, s, folded_fields);
+      t = checked_series(std::move(s), fmt::format("{}.{}", io.in.where(), key));
+    }
+  } else if (!t.folded()) {
+    io.exact_numbers(key, t.samples());
+  } else {
+    io.object(key, folded_series(t), folded_fields);
+  }
 }
-LossStats read_stats(const Json& j) { return {number(j.at(0)), number(j.at(1)), number(j.at(2))}; }
 
-Json to_json(const RunFingerprint& f) {
-  return {{"version", f.version}, {"spec", f.spec},         {"data", f.data},
-          {"device", f.device},   {"settings", f.settings}, {"ranks", f.ranks}};
+// The steps of the epoch under way timed by the process that ran them.
+inline constexpr auto times_fields = [](auto& io, auto& t) {
+  io.integer("timed_steps", t.timed);
+  io.exact("epoch_ms", t.epoch_ms);
+  series(io, "step", t.times.step);
+  series(io, "data", t.times.data);
+  series(io, "forward_backward", t.times.forward_backward);
+  series(io, "optimizer", t.times.optimizer);
+};
+
+inline constexpr auto schedule_fields = [](auto& io, auto& s) {
+  io.exact("lr", s.lr);
+  io.integer("last_epoch", s.last_epoch);
+  io.exact("best", s.best);
+  io.integer("num_bad_epochs", s.num_bad_epochs);
+  io.integer("cooldown_counter", s.cooldown_counter);
+};
+
+inline constexpr auto early_stopping_fields = [](auto& io, auto& s) {
+  io.exact("best", s.best);
+  io.integer("wait", s.wait);
+  io.integer("best_epoch", s.best_epoch);
+  io.flag("stop", s.stop);
+};
+
+// The divergence check's running state.
+inline constexpr auto loss_check_fields = [](auto& io, auto& t) {
+  io.exact("sum", t.checked_loss_sum);
+  io.integer("step", t.checked_step);
+  io.exact("last_finite_loss", t.last_finite_loss);
+  io.integer("last_finite_epoch", t.last_finite_epoch);
+  io.integer("last_finite_step", t.last_finite_step);
+};
+
+// An epoch's record as a result names it (train/epoch_fields.h), exact. Read back, an older
+// checkpoint's names too, and in a checkpoint of 0.2.0 (no rate per epoch) `lr`, the run's rate.
+auto checkpoint_epoch_fields(double lr) {
+  return [lr](auto& io, auto& e) {
+    if constexpr (kReads<decltype(io)>) {
+      const bool before = io.present("train_error");
+      epoch_fields(io, e,
+                   before ? EpochDocument::kCheckpointBeforeSharing : EpochDocument::kCheckpoint);
+      if (!io.present("lr")) e.lr = lr;
+    } else {
+      epoch_fields(io, e, EpochDocument::kCheckpoint);
+    }
+  };
 }
+
+// Everything of a snapshot that is not a tensor: where the run stood, the device's counters, the
+// shuffle, the epochs so far, the rules' state and the step times. Read back after checks::
+// passed (below), into a copy of the state of the run about to resume.
+template <class Io, class State, class Counters>
+void state_fields(Io& io, State& t, Counters& c) {
+  io.integer("epoch", t.epoch);
+  io.flag("in_epoch", t.in_epoch);
+  io.integer("step", t.step);
+  io.integer("steps_taken", t.steps_taken);
+  io.integer("optimizer_steps", c.optimizer_steps);
+  io.integer("dropout_step", c.dropout_step, Between{0, INT64_MAX});
+  io.integer("position", c.position);
+  loss_stats(io, "loss_stats", c.stats[0]);
+  loss_stats(io, "partial_loss_stats", c.stats[1]);
+  if constexpr (Io::kReading) {
+    std::string generator;
+    io.text("shuffle_generator", generator);
+    t.shuffle_rng.restore(generator);  // checks::shuffle read it
+    t.epochs.clear();
+  } else {
+    io.text("shuffle_generator", t.shuffle_rng.state());
+  }
+  io.integers("order", t.order, Between{0, INT32_MAX});
+  io.objects("epochs", t.epochs, checkpoint_epoch_fields(t.schedule.lr));
+  // Absent from a checkpoint of 0.2.0: every epoch's seconds.
+  if (io.present("train_seconds")) {
+    io.number("train_seconds", t.train_seconds, AtLeast{0});
+  } else if constexpr (Io::kReading) {
+    t.train_seconds = 0;
+    for (const EpochRecord& e : t.epochs) t.train_seconds += e.seconds;
+  }
+  io.integer("diverged_epoch", t.diverged_epoch);
+  io.text_unless_empty("resumed_differently", t.resumed_differently);
+  // Checkpoints written before schedules and early stopping have neither (their run had none: the
+  // spec in the fingerprint says so, and the state from EpochRules::start stands).
+  if (io.present("schedule")) io.object("schedule", t.schedule, schedule_fields);
+  if (io.present("early_stopping")) {
+    io.object("early_stopping", t.early_stopping, early_stopping_fields);
+  }
+  io.object("loss_check", t, loss_check_fields);
+  io.object("times", t, times_fields);
+}
+
+inline constexpr auto fingerprint_fields = [](auto& io, auto& f) {
+  io.text("version", f.version);
+  io.text("spec", f.spec);
+  io.text("data", f.data);
+  io.text("device", f.device);
+  io.text("settings", f.settings);
+  io.integer("ranks", f.ranks);
+};
+
+// The tensors file beside the JSON: its name, size and hash.
+struct TensorsEntry {
+  std::string file;
+  uint64_t bytes = 0;
+  std::string hash;
+};
+inline constexpr auto tensors_fields = [](auto& io, auto& t) {
+  io.text("file", t.file);
+  io.integer("bytes", t.bytes);
+  io.text("hash", t.hash);
+};
 
 // The first line where two texts differ, for a message.
 std::string first_difference(const std::string& a, const std::string& b) {
@@ -201,69 +326,21 @@ CheckpointWriter compare_fingerprints(const Json& saved, const RunFingerprint& n
   return writer;
 }
 
-// The JSON beside the tensors: everything that is not a tensor, and the tensors' size and hash.
-Json unsigned_json(const CheckpointSnapshot& s, const std::string& model,
-                   const RunFingerprint& fingerprint, const std::string& tensor_file,
-                   const std::string& bytes) {
-  const TrainState& t = s.state;
-  Json epochs = Json::array();
-  for (const EpochRecord& e : t.epochs) {
-    epochs.push_back({{"epoch", e.epoch},
-                      {"loss", number(e.loss)},
-                      {"train_error", number(e.train_error)},
-                      {"seconds", number(e.seconds)},
-                      {"test_loss", number(e.test_loss)},
-                      {"test_accuracy", number(e.test_accuracy)},
-                      {"val_loss", number(e.val_loss)},
-                      {"val_accuracy", number(e.val_accuracy)},
-                      {"lr", number(e.lr)}});
-  }
-  const ScheduleState& schedule = t.schedule;
-  const EarlyStoppingState& stopping = t.early_stopping;
-  return {{"format", kCheckpointFormat},
-          {"model", model},
-          {"fingerprint", to_json(fingerprint)},
-          {"tensors",
-           {{"file", tensor_file}, {"bytes", bytes.size()}, {"hash", Hasher().text(bytes).hex()}}},
-          {"epoch", t.epoch},
-          {"in_epoch", t.in_epoch},
-          {"step", t.step},
-          {"steps_taken", t.steps_taken},
-          {"optimizer_steps", s.optimizer_steps},
-          {"dropout_step", s.step_counter},
-          {"position", s.position},
-          {"loss_stats", stats_json(s.stats[0])},
-          {"partial_loss_stats", stats_json(s.stats[1])},
-          {"shuffle_generator", t.shuffle_rng.state()},
-          {"order", t.order},
-          {"epochs", epochs},
-          {"train_seconds", number(t.train_seconds)},
-          {"diverged_epoch", t.diverged_epoch},
-          {"resumed_differently", t.resumed_differently},
-          {"schedule",
-           {{"lr", number(schedule.lr)},
-            {"last_epoch", schedule.last_epoch},
-            {"best", number(schedule.best)},
-            {"num_bad_epochs", schedule.num_bad_epochs},
-            {"cooldown_counter", schedule.cooldown_counter}}},
-          {"early_stopping",
-           {{"best", number(stopping.best)},
-            {"wait", stopping.wait},
-            {"best_epoch", stopping.best_epoch},
-            {"stop", stopping.stop}}},
-          {"loss_check",
-           {{"sum", number(t.checked_loss_sum)},
-            {"step", t.checked_step},
-            {"last_finite_loss", number(t.last_finite_loss)},
-            {"last_finite_epoch", t.last_finite_epoch},
-            {"last_finite_step", t.last_finite_step}}},
-          {"times",
-           {{"timed_steps", t.timed},
-            {"epoch_ms", number(t.epoch_ms)},
-            {"step", series_json(t.times.step)},
-            {"data", series_json(t.times.data)},
-            {"forward_backward", series_json(t.times.forward_backward)},
-            {"optimizer", series_json(t.times.optimizer)}}}};
+// The JSON beside the tensors: everything that is not a tensor, and the tensors' size and hash,
+// its keys in the order listed.
+CheckpointJson unsigned_json(const CheckpointSnapshot& s, const std::string& model,
+                             const RunFingerprint& fingerprint, const std::string& tensor_file,
+                             const std::string& bytes) {
+  BasicFieldsOut<CheckpointJson> out;
+  out.constant("format", kCheckpointFormat);
+  out.text("model", model);
+  out.object("fingerprint", fingerprint, fingerprint_fields);
+  out.object("tensors", TensorsEntry{tensor_file, bytes.size(), Hasher().text(bytes).hex()},
+             tensors_fields);
+  const CheckpointCounters counters{
+      s.optimizer_steps, s.step_counter, s.position, {s.stats[0], s.stats[1]}};
+  state_fields(out, s.state, counters);
+  return std::move(out.j);
 }
 
 }  // namespace
@@ -271,15 +348,17 @@ Json unsigned_json(const CheckpointSnapshot& s, const std::string& model,
 CheckpointJson checkpoint_json(const CheckpointSnapshot& s, const std::string& model,
                                const RunFingerprint& fingerprint, const std::string& tensor_file,
                                const std::string& tensor_bytes) {
-  Json doc = unsigned_json(s, model, fingerprint, tensor_file, tensor_bytes);
+  CheckpointJson doc = unsigned_json(s, model, fingerprint, tensor_file, tensor_bytes);
   doc["checksum"] = Hasher().text(doc.dump()).hex();
   return doc;
 }
 
-CheckpointJson parse_checkpoint_json(const std::string& text, const std::string& origin) {
+ReadCheckpointJson parse_checkpoint_json(const std::string& text, const std::string& origin) {
   return as_damage([&] {
     check_json_depth(text, origin);
-    Json j = Json::parse(text);
+    // Signed over its keys in the file's order: checked in that order, then parsed again for
+    // JsonIn (the ordered copy freed first, so that a long run's records are held once).
+    CheckpointJson j = CheckpointJson::parse(text);
     if (!j.is_object() || j.value("format", "") != kCheckpointFormat) {
       throw DamagedCheckpoint(fmt::format("not a {} file", kCheckpointFormat));
     }
@@ -290,12 +369,15 @@ CheckpointJson parse_checkpoint_json(const std::string& text, const std::string&
     if (Hasher().text(j.dump()).hex() != written) {
       throw DamagedCheckpoint("its content differs from its checksum (the file was changed)");
     }
-    return j;
+    j = CheckpointJson();
+    Json read = Json::parse(text);
+    read.erase("checksum");
+    return read;
   });
 }
 
-CheckpointWriter check_checkpoint_fingerprint(const CheckpointJson& j, const RunFingerprint& now,
-                                              const fs::path& file) {
+CheckpointWriter check_checkpoint_fingerprint(const ReadCheckpointJson& j,
+                                              const RunFingerprint& now, const fs::path& file) {
   const Json saved = as_damage([&] {
     const Json& f = j.at("fingerprint");
     for (const char* key : {"spec", "data", "device", "settings", "version"}) {
@@ -438,8 +520,10 @@ void epoch_rules(const Json& j, const CheckpointRun& run, bool between) {
     for (const char* key : {"last_epoch", "num_bad_epochs", "cooldown_counter"}) {
       integer(schedule, key, 0, epochs, "schedule");
     }
-    const double lr = number(schedule.at("lr"));
-    if (!std::isfinite(lr) || lr < 0) damaged(fmt::format("schedule.lr: {}", lr));
+    const std::optional<double> lr = exact_number_value(schedule.at("lr"));
+    if (!lr || !std::isfinite(*lr) || *lr < 0) {
+      damaged(fmt::format("schedule.lr: {}", schedule.at("lr").dump()));
+    }
   }
   if (j.contains("early_stopping")) {
     const Json& stopping = j.at("early_stopping");
@@ -448,118 +532,34 @@ void epoch_rules(const Json& j, const CheckpointRun& run, bool between) {
   }
 }
 
-}  // namespace checks
-
-// The epochs so far, and the schedule's and early stopping's state after them.
-void restore_epochs(const Json& j, TrainState& state) {
-  state.epochs.clear();
-  state.train_seconds = 0;
-  for (const Json& e : j.at("epochs")) {
-    state.epochs.push_back({e.at("epoch").get<int64_t>(), number(e.at("loss")),
-                            number(e.at("train_error")), number(e.at("seconds")),
-                            number(e.at("test_loss")), number(e.at("test_accuracy")),
-                            number(e.at("val_loss")), number(e.at("val_accuracy")),
-                            e.contains("lr") ? number(e.at("lr")) : state.schedule.lr});
-    state.train_seconds += state.epochs.back().seconds;  // every epoch's, in a checkpoint of 0.2.0
-  }
-  if (j.contains("train_seconds")) {
-    const double seconds = number(j.at("train_seconds"));
-    if (!std::isfinite(seconds) || seconds < 0) {
-      checks::damaged(fmt::format("train_seconds: {}, expected a time in seconds", seconds));
-    }
-    state.train_seconds = seconds;
-  }
-  // Checkpoints written before schedules and early stopping have neither (their run had none: the
-  // spec in the fingerprint says so, and the state from EpochRules::start stands).
-  if (j.contains("schedule")) {
-    const Json& schedule = j.at("schedule");
-    state.schedule.lr = number(schedule.at("lr"));
-    state.schedule.last_epoch = schedule.at("last_epoch").get<int64_t>();
-    state.schedule.best = number(schedule.at("best"));
-    state.schedule.num_bad_epochs = schedule.at("num_bad_epochs").get<int64_t>();
-    state.schedule.cooldown_counter = schedule.at("cooldown_counter").get<int64_t>();
-  }
-  if (j.contains("early_stopping")) {
-    const Json& stopping = j.at("early_stopping");
-    state.early_stopping.best = number(stopping.at("best"));
-    state.early_stopping.wait = stopping.at("wait").get<int64_t>();
-    state.early_stopping.best_epoch = stopping.at("best_epoch").get<int64_t>();
-    state.early_stopping.stop = stopping.at("stop").get<bool>();
-  }
-}
-
-// The divergence check's running state.
-void restore_loss_check(const Json& j, TrainState& state) {
-  state.diverged_epoch = j.at("diverged_epoch").get<int64_t>();
-  const Json& check = j.at("loss_check");
-  state.checked_loss_sum = number(check.at("sum"));
-  state.checked_step = check.at("step").get<int64_t>();
-  state.last_finite_loss = number(check.at("last_finite_loss"));
-  state.last_finite_epoch = check.at("last_finite_epoch").get<int64_t>();
-  state.last_finite_step = check.at("last_finite_step").get<int64_t>();
-}
-
 // Why the run from here is not bit-identical to one never stopped (absent, as in checkpoints of
 // 0.2.0, or empty: it is): a text of at most a few lines.
-void restore_resume_note(const Json& j, TrainState& state) {
+void resume_note(const Json& j) {
   constexpr size_t kMaxBytes = 4096;
-  state.resumed_differently.clear();
-  if (!j.contains("resumed_differently")) return;
-  const Json& note = j.at("resumed_differently");
-  if (!note.is_string() || note.get_ref<const std::string&>().size() > kMaxBytes) {
-    checks::damaged(
-        fmt::format("resumed_differently: expected a text of at most {} bytes", kMaxBytes));
+  const auto note = j.find("resumed_differently");
+  if (note == j.end()) return;
+  if (!note->is_string() || note->get_ref<const std::string&>().size() > kMaxBytes) {
+    damaged(fmt::format("resumed_differently: expected a text of at most {} bytes", kMaxBytes));
   }
-  state.resumed_differently = note.get<std::string>();
 }
 
-// The steps before the checkpoint were timed by the process that ran them.
-void restore_times(const Json& j, TrainState& state) {
-  const Json& times = j.at("times");
-  state.timed = times.at("timed_steps").get<int64_t>();  // the step (validate checked)
-  state.epoch_ms = number(times.at("epoch_ms"));
-  state.times.step = read_series(times.at("step"), "times.step");
-  state.times.data = read_series(times.at("data"), "times.data");
-  state.times.forward_backward =
-      read_series(times.at("forward_backward"), "times.forward_backward");
-  state.times.optimizer = read_series(times.at("optimizer"), "times.optimizer");
-}
-
-// Where the run stopped: the epoch and step, the shuffle generator and the sample order (checked).
-void restore_position(const Json& j, TrainState& state) {
-  state.epoch = j.at("epoch").get<int64_t>();
-  state.in_epoch = j.at("in_epoch").get<bool>();
-  state.step = j.at("step").get<int64_t>();
-  state.steps_taken = j.at("steps_taken").get<int64_t>();
-  state.shuffle_rng.restore(j.at("shuffle_generator").get<std::string>());
-  state.order.clear();
-  for (const Json& e : j.at("order")) state.order.push_back(static_cast<int32_t>(e.get<int64_t>()));
-}
-
-CheckpointCounters read_counters(const Json& j) {
-  CheckpointCounters c;
-  c.optimizer_steps = j.at("optimizer_steps").get<int64_t>();
-  c.dropout_step = j.at("dropout_step").get<uint64_t>();
-  c.position = j.at("position").get<int64_t>();
-  c.stats[0] = read_stats(j.at("loss_stats"));
-  c.stats[1] = read_stats(j.at("partial_loss_stats"));
-  return c;
-}
+}  // namespace checks
 
 }  // namespace
 
-CheckpointRead read_checkpoint_state(const CheckpointJson& j, const CheckpointRun& run,
+CheckpointRead read_checkpoint_state(const ReadCheckpointJson& j, const CheckpointRun& run,
                                      int64_t file_steps, const TrainState& base) {
   return as_damage([&] {
     const bool between = checks::position(j, run, file_steps);
     checks::shuffle(j, run);
     checks::epoch_rules(j, run, between);
-    CheckpointRead read{base, read_counters(j)};
-    restore_position(j, read.state);
-    restore_epochs(j, read.state);
-    restore_loss_check(j, read.state);
-    restore_resume_note(j, read.state);
-    restore_times(j, read.state);
+    checks::resume_note(j);
+    CheckpointRead read{base, {}};
+    // The file is named by the caller; a field here by its place ("loss_check: step: ...").
+    const JsonSource source{"", ReadMode::Strict};
+    const JsonIn in(j, "", source);
+    FieldsIn io(in);
+    state_fields(io, read.state, read.counters);
     return read;
   });
 }

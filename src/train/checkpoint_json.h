@@ -21,7 +21,11 @@ namespace xo {
 // /2: the JSON's own content hashed too ("checksum"), and every field checked before a restore.
 inline constexpr const char* kCheckpointFormat = "crossover.checkpoint/2";
 
+// A checkpoint's JSON as written: its keys in the order its field lists name them, and signed
+// over that order's dump.
 using CheckpointJson = nlohmann::ordered_json;
+// As read back (its checksum checked and removed), for the checked reader io/json_in.h.
+using ReadCheckpointJson = nlohmann::json;
 
 // A checkpoint that cannot be read whole (truncated, corrupt, edited, not one): the one before is
 // used.
@@ -65,7 +69,7 @@ CheckpointJson checkpoint_json(const CheckpointSnapshot& s, const std::string& m
 
 // The JSON read from `text`: nested no deeper than a checkpoint nests, of this format, its content
 // the one its checksum was computed over (the checksum removed). Throws DamagedCheckpoint.
-CheckpointJson parse_checkpoint_json(const std::string& text, const std::string& origin);
+ReadCheckpointJson parse_checkpoint_json(const std::string& text, const std::string& origin);
 
 // What wrote a checkpoint where it may differ from the run that resumes it.
 struct CheckpointWriter {
@@ -75,7 +79,8 @@ struct CheckpointWriter {
 
 // Throws UserError naming each part of the run that differs from the one `j` was taken in (spec,
 // data, device, settings, version); DamagedCheckpoint where its fingerprint does not read.
-CheckpointWriter check_checkpoint_fingerprint(const CheckpointJson& j, const RunFingerprint& now,
+CheckpointWriter check_checkpoint_fingerprint(const ReadCheckpointJson& j,
+                                              const RunFingerprint& now,
                                               const std::filesystem::path& file);
 
 // What a checkpoint is checked against: the run about to resume.
@@ -105,7 +110,7 @@ struct CheckpointRead {
 // read as 64-bit, the generator state, the rules' counts. Then reads the host state into a copy
 // of `base` (the state of the run about to resume) and the device's counters. Throws
 // DamagedCheckpoint naming what is wrong.
-CheckpointRead read_checkpoint_state(const CheckpointJson& j, const CheckpointRun& run,
+CheckpointRead read_checkpoint_state(const ReadCheckpointJson& j, const CheckpointRun& run,
                                      int64_t file_steps, const TrainState& base);
 
 }  // namespace xo
