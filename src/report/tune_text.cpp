@@ -64,7 +64,11 @@ std::string parallel_text(const ParallelChoice& c) {
   return fmt::format("{} (measured fastest: {})", out, fmt::join(options, "; "));
 }
 
-std::string tune_table_text(const TuneRecord& r) {
+namespace {
+
+// The trials, best first: each one's values, objective, epochs, status, device and time (and
+// price where the search was priced).
+std::string trials_table_text(const TuneRecord& r) {
   std::vector<std::string> headers = {"#", "trial"};
   if (!r.trials.empty()) {
     for (const auto& [k, v] : r.trials.front().values) headers.push_back(k);
@@ -93,11 +97,39 @@ std::string tune_table_text(const TuneRecord& r) {
     if (priced) row.push_back(std::isfinite(t.dollars) ? usd(t.dollars) : "-");
     table.add_row(std::move(row));
   }
+  return table.render();
+}
+
+// The same search priced on the cheapest instances, each at 1, 2, … of them.
+std::string search_cost_text(const TuneRecord& r) {
+  const size_t shown = std::min<size_t>(r.cost.size(), 6);
+  std::vector<std::string> h = {"the same search on", "$/h"};
+  for (const SearchCostLine::Plan& p : r.cost.front().plans) {
+    h.push_back(fmt::format("{} instance{}", p.instances, p.instances == 1 ? "" : "s"));
+  }
+  Table cost(h);
+  for (size_t i = 0; i < shown; ++i) {
+    const SearchCostLine& l = r.cost[i];
+    std::vector<std::string> row = {terminal_safe(l.instance), usd(l.price_per_hour)};
+    for (const SearchCostLine::Plan& p : l.plans) {
+      row.push_back(fmt::format("{}{} {}", l.lower_bound ? ">= " : "", duration(p.wall_seconds),
+                                usd(p.dollars)));
+    }
+    cost.add_row(std::move(row));
+  }
+  return cost.render() +
+         fmt::format("({} cheapest of {} instances, predicted; results.json has all)\n", shown,
+                     r.cost.size());
+}
+
+}  // namespace
+
+std::string tune_table_text(const TuneRecord& r) {
   std::string out =
       fmt::format("{}: {} trials by {} ({} is better){}\n", terminal_safe(r.model), r.trials.size(),
                   r.objective, r.higher_is_better ? "higher" : "lower",
                   r.best.empty() ? "" : fmt::format("; best {}", r.best));
-  out += table.render();
+  out += trials_table_text(r);
   for (const TrialRecord& t : r.trials) {
     if (!t.error.empty()) out += fmt::format("{}: {}\n", t.id, terminal_safe(t.error));
     if (!t.resumed_differently.empty()) {
@@ -120,25 +152,7 @@ std::string tune_table_text(const TuneRecord& r) {
   out += fmt::format("\nsearch: {} wall, {} of trial processes\n", duration(r.wall_seconds),
                      duration(r.device_seconds));
   if (!r.cost.empty()) {
-    const size_t shown = std::min<size_t>(r.cost.size(), 6);
-    std::vector<std::string> h = {"the same search on", "$/h"};
-    for (const SearchCostLine::Plan& p : r.cost.front().plans) {
-      h.push_back(fmt::format("{} instance{}", p.instances, p.instances == 1 ? "" : "s"));
-    }
-    Table cost(h);
-    for (size_t i = 0; i < shown; ++i) {
-      const SearchCostLine& l = r.cost[i];
-      std::vector<std::string> row = {terminal_safe(l.instance), usd(l.price_per_hour)};
-      for (const SearchCostLine::Plan& p : l.plans) {
-        row.push_back(fmt::format("{}{} {}", l.lower_bound ? ">= " : "", duration(p.wall_seconds),
-                                  usd(p.dollars)));
-      }
-      cost.add_row(std::move(row));
-    }
-    out += '\n';
-    out += cost.render();
-    out += fmt::format("({} cheapest of {} instances, predicted; results.json has all)\n", shown,
-                       r.cost.size());
+    out += '\n' + search_cost_text(r);
   } else if (!r.cost_note.empty()) {
     out += fmt::format("{}\n", terminal_safe(r.cost_note));
   }
