@@ -27,7 +27,7 @@
 #include "train/checkpoint.h"
 #include "train/memory.h"
 #include "tune/parallel.h"
-#include "tune/progress.h"
+#include "tune/standing.h"
 #include "tune/ranks.h"
 #include "tune/resume.h"
 #include "tune/search_cost.h"

@@ -8,7 +8,7 @@
 
 #include "core/error.h"
 #include "core/exit_codes.h"
-#include "tune/progress.h"
+#include "tune/standing.h"
 #include "tune/resume.h"
 #include "tune/slots.h"
 #include "tune/trial_process.h"

@@ -1,4 +1,4 @@
-#include "tune/progress.h"
+#include "tune/standing.h"
 
 #include <algorithm>
 #include <cmath>
