@@ -75,21 +75,16 @@ decltype(auto) with_activation(Activation act, F&& f) {
 
 // Whether a Linear or a Conv2d computes the activation in its epilogue: those without a
 // parameter, which the epilogues (a oneDNN post-op, the CUDA kernels' last line) do not carry.
-// model/layer_kinds.cpp marks the same kinds `fuses`.
-template <Activation A>
-constexpr bool fuses_into_epilogue() {
-  return A != Activation::LeakyReLU;
-}
+// The layer kinds' table (model/layer_kinds.cpp) reads it for its activation rows.
+constexpr bool fuses_into_epilogue(Activation a) { return a != Activation::LeakyReLU; }
 
 // As with_activation, for the activations a Linear or a Conv2d computes in its epilogue
 // (cpu/linear.cpp, cuda/linear.cu, cuda/conv.cu); any other is an internal error.
 template <typename F>
 decltype(auto) with_fused_activation(Activation act, F&& f) {
-  XO_ASSERT(act == Activation::None || with_activation(act, [](auto a) {
-              return fuses_into_epilogue<decltype(a)::value>();
-            }));
+  XO_ASSERT(fuses_into_epilogue(act));
   return with_activation(act, [&](auto a) -> decltype(f(ActivationConstant<Activation::None>{})) {
-    if constexpr (fuses_into_epilogue<decltype(a)::value>()) {
+    if constexpr (fuses_into_epilogue(decltype(a)::value)) {
       return f(a);
     } else {
       return f(ActivationConstant<Activation::None>{});  // not reached: asserted above

@@ -215,7 +215,6 @@ TrainOutcome train_job(const TrainJob& o, JobHooks& hooks, const mpi::World* wor
   if (world) predict_communicate(*world, *backend, outcome.run.result);
   const TrainResult& r = outcome.run.result;
   if (!lead) return outcome;  // rank 0 reports and writes
-  hooks.clear();
   hooks.result(train_summary(r, spec.train.epochs));
   tell_run_notes(hooks, true, "", outcome.run, checkpoint,
                  "the same command with --resume continues it");

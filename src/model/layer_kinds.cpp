@@ -6,6 +6,7 @@
 
 #include <iterator>
 
+#include "backend/activation_math.h"
 #include "core/error.h"
 #include "io/toml.h"
 
@@ -101,7 +102,8 @@ std::string leaky_relu_text(const LayerSpec& l) {
 
 // Rows of the kinds that share a shape: an element-wise activation, a layer without settings.
 constexpr LayerKind activation_kind(LayerType t, std::string_view name, Activation a) {
-  return {t, name, {}, NodeKind::Activation, a, true, true, false, no_settings, name_only};
+  return {t, name, {}, NodeKind::Activation, a, fuses_into_epilogue(a),
+          true, false, no_settings, name_only};
 }
 
 // clang-format off: one row per kind, its fields in LayerKind's order (type, name, keys, node,
@@ -136,7 +138,8 @@ constexpr LayerKind kKinds[] = {
      false, true, false, batchnorm_toml, batchnorm_text},
     // Not fused: its slope is a parameter the Linear and Conv2d epilogues do not carry.
     {LayerType::LeakyReLU, "leaky_relu", kLeakyReluKeys, NodeKind::Activation,
-     Activation::LeakyReLU, false, true, false, leaky_relu_toml, leaky_relu_text},
+     Activation::LeakyReLU, fuses_into_epilogue(Activation::LeakyReLU), true, false,
+     leaky_relu_toml, leaky_relu_text},
 };
 // clang-format on
 
