@@ -426,6 +426,13 @@ class Backend {
     return DeviceBuffer(std::shared_ptr<void>(p, [](void* q) { delete[] static_cast<float*>(q); }),
                         bytes);
   }
+  // `bytes` of host memory the caller keeps alive through `owner`, as a buffer this device reads
+  // in place without a copy (the CPU's); an empty buffer where it cannot (a GPU: upload a copy).
+  // Only ever read: the training data of the Python module's arrays.
+  virtual DeviceBuffer borrow_host(const void* /*host*/, size_t /*bytes*/,
+                                   const std::shared_ptr<const void>& /*owner*/) {
+    return {};
+  }
   virtual void upload(void* device_dst, const void* host_src, size_t bytes) = 0;
   virtual void download(void* host_dst, const void* device_src, size_t bytes) = 0;
   virtual void fill_zero(void* device_dst, size_t bytes) = 0;

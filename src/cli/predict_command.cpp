@@ -5,8 +5,6 @@
 // batches, no dropout.
 #include <fmt/format.h>
 
-#include <algorithm>
-#include <cmath>
 #include <memory>
 #include <optional>
 
@@ -17,10 +15,9 @@
 #include "core/error.h"
 #include "core/file.h"
 #include "core/format.h"
-#include "core/interrupt.h"
 #include "data/rows.h"
+#include "job/predict.h"
 #include "model/model.h"
-#include "train/plan.h"
 
 namespace xo::cli {
 namespace {
@@ -34,57 +31,27 @@ struct PredictOptions {
 };
 
 // The CSV's header: the predicted class then each class's probability, or the regression's value.
-std::string header(const Model& model) {
+std::string header(const Model& model, int64_t columns) {
   if (model.regression()) return "prediction\n";
   if (model.loss_kind() == LossKind::BinaryCrossEntropy) return "class,p1\n";
   std::string h = "class";
-  for (int64_t c = 0; c < model.outputs(); ++c) h += fmt::format(",p{}", c);
+  for (int64_t c = 0; c < columns; ++c) h += fmt::format(",p{}", c);
   return h + "\n";
 }
 
-// One row's line from its outputs: a class and probabilities that round-trip as float32 (9
-// significant digits), or the regression's value.
-void append_row(std::string& csv, const Model& model, const float* outputs) {
-  const int64_t n = model.outputs();
-  if (model.regression()) {
-    csv += fmt::format("{:.9g}\n", outputs[0]);
-    return;
-  }
-  if (model.loss_kind() == LossKind::BinaryCrossEntropy) {
-    const double p = 1.0 / (1.0 + std::exp(-static_cast<double>(outputs[0])));
-    csv += fmt::format("{},{:.9g}\n", p >= 0.5 ? 1 : 0, p);
-    return;
-  }
-  const float* top = std::max_element(outputs, outputs + n);
-  double sum = 0;
-  for (int64_t c = 0; c < n; ++c) sum += std::exp(static_cast<double>(outputs[c] - *top));
-  csv += fmt::format("{}", top - outputs);
-  for (int64_t c = 0; c < n; ++c) {
-    csv += fmt::format(",{:.9g}", std::exp(static_cast<double>(outputs[c] - *top)) / sum);
-  }
-  csv += '\n';
-}
-
-// The model's outputs for every row, in batches of evaluation_batch's size: the CSV's text, or
-// none when a stop request (Ctrl-C) came between batches.
-std::optional<std::string> predict_rows(const Model& model, const Dataset& rows) {
-  Backend& be = model.backend();
-  const int64_t batch = evaluation_batch(model, rows.samples);
-  Network full(model, NetworkOptions{.batch = batch, .training = false, .shards = 1});
-  std::optional<Network> tail;  // the last, partial batch's
-  if (const int64_t rest = rows.samples % batch) {
-    tail.emplace(model, NetworkOptions{.batch = rest, .training = false, .shards = 1});
-  }
-  const DeviceBuffer x = to_device(be, rows.x);
-  std::vector<float> out(static_cast<size_t>(batch * model.outputs()));
-  std::string csv = header(model);
-  for (int64_t start = 0; start < rows.samples; start += batch) {
-    if (stop_requested()) return std::nullopt;
-    Network& net = start + batch <= rows.samples ? full : *tail;
-    const float* y = net.forward(x.as<float>() + start * rows.features);
-    be.synchronize();
-    be.download(out.data(), y, sizeof(float) * net.batch() * model.outputs());
-    for (int64_t r = 0; r < net.batch(); ++r) append_row(csv, model, &out[r * model.outputs()]);
+// A line per row: a class and probabilities that round-trip as float32 (9 significant digits), or
+// the regression's value.
+std::string predictions_csv(const Model& model, const Predictions& p) {
+  std::string csv = header(model, p.columns);
+  for (int64_t r = 0; r < p.rows; ++r) {
+    const double* values = &p.values[static_cast<size_t>(r * p.columns)];
+    if (model.regression()) {
+      csv += fmt::format("{:.9g}\n", values[0]);
+      continue;
+    }
+    csv += fmt::format("{}", p.labels[static_cast<size_t>(r)]);
+    for (int64_t c = 0; c < p.columns; ++c) csv += fmt::format(",{:.9g}", values[c]);
+    csv += '\n';
   }
   return csv;
 }
@@ -97,8 +64,8 @@ int run_predict(const PredictOptions& o) {
   Model model(spec, *backend);
   const Dataset rows = load_rows(spec.data, data_request(spec, model.classes()));
   initialize(model, "");
-  const std::optional<std::string> csv = predict_rows(model, rows);
-  if (!csv) {
+  const std::optional<Predictions> predictions = predict_rows(model, rows);
+  if (!predictions) {
     fmt::print(stderr, "crossover: predict stopped (Ctrl-C): nothing written\n");
     return kExitInterrupted;
   }
@@ -107,11 +74,12 @@ int run_predict(const PredictOptions& o) {
       fmt::format("{}: {} rows predicted with weights {} on {} ({})", terminal_safe(spec.name),
                   group_digits(rows.samples), terminal_safe(spec.init), backend->info().id,
                   terminal_safe(rows.description));
+  const std::string csv = predictions_csv(model, *predictions);
   if (o.out.empty()) {
-    fmt::print("{}", *csv);
+    fmt::print("{}", csv);
     fmt::print(stderr, "{}\n", what);
   } else {
-    write_file_atomic(o.out, *csv);
+    write_file_atomic(o.out, csv);
     fmt::print("{}: {}\n", what, terminal_safe(o.out));
   }
   return kExitOk;

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <span>
 #include <string_view>
 #include <type_traits>
 #include <vector>
@@ -39,9 +40,13 @@ class Hasher {
     return bytes(&v, sizeof(T));
   }
   template <typename T>
-  Hasher& values(const std::vector<T>& v) {
+  Hasher& values(std::span<const T> v) {
     value(v.size());
     return bytes(v.data(), v.size() * sizeof(T));
+  }
+  template <typename T>
+  Hasher& values(const std::vector<T>& v) {
+    return values(std::span<const T>(v));
   }
 
   uint64_t digest() const {

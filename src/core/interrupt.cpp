@@ -111,6 +111,11 @@ void unblock_stop_signals() {
   pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
 }
 
+void block_stop_signals() {
+  const sigset_t set = stop_signals();
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+}
+
 void quiet_interrupt_message() { g_quiet = true; }
 
 bool stop_requested() { return g_stop.load(std::memory_order_relaxed); }

@@ -23,6 +23,9 @@ void install_interrupt_handler();
 // SIGINT and SIGTERM as before install_interrupt_handler, in this thread: a forked child before
 // it executes another program.
 void unblock_stop_signals();
+// SIGINT and SIGTERM blocked in this thread and those it starts: a worker of a process whose
+// signals another thread takes (the Python module's jobs: Python's handler, on its main thread).
+void block_stop_signals();
 // The message the first signal prints stays unwritten: the ranks of an MPI job other than rank 0,
 // which print nothing (mpirun hands Ctrl-C to every rank).
 void quiet_interrupt_message();
@@ -40,7 +43,8 @@ class QuitAfterThis {
   QuitAfterThis(const QuitAfterThis&) = delete;
   QuitAfterThis& operator=(const QuitAfterThis&) = delete;
 };
-// For tests: what the first signal does, and its undoing.
+// What the first signal does, and its undoing: for tests, and for a front end that takes the
+// signals itself (the Python module turns a KeyboardInterrupt into a stop request).
 void request_stop();
 void clear_stop_request();
 

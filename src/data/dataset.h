@@ -4,6 +4,8 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -18,7 +20,27 @@ struct Dataset {
   std::vector<float> x;     // [samples, features], row-major
   std::vector<int32_t> y;   // [samples]
   std::string description;  // e.g. "disc: 1000 points, seed 0" or "csv: data/train.csv"
+  // Or the caller's samples, used where they are without a copy (the Python module's arrays,
+  // data/arrays.h): then x and y stay empty and `owner` keeps these alive.
+  const float* borrowed_x = nullptr;
+  const int32_t* borrowed_y = nullptr;
+  std::shared_ptr<const void> owner;
+
+  bool borrowed() const { return borrowed_x != nullptr; }
+  // The samples, wherever they are: [samples, features] and [samples].
+  std::span<const float> inputs() const {
+    return borrowed() ? std::span(borrowed_x, static_cast<size_t>(samples * features))
+                      : std::span<const float>(x);
+  }
+  std::span<const int32_t> labels() const {
+    if (borrowed()) return borrowed_y ? std::span(borrowed_y, static_cast<size_t>(samples))
+                                      : std::span<const int32_t>();
+    return std::span<const int32_t>(y);
+  }
 };
+
+// Samples [begin, end) of `data`: a view of them where `data` is borrowed, else a copy.
+Dataset sample_rows(const Dataset& data, int64_t begin, int64_t end);
 
 // A training set, its test set, and its validation set held out of the training samples
 // (samples = 0 where there is none).

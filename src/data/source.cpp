@@ -62,18 +62,30 @@ void split_validation(DataSplit& split, double fraction, const std::string& orig
         "validate (expected at least one of each)",
         origin, fraction, train.samples, kept, held));
   }
-  Dataset& v = split.validation;
-  v.samples = held;
-  v.features = train.features;
-  v.classes = train.classes;
-  const auto f = static_cast<size_t>(train.features);
-  v.x.assign(train.x.begin() + static_cast<ptrdiff_t>(kept * f), train.x.end());
-  v.y.assign(train.y.begin() + static_cast<ptrdiff_t>(kept), train.y.end());
-  v.description = fmt::format("the last {} samples of {} (validation_split {})", held,
-                              train.description, fraction);
-  train.x.resize(static_cast<size_t>(kept) * f);
-  train.y.resize(static_cast<size_t>(kept));
-  train.samples = kept;
+  split.validation = sample_rows(train, kept, train.samples);
+  split.validation.description = fmt::format("the last {} samples of {} (validation_split {})",
+                                             held, train.description, fraction);
+  std::string description = std::move(train.description);
+  train = sample_rows(train, 0, kept);
+  train.description = std::move(description);
+}
+
+Dataset sample_rows(const Dataset& data, int64_t begin, int64_t end) {
+  XO_ASSERT(0 <= begin && begin <= end && end <= data.samples);
+  Dataset part{end - begin, data.features, data.classes, {}, {}, data.description};
+  const auto f = static_cast<size_t>(data.features);
+  const auto b = static_cast<size_t>(begin), e = static_cast<size_t>(end);
+  if (data.borrowed()) {
+    part.borrowed_x = data.borrowed_x + b * f;
+    part.borrowed_y = data.borrowed_y ? data.borrowed_y + b : nullptr;
+    part.owner = data.owner;
+    return part;
+  }
+  const std::span<const float> x = data.inputs();
+  const std::span<const int32_t> y = data.labels();
+  part.x.assign(x.begin() + static_cast<ptrdiff_t>(b * f), x.begin() + static_cast<ptrdiff_t>(e * f));
+  part.y.assign(y.begin() + static_cast<ptrdiff_t>(b), y.begin() + static_cast<ptrdiff_t>(e));
+  return part;
 }
 
 DataSplit load_data(const DataSpec& data, const DataRequest& model) {
@@ -138,7 +150,7 @@ DataSplit load_source(const DataSpec& data, const DataRequest& model) {
 std::string data_fingerprint(const DataSplit& split) {
   Hasher h;
   for (const Dataset* d : {&split.train, &split.test, &split.validation}) {
-    h.value(d->samples).value(d->features).value(d->classes).values(d->x).values(d->y);
+    h.value(d->samples).value(d->features).value(d->classes).values(d->inputs()).values(d->labels());
   }
   return h.hex();
 }

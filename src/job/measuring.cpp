@@ -122,7 +122,7 @@ Report recost(const AdviseJob& o, const Catalog& catalog) {
 std::optional<JobOutcome> measure_and_advise(const AdviseJob& o, const Catalog& catalog,
                                              JobHooks& hooks) {
   const bool advise = o.advise;
-  const ModelSpec spec = resolve_spec_with(o.spec, o.measure.data);
+  const ModelSpec spec = o.given ? *o.given : resolve_spec_with(o.spec, o.measure.data);
   tell_spec_notes(hooks, spec);
   Session session(o.measure, hooks);
   const std::string kind = advise ? "advise" : "cost";

@@ -12,6 +12,7 @@
 
 #include "core/exit_codes.h"
 #include "job/options.h"
+#include "model/spec.h"
 #include "report/document.h"
 
 namespace xo::mpi {
@@ -42,6 +43,9 @@ struct AdviseJob {
   std::string model;   // cost of a results.json: which run (empty: the last)
   int trials = 0;      // advise: a sweep of K trials, fused (0: one run)
   bool advise = true;  // false: `cost` (the advice left out)
+  // The Python module's: the model itself in place of `spec`'s name (its data in
+  // measure.arrays).
+  std::optional<ModelSpec> given;
 };
 
 // A measuring job's end: its report, the folder it was written to, and whether a stop request cut

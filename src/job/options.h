@@ -19,6 +19,7 @@
 namespace xo {
 
 class JobHooks;
+struct DataSplit;
 struct RunRecord;
 
 // Checkpoints and stops: --checkpoint-every, --resume, --restart, --on-nan (and --checkpoint-dir
@@ -69,6 +70,8 @@ struct MeasureOptions {
   // How the job was started, as the manifest records it (the shell command line, or a Python
   // call); it also names the job in its folder's lock.
   std::string command_line;
+  // The Python module's arrays in place of each spec's data (data/arrays.h); null: the specs'.
+  const DataSplit* arrays = nullptr;
 };
 
 // The cost assumptions of every advising job.

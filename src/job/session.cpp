@@ -184,6 +184,7 @@ MeasureSettings Session::settings_for(const ModelSpec& spec, const std::string& 
   exec.data_parallel = data_parallel;
   exec.checkpoint.every = checkpoint_every_;
   settings.sample_interval_s = o_.sample_interval_s;
+  settings.data = o_.arrays;
   if (!exec.checkpoint.every.enabled()) return settings;
   std::string device_name = be.info().id;
   std::replace(device_name.begin(), device_name.end(), ':', '-');

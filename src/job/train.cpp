@@ -32,7 +32,7 @@ namespace {
 
 // The spec as named, with the flags' overrides.
 ModelSpec train_spec(const TrainJob& o, JobHooks& hooks) {
-  ModelSpec spec = resolve_spec_with(o.spec, o.data);
+  ModelSpec spec = o.model ? *o.model : resolve_spec_with(o.spec, o.data);
   if (o.epochs) spec.train.epochs = *o.epochs;
   if (o.batch) spec.train.batch = *o.batch;
   if (!o.optimizer.empty()) {
@@ -125,6 +125,8 @@ MeasureSettings train_settings(const TrainJob& o, const CheckpointOptions& check
   exec.pause_after_epochs = o.pause_after;
   exec.max_steps = o.max_steps;
   exec.data_parallel = ranks;
+  settings.init_weights = o.weights;
+  settings.data = o.arrays;
   return settings;
 }
 
@@ -146,7 +148,7 @@ RunHooks train_hooks(const TrainJob& o, const ModelSpec& spec, const mpi::World*
     run_hooks.epoch = [&hooks, scheduled = spec.train.schedule.has_value()](
                           const EpochRecord& e, int64_t n) { hooks.epoch(e, n, scheduled); };
   }
-  if (lead && !o.save.empty()) {
+  if (lead && (!o.save.empty() || o.keep_weights)) {
     run_hooks.trained = [&weights](const Model& model) { weights = model.export_params(); };
   }
   return run_hooks;
@@ -164,12 +166,7 @@ void write_outputs(const TrainJob& o, const RunRecord& run, const std::vector<Na
     save_safetensors(o.save, weights,
                      {{"format", "pt"}, {"model", r.model}, {"producer", "crossover"}});
   }
-  if (!o.json.empty()) {
-    const Utilisation& load = *run.utilisation;
-    const TrainDocument doc{r, describe_machine(), load.mean_other_cores,
-                            timings_contaminated(load)};
-    write_file_atomic(o.json, to_json(doc).dump(2) + "\n");
-  }
+  if (!o.json.empty()) write_file_atomic(o.json, train_document(run).dump(2) + "\n");
 }
 
 // The results are written: a finished run's checkpoint holds nothing more. A paused run's is where
@@ -187,6 +184,12 @@ void settle_checkpoints(const TrainResult& r, int64_t planned_epochs,
 }
 
 }  // namespace
+
+nlohmann::json train_document(const RunRecord& run) {
+  const Utilisation& load = *run.utilisation;
+  return to_json(TrainDocument{run.result, describe_machine(), load.mean_other_cores,
+                               timings_contaminated(load)});
+}
 
 TrainOutcome train_job(const TrainJob& o, JobHooks& hooks, const mpi::World* world) {
   const bool lead = !world || world->rank() == 0;
@@ -211,7 +214,7 @@ TrainOutcome train_job(const TrainJob& o, JobHooks& hooks, const mpi::World* wor
   std::vector<NamedTensor> weights;
   TrainOutcome outcome{
       measure_run(*backend, spec, settings, train_hooks(o, spec, world, lead, weights, hooks)),
-      lead};
+      lead, spec};
   if (world) predict_communicate(*world, *backend, outcome.run.result);
   const TrainResult& r = outcome.run.result;
   if (!lead) return outcome;  // rank 0 reports and writes
@@ -220,6 +223,7 @@ TrainOutcome train_job(const TrainJob& o, JobHooks& hooks, const mpi::World* wor
                  "the same command with --resume continues it");
   write_outputs(o, outcome.run, weights, hooks);
   settle_checkpoints(r, spec.train.epochs, checkpoint, hooks);
+  if (o.keep_weights) outcome.weights = std::move(weights);
   return outcome;
 }
 

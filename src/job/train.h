@@ -4,9 +4,12 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <vector>
 
+#include "io/safetensors.h"
 #include "job/options.h"
 #include "job/run_notes.h"
 #include "measure/run_record.h"
@@ -39,13 +42,25 @@ struct TrainJob {
   int64_t max_steps = 0;
   CheckpointFlags checkpoint;
   std::string reduce = "auto";
+  // The Python module's: the model itself in place of `spec`'s name, its data in memory in place
+  // of the spec's (data/arrays.h), the weights to start from (empty: the spec's init or seed),
+  // and the trained weights kept in TrainOutcome::weights.
+  std::optional<ModelSpec> model;
+  const DataSplit* arrays = nullptr;
+  std::vector<NamedTensor> weights;
+  bool keep_weights = false;
 };
 
 struct TrainOutcome {
   RunRecord run;
   bool lead = true;  // this process reported the run (no launcher, or rank 0)
+  ModelSpec spec;    // what trained: the spec with the job's overrides
+  std::vector<NamedTensor> weights;  // the trained weights, with TrainJob::keep_weights
   int exit_code() const { return xo::exit_code(run.result); }
 };
+
+// The run's result as `crossover train --json` writes it (crossover.train/2, with the machine).
+nlohmann::json train_document(const RunRecord& run);
 
 // One process (`world` null), or one rank of an MPI job training the model data-parallel: then
 // rank 0 alone tells and writes (results, weights, checkpoints), and every rank trains its slice

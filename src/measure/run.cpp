@@ -51,8 +51,11 @@ RunRecord measure_run(Backend& backend, const ModelSpec& spec, const MeasureSett
                       const RunHooks& hooks) {
   check_model_memory(spec, backend);
   Model model(spec, backend);
-  const DataSplit data = load_data(spec.data, data_request(spec, model.classes()));
+  DataSplit loaded;
+  if (!settings.data) loaded = load_data(spec.data, data_request(spec, model.classes()));
+  const DataSplit& data = settings.data ? *settings.data : loaded;
   initialize(model, settings.init);
+  if (!settings.init_weights.empty()) model.import_params(settings.init_weights, spec.name);
   if (hooks.ready) hooks.ready(model, data);
   reset_peak_resident();  // the peak memory below is this run's
   Sampler sampler(settings.sample_interval_s, nvml_index(backend.info()));
@@ -87,6 +90,10 @@ std::vector<RunRecord> measure_fused(Backend& backend, std::vector<FusedRun>& ru
   std::map<std::string, DataSplit> splits;
   std::vector<const DataSplit*> split_of;
   for (size_t i = 0; i < runs.size(); ++i) {
+    if (settings.data) {  // the caller's, for every trial
+      split_of.push_back(settings.data);
+      continue;
+    }
     const ModelSpec& spec = runs[i].spec;
     const DataRequest request = data_request(spec, models[i]->classes());
     auto [at, fresh] = splits.try_emplace(data_key(spec.data, request));

@@ -6,8 +6,10 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "backend/backend.h"
+#include "io/safetensors.h"
 #include "measure/run_record.h"
 #include "model/spec.h"
 #include "train/trainer.h"
@@ -22,6 +24,12 @@ struct MeasureSettings {
   // stop, shards, and the data-parallel group this process is a rank of (null: the whole).
   ExecutionOptions exec;
   std::string init;  // initial weights from a safetensors file; empty: from the spec's seed
+  // Initial weights in memory, over those of `init` or the seed (a model the Python module
+  // fitted before: the next fit goes on from them); empty: none.
+  std::vector<NamedTensor> init_weights;
+  // The data in place of the spec's (the Python module's arrays, data/arrays.h); null: the
+  // spec's [data].
+  const DataSplit* data = nullptr;
   double sample_interval_s = 0.1;
 };
 

@@ -3,6 +3,7 @@
 // ships the same specs as files (a test keeps them identical).
 #include <fmt/format.h>
 
+#include "io/toml.h"  // kNoLine: built-in layers come from no file
 #include "model/spec.h"
 
 namespace xo {
@@ -16,7 +17,6 @@ constexpr double kDiscLearningRate = 0.1;
 constexpr int64_t kDiscBatch = 100;
 constexpr int64_t kDiscEpochs = 100;
 constexpr int64_t kDiscSamples = 1000;
-constexpr int kNoLine = 0;  // built-in layers come from no file
 
 std::string disc_name(int layers) { return fmt::format("disc-{}", layers); }
 

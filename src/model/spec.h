@@ -120,6 +120,11 @@ ModelSpec load_spec_file(const std::filesystem::path& path);
 void apply_training_file(ModelSpec& spec, const std::filesystem::path& path,
                          const std::string& layers_from);
 
+// Applies [train] settings given as TOML text (the Python module's fit() arguments, a table
+// `[train]` with a spec's keys: optimizer, batch, epochs, shuffle, seed, schedule,
+// early_stopping), each checked as in a spec; errors name `origin`. Nothing else may be set.
+void apply_train_settings(ModelSpec& spec, const std::string& toml_text, const std::string& origin);
+
 // Checks that the layers chain from `input` and returns the shape after each layer. Throws
 // UserError naming origin, line and layer index when they do not.
 std::vector<std::vector<int64_t>> infer_shapes(const ModelSpec& spec);

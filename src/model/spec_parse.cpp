@@ -456,6 +456,15 @@ void apply_whole_spec(ModelSpec& spec, const std::filesystem::path& path,
 
 }  // namespace
 
+void apply_train_settings(ModelSpec& spec, const std::string& toml_text, const std::string& origin) {
+  const TomlDocument doc(toml_text, origin);
+  const TomlTable root = doc.root();
+  root.only_keys({"train"});
+  if (const TomlValue train = root.get("train")) {
+    parse_train(train.table("a [train] table"), spec.train, origin);
+  }
+}
+
 void apply_training_file(ModelSpec& spec, const std::filesystem::path& path,
                          const std::string& layers_from) {
   const TomlDocument doc(read_file(path), path.string());

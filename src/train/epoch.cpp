@@ -166,7 +166,7 @@ TrainResult make_result(const TrainPlan& p, const TrainState& state, double setu
   r.interrupted = interrupted;
   r.diverged_epoch = state.diverged_epoch;
   r.resumed_differently = state.resumed_differently;
-  if (!p.model.regression()) r.majority_class_error = majority_class_error(p.split.train.y);
+  if (!p.model.regression()) r.majority_class_error = majority_class_error(p.split.train.labels());
   return r;
 }
 
@@ -193,7 +193,7 @@ double epoch_mean_loss(const LossStats& full, const LossStats& partial, int64_t 
          samples;
 }
 
-double majority_class_error(const std::vector<int32_t>& labels) {
+double majority_class_error(std::span<const int32_t> labels) {
   if (labels.empty()) return std::numeric_limits<double>::quiet_NaN();
   std::vector<int64_t> counts;
   for (const int32_t y : labels) {

@@ -32,9 +32,11 @@ int64_t plus(int64_t a, int64_t b) {
   return __builtin_add_overflow(a, b, &r) ? std::numeric_limits<int64_t>::max() : r;
 }
 
-template <typename T>
-int64_t bytes_of(const std::vector<T>& values) {
-  return static_cast<int64_t>(sizeof(T) * values.size());
+// A data set's bytes on `backend`: none where it reads borrowed samples in place (the CPU reading
+// the Python module's arrays, Backend::borrow_host), else a copy of them.
+int64_t device_bytes(const Dataset& d, const Backend& backend) {
+  if (d.borrowed() && backend.info().kind == DeviceKind::Cpu) return 0;
+  return static_cast<int64_t>(d.inputs().size_bytes() + d.labels().size_bytes());
 }
 
 // The Model's own buffers (its constructor): parameters and gradients (flat, padded), BatchNorm's
@@ -124,7 +126,7 @@ MemoryEstimate training_memory(const Model& model, const DataSplit& data, const 
   // and the partial batch, and the buffers that gather a batch (shuffled or recorded steps).
   const int64_t samples = data.train.samples, features = data.train.features;
   const int64_t batch = std::min(train.batch, samples);
-  m.data += bytes_of(data.train.x) + bytes_of(data.train.y);
+  m.data += device_bytes(data.train, model.backend());
   m.activations += 2 * sizeof(LossStats);  // the full batches' and the partial batch's
   if (batch > 0) {
     m.activations += network_bytes(model, {.batch = batch, .shards = exec.shards});
@@ -148,7 +150,7 @@ MemoryEstimate training_memory(const Model& model, const DataSplit& data, const 
     const int64_t samples_evaluated = evaluated->samples;
     if (samples_evaluated <= 0) continue;
     const int64_t eval_batch = evaluation_batch(model, samples_evaluated);
-    m.data += bytes_of(evaluated->x) + bytes_of(evaluated->y);
+    m.data += device_bytes(*evaluated, model.backend());
     m.activations += sizeof(LossStats);
     NetworkOptions options{.batch = eval_batch, .training = false, .loss = LossReduction::Sum};
     m.activations += network_bytes(model, options);

@@ -35,8 +35,9 @@ void check_data(const Model& model, const Dataset& data) {
   }
   // Token ids index the embedding table: one out of range would read outside it.
   if (const int64_t vocab = model.token_vocab(); vocab > 0) {
-    for (size_t i = 0; i < data.x.size(); ++i) {
-      const float id = data.x[i];
+    const std::span<const float> x = data.inputs();
+    for (size_t i = 0; i < x.size(); ++i) {
+      const float id = x[i];
       if (!(id >= 0 && id < static_cast<float>(vocab)) ||
           id != static_cast<float>(static_cast<int64_t>(id))) {
         throw UserError(fmt::format(
@@ -57,14 +58,7 @@ RankSlice slice_of(int64_t rows, const DataParallel* data_parallel) {
 // This rank's contiguous slice of a data set.
 Dataset rank_part(const Dataset& data, const DataParallel& data_parallel) {
   const RankSlice s = rank_slice(data.samples, data_parallel.rank(), data_parallel.ranks());
-  Dataset part{s.rows, data.features, data.classes, {}, {}, data.description};
-  const auto f = static_cast<size_t>(data.features);
-  const auto begin = static_cast<size_t>(s.offset), end = static_cast<size_t>(s.offset + s.rows);
-  part.x.assign(data.x.begin() + static_cast<std::ptrdiff_t>(begin * f),
-                data.x.begin() + static_cast<std::ptrdiff_t>(end * f));
-  part.y.assign(data.y.begin() + static_cast<std::ptrdiff_t>(begin),
-                data.y.begin() + static_cast<std::ptrdiff_t>(end));
-  return part;
+  return sample_rows(data, s.offset, s.offset + s.rows);
 }
 
 }  // namespace
@@ -110,8 +104,8 @@ Evaluator::Evaluator(const Model& model, const Dataset& data, const DataParallel
       data_(data),
       data_parallel_(data_parallel),
       batch_(evaluation_batch(model, data.samples)),
-      x_(data_of ? data_of->x_ : to_device(model.backend(), data.x)),
-      y_(data_of ? data_of->y_ : to_device(model.backend(), data.y)),
+      x_(data_of ? data_of->x_ : to_device(model.backend(), data.inputs(), data.owner)),
+      y_(data_of ? data_of->y_ : to_device(model.backend(), data.labels(), data.owner)),
       stats_(model.backend().allocate(sizeof(LossStats))) {
   // The loss is summed over the samples, and divided by their count in run().
   NetworkOptions options{.batch = batch_, .training = false, .loss = LossReduction::Sum};
@@ -161,8 +155,8 @@ TrainPlan::TrainPlan(Model& trained_model, const DataSplit& data, const TrainSpe
       data_parallel(exec.data_parallel),
       full_slice(slice_of(batch, exec.data_parallel)),
       tail_slice(slice_of(samples % batch, exec.data_parallel)),
-      x(sharing.data_of ? sharing.data_of->x : to_device(backend, data.train.x)),
-      y(sharing.data_of ? sharing.data_of->y : to_device(backend, data.train.y)) {
+      x(sharing.data_of ? sharing.data_of->x : to_device(backend, data.train.inputs(), data.train.owner)),
+      y(sharing.data_of ? sharing.data_of->y : to_device(backend, data.train.labels(), data.train.owner)) {
   if (sharing.networks) {
     full.emplace(trained_model, NetworkOptions{.batch = full_slice.rows,
                                                .shards = exec.shards,

@@ -156,12 +156,23 @@ struct TrainPlan {
   bool step_recorded() const { return recorded != nullptr || recorded_in_group; }
 };
 
-// Allocates device memory for `values` and copies them there.
+// Device memory holding `values`: a copy of them, or, where they are borrowed (`owner` keeps them
+// alive: data/arrays.h) and the backend reads host memory in place (Backend::borrow_host), the
+// values themselves.
 template <typename T>
-DeviceBuffer to_device(Backend& backend, const std::vector<T>& values) {
-  DeviceBuffer buffer = backend.allocate(sizeof(T) * values.size());
+DeviceBuffer to_device(Backend& backend, std::span<const T> values,
+                       const std::shared_ptr<const void>& owner = nullptr) {
+  if (owner) {
+    if (DeviceBuffer in_place = backend.borrow_host(values.data(), values.size_bytes(), owner))
+      return in_place;
+  }
+  DeviceBuffer buffer = backend.allocate(values.size_bytes());
   backend.upload(buffer.as<T>(), values.data(), buffer.bytes());
   return buffer;
+}
+template <typename T>
+DeviceBuffer to_device(Backend& backend, const std::vector<T>& values) {
+  return to_device(backend, std::span<const T>(values));
 }
 
 }  // namespace xo

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -188,7 +189,7 @@ TrainResult train_model(Model& model, const Dataset& data, const TrainSpec& trai
                         const EpochCallback& on_epoch = {}, const ExecutionOptions& exec = {});
 
 // The percent of `labels` outside the most frequent class (NaN without labels).
-double majority_class_error(const std::vector<int32_t>& labels);
+double majority_class_error(std::span<const int32_t> labels);
 // A warning when a result's training error is no better than majority_class_error (within half a
 // percentage point): the model predicts one class, or learned nothing else; empty otherwise, and
 // for a run a step limit cut short (a measurement: it had no time to learn).

@@ -21,6 +21,8 @@ PROVIDERS = {
     "OpenMP": None,
     "Git": None,
     "MPI": None,
+    "Python3": None,  # python3-dev, for the module: optional, as pybind11
+    "pybind11": None,  # pybind11-dev: the Python module is built where it is found
     "dnnl": "libdnnl-dev",
     "fmt": "libfmt-dev",
     "nlohmann_json": "nlohmann-json3-dev",

@@ -118,8 +118,8 @@ TEST(Training, ALongRunsEpochRecordsThinOutEvenlyKeepingTheNewestAndTheBest) {
 }
 
 TEST(Training, MajorityClassErrorIsTheShareOutsideTheMostFrequentClass) {
-  EXPECT_DOUBLE_EQ(majority_class_error({0, 1, 1, 1, 2, 1, 0, 1}), 100.0 * 3 / 8);
-  EXPECT_DOUBLE_EQ(majority_class_error({4, 4}), 0.0);
+  EXPECT_DOUBLE_EQ(majority_class_error(std::vector<int32_t>{0, 1, 1, 1, 2, 1, 0, 1}), 100.0 * 3 / 8);
+  EXPECT_DOUBLE_EQ(majority_class_error(std::vector<int32_t>{4, 4}), 0.0);
   EXPECT_TRUE(std::isnan(majority_class_error({})));
 }
 

@@ -12,7 +12,6 @@ namespace xo::cpu {
 namespace {
 
 using dnnl::memory;
-constexpr auto f32 = memory::data_type::f32;
 
 class CpuBatchNorm final : public BatchNormKernel {
  public:

@@ -11,7 +11,6 @@ namespace {
 
 using dnnl::memory;
 using tag = memory::format_tag;
-constexpr auto f32 = memory::data_type::f32;
 
 class CpuConv2d final : public WeightedKernel {
  public:

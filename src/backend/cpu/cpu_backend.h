@@ -58,6 +58,13 @@ class CpuBackend final : public Backend {
   const DeviceInfo& info() const override { return info_; }
 
   DeviceBuffer allocate(size_t bytes) override;
+  // Host memory is this device's: read where it is.
+  DeviceBuffer borrow_host(const void* host, size_t bytes,
+                           const std::shared_ptr<const void>& owner) override {
+    return DeviceBuffer(std::shared_ptr<void>(std::const_pointer_cast<void>(owner),
+                                              const_cast<void*>(host)),
+                        bytes);
+  }
   std::optional<int64_t> free_memory_bytes() const override;
   int64_t bytes_allocated() const override {
     return bytes_allocated_.load(std::memory_order_relaxed);

@@ -27,7 +27,6 @@ namespace {
 
 using dnnl::memory;
 using tag = memory::format_tag;
-constexpr auto f32 = memory::data_type::f32;
 
 class CpuLinear final : public WeightedKernel {
  public:

@@ -20,7 +20,6 @@ namespace {
 
 using dnnl::memory;
 using tag = memory::format_tag;
-constexpr auto f32 = memory::data_type::f32;
 
 // Row b's four blocks of gates (i, f, g, o) in a [rows, 4H] tensor.
 template <typename T>

@@ -13,7 +13,6 @@ namespace {
 
 using dnnl::memory;
 using tag = memory::format_tag;
-constexpr auto f32 = memory::data_type::f32;
 
 class CpuPool2d final : public PoolKernel {
  public:

@@ -13,6 +13,9 @@
 
 namespace xo::cpu {
 
+// The data type of every tensor the CPU kernels hand oneDNN.
+inline constexpr auto f32 = dnnl::memory::data_type::f32;
+
 inline dnnl::algorithm eltwise_algorithm(Activation act) {
   switch (act) {
     case Activation::ReLU:

@@ -1,0 +1,339 @@
+// crossover._crossover: the Python module's C++ half. Each function reads its Python arguments,
+// calls one job of src/job/ (the functions the command line calls) and returns what it gave as
+// Python objects: results as the same JSON text the CLI writes, weights as NumPy arrays.
+// python/crossover/ wraps it in Keras's and scikit-learn's conventions. No Python runs in a step.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <functional>
+#include <memory>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "core/interrupt.h"
+#include "data/source.h"
+#include "io/onnx.h"
+#include "io/safetensors.h"
+#include "job/measuring.h"
+#include "job/predict.h"
+#include "job/train.h"
+#include "model/model.h"
+#include "model/onnx_import.h"
+#include "model/spec.h"
+#include "optim/optimizer.h"
+#include "python/arrays.h"
+#include "python/worker.h"
+#include "report/report_json.h"
+#include "train/plan.h"
+
+namespace xo::python {
+namespace {
+
+// A model as Python holds it: its spec and its state (PyTorch's names), the initialisation the
+// spec gives at first, then what each fit left. Every job makes its own device's copy.
+struct PyModel {
+  ModelSpec spec;
+  std::vector<NamedTensor> weights;
+};
+
+// The spec's own initial state: its seed's draw, or the weights it names.
+std::vector<NamedTensor> initial_weights(const ModelSpec& spec) {
+  const std::unique_ptr<Backend> cpu = make_backend(parse_device("cpu", 1));
+  Model model(spec, *cpu);
+  initialize(model);
+  return model.export_params();
+}
+
+PyModel make_model(ModelSpec spec) {
+  std::vector<NamedTensor> weights = initial_weights(spec);
+  return PyModel{std::move(spec), std::move(weights)};
+}
+
+// The classes its labels index (0: a regression), as Model::classes says.
+int64_t classes_of(const ModelSpec& spec) {
+  if (spec.loss == LossType::BinaryCrossEntropy) return 2;
+  if (spec.loss == LossType::MeanSquaredError) return 0;
+  return model_layout(spec).outputs;
+}
+
+// The model on `device`, holding the Python model's state.
+struct DeviceModel {
+  std::unique_ptr<Backend> backend;
+  std::unique_ptr<Model> model;
+};
+DeviceModel on_device(const PyModel& m, const std::string& device, int threads) {
+  DeviceModel d;
+  d.backend = make_backend(parse_device(device, threads));
+  d.model = std::make_unique<Model>(m.spec, *d.backend);
+  d.model->init(m.spec.train.seed);
+  d.model->import_params(m.weights, m.spec.name);
+  return d;
+}
+
+// Each layer as `summary()` lists it: its type, the shape of one sample after it, its parameters.
+py::list layers(const PyModel& m) {
+  const std::vector<std::vector<int64_t>> shapes = infer_shapes(m.spec);
+  py::list rows;
+  std::vector<int64_t> in = m.spec.input;
+  for (size_t i = 0; i < m.spec.layers.size(); ++i) {
+    int64_t params = 0;
+    for (const ParamShape& p : layer_parameters(m.spec.layers[i], in)) {
+      params += std::accumulate(p.shape.begin(), p.shape.end(), int64_t{1}, std::multiplies<>());
+    }
+    rows.append(py::make_tuple(layer_type_name(m.spec.layers[i].type), shapes[i], params));
+    in = shapes[i];
+  }
+  return rows;
+}
+
+// fit(optimizer="adam"): torch.optim's defaults for that optimizer, as `crossover train
+// --optimizer` takes them (the spec's own where it names the same kind).
+void use_optimizer(TrainSpec& train, const std::string& name) {
+  std::vector<std::string> names;
+  for (OptimizerType type : kOptimizerTypes) {
+    names.emplace_back(optimizer_type_name(type));
+    if (name != names.back()) continue;
+    if (type != train.optimizer.type) train.optimizer = torch_defaults(type);
+    return;
+  }
+  throw UserError(fmt::format("fit(optimizer='{}'): unknown optimizer (expected one of: {})", name,
+                              fmt::join(names, ", ")));
+}
+
+// What fit() is asked beyond its data: where and how to train, and its checkpoints.
+struct FitSettings {
+  std::string optimizer;  // a torch.optim name: its defaults in place of the spec's optimizer
+  std::string device = "cpu", precision = "f32";
+  int threads = 0;
+  std::string checkpoint_dir, checkpoint_every = "60s";
+  bool resume = false, restart = false, verbose = true;
+};
+
+// Trains the model on the arrays (validation: arrays, a fraction held out, or none); its state is
+// what training left, also when a KeyboardInterrupt stopped it (raised once the state is taken).
+// Returns the run's result as `crossover train --json` writes it.
+std::string fit(PyModel& m, const py::array& x, const py::array& y, const py::object& val_x,
+                const py::object& val_y, double validation_split, const std::string& train_toml,
+                const FitSettings& s, const py::object& on_event) {
+  ModelSpec spec = m.spec;
+  if (!s.optimizer.empty()) use_optimizer(spec.train, s.optimizer);
+  if (!train_toml.empty()) apply_train_settings(spec, train_toml, "fit()");
+  const int64_t classes = classes_of(spec);
+  DataSplit split;
+  split.train = borrow_samples(x, y, spec, classes, "fit()");
+  split.train.description = fmt::format("arrays: {} samples", split.train.samples);
+  if (!val_x.is_none()) {
+    split.validation = borrow_samples(val_x.cast<py::array>(), val_y.cast<py::array>(), spec,
+                                      classes, "fit(validation_data=)");
+    split.validation.description = fmt::format("arrays: {} samples", split.validation.samples);
+  } else if (validation_split > 0) {
+    split_validation(split, validation_split, "fit(validation_split=)");
+  }
+  TrainJob job;
+  job.model = spec;
+  job.device = s.device;
+  job.precision = s.precision;
+  job.threads = s.threads;
+  job.quiet = !s.verbose;
+  job.arrays = &split;
+  job.weights = m.weights;
+  job.keep_weights = true;
+  job.checkpoint.every = s.checkpoint_dir.empty() ? "off" : s.checkpoint_every;
+  job.checkpoint.dir = s.checkpoint_dir;
+  job.checkpoint.resume = s.resume;
+  job.checkpoint.restart = s.restart;
+  QueuedHooks hooks;
+  bool interrupted = false;
+  TrainOutcome outcome =
+      run_job_from_python([&] { return train_job(job, hooks); }, hooks, on_event, interrupted);
+  if (!outcome.weights.empty()) m.weights = std::move(outcome.weights);
+  if (interrupted || outcome.run.result.interrupted) raise_keyboard_interrupt();
+  return train_document(outcome.run).dump();
+}
+
+// Loss and accuracy (percent; NaN for a regression) over the arrays, no dropout, no gradient.
+py::dict evaluate(const PyModel& m, const py::array& x, const py::array& y,
+                  const std::string& device, int threads) {
+  const Dataset data = borrow_samples(x, y, m.spec, classes_of(m.spec), "evaluate()");
+  QueuedHooks hooks;
+  bool interrupted = false;
+  const Evaluation e = run_job_from_python(
+      [&] {
+        DeviceModel d = on_device(m, device, threads);
+        Evaluator evaluator(*d.model, data);
+        return evaluator.run();
+      },
+      hooks, py::none(), interrupted);
+  if (interrupted || !e.complete) raise_keyboard_interrupt();
+  py::dict figures;
+  figures["loss"] = e.loss;
+  figures["accuracy_percent"] = e.accuracy;
+  return figures;
+}
+
+// The predictions for every row: (values [rows, columns], labels [rows] or None).
+py::tuple predict(const PyModel& m, const py::array& x, const std::string& device, int threads) {
+  const Dataset rows = borrow_inputs(x, m.spec, "predict()");
+  QueuedHooks hooks;
+  bool interrupted = false;
+  std::optional<Predictions> p = run_job_from_python(
+      [&] {
+        DeviceModel d = on_device(m, device, threads);
+        return predict_rows(*d.model, rows);
+      },
+      hooks, py::none(), interrupted);
+  if (interrupted || !p) raise_keyboard_interrupt();
+  py::array_t<double> values(std::vector<py::ssize_t>{p->rows, p->columns});
+  std::copy(p->values.begin(), p->values.end(), values.mutable_data());
+  if (p->labels.empty()) return py::make_tuple(values, py::none());
+  py::array_t<int32_t> labels(p->rows);
+  std::copy(p->labels.begin(), p->labels.end(), labels.mutable_data());
+  return py::make_tuple(values, labels);
+}
+
+// `crossover advise` on the arrays: the model measured on every device here (or `devices`),
+// predicted and priced elsewhere, the verdict. Returns (the report's folder, its results.json
+// text), or None where a stop came before any run finished.
+py::object advise(const PyModel& m, const py::array& x, const py::array& y, int64_t epochs,
+                  const std::vector<std::string>& devices, const std::string& out, bool overwrite,
+                  const std::string& call, const py::object& on_event) {
+  ModelSpec spec = m.spec;
+  if (epochs > 0) spec.train.epochs = epochs;
+  spec.init_weights = std::make_shared<const std::vector<NamedTensor>>(m.weights);
+  DataSplit split;
+  split.train = borrow_samples(x, y, spec, classes_of(spec), "advise()");
+  split.train.description = fmt::format("arrays: {} samples", split.train.samples);
+  AdviseJob job;
+  job.given = spec;
+  job.measure.arrays = &split;
+  job.measure.settings.devices = devices;
+  job.measure.out = out;
+  job.measure.overwrite = overwrite;
+  job.measure.command_line = call;
+  QueuedHooks hooks;
+  bool interrupted = false;
+  std::optional<JobOutcome> outcome =
+      run_job_from_python([&] { return advise_job(job, hooks); }, hooks, on_event, interrupted);
+  if (interrupted && (!outcome || outcome->stopped)) raise_keyboard_interrupt();
+  if (!outcome) return py::none();
+  return py::make_tuple(outcome->out.string(), to_json(outcome->report).dump());
+}
+
+void translate_errors() {
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const OutOfMemory& e) {
+      PyErr_SetString(PyExc_MemoryError, e.what());
+    } catch (const UserError& e) {
+      PyErr_SetString(PyExc_ValueError, e.what());
+    } catch (const Interrupted& e) {
+      PyErr_SetString(PyExc_KeyboardInterrupt, e.what());
+    }
+  });
+}
+
+// The model's state replaced by `tensors`: every tensor of the model at its exact shape, nothing
+// else (errors name `origin` and the tensor).
+void replace_weights(PyModel& m, const std::vector<NamedTensor>& tensors,
+                     const std::string& origin) {
+  const std::unique_ptr<Backend> cpu = make_backend(parse_device("cpu", 1));
+  Model check(m.spec, *cpu);
+  check.import_params(tensors, origin);
+  m.weights = check.export_params();
+}
+
+PyModel load_model(const std::string& name_or_path) {
+  return make_model(resolve_spec(name_or_path));
+}
+
+PyModel toml_model(const std::string& text, const std::string& origin) {
+  return make_model(parse_spec(text, origin));
+}
+
+PyModel onnx_model(const py::bytes& data, const std::string& origin) {
+  OnnxImport imported = import_onnx(parse_onnx(std::string(data), origin));
+  imported.spec.init_weights =
+      std::make_shared<const std::vector<NamedTensor>>(std::move(imported.weights));
+  return make_model(std::move(imported.spec));
+}
+
+void save_weights(const PyModel& m, const std::string& path) {
+  save_safetensors(path, m.weights,
+                   {{"format", "pt"}, {"model", m.spec.name}, {"producer", "crossover"}});
+}
+
+std::string fit_method(PyModel& m, const py::array& x, const py::array& y, const py::object& val_x,
+                       const py::object& val_y, double validation_split,
+                       const std::string& train_toml, const std::string& optimizer,
+                       const std::string& device, const std::string& precision, int threads,
+                       const std::string& checkpoint_dir, const std::string& checkpoint_every,
+                       bool resume, bool restart, bool verbose, const py::object& on_event) {
+  const FitSettings s{optimizer,        device, precision, threads, checkpoint_dir,
+                      checkpoint_every, resume, restart,   verbose};
+  return fit(m, x, y, val_x, val_y, validation_split, train_toml, s, on_event);
+}
+
+void bind_model(py::module_& m) {
+  py::class_<PyModel>(m, "Model")
+      .def(py::init(&load_model), py::arg("name_or_path"))
+      .def_static("from_toml", &toml_model, py::arg("text"), py::arg("origin"))
+      .def_static("from_onnx", &onnx_model, py::arg("data"), py::arg("origin"))
+      .def_property_readonly("name", [](const PyModel& self) { return self.spec.name; })
+      .def_property_readonly("origin", [](const PyModel& self) { return self.spec.origin; })
+      .def_property_readonly("input_shape", [](const PyModel& self) { return self.spec.input; })
+      .def_property_readonly("classes", [](const PyModel& self) { return classes_of(self.spec); })
+      .def_property_readonly("loss", [](const PyModel& self) { return loss_name(self.spec.loss); })
+      .def_property_readonly("params",
+                             [](const PyModel& self) { return parameter_count(self.spec); })
+      .def_property_readonly("notes", [](const PyModel& self) { return self.spec.notes; })
+      .def("toml", [](const PyModel& self) { return to_toml(self.spec); })
+      .def("layers", &layers)
+      .def("state_dict", [](const PyModel& self) { return to_state_dict(self.weights); })
+      .def(
+          "load_state_dict",
+          [](PyModel& self, const py::dict& state) {
+            replace_weights(self, from_state_dict(state), "load_state_dict()");
+          },
+          py::arg("state"))
+      .def("save", &save_weights, py::arg("path"))
+      .def(
+          "load",
+          [](PyModel& self, const std::string& path) {
+            replace_weights(self, load_safetensors(path), path);
+          },
+          py::arg("path"))
+      .def("fit", &fit_method, py::arg("x"), py::arg("y"), py::arg("val_x"), py::arg("val_y"),
+           py::arg("validation_split"), py::arg("train_toml"), py::arg("optimizer"),
+           py::arg("device"), py::arg("precision"), py::arg("threads"), py::arg("checkpoint_dir"),
+           py::arg("checkpoint_every"), py::arg("resume"), py::arg("restart"), py::arg("verbose"),
+           py::arg("on_event"))
+      .def("evaluate", &evaluate, py::arg("x"), py::arg("y"), py::arg("device"), py::arg("threads"))
+      .def("predict", &predict, py::arg("x"), py::arg("device"), py::arg("threads"));
+}
+
+}  // namespace
+}  // namespace xo::python
+
+PYBIND11_MODULE(_crossover, m) {
+  namespace py = pybind11;
+  using namespace xo;
+  using namespace xo::python;
+  m.doc() = "crossover's engine (the C++ half of the `crossover` package: use that)";
+  translate_errors();
+  m.attr("version") = CROSSOVER_VERSION;
+  bind_model(m);
+  m.def("advise", &advise, py::arg("model"), py::arg("x"), py::arg("y"), py::arg("epochs"),
+        py::arg("devices"), py::arg("out"), py::arg("overwrite"), py::arg("call"),
+        py::arg("on_event"));
+  m.def("builtin_models", &builtin_spec_names);
+  m.def("devices", [] {
+    const DeviceList list = list_devices();
+    return py::make_tuple(list.available, list.unavailable_reasons);
+  });
+}
