@@ -24,11 +24,12 @@ from ._crossover import Model as _EngineModel
 from ._crossover import advise as _advise
 from ._crossover import builtin_models as _builtin_models
 from ._crossover import devices as _devices
+from ._crossover import sweep as _sweep
 from ._crossover import version as __version__
 from ._progress import Progress
 
-__all__ = ["Model", "History", "Advice", "advise", "devices", "builtin_models",
-           "ConversionWarning", "__version__"]
+__all__ = ["Model", "History", "JobReport", "Advice", "Sweep", "advise", "sweep", "devices",
+           "builtin_models", "ConversionWarning", "__version__"]
 
 
 def builtin_models():
@@ -36,11 +37,15 @@ def builtin_models():
     return list(_builtin_models())
 
 
-def devices():
-    """The devices this build can train on here ("cpu", "cuda:0", ...) and, for those it cannot,
-    why: a dict {"available": [...], "unavailable": [...]}."""
-    available, unavailable = _devices()
-    return {"available": list(available), "unavailable": list(unavailable)}
+def devices(probe=False, reprobe=False):
+    """The devices this build can train on here and, for those it cannot, why: a dict
+    {"available": ["cpu", "cuda:0", ...], "unavailable": [...], "info": {id: {kind, name,
+    threads, library, precision, ..., "peaks": ...}}}. probe=True adds each device's measured
+    peaks (f32 matmul GFLOP/s, memory GB/s, fixed costs per step and layer), read from the cache
+    or measured where there is none (reprobe=True measures again), as `crossover devices`."""
+    listed, unavailable = _devices(bool(probe or reprobe), bool(reprobe))
+    info = {d["id"]: d for d in json.loads(listed)}
+    return {"available": list(info), "unavailable": list(unavailable), "info": info}
 
 
 def _existing_path(name_or_path):
@@ -269,14 +274,10 @@ class Model:
                 f"{self.count_params():,} parameters, loss {self.loss})")
 
 
-class Advice:
-    """advise()'s answer: whether a GPU is worth it for this run and why.
-
-    worth_it, sentence (the verdict as the report says it), here / here_seconds (the fastest
-    device measured here and the run's time on it), gpu (the GPU option weighed: its name,
-    seconds, usd, whether predicted, expected error), crossover (where one device overtakes the
-    other), caution; report: the whole results.json; out: the folder holding it, results.csv and
-    report.html (which _repr_html_ shows inline in a notebook)."""
+class JobReport:
+    """A measuring job's report, as the command line writes it: `report` the whole results.json,
+    `out` the folder holding it with results.csv and report.html (which _repr_html_ shows inline
+    in a notebook)."""
 
     def __init__(self, out, report):
         self.out = out
@@ -292,11 +293,16 @@ class Advice:
         self.caution = verdict.get("caution", "")
 
     def to_pandas(self):
-        """The measured runs, one row per (model, device), as a pandas DataFrame."""
+        """The measured runs, one row per (model, device), as a pandas DataFrame: the runs' own
+        figures and each result's (flattened as result.NAME)."""
         import pandas as pd
         rows = []
         for run in self.report.get("runs", []):
-            rows.append({k: v for k, v in run.items() if not isinstance(v, (dict, list))})
+            row = {k: v for k, v in run.items() if not isinstance(v, (dict, list))}
+            for k, v in (run.get("result") or {}).items():
+                if not isinstance(v, (dict, list)):
+                    row[f"result.{k}"] = v
+            rows.append(row)
         return pd.DataFrame(rows)
 
     def _repr_html_(self):
@@ -310,7 +316,36 @@ class Advice:
                 "\" style=\"width:100%;height:640px;border:0\"></iframe>")
 
     def __repr__(self):
-        return f"Advice(worth_it={self.worth_it}, {self.sentence!r})"
+        return f"{type(self).__name__}(worth_it={self.worth_it}, {self.sentence!r})"
+
+
+class Advice(JobReport):
+    """advise()'s answer: whether a GPU is worth it for this run and why.
+
+    worth_it, sentence (the verdict as the report says it), here / here_seconds (the fastest
+    device measured here and the run's time on it), gpu (the GPU option weighed: its name,
+    seconds, usd, whether predicted, expected error), crossover (where one device overtakes the
+    other), caution; report, out, to_pandas() and _repr_html_ as every JobReport."""
+
+
+class Sweep(JobReport):
+    """sweep()'s answer: the model grown along one axis on every device here; `crossover` says
+    where one device overtakes the other, `sentence` the verdict for the largest point."""
+
+
+def _measure_call(model, x, y, name, epochs, devices, out, overwrite):
+    from ._crossover import MeasureCall
+    if not isinstance(model, Model):
+        raise TypeError(f"{name}(model): a crossover.Model expected (got {type(model).__name__})")
+    x = _arrays.samples(x, f"{name}(x)")
+    y = _arrays.labels(y, model.classes, f"{name}(y)")
+    call = MeasureCall()
+    call.epochs = int(epochs or 0)
+    call.devices = list(devices or [])
+    call.out = os.fspath(out or "")
+    call.overwrite = bool(overwrite)
+    call.call = f"crossover.{name}({model.name!r}, x{x.shape}, y, epochs={epochs})"
+    return x, y, call
 
 
 def advise(model, x, y, *, epochs=None, devices=None, out=None, overwrite=False, verbose=1):
@@ -318,18 +353,29 @@ def advise(model, x, y, *, epochs=None, devices=None, out=None, overwrite=False,
     every device here (or `devices`), predicted on the GPUs of the catalog, priced, and judged,
     as `crossover advise` does; the report is written to `out` (crossover-results/ by default,
     or a dated folder beside it). Returns an Advice."""
-    if not isinstance(model, Model):
-        raise TypeError(f"advise(model): a crossover.Model expected (got {type(model).__name__})")
-    x = _arrays.samples(x, "advise(x)")
-    y = _arrays.labels(y, model.classes, "advise(y)")
-    call = f"crossover.advise({model.name!r}, x{x.shape}, y, epochs={epochs})"
+    x, y, call = _measure_call(model, x, y, "advise", epochs, devices, out, overwrite)
     progress = Progress(verbose)
     try:
-        answer = _advise(model._engine, x, y, int(epochs or 0), list(devices or []),
-                         os.fspath(out or ""), bool(overwrite), call, progress)
+        answer = _advise(model._engine, x, y, call, progress)
     finally:
         progress.close()
     if answer is None:
         raise KeyboardInterrupt("advise(): stopped before any run finished")
-    folder, report = answer
-    return Advice(folder, json.loads(report))
+    return Advice(answer[0], json.loads(answer[1]))
+
+
+def sweep(model, x, y, vary, *, epochs=None, devices=None, out=None, overwrite=False, verbose=1):
+    """Where does a GPU overtake the CPU as the model grows? `model` grown along `vary` (an axis
+    and its values, as `crossover sweep --vary`: "width=64,128,256", "depth=2,4,8",
+    "batch=32,256") on every device here (or `devices`), trained on x, y, as `crossover sweep`
+    does; the report is written to `out`. Returns a Sweep."""
+    if not isinstance(vary, str) or "=" not in vary:
+        raise ValueError(f"sweep(vary={vary!r}): expected AXIS=V1,V2,... such as "
+                         "\"width=64,128,256\"")
+    x, y, call = _measure_call(model, x, y, "sweep", epochs, devices, out, overwrite)
+    progress = Progress(verbose)
+    try:
+        folder, report = _sweep(model._engine, x, y, vary, call, progress)
+    finally:
+        progress.close()
+    return Sweep(folder, json.loads(report))

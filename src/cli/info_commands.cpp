@@ -9,6 +9,7 @@
 #include "cli/progress.h"
 #include "core/format.h"
 #include "measure/nvml.h"
+#include "job/devices.h"
 #include "measure/peaks.h"
 #include "measure/profile.h"
 #include "model/cost.h"
@@ -55,15 +56,13 @@ struct DevicesOptions {
 };
 
 int run_devices(const DevicesOptions& o) {
-  const bool probe = !o.no_probe, reprobe = o.reprobe;
-  const DeviceList list = list_devices();
-  for (const auto& id : list.available) {
-    auto backend = make_backend(parse_device(id, 0));
-    const DeviceInfo& d = backend->info();
+  const DevicesOutcome found = devices_job(!o.no_probe, o.reprobe);
+  for (const DeviceEntry& e : found.devices) {
+    const DeviceInfo& d = e.info;
     fmt::print("{}: {}\n  threads: {}\n  library: {}\n", d.id, d.name, d.threads, d.library);
     for (const auto& [k, v] : d.details) fmt::print("  {}: {}\n", k, v);
-    if (!probe) continue;
-    const DevicePeaks p = device_peaks(*backend, reprobe, default_peaks_cache());
+    if (!e.peaks) continue;
+    const DevicePeaks& p = *e.peaks;
     fmt::print(
         "  measured peak: {:.1f} GFLOP/s f32 matmul ({}^3), {:.1f} GB/s memory, fixed costs "
         "{:.2f} us per step + {:.2f} us per layer ({} {}{})\n",
@@ -71,6 +70,7 @@ int run_devices(const DevicesOptions& o) {
         p.cached ? "cached from" : "probed", p.probed,
         p.cached ? "; --reprobe measures again" : "");
     if (!o.profile && !o.reprofile) continue;
+    auto backend = make_backend(parse_device(d.id, 0));
     Progress progress;
     const DeviceProfile profile = local_profile(
         *backend, {o.reprofile, {}, machine_line(describe_machine())},
@@ -93,7 +93,7 @@ int run_devices(const DevicesOptions& o) {
              nvml.available()
                  ? fmt::format("driver {}, {} GPU(s)", nvml.driver_version(), nvml.device_count())
                  : "n/a (" + nvml.why() + ")");
-  for (const auto& why : list.unavailable_reasons) fmt::print("not available: {}\n", why);
+  for (const auto& why : found.unavailable) fmt::print("not available: {}\n", why);
   return 0;
 }
 

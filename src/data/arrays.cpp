@@ -9,7 +9,7 @@
 
 namespace xo {
 
-Dataset borrow_arrays(const SampleArrays& a, int64_t classes, const std::string& description) {
+Dataset borrow_arrays(const SampleArrays& a, int64_t classes) {
   if (a.samples <= 0 || a.features <= 0) {
     throw UserError(
         fmt::format("{} holds {} samples of {} features (expected at least one of each)", a.x_name,
@@ -37,7 +37,8 @@ Dataset borrow_arrays(const SampleArrays& a, int64_t classes, const std::string&
           a.y_name, s, labels[s], classes - 1, classes));
     }
   }
-  Dataset d{a.samples, a.features, classes, {}, {}, description};
+  Dataset d{a.samples, a.features, classes, {}, {}, fmt::format("{}: {} samples", kArraysData,
+                                                                 a.samples)};
   d.borrowed_x = a.x;
   d.borrowed_y = labels;
   d.owner = a.owner;

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "data/dataset.h"
 
@@ -23,9 +24,13 @@ struct SampleArrays {
               y_name = "y";  // as the caller named them: "fit(x)", "validation_data[1]"
 };
 
+// How such a data set describes itself ("arrays in memory: 1000 samples"): results.json records
+// it, and `crossover replay` refuses a run that trained on one (its data is not in the file).
+inline constexpr std::string_view kArraysData = "arrays in memory";
+
 // A borrowed data set of `arrays` for a model of `classes` classes (0: a regression). Throws
 // UserError, naming the array and the sample, for no samples, a feature that is not a finite
 // float32, a label outside [0, classes), a target that is not finite.
-Dataset borrow_arrays(const SampleArrays& arrays, int64_t classes, const std::string& description);
+Dataset borrow_arrays(const SampleArrays& arrays, int64_t classes);
 
 }  // namespace xo

@@ -287,7 +287,7 @@ std::optional<JobOutcome> rank_sweep_job(const MeasureJob& o, const ModelSpec& b
 }
 
 JobOutcome sweep_job(const MeasureJob& o, JobHooks& hooks) {
-  const ModelSpec base = resolve_spec_with(o.spec, o.measure.data);
+  const ModelSpec base = o.given ? *o.given : resolve_spec_with(o.spec, o.measure.data);
   tell_spec_notes(hooks, base);
   const SweepPoints points = sweep_points(base, o, hooks);
   const Catalog catalog = load_user_catalog(o.cost);

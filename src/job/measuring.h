@@ -33,6 +33,9 @@ struct MeasureJob {
   std::string vary;                 // sweep: AXIS=V1,V2,... (empty: the disc family's depth)
   std::string reduce = "auto";      // sweep along ranks: how the gradients are summed
   int trials = 0;                   // sweep: each point K trials fused (0: one run)
+  // The Python module's: the model itself in place of `spec`'s name (its data in
+  // measure.arrays).
+  std::optional<ModelSpec> given;
 };
 
 // What `advise` and `cost` are asked.

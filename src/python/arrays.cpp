@@ -68,7 +68,7 @@ SampleArrays sample_arrays(const py::array& x, const ModelSpec& spec, const std:
 }  // namespace
 
 Dataset borrow_inputs(const py::array& x, const ModelSpec& spec, const std::string& what) {
-  return borrow_arrays(sample_arrays(x, spec, what), 0, what);
+  return borrow_arrays(sample_arrays(x, spec, what), 0);
 }
 
 Dataset borrow_samples(const py::array& x, const py::array& y, const ModelSpec& spec,
@@ -85,7 +85,7 @@ Dataset borrow_samples(const py::array& x, const py::array& y, const ModelSpec& 
                                 shape_text(y), a.samples, a.samples));
   }
   a.y = y.data();
-  return borrow_arrays(a, classes, what);
+  return borrow_arrays(a, classes);
 }
 
 py::array_t<float> to_numpy(const NamedTensor& t) {

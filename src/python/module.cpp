@@ -17,8 +17,10 @@
 #include "core/error.h"
 #include "core/interrupt.h"
 #include "data/source.h"
+#include "io/json_fields.h"
 #include "io/onnx.h"
 #include "io/safetensors.h"
+#include "job/devices.h"
 #include "job/measuring.h"
 #include "job/predict.h"
 #include "job/train.h"
@@ -29,6 +31,7 @@
 #include "python/arrays.h"
 #include "python/worker.h"
 #include "report/report_json.h"
+#include "report/result_fields.h"
 #include "train/plan.h"
 
 namespace xo::python {
@@ -126,11 +129,9 @@ std::string fit(PyModel& m, const py::array& x, const py::array& y, const py::ob
   const int64_t classes = classes_of(spec);
   DataSplit split;
   split.train = borrow_samples(x, y, spec, classes, "fit()");
-  split.train.description = fmt::format("arrays: {} samples", split.train.samples);
   if (!val_x.is_none()) {
     split.validation = borrow_samples(val_x.cast<py::array>(), val_y.cast<py::array>(), spec,
                                       classes, "fit(validation_data=)");
-    split.validation.description = fmt::format("arrays: {} samples", split.validation.samples);
   } else if (validation_split > 0) {
     split_validation(split, validation_split, "fit(validation_split=)");
   }
@@ -196,32 +197,93 @@ py::tuple predict(const PyModel& m, const py::array& x, const std::string& devic
   return py::make_tuple(values, labels);
 }
 
-// `crossover advise` on the arrays: the model measured on every device here (or `devices`),
-// predicted and priced elsewhere, the verdict. Returns (the report's folder, its results.json
-// text), or None where a stop came before any run finished.
-py::object advise(const PyModel& m, const py::array& x, const py::array& y, int64_t epochs,
-                  const std::vector<std::string>& devices, const std::string& out, bool overwrite,
-                  const std::string& call, const py::object& on_event) {
+// What a measuring job from Python is asked beyond its model and arrays.
+struct MeasureCall {
+  int64_t epochs = 0;                // 0: the spec's
+  std::vector<std::string> devices;  // empty: every device here
+  std::string out;                   // empty: crossover-results/ (or a dated folder)
+  bool overwrite = false;
+  std::string call;  // the Python call, as the manifest records it
+};
+
+// The model with its state as the measuring jobs take it, and the arrays they train on.
+ModelSpec measured_spec(const PyModel& m, int64_t epochs) {
   ModelSpec spec = m.spec;
   if (epochs > 0) spec.train.epochs = epochs;
   spec.init_weights = std::make_shared<const std::vector<NamedTensor>>(m.weights);
-  DataSplit split;
-  split.train = borrow_samples(x, y, spec, classes_of(spec), "advise()");
-  split.train.description = fmt::format("arrays: {} samples", split.train.samples);
+  return spec;
+}
+MeasureOptions measure_options(const MeasureCall& c, const DataSplit& split) {
+  MeasureOptions o;
+  o.arrays = &split;
+  o.settings.devices = c.devices;
+  o.out = c.out;
+  o.overwrite = c.overwrite;
+  o.command_line = c.call;
+  return o;
+}
+// A measuring job's report: (the folder it was written to, its results.json text).
+py::tuple written(const JobOutcome& outcome) {
+  return py::make_tuple(outcome.out.string(), to_json(outcome.report).dump());
+}
+
+// `crossover advise` on the arrays: the model measured on every device here (or `devices`),
+// predicted and priced elsewhere, the verdict. None where a stop came before any run finished.
+py::object advise(const PyModel& m, const py::array& x, const py::array& y, const MeasureCall& c,
+                  const py::object& on_event) {
   AdviseJob job;
-  job.given = spec;
-  job.measure.arrays = &split;
-  job.measure.settings.devices = devices;
-  job.measure.out = out;
-  job.measure.overwrite = overwrite;
-  job.measure.command_line = call;
+  job.given = measured_spec(m, c.epochs);
+  DataSplit split;
+  split.train = borrow_samples(x, y, *job.given, classes_of(job.given.value()), "advise()");
+  const AdviseJob defaults;
+  job.measure = measure_options(c, split);
+  job.measure.settings.max_steps = defaults.measure.settings.max_steps;
+  job.measure.settings.profile_steps = defaults.measure.settings.profile_steps;
   QueuedHooks hooks;
   bool interrupted = false;
   std::optional<JobOutcome> outcome =
       run_job_from_python([&] { return advise_job(job, hooks); }, hooks, on_event, interrupted);
   if (interrupted && (!outcome || outcome->stopped)) raise_keyboard_interrupt();
   if (!outcome) return py::none();
-  return py::make_tuple(outcome->out.string(), to_json(outcome->report).dump());
+  return written(*outcome);
+}
+
+// `crossover sweep` on the arrays: the model grown along `vary` ("width=64,128,256") on every
+// device here, the crossover where one device overtakes the other.
+py::tuple sweep(const PyModel& m, const py::array& x, const py::array& y, const std::string& vary,
+                const MeasureCall& c, const py::object& on_event) {
+  MeasureJob job;
+  job.given = measured_spec(m, c.epochs);
+  job.vary = vary;
+  DataSplit split;
+  split.train = borrow_samples(x, y, *job.given, classes_of(job.given.value()), "sweep()");
+  job.measure = measure_options(c, split);
+  QueuedHooks hooks;
+  bool interrupted = false;
+  JobOutcome outcome =
+      run_job_from_python([&] { return sweep_job(job, hooks); }, hooks, on_event, interrupted);
+  if (interrupted && outcome.stopped) raise_keyboard_interrupt();
+  return written(outcome);
+}
+
+// `crossover devices`: (the devices as JSON text, a list of {device_info, peaks or null}; why the
+// others are not there).
+py::tuple devices(bool probe, bool reprobe) {
+  QueuedHooks hooks;
+  bool interrupted = false;
+  const DevicesOutcome found = run_job_from_python([&] { return devices_job(probe, reprobe); },
+                                                   hooks, py::none(), interrupted);
+  if (interrupted) raise_keyboard_interrupt();
+  nlohmann::json list = nlohmann::json::array();
+  for (const DeviceEntry& e : found.devices) {
+    nlohmann::json entry = fields_json(e.info, result_fields::device_info);
+    entry["id"] = e.info.id;
+    entry["peaks"] =
+        e.peaks ? fields_json(*e.peaks, [](auto& io, auto& p) { peaks_fields(io, p, true); })
+                : nlohmann::json();
+    list.push_back(std::move(entry));
+  }
+  return py::make_tuple(list.dump(), found.unavailable);
 }
 
 void translate_errors() {
@@ -328,12 +390,17 @@ PYBIND11_MODULE(_crossover, m) {
   translate_errors();
   m.attr("version") = CROSSOVER_VERSION;
   bind_model(m);
-  m.def("advise", &advise, py::arg("model"), py::arg("x"), py::arg("y"), py::arg("epochs"),
-        py::arg("devices"), py::arg("out"), py::arg("overwrite"), py::arg("call"),
+  py::class_<MeasureCall>(m, "MeasureCall")
+      .def(py::init<>())
+      .def_readwrite("epochs", &MeasureCall::epochs)
+      .def_readwrite("devices", &MeasureCall::devices)
+      .def_readwrite("out", &MeasureCall::out)
+      .def_readwrite("overwrite", &MeasureCall::overwrite)
+      .def_readwrite("call", &MeasureCall::call);
+  m.def("advise", &advise, py::arg("model"), py::arg("x"), py::arg("y"), py::arg("call"),
         py::arg("on_event"));
+  m.def("sweep", &sweep, py::arg("model"), py::arg("x"), py::arg("y"), py::arg("vary"),
+        py::arg("call"), py::arg("on_event"));
   m.def("builtin_models", &builtin_spec_names);
-  m.def("devices", [] {
-    const DeviceList list = list_devices();
-    return py::make_tuple(list.available, list.unavailable_reasons);
-  });
+  m.def("devices", &devices, py::arg("probe"), py::arg("reprobe"));
 }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "data/arrays.h"
 #include "model/spec.h"
 
 namespace xo {
@@ -56,6 +57,12 @@ void check_recorded_epochs(const Report& recorded, const Manifest& manifest,
     const TrainResult& r = run.result;
     const std::string where =
         fmt::format("{}: runs[{}] ('{}' on {})", file, i, r.model, r.device.id);
+    if (r.data.starts_with(kArraysData)) {
+      throw UserError(fmt::format(
+          "{}: trained on {} (the Python module's arrays), which the file does not hold: cannot "
+          "replay",
+          where, r.data));
+    }
     const ModelSpec spec = parse_spec(run.spec_toml, where + ": spec_toml");
     const int64_t epochs = m.epochs.value_or(spec.train.epochs);
     const int64_t done = epochs_completed(r);

@@ -103,6 +103,10 @@ def test_an_onnx_file_is_a_model(tmp_path):
 
 
 def test_devices_and_builtin_models_are_listed():
-    assert "cpu" in crossover.devices()["available"]
+    found = crossover.devices()
+    assert "cpu" in found["available"]
+    assert found["info"]["cpu"]["kind"] == "cpu" and found["info"]["cpu"]["peaks"] is None
+    peaks = crossover.devices(probe=True)["info"]["cpu"]["peaks"]
+    assert peaks["matmul_gflops"] > 0 and peaks["bandwidth_gbs"] > 0
     assert "disc-8" in crossover.builtin_models()
     assert crossover.__version__
