@@ -55,12 +55,21 @@ def installed(package):
     return r.returncode == 0 and "install ok installed" in r.stdout
 
 
+# Folders whose files stay: hiding one replaces its folder by links, and CMake, run from
+# /usr/bin/cmake through such a link, no longer finds its own modules beside itself (python3-dev's
+# python3-config is there). What the build finds of a package is its headers, libraries and CMake
+# files, never a program in these.
+KEPT_FOLDERS = ("/usr/bin/", "/usr/sbin/", "/bin/", "/sbin/")
+
+
 def hidden_files(packages):
     """Every file (not folder) the build could find of these packages."""
     files = []
     for p in packages:
         listing = subprocess.run(["dpkg", "-L", p], capture_output=True, text=True, check=True)
         for path in listing.stdout.splitlines():
+            if path.startswith(KEPT_FOLDERS):
+                continue
             if path.startswith("/") and (os.path.islink(path) or os.path.isfile(path)):
                 files.append(path)
     return files
