@@ -12,7 +12,7 @@
 //    all-gather's exchange of the chunk just summed, each phase timed alone on a message-sized
 //    buffer).
 // Every figure is the median of `repeat` calls after 3 warm-ups, each call the slower rank's.
-// glibc's large-allocation threshold is raised as the World in src/dist/mpi.cpp does.
+// glibc's large-allocation threshold is raised as the World in src/distributed/mpi.cpp does.
 #include <malloc.h>
 #include <mpi.h>
 

@@ -7,7 +7,7 @@
 //   mpirun -np 2 build/bench/crossover_mpi_sum_paths [MiB] [repeat]     (default: 43 MiB, 12)
 //
 // 43 MiB is disc-12's flat gradient buffer. glibc's large-allocation threshold is raised as the
-// World in src/dist/mpi.cpp does, so that MPI's scratch buffers stay in the heap.
+// World in src/distributed/mpi.cpp does, so that MPI's scratch buffers stay in the heap.
 #include <malloc.h>
 #include <mpi.h>
 

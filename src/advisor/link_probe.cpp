@@ -6,7 +6,7 @@
 #include <functional>
 
 #include "backend/backend.h"
-#include "dist/mpi.h"
+#include "distributed/mpi.h"
 #include "train/stats.h"
 #include "train/trainer.h"
 

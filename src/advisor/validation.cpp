@@ -11,7 +11,7 @@
 #include "core/error.h"
 #include "core/file.h"
 #include "core/interrupt.h"
-#include "dist/process.h"
+#include "distributed/process.h"
 #include "model/spec.h"
 
 namespace xo {

@@ -17,7 +17,7 @@
 #include "core/error.h"
 #include "core/file.h"
 #include "core/format.h"
-#include "dist/mpi.h"
+#include "distributed/mpi.h"
 #include "report/machine.h"
 #include "report/report_json.h"
 

@@ -15,8 +15,8 @@
 #include "core/error.h"
 #include "core/format.h"
 #include "core/interrupt.h"
-#include "dist/mpi.h"
-#include "dist/process.h"
+#include "distributed/mpi.h"
+#include "distributed/process.h"
 
 namespace {
 
@@ -139,8 +139,8 @@ int main(int argc, char** argv) {
   // line as it ends), as it reaches a terminal: redirected output is not held back in a buffer
   // until the end, or lost with it when the process is ended.
   std::setvbuf(stdout, nullptr, _IOLBF, BUFSIZ);
-  // A process a search started before its job was known (dist/process.h's ParkedProcess): the job
-  // comes as its arguments, and runs as if it had been started with them.
+  // A process a search started before its job was known (distributed/process.h's
+  // ParkedProcess): the job comes as its arguments, and runs as if it had been started with them.
   std::vector<std::string> job;
   std::vector<char*> job_argv;
   if (argc == 2 && std::string_view(argv[1]) == "--parked") {

@@ -6,7 +6,7 @@
 #include "core/error.h"
 #include "core/format.h"
 #include "core/interrupt.h"
-#include "dist/mpi.h"
+#include "distributed/mpi.h"
 
 namespace xo::cli {
 

@@ -14,7 +14,7 @@
 #include "cli/options.h"
 #include "cli/terminal_hooks.h"
 #include "core/error.h"
-#include "dist/mpi.h"
+#include "distributed/mpi.h"
 #include "job/measuring.h"
 #include "job/run_notes.h"
 #include "report/terminal.h"

@@ -10,7 +10,7 @@
 #include "cli/messages.h"
 #include "cli/options.h"
 #include "cli/terminal_hooks.h"
-#include "dist/mpi.h"
+#include "distributed/mpi.h"
 #include "job/train.h"
 #include "optim/optimizer.h"
 #include "report/train_text.h"

@@ -18,7 +18,7 @@
 #include "job/run_notes.h"
 #include "cli/options.h"
 #include "core/format.h"
-#include "dist/mpi.h"
+#include "distributed/mpi.h"
 #include "report/files.h"
 #include "report/machine.h"
 #include "report/report_json.h"

@@ -14,7 +14,7 @@
 #include "core/error.h"
 #include "core/file.h"
 #include "core/format.h"
-#include "dist/mpi.h"
+#include "distributed/mpi.h"
 #include "job/hooks.h"
 #include "job/run_notes.h"
 #include "job/session.h"

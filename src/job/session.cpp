@@ -15,7 +15,7 @@
 #include "core/format.h"
 #include "core/hash.h"
 #include "core/interrupt.h"
-#include "dist/mpi.h"
+#include "distributed/mpi.h"
 #include "job/hooks.h"
 #include "job/run_notes.h"
 #include "measure/sampler.h"

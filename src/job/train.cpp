@@ -13,7 +13,7 @@
 #include "core/file.h"
 #include "core/format.h"
 #include "data/source.h"
-#include "dist/mpi.h"
+#include "distributed/mpi.h"
 #include "io/safetensors.h"
 #include "job/hooks.h"
 #include "job/run_notes.h"

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "dist/mpi.h"
+#include "distributed/mpi.h"
 #include "model/model.h"
 
 namespace xo {

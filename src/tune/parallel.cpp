@@ -11,7 +11,7 @@
 #include "backend/backend.h"
 #include "core/error.h"
 #include "core/file.h"
-#include "dist/process.h"
+#include "distributed/process.h"
 #include "model/model.h"
 #include "train/trials.h"
 #include "tune/trial_process.h"

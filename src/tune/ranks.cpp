@@ -14,8 +14,8 @@
 #include "core/error.h"
 #include "core/file.h"
 #include "core/interrupt.h"
-#include "dist/mpi.h"
-#include "dist/process.h"
+#include "distributed/mpi.h"
+#include "distributed/process.h"
 
 namespace xo {
 namespace {

@@ -20,7 +20,7 @@
 #include "core/file.h"
 #include "core/interrupt.h"
 #include "data/source.h"
-#include "dist/mpi.h"
+#include "distributed/mpi.h"
 #include "measure/peaks.h"
 #include "model/cost.h"
 #include "model/model.h"

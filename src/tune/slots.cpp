@@ -10,8 +10,8 @@
 #include <thread>
 
 #include "backend/backend.h"
-#include "dist/mpi.h"
-#include "dist/process.h"
+#include "distributed/mpi.h"
+#include "distributed/process.h"
 #include "tune/parallel.h"
 #include "tune/ranks.h"
 

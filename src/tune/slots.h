@@ -1,8 +1,8 @@
 // Where a search's trials run, and the runner of their processes. A slot is a device of a rank
 // with the CPU threads each trial gets there; it runs one trial at a time. This process's slots
-// start `crossover train` processes (dist/process.h); another rank's are sent the same arguments
-// and start them there (tune/ranks.h). The runner knows processes and ranks, not trials: the
-// search decides what runs where.
+// start `crossover train` processes (distributed/process.h); another rank's are sent the same
+// arguments and start them there (tune/ranks.h). The runner knows processes and ranks, not
+// trials: the search decides what runs where.
 #pragma once
 
 #include <sys/types.h>
@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "dist/process.h"
+#include "distributed/process.h"
 #include "tune/record.h"
 
 namespace xo::mpi {
@@ -63,9 +63,9 @@ class TrialRunner {
   // run on other ranks, whose ends come as messages, or where the kernel has no pidfd_open).
   void wait_for_end(std::chrono::milliseconds at_most) const;
 
-  // Starts the process of the next job before its slot frees (dist/process.h's ParkedProcess), so
-  // that the next start here takes it instead of a process's start; one at most, and none for
-  // trials on other ranks.
+  // Starts the process of the next job before its slot frees (distributed/process.h's
+  // ParkedProcess), so that the next start here takes it instead of a process's start; one at
+  // most, and none for trials on other ranks.
   void park();
   // The parked process, unused, ends (the search ends, or stops).
   void unpark() { parked_.reset(); }

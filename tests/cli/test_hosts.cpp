@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "core/file.h"
-#include "dist/mpi.h"
+#include "distributed/mpi.h"
 #include "io/safetensors.h"
 #include "support/cli.h"
 #include "support/process.h"

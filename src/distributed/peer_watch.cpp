@@ -1,5 +1,5 @@
-// A rank watching the job's other ranks on its machine (dist/peer_watch.h), through /proc.
-#include "dist/peer_watch.h"
+// A rank watching the job's other ranks on its machine (distributed/peer_watch.h), through /proc.
+#include "distributed/peer_watch.h"
 
 #include <fmt/format.h>
 #include <poll.h>

@@ -1,4 +1,4 @@
-#include "dist/process.h"
+#include "distributed/process.h"
 
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -15,7 +15,7 @@
 
 #include "core/error.h"
 #include "core/interrupt.h"
-#include "dist/mpi.h"
+#include "distributed/mpi.h"
 
 namespace xo {
 

@@ -2,8 +2,8 @@
 #include <cstdlib>
 
 #include "core/error.h"
-#include "dist/mpi.h"
-#include "dist/peer_watch.h"
+#include "distributed/mpi.h"
+#include "distributed/peer_watch.h"
 
 namespace xo::mpi {
 

@@ -1,5 +1,5 @@
 // The World over OpenMPI's C API.
-#include "dist/mpi.h"
+#include "distributed/mpi.h"
 
 #include <fmt/format.h>
 #include <malloc.h>
@@ -16,7 +16,7 @@
 #include "core/error.h"
 #include "core/format.h"
 #include "core/interrupt.h"
-#include "dist/peer_watch.h"
+#include "distributed/peer_watch.h"
 
 // One checked-call macro for MPI: a failed call is an internal error naming the call and MPI's
 // message (MPI's default handler would abort the job without one).

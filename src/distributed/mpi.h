@@ -68,10 +68,10 @@ class World {
   // Ends every rank of the job now with `code` (an error on one rank must not leave the others
   // waiting).
   [[noreturn]] void abort(int code) const;
-  // The job's World watches its other ranks on this machine (dist/peer_watch.h): one that ends
-  // while the job runs is reported by every rank left, which then ends with kExitRankLost, adding
-  // `note()` (the last checkpoint, say) to its message. The watch stops in the destructor, and
-  // every rank waits there for the others before any leaves.
+  // The job's World watches its other ranks on this machine (distributed/peer_watch.h): one that
+  // ends while the job runs is reported by every rank left, which then ends with kExitRankLost,
+  // adding `note()` (the last checkpoint, say) to its message. The watch stops in the destructor,
+  // and every rank waits there for the others before any leaves.
   void on_lost_rank(std::function<std::string()> note) const;
 
   // Collectives over every rank of the job, in place: each rank's values replaced by the sum (or

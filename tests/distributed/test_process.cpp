@@ -1,6 +1,6 @@
-// crossover starting crossover (dist/process.h): the child is this very binary (here the test
-// binary, run with gtest's own flags), its output appended to the log, its exit code given as a
-// shell gives it, and no MPI launcher variable reaches it.
+// crossover starting crossover (distributed/process.h): the child is this very binary (here the
+// test binary, run with gtest's own flags), its output appended to the log, its exit code given as
+// a shell gives it, and no MPI launcher variable reaches it.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -9,7 +9,7 @@
 #include <fstream>
 #include <string>
 
-#include "dist/process.h"
+#include "distributed/process.h"
 #include "core/file.h"
 #include "support/temp_dir.h"
 

@@ -4,7 +4,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "dist/mpi.h"
+#include "distributed/mpi.h"
 
 namespace xo::mpi {
 
