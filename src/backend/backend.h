@@ -167,7 +167,7 @@ class DropoutKernel {
  public:
   virtual ~DropoutKernel() = default;
   // `step` (device memory) numbers the training step; it is read when the kernel runs, so that a
-  // recorded step (Backend::capture) draws a new mask each time it is replayed.
+  // recorded step (Backend::capture) draws a new mask each time it is launched.
   virtual void forward(const float* src, float* dst, const uint64_t* step) = 0;
   virtual void backward(const float* d_dst, float* d_src) = 0;
 };
@@ -304,8 +304,8 @@ class OptimizerKernel {
   }
   // Number of steps taken (Adam's bias correction and SGD's first-step momentum depend on it).
   virtual int64_t steps() const = 0;
-  // What a checkpoint saves and a resumed run restores: the state buffers (none for plain SGD)
-  // and the step count. set_steps is queued like a step, so a recorded step replays after it.
+  // What a checkpoint saves and a resumed run restores: the state buffers (none for plain SGD) and
+  // the step count. set_steps is queued like a step, so a recorded step launched after it sees it.
   virtual std::vector<OptimizerStateBuffer> state_buffers() = 0;
   virtual void set_steps(int64_t steps) = 0;
   // The learning rate of the steps from the next one on (a schedule, between epochs; the GPU's
@@ -329,11 +329,11 @@ class Collective {
   virtual void sum(float* data, int64_t n) = 0;
 };
 
-// Work recorded by Backend::capture, replayed as a whole (one launch for a whole training step).
+// Work recorded by Backend::capture, launched as a whole (one launch for a whole training step).
 class RecordedWork {
  public:
   virtual ~RecordedWork() = default;
-  virtual void replay() = 0;
+  virtual void launch() = 0;  // the recorded work, queued again as a whole
 };
 
 // Numbered timestamps in a backend's queue: mark(i) when the work queued so far is done.
@@ -438,7 +438,7 @@ class Backend {
   virtual void fill_zero(void* device_dst, size_t bytes) = 0;
   // Selects the next batch: dst[r] = src[order[*position + r]] for r < rows (rows of row_floats
   // floats; labels likewise), then *position += rows. `position` lives in device memory, so a
-  // recorded step picks the next batch each time it is replayed, without the host.
+  // recorded step picks the next batch each time it is launched, without the host.
   virtual void next_batch(const float* src, const int32_t* src_labels, const int32_t* order,
                           int64_t* position, int64_t rows, int64_t row_floats, float* dst,
                           int32_t* dst_labels) = 0;

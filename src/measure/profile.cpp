@@ -50,15 +50,15 @@ double median_us(Backend& be, Body&& body) {
   return median_us(be, body, [] {});
 }
 
-// On a backend that queues its work (a GPU) a call's cost is not a call waited for: a step
-// launches every kernel without waiting (`--no-graph`), or replays them all as one recorded
-// graph (the default). Both are timed here as the engine runs them, by the device's own clock:
-// `stream_us` for calls queued back to back, `graph_us` for calls recorded in one graph and
-// replayed. Each is the slope between runs of n and 3n calls (medians of 9 runs each), so that
-// the marks' own cost and a graph's launch cancel out and what is left is what one more call
-// adds to a step. `before` runs untimed before each run of calls, not before each call: the
-// kernels timed here take as long on the values their previous call left (a backward pass's
-// output gradient, used as scratch) as on fresh ones.
+// On a backend that queues its work (a GPU) a call's cost is not a call waited for: a step launches
+// every kernel without waiting (`--no-graph`), or launches them all as one recorded graph (the
+// default). Both are timed here as the engine runs them, by the device's own clock: `stream_us` for
+// calls queued back to back, `graph_us` for calls recorded in one graph and launched whole. Each is
+// the slope between runs of n and 3n calls (medians of 9 runs each), so that the marks' own cost
+// and a graph's launch cancel out and what is left is what one more call adds to a step. `before`
+// runs untimed before each run of calls, not before each call: the kernels timed here take as long
+// on the values their previous call left (a backward pass's output gradient, used as scratch) as on
+// fresh ones.
 struct QueuedTimes {
   double stream_us = 0, graph_us = 0;
 };
@@ -98,7 +98,7 @@ QueuedTimes queued_us(Backend& be, Body&& body, Before&& before) {
   const std::unique_ptr<RecordedWork> longer = be.capture(calls(3 * n));
   if (!shorter || !longer) return out;  // cannot record: no graph time
   out.graph_us =
-      std::max(0.0, (median_of([&] { longer->replay(); }) - median_of([&] { shorter->replay(); })) /
+      std::max(0.0, (median_of([&] { longer->launch(); }) - median_of([&] { shorter->launch(); })) /
                         (2 * n));
   return out;
 }
@@ -441,12 +441,12 @@ struct Profiler {
 // wide, batch 1), less its kernels' samples.
 // A GPU's training step as the trainer times it: marks before and after each step in the queue,
 // the host running ahead (it waits only at the end of an epoch), the median of the steps between
-// their marks; `graph`: the step recorded once and replayed, as by default.
+// their marks; `graph`: the step recorded once and launched whole, as by default.
 double queued_step_us(Backend& be, FunctionRef<void()> step, bool graph) {
   constexpr int kSteps = 200;
   std::unique_ptr<RecordedWork> recorded = graph ? be.capture(step) : nullptr;
   if (graph && !recorded) return 0;
-  auto once = [&] { recorded ? recorded->replay() : step(); };
+  auto once = [&] { recorded ? recorded->launch() : step(); };
   for (int i = 0; i < 20; ++i) once();  // warm-up
   const std::unique_ptr<QueueClock> clock = be.clock(2 * kSteps);
   for (int i = 0; i < kSteps; ++i) {

@@ -106,7 +106,8 @@ class Model {
   void init(uint64_t seed);
   uint64_t seed() const { return seed_; }
   // Training steps taken (the dropout masks' counter), in device memory: kernels read it when they
-  // run and Network::train_step advances it there, so a recorded step replays with a new mask.
+  // run and Network::train_step advances it there, so a recorded step launched again gets a new
+  // mask.
   uint64_t* step_counter() const { return step_counter_.as<uint64_t>(); }
 
   // Parameters, then buffers (PyTorch's state_dict).

@@ -136,7 +136,7 @@ void setup(Io& io, R& r) {
   io.integer("steps_per_epoch", r.steps_per_epoch);
   io.integer("shards", r.shards);
   if constexpr (!Io::kReading) io.text("precision", r.device.precision);  // device_info's copy
-  io.flag("recorded_step", r.recorded_step);  // the step replayed as one CUDA Graph
+  io.flag("recorded_step", r.recorded_step);  // the step launched as one CUDA Graph
   // Since data-parallel training (0.2.x); earlier files trained on one process.
   if (io.present("ranks")) io.integer("ranks", r.ranks);
   // Since fused trials (0.2.x): the trials its fused group trained at once (1: alone); its step

@@ -109,7 +109,7 @@ struct TrainPlan {
     return {partial ? &*partial : nullptr, samples - full_steps * batch, tail_slice};
   }
   BatchAt batch_at(int64_t s) const { return {gather, s * batch}; }
-  bool replays(int64_t s) const { return recorded && s < full_steps; }
+  bool launches_recording(int64_t s) const { return recorded && s < full_steps; }
   // This rank's rows of the batch `at` names; gathering it is a device call, part of the step.
   Batch select_batch(const StepWork& w, BatchAt at);
   // The epoch's loss sums (of every rank, in data-parallel training), read to the host.
@@ -150,7 +150,7 @@ struct TrainPlan {
   // StepMarks::kPerStep per step of an epoch (none for a fused trial: its group's times it)
   std::unique_ptr<QueueClock> clock;
   std::unique_ptr<RecordedWork> recorded;  // the full-batch step, where the backend records
-  // The full-batch step is replayed as part of a recording the plan does not own (a fused group's,
+  // The full-batch step is launched as part of a recording the plan does not own (a fused group's,
   // train/trials.h): its phases are not timed either.
   bool recorded_in_group = false;
   bool step_recorded() const { return recorded != nullptr || recorded_in_group; }

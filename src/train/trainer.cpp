@@ -28,8 +28,8 @@ using Clock = std::chrono::steady_clock;
 // Why the step loop left an epoch before its end.
 enum class Stop { None, Interrupted, StepLimit, Diverged, EarlyStopping };
 
-// Records the full-batch step where the backend can (a CUDA Graph), to replay it every step. A
-// recorded step must find its batch without the host: from then on batches are gathered.
+// Records the full-batch step where the backend can (a CUDA Graph), to launch it as a whole every
+// step. A recorded step must find its batch without the host: from then on batches are gathered.
 void record_step(TrainPlan& p) {
   p.recorded =
       p.backend.capture([&] { train_step(p, p.work(0), {.gather = true}, p.stats, StepMarks()); });
@@ -51,8 +51,8 @@ Stop run_steps(TrainPlan& p, TrainState& state, const Boundaries& b) {
     const int64_t s = state.step;
     const StepMarks marks(p.clock.get(), s);
     marks.stamp(StepMarks::Start);
-    if (p.replays(s)) {
-      p.recorded->replay();
+    if (p.launches_recording(s)) {
+      p.recorded->launch();
     } else {
       train_step(p, p.work(s), p.batch_at(s), p.stats_for(s), marks);
     }

@@ -159,7 +159,7 @@ struct ExecutionOptions {
   // need not train to the end. The result says how many epochs completed.
   int64_t max_steps = 0;
   // Record the full-batch training step once (batch selection, forward, loss, backward, optimizer)
-  // and replay it, where the backend can (a CUDA Graph); false runs every call as it is made.
+  // and launch it whole, where the backend can (a CUDA Graph); false runs every call as it is made.
   bool record_step = true;
   // Checkpoints of the run in progress (none unless checkpoint.dir is set), and resuming from them.
   CheckpointOptions checkpoint;

@@ -104,7 +104,8 @@ struct Group {
   std::unique_ptr<TrialsStepKernel> batched_full, batched_partial;
   DeviceBuffer x, y;  // the active trials' batches, trial after trial
   std::vector<LossStats*> stats;
-  // The full-batch step recorded where the backend can (a CUDA Graph), replayed every full step.
+  // The full-batch step recorded where the backend can (a CUDA Graph), launched as a whole every
+  // full step.
   std::unique_ptr<RecordedWork> recorded;
   // Every trial's step marks, stamped once for the group (each trial's times read from it).
   QueueClock* clock = nullptr;
@@ -201,19 +202,20 @@ void Group::plan(std::vector<std::unique_ptr<Trial>>& trials, int groups) {
   if (p.full_steps > 0) {
     recorded = p.backend.capture([&] { train_batches(*this, 0); });
   }
-  // A replayed step stamps only its start and end (fused_step): no phases to read back.
+  // A recorded step launched whole stamps only its start and end (fused_step): no phases to read
+  // back.
   for (Trial* t : active) t->plan.recorded_in_group = recorded != nullptr;
 }
 
-// One step of every active trial (train_batches, or its recording replayed), its marks on the
-// group's clock; a replayed step is timed as a whole, as train_model's is.
+// One step of every active trial (train_batches, or its recording launched), its marks on the
+// group's clock; a launched recording is timed as a whole, as train_model's is.
 void fused_step(Group& g, int64_t s) {
   const bool full = s < g.active[0]->plan.full_steps;
   const StepMarks marks(g.clock, s);
   auto stamp = [&](StepMarks::Mark m) { marks.stamp(m); };
   stamp(StepMarks::Start);
   if (full && g.recorded) {
-    g.recorded->replay();
+    g.recorded->launch();
   } else {
     stamp(StepMarks::BatchSelected);  // each trial's batch is gathered in train_batches
     train_batches(g, s);

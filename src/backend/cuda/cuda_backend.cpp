@@ -25,7 +25,7 @@ std::string version_string(int v) {  // CUDA's 1000 * major + 10 * minor
   return fmt::format("{}.{}", v / 1000, (v % 1000) / 10);
 }
 
-// An instantiated CUDA Graph, replayed on the backend's stream.
+// An instantiated CUDA Graph, launched as a whole on the backend's stream.
 class Graph final : public RecordedWork {
  public:
   Graph(cudaGraph_t graph, cudaGraphExec_t exec, cudaStream_t stream)
@@ -34,7 +34,7 @@ class Graph final : public RecordedWork {
     cudaGraphExecDestroy(exec_);
     cudaGraphDestroy(graph_);
   }
-  void replay() override { XO_CUDA_CHECK(cudaGraphLaunch(exec_, stream_)); }
+  void launch() override { XO_CUDA_CHECK(cudaGraphLaunch(exec_, stream_)); }
 
  private:
   cudaGraph_t graph_;
@@ -200,7 +200,7 @@ std::unique_ptr<RecordedWork> CudaBackend::capture(FunctionRef<void()> body) {
     cudaGraphDestroy(graph);
     XO_CUDA_CHECK(e);
   }
-  // Uploading now keeps the first replay from paying for it.
+  // Uploading now keeps the first launch from paying for it.
   XO_CUDA_CHECK(cudaGraphUpload(exec, stream_));
   return std::make_unique<Graph>(graph, exec, stream_);
 }

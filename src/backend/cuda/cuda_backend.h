@@ -1,6 +1,6 @@
 // The CUDA backend: one stream per device, cuBLASLt for matmuls (bias and activation fused into
 // the epilogue), cuDNN for convolutions, custom kernels for the element-wise work, the loss and
-// the optimizers, and CUDA Graphs to replay a whole training step in one launch. Every buffer and
+// the optimizers, and CUDA Graphs to launch a whole training step at once. Every buffer and
 // workspace is allocated at plan time, so a step (and its recording) allocates nothing.
 #pragma once
 

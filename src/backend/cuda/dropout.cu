@@ -2,7 +2,7 @@
 // dropout_keep(seed, step, element_offset + i, threshold) (core/random.h, a pure counter-based
 // function, constexpr so it runs in device code) and is then scaled by 1/(1-p). The step is read
 // from device memory by the kernel itself, so a recorded step (CUDA Graph) draws a new mask on each
-// replay without the host. The mask is kept as one byte per element (a quarter of the traffic of
+// launch without the host. The mask is kept as one byte per element (a quarter of the traffic of
 // the CPU's float scales) for backward; the products are the same: x * (keep ? 1/(1-p) : 0).
 #include "backend/cuda/cuda_backend.h"
 #include "core/random.h"

@@ -4,16 +4,16 @@
 // gradient), Adam and AdamW (L2 penalty vs decoupled decay, bias-corrected), RMSprop (no momentum,
 // not centered) and Adadelta.
 //
-// A step is recorded once into a CUDA Graph and replayed, so nothing that changes from step to step
-// may be a kernel argument: the step count, the learning rate and the coefficients derived from it
-// (the hyperparameters in f32) live in device memory. Where the update reads the step count (Adam,
-// SGD with momentum), each step first runs a one-thread kernel that increments it and derives what
-// depends on it (Adam's bias corrections, computed in double from the rate in device memory exactly
-// as the CPU does, then rounded to f32), and the update kernel reads those; where the update does
-// not (plain SGD, RMSprop, Adadelta), the update kernel's first thread counts the step itself,
-// saving a launch. A schedule changes the rate between epochs (set_learning_rate): the host
-// computes the new coefficients with the CPU's functions and uploads them, queued before the next
-// replay, so the recorded step takes the new rate with nothing recorded again.
+// A step is recorded once into a CUDA Graph and launched as a whole, so nothing that changes from
+// step to step may be a kernel argument: the step count, the learning rate and the coefficients
+// derived from it (the hyperparameters in f32) live in device memory. Where the update reads the
+// step count (Adam, SGD with momentum), each step first runs a one-thread kernel that increments it
+// and derives what depends on it (Adam's bias corrections, computed in double from the rate in
+// device memory exactly as the CPU does, then rounded to f32), and the update kernel reads those;
+// where the update does not (plain SGD, RMSprop, Adadelta), the update kernel's first thread counts
+// the step itself, saving a launch. A schedule changes the rate between epochs (set_learning_rate):
+// the host computes the new coefficients with the CPU's functions and uploads them, queued before
+// the next launch, so the recorded step takes the new rate with nothing recorded again.
 #include <cstddef>
 #include <vector>
 
@@ -194,7 +194,7 @@ class GpuOptimizer final : public OptimizerKernel {
   }
 
   // Queued behind the steps already queued (the upload waits for them), before any later one: a
-  // recorded step replayed after it reads the new coefficients.
+  // recorded step launched after it reads the new coefficients.
   void set_learning_rate(double lr) override {
     s_.lr = lr;
     upload_rates(lr);
