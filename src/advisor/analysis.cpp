@@ -35,8 +35,8 @@ RunAnalysis analyse_run(const RunRecord& run, const DevicePeaks* peaks) {
   }
   // What the probe's roofline predicts for this run (efficiency 1): the error shows how far the
   // model of a device one does not have would be off here (of one process's run).
-  if (peaks && peak > 0 && !run.cost.layers.empty() && r.ranks <= 1) {
-    const StepPrediction p = predict_step(run.cost, probed_rates(*peaks));
+  if (peaks && peak > 0 && !run.work.layers.empty() && r.ranks <= 1) {
+    const StepPrediction p = predict_step(run.work, probed_rates(*peaks));
     a.roofline_step_ms = p.seconds * 1e3;
     if (r.step_ms.median > 0) {
       a.roofline_error_percent = 100 * (p.seconds * 1e3 - r.step_ms.median) / r.step_ms.median;
@@ -46,7 +46,7 @@ RunAnalysis analyse_run(const RunRecord& run, const DevicePeaks* peaks) {
   if (r.profiled_steps > 0) {
     StepPhases phases;
     phases.forward_ms = r.loss_ms;
-    for (const LayerCost& l : run.cost.layers) {
+    for (const LayerWork& l : run.work.layers) {
       LayerProfile e;
       e.name = l.name;
       e.forward_ms = r.node_forward_ms[l.node];

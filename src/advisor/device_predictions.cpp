@@ -62,7 +62,7 @@ double run_seconds(const DevicePrediction& p, int64_t epochs, int64_t steps_per_
 double local_efficiency(const RunRecord& row, const std::vector<DevicePeaks>& peaks) {
   const DevicePeaks* p = find_peaks(peaks, row.result.device.id);
   if (!p || row.result.step_ms.median <= 0) return 1.0;
-  return calibrate_efficiency(row.cost, probed_rates(*p), row.result.step_ms.median * 1e-3);
+  return calibrate_efficiency(row.work, probed_rates(*p), row.result.step_ms.median * 1e-3);
 }
 
 std::string chart_gpu_note(const Catalog& catalog, const AdviceOptions& o,
@@ -280,8 +280,16 @@ TargetDevice catalog_target(const CatalogDevice& d, const std::vector<DevicePeak
   return t;
 }
 
-std::optional<ProfiledStep> profiled_step(const ModelSpec& spec, int64_t batch,
-                                          const TargetDevice& target, const AdviceOptions& o) {
+namespace {
+
+// The profile a target's step is predicted from, and whether it is the target's own (this
+// machine's, or of the part a shipped profile was measured on).
+struct ChosenProfile {
+  const DeviceProfile* from = nullptr;
+  bool own = false;
+};
+
+ChosenProfile choose_profile(const TargetDevice& target, const AdviceOptions& o) {
   const DeviceProfile* from = nullptr;
   bool own = false;
   for (const DeviceProfile& p : o.profiles) {
@@ -326,6 +334,14 @@ std::optional<ProfiledStep> profiled_step(const ModelSpec& spec, int64_t batch,
   for (const DeviceProfile& p : o.profiles) {
     if (!from && p.has_kernels()) from = &p;
   }
+  return {from, own};
+}
+
+}  // namespace
+
+std::optional<ProfiledStep> profiled_step(const ModelSpec& spec, int64_t batch,
+                                          const TargetDevice& target, const AdviceOptions& o) {
+  const auto [from, own] = choose_profile(target, o);
   if (!from) return std::nullopt;
   const ProfilePrediction pp =
       o.trials > 0 ? predict_fused_with_profile(spec, batch, o.trials, *from, target, own)
@@ -392,10 +408,10 @@ DevicePrediction local_prediction(const RunRecord& focus, const RunRecord& row,
   d.name = row.result.device.name + " (this machine)";
   d.kind = row.result.device.kind;
   d.local = true;
-  d.step = predict_step(row.cost, probed_rates(p), 1.0);
+  d.step = predict_step(row.work, probed_rates(p), 1.0);
   d.measured_s = row.result.step_ms.median * 1e-3;
   d.measured_epoch_s = seconds_per_epoch(row.result);
-  *eff = calibrate_efficiency(row.cost, probed_rates(p), *d.measured_s);
+  *eff = calibrate_efficiency(row.work, probed_rates(p), *d.measured_s);
   if (spec) {
     if (const auto ps =
             profiled_step(*spec, row.result.batch, local_target(row.result.device, p, o), o)) {
@@ -496,7 +512,7 @@ DevicePrediction catalog_prediction(const RunRecord& focus, const CatalogDevice&
   d.kind = c.kind;
   const DeviceRates rates = catalog_rates(c, peaks, o);
   const std::optional<double> eff = c.kind == DeviceKind::Gpu ? measured_eff.gpu : measured_eff.cpu;
-  d.step = predict_step(focus.cost, rates, eff.value_or(1.0));
+  d.step = predict_step(focus.work, rates, eff.value_or(1.0));
   const std::optional<ProfiledStep> ps =
       spec ? profiled_step(*spec, focus.result.batch, catalog_target(c, peaks, o), o)
            : std::nullopt;
@@ -565,7 +581,7 @@ std::optional<SweepSeries> predicted_gpu_series(const std::vector<RunRecord>& ru
       ps = profiled_step(parse_spec(run.spec_toml, run.result.model + " (spec_toml)"),
                          run.result.batch, target, at);
     }
-    const double step = ps ? ps->step.seconds : predict_step(run.cost, rates, 1.0).seconds;
+    const double step = ps ? ps->step.seconds : predict_step(run.work, rates, 1.0).seconds;
     s.points.push_back({run.axis_value, static_cast<double>(run.result.params),
                         step * static_cast<double>(run.result.steps_per_epoch) * 100});
   }

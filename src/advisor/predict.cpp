@@ -10,11 +10,11 @@ DeviceRates probed_rates(const DevicePeaks& p) {
   return {p.matmul_gflops, p.bandwidth_gbs, p.step_overhead_us, p.layer_overhead_us};
 }
 
-StepPrediction predict_step(const StepCost& cost, const DeviceRates& rates, double efficiency) {
+StepPrediction predict_step(const StepWork& step, const DeviceRates& rates, double efficiency) {
   StepPrediction p;
   const double flops_per_s = rates.gflops * 1e9 * efficiency;
   const double bytes_per_s = rates.bandwidth_gbs * 1e9 * efficiency;
-  for (const LayerCost& l : cost.layers) {
+  for (const LayerWork& l : step.layers) {
     const double tf = l.flops / flops_per_s, tb = l.bytes / bytes_per_s;
     if (tf >= tb) {
       p.flops_seconds += tf;
@@ -24,9 +24,9 @@ StepPrediction predict_step(const StepCost& cost, const DeviceRates& rates, doub
       p.layer_bounds.push_back("bytes");
     }
   }
-  p.bytes_seconds += cost.optimizer_bytes / bytes_per_s;
+  p.bytes_seconds += step.optimizer_bytes / bytes_per_s;
   p.overhead_seconds =
-      (rates.step_overhead_us + rates.layer_overhead_us * static_cast<double>(cost.layers.size())) *
+      (rates.step_overhead_us + rates.layer_overhead_us * static_cast<double>(step.layers.size())) *
       1e-6;
   p.seconds = p.flops_seconds + p.bytes_seconds + p.overhead_seconds;
   if (p.overhead_seconds >= p.flops_seconds && p.overhead_seconds >= p.bytes_seconds) {
@@ -37,8 +37,8 @@ StepPrediction predict_step(const StepCost& cost, const DeviceRates& rates, doub
   return p;
 }
 
-double calibrate_efficiency(const StepCost& cost, const DeviceRates& rates, double measured_s) {
-  const StepPrediction ideal = predict_step(cost, rates, 1.0);
+double calibrate_efficiency(const StepWork& step, const DeviceRates& rates, double measured_s) {
+  const StepPrediction ideal = predict_step(step, rates, 1.0);
   const double work = ideal.flops_seconds + ideal.bytes_seconds;
   const double left = measured_s - ideal.overhead_seconds;
   if (work <= 0 || left <= work) return 1.0;

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "measure/peaks.h"
-#include "model/cost.h"
+#include "model/work.h"
 
 namespace xo {
 
@@ -28,15 +28,15 @@ struct StepPrediction {
   double flops_seconds = 0, bytes_seconds = 0;  // the layers' roofline terms, by binding term
   double overhead_seconds = 0;
   std::string bound;                      // "FLOPs", "bytes" or "overhead": the largest
-  std::vector<std::string> layer_bounds;  // per StepCost layer: "FLOPs" or "bytes"
+  std::vector<std::string> layer_bounds;  // per StepWork layer: "FLOPs" or "bytes"
 };
 
 // The roofline of a step on `rates`; the layers' terms are divided by `efficiency` (0, 1].
-StepPrediction predict_step(const StepCost& cost, const DeviceRates& rates, double efficiency = 1);
+StepPrediction predict_step(const StepWork& step, const DeviceRates& rates, double efficiency = 1);
 
 // The efficiency that makes the roofline meet a measured step: roofline / (measured - overhead),
 // kept in [0.02, 1]. When the measured step is within the overhead, 1 (the case is bound by the
 // overhead, which carries over as measured).
-double calibrate_efficiency(const StepCost& cost, const DeviceRates& rates, double measured_s);
+double calibrate_efficiency(const StepWork& step, const DeviceRates& rates, double measured_s);
 
 }  // namespace xo

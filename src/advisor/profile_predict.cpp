@@ -10,9 +10,9 @@
 #include <set>
 
 #include "core/error.h"
-#include "model/cost.h"
 #include "model/layer.h"
 #include "model/trials.h"
+#include "model/work.h"
 #include "train/stats.h"
 
 namespace xo {
@@ -104,6 +104,15 @@ const KernelSample* nearest(const DeviceProfile& p, const KernelSample& want, bo
 struct Accumulator {
   double flops_us = 0, bytes_us = 0, fixed_us = 0;
   int interpolated = 0, unprofiled = 0;
+
+  // Another's kernel `times` over: its times summed, its samples counted once.
+  void add(const Accumulator& one, int times) {
+    flops_us += times * one.flops_us;
+    bytes_us += times * one.bytes_us;
+    fixed_us += times * one.fixed_us;
+    interpolated += one.interpolated;
+    unprofiled += one.unprofiled;
+  }
 };
 
 // A GPU profile predicting a GPU's recorded step: the graph times, each node's floor the
@@ -177,6 +186,26 @@ GraphScale graph_scale(const DeviceProfile& source, const TargetDevice& target, 
   return g;
 }
 
+// A kernel's time from one CPU to another of another thread count, as a ratio. A multi-threaded
+// matmul, with as much work per thread on both: the time scales by the chips' rates per thread. A
+// kernel streaming from memory: by the bandwidths (per thread for a matmul scaled to the threads).
+// A kernel on one thread whose data stay in the caches, and the fixed costs (dispatch,
+// bookkeeping), are one core's work: taken as equal, since a chip's rate over its cores (its
+// all-core clock) understates one core's speed on a many-core chip, and no single-core rate is
+// probed.
+double across_cpus_ratio(const KernelSample& want, const Rates& src, const Rates& dst,
+                         bool flops_bound) {
+  if (want.bytes >= kStreamingBytes && !flops_bound) {
+    return want.matmul_flops > 0
+               ? (src.bandwidth_gbs / src.threads) / (dst.bandwidth_gbs / dst.threads)
+               : src.bandwidth_gbs / dst.bandwidth_gbs;
+  }
+  if (flops_bound && threads_used(want, dst) > 1) {
+    return (src.gflops / src.threads) / (dst.gflops / dst.threads);
+  }
+  return 1.0;
+}
+
 // The time of the kernel(s) `want` stands for, on the target: from the source's nearest sample,
 // moved to this shape by the roofline's ratio on the source (on a GPU raised to its op's slope,
 // GraphScale), then to the target by the ratio of the rate that bounds it there (between GPUs, the
@@ -223,19 +252,7 @@ double kernel_us(const DeviceProfile& source, const TargetDevice& target, bool o
   roofline_us(look, src, &flops_bound);
   double fixed = fixed_src;
   if (across_cpus) {
-    // A multi-threaded matmul, with as much work per thread on both: the time scales by the
-    // chips' rates per thread. A kernel streaming from memory: by the bandwidths (per thread for
-    // a matmul scaled to the threads). A kernel on one thread whose data stay in the caches, and
-    // the fixed costs (dispatch, bookkeeping), are one core's work: taken as equal, since a
-    // chip's rate over its cores (its all-core clock) understates one core's speed on a
-    // many-core chip, and no single-core rate is probed.
-    const bool streaming = want.bytes >= kStreamingBytes && !flops_bound;
-    if (streaming) {
-      work *= matmul ? (src.bandwidth_gbs / src.threads) / (dst.bandwidth_gbs / dst.threads)
-                     : src.bandwidth_gbs / dst.bandwidth_gbs;
-    } else if (flops_bound && threads_used(want, dst) > 1) {
-      work *= (src.gflops / src.threads) / (dst.gflops / dst.threads);
-    }
+    work *= across_cpus_ratio(want, src, dst, flops_bound);
   } else if (!own && graph.on) {
     // One GPU's recorded step to another's. The kernel's time at its roofline on the source
     // scales by the rate that bounds it (FLOPs or bandwidth, the datasheets' ratio); the rest,
@@ -448,11 +465,7 @@ ProfilePrediction predict_fused_with_profile(const ModelSpec& spec, int64_t batc
   auto add = [&](const KernelSample& want, Part part, int times) {
     Accumulator one;
     us += times * kernel_us(source, target, own, graph, want, part, one);
-    acc.flops_us += times * one.flops_us;
-    acc.bytes_us += times * one.bytes_us;
-    acc.fixed_us += times * one.fixed_us;
-    acc.interpolated += one.interpolated;
-    acc.unprofiled += one.unprofiled;
+    acc.add(one, times);
   };
   // A group's Linear is a kernel over its trials (on a CPU register-blocked for narrow layers; on
   // a GPU the trials spread over the multiprocessors): timed as such where a profile of the
@@ -588,6 +601,25 @@ bool profile_has_model(const DeviceProfile& profile, const ModelSpec& spec, int6
   return profile.has_kernels();
 }
 
+namespace {
+
+// A row of the validation table for d's measured models predicted from s, before its entries.
+ValidationRow validation_row(const DeviceProfile& d, const DeviceProfile& s, Holdout holdout) {
+  ValidationRow row;
+  row.device = d.id;
+  row.name = d.name;
+  row.from = s.id;
+  row.own = &s == &d;
+  row.holdout = holdout;
+  row.how = holdout == Holdout::None ? "own profile"
+            : holdout == Holdout::Model
+                ? "own profile, each model's own kernels left out (and models never profiled)"
+                : fmt::format("from {}'s profile, scaled by {}'s probed peaks", s.id, d.id);
+  return row;
+}
+
+}  // namespace
+
 std::vector<ValidationRow> validate_profiles(const std::vector<DeviceProfile>& profiles) {
   std::vector<ModelSpec> builtins;
   for (const std::string& name : builtin_spec_names()) {
@@ -605,16 +637,7 @@ std::vector<ValidationRow> validate_profiles(const std::vector<DeviceProfile>& p
   // `holdout` is Model) as one row.
   auto row_of = [&](const DeviceProfile& d, const DeviceProfile& s, Holdout holdout) {
     const bool own = &s == &d;
-    ValidationRow row;
-    row.device = d.id;
-    row.name = d.name;
-    row.from = s.id;
-    row.own = own;
-    row.holdout = holdout;
-    row.how = holdout == Holdout::None ? "own profile"
-              : holdout == Holdout::Model
-                  ? "own profile, each model's own kernels left out (and models never profiled)"
-                  : fmt::format("from {}'s profile, scaled by {}'s probed peaks", s.id, d.id);
+    ValidationRow row = validation_row(d, s, holdout);
     const TargetDevice target = profile_target(d);
     std::vector<double> errors;
     for (const MeasuredStep& m : d.measured) {
@@ -642,12 +665,7 @@ std::vector<ValidationRow> validate_profiles(const std::vector<DeviceProfile>& p
   for (const DeviceProfile& d : profiles) {
     if (d.measured.empty()) continue;
     if (!d.has_kernels()) {
-      ValidationRow row;
-      row.device = d.id;
-      row.name = d.name;
-      row.from = d.id;
-      row.own = true;
-      row.how = "own profile";
+      ValidationRow row = validation_row(d, d, Holdout::None);
       row.unmeasured = fmt::format("no kernel profile of {} was measured{}", d.id,
                                    d.note.empty() ? "" : fmt::format(" ({})", d.note));
       rows.push_back(row);

@@ -7,7 +7,7 @@
 #include "advisor/crossover_point.h"
 #include "advisor/predict.h"
 #include "core/error.h"
-#include "model/cost.h"
+#include "model/work.h"
 #include "model/model.h"
 #include "model/vary.h"
 
@@ -44,18 +44,18 @@ std::optional<WidthSeries> width_series(const ModelSpec& spec, const RunRecord& 
     }
     if (parameter_count(s) > 100'000'000) break;
     const Model m(s, *cpu_backend);
-    const StepCost cost = step_cost(m, batch);
+    const StepWork work = step_work(m, batch);
     const double params = static_cast<double>(m.parameter_count());
     const auto here_step = profiled ? profiled_step(s, batch, here_target, o) : std::nullopt;
     const auto gpu_step = profiled ? profiled_step(s, batch, gpu_target, o) : std::nullopt;
     const double x = static_cast<double>(width);
     w.here.points.push_back(
         {x, params,
-         (here_step ? here_step->step.seconds : predict_step(cost, local_rates, eff).seconds) *
+         (here_step ? here_step->step.seconds : predict_step(work, local_rates, eff).seconds) *
              per_100});
     w.there.points.push_back(
         {x, params,
-         (gpu_step ? gpu_step->step.seconds : predict_step(cost, gpu_rates, 1.0).seconds) *
+         (gpu_step ? gpu_step->step.seconds : predict_step(work, gpu_rates, 1.0).seconds) *
              per_100});
   }
   return w;

@@ -12,7 +12,7 @@
 #include "job/devices.h"
 #include "measure/peaks.h"
 #include "measure/profile.h"
-#include "model/cost.h"
+#include "model/work.h"
 #include "model/model.h"
 #include "report/machine.h"
 #include "report/table.h"

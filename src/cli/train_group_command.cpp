@@ -106,6 +106,49 @@ std::vector<RunRecord> train_trials(Backend& backend, std::vector<FusedRun>& run
   return records;
 }
 
+// Each trial's weights, result and last log line written, its finished checkpoints removed; the
+// exit code: interrupted if any trial was.
+int write_outcomes(const std::vector<RunRecord>& records, const std::vector<FusedRun>& runs,
+                   const std::vector<TrialFiles>& files,
+                   const std::vector<std::shared_ptr<TrialLog>>& logs,
+                   const std::vector<std::vector<NamedTensor>>& weights) {
+  int code = kExitOk;
+  // Every trial's weights and result written together (their waits for the disk overlapped),
+  // files of the search's own: a link planted at their names while the group trained is replaced,
+  // never written through (own_trial_files removed those planted before it started).
+  AtomicWrites outputs;
+  for (size_t i = 0; i < records.size(); ++i) {
+    const TrainResult& r = records[i].result;
+    const TrialFiles& f = files[i];
+    const std::string summary = train_summary(r, runs[i].spec.train.epochs);
+    fmt::print("{}: {}", f.dir.filename().string(), summary);
+    // Each trial's log says how its run ended, as its own `crossover train` would.
+    logs[i]->write(summary);
+    // Weights that hold NaN or infinities are not saved: the last good ones are in the checkpoint.
+    if (!r.stopped_diverged) {
+      outputs.replace(
+          f.weights,
+          encode_safetensors(weights[i],
+                             {{"format", "pt"}, {"model", r.model}, {"producer", "crossover"}},
+                             f.weights.string()));
+    }
+    const Utilisation& load = *records[i].utilisation;
+    const TrainDocument doc{r, describe_machine(), load.mean_other_cores,
+                            timings_contaminated(load)};
+    outputs.replace(f.result, to_json(doc).dump(2) + "\n");
+    if (r.interrupted) code = kExitInterrupted;
+  }
+  outputs.commit();
+  // A finished trial's checkpoints hold nothing more (its result is on disk now); a paused,
+  // stopped or diverged one's are where it goes on from.
+  for (size_t i = 0; i < records.size(); ++i) {
+    const TrainResult& r = records[i].result;
+    if (!r.paused && !r.interrupted && !r.stopped_diverged)
+      remove_checkpoints(files[i].checkpoints);
+  }
+  return code;
+}
+
 int run_group(const GroupOptions& o) {
   std::vector<TrialFiles> files;
   std::vector<FusedRun> runs;
@@ -150,41 +193,7 @@ int run_group(const GroupOptions& o) {
   settings.exec.stop_on_nan = o.on_nan == "stop";
   settings.exec.pause_after_epochs = o.pause_after;
   const std::vector<RunRecord> records = train_trials(*backend, runs, settings);
-  int code = kExitOk;
-  // Every trial's weights and result written together (their waits for the disk overlapped),
-  // files of the search's own: a link planted at their names while the group trained is replaced,
-  // never written through (own_trial_files removed those planted before it started).
-  AtomicWrites outputs;
-  for (size_t i = 0; i < records.size(); ++i) {
-    const TrainResult& r = records[i].result;
-    const TrialFiles& f = files[i];
-    const std::string summary = train_summary(r, runs[i].spec.train.epochs);
-    fmt::print("{}: {}", f.dir.filename().string(), summary);
-    // Each trial's log says how its run ended, as its own `crossover train` would.
-    logs[i]->write(summary);
-    // Weights that hold NaN or infinities are not saved: the last good ones are in the checkpoint.
-    if (!r.stopped_diverged) {
-      outputs.replace(
-          f.weights,
-          encode_safetensors(weights[i],
-                             {{"format", "pt"}, {"model", r.model}, {"producer", "crossover"}},
-                             f.weights.string()));
-    }
-    const Utilisation& load = *records[i].utilisation;
-    const TrainDocument doc{r, describe_machine(), load.mean_other_cores,
-                            timings_contaminated(load)};
-    outputs.replace(f.result, to_json(doc).dump(2) + "\n");
-    if (r.interrupted) code = kExitInterrupted;
-  }
-  outputs.commit();
-  // A finished trial's checkpoints hold nothing more (its result is on disk now); a paused,
-  // stopped or diverged one's are where it goes on from.
-  for (size_t i = 0; i < records.size(); ++i) {
-    const TrainResult& r = records[i].result;
-    if (!r.paused && !r.interrupted && !r.stopped_diverged)
-      remove_checkpoints(files[i].checkpoints);
-  }
-  return code;
+  return write_outcomes(records, runs, files, logs, weights);
 }
 
 }  // namespace

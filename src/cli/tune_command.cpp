@@ -190,6 +190,32 @@ int run_tune(const TuneOptions& o) {
   }
 }
 
+// --fuse: off, auto, or a count of trials a group.
+void add_fuse_option(CLI::App* sub, SearchOptions& o) {
+  // off, auto, or a count of trials: checked here, so that the callback below only converts.
+  const CLI::Validator fuse_values(
+      [](std::string& v) -> std::string {
+        if (v == "off" || v == "auto") return {};
+        char* end = nullptr;
+        const long k = std::strtol(v.c_str(), &end, 10);
+        if (!v.empty() && *end == '\0' && k >= 1 && k <= 1024) return {};
+        return "expected off, auto or a number of trials per group (1 to 1024), not '" + v + "'";
+      },
+      "off|auto|K");
+  sub->add_option_function<std::string>(
+         "--fuse",
+         [&o](const std::string& v) {
+           o.fuse = v == "off" ? 0 : v == "auto" ? kFuseAuto : std::stoi(v);
+         },
+         "Train trials of one architecture, data and batch size as one fused group (each still "
+         "ending as it does alone, to f32 rounding): at most K per group, auto (on the CPU, the "
+         "group size measured fastest up to 64, timed within a twentieth of the search's own time) "
+         "or off (a process per trial); on a GPU auto takes as many as are ready, up to 64 and "
+         "what its memory holds")
+      ->check(fuse_values)
+      ->default_str("auto");
+}
+
 void add_search_options(CLI::App* sub, SearchOptions& o) {
   sub->add_option("spec", o.spec, "Built-in model name, spec file, or ONNX model")->required();
   sub->add_option("--vary", o.vary,
@@ -220,28 +246,7 @@ void add_search_options(CLI::App* sub, SearchOptions& o) {
                   "within a twentieth of the search's steps; the most at once where it is "
                   "shorter)")
       ->check(positive_number());
-  // off, auto, or a count of trials: checked here, so that the callback below only converts.
-  const CLI::Validator fuse_values(
-      [](std::string& v) -> std::string {
-        if (v == "off" || v == "auto") return {};
-        char* end = nullptr;
-        const long k = std::strtol(v.c_str(), &end, 10);
-        if (!v.empty() && *end == '\0' && k >= 1 && k <= 1024) return {};
-        return "expected off, auto or a number of trials per group (1 to 1024), not '" + v + "'";
-      },
-      "off|auto|K");
-  sub->add_option_function<std::string>(
-         "--fuse",
-         [&o](const std::string& v) {
-           o.fuse = v == "off" ? 0 : v == "auto" ? kFuseAuto : std::stoi(v);
-         },
-         "Train trials of one architecture, data and batch size as one fused group (each still "
-         "ending as it does alone, to f32 rounding): at most K per group, auto (on the CPU, the "
-         "group size measured fastest up to 64, timed within a twentieth of the search's own time) "
-         "or off (a process per trial); on a GPU auto takes as many as are ready, up to 64 and "
-         "what its memory holds")
-      ->check(fuse_values)
-      ->default_str("auto");
+  add_fuse_option(sub, o);
   add_threads_option(sub, o.threads, /*per_trial=*/true);
   sub->add_option("--device", o.devices,
                   "Devices to run trials on (repeatable: cpu, cuda:N; default: every device)");

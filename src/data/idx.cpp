@@ -78,6 +78,15 @@ IdxSize read_idx_size(const std::string& bytes, const std::string& name, uint32_
   return size;
 }
 
+// A gzip trailer's last 4 bytes hold the inflated size (mod 2^32): one allocation for real files.
+uint64_t gzip_size_hint(const std::string& raw) {
+  uint64_t size = 0;
+  for (size_t i = 0; i < 4 && raw.size() >= 4; ++i) {
+    size = (size << 8) | static_cast<unsigned char>(raw[raw.size() - 1 - i]);
+  }
+  return size;
+}
+
 // The file's bytes, inflated when they start with the gzip magic. Concatenated gzip members are
 // joined, as gunzip does. A stream inflates to the size its IDX header declares (magic `magic`,
 // `dims` dimensions) and no further: the output never grows past that, so a small file that
@@ -89,11 +98,7 @@ std::string maybe_inflate(std::string raw, const std::string& name, uint32_t mag
   if (inflateInit2(&z, 16 + MAX_WBITS) != Z_OK) {
     throw UserError(fmt::format("{}: cannot start gzip decompression", name));
   }
-  // The trailer's last 4 bytes hold the inflated size (mod 2^32): one allocation for real files.
-  uint64_t size_hint = 0;
-  for (size_t i = 0; i < 4 && raw.size() >= 4; ++i) {
-    size_hint = (size_hint << 8) | static_cast<unsigned char>(raw[raw.size() - 1 - i]);
-  }
+  const uint64_t size_hint = gzip_size_hint(raw);
   uint64_t counts[3];
   std::optional<uint64_t> declared;     // header and data, once the header is inflated
   std::string out(4 + 4 * dims, '\0');  // first the header only

@@ -18,7 +18,7 @@
 #include "job/hooks.h"
 #include "job/run_notes.h"
 #include "job/session.h"
-#include "model/cost.h"
+#include "model/work.h"
 #include "model/model.h"
 #include "model/vary.h"
 #include "report/assemble.h"

@@ -254,8 +254,8 @@ namespace {
 // A fused group's record from its first trial's: the work of every trial of the group.
 void as_group(RunRecord& run, int trials) {
   const auto k = static_cast<double>(trials);
-  StepCost& c = run.cost;
-  for (LayerCost& l : c.layers) {
+  StepWork& c = run.work;
+  for (LayerWork& l : c.layers) {
     l.flops *= k;
     l.bytes *= k;
   }

@@ -11,7 +11,7 @@
 
 #include "core/clock.h"
 #include "core/interrupt.h"
-#include "model/cost.h"
+#include "model/work.h"
 #include "model/trials.h"
 #include "train/stats.h"
 
@@ -557,7 +557,7 @@ KernelSample node_sample(const ModelLayout& layout, size_t i, int64_t batch, int
   s.shards = shards;
   s.in_size = static_cast<double>(n.in_size);
   s.out_size = static_cast<double>(n.out_size);
-  const LayerCost c = node_cost(n, layout.tensors, batch);
+  const LayerWork c = node_work(n, layout.tensors, batch);
   s.flops = c.flops;
   s.bytes = c.bytes;
   const double b = static_cast<double>(batch);

@@ -11,7 +11,7 @@
 
 #include "data/source.h"
 #include "measure/sampler.h"
-#include "model/cost.h"
+#include "model/work.h"
 #include "model/model.h"
 #include "train/data_parallel.h"
 #include "train/memory.h"
@@ -69,7 +69,7 @@ RunRecord measure_run(Backend& backend, const ModelSpec& spec, const MeasureSett
   // The profile steps after training apply no update and put BatchNorm's statistics back, so
   // this is the hash of the parameters the epochs left.
   run.params_hash = model.parameter_hash();
-  run.cost = step_cost(model, result.batch);
+  run.work = step_work(model, result.batch);
   run.utilisation = sampler.timeline();
   discount_own_ranks(*run.utilisation, settings, backend);
   run.peak_rss_mib = peak_resident_mib();
@@ -124,7 +124,7 @@ std::vector<RunRecord> measure_fused(Backend& backend, std::vector<FusedRun>& ru
     run.spec_toml = to_toml(runs[i].spec);
     run.data_hash = data_fingerprint(*split_of[i]);
     run.params_hash = models[i]->parameter_hash();
-    run.cost = step_cost(*models[i], results[i].batch);
+    run.work = step_work(*models[i], results[i].batch);
     run.utilisation = load;
     run.peak_rss_mib = peak_resident_mib();
     run.result = std::move(results[i]);

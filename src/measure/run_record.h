@@ -9,7 +9,7 @@
 #include <string>
 
 #include "measure/sampler.h"
-#include "model/cost.h"
+#include "model/work.h"
 #include "train/trainer.h"
 
 namespace xo {
@@ -25,7 +25,7 @@ struct RunRecord {
   // Empty in files written before crossover 0.1.1.
   std::string data_hash;
   std::string params_hash;
-  StepCost cost;                           // FLOPs and bytes per layer of a full-batch step
+  StepWork work;                           // FLOPs and bytes per layer of a full-batch step
   std::optional<Utilisation> utilisation;  // none when not sampled
   double peak_rss_mib = 0;                 // the process's peak resident memory after the run
 };

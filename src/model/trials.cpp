@@ -5,8 +5,8 @@
 #include <algorithm>
 
 #include "core/error.h"
-#include "model/cost.h"
 #include "model/layer.h"
+#include "model/work.h"
 
 namespace xo {
 namespace {
@@ -36,7 +36,7 @@ TrialStepping trial_stepping(const std::vector<Node>& nodes,
   double conv = 0, all = 0, largest = 0;
   bool own_loops = true;
   for (const Node& n : nodes) {
-    const double flops = node_cost(n, tensors, batch).flops;
+    const double flops = node_work(n, tensors, batch).flops;
     all += flops;
     if (n.kind == NodeKind::Conv2d) conv += flops;
     largest = std::max(largest, static_cast<double>(batch) * n.forward_flops);
@@ -116,6 +116,43 @@ DeviceBuffer pack_trials(const std::vector<Model*>& models) {
   return all;
 }
 
+std::vector<TrialNetwork::Run> TrialNetwork::node_runs(const Group& g, size_t node,
+                                                       int groups) const {
+  const Node& n = trials_[0]->nodes()[node];
+  std::vector<Run> runs;
+  if (is_view(n, true)) return runs;
+  Backend& be = trials_[0]->backend();
+  // Trials t and t + 1 share kernels where their buffers lie one stride apart.
+  auto strided = [&](int t, int64_t stride) {
+    const Model& a = *trials_[static_cast<size_t>(t)];
+    const Model& b = *trials_[static_cast<size_t>(t) + 1];
+    return b.params() - a.params() == stride && b.grads() - a.grads() == stride && stride > 0;
+  };
+  // The nodes that run a group's trials as one kernel: its Linears, and its LSTMs where the
+  // backend batches them.
+  const bool fused =
+      n.kind == NodeKind::Linear || (n.kind == NodeKind::LSTM && be.lstm_fuses_trials());
+  for (int t = 0; t < g.count;) {
+    const Model& m = *trials_[static_cast<size_t>(g.first + t)];
+    Run run{t, 1, nullptr};
+    int64_t stride = 0;
+    if (fused && t + 1 < g.count) {
+      stride = trials_[static_cast<size_t>(g.first + t) + 1]->params() - m.params();
+      while (run.first + run.count < g.count && strided(g.first + t + run.count - 1, stride))
+        ++run.count;
+    }
+    // A Linear (LSTM) alone in its run still takes the trials' kernel: a trial's arithmetic is
+    // then the same in any group.
+    const int64_t fused_stride = !fused ? 0 : run.count > 1 ? stride : trial_stride(m.flat_size());
+    LayerContext context{batch_,       0,         true,      n.gradient_below, groups > 1, m.seed(),
+                         &m.buffers(), m.state(), run.count, fused_stride};
+    run.layer = make_layer(m.nodes()[node], m.tensors(), be, context);  // its own dropout rate
+    t += run.count;
+    runs.push_back(std::move(run));
+  }
+  return runs;
+}
+
 TrialNetwork::TrialNetwork(std::vector<const Model*> trials, int64_t batch, int groups)
     : trials_(std::move(trials)), batch_(batch) {
   XO_ASSERT(!trials_.empty() && batch > 0);
@@ -130,17 +167,6 @@ TrialNetwork::TrialNetwork(std::vector<const Model*> trials, int64_t batch, int 
     memory_.push_back(be.allocate(bytes));
     return memory_.back().as<float>();
   };
-  // Trials t and t + 1 share kernels where their buffers lie one stride apart.
-  auto strided = [&](int t, int64_t stride) {
-    const Model& a = *trials_[static_cast<size_t>(t)];
-    const Model& b = *trials_[static_cast<size_t>(t) + 1];
-    return b.params() - a.params() == stride && b.grads() - a.grads() == stride && stride > 0;
-  };
-  // The nodes that run a group's trials as one kernel: its Linears, and its LSTMs where the
-  // backend batches them.
-  auto fused = [&](const Node& n) {
-    return n.kind == NodeKind::Linear || (n.kind == NodeKind::LSTM && be.lstm_fuses_trials());
-  };
   for (int k = 0, next = 0; k < groups; ++k) {
     Group g;
     g.first = next;
@@ -148,31 +174,7 @@ TrialNetwork::TrialNetwork(std::vector<const Model*> trials, int64_t batch, int 
     next += g.count;
     for (size_t i = 0; i < nodes.size(); ++i) {
       const Node& n = nodes[i];
-      std::vector<Run> runs;
-      if (!is_view(n, true)) {
-        for (int t = 0; t < g.count;) {
-          const Model& m = *trials_[static_cast<size_t>(g.first + t)];
-          Run run{t, 1, nullptr};
-          int64_t stride = 0;
-          if (fused(n) && t + 1 < g.count) {
-            stride = trials_[static_cast<size_t>(g.first + t) + 1]->params() - m.params();
-            while (run.first + run.count < g.count && strided(g.first + t + run.count - 1, stride))
-              ++run.count;
-          }
-          // A Linear (LSTM) alone in its run still takes the trials' kernel: a trial's
-          // arithmetic is then the same in any group.
-          const int64_t fused_stride = !fused(n)       ? 0
-                                       : run.count > 1 ? stride
-                                                       : trial_stride(m.flat_size());
-          LayerContext context{batch,      0,           true,         n.gradient_below,
-                               groups > 1, m.seed(),    &m.buffers(), m.state(),
-                               run.count,  fused_stride};
-          run.layer = make_layer(m.nodes()[i], m.tensors(), be, context);  // its own dropout rate
-          t += run.count;
-          runs.push_back(std::move(run));
-        }
-      }
-      g.nodes.push_back(std::move(runs));
+      g.nodes.push_back(node_runs(g, i, groups));
       if (g.nodes.back().empty()) {  // a view of its input: shares its buffers
         g.outputs.push_back(i > 0 ? g.outputs[i - 1] : nullptr);
         g.d_outputs.push_back(i > 0 ? g.d_outputs[i - 1] : nullptr);

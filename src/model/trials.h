@@ -100,6 +100,9 @@ class TrialNetwork {
     std::vector<float*> outputs, d_outputs;           // per node: [count, batch, out_size]
     std::vector<std::unique_ptr<LossKernel>> losses;  // per trial
   };
+  // Node `node`'s layers in group `g`: runs of trials whose buffers lie one stride apart share
+  // one layer where the node fuses trials (`groups`: how many groups the network has).
+  std::vector<Run> node_runs(const Group& g, size_t node, int groups) const;
   void group_step(Group& g, const float* src, const int32_t* labels, LossStats* const* stats,
                   FunctionRef<void(size_t trial)> begin, FunctionRef<void(size_t trial)> done,
                   TrialsStepKernel* batched);

@@ -6,7 +6,7 @@
 
 #include "backend/backend.h"
 #include "core/error.h"
-#include "model/cost.h"
+#include "model/work.h"
 #include "model/model.h"
 
 namespace xo {
@@ -60,7 +60,7 @@ RunRecord recorded_run(const Report& report, const std::string& file, const std:
   const ModelSpec spec = parse_spec(run.spec_toml, file + " (spec_toml)");
   auto cpu = make_backend(parse_device("cpu", 1));
   const Model m(spec, *cpu);
-  run.cost = step_cost(m, run.result.batch);
+  run.work = step_work(m, run.result.batch);
   return run;
 }
 

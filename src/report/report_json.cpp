@@ -140,8 +140,8 @@ void measured_fields(Io& io, Row& row, bool hashes) {
   io.optional_number("mean_cpu_percent", cpu);
   io.optional_number("mean_gpu_percent", gpu);
   if (io.present("timings_contaminated")) io.flag("timings_contaminated", contaminated);
-  io.number("step_flops", row.cost.flops);
-  io.number("step_bytes", row.cost.bytes);
+  io.number("step_flops", row.work.flops);
+  io.number("step_bytes", row.work.bytes);
   io.text("spec_toml", row.spec_toml);
   if (hashes || io.present("data_hash")) io.text("data_hash", row.data_hash);
   if (hashes || io.present("params_hash")) io.text("params_hash", row.params_hash);
@@ -164,7 +164,7 @@ void run_fields(Io& io, Run& run, bool hashes, int schema) {
   }
   measured_fields(io, row, hashes);
   if constexpr (Io::kReading) {
-    row.cost.batch = r.batch;
+    row.work.batch = r.batch;
   } else if (r.epochs.empty()) {  // measured steps only (--steps): no epoch finished
     io.j["final_loss"] = json();
     io.j["final_train_error"] = json();

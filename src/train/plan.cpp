@@ -198,7 +198,7 @@ TrainPlan::TrainPlan(Model& trained_model, const DataSplit& data, const TrainSpe
     clock = backend.clock(static_cast<int>(StepMarks::kPerStep * steps_per_epoch));
 }
 
-Batch TrainPlan::select_batch(const StepWork& w, BatchAt at) {
+Batch TrainPlan::select_batch(const StepSlice& w, BatchAt at) {
   const int64_t first = w.slice.offset;
   if (!at.gather) {
     return {x.as<float>() + (at.first + first) * features, y.as<int32_t>() + at.first + first};

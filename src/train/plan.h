@@ -99,19 +99,19 @@ struct TrainPlan {
 
   // What step `s` of an epoch trains: its batch's rows (all ranks'), this rank's slice of them
   // and the Network for the slice (null: this rank has no rows of the epoch's partial batch).
-  struct StepWork {
+  struct StepSlice {
     Network* net = nullptr;
     int64_t rows = 0;
     RankSlice slice;
   };
-  StepWork work(int64_t s) {
+  StepSlice slice(int64_t s) {
     if (s < full_steps) return {full ? &*full : nullptr, batch, full_slice};
     return {partial ? &*partial : nullptr, samples - full_steps * batch, tail_slice};
   }
   BatchAt batch_at(int64_t s) const { return {gather, s * batch}; }
   bool launches_recording(int64_t s) const { return recorded && s < full_steps; }
   // This rank's rows of the batch `at` names; gathering it is a device call, part of the step.
-  Batch select_batch(const StepWork& w, BatchAt at);
+  Batch select_batch(const StepSlice& w, BatchAt at);
   // The epoch's loss sums (of every rank, in data-parallel training), read to the host.
   void read_stats(LossStats host[2]);
   // Whether to stop now (Ctrl-C, SIGTERM): on every rank the same answer.

@@ -6,7 +6,7 @@
 
 namespace xo {
 
-void train_step(TrainPlan& p, const TrainPlan::StepWork& w, BatchAt at, LossStats* stats,
+void train_step(TrainPlan& p, const TrainPlan::StepSlice& w, BatchAt at, LossStats* stats,
                 StepMarks marks) {
   const Batch batch = p.select_batch(w, at);
   marks.stamp(StepMarks::BatchSelected);

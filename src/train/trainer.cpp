@@ -32,7 +32,7 @@ enum class Stop { None, Interrupted, StepLimit, Diverged, EarlyStopping };
 // step. A recorded step must find its batch without the host: from then on batches are gathered.
 void record_step(TrainPlan& p) {
   p.recorded =
-      p.backend.capture([&] { train_step(p, p.work(0), {.gather = true}, p.stats, StepMarks()); });
+      p.backend.capture([&] { train_step(p, p.slice(0), {.gather = true}, p.stats, StepMarks()); });
   if (p.recorded) p.gather = true;
 }
 
@@ -54,7 +54,7 @@ Stop run_steps(TrainPlan& p, TrainState& state, const Boundaries& b) {
     if (p.launches_recording(s)) {
       p.recorded->launch();
     } else {
-      train_step(p, p.work(s), p.batch_at(s), p.stats_for(s), marks);
+      train_step(p, p.slice(s), p.batch_at(s), p.stats_for(s), marks);
     }
     marks.stamp(StepMarks::End);
     ++state.step;

@@ -357,7 +357,7 @@ void take_round(Group& group, int64_t n, const FusedOptions& options) {
       const int64_t s = t->state.step;
       const StepMarks marks(p.clock.get(), s);
       marks.stamp(StepMarks::Start);
-      train_step(p, p.work(s), p.batch_at(s), p.stats_for(s), marks);
+      train_step(p, p.slice(s), p.batch_at(s), p.stats_for(s), marks);
       marks.stamp(StepMarks::End);
       ++t->state.step;
       ++t->state.steps_taken;

@@ -22,7 +22,7 @@
 #include "data/source.h"
 #include "distributed/mpi.h"
 #include "measure/peaks.h"
-#include "model/cost.h"
+#include "model/work.h"
 #include "model/model.h"
 #include "train/checkpoint.h"
 #include "train/memory.h"
@@ -672,7 +672,7 @@ std::vector<TrialCostInput> Search::cost_inputs(std::vector<DevicePeaks>& peaks,
     }
     const Model model(specs_[i], *cpu_);
     const int64_t batch = specs_[i].train.batch;
-    inputs.push_back({step_cost(model, batch), t.steps, t.step_ms / 1e3, device_kind_of(t.device),
+    inputs.push_back({step_work(model, batch), t.steps, t.step_ms / 1e3, device_kind_of(t.device),
                       t.device, t.process_seconds, t.train_seconds, specs_[i], batch,
                       std::max(1, t.fused), step_key(specs_[i])});
     priced.push_back(i);

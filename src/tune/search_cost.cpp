@@ -84,11 +84,11 @@ double predicted_trial_seconds(const TrialCostInput& t, const CatalogDevice& dev
   if (kind == t.kind) {
     // Calibrated by the trial's own step here, on a device of the same kind.
     if (const DevicePeaks* here = find_peaks(peaks, t.device); here && t.measured_step_s > 0)
-      efficiency = calibrate_efficiency(t.cost, probed_rates(*here), t.measured_step_s);
+      efficiency = calibrate_efficiency(t.work, probed_rates(*here), t.measured_step_s);
   } else {
     lower_bound = gpu;  // an uncalibrated GPU: its roofline, the least the step can take
   }
-  const double step = predict_step(t.cost, rates, efficiency).seconds;
+  const double step = predict_step(t.work, rates, efficiency).seconds;
   return step * static_cast<double>(t.steps) + outside_steps;
 }
 

@@ -12,13 +12,13 @@
 #include <vector>
 
 #include "advisor/advice.h"
-#include "model/cost.h"
+#include "model/work.h"
 #include "tune/record.h"
 
 namespace xo {
 
 struct TrialCostInput {
-  StepCost cost;                      // one training step of the trial's model
+  StepWork work;                      // one training step of the trial's model
   int64_t steps = 0;                  // steps it took
   double measured_step_s = 0;         // its median step here
   DeviceKind kind = DeviceKind::Cpu;  // where it was measured
@@ -26,7 +26,7 @@ struct TrialCostInput {
   double process_seconds = 0;         // its processes' wall time here
   double train_seconds = 0;           // the part of it spent in training steps
   // The trial's spec and batch, for predictions from device profiles (AdviceOptions::profiles);
-  // none: the roofline of `cost`.
+  // none: the roofline of `work`.
   std::optional<ModelSpec> spec;
   int64_t batch = 0;
   // The fused group it trained in here (tune --fuse; 1: a process of its own): elsewhere too it is

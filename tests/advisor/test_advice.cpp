@@ -34,9 +34,9 @@ RunRecord measured_run(double measured_ms) {
   row.result.device.name = "Local CPU";
   row.result.step_ms.median = measured_ms;
   row.result.steps_per_epoch = 10;
-  row.cost.layers = {{"0 linear", 0, 8e9, 1e3}};
-  row.cost.flops = 8e9;
-  row.cost.bytes = 1e3;
+  row.work.layers = {{"0 linear", 0, 8e9, 1e3}};
+  row.work.flops = 8e9;
+  row.work.bytes = 1e3;
   return row;
 }
 

@@ -27,10 +27,10 @@ ModelSpec mlp() {
   return s;
 }
 
-TEST(Predict, StepCostOfASmallMlp) {
+TEST(Predict, StepWorkOfASmallMlp) {
   auto be = make_backend(parse_device("cpu", 1));
   const Model m(mlp(), *be);
-  const StepCost c = step_cost(m, 10);
+  const StepWork c = step_work(m, 10);
   ASSERT_EQ(c.layers.size(), 2u);  // the ReLU is fused into the first Linear
   EXPECT_EQ(c.layers[0].name, "0 linear+relu");
   EXPECT_EQ(c.layers[1].name, "2 linear");
@@ -49,7 +49,7 @@ TEST(Predict, StepCostOfASmallMlp) {
 }
 
 TEST(Predict, RooflineByHand) {
-  StepCost c;
+  StepWork c;
   c.layers = {{"big", 0, 2e9, 1e6}, {"wide", 1, 1e6, 4e8}};  // FLOP-bound, byte-bound
   c.optimizer_bytes = 1e8;
   const DeviceRates rates{1000, 100, 5, 1};  // 1 TFLOP/s, 100 GB/s, 5 us + 1 us per layer
@@ -68,13 +68,13 @@ TEST(Predict, RooflineByHand) {
   const StepPrediction half = predict_step(c, rates, 0.5);
   EXPECT_NEAR(half.seconds, 14e-3 + 7e-6, 1e-15);
   // A tiny step is bound by the overhead.
-  StepCost tiny;
+  StepWork tiny;
   tiny.layers = {{"t", 0, 100, 100}};
   EXPECT_EQ(predict_step(tiny, rates).bound, "overhead");
 }
 
 TEST(Predict, CalibrationMeetsTheMeasurement) {
-  StepCost c;
+  StepWork c;
   c.layers = {{"big", 0, 2e9, 1e6}};
   const DeviceRates rates{1000, 100, 10, 0};
   // Roofline 2 ms + 10 us overhead; measured 4.01 ms -> efficiency 0.5.

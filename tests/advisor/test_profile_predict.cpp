@@ -7,7 +7,7 @@
 #include "advisor/advice.h"
 #include "advisor/catalog.h"
 #include "advisor/profile_predict.h"
-#include "model/cost.h"
+#include "model/work.h"
 #include "model/layer.h"
 #include "model/model.h"
 #include "model/trials.h"

@@ -52,8 +52,8 @@ ReportRun measured_run(const std::string& model, const std::string& device) {
   r.run.spec_toml = "[model]\n";
   r.run.data_hash = "0123456789abcdef";
   r.run.params_hash = device == "cpu" ? "fedcba9876543210" : "00000000ffffffff";
-  r.run.cost.flops = 2e6;
-  r.run.cost.bytes = 1e5;
+  r.run.work.flops = 2e6;
+  r.run.work.bytes = 1e5;
   r.run.peak_rss_mib = 100;
   Utilisation u;
   u.interval_s = 0.1;

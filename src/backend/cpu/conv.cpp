@@ -12,6 +12,33 @@ namespace {
 using dnnl::memory;
 using tag = memory::format_tag;
 
+// A convolution's memory descriptors: as crossover holds the tensors (NCHW, OIHW) and as the
+// primitives may choose (any).
+struct ConvDescs {
+  explicit ConvDescs(const Conv2dShape& s)
+      : has_bias(s.has_bias),
+        src_dims{s.batch, s.in_channels, s.height, s.width},
+        w_dims{s.out_channels, s.in_channels, s.kernel, s.kernel},
+        dst_dims{s.batch, s.out_channels, s.out_height(), s.out_width()},
+        strides{s.stride, s.stride},
+        pad{s.padding, s.padding},
+        src_user(src_dims, f32, tag::nchw),
+        dst_user(dst_dims, f32, tag::nchw),
+        w_user(w_dims, f32, tag::oihw),
+        bias_md({s.out_channels}, f32, tag::x),
+        src_any(src_dims, f32, tag::any),
+        dst_any(dst_dims, f32, tag::any),
+        w_any(w_dims, f32, tag::any) {}
+
+  // The bias's descriptor, or none where the convolution has no bias.
+  memory::desc bias() const { return has_bias ? bias_md : memory::desc(); }
+
+  bool has_bias;
+  memory::dims src_dims, w_dims, dst_dims, strides, pad;
+  memory::desc src_user, dst_user, w_user, bias_md, src_any, dst_any, w_any;
+  dnnl::algorithm algo = dnnl::algorithm::convolution_direct;
+};
+
 class CpuConv2d final : public WeightedKernel {
  public:
   CpuConv2d(const Conv2dShape& s, const dnnl::engine& engine, const dnnl::stream& stream)
@@ -60,17 +87,7 @@ class CpuConv2d final : public WeightedKernel {
   // Builds the three primitives, each choosing its own layouts, and binds their memory.
   void plan(const dnnl::engine& engine) {
     const Conv2dShape& s = shape_;
-    const memory::dims src_dims = {s.batch, s.in_channels, s.height, s.width};
-    const memory::dims w_dims = {s.out_channels, s.in_channels, s.kernel, s.kernel};
-    const memory::dims dst_dims = {s.batch, s.out_channels, s.out_height(), s.out_width()};
-    const memory::dims strides = {s.stride, s.stride}, pad = {s.padding, s.padding};
-    const memory::desc src_user(src_dims, f32, tag::nchw), dst_user(dst_dims, f32, tag::nchw);
-    const memory::desc w_user(w_dims, f32, tag::oihw), bias_md({s.out_channels}, f32, tag::x);
-    const memory::desc src_any(src_dims, f32, tag::any), dst_any(dst_dims, f32, tag::any);
-    const memory::desc w_any(w_dims, f32, tag::any);
-    const memory::desc no_bias;
-    const auto algo = dnnl::algorithm::convolution_direct;
-
+    const ConvDescs d(s);
     // primitive_attr copies share one handle: the forward's post-ops get an attr of their own.
     dnnl::primitive_attr attr, fwd_attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
@@ -80,19 +97,19 @@ class CpuConv2d final : public WeightedKernel {
       ops.append_eltwise(1.0f, eltwise_algorithm(s.activation), 0.0f, 0.0f);
       fwd_attr.set_post_ops(ops);
     }
-    const dnnl::convolution_forward::desc fwd_desc(dnnl::prop_kind::forward_training, algo, src_any,
-                                                   w_any, s.has_bias ? bias_md : no_bias, dst_any,
-                                                   strides, pad, pad);
+    const dnnl::convolution_forward::desc fwd_desc(dnnl::prop_kind::forward_training, d.algo,
+                                                   d.src_any, d.w_any, d.bias(), d.dst_any,
+                                                   d.strides, d.pad, d.pad);
     const auto fwd_pd =
         XO_DNNL_CHECK(dnnl::convolution_forward::primitive_desc(fwd_desc, fwd_attr, engine));
     forward_ = XO_DNNL_CHECK(dnnl::convolution_forward(fwd_pd));
     // The backward primitives take the forward's descriptor as a hint, without the post-ops.
     const auto hint_pd =
         XO_DNNL_CHECK(dnnl::convolution_forward::primitive_desc(fwd_desc, attr, engine));
-    fwd_src_ = Staged(src_user, fwd_pd.src_desc(), engine);
-    fwd_w_ = Staged(w_user, fwd_pd.weights_desc(), engine);
-    fwd_dst_ = Staged(dst_user, fwd_pd.dst_desc(), engine);
-    bias_ = memory(bias_md, engine, DNNL_MEMORY_NONE);
+    fwd_src_ = Staged(d.src_user, fwd_pd.src_desc(), engine);
+    fwd_w_ = Staged(d.w_user, fwd_pd.weights_desc(), engine);
+    fwd_dst_ = Staged(d.dst_user, fwd_pd.dst_desc(), engine);
+    bias_ = memory(d.bias_md, engine, DNNL_MEMORY_NONE);
     fwd_args_ = {{DNNL_ARG_SRC, fwd_src_.memory()},
                  {DNNL_ARG_WEIGHTS, fwd_w_.memory()},
                  {DNNL_ARG_DST, fwd_dst_.memory()}};
@@ -100,37 +117,43 @@ class CpuConv2d final : public WeightedKernel {
     add_scratchpad(fwd_pd, engine, fwd_args_);
 
     // d_W (and d_bias) from src and the pre-activation gradient.
-    const dnnl::convolution_backward_weights::desc bw_desc(
-        algo, src_any, w_any, s.has_bias ? bias_md : no_bias, dst_any, strides, pad, pad);
+    const dnnl::convolution_backward_weights::desc bw_desc(d.algo, d.src_any, d.w_any, d.bias(),
+                                                           d.dst_any, d.strides, d.pad, d.pad);
     const auto bw_pd = XO_DNNL_CHECK(
         dnnl::convolution_backward_weights::primitive_desc(bw_desc, attr, engine, hint_pd));
     backward_weights_ = XO_DNNL_CHECK(dnnl::convolution_backward_weights(bw_pd));
-    bw_src_ = Staged(src_user, bw_pd.src_desc(), engine);
-    bw_d_dst_ = Staged(dst_user, bw_pd.diff_dst_desc(), engine);
-    bw_d_w_ = Staged(w_user, bw_pd.diff_weights_desc(), engine);
-    d_bias_ = memory(bias_md, engine, DNNL_MEMORY_NONE);
+    bw_src_ = Staged(d.src_user, bw_pd.src_desc(), engine);
+    bw_d_dst_ = Staged(d.dst_user, bw_pd.diff_dst_desc(), engine);
+    bw_d_w_ = Staged(d.w_user, bw_pd.diff_weights_desc(), engine);
+    d_bias_ = memory(d.bias_md, engine, DNNL_MEMORY_NONE);
     bw_args_ = {{DNNL_ARG_SRC, bw_src_.memory()},
                 {DNNL_ARG_DIFF_DST, bw_d_dst_.memory()},
                 {DNNL_ARG_DIFF_WEIGHTS, bw_d_w_.memory()}};
     if (s.has_bias) bw_args_.emplace(DNNL_ARG_DIFF_BIAS, d_bias_);
     add_scratchpad(bw_pd, engine, bw_args_);
 
-    if (s.need_d_src) {
-      const dnnl::convolution_backward_data::desc bd_desc(algo, src_any, w_any, dst_any, strides,
-                                                          pad, pad);
-      const auto bd_pd = XO_DNNL_CHECK(
-          dnnl::convolution_backward_data::primitive_desc(bd_desc, attr, engine, hint_pd));
-      backward_data_ = XO_DNNL_CHECK(dnnl::convolution_backward_data(bd_pd));
-      // Where both backward primitives want d_dst in one layout, it is reordered once.
-      shared_d_dst_ = bd_pd.diff_dst_desc() == bw_pd.diff_dst_desc();
-      if (!shared_d_dst_) bd_d_dst_ = Staged(dst_user, bd_pd.diff_dst_desc(), engine);
-      bd_w_ = Staged(w_user, bd_pd.weights_desc(), engine);
-      bd_d_src_ = Staged(src_user, bd_pd.diff_src_desc(), engine);
-      bd_args_ = {{DNNL_ARG_DIFF_DST, shared_d_dst_ ? bw_d_dst_.memory() : bd_d_dst_.memory()},
-                  {DNNL_ARG_WEIGHTS, bd_w_.memory()},
-                  {DNNL_ARG_DIFF_SRC, bd_d_src_.memory()}};
-      add_scratchpad(bd_pd, engine, bd_args_);
-    }
+    if (s.need_d_src) plan_backward_data(d, attr, engine, hint_pd, bw_pd.diff_dst_desc());
+  }
+
+  // d_src from d_dst and the weights; `bw_d_dst` is the layout backward weights reads d_dst in.
+  void plan_backward_data(const ConvDescs& d, const dnnl::primitive_attr& attr,
+                          const dnnl::engine& engine,
+                          const dnnl::convolution_forward::primitive_desc& hint_pd,
+                          const memory::desc& bw_d_dst) {
+    const dnnl::convolution_backward_data::desc bd_desc(d.algo, d.src_any, d.w_any, d.dst_any,
+                                                        d.strides, d.pad, d.pad);
+    const auto bd_pd = XO_DNNL_CHECK(
+        dnnl::convolution_backward_data::primitive_desc(bd_desc, attr, engine, hint_pd));
+    backward_data_ = XO_DNNL_CHECK(dnnl::convolution_backward_data(bd_pd));
+    // Where both backward primitives want d_dst in one layout, it is reordered once.
+    shared_d_dst_ = bd_pd.diff_dst_desc() == bw_d_dst;
+    if (!shared_d_dst_) bd_d_dst_ = Staged(d.dst_user, bd_pd.diff_dst_desc(), engine);
+    bd_w_ = Staged(d.w_user, bd_pd.weights_desc(), engine);
+    bd_d_src_ = Staged(d.src_user, bd_pd.diff_src_desc(), engine);
+    bd_args_ = {{DNNL_ARG_DIFF_DST, shared_d_dst_ ? bw_d_dst_.memory() : bd_d_dst_.memory()},
+                {DNNL_ARG_WEIGHTS, bd_w_.memory()},
+                {DNNL_ARG_DIFF_SRC, bd_d_src_.memory()}};
+    add_scratchpad(bd_pd, engine, bd_args_);
   }
 
   Conv2dShape shape_;

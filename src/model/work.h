@@ -13,25 +13,25 @@ namespace xo {
 // What one node of the model does in a training step of `batch` samples: matmul FLOPs (forward,
 // weight gradient, input gradient where one flows) and an estimate of the bytes it moves (f32
 // activations, parameters and their gradients read and written once per use).
-struct LayerCost {
+struct LayerWork {
   std::string name;  // e.g. "0 linear+relu"
   int node = 0;
   double flops = 0;
   double bytes = 0;
 };
 
-struct StepCost {
+struct StepWork {
   int64_t batch = 0;
-  std::vector<LayerCost> layers;  // nodes that do work (views excluded)
+  std::vector<LayerWork> layers;  // nodes that do work (views excluded)
   double optimizer_bytes = 0;     // the optimizer's pass over parameters, gradients and state
   double flops = 0, bytes = 0;    // totals, optimizer included
 };
 
-StepCost step_cost(const Model& model, int64_t batch);
-StepCost step_cost(const std::vector<Node>& nodes, const std::vector<ParamTensor>& tensors,
+StepWork step_work(const Model& model, int64_t batch);
+StepWork step_work(const std::vector<Node>& nodes, const std::vector<ParamTensor>& tensors,
                    int64_t parameters, const OptimizerSettings& optimizer, int64_t batch);
 // One node's work in a step of `batch` samples (its `node` index left 0).
-LayerCost node_cost(const Node& node, const std::vector<ParamTensor>& tensors, int64_t batch);
+LayerWork node_work(const Node& node, const std::vector<ParamTensor>& tensors, int64_t batch);
 // Bytes per parameter the optimizer reads and writes in one step (SGD 12, with momentum 20, Adam
 // and AdamW 28, RMSprop 20, Adadelta 28).
 double optimizer_bytes_per_param(const OptimizerSettings& o);

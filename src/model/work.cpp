@@ -1,4 +1,4 @@
-#include "model/cost.h"
+#include "model/work.h"
 
 #include <fmt/format.h>
 
@@ -33,8 +33,8 @@ std::string node_name(const Node& node) {
   return name;
 }
 
-LayerCost node_cost(const Node& n, const std::vector<ParamTensor>& tensors, int64_t batch) {
-  LayerCost l;
+LayerWork node_work(const Node& n, const std::vector<ParamTensor>& tensors, int64_t batch) {
+  LayerWork l;
   l.name = node_name(n);
   const double b = static_cast<double>(batch);
   const double f = b * n.forward_flops;
@@ -58,13 +58,13 @@ LayerCost node_cost(const Node& n, const std::vector<ParamTensor>& tensors, int6
   return l;
 }
 
-StepCost step_cost(const std::vector<Node>& nodes, const std::vector<ParamTensor>& tensors,
+StepWork step_work(const std::vector<Node>& nodes, const std::vector<ParamTensor>& tensors,
                    int64_t parameters, const OptimizerSettings& optimizer, int64_t batch) {
-  StepCost c;
+  StepWork c;
   c.batch = batch;
   for (size_t i = 0; i < nodes.size(); ++i) {
     if (nodes[i].kind == NodeKind::Flatten) continue;  // a view
-    LayerCost l = node_cost(nodes[i], tensors, batch);
+    LayerWork l = node_work(nodes[i], tensors, batch);
     l.node = static_cast<int>(i);
     c.flops += l.flops;
     c.bytes += l.bytes;
@@ -75,8 +75,8 @@ StepCost step_cost(const std::vector<Node>& nodes, const std::vector<ParamTensor
   return c;
 }
 
-StepCost step_cost(const Model& model, int64_t batch) {
-  return step_cost(model.nodes(), model.tensors(), model.parameter_count(),
+StepWork step_work(const Model& model, int64_t batch) {
+  return step_work(model.nodes(), model.tensors(), model.parameter_count(),
                    model.spec().train.optimizer, batch);
 }
 
