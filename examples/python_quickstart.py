@@ -1,11 +1,12 @@
 #!/usr/bin/python3
-"""crossover from Python, top to bottom: is a GPU worth it for a PyTorch model, train it, then
-search its hyper-parameters with scikit-learn's GridSearchCV over crossover's MLPClassifier.
+"""crossover from Python, top to bottom: is a GPU worth it for a PyTorch model, train it, search
+its learning rate with crossover.tune, then its width and penalty with scikit-learn's GridSearchCV
+over crossover's MLPClassifier.
 
     PYTHONPATH=build/python /usr/bin/python3 examples/python_quickstart.py
 
 (after scripts/setup; about a minute on two cores). The advice's report is written to
-crossover-results/ in the working folder.
+crossover-results/ and the search's to crossover-tune/ in the working folder.
 """
 import numpy as np
 import torch
@@ -37,7 +38,12 @@ print(f"validation accuracy after {len(history.epoch)} epochs: "
       f"{history.history['val_accuracy'][-1]:.3f}")
 model.save("quickstart.safetensors")  # PyTorch's names: net.load_state_dict reads them
 
-# 4. A small search of its width and penalty, each candidate trained by crossover.
+# 4. Which learning rate trains it on from here? Three trials at once, fused into one model.
+tuned = crossover.tune(model, x, y, {"lr": [3e-4, 1e-3, 3e-3]}, epochs=10,
+                       validation_split=0.2, verbose=0)
+print(f"best learning rate: {tuned.best_values}, validation accuracy {tuned.best_objective:.1f}%")
+
+# 5. A small search of its width and penalty, each candidate trained by crossover.
 search = GridSearchCV(MLPClassifier(max_iter=30, random_state=0),
                       {"hidden_layer_sizes": [(16,), (128, 128)], "alpha": [1e-4, 1e-2]}, cv=2)
 search.fit(x, y)

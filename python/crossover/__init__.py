@@ -14,7 +14,6 @@ copied. Ctrl-C (or a notebook's interrupt) stops a fit at the next step and rais
 KeyboardInterrupt, the model holding the weights it reached. Bad input raises ValueError,
 TypeError, FileNotFoundError or MemoryError with the engine's message.
 """
-import html
 import json
 import os
 
@@ -26,10 +25,12 @@ from ._crossover import builtin_models as _builtin_models
 from ._crossover import devices as _devices
 from ._crossover import sweep as _sweep
 from ._crossover import version as __version__
+from ._page import report_html
 from ._progress import Progress
+from ._tune import Search, tune
 
-__all__ = ["Model", "History", "JobReport", "Advice", "Sweep", "advise", "sweep", "devices",
-           "builtin_models", "ConversionWarning", "__version__"]
+__all__ = ["Model", "History", "JobReport", "Advice", "Sweep", "Search", "advise", "sweep", "tune",
+           "devices", "builtin_models", "ConversionWarning", "__version__"]
 
 
 def builtin_models():
@@ -46,6 +47,18 @@ def devices(probe=False, reprobe=False):
     listed, unavailable = _devices(bool(probe or reprobe), bool(reprobe))
     info = {d["id"]: d for d in json.loads(listed)}
     return {"available": list(info), "unavailable": list(unavailable), "info": info}
+
+
+# The engine's messages name the command line's flags; fit's are its arguments.
+_FIT_WORDS = (("the same command with --resume", "the same fit with resume=True"),
+              ("--checkpoint-dir", "checkpoint_dir="), ("--checkpoint-every", "checkpoint_every="),
+              ("--resume", "resume=True"), ("--restart", "restart=True"))
+
+
+def _in_fit_words(message):
+    for flag, argument in _FIT_WORDS:
+        message = message.replace(flag, argument)
+    return message
 
 
 def _existing_path(name_or_path):
@@ -238,6 +251,8 @@ class Model:
                 x, y, val_x, val_y, float(validation_split), _toml.train_table(settings), name,
                 device, precision, int(threads), os.fspath(checkpoint_dir or ""),
                 str(checkpoint_every), bool(resume), bool(restart), bool(verbose), progress)
+        except ValueError as e:
+            raise ValueError(_in_fit_words(str(e))) from None
         finally:
             progress.close()
         return History(json.loads(result))
@@ -306,14 +321,7 @@ class JobReport:
         return pd.DataFrame(rows)
 
     def _repr_html_(self):
-        page = os.path.join(self.out, "report.html")
-        try:
-            with open(page, encoding="utf-8") as f:
-                body = f.read()
-        except OSError:
-            return f"<p>{html.escape(self.sentence)}</p>"
-        return (f"<p><b>{html.escape(self.sentence)}</b></p><iframe srcdoc=\"{html.escape(body)}"
-                "\" style=\"width:100%;height:640px;border:0\"></iframe>")
+        return report_html(self.out, self.sentence)
 
     def __repr__(self):
         return f"{type(self).__name__}(worth_it={self.worth_it}, {self.sentence!r})"

@@ -1,7 +1,7 @@
 # Type hints of crossover's public API (the package's __init__.py; crossover.sklearn is typed in
 # its own source).
 import os
-from typing import Any, Callable, Iterable, Mapping, Optional, Sequence, Union
+from typing import Any, Callable, Dict, Iterable, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import numpy.typing as npt
@@ -80,6 +80,27 @@ class Sweep(JobReport): ...
 def sweep(model: Model, x: ArrayLike, y: ArrayLike, vary: str, *, epochs: Optional[int] = ...,
           devices: Optional[Sequence[str]] = ..., out: Optional[PathLike] = ...,
           overwrite: bool = ..., verbose: int = ...) -> Sweep: ...
+class Search:
+    out: str
+    result: Dict[str, Any]
+    objective: str
+    best: str
+    best_values: Dict[str, Any]
+    best_objective: Optional[float]
+    interrupted: bool
+    def to_pandas(self) -> Any: ...
+    def best_model(self) -> Model: ...
+    def _repr_html_(self) -> str: ...
+
+def tune(model: Model, x: ArrayLike, y: ArrayLike,
+         vary: Union[Mapping[str, Union[str, Sequence[Any]]], str, Sequence[str]], *,
+         out: PathLike = ..., validation_split: float = ...,
+         validation_data: Optional[Tuple[ArrayLike, ArrayLike]] = ...,
+         samples: Optional[int] = ..., seed: int = ..., objective: Optional[str] = ...,
+         halving: bool = ..., min_epochs: int = ..., factor: int = ...,
+         epochs: Optional[int] = ..., parallel: Optional[int] = ...,
+         fuse: Union[str, int] = ..., threads: int = ..., devices: Optional[Sequence[str]] = ...,
+         restart: bool = ..., checkpoint_every: str = ..., verbose: int = ...) -> Search: ...
 def advise(model: Model, x: ArrayLike, y: ArrayLike, *, epochs: Optional[int] = ...,
            devices: Optional[Sequence[str]] = ..., out: Optional[PathLike] = ...,
            overwrite: bool = ..., verbose: int = ...) -> Advice: ...

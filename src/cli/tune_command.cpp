@@ -1,8 +1,8 @@
-// `crossover tune SPEC --vary KEY=...`: a hyper-parameter search. The flags become SearchOptions,
-// tune/search.h runs the search (each trial its own `crossover train` process, several at once
-// per device, across MPI ranks, halving through checkpoints), and this file renders it: its
-// progress on the terminal, results.json, results.csv and report.html after every trial that
-// starts or ends, and the final table.
+// `crossover tune SPEC --vary KEY=...`: a hyper-parameter search. The flags become a TuneJob;
+// job/tune.h runs the search (tune/search.h: each trial its own `crossover train` process, several
+// at once per device, across MPI ranks, halving through checkpoints) and keeps results.json,
+// results.csv and report.html up to date; this file shows its progress on the terminal and the
+// final table.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -14,148 +14,23 @@
 
 #include "cli/commands.h"
 #include "cli/messages.h"
-#include "cli/terminal_hooks.h"
-#include "job/run_notes.h"
 #include "cli/options.h"
-#include "core/format.h"
+#include "cli/terminal_hooks.h"
 #include "distributed/mpi.h"
-#include "report/files.h"
-#include "report/machine.h"
-#include "report/report_json.h"
-#include "report/tune_json.h"
+#include "job/tune.h"
 #include "report/tune_text.h"
 #include "tune/ranks.h"
 #include "tune/search.h"
-#include "tune/trial_process.h"
 
 namespace xo::cli {
 namespace {
 
 namespace fs = std::filesystem;
 
-struct TuneOptions {
-  SearchOptions search;
-  bool quiet = false;
-  CostOptions cost;
-  DataFlags data;
-};
-
-// The search's progress on the terminal and its files in --out.
-class TuneOutput final : public SearchHooks {
- public:
-  explicit TuneOutput(const TuneOptions& o) : o_(o), out_(o.search.out) {}
-
-  ModelSpec read_spec(const std::string& spec) override { return resolve_spec_with(spec, o_.data); }
-  TuneRecord read_record(const std::string& text, const std::string& origin) override {
-    return read_tune_record(text, origin);
-  }
-  TrainResult read_result(const std::string& text, const std::string& origin) override {
-    return read_train_result(text, origin);
-  }
-  Catalog catalog() override { return load_user_catalog(o_.cost); }
-  AdviceOptions advice() override { return with_profiles(o_.cost.advice); }
-
-  void publish(const TuneRecord& r) override { write_tune_report(out_, r, describe_machine()); }
-
-  void spec_read(const ModelSpec& base) override {
-    TerminalHooks terminal;
-    tell_spec_notes(terminal, base);
-  }
-  void fewer_trials(size_t distinct, int64_t samples) override {
-    fmt::print(stderr, "note: the space holds {} distinct trials, fewer than --samples {}\n",
-               distinct, samples);
-  }
-  void nothing_fuses() override {
-    if (!o_.quiet) {
-      fmt::print(stderr,
-                 "note: no two trials can train as one (each differs in architecture, batch size "
-                 "or data): each trains in a process of its own, as with --fuse off\n");
-    }
-  }
-  void resumed(size_t kept, size_t trials) override {
-    fmt::print(stderr, "crossover: {} of {} trials in {} are kept; the search goes on\n", kept,
-               trials, out_.string());
-  }
-  void measuring(int k, const std::string& device) override {
-    if (!o_.quiet)
-      fmt::print(stderr, "measuring {} trial{} at once on {}...\n", k, k == 1 ? "" : "s", device);
-  }
-  void measuring_groups(const std::string& device) override {
-    if (!o_.quiet) fmt::print(stderr, "measuring fused groups of trials on {}...\n", device);
-  }
-  void started(const TuneRecord& r) override;
-  void promoted(const HalvingDecision& d) override {
-    if (!o_.quiet) fmt::print("{}\n", decision_text(d));
-  }
-  void trial_ended(const TrialRecord& t, const TuneRecord& r) override;
-
- private:
-  const TuneOptions& o_;
-  fs::path out_;
-};
-
-// Why --fuse auto took every ready trial without timing group sizes (measure_fuse_cap).
-constexpr const char* kUnmeasuredGroups =
-    " (not measured: too few trials, or a search shorter than timing group sizes would take)";
-// Why trials at once were not measured (tune/parallel.h's measure_choice).
-constexpr const char* kShortSearch =
-    " (not measured: a search shorter than measuring trials at once would take)";
-// On a GPU it never times them (Search's gpu_fuse_cap says why).
-constexpr const char* kGpuGroups = " (as many as are ready: group sizes are not timed on a GPU)";
-
-// "disc-4: 2 trials (grid), lowest by loss; 2 at once on cpu (measured fastest)".
-void TuneOutput::started(const TuneRecord& r) {
-  if (o_.quiet) return;
-  std::vector<std::string> where;
-  for (const ParallelChoice& c : r.parallel) {
-    // Why the group size is what it is: measured, or under auto not measured (the CPU's reason or
-    // the GPU's); an explicit --fuse K needs none.
-    std::string why = c.measured                                    ? " (measured fastest)"
-                      : o_.search.fuse != kFuseAuto                 ? ""
-                      : device_kind_of(c.device) == DeviceKind::Cpu ? kUnmeasuredGroups
-                                                                    : kGpuGroups;
-    // Larger groups than the search's share could time are taken as fast as the largest timed.
-    int timed = 0;
-    for (const ParallelOption& option : c.options) timed = std::max(timed, option.k);
-    if (c.fused > 0 && c.measured && timed < c.fused) {
-      why = fmt::format(
-          " (timed up to {} a group; larger groups, not timed within the search's "
-          "share, taken as fast)",
-          timed);
-    }
-    where.push_back(c.fused > 0
-                        ? fmt::format("fused up to {} per group on {}{}", c.fused, c.device, why)
-                        : fmt::format("{} at once on {}{}", c.k, c.device,
-                                      c.measured       ? " (measured fastest)"
-                                      : c.short_search ? kShortSearch
-                                                       : ""));
-  }
-  fmt::print("{}: {} trials ({}), {} by {}; {}\n", terminal_safe(r.model), r.trials.size(), r.mode,
-             r.higher_is_better ? "best" : "lowest", r.objective, fmt::join(where, ", "));
-  std::fflush(stdout);
-}
-
-// "t01 train.optimizer.lr=0.05: finished after 2 epochs, loss 0.4321, 1.2 s on cpu (2 threads)".
-void TuneOutput::trial_ended(const TrialRecord& t, const TuneRecord& r) {
-  if (o_.quiet) return;
-  std::vector<std::string> v;
-  for (const auto& [k, x] : t.values) v.push_back(fmt::format("{}={}", k, x));
-  const std::string values = fmt::format("{}", fmt::join(v, " "));
-  const std::string figure = std::isnan(t.objective)
-                                 ? terminal_safe(t.error)
-                                 : fmt::format("{} {:.4g}", r.objective, t.objective);
-  fmt::print("{} {}: {} after {} epoch{}, {}, {} on {}{}\n", t.id, terminal_safe(values),
-             trial_status_name(t.status), t.epochs, t.epochs == 1 ? "" : "s", figure,
-             duration(t.process_seconds), t.device,
-             t.threads > 0 ? fmt::format(" ({} thread{})", t.threads, t.threads == 1 ? "" : "s")
-                           : std::string());
-  std::fflush(stdout);
-}
-
 // The search, then its table and where its report is.
-int search_and_render(const TuneOptions& o, const mpi::World* world) {
-  TuneOutput output(o);
-  const TuneRecord r = run_search(o.search, output, world);
+int search_and_render(const TuneJob& o, const mpi::World* world) {
+  TerminalHooks terminal;
+  const TuneRecord r = tune_job(o, terminal, world);
   if (!o.quiet) fmt::print("\n{}", tune_table_text(r));
   fmt::print("results: {}\n", (fs::path(o.search.out) / "report.html").string());
   const fs::path best_spec = fs::path(o.search.out) / "best.toml";
@@ -178,7 +53,7 @@ int search_and_render(const TuneOptions& o, const mpi::World* world) {
   return 0;
 }
 
-int run_tune(const TuneOptions& o) {
+int run_tune(const TuneJob& o) {
   // A process no launcher started never touches MPI.
   if (!mpi::launched()) return search_and_render(o, nullptr);
   const mpi::World world;
@@ -271,7 +146,7 @@ void add_search_options(CLI::App* sub, SearchOptions& o) {
 }  // namespace
 
 Command add_tune(CLI::App& app) {
-  auto o = std::make_shared<TuneOptions>();
+  auto o = std::make_shared<TuneJob>();
   CLI::App* sub = app.add_subcommand(
       "tune", "Search hyper-parameters: trials at once on every device, halving, priced");
   add_search_options(sub, o->search);

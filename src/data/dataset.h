@@ -64,6 +64,14 @@ Dataset make_disc(int64_t samples, uint64_t seed);
 // the first data row), a field that is not a number, a label that is not an integer or out of
 // range, fewer than 2 columns. `expected_features` (if > 0) must match the feature column count.
 Dataset load_csv(const std::filesystem::path& path, int64_t classes, int64_t expected_features);
+// Loads a safetensors file holding tensor "x", the samples ([samples, ...]: the numbers after the
+// first dimension are one sample's features, converted to float32 as io/safetensors.h reads them),
+// and tensor "y", one class label (an integer in [0, classes)) or, with `classes` 0, one real
+// target per sample ([samples]). Throws UserError naming the file and the tensor for a missing
+// tensor, a shape that disagrees, a non-finite number or a label out of range; `expected_features`
+// (if > 0) must match.
+Dataset load_safetensors_data(const std::filesystem::path& path, int64_t classes,
+                              int64_t expected_features);
 // The same from a CSV file's text; `name` names it in errors.
 Dataset parse_csv(const std::string& text, const std::string& name, int64_t classes,
                   int64_t expected_features);

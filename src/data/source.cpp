@@ -18,6 +18,19 @@ namespace {
 constexpr std::string_view kCsv = "csv:";
 constexpr std::string_view kIdx = "idx:";
 constexpr std::string_view kImdb = "imdb:";
+constexpr std::string_view kSafetensors = "safetensors:";
+
+// A file of samples with their labels or targets: a CSV or a safetensors file.
+bool is_sample_file(const std::string& source) {
+  return source.starts_with(kCsv) || source.starts_with(kSafetensors);
+}
+
+Dataset load_sample_file(const std::string& source, int64_t classes, int64_t features) {
+  if (source.starts_with(kSafetensors)) {
+    return load_safetensors_data(source.substr(kSafetensors.size()), classes, features);
+  }
+  return load_csv(source.substr(kCsv.size()), classes, features);
+}
 
 // The numbers in one sample: the product of the model's input shape.
 int64_t sample_features(const DataRequest& model) {
@@ -89,17 +102,17 @@ Dataset sample_rows(const Dataset& data, int64_t begin, int64_t end) {
 }
 
 DataSplit load_data(const DataSpec& data, const DataRequest& model) {
-  if (model.classes == 0 && !data.source.starts_with(kCsv)) {
+  if (model.classes == 0 && !is_sample_file(data.source)) {
     throw UserError(fmt::format(
-        "{}: loss \"mse\" regresses a real-valued target, which only a CSV brings (its last "
-        "column); data.source '{}' has class labels (expected source = \"csv:PATH\", or a "
-        "classification loss)",
+        "{}: loss \"mse\" regresses a real-valued target, which only a file of samples brings "
+        "(a CSV's last column, a safetensors file's 'y'); data.source '{}' has class labels "
+        "(expected source = \"csv:PATH\" or \"safetensors:PATH\", or a classification loss)",
         model.origin, data.source));
   }
   DataSplit split = load_source(data, model);
   if (!data.test.empty()) {
-    // Only a CSV names a test split on its own (the parser makes it so).
-    split.test = load_csv(data.test.substr(kCsv.size()), model.classes, split.train.features);
+    // Only a file of samples names a test split on its own (the parser makes it so).
+    split.test = load_sample_file(data.test, model.classes, split.train.features);
   }
   split_validation(split, data.validation_split, model.origin);
   return split;
@@ -113,7 +126,8 @@ DataSplit load_source(const DataSpec& data, const DataRequest& model) {
   if (source.empty()) {
     throw UserError(fmt::format(
         "{}: no data to train on: name it in a [data] table (source = \"csv:PATH\", "
-        "\"fashion-mnist\", \"idx:DIR\", \"imdb:DIR\" or \"imdb-synthetic\"; for an ONNX model, "
+        "\"safetensors:PATH\", \"fashion-mnist\", \"idx:DIR\", \"imdb:DIR\" or "
+        "\"imdb-synthetic\"; for an ONNX model, "
         "in the TOML file of the same name beside it) or pass --data",
         model.origin));
   }
@@ -125,9 +139,7 @@ DataSplit load_source(const DataSpec& data, const DataRequest& model) {
     }
     return split;
   }
-  if (source.starts_with(kCsv)) {
-    return {load_csv(source.substr(kCsv.size()), model.classes, features), {}};
-  }
+  if (is_sample_file(source)) return {load_sample_file(source, model.classes, features), {}};
   if (source == "fashion-mnist") return load_fashion_mnist();
   if (source.starts_with(kIdx)) return load_idx_folder(source.substr(kIdx.size()), source);
   if (source == "imdb-synthetic") {
@@ -140,8 +152,8 @@ DataSplit load_source(const DataSpec& data, const DataRequest& model) {
         .split;
   }
   throw UserError(fmt::format(
-      "{}: data.source '{}': expected disc, csv:PATH, fashion-mnist, idx:DIR, imdb:DIR or "
-      "imdb-synthetic",
+      "{}: data.source '{}': expected disc, csv:PATH, safetensors:PATH, fashion-mnist, idx:DIR, "
+      "imdb:DIR or imdb-synthetic",
       model.origin, source));
 }
 

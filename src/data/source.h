@@ -11,15 +11,17 @@
 namespace xo {
 
 // Where the data comes from. "disc" and "imdb-synthetic" are generated; "csv:PATH" reads a CSV
-// (PATH relative to the spec file's folder; the parser makes it so); "fashion-mnist" reads Debian's
+// (PATH relative to the spec file's folder; the parser makes it so), "safetensors:PATH" a
+// safetensors file of tensors x and y (load_safetensors_data); "fashion-mnist" reads Debian's
 // dataset-fashion-mnist; "idx:DIR" reads MNIST-format files from a folder; "imdb:DIR" reads the
 // aclImdb review corpus.
 struct DataSpec {
   std::string source = "disc";
   int64_t samples = 1000;    // generated sources: training samples
   int64_t test_samples = 0;  // generated sources: test samples (0: no test split)
-  // The test split from a file ("csv:PATH", relative to the spec's folder as the source's path),
-  // in place of the source's own test split (a spec's `test`); empty: the source's.
+  // The test split from a file ("csv:PATH" or "safetensors:PATH", relative to the spec's folder as
+  // the source's path), in place of the source's own test split (a spec's `test`); empty: the
+  // source's.
   std::string test;
   // Keras's validation_split: this fraction of the training samples, the last ones before any
   // shuffling, held out and evaluated after every epoch (0: none).
@@ -35,11 +37,11 @@ struct DataRequest {
   uint64_t seed = 0;           // generated data: a spec and a seed name one data set
 };
 
-// Sources: disc, csv:PATH (no test set), fashion-mnist, idx:DIR, imdb:DIR, imdb-synthetic. Sequence
-// sources take their length from the input shape and their vocabulary from the embedding. An empty
-// source (an imported model without a training file) is refused with what to write. `data.test`
-// replaces the test split; `data.validation_split` holds out the training set's last samples
-// (split_validation).
+// Sources: disc, csv:PATH and safetensors:PATH (no test set), fashion-mnist, idx:DIR, imdb:DIR,
+// imdb-synthetic. Sequence sources take their length from the input shape and their vocabulary
+// from the embedding. An empty source (an imported model without a training file) is refused with
+// what to write. `data.test` replaces the test split; `data.validation_split` holds out the
+// training set's last samples (split_validation).
 
 DataSplit load_data(const DataSpec& data, const DataRequest& model);
 

@@ -35,6 +35,12 @@ bool output_to(const char* log) {
   return true;
 }
 
+// The program children run (set_crossover_program); empty: this process's own binary.
+std::string& crossover_program() {
+  static std::string program;
+  return program;
+}
+
 // Forks a child that executes this binary with `args`, this process's environment less the MPI
 // launcher's variables, `in` as its standard input (-1: this process's) and its output to `log`
 // (null: nothing); it ends when this process ends. The child's pid.
@@ -45,7 +51,8 @@ pid_t fork_crossover(const std::vector<std::string>& args, const char* log, int 
     if (!mpi::is_launcher_variable(entry.substr(0, entry.find('=')))) env.push_back(entry);
   }
   std::vector<char*> argv, envp;
-  const std::string exe = "/proc/self/exe";
+  const std::string exe =
+      crossover_program().empty() ? std::string("/proc/self/exe") : crossover_program();
   argv.push_back(const_cast<char*>(exe.c_str()));
   for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
@@ -69,6 +76,10 @@ pid_t fork_crossover(const std::vector<std::string>& args, const char* log, int 
 }
 
 }  // namespace
+
+void set_crossover_program(const std::filesystem::path& program) {
+  crossover_program() = program.string();
+}
 
 pid_t spawn(const std::vector<std::string>& args, const std::filesystem::path& log) {
   return fork_crossover(args, log.c_str(), -1);

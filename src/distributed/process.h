@@ -14,6 +14,11 @@ namespace xo {
 // The exit status a child reports when it could not be started at all.
 inline constexpr int kExitNotStarted = 127;
 
+// The crossover binary the functions below start: this process's own (/proc/self/exe) unless a
+// program that embeds the engine (the Python module) names the command it was installed with.
+// Set once, before any process is started.
+void set_crossover_program(const std::filesystem::path& program);
+
 // Starts this crossover binary with `args`, its output appended to `log`. It ends when this
 // process ends (PR_SET_PDEATHSIG), and sees no MPI launcher variables: a child is a process of its
 // own, not a rank of the job.

@@ -48,9 +48,10 @@ ModelSpec resolve_spec_with(const std::string& name_or_path, const DataFlags& f)
   if (!f.data.empty()) spec.data.source = data_source_argument(f.data, "--data");
   if (!f.test_data.empty()) {
     const std::string test = data_source_argument(f.test_data, "--test-data");
-    if (!test.starts_with("csv:")) {
+    if (!test.starts_with("csv:") && !test.starts_with("safetensors:")) {
       throw UserError(fmt::format(
-          "--test-data {}: not a CSV file (expected a file of the training data's columns)",
+          "--test-data {}: not a file of samples (expected a CSV or safetensors file of the "
+          "training data's columns)",
           f.test_data));
     }
     spec.data.test = test;

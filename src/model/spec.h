@@ -150,7 +150,8 @@ std::optional<ModelSpec> builtin_spec(const std::string& name);
 ModelSpec resolve_spec(const std::string& name_or_path);
 
 // A --data argument as a [data] source: a source as a spec writes it ("fashion-mnist",
-// "csv:PATH", "idx:DIR", …), or a path to a CSV file. Throws UserError naming `flag`.
+// "csv:PATH", "idx:DIR", …), or a path to a file: a safetensors file where it ends in
+// .safetensors, else a CSV. Throws UserError naming `flag`.
 std::string data_source_argument(const std::string& text, const std::string& flag);
 
 // Renders a spec back to TOML (used to ship specs/ files and to record what ran).

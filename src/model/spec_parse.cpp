@@ -22,7 +22,7 @@ constexpr std::string_view kDiscSource = "disc";
 constexpr std::string_view kFashionMnistSource = "fashion-mnist";
 constexpr std::string_view kImdbSyntheticSource = "imdb-synthetic";
 // Sources that name a path after their prefix.
-constexpr std::string_view kPathPrefixes[] = {"csv:", "idx:", "imdb:"};
+constexpr std::string_view kPathPrefixes[] = {"csv:", "safetensors:", "idx:", "imdb:"};
 constexpr LossType kLossTypes[] = {LossType::CrossEntropy, LossType::BinaryCrossEntropy,
                                    LossType::MeanSquaredError};
 
@@ -311,7 +311,8 @@ void parse_train(const TomlTable& t, TrainSpec& train, const std::string& origin
 // to the spec, not to wherever crossover happens to run.
 std::string parse_source(const TomlValue& v, const std::filesystem::path& base) {
   const std::string expected =
-      fmt::format("one of: \"{}\", \"csv:PATH\", \"{}\", \"idx:DIR\", \"imdb:DIR\", \"{}\"",
+      fmt::format("one of: \"{}\", \"csv:PATH\", \"safetensors:PATH\", \"{}\", \"idx:DIR\", "
+                  "\"imdb:DIR\", \"{}\"",
                   kDiscSource, kFashionMnistSource, kImdbSyntheticSource);
   const std::string source = v.string(expected);
   if (source == kDiscSource || source == kFashionMnistSource || source == kImdbSyntheticSource) {
@@ -356,10 +357,10 @@ void parse_data(const TomlTable& t, const std::filesystem::path& base, DataSpec&
   }
   if (const TomlValue v = t.get("test")) {
     const std::string test = parse_source(v, base);
-    if (!test.starts_with("csv:")) {
+    if (!test.starts_with("csv:") && !test.starts_with("safetensors:")) {
       v.fail(
-          fmt::format("'{}' is not a CSV (expected \"csv:PATH\": a file of the training "
-                      "set's columns)",
+          fmt::format("'{}' is not a file of samples (expected \"csv:PATH\" or "
+                      "\"safetensors:PATH\": a file of the training set's columns)",
                       test));
     }
     if (data.test_samples > 0) {
@@ -520,7 +521,9 @@ std::string data_source_argument(const std::string& text, const std::string& fla
       return text;
     }
   }
-  return "csv:" + text;  // a file, as before sources could be named
+  // A file, as before sources could be named: its samples as tensors, or a CSV.
+  if (text.ends_with(".safetensors")) return "safetensors:" + text;
+  return "csv:" + text;
 }
 
 const char* loss_name(LossType t) {

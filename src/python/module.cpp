@@ -8,6 +8,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <numeric>
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/file.h"
 #include "core/interrupt.h"
 #include "data/source.h"
 #include "io/json_fields.h"
@@ -24,6 +26,7 @@
 #include "job/measuring.h"
 #include "job/predict.h"
 #include "job/train.h"
+#include "job/tune.h"
 #include "model/model.h"
 #include "model/onnx_import.h"
 #include "model/spec.h"
@@ -266,6 +269,62 @@ py::tuple sweep(const PyModel& m, const py::array& x, const py::array& y, const 
   return written(outcome);
 }
 
+// `crossover tune`'s flags, from crossover.tune(); the package has written the samples (and a
+// validation set) and the model's weights to safetensors files in the search's folder, since the
+// trials are processes of the crossover command (`program`, installed beside the package).
+struct TuneCall {
+  std::string data, test_data, init, program;
+  double validation_split = 0;
+  std::vector<std::string> vary, devices;
+  int64_t samples = 0, min_epochs = 1, factor = 3, epochs = 0;  // epochs 0: the spec's
+  uint64_t seed = 0;
+  std::string objective, out = "crossover-tune", checkpoint_every = "60s";
+  bool halving = false, restart = false, quiet = false;
+  int parallel = 0, fuse = kFuseAuto, threads = 0, instances = 4;
+  std::string call;  // the Python call, as the search's lock records it
+};
+
+// `crossover tune` on the model: returns results.json's text as the search left it, or raises
+// KeyboardInterrupt where a Ctrl-C stopped it (its finished trials kept; the same call goes on).
+std::string tune(const PyModel& m, const TuneCall& c, const py::object& on_event) {
+  TuneJob job;
+  ModelSpec spec = m.spec;
+  spec.data = DataSpec{};
+  spec.data.source = "safetensors:" + c.data;
+  if (!c.test_data.empty()) spec.data.test = "safetensors:" + c.test_data;
+  spec.data.validation_split = c.validation_split;
+  spec.init = c.init;
+  spec.init_weights.reset();
+  job.given = std::move(spec);
+  SearchOptions& s = job.search;
+  s.spec = m.spec.name;
+  s.vary = c.vary;
+  s.samples = c.samples;
+  s.seed = c.seed;
+  s.objective = c.objective;
+  s.halving = c.halving;
+  s.min_epochs = c.min_epochs;
+  s.factor = c.factor;
+  if (c.epochs > 0) s.epochs = c.epochs;
+  s.parallel = c.parallel;
+  s.fuse = c.fuse;
+  s.threads = c.threads;
+  s.devices = c.devices;
+  s.out = c.out;
+  s.restart = c.restart;
+  s.instances = c.instances;
+  s.checkpoint_every = c.checkpoint_every;
+  s.command_line = c.call;
+  job.quiet = c.quiet;
+  job.program = c.program;
+  QueuedHooks hooks;
+  bool interrupted = false;
+  const TuneRecord r =
+      run_job_from_python([&] { return tune_job(job, hooks); }, hooks, on_event, interrupted);
+  if (interrupted && r.interrupted) raise_keyboard_interrupt();
+  return read_file(std::filesystem::path(c.out) / "results.json");
+}
+
 // `crossover devices`: (the devices as JSON text, a list of {device_info, peaks or null}; why the
 // others are not there).
 py::tuple devices(bool probe, bool reprobe) {
@@ -401,6 +460,32 @@ PYBIND11_MODULE(_crossover, m) {
         py::arg("on_event"));
   m.def("sweep", &sweep, py::arg("model"), py::arg("x"), py::arg("y"), py::arg("vary"),
         py::arg("call"), py::arg("on_event"));
+  py::class_<TuneCall>(m, "TuneCall")
+      .def(py::init<>())
+      .def_readwrite("data", &TuneCall::data)
+      .def_readwrite("test_data", &TuneCall::test_data)
+      .def_readwrite("init", &TuneCall::init)
+      .def_readwrite("program", &TuneCall::program)
+      .def_readwrite("validation_split", &TuneCall::validation_split)
+      .def_readwrite("vary", &TuneCall::vary)
+      .def_readwrite("devices", &TuneCall::devices)
+      .def_readwrite("samples", &TuneCall::samples)
+      .def_readwrite("min_epochs", &TuneCall::min_epochs)
+      .def_readwrite("factor", &TuneCall::factor)
+      .def_readwrite("epochs", &TuneCall::epochs)
+      .def_readwrite("seed", &TuneCall::seed)
+      .def_readwrite("objective", &TuneCall::objective)
+      .def_readwrite("out", &TuneCall::out)
+      .def_readwrite("checkpoint_every", &TuneCall::checkpoint_every)
+      .def_readwrite("halving", &TuneCall::halving)
+      .def_readwrite("restart", &TuneCall::restart)
+      .def_readwrite("quiet", &TuneCall::quiet)
+      .def_readwrite("parallel", &TuneCall::parallel)
+      .def_readwrite("fuse", &TuneCall::fuse)
+      .def_readwrite("threads", &TuneCall::threads)
+      .def_readwrite("instances", &TuneCall::instances)
+      .def_readwrite("call", &TuneCall::call);
+  m.def("tune", &tune, py::arg("model"), py::arg("call"), py::arg("on_event"));
   m.def("builtin_models", &builtin_spec_names);
   m.def("devices", &devices, py::arg("probe"), py::arg("reprobe"));
 }

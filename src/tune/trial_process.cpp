@@ -30,7 +30,7 @@ TrialFiles trial_folder(const fs::path& dir) {
 
 ModelSpec with_absolute_paths(ModelSpec spec) {
   auto absolute = [](std::string& source) {
-    for (const char* prefix : {"csv:", "idx:", "imdb:"}) {
+    for (const char* prefix : {"csv:", "safetensors:", "idx:", "imdb:"}) {
       const std::string p = prefix;
       if (source.rfind(p, 0) == 0) {
         source = p + fs::absolute(source.substr(p.size())).lexically_normal().string();

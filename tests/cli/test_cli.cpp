@@ -418,7 +418,8 @@ TEST(Cli, TrainRegressesARealTargetWithMse) {
   std::ofstream(dir / "disc.toml") << spec << "source = \"disc\"\n";
   const Result d = run("train " + (dir / "disc.toml").string());
   EXPECT_EQ(d.status, 2) << d.output;
-  EXPECT_NE(d.output.find("loss \"mse\" regresses a real-valued target, which only a CSV brings"),
+  EXPECT_NE(d.output.find("loss \"mse\" regresses a real-valued target, which only a file of "
+                          "samples brings"),
             std::string::npos)
       << d.output;
 }

@@ -14,6 +14,7 @@
 #include <sstream>
 #include <string>
 
+#include "io/safetensors.h"
 #include "support/cli.h"
 #include "support/gpu.h"
 #include "support/temp_dir.h"
@@ -44,6 +45,18 @@ void write_points(const fs::path& file, int rows) {
   for (int i = 0; i < rows; ++i) {
     out << fmt::format("{},{},{},{}\n", 0.1 * i, 1.0 - 0.05 * i, (i % 5) * 0.2, i % 2);
   }
+}
+
+// The same points as write_points, as a safetensors file: tensor x [rows, 3], tensor y [rows] of
+// int64 labels.
+void write_points_tensors(const fs::path& file, int rows) {
+  xo::NamedTensor x{"x", {rows, 3}, {}}, y{"y", {rows}, {}, "I64"};
+  for (int i = 0; i < rows; ++i) {
+    for (const double v : {0.1 * i, 1.0 - 0.05 * i, (i % 5) * 0.2})
+      x.data.push_back(static_cast<float>(v));
+    y.data.push_back(static_cast<float>(i % 2));
+  }
+  xo::save_safetensors(file, {x, y});
 }
 
 class DataFlags : public ::testing::Test {
@@ -105,11 +118,41 @@ TEST_F(DataFlags, TheHeaderEchoesTheDataAndTheInitialWeights) {
       << r.output;
 }
 
+// A safetensors file of tensors x and y is data as a CSV is (--data NAME.safetensors, or source =
+// "safetensors:PATH"): the same numbers train to the same losses, bit for bit.
+TEST_F(DataFlags, ASafetensorsFileOfXAndYTrainsAsTheSameCsvDoes) {
+  write_points_tensors(dir_.path() / "points.safetensors", 60);
+  write_points_tensors(dir_.path() / "test.safetensors", 20);
+  const auto csv = run_cli(
+      "train spec.toml --data points.csv --test-data test.csv --epochs 3 --threads 1 "
+      "--json csv.json",
+      dir_.path());
+  ASSERT_EQ(csv.status, 0) << csv.output;
+  const auto tensors = run_cli(
+      "train spec.toml --data points.safetensors --test-data test.safetensors --epochs 3 "
+      "--threads 1 --json tensors.json",
+      dir_.path());
+  ASSERT_EQ(tensors.status, 0) << tensors.output;
+  EXPECT_NE(tensors.output.find("safetensors: points.safetensors (60 samples, 3 features)"),
+            std::string::npos)
+      << tensors.output;
+  std::ifstream a(dir_.path() / "csv.json"), b(dir_.path() / "tensors.json");
+  const auto from_csv = nlohmann::json::parse(a), from_tensors = nlohmann::json::parse(b);
+  ASSERT_EQ(from_csv["epochs"].size(), 3u);
+  for (size_t e = 0; e < 3; ++e) {
+    for (const char* key : {"loss", "test_loss"}) {
+      EXPECT_EQ(from_csv["epochs"][e][key].get<double>(),
+                from_tensors["epochs"][e][key].get<double>())
+          << key << " of epoch " << e + 1;
+    }
+  }
+}
+
 TEST_F(DataFlags, ATestFileThatIsNotACsvIsRefusedNamingTheFlag) {
   const auto r =
       run_cli("advise spec.toml --data points.csv --test-data fashion-mnist", dir_.path());
   EXPECT_EQ(r.status, 2) << r.output;
-  EXPECT_NE(r.output.find("--test-data fashion-mnist: not a CSV file"), std::string::npos)
+  EXPECT_NE(r.output.find("--test-data fashion-mnist: not a file of samples"), std::string::npos)
       << r.output;
 }
 

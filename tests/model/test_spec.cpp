@@ -785,7 +785,8 @@ std::vector<ErrorCase> error_cases() {
         "only generated sources (disc, imdb-synthetic) take test_samples"}},
       {"test_that_is_not_a_csv",
        model_and({"[data]", "source = \"csv:a.csv\"", "test = \"fashion-mnist\""}),
-       {"bad.toml:11:", "data.test", "'fashion-mnist' is not a CSV", "csv:PATH"}},
+       {"bad.toml:11:", "data.test", "'fashion-mnist' is not a file of samples", "csv:PATH",
+        "safetensors:PATH"}},
       {"test_file_and_test_samples",
        model_and({"[data]", "source = \"disc\"", "test_samples = 10", "test = \"csv:t.csv\""}),
        {"bad.toml:12:", "data.test", "test_samples = 10 both name the test split"}},
@@ -799,8 +800,8 @@ std::vector<ErrorCase> error_cases() {
       {"unknown_source",
        model_and({"[data]", "source = \"mnist\""}),
        {"bad.toml:10:", "data.source", "unknown source 'mnist'",
-        "\"disc\", \"csv:PATH\", \"fashion-mnist\", \"idx:DIR\", \"imdb:DIR\", "
-        "\"imdb-synthetic\""}},
+        "\"disc\", \"csv:PATH\", \"safetensors:PATH\", \"fashion-mnist\", \"idx:DIR\", "
+        "\"imdb:DIR\", \"imdb-synthetic\""}},
       {"source_prefix_is_case_sensitive",
        model_and({"[data]", "source = \"CSV:x.csv\""}),
        {"bad.toml:10:", "data.source", "unknown source 'CSV:x.csv'"}},

@@ -36,4 +36,6 @@ def test_the_python_example_runs_top_to_bottom(tmp_path, monkeypatch, capsys):
         exec(compile(f.read(), example, "exec"), {"__name__": "__main__"})
     out = capsys.readouterr().out
     assert "validation accuracy after 50 epochs" in out and "best: " in out
+    assert "best learning rate: {'lr':" in out, out
     assert (tmp_path / "quickstart.safetensors").exists()
+    assert (tmp_path / "crossover-tune" / "best.toml").exists()

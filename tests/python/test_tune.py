@@ -1,0 +1,78 @@
+"""crossover.tune in Python: a search over arrays in memory whose trials are processes of the
+crossover command beside the package; its record, table, page and best model; the same call going
+on from its folder; bad input named."""
+import os
+
+import numpy as np
+import pytest
+
+from conftest import disc
+
+crossover = pytest.importorskip("crossover")
+
+
+def test_a_grid_on_arrays_ranks_its_trials_and_gives_the_best_model(tmp_path, capsys):
+    x, y = disc(600)
+    model = crossover.Model("disc-4")
+    out = tmp_path / "search"
+    s = crossover.tune(model, x, y, {"lr": [0.05, 0.2]}, epochs=3, validation_split=0.25,
+                       out=out, threads=1)
+    printed = capsys.readouterr().out
+    assert "disc-4: 2 trials (grid), best by val_accuracy" in printed, printed
+    assert "t01 lr=0.05: finished after 3 epochs" in printed, printed
+    assert s.objective == "val_accuracy"
+    trials = s.result["trials"]
+    assert [t["status"] for t in trials] == ["finished", "finished"]
+    assert s.best in {t["id"] for t in trials}
+    assert list(s.best_values) == ["lr"]
+    assert 0 <= s.best_objective <= 100  # percent, as results.json has it
+    # Each trial trained on the arrays, from the model's weights, through files in the folder.
+    spec = (out / "trials" / "t01" / "spec.toml").read_text()
+    assert 'source = "safetensors:' + str(out / "inputs" / "train-") in spec, spec
+    assert "init = " in spec and "validation_split = 0.25" in spec, spec
+    best = s.best_model()
+    assert best.count_params() == model.count_params()
+    assert best.predict(x[:5]).shape == (5, 2)
+    pd = pytest.importorskip("pandas")
+    table = s.to_pandas()
+    assert isinstance(table, pd.DataFrame) and list(table["id"]) == ["t01", "t02"]
+    assert "<iframe" in s._repr_html_() and (out / "report.html").exists()
+    # The same call goes on from the folder: every trial kept, the inputs written once.
+    inputs = sorted(os.listdir(out / "inputs"))
+    again = crossover.tune(model, x, y, {"lr": [0.05, 0.2]}, epochs=3, validation_split=0.25,
+                           out=out, threads=1, verbose=0)
+    assert "2 of 2 trials" in capsys.readouterr().err
+    assert [t["objective"] for t in again.result["trials"]] == [t["objective"] for t in trials]
+    assert sorted(os.listdir(out / "inputs")) == inputs
+
+
+def test_validation_data_is_the_trials_held_out_set(tmp_path):
+    x, y = disc(500)
+    vx, vy = disc(200, seed=1)
+    s = crossover.tune(crossover.Model("disc-2"), x, y, ["lr=0.1,0.3"], epochs=2,
+                       validation_data=(vx, vy), fuse="off", out=tmp_path / "s", verbose=0,
+                       threads=1)
+    assert s.objective == "test_accuracy"
+    assert all(t["status"] == "finished" for t in s.result["trials"])
+    spec = (tmp_path / "s" / "trials" / "t02" / "spec.toml").read_text()
+    assert 'test = "safetensors:' in spec, spec
+
+
+def test_bad_input_is_named(tmp_path):
+    x, y = disc(100)
+    m = crossover.Model("disc-2")
+    with pytest.raises(TypeError, match="crossover.Model"):
+        crossover.tune("disc-2", x, y, {"lr": [0.1]})
+    with pytest.raises(TypeError, match="tune\\(vary=3\\)"):
+        crossover.tune(m, x, y, 3, out=tmp_path / "a")
+    with pytest.raises(ValueError, match="expected a list of values"):
+        crossover.tune(m, x, y, {"lr": []}, out=tmp_path / "b")
+    with pytest.raises(ValueError, match="x holds 100 samples and y 99"):
+        crossover.tune(m, x, y[:99], {"lr": [0.1]}, out=tmp_path / "c")
+    with pytest.raises(ValueError, match="fuse='sometimes'"):
+        crossover.tune(m, x, y, {"lr": [0.1]}, fuse="sometimes", out=tmp_path / "d")
+    with pytest.raises(ValueError, match="nope"):
+        crossover.tune(m, x, y, {"nope": [1, 2]}, out=tmp_path / "e", verbose=0)
+    os.symlink(tmp_path, tmp_path / "link")
+    with pytest.raises(ValueError, match="is a link"):
+        crossover.tune(m, x, y, {"lr": [0.1]}, out=tmp_path / "link")
