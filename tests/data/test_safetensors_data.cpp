@@ -6,6 +6,7 @@
 #include <cmath>
 #include <filesystem>
 #include <limits>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -56,6 +57,8 @@ struct BadFile {
   int64_t classes, features;
   std::vector<std::string> expected;
 };
+
+void PrintTo(const BadFile& f, std::ostream* os) { *os << f.name; }
 
 class SafetensorsDataError : public ::testing::TestWithParam<BadFile> {};
 
