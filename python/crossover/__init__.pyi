@@ -93,14 +93,15 @@ class Search:
     def _repr_html_(self) -> str: ...
 
 def tune(model: Model, x: ArrayLike, y: ArrayLike,
-         vary: Union[Mapping[str, Union[str, Sequence[Any]]], str, Sequence[str]], *,
+         space: Union[Mapping[str, Union[str, Sequence[Any]]], str, Sequence[str]], *,
          out: PathLike = ..., validation_split: float = ...,
          validation_data: Optional[Tuple[ArrayLike, ArrayLike]] = ...,
          samples: Optional[int] = ..., seed: int = ..., objective: Optional[str] = ...,
          halving: bool = ..., min_epochs: int = ..., factor: int = ...,
          epochs: Optional[int] = ..., parallel: Optional[int] = ...,
          fuse: Union[str, int] = ..., threads: int = ..., devices: Optional[Sequence[str]] = ...,
-         restart: bool = ..., checkpoint_every: str = ..., verbose: int = ...) -> Search: ...
+         restart: bool = ..., checkpoint_every: str = ..., client: Any = ...,
+         verbose: int = ...) -> Search: ...
 def advise(model: Model, x: ArrayLike, y: ArrayLike, *, epochs: Optional[int] = ...,
            devices: Optional[Sequence[str]] = ..., out: Optional[PathLike] = ...,
            overwrite: bool = ..., verbose: int = ...) -> Advice: ...

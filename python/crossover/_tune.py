@@ -59,7 +59,8 @@ def _samples_file(folder, name, x, y):
 
 
 def _vary_list(vary):
-    """{"lr": [0.01, 0.1], "width": "32..256:log"} or ["lr=0.01,0.1", ...] as --vary values."""
+    """{"lr": [0.01, 0.1], "width": "32..256:log"} or ["lr=0.01,0.1", ...] (a search's space) as
+    --vary values."""
     if isinstance(vary, str):
         vary = [vary]
     if isinstance(vary, dict):
@@ -70,12 +71,12 @@ def _vary_list(vary):
             elif isinstance(values, (list, tuple)) and values:
                 out.append(f"{key}=" + ",".join(str(v) for v in values))
             else:
-                raise ValueError(f"tune(vary={{{key!r}: {values!r}}}): expected a list of values "
+                raise ValueError(f"tune(space={{{key!r}: {values!r}}}): expected a list of values "
                                  "or a range such as \"0.001..0.1:log\"")
         return out
     if isinstance(vary, (list, tuple)) and vary and all(isinstance(v, str) for v in vary):
         return list(vary)
-    raise TypeError(f"tune(vary={vary!r}): expected a dict such as {{\"lr\": [0.01, 0.1]}} or "
+    raise TypeError(f"tune(space={vary!r}): expected a dict such as {{\"lr\": [0.01, 0.1]}} or "
                     "strings KEY=V1,V2,...")
 
 
@@ -153,18 +154,21 @@ class Search:
                 f"values={self.best_values})")
 
 
-def tune(model, x, y, vary, *, out="crossover-tune", validation_split=0.0, validation_data=None,
+def tune(model, x, y, space, *, out="crossover-tune", validation_split=0.0, validation_data=None,
          samples=None, seed=0, objective=None, halving=False, min_epochs=1, factor=3,
          epochs=None, parallel=None, fuse="auto", threads=0, devices=None, restart=False,
-         checkpoint_every="60s", verbose=1):
+         checkpoint_every="60s", client=None, verbose=1):
     """A hyper-parameter search over `model` trained on x, y, as `crossover tune` runs it: the
-    grid of `vary` ({"lr": [0.01, 0.1], "width": [32, 64]}, or a range "0.001..0.1:log" with
-    `samples` random trials), its trials several at once (fused into one model where they share
-    an architecture), halving if asked, each from the model's current weights; ranked by
-    `objective` (by default val_accuracy with a validation_split, test_accuracy with
-    validation_data, which the trials report as their test set, else the training loss). The
-    search's folder `out` keeps its results; the same call goes on from it after a stop (Ctrl-C
-    keeps the finished trials), `restart=True` starts afresh. Returns a Search."""
+    grid of `space` ({"lr": [0.01, 0.1], "width": [32, 64]}; the keys are `crossover tune
+    --vary`'s, such as "train.optimizer.lr"; or a range "0.001..0.1:log" with `samples` random
+    trials), its trials several at once (fused into one model where they share an architecture),
+    halving if asked, each from the model's current weights; ranked by `objective` (by default
+    val_accuracy with a validation_split, test_accuracy with validation_data, which the trials
+    report as their test set, else the training loss). With `client` (a distributed.Client), each
+    job (a fused group, or a trial alone) runs as a Dask task on the cluster's workers, one a
+    worker at a time, `threads` each (default: the worker's); see crossover.dask. The search's
+    folder `out` keeps its results; the same call goes on from it after a stop (Ctrl-C keeps the
+    finished trials), `restart=True` starts afresh. Returns a Search."""
     from . import Model
     from ._crossover import TuneCall
     from ._crossover import tune as _tune
@@ -204,7 +208,7 @@ def tune(model, x, y, vary, *, out="crossover-tune", validation_split=0.0, valid
     call.init = os.path.abspath(weights)
     call.program = program
     call.validation_split = float(validation_split)
-    call.vary = _vary_list(vary)
+    call.vary = _vary_list(space)
     call.samples = int(samples or 0)
     call.seed = int(seed)
     call.objective = objective or ""
@@ -220,10 +224,14 @@ def tune(model, x, y, vary, *, out="crossover-tune", validation_split=0.0, valid
     call.restart = bool(restart)
     call.checkpoint_every = str(checkpoint_every)
     call.quiet = not verbose
-    call.call = f"crossover.tune({model.name!r}, x{x.shape}, y, vary={call.vary})"
+    call.call = f"crossover.tune({model.name!r}, x{x.shape}, y, space={call.vary})"
+    runner = None
+    if client is not None:
+        from .dask import DaskRunner
+        runner = DaskRunner(client, threads=int(threads))
     progress = Progress(verbose)
     try:
-        result = _tune(model._engine, call, progress)
+        result = _tune(model._engine, call, progress, runner)
     finally:
         progress.close()
     return Search(out, json.loads(result))

@@ -88,24 +88,6 @@ void own_trial_files(const TrialFiles& f, const std::string& dir, std::vector<fs
   if (checkpoints) locks.push_back(std::make_unique<CheckpointFolderLock>(f.checkpoints, ""));
 }
 
-// The trials trained as one group; where their checkpoints stand at different steps (one fell back
-// to an older checkpoint, its newest damaged), each apart, one after another from its own: no
-// trial fails for another's damage (the untouched ones were all recorded failed, for good).
-std::vector<RunRecord> train_trials(Backend& backend, std::vector<FusedRun>& runs,
-                                    const MeasureSettings& settings) {
-  try {
-    return measure_fused(backend, runs, settings);
-  } catch (const TrialsOutOfStep& e) {
-    fmt::print(stderr, "note: {}; they train one at a time\n", e.what());
-  }
-  std::vector<RunRecord> records;
-  for (const FusedRun& run : runs) {
-    std::vector<FusedRun> one{run};
-    records.push_back(std::move(measure_fused(backend, one, settings).at(0)));
-  }
-  return records;
-}
-
 // Each trial's weights, result and last log line written, its finished checkpoints removed; the
 // exit code: interrupted if any trial was.
 int write_outcomes(const std::vector<RunRecord>& records, const std::vector<FusedRun>& runs,
@@ -192,7 +174,7 @@ int run_group(const GroupOptions& o) {
   MeasureSettings settings;
   settings.exec.stop_on_nan = o.on_nan == "stop";
   settings.exec.pause_after_epochs = o.pause_after;
-  const std::vector<RunRecord> records = train_trials(*backend, runs, settings);
+  const std::vector<RunRecord> records = measure_fused(*backend, runs, settings);
   return write_outcomes(records, runs, files, logs, weights);
 }
 

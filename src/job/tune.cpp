@@ -39,6 +39,7 @@ class TuneReporter final : public SearchHooks {
   Catalog catalog() override { return load_user_catalog(o_.cost); }
   AdviceOptions advice() override { return with_profiles(o_.cost.advice); }
 
+  JobRunner* runner() override { return o_.runner; }
   void publish(const TuneRecord& r) override { write_tune_report(out_, r, describe_machine()); }
 
   void spec_read(const ModelSpec& base) override { tell_spec_notes(hooks_, base); }

@@ -24,6 +24,8 @@ struct TuneJob {
   // The crossover command the trials' processes run (the Python module's, installed beside it);
   // empty: this process's own binary.
   std::string program;
+  // Where the trials' jobs run (the Python module's Dask runner); null: this machine, or `world`.
+  JobRunner* runner = nullptr;
 };
 
 // Runs the search on this machine's devices, or from rank 0 across `world`'s ranks (null: no

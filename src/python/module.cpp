@@ -12,6 +12,7 @@
 #include <functional>
 #include <memory>
 #include <numeric>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,7 @@
 #include "model/spec.h"
 #include "optim/optimizer.h"
 #include "python/arrays.h"
+#include "python/runner.h"
 #include "python/worker.h"
 #include "report/report_json.h"
 #include "report/result_fields.h"
@@ -286,8 +288,13 @@ struct TuneCall {
 
 // `crossover tune` on the model: returns results.json's text as the search left it, or raises
 // KeyboardInterrupt where a Ctrl-C stopped it (its finished trials kept; the same call goes on).
-std::string tune(const PyModel& m, const TuneCall& c, const py::object& on_event) {
+// `runner`: crossover.dask's runner, where the trials' jobs run (None: on this machine).
+std::string tune(const PyModel& m, const TuneCall& c, const py::object& on_event,
+                 const py::object& runner) {
+  std::optional<PyJobRunner> remote;
+  if (!runner.is_none()) remote.emplace(runner);
   TuneJob job;
+  job.runner = remote ? &*remote : nullptr;
   ModelSpec spec = m.spec;
   spec.data = DataSpec{};
   spec.data.source = "safetensors:" + c.data;
@@ -485,7 +492,8 @@ PYBIND11_MODULE(_crossover, m) {
       .def_readwrite("threads", &TuneCall::threads)
       .def_readwrite("instances", &TuneCall::instances)
       .def_readwrite("call", &TuneCall::call);
-  m.def("tune", &tune, py::arg("model"), py::arg("call"), py::arg("on_event"));
+  m.def("tune", &tune, py::arg("model"), py::arg("call"), py::arg("on_event"),
+        py::arg("runner") = py::none());
   m.def("builtin_models", &builtin_spec_names);
   m.def("devices", &devices, py::arg("probe"), py::arg("reprobe"));
 }

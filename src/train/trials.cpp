@@ -80,14 +80,24 @@ struct Trial {
   End end = End::Running;
 };
 
-// Where a trial stands: every trial of a group must stand at the same place.
+// Where a trial stands, in words.
 std::string place(const Trial& t) {
   return fmt::format("epoch {}, step {}{}", t.state.epoch + 1, t.state.step,
                      t.state.in_epoch ? "" : " (between epochs)");
 }
 
-// The trials still training, and their Networks for a full and a partial batch; planned again
-// whenever one leaves.
+// Whether trial a stands before trial b: at an earlier epoch, or an earlier step of the same one.
+// Between two epochs and at an epoch's step 0 once it has begun are one place (every trial begins
+// its epoch as it would have, from its own order).
+bool before(const Trial& a, const Trial& b) {
+  return std::pair(a.state.epoch, a.state.step) < std::pair(b.state.epoch, b.state.step);
+}
+
+// The trials stepping, and their Networks for a full and a partial batch; planned again whenever
+// one leaves or others join. Trials resumed at different places (one fell back to an older
+// checkpoint, its newest damaged; a kill while they saved) do not step apart: the ones furthest
+// behind step as the group, the others wait where they stand and join it there, so that each trial
+// takes every step in the group it would have taken it in.
 struct Group {
   // Each trial steps its own plan's Networks (TrialStepping::OneAfterAnother, SideBySide): the
   // group has none of its own.
@@ -98,6 +108,9 @@ struct Group {
   std::vector<double> round_ms;  // apart: the round's group steps, sized once per round length
   std::vector<double> worker_ms;  // apart: each worker's share of them
   std::vector<Trial*> active;
+  // The step of the epoch under way where the active trials stop for waiting ones to join (the
+  // epoch's steps: none waits in it).
+  int64_t stop_at = 0;
   std::optional<TrialNetwork> full, partial;
   // The trials' own work (gather, loss, optimizer, step count) batched where the backend does it
   // (Backend::trials_step: a GPU's one launch for all the trials); null: trial by trial.
@@ -168,17 +181,36 @@ std::unique_ptr<TrialsStepKernel> batched_work(const std::vector<Trial*>& active
   return first.backend.trials_step(shape);
 }
 
-void Group::plan(std::vector<std::unique_ptr<Trial>>& trials, int groups) {
+// The running trials furthest behind, and where in their epoch the next waiting ones stand.
+std::vector<Trial*> stepping_trials(std::vector<std::unique_ptr<Trial>>& trials, int64_t& stop_at) {
   std::vector<Trial*> running;
   for (auto& t : trials)
     if (t->end == End::Running) running.push_back(t.get());
+  if (running.empty()) return running;
+  const Trial& behind =
+      **std::min_element(running.begin(), running.end(),
+                         [](const Trial* a, const Trial* b) { return before(*a, *b); });
+  stop_at = behind.plan.steps_per_epoch;
+  std::vector<Trial*> stepping;
+  for (Trial* t : running) {
+    if (!before(behind, *t)) {
+      stepping.push_back(t);
+    } else if (t->state.epoch == behind.state.epoch) {
+      stop_at = std::min(stop_at, t->state.step);
+    }
+  }
+  return stepping;
+}
+
+void Group::plan(std::vector<std::unique_ptr<Trial>>& trials, int groups) {
+  std::vector<Trial*> stepping = stepping_trials(trials, stop_at);
   // An epoch ended and no trial left: on a CPU the networks, their kernels and buffers stay (built
   // again they cost more than a step every epoch: docs/benchmarks.md, "A fused search's serial
   // costs"). A GPU's group still builds and records its step again, as it did when it last ran on
   // one (docs/benchmarks.md, "Not yet run on a GPU"). Trials that step apart have their Networks in
   // their plans.
-  if (full && running == active && active[0]->plan.backend.info().kind == DeviceKind::Cpu) return;
-  active = std::move(running);
+  if (full && stepping == active && active[0]->plan.backend.info().kind == DeviceKind::Cpu) return;
+  active = std::move(stepping);
   if (apart) return;
   recorded.reset();
   batched_full.reset();
@@ -263,9 +295,23 @@ namespace {
 
 using Trials = std::vector<std::unique_ptr<Trial>>;
 
+// Trials resumed at different places: each trial ahead is told that it waits for the ones behind.
+void tell_who_waits(const Trials& trials) {
+  const Trial* behind = nullptr;
+  for (const auto& t : trials)
+    if (t->end == End::Running && (!behind || before(*t, *behind))) behind = t.get();
+  for (const auto& t : trials) {
+    if (t->end != End::Running || !before(*behind, *t)) continue;
+    t->spec.checkpoint.tell(fmt::format(
+        "{} resumes at {}, ahead of a trial of its group at {}: it waits there while the trials "
+        "behind catch up, then they go on as one",
+        t->spec.model->spec().name, place(*t), place(*behind)));
+  }
+}
+
 // Each trial's plan (the data on the device once per data set), resumed from its checkpoint where
-// asked: every trial must stand where the first does. A trial resumed where it ended (stopped
-// early, or paused at this rung already) is ended at once.
+// asked (Group: trials resumed at different places step as they would have). A trial resumed where
+// it ended (stopped early, or paused at this rung already) is ended at once.
 Trials plan_trials(std::vector<FusedTrial>& trials, const DataSplit& split,
                    const FusedOptions& options, TrialStepping stepping) {
   const bool apart = stepping != TrialStepping::Together;
@@ -285,20 +331,12 @@ Trials plan_trials(std::vector<FusedTrial>& trials, const DataSplit& split,
                            ? std::min(options.pause_after_epochs, t.train.epochs)
                            : t.train.epochs;
     trial.set_up_checkpoints();
-    const Trial& first = *planned[0];
-    if (trial.state.epoch != first.state.epoch || trial.state.step != first.state.step ||
-        trial.state.in_epoch != first.state.in_epoch) {
-      throw TrialsOutOfStep(fmt::format(
-          "these trials cannot train as one: trial {} ({}) resumes at {}, trial 1 ({}) at {} "
-          "(a group trains in lockstep: train them apart)",
-          planned.size(), t.model->spec().name, place(trial), first.spec.model->spec().name,
-          place(first)));
-    }
     if (trial.state.early_stopping.stop) trial.end = End::EarlyStopping;
     if (trial.end == End::Running && trial.state.epoch >= trial.last_epoch) {
       trial.end = trial.state.epoch < t.train.epochs ? End::Paused : End::Completed;
     }
   }
+  tell_who_waits(planned);
   return planned;
 }
 
@@ -321,7 +359,7 @@ constexpr double kRoundSeconds = 1.0;
 // long at the last round's time per trial-step.
 int64_t round_length(const Group& group, const FusedOptions& options) {
   const Trial& lead = *group.active[0];
-  int64_t n = std::min(kRoundSteps, lead.plan.steps_per_epoch - lead.state.step);
+  int64_t n = std::min(kRoundSteps, group.stop_at - lead.state.step);
   if (options.max_steps > 0) n = std::min(n, options.max_steps - lead.state.steps_taken);
   const double round_ms = group.trial_step_ms * static_cast<double>(group.active.size()) /
                           static_cast<double>(group.workers);
@@ -409,7 +447,7 @@ void time_round(Group& group, int64_t first, int64_t n) {
 
 void run_rounds(Group& group, Trials& trials, const FusedOptions& options) {
   const int64_t steps = group.active[0]->plan.steps_per_epoch;
-  while (!group.active.empty() && group.active[0]->state.step < steps) {
+  while (!group.active.empty() && group.active[0]->state.step < group.stop_at) {
     if (stop_requested()) {
       for (Trial* t : group.active) {
         t->end = End::Interrupted;
@@ -447,7 +485,7 @@ void run_steps(Group& group, Trials& trials, const FusedOptions& options) {
   if (group.apart) return run_rounds(group, trials, options);
   const int64_t steps = group.active[0]->plan.steps_per_epoch;
   const int64_t check_every = loss_check_interval(group.active[0]->plan.backend);
-  while (!group.active.empty() && group.active[0]->state.step < steps) {
+  while (!group.active.empty() && group.active[0]->state.step < group.stop_at) {
     if (stop_requested()) {
       for (Trial* t : group.active) {
         t->end = End::Interrupted;
@@ -496,7 +534,8 @@ void run_steps(Group& group, Trials& trials, const FusedOptions& options) {
 void finish_epochs(Group& group) {
   for (Trial* t : group.active) {
     read_step_times(t->plan, t->state, *group.clock);
-    if (t->end != End::Running) continue;
+    // Stopped inside the epoch for trials waiting there to join.
+    if (t->end != End::Running || t->state.step < t->plan.steps_per_epoch) continue;
     const EpochRecord record = finish_epoch(t->plan, t->state);
     if (t->rules.after_epoch(t->plan, t->state, record)) t->end = End::EarlyStopping;
     if (t->spec.on_epoch) t->spec.on_epoch(record, t->spec.train.epochs);

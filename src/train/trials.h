@@ -48,19 +48,13 @@ struct FusedOptions {
 // loss, or a device without fused kernels. Names the first trial that differs by its index.
 std::string fusion_refusal(const std::vector<FusedTrial>& trials, const DataSplit& split);
 
-// Trials resumed from checkpoints at different steps (one fell back to an older checkpoint, its
-// newest damaged): a group trains in lockstep, so these train apart, each from its own checkpoint.
-class TrialsOutOfStep : public UserError {
- public:
-  using UserError::UserError;
-};
-
 // Trains the trials on `split` (or each on its own FusedTrial::data) as one fused group; results in
 // their order, each as train_model gives it, with `shards` 1 and the group's step times (a step
 // trains every trial). Trials that step apart (model/trials.h, trial_stepping) each train in the
 // batch shards they take alone, and a group's step time is the busiest worker's share of its
-// trials' (its forward and backward phase not timed apart). Throws UserError where fusion_refusal
-// says why not, TrialsOutOfStep where their checkpoints stand at different steps.
+// trials' (its forward and backward phase not timed apart). Trials resumed at different steps
+// (one's newest checkpoint damaged) step as they would have: the ones behind catch up, the others
+// waiting, then all go on as one. Throws UserError where fusion_refusal says why not.
 std::vector<TrainResult> train_fused(std::vector<FusedTrial>& trials, const DataSplit& split,
                                      const FusedOptions& options = {});
 

@@ -111,12 +111,12 @@ class Search {
     std::vector<std::string> args;
   };
   JobStart prepare_job(size_t slot, const std::vector<HalvingJob>& group);
-  void job_ended(const HalvingJob& job, const TrialRunner::Ended& end, const fs::path& log,
+  void job_ended(const HalvingJob& job, const JobRunner::Ended& end, const fs::path& log,
                  bool grouped);
   void note_concurrent(size_t slot);
   // A slot running a job, or given one that starts once the record says so (fill_free_slots).
   bool taken(size_t slot) const { return runner_->busy(slot) || starting_[slot]; }
-  void job_done(const TrialRunner::Ended& end);
+  void job_done(const JobRunner::Ended& end);
   void finish();
   void price();
   std::vector<TrialCostInput> cost_inputs(std::vector<DevicePeaks>& peaks,
@@ -135,7 +135,8 @@ class Search {
   std::vector<ModelSpec> specs_;
   Metric metric_ = Metric::Loss;
   TuneRecord record_;
-  std::optional<TrialRunner> runner_;
+  std::unique_ptr<JobRunner> own_runner_;  // this machine's slots, or the MPI ranks'
+  JobRunner* runner_ = nullptr;            // it, or the hooks' (a Dask cluster's workers)
   std::vector<std::vector<HalvingJob>> jobs_;  // each busy slot's (several: a fused group)
   std::vector<fs::path> logs_;                 // each busy slot's process's log
   std::vector<std::string> fusion_keys_;       // per trial: trials of one key may train as one
@@ -393,8 +394,8 @@ void Search::loop() {
     if (!runner_->any_busy()) break;
     if (unpublished) publish();
     unpublished = false;
-    const std::vector<TrialRunner::Ended> ended = runner_->collect_ended();
-    for (const TrialRunner::Ended& e : ended) job_done(e);
+    const std::vector<JobRunner::Ended> ended = runner_->collect_ended();
+    for (const JobRunner::Ended& e : ended) job_done(e);
     // Once for every end seen together, unless nothing runs and nothing is left to start: the
     // search then ends, and its record is written with its price (finish).
     const bool goes_on = runner_->any_busy() || (!stopping && next_job(record_, running_));
@@ -567,7 +568,7 @@ void Search::note_concurrent(size_t slot) {
   }
 }
 
-void Search::job_done(const TrialRunner::Ended& end) {
+void Search::job_done(const JobRunner::Ended& end) {
   const std::vector<HalvingJob> group = jobs_[end.slot];
   for (const HalvingJob& job : group) {
     job_ended(job, end, logs_[end.slot], !record_.trials[job.trial].group.empty());
@@ -577,7 +578,7 @@ void Search::job_done(const TrialRunner::Ended& end) {
 // How one trial of the job that ended on a slot ended: a trial of its own from its process's
 // exit code; a trial of a fused group from its result (the group's exit code says only whether
 // the group was stopped, or failed before it wrote the results).
-void Search::job_ended(const HalvingJob& job, const TrialRunner::Ended& end, const fs::path& log,
+void Search::job_ended(const HalvingJob& job, const JobRunner::Ended& end, const fs::path& log,
                        bool grouped) {
   TrialRecord& t = record_.trials[job.trial];
   const TrialFiles f = trial_files(out_, t.id);
@@ -728,7 +729,15 @@ TuneRecord Search::run() {
   prepare();
   load_or_start();
   write_trial_specs();
-  runner_.emplace(make_slots(), world_);
+  runner_ = hooks_.runner();
+  if (runner_) {
+    record_.parallel.clear();
+    for (const Slot& s : runner_->slots())
+      record_.parallel.push_back({fmt::format("{}: {}", s.host, s.device), 1, false, {}, fuse_cap_});
+  } else {
+    own_runner_ = std::make_unique<TrialRunner>(make_slots(), world_);
+    runner_ = own_runner_.get();
+  }
   jobs_.assign(runner_->slots().size(), {});
   logs_.assign(runner_->slots().size(), {});
   starting_.assign(runner_->slots().size(), false);

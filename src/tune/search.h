@@ -29,6 +29,8 @@ class World;
 
 namespace xo {
 
+class JobRunner;
+
 inline constexpr int kFuseAuto = -1;
 // The largest group --fuse auto makes; within it, and what memory holds, the size that trains the
 // most samples per second here, measured before the first trial (measure_fuse_cap): on this
@@ -82,6 +84,11 @@ class SearchHooks {
   // at the lowest priority; a UserError leaves the search unpriced, saying why.
   virtual Catalog catalog() = 0;
   virtual AdviceOptions advice() = 0;
+
+  // Where the search's jobs run instead of this machine's slots or the MPI ranks (the Python
+  // module's runner: a Dask cluster's workers, a slot each); null: here. Its slots' `rank` tells
+  // them apart, `host` names them in the record. The search does not own it.
+  virtual JobRunner* runner() { return nullptr; }
 
   // The record as it stands, after every change a stopped search must find again: the jobs
   // started together (the trials laid out with the first), those ended, and the search's end.

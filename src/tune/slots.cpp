@@ -45,8 +45,10 @@ TrialRunner::~TrialRunner() {
 
 bool TrialRunner::ranks() const { return world_ != nullptr && world_->size() > 1; }
 
-bool TrialRunner::any_busy() const {
-  return std::any_of(state_.begin(), state_.end(), [](const State& s) { return s.busy; });
+bool JobRunner::any_busy() const {
+  for (size_t s = 0; s < slots().size(); ++s)
+    if (busy(s)) return true;
+  return false;
 }
 
 void TrialRunner::start(size_t slot, const std::vector<std::string>& args,

@@ -33,49 +33,75 @@ struct Slot {
 // --threads, `threads` > 0).
 std::vector<Slot> local_slots(const std::vector<ParallelChoice>& choices, int threads, int cores);
 
-class TrialRunner {
+// What runs a search's jobs: each job a `crossover train` or `train-group` command line (its
+// trials' folders named in it) on a slot, one job a slot at a time. TrialRunner runs them on this
+// machine and the MPI ranks; the Python module's runner sends them to a Dask cluster's workers
+// (python/crossover/dask.py).
+class JobRunner {
  public:
   using Clock = std::chrono::steady_clock;
+  virtual ~JobRunner() = default;
 
-  // `world`: the job's ranks where a launcher started it (null: this process's slots only).
-  TrialRunner(std::vector<Slot> slots, const mpi::World* world);
-  ~TrialRunner();  // closes the pidfds of trials still running
-  TrialRunner(const TrialRunner&) = delete;
-  TrialRunner& operator=(const TrialRunner&) = delete;
-
-  const std::vector<Slot>& slots() const { return slots_; }
-  bool busy(size_t slot) const { return state_[slot].busy; }
+  virtual const std::vector<Slot>& slots() const = 0;
+  virtual bool busy(size_t slot) const = 0;
   bool any_busy() const;
 
-  // Starts `args` on a free slot: a process here, its output appended to `log`, or a job for the
-  // slot's rank.
-  void start(size_t slot, const std::vector<std::string>& args, const std::filesystem::path& log);
+  // Starts `args` on a free slot, the job's output appended to `log`.
+  virtual void start(size_t slot, const std::vector<std::string>& args,
+                     const std::filesystem::path& log) = 0;
 
   struct Ended {
     size_t slot = 0;
-    int code = 0;        // the process's exit code, as a shell gives it
+    int code = 0;        // the job's exit code, as a shell gives it
     double seconds = 0;  // since start()
   };
-  // The jobs that ended since the last call, freed: this process's in slot order, then the other
-  // ranks' in the order their messages came.
-  std::vector<Ended> collect_ended();
-  // Waits until one of this process's trials ends, at most `at_most` (the whole of it where trials
-  // run on other ranks, whose ends come as messages, or where the kernel has no pidfd_open).
-  void wait_for_end(std::chrono::milliseconds at_most) const;
+  // The jobs that ended since the last call, freed; their trials' files are in their folders.
+  virtual std::vector<Ended> collect_ended() = 0;
+  // Waits until a job ends, at most `at_most`.
+  virtual void wait_for_end(std::chrono::milliseconds at_most) const = 0;
+
+  // The next job is ready and no slot is free: a runner may prepare its start (TrialRunner
+  // parks a process).
+  virtual void park() {}
+  // No next job will take what park prepared (the search ends, or stops).
+  virtual void unpark() {}
+  // A stop request: each running job is asked to save its trials' checkpoints and end.
+  virtual void interrupt() = 0;
+  // The search is over.
+  virtual void release_workers() {}
+};
+
+class TrialRunner final : public JobRunner {
+ public:
+  // `world`: the job's ranks where a launcher started it (null: this process's slots only).
+  TrialRunner(std::vector<Slot> slots, const mpi::World* world);
+  ~TrialRunner() override;  // closes the pidfds of trials still running
+  TrialRunner(const TrialRunner&) = delete;
+  TrialRunner& operator=(const TrialRunner&) = delete;
+
+  const std::vector<Slot>& slots() const override { return slots_; }
+  bool busy(size_t slot) const override { return state_[slot].busy; }
+
+  // A process here, or a job for the slot's rank.
+  void start(size_t slot, const std::vector<std::string>& args,
+             const std::filesystem::path& log) override;
+  // This process's in slot order, then the other ranks' in the order their messages came.
+  std::vector<Ended> collect_ended() override;
+  // Waits for one of this process's trials (the whole of `at_most` where trials run on other
+  // ranks, whose ends come as messages, or where the kernel has no pidfd_open).
+  void wait_for_end(std::chrono::milliseconds at_most) const override;
 
   // Starts the process of the next job before its slot frees (distributed/process.h's
   // ParkedProcess), so that the next start here takes it instead of a process's start; one at
   // most, and none for trials on other ranks.
-  void park();
-  // The parked process, unused, ends (the search ends, or stops).
-  void unpark() { parked_.reset(); }
+  void park() override;
+  void unpark() override { parked_.reset(); }
 
-  // A stop request: each running trial is asked to save its checkpoint and end (SIGINT here, a
-  // message to the other ranks). Ctrl-C reaches this process's trials by itself (one process
-  // group); SIGTERM to this process alone is passed on by this.
-  void interrupt();
-  // The search is over: the other ranks leave their worker loops.
-  void release_workers();
+  // SIGINT here, a message to the other ranks. Ctrl-C reaches this process's trials by itself
+  // (one process group); SIGTERM to this process alone is passed on by this.
+  void interrupt() override;
+  // The other ranks leave their worker loops.
+  void release_workers() override;
 
  private:
   struct State {

@@ -867,9 +867,9 @@ namespace {
 
 // One trial's newest checkpoint damaged (its group stopped after two checkpoints, at step 40 of
 // 1,000: a margin for a loaded machine to notice them before the group ends): that trial
-// resumes from the one before, at another step than its group mate, and the two train apart, one
-// after the other; neither is failed. Before, the whole group failed for good, the untouched trial
-// with it.
+// resumes from the one before, behind its group mate, catches up while the other waits, and both
+// end exactly as in a search never stopped; neither is failed. Before, the whole group failed for
+// good, the untouched trial with it; then the two trained apart, in other batch shards.
 TEST(Tune, ATrialWhoseNewestCheckpointIsDamagedTrainsApartAndNoneFails) {
   xo::testing::TempDir dir("tune-damaged-one");
   const std::string search =
@@ -897,7 +897,19 @@ TEST(Tune, ATrialWhoseNewestCheckpointIsDamagedTrainsApartAndNoneFails) {
   std::string logs;
   for (const auto& g : fs::directory_iterator(dir.path() / "out" / "groups"))
     logs += xo::read_file(g.path());
-  EXPECT_NE(logs.find("they train one at a time"), std::string::npos) << logs;
+  EXPECT_NE(logs.find("it waits there while the trials behind catch up"), std::string::npos)
+      << logs;
+  const auto whole = run_cli(
+      "tune disc-8 --vary lr=0.02,0.05 --epochs 100 --fuse 2 --out never-stopped", dir.path());
+  ASSERT_EQ(whole.status, 0) << whole.output;
+  const json never = results(dir.path() / "never-stopped");
+  ASSERT_EQ(never.at("trials").size(), after.at("trials").size());
+  for (size_t i = 0; i < never.at("trials").size(); ++i) {
+    const json& t = after.at("trials")[i];
+    EXPECT_EQ(t.at("objective").get<double>(), never.at("trials")[i].at("objective").get<double>())
+        << t.dump();
+    EXPECT_EQ(t.value("resumed_differently", ""), "") << t.dump();
+  }
 }
 
 }  // namespace

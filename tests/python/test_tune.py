@@ -63,7 +63,7 @@ def test_bad_input_is_named(tmp_path):
     m = crossover.Model("disc-2")
     with pytest.raises(TypeError, match="crossover.Model"):
         crossover.tune("disc-2", x, y, {"lr": [0.1]})
-    with pytest.raises(TypeError, match="tune\\(vary=3\\)"):
+    with pytest.raises(TypeError, match="tune\\(space=3\\)"):
         crossover.tune(m, x, y, 3, out=tmp_path / "a")
     with pytest.raises(ValueError, match="expected a list of values"):
         crossover.tune(m, x, y, {"lr": []}, out=tmp_path / "b")

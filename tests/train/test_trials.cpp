@@ -8,8 +8,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -33,6 +36,7 @@ namespace {
 using testing::expect_user_error;
 using testing::random_data;
 using testing::TempDir;
+namespace fs = std::filesystem;
 
 struct Case {
   const char* name;
@@ -487,10 +491,16 @@ TEST(FusedTrials, ARungPausesEveryTrialAfterItsEpochs) {
 // A group paused at a rung, resumed, stopped between two epochs and resumed again ends
 // bit-identical to the group never stopped: each trial's checkpoints are taken at the same step as
 // the others'. An MLP (its trials together) and a CNN (apart, in rounds cut at each checkpoint).
-void paused_and_stopped_group_resumes_bit_identical(const ModelSpec& base, DataSplit (*split)()) {
+// damage_one: trial 2's newest checkpoint damaged before the last resume, so that it resumes from
+// the one before, behind the others: it catches up while they wait, and still every trial ends
+// bit-identical to the group never stopped (before, the two trained apart, in other shards).
+void paused_and_stopped_group_resumes_bit_identical(
+    const ModelSpec& base, DataSplit (*split)(), bool damage_one = false,
+    std::optional<TrialStepping> stepping = std::nullopt) {
   const DataSplit data = split();
   constexpr int kTrials = 3;
   TempDir dir("fused-resume");
+  std::vector<std::string> notes;
   // Trains the group; `stop_at`: a stop request after this epoch of trial 1 (0: none).
   auto run = [&](bool checkpoints, bool resume, int64_t pause, int64_t stop_at,
                  std::vector<std::string>& hashes) {
@@ -511,10 +521,12 @@ void paused_and_stopped_group_resumes_bit_identical(const ModelSpec& base, DataS
         trial.checkpoint.dir = dir.path() / fmt::format("t{}", t);
         trial.checkpoint.every = {3, 0};
         trial.checkpoint.resume = resume;
+        trial.checkpoint.note = [&notes](const std::string& m) { notes.push_back(m); };
       }
       trials.push_back(std::move(trial));
     }
-    const auto results = train_fused(trials, data, {.pause_after_epochs = pause});
+    const auto results =
+        train_fused(trials, data, {.pause_after_epochs = pause, .stepping = stepping});
     clear_stop_request();
     hashes.clear();
     for (const auto& m : models) hashes.push_back(m->parameter_hash());
@@ -529,7 +541,20 @@ void paused_and_stopped_group_resumes_bit_identical(const ModelSpec& base, DataS
     EXPECT_TRUE(r.interrupted);
     EXPECT_GT(r.resumed_at_step, 0);
   }
+  if (damage_one) {
+    std::vector<fs::path> kept;
+    for (const auto& e : fs::directory_iterator(dir.path() / "t1"))
+      if (e.path().extension() == ".json") kept.push_back(e.path());
+    ASSERT_EQ(kept.size(), 2u);
+    std::sort(kept.begin(), kept.end());  // step-000000000012.json: zero-padded
+    std::ofstream(kept.back(), std::ios::trunc) << "{\"damaged\": true}";
+  }
+  notes.clear();
   const auto ended = run(true, true, 0, 0, resumed);
+  const bool waited = std::any_of(notes.begin(), notes.end(), [](const std::string& m) {
+    return m.find("it waits there while the trials behind catch up") != std::string::npos;
+  });
+  EXPECT_EQ(waited, damage_one) << ::testing::PrintToString(notes);
   for (const TrainResult& r : ended) {
     EXPECT_FALSE(r.interrupted);
     EXPECT_FALSE(r.paused);
@@ -545,6 +570,18 @@ TEST(FusedTrials, APausedAndStoppedGroupResumesBitIdentical) {
 
 TEST(FusedTrials, APausedAndStoppedGroupOfConvolutionalTrialsResumesBitIdentical) {
   paused_and_stopped_group_resumes_bit_identical(conv_spec(), image_split);
+}
+
+// Side by side (each trial its own network, as this small MLP steps), and together (each Linear
+// one batched product over the trials: the trial behind catches up in a group of one).
+TEST(FusedTrials, ATrialResumedBehindItsGroupCatchesUpAndAllEndBitIdentical) {
+  paused_and_stopped_group_resumes_bit_identical(mlp_spec(1), noise_split, true);
+  paused_and_stopped_group_resumes_bit_identical(mlp_spec(1), noise_split, true,
+                                                 TrialStepping::Together);
+}
+
+TEST(FusedTrials, AConvolutionalTrialResumedBehindItsGroupCatchesUpAndAllEndBitIdentical) {
+  paused_and_stopped_group_resumes_bit_identical(conv_spec(), image_split, true);
 }
 
 // A halving rung's survivor regrouped alone: a group of one trains its trial in the batch shards

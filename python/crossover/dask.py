@@ -1,0 +1,403 @@
+"""crossover.dask: a search's jobs on a Dask cluster.
+
+`crossover.tune(..., client=distributed.Client(...))` plans the search here as it does on one
+machine (the grid or the samples, halving's rungs, fused groups) and runs each of its jobs (a fused
+group of trials, or a trial alone) as one Dask task on a worker, one job a worker at a time. The
+task carries its trials' folders (spec, checkpoints, log) as bytes, the data files go to every
+worker once (scattered), and the worker runs the crossover command beside its own crossover
+package on them in a temporary folder; the folders' new files (result, weights, log, checkpoints)
+come back as the task's result and are written into the search's folder here. No shared file
+system is needed, and what a task starts from is only its inputs: a worker lost during a task, Dask
+runs it again on another worker from the same start (the rung's checkpoints), so the search ends as
+it would have. Ctrl-C asks every running task to stop: its process saves its checkpoints, they come
+back, and the same call goes on from them.
+
+DaskRunner is the runner the engine's search calls (src/python/runner.h gives its protocol)."""
+import hashlib
+import os
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+import uuid
+
+# The spec fields that name files, and the prefixes of a data source that does (tune/
+# trial_process.cpp's with_absolute_paths makes them absolute).
+_SOURCE_PREFIXES = ("csv:", "safetensors:", "idx:", "imdb:")
+_EXIT_INTERRUPTED = 130  # core/exit_codes.h
+_EXIT_MACHINE = 7  # the machine failed the job: the search runs it again when it goes on
+
+
+def _program():
+    """The crossover command beside this package (the build and scripts/install-python put it
+    there): what a worker runs."""
+    program = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bin", "crossover")
+    if not os.access(program, os.X_OK):
+        raise FileNotFoundError(f"{program}: the crossover command is not beside the package on "
+                                "this worker (install crossover on every worker)")
+    return program
+
+
+def _trial_dirs(args):
+    """The trials' folders a job's command line names: train-group's folders, or the folder of
+    train's spec."""
+    if args and args[0] == "train-group":
+        dirs = []
+        for a in args[1:]:
+            if a.startswith("--"):
+                break
+            dirs.append(a)
+        return dirs
+    if len(args) >= 2 and args[0] == "train":
+        return [os.path.dirname(args[1])]
+    raise ValueError(f"crossover.dask: a job's command line neither trains nor trains a group: "
+                     f"{args!r}")
+
+
+def _marked(arg, dirs):
+    """`arg` with a trial folder's path in it replaced by its mark (@@TRIAL<k>@@)."""
+    for k, d in enumerate(dirs):
+        if arg == d or arg.startswith(d + os.sep):
+            return f"@@TRIAL{k}@@" + arg[len(d):]
+    return arg
+
+
+def _unmarked(arg, dirs):
+    for k, d in enumerate(dirs):
+        mark = f"@@TRIAL{k}@@"
+        if arg.startswith(mark):
+            return d + arg[len(mark):]
+    return arg
+
+
+def _mark_text(text, dirs):
+    """What a job printed, the worker's trial folders in it marked (@@TRIAL<k>@@), so that the
+    search's own folders take their place (_unmark_text)."""
+    for k, d in sorted(enumerate(dirs), key=lambda e: len(e[1]), reverse=True):
+        text = text.replace(d, f"@@TRIAL{k}@@")
+    return text
+
+
+def _unmark_text(text, dirs):
+    for k, d in enumerate(dirs):
+        text = text.replace(f"@@TRIAL{k}@@", d)
+    return text
+
+
+def _read_folder(path):
+    """{relative path: bytes} of the regular files under `path` (links are not followed)."""
+    files = {}
+    for root, dirnames, names in os.walk(path):
+        dirnames[:] = [d for d in dirnames if not os.path.islink(os.path.join(root, d))]
+        for name in names:
+            full = os.path.join(root, name)
+            if os.path.islink(full) or not os.path.isfile(full):
+                continue
+            with open(full, "rb") as f:
+                files[os.path.relpath(full, path)] = f.read()
+    return files
+
+
+def _trial_inputs(folder):
+    """What a trial's job reads from its folder: its spec, its log (the job appends to it) and its
+    checkpoints."""
+    files = {}
+    for name in ("spec.toml", "log.txt"):
+        path = os.path.join(folder, name)
+        if os.path.isfile(path) and not os.path.islink(path):
+            with open(path, "rb") as f:
+                files[name] = f.read()
+    checkpoints = os.path.join(folder, "checkpoints")
+    if os.path.isdir(checkpoints) and not os.path.islink(checkpoints):
+        for rel, content in _read_folder(checkpoints).items():
+            files[os.path.join("checkpoints", rel)] = content
+    if "spec.toml" not in files:
+        raise FileNotFoundError(f"{folder}: the trial's spec.toml is missing")
+    return files
+
+
+def _safe_relative(rel):
+    norm = os.path.normpath(rel)
+    if os.path.isabs(norm) or norm == ".." or norm.startswith(".." + os.sep):
+        raise ValueError(f"crossover.dask: a job returned a file outside its trial's folder: "
+                         f"{rel!r}")
+    return norm
+
+
+def _write_file(path, content):
+    """Written to a temporary name and renamed over `path`: a link planted there is replaced,
+    never written through."""
+    partial = f"{path}.partial-{os.getpid()}"
+    with open(partial, "wb") as f:
+        f.write(content)
+    os.replace(partial, path)
+
+
+def _write_back(folder, files):
+    """A job's returned files into its trial's folder: each written whole; checkpoints the job
+    pruned are removed here too."""
+    checkpoints = os.path.join(folder, "checkpoints")
+    returned = {_safe_relative(rel) for rel in files}
+    if os.path.islink(checkpoints):
+        os.unlink(checkpoints)
+    if any(rel.startswith("checkpoints" + os.sep) for rel in returned):
+        os.makedirs(checkpoints, exist_ok=True)
+        for name in os.listdir(checkpoints):
+            rel = os.path.join("checkpoints", name)
+            if name.startswith("step-") and rel not in returned:
+                os.unlink(os.path.join(folder, rel))
+    for rel, content in files.items():
+        rel = _safe_relative(rel)
+        path = os.path.join(folder, rel)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        _write_file(path, content)
+
+
+def _spec_files(spec_text, origin):
+    """The files a trial's spec names, as (the value written in the spec, its path)."""
+    import tomllib
+    try:
+        spec = tomllib.loads(spec_text)
+    except tomllib.TOMLDecodeError as e:
+        raise ValueError(f"{origin}: {e}") from None
+    found = []
+    data = spec.get("data", {})
+    for key in ("source", "test"):
+        value = data.get(key)
+        if isinstance(value, str):
+            for prefix in _SOURCE_PREFIXES:
+                if value.startswith(prefix):
+                    found.append((value, value[len(prefix):]))
+    if isinstance(spec.get("init"), str):
+        found.append((spec["init"], spec["init"]))
+    return found
+
+
+def _toml_string(text):
+    """`text` as the engine's spec writer quotes it (a basic string: JSON's escapes)."""
+    import json
+    return json.dumps(text, ensure_ascii=False)
+
+
+def _materialise(cache, digest, content):
+    """A data file (bytes) or folder ({relative path: bytes}) in the worker's cache, written once
+    under its digest: the path it has there."""
+    path = os.path.join(cache, digest)
+    if os.path.exists(path):
+        return path
+    partial = f"{path}.partial-{os.getpid()}-{threading.get_ident()}"
+    if isinstance(content, dict):
+        for rel, data in content.items():
+            full = os.path.join(partial, _safe_relative(rel))
+            os.makedirs(os.path.dirname(full), exist_ok=True)
+            with open(full, "wb") as f:
+                f.write(data)
+    else:
+        with open(partial, "wb") as f:
+            f.write(content)
+    try:
+        os.rename(partial, path)
+    except OSError:  # another task of this worker wrote it first
+        if not os.path.exists(path):
+            raise
+    return path
+
+
+def _dies_with_worker(argv):
+    """`argv` run so that it dies with the worker that started it (a worker killed mid-task
+    leaves no trial running): util-linux's setpriv sets its parent-death signal, then execs it."""
+    import shutil
+    setpriv = shutil.which("setpriv")
+    return [setpriv, "--pdeathsig", "KILL", "--"] + argv if setpriv else argv
+
+
+def run_job(args, trials, data, stop_name):
+    """A Dask task: `crossover ARGS` on a worker, in a temporary folder holding the trials'
+    folders (`trials`, one {relative path: bytes} each, marked @@TRIAL<k>@@ in `args`) and the
+    data (`data`: {digest: bytes or {relative path: bytes}}, marked @@DATA<digest>@@ in the
+    specs). Returns (exit code, the command's output, each trial folder's files after it). Stops
+    the command (SIGINT: it saves its checkpoints) when the search's Event `stop_name` is set."""
+    import distributed
+    program = _program()
+    cache = os.path.join(tempfile.gettempdir(), f"crossover-dask-{os.getuid()}")
+    os.makedirs(cache, mode=0o700, exist_ok=True)
+    local = {digest: _materialise(cache, digest, content) for digest, content in data.items()}
+    stop = distributed.Event(stop_name)
+    if stop.is_set():
+        unchanged = [{rel: c for rel, c in files.items() if rel != "spec.toml"} for files in trials]
+        return _EXIT_INTERRUPTED, "crossover: the search stopped before this job started\n", unchanged
+    with tempfile.TemporaryDirectory(prefix="crossover-job-") as tmp:
+        dirs = []
+        for k, files in enumerate(trials):
+            folder = os.path.join(tmp, f"t{k:03}")
+            for rel, content in files.items():
+                if rel == "spec.toml":
+                    text = content.decode()
+                    for digest, path in local.items():
+                        text = text.replace(f"@@DATA{digest}@@", path)
+                    content = text.encode()
+                path = os.path.join(folder, _safe_relative(rel))
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                with open(path, "wb") as f:
+                    f.write(content)
+            dirs.append(folder)
+        argv = _dies_with_worker([program] + [_unmarked(a, dirs) for a in args])
+        process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                   stdin=subprocess.DEVNULL, cwd=tmp)
+        done = threading.Event()
+
+        def watch():
+            while not done.is_set():
+                try:
+                    if stop.wait(0.25):
+                        process.send_signal(signal.SIGINT)
+                        return
+                except Exception:  # the scheduler unreachable for a moment: ask again
+                    time.sleep(0.25)
+
+        watcher = threading.Thread(target=watch, daemon=True)
+        watcher.start()
+        output, _ = process.communicate()
+        done.set()
+        watcher.join()
+        code = process.returncode if process.returncode >= 0 else 128 - process.returncode
+        outputs = []
+        for folder in dirs:
+            files = _read_folder(folder)
+            files.pop("spec.toml", None)
+            if "log.txt" in files:
+                files["log.txt"] = _mark_text(files["log.txt"].decode(errors="replace"),
+                                              dirs).encode()
+            outputs.append(files)
+        return code, _mark_text(output.decode(errors="replace"), dirs), outputs
+
+
+class _Job:
+    def __init__(self, future, folders, log):
+        self.future = future
+        self.folders = folders
+        self.log = log
+        self.started = time.monotonic()
+
+
+class DaskRunner:
+    """The search's jobs on `client`'s workers: a slot per worker (its threads each trial's, or
+    `threads`; a worker with a "GPU" resource runs its trials on cuda), each job pinned to its
+    slot's worker but free to run on another where that one is lost."""
+
+    def __init__(self, client, threads=0):
+        import distributed
+        workers = client.scheduler_info().get("workers", {})
+        if not workers:
+            raise ValueError("tune(client=): the cluster has no worker (start one with `dask "
+                             "worker SCHEDULER-ADDRESS`, or wait with client.wait_for_workers(n))")
+        self._client = client
+        self._addresses = sorted(workers)
+        self.slots = []
+        for address in self._addresses:
+            w = workers[address]
+            gpu = bool((w.get("resources") or {}).get("GPU"))
+            n = 0 if gpu else int(threads or w.get("nthreads") or 1)
+            self.slots.append(("cuda" if gpu else "cpu", n, f"dask worker {address}"))
+        self._token = uuid.uuid4().hex[:12]
+        self._stop = distributed.Event(f"crossover-stop-{self._token}", client=client)
+        self._running = {}  # slot -> _Job
+        self._data = {}  # (path, size, mtime) -> (digest, future): scattered once
+        self._jobs = 0
+
+    def _ship(self, path):
+        """The data file or folder at `path`, on every worker once: its digest."""
+        st = os.stat(path)
+        key = (path, st.st_size, st.st_mtime_ns)
+        if key not in self._data:
+            if os.path.isdir(path):
+                content = _read_folder(path)
+                h = hashlib.sha256()
+                for rel in sorted(content):
+                    h.update(rel.encode() + b"\0" + hashlib.sha256(content[rel]).digest())
+            else:
+                with open(path, "rb") as f:
+                    content = f.read()
+                h = hashlib.sha256(content)
+            digest = h.hexdigest()[:32]
+            future = self._client.scatter(content, broadcast=True, hash=False)
+            self._data[key] = (digest, future)
+        return self._data[key]
+
+    def _inputs(self, folder, data):
+        files = _trial_inputs(folder)
+        spec_path = os.path.join(folder, "spec.toml")
+        text = files["spec.toml"].decode()
+        for written, path in _spec_files(text, spec_path):
+            if not os.path.isabs(path) or not os.path.exists(path):
+                continue  # a built-in data set (fashion-mnist), found on the worker itself
+            digest, future = self._ship(path)
+            data[digest] = future
+            quoted = _toml_string(written)
+            if quoted not in text:
+                raise ValueError(f"{spec_path}: cannot mark {written!r} for the workers (the spec "
+                                 "quotes it otherwise)")
+            text = text.replace(quoted, _toml_string(written.replace(path, f"@@DATA{digest}@@")))
+        files["spec.toml"] = text.encode()
+        return files
+
+    def start(self, slot, args, log):
+        folders = sorted(_trial_dirs(args), key=len, reverse=True)
+        data = {}
+        trials = [self._inputs(folder, data) for folder in folders]
+        marked = [_marked(a, folders) for a in args]
+        self._jobs += 1
+        device = self.slots[slot][0]
+        future = self._client.submit(
+            run_job, marked, trials, data, self._stop.name,
+            key=f"crossover-job-{self._token}-{self._jobs}",
+            workers=[self._addresses[slot]], allow_other_workers=True, pure=False,
+            resources={"GPU": 1} if device == "cuda" else None)
+        self._running[slot] = _Job(future, folders, log)
+
+    def _finish(self, job):
+        try:
+            code, output, outputs = job.future.result()
+        except Exception as e:  # the task failed everywhere Dask ran it (KilledWorker, ...)
+            code, output, outputs = _EXIT_MACHINE, (
+                f"crossover: error: the job's Dask task failed: {type(e).__name__}: {e}\n"), None
+        for folder, files in zip(job.folders, outputs or []):
+            if "log.txt" in files:
+                files["log.txt"] = _unmark_text(files["log.txt"].decode(), job.folders).encode()
+            _write_back(folder, files)
+        # After the folders: a trial alone logs its process's output in its own log.txt.
+        with open(job.log, "a") as f:
+            f.write(_unmark_text(output, job.folders))
+        return code
+
+    def collect(self):
+        ended = []
+        for slot in sorted(self._running):
+            job = self._running[slot]
+            if not job.future.done():
+                continue
+            del self._running[slot]
+            code = self._finish(job)
+            ended.append((slot, code, time.monotonic() - job.started))
+        return ended
+
+    def wait(self, seconds):
+        import distributed
+        futures = [job.future for job in self._running.values()]
+        if not futures:
+            time.sleep(min(seconds, 0.05))
+            return
+        try:
+            distributed.wait(futures, timeout=seconds, return_when="FIRST_COMPLETED")
+        except Exception as e:  # a timeout: nothing ended yet
+            if "Timeout" not in type(e).__name__:
+                raise
+
+    def interrupt(self):
+        self._stop.set()
+
+    def close(self):
+        for job in self._running.values():
+            job.future.cancel()
+        self._running.clear()

@@ -1,0 +1,128 @@
+"""crossover.tune on a Dask cluster (crossover.dask): the same search as on this machine, trial for
+trial; a worker killed during a job; Ctrl-C, and the same call going on. The LocalCluster's
+workers are processes of their own, and each job runs in a temporary folder of its worker: every
+file a job needs travels with its task, as it must where workers share no file system."""
+import logging
+import os
+import signal
+import threading
+import time
+
+import pytest
+
+from conftest import disc
+
+crossover = pytest.importorskip("crossover")
+distributed = pytest.importorskip("distributed")
+
+SPACE = {"train.optimizer.lr": [0.05, 0.1, 0.2, 0.4]}
+
+
+@pytest.fixture
+def client():
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None, silence_logs=logging.ERROR) as cluster:
+        with distributed.Client(cluster) as c:
+            yield c
+
+
+def search(out, epochs, **kwargs):
+    x, y = disc(600)
+    return crossover.tune(crossover.Model("disc-4"), x, y, SPACE, epochs=epochs,
+                          validation_split=0.25, out=out, verbose=0, **kwargs)
+
+
+def objectives(s):
+    return [(t["id"], t["status"], t["objective"]) for t in s.result["trials"]]
+
+
+def running_jobs(client):
+    """The workers running a job of the search now: {address: [task keys]}."""
+    return {w: keys for w, keys in client.processing().items()
+            if any(str(k).startswith("crossover-job-") for k in keys)}
+
+
+def test_a_search_on_a_cluster_ends_trial_for_trial_as_on_this_machine(tmp_path, client):
+    # Here: two slots of one thread each, as the cluster's two workers of one thread.
+    here = search(tmp_path / "here", 4, threads=1, parallel=2)
+    there = search(tmp_path / "there", 4, client=client)
+    assert objectives(there) == objectives(here)
+    assert all(t["status"] == "finished" for t in there.result["trials"])
+    workers = sorted(client.scheduler_info()["workers"])
+    devices = [p["device"] for p in there.result["parallel"]]
+    assert devices == [f"dask worker {w}: cpu" for w in workers], devices
+    assert {t["host"] for t in there.result["trials"]} <= {f"dask worker {w}" for w in workers}
+    # Every trial's files came back: its weights, its result, its log.
+    for t in there.result["trials"]:
+        folder = tmp_path / "there" / "trials" / t["id"]
+        assert (folder / "weights.safetensors").stat().st_size > 0
+        assert (folder / "result.json").exists() and (folder / "log.txt").exists()
+    assert there.best_model().count_params() == crossover.Model("disc-4").count_params()
+
+
+def test_a_worker_killed_during_a_job_costs_only_that_job(tmp_path, client):
+    expected = search(tmp_path / "fault-free", 300, client=client)
+    killed = []
+
+    def kill_one():
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not killed:
+            busy = running_jobs(client)
+            if busy:
+                address = sorted(busy)[0]
+                pid = client.run(os.getpid, workers=[address])[address]
+                os.kill(pid, signal.SIGKILL)
+                killed.append(address)
+            time.sleep(0.02)
+
+    killer = threading.Thread(target=kill_one)
+    killer.start()
+    s = search(tmp_path / "faulted", 300, client=client)
+    killer.join()
+    assert killed, "no job was seen running"
+    assert objectives(s) == objectives(expected)
+
+
+def test_ctrl_c_keeps_the_finished_trials_and_the_same_call_goes_on(tmp_path, client):
+    expected = search(tmp_path / "whole", 300, client=client, fuse="off")
+
+    def interrupt_once_running():
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not running_jobs(client):
+            time.sleep(0.02)
+        time.sleep(0.2)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    stopper = threading.Thread(target=interrupt_once_running)
+    stopper.start()
+    with pytest.raises(KeyboardInterrupt):
+        search(tmp_path / "stopped", 300, client=client, fuse="off", checkpoint_every="20steps")
+    stopper.join()
+    assert not running_jobs(client)
+    s = search(tmp_path / "stopped", 300, client=client, fuse="off", checkpoint_every="20steps")
+    assert objectives(s) == objectives(expected)
+    # A trial went on from the checkpoint its stopped job sent back, in its own folder's words.
+    logs = "".join((tmp_path / "stopped" / "trials" / t["id"] / "log.txt").read_text()
+                   for t in s.result["trials"])
+    assert "from its checkpoint in " + str(tmp_path / "stopped" / "trials") in logs, logs
+
+
+def test_a_cluster_without_workers_is_refused_saying_so(tmp_path):
+    with distributed.LocalCluster(n_workers=0, processes=False, dashboard_address=None,
+                                  silence_logs=logging.ERROR) as cluster:
+        with distributed.Client(cluster) as c:
+            with pytest.raises(ValueError, match="the cluster has no worker"):
+                search(tmp_path / "none", 2, client=c)
+
+
+def test_a_gpu_worker_trains_its_jobs_on_its_gpu_as_a_search_here_does(tmp_path):
+    if not any(d.startswith("cuda") for d in crossover.devices()["available"]):
+        pytest.skip("no GPU here: a worker with a GPU resource is checked where there is one")
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
+                                  resources={"GPU": 1}, dashboard_address=None,
+                                  silence_logs=logging.ERROR) as cluster:
+        with distributed.Client(cluster) as c:
+            there = search(tmp_path / "there", 3, client=c)
+    here = search(tmp_path / "here", 3, devices=["cuda"], parallel=1)
+    assert [t["device"] for t in there.result["trials"]] == ["cuda"] * 4
+    assert objectives(there) == objectives(here)
