@@ -293,18 +293,39 @@ class DaskRunner:
             raise ValueError("tune(client=): the cluster has no worker (start one with `dask "
                              "worker SCHEDULER-ADDRESS`, or wait with client.wait_for_workers(n))")
         self._client = client
-        self._addresses = sorted(workers)
+        self._threads = int(threads)
+        self._addresses = []  # each slot's worker
+        self._gone = set()  # the slots whose worker left
         self.slots = []
-        for address in self._addresses:
-            w = workers[address]
-            gpu = bool((w.get("resources") or {}).get("GPU"))
-            n = 0 if gpu else int(threads or w.get("nthreads") or 1)
-            self.slots.append(("cuda" if gpu else "cpu", n, f"dask worker {address}"))
+        self._join(workers)
         self._token = uuid.uuid4().hex[:12]
         self._stop = distributed.Event(f"crossover-stop-{self._token}", client=client)
         self._running = {}  # slot -> _Job
         self._data = {}  # (path, size, mtime) -> (digest, future): scattered once
         self._jobs = 0
+
+    def _join(self, workers):
+        """Slots for the workers of `workers` (scheduler_info's) that have none yet."""
+        joined = []
+        for address in sorted(workers):
+            if address in self._addresses:
+                continue
+            w = workers[address]
+            gpu = bool((w.get("resources") or {}).get("GPU"))
+            n = 0 if gpu else int(self._threads or w.get("nthreads") or 1)
+            self._addresses.append(address)
+            self.slots.append(("cuda" if gpu else "cpu", n, f"dask worker {address}"))
+            joined.append(self.slots[-1])
+        return joined
+
+    def changes(self):
+        """The slots of workers that joined since the last call, and the slots whose worker
+        left (a job of theirs still running goes on elsewhere; no job starts there again)."""
+        workers = self._client.scheduler_info().get("workers", {})
+        joined = self._join(workers)
+        gone = [i for i, a in enumerate(self._addresses) if a not in workers and i not in self._gone]
+        self._gone.update(gone)
+        return joined, gone
 
     def _ship(self, path):
         """The data file or folder at `path`, on every worker once: its digest."""

@@ -24,18 +24,32 @@ auto call(const py::object& remote, const char* method, Use&& use) {
     throw UserError(fmt::format("the search's runner ({}): {}", method, e.what()));
   } catch (const py::cast_error& e) {
     throw UserError(fmt::format("the search's runner ({}): {}", method, e.what()));
+  } catch (const py::builtin_exception& e) {  // a value of the wrong type (py::type_error)
+    throw UserError(fmt::format("the search's runner ({}): {}", method, e.what()));
   }
 }
 
 }  // namespace
 
 PyJobRunner::PyJobRunner(py::object remote) : remote_(std::move(remote)) {
-  for (const py::handle s : remote_.attr("slots")) {
-    const auto [device, threads, host] = s.cast<std::tuple<std::string, int, std::string>>();
-    slots_.push_back({static_cast<int>(slots_.size()), device, threads, host});
-  }
+  for (const py::handle s : remote_.attr("slots")) add_slot(s);
   if (slots_.empty()) throw UserError("the search's runner has no slot (no worker to run on)");
-  busy_.assign(slots_.size(), false);
+}
+
+// A slot (device, threads, host) at the end; its index tells it apart as a rank does.
+void PyJobRunner::add_slot(const py::handle& s) {
+  const auto [device, threads, host] = s.cast<std::tuple<std::string, int, std::string>>();
+  slots_.push_back({static_cast<int>(slots_.size()), device, threads, host});
+  busy_.push_back(false);
+  gone_.push_back(false);
+}
+
+void PyJobRunner::refresh() {
+  call(remote_, "changes", [&](const py::object& f) {
+    const py::tuple changes = f();
+    for (const py::handle s : changes[0]) add_slot(s);
+    for (const py::handle i : changes[1]) gone_.at(i.cast<size_t>()) = true;
+  });
 }
 
 PyJobRunner::~PyJobRunner() {

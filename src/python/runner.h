@@ -7,6 +7,8 @@
 //                           their trials' files back in their folders
 //   wait(seconds)           returns when a job ends, or after `seconds`
 //   interrupt()             asks every running job to save its checkpoints and end
+//   changes()               ([(device, threads, host), ...] of slots that joined since the last
+//                           call, [indices of slots gone]): a worker joined or left the cluster
 //   close()                 the search is over
 // An exception it raises ends the search as a UserError with its text.
 #pragma once
@@ -40,11 +42,14 @@ class PyJobRunner final : public JobRunner {
   void wait_for_end(std::chrono::milliseconds at_most) const override;
   void interrupt() override;
   void release_workers() override;
+  void refresh() override;
+  bool gone(size_t slot) const override { return gone_.at(slot); }
 
  private:
+  void add_slot(const py::handle& s);
   py::object remote_;
   std::vector<Slot> slots_;
-  std::vector<bool> busy_;
+  std::vector<bool> busy_, gone_;
 };
 
 }  // namespace xo::python

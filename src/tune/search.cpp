@@ -90,6 +90,7 @@ class Search {
   size_t take_back_results();
   void write_trial_specs() const;
   std::vector<Slot> make_slots();
+  void take_new_slots();
   void loop();
   // Starts the next jobs on the free slots, publishing the record once if it started any.
   bool fill_free_slots();
@@ -404,10 +405,25 @@ void Search::loop() {
   }
 }
 
+// The runner's slots sized for, those that joined since included (a worker joined the hooks'
+// cluster): each takes jobs from now on, and the record lists it.
+void Search::take_new_slots() {
+  runner_->refresh();
+  const std::vector<Slot>& slots = runner_->slots();
+  for (size_t s = jobs_.size(); s < slots.size() && !own_runner_; ++s) {
+    record_.parallel.push_back(
+        {fmt::format("{}: {}", slots[s].host, slots[s].device), 1, false, {}, fuse_cap_});
+  }
+  jobs_.resize(slots.size());
+  logs_.resize(slots.size());
+  starting_.resize(slots.size(), false);
+}
+
 bool Search::fill_free_slots() {
+  take_new_slots();
   std::vector<JobStart> starts;
   for (size_t s = 0; s < runner_->slots().size(); ++s) {
-    if (runner_->busy(s)) continue;
+    if (runner_->busy(s) || runner_->gone(s)) continue;
     const std::optional<HalvingJob> job = next_job(record_, running_);
     if (!job) break;
     starts.push_back(prepare_job(s, group_for(s, *job)));
@@ -491,7 +507,7 @@ std::vector<HalvingJob> Search::group_for(size_t slot, const HalvingJob& first) 
     const DeviceKind kind = device_kind_of(runner_->slots()[slot].device);
     size_t free = 0;
     for (size_t s = 0; s < runner_->slots().size(); ++s) {
-      free += !taken(s) && device_kind_of(runner_->slots()[s].device) == kind;
+      free += !taken(s) && !runner_->gone(s) && device_kind_of(runner_->slots()[s].device) == kind;
     }
     group.resize((group.size() + free - 1) / std::max<size_t>(free, 1));
   }
@@ -731,16 +747,13 @@ TuneRecord Search::run() {
   write_trial_specs();
   runner_ = hooks_.runner();
   if (runner_) {
-    record_.parallel.clear();
-    for (const Slot& s : runner_->slots())
-      record_.parallel.push_back({fmt::format("{}: {}", s.host, s.device), 1, false, {}, fuse_cap_});
+    record_.parallel.clear();  // its slots' lines (take_new_slots)
   } else {
     own_runner_ = std::make_unique<TrialRunner>(make_slots(), world_);
     runner_ = own_runner_.get();
   }
-  jobs_.assign(runner_->slots().size(), {});
-  logs_.assign(runner_->slots().size(), {});
-  starting_.assign(runner_->slots().size(), false);
+  jobs_.clear();
+  take_new_slots();
   hooks_.started(record_);
   loop();
   runner_->release_workers();

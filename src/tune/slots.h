@@ -45,6 +45,10 @@ class JobRunner {
   virtual const std::vector<Slot>& slots() const = 0;
   virtual bool busy(size_t slot) const = 0;
   bool any_busy() const;
+  // Takes in what changed where the jobs run: slots added at the end of slots() (a worker joined
+  // a Dask cluster) and slots gone (their worker left: no job starts there again).
+  virtual void refresh() {}
+  virtual bool gone(size_t /*slot*/) const { return false; }
 
   // Starts `args` on a free slot, the job's output appended to `log`.
   virtual void start(size_t slot, const std::vector<std::string>& args,

@@ -107,6 +107,32 @@ def test_ctrl_c_keeps_the_finished_trials_and_the_same_call_goes_on(tmp_path, cl
     assert "from its checkpoint in " + str(tmp_path / "stopped" / "trials") in logs, logs
 
 
+def test_a_worker_that_joins_during_the_search_takes_jobs(tmp_path):
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
+                                  dashboard_address=None, silence_logs=logging.ERROR) as cluster:
+        with distributed.Client(cluster) as c:
+            first = set(c.scheduler_info()["workers"])
+
+            def grow_once_running():
+                deadline = time.monotonic() + 60
+                while time.monotonic() < deadline and not running_jobs(c):
+                    time.sleep(0.02)
+                cluster.scale(2)
+
+            grower = threading.Thread(target=grow_once_running)
+            grower.start()
+            x, y = disc(600)
+            s = crossover.tune(crossover.Model("disc-4"), x, y,
+                               {"train.optimizer.lr": [0.02 * k for k in range(1, 9)]},
+                               epochs=300, validation_split=0.25, out=tmp_path / "s", verbose=0,
+                               fuse="off", client=c)
+            grower.join()
+    hosts = {t["host"] for t in s.result["trials"]}
+    assert all(t["status"] == "finished" for t in s.result["trials"])
+    assert len(s.result["parallel"]) == 2, s.result["parallel"]
+    assert hosts - {f"dask worker {w}" for w in first}, hosts
+
+
 def test_a_cluster_without_workers_is_refused_saying_so(tmp_path):
     with distributed.LocalCluster(n_workers=0, processes=False, dashboard_address=None,
                                   silence_logs=logging.ERROR) as cluster:
