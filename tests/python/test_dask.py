@@ -2,15 +2,18 @@
 trial; a worker killed during a job; Ctrl-C, and the same call going on. The LocalCluster's
 workers are processes of their own, and each job runs in a temporary folder of its worker: every
 file a job needs travels with its task, as it must where workers share no file system."""
+import json
 import logging
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
 
 import pytest
 
-from conftest import disc
+from conftest import PYTHON_DIR, disc
 
 crossover = pytest.importorskip("crossover")
 distributed = pytest.importorskip("distributed")
@@ -152,3 +155,29 @@ def test_a_gpu_worker_trains_its_jobs_on_its_gpu_as_a_search_here_does(tmp_path)
     here = search(tmp_path / "here", 3, devices=["cuda"], parallel=1)
     assert [t["device"] for t in there.result["trials"]] == ["cuda"] * 4
     assert objectives(there) == objectives(here)
+
+
+def test_a_cluster_of_simulated_hosts_loses_a_host_and_ends_as_without_the_fault(tmp_path):
+    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+    sim_hosts = os.path.join(root, "scripts", "sim-hosts")
+    check = subprocess.run([sim_hosts, "--check"], capture_output=True, text=True)
+    if check.returncode != 0:
+        pytest.skip(check.stderr.strip() or check.stdout.strip())
+    name = f"xosim{os.getpid()}{int(time.time()) % 100000}"
+    env = dict(os.environ, PYTHONPATH=os.path.abspath(PYTHON_DIR))
+    driver = os.path.join(os.path.dirname(os.path.abspath(__file__)), "dask_hosts.py")
+    run = subprocess.run([sim_hosts, "3", "--plain", "--rate", "1gbit", "--name", name, "--",
+                          sys.executable, driver, str(tmp_path)],
+                         capture_output=True, text=True, env=env, timeout=500)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    found = json.loads(run.stdout.strip().splitlines()[-1])
+    assert found["killed"], found
+    assert found["faulted"] == found["fault_free"], found
+    assert all(status == "finished" for _, status, _ in found["faulted"]), found
+    # Both workers' hosts ran trials, and the client's (the first) none.
+    assert {h.split(":")[1] for h in found["hosts"]} == {"//10.77.0.2", "//10.77.0.3"}, found
+    # Nothing of it is left: no namespace, no process.
+    namespaces = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    assert name not in namespaces, namespaces
+    left = subprocess.run(["pgrep", "-f", "distributed.cli.dask_"], capture_output=True, text=True)
+    assert left.stdout.strip() == "", left.stdout
