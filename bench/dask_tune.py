@@ -6,7 +6,7 @@ bits), interleaved, the median of each; and whether the two found the same objec
 
   PYTHONPATH=build/python /usr/bin/python3 bench/dask_tune.py [--repeats 5] [--only disc|mnist]
 
-Searches: disc-4, 16 trials (4 learning rates x 4 momenta), 20 epochs of 600 points (450 trained,
+Searches: disc-4, 16 trials (4 learning rates x 4 weight decays), 20 epochs of 600 points (450 trained,
 150 validation); mnist-mlp, 16 trials (the same grid), 1 epoch of Fashion-MNIST's 60,000 images
 (48,000 trained, 12,000 validation). The cluster is started once, before the timings (a user's
 cluster is up before the search); each search starts in a fresh folder. Prints one line per
@@ -32,7 +32,7 @@ import crossover  # noqa: E402
 import distributed  # noqa: E402
 
 GRID = {"train.optimizer.lr": [0.01, 0.03, 0.1, 0.3],
-        "train.optimizer.momentum": [0.0, 0.5, 0.8, 0.9]}
+        "train.optimizer.weight_decay": [0.0, 1e-4, 1e-3, 1e-2]}
 FASHION = "/usr/share/datasets/fashion-mnist"
 
 

@@ -6,8 +6,10 @@ group of trials, or a trial alone) as one Dask task on a worker, one job a worke
 task carries its trials' folders (spec, checkpoints, log) as bytes, the data files go to every
 worker once (scattered), and the worker runs the crossover command beside its own crossover
 package on them in a temporary folder; the folders' new files (result, weights, log, checkpoints)
-come back as the task's result and are written into the search's folder here. No shared file
-system is needed, and what a task starts from is only its inputs: a worker lost during a task, Dask
+come back as the task's result and are written into the search's folder here. The data files a
+spec names are read where the worker finds the same file at the same path (a shared file system:
+checked by content, once per worker); where it does not, they are sent to every worker once. So
+no shared file system is needed, and what a task starts from is only its inputs: a worker lost during a task, Dask
 runs it again on another worker from the same start (the rung's checkpoints), so the search ends as
 it would have. Ctrl-C asks every running task to stop: its process saves its checkpoints, they come
 back, and the same call goes on from them.
@@ -27,6 +29,7 @@ import uuid
 _SOURCE_PREFIXES = ("csv:", "safetensors:", "idx:", "imdb:")
 _EXIT_INTERRUPTED = 130  # core/exit_codes.h
 _EXIT_MACHINE = 7  # the machine failed the job: the search runs it again when it goes on
+_NEED_DATA = -1  # run_job's answer where its worker lacks the data: sent again with the data
 
 
 def _program():
@@ -204,6 +207,44 @@ def _materialise(cache, digest, content):
     return path
 
 
+# (path, size, mtime) -> digest of a data file or folder, here and on each worker: a file is read
+# whole once per process to learn it.
+_DIGESTS = {}
+
+
+def _digest_of(path):
+    st = os.stat(path)
+    key = (path, st.st_size, st.st_mtime_ns)
+    if key not in _DIGESTS:
+        h = hashlib.sha256()
+        if os.path.isdir(path):
+            for rel, content in sorted(_read_folder(path).items()):
+                h.update(rel.encode() + b"\0" + hashlib.sha256(content).digest())
+        else:
+            with open(path, "rb") as f:
+                for block in iter(lambda: f.read(1 << 22), b""):
+                    h.update(block)
+        _DIGESTS[key] = h.hexdigest()[:32]
+    return _DIGESTS[key]
+
+
+class _NeedData(Exception):
+    """A job's data is not on its worker (no file at the client's path, or another one there)."""
+
+
+def _local_data(cache, digest, entry):
+    """Where a job's data file or folder is on this worker: at the client's own path where the
+    same data is there (a shared file system), else in the worker's cache from the bytes the
+    client sent; _NeedData where it sent none."""
+    path, content = entry
+    if content is None:
+        if (os.environ.get("CROSSOVER_DASK_SHIP_DATA") != "1" and os.path.exists(path)
+                and _digest_of(path) == digest):
+            return path
+        raise _NeedData(digest)
+    return _materialise(cache, digest, content)
+
+
 def _dies_with_worker(argv):
     """`argv` run so that it dies with the worker that started it (a worker killed mid-task
     leaves no trial running): util-linux's setpriv sets its parent-death signal, then execs it."""
@@ -215,14 +256,19 @@ def _dies_with_worker(argv):
 def run_job(args, trials, data, stop_name):
     """A Dask task: `crossover ARGS` on a worker, in a temporary folder holding the trials'
     folders (`trials`, one {relative path: bytes} each, marked @@TRIAL<k>@@ in `args`) and the
-    data (`data`: {digest: bytes or {relative path: bytes}}, marked @@DATA<digest>@@ in the
-    specs). Returns (exit code, the command's output, each trial folder's files after it). Stops
-    the command (SIGINT: it saves its checkpoints) when the search's Event `stop_name` is set."""
+    data (`data`: {digest: (the client's path, None or its bytes, or {relative path: bytes} for a
+    folder)}, marked @@DATA<digest>@@ in the specs). Returns (exit code, the command's output,
+    each trial folder's files after it); the code _NEED_DATA where the data was not sent and the
+    worker does not have it. Stops the command (SIGINT: it saves its checkpoints) when the
+    search's Event `stop_name` is set."""
     import distributed
     program = _program()
     cache = os.path.join(tempfile.gettempdir(), f"crossover-dask-{os.getuid()}")
     os.makedirs(cache, mode=0o700, exist_ok=True)
-    local = {digest: _materialise(cache, digest, content) for digest, content in data.items()}
+    try:
+        local = {digest: _local_data(cache, digest, entry) for digest, entry in data.items()}
+    except _NeedData:
+        return _NEED_DATA, "", []
     stop = distributed.Event(stop_name)
     if stop.is_set():
         unchanged = [{rel: c for rel, c in files.items() if rel != "spec.toml"} for files in trials]
@@ -259,8 +305,7 @@ def run_job(args, trials, data, stop_name):
         watcher = threading.Thread(target=watch, daemon=True)
         watcher.start()
         output, _ = process.communicate()
-        done.set()
-        watcher.join()
+        done.set()  # the watcher ends at its next poll; the job's end does not wait for it
         code = process.returncode if process.returncode >= 0 else 128 - process.returncode
         outputs = []
         for folder in dirs:
@@ -274,10 +319,12 @@ def run_job(args, trials, data, stop_name):
 
 
 class _Job:
-    def __init__(self, future, folders, log):
-        self.future = future
+    def __init__(self, folders, log, inputs, gpu):
+        self.future = None
         self.folders = folders
         self.log = log
+        self.inputs = inputs  # run_job's arguments but the stop's name
+        self.gpu = gpu
         self.started = time.monotonic()
 
 
@@ -301,7 +348,8 @@ class DaskRunner:
         self._token = uuid.uuid4().hex[:12]
         self._stop = distributed.Event(f"crossover-stop-{self._token}", client=client)
         self._running = {}  # slot -> _Job
-        self._data = {}  # (path, size, mtime) -> (digest, future): scattered once
+        self._paths = {}  # digest -> the data's path here
+        self._sent = {}  # digest -> its scattered future, once a worker lacked it
         self._jobs = 0
 
     def _join(self, workers):
@@ -327,24 +375,17 @@ class DaskRunner:
         self._gone.update(gone)
         return joined, gone
 
-    def _ship(self, path):
-        """The data file or folder at `path`, on every worker once: its digest."""
-        st = os.stat(path)
-        key = (path, st.st_size, st.st_mtime_ns)
-        if key not in self._data:
+    def _ship(self, digest):
+        """The data of `digest` sent to every worker, once: its future."""
+        if self._sent.get(digest) is None:
+            path = self._paths[digest]
             if os.path.isdir(path):
                 content = _read_folder(path)
-                h = hashlib.sha256()
-                for rel in sorted(content):
-                    h.update(rel.encode() + b"\0" + hashlib.sha256(content[rel]).digest())
             else:
                 with open(path, "rb") as f:
                     content = f.read()
-                h = hashlib.sha256(content)
-            digest = h.hexdigest()[:32]
-            future = self._client.scatter(content, broadcast=True, hash=False)
-            self._data[key] = (digest, future)
-        return self._data[key]
+            self._sent[digest] = self._client.scatter(content, broadcast=True, hash=False)
+        return self._sent[digest]
 
     def _inputs(self, folder, data):
         files = _trial_inputs(folder)
@@ -353,8 +394,9 @@ class DaskRunner:
         for written, path in _spec_files(text, spec_path):
             if not os.path.isabs(path) or not os.path.exists(path):
                 continue  # a built-in data set (fashion-mnist), found on the worker itself
-            digest, future = self._ship(path)
-            data[digest] = future
+            digest = _digest_of(path)
+            self._paths[digest] = path
+            data[digest] = (path, self._sent.get(digest))
             quoted = _toml_string(written)
             if quoted not in text:
                 raise ValueError(f"{spec_path}: cannot mark {written!r} for the workers (the spec "
@@ -368,14 +410,16 @@ class DaskRunner:
         data = {}
         trials = [self._inputs(folder, data) for folder in folders]
         marked = [_marked(a, folders) for a in args]
+        job = _Job(folders, log, (marked, trials, data), self.slots[slot][0] == "cuda")
+        self._submit(slot, job)
+        self._running[slot] = job
+
+    def _submit(self, slot, job):
         self._jobs += 1
-        device = self.slots[slot][0]
-        future = self._client.submit(
-            run_job, marked, trials, data, self._stop.name,
-            key=f"crossover-job-{self._token}-{self._jobs}",
+        job.future = self._client.submit(
+            run_job, *job.inputs, self._stop.name, key=f"crossover-job-{self._token}-{self._jobs}",
             workers=[self._addresses[slot]], allow_other_workers=True, pure=False,
-            resources={"GPU": 1} if device == "cuda" else None)
-        self._running[slot] = _Job(future, folders, log)
+            resources={"GPU": 1} if job.gpu else None)
 
     def _finish(self, job):
         try:
@@ -392,11 +436,22 @@ class DaskRunner:
             f.write(_unmark_text(output, job.folders))
         return code
 
+    def _with_data(self, slot, job):
+        """Submits `job` again with its data, which its worker lacked (no shared file system):
+        each data set is sent to every worker once."""
+        marked, trials, data = job.inputs
+        data = {digest: (path, self._ship(digest)) for digest, (path, _) in data.items()}
+        job.inputs = (marked, trials, data)
+        self._submit(slot, job)
+
     def collect(self):
         ended = []
         for slot in sorted(self._running):
             job = self._running[slot]
             if not job.future.done():
+                continue
+            if job.future.status == "finished" and job.future.result()[0] == _NEED_DATA:
+                self._with_data(slot, job)
                 continue
             del self._running[slot]
             code = self._finish(job)

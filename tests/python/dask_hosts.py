@@ -43,7 +43,7 @@ def main(out):
         client.wait_for_workers(2, timeout=60)
 
         def run(name):
-            s = crossover.tune(crossover.Model("disc-4"), x, y, SPACE, epochs=300,
+            s = crossover.tune(crossover.Model("disc-4"), x, y, SPACE, epochs=3000,
                                validation_split=0.25, out=os.path.join(out, name), verbose=0,
                                client=client)
             return s.result["trials"]

@@ -63,8 +63,22 @@ def test_a_search_on_a_cluster_ends_trial_for_trial_as_on_this_machine(tmp_path,
     assert there.best_model().count_params() == crossover.Model("disc-4").count_params()
 
 
+def test_workers_without_the_clients_files_are_sent_the_data(tmp_path, monkeypatch):
+    # As on workers that share no file system with the client: they never read its paths.
+    monkeypatch.setenv("CROSSOVER_DASK_SHIP_DATA", "1")
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None, silence_logs=logging.ERROR) as cluster:
+        with distributed.Client(cluster) as c:
+            there = search(tmp_path / "there", 3, client=c)
+            cached = c.run(lambda: sorted(os.listdir(os.path.join(
+                __import__("tempfile").gettempdir(), f"crossover-dask-{os.getuid()}"))))
+    here = search(tmp_path / "here", 3, threads=1, parallel=2)
+    assert objectives(there) == objectives(here)
+    assert all(names for names in cached.values()), cached  # each worker got the data
+
+
 def test_a_worker_killed_during_a_job_costs_only_that_job(tmp_path, client):
-    expected = search(tmp_path / "fault-free", 300, client=client)
+    expected = search(tmp_path / "fault-free", 3000, client=client)
     killed = []
 
     def kill_one():
@@ -80,14 +94,14 @@ def test_a_worker_killed_during_a_job_costs_only_that_job(tmp_path, client):
 
     killer = threading.Thread(target=kill_one)
     killer.start()
-    s = search(tmp_path / "faulted", 300, client=client)
+    s = search(tmp_path / "faulted", 3000, client=client)
     killer.join()
     assert killed, "no job was seen running"
     assert objectives(s) == objectives(expected)
 
 
 def test_ctrl_c_keeps_the_finished_trials_and_the_same_call_goes_on(tmp_path, client):
-    expected = search(tmp_path / "whole", 300, client=client, fuse="off")
+    expected = search(tmp_path / "whole", 3000, client=client, fuse="off")
 
     def interrupt_once_running():
         deadline = time.monotonic() + 60
@@ -99,10 +113,10 @@ def test_ctrl_c_keeps_the_finished_trials_and_the_same_call_goes_on(tmp_path, cl
     stopper = threading.Thread(target=interrupt_once_running)
     stopper.start()
     with pytest.raises(KeyboardInterrupt):
-        search(tmp_path / "stopped", 300, client=client, fuse="off", checkpoint_every="20steps")
+        search(tmp_path / "stopped", 3000, client=client, fuse="off", checkpoint_every="200steps")
     stopper.join()
     assert not running_jobs(client)
-    s = search(tmp_path / "stopped", 300, client=client, fuse="off", checkpoint_every="20steps")
+    s = search(tmp_path / "stopped", 3000, client=client, fuse="off", checkpoint_every="200steps")
     assert objectives(s) == objectives(expected)
     # A trial went on from the checkpoint its stopped job sent back, in its own folder's words.
     logs = "".join((tmp_path / "stopped" / "trials" / t["id"] / "log.txt").read_text()
@@ -126,8 +140,8 @@ def test_a_worker_that_joins_during_the_search_takes_jobs(tmp_path):
             grower.start()
             x, y = disc(600)
             s = crossover.tune(crossover.Model("disc-4"), x, y,
-                               {"train.optimizer.lr": [0.02 * k for k in range(1, 9)]},
-                               epochs=300, validation_split=0.25, out=tmp_path / "s", verbose=0,
+                               {"train.optimizer.lr": [0.01 * k for k in range(1, 17)]},
+                               epochs=5000, validation_split=0.25, out=tmp_path / "s", verbose=0,
                                fuse="off", client=c)
             grower.join()
     hosts = {t["host"] for t in s.result["trials"]}
