@@ -43,11 +43,11 @@ RunAnalysis analyse_run(const RunRecord& run, const DevicePeaks* peaks) {
     }
     a.roofline_bound = p.bound;
   }
-  if (r.profiled_steps > 0) {
+  if (r.node_timed_steps > 0) {
     StepPhases phases;
     phases.forward_ms = r.loss_ms;
     for (const LayerWork& l : run.work.layers) {
-      LayerProfile e;
+      LayerTime e;
       e.name = l.name;
       e.forward_ms = r.node_forward_ms[l.node];
       e.backward_ms = r.node_backward_ms[l.node];
@@ -61,7 +61,7 @@ RunAnalysis analyse_run(const RunRecord& run, const DevicePeaks* peaks) {
         e.peak_fraction = e.gflops / peak;
         e.bound = layer_bound(l.flops, l.bytes, ms, *peaks);
       }
-      a.layers_profile.push_back(std::move(e));
+      a.layer_times.push_back(std::move(e));
     }
     phases.data_ms = finite(r.data_ms);
     phases.optimizer_ms = finite(r.optimizer_ms);

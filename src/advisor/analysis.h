@@ -13,8 +13,8 @@
 
 namespace xo {
 
-// One node's share of a profiled step.
-struct LayerProfile {
+// One node's share of a step timed node by node.
+struct LayerTime {
   std::string name;  // "0 linear+relu"
   double forward_ms = 0, backward_ms = 0;
   double flops = 0, bytes = 0;
@@ -23,7 +23,7 @@ struct LayerProfile {
   std::optional<std::string> bound;     // "FLOPs", "bytes" or "overhead"; none without peaks
 };
 
-// The phases of a step: from the per-node profile (forward, backward) and the loop's own timing
+// The phases of a step: from the node-by-node times (forward, backward) and the loop's own timing
 // (data, optimizer; none when the step was recorded as one CUDA Graph).
 struct StepPhases {
   std::optional<double> data_ms;
@@ -45,8 +45,8 @@ struct RunAnalysis {
   // The probe's roofline for this run (efficiency 1) and its error against the measurement.
   std::optional<double> roofline_step_ms, roofline_error_percent;
   std::optional<std::string> roofline_bound;
-  std::optional<StepPhases> phases;          // with a per-node profile only
-  std::vector<LayerProfile> layers_profile;  // empty without a profile
+  std::optional<StepPhases> phases;    // with node-by-node times only
+  std::vector<LayerTime> layer_times;  // empty without them
   LoopPhases loop_phases;
 };
 

@@ -40,7 +40,7 @@ struct MeasureJob {
 
 // What `advise` and `cost` are asked.
 struct AdviseJob {
-  MeasureOptions measure = {.settings = {.max_steps = 100, .profile_steps = 10}};
+  MeasureOptions measure = {.settings = {.max_steps = 100, .node_time_steps = 10}};
   CostOptions cost;
   std::string spec;    // a model to measure here, or (cost) a results.json measured earlier
   std::string model;   // cost of a results.json: which run (empty: the last)

@@ -60,7 +60,7 @@ inline constexpr char kDefaultOutFolder[] = "crossover-results";
 struct MeasureOptions {
   // What the job's manifest records and `replay` repeats: the devices (empty: every device
   // present), --epochs, --steps, --threads, the per-node profile's steps, --precision, --no-graph.
-  ExecutionSettings settings = {.profile_steps = 10};
+  ExecutionSettings settings = {.node_time_steps = 10};
   double sample_interval_s = 0.1;
   bool reprobe = false;    // measure the peaks again rather than use the cache
   std::string out;         // empty: kDefaultOutFolder, or a dated folder (Session::out())

@@ -80,7 +80,7 @@ std::string settings_text(const ExecutionSettings& m, bool threads_resolved) {
       m.epochs ? fmt::format("{} (every spec)", *m.epochs) : std::string("as each spec says"),
       m.max_steps > 0 ? fmt::format("at most {} steps", m.max_steps) : std::string("every step"),
       m.threads, threads_resolved ? " (all the recording machine's cores, as recorded)" : "",
-      m.profile_steps, m.precision, m.record_step ? "on" : "off");
+      m.node_time_steps, m.precision, m.record_step ? "on" : "off");
 }
 
 // The recorded runs' devices, in the order their runs come.

@@ -174,7 +174,7 @@ MeasureSettings Session::settings_for(const ModelSpec& spec, const std::string& 
   MeasureSettings settings;
   ExecutionOptions& exec = settings.exec;
   // The per-node profile is rank 0's, after the training (no rank waits on it).
-  exec.profile_steps = lead_ ? o_.settings.profile_steps : 0;
+  exec.node_time_steps = lead_ ? o_.settings.node_time_steps : 0;
   exec.max_steps = o_.settings.max_steps;
   if (step_limit_ > 0 && (exec.max_steps <= 0 || step_limit_ < exec.max_steps)) {
     exec.max_steps = step_limit_;
@@ -285,7 +285,7 @@ const RunRecord* Session::measure_trials(const ModelSpec& spec_in, int trials,
   }
   MeasureSettings settings = settings_for(spec, spec_toml, be, nullptr);
   settings.exec.checkpoint = {};
-  settings.exec.profile_steps = 0;
+  settings.exec.node_time_steps = 0;
   std::vector<FusedRun> runs;
   for (int t = 0; t < trials; ++t) {
     FusedRun run;

@@ -375,8 +375,8 @@ void Network::run(const float* src, const int32_t* labels, LossStats* stats, boo
   }
 }
 
-void Network::profile_step(const float* src, const int32_t* labels, LossStats* stats,
-                           StepProfile& out) {
+void Network::timed_step(const float* src, const int32_t* labels, LossStats* stats,
+                           NodeTimes& out) {
   XO_ASSERT(training_ && shards_.size() == 1);
   Backend& be = model_.backend();
   out.forward_ms.assign(shards_[0].layers.size(), 0.0);

@@ -199,11 +199,11 @@ class Network {
   // A training step through the same code as train_step, with every node's forward and backward
   // and the loss timed apart, the backend synchronised around each: per-node times in
   // milliseconds, 0 for views. Needs an unsharded plan (shards() == 1).
-  struct StepProfile {
+  struct NodeTimes {
     std::vector<double> forward_ms, backward_ms;  // per node
     double loss_ms = 0;
   };
-  void profile_step(const float* src, const int32_t* labels, LossStats* stats, StepProfile& out);
+  void timed_step(const float* src, const int32_t* labels, LossStats* stats, NodeTimes& out);
 
  private:
   // A slice [offset, offset + batch) of the batch with everything it needs.
@@ -219,7 +219,7 @@ class Network {
 
   // One shard's forward, loss and backward (backward only when `train`). `timed(pass, node, work)`
   // runs work(), node's forward or backward or the loss: the step passes a plain call, which the
-  // compiler inlines away, and profile_step one that times it.
+  // compiler inlines away, and timed_step one that times it.
   enum class Pass { Forward, Loss, Backward };
   template <typename Timed>
   void shard_step(Shard& s, const float* src, const int32_t* labels, LossStats* stats, bool train,

@@ -243,7 +243,7 @@ py::object advise(const PyModel& m, const py::array& x, const py::array& y, cons
   const AdviseJob defaults;
   job.measure = measure_options(c, split);
   job.measure.settings.max_steps = defaults.measure.settings.max_steps;
-  job.measure.settings.profile_steps = defaults.measure.settings.profile_steps;
+  job.measure.settings.node_time_steps = defaults.measure.settings.node_time_steps;
   QueuedHooks hooks;
   bool interrupted = false;
   std::optional<JobOutcome> outcome =

@@ -213,12 +213,12 @@ std::string phase_bar(const PhaseRow& row, double y) {
 
 // The rows of a run's layer table: each layer's forward, backward and total time, its share of
 // the step's, and the rate it achieved.
-std::vector<std::vector<std::string>> layer_rows(const std::vector<LayerProfile>& layers) {
+std::vector<std::vector<std::string>> layer_rows(const std::vector<LayerTime>& layers) {
   double total = 0;
-  for (const LayerProfile& l : layers)
+  for (const LayerTime& l : layers)
     total += finite(l.forward_ms).value_or(0) + finite(l.backward_ms).value_or(0);
   std::vector<std::vector<std::string>> rows;
-  for (const LayerProfile& l : layers) {
+  for (const LayerTime& l : layers) {
     const auto f = finite(l.forward_ms), b = finite(l.backward_ms);
     const bool timed = f || b;
     const double sum = f.value_or(0) + b.value_or(0);
@@ -323,7 +323,7 @@ std::string layers_html(const Report& report) {
   std::string out;
   int shown = 0;
   for (const ReportRun& r : report.runs) {
-    const std::vector<LayerProfile>& layers = r.analysis.layers_profile;
+    const std::vector<LayerTime>& layers = r.analysis.layer_times;
     if (layers.empty()) continue;
     // The first few runs open; the rest fold (a sweep has one table per model and device).
     constexpr int kOpenTables = 3;

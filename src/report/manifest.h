@@ -41,7 +41,7 @@ struct ExecutionSettings {
   std::optional<int64_t> epochs;     // every spec's epochs overridden (each spec text says so too)
   int64_t max_steps = 0;             // 0: every epoch
   int threads = 0;                   // as asked; 0: every core (each run's device says how many)
-  int profile_steps = 0;
+  int node_time_steps = 0;
   std::string precision = "f32";
   bool record_step = true;
 };

@@ -56,7 +56,7 @@ constexpr auto utilisation_fields = [](auto& io, auto& u) {
   io.number("max_rss_mib", u.max_rss_mib);
 };
 
-constexpr auto layer_profile_fields = [](auto& io, auto& l) {
+constexpr auto layer_time_fields = [](auto& io, auto& l) {
   io.text("name", l.name);
   io.nullable("forward_ms", l.forward_ms);
   io.nullable("backward_ms", l.backward_ms);
@@ -102,16 +102,16 @@ void analysis_fields(Io& io, A& a, R& r) {
   if (io.object_or_null("phases_ms", a.phases.has_value(), phases, step_phases_fields)) {
     if constexpr (Io::kReading) {
       a.phases = phases;
-      r.profiled_steps = io.in.has("profiled_steps") ? io.in.integer("profiled_steps") : 0;
+      r.node_timed_steps = io.in.has("profiled_steps") ? io.in.integer("profiled_steps") : 0;
     } else {
-      io.integer("profiled_steps", r.profiled_steps);
+      io.integer("profiled_steps", r.node_timed_steps);
     }
   }
   if constexpr (Io::kReading) {
     for (const JsonIn& l : io.in.objects("layers_profile", /*optional=*/true))
-      FieldsIn::read(l, a.layers_profile.emplace_back(), layer_profile_fields);
+      FieldsIn::read(l, a.layer_times.emplace_back(), layer_time_fields);
   } else if (a.phases) {
-    io.objects("layers_profile", a.layers_profile, layer_profile_fields);
+    io.objects("layers_profile", a.layer_times, layer_time_fields);
   } else {
     io.j["layers_profile"] = json();
   }
@@ -249,7 +249,7 @@ constexpr auto settings_fields = [](auto& io, auto& s) {
   io.optional_integer("epochs", s.epochs, Between{1, kMaxEpochs});
   io.integer("max_steps", s.max_steps, Between{0, kMaxSteps});
   io.integer("threads", s.threads, Between{0, kMaxThreads});
-  io.integer("profile_steps", s.profile_steps, Between{0, kMaxSteps});
+  io.integer("profile_steps", s.node_time_steps, Between{0, kMaxSteps});
   io.text("precision", s.precision);
   if constexpr (kReads<decltype(io)>) {
     try {

@@ -138,8 +138,8 @@ MemoryEstimate training_memory(const Model& model, const DataSplit& data, const 
       m.data += int64_t{sizeof(int32_t)} * samples + kFloat * batch * features +
                 int64_t{sizeof(int32_t)} * batch + int64_t{sizeof(int64_t)};
     }
-    // profile_nodes: one unsharded training Network, while the plan's are still held.
-    if (exec.profile_steps > 0) {
+    // time_nodes: one unsharded training Network, while the plan's are still held.
+    if (exec.node_time_steps > 0) {
       m.activations += network_bytes(model, {.batch = batch, .shards = 1}) + sizeof(LossStats);
     }
   }

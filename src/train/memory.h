@@ -43,8 +43,8 @@ MemoryEstimate model_memory(const ModelLayout& layout, const OptimizerSettings& 
 
 // Everything train_model allocates through the model's backend for training on `data`: the Model's
 // buffers, the optimizer's state, the training Network (per batch shard), the partial batch's,
-// the evaluator's inference Networks, the profiling Network (exec.profile_steps), the data sets on
-// the device and the batch gathering's buffers.
+// the evaluator's inference Networks, the node-timing Network (exec.node_time_steps), the data
+// sets on the device and the batch gathering's buffers.
 MemoryEstimate training_memory(const Model& model, const DataSplit& data, const TrainSpec& train,
                                const ExecutionOptions& exec);
 

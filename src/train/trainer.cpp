@@ -17,7 +17,7 @@
 #include "train/epoch_rules.h"
 #include "train/memory.h"
 #include "train/plan.h"
-#include "train/profile.h"
+#include "train/node_times.h"
 #include "train/state.h"
 
 namespace xo {
@@ -178,8 +178,8 @@ TrainResult result_of(TrainPlan& plan, const TrainState& state, const TrainSpec&
     r.checkpoints_written = checkpoints->written();
     r.checkpoint_wait_ms = checkpoints->wait_ms();
   }
-  if (exec.profile_steps > 0 && !r.interrupted && !r.stopped_diverged) {
-    profile_nodes(plan.model, plan.x, plan.y, plan.batch, exec.profile_steps, r);
+  if (exec.node_time_steps > 0 && !r.interrupted && !r.stopped_diverged) {
+    time_nodes(plan.model, plan.x, plan.y, plan.batch, exec.node_time_steps, r);
   }
   return r;
 }

@@ -98,9 +98,9 @@ struct TrainResult {
   // The full-batch step ran as one recorded unit (a CUDA Graph): then the phases are not timed
   // apart (data_ms, forward_backward_ms and optimizer_ms are NaN).
   bool recorded_step = false;
-  // With ExecutionOptions::profile_steps: each node's forward and backward time (medians over the
-  // profiled steps, run unsharded and synchronised per node; 0 for views) and the loss's.
-  int64_t profiled_steps = 0;
+  // With ExecutionOptions::node_time_steps: each node's forward and backward time (medians over the
+  // timed steps, run unsharded and synchronised per node; 0 for views) and the loss's.
+  int64_t node_timed_steps = 0;
   std::vector<double> node_forward_ms, node_backward_ms;
   double loss_ms = 0;
   bool interrupted = false;  // stopped early by Ctrl-C: epochs holds what completed
@@ -154,7 +154,7 @@ struct ExecutionOptions {
   int shards = 0;  // batch shards per step; 0 = as the backend prefers (Backend::batch_shards)
   // After training, this many extra steps (plus 2 warm-ups) time every node apart; the optimizer
   // is not applied in them, so the trained parameters are those of the epochs alone. 0: none.
-  int profile_steps = 0;
+  int node_time_steps = 0;
   // Stop after this many training steps in all (0: no limit): a sweep that measures step times
   // need not train to the end. The result says how many epochs completed.
   int64_t max_steps = 0;

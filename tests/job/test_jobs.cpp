@@ -96,7 +96,7 @@ MeasureJob small_measure(const TempDir& dir) {
   o.measure.settings.threads = 1;
   o.measure.settings.epochs = 1;
   o.measure.settings.max_steps = 5;
-  o.measure.settings.profile_steps = 0;
+  o.measure.settings.node_time_steps = 0;
   o.measure.command_line = "test: run_job";
   return o;
 }

@@ -25,15 +25,15 @@ ModelSpec batchnorm_mlp(uint64_t seed) {
 TEST(MeasureRun, TheHashesAreThoseOfTheDataAndOfTheTrainedParameters) {
   auto cpu = make_backend(parse_device("cpu", 1));
   MeasureSettings plain;
-  plain.exec.profile_steps = 0;
+  plain.exec.node_time_steps = 0;
   plain.sample_interval_s = 1;
   MeasureSettings profiled = plain;
-  profiled.exec.profile_steps = 5;
+  profiled.exec.node_time_steps = 5;
   const RunRecord a = measure_run(*cpu, batchnorm_mlp(0), plain);
   const RunRecord b = measure_run(*cpu, batchnorm_mlp(0), profiled);
   ASSERT_EQ(a.params_hash.size(), 16u);
   ASSERT_EQ(a.data_hash.size(), 16u);
-  EXPECT_EQ(b.result.profiled_steps, 5);
+  EXPECT_EQ(b.result.node_timed_steps, 5);
   EXPECT_EQ(a.data_hash, b.data_hash);
   EXPECT_EQ(a.params_hash, b.params_hash);  // the profile steps changed nothing
   const RunRecord c = measure_run(*cpu, batchnorm_mlp(1), plain);

@@ -39,3 +39,29 @@ def test_the_python_example_runs_top_to_bottom(tmp_path, monkeypatch, capsys):
     assert "best learning rate: {'lr':" in out, out
     assert (tmp_path / "quickstart.safetensors").exists()
     assert (tmp_path / "crossover-tune" / "best.toml").exists()
+
+
+def test_the_readmes_dask_search_runs_on_a_cluster(tmp_path, monkeypatch):
+    """The README's search on a Dask cluster, its Client pointed at a local cluster."""
+    distributed = pytest.importorskip("distributed")
+    import logging
+
+    import numpy as np
+
+    import crossover
+    block = next(b for b in python_blocks() if "client=" in b)
+    monkeypatch.chdir(tmp_path)
+    x = np.random.rand(600, 2).astype(np.float32)
+    y = (x[:, 0] ** 2 + x[:, 1] ** 2 < 0.16).astype(np.int32)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  dashboard_address=None, silence_logs=logging.ERROR) as cluster:
+        with distributed.Client(cluster) as client:
+            monkeypatch.setattr(distributed, "Client", lambda address: client)
+            namespace = {"crossover": crossover, "model": crossover.Model("disc-8"), "x": x,
+                         "y": y}
+            exec(compile(block, "README.md", "exec"), namespace)
+    search = namespace["search"]
+    assert len(search.result["trials"]) == 4
+    assert all(t["status"] == "finished" for t in search.result["trials"])
+    assert all(t["host"].startswith("dask worker ") for t in search.result["trials"])
+    assert (tmp_path / "lr-search" / "results.json").exists()

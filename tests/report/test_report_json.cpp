@@ -45,7 +45,7 @@ ReportRun measured_run(const std::string& model, const std::string& device) {
   t.forward_backward_ms = 0.8;
   t.optimizer_ms = 0.1;
   t.steps_taken = 20;
-  t.profiled_steps = 10;
+  t.node_timed_steps = 10;
   r.run.layers = 2;
   r.run.axis = "depth";
   r.run.axis_value = 2;
@@ -74,7 +74,7 @@ ReportRun measured_run(const std::string& model, const std::string& device) {
   a.roofline_error_percent = -50;
   a.roofline_bound = "overhead";
   a.phases = StepPhases{0.01, 0.4, 0.5, 0.1};
-  a.layers_profile = {{"0 linear+relu", 0.2, 0.3, 1e6, 5e4, 2, 0.005, "overhead"}};
+  a.layer_times = {{"0 linear+relu", 0.2, 0.3, 1e6, 5e4, 2, 0.005, "overhead"}};
   a.loop_phases = {0.01, 0.8, 0.1};
   return r;
 }

@@ -135,7 +135,7 @@ Outcome train(const ModelSpec& spec, const DataSplit& data, ExecutionOptions exe
   auto be = make_backend(parse_device(device, threads));
   Model model(spec, *be);
   model.init(spec.train.seed);
-  exec.profile_steps = 0;
+  exec.node_time_steps = 0;
   Outcome o{train_model(model, data, spec.train, {}, exec), ""};
   o.hash = model.parameter_hash();
   return o;

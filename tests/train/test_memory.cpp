@@ -92,11 +92,11 @@ TEST_P(PlannedMemory, MatchesWhatTheBackendIsAskedFor) {
       << ", activations " << planned.activations << ", data " << planned.data;
 }
 
-ExecutionOptions with(int shards, bool record_step, int profile_steps) {
+ExecutionOptions with(int shards, bool record_step, int node_time_steps) {
   ExecutionOptions e;
   e.shards = shards;
   e.record_step = record_step;
-  e.profile_steps = profile_steps;
+  e.node_time_steps = node_time_steps;
   return e;
 }
 

@@ -1,5 +1,5 @@
-// Per-node profiling: Network::profile_step repeated, BatchNorm's running statistics put back.
-#include "train/profile.h"
+// Per-node timing: Network::timed_step repeated, BatchNorm's running statistics put back.
+#include "train/node_times.h"
 
 #include <vector>
 
@@ -8,7 +8,7 @@
 
 namespace xo {
 
-void profile_nodes(Model& model, const DeviceBuffer& x, const DeviceBuffer& y, int64_t batch,
+void time_nodes(Model& model, const DeviceBuffer& x, const DeviceBuffer& y, int64_t batch,
                    int steps, TrainResult& r) {
   Backend& be = model.backend();
   Network net(model, {.batch = batch, .shards = 1});
@@ -28,10 +28,10 @@ void profile_nodes(Model& model, const DeviceBuffer& x, const DeviceBuffer& y, i
   const size_t nodes = model.nodes().size();
   std::vector<std::vector<double>> fwd(nodes), bwd(nodes);
   std::vector<double> loss;
-  Network::StepProfile p;
+  Network::NodeTimes p;
   for (int i = 0; i < steps + 2; ++i) {
     if (stop_requested()) return;
-    net.profile_step(x.as<float>(), y.as<int32_t>(), stats.as<LossStats>(), p);
+    net.timed_step(x.as<float>(), y.as<int32_t>(), stats.as<LossStats>(), p);
     if (i < 2) continue;  // warm-up
     for (size_t k = 0; k < nodes; ++k) {
       fwd[k].push_back(p.forward_ms[k]);
@@ -39,7 +39,7 @@ void profile_nodes(Model& model, const DeviceBuffer& x, const DeviceBuffer& y, i
     }
     loss.push_back(p.loss_ms);
   }
-  r.profiled_steps = steps;
+  r.node_timed_steps = steps;
   r.node_forward_ms.resize(nodes);
   r.node_backward_ms.resize(nodes);
   for (size_t k = 0; k < nodes; ++k) {

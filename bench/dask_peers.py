@@ -1,0 +1,179 @@
+#!/usr/bin/env python3
+"""The search a Dask user would otherwise write, against crossover.tune on the same cluster: a
+LocalCluster of two worker processes of one thread each, one run of each, in one process.
+
+  PYTHONPATH=build/python /usr/bin/python3 bench/dask_peers.py [--trials 64] [--epochs 20]
+
+- crossover: crossover.tune(crossover.Model("disc-4"), x, y, grid, client=client) (fused groups,
+  one task a group).
+- PyTorch + client.map: one task a trial, each training the same network (2-4-8-16-2, ReLU) with
+  the optimizer, batch size, epochs and split that crossover's trial spec holds (read from the
+  search's t01/spec.toml), torch.set_num_threads(1), the data scattered once.
+- Optuna + PyTorch: Debian's python3-optuna, a study in optuna.integration.DaskStorage with a
+  GridSampler over the same grid, one study.optimize task per worker, each trial the PyTorch
+  function above.
+
+The grid: learning rates x weight decays, `--trials` points in all; the objective: the validation
+accuracy on the last quarter of 600 disc points (Keras's validation_split, as crossover's). Prints
+one line per peer (wall time, trials run, best point and its objective) and one JSON line.
+"""
+import argparse
+import json
+import logging
+import os
+import sys
+import tempfile
+import time
+import tomllib
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "build", "python"))
+
+import crossover  # noqa: E402
+import distributed  # noqa: E402
+
+
+def disc(samples, seed=0):
+    rng = np.random.RandomState(seed)
+    x = rng.randint(0, 1024, size=(samples, 2)).astype(np.float32) / np.float32(1024)
+    y = (x[:, 0] ** 2 + x[:, 1] ** 2 < 1 / (2 * np.pi)).astype(np.int32)
+    return x, y
+
+
+def grid_of(trials):
+    count = max(1, trials // 4)
+    rates = [0.001 * 1000 ** (k / max(1, count - 1)) for k in range(count)]
+    decays = [0.0, 1e-4, 1e-3, 1e-2][:max(1, trials // len(rates))]
+    return {"train.optimizer.lr": rates, "train.optimizer.weight_decay": decays}
+
+
+def torch_trial(lr, weight_decay, data, train):
+    """One trial as a PyTorch user writes it: the validation accuracy (percent) after training."""
+    import torch
+    torch.set_num_threads(1)
+    x, y = data
+    n = int(len(x) * 0.75)
+    xt, yt = torch.from_numpy(x[:n]), torch.from_numpy(y[:n].astype(np.int64))
+    xv, yv = torch.from_numpy(x[n:]), torch.from_numpy(y[n:].astype(np.int64))
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Linear(2, 4), torch.nn.ReLU(), torch.nn.Linear(4, 8),
+                              torch.nn.ReLU(), torch.nn.Linear(8, 16), torch.nn.ReLU(),
+                              torch.nn.Linear(16, 2))
+    o = train["optimizer"]
+    if o["type"] == "rmsprop":
+        opt = torch.optim.RMSprop(net.parameters(), lr=lr, alpha=o.get("alpha", 0.99),
+                                  eps=o.get("eps", 1e-8), weight_decay=weight_decay)
+    elif o["type"] == "adam":
+        opt = torch.optim.Adam(net.parameters(), lr=lr, weight_decay=weight_decay)
+    else:
+        opt = torch.optim.SGD(net.parameters(), lr=lr, momentum=o.get("momentum", 0.0),
+                              weight_decay=weight_decay)
+    batch = int(train["batch"])
+    loss = torch.nn.CrossEntropyLoss()
+    g = torch.Generator().manual_seed(0)
+    for _ in range(int(train["epochs"])):
+        order = torch.randperm(n, generator=g) if train.get("shuffle", True) else torch.arange(n)
+        for i in range(0, n, batch):
+            idx = order[i:i + batch]
+            opt.zero_grad()
+            loss(net(xt[idx]), yt[idx]).backward()
+            opt.step()
+    with torch.no_grad():
+        return float((net(xv).argmax(1) == yv).float().mean()) * 100
+
+
+def points(grid):
+    return [(lr, wd) for lr in grid["train.optimizer.lr"]
+            for wd in grid["train.optimizer.weight_decay"]]
+
+
+def run_crossover(client, x, y, grid, epochs, folder):
+    start = time.perf_counter()
+    s = crossover.tune(crossover.Model("disc-4"), x, y, grid, epochs=epochs,
+                       validation_split=0.25, out=folder, verbose=0, client=client)
+    wall = time.perf_counter() - start
+    with open(os.path.join(folder, "trials", "t01", "spec.toml"), "rb") as f:
+        train = tomllib.load(f)["train"]
+    best = s.best_values
+    return wall, len(s.result["trials"]), (best["train.optimizer.lr"],
+                                           best["train.optimizer.weight_decay"]), \
+        s.best_objective, train
+
+
+def run_map(client, x, y, grid, train):
+    start = time.perf_counter()
+    data = client.scatter((x, y), broadcast=True)
+    ps = points(grid)
+    futures = client.map(torch_trial, [p[0] for p in ps], [p[1] for p in ps], data=data,
+                         train=train, pure=False)
+    found = client.gather(futures)
+    wall = time.perf_counter() - start
+    k = int(np.argmax(found))
+    return wall, len(found), ps[k], found[k]
+
+
+def run_optuna(client, x, y, grid, train):
+    import optuna
+    from optuna.integration import DaskStorage
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    start = time.perf_counter()
+    search_space = {"lr": grid["train.optimizer.lr"],
+                    "wd": grid["train.optimizer.weight_decay"]}
+    storage = DaskStorage(client=client)
+    study = optuna.create_study(storage=storage, direction="maximize",
+                                sampler=optuna.samplers.GridSampler(search_space))
+    data = client.scatter((x, y), broadcast=True)
+
+    def optimize(data, n):
+        def objective(trial):
+            return torch_trial(trial.suggest_float("lr", 1e-9, 10.0),
+                               trial.suggest_float("wd", 0.0, 1.0), data, train)
+        study.optimize(objective, n_trials=n)
+
+    n = len(points(grid))
+    workers = len(client.scheduler_info()["workers"])
+    futures = [client.submit(optimize, data, -(-n // workers), pure=False)
+               for _ in range(workers)]
+    distributed.wait(futures)
+    for f in futures:
+        f.result()
+    wall = time.perf_counter() - start
+    trials = [t for t in study.trials if t.value is not None]
+    return wall, len(trials), (study.best_params["lr"], study.best_params["wd"]), \
+        study.best_value
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--trials", type=int, default=64)
+    p.add_argument("--epochs", type=int, default=20)
+    a = p.parse_args()
+    x, y = disc(600)
+    grid = grid_of(a.trials)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None, silence_logs=logging.ERROR) as cluster, \
+            distributed.Client(cluster) as client, tempfile.TemporaryDirectory() as tmp:
+        ours = run_crossover(client, x, y, grid, a.epochs, os.path.join(tmp, "search"))
+        train = dict(ours[4], epochs=a.epochs)
+        mapped = run_map(client, x, y, grid, train)
+        try:
+            studied = run_optuna(client, x, y, grid, train)
+        except ImportError as e:
+            studied = None
+            print(f"optuna: not run ({e}; Debian's python3-optuna, scripts/setup installs it)")
+    rows = {"crossover.tune": ours[:4], "PyTorch + client.map": mapped}
+    if studied:
+        rows["Optuna + PyTorch (DaskStorage)"] = studied
+    for name, (wall, n, best, objective) in rows.items():
+        ratio = wall / ours[0]
+        print(f"{name}: {wall:.2f} s ({ratio:.1f}x crossover's), {n} trials, best lr={best[0]:.4g} "
+              f"weight_decay={best[1]:g}, validation accuracy {objective:.2f}%")
+    print(json.dumps({k: {"wall_s": v[0], "trials": v[1], "best": v[2], "objective": v[3]}
+                      for k, v in rows.items()} | {"optimizer": train["optimizer"],
+                                                   "batch": train["batch"]}))
+
+
+if __name__ == "__main__":
+    main()
