@@ -6,9 +6,10 @@ LocalCluster of two worker processes of one thread each, one run of each, in one
 
 - crossover: crossover.tune(crossover.Model("disc-4"), x, y, grid, client=client) (fused groups,
   one task a group).
-- PyTorch + client.map: one task a trial, each training the same network (2-4-8-16-2, ReLU) with
-  the optimizer, batch size, epochs and split that crossover's trial spec holds (read from the
-  search's t01/spec.toml), torch.set_num_threads(1), the data scattered once.
+- PyTorch + client.map: one task a trial, each training the same network (2-4-8-16-2, ReLU) from
+  the same initial weights, with the optimizer, batch size, epochs, order and split that
+  crossover's trial spec holds (read from the search's t01/spec.toml), torch.set_num_threads(1),
+  the data scattered once.
 - Optuna + PyTorch: Debian's python3-optuna, a study in optuna.integration.DaskStorage with a
   GridSampler over the same grid, one study.optimize task per worker, each trial the PyTorch
   function above.
@@ -49,8 +50,9 @@ def grid_of(trials):
     return {"train.optimizer.lr": rates, "train.optimizer.weight_decay": decays}
 
 
-def torch_trial(lr, weight_decay, data, train):
-    """One trial as a PyTorch user writes it: the validation accuracy (percent) after training."""
+def torch_trial(lr, weight_decay, data, train, init):
+    """One trial as a PyTorch user writes it, from the same initial weights as crossover's trials
+    (`init`, the model's state_dict): the validation accuracy (percent) after training."""
     import torch
     torch.set_num_threads(1)
     x, y = data
@@ -61,6 +63,7 @@ def torch_trial(lr, weight_decay, data, train):
     net = torch.nn.Sequential(torch.nn.Linear(2, 4), torch.nn.ReLU(), torch.nn.Linear(4, 8),
                               torch.nn.ReLU(), torch.nn.Linear(8, 16), torch.nn.ReLU(),
                               torch.nn.Linear(16, 2))
+    net.load_state_dict({k: torch.from_numpy(np.array(v)) for k, v in init.items()})
     o = train["optimizer"]
     if o["type"] == "rmsprop":
         opt = torch.optim.RMSprop(net.parameters(), lr=lr, alpha=o.get("alpha", 0.99),
@@ -102,22 +105,22 @@ def run_crossover(client, x, y, grid, epochs, folder):
         s.best_objective, train
 
 
-def run_map(client, x, y, grid, train):
+def run_map(client, x, y, grid, train, init):
     start = time.perf_counter()
     data = client.scatter((x, y), broadcast=True)
     ps = points(grid)
     futures = client.map(torch_trial, [p[0] for p in ps], [p[1] for p in ps], data=data,
-                         train=train, pure=False)
+                         train=train, init=init, pure=False)
     found = client.gather(futures)
     wall = time.perf_counter() - start
     k = int(np.argmax(found))
     return wall, len(found), ps[k], found[k]
 
 
-def run_optuna(client, x, y, grid, train):
+def run_optuna(client, x, y, grid, train, init):
     import optuna
     from optuna.integration import DaskStorage
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    optuna.logging.set_verbosity(optuna.logging.WARNING)  # here; the workers log each trial
     start = time.perf_counter()
     search_space = {"lr": grid["train.optimizer.lr"],
                     "wd": grid["train.optimizer.weight_decay"]}
@@ -129,7 +132,7 @@ def run_optuna(client, x, y, grid, train):
     def optimize(data, n):
         def objective(trial):
             return torch_trial(trial.suggest_float("lr", 1e-9, 10.0),
-                               trial.suggest_float("wd", 0.0, 1.0), data, train)
+                               trial.suggest_float("wd", 0.0, 1.0), data, train, init)
         study.optimize(objective, n_trials=n)
 
     n = len(points(grid))
@@ -157,9 +160,10 @@ def main():
             distributed.Client(cluster) as client, tempfile.TemporaryDirectory() as tmp:
         ours = run_crossover(client, x, y, grid, a.epochs, os.path.join(tmp, "search"))
         train = dict(ours[4], epochs=a.epochs)
-        mapped = run_map(client, x, y, grid, train)
+        init = crossover.Model("disc-4").state_dict()
+        mapped = run_map(client, x, y, grid, train, init)
         try:
-            studied = run_optuna(client, x, y, grid, train)
+            studied = run_optuna(client, x, y, grid, train, init)
         except ImportError as e:
             studied = None
             print(f"optuna: not run ({e}; Debian's python3-optuna, scripts/setup installs it)")
