@@ -335,6 +335,10 @@ class DaskRunner:
 
     def __init__(self, client, threads=0):
         import distributed
+        from distributed.client import Client
+        if not isinstance(client, Client):
+            raise TypeError(f"tune(client=): a distributed.Client expected (got "
+                            f"{type(client).__name__})")
         workers = client.scheduler_info().get("workers", {})
         if not workers:
             raise ValueError("tune(client=): the cluster has no worker (start one with `dask "

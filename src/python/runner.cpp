@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <pybind11/stl.h>
 
+#include <exception>
 #include <tuple>
 #include <utility>
 
@@ -20,11 +21,7 @@ auto call(const py::object& remote, const char* method, Use&& use) {
   py::gil_scoped_acquire gil;
   try {
     return use(remote.attr(method));
-  } catch (py::error_already_set& e) {
-    throw UserError(fmt::format("the search's runner ({}): {}", method, e.what()));
-  } catch (const py::cast_error& e) {
-    throw UserError(fmt::format("the search's runner ({}): {}", method, e.what()));
-  } catch (const py::builtin_exception& e) {  // a value of the wrong type (py::type_error)
+  } catch (const std::exception& e) {  // raised in Python, or an answer of the wrong type
     throw UserError(fmt::format("the search's runner ({}): {}", method, e.what()));
   }
 }

@@ -181,21 +181,25 @@ std::unique_ptr<TrialsStepKernel> batched_work(const std::vector<Trial*>& active
   return first.backend.trials_step(shape);
 }
 
+// The running trial furthest behind (null: none runs).
+const Trial* furthest_behind(const std::vector<std::unique_ptr<Trial>>& trials) {
+  const Trial* behind = nullptr;
+  for (const auto& t : trials)
+    if (t->end == End::Running && (!behind || before(*t, *behind))) behind = t.get();
+  return behind;
+}
+
 // The running trials furthest behind, and where in their epoch the next waiting ones stand.
 std::vector<Trial*> stepping_trials(std::vector<std::unique_ptr<Trial>>& trials, int64_t& stop_at) {
-  std::vector<Trial*> running;
-  for (auto& t : trials)
-    if (t->end == End::Running) running.push_back(t.get());
-  if (running.empty()) return running;
-  const Trial& behind =
-      **std::min_element(running.begin(), running.end(),
-                         [](const Trial* a, const Trial* b) { return before(*a, *b); });
-  stop_at = behind.plan.steps_per_epoch;
   std::vector<Trial*> stepping;
-  for (Trial* t : running) {
-    if (!before(behind, *t)) {
-      stepping.push_back(t);
-    } else if (t->state.epoch == behind.state.epoch) {
+  const Trial* behind = furthest_behind(trials);
+  if (!behind) return stepping;
+  stop_at = behind->plan.steps_per_epoch;
+  for (auto& t : trials) {
+    if (t->end != End::Running) continue;
+    if (!before(*behind, *t)) {
+      stepping.push_back(t.get());
+    } else if (t->state.epoch == behind->state.epoch) {
       stop_at = std::min(stop_at, t->state.step);
     }
   }
@@ -297,9 +301,7 @@ using Trials = std::vector<std::unique_ptr<Trial>>;
 
 // Trials resumed at different places: each trial ahead is told that it waits for the ones behind.
 void tell_who_waits(const Trials& trials) {
-  const Trial* behind = nullptr;
-  for (const auto& t : trials)
-    if (t->end == End::Running && (!behind || before(*t, *behind))) behind = t.get();
+  const Trial* behind = furthest_behind(trials);
   for (const auto& t : trials) {
     if (t->end != End::Running || !before(*behind, *t)) continue;
     t->spec.checkpoint.tell(fmt::format(

@@ -150,6 +150,12 @@ def test_a_worker_that_joins_during_the_search_takes_jobs(tmp_path):
     assert hosts - {f"dask worker {w}" for w in first}, hosts
 
 
+def test_a_client_that_is_not_one_is_refused_saying_so(tmp_path):
+    with pytest.raises(TypeError, match=r"tune\(client=\): a distributed.Client expected "
+                                        r"\(got str\)"):
+        search(tmp_path / "no", 2, client="tcp://scheduler:8786")
+
+
 def test_a_cluster_without_workers_is_refused_saying_so(tmp_path):
     with distributed.LocalCluster(n_workers=0, processes=False, dashboard_address=None,
                                   silence_logs=logging.ERROR) as cluster:
