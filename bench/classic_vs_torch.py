@@ -8,8 +8,9 @@ steps; the first step is the warm-up and is excluded from both medians. The accu
 measured on the real data with `crossover train` (see docs/benchmarks.md).
 
 The PyTorch peer: Debian's python3-torch over Debian's OpenBLAS, at every pair of intra-op threads
-(torch.set_num_threads) and OpenBLAS threads (OPENBLAS_NUM_THREADS) up to the cores, each timed;
-the ratio is against the fastest of them (bench/peer.py peers(), as bench/disc_vs_torch.py).
+(torch.set_num_threads) and OpenBLAS threads (OPENBLAS_NUM_THREADS) up to the cores, in f32 and
+under torch.autocast("cpu", dtype=torch.bfloat16), each timed; the ratio is against the fastest of
+them (bench/peer.py peers(), as bench/disc_vs_torch.py).
 
     /usr/bin/python3 bench/classic_vs_torch.py [--build build] [--models mnist-mlp,...]
 """
@@ -74,7 +75,8 @@ def torch_worker(args):
     for s in range(STEPS[name]):
         t0 = time.perf_counter()
         opt.zero_grad()
-        loss = loss_fn(model(xs[s * batch:(s + 1) * batch]), ys[s * batch:(s + 1) * batch])
+        with peer.peer_precision(torch):
+            loss = loss_fn(model(xs[s * batch:(s + 1) * batch]), ys[s * batch:(s + 1) * batch])
         loss.backward()
         opt.step()
         loss.item()
@@ -97,6 +99,8 @@ def main():
     peak = peer.matmul_peak(args.build)
     print(f"matmul peak: {peak:.1f} GFLOP/s")
     peer_list = peer.peers()
+    peer_rates = peer.peer_matmul_rates(peer_list)
+    peer.print_peaks(peak, peer_rates)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         print(f"{'model':10} {'params':>8} {'batch':>5} {'steps':>5} " + peer.peer_header(peer_list)
@@ -123,7 +127,7 @@ def main():
                   f"{row['crossover_gflops']:>8.1f} {100 * row['crossover_gflops'] / peak:>5.1f}%",
                   flush=True)
     path = peer.write_comparison(args.out, "classic_vs_torch.json",
-                                 "crossover.bench.classic_vs_torch/1", torch, peak, rows)
+                                 "crossover.bench.classic_vs_torch/1", torch, peak, rows, peer_rates)
     print(f"wrote {path}")
 
 

@@ -4,12 +4,15 @@
 For each disc-L model this script writes the disc data set as CSV and PyTorch's initial weights as
 safetensors, trains the torch.nn.Sequential in PyTorch, trains crossover from the same weights on the
 same CSV, and prints the median time per training step, the ratios, crossover's GFLOP/s against the
-measured matmul peak, and both final losses (equal to float32 rounding: the math is the same).
+measured matmul peak, and both final losses (crossover's and the fastest f32 peer's: equal to
+float32 rounding, the math is the same).
 
 The PyTorch peer at its best: Debian's python3-torch over Debian's OpenBLAS (libopenblas0-pthread,
 which scripts/setup installs), timed at every pair of intra-op threads (torch.set_num_threads) and
-OpenBLAS threads (OPENBLAS_NUM_THREADS) up to the cores, each in a process of its own; the ratio is
-against the fastest of them, named in the "best peer" column (intra-op x BLAS threads).
+OpenBLAS threads (OPENBLAS_NUM_THREADS) up to the cores, each in f32 and under
+torch.autocast("cpu", dtype=torch.bfloat16), each in a process of its own; the ratio is against the
+fastest of them, named in the "best peer" column (intra-op x BLAS threads, and "bf16" for
+autocast). Each setting's own matmul rate in its precision is measured in the same run.
 
     /usr/bin/python3 bench/disc_vs_torch.py [--build build] [--models 2-12] [--out bench/out]
 
@@ -59,7 +62,8 @@ def torch_worker(args):
         for start in range(0, SAMPLES, BATCH):
             t0 = time.perf_counter()
             opt.zero_grad()
-            loss = loss_fn(model(x[start:start + BATCH]), y[start:start + BATCH])
+            with peer.peer_precision(torch):
+                loss = loss_fn(model(x[start:start + BATCH]), y[start:start + BATCH])
             loss.backward()
             opt.step()
             step_seconds.append(time.perf_counter() - t0)
@@ -89,6 +93,8 @@ def main():
     print(peer.machine_line(torch))
     peak = peer.matmul_peak(args.build, echo=True)
     peer_list = peer.peers()
+    peer_rates = peer.peer_matmul_rates(peer_list)
+    peer.print_peaks(peak, peer_rates)
     x, y = disc_data()
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -120,10 +126,10 @@ def main():
                   + peer.peer_cells(row["peers"], 4)
                   + f" {row['crossover_ms']:>12.4f} {row['crossover_gflops']:>8.1f} "
                   f"{100 * row['crossover_gflops'] / peak:>5.1f}% "
-                  f"{peer.best_peer(row['peers'])[1]['final_loss']:>11.6f} "
+                  f"{peer.best_peer(row['peers'], 'f32')[1]['final_loss']:>11.6f} "
                   f"{row['crossover_final_loss']:>11.6f}", flush=True)
     path = peer.write_comparison(args.out, "disc_vs_torch.json", "crossover.bench.disc_vs_torch/1",
-                                 torch, peak, rows)
+                                 torch, peak, rows, peer_rates)
     print(f"wrote {path}")
 
 

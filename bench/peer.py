@@ -9,6 +9,7 @@ they are used, so that a golden test can still say "skipped" (exit 77) on a mach
 """
 import argparse
 import collections
+import contextlib
 import json
 import os
 import platform
@@ -437,7 +438,9 @@ def peers():
     Debian's OpenBLAS (libopenblas0-pthread, installed by scripts/setup; bench/setup-peers unpacks
     a copy where it is not installed), at every pair of intra-op threads (torch.set_num_threads,
     read by the worker from XO_PEER_INTRA_OP) and OpenBLAS threads (OPENBLAS_NUM_THREADS) up to the
-    cores. The comparison is against the best of them (best_peer); each is reported."""
+    cores, each in f32 and under torch.autocast("cpu", dtype=torch.bfloat16) (XO_PEER_PRECISION;
+    "torch 1x2 bf16"). The comparison is against the best of them (best_peer); each is
+    reported."""
     here = os.path.dirname(os.path.abspath(__file__))
     openblas = subprocess.run([os.path.join(here, "setup-peers")], check=True,
                               capture_output=True, text=True).stdout.strip().splitlines()[-1]
@@ -446,14 +449,23 @@ def peers():
     print(f"peer: torch over OpenBLAS ({openblas}); OpenBLAS picks core {detected}"
           + (f", run as OPENBLAS_CORETYPE={coretype}" if coretype else ""), flush=True)
     out = []
-    for intra in thread_counts():
-        for blas in thread_counts():
-            env = {"LD_LIBRARY_PATH": openblas, "XO_PEER_INTRA_OP": str(intra),
-                   "OPENBLAS_NUM_THREADS": str(blas)}
-            if coretype:
-                env["OPENBLAS_CORETYPE"] = coretype
-            out.append((f"torch {intra}x{blas}", env))
+    for precision in PEER_PRECISIONS:
+        for intra in thread_counts():
+            for blas in thread_counts():
+                env = {"LD_LIBRARY_PATH": openblas, "XO_PEER_INTRA_OP": str(intra),
+                       "OPENBLAS_NUM_THREADS": str(blas), "XO_PEER_PRECISION": precision}
+                if coretype:
+                    env["OPENBLAS_CORETYPE"] = coretype
+                suffix = "" if precision == "f32" else f" {precision}"
+                out.append((f"torch {intra}x{blas}{suffix}", env))
     return out
+
+
+# The arithmetic the peer is timed in: f32, and the recipe of PyTorch's CPU mixed precision
+# (torch.autocast("cpu", dtype=torch.bfloat16): matmuls and convolutions in bf16, the weights,
+# their gradients and the optimizer in f32), which runs on AMX or AVX-512 BF16 where the CPU has
+# them and is converted in software where it has not.
+PEER_PRECISIONS = ("f32", "bf16")
 
 
 def apply_thread_settings(torch):
@@ -462,8 +474,57 @@ def apply_thread_settings(torch):
         torch.set_num_threads(int(os.environ["XO_PEER_INTRA_OP"]))
 
 
-def best_peer(timings):
-    """(name, timing) of the fastest configuration of time_peers' result."""
+def peer_precision(torch):
+    """In a worker: a context for the forward pass and the loss in the precision its configuration
+    names (peers()): torch.autocast for bf16, nothing for f32. The backward runs outside it, as
+    PyTorch's autocast recipe says."""
+    precision = os.environ.get("XO_PEER_PRECISION", "f32")
+    if precision == "f32":
+        return contextlib.nullcontext()
+    if precision == "bf16":
+        return torch.autocast("cpu", dtype=torch.bfloat16)
+    raise ValueError(f"XO_PEER_PRECISION={precision}: expected one of {', '.join(PEER_PRECISIONS)}")
+
+
+def torch_matmul_rate(torch, dtype, n=2048, repeats=5):
+    """GFLOP/s of an n x n x n torch matmul in `dtype`, the median of `repeats` after one warm-up:
+    the peer's own peak for the precision it runs (bf16 on a CPU without AMX or AVX-512 BF16 is
+    converted in software, and this says how fast that is)."""
+    a = torch.rand(n, n).to(dtype)
+    b = torch.rand(n, n).to(dtype)
+    times = []
+    for _ in range(repeats + 1):
+        t0 = time.perf_counter()
+        (a @ b).sum().item()
+        times.append(time.perf_counter() - t0)
+        if times[0] > 1.0 and len(times) == 2:
+            break  # converted in software (seconds a product): one timed product says enough
+    return 2.0 * n ** 3 / statistics.median(times[1:]) / 1e9
+
+
+def peer_matmul_rates(peer_list):
+    """{peer name: its f32 or bf16 matmul GFLOP/s}, each measured in a worker with its settings
+    (peer_rate_worker); the best per precision is what the peer's peak fraction is against."""
+    rates = {}
+    for name, env in peer_list:
+        out = subprocess.run([sys.executable, os.path.abspath(__file__), "--matmul-rate"],
+                             check=True, capture_output=True, text=True, env={**os.environ, **env})
+        rates[name] = float(out.stdout.strip().splitlines()[-1])
+    return rates
+
+
+def peer_rate_worker():
+    import torch
+    apply_thread_settings(torch)
+    dtype = torch.bfloat16 if os.environ.get("XO_PEER_PRECISION") == "bf16" else torch.float32
+    print(f"{torch_matmul_rate(torch, dtype):.1f}")
+
+
+def best_peer(timings, precision=None):
+    """(name, timing) of the fastest configuration of time_peers' result (of those in `precision`,
+    f32 or bf16, where given)."""
+    if precision is not None:
+        timings = {k: v for k, v in timings.items() if (k.split()[2:] or ["f32"])[0] == precision}
     return min(timings.items(), key=lambda kv: kv[1]["median_step_ms"])
 
 
@@ -487,13 +548,13 @@ def time_peers(peer_list, crossover_ms, run):
 
 
 def peer_header(peer_list):
-    return ("".join(f"{name + ' ms':>16}" for name, _ in peer_list)
+    return ("".join(f"{name + ' ms':>18}" for name, _ in peer_list)
             + f" {'best peer':>10} {'ratio':>7}")
 
 
 def peer_cells(timings, decimals):
     name, best = best_peer(timings)
-    return ("".join(f"{t['median_step_ms']:>16.{decimals}f}" for t in timings.values())
+    return ("".join(f"{t['median_step_ms']:>18.{decimals}f}" for t in timings.values())
             + f" {name[6:]:>10} {best['ratio']:>6.1f}x")
 
 
@@ -538,9 +599,29 @@ def comparison_parser(doc, result_file, models_default, models_help):
     return p
 
 
-def write_comparison(out_dir, result_file, schema, torch, peak, rows):
-    """The comparison's JSON document in OUT_DIR/RESULT_FILE; returns its path."""
+def write_comparison(out_dir, result_file, schema, torch, peak, rows, peer_rates):
+    """The comparison's JSON document in OUT_DIR/RESULT_FILE; returns its path. `peer_rates`:
+    peer_matmul_rates' result."""
     path = os.path.join(out_dir, result_file)
     write_json(path, {"schema": schema, "date": time.strftime("%Y-%m-%d"), "cores": os.cpu_count(),
-                      "torch": torch.__version__, "peak_gflops": peak, "rows": rows})
+                      "torch": torch.__version__, "cpu_flags": bf16_units(),
+                      "peak_gflops": peak, "peer_matmul_gflops": peer_rates, "rows": rows})
     return path
+
+
+def bf16_units():
+    """The CPU's bf16 matrix units as /proc/cpuinfo names them (amx_bf16, avx512_bf16), or []."""
+    return sorted(cpu_flags() & {"amx_bf16", "avx512_bf16"})
+
+
+def print_peaks(peak, peer_rates):
+    """The peaks the run's fractions are against: crossover's f32 probe and each peer setting's
+    matmul rate in its precision."""
+    units = bf16_units()
+    print(f"bf16 units: {', '.join(units) if units else 'none (bf16 converted in software)'}")
+    print(f"crossover f32 matmul peak: {peak:.1f} GFLOP/s; torch matmul (2048^3) GFLOP/s: "
+          + ", ".join(f"{name[6:]} {rate:.1f}" for name, rate in peer_rates.items()), flush=True)
+
+
+if __name__ == "__main__" and sys.argv[1:] == ["--matmul-rate"]:
+    peer_rate_worker()
