@@ -40,7 +40,8 @@ void BM_LinearForward(benchmark::State& state) {
   auto kernel = backend().linear({kBatch, in, out, true, xo::Activation::ReLU, true});
   LinearBuffers b(in, out);
   for (auto _ : state) {
-    kernel->forward(b.src.as<float>(), b.weights.as<float>(), b.bias.as<float>(), b.dst.as<float>());
+    kernel->forward(b.src.as<float>(), b.weights.as<float>(), b.bias.as<float>(),
+                    b.dst.as<float>());
     backend().synchronize();
   }
   state.counters["GFLOP/s"] = benchmark::Counter(2.0 * kBatch * in * out * 1e-9,
@@ -61,9 +62,9 @@ void BM_LinearBackward(benchmark::State& state) {
                                                  benchmark::Counter::kIsIterationInvariantRate);
 }
 
-// A fused group's Linear (model/trials.h) on one worker: 8 trials (a 16-trial group's half on two
-// cores), each its own weights a padded stride apart. Arguments: in_features, out_features; the
-// activation ReLU where the output is wider than the disc models' 2 classes.
+// A fused group's Linear (model/fused_network.h) on one worker: 8 trials (a 16-trial group's half
+// on two cores), each its own weights a padded stride apart. Arguments: in_features, out_features;
+// the activation ReLU where the output is wider than the disc models' 2 classes.
 constexpr int64_t kTrials = 8;
 
 struct TrialsLinear {
@@ -84,8 +85,8 @@ struct TrialsLinear {
       return b;
     };
     src = floats(kTrials * kBatch * in);
-    params = floats(kTrials * s.trial_stride);
-    grads = floats(kTrials * s.trial_stride);
+    params = floats(kTrials * s.model_stride);
+    grads = floats(kTrials * s.model_stride);
     dst = floats(kTrials * kBatch * out);
     d_dst = floats(kTrials * kBatch * out);
     d_src = s.need_d_src ? floats(kTrials * kBatch * in) : xo::DeviceBuffer();
@@ -130,8 +131,8 @@ void BM_SgdStep(benchmark::State& state) {
     opt->step(params.as<float>(), grads.as<float>());
     backend().synchronize();
   }
-  state.counters["GB/s"] = benchmark::Counter(12.0 * n * 1e-9,
-                                              benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["GB/s"] =
+      benchmark::Counter(12.0 * n * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
 
 void disc_layers(benchmark::internal::Benchmark* b) {

@@ -10,8 +10,8 @@
 #include <set>
 
 #include "core/error.h"
+#include "model/fused_network.h"
 #include "model/layer.h"
-#include "model/trials.h"
 #include "model/work.h"
 #include "train/stats.h"
 
@@ -424,10 +424,10 @@ namespace {
 // Trials that step apart: each its own step, as alone, one trial after another (a CPU's
 // convolutional models), or side by side on the workers, the step the busiest worker's.
 ProfilePrediction predict_apart(const ModelSpec& spec, int64_t batch, int trials,
-                                TrialStepping stepping, const ExecutionPolicy& policy,
+                                FusedStepping stepping, const ExecutionPolicy& policy,
                                 const DeviceProfile& source, const TargetDevice& target, bool own) {
   // Side by side, each trial in one batch shard.
-  const bool side = stepping == TrialStepping::SideBySide;
+  const bool side = stepping == FusedStepping::SideBySide;
   ProfilePrediction out = predict_with_profile(spec, batch, source, target, own, side ? 1 : 0);
   const int workers = side ? std::clamp(policy.shard_threads, 1, trials) : 1;
   const double steps = (trials + workers - 1) / workers;
@@ -443,12 +443,12 @@ ProfilePrediction predict_fused_with_profile(const ModelSpec& spec, int64_t batc
                                              const TargetDevice& target, bool own) {
   XO_ASSERT(trials >= 1 && batch >= 1);
   const ModelLayout layout = model_layout(spec);
-  // The groups that run concurrently, one per worker (model/trials.h): a CPU's shard threads,
-  // one on a GPU; the step is the longest group's.
+  // The groups that run concurrently, one per worker (model/fused_network.h): a CPU's shard
+  // threads, one on a GPU; the step is the longest group's.
   const ExecutionPolicy& policy = own ? source.policy : target.policy;
-  const TrialStepping stepping =
-      trial_stepping(layout.nodes, layout.tensors, batch, target.kind, policy, trials);
-  if (stepping != TrialStepping::Together)
+  const FusedStepping stepping =
+      fused_stepping(layout.nodes, layout.tensors, batch, target.kind, policy, trials);
+  if (stepping != FusedStepping::Together)
     return predict_apart(spec, batch, trials, stepping, policy, source, target, own);
   ProfilePrediction out;
   out.source = source.id;
@@ -487,7 +487,7 @@ ProfilePrediction predict_fused_with_profile(const ModelSpec& spec, int64_t batc
     }
   }
   // The trials' own loss, optimizer step and gather (a fused trial always gathers): on a GPU one
-  // kernel each for the group's trials, as tall as their work together (Backend::trials_step); on
+  // kernel each for the group's trials, as tall as their work together (Backend::fused_step); on
   // a CPU trial by trial on the group's worker.
   const bool batched = target.kind == DeviceKind::Gpu;
   const int times = batched ? 1 : per_group;

@@ -69,8 +69,8 @@ bool has_trials_samples(const DeviceProfile& p);
 // the step the longest group's; in a group each Linear is one kernel over its trials (predicted
 // as one Linear as many times taller: the same FLOPs and launches, the weights read once), every
 // other node, the loss, the optimizer and the batch gather once per trial. `shards` says the
-// groups. Trials that step apart (model/trials.h, trial_stepping) take one alone's step for each
-// trial one after another, or for each trial of the busiest worker side by side.
+// groups. Trials that step apart (model/fused_network.h, fused_stepping) take one alone's step for
+// each trial one after another, or for each trial of the busiest worker side by side.
 ProfilePrediction predict_fused_with_profile(const ModelSpec& spec, int64_t batch, int trials,
                                              const DeviceProfile& source,
                                              const TargetDevice& target, bool own);

@@ -81,13 +81,13 @@ struct LinearShape {
   Activation activation = Activation::None;
   bool need_d_src = true;  // false for the first layer: the input needs no gradient
   bool in_shard = false;   // runs inside one worker of parallel_shards(): use one thread
-  // Fused trials (model/trials.h): the same layer of `trials` models at once. src is
-  // [trials, batch, in] and dst [trials, batch, out], each trial's rows after the last's; trial t's
-  // weights and bias (and their gradients) are those of trial 0 plus t * trial_stride floats.
-  // trial_stride 0: one model's layer, not a fused trial's (whose arithmetic is the same however
-  // many trials it runs with, so that a trial ends alike in any group).
-  int64_t trials = 1;
-  int64_t trial_stride = 0;
+  // Fused models (model/fused_network.h): the same layer of `models` models at once. src is
+  // [models, batch, in] and dst [models, batch, out], each model's rows after the last's; model t's
+  // weights and bias (and their gradients) are those of model 0 plus t * model_stride floats.
+  // model_stride 0: one model's layer, not a fused model's (whose arithmetic is the same however
+  // many models it runs with, so that a model ends alike in any group).
+  int64_t models = 1;
+  int64_t model_stride = 0;
 };
 
 // A 2-D convolution (PyTorch's Conv2d, square kernel, same stride and padding on both axes) with
@@ -192,11 +192,11 @@ struct LstmShape {
   bool sequence = false;  // dst is [batch, steps, H] (true) or the last step's [batch, H]
   bool need_d_src = true;
   bool in_shard = false;
-  // Fused trials, as LinearShape's (where the backend's lstm_fuses_trials()): src is
-  // [trials, batch, steps, input] and dst [trials, batch, (steps,) hidden]; trial t's weights and
-  // gradients are trial 0's plus t * trial_stride floats. trial_stride 0: one model's LSTM.
-  int64_t trials = 1;
-  int64_t trial_stride = 0;
+  // Fused models, as LinearShape's (where the backend's lstm_fuses_models()): src is
+  // [models, batch, steps, input] and dst [models, batch, (steps,) hidden]; model t's weights and
+  // gradients are model 0's plus t * model_stride floats. model_stride 0: one model's LSTM.
+  int64_t models = 1;
+  int64_t model_stride = 0;
 };
 struct LstmLayerParams {
   const float* weight_ih = nullptr;
@@ -352,16 +352,16 @@ enum class Precision { F32, TF32, BF16 };
 const char* precision_name(Precision p);
 Precision parse_precision(const std::string& text);  // throws UserError naming the choices
 
-// Fused trials (model/trials.h): the work each trial of a group does on its own in a step - its
-// batch gathered, its loss, its optimizer's step and its step counter - batched over the trials,
-// where the backend would otherwise run it trial by trial: on a GPU one kernel for all of them,
-// where each trial's would be a launch and a node of the recorded step. Every pointer is the
-// trial's own, in device memory, fixed for the kernel's life (built again when the group is).
-struct TrialsStepShape {
-  struct Trial {
-    const float* x = nullptr;          // the trial's data set: samples [samples, row_floats]
+// Fused models (model/fused_network.h): the work each model of a group does on its own in a step -
+// its batch gathered, its loss, its optimizer's step and its step counter - batched over the
+// models, where the backend would otherwise run it model by model: on a GPU one kernel for all of
+// them, where each model's would be a launch and a node of the recorded step. Every pointer is the
+// model's own, in device memory, fixed for the kernel's life (built again when the group is).
+struct FusedStepShape {
+  struct Member {
+    const float* x = nullptr;          // the model's data set: samples [samples, row_floats]
     const int32_t* y = nullptr;        // and their labels
-    const int32_t* order = nullptr;    // the trial's order of the samples
+    const int32_t* order = nullptr;    // the model's order of the samples
     int64_t* position = nullptr;       // where in it its next batch starts (advanced by rows)
     LossStats* stats = nullptr;        // what its loss adds to
     uint64_t* step_counter = nullptr;  // its step (dropout masks), counted after each step
@@ -369,21 +369,21 @@ struct TrialsStepShape {
     float* params = nullptr;  // its flat buffers, as the optimizer steps them
     const float* grads = nullptr;
   };
-  std::vector<Trial> trials;
-  int64_t rows = 0, row_floats = 0;  // a batch of each trial
+  std::vector<Member> models;
+  int64_t rows = 0, row_floats = 0;  // a batch of each model
   LossKind loss = LossKind::CrossEntropy;
   int64_t classes = 0;
 };
-class TrialsStepKernel {
+class FusedStepKernel {
  public:
-  virtual ~TrialsStepKernel() = default;
-  // Trial t's next batch (as Backend::next_batch) into rows [t rows, (t + 1) rows) of dst and
+  virtual ~FusedStepKernel() = default;
+  // Model t's next batch (as Backend::next_batch) into rows [t rows, (t + 1) rows) of dst and
   // dst_labels.
   virtual void gather(float* dst, int32_t* dst_labels) = 0;
-  // Each trial's loss (as LossKernel::forward_backward, normalised by its rows) over its rows of
-  // logits [trials, rows, classes] and labels [trials, rows]; its gradient into d_logits.
+  // Each model's loss (as LossKernel::forward_backward, normalised by its rows) over its rows of
+  // logits [models, rows, classes] and labels [models, rows]; its gradient into d_logits.
   virtual void loss(const float* logits, const int32_t* labels, float* d_logits) = 0;
-  // Each trial's optimizer step on its buffers, then its step counter incremented.
+  // Each model's optimizer step on its buffers, then its step counter incremented.
   virtual void update() = 0;
 };
 
@@ -496,16 +496,16 @@ class Backend {
   virtual std::unique_ptr<DropoutKernel> dropout(const DropoutShape& shape) = 0;
   virtual std::unique_ptr<EmbeddingKernel> embedding(const EmbeddingShape& shape) = 0;
   virtual std::unique_ptr<LstmKernel> lstm(const LstmShape& shape) = 0;
-  // Whether lstm() takes fused trials (LstmShape::trial_stride): a fused group's LSTM is then one
-  // kernel, its per-step products batched over the trials; otherwise it runs trial by trial.
-  virtual bool lstm_fuses_trials() const { return false; }
+  // Whether lstm() takes fused models (LstmShape::model_stride): a fused group's LSTM is then one
+  // kernel, its per-step products batched over the models; otherwise it runs model by model.
+  virtual bool lstm_fuses_models() const { return false; }
   virtual std::unique_ptr<BatchNormKernel> batch_norm(const BatchNormShape& shape) = 0;
   virtual std::unique_ptr<OptimizerKernel> optimizer(const OptimizerSettings& spec,
                                                      int64_t parameters) = 0;
-  // The trials' own work batched (TrialsStepShape), or null where this backend runs it trial by
-  // trial (the CPU: each trial's on the worker of its group) or cannot batch these trials (their
-  // optimizers differ in kind): then each trial's kernels run one by one.
-  virtual std::unique_ptr<TrialsStepKernel> trials_step(const TrialsStepShape& shape) {
+  // The models' own work batched (FusedStepShape), or null where this backend runs it model by
+  // model (the CPU: each model's on the worker of its group) or cannot batch these models (their
+  // optimizers differ in kind): then each model's kernels run one by one.
+  virtual std::unique_ptr<FusedStepKernel> fused_step(const FusedStepShape& shape) {
     (void)shape;
     return nullptr;
   }

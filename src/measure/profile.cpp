@@ -11,8 +11,8 @@
 
 #include "core/clock.h"
 #include "core/interrupt.h"
+#include "model/fused_network.h"
 #include "model/work.h"
-#include "model/trials.h"
 #include "train/stats.h"
 
 namespace xo {
@@ -276,9 +276,9 @@ struct Profiler {
     time_layers(s, slots, model, n.gradient_below);
   }
 
-  // The Linear of `trials` fused trials (model/trials.h) on each of `shards` workers at once, as
-  // a fused group's Linear runs: each worker's trials' parameters one trial stride apart. A
-  // size whose call would take more than a CPU's 4e8 FLOPs (a GPU's 2e10: about 0.4 ms) is left
+  // The Linear of `trials` fused trials (model/fused_network.h) on each of `shards` workers at
+  // once, as a fused group's Linear runs: each worker's trials' parameters one trial stride apart.
+  // A size whose call would take more than a CPU's 4e8 FLOPs (a GPU's 2e10: about 0.4 ms) is left
   // to be scaled from the smaller ones (past one trial: they are bound by FLOPs by then).
   void trials_linear(const Model& model, size_t i, int64_t batch, int trials, int shards) {
     const double most_flops = queued() ? 2e10 : 4e8;
@@ -286,7 +286,7 @@ struct Profiler {
     KernelSample s = trials_linear_sample(layout_of(model), i, batch, trials, shards);
     if (trials > 1 && s.flops > most_flops) return;
     if (!first_time(s, fmt::format("{} trials", trials))) return;
-    const int64_t stride = trial_stride(model.flat_size());
+    const int64_t stride = model_stride(model.flat_size());
     const int64_t rows = trials * batch;
     std::vector<LayerSlot> slots(static_cast<size_t>(shards));
     for (LayerSlot& slot : slots) {

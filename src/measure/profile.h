@@ -36,7 +36,7 @@ struct KernelSample {
   // The FLOPs of the kernel's typical matmul call (a Linear's, a convolution's, an LSTM step's
   // recurrent one): what decides whether the CPU backend runs it on one thread. 0: no matmul.
   double matmul_flops = 0;
-  // "trials_linear": a Linear of this many fused trials (model/trials.h) on each shard, the
+  // "trials_linear": a Linear of this many fused trials (model/fused_network.h) on each shard, the
   // kernel a fused group runs for a Linear of all its trials (batch: rows per trial; the work is
   // the trials' together). 0 for every other op.
   int trials = 0;

@@ -139,8 +139,8 @@ class LstmLayer final : public Layer {
     s.sequence = n.spec.sequence;
     s.need_d_src = c.need_d_src;
     s.in_shard = c.in_shard;
-    s.trials = c.trials;
-    s.trial_stride = c.trial_stride;
+    s.models = c.models;
+    s.model_stride = c.model_stride;
     kernel_ = be.lstm(s);
     for (size_t k = 0; k < n.params.size(); ++k) offsets_.push_back(offset_of(n, t, k));
   }
@@ -212,13 +212,13 @@ bool is_view(const Node& n, bool training) {
 std::unique_ptr<Layer> make_layer(const Node& n, const std::vector<ParamTensor>& tensors,
                                   Backend& be, const LayerContext& c) {
   if (is_view(n, c.training)) return nullptr;
-  XO_ASSERT(c.trials == 1 || n.kind == NodeKind::Linear || n.kind == NodeKind::LSTM);
+  XO_ASSERT(c.models == 1 || n.kind == NodeKind::Linear || n.kind == NodeKind::LSTM);
   switch (n.kind) {
     case NodeKind::Linear:
       return std::make_unique<WeightedLayer>(
           n, tensors,
           be.linear({c.batch, n.in_size, n.out_size, n.spec.bias, n.activation, c.need_d_src,
-                     c.in_shard, c.trials, c.trial_stride}));
+                     c.in_shard, c.models, c.model_stride}));
     case NodeKind::Conv2d:
       return std::make_unique<WeightedLayer>(n, tensors, be.conv2d(conv_shape(n, c)));
     case NodeKind::Activation:

@@ -36,11 +36,11 @@ struct LayerContext {
   // The model's buffers and its state memory (BatchNorm's running statistics).
   const std::vector<ParamTensor>* buffers = nullptr;
   float* state = nullptr;
-  // Fused trials (model/trials.h): a Linear (or an LSTM, where the backend's lstm_fuses_trials())
-  // of `trials` models at once, each one's parameters trial_stride floats after the last's
-  // (LinearShape, LstmShape). Every other kind of node runs one model.
-  int64_t trials = 1;
-  int64_t trial_stride = 0;
+  // Fused models (model/fused_network.h): a Linear (or an LSTM, where the backend's
+  // lstm_fuses_models()) of `models` models at once, each one's parameters model_stride floats
+  // after the last's (LinearShape, LstmShape). Every other kind of node runs one model.
+  int64_t models = 1;
+  int64_t model_stride = 0;
 };
 
 // Whether a node is a view of its input (Flatten; Dropout outside training): it gets no layer and

@@ -81,7 +81,7 @@ class StepMarks {
 };
 
 // A plan for one trial of a fused group (train/trials.h): the data sets on the device shared with
-// the group's first plan, and no Networks of its own (the group's TrialNetwork trains it; batches
+// the group's first plan, and no Networks of its own (the group's FusedNetwork trains it; batches
 // are always gathered, by each trial from its own order).
 struct PlanSharing {
   const TrainPlan* data_of = nullptr;

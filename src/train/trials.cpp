@@ -1,7 +1,7 @@
 // train_fused: one TrainPlan per trial for everything a trial does alone (its data order, loss
 // sums, optimizer, schedule, early stopping, test evaluation and the epoch bookkeeping, as
-// train_model keeps them), and one TrialNetwork for what the trials do together: the step's
-// forward, loss and backward. Where the trials step apart (model/trials.h, trial_stepping: a
+// train_model keeps them), and one FusedNetwork for what the trials do together: the step's
+// forward, loss and backward. Where the trials step apart (model/fused_network.h, fused_stepping: a
 // CPU's convolutional models, and its small MLPs), each trial's plan has its own Network instead,
 // as train_model's, and the group steps them in rounds, one trial after another or side by side
 // on the workers.
@@ -18,14 +18,14 @@
 
 #include "core/error.h"
 #include "core/interrupt.h"
-#include "model/trials.h"
+#include "model/fused_network.h"
 #include "train/checkpoint.h"
 #include "train/epoch.h"
-#include "train/step.h"
 #include "train/epoch_rules.h"
 #include "train/memory.h"
 #include "train/plan.h"
 #include "train/state.h"
+#include "train/step.h"
 
 namespace xo {
 namespace {
@@ -99,22 +99,22 @@ bool before(const Trial& a, const Trial& b) {
 // behind step as the group, the others wait where they stand and join it there, so that each trial
 // takes every step in the group it would have taken it in.
 struct Group {
-  // Each trial steps its own plan's Networks (TrialStepping::OneAfterAnother, SideBySide): the
+  // Each trial steps its own plan's Networks (FusedStepping::OneAfterAnother, SideBySide): the
   // group has none of its own.
   bool apart = false;
   // apart: how many trials step at once, each on a worker of its own (1: one after another).
   int workers = 1;
-  double trial_step_ms = 0;  // apart: the last round's time per trial and step (0: none yet)
-  std::vector<double> round_ms;  // apart: the round's group steps, sized once per round length
+  double trial_step_ms = 0;       // apart: the last round's time per trial and step (0: none yet)
+  std::vector<double> round_ms;   // apart: the round's group steps, sized once per round length
   std::vector<double> worker_ms;  // apart: each worker's share of them
   std::vector<Trial*> active;
   // The step of the epoch under way where the active trials stop for waiting ones to join (the
   // epoch's steps: none waits in it).
   int64_t stop_at = 0;
-  std::optional<TrialNetwork> full, partial;
+  std::optional<FusedNetwork> full, partial;
   // The trials' own work (gather, loss, optimizer, step count) batched where the backend does it
-  // (Backend::trials_step: a GPU's one launch for all the trials); null: trial by trial.
-  std::unique_ptr<TrialsStepKernel> batched_full, batched_partial;
+  // (Backend::fused_step: a GPU's one launch for all the trials); null: trial by trial.
+  std::unique_ptr<FusedStepKernel> batched_full, batched_partial;
   DeviceBuffer x, y;  // the active trials' batches, trial after trial
   std::vector<LossStats*> stats;
   // The full-batch step recorded where the backend can (a CUDA Graph), launched as a whole every
@@ -135,10 +135,10 @@ struct Group {
 void train_batches(Group& g, int64_t s) {
   const TrainPlan& first = g.active[0]->plan;
   const bool full = s < first.full_steps;
-  TrialNetwork& network = full ? *g.full : *g.partial;
+  FusedNetwork& network = full ? *g.full : *g.partial;
   float* x = g.x.as<float>();
   auto* y = g.y.as<int32_t>();
-  if (TrialsStepKernel* batched = full ? g.batched_full.get() : g.batched_partial.get()) {
+  if (FusedStepKernel* batched = full ? g.batched_full.get() : g.batched_partial.get()) {
     batched->gather(x, y);
     auto nothing = [](size_t) {};
     network.train_step(x, y, g.stats.data(), nothing, nothing, batched);
@@ -163,22 +163,22 @@ void train_batches(Group& g, int64_t s) {
 
 // The trials' own work batched for batches of `rows` (stats: the full batches' or the partial
 // one's), where the backend batches it.
-std::unique_ptr<TrialsStepKernel> batched_work(const std::vector<Trial*>& active, int64_t rows,
-                                               bool full) {
+std::unique_ptr<FusedStepKernel> batched_work(const std::vector<Trial*>& active, int64_t rows,
+                                              bool full) {
   const TrainPlan& first = active[0]->plan;
-  TrialsStepShape shape;
+  FusedStepShape shape;
   shape.rows = rows;
   shape.row_floats = first.features;
   shape.loss = first.model.loss_kind();
   shape.classes = first.model.outputs();
   for (Trial* t : active) {
     TrainPlan& p = t->plan;
-    shape.trials.push_back({p.x.as<float>(), p.y.as<int32_t>(), p.order.as<int32_t>(),
+    shape.models.push_back({p.x.as<float>(), p.y.as<int32_t>(), p.order.as<int32_t>(),
                             p.position.as<int64_t>(), p.stats_for(full ? 0 : first.full_steps),
                             p.model.step_counter(), p.optimizer.get(), p.model.params(),
                             p.model.grads()});
   }
-  return first.backend.trials_step(shape);
+  return first.backend.fused_step(shape);
 }
 
 // The running trial furthest behind (null: none runs).
@@ -284,7 +284,7 @@ std::string fusion_refusal(const std::vector<FusedTrial>& trials, const DataSpli
     if (&m.backend() != &first.backend()) {
       return fmt::format("trial {} is on another device than trial 1", i + 1);
     }
-    if (std::string why = trials_differ(first, m); !why.empty()) {
+    if (std::string why = models_differ(first, m); !why.empty()) {
       return fmt::format("trial {} has another architecture than trial 1: {}", i + 1, why);
     }
     if (const int64_t b = std::min(trials[i].train.batch, samples); b != batch) {
@@ -315,12 +315,12 @@ void tell_who_waits(const Trials& trials) {
 // asked (Group: trials resumed at different places step as they would have). A trial resumed where
 // it ended (stopped early, or paused at this rung already) is ended at once.
 Trials plan_trials(std::vector<FusedTrial>& trials, const DataSplit& split,
-                   const FusedOptions& options, TrialStepping stepping) {
-  const bool apart = stepping != TrialStepping::Together;
-  // Side by side, each trial in one batch shard, as together (model/trials.h); one after another
-  // in the shards it takes alone.
+                   const FusedOptions& options, FusedStepping stepping) {
+  const bool apart = stepping != FusedStepping::Together;
+  // Side by side, each trial in one batch shard, as together (model/fused_network.h); one after
+  // another in the shards it takes alone.
   ExecutionOptions exec;
-  if (stepping == TrialStepping::SideBySide) exec.shards = 1;
+  if (stepping == FusedStepping::SideBySide) exec.shards = 1;
   Trials planned;
   for (FusedTrial& t : trials) {
     const DataSplit& data = t.data ? *t.data : split;
@@ -591,23 +591,23 @@ std::vector<TrainResult> train_fused(std::vector<FusedTrial>& trials, const Data
   const auto setup_start = Clock::now();
   std::vector<Model*> models;
   for (FusedTrial& t : trials) models.push_back(t.model);
-  const DeviceBuffer packed = pack_trials(models);
+  const DeviceBuffer packed = pack_models(models);
   Backend& be = trials[0].model->backend();
   const Model& first = *trials[0].model;
-  const TrialStepping stepping =
+  const FusedStepping stepping =
       options.stepping
           ? *options.stepping
-          : trial_stepping(first.nodes(), first.tensors(),
+          : fused_stepping(first.nodes(), first.tensors(),
                            std::min(trials[0].train.batch, split.train.samples), be.info().kind,
                            be.execution_policy(), static_cast<int>(trials.size()));
-  const bool apart = stepping != TrialStepping::Together;
+  const bool apart = stepping != FusedStepping::Together;
   Trials planned = plan_trials(trials, split, options, stepping);
   const std::unique_ptr<QueueClock> clock =
       be.clock(static_cast<int>(StepMarks::kPerStep * planned[0]->plan.steps_per_epoch));
   for (auto& t : planned) t->clock = clock.get();
   Group group;
   group.apart = apart;
-  if (stepping == TrialStepping::SideBySide)
+  if (stepping == FusedStepping::SideBySide)
     group.workers = std::max(1, be.execution_policy().shard_threads);
   group.clock = clock.get();
   group.plan(planned, options.groups);

@@ -1,5 +1,5 @@
-// Fused trials (model/trials.h): the trials of a search that share an architecture, data and batch
-// size trained in lockstep as one model, each with its own initial weights, optimizer and
+// Fused trials (model/fused_network.h): the trials of a search that share an architecture, data and
+// batch size trained in lockstep as one model, each with its own initial weights, optimizer and
 // settings, learning-rate schedule, early stopping, shuffling and dropout, and each ending with the
 // result it gets alone (to f32 rounding: docs/benchmarks.md has the measured bound). A trial whose
 // loss stops being finite, that stops early or ends its epochs leaves the group alone; the others
@@ -12,8 +12,8 @@
 
 #include "core/error.h"
 #include "data/dataset.h"
+#include "model/fused_network.h"
 #include "model/model.h"
-#include "model/trials.h"
 #include "train/trainer.h"
 
 namespace xo {
@@ -40,8 +40,9 @@ struct FusedOptions {
   // Stop after this many steps in all (0: no limit), as ExecutionOptions::max_steps: to time the
   // group. A partial epoch is not reported as an epoch.
   int64_t max_steps = 0;
-  // How the trials step (model/trials.h); unset: as trial_stepping says for the model and device.
-  std::optional<TrialStepping> stepping;
+  // How the trials step (model/fused_network.h); unset: as fused_stepping says for the model and
+  // device.
+  std::optional<FusedStepping> stepping;
 };
 
 // Why `trials` cannot train as one group (empty: they can): another architecture, batch size or
@@ -50,8 +51,8 @@ std::string fusion_refusal(const std::vector<FusedTrial>& trials, const DataSpli
 
 // Trains the trials on `split` (or each on its own FusedTrial::data) as one fused group; results in
 // their order, each as train_model gives it, with `shards` 1 and the group's step times (a step
-// trains every trial). Trials that step apart (model/trials.h, trial_stepping) each train in the
-// batch shards they take alone, and a group's step time is the busiest worker's share of its
+// trains every trial). Trials that step apart (model/fused_network.h, fused_stepping) each train in
+// the batch shards they take alone, and a group's step time is the busiest worker's share of its
 // trials' (its forward and backward phase not timed apart). Trials resumed at different steps
 // (one's newest checkpoint damaged) step as they would have: the ones behind catch up, the others
 // waiting, then all go on as one. Throws UserError where fusion_refusal says why not.

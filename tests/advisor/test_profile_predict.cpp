@@ -7,10 +7,10 @@
 #include "advisor/advice.h"
 #include "advisor/catalog.h"
 #include "advisor/profile_predict.h"
-#include "model/work.h"
+#include "model/fused_network.h"
 #include "model/layer.h"
 #include "model/model.h"
-#include "model/trials.h"
+#include "model/work.h"
 
 namespace xo {
 namespace {
@@ -323,7 +323,7 @@ TEST(ProfilePredict, FusedTrialsShareEachLinearAndOnAGpuTheirLossOptimizerAndGat
   EXPECT_EQ(four.shards, 1);
   // The two Linears, the loss and the gather at batch 32, the optimizer over 4 models' parameters,
   // each from its one-trial sample: every kernel one launch for the four trials (the Linears with
-  // a trial dimension, the rest Backend::trials_step's): less than 4x.
+  // a trial dimension, the rest Backend::fused_step's): less than 4x.
   EXPECT_EQ(four.interpolated, 5);
   EXPECT_GT(four.seconds, one.seconds);
   EXPECT_LT(four.seconds, 4 * one.seconds);
@@ -347,7 +347,7 @@ TEST(ProfilePredict, AFusedGroupOnACpuTakesTheProfilesSamplesOfTheTrialsLinear) 
   spec.train.shuffle = true;
   const ModelLayout layout = model_layout(spec);
   DeviceProfile cpu = profile_of(8);
-  cpu.policy.single_thread_flops = 0;  // the trials step together (model/trials.h)
+  cpu.policy.single_thread_flops = 0;  // the trials step together (model/fused_network.h)
   cpu.samples.push_back(small("batch", "", 8, 1, 4, 8.0 * 8 * 4, 2));
   const ProfilePrediction before =
       predict_fused_with_profile(spec, 8, 4, cpu, profile_target(cpu), true);
@@ -387,8 +387,8 @@ TEST(ProfilePredict, TrialsSideBySideTakeTheBusiestWorkersStepsAlone) {
   ModelSpec spec = mlp(8);
   const DeviceProfile cpu = profile_of(8);
   const ModelLayout layout = model_layout(spec);
-  ASSERT_EQ(trial_stepping(layout.nodes, layout.tensors, 8, DeviceKind::Cpu, cpu.policy, 2),
-            TrialStepping::SideBySide);
+  ASSERT_EQ(fused_stepping(layout.nodes, layout.tensors, 8, DeviceKind::Cpu, cpu.policy, 2),
+            FusedStepping::SideBySide);
   const ProfilePrediction alone = predict_with_profile(spec, 8, cpu, profile_target(cpu), true);
   for (const auto& [trials, steps] : {std::pair{1, 1}, {2, 1}, {5, 3}, {16, 8}}) {
     const ProfilePrediction fused =

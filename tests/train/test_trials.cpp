@@ -20,8 +20,8 @@
 #include "backend/backend.h"
 #include "core/interrupt.h"
 #include "data/source.h"
+#include "model/fused_network.h"
 #include "model/model.h"
-#include "model/trials.h"
 #include "support/expect_error.h"
 #include "support/gpu.h"
 #include "support/random_data.h"
@@ -231,7 +231,7 @@ double difference(const TrainResult& fused, const Alone& alone, const std::vecto
 // the same trial alone there: the largest difference.
 double fused_against_alone(const Case& c, const std::string& device,
                            const std::function<void(ModelSpec&, int)>& vary = {},
-                           std::optional<TrialStepping> stepping = std::nullopt) {
+                           std::optional<FusedStepping> stepping = std::nullopt) {
   const ModelSpec base = parse_spec(c.spec, std::string(c.name) + ".toml");
   const DataSplit data = c.data();
   constexpr int kTrials = 4;
@@ -262,7 +262,7 @@ double fused_against_alone(const Case& c, const std::string& device,
     EXPECT_EQ(fused[t].fused_trials, kTrials) << where;
   }
   std::printf("%s on %s (%s): the largest difference from the trials alone: %.3g\n", c.name,
-              device.c_str(), stepping ? trial_stepping_name(*stepping) : "as chosen", worst);
+              device.c_str(), stepping ? fused_stepping_name(*stepping) : "as chosen", worst);
   return worst;
 }
 
@@ -274,14 +274,14 @@ TEST_P(Fused, EachTrialEndsAsItDoesAlone) {
 }
 
 // The CPU's cases are small enough to step side by side (or, the CNN, one after another): the
-// same trials as one TrialNetwork, as a larger model's go on a CPU and every model's on a GPU.
+// same trials as one FusedNetwork, as a larger model's go on a CPU and every model's on a GPU.
 TEST_P(Fused, EachTrialEndsAsItDoesAloneSteppingTogether) {
   const Case& c = GetParam();
-  EXPECT_LE(fused_against_alone(c, "cpu", {}, TrialStepping::Together), c.tolerance) << c.name;
+  EXPECT_LE(fused_against_alone(c, "cpu", {}, FusedStepping::Together), c.tolerance) << c.name;
 }
 
-// How trials step on a 2-thread CPU (model/trials.h): side by side where a trial alone is one
-// thread's work of crossover's own loops, one after another where convolutions do most of the
+// How trials step on a 2-thread CPU (model/fused_network.h): side by side where a trial alone is
+// one thread's work of crossover's own loops, one after another where convolutions do most of the
 // work, together otherwise; on a GPU always together.
 TEST(FusedTrials, TrialsStepAsTheModelAndDeviceSay) {
   auto be = make_backend(parse_device("cpu", 2));
@@ -292,47 +292,47 @@ TEST(FusedTrials, TrialsStepAsTheModelAndDeviceSay) {
   batch_norm.layers.insert(batch_norm.layers.begin() + 1, LayerSpec{LayerType::BatchNorm1d});
   const struct {
     ModelSpec spec;
-    TrialStepping cpu;
+    FusedStepping cpu;
   } cases[] = {
-      {*builtin_spec("disc-4"), TrialStepping::SideBySide},
-      {*builtin_spec("disc-7"), TrialStepping::SideBySide},
-      {*builtin_spec("disc-8"), TrialStepping::Together},  // two batch shards alone
-      {*builtin_spec("mnist-mlp"), TrialStepping::Together},
-      {parse_spec(kCases[1].spec, "mlp.toml"), TrialStepping::SideBySide},  // with dropout
-      {batch_norm, TrialStepping::Together},  // oneDNN's batch normalisation
-      {lstm, TrialStepping::Together},
-      {wide_lstm, TrialStepping::Together},
-      {parse_spec(kCases[2].spec, "cnn.toml"), TrialStepping::OneAfterAnother},
-      {*builtin_spec("mnist-cnn"), TrialStepping::OneAfterAnother},
+      {*builtin_spec("disc-4"), FusedStepping::SideBySide},
+      {*builtin_spec("disc-7"), FusedStepping::SideBySide},
+      {*builtin_spec("disc-8"), FusedStepping::Together},  // two batch shards alone
+      {*builtin_spec("mnist-mlp"), FusedStepping::Together},
+      {parse_spec(kCases[1].spec, "mlp.toml"), FusedStepping::SideBySide},  // with dropout
+      {batch_norm, FusedStepping::Together},  // oneDNN's batch normalisation
+      {lstm, FusedStepping::Together},
+      {wide_lstm, FusedStepping::Together},
+      {parse_spec(kCases[2].spec, "cnn.toml"), FusedStepping::OneAfterAnother},
+      {*builtin_spec("mnist-cnn"), FusedStepping::OneAfterAnother},
   };
   for (const auto& c : cases) {
     Model model(c.spec, *be);
     const int64_t batch = c.spec.train.batch;
-    EXPECT_EQ(trial_stepping_name(trial_stepping(model.nodes(), model.tensors(), batch,
+    EXPECT_EQ(fused_stepping_name(fused_stepping(model.nodes(), model.tensors(), batch,
                                                  DeviceKind::Cpu, be->execution_policy(), 4)),
-              std::string(trial_stepping_name(c.cpu)))
+              std::string(fused_stepping_name(c.cpu)))
         << c.spec.name;
     // A group of one on a CPU: its trial alone, in its own shards, where it would step together.
-    EXPECT_EQ(trial_stepping(model.nodes(), model.tensors(), batch, DeviceKind::Cpu,
+    EXPECT_EQ(fused_stepping(model.nodes(), model.tensors(), batch, DeviceKind::Cpu,
                              be->execution_policy(), 1),
-              c.cpu == TrialStepping::Together ? TrialStepping::OneAfterAnother : c.cpu)
+              c.cpu == FusedStepping::Together ? FusedStepping::OneAfterAnother : c.cpu)
         << c.spec.name;
     for (int trials : {1, 4})
-      EXPECT_EQ(trial_stepping(model.nodes(), model.tensors(), batch, DeviceKind::Gpu,
+      EXPECT_EQ(fused_stepping(model.nodes(), model.tensors(), batch, DeviceKind::Gpu,
                                be->execution_policy(), trials),
-                TrialStepping::Together)
+                FusedStepping::Together)
           << c.spec.name;
   }
   // One thread: nothing to step side by side on.
   auto one = make_backend(parse_device("cpu", 1));
   Model disc(*builtin_spec("disc-4"), *one);
-  EXPECT_EQ(trial_stepping(disc.nodes(), disc.tensors(), 100, DeviceKind::Cpu,
+  EXPECT_EQ(fused_stepping(disc.nodes(), disc.tensors(), 100, DeviceKind::Cpu,
                            one->execution_policy(), 4),
-            TrialStepping::Together);
+            FusedStepping::Together);
 }
 
 // On a GPU too (each Linear one launch for every trial, every trial's gather, loss and optimizer
-// step one launch for all of them: Backend::trials_step; the whole fused step one CUDA Graph),
+// step one launch for all of them: Backend::fused_step; the whole fused step one CUDA Graph),
 // against each trial alone on that GPU (train_model, its own recorded step).
 TEST_P(Fused, GpuFuseEachTrialEndsAsItDoesOnTheGpuAlone) {
   std::string why;
@@ -371,7 +371,7 @@ INSTANTIATE_TEST_SUITE_P(Cases, Fused, ::testing::ValuesIn(kCases), [](const aut
 });
 
 // The CNN case without its BatchNorm (so that alone it may train in batch shards): its trials
-// step one after another in a fused group on a CPU (trial_stepping), each its own Network.
+// step one after another in a fused group on a CPU (fused_stepping), each its own Network.
 ModelSpec conv_spec() {
   ModelSpec s = parse_spec(kCases[2].spec, "cnn.toml");
   std::erase_if(s.layers, [](const LayerSpec& l) { return l.type == LayerType::BatchNorm2d; });
@@ -399,9 +399,9 @@ TEST(FusedTrials, ConvolutionalTrialsStepApartEachExactlyAsItTrainsAlone) {
     models.back()->init(specs.back().train.seed);
     trials.push_back({models.back().get(), specs.back().train, {}});
   }
-  ASSERT_EQ(trial_stepping(models[0]->nodes(), models[0]->tensors(), base.train.batch,
+  ASSERT_EQ(fused_stepping(models[0]->nodes(), models[0]->tensors(), base.train.batch,
                            DeviceKind::Cpu, be->execution_policy(), kTrials),
-            TrialStepping::OneAfterAnother);
+            FusedStepping::OneAfterAnother);
   const std::vector<TrainResult> fused = train_fused(trials, data);
   for (int t = 0; t < kTrials; ++t) {
     const auto i = static_cast<size_t>(t);
@@ -496,7 +496,7 @@ TEST(FusedTrials, ARungPausesEveryTrialAfterItsEpochs) {
 // bit-identical to the group never stopped (before, the two trained apart, in other shards).
 void paused_and_stopped_group_resumes_bit_identical(
     const ModelSpec& base, DataSplit (*split)(), bool damage_one = false,
-    std::optional<TrialStepping> stepping = std::nullopt) {
+    std::optional<FusedStepping> stepping = std::nullopt) {
   const DataSplit data = split();
   constexpr int kTrials = 3;
   TempDir dir("fused-resume");
@@ -577,7 +577,7 @@ TEST(FusedTrials, APausedAndStoppedGroupOfConvolutionalTrialsResumesBitIdentical
 TEST(FusedTrials, ATrialResumedBehindItsGroupCatchesUpAndAllEndBitIdentical) {
   paused_and_stopped_group_resumes_bit_identical(mlp_spec(1), noise_split, true);
   paused_and_stopped_group_resumes_bit_identical(mlp_spec(1), noise_split, true,
-                                                 TrialStepping::Together);
+                                                 FusedStepping::Together);
 }
 
 TEST(FusedTrials, AConvolutionalTrialResumedBehindItsGroupCatchesUpAndAllEndBitIdentical) {
@@ -878,7 +878,7 @@ struct LstmTrials {
         size += n;
       }
     }
-    stride = (size + 13 + 15) / 16 * 16;  // padding, and whole 64-byte lines (trial_stride)
+    stride = (size + 13 + 15) / 16 * 16;  // padding, and whole 64-byte lines (model_stride)
     Rng rng(static_cast<uint64_t>(layers * 1000 + hidden * 10 + (sequence ? 1 : 0)));
     params = uniform_values(rng, kTrials * stride);
     src = uniform_values(rng, kTrials * kBatch * kSteps * kInput);
@@ -912,8 +912,8 @@ struct LstmTrials {
                  dx = upload(std::vector<float>(need_d_src ? src.size() : 0));
     LstmShape shape{kBatch, kSteps, kInput, hidden, layers, sequence, need_d_src, false};
     if (fused) {
-      shape.trials = kTrials;
-      shape.trial_stride = stride;
+      shape.models = kTrials;
+      shape.model_stride = stride;
     }
     auto kernel = be.lstm(shape);
     const int64_t in = kBatch * kSteps * kInput, o = kBatch * out();
@@ -961,7 +961,7 @@ const LstmTrials kLstmCases[] = {{1, false, false, 6}, {1, true, true, 6},  {2, 
 // rounding (the batched products sum in another order than one trial's: within 3e-7 measured).
 TEST(FusedTrials, TheBatchedLstmEqualsOneKernelPerTrial) {
   auto be = make_backend(parse_device("cpu", 1));
-  ASSERT_TRUE(be->lstm_fuses_trials());
+  ASSERT_TRUE(be->lstm_fuses_models());
   for (const LstmTrials& c : kLstmCases) {
     expect_near_lstm(c, c.run(*be, true), c.run(*be, false), 1e-6f);
   }
@@ -988,7 +988,7 @@ TEST(FusedTrials, GpuFuseTheLstmAsOneKernelEachTrialEndsAsItDoesOnTheGpuAlone) {
   ASSERT_EQ(::setenv("CROSSOVER_GPU_FUSE_LSTM", "1", 1), 0);
   const Case& lstm = kCases[3];
   ASSERT_EQ(std::string(lstm.name), "lstm-adam");
-  EXPECT_TRUE(make_backend(parse_device("cuda", 0))->lstm_fuses_trials());
+  EXPECT_TRUE(make_backend(parse_device("cuda", 0))->lstm_fuses_models());
   const double difference = fused_against_alone(lstm, "cuda");
   ::unsetenv("CROSSOVER_GPU_FUSE_LSTM");
   EXPECT_LE(difference, lstm.tolerance);

@@ -197,7 +197,7 @@ void CpuBackend::release_threads() {
 }
 
 void CpuBackend::parallel_shards(int shards, FunctionRef<void(int shard)> body) {
-  // Inside another parallel region (a trial's own shards, its trial on one of a fused group's
+  // Inside another parallel region (a model's own shards, its model on one of a fused group's
   // workers) a nested region would get one thread and run shard 0 alone: the shards run here, in
   // order.
   if (shards == 1 || omp_in_parallel()) {
@@ -206,8 +206,8 @@ void CpuBackend::parallel_shards(int shards, FunctionRef<void(int shard)> body) 
   }
 #pragma omp parallel num_threads(shards)
   {
-    // Each worker's kernels on its one thread (a shard's are made so; a fused group's trials side
-    // by side have only one-thread products and crossover's own loops: model/trials.h).
+    // Each worker's kernels on its one thread (a shard's are made so; a fused group's models side
+    // by side have only one-thread products and crossover's own loops: model/fused_network.h).
     omp_set_num_threads(1);
     body(omp_get_thread_num());
   }

@@ -61,9 +61,9 @@ class CpuBackend final : public Backend {
   // Host memory is this device's: read where it is.
   DeviceBuffer borrow_host(const void* host, size_t bytes,
                            const std::shared_ptr<const void>& owner) override {
-    return DeviceBuffer(std::shared_ptr<void>(std::const_pointer_cast<void>(owner),
-                                              const_cast<void*>(host)),
-                        bytes);
+    return DeviceBuffer(
+        std::shared_ptr<void>(std::const_pointer_cast<void>(owner), const_cast<void*>(host)),
+        bytes);
   }
   std::optional<int64_t> free_memory_bytes() const override;
   int64_t bytes_allocated() const override {
@@ -96,7 +96,7 @@ class CpuBackend final : public Backend {
   std::unique_ptr<DropoutKernel> dropout(const DropoutShape& shape) override;
   std::unique_ptr<EmbeddingKernel> embedding(const EmbeddingShape& shape) override;
   std::unique_ptr<LstmKernel> lstm(const LstmShape& shape) override;
-  bool lstm_fuses_trials() const override { return true; }
+  bool lstm_fuses_models() const override { return true; }
   std::unique_ptr<BatchNormKernel> batch_norm(const BatchNormShape& shape) override;
   std::unique_ptr<OptimizerKernel> optimizer(const OptimizerSettings& spec,
                                              int64_t parameters) override;

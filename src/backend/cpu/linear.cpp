@@ -1,7 +1,7 @@
 // Linear (+ fused activation) on the CPU, forward and backward, as three oneDNN matmuls built once
 // per shape: dst = act(src W^T + b); d_W = d_pre^T src; d_src = d_pre W. The activation derivative
-// and the bias gradient are one fused pass over d_dst. Fused trials: the same three matmuls batched
-// over the trials.
+// and the bias gradient are one fused pass over d_dst. Fused models: the same three matmuls batched
+// over the models.
 #include <algorithm>
 #include <type_traits>
 #include <vector>
@@ -188,30 +188,30 @@ inline void transpose(const float* m, int64_t rows, int64_t cols, float* t) {
     for (int64_t c = 0; c < cols; ++c) t[c * rows + r] = m[r * cols + c];
 }
 
-// The same Linear of `trials` models at once (fused trials): three batched oneDNN matmuls over the
-// trial dimension, each trial's weights trial_stride floats after the last's. oneDNN 2.6 runs a
+// The same Linear of `models` models at once (fused models): three batched oneDNN matmuls over the
+// model dimension, each model's weights model_stride floats after the last's. oneDNN 2.6 runs a
 // bias of its own per batch entry only in its reference kernel, far slower than its gemm, so the
 // bias and the activation are one pass after the forward matmul, as the bias gradient is before
-// backward's. Small layers (widths powers of two, in x out up to kSmallTrialLinear: the disc
+// backward's. Small layers (widths powers of two, in x out up to kSmallFusedLinear: the disc
 // models') are loops of our own instead, each row's sums held in registers: on such small
 // products oneDNN's batched product spends most of its time in its per-product set-up (both
 // measured: docs/benchmarks.md, "Many small trials as one model: fused trials").
-constexpr int64_t kSmallTrialLinear = 64 * 64;
+constexpr int64_t kSmallFusedLinear = 64 * 64;
 
-class CpuTrialsLinear final : public WeightedKernel {
+class CpuFusedLinear final : public WeightedKernel {
  public:
-  CpuTrialsLinear(const LinearShape& s, const dnnl::engine& engine, const dnnl::stream& stream)
+  CpuFusedLinear(const LinearShape& s, const dnnl::engine& engine, const dnnl::stream& stream)
       : shape_(s),
         stream_(stream),
         small_(small_shape(s)),
         transposed_(small_ ? static_cast<size_t>(s.in_features * s.out_features) : 0) {
-    XO_ASSERT(s.trials >= 1 && s.trial_stride >= s.out_features * s.in_features + s.out_features);
+    XO_ASSERT(s.models >= 1 && s.model_stride >= s.out_features * s.in_features + s.out_features);
     if (small_) return;
-    const memory::dim k = s.trials, batch = s.batch, in = s.in_features, out = s.out_features;
-    const memory::dim stride = s.trial_stride;
+    const memory::dim k = s.models, batch = s.batch, in = s.in_features, out = s.out_features;
+    const memory::dim stride = s.model_stride;
     const memory::desc src_md({k, batch, in}, f32, memory::dims{batch * in, in, 1});
     const memory::desc dst_md({k, batch, out}, f32, memory::dims{batch * out, out, 1});
-    // W^T [in, out] of each trial, read in place from W [out, in].
+    // W^T [in, out] of each model, read in place from W [out, in].
     const memory::desc w_t_md({k, in, out}, f32, memory::dims{stride, 1, in});
     forward_ = BoundMatmul(src_md, w_t_md, nullptr, dst_md, {}, engine, s.in_shard);
     const memory::desc d_pre_t_md({k, out, batch}, f32, memory::dims{batch * out, 1, out});
@@ -222,7 +222,7 @@ class CpuTrialsLinear final : public WeightedKernel {
 
   // Whether the layer takes the register-blocked loops (small_forward, small_backward).
   static bool small_shape(const LinearShape& s) {
-    return s.in_features * s.out_features <= kSmallTrialLinear && small_width(s.in_features) &&
+    return s.in_features * s.out_features <= kSmallFusedLinear && small_width(s.in_features) &&
            small_width(s.out_features);
   }
 
@@ -270,7 +270,7 @@ class CpuTrialsLinear final : public WeightedKernel {
     for (; r < n; ++r) body(std::integral_constant<int, 1>{}, r);
   }
 
-  // dst = src W^T per trial: rows' OUT sums over the inputs (W^T [in, out] made once per trial,
+  // dst = src W^T per model: rows' OUT sums over the inputs (W^T [in, out] made once per model,
   // so each input adds one row of it).
   // The sums leave the registers as act(sum + bias), the arithmetic of bias_and_activation's
   // pass (which the larger layers take), without the pass.
@@ -296,11 +296,11 @@ class CpuTrialsLinear final : public WeightedKernel {
   void small_forward(const float* src, const float* weights, const float* bias, float* dst) {
     const int64_t batch = shape_.batch, in = shape_.in_features;
     float* w_t = transposed_.data();
-    for (int64_t t = 0; t < shape_.trials; ++t) {
-      const float* w = weights + t * shape_.trial_stride;
+    for (int64_t t = 0; t < shape_.models; ++t) {
+      const float* w = weights + t * shape_.model_stride;
       transpose(w, OUT, in, w_t);
       const float* x = src + t * batch * in;
-      const float* b = bias ? bias + t * shape_.trial_stride : nullptr;
+      const float* b = bias ? bias + t * shape_.model_stride : nullptr;
       float* y = dst + t * batch * OUT;
       in_blocks<kRows<OUT>>(batch, [&](auto rows, int64_t r) {
         forward_rows<OUT, decltype(rows)::value, A>(x + r * in, in, w_t, b, y + r * OUT);
@@ -310,7 +310,7 @@ class CpuTrialsLinear final : public WeightedKernel {
 
   // d_pre = d_dst act'(dst) for a row's outputs [0, N), and each column's sum added to bias[]:
   // folded into d_W's pass over the rows (kFolds), where a pass of its own would read and write
-  // every trial's d_dst once more. The arithmetic of activation_and_bias_backward's (each column's
+  // every model's d_dst once more. The arithmetic of activation_and_bias_backward's (each column's
   // sum in row order).
   template <Activation A, int N>
   static void fold_row(const float* y, float* g, float* bias) {
@@ -367,20 +367,20 @@ class CpuTrialsLinear final : public WeightedKernel {
     for (int r = 0; r < R; ++r) std::copy(acc[r], acc[r] + IN, d_w + r * IN);
     if (d_b) std::copy(bias, bias + R, d_b);
   }
-  // Each trial's d_W; where kFolds<OUT>, from d_dst (dst and d_bias given), d_pre made on the way.
+  // Each model's d_W; where kFolds<OUT>, from d_dst (dst and d_bias given), d_pre made on the way.
   template <Activation A, int OUT>
   void small_d_weights(const float* src, const float* dst, float* d_pre, float* d_weights,
                        float* d_bias) {
     const int64_t batch = shape_.batch, in = shape_.in_features;
-    // Trial t's input, output, output gradient (d_pre once made), d_W and d_b.
-    struct Trial {
+    // Model t's input, output, output gradient (d_pre once made), d_W and d_b.
+    struct Slices {
       const float *x, *y;
       float *g, *d_w, *d_b;
     };
-    auto trial = [&](int64_t t) {
-      return Trial{src + t * batch * in, dst + t * batch * OUT, d_pre + t * batch * OUT,
-                   d_weights + t * shape_.trial_stride,
-                   d_bias ? d_bias + t * shape_.trial_stride : nullptr};
+    auto model = [&](int64_t t) {
+      return Slices{src + t * batch * in, dst + t * batch * OUT, d_pre + t * batch * OUT,
+                    d_weights + t * shape_.model_stride,
+                    d_bias ? d_bias + t * shape_.model_stride : nullptr};
     };
     // Inputs a vector wide or more: d_W's rows along them (d_weight_cols).
     if constexpr (kFolds<OUT>) {
@@ -389,8 +389,8 @@ class CpuTrialsLinear final : public WeightedKernel {
         if constexpr (IN < kLanes) {
           return false;
         } else {
-          for (int64_t t = 0; t < shape_.trials; ++t) {
-            const Trial r = trial(t);
+          for (int64_t t = 0; t < shape_.models; ++t) {
+            const Slices r = model(t);
             // kRows<IN> (16, 8 or 4) divides OUT (a power of two, 16 or more).
             for (int64_t o = 0; o < OUT; o += kRows<IN>) {
               d_weight_cols<IN, kRows<IN>, A>(r.x, OUT, batch, r.y + o, r.g + o, r.d_w + o * IN,
@@ -402,8 +402,8 @@ class CpuTrialsLinear final : public WeightedKernel {
       });
       if (along_inputs) return;
     }
-    for (int64_t t = 0; t < shape_.trials; ++t) {
-      const Trial r = trial(t);
+    for (int64_t t = 0; t < shape_.models; ++t) {
+      const Slices r = model(t);
       // The first block of inputs makes d_pre (where kFolds<OUT>); the others read it.
       in_blocks<kRows<OUT>>(in, [&](auto rows, int64_t i) {
         constexpr int R = decltype(rows)::value;
@@ -427,10 +427,10 @@ class CpuTrialsLinear final : public WeightedKernel {
   void narrow_forward(const float* src, const float* weights, const float* bias, float* dst) const {
     constexpr int kRowsAtOnce = 16 / OUT, kVectors = IN / 16;
     const int64_t batch = shape_.batch;
-    for (int64_t t = 0; t < shape_.trials; ++t) {
-      const float* w = weights + t * shape_.trial_stride;
+    for (int64_t t = 0; t < shape_.models; ++t) {
+      const float* w = weights + t * shape_.model_stride;
       const float* x = src + t * batch * IN;
-      const float* b = bias ? bias + t * shape_.trial_stride : nullptr;
+      const float* b = bias ? bias + t * shape_.model_stride : nullptr;
       // The bias of each of a stored vector's 16 outputs (column l % OUT).
       alignas(64) float lanes[16];
       for (int l = 0; l < 16; ++l) lanes[l] = b ? b[l % OUT] : 0.0f;
@@ -471,7 +471,7 @@ class CpuTrialsLinear final : public WeightedKernel {
   template <int OUT, int IN>
   void narrow_d_weights(const float* src, const float* d_pre, float* d_weights) const {
     const int64_t batch = shape_.batch;
-    for (int64_t t = 0; t < shape_.trials; ++t) {
+    for (int64_t t = 0; t < shape_.models; ++t) {
       const float* x = src + t * batch * IN;
       const float* g = d_pre + t * batch * OUT;
       alignas(64) float acc[2][OUT][IN] = {};
@@ -485,7 +485,7 @@ class CpuTrialsLinear final : public WeightedKernel {
       int64_t b = 0;
       for (; b + 2 <= batch; b += 2) add(0, b), add(1, b + 1);
       if (b < batch) add(0, b);
-      float* d_w = d_weights + t * shape_.trial_stride;
+      float* d_w = d_weights + t * shape_.model_stride;
       for (int o = 0; o < OUT; ++o)
         for (int i = 0; i < IN; ++i) d_w[o * IN + i] = acc[0][o][i] + acc[1][o][i];
     }
@@ -512,8 +512,8 @@ class CpuTrialsLinear final : public WeightedKernel {
   template <int IN>
   void small_d_src(const float* weights, const float* d_pre, float* d_src) {
     const int64_t batch = shape_.batch, out = shape_.out_features;
-    for (int64_t t = 0; t < shape_.trials; ++t) {
-      const float* w = weights + t * shape_.trial_stride;
+    for (int64_t t = 0; t < shape_.models; ++t) {
+      const float* w = weights + t * shape_.model_stride;
       const float* g = d_pre + t * batch * out;
       float* dx = d_src + t * batch * IN;
       in_blocks<kRows<IN>>(batch, [&](auto rows, int64_t r) {
@@ -604,15 +604,15 @@ class CpuTrialsLinear final : public WeightedKernel {
     });
   }
 
-  // dst = act(dst + bias), trial by trial (each trial's rows with its own bias). Rows no wider
-  // than a vector (the disc models' 2 to 16 columns) go as one flat run of the trial's outputs,
+  // dst = act(dst + bias), model by model (each model's rows with its own bias). Rows no wider
+  // than a vector (the disc models' 2 to 16 columns) go as one flat run of the model's outputs,
   // the bias repeated across a vector's lanes, where a row at a time would be scalar code.
   template <Activation A>
   void bias_and_activation(const float* bias, float* dst) const {
     const int64_t rows = shape_.batch, cols = shape_.out_features;
-    auto trials = [&](int64_t t0, int64_t t1) {
+    auto models = [&](int64_t t0, int64_t t1) {
       for (int64_t t = t0; t < t1; ++t) {
-        const float* b = bias ? bias + t * shape_.trial_stride : nullptr;
+        const float* b = bias ? bias + t * shape_.model_stride : nullptr;
         float* y = dst + t * rows * cols;
         if (narrow(cols)) {
           alignas(64) float lanes[kLanes];
@@ -631,21 +631,21 @@ class CpuTrialsLinear final : public WeightedKernel {
         }
       }
     };
-    run_trials(trials);
+    run_models(models);
   }
 
-  // As CpuLinear's: d_dst *= act'(dst) and each trial's d_bias = its column sums (rows in order;
+  // As CpuLinear's: d_dst *= act'(dst) and each model's d_bias = its column sums (rows in order;
   // narrow rows as one flat run, each lane's sum in row order, a column's lanes then added).
   template <Activation A>
   void activation_and_bias_backward(const float* dst, float* d_dst, float* d_bias) const {
     const int64_t rows = shape_.batch, cols = shape_.out_features;
-    auto trials = [&](int64_t t0, int64_t t1) {
+    auto models = [&](int64_t t0, int64_t t1) {
       for (int64_t t = t0; t < t1; ++t) {
-        float* db = d_bias ? d_bias + t * shape_.trial_stride : nullptr;
+        float* db = d_bias ? d_bias + t * shape_.model_stride : nullptr;
         float* g = d_dst + t * rows * cols;
         const float* y = dst + t * rows * cols;
         if (narrow(cols)) {
-          // Lane l's sum runs down the trial's outputs l, l + kLanes, ...: one vector of sums
+          // Lane l's sum runs down the model's outputs l, l + kLanes, ...: one vector of sums
           // (a run a whole vector, so that the sums stay in a register).
           const int64_t count = rows * cols, whole = count / kLanes * kLanes;
           alignas(64) float sums[kLanes] = {};
@@ -680,7 +680,7 @@ class CpuTrialsLinear final : public WeightedKernel {
         }
       }
     };
-    run_trials(trials);
+    run_models(models);
   }
 
   // Narrow rows: a power of two up to a vector's lanes, so that a run of kLanes outputs from a
@@ -689,16 +689,16 @@ class CpuTrialsLinear final : public WeightedKernel {
   static bool narrow(int64_t cols) { return cols <= kLanes && kLanes % cols == 0; }
 
   template <typename Body>
-  void run_trials(Body&& body) const {
-    const int64_t work = shape_.trials * shape_.batch * shape_.out_features;
-    if (shape_.in_shard) return body(int64_t{0}, shape_.trials);
-    parallel_for(shape_.trials, body, work);
+  void run_models(Body&& body) const {
+    const int64_t work = shape_.models * shape_.batch * shape_.out_features;
+    if (shape_.in_shard) return body(int64_t{0}, shape_.models);
+    parallel_for(shape_.models, body, work);
   }
 
   LinearShape shape_;
   dnnl::stream stream_;
   bool small_;
-  std::vector<float> transposed_;  // one trial's W^T (small layers), sized once
+  std::vector<float> transposed_;  // one model's W^T (small layers), sized once
   BoundMatmul forward_, d_weights_, d_src_;
 };
 
@@ -706,18 +706,18 @@ class CpuTrialsLinear final : public WeightedKernel {
 
 std::unique_ptr<WeightedKernel> make_linear(const LinearShape& shape, const dnnl::engine& engine,
                                             const dnnl::stream& stream) {
-  if (shape.trial_stride > 0) return std::make_unique<CpuTrialsLinear>(shape, engine, stream);
-  // One model's small Linear (one thread's work: the disc models') takes the fused trials' loops
+  if (shape.model_stride > 0) return std::make_unique<CpuFusedLinear>(shape, engine, stream);
+  // One model's small Linear (one thread's work: the disc models') takes the fused models' loops
   // as a group of one: oneDNN's per-product set-up is most of such a layer's time
-  // (docs/benchmarks.md, "One model's small Linear in the fused loops"), and a trial alone then
+  // (docs/benchmarks.md, "One model's small Linear in the fused loops"), and a model alone then
   // computes what it computes in any fused group.
   const double flops = 2.0 * static_cast<double>(shape.batch * shape.in_features) *
                        static_cast<double>(shape.out_features);
-  if (CpuTrialsLinear::small_shape(shape) && (shape.in_shard || flops < kSingleThreadMatmulFlops)) {
+  if (CpuFusedLinear::small_shape(shape) && (shape.in_shard || flops < kSingleThreadMatmulFlops)) {
     LinearShape one = shape;
-    one.trials = 1;
-    one.trial_stride = shape.out_features * shape.in_features + shape.out_features;
-    return std::make_unique<CpuTrialsLinear>(one, engine, stream);
+    one.models = 1;
+    one.model_stride = shape.out_features * shape.in_features + shape.out_features;
+    return std::make_unique<CpuFusedLinear>(one, engine, stream);
   }
   return std::make_unique<CpuLinear>(shape, engine, stream);
 }

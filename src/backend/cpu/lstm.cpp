@@ -4,7 +4,7 @@
 // one fused pass over the gates that adds b_ih + b_hh. Backward runs the steps in reverse with one
 // small matmul per step (dh_{t-1} = dgates_t W_hh), then gets the weight gradients and the input
 // gradient as three big matmuls over all steps at once. Every matmul is built once, here. Fused
-// trials: the per-step matmuls of every trial one batched product per step (up to 64 hidden
+// models: the per-step matmuls of every model one batched product per step (up to 64 hidden
 // units).
 #include <algorithm>
 #include <cmath>
@@ -116,12 +116,12 @@ dnnl::primitive_attr accumulating() {
   return attr;
 }
 
-// One model's LSTM (trials 1, trial_stride 0), or the same LSTM of `trials` models at once (fused
-// trials, each trial's weights trial_stride floats after the last's). A trial's tensors lie trial
-// after trial, each time-major inside ([trials, T, B, F]): a step's rows of all trials are then
-// one strided batch, and a trial's rows of all steps one matrix. Fused, the per-step products of
-// every trial are one batched product per step (for hidden sizes up to 64: kBatchedStepWeights);
-// the products over all steps are one per trial (TrialByTrial). b_ih + b_hh is added in the pass
+// One model's LSTM (models 1, model_stride 0), or the same LSTM of `models` models at once (fused
+// models, each model's weights model_stride floats after the last's). A model's tensors lie model
+// after model, each time-major inside ([models, T, B, F]): a step's rows of all models are then
+// one strided batch, and a model's rows of all steps one matrix. Fused, the per-step products of
+// every model are one batched product per step (for hidden sizes up to 64: kBatchedStepWeights);
+// the products over all steps are one per model (ModelByModel). b_ih + b_hh is added in the pass
 // over the gates (x W_ih^T + h W_hh^T + b): oneDNN 2.6 adds a bias of its own per batch entry only
 // in its reference kernel, and so alone and fused add in the same order.
 class CpuLstm final : public LstmKernel {
@@ -129,13 +129,13 @@ class CpuLstm final : public LstmKernel {
   CpuLstm(const LstmShape& s, const dnnl::engine& engine, const dnnl::stream& stream)
       : s_(s),
         stream_(stream),
-        steps_batched_(s.trial_stride > 0 && 4 * s.hidden * s.hidden <= kBatchedStepWeights) {
+        steps_batched_(s.model_stride > 0 && 4 * s.hidden * s.hidden <= kBatchedStepWeights) {
     using dims = memory::dims;
-    const memory::dim K = s.trials, B = s.batch, T = s.steps, H = s.hidden, G = 4 * s.hidden;
-    const memory::dim W = s.trial_stride, hs = (T + 1) * B * H;
+    const memory::dim K = s.models, B = s.batch, T = s.steps, H = s.hidden, G = 4 * s.hidden;
+    const memory::dim W = s.model_stride, hs = (T + 1) * B * H;
     XO_ASSERT(K >= 1 && (K == 1 || W > 0));
-    // A step's tensors of every trial are [K, rows, cols] with their strides (a trial's, a
-    // row's, a column's); a trial's whole sequence is [T * B, cols], one product per trial.
+    // A step's tensors of every model are [K, rows, cols] with their strides (a model's, a
+    // row's, a column's); a model's whole sequence is [T * B, cols], one product per model.
     auto one = [](memory::dim rows, memory::dim cols, memory::dim row, memory::dim col) {
       return memory::desc({rows, cols}, f32, dims{row, col});
     };
@@ -148,7 +148,7 @@ class CpuLstm final : public LstmKernel {
       const memory::dim I = k == 0 ? s.input : H;
       // The layer's input rows: the time-major copy of src, or the layer below's h_1 ... h_T.
       const memory::desc x_rows = one(T * B, I, I, 1);
-      const memory::dim x_trial = k == 0 ? T * B * I : hs;
+      const memory::dim x_model = k == 0 ? T * B * I : hs;
       Layer l;
       if (steps_batched_) {
         l.recur = BoundMatmul(step_h, memory::desc({K, H, G}, f32, dims{W, 1, H}), nullptr,
@@ -163,12 +163,12 @@ class CpuLstm final : public LstmKernel {
       }
       l.project = {
           BoundMatmul(x_rows, one(I, G, 1, I), nullptr, gates_rows, {}, engine, one_thread),
-          x_trial, W, T * B * G};
+          x_model, W, T * B * G};
       l.d_w_hh = {BoundMatmul(gates_t, one(T * B, H, H, 1), nullptr, one(G, H, H, 1), {}, engine,
                               one_thread),
                   T * B * G, hs, W};
       l.d_w_ih = {BoundMatmul(gates_t, x_rows, nullptr, one(G, I, I, 1), {}, engine, one_thread),
-                  T * B * G, x_trial, W};
+                  T * B * G, x_model, W};
       if (k > 0 || s.need_d_src) {
         // Into d_h_below_ or d_x_tm_, both [K, T, B, I] dense.
         l.d_x = {BoundMatmul(gates_rows, one(G, I, I, 1), nullptr, x_rows, {}, engine, one_thread),
@@ -190,8 +190,8 @@ class CpuLstm final : public LstmKernel {
   }
 
   void forward(const float* src, const LstmLayerParams* params, float* dst) override {
-    const int64_t K = s_.trials, B = s_.batch, T = s_.steps, H = s_.hidden, G = 4 * H;
-    const int64_t W = s_.trial_stride, hs = (T + 1) * B * H, in = s_.input;
+    const int64_t K = s_.models, B = s_.batch, T = s_.steps, H = s_.hidden, G = 4 * H;
+    const int64_t W = s_.model_stride, hs = (T + 1) * B * H, in = s_.input;
     for (int64_t n = 0; n < K; ++n) {
       to_time_major(src + n * B * T * in, x_tm_.data() + n * T * B * in, B, T, in);
     }
@@ -208,7 +208,7 @@ class CpuLstm final : public LstmKernel {
         std::fill_n(l.h.data() + n * hs, B * H, 0.0f);
       }
       l.project.run(stream_, K, x, p.weight_ih, l.gates.data());
-      auto gates = [&](int64_t n, int64_t t) {  // trial n's step t, its h_{t-1} W_hh^T added
+      auto gates = [&](int64_t n, int64_t t) {  // model n's step t, its h_{t-1} W_hh^T added
         float* c = l.c.data() + n * hs;
         gates_forward(B, H, l.gates.data() + (n * T + t) * B * G, l.bias.data() + n * G,
                       c + t * B * H, c + (t + 1) * B * H, l.h.data() + n * hs + (t + 1) * B * H);
@@ -245,8 +245,8 @@ class CpuLstm final : public LstmKernel {
                 const LstmLayerGrads* grads, float* d_src) override {
     (void)src;  // the forward kept its time-major copy
     XO_ASSERT((d_src != nullptr) == s_.need_d_src);
-    const int64_t K = s_.trials, B = s_.batch, T = s_.steps, H = s_.hidden, G = 4 * H;
-    const int64_t W = s_.trial_stride, hs = (T + 1) * B * H, in = s_.input;
+    const int64_t K = s_.models, B = s_.batch, T = s_.steps, H = s_.hidden, G = 4 * H;
+    const int64_t W = s_.model_stride, hs = (T + 1) * B * H, in = s_.input;
     // d_h_: the gradient arriving at every step's h from above, [K, T, B, H].
     if (!s_.sequence) std::fill(d_h_.begin(), d_h_.end(), 0.0f);
     for (int64_t n = 0; n < K; ++n) {
@@ -263,9 +263,9 @@ class CpuLstm final : public LstmKernel {
       const float* d_h_above = k == s_.layers - 1 ? d_h_.data() : d_h_below_.data();
       std::fill(d_h_next_.begin(), d_h_next_.end(), 0.0f);
       std::fill(d_c_next_.begin(), d_c_next_.end(), 0.0f);
-      auto gates = [&](int64_t n, int64_t t) {  // trial n's step t
+      auto gates = [&](int64_t n, int64_t t) {  // model n's step t
         const float* c = l.c.data() + n * hs;
-        const int64_t step = (n * T + t) * B;  // row of trial n's step t in [K, T, B, ...]
+        const int64_t step = (n * T + t) * B;  // row of model n's step t in [K, T, B, ...]
         gates_backward(B, H, l.gates.data() + step * G, c + t * B * H, c + (t + 1) * B * H,
                        d_h_above + step * H, d_h_next_.data() + n * B * H,
                        d_c_next_.data() + n * B * H, d_gates_.data() + step * G);
@@ -309,33 +309,33 @@ class CpuLstm final : public LstmKernel {
   }
 
  private:
-  // The per-step products are batched over the trials (a step of every trial, then the next)
-  // where a trial's W_hh is at most this many floats (64 KiB: hidden sizes up to 64); larger ones
-  // run trial by trial, each trial's steps one after another, as alone: the step-major order
-  // cycled 16 imdb-lstm trials' W_hh (256 KiB each) through the cache at every step, slower than
-  // trial by trial, where 16 trials of a 32-wide LSTM ran faster batched (docs/benchmarks.md,
-  // "Vectors as wide as the CPU's, and the fused LSTM"). Either way a trial's arithmetic is the
+  // The per-step products are batched over the models (a step of every model, then the next)
+  // where a model's W_hh is at most this many floats (64 KiB: hidden sizes up to 64); larger ones
+  // run model by model, each model's steps one after another, as alone: the step-major order
+  // cycled 16 imdb-lstm models' W_hh (256 KiB each) through the cache at every step, slower than
+  // model by model, where 16 models of a 32-wide LSTM ran faster batched (docs/benchmarks.md,
+  // "Vectors as wide as the CPU's, and the fused LSTM"). Either way a model's arithmetic is the
   // same in any group.
   static constexpr int64_t kBatchedStepWeights = 16 * 1024;
 
-  // A product over a trial's whole sequence, one per trial: each trial's operands `a`, `b` and
+  // A product over a model's whole sequence, one per model: each model's operands `a`, `b` and
   // `d` floats after the last's (as large as these are, the per-product set-up is negligible).
-  struct TrialByTrial {
+  struct ModelByModel {
     BoundMatmul matmul;
     int64_t a = 0, b = 0, d = 0;
-    void run(const dnnl::stream& stream, int64_t trials, const float* src, const float* weights,
+    void run(const dnnl::stream& stream, int64_t models, const float* src, const float* weights,
              float* dst) {
-      for (int64_t n = 0; n < trials; ++n) {
+      for (int64_t n = 0; n < models; ++n) {
         matmul.run(stream, src + n * a, weights + n * b, nullptr, dst + n * d);
       }
     }
   };
   struct Layer {
-    BoundMatmul recur, d_h_prev;  // a step of every trial (steps_batched_), or of one
-    TrialByTrial project, d_w_hh, d_w_ih, d_x;
+    BoundMatmul recur, d_h_prev;  // a step of every model (steps_batched_), or of one
+    ModelByModel project, d_w_hh, d_w_ih, d_x;
     std::vector<float> gates;  // [K, T, B, 4H]: pre-activations, then the gate values
     std::vector<float> c, h;   // [K, T + 1, B, H]: step 0 is the zero initial state
-    std::vector<float> bias;   // [K, 4H]: each trial's b_ih + b_hh
+    std::vector<float> bias;   // [K, 4H]: each model's b_ih + b_hh
   };
 
   LstmShape s_;

@@ -57,7 +57,7 @@ class BoundMatmul {
   BoundMatmul(const dnnl::memory::desc& src, const dnnl::memory::desc& weights,
               const dnnl::memory::desc* bias, const dnnl::memory::desc& dst,
               dnnl::primitive_attr attr, const dnnl::engine& engine, bool in_shard) {
-    // [..., M, K] x [..., K, N]: the batch dimensions (fused trials) multiply the work.
+    // [..., M, K] x [..., K, N]: the batch dimensions (fused models) multiply the work.
     const dnnl::memory::dims& a = src.dims();
     const dnnl::memory::dims& b = weights.dims();
     double flops = 2.0 * static_cast<double>(b[b.size() - 1]);

@@ -1,5 +1,5 @@
 // cuBLASLt, loaded when a CUDA backend first needs it rather than when crossover starts: the
-// library's own initialisation is slow, and every command (a CPU run, `--version`, each trial
+// library's own initialisation is slow, and every command (a CPU run, `--version`, each model
 // process of a search) paid it while it was linked (docs/benchmarks.md, "A command's start
 // without cuBLASLt"). The cuBLASLt functions crossover calls are
 // defined here with the header's own signatures (the compiler checks them against cublasLt.h), each

@@ -250,7 +250,7 @@ std::unique_ptr<EmbeddingKernel> CudaBackend::embedding(const EmbeddingShape& sh
 std::unique_ptr<LstmKernel> CudaBackend::lstm(const LstmShape& shape) {
   return make_lstm(*this, shape);
 }
-bool CudaBackend::lstm_fuses_trials() const {
+bool CudaBackend::lstm_fuses_models() const {
   const char* opt_in = std::getenv("CROSSOVER_GPU_FUSE_LSTM");
   return opt_in != nullptr && std::string_view(opt_in) == "1";
 }

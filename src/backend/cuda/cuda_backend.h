@@ -72,14 +72,14 @@ class CudaBackend final : public Backend {
   std::unique_ptr<DropoutKernel> dropout(const DropoutShape& shape) override;
   std::unique_ptr<EmbeddingKernel> embedding(const EmbeddingShape& shape) override;
   std::unique_ptr<LstmKernel> lstm(const LstmShape& shape) override;
-  // A fused group's LSTM as one kernel (lstm.cu: the trial as blockIdx.z, the products as
+  // A fused group's LSTM as one kernel (lstm.cu: the model as blockIdx.z, the products as
   // strided batches) only where CROSSOVER_GPU_FUSE_LSTM=1: not yet run on a GPU, so opt-in until
-  // measured (docs/benchmarks.md, "Not yet run on a GPU"); otherwise trial by trial.
-  bool lstm_fuses_trials() const override;
+  // measured (docs/benchmarks.md, "Not yet run on a GPU"); otherwise model by model.
+  bool lstm_fuses_models() const override;
   std::unique_ptr<BatchNormKernel> batch_norm(const BatchNormShape& shape) override;
   std::unique_ptr<OptimizerKernel> optimizer(const OptimizerSettings& spec,
                                              int64_t parameters) override;
-  std::unique_ptr<TrialsStepKernel> trials_step(const TrialsStepShape& shape) override;
+  std::unique_ptr<FusedStepKernel> fused_step(const FusedStepShape& shape) override;
 
  private:
   int device_ = 0;
@@ -100,24 +100,23 @@ void launch_next_batch(cudaStream_t stream, const float* src, const int32_t* src
 void launch_increment(cudaStream_t stream, uint64_t* counter);
 void launch_accumulate(cudaStream_t stream, float* dst, const float* src, int64_t n);
 void launch_accumulate_stats(cudaStream_t stream, LossStats* dst, const LossStats* src);
-// Fused trials (queue.cu): trial t's next batch from sources[t] into rows [t rows, (t + 1) rows)
-// of dst, then each trial's position advanced; each of `counters` incremented. The arrays are in
-// device memory, `trials` long.
-struct TrialBatchSource {
+// Fused models (queue.cu): model t's next batch from sources[t] into rows [t rows, (t + 1) rows)
+// of dst, then each model's position advanced; each of `counters` incremented. The arrays are in
+// device memory, `models` long.
+struct ModelBatchSource {
   const float* x;
   const int32_t* y;
   const int32_t* order;
   int64_t* position;
 };
-void launch_trials_next_batch(cudaStream_t stream, const TrialBatchSource* sources, int trials,
-                              int64_t rows, int64_t row_floats, float* dst, int32_t* dst_labels);
-void launch_trials_increment(cudaStream_t stream, uint64_t* const* counters, int trials);
+void launch_fused_next_batch(cudaStream_t stream, const ModelBatchSource* sources, int models,
+                             int64_t rows, int64_t row_floats, float* dst, int32_t* dst_labels);
+void launch_fused_increment(cudaStream_t stream, uint64_t* const* counters, int models);
 
 // Kernel factories, one per op-family file (same names as the CPU backend's files).
 std::unique_ptr<WeightedKernel> make_linear(CudaBackend& be,
                                             const LinearShape& shape);  // linear.cu
-std::unique_ptr<ActivationKernel> make_activation(CudaBackend& be, Activation act,
-                                                  int64_t elements,
+std::unique_ptr<ActivationKernel> make_activation(CudaBackend& be, Activation act, int64_t elements,
                                                   float negative_slope);  // activation.cu
 std::unique_ptr<LossKernel> make_loss(CudaBackend& be, LossKind kind, int64_t batch,
                                       int64_t classes, int64_t normalizer);              // loss.cu
@@ -133,23 +132,23 @@ std::unique_ptr<BatchNormKernel> make_batch_norm(CudaBackend& be,
 std::unique_ptr<OptimizerKernel> make_optimizer(CudaBackend& be, const OptimizerSettings& spec,
                                                 int64_t parameters);  // optimizer.cu
 
-// Fused trials' own work batched over the trials (trials.cpp composes them with the gather): each
-// trial's loss over its rows, with its own stats (loss.cu); each trial's optimizer step, one
-// launch for all (optimizer.cu: null where the trials' optimizers are not all of one kind).
-class TrialsLoss {
+// Fused models' own work batched over the models (models.cpp composes them with the gather): each
+// model's loss over its rows, with its own stats (loss.cu); each model's optimizer step, one
+// launch for all (optimizer.cu: null where the models' optimizers are not all of one kind).
+class FusedLoss {
  public:
-  virtual ~TrialsLoss() = default;
+  virtual ~FusedLoss() = default;
   virtual void run(const float* logits, const int32_t* labels, float* d_logits) = 0;
 };
-class TrialsUpdate {
+class FusedUpdate {
  public:
-  virtual ~TrialsUpdate() = default;
+  virtual ~FusedUpdate() = default;
   virtual void run() = 0;
 };
-std::unique_ptr<TrialsLoss> make_trials_loss(CudaBackend& be, LossKind kind, int64_t rows,
-                                             int64_t classes,
-                                             const std::vector<LossStats*>& stats);  // loss.cu
-std::unique_ptr<TrialsUpdate> make_trials_update(
-    CudaBackend& be, const std::vector<TrialsStepShape::Trial>& trials);  // optimizer.cu
+std::unique_ptr<FusedLoss> make_fused_loss(CudaBackend& be, LossKind kind, int64_t rows,
+                                           int64_t classes,
+                                           const std::vector<LossStats*>& stats);  // loss.cu
+std::unique_ptr<FusedUpdate> make_fused_update(
+    CudaBackend& be, const std::vector<FusedStepShape::Member>& models);  // optimizer.cu
 
 }  // namespace xo::cuda

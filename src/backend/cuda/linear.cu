@@ -31,13 +31,13 @@
 //   the d_src matmul belongs to the layer above, which does not know this layer's activation, and
 //   this layer receives d_dst already computed; there is no matmul of ours whose output is d_pre,
 //   so DRELU_BGRAD would need an extra identity matmul, dearer than the element-wise pass it saves.
-// - Fused trials (LinearShape::trials, model/trials.h): the same layer of K models, src/dst
-//   [K, batch, features] and trial t's weights, bias and gradients trial_stride floats after
-//   trial t - 1's. The small kernels take the trial as blockIdx.z; larger layers run the three
-//   products batched over the trials (cuBLASLt's strided batches) with no epilogue (cuBLASLt's
+// - Fused models (LinearShape::models, model/fused_network.h): the same layer of K models, src/dst
+//   [K, batch, features] and model t's weights, bias and gradients model_stride floats after
+//   model t - 1's. The small kernels take the model as blockIdx.z; larger layers run the three
+//   products batched over the models (cuBLASLt's strided batches) with no epilogue (cuBLASLt's
 //   bias vector has no batch stride in every version) and the bias, activation and bias gradient
-//   in element-wise passes that cover every trial in one launch. A trial of a fused run takes the
-//   trial path even alone (trial_stride > 0), as on the CPU.
+//   in element-wise passes that cover every model in one launch. A model of a fused run takes the
+//   model path even alone (model_stride > 0), as on the CPU.
 #include <string>
 
 #include "backend/activation_math.h"
@@ -59,8 +59,8 @@ __global__ void activate_kernel(float* dst, int64_t n) {
   }
 }
 
-// dst = act(dst + bias) in place over [trials, rows, cols], trial t's bias (null: none) at
-// t * bias_stride: the epilogue of the fused trials' batched forward product.
+// dst = act(dst + bias) in place over [models, rows, cols], model t's bias (null: none) at
+// t * bias_stride: the epilogue of the fused models' batched forward product.
 template <Activation A>
 __global__ void bias_activate_kernel(float* dst, const float* bias, int64_t rows, int64_t cols,
                                      int64_t bias_stride, int64_t n) {
@@ -82,8 +82,8 @@ __global__ void derivative_kernel(const float* dst, float* d, int64_t n) {
 
 // d *= act'(dst) in place and d_bias[c] = sum over rows of d[:, c]. A block owns 32 columns; its
 // 16 row lanes each sum every 16th row, and the 16 partial sums are added in lane order, so the
-// result does not depend on scheduling (no atomics). Fused trials: trial blockIdx.y's rows follow
-// the last trial's, its d_bias `bias_stride` floats after the last's.
+// result does not depend on scheduling (no atomics). Fused models: model blockIdx.y's rows follow
+// the last model's, its d_bias `bias_stride` floats after the last's.
 template <Activation A>
 __global__ void derivative_bias_kernel(const float* dst, float* d, int64_t rows, int64_t cols,
                                        float* d_bias, int64_t bias_stride) {
@@ -116,9 +116,9 @@ __global__ void derivative_bias_kernel(const float* dst, float* d, int64_t rows,
 // layer: 100 x 128 x 256 = 3.3M).
 constexpr int64_t kSmallMacs = int64_t{1} << 22;
 constexpr int64_t kSmallSum = 512;  // the longest sum one block does (16 chunks)
-constexpr int kTile = 32;                 // output tile 32 x 32; k in chunks of 32
-constexpr int kTileThreads = 256;         // 16 x 16 threads, each 2 x 2 outputs
-using TileRow = float[kTile + 1];         // shared rows padded: no bank conflicts either way
+constexpr int kTile = 32;           // output tile 32 x 32; k in chunks of 32
+constexpr int kTileThreads = 256;   // 16 x 16 threads, each 2 x 2 outputs
+using TileRow = float[kTile + 1];   // shared rows padded: no bank conflicts either way
 
 // Stages one 32 x 32 operand chunk into shared memory as tile[i][j] = load(i, j), walking memory
 // along whichever index is contiguous there (`fast_i`: i), so that a warp reads consecutive floats.
@@ -161,7 +161,7 @@ __device__ __forceinline__ void multiply_chunk(const TileRow* a, const TileRow* 
 }
 
 // dst [batch, out] = act(src [batch, in] W^T + bias): a block per 32 x 32 tile of dst. Fused
-// trials: trial blockIdx.z's src and dst follow the last trial's, its W and bias `stride` floats
+// models: model blockIdx.z's src and dst follow the last model's, its W and bias `stride` floats
 // after the last's.
 template <Activation A>
 __global__ void __launch_bounds__(kTileThreads)
@@ -201,7 +201,7 @@ __global__ void __launch_bounds__(kTileThreads)
 // (sum over the batch of d_pre^T src; the blocks of the first column of tiles also sum d_b over
 // the same rows of d_pre); the others own a tile of d_src [batch, in] (d_pre W, summed over out).
 // d_pre = d_dst * act'(dst) is recomputed wherever it is loaded, so no block waits for another.
-// Fused trials: trial blockIdx.z's at the offsets small_forward_kernel's are.
+// Fused models: model blockIdx.z's at the offsets small_forward_kernel's are.
 template <Activation A>
 __global__ void __launch_bounds__(kTileThreads)
     small_backward_kernel(const float* src, const float* w, const float* dst, const float* d_dst,
@@ -287,21 +287,21 @@ bool is_small(const LinearShape& s) {
 
 unsigned tiles(int64_t n) { return static_cast<unsigned>((n + kTile - 1) / kTile); }
 
-// A Linear of fused trials (LinearShape::trials), or a trial of a fused run alone.
-bool fused_trials(const LinearShape& s) { return s.trials > 1 || s.trial_stride > 0; }
+// A Linear of fused models (LinearShape::models), or a model of a fused run alone.
+bool fused_models(const LinearShape& s) { return s.models > 1 || s.model_stride > 0; }
 
 MatmulEpilogue forward_epilogue(const LinearShape& s) {
-  if (fused_trials(s)) return MatmulEpilogue::None;  // bias and activation: bias_activate_kernel
+  if (fused_models(s)) return MatmulEpilogue::None;  // bias and activation: bias_activate_kernel
   if (s.activation == Activation::ReLU) {
     return s.has_bias ? MatmulEpilogue::ReluBias : MatmulEpilogue::Relu;
   }
   return s.has_bias ? MatmulEpilogue::Bias : MatmulEpilogue::None;
 }
 
-// `m` batched over the trials of `s`: trial t's A, B and D at t times a, b and d floats.
-MatmulShape over_trials(MatmulShape m, const LinearShape& s, int64_t a, int64_t b, int64_t d) {
-  if (s.trials > 1) {
-    m.batch = s.trials;
+// `m` batched over the models of `s`: model t's A, B and D at t times a, b and d floats.
+MatmulShape over_models(MatmulShape m, const LinearShape& s, int64_t a, int64_t b, int64_t d) {
+  if (s.models > 1) {
+    m.batch = s.models;
     m.stride_a = a;
     m.stride_b = b;
     m.stride_d = d;
@@ -316,7 +316,7 @@ MatmulShape forward_shape(const LinearShape& s) {
   m.k = s.in_features;
   m.trans_b = true;  // W [out, in] is B^T
   m.epilogue = forward_epilogue(s);
-  return over_trials(m, s, s.batch * s.in_features, s.trial_stride, s.batch * s.out_features);
+  return over_models(m, s, s.batch * s.in_features, s.model_stride, s.batch * s.out_features);
 }
 
 MatmulShape d_weights_shape(const LinearShape& s, MatmulEpilogue epilogue) {
@@ -326,7 +326,7 @@ MatmulShape d_weights_shape(const LinearShape& s, MatmulEpilogue epilogue) {
   m.k = s.batch;
   m.trans_a = true;  // d_pre [batch, out] is A^T
   m.epilogue = epilogue;
-  return over_trials(m, s, s.batch * s.out_features, s.batch * s.in_features, s.trial_stride);
+  return over_models(m, s, s.batch * s.out_features, s.batch * s.in_features, s.model_stride);
 }
 
 MatmulShape d_src_shape(const LinearShape& s) {
@@ -334,16 +334,16 @@ MatmulShape d_src_shape(const LinearShape& s) {
   m.m = s.batch;
   m.n = s.in_features;
   m.k = s.out_features;
-  return over_trials(m, s, s.batch * s.out_features, s.trial_stride, s.batch * s.in_features);
+  return over_models(m, s, s.batch * s.out_features, s.model_stride, s.batch * s.in_features);
 }
 
 template <Activation A>
 class GpuLinear final : public WeightedKernel {
  public:
   GpuLinear(CudaBackend& be, const LinearShape& s)
-      : be_(be), shape_(s), small_(is_small(s)), fused_(fused_trials(s)) {
+      : be_(be), shape_(s), small_(is_small(s)), fused_(fused_models(s)) {
     XO_ASSERT(s.batch > 0 && s.in_features > 0 && s.out_features > 0);
-    XO_ASSERT(s.trials >= 1 && s.trials <= 65535 && (s.trials == 1 || s.trial_stride > 0));
+    XO_ASSERT(s.models >= 1 && s.models <= 65535 && (s.models == 1 || s.model_stride > 0));
     if (small_) return;
     forward_ = std::make_unique<Matmul>(be, forward_shape(s));
     d_weights_ = std::make_unique<Matmul>(be, d_weights_shape(s, MatmulEpilogue::None));
@@ -356,18 +356,18 @@ class GpuLinear final : public WeightedKernel {
     XO_ASSERT((bias != nullptr) == shape_.has_bias);
     if (small_) {
       const dim3 grid(tiles(shape_.out_features), tiles(shape_.batch),
-                      static_cast<unsigned>(shape_.trials));
+                      static_cast<unsigned>(shape_.models));
       XO_CUDA_LAUNCH(small_forward_kernel<A>, grid, kTileThreads, 0, be_.stream(), src, weights,
                      bias, dst, shape_.batch, shape_.in_features, shape_.out_features,
-                     shape_.trial_stride);
+                     shape_.model_stride);
       return;
     }
     if (fused_) {
       forward_->run(src, weights, dst);
-      const int64_t n = shape_.trials * shape_.batch * shape_.out_features;
+      const int64_t n = shape_.models * shape_.batch * shape_.out_features;
       if (bias != nullptr || A != Activation::None) {
         XO_CUDA_LAUNCH(bias_activate_kernel<A>, blocks_for(n), kThreads, 0, be_.stream(), dst, bias,
-                       shape_.batch, shape_.out_features, shape_.trial_stride, n);
+                       shape_.batch, shape_.out_features, shape_.model_stride, n);
       }
       return;
     }
@@ -387,22 +387,22 @@ class GpuLinear final : public WeightedKernel {
       const unsigned blocks = tiles(shape_.out_features) * in_tiles +
                               (d_src != nullptr ? tiles(shape_.batch) * in_tiles : 0);
       XO_CUDA_LAUNCH(small_backward_kernel<A>,
-                     dim3(blocks, 1, static_cast<unsigned>(shape_.trials)), kTileThreads, 0,
+                     dim3(blocks, 1, static_cast<unsigned>(shape_.models)), kTileThreads, 0,
                      be_.stream(), src, weights, dst, d_dst, d_weights, d_bias, d_src, shape_.batch,
-                     shape_.in_features, shape_.out_features, shape_.trial_stride);
+                     shape_.in_features, shape_.out_features, shape_.model_stride);
       return;
     }
     const bool fused_bias = d_bias != nullptr && d_weights_bias_ != nullptr &&
                             d_weights_bias_->can_run(d_dst, src, d_weights, d_bias);
-    const int64_t rows = shape_.batch, cols = shape_.out_features, trials = shape_.trials;
+    const int64_t rows = shape_.batch, cols = shape_.out_features, models = shape_.models;
     if (d_bias != nullptr && !fused_bias) {
       const dim3 grid(static_cast<unsigned>((cols + kColumnTile - 1) / kColumnTile),
-                      static_cast<unsigned>(trials));
+                      static_cast<unsigned>(models));
       XO_CUDA_LAUNCH(derivative_bias_kernel<A>, grid, dim3(kColumnTile, kRowLanes), 0, be_.stream(),
-                     dst, d_dst, rows, cols, d_bias, shape_.trial_stride);
+                     dst, d_dst, rows, cols, d_bias, shape_.model_stride);
     } else if constexpr (A != Activation::None) {
-      XO_CUDA_LAUNCH(derivative_kernel<A>, blocks_for(trials * rows * cols), kThreads, 0,
-                     be_.stream(), dst, d_dst, trials * rows * cols);
+      XO_CUDA_LAUNCH(derivative_kernel<A>, blocks_for(models * rows * cols), kThreads, 0,
+                     be_.stream(), dst, d_dst, models * rows * cols);
     }
     if (fused_bias) {
       d_weights_bias_->run(d_dst, src, d_weights, nullptr, nullptr, d_bias);
@@ -415,8 +415,8 @@ class GpuLinear final : public WeightedKernel {
  private:
   CudaBackend& be_;
   LinearShape shape_;
-  bool small_;                              // the small path: no cuBLASLt plans
-  bool fused_;                              // fused trials (or one of a fused run)
+  bool small_;  // the small path: no cuBLASLt plans
+  bool fused_;  // fused models (or one of a fused run)
   std::unique_ptr<Matmul> forward_;
   std::unique_ptr<Matmul> d_weights_;       // d_W alone
   std::unique_ptr<Matmul> d_weights_bias_;  // d_W with d_b fused (null: cuBLASLt has none)

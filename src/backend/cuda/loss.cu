@@ -66,14 +66,14 @@ __device__ void sum_batch_in_last_block(const float* row_loss, const int32_t* ro
   }
 }
 
-// Fused trials: blockIdx.y is the trial, whose rows (of `width` values) follow the last trial's in
-// every buffer, with its own stats (trial_stats[t]) and its own count of finished blocks (done +
-// t). One call (trial_stats null): trial 0, `stats`.
-struct TrialRows {
+// Fused models: blockIdx.y is the model, whose rows (of `width` values) follow the last model's in
+// every buffer, with its own stats (model_stats[t]) and its own count of finished blocks (done +
+// t). One call (model_stats null): model 0, `stats`.
+struct ModelRows {
   int64_t rows = 0, width = 0;
-  LossStats* const* trial_stats = nullptr;
+  LossStats* const* model_stats = nullptr;
 };
-__device__ __forceinline__ LossStats* trial_offsets(const TrialRows& tr, LossStats* stats,
+__device__ __forceinline__ LossStats* model_offsets(const ModelRows& tr, LossStats* stats,
                                                     const float*& x, const int32_t*& labels,
                                                     float*& d_x, float*& row_loss,
                                                     int32_t*& row_hit, unsigned*& done) {
@@ -84,7 +84,7 @@ __device__ __forceinline__ LossStats* trial_offsets(const TrialRows& tr, LossSta
   row_loss += t * tr.rows;
   row_hit += t * tr.rows;
   done += t;
-  return tr.trial_stats != nullptr ? tr.trial_stats[t] : stats;
+  return tr.model_stats != nullptr ? tr.model_stats[t] : stats;
 }
 
 // One warp per sample (grid-stride over samples; the whole warp shares a sample, so the shuffles
@@ -92,8 +92,8 @@ __device__ __forceinline__ LossStats* trial_offsets(const TrialRows& tr, LossSta
 __global__ void cross_entropy_kernel(const float* logits, const int32_t* labels, int64_t batch,
                                      int64_t classes, float inv_norm, float* d_logits,
                                      float* row_loss, int32_t* row_hit, double normalizer,
-                                     LossStats* stats, unsigned* done, TrialRows trials) {
-  stats = trial_offsets(trials, stats, logits, labels, d_logits, row_loss, row_hit, done);
+                                     LossStats* stats, unsigned* done, ModelRows models) {
+  stats = model_offsets(models, stats, logits, labels, d_logits, row_loss, row_hit, done);
   const int lane = static_cast<int>(threadIdx.x % kWarp);
   const int64_t warps = int64_t{gridDim.x} * kWarpsPerBlock;
   for (int64_t r = int64_t{blockIdx.x} * kWarpsPerBlock + threadIdx.x / kWarp; r < batch;
@@ -153,8 +153,8 @@ __global__ void cross_entropy_kernel(const float* logits, const int32_t* labels,
 __global__ void binary_cross_entropy_kernel(const float* logits, const int32_t* labels,
                                             int64_t batch, float inv_norm, float* d_logits,
                                             float* row_loss, int32_t* row_hit, double normalizer,
-                                            LossStats* stats, unsigned* done, TrialRows trials) {
-  stats = trial_offsets(trials, stats, logits, labels, d_logits, row_loss, row_hit, done);
+                                            LossStats* stats, unsigned* done, ModelRows models) {
+  stats = model_offsets(models, stats, logits, labels, d_logits, row_loss, row_hit, done);
   for (int64_t r = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; r < batch;
        r += int64_t{gridDim.x} * blockDim.x) {
     const float x = logits[r];
@@ -176,8 +176,8 @@ __global__ void binary_cross_entropy_kernel(const float* logits, const int32_t* 
 __global__ void mean_squared_error_kernel(const float* outputs, const int32_t* targets,
                                           int64_t batch, float scale, float* d_outputs,
                                           float* row_loss, int32_t* row_hit, double normalizer,
-                                          LossStats* stats, unsigned* done, TrialRows trials) {
-  stats = trial_offsets(trials, stats, outputs, targets, d_outputs, row_loss, row_hit, done);
+                                          LossStats* stats, unsigned* done, ModelRows models) {
+  stats = model_offsets(models, stats, outputs, targets, d_outputs, row_loss, row_hit, done);
   for (int64_t r = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; r < batch;
        r += int64_t{gridDim.x} * blockDim.x) {
     const float diff = outputs[r] - __int_as_float(targets[r]);  // the target's bits
@@ -188,38 +188,38 @@ __global__ void mean_squared_error_kernel(const float* outputs, const int32_t* t
   sum_batch_in_last_block(row_loss, row_hit, batch, normalizer, stats, done);
 }
 
-// The loss of one call, or of fused trials (`trials` of them, rows after rows, each with its own
-// stats: TrialRows).
-class GpuLoss final : public LossKernel, public TrialsLoss {
+// The loss of one call, or of fused models (`models` of them, rows after rows, each with its own
+// stats: ModelRows).
+class GpuLoss final : public LossKernel, public FusedLoss {
  public:
   GpuLoss(CudaBackend& be, LossKind kind, int64_t batch, int64_t classes, int64_t normalizer,
-          const std::vector<LossStats*>& trial_stats = {})
+          const std::vector<LossStats*>& model_stats = {})
       : be_(be),
         kind_(kind),
         batch_(batch),
         classes_(classes),
         normalizer_(normalizer),
-        trials_(std::max<int64_t>(1, static_cast<int64_t>(trial_stats.size()))),
-        row_loss_(be.allocate(static_cast<size_t>(trials_ * batch) * sizeof(float))),
-        row_hit_(be.allocate(static_cast<size_t>(trials_ * batch) * sizeof(int32_t))),
-        done_(be.allocate(static_cast<size_t>(trials_) * sizeof(unsigned))) {
+        models_(std::max<int64_t>(1, static_cast<int64_t>(model_stats.size()))),
+        row_loss_(be.allocate(static_cast<size_t>(models_ * batch) * sizeof(float))),
+        row_hit_(be.allocate(static_cast<size_t>(models_ * batch) * sizeof(int32_t))),
+        done_(be.allocate(static_cast<size_t>(models_) * sizeof(unsigned))) {
     XO_ASSERT(batch > 0 && classes > 0 && normalizer > 0);
-    be.fill_zero(done_.as<unsigned>(), static_cast<size_t>(trials_) * sizeof(unsigned));
+    be.fill_zero(done_.as<unsigned>(), static_cast<size_t>(models_) * sizeof(unsigned));
     if (kind != LossKind::CrossEntropy) XO_ASSERT(classes == 1);
-    if (!trial_stats.empty()) {
-      trial_stats_ = be.allocate(trial_stats.size() * sizeof(LossStats*));
-      be.upload(trial_stats_.as<LossStats*>(), trial_stats.data(),
-                trial_stats.size() * sizeof(LossStats*));
+    if (!model_stats.empty()) {
+      model_stats_ = be.allocate(model_stats.size() * sizeof(LossStats*));
+      be.upload(model_stats_.as<LossStats*>(), model_stats.data(),
+                model_stats.size() * sizeof(LossStats*));
     }
   }
 
   void forward_backward(const float* logits, const int32_t* labels, float* d_logits,
                         LossStats* stats) override {
-    XO_ASSERT(!trial_stats_);
+    XO_ASSERT(!model_stats_);
     launch(logits, labels, d_logits, stats);
   }
   void run(const float* logits, const int32_t* labels, float* d_logits) override {
-    XO_ASSERT(trial_stats_);
+    XO_ASSERT(model_stats_);
     launch(logits, labels, d_logits, nullptr);
   }
 
@@ -230,32 +230,32 @@ class GpuLoss final : public LossKernel, public TrialsLoss {
     int32_t* row_hit = row_hit_.as<int32_t>();
     const double normalizer = static_cast<double>(normalizer_);
     unsigned* done = done_.as<unsigned>();
-    const TrialRows trials{batch_, classes_,
-                           trial_stats_ ? trial_stats_.as<LossStats*>() : nullptr};
-    const auto k = static_cast<unsigned>(trials_);
+    const ModelRows models{batch_, classes_,
+                           model_stats_ ? model_stats_.as<LossStats*>() : nullptr};
+    const auto k = static_cast<unsigned>(models_);
     if (kind_ == LossKind::CrossEntropy) {
       XO_CUDA_LAUNCH(cross_entropy_kernel, dim3(blocks_for(batch_ * kWarp), k), kThreads, 0,
                      be_.stream(), logits, labels, batch_, classes_, inv_norm, d_logits, row_loss,
-                     row_hit, normalizer, stats, done, trials);
+                     row_hit, normalizer, stats, done, models);
     } else if (kind_ == LossKind::MeanSquaredError) {
       XO_CUDA_LAUNCH(mean_squared_error_kernel, dim3(blocks_for(batch_), k), kThreads, 0,
                      be_.stream(), logits, labels, batch_, 2.0f / static_cast<float>(normalizer_),
-                     d_logits, row_loss, row_hit, normalizer, stats, done, trials);
+                     d_logits, row_loss, row_hit, normalizer, stats, done, models);
     } else {
       XO_CUDA_LAUNCH(binary_cross_entropy_kernel, dim3(blocks_for(batch_), k), kThreads, 0,
                      be_.stream(), logits, labels, batch_, inv_norm, d_logits, row_loss, row_hit,
-                     normalizer, stats, done, trials);
+                     normalizer, stats, done, models);
     }
   }
 
   CudaBackend& be_;
   LossKind kind_;
   int64_t batch_, classes_, normalizer_;
-  int64_t trials_;            // 1 for one call's loss
-  DeviceBuffer row_loss_;     // [trials, batch] each sample's loss
-  DeviceBuffer row_hit_;      // [trials, batch] 1 where the prediction is right
-  DeviceBuffer done_;         // [trials] blocks of the running call that have finished (0 between)
-  DeviceBuffer trial_stats_;  // [trials] each trial's stats; empty for one call's loss
+  int64_t models_;            // 1 for one call's loss
+  DeviceBuffer row_loss_;     // [models, batch] each sample's loss
+  DeviceBuffer row_hit_;      // [models, batch] 1 where the prediction is right
+  DeviceBuffer done_;         // [models] blocks of the running call that have finished (0 between)
+  DeviceBuffer model_stats_;  // [models] each model's stats; empty for one call's loss
 };
 
 }  // namespace
@@ -265,9 +265,8 @@ std::unique_ptr<LossKernel> make_loss(CudaBackend& be, LossKind kind, int64_t ba
   return std::make_unique<GpuLoss>(be, kind, batch, classes, normalizer);
 }
 
-std::unique_ptr<TrialsLoss> make_trials_loss(CudaBackend& be, LossKind kind, int64_t rows,
-                                             int64_t classes,
-                                             const std::vector<LossStats*>& stats) {
+std::unique_ptr<FusedLoss> make_fused_loss(CudaBackend& be, LossKind kind, int64_t rows,
+                                           int64_t classes, const std::vector<LossStats*>& stats) {
   XO_ASSERT(!stats.empty());
   return std::make_unique<GpuLoss>(be, kind, rows, classes, rows, stats);
 }

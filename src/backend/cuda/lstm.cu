@@ -130,7 +130,7 @@ __global__ void __launch_bounds__(kStepThreads)
                         const float* bias_hh, int64_t batch, int64_t hidden, int chunk, int ld,
                         int64_t w_stride) {
   extern __shared__ float step_shared[];
-  {  // fused trials: trial blockIdx.z's rows (batch rows further on per trial) and parameters
+  {  // fused models: model blockIdx.z's rows (batch rows further on per model) and parameters
     const int64_t z = blockIdx.z;
     gates += z * batch * g_ld;
     if (h_prev != nullptr) h_prev += z * batch * s_ld;
@@ -258,7 +258,7 @@ __global__ void __launch_bounds__(kStepThreads)
                          const float* d_h_above, int64_t a_ld, const float* w_hh, float* dc,
                          int64_t batch, int64_t hidden, int chunk, int ld, int64_t w_stride) {
   extern __shared__ float step_shared[];
-  {  // fused trials, as the forward's
+  {  // fused models, as the forward's
     const int64_t z = blockIdx.z;
     gates += z * batch * g_ld;
     d_gates += z * batch * g_ld;
@@ -376,7 +376,7 @@ __global__ void __launch_bounds__(kStepThreads)
 // d_bias_ih[c] = d_bias_hh[c] = sum over rows of m[:, c] (the two biases enter the gates the same
 // way, so their gradients are equal). A block owns 32 columns; its 32 row lanes each sum every
 // 32nd row and the partial sums are added in lane order: the result does not depend on scheduling.
-// Fused trials: trial blockIdx.y's m rows * cols floats further on, its biases w_stride.
+// Fused models: model blockIdx.y's m rows * cols floats further on, its biases w_stride.
 __global__ void __launch_bounds__(kColumnSumThreads)
     column_sums_kernel(const float* m, int64_t rows, int64_t cols, float* d_bias_ih,
                        float* d_bias_hh, int64_t w_stride) {
@@ -411,11 +411,11 @@ bool same_shape(const MatmulShape& a, const MatmulShape& b) {
          a.stride_a == b.stride_a && a.stride_b == b.stride_b && a.stride_d == b.stride_d;
 }
 
-// A product of every fused trial at once: `trials` entries, each operand's at its stride.
-MatmulShape batched(MatmulShape s, int64_t trials, int64_t stride_a, int64_t stride_b,
+// A product of every fused model at once: `models` entries, each operand's at its stride.
+MatmulShape batched(MatmulShape s, int64_t models, int64_t stride_a, int64_t stride_b,
                     int64_t stride_d) {
-  if (trials > 1) {
-    s.batch = trials;
+  if (models > 1) {
+    s.batch = models;
     s.stride_a = stride_a;
     s.stride_b = stride_b;
     s.stride_d = stride_d;
@@ -471,18 +471,18 @@ StepPlan plan_step(int64_t batch, int64_t hidden, int64_t length, int weight_row
   return p;
 }
 
-// Fused trials: LstmShape::trials > 1 (or a trial_stride) runs every trial at once, its tensors
-// [trials * N, T, ...] (the trials' batch-first tensors one after another), its parameters
-// trial_stride floats apart: the step kernels take the trial as blockIdx.z, the matmuls as
-// cuBLASLt's strided batch, the bias sums as blockIdx.y; one launch per step for all the trials.
+// Fused models: LstmShape::models > 1 (or a model_stride) runs every model at once, its tensors
+// [models * N, T, ...] (the models' batch-first tensors one after another), its parameters
+// model_stride floats apart: the step kernels take the model as blockIdx.z, the matmuls as
+// cuBLASLt's strided batch, the bias sums as blockIdx.y; one launch per step for all the models.
 
 class GpuLstm final : public LstmKernel {
  public:
   GpuLstm(CudaBackend& be, const LstmShape& s) : be_(be), s_(s) {
     XO_ASSERT(s.batch > 0 && s.steps > 0 && s.input > 0 && s.hidden > 0 && s.layers > 0);
-    XO_ASSERT(s.trials >= 1 && (s.trials == 1 || s.trial_stride > 0));
+    XO_ASSERT(s.models >= 1 && (s.models == 1 || s.model_stride > 0));
     const int64_t N = s.batch, T = s.steps, H = s.hidden, G = 4 * s.hidden;
-    const int64_t K = s.trials, W = s.trial_stride;
+    const int64_t K = s.models, W = s.model_stride;
     const int sms = be.properties().multiProcessorCount;
     step_forward_ = plan_step(N, H, H, 4, sms);
     step_backward_ = plan_step(N, H, G, 1, sms);
@@ -536,17 +536,17 @@ class GpuLstm final : public LstmKernel {
         if (sp.rows_per_thread == 4) {
           XO_CUDA_LAUNCH(step_forward_kernel<4>, sp.grid, kStepThreads, sp.shared_bytes, stream,
                          gates + t * G, T * G, h_prev, c_prev, c + t * H, h + t * H, T * H,
-                         p.weight_hh, p.bias_ih, p.bias_hh, N, H, sp.chunk, sp.ld, s_.trial_stride);
+                         p.weight_hh, p.bias_ih, p.bias_hh, N, H, sp.chunk, sp.ld, s_.model_stride);
         } else {
           XO_CUDA_LAUNCH(step_forward_kernel<1>, sp.grid, kStepThreads, sp.shared_bytes, stream,
                          gates + t * G, T * G, h_prev, c_prev, c + t * H, h + t * H, T * H,
-                         p.weight_hh, p.bias_ih, p.bias_hh, N, H, sp.chunk, sp.ld, s_.trial_stride);
+                         p.weight_hh, p.bias_ih, p.bias_hh, N, H, sp.chunk, sp.ld, s_.model_stride);
         }
       }
       x = h;  // the next layer reads this layer's h as its [N*T, H] input
     }
     const float* top = layers_.back().h.as<float>();
-    const int64_t rows = s_.trials * N;  // every trial's samples
+    const int64_t rows = s_.models * N;  // every model's samples
     if (s_.sequence) {
       XO_CUDA_CHECK(
           cudaMemcpyAsync(dst, top, bytes(rows * T * H), cudaMemcpyDeviceToDevice, stream));
@@ -592,11 +592,11 @@ class GpuLstm final : public LstmKernel {
         if (sp.rows_per_thread == 4) {
           XO_CUDA_LAUNCH(step_backward_kernel<4>, sp.grid, kStepThreads, sp.shared_bytes, stream,
                          gates + t * G, d_gates + t * G, d_next, T * G, c_prev, c + t * H, T * H,
-                         above, above_ld, p.weight_hh, dc, N, H, sp.chunk, sp.ld, s_.trial_stride);
+                         above, above_ld, p.weight_hh, dc, N, H, sp.chunk, sp.ld, s_.model_stride);
         } else {
           XO_CUDA_LAUNCH(step_backward_kernel<1>, sp.grid, kStepThreads, sp.shared_bytes, stream,
                          gates + t * G, d_gates + t * G, d_next, T * G, c_prev, c + t * H, T * H,
-                         above, above_ld, p.weight_hh, dc, N, H, sp.chunk, sp.ld, s_.trial_stride);
+                         above, above_ld, p.weight_hh, dc, N, H, sp.chunk, sp.ld, s_.model_stride);
         }
       }
       // Everything that needs d_gates_0 first: d_x (which overwrites d_h_below_, read only by the
@@ -610,18 +610,18 @@ class GpuLstm final : public LstmKernel {
       l.d_w_ih->run(d_gates, x, gr.weight_ih);
       const dim3 block(kColumnTile, kRowLanes);
       const unsigned tiles = static_cast<unsigned>((G + kColumnTile - 1) / kColumnTile);
-      XO_CUDA_LAUNCH(column_sums_kernel, dim3(tiles, static_cast<unsigned>(s_.trials)), block, 0,
-                     stream, d_gates, N * T, G, gr.bias_ih, gr.bias_hh, s_.trial_stride);
+      XO_CUDA_LAUNCH(column_sums_kernel, dim3(tiles, static_cast<unsigned>(s_.models)), block, 0,
+                     stream, d_gates, N * T, G, gr.bias_ih, gr.bias_hh, s_.model_stride);
       if (T > 1) {
         // Zero d_gates_0 of every sample, so that the shifted matmul's cross-sample rows add
         // nothing (see the header comment).
-        XO_CUDA_CHECK(cudaMemset2DAsync(d_gates, bytes(T * G), 0, bytes(G), s_.trials * N, stream));
+        XO_CUDA_CHECK(cudaMemset2DAsync(d_gates, bytes(T * G), 0, bytes(G), s_.models * N, stream));
         l.d_w_hh->run(d_gates + G, h, gr.weight_hh);
       } else {
         // One step: h_{-1} = 0 is the only previous state, so W_hh gets no gradient.
-        for (int64_t n = 0; n < s_.trials; ++n) {
+        for (int64_t n = 0; n < s_.models; ++n) {
           XO_CUDA_CHECK(
-              cudaMemsetAsync(gr.weight_hh + n * s_.trial_stride, 0, bytes(G * H), stream));
+              cudaMemsetAsync(gr.weight_hh + n * s_.model_stride, 0, bytes(G * H), stream));
         }
       }
     }
@@ -634,7 +634,7 @@ class GpuLstm final : public LstmKernel {
     Matmul* d_w_hh = nullptr;
     Matmul* d_x = nullptr;
     DeviceBuffer gates;  // [K*N, T, 4H]: the pre-activations, then the gate values (i, f, g, o)
-    DeviceBuffer c, h;   // [K*N, T, H]: c_t and h_t of every step (K: the fused trials, or 1)
+    DeviceBuffer c, h;   // [K*N, T, H]: c_t and h_t of every step (K: the fused models, or 1)
   };
 
   static size_t bytes(int64_t floats) { return static_cast<size_t>(floats) * sizeof(float); }

@@ -34,7 +34,7 @@ struct MatmulShape {
   // be used in place.
   int64_t lda = 0, ldb = 0, ldd = 0;
   bool accumulate = false;  // D += op(A) op(B) instead of D = op(A) op(B)
-  // Batched (fused trials): `batch` products at once, entry i's A, B and D at i * stride_a,
+  // Batched (fused models): `batch` products at once, entry i's A, B and D at i * stride_a,
   // stride_b, stride_d elements from the first's.
   int64_t batch = 1;
   int64_t stride_a = 0, stride_b = 0, stride_d = 0;

@@ -128,16 +128,16 @@ __global__ void update_kernel(UpdateBuffers b, int64_t n, OptimizerType type, bo
   update(b, n, type, momentum);
 }
 
-// Fused trials: each trial's optimizer (all of one kind) in one launch, trial blockIdx.y's buffers
+// Fused models: each model's optimizer (all of one kind) in one launch, model blockIdx.y's buffers
 // and StepState from its entry.
-__global__ void trials_begin_step_kernel(const UpdateBuffers* trials, int count, bool adam) {
+__global__ void fused_begin_step_kernel(const UpdateBuffers* models, int count, bool adam) {
   const int t = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
-  if (t < count) begin_step(trials[t].state, adam, trials[t].beta1, trials[t].beta2);
+  if (t < count) begin_step(models[t].state, adam, models[t].beta1, models[t].beta2);
 }
 
-__global__ void trials_update_kernel(const UpdateBuffers* trials, int64_t n, OptimizerType type,
-                                     bool momentum) {
-  update(trials[blockIdx.y], n, type, momentum);
+__global__ void fused_update_kernel(const UpdateBuffers* models, int64_t n, OptimizerType type,
+                                    bool momentum) {
+  update(models[blockIdx.y], n, type, momentum);
 }
 
 class GpuOptimizer final : public OptimizerKernel {
@@ -200,7 +200,7 @@ class GpuOptimizer final : public OptimizerKernel {
     upload_rates(lr);
   }
 
-  // What a step launches (and a fused group's one launch for all its trials' steps, TrialsUpdate):
+  // What a step launches (and a fused group's one launch for all its models' steps, FusedUpdate):
   // whether the update reads the step count (begin_step first), the kind of update, its buffers.
   bool adam() const { return type_ == OptimizerType::Adam || type_ == OptimizerType::AdamW; }
   bool momentum() const { return static_cast<float>(s_.momentum) != 0.0f; }
@@ -244,31 +244,31 @@ class GpuOptimizer final : public OptimizerKernel {
   DeviceBuffer second_;  // Adam v, Adadelta u
 };
 
-// The steps of a fused group's trials, one launch for all (two where the update reads the step:
-// the trials' counts and Adam's corrections first, as GpuOptimizer::step does for one).
-class GpuTrialsUpdate final : public TrialsUpdate {
+// The steps of a fused group's models, one launch for all (two where the update reads the step:
+// the models' counts and Adam's corrections first, as GpuOptimizer::step does for one).
+class GpuFusedUpdate final : public FusedUpdate {
  public:
-  GpuTrialsUpdate(CudaBackend& be, std::vector<UpdateBuffers> trials, const GpuOptimizer& first)
+  GpuFusedUpdate(CudaBackend& be, std::vector<UpdateBuffers> models, const GpuOptimizer& first)
       : be_(be),
-        count_(static_cast<int>(trials.size())),
+        count_(static_cast<int>(models.size())),
         n_(first.parameters()),
         type_(first.type()),
         adam_(first.adam()),
         momentum_(first.momentum()),
         reads_step_(first.reads_step()),
-        trials_(be.allocate(trials.size() * sizeof(UpdateBuffers))) {
-    be.upload(trials_.as<UpdateBuffers>(), trials.data(), trials.size() * sizeof(UpdateBuffers));
+        models_(be.allocate(models.size() * sizeof(UpdateBuffers))) {
+    be.upload(models_.as<UpdateBuffers>(), models.data(), models.size() * sizeof(UpdateBuffers));
   }
 
   void run() override {
-    const UpdateBuffers* trials = trials_.as<UpdateBuffers>();
+    const UpdateBuffers* models = models_.as<UpdateBuffers>();
     if (reads_step_ || n_ == 0) {
-      XO_CUDA_LAUNCH(trials_begin_step_kernel, blocks_for(count_), kThreads, 0, be_.stream(),
-                     trials, count_, adam_);
+      XO_CUDA_LAUNCH(fused_begin_step_kernel, blocks_for(count_), kThreads, 0, be_.stream(), models,
+                     count_, adam_);
     }
     if (n_ == 0) return;
-    XO_CUDA_LAUNCH(trials_update_kernel, dim3(blocks_for(n_), static_cast<unsigned>(count_)),
-                   kThreads, 0, be_.stream(), trials, n_, type_, momentum_);
+    XO_CUDA_LAUNCH(fused_update_kernel, dim3(blocks_for(n_), static_cast<unsigned>(count_)),
+                   kThreads, 0, be_.stream(), models, n_, type_, momentum_);
   }
 
  private:
@@ -277,16 +277,16 @@ class GpuTrialsUpdate final : public TrialsUpdate {
   int64_t n_;
   OptimizerType type_;
   bool adam_, momentum_, reads_step_;
-  DeviceBuffer trials_;  // [count] UpdateBuffers
+  DeviceBuffer models_;  // [count] UpdateBuffers
 };
 
 }  // namespace
 
-std::unique_ptr<TrialsUpdate> make_trials_update(
-    CudaBackend& be, const std::vector<TrialsStepShape::Trial>& trials) {
+std::unique_ptr<FusedUpdate> make_fused_update(CudaBackend& be,
+                                               const std::vector<FusedStepShape::Member>& models) {
   std::vector<UpdateBuffers> entries;
   const GpuOptimizer* first = nullptr;
-  for (const TrialsStepShape::Trial& t : trials) {
+  for (const FusedStepShape::Member& t : models) {
     auto* o = dynamic_cast<GpuOptimizer*>(t.optimizer);
     if (o == nullptr) return nullptr;
     if (first == nullptr) first = o;
@@ -297,7 +297,7 @@ std::unique_ptr<TrialsUpdate> make_trials_update(
     entries.push_back(o->buffers(t.params, t.grads));
   }
   if (first == nullptr) return nullptr;
-  return std::make_unique<GpuTrialsUpdate>(be, std::move(entries), *first);
+  return std::make_unique<GpuFusedUpdate>(be, std::move(entries), *first);
 }
 
 std::unique_ptr<OptimizerKernel> make_optimizer(CudaBackend& be, const OptimizerSettings& spec,

@@ -4,9 +4,9 @@
 namespace xo::cuda {
 namespace {
 
-__global__ void next_batch_kernel(const float* src, const int32_t* src_labels,
-                                  const int32_t* order, const int64_t* position, int64_t rows,
-                                  int64_t row_floats, float* dst, int32_t* dst_labels) {
+__global__ void next_batch_kernel(const float* src, const int32_t* src_labels, const int32_t* order,
+                                  const int64_t* position, int64_t rows, int64_t row_floats,
+                                  float* dst, int32_t* dst_labels) {
   const int32_t* index = order + *position;
   const int64_t n = rows * row_floats;
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
@@ -22,10 +22,10 @@ __global__ void next_batch_kernel(const float* src, const int32_t* src_labels,
 __global__ void advance_kernel(int64_t* position, int64_t by) { *position += by; }
 __global__ void increment_kernel(uint64_t* counter) { *counter += 1; }
 
-// Fused trials: trial blockIdx.y's batch from its own source and order into its rows of dst.
-__global__ void trials_next_batch_kernel(const TrialBatchSource* sources, int64_t rows,
-                                         int64_t row_floats, float* dst, int32_t* dst_labels) {
-  const TrialBatchSource s = sources[blockIdx.y];
+// Fused models: model blockIdx.y's batch from its own source and order into its rows of dst.
+__global__ void fused_next_batch_kernel(const ModelBatchSource* sources, int64_t rows,
+                                        int64_t row_floats, float* dst, int32_t* dst_labels) {
+  const ModelBatchSource s = sources[blockIdx.y];
   const int32_t* index = s.order + *s.position;
   const int64_t n = rows * row_floats;
   dst += blockIdx.y * n;
@@ -39,15 +39,15 @@ __global__ void trials_next_batch_kernel(const TrialBatchSource* sources, int64_
   }
 }
 
-// Runs after trials_next_batch_kernel: every thread of that one has read its trial's position.
-__global__ void trials_advance_kernel(const TrialBatchSource* sources, int trials, int64_t by) {
+// Runs after fused_next_batch_kernel: every thread of that one has read its model's position.
+__global__ void fused_advance_kernel(const ModelBatchSource* sources, int models, int64_t by) {
   const int t = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
-  if (t < trials) *sources[t].position += by;
+  if (t < models) *sources[t].position += by;
 }
 
-__global__ void trials_increment_kernel(uint64_t* const* counters, int trials) {
+__global__ void fused_increment_kernel(uint64_t* const* counters, int models) {
   const int t = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
-  if (t < trials) *counters[t] += 1;
+  if (t < models) *counters[t] += 1;
 }
 
 __global__ void accumulate_kernel(float* dst, const float* src, int64_t n) {
@@ -73,18 +73,17 @@ void launch_next_batch(cudaStream_t stream, const float* src, const int32_t* src
   XO_CUDA_LAUNCH(advance_kernel, 1, 1, 0, stream, position, rows);
 }
 
-void launch_trials_next_batch(cudaStream_t stream, const TrialBatchSource* sources, int trials,
-                              int64_t rows, int64_t row_floats, float* dst, int32_t* dst_labels) {
-  const dim3 grid(blocks_for(rows * row_floats), static_cast<unsigned>(trials));
-  XO_CUDA_LAUNCH(trials_next_batch_kernel, grid, kThreads, 0, stream, sources, rows, row_floats,
-                 dst, dst_labels);
-  XO_CUDA_LAUNCH(trials_advance_kernel, blocks_for(trials), kThreads, 0, stream, sources, trials,
+void launch_fused_next_batch(cudaStream_t stream, const ModelBatchSource* sources, int models,
+                             int64_t rows, int64_t row_floats, float* dst, int32_t* dst_labels) {
+  const dim3 grid(blocks_for(rows * row_floats), static_cast<unsigned>(models));
+  XO_CUDA_LAUNCH(fused_next_batch_kernel, grid, kThreads, 0, stream, sources, rows, row_floats, dst,
+                 dst_labels);
+  XO_CUDA_LAUNCH(fused_advance_kernel, blocks_for(models), kThreads, 0, stream, sources, models,
                  rows);
 }
 
-void launch_trials_increment(cudaStream_t stream, uint64_t* const* counters, int trials) {
-  XO_CUDA_LAUNCH(trials_increment_kernel, blocks_for(trials), kThreads, 0, stream, counters,
-                 trials);
+void launch_fused_increment(cudaStream_t stream, uint64_t* const* counters, int models) {
+  XO_CUDA_LAUNCH(fused_increment_kernel, blocks_for(models), kThreads, 0, stream, counters, models);
 }
 
 void launch_increment(cudaStream_t stream, uint64_t* counter) {

@@ -1,4 +1,4 @@
-#include "model/trials.h"
+#include "model/fused_network.h"
 
 #include <fmt/format.h>
 
@@ -17,22 +17,22 @@ std::string shape_text(const std::vector<int64_t>& shape) {
 
 }  // namespace
 
-const char* trial_stepping_name(TrialStepping s) {
+const char* fused_stepping_name(FusedStepping s) {
   switch (s) {
-    case TrialStepping::Together:
+    case FusedStepping::Together:
       return "together";
-    case TrialStepping::OneAfterAnother:
+    case FusedStepping::OneAfterAnother:
       return "one after another";
-    case TrialStepping::SideBySide:
+    case FusedStepping::SideBySide:
       return "side by side";
   }
   return "?";
 }
 
-TrialStepping trial_stepping(const std::vector<Node>& nodes,
+FusedStepping fused_stepping(const std::vector<Node>& nodes,
                              const std::vector<ParamTensor>& tensors, int64_t batch,
-                             DeviceKind kind, const ExecutionPolicy& policy, int trials) {
-  if (kind != DeviceKind::Cpu) return TrialStepping::Together;
+                             DeviceKind kind, const ExecutionPolicy& policy, int models) {
+  if (kind != DeviceKind::Cpu) return FusedStepping::Together;
   double conv = 0, all = 0, largest = 0;
   bool own_loops = true;
   for (const Node& n : nodes) {
@@ -51,21 +51,21 @@ TrialStepping trial_stepping(const std::vector<Node>& nodes,
         own_loops = false;
     }
   }
-  if (all > 0 && 2 * conv > all) return TrialStepping::OneAfterAnother;
+  if (all > 0 && 2 * conv > all) return FusedStepping::OneAfterAnother;
   // One shard and every product on one thread alone (a Linear's products are its forward's
-  // size): on a worker a trial's kernels run as they do alone. oneDNN's other primitives read the
+  // size): on a worker a model's kernels run as they do alone. oneDNN's other primitives read the
   // thread count they were made with, so only the models of crossover's own loops go.
   if (own_loops && policy.shard_threads >= 2 && policy.shards(batch, all) == 1 &&
       largest < policy.single_thread_flops)
-    return TrialStepping::SideBySide;
-  // A group of one: its trial alone, in the shards it takes alone (its checkpoints resume in a
+    return FusedStepping::SideBySide;
+  // A group of one: its model alone, in the shards it takes alone (its checkpoints resume in a
   // larger group's one shard and back, to f32 rounding: RunFingerprint::shards_may_differ).
-  return trials == 1 ? TrialStepping::OneAfterAnother : TrialStepping::Together;
+  return models == 1 ? FusedStepping::OneAfterAnother : FusedStepping::Together;
 }
 
-int64_t trial_stride(int64_t flat_size) { return (flat_size + 15) / 16 * 16; }
+int64_t model_stride(int64_t flat_size) { return (flat_size + 15) / 16 * 16; }
 
-std::string trials_differ(const Model& a, const Model& b) {
+std::string models_differ(const Model& a, const Model& b) {
   const auto& x = a.nodes();
   const auto& y = b.nodes();
   if (x.size() != y.size()) {
@@ -94,14 +94,14 @@ std::string trials_differ(const Model& a, const Model& b) {
   return {};
 }
 
-DeviceBuffer pack_trials(const std::vector<Model*>& models) {
+DeviceBuffer pack_models(const std::vector<Model*>& models) {
   XO_ASSERT(!models.empty());
   Backend& be = models[0]->backend();
   const int64_t flat = models[0]->flat_size();
-  const int64_t stride = trial_stride(flat);
+  const int64_t stride = model_stride(flat);
   const auto bytes = sizeof(float) * static_cast<size_t>(flat);
   const auto slot = sizeof(float) * static_cast<size_t>(stride);
-  // Parameters of every trial, then gradients of every trial.
+  // Parameters of every model, then gradients of every model.
   DeviceBuffer all = be.allocate(2 * slot * models.size());
   std::vector<float> host(static_cast<size_t>(flat));
   for (size_t t = 0; t < models.size(); ++t) {
@@ -116,34 +116,34 @@ DeviceBuffer pack_trials(const std::vector<Model*>& models) {
   return all;
 }
 
-std::vector<TrialNetwork::Run> TrialNetwork::node_runs(const Group& g, size_t node,
+std::vector<FusedNetwork::Run> FusedNetwork::node_runs(const Group& g, size_t node,
                                                        int groups) const {
-  const Node& n = trials_[0]->nodes()[node];
+  const Node& n = models_[0]->nodes()[node];
   std::vector<Run> runs;
   if (is_view(n, true)) return runs;
-  Backend& be = trials_[0]->backend();
-  // Trials t and t + 1 share kernels where their buffers lie one stride apart.
+  Backend& be = models_[0]->backend();
+  // Models t and t + 1 share kernels where their buffers lie one stride apart.
   auto strided = [&](int t, int64_t stride) {
-    const Model& a = *trials_[static_cast<size_t>(t)];
-    const Model& b = *trials_[static_cast<size_t>(t) + 1];
+    const Model& a = *models_[static_cast<size_t>(t)];
+    const Model& b = *models_[static_cast<size_t>(t) + 1];
     return b.params() - a.params() == stride && b.grads() - a.grads() == stride && stride > 0;
   };
-  // The nodes that run a group's trials as one kernel: its Linears, and its LSTMs where the
+  // The nodes that run a group's models as one kernel: its Linears, and its LSTMs where the
   // backend batches them.
   const bool fused =
-      n.kind == NodeKind::Linear || (n.kind == NodeKind::LSTM && be.lstm_fuses_trials());
+      n.kind == NodeKind::Linear || (n.kind == NodeKind::LSTM && be.lstm_fuses_models());
   for (int t = 0; t < g.count;) {
-    const Model& m = *trials_[static_cast<size_t>(g.first + t)];
+    const Model& m = *models_[static_cast<size_t>(g.first + t)];
     Run run{t, 1, nullptr};
     int64_t stride = 0;
     if (fused && t + 1 < g.count) {
-      stride = trials_[static_cast<size_t>(g.first + t) + 1]->params() - m.params();
+      stride = models_[static_cast<size_t>(g.first + t) + 1]->params() - m.params();
       while (run.first + run.count < g.count && strided(g.first + t + run.count - 1, stride))
         ++run.count;
     }
-    // A Linear (LSTM) alone in its run still takes the trials' kernel: a trial's arithmetic is
+    // A Linear (LSTM) alone in its run still takes the models' kernel: a model's arithmetic is
     // then the same in any group.
-    const int64_t fused_stride = !fused ? 0 : run.count > 1 ? stride : trial_stride(m.flat_size());
+    const int64_t fused_stride = !fused ? 0 : run.count > 1 ? stride : model_stride(m.flat_size());
     LayerContext context{batch_,       0,         true,      n.gradient_below, groups > 1, m.seed(),
                          &m.buffers(), m.state(), run.count, fused_stride};
     run.layer = make_layer(m.nodes()[node], m.tensors(), be, context);  // its own dropout rate
@@ -153,13 +153,13 @@ std::vector<TrialNetwork::Run> TrialNetwork::node_runs(const Group& g, size_t no
   return runs;
 }
 
-TrialNetwork::TrialNetwork(std::vector<const Model*> trials, int64_t batch, int groups)
-    : trials_(std::move(trials)), batch_(batch) {
-  XO_ASSERT(!trials_.empty() && batch > 0);
-  const Model& first = *trials_[0];
-  for (const Model* m : trials_) XO_ASSERT(trials_differ(first, *m).empty());
+FusedNetwork::FusedNetwork(std::vector<const Model*> models, int64_t batch, int groups)
+    : models_(std::move(models)), batch_(batch) {
+  XO_ASSERT(!models_.empty() && batch > 0);
+  const Model& first = *models_[0];
+  for (const Model* m : models_) XO_ASSERT(models_differ(first, *m).empty());
   Backend& be = first.backend();
-  const int count = static_cast<int>(trials_.size());
+  const int count = static_cast<int>(models_.size());
   if (groups <= 0) groups = be.execution_policy().shard_threads;
   groups = std::clamp(groups, 1, count);
   const auto& nodes = first.nodes();
@@ -191,14 +191,14 @@ TrialNetwork::TrialNetwork(std::vector<const Model*> trials, int64_t batch, int 
   }
 }
 
-void TrialNetwork::group_step(Group& g, const float* src, const int32_t* labels,
-                              LossStats* const* stats, FunctionRef<void(size_t trial)> begin,
-                              FunctionRef<void(size_t trial)> done, TrialsStepKernel* batched) {
+void FusedNetwork::group_step(Group& g, const float* src, const int32_t* labels,
+                              LossStats* const* stats, FunctionRef<void(size_t model)> begin,
+                              FunctionRef<void(size_t model)> done, FusedStepKernel* batched) {
   for (int t = 0; t < g.count; ++t) begin(static_cast<size_t>(g.first + t));
-  const auto& nodes = trials_[0]->nodes();
-  const int64_t features = trials_[0]->input_features();
-  auto model = [&](int t) -> const Model& { return *trials_[static_cast<size_t>(g.first + t)]; };
-  // Node i's input and output for trials from `t` on (a view's output is its input).
+  const auto& nodes = models_[0]->nodes();
+  const int64_t features = models_[0]->input_features();
+  auto model = [&](int t) -> const Model& { return *models_[static_cast<size_t>(g.first + t)]; };
+  // Node i's input and output for models from `t` on (a view's output is its input).
   auto input = [&](size_t i, int t) -> const float* {
     if (i > 0 && g.outputs[i - 1]) return g.outputs[i - 1] + t * batch_ * nodes[i - 1].out_size;
     return src + (g.first + t) * batch_ * features;
@@ -212,12 +212,12 @@ void TrialNetwork::group_step(Group& g, const float* src, const int32_t* labels,
     }
   }
   const size_t last = nodes.size() - 1;
-  const int64_t classes = trials_[0]->outputs();
+  const int64_t classes = models_[0]->outputs();
   auto logits = [&](int t) {
     return g.outputs[last] ? g.outputs[last] + t * batch_ * classes
                            : src + (g.first + t) * batch_ * features;
   };
-  if (batched) {  // every trial's loss in one call
+  if (batched) {  // every model's loss in one call
     batched->loss(logits(0), labels + g.first * batch_, g.d_outputs[last]);
   } else {
     for (int t = 0; t < g.count; ++t) {
@@ -238,16 +238,16 @@ void TrialNetwork::group_step(Group& g, const float* src, const int32_t* labels,
   for (int t = 0; t < g.count; ++t) done(static_cast<size_t>(g.first + t));
 }
 
-void TrialNetwork::train_step(const float* src, const int32_t* labels, LossStats* const* stats,
-                              FunctionRef<void(size_t trial)> begin,
-                              FunctionRef<void(size_t trial)> done, TrialsStepKernel* batched) {
-  Backend& be = trials_[0]->backend();
+void FusedNetwork::train_step(const float* src, const int32_t* labels, LossStats* const* stats,
+                              FunctionRef<void(size_t model)> begin,
+                              FunctionRef<void(size_t model)> done, FusedStepKernel* batched) {
+  Backend& be = models_[0]->backend();
   XO_ASSERT(batched == nullptr || groups() == 1);
   be.parallel_shards(groups(), [&](int k) {
     group_step(groups_[static_cast<size_t>(k)], src, labels, stats, begin, done, batched);
   });
   if (batched) return;  // its update() counts the steps
-  for (const Model* m : trials_) be.increment(m->step_counter());
+  for (const Model* m : models_) be.increment(m->step_counter());
 }
 
 }  // namespace xo
