@@ -657,6 +657,10 @@ std::vector<OpCase> all_cases() {
   cases.push_back(conv2d_case(conv_shape(1, 2, 7, 5, 3, 2, 1, Activation::Tanh, false, true)));
   cases.push_back(conv2d_case(conv_shape(3, 4, 6, 8, 2, 2, 0, Activation::ReLU, true, true)));
   cases.push_back(pool2d_case(PoolType::Max, 2, 3, 6, 2, 2, 0));
+  // Windows that tile the input (crossover's own loops): 2 x 2 with a row and a column left over,
+  // enough planes for two threads, and 3 x 3.
+  cases.push_back(pool2d_case(PoolType::Max, 8, 16, 17, 2, 2, 0));
+  cases.push_back(pool2d_case(PoolType::Max, 2, 3, 7, 3, 3, 0));
   cases.push_back(pool2d_case(PoolType::Max, 1, 2, 7, 3, 2, 1));
   cases.push_back(pool2d_case(PoolType::Avg, 2, 3, 6, 2, 2, 0));
   cases.push_back(pool2d_case(PoolType::Avg, 1, 2, 5, 3, 1, 1));
