@@ -3,6 +3,11 @@
 LocalCluster of two worker processes of one thread each, one run of each, in one process.
 
   PYTHONPATH=build/python /usr/bin/python3 bench/dask_peers.py [--trials 64] [--epochs 20]
+                                                                [--repeats 1]
+
+With --repeats N the three run N rounds on the same cluster, one after another in each round, and
+each one's median wall time is compared (the first round, where each pays its first imports on
+the workers, is printed too).
 
 - crossover: crossover.tune(crossover.Model("disc-4"), x, y, grid, client=client) (fused groups,
   one task a group).
@@ -22,6 +27,7 @@ import argparse
 import json
 import logging
 import os
+import statistics
 import sys
 import tempfile
 import time
@@ -152,24 +158,33 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--trials", type=int, default=64)
     p.add_argument("--epochs", type=int, default=20)
+    p.add_argument("--repeats", type=int, default=1)
     a = p.parse_args()
     x, y = disc(600)
     grid = grid_of(a.trials)
+    rounds = {"crossover.tune": [], "PyTorch + client.map": [],
+              "Optuna + PyTorch (DaskStorage)": []}
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                   dashboard_address=None, silence_logs=logging.ERROR) as cluster, \
             distributed.Client(cluster) as client, tempfile.TemporaryDirectory() as tmp:
-        ours = run_crossover(client, x, y, grid, a.epochs, os.path.join(tmp, "search"))
-        train = dict(ours[4], epochs=a.epochs)
-        init = crossover.Model("disc-4").state_dict()
-        mapped = run_map(client, x, y, grid, train, init)
-        try:
-            studied = run_optuna(client, x, y, grid, train, init)
-        except ImportError as e:
-            studied = None
-            print(f"optuna: not run ({e}; Debian's python3-optuna, scripts/setup installs it)")
-    rows = {"crossover.tune": ours[:4], "PyTorch + client.map": mapped}
-    if studied:
-        rows["Optuna + PyTorch (DaskStorage)"] = studied
+        for r in range(a.repeats):
+            ours = run_crossover(client, x, y, grid, a.epochs, os.path.join(tmp, f"search{r}"))
+            rounds["crossover.tune"].append(ours[:4])
+            train = dict(ours[4], epochs=a.epochs)
+            init = crossover.Model("disc-4").state_dict()
+            rounds["PyTorch + client.map"].append(run_map(client, x, y, grid, train, init))
+            try:
+                rounds["Optuna + PyTorch (DaskStorage)"].append(
+                    run_optuna(client, x, y, grid, train, init))
+            except ImportError as e:
+                print(f"optuna: not run ({e}; Debian's python3-optuna, scripts/setup installs it)")
+    rows = {}
+    for name, runs in rounds.items():
+        if runs:
+            rows[name] = (statistics.median(run[0] for run in runs), *runs[0][1:])
+            print(f"{name}: wall times {', '.join(f'{run[0]:.2f}' for run in runs)} s "
+                  f"(first round {runs[0][0]:.2f} s)")
+    ours = rows["crossover.tune"]
     for name, (wall, n, best, objective) in rows.items():
         ratio = wall / ours[0]
         print(f"{name}: {wall:.2f} s ({ratio:.1f}x crossover's), {n} trials, best lr={best[0]:.4g} "

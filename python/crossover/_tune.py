@@ -234,4 +234,6 @@ def tune(model, x, y, space, *, out="crossover-tune", validation_split=0.0, vali
         result = _tune(model._engine, call, progress, runner)
     finally:
         progress.close()
+        if runner is not None:
+            runner.remove_marks()
     return Search(out, json.loads(result))

@@ -6,12 +6,15 @@ group of trials, or a trial alone) as one Dask task on a worker, one job a worke
 task carries its trials' folders (spec, checkpoints, log) as bytes, the data files go to every
 worker once (scattered), and the worker runs the crossover command beside its own crossover
 package on them in a temporary folder; the folders' new files (result, weights, log, checkpoints)
-come back as the task's result and are written into the search's folder here. The data files a
-spec names are read where the worker finds the same file at the same path (a shared file system:
-checked by content, once per worker); where it does not, they are sent to every worker once. So
-no shared file system is needed, and what a task starts from is only its inputs: a worker lost during a task, Dask
-runs it again on another worker from the same start (the rung's checkpoints), so the search ends as
-it would have. Ctrl-C asks every running task to stop: its process saves its checkpoints, they come
+come back as the task's result and are written into the search's folder here. A worker that sees
+the search's folder itself (a shared file system, or a LocalCluster: it finds there the mark this
+search wrote, a random token) runs the job in place instead, writing into the trials' folders as a
+search on one machine does, and nothing travels but the command line. The data files a spec names
+are read where the worker finds the same file at the same path (checked by content, once per
+worker); where it does not, they are sent to every worker once. So no shared file system is
+needed, and what a task starts from is only its inputs: a worker lost during a task, Dask runs it
+again on another worker from the same start (the rung's checkpoints, or the newest checkpoints in
+the shared folder), so the search ends as it would have. Ctrl-C asks every running task to stop: its process saves its checkpoints, they come
 back, and the same call goes on from them.
 
 DaskRunner is the runner the engine's search calls (src/python/runner.h gives its protocol)."""
@@ -238,7 +241,7 @@ def _local_data(cache, digest, entry):
     client sent; _NeedData where it sent none."""
     path, content = entry
     if content is None:
-        if (os.environ.get("CROSSOVER_DASK_SHIP_DATA") != "1" and os.path.exists(path)
+        if (os.environ.get("CROSSOVER_DASK_SHARE_NOTHING") != "1" and os.path.exists(path)
                 and _digest_of(path) == digest):
             return path
         raise _NeedData(digest)
@@ -253,26 +256,74 @@ def _dies_with_worker(argv):
     return [setpriv, "--pdeathsig", "KILL", "--"] + argv if setpriv else argv
 
 
-def run_job(args, trials, data, stop_name):
-    """A Dask task: `crossover ARGS` on a worker, in a temporary folder holding the trials'
-    folders (`trials`, one {relative path: bytes} each, marked @@TRIAL<k>@@ in `args`) and the
-    data (`data`: {digest: (the client's path, None or its bytes, or {relative path: bytes} for a
-    folder)}, marked @@DATA<digest>@@ in the specs). Returns (exit code, the command's output,
+def _sees(shared):
+    """Whether this worker sees the search's folder: the mark (path, token) the client wrote there
+    is there (a stale copy of the folder elsewhere cannot hold a fresh token)."""
+    if shared is None or os.environ.get("CROSSOVER_DASK_SHARE_NOTHING") == "1":
+        return False
+    path, token = shared
+    try:
+        with open(path) as f:
+            return f.read() == token
+    except OSError:
+        return False
+
+
+def _run(argv, cwd, stop):
+    """`argv` run to its end, SIGINTed (it saves its checkpoints) once `stop` (a Dask Event) is
+    set: (exit code, what it printed)."""
+    process = subprocess.Popen(_dies_with_worker(argv), stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=cwd)
+    done = threading.Event()
+
+    def watch():
+        while not done.is_set():
+            try:
+                if stop.wait(0.25):
+                    process.send_signal(signal.SIGINT)
+                    return
+            except Exception:  # the scheduler unreachable for a moment: ask again
+                time.sleep(0.25)
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    output, _ = process.communicate()
+    done.set()  # the watcher ends at its next poll; the job's end does not wait for it
+    code = process.returncode if process.returncode >= 0 else 128 - process.returncode
+    return code, output.decode(errors="replace")
+
+
+def run_job(args, trials, data, stop_name, shared=None):
+    """A Dask task: `crossover ARGS` on a worker. Where the worker sees the search's folder
+    (`shared`: the path and token of the mark the client wrote there; `folders`, the client's
+    trial folders, replace their marks in `args`), in place, and returns (exit code, the
+    command's output, None). Otherwise in a temporary folder holding the trials' folders
+    (`trials`, one {relative path: bytes} each, marked @@TRIAL<k>@@ in `args`) and the data
+    (`data`: {digest: (the client's path, None or its bytes, or {relative path: bytes} for a
+    folder)}, marked @@DATA<digest>@@ in the specs), and returns (exit code, the command's output,
     each trial folder's files after it); the code _NEED_DATA where the data was not sent and the
     worker does not have it. Stops the command (SIGINT: it saves its checkpoints) when the
     search's Event `stop_name` is set."""
     import distributed
     program = _program()
-    cache = os.path.join(tempfile.gettempdir(), f"crossover-dask-{os.getuid()}")
-    os.makedirs(cache, mode=0o700, exist_ok=True)
-    try:
-        local = {digest: _local_data(cache, digest, entry) for digest, entry in data.items()}
-    except _NeedData:
-        return _NEED_DATA, "", []
+    in_place = _sees(shared[:2] if shared else None)
+    if not in_place:
+        cache = os.path.join(tempfile.gettempdir(), f"crossover-dask-{os.getuid()}")
+        os.makedirs(cache, mode=0o700, exist_ok=True)
+        try:
+            local = {digest: _local_data(cache, digest, entry) for digest, entry in data.items()}
+        except _NeedData:
+            return _NEED_DATA, "", []
     stop = distributed.Event(stop_name)
     if stop.is_set():
-        unchanged = [{rel: c for rel, c in files.items() if rel != "spec.toml"} for files in trials]
+        unchanged = None if in_place else [
+            {rel: c for rel, c in files.items() if rel != "spec.toml"} for files in trials]
         return _EXIT_INTERRUPTED, "crossover: the search stopped before this job started\n", unchanged
+    if in_place:
+        folders = shared[2]
+        code, output = _run([program] + [_unmarked(a, folders) for a in args],
+                            os.path.dirname(folders[0]), stop)
+        return code, output, None
     with tempfile.TemporaryDirectory(prefix="crossover-job-") as tmp:
         dirs = []
         for k, files in enumerate(trials):
@@ -288,25 +339,7 @@ def run_job(args, trials, data, stop_name):
                 with open(path, "wb") as f:
                     f.write(content)
             dirs.append(folder)
-        argv = _dies_with_worker([program] + [_unmarked(a, dirs) for a in args])
-        process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                   stdin=subprocess.DEVNULL, cwd=tmp)
-        done = threading.Event()
-
-        def watch():
-            while not done.is_set():
-                try:
-                    if stop.wait(0.25):
-                        process.send_signal(signal.SIGINT)
-                        return
-                except Exception:  # the scheduler unreachable for a moment: ask again
-                    time.sleep(0.25)
-
-        watcher = threading.Thread(target=watch, daemon=True)
-        watcher.start()
-        output, _ = process.communicate()
-        done.set()  # the watcher ends at its next poll; the job's end does not wait for it
-        code = process.returncode if process.returncode >= 0 else 128 - process.returncode
+        code, output = _run([program] + [_unmarked(a, dirs) for a in args], tmp, stop)
         outputs = []
         for folder in dirs:
             files = _read_folder(folder)
@@ -315,7 +348,7 @@ def run_job(args, trials, data, stop_name):
                 files["log.txt"] = _mark_text(files["log.txt"].decode(errors="replace"),
                                               dirs).encode()
             outputs.append(files)
-        return code, _mark_text(output.decode(errors="replace"), dirs), outputs
+        return code, _mark_text(output, dirs), outputs
 
 
 class _Job:
@@ -325,6 +358,7 @@ class _Job:
         self.log = log
         self.inputs = inputs  # run_job's arguments but the stop's name
         self.gpu = gpu
+        self.shared = None  # run_job's `shared`: this search's mark and the trial folders
         self.started = time.monotonic()
 
 
@@ -354,6 +388,7 @@ class DaskRunner:
         self._running = {}  # slot -> _Job
         self._paths = {}  # digest -> the data's path here
         self._sent = {}  # digest -> its scattered future, once a worker lacked it
+        self._marks = {}  # a folder of trial folders -> the mark written in it (_sees)
         self._jobs = 0
 
     def _join(self, workers):
@@ -409,28 +444,54 @@ class DaskRunner:
         files["spec.toml"] = text.encode()
         return files
 
+    def _mark(self, folder):
+        """The mark of this search in the folder holding `folder` (written once): (its path, its
+        token), by which a worker that sees the folder knows it (_sees)."""
+        parent = os.path.dirname(folder)
+        if parent not in self._marks:
+            path = os.path.join(parent, f".crossover-dask-{self._token}")
+            _write_file(path, self._token.encode())
+            self._marks[parent] = path
+        return self._marks[parent], self._token
+
+    def remove_marks(self):
+        for path in self._marks.values():
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                pass
+        self._marks.clear()
+
     def start(self, slot, args, log):
         folders = sorted(_trial_dirs(args), key=len, reverse=True)
         data = {}
         trials = [self._inputs(folder, data) for folder in folders]
         marked = [_marked(a, folders) for a in args]
+        shared = (*self._mark(folders[0]), folders)
         job = _Job(folders, log, (marked, trials, data), self.slots[slot][0] == "cuda")
+        job.shared = shared
         self._submit(slot, job)
         self._running[slot] = job
 
     def _submit(self, slot, job):
         self._jobs += 1
         job.future = self._client.submit(
-            run_job, *job.inputs, self._stop.name, key=f"crossover-job-{self._token}-{self._jobs}",
+            run_job, *job.inputs, self._stop.name, job.shared,
+            key=f"crossover-job-{self._token}-{self._jobs}",
             workers=[self._addresses[slot]], allow_other_workers=True, pure=False,
             resources={"GPU": 1} if job.gpu else None)
 
-    def _finish(self, job):
-        try:
-            code, output, outputs = job.future.result()
-        except Exception as e:  # the task failed everywhere Dask ran it (KilledWorker, ...)
+    def _finish(self, job, result):
+        if result is not None:
+            code, output, outputs = result
+        else:  # the task failed everywhere Dask ran it (KilledWorker, ...)
+            try:
+                job.future.result()
+                error = "no result"
+            except Exception as e:
+                error = f"{type(e).__name__}: {e}"
             code, output, outputs = _EXIT_MACHINE, (
-                f"crossover: error: the job's Dask task failed: {type(e).__name__}: {e}\n"), None
+                f"crossover: error: the job's Dask task failed: {error}\n"), None
         for folder, files in zip(job.folders, outputs or []):
             if "log.txt" in files:
                 files["log.txt"] = _unmark_text(files["log.txt"].decode(), job.folders).encode()
@@ -454,11 +515,12 @@ class DaskRunner:
             job = self._running[slot]
             if not job.future.done():
                 continue
-            if job.future.status == "finished" and job.future.result()[0] == _NEED_DATA:
+            result = job.future.result() if job.future.status == "finished" else None
+            if result is not None and result[0] == _NEED_DATA:
                 self._with_data(slot, job)
                 continue
             del self._running[slot]
-            code = self._finish(job)
+            code = self._finish(job, result)
             ended.append((slot, code, time.monotonic() - job.started))
         return ended
 
@@ -481,3 +543,4 @@ class DaskRunner:
         for job in self._running.values():
             job.future.cancel()
         self._running.clear()
+        self.remove_marks()

@@ -35,6 +35,8 @@ def main(out):
                                  f"{address[hosts[1]]} --port 8786 --no-dashboard"])]
     for h in hosts[1:]:
         started.append(subprocess.Popen([agent, h,
+                                         # Hosts share no files: everything travels.
+                                         f"env CROSSOVER_DASK_SHARE_NOTHING=1 "
                                          f"{python} -m distributed.cli.dask_worker {scheduler} "
                                          f"--nthreads 1 --no-nanny --no-dashboard --host "
                                          f"{address[h]}"]))

@@ -1,7 +1,9 @@
 """crossover.tune on a Dask cluster (crossover.dask): the same search as on this machine, trial for
 trial; a worker killed during a job; Ctrl-C, and the same call going on. The LocalCluster's
-workers are processes of their own, and each job runs in a temporary folder of its worker: every
-file a job needs travels with its task, as it must where workers share no file system."""
+workers are processes of their own. Each case runs twice: with workers that see the search's
+folder (a LocalCluster's, as on a shared file system: jobs run in place), and with workers told
+to share nothing (CROSSOVER_DASK_SHARE_NOTHING=1: each job runs in a temporary folder of its
+worker, every file it needs travelling with its task, as where workers share no file system)."""
 import json
 import logging
 import os
@@ -21,8 +23,10 @@ distributed = pytest.importorskip("distributed")
 SPACE = {"train.optimizer.lr": [0.05, 0.1, 0.2, 0.4]}
 
 
-@pytest.fixture
-def client():
+@pytest.fixture(params=["shared", "share-nothing"])
+def client(request, monkeypatch):
+    if request.param == "share-nothing":
+        monkeypatch.setenv("CROSSOVER_DASK_SHARE_NOTHING", "1")  # the workers inherit it
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                   dashboard_address=None, silence_logs=logging.ERROR) as cluster:
         with distributed.Client(cluster) as c:
@@ -61,11 +65,13 @@ def test_a_search_on_a_cluster_ends_trial_for_trial_as_on_this_machine(tmp_path,
         assert (folder / "weights.safetensors").stat().st_size > 0
         assert (folder / "result.json").exists() and (folder / "log.txt").exists()
     assert there.best_model().count_params() == crossover.Model("disc-4").count_params()
+    # The mark by which workers know the search's folder (_sees) is gone with the search.
+    assert not list((tmp_path / "there").glob("**/.crossover-dask-*"))
 
 
 def test_workers_without_the_clients_files_are_sent_the_data(tmp_path, monkeypatch):
     # As on workers that share no file system with the client: they never read its paths.
-    monkeypatch.setenv("CROSSOVER_DASK_SHIP_DATA", "1")
+    monkeypatch.setenv("CROSSOVER_DASK_SHARE_NOTHING", "1")
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                   dashboard_address=None, silence_logs=logging.ERROR) as cluster:
         with distributed.Client(cluster) as c:
