@@ -295,8 +295,9 @@ def _run(argv, cwd, stop):
 
 def run_job(args, trials, data, stop_name, shared=None):
     """A Dask task: `crossover ARGS` on a worker. Where the worker sees the search's folder
-    (`shared`: the path and token of the mark the client wrote there; `folders`, the client's
-    trial folders, replace their marks in `args`), in place, and returns (exit code, the
+    (`shared`: the path and token of the mark the client wrote there, the client's trial
+    folders, which replace their marks in `args`, and the client's working folder, where the
+    command runs), in place, and returns (exit code, the
     command's output, None). Otherwise in a temporary folder holding the trials' folders
     (`trials`, one {relative path: bytes} each, marked @@TRIAL<k>@@ in `args`) and the data
     (`data`: {digest: (the client's path, None or its bytes, or {relative path: bytes} for a
@@ -320,9 +321,8 @@ def run_job(args, trials, data, stop_name, shared=None):
             {rel: c for rel, c in files.items() if rel != "spec.toml"} for files in trials]
         return _EXIT_INTERRUPTED, "crossover: the search stopped before this job started\n", unchanged
     if in_place:
-        folders = shared[2]
-        code, output = _run([program] + [_unmarked(a, folders) for a in args],
-                            os.path.dirname(folders[0]), stop)
+        folders, cwd = shared[2:4]
+        code, output = _run([program] + [_unmarked(a, folders) for a in args], cwd, stop)
         return code, output, None
     with tempfile.TemporaryDirectory(prefix="crossover-job-") as tmp:
         dirs = []
@@ -447,7 +447,7 @@ class DaskRunner:
     def _mark(self, folder):
         """The mark of this search in the folder holding `folder` (written once): (its path, its
         token), by which a worker that sees the folder knows it (_sees)."""
-        parent = os.path.dirname(folder)
+        parent = os.path.abspath(os.path.dirname(folder))
         if parent not in self._marks:
             path = os.path.join(parent, f".crossover-dask-{self._token}")
             _write_file(path, self._token.encode())
@@ -467,7 +467,7 @@ class DaskRunner:
         data = {}
         trials = [self._inputs(folder, data) for folder in folders]
         marked = [_marked(a, folders) for a in args]
-        shared = (*self._mark(folders[0]), folders)
+        shared = (*self._mark(folders[0]), folders, os.getcwd())  # args may be relative to it
         job = _Job(folders, log, (marked, trials, data), self.slots[slot][0] == "cuda")
         job.shared = shared
         self._submit(slot, job)
