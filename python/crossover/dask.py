@@ -307,7 +307,10 @@ def run_job(args, trials, data, stop_name, shared=None):
     search's Event `stop_name` is set."""
     import distributed
     program = _program()
-    in_place = _sees(shared[:2] if shared else None)
+    # In place where this worker sees the search's folder and every data file at the client's
+    # path (a data set outside the shared folder may still be the client's alone).
+    in_place = _sees(shared[:2] if shared else None) and all(
+        os.path.exists(path) for path, _ in data.values())
     if not in_place:
         cache = os.path.join(tempfile.gettempdir(), f"crossover-dask-{os.getuid()}")
         os.makedirs(cache, mode=0o700, exist_ok=True)
@@ -423,7 +426,13 @@ class DaskRunner:
             else:
                 with open(path, "rb") as f:
                     content = f.read()
-            self._sent[digest] = self._client.scatter(content, broadcast=True, hash=False)
+            try:
+                self._sent[digest] = self._client.scatter(content, broadcast=True, hash=False)
+            except ValueError:
+                # A worker lost while the data is copied to every worker (distributed 2022.12's
+                # replicate samples from the workers it had: "Sample larger than population"):
+                # sent to one, Dask copies it to each worker whose task needs it.
+                self._sent[digest] = self._client.scatter(content, hash=False)
         return self._sent[digest]
 
     def _inputs(self, folder, data):
