@@ -14,7 +14,8 @@ are read where the worker finds the same file at the same path (checked by conte
 worker); where it does not, they are sent to every worker once. So no shared file system is
 needed, and what a task starts from is only its inputs: a worker lost during a task, Dask runs it
 again on another worker from the same start (the rung's checkpoints, or the newest checkpoints in
-the shared folder), so the search ends as it would have. Ctrl-C asks every running task to stop: its process saves its checkpoints, they come
+the shared folder), so the search ends as it would have. Ctrl-C asks every running task to stop:
+its process saves its checkpoints, they come
 back, and the same call goes on from them.
 
 DaskRunner is the runner the engine's search calls (src/python/runner.h gives its protocol)."""
@@ -257,14 +258,14 @@ def _dies_with_worker(argv):
 
 
 def _sees(shared):
-    """Whether this worker sees the search's folder: the mark (path, token) the client wrote there
-    is there (a stale copy of the folder elsewhere cannot hold a fresh token)."""
+    """Whether this worker sees the search's folder: the mark the client wrote there (`shared`'s
+    "mark", holding its "token") is there (a stale copy of the folder elsewhere cannot hold a
+    fresh token)."""
     if shared is None or os.environ.get("CROSSOVER_DASK_SHARE_NOTHING") == "1":
         return False
-    path, token = shared
     try:
-        with open(path) as f:
-            return f.read() == token
+        with open(shared["mark"]) as f:
+            return f.read() == shared["token"]
     except OSError:
         return False
 
@@ -295,21 +296,21 @@ def _run(argv, cwd, stop):
 
 def run_job(args, trials, data, stop_name, shared=None):
     """A Dask task: `crossover ARGS` on a worker. Where the worker sees the search's folder
-    (`shared`: the path and token of the mark the client wrote there, the client's trial
-    folders, which replace their marks in `args`, and the client's working folder, where the
-    command runs), in place, and returns (exit code, the
-    command's output, None). Otherwise in a temporary folder holding the trials' folders
-    (`trials`, one {relative path: bytes} each, marked @@TRIAL<k>@@ in `args`) and the data
-    (`data`: {digest: (the client's path, None or its bytes, or {relative path: bytes} for a
-    folder)}, marked @@DATA<digest>@@ in the specs), and returns (exit code, the command's output,
-    each trial folder's files after it); the code _NEED_DATA where the data was not sent and the
-    worker does not have it. Stops the command (SIGINT: it saves its checkpoints) when the
-    search's Event `stop_name` is set."""
+    (`shared`: the "mark" the client wrote there and its "token", the client's trial "folders",
+    which replace their marks in `args`, and its working folder, "cwd", where the command runs),
+    in place, and returns (exit code, the command's output, None). Otherwise in a temporary
+    folder holding the trials' folders (`trials`, one {relative path: bytes} each, marked
+    @@TRIAL<k>@@ in `args`) and the data (`data`: {digest: (the client's path, None or its
+    bytes, or {relative path: bytes} for a folder)}, marked @@DATA<digest>@@ in the specs), and
+    returns (exit code, the command's output, each trial folder's files after it); the code
+    _NEED_DATA where the data was not sent and the worker does not have it. Stops the command
+    (SIGINT: it saves its checkpoints) when the search's Event `stop_name` is set.
+    """
     import distributed
     program = _program()
     # In place where this worker sees the search's folder and every data file at the client's
     # path (a data set outside the shared folder may still be the client's alone).
-    in_place = _sees(shared[:2] if shared else None) and all(
+    in_place = _sees(shared) and all(
         os.path.exists(path) for path, _ in data.values())
     if not in_place:
         cache = os.path.join(tempfile.gettempdir(), f"crossover-dask-{os.getuid()}")
@@ -324,8 +325,8 @@ def run_job(args, trials, data, stop_name, shared=None):
             {rel: c for rel, c in files.items() if rel != "spec.toml"} for files in trials]
         return _EXIT_INTERRUPTED, "crossover: the search stopped before this job started\n", unchanged
     if in_place:
-        folders, cwd = shared[2:4]
-        code, output = _run([program] + [_unmarked(a, folders) for a in args], cwd, stop)
+        code, output = _run([program] + [_unmarked(a, shared["folders"]) for a in args],
+                            shared["cwd"], stop)
         return code, output, None
     with tempfile.TemporaryDirectory(prefix="crossover-job-") as tmp:
         dirs = []
@@ -355,13 +356,13 @@ def run_job(args, trials, data, stop_name, shared=None):
 
 
 class _Job:
-    def __init__(self, folders, log, inputs, gpu):
+    def __init__(self, folders, log, inputs, gpu, shared):
         self.future = None
         self.folders = folders
         self.log = log
         self.inputs = inputs  # run_job's arguments but the stop's name
         self.gpu = gpu
-        self.shared = None  # run_job's `shared`: this search's mark and the trial folders
+        self.shared = shared  # run_job's `shared`: this search's mark, the trial folders
         self.started = time.monotonic()
 
 
@@ -454,14 +455,14 @@ class DaskRunner:
         return files
 
     def _mark(self, folder):
-        """The mark of this search in the folder holding `folder` (written once): (its path, its
-        token), by which a worker that sees the folder knows it (_sees)."""
+        """The path of this search's mark in the folder holding `folder` (written once, holding
+        the token), by which a worker that sees the folder knows it (_sees)."""
         parent = os.path.abspath(os.path.dirname(folder))
         if parent not in self._marks:
             path = os.path.join(parent, f".crossover-dask-{self._token}")
             _write_file(path, self._token.encode())
             self._marks[parent] = path
-        return self._marks[parent], self._token
+        return self._marks[parent]
 
     def remove_marks(self):
         for path in self._marks.values():
@@ -476,9 +477,10 @@ class DaskRunner:
         data = {}
         trials = [self._inputs(folder, data) for folder in folders]
         marked = [_marked(a, folders) for a in args]
-        shared = (*self._mark(folders[0]), folders, os.getcwd())  # args may be relative to it
-        job = _Job(folders, log, (marked, trials, data), self.slots[slot][0] == "cuda")
-        job.shared = shared
+        # The working folder: args may be relative to it.
+        shared = {"mark": self._mark(folders[0]), "token": self._token, "folders": folders,
+                  "cwd": os.getcwd()}
+        job = _Job(folders, log, (marked, trials, data), self.slots[slot][0] == "cuda", shared)
         self._submit(slot, job)
         self._running[slot] = job
 
