@@ -73,6 +73,50 @@ bool fits_the_launch(const std::vector<xo::cli::Command>& commands) {
   return true;
 }
 
+// Each command's name and what adds it, in the order `crossover --help` lists them.
+struct CommandEntry {
+  std::string_view name;
+  xo::cli::Command (*add)(CLI::App&);
+};
+constexpr CommandEntry kCommands[] = {{"run", xo::cli::add_run},
+                                      {"train", xo::cli::add_train},
+                                      {"models", xo::cli::add_models},
+                                      {"devices", xo::cli::add_devices},
+                                      {"sweep", xo::cli::add_sweep},
+                                      {"advise", xo::cli::add_advise},
+                                      {"cost", xo::cli::add_cost},
+                                      {"replay", xo::cli::add_replay},
+                                      {"import", xo::cli::add_import},
+                                      {"tune", xo::cli::add_tune},
+                                      {"validate", xo::cli::add_validate},
+                                      {"allreduce", xo::cli::add_allreduce},
+                                      {"train-group", xo::cli::add_train_group},
+                                      {"evaluate", xo::cli::add_evaluate},
+                                      {"predict", xo::cli::add_predict}};
+
+// The commands on `app`: only the one the first argument names, where it names one (adding every
+// command's options is a third of a process's start, about 6 of 17 ms, paid by each trial process
+// of a search: docs/benchmarks.md, "A search's fixed costs"), else all of them (the usage, an
+// unknown command's message).
+std::vector<xo::cli::Command> add_commands(CLI::App& app, int argc, char** argv) {
+  std::vector<xo::cli::Command> commands;
+  auto add = [&](const CommandEntry& entry) {
+    commands.push_back(entry.add(app));
+    if (commands.back().app->get_name() != entry.name) {
+      throw std::logic_error(fmt::format("the command listed as {} is named {}", entry.name,
+                                         commands.back().app->get_name()));
+    }
+  };
+  for (const CommandEntry& entry : kCommands) {
+    if (argc > 1 && argv[1] == entry.name) {
+      add(entry);
+      return commands;
+    }
+  }
+  for (const CommandEntry& entry : kCommands) add(entry);
+  return commands;
+}
+
 // Runs the command that was named. Only these reach "internal error": an InternalError (a
 // library call or an invariant failed) and exceptions from code that should have checked its
 // input (a JSON type error on a document crossover wrote itself, a std::logic_error). Everything
@@ -156,12 +200,7 @@ int main(int argc, char** argv) {
       "Run `crossover run` for the classic disc sweep, `crossover train disc-8` for one model."};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("crossover ") + CROSSOVER_VERSION);
-  const std::vector<xo::cli::Command> commands = {
-      xo::cli::add_run(app),         xo::cli::add_train(app),    xo::cli::add_models(app),
-      xo::cli::add_devices(app),     xo::cli::add_sweep(app),    xo::cli::add_advise(app),
-      xo::cli::add_cost(app),        xo::cli::add_replay(app),   xo::cli::add_import(app),
-      xo::cli::add_tune(app),        xo::cli::add_validate(app), xo::cli::add_allreduce(app),
-      xo::cli::add_train_group(app), xo::cli::add_evaluate(app), xo::cli::add_predict(app)};
+  const std::vector<xo::cli::Command> commands = add_commands(app, argc, argv);
   xo::cli::record_command_line(argc, argv);
   try {
     app.parse(argc, argv);
