@@ -631,7 +631,7 @@ def write_outputs(work, report_path, out_dir, text, compiled):
     with tarfile.open(tar_path + ".tmp", "w:gz") as tar:
         for path in sorted(glob.glob(os.path.join(work, "logs", "*.log"))) + [
                 os.path.join(work, n) for n in ("steps.tsv", "meta.tsv", "gtest.json", "torch.json",
-                                                "gpu.csv", "fused.tgz")]:
+                                                "gpu.csv", "fused.tgz", "unseen.tgz")]:
             if os.path.exists(path):
                 tar.add(path, arcname=os.path.relpath(path, work))
         for folder in RUNS.values():
