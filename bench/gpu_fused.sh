@@ -41,8 +41,8 @@ timeout 90 $FUSED --device cuda:0 --models mnist-cnn --k 1,4,16 --steps 100 \
   --json "$WORK/fused-cuda-cnn.json" >"$WORK/fused-cuda-cnn.log" 2>&1 ||
   fail "fused cnn" $?
 
-# 1b. The fused LSTM as one kernel (opt-in until measured: CROSSOVER_GPU_FUSE_LSTM=1) against the
-# LSTM trial by trial inside the fused group, a small LSTM and imdb-lstm's.
+# 1b. The fused LSTM as one kernel (the default; CROSSOVER_GPU_FUSE_LSTM=0: model by model)
+# against the LSTM trial by trial inside the fused group, a small LSTM and imdb-lstm's.
 for lstm in off on; do
   note "CROSSOVER_GPU_FUSE_LSTM=$([[ $lstm == on ]] && echo 1 || echo 0) $FUSED --device cuda:0 --models bench/specs/lstm-small.toml,imdb-lstm --k 1,4,16 --steps 50 --repeat 2"
   CROSSOVER_GPU_FUSE_LSTM=$([[ $lstm == on ]] && echo 1 || echo 0) timeout 120 $FUSED --device cuda:0 \

@@ -251,8 +251,8 @@ std::unique_ptr<LstmKernel> CudaBackend::lstm(const LstmShape& shape) {
   return make_lstm(*this, shape);
 }
 bool CudaBackend::lstm_fuses_models() const {
-  const char* opt_in = std::getenv("CROSSOVER_GPU_FUSE_LSTM");
-  return opt_in != nullptr && std::string_view(opt_in) == "1";
+  const char* opt_out = std::getenv("CROSSOVER_GPU_FUSE_LSTM");
+  return opt_out == nullptr || std::string_view(opt_out) != "0";
 }
 std::unique_ptr<BatchNormKernel> CudaBackend::batch_norm(const BatchNormShape& shape) {
   return make_batch_norm(*this, shape);
