@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <map>
 #include <optional>
@@ -101,6 +102,22 @@ const KernelSample* nearest(const DeviceProfile& p, const KernelSample& want, bo
   return best;
 }
 
+// An LSTM sample's time steps and layers, read back from its work (model/work.cpp: FLOPs
+// k * batch * 8h * (in_size + steps * h * (2 * layers - 1)), k = 3 with an input gradient, else 2).
+struct Sequence {
+  double steps = 1;
+  int layers = 1;
+};
+Sequence sequence_of(const KernelSample& s) {
+  Sequence q;
+  if (s.op != "lstm" || s.out_size <= 0 || s.batch <= 0) return q;
+  if (s.variant.rfind("layers", 0) == 0) q.layers = std::max(1, std::atoi(s.variant.c_str() + 6));
+  const double h = s.out_size, k = s.variant.find("dx") != std::string::npos ? 3 : 2;
+  const double f = s.flops / (k * static_cast<double>(s.batch) * 8 * h);
+  q.steps = std::max(1.0, std::round((f - s.in_size) / (h * (2 * q.layers - 1))));
+  return q;
+}
+
 struct Accumulator {
   double flops_us = 0, bytes_us = 0, fixed_us = 0;
   int interpolated = 0, unprofiled = 0;
@@ -128,6 +145,14 @@ struct GraphScale {
   // the profile has too few samples of an op: the slope over all its samples.
   std::map<std::string, double> slopes;
   double pooled = 1;  // the same over every sample: for an op with too few samples of its own
+  // An LSTM's time step: a GPU runs its steps one after another, each a few kernels whose time
+  // at small sizes is their latency, whatever the FLOPs. Per layer of a step: `floor_us` plus
+  // `per_roofline` times the step's roofline, fitted over the profile's LSTM samples (none
+  // with fewer than two of them, or no spread in their steps' rooflines).
+  struct Step {
+    double floor_us = 0, per_roofline = 0;
+  };
+  std::optional<Step> lstm_step;
   double slope(const std::string& op) const {
     const auto it = slopes.find(op);
     return it == slopes.end() ? pooled : it->second;
@@ -152,6 +177,34 @@ std::optional<double> fitted_slope(const std::vector<std::pair<double, double>>&
   }
   if (sxx <= 1e-9) return std::nullopt;
   return std::clamp(sxy / sxx, 0.1, 1.0);
+}
+
+// GraphScale::lstm_step: least squares of a step's time past its nodes' floor on its roofline,
+// both per layer, over the source's recorded LSTM samples.
+std::optional<GraphScale::Step> fitted_lstm_step(const DeviceProfile& source, const Rates& src) {
+  std::vector<std::pair<double, double>> xy;
+  for (const KernelSample& s : source.samples) {
+    if (s.op != "lstm" || s.graph_total_us() <= 0) continue;
+    const Sequence q = sequence_of(s);
+    const double per = q.steps * q.layers;
+    xy.emplace_back(roofline_us(s, src) / per, (s.graph_total_us() - 2 * source.graph_node_us) / per);
+  }
+  if (xy.size() < 2) return std::nullopt;
+  double mx = 0, my = 0;
+  for (const auto& [x, y] : xy) {
+    mx += x / static_cast<double>(xy.size());
+    my += y / static_cast<double>(xy.size());
+  }
+  double sxy = 0, sxx = 0;
+  for (const auto& [x, y] : xy) {
+    sxy += (x - mx) * (y - my);
+    sxx += (x - mx) * (x - mx);
+  }
+  if (sxx <= 1e-12) return std::nullopt;
+  GraphScale::Step step;
+  step.per_roofline = std::max(0.0, sxy / sxx);
+  step.floor_us = std::max(0.0, my - step.per_roofline * mx);
+  return step;
 }
 
 GraphScale graph_scale(const DeviceProfile& source, const TargetDevice& target, bool own) {
@@ -183,6 +236,7 @@ GraphScale graph_scale(const DeviceProfile& source, const TargetDevice& target, 
     if (const auto b = fitted_slope(xy)) g.slopes[op] = *b;
   }
   g.pooled = fitted_slope(all).value_or(1.0);
+  g.lstm_step = fitted_lstm_step(source, src);
   return g;
 }
 
@@ -247,7 +301,14 @@ double kernel_us(const DeviceProfile& source, const TargetDevice& target, bool o
   if (!exact) {
     ++acc.interpolated;
     const double here = roofline_us(*s, src);
-    if (here > 0) work *= std::pow(roofline_us(look, src) / here, graph.slope(want.op));
+    if (graph.on && want.op == "lstm" && graph.lstm_step) {
+      const Sequence q = sequence_of(look);
+      const double per = q.steps * q.layers;
+      work = per * (graph.lstm_step->floor_us +
+                    graph.lstm_step->per_roofline * roofline_us(look, src) / per);
+    } else if (here > 0) {
+      work *= std::pow(roofline_us(look, src) / here, graph.slope(want.op));
+    }
   }
   roofline_us(look, src, &flops_bound);
   double fixed = fixed_src;

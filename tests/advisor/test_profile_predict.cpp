@@ -490,5 +490,82 @@ TEST(ProfilePredict, AGpuRecordedStepIsItsGraphTimesAndTheGraphsFixedCost) {
   EXPECT_GT(bound.seconds, 5 * own.seconds);
 }
 
+// Token ids over `steps` positions, embedded in 32, an LSTM of `hidden` (`layers` deep), a Linear
+// to 1 (BCE), batch `batch`.
+ModelSpec lstm_model(int64_t batch, int64_t steps, int64_t hidden, int64_t layers = 1) {
+  ModelSpec s;
+  s.name = "lstm";
+  s.origin = "test";
+  s.input = {steps};
+  LayerSpec embedding;
+  embedding.type = LayerType::Embedding;
+  embedding.out = 32;
+  embedding.vocab = 1000;
+  LayerSpec lstm;
+  lstm.type = LayerType::LSTM;
+  lstm.out = hidden;
+  lstm.layers = layers;
+  s.layers = {embedding, lstm, {LayerType::Linear, 1, true, 0}};
+  s.loss = LossType::BinaryCrossEntropy;
+  s.train.batch = batch;
+  s.train.shuffle = false;
+  return s;
+}
+
+KernelSample lstm_node_sample(const ModelSpec& spec) {
+  const ModelLayout layout = model_layout(spec);
+  for (size_t i = 0; i < layout.nodes.size(); ++i) {
+    if (layout.nodes[i].kind == NodeKind::LSTM) return node_sample(layout, i, spec.train.batch, 1);
+  }
+  ADD_FAILURE() << "no LSTM in the spec";
+  return {};
+}
+
+// A GPU profile of two LSTMs only (40 steps of 64 units at batch 64, 120 steps of 192 at 128),
+// each recorded step's LSTM `floor_us` per time step plus `per_roofline` times the step's
+// roofline, above its nodes' floor (2 x 1 us).
+DeviceProfile lstm_gpu_profile(double floor_us, double per_roofline) {
+  DeviceProfile p = gpu_profile();
+  p.samples.clear();
+  const std::pair<ModelSpec, double> shapes[] = {{lstm_model(64, 40, 64), 40.0},
+                                                 {lstm_model(128, 120, 192), 120.0}};
+  for (const auto& [spec, steps] : shapes) {
+    KernelSample s = lstm_node_sample(spec);
+    const double roofline =
+        std::max(s.flops / (p.peaks.matmul_gflops * 1e3), s.bytes / (p.peaks.bandwidth_gbs * 1e3));
+    const double total = steps * floor_us + per_roofline * roofline + 2 * p.graph_node_us;
+    s.forward_us = s.graph_forward_us = total / 2;
+    s.backward_us = s.graph_backward_us = total / 2;
+    p.samples.push_back(s);
+  }
+  return p;
+}
+
+// An LSTM shape a GPU profile lacks: a recorded step runs its time steps one after another, each
+// mostly its kernels' latency, so it is predicted as its steps times a per-step floor plus a
+// multiple of the step's roofline, both fitted over the profile's LSTMs (issue 65: small LSTMs
+// scaled by their FLOPs alone were predicted at half their measured time on the H200).
+TEST(ProfilePredict, AGpuLstmTheProfileLacksIsItsTimeStepsEachAFloorPlusItsRoofline) {
+  const auto step_us = [](const ModelSpec& spec, const DeviceProfile& p) {
+    return predict_with_profile(spec, spec.train.batch, p, profile_target(p), true).seconds * 1e6;
+  };
+  const DeviceProfile base = lstm_gpu_profile(5, 4), higher_floor = lstm_gpu_profile(6, 4),
+                      steeper = lstm_gpu_profile(5, 8);
+  // 60 steps of 48 units at batch 32: a microsecond more per step is 60 more; four times its
+  // roofline more per unit of roofline is four rooflines more. Nothing else in the step moves.
+  const ModelSpec small = lstm_model(32, 60, 48);
+  EXPECT_NEAR(step_us(small, higher_floor) - step_us(small, base), 60, 1e-6);
+  const KernelSample s = lstm_node_sample(small);
+  const double roofline = std::max(s.flops / (base.peaks.matmul_gflops * 1e3),
+                                   s.bytes / (base.peaks.bandwidth_gbs * 1e3));
+  EXPECT_NEAR(step_us(small, steeper) - step_us(small, base), 4 * roofline, 1e-6);
+  // Two layers: each step's floor twice.
+  const ModelSpec deep = lstm_model(32, 60, 48, 2);
+  EXPECT_NEAR(step_us(deep, higher_floor) - step_us(deep, base), 120, 1e-6);
+  // A shape the profile has is its own sample, whatever the fit.
+  const ModelSpec profiled = lstm_model(64, 40, 64);
+  EXPECT_NEAR(step_us(profiled, higher_floor) - step_us(profiled, base), 40, 1e-6);
+}
+
 }  // namespace
 }  // namespace xo
