@@ -65,6 +65,7 @@ struct ProfiledStep {
   // None: every kernel of the model is in the profile at its shape; Model: a model it did not
   // measure (its kernels from neighbouring shapes), validated as such (leave one model out).
   Holdout holdout = Holdout::None;
+  PredictionKind kind = PredictionKind::Own;  // what its expected error must be validated by
   int unprofiled = 0;  // kernels of a kind the profile never measured: their roofline
   std::optional<ExpectedError> expected_error;
   int trials = 0;  // fused trials predicted (AdviceOptions::trials), in `groups` concurrent groups
@@ -102,6 +103,7 @@ struct DevicePrediction {
   std::optional<double> expected_error;  // the validation table's median |error| for its kind
   std::optional<double> expected_worst;  // and its worst
   bool expected_at_least = false;  // no row validates its kind: at least these (see ExpectedError)
+  std::string expected_kind;       // whose held-out rows the figures are (prediction_kind_name)
   std::vector<std::string> assumptions;
 };
 

@@ -7,6 +7,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
@@ -33,6 +34,9 @@ constexpr int64_t kMaxCount = std::numeric_limits<int>::max();
 
 // The kinds in the order of DeviceKind's values.
 constexpr DeviceKind kKindValues[] = {DeviceKind::Gpu, DeviceKind::Cpu};
+// NVIDIA's GPU architectures by name (compute capability 7.0, 7.5, 8.0/8.6, 8.9, 9.0, 10.0/12.0).
+const std::vector<std::string_view> kArchitectures = {"volta", "turing", "ampere",
+                                                      "ada",   "hopper", "blackwell"};
 const std::vector<std::string_view> kKinds = {device_kind_name(DeviceKind::Gpu),
                                               device_kind_name(DeviceKind::Cpu)};
 const std::vector<std::string_view> kTopKeys = {"schema", "extends", "device", "instance"};
@@ -50,6 +54,7 @@ const std::vector<std::string_view> kDeviceKeys = {"id",
                                                    "threads",
                                                    "sm_count",
                                                    "boost_clock_mhz",
+                                                   "architecture",
                                                    "source",
                                                    "date"};
 const std::vector<std::string_view> kInstanceKeys = {"id",
@@ -133,6 +138,10 @@ CatalogDevice read_device(const TomlTable& t) {
   }
   if (sms) d.sm_count = static_cast<int>(sms.integer_in(1, kMaxCount));
   if (clock) d.boost_clock_mhz = clock.number(kPositive);
+  if (const TomlValue arch = t.get("architecture")) {
+    if (cpu) arch.fail("for GPUs only (volta, turing, ampere, ada, hopper, blackwell)");
+    d.architecture = std::string(kArchitectures[arch.choice("architecture", kArchitectures)]);
+  }
   d.source = t.get("source").non_empty_string();
   d.date = t.get("date").date();
   return d;
@@ -361,6 +370,36 @@ void apply_price_override(Catalog& catalog, const std::string& text) {
   } else {
     device->price_usd = usd;  // 0 is allowed: "not sold separately"
   }
+}
+
+namespace {
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+}  // namespace
+
+bool same_model(const CatalogDevice& d, const DeviceInfo& local) {
+  if (d.kind != local.kind) return false;
+  const std::string name = lower(d.name), here = lower(local.name);
+  size_t start = 0;
+  while (start < name.size()) {
+    const size_t end = std::min(name.find(' ', start), name.size());
+    const std::string word = name.substr(start, end - start);
+    if (word.find_first_of("0123456789") != std::string::npos) {
+      // As a whole word of the local name.
+      for (size_t at = here.find(word); at != std::string::npos; at = here.find(word, at + 1)) {
+        const bool left = at == 0 || here[at - 1] == ' ';
+        const bool right = at + word.size() == here.size() || here[at + word.size()] == ' ';
+        if (left && right) return true;
+      }
+      return false;
+    }
+    start = end + 1;
+  }
+  return false;
 }
 
 }  // namespace xo

@@ -35,6 +35,9 @@ struct CatalogDevice {
   // rate and the bandwidth bind only kernels that fill the chip.
   int sm_count = 0;
   double boost_clock_mhz = 0;
+  // GPUs, optional ("": not given): the architecture ("turing", "ampere", "ada", "hopper", ...),
+  // which says whose validation rows a prediction of it may quote (advisor/profile_predict.h).
+  std::string architecture;
 };
 
 // A cloud instance: `device_count` of `device` (a CatalogDevice id), hourly prices in USD.
@@ -71,6 +74,11 @@ struct Catalog {
   const CatalogDevice* find_device(const std::string& id) const;      // null when absent
   const CatalogInstance* find_instance(const std::string& id) const;  // null when absent
 };
+
+// A catalog device stands for a local one (a DeviceInfo, a profile's device) when its model
+// number (the first word of its name with a digit in it, e.g. "H100", "9654", "i9-14900K")
+// appears in the local device's name as a whole word.
+bool same_model(const CatalogDevice& d, const DeviceInfo& local);
 
 // The catalog shipped with crossover: data/catalog.toml as it was when the binary was built, which
 // the binary carries (cmake/embed.cmake), so that it runs wherever it is moved or installed. A

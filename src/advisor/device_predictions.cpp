@@ -13,37 +13,7 @@
 #include "train/data_parallel.h"
 
 namespace xo {
-namespace {
-
-std::string lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
-// A catalog device stands for a local one when its model number (the first word of its name
-// with a digit in it, e.g. "H100", "9654", "i9-14900K") appears in the local device's name.
-bool same_model(const CatalogDevice& d, const DeviceInfo& local) {
-  if (d.kind != local.kind) return false;
-  const std::string name = lower(d.name), here = lower(local.name);
-  size_t start = 0;
-  while (start < name.size()) {
-    const size_t end = std::min(name.find(' ', start), name.size());
-    const std::string word = name.substr(start, end - start);
-    if (word.find_first_of("0123456789") != std::string::npos) {
-      // As a whole word of the local name.
-      for (size_t at = here.find(word); at != std::string::npos; at = here.find(word, at + 1)) {
-        const bool left = at == 0 || here[at - 1] == ' ';
-        const bool right = at + word.size() == here.size() || here[at + word.size()] == ' ';
-        if (left && right) return true;
-      }
-      return false;
-    }
-    start = end + 1;
-  }
-  return false;
-}
-
-}  // namespace
+namespace {}  // namespace
 
 double step_seconds(const DevicePrediction& p) {
   return p.measured_s ? *p.measured_s : p.step.seconds;
@@ -91,8 +61,9 @@ std::string chart_gpu_note(const Catalog& catalog, const AdviceOptions& o,
           "({:.1f} TFLOP/s f32, {:.0f} GB/s){}",
           why, ps->from->id, gpu.name, gpu.f32_tflops, gpu.memory_bandwidth_gbs,
           ps->expected_error
-              ? fmt::format(", expected error{}: median {:.0f}%, worst {:.0f}% (validation table)",
-                            ps->expected_error->at_least ? " at least" : "",
+              ? fmt::format(", {}: median {:.0f}%, worst {:.0f}% (validation table)",
+                            ps->expected_error->at_least ? "not validated, expected error at least"
+                                                         : "expected error",
                             100 * ps->expected_error->median, 100 * ps->expected_error->worst)
               : "");
     }
@@ -233,19 +204,18 @@ std::string profile_assumption(const ProfiledStep& ps) {
                     ps.expected_error->rows)
           : ps.expected_error && ps.expected_error->at_least
               ? fmt::format(
-                    "; no validation row for this kind of prediction (no other device of this "
-                    "kind has been profiled and measured to check how this profile carries to "
-                    "another): expected error at least that of the profile on its own device, "
-                    "median "
-                    "{:.0f}%, worst {:.0f}% ({})",
+                    "; not validated: no held-out validation row is of this kind of prediction "
+                    "({}), so its expected error is at least that of the nearest kind ({}), "
+                    "median {:.0f}%, worst {:.0f}% ({})",
+                    prediction_kind_name(ps.kind), prediction_kind_name(ps.expected_error->kind),
                     100 * ps.expected_error->median, 100 * ps.expected_error->worst,
                     ps.expected_error->rows)
           : ps.expected_error
               ? fmt::format(
                     "; expected error: median {:.0f}%, worst {:.0f}% (the validation table's "
-                    "rows for this kind of prediction: {}){}",
+                    "held-out rows of this kind of prediction, {}: {}){}",
                     100 * ps.expected_error->median, 100 * ps.expected_error->worst,
-                    ps.expected_error->rows,
+                    prediction_kind_name(ps.expected_error->kind), ps.expected_error->rows,
                     ps.expected_error->spread > 0
                         ? fmt::format("; the measurements behind them moved by up to {:.0f}% "
                                       "between runs of the same model",
@@ -264,9 +234,11 @@ std::string profile_assumption(const ProfiledStep& ps) {
 }  // namespace
 
 TargetDevice local_target(const DeviceInfo& d, const DevicePeaks& p, const AdviceOptions& o) {
-  return make_target(d.id, d.name, d.kind, d.threads, probed_rates(p),
-                     policy_for(d.kind, d.threads, o),
-                     fmt::format("probed {}", p.probed.substr(0, 10)));
+  TargetDevice t = make_target(d.id, d.name, d.kind, d.threads, probed_rates(p),
+                               policy_for(d.kind, d.threads, o),
+                               fmt::format("probed {}", p.probed.substr(0, 10)));
+  t.architecture = architecture_of(d.kind, d.name);
+  return t;
 }
 
 TargetDevice catalog_target(const CatalogDevice& d, const std::vector<DevicePeaks>& peaks,
@@ -277,6 +249,7 @@ TargetDevice catalog_target(const CatalogDevice& d, const std::vector<DevicePeak
                   100 * o.achievable_flops_fraction, 100 * o.achievable_bandwidth_fraction));
   t.sm_count = d.sm_count;
   t.clock_mhz = d.boost_clock_mhz;
+  t.architecture = d.architecture;
   return t;
 }
 
@@ -363,9 +336,10 @@ std::optional<ProfiledStep> profiled_step(const ModelSpec& spec, int64_t batch,
   // error is at least a new model's.
   out.holdout =
       o.trials == 0 && profile_has_model(*from, spec, batch) ? Holdout::None : Holdout::Model;
+  out.kind = prediction_kind(from->kind, architecture_of(from->kind, from->name), target.kind,
+                             target.architecture, own);
   if (o.expected_errors) {
-    out.expected_error =
-        expected_error(shipped_validation(), *from, target.kind, own, out.holdout, o.profiles);
+    out.expected_error = expected_error(shipped_validation(), *from, out.kind);
   }
   if (o.trials > 0 && out.expected_error) out.expected_error->at_least = true;
   return out;
@@ -383,6 +357,7 @@ void take_expected_error(DevicePrediction& d, const ProfiledStep& ps) {
     d.expected_error = ps.expected_error->median;
     d.expected_worst = ps.expected_error->worst;
     d.expected_at_least = ps.expected_error->at_least;
+    d.expected_kind = prediction_kind_name(ps.expected_error->kind);
   }
 }
 

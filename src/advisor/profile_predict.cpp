@@ -10,6 +10,7 @@
 #include <optional>
 #include <set>
 
+#include "advisor/catalog.h"
 #include "core/error.h"
 #include "model/fused_network.h"
 #include "model/layer.h"
@@ -187,7 +188,8 @@ std::optional<GraphScale::Step> fitted_lstm_step(const DeviceProfile& source, co
     if (s.op != "lstm" || s.graph_total_us() <= 0) continue;
     const Sequence q = sequence_of(s);
     const double per = q.steps * q.layers;
-    xy.emplace_back(roofline_us(s, src) / per, (s.graph_total_us() - 2 * source.graph_node_us) / per);
+    xy.emplace_back(roofline_us(s, src) / per,
+                    (s.graph_total_us() - 2 * source.graph_node_us) / per);
   }
   if (xy.size() < 2) return std::nullopt;
   double mx = 0, my = 0;
@@ -426,6 +428,7 @@ TargetDevice profile_target(const DeviceProfile& p) {
                                fmt::format("probed {}", p.peaks.probed.substr(0, 10)));
   t.sm_count = p.sm_count;
   t.clock_mhz = p.clock_mhz;
+  t.architecture = architecture_of(p.kind, p.name);
   return t;
 }
 
@@ -672,6 +675,10 @@ ValidationRow validation_row(const DeviceProfile& d, const DeviceProfile& s, Hol
   row.from = s.id;
   row.own = &s == &d;
   row.holdout = holdout;
+  row.from_kind = s.kind;
+  row.from_architecture = architecture_of(s.kind, s.name);
+  row.kind = prediction_kind(s.kind, row.from_architecture, d.kind, architecture_of(d.kind, d.name),
+                             row.own);
   row.how = holdout == Holdout::None ? "own profile"
             : holdout == Holdout::Model
                 ? "own profile, each model's own kernels left out (and models never profiled)"
@@ -738,6 +745,9 @@ std::vector<ValidationRow> validate_profiles(const std::vector<DeviceProfile>& p
     }
     for (const DeviceProfile& s : profiles) {
       if (&s == &d || !s.has_kernels()) continue;  // a profile of peaks only predicts nothing
+      // A GPU's kernels say nothing of a CPU's (they missed by thousands of percent), and a CPU
+      // is never predicted from them while a CPU profile ships: no row of that kind.
+      if (s.kind == DeviceKind::Gpu && d.kind == DeviceKind::Cpu) continue;
       ValidationRow row = row_of(d, s, Holdout::Device);
       if (!row.entries.empty()) rows.push_back(std::move(row));
     }
@@ -745,44 +755,169 @@ std::vector<ValidationRow> validate_profiles(const std::vector<DeviceProfile>& p
   return rows;
 }
 
-std::optional<ExpectedError> expected_error(const std::vector<ValidationRow>& rows,
-                                            const DeviceProfile& from, DeviceKind to, bool own,
-                                            Holdout holdout,
-                                            const std::vector<DeviceProfile>& profiles) {
-  auto kind_of = [&](const std::string& id) -> std::optional<DeviceKind> {
-    for (const DeviceProfile& p : profiles) {
-      if (p.id == id) return p.kind;
-    }
-    return std::nullopt;
-  };
-  const Holdout want = own ? holdout : Holdout::Device;
-  // The rows of this very profile first (its own device's, or its predictions of other devices
-  // of the target's kind); where the table has none (a profile measured on this machine, not
-  // shipped), the rows of every profile of its kind.
-  for (const bool same_profile : {true, false}) {
-    std::optional<ExpectedError> out;
-    for (const ValidationRow& r : rows) {
-      if (r.entries.empty() || r.own != own || r.holdout != want) continue;
-      if (kind_of(r.from) != from.kind || kind_of(r.device) != to) continue;
-      if (same_profile && r.from != from.id) continue;
-      if (!out) out.emplace();
-      out->median = std::max(out->median, r.median_abs);
-      out->worst = std::max(out->worst, r.worst_abs);
-      out->spread = std::max(out->spread, r.spread);
-      out->rows += fmt::format(
-          "{}{}{}", out->rows.empty() ? "" : "; ", r.device,
-          own ? fmt::format(", {}", holdout_name(r.holdout)) : fmt::format(" from {}", r.from));
-    }
-    if (out) return out;
+const char* prediction_kind_name(PredictionKind k) {
+  switch (k) {
+    case PredictionKind::Own:
+      return "this device, a model it did not measure";
+    case PredictionKind::SameArchitecture:
+      return "another GPU of the profile's architecture";
+    case PredictionKind::OtherArchitecture:
+      return "a GPU of another architecture";
+    case PredictionKind::CpuFromCpu:
+      return "another CPU";
+    case PredictionKind::GpuFromCpu:
+      return "a GPU from a CPU's profile";
+    case PredictionKind::CpuFromGpu:
+      return "a CPU from a GPU's profile";
   }
-  if (!own) {
-    // The scaling to another device of this kind is unvalidated: at least the profile's own error.
-    if (auto floor = expected_error(rows, from, from.kind, true, holdout, profiles)) {
-      floor->at_least = true;
-      return floor;
+  return "?";
+}
+
+PredictionKind prediction_kind(DeviceKind from, const std::string& from_architecture, DeviceKind to,
+                               const std::string& to_architecture, bool own) {
+  if (own) return PredictionKind::Own;
+  if (from == DeviceKind::Cpu) {
+    return to == DeviceKind::Cpu ? PredictionKind::CpuFromCpu : PredictionKind::GpuFromCpu;
+  }
+  if (to == DeviceKind::Cpu) return PredictionKind::CpuFromGpu;
+  return !from_architecture.empty() && from_architecture == to_architecture
+             ? PredictionKind::SameArchitecture
+             : PredictionKind::OtherArchitecture;
+}
+
+std::string architecture_of(DeviceKind kind, const std::string& name) {
+  if (kind != DeviceKind::Gpu) return "";
+  static const Catalog catalog = shipped_catalog();
+  DeviceInfo d;
+  d.kind = kind;
+  d.name = name;
+  for (const CatalogDevice& c : catalog.devices) {
+    if (!c.architecture.empty() && same_model(c, d)) return c.architecture;
+  }
+  return "";
+}
+
+namespace {
+
+// Where a kind has no held-out row: the kinds whose rows stand in for it, nearest first (a GPU of
+// another architecture is at least as far off as one of the same architecture, which is at least
+// as far off as the profile's own GPU).
+std::vector<PredictionKind> nearer_kinds(PredictionKind k) {
+  switch (k) {
+    case PredictionKind::OtherArchitecture:
+      return {PredictionKind::SameArchitecture, PredictionKind::Own};
+    case PredictionKind::SameArchitecture:
+    case PredictionKind::CpuFromCpu:
+    case PredictionKind::GpuFromCpu:
+    case PredictionKind::CpuFromGpu:
+      return {PredictionKind::Own};
+    case PredictionKind::Own:
+      return {};
+  }
+  return {};
+}
+
+// Where a prediction comes from, for its expected error: the profile, its device kind and
+// architecture.
+struct Source {
+  std::string id;
+  DeviceKind kind;
+  std::string architecture;
+};
+
+// The held-out rows of `kind` from `from` (when `same_profile`; else from any profile of its device
+// kind and architecture), `skip_model` left out of their entries (for calibrate: "" leaves
+// nothing out), summed up: the median of the rows' medians (a typical row's: one profile's
+// predictions of several devices of the kind miss by more on some), the largest worst; none
+// without an entry.
+std::optional<ExpectedError> rows_of_kind(const std::vector<ValidationRow>& rows,
+                                          const Source& from, PredictionKind kind,
+                                          bool same_profile, const std::string& skip_model) {
+  std::optional<ExpectedError> out;
+  std::vector<double> medians;
+  for (const ValidationRow& r : rows) {
+    if (r.holdout == Holdout::None || r.kind != kind) continue;
+    if (same_profile ? r.from != from.id
+                     : r.from_kind != from.kind || r.from_architecture != from.architecture)
+      continue;
+    std::vector<double> errors;
+    for (const ValidationRow::Entry& e : r.entries) {
+      if (e.model != skip_model) errors.push_back(std::abs(e.error()));
+    }
+    if (errors.empty()) continue;
+    if (!out) out.emplace();
+    out->kind = kind;
+    medians.push_back(summarize(errors).median);
+    out->median = summarize(medians).median;
+    out->worst = std::max(out->worst, *std::max_element(errors.begin(), errors.end()));
+    out->spread = std::max(out->spread, r.spread);
+    out->rows += fmt::format(
+        "{}{}{}", out->rows.empty() ? "" : "; ", r.device,
+        r.own ? fmt::format(", {}", holdout_name(r.holdout)) : fmt::format(" from {}", r.from));
+  }
+  return out;
+}
+
+std::optional<ExpectedError> expected_error_without(const std::vector<ValidationRow>& rows,
+                                                    const Source& from, PredictionKind kind,
+                                                    const std::string& skip_model) {
+  // The rows of this very profile first (its own device's, or its predictions of other devices
+  // of this kind); where the table has none (a profile measured on this machine, not shipped),
+  // those of every profile.
+  for (const bool same_profile : {true, false}) {
+    if (auto out = rows_of_kind(rows, from, kind, same_profile, skip_model)) return out;
+  }
+  for (const PredictionKind nearer : nearer_kinds(kind)) {
+    for (const bool same_profile : {true, false}) {
+      if (auto out = rows_of_kind(rows, from, nearer, same_profile, skip_model)) {
+        out->at_least = true;
+        return out;
+      }
     }
   }
   return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<ExpectedError> expected_error(const std::vector<ValidationRow>& rows,
+                                            const DeviceProfile& from, PredictionKind kind) {
+  return expected_error_without(rows, {from.id, from.kind, architecture_of(from.kind, from.name)},
+                                kind, "");
+}
+
+bool CalibrationRow::holds() const {
+  return entries > 0 && coverage() >= 0.9 && median_ratio <= 1.5 && median_ratio >= 1 / 1.5;
+}
+
+std::vector<CalibrationRow> calibrate(const std::vector<ValidationRow>& rows) {
+  std::map<PredictionKind, std::vector<std::pair<double, ExpectedError>>> by_kind;
+  for (const ValidationRow& r : rows) {
+    if (r.holdout == Holdout::None) continue;
+    for (const ValidationRow::Entry& e : r.entries) {
+      const auto stated =
+          expected_error_without(rows, {r.from, r.from_kind, r.from_architecture}, r.kind, e.model);
+      if (stated && !stated->at_least) by_kind[r.kind].emplace_back(std::abs(e.error()), *stated);
+    }
+  }
+  std::vector<CalibrationRow> out;
+  for (const auto& [kind, list] : by_kind) {
+    CalibrationRow c;
+    c.kind = kind;
+    std::vector<double> measured, stated, ratios;
+    for (const auto& [error, e] : list) {
+      ++c.entries;
+      c.covered += error <= e.worst ? 1 : 0;
+      measured.push_back(error);
+      stated.push_back(e.median);
+      ratios.push_back(e.median > 0 ? error / e.median : error > 0 ? 1e9 : 1);
+    }
+    c.measured_median = summarize(measured).median;
+    c.stated_median = summarize(stated).median;
+    c.median_ratio = summarize(ratios).median;
+    out.push_back(c);
+  }
+  return out;
 }
 
 }  // namespace xo

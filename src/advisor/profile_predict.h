@@ -33,6 +33,7 @@ struct TargetDevice {
   bool graph = false;
   int sm_count = 0;
   double clock_mhz = 0;
+  std::string architecture;  // a GPU's ("hopper"; advisor/catalog.h), "" where not known
 };
 
 // A target from its rates and rules; `rates` says where the rates come from.
@@ -95,12 +96,34 @@ inline const char* holdout_name(Holdout h) {
   return "?";
 }
 
+// What a prediction is of, for its expected error: a validation row backs only predictions of
+// its own kind.
+enum class PredictionKind {
+  Own,                // a device from its own profile, a model it did not measure
+  SameArchitecture,   // a GPU from another GPU's profile of its architecture
+  OtherArchitecture,  // a GPU from a GPU profile of another (or an unknown) architecture
+  CpuFromCpu,         // a CPU from another CPU's profile
+  GpuFromCpu,         // a GPU from a CPU's profile
+  CpuFromGpu,         // a CPU from a GPU's profile
+};
+const char* prediction_kind_name(PredictionKind k);  // "this device, a model it did not measure"
+// The kind of a prediction of a `to` device from a `from` profile (architectures "" if unknown).
+PredictionKind prediction_kind(DeviceKind from, const std::string& from_architecture, DeviceKind to,
+                               const std::string& to_architecture, bool own);
+// A GPU profile's or device's architecture, from the shipped catalog's entry of the same model
+// (by the model number in `name`: "NVIDIA H200" is the catalog's "NVIDIA H200 SXM 141GB"); "" for
+// a CPU, or a GPU the catalog has no architecture for.
+std::string architecture_of(DeviceKind kind, const std::string& name);
+
 // One device's predictions against its measurements (the profile's `measured` steps).
 struct ValidationRow {
   std::string device, name;  // the measured device (a profile id) and its name
   std::string from;          // the profile the predictions came from
   bool own = false;
   Holdout holdout = Holdout::None;
+  PredictionKind kind = PredictionKind::Own;  // of its predictions (in-sample when holdout None)
+  DeviceKind from_kind = DeviceKind::Cpu;     // the source profile's device
+  std::string from_architecture;              // and its architecture (a GPU's; architecture_of)
   std::string how;  // "own profile" / "from X's profile, scaled by probed peaks"
   struct Entry {
     std::string model;
@@ -131,25 +154,44 @@ std::vector<ValidationRow> validate_profiles(const std::vector<DeviceProfile>& p
 DeviceProfile without_model(const DeviceProfile& profile, const ModelSpec& spec,
                             const std::vector<ModelSpec>& others);
 
-// What the validation table shows for one kind of prediction: its median and worst |error|, and
-// the rows it read ("nvidia-h100-80gb-hbm3, own profile").
+// What the validation table shows for one kind of prediction: its median and worst |error| over
+// held-out rows of that kind, and the rows it read ("nvidia-h100-80gb-hbm3, own profile").
 struct ExpectedError {
   double median = 0, worst = 0;
   double spread = 0;  // the measurements' own spread in those rows (ValidationRow::spread)
   std::string rows;
-  // No row validates this kind of prediction (a GPU from another GPU's profile, no second GPU
-  // measured): these are the source profile's own rows, and the error is at least theirs.
+  PredictionKind kind = PredictionKind::Own;  // whose rows these are
+  // Not validated: no held-out row is of the prediction's kind (a GPU of an architecture no GPU
+  // profile was measured on, fused trials); these are the nearest kind's rows (`kind`), and the
+  // error is at least theirs.
   bool at_least = false;
 };
-// For a prediction of a `to` device from the `from` profile (own or another device's) with
-// `holdout` (None: a model whose kernels the profile measured; Model: one it did not), the
-// largest median and worst of the matching rows of that profile (else of any profile of its
-// kind). Where none predicts another device of the target's kind from this profile, the profile's
-// own rows marked `at_least` (the scaling adds an error nothing has measured); else none.
+// The expected error of a prediction of `kind` from the profile `from`: the median of the medians
+// and the largest worst of the held-out rows of that kind (leave one model out, models never
+// profiled, other devices; never a row whose models' kernels were in the profile) from that
+// profile, else from any profile of its device kind and architecture. Where no row is of that kind,
+// the nearest kind's (a GPU of another architecture: the same architecture's, then the profile's
+// own) marked `at_least`; none without any.
 std::optional<ExpectedError> expected_error(const std::vector<ValidationRow>& rows,
-                                            const DeviceProfile& from, DeviceKind to, bool own,
-                                            Holdout holdout,
-                                            const std::vector<DeviceProfile>& profiles);
+                                            const DeviceProfile& from, PredictionKind kind);
+
+// Calibration of the stated errors against the held-out rows, by kind: each held-out entry (a
+// model predicted on a device) against the error `expected_error` states for its prediction with
+// that model left out of every row (its own measurement cannot widen its own error bar).
+struct CalibrationRow {
+  PredictionKind kind = PredictionKind::Own;
+  int entries = 0, covered = 0;  // entries within their stated worst
+  double stated_median = 0;      // the median of the stated medians
+  double measured_median = 0;    // the median |error| of the entries
+  // The median over the entries of |error| / its stated median: 1 where the stated medians are
+  // the typical errors (entries of devices with large and small errors pooled alike).
+  double median_ratio = 0;
+  double coverage() const { return entries ? static_cast<double>(covered) / entries : 0; }
+  // At least 90% of the entries within their stated worst, and the stated medians within 1.5x of
+  // the measured errors (median_ratio in [1 / 1.5, 1.5]).
+  bool holds() const;
+};
+std::vector<CalibrationRow> calibrate(const std::vector<ValidationRow>& rows);
 
 // Whether every kernel of `spec` at `batch` has a sample of its own shape in `profile` (a
 // built-in model on a device that measured it), so that its own-profile row applies to it.

@@ -59,8 +59,8 @@ std::string crossover_sentence(const std::vector<SweepSeries>& series,
   for (const Crossover& c : crossovers) {
     // Between two neighbouring whole values (depth 7 and 8: no model lies between them) the
     // crossing is said as that, not as an interpolated depth of 7.97.
-    const bool neighbours = c.above_axis - c.below_axis == 1 &&
-                            c.below_axis == std::floor(c.below_axis);
+    const bool neighbours =
+        c.above_axis - c.below_axis == 1 && c.below_axis == std::floor(c.below_axis);
     const std::string where =
         neighbours ? fmt::format("between {} {} and {}", axis, significant(c.below_axis, 4, true),
                                  significant(c.above_axis, 4, true))
@@ -209,8 +209,10 @@ std::string time_kind(const GpuOption& g) {
          : g.lower_bound ? "predicted, a lower bound"
          : g.expected_error
              ? fmt::format(
-                   "predicted, expected error{}: median {:.0f}%{}",
-                   g.expected_at_least ? " at least" : "", 100 * *g.expected_error,
+                   "predicted, {}: median {:.0f}%{}",
+                   g.expected_at_least ? "not validated, expected error at least"
+                                       : "expected error",
+                   100 * *g.expected_error,
                    g.expected_worst ? fmt::format(", worst {:.0f}%", 100 * *g.expected_worst) : "")
              : "predicted";
 }

@@ -12,8 +12,8 @@
 
 #include "advisor/validation.h"
 #include "cli/commands.h"
-#include "cli/progress.h"
 #include "cli/options.h"
+#include "cli/progress.h"
 #include "core/error.h"
 #include "core/file.h"
 #include "measure/profile.h"
@@ -34,8 +34,11 @@ struct ValidateOptions {
 // The validation table of `profiles` written as the options ask, printed with `header`.
 void report_validation(const std::vector<ValidationRow>& rows, const ValidateOptions& o,
                        const std::string& header) {
-  fmt::print("{}{}", header, validation_text(rows));
-  if (!o.markdown.empty()) write_file_atomic(o.markdown, validation_markdown(rows));
+  fmt::print("{}{}\n{}", header, validation_text(rows), calibration_text(calibrate(rows)));
+  if (!o.markdown.empty()) {
+    write_file_atomic(o.markdown,
+                      validation_markdown(rows) + "\n" + calibration_text(calibrate(rows), true));
+  }
   if (!o.json.empty()) {
     nlohmann::json j = nlohmann::json::array();
     for (const ValidationRow& r : rows) j.push_back(validation_json(r));

@@ -227,12 +227,13 @@ std::vector<std::string> prediction_row(const DevicePrediction& p, const DeviceC
            ? cell(duration_ms(measured_ms)) + " <span class=\"badge measured\">measured</span>"
            : na(),
        cell(error ? fmt::format("{:+.1f}%", *error) : std::string(kMissing)),
-       cell(p.expected_error ? fmt::format("{}±{:.0f}%{}", p.expected_at_least ? "at least " : "",
-                                           100 * *p.expected_error,
-                                           p.expected_worst ? fmt::format(" (worst {:.0f}%)",
-                                                                          100 * *p.expected_worst)
-                                                            : "")
-                             : std::string(kMissing)),
+       cell(p.expected_error
+                ? fmt::format("{}±{:.0f}%{}", p.expected_at_least ? "not validated, at least " : "",
+                              100 * *p.expected_error,
+                              p.expected_worst
+                                  ? fmt::format(" (worst {:.0f}%)", 100 * *p.expected_worst)
+                                  : "")
+                : std::string(kMissing)),
        text_cell(p.profile.empty() ? std::string("roofline") : p.profile), text_cell(p.step.bound),
        assumptions.empty() ? na() : "<ul class=\"assumptions\">" + assumptions + "</ul>"});
   return row;

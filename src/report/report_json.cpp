@@ -451,6 +451,7 @@ void prediction_fields(Io& io, P& p, int schema) {
     io.optional_number("expected_worst_error", p.expected_worst);
   if (io.present("expected_error_at_least"))
     io.flag("expected_error_at_least", p.expected_at_least);
+  if (io.present("expected_error_kind")) io.text("expected_error_kind", p.expected_kind);
   if constexpr (Io::kReading) io.in.optional_number("error_percent");
   io.texts("assumptions", p.assumptions);
 }

@@ -3,6 +3,7 @@
 #include "report/terminal.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -127,7 +128,8 @@ std::string predictions_text(const Report& report) {
     t.add_row({p.name, fmt::format("{:.4f} ms", p.step.seconds * 1e3),
                p.expected_error
                    ? fmt::format(
-                         "{}±{:.0f}%{}", p.expected_at_least ? ">= " : "", 100 * *p.expected_error,
+                         "{}±{:.0f}%{}", p.expected_at_least ? "not validated, >= " : "",
+                         100 * *p.expected_error,
                          p.expected_worst ? fmt::format(", {:.0f}%", 100 * *p.expected_worst) : "")
                    : std::string(p.profile.empty() ? "-" : "unknown"),
                p.profile.empty()
@@ -288,6 +290,36 @@ std::string advice_text(const std::vector<std::string>& advice) {
   std::string s;
   for (const std::string& line : advice) s += fmt::format("- {}\n", terminal_safe(line));
   return s;
+}
+
+std::string calibration_text(const std::vector<CalibrationRow>& rows, bool markdown) {
+  if (rows.empty()) return "";
+  const std::vector<std::string> header = {
+      "prediction of", "held-out entries", "within stated worst",
+      "stated median", "measured median",  "measured / stated",
+      "holds"};
+  std::vector<std::vector<std::string>> body;
+  for (const CalibrationRow& c : rows) {
+    body.push_back({prediction_kind_name(c.kind), std::to_string(c.entries),
+                    fmt::format("{} ({:.0f}%)", c.covered, 100 * c.coverage()),
+                    fmt::format("{:.1f}%", 100 * c.stated_median),
+                    fmt::format("{:.1f}%", 100 * c.measured_median),
+                    fmt::format("{:.2f}", c.median_ratio), c.holds() ? "yes" : "NO"});
+  }
+  if (markdown) {
+    std::string md =
+        fmt::format("| {} |\n|---|---:|---:|---:|---:|---:|---|\n", fmt::join(header, " | "));
+    for (const auto& r : body) md += fmt::format("| {} |\n", fmt::join(r, " | "));
+    return md;
+  }
+  Table t(header);
+  for (auto& r : body) t.add_row(std::move(r));
+  return fmt::format(
+      "Calibration: each held-out entry (a model predicted on a device, its kernels not in the "
+      "profile) against the error crossover states for its kind of prediction with that model "
+      "left out; a stated error holds where at least 90% of the entries are within its worst and "
+      "the median of measured / stated median is within 1.5x:\n{}",
+      t.render());
 }
 
 std::string validation_markdown(const std::vector<ValidationRow>& rows) {

@@ -20,6 +20,9 @@ std::string scaling_text(const std::vector<ScalingPoint>& points);
 std::string validation_text(const std::vector<ValidationRow>& rows);
 // The same table model by model as Markdown (`validate --markdown`, docs/benchmarks.md).
 std::string validation_markdown(const std::vector<ValidationRow>& rows);
+// Whether the stated errors hold on the held-out rows, kind by kind (advisor's calibrate), as a
+// table; `markdown`: as Markdown.
+std::string calibration_text(const std::vector<CalibrationRow>& rows, bool markdown = false);
 // The cost of a run here, on every instance and owned device, and when buying pays off.
 std::string cost_text(const CostTable& cost);
 // The verdict: its sentence, the crossover, and how the time here was measured.

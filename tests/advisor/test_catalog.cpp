@@ -103,6 +103,7 @@ TEST(CatalogShipped, LoadsAndCoversGpusCpusAndInstances) {
     if (d.kind == DeviceKind::Gpu) {
       EXPECT_GT(d.sm_count, 0) << d.id;
       EXPECT_GT(d.boost_clock_mhz, 500) << d.id;
+      EXPECT_FALSE(d.architecture.empty()) << d.id << ": whose validation rows may it quote?";
     }
   }
   EXPECT_GE(gpus, 10);
@@ -295,6 +296,13 @@ std::vector<ErrorCase> error_cases() {
       {"zero_clock",
        kHeader + device("gpu-a", {}, "boost_clock_mhz = 0\n"),
        {a + ".boost_clock_mhz", "> 0"}},
+      {"unknown_architecture",
+       kHeader + device("gpu-a", {}, "architecture = \"pascal\"\n"),
+       {a + ".architecture", "hopper"}},
+      {"cpu_with_architecture",
+       kHeader + device("cpu-a", {{"kind", "\"cpu\""}},
+                        "cores = 4\nthreads = 8\narchitecture = \"zen4\"\n"),
+       {"device.cpu-a.architecture", "GPUs only"}},
       {"fractional_cores",
        kHeader + device("cpu-a", {{"kind", "\"cpu\""}}, "cores = 2.5\n"),
        {"device.cpu-a.cores", "expected an integer"}},

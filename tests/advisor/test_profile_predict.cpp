@@ -2,11 +2,13 @@
 // optimizer, the merge and the fixed costs; another shape is scaled by the roofline's ratio;
 // another device by the rate that bounds each kernel; the validation table compares them with
 // measured steps.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "advisor/advice.h"
 #include "advisor/catalog.h"
 #include "advisor/profile_predict.h"
+#include "measure/profile.h"
 #include "model/fused_network.h"
 #include "model/layer.h"
 #include "model/model.h"
@@ -201,29 +203,131 @@ TEST(ProfilePredict, TheValidationTableComparesOwnAndOtherProfilesWithMeasuremen
   EXPECT_FALSE(rows[3].own);
   EXPECT_EQ(rows[3].holdout, Holdout::Device);
   EXPECT_EQ(rows[3].entries.size(), 1u);
+  EXPECT_EQ(rows[0].kind, PredictionKind::Own);
+  EXPECT_EQ(rows[3].kind, PredictionKind::CpuFromCpu);
   // The expected error of a CPU predicted from another CPU's profile: that row's median and worst.
-  const auto other = expected_error(rows, a, DeviceKind::Cpu, false, Holdout::None, {a, b});
+  const auto other = expected_error(rows, a, PredictionKind::CpuFromCpu);
   ASSERT_TRUE(other);
   EXPECT_NEAR(other->median, rows[3].median_abs, 1e-12);
   EXPECT_NEAR(other->worst, rows[3].worst_abs, 1e-12);
   EXPECT_NE(other->rows.find("b from a"), std::string::npos) << other->rows;
-  // Own profile, a model it did not measure: the leave-one-model-out row.
-  const auto unseen = expected_error(rows, a, DeviceKind::Cpu, true, Holdout::Model, {a, b});
-  ASSERT_TRUE(unseen);
-  EXPECT_NEAR(unseen->worst, rows[1].worst_abs, 1e-12);
-  EXPECT_NEAR(unseen->spread, 0.1, 1e-12);
   EXPECT_FALSE(other->at_least);
-  // No row predicts a GPU from a: at least a's own error, and said so.
-  const auto gpu = expected_error(rows, a, DeviceKind::Gpu, false, Holdout::None, {a, b});
+  // The device from its own profile: the leave-one-model-out row, never the in-sample one (whose
+  // models' kernels were all in the profile), whatever the model.
+  const auto own = expected_error(rows, a, PredictionKind::Own);
+  ASSERT_TRUE(own);
+  EXPECT_EQ(own->kind, PredictionKind::Own);
+  EXPECT_NEAR(own->median, rows[1].median_abs, 1e-12);
+  EXPECT_NEAR(own->worst, rows[1].worst_abs, 1e-12);
+  EXPECT_NEAR(own->spread, 0.1, 1e-12);
+  EXPECT_EQ(own->rows, "a, leave one model out");
+  // No row predicts a GPU from a: not validated, at least the nearest kind's (a's own held-out
+  // row), and said so.
+  const auto gpu = expected_error(rows, a, PredictionKind::GpuFromCpu);
   ASSERT_TRUE(gpu);
   EXPECT_TRUE(gpu->at_least);
-  EXPECT_NEAR(gpu->median, rows[0].median_abs, 1e-12);
-  EXPECT_NEAR(gpu->worst, rows[0].worst_abs, 1e-12);
-  // A profile of a kind no row speaks for (a GPU's, here): nothing to say.
+  EXPECT_EQ(gpu->kind, PredictionKind::Own);
+  EXPECT_NEAR(gpu->median, rows[1].median_abs, 1e-12);
+  EXPECT_NEAR(gpu->worst, rows[1].worst_abs, 1e-12);
+  // A profile of a device kind no row speaks for (a GPU's, here): nothing to say, not a CPU's rows.
   DeviceProfile g = profile_of(8);
   g.id = "g";
   g.kind = DeviceKind::Gpu;
-  EXPECT_FALSE(expected_error(rows, g, DeviceKind::Gpu, false, Holdout::None, {a, b, g}));
+  EXPECT_FALSE(expected_error(rows, g, PredictionKind::Own));
+  EXPECT_FALSE(expected_error(rows, g, PredictionKind::OtherArchitecture));
+}
+
+// Which rows may back which prediction: a GPU's architecture decides between the same and another
+// architecture (an unknown one is another), a CPU's and a GPU's profiles never stand for each
+// other's devices, and the catalog names the architectures of the shipped GPU profiles.
+TEST(ProfilePredict, APredictionsKindIsItsDevicesAndTheirArchitectures) {
+  EXPECT_EQ(prediction_kind(DeviceKind::Gpu, "hopper", DeviceKind::Gpu, "hopper", true),
+            PredictionKind::Own);
+  EXPECT_EQ(prediction_kind(DeviceKind::Gpu, "hopper", DeviceKind::Gpu, "hopper", false),
+            PredictionKind::SameArchitecture);
+  EXPECT_EQ(prediction_kind(DeviceKind::Gpu, "hopper", DeviceKind::Gpu, "turing", false),
+            PredictionKind::OtherArchitecture);
+  EXPECT_EQ(prediction_kind(DeviceKind::Gpu, "", DeviceKind::Gpu, "", false),
+            PredictionKind::OtherArchitecture);
+  EXPECT_EQ(prediction_kind(DeviceKind::Cpu, "", DeviceKind::Cpu, "", false),
+            PredictionKind::CpuFromCpu);
+  EXPECT_EQ(prediction_kind(DeviceKind::Cpu, "", DeviceKind::Gpu, "ampere", false),
+            PredictionKind::GpuFromCpu);
+  EXPECT_EQ(prediction_kind(DeviceKind::Gpu, "hopper", DeviceKind::Cpu, "", false),
+            PredictionKind::CpuFromGpu);
+  EXPECT_EQ(architecture_of(DeviceKind::Gpu, "NVIDIA H200"), "hopper");
+  EXPECT_EQ(architecture_of(DeviceKind::Gpu, "NVIDIA H100 80GB HBM3"), "hopper");
+  EXPECT_EQ(architecture_of(DeviceKind::Gpu, "Tesla T4"), "turing");
+  EXPECT_EQ(architecture_of(DeviceKind::Gpu, "NVIDIA Z9000"), "");
+  EXPECT_EQ(architecture_of(DeviceKind::Cpu, "AMD EPYC 9654"), "");
+}
+
+// The shipped profiles' stated errors hold on their own held-out rows: for every kind of
+// prediction that has held-out rows, each entry (a model on a device) within the worst error
+// stated for its prediction with that model left out of every row at least 90% of the time, and
+// the stated median within 1.5x of the measured one (`crossover validate` prints this table).
+TEST(ProfilePredict, TheShippedProfilesStatedErrorsCoverTheirHeldOutRows) {
+  const std::vector<CalibrationRow> table = calibrate(validate_profiles(shipped_profiles()));
+  ASSERT_FALSE(table.empty());
+  bool own = false;
+  for (const CalibrationRow& c : table) {
+    own |= c.kind == PredictionKind::Own;
+    EXPECT_TRUE(c.holds()) << prediction_kind_name(c.kind) << ": " << c.covered << " of "
+                           << c.entries << " within the stated worst; stated median "
+                           << c.stated_median << ", measured " << c.measured_median;
+  }
+  EXPECT_TRUE(own);
+}
+
+// The calibration counts the entries beyond their stated worst, and compares each entry's error
+// with its stated median; in-sample rows are never read.
+TEST(ProfilePredict, CalibrationCountsTheEntriesBeyondTheirStatedErrors) {
+  auto row = [](std::string device, std::string from, PredictionKind kind,
+                std::vector<double> predicted) {
+    ValidationRow r;
+    r.device = std::move(device);
+    r.from = std::move(from);
+    r.own = r.device == r.from;
+    r.holdout = r.own ? Holdout::Model : Holdout::Device;
+    r.kind = kind;
+    for (size_t i = 0; i < predicted.size(); ++i)
+      r.entries.push_back({fmt::format("m{}", i), predicted[i], 1.0, 0});
+    return r;
+  };
+  // Nine entries 10% off and one 200%: the outlier is beyond the others' worst (its own left
+  // out), the others within it; each entry's stated median is 10%.
+  ValidationRow one =
+      row("a", "a", PredictionKind::Own, {1.1, 1.1, 1.1, 1.1, 1.1, 1.1, 1.1, 1.1, 1.1, 3.0});
+  ValidationRow in_sample = one;
+  in_sample.holdout = Holdout::None;  // never read
+  in_sample.entries = {{"m0", 100.0, 1.0, 0}};
+  std::vector<CalibrationRow> table = calibrate({one, in_sample});
+  ASSERT_EQ(table.size(), 1u);
+  EXPECT_EQ(table[0].kind, PredictionKind::Own);
+  EXPECT_EQ(table[0].entries, 10);
+  EXPECT_EQ(table[0].covered, 9);
+  EXPECT_NEAR(table[0].measured_median, 0.1, 1e-9);
+  EXPECT_NEAR(table[0].median_ratio, 1, 1e-9);
+  EXPECT_TRUE(table[0].holds());
+  // Five CPUs each predicted from its own other CPU, 1% and 50% off: each 50% is beyond what its
+  // row states without it. Half covered.
+  std::vector<ValidationRow> pairs;
+  for (int i = 0; i < 5; ++i) {
+    pairs.push_back(
+        row(fmt::format("d{}", i), fmt::format("s{}", i), PredictionKind::CpuFromCpu, {1.01, 1.5}));
+  }
+  table = calibrate(pairs);
+  ASSERT_EQ(table.size(), 1u);
+  EXPECT_EQ(table[0].covered, 5);
+  EXPECT_FALSE(table[0].holds());
+  // One profile predicting two CPUs, ten models 1% off on one and five 50% off on the other: the
+  // stated median (the median of the two rows', 25.5%) is 25 times most entries' error.
+  table = calibrate({row("x", "p", PredictionKind::CpuFromCpu, std::vector<double>(10, 1.01)),
+                     row("y", "p", PredictionKind::CpuFromCpu, std::vector<double>(5, 1.5))});
+  ASSERT_EQ(table.size(), 1u);
+  EXPECT_EQ(table[0].covered, 15);
+  EXPECT_NEAR(table[0].median_ratio, 0.01 / 0.255, 1e-9);
+  EXPECT_FALSE(table[0].holds());
 }
 
 // A model measured from its spec (never profiled) is validated with the models left out, never
