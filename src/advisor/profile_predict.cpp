@@ -262,6 +262,20 @@ double across_cpus_ratio(const KernelSample& want, const Rates& src, const Rates
   return 1.0;
 }
 
+// The work of `look` (a shape the profile lacks) from its nearest sample's `work`: a GPU's recorded
+// LSTM as its time steps (GraphScale::lstm_step); else the sample's moved by the ratio of their
+// rooflines raised to its op's slope.
+double interpolated_work(double work, const KernelSample& sample, const KernelSample& look,
+                         const Rates& src, const GraphScale& graph) {
+  if (graph.on && look.op == "lstm" && graph.lstm_step) {
+    const Sequence q = sequence_of(look);
+    const double per = q.steps * q.layers;
+    return per * graph.lstm_step->floor_us + graph.lstm_step->per_roofline * roofline_us(look, src);
+  }
+  const double here = roofline_us(sample, src);
+  return here > 0 ? work * std::pow(roofline_us(look, src) / here, graph.slope(look.op)) : work;
+}
+
 // The time of the kernel(s) `want` stands for, on the target: from the source's nearest sample,
 // moved to this shape by the roofline's ratio on the source (on a GPU raised to its op's slope,
 // GraphScale), then to the target by the ratio of the rate that bounds it there (between GPUs, the
@@ -302,15 +316,7 @@ double kernel_us(const DeviceProfile& source, const TargetDevice& target, bool o
   double work = measured - fixed_src;
   if (!exact) {
     ++acc.interpolated;
-    const double here = roofline_us(*s, src);
-    if (graph.on && want.op == "lstm" && graph.lstm_step) {
-      const Sequence q = sequence_of(look);
-      const double per = q.steps * q.layers;
-      work = per * (graph.lstm_step->floor_us +
-                    graph.lstm_step->per_roofline * roofline_us(look, src) / per);
-    } else if (here > 0) {
-      work *= std::pow(roofline_us(look, src) / here, graph.slope(want.op));
-    }
+    work = interpolated_work(work, *s, look, src, graph);
   }
   roofline_us(look, src, &flops_bound);
   double fixed = fixed_src;
