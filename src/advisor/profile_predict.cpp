@@ -160,24 +160,33 @@ struct GraphScale {
   }
 };
 
-// The least-squares slope of y on x over `xy`, clamped to [0.1, 1]; none for fewer than 3 points
-// or no spread in x.
-std::optional<double> fitted_slope(const std::vector<std::pair<double, double>>& xy) {
-  if (xy.size() < 3) return std::nullopt;
+// The least-squares line of y on x over `xy`: its slope and intercept; none for fewer than
+// `least` points or no spread in x.
+struct Line {
+  double slope, intercept;
+};
+std::optional<Line> least_squares(const std::vector<std::pair<double, double>>& xy, size_t least) {
+  if (xy.size() < least) return std::nullopt;
   double mx = 0, my = 0;
   for (const auto& [x, y] : xy) {
-    mx += x;
-    my += y;
+    mx += x / static_cast<double>(xy.size());
+    my += y / static_cast<double>(xy.size());
   }
-  mx /= static_cast<double>(xy.size());
-  my /= static_cast<double>(xy.size());
   double sxy = 0, sxx = 0;
   for (const auto& [x, y] : xy) {
     sxy += (x - mx) * (y - my);
     sxx += (x - mx) * (x - mx);
   }
   if (sxx <= 1e-9) return std::nullopt;
-  return std::clamp(sxy / sxx, 0.1, 1.0);
+  return Line{sxy / sxx, my - sxy / sxx * mx};
+}
+
+// The least-squares slope of y on x over `xy`, clamped to [0.1, 1]; none for fewer than 3 points
+// or no spread in x.
+std::optional<double> fitted_slope(const std::vector<std::pair<double, double>>& xy) {
+  const auto line = least_squares(xy, 3);
+  if (!line) return std::nullopt;
+  return std::clamp(line->slope, 0.1, 1.0);
 }
 
 // GraphScale::lstm_step: least squares of a step's time past its nodes' floor on its roofline,
@@ -191,21 +200,13 @@ std::optional<GraphScale::Step> fitted_lstm_step(const DeviceProfile& source, co
     xy.emplace_back(roofline_us(s, src) / per,
                     (s.graph_total_us() - 2 * source.graph_node_us) / per);
   }
-  if (xy.size() < 2) return std::nullopt;
-  double mx = 0, my = 0;
-  for (const auto& [x, y] : xy) {
-    mx += x / static_cast<double>(xy.size());
-    my += y / static_cast<double>(xy.size());
-  }
-  double sxy = 0, sxx = 0;
-  for (const auto& [x, y] : xy) {
-    sxy += (x - mx) * (y - my);
-    sxx += (x - mx) * (x - mx);
-  }
-  if (sxx <= 1e-12) return std::nullopt;
+  const auto line = least_squares(xy, 2);
+  if (!line) return std::nullopt;
+  double mean_x = 0;
+  for (const auto& p : xy) mean_x += p.first / static_cast<double>(xy.size());
   GraphScale::Step step;
-  step.per_roofline = std::max(0.0, sxy / sxx);
-  step.floor_us = std::max(0.0, my - step.per_roofline * mx);
+  step.per_roofline = std::max(0.0, line->slope);  // a falling line: the mean time, flat
+  step.floor_us = std::max(0.0, line->intercept + (line->slope - step.per_roofline) * mean_x);
   return step;
 }
 
