@@ -146,14 +146,16 @@ struct GraphScale {
   // the profile has too few samples of an op: the slope over all its samples.
   std::map<std::string, double> slopes;
   double pooled = 1;  // the same over every sample: for an op with too few samples of its own
-  // An LSTM's time step: a GPU runs its steps one after another, each a few kernels whose time
-  // at small sizes is their latency, whatever the FLOPs. Per layer of a step: `floor_us` plus
-  // `per_roofline` times the step's roofline, fitted over the profile's LSTM samples (none
-  // with fewer than two of them, or no spread in their steps' rooflines).
-  struct Step {
+  // Ops whose kernels a GPU runs at a latency floor, whatever their FLOPs, until they fill the
+  // chip: an LSTM's time steps (one after another, a few kernels each) and a convolution's
+  // cuDNN kernels (forward, backward data and filter, the epilogue). Per repetition (an LSTM's
+  // time step and layer; a convolution's layer): `floor_us` plus `per_roofline` times its
+  // roofline, a straight line fitted over the profile's samples of the op (a power law through
+  // the samples' times reaches zero at small sizes, where these stay at their floor).
+  struct Line {
     double floor_us = 0, per_roofline = 0;
   };
-  std::optional<Step> lstm_step;
+  std::map<std::string, Line> lines;  // by op: "lstm", "conv2d"
   double slope(const std::string& op) const {
     const auto it = slopes.find(op);
     return it == slopes.end() ? pooled : it->second;
@@ -189,25 +191,33 @@ std::optional<double> fitted_slope(const std::vector<std::pair<double, double>>&
   return std::clamp(line->slope, 0.1, 1.0);
 }
 
-// GraphScale::lstm_step: least squares of a step's time past its nodes' floor on its roofline,
-// both per layer, over the source's recorded LSTM samples.
-std::optional<GraphScale::Step> fitted_lstm_step(const DeviceProfile& source, const Rates& src) {
+// How many times a sample's kernels run for one floor of GraphScale::lines: an LSTM's time steps
+// times its layers; once for anything else.
+double repetitions(const KernelSample& s) {
+  if (s.op != "lstm") return 1;
+  const Sequence q = sequence_of(s);
+  return q.steps * q.layers;
+}
+
+// GraphScale::lines[op]: least squares of a repetition's time past its nodes' floor on its
+// roofline over the source's recorded samples of `op`; none with fewer than `least` of them.
+std::optional<GraphScale::Line> fitted_line(const DeviceProfile& source, const Rates& src,
+                                            const std::string& op, size_t least) {
   std::vector<std::pair<double, double>> xy;
   for (const KernelSample& s : source.samples) {
-    if (s.op != "lstm" || s.graph_total_us() <= 0) continue;
-    const Sequence q = sequence_of(s);
-    const double per = q.steps * q.layers;
+    if (s.op != op || s.graph_total_us() <= 0) continue;
+    const double per = repetitions(s);
     xy.emplace_back(roofline_us(s, src) / per,
                     (s.graph_total_us() - 2 * source.graph_node_us) / per);
   }
-  const auto line = least_squares(xy, 2);
+  const auto line = least_squares(xy, least);
   if (!line) return std::nullopt;
   double mean_x = 0;
   for (const auto& p : xy) mean_x += p.first / static_cast<double>(xy.size());
-  GraphScale::Step step;
-  step.per_roofline = std::max(0.0, line->slope);  // a falling line: the mean time, flat
-  step.floor_us = std::max(0.0, line->intercept + (line->slope - step.per_roofline) * mean_x);
-  return step;
+  GraphScale::Line out;
+  out.per_roofline = std::max(0.0, line->slope);  // a falling line: the mean time, flat
+  out.floor_us = std::max(0.0, line->intercept + (line->slope - out.per_roofline) * mean_x);
+  return out;
 }
 
 GraphScale graph_scale(const DeviceProfile& source, const TargetDevice& target, bool own) {
@@ -239,7 +249,9 @@ GraphScale graph_scale(const DeviceProfile& source, const TargetDevice& target, 
     if (const auto b = fitted_slope(xy)) g.slopes[op] = *b;
   }
   g.pooled = fitted_slope(all).value_or(1.0);
-  g.lstm_step = fitted_lstm_step(source, src);
+  for (const auto& [op, least] : {std::pair<std::string, size_t>{"lstm", 2}, {"conv2d", 3}}) {
+    if (const auto line = fitted_line(source, src, op, least)) g.lines[op] = *line;
+  }
   return g;
 }
 
@@ -264,14 +276,13 @@ double across_cpus_ratio(const KernelSample& want, const Rates& src, const Rates
 }
 
 // The work of `look` (a shape the profile lacks) from its nearest sample's `work`: a GPU's recorded
-// LSTM as its time steps (GraphScale::lstm_step); else the sample's moved by the ratio of their
+// LSTM or convolution as GraphScale::lines says; else the sample's moved by the ratio of their
 // rooflines raised to its op's slope.
 double interpolated_work(double work, const KernelSample& sample, const KernelSample& look,
                          const Rates& src, const GraphScale& graph) {
-  if (graph.on && look.op == "lstm" && graph.lstm_step) {
-    const Sequence q = sequence_of(look);
-    const double per = q.steps * q.layers;
-    return per * graph.lstm_step->floor_us + graph.lstm_step->per_roofline * roofline_us(look, src);
+  if (const auto line = graph.lines.find(look.op); graph.on && line != graph.lines.end()) {
+    return repetitions(look) * line->second.floor_us +
+           line->second.per_roofline * roofline_us(look, src);
   }
   const double here = roofline_us(sample, src);
   return here > 0 ? work * std::pow(roofline_us(look, src) / here, graph.slope(look.op)) : work;
