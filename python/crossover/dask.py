@@ -33,6 +33,7 @@ import uuid
 _SOURCE_PREFIXES = ("csv:", "safetensors:", "idx:", "imdb:")
 _EXIT_INTERRUPTED = 130  # core/exit_codes.h
 _EXIT_MACHINE = 7  # the machine failed the job: the search runs it again when it goes on
+_RETRIES = 3  # a job's task failed with its workers: submitted again at most this many times
 _NEED_DATA = -1  # run_job's answer where its worker lacks the data: sent again with the data
 
 
@@ -364,6 +365,7 @@ class _Job:
         self.gpu = gpu
         self.shared = shared  # run_job's `shared`: this search's mark, the trial folders
         self.started = time.monotonic()
+        self.retries = 0  # times its task failed with its workers and was submitted again
 
 
 class DaskRunner:
@@ -427,14 +429,24 @@ class DaskRunner:
             else:
                 with open(path, "rb") as f:
                     content = f.read()
-            try:
-                self._sent[digest] = self._client.scatter(content, broadcast=True, hash=False)
-            except ValueError:
-                # A worker lost while the data is copied to every worker (distributed 2022.12's
-                # replicate samples from the workers it had: "Sample larger than population"):
-                # sent to one, Dask copies it to each worker whose task needs it.
-                self._sent[digest] = self._client.scatter(content, hash=False)
+            self._sent[digest] = self._scatter(content)
         return self._sent[digest]
+
+    def _scatter(self, content):
+        """`content` sent to every worker; where a worker is lost meanwhile (distributed
+        2022.12's replicate samples from the workers it had: "Sample larger than population";
+        or the lost worker, not yet removed, closes the stream), sent to one, and Dask copies it
+        to each worker whose task needs it; tried again until the scheduler has removed the lost
+        worker (it does within seconds)."""
+        deadline = time.monotonic() + 30
+        while True:
+            for broadcast in (True, False):
+                try:
+                    return self._client.scatter(content, broadcast=broadcast, hash=False)
+                except (ValueError, OSError):  # distributed's CommClosedError is an OSError
+                    if time.monotonic() > deadline and not broadcast:
+                        raise
+            time.sleep(0.25)
 
     def _inputs(self, folder, data):
         files = _trial_inputs(folder)
@@ -520,6 +532,24 @@ class DaskRunner:
         job.inputs = (marked, trials, data)
         self._submit(slot, job)
 
+    def _again(self, slot, job):
+        """Submits `job` again after its task failed (its worker lost, and with it the only copy
+        of data it needed: Dask cannot compute scattered data again), its data sent anew; False
+        after _RETRIES such tries (the failure is then the job's own)."""
+        if job.retries >= _RETRIES:
+            return False
+        job.retries += 1
+        try:
+            job.future.result()
+        except Exception as e:
+            with open(job.log, "a") as f:
+                f.write(f"crossover: the job's Dask task failed ({type(e).__name__}: {e}); "
+                        f"submitted again with its data ({job.retries} of {_RETRIES})\n")
+        for digest in job.inputs[2]:
+            self._sent.pop(digest, None)
+        self._with_data(slot, job)
+        return True
+
     def collect(self):
         ended = []
         for slot in sorted(self._running):
@@ -529,6 +559,8 @@ class DaskRunner:
             result = job.future.result() if job.future.status == "finished" else None
             if result is not None and result[0] == _NEED_DATA:
                 self._with_data(slot, job)
+                continue
+            if result is None and self._again(slot, job):
                 continue
             del self._running[slot]
             code = self._finish(job, result)
@@ -543,8 +575,10 @@ class DaskRunner:
             return
         try:
             distributed.wait(futures, timeout=seconds, return_when="FIRST_COMPLETED")
-        except Exception as e:  # a timeout: nothing ended yet
-            if "Timeout" not in type(e).__name__:
+        except Exception as e:
+            # A timeout: nothing ended yet. Cancelled: a task lost data only a lost worker held
+            # (collect submits it again).
+            if "Timeout" not in type(e).__name__ and "Cancelled" not in type(e).__name__:
                 raise
 
     def interrupt(self):
