@@ -594,6 +594,17 @@ TEST(ProfilePredict, AGpuRecordedStepIsItsGraphTimesAndTheGraphsFixedCost) {
   EXPECT_GT(bound.seconds, 5 * own.seconds);
 }
 
+// The roofline of `s` on `p`'s peaks; `s` as a GPU profile records it, `total` microseconds
+// (forward and backward halves).
+double roofline_on(const DeviceProfile& p, const KernelSample& s) {
+  return std::max(s.flops / (p.peaks.matmul_gflops * 1e3), s.bytes / (p.peaks.bandwidth_gbs * 1e3));
+}
+KernelSample recorded(KernelSample s, double total) {
+  s.forward_us = s.graph_forward_us = total / 2;
+  s.backward_us = s.graph_backward_us = total / 2;
+  return s;
+}
+
 // Token ids over `steps` positions, embedded in 32, an LSTM of `hidden` (`layers` deep), a Linear
 // to 1 (BCE), batch `batch`.
 ModelSpec lstm_model(int64_t batch, int64_t steps, int64_t hidden, int64_t layers = 1) {
@@ -634,13 +645,9 @@ DeviceProfile lstm_gpu_profile(double floor_us, double per_roofline) {
   const std::pair<ModelSpec, double> shapes[] = {{lstm_model(64, 40, 64), 40.0},
                                                  {lstm_model(128, 120, 192), 120.0}};
   for (const auto& [spec, steps] : shapes) {
-    KernelSample s = lstm_node_sample(spec);
-    const double roofline =
-        std::max(s.flops / (p.peaks.matmul_gflops * 1e3), s.bytes / (p.peaks.bandwidth_gbs * 1e3));
-    const double total = steps * floor_us + per_roofline * roofline + 2 * p.graph_node_us;
-    s.forward_us = s.graph_forward_us = total / 2;
-    s.backward_us = s.graph_backward_us = total / 2;
-    p.samples.push_back(s);
+    const KernelSample s = lstm_node_sample(spec);
+    p.samples.push_back(
+        recorded(s, steps * floor_us + per_roofline * roofline_on(p, s) + 2 * p.graph_node_us));
   }
   return p;
 }
@@ -671,13 +678,9 @@ DeviceProfile conv_gpu_profile(double floor_us, double per_roofline) {
   for (const ModelSpec& spec :
        {conv_model(32, 8, 5), conv_model(128, 32, 3), conv_model(256, 64, 3)}) {
     const ModelLayout layout = model_layout(spec);
-    KernelSample s = node_sample(layout, 0, spec.train.batch, 1);
-    const double roofline =
-        std::max(s.flops / (p.peaks.matmul_gflops * 1e3), s.bytes / (p.peaks.bandwidth_gbs * 1e3));
-    const double total = floor_us + per_roofline * roofline + 2 * p.graph_node_us;
-    s.forward_us = s.graph_forward_us = total / 2;
-    s.backward_us = s.graph_backward_us = total / 2;
-    p.samples.push_back(s);
+    const KernelSample s = node_sample(layout, 0, spec.train.batch, 1);
+    p.samples.push_back(
+        recorded(s, floor_us + per_roofline * roofline_on(p, s) + 2 * p.graph_node_us));
   }
   return p;
 }
@@ -693,9 +696,7 @@ TEST(ProfilePredict, AGpuConvolutionTheProfileLacksIsAFloorPlusItsRoofline) {
                       steeper = conv_gpu_profile(50, 6);
   const ModelSpec small = conv_model(64, 16, 3);
   EXPECT_NEAR(step_us(small, higher_floor) - step_us(small, base), 10, 1e-6);
-  const KernelSample s = node_sample(model_layout(small), 0, 64, 1);
-  const double roofline = std::max(s.flops / (base.peaks.matmul_gflops * 1e3),
-                                   s.bytes / (base.peaks.bandwidth_gbs * 1e3));
+  const double roofline = roofline_on(base, node_sample(model_layout(small), 0, 64, 1));
   EXPECT_NEAR(step_us(small, steeper) - step_us(small, base), 3 * roofline, 1e-6);
 }
 
@@ -713,9 +714,7 @@ TEST(ProfilePredict, AGpuLstmTheProfileLacksIsItsTimeStepsEachAFloorPlusItsRoofl
   // roofline more per unit of roofline is four rooflines more. Nothing else in the step moves.
   const ModelSpec small = lstm_model(32, 60, 48);
   EXPECT_NEAR(step_us(small, higher_floor) - step_us(small, base), 60, 1e-6);
-  const KernelSample s = lstm_node_sample(small);
-  const double roofline = std::max(s.flops / (base.peaks.matmul_gflops * 1e3),
-                                   s.bytes / (base.peaks.bandwidth_gbs * 1e3));
+  const double roofline = roofline_on(base, lstm_node_sample(small));
   EXPECT_NEAR(step_us(small, steeper) - step_us(small, base), 4 * roofline, 1e-6);
   // Two layers: each step's floor twice.
   const ModelSpec deep = lstm_model(32, 60, 48, 2);
