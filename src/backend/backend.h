@@ -516,7 +516,7 @@ struct DeviceRequest {
   std::string kind;  // "cpu", "cuda" or "auto"
   int index = 0;
   int threads = 0;                       // CPU threads; 0 = all cores
-  Precision precision = Precision::F32;  // GPUs only: the CPU always computes in f32
+  Precision precision = Precision::F32;  // the CPU takes f32 and bf16 (tf32 runs as f32 there)
   std::string note;  // set when the threads asked for were more than the cores, and clamped
 };
 // `precision` as users write it (f32, tf32, bf16); a bad device or precision throws UserError.
@@ -526,6 +526,9 @@ DeviceRequest parse_device(const std::string& text, int threads,
 
 // The CPU cores this process may run on (its affinity mask, as `taskset` or a container sets it).
 int usable_cpu_cores();
+// The unit this CPU runs bf16 products on as oneDNN sees it ("AMX", "AVX-512 BF16"), or "" where it
+// has neither (or ONEDNN_MAX_CPU_ISA holds oneDNN below them): --precision bf16 needs one.
+std::string cpu_bf16_unit();
 // The CPU threads each of `ranks_here` processes on this machine takes: `threads` when given
 // (above 0), else an equal part of the usable cores, at least one. The one default of --threads for
 // `train`, `sweep` and `tune` along ranks.

@@ -13,6 +13,15 @@
 namespace xo {
 
 int usable_cpu_cores() { return cpu::available_cores(); }
+std::string cpu_bf16_unit() { return cpu::cpu_bf16_unit(); }
+
+namespace {
+// A CPU backend at the precision asked for: tf32 is a GPU tensor-core format, computed in f32 here.
+std::unique_ptr<Backend> cpu_backend(const DeviceRequest& request) {
+  const Precision p = request.precision == Precision::BF16 ? Precision::BF16 : Precision::F32;
+  return std::make_unique<cpu::CpuBackend>(request.threads, p);
+}
+}  // namespace
 
 int threads_per_rank(int threads, int ranks_here) {
   if (threads > 0) return threads;
@@ -49,12 +58,12 @@ DeviceRequest parse_device(const std::string& text, int threads, const std::stri
 }
 
 std::unique_ptr<Backend> make_backend(const DeviceRequest& request) {
-  if (request.kind == "cpu") return std::make_unique<cpu::CpuBackend>(request.threads);
+  if (request.kind == "cpu") return cpu_backend(request);
   if (request.kind == "cuda") return cuda::make_backend(request.index, request.precision);
   if (request.kind == "auto") {
     std::string why;
     if (!cuda::list_devices(&why).empty()) return cuda::make_backend(0, request.precision);
-    return std::make_unique<cpu::CpuBackend>(request.threads);
+    return cpu_backend(request);
   }
   throw UserError(fmt::format("unknown device kind '{}'", request.kind));
 }

@@ -66,7 +66,6 @@ void add_checkpoint_options(CLI::App* sub, CheckpointFlags& f, bool for_train) {
       ->capture_default_str();
 }
 
-
 void add_data_options(CLI::App* sub, DataFlags& f) {
   sub->add_option("--data", f.data,
                   "Train on this data in place of the spec's [data] source: a CSV file (features, "
@@ -79,7 +78,6 @@ void add_data_options(CLI::App* sub, DataFlags& f) {
                   "Initial weights from a safetensors file (PyTorch names) or an ONNX model, in "
                   "place of the spec's model.init");
 }
-
 
 void add_measure_options(CLI::App* sub, MeasureOptions& o, bool with_steps) {
   sub->add_option("--out", o.out,
@@ -121,8 +119,9 @@ void add_threads_option(CLI::App* sub, int& threads, bool per_trial) {
 
 void add_gpu_options(CLI::App* sub, std::string& precision, bool& record_step) {
   sub->add_option("--precision", precision,
-                  "GPU matmul arithmetic: f32 (the CPU's, default), tf32 or bf16 (tensor cores; "
-                  "f32 master weights). The CPU always computes in f32")
+                  "matmul and convolution arithmetic: f32 (default), tf32 (GPU tensor cores; "
+                  "the CPU runs it as f32) or bf16 (GPU tensor cores, the CPU's AMX or AVX-512 "
+                  "BF16; f32 master weights, gradients and optimizer)")
       ->capture_default_str();  // checked by parse_precision, whose error names the choices
   sub->add_flag("!--no-graph", record_step,
                 "Launch every kernel of a GPU step from the host instead of replaying the step "

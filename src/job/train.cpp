@@ -107,7 +107,7 @@ std::unique_ptr<Backend> train_backend(const TrainJob& o, const mpi::World* worl
   if (lead && backend->info().kind == DeviceKind::Cpu && !request.note.empty()) {
     hooks.note(fmt::format("note: {}", request.note));
   }
-  if (lead && backend->info().kind == DeviceKind::Cpu && request.precision != Precision::F32) {
+  if (lead && backend->info().kind == DeviceKind::Cpu && request.precision == Precision::TF32) {
     hooks.note(
         fmt::format("note: --precision {} applies to GPUs; the CPU computes in f32", o.precision));
   }

@@ -79,14 +79,23 @@ std::string ending(const TrainResult& r, int64_t planned_epochs) {
   return "";
 }
 
+// ", bf16 on AVX-512 BF16": a CPU's precision where it is not f32, with the unit that runs it.
+std::string cpu_precision(const DeviceInfo& d) {
+  if (d.precision == "f32") return "";
+  for (const auto& [key, value] : d.details) {
+    if (key == "bf16 unit") return fmt::format(", {} on {}", d.precision, value);
+  }
+  return ", " + d.precision;
+}
+
 }  // namespace
 
 std::string train_header(const ModelSpec& spec, int64_t parameters, const DeviceInfo& d, int ranks,
                          const DataSplit& data) {
   const std::string where =
       d.kind == DeviceKind::Cpu
-          ? fmt::format("{}{} thread{}", ranks > 0 ? fmt::format("{} ranks of ", ranks) : "",
-                        d.threads, d.threads == 1 ? "" : "s")
+          ? fmt::format("{}{} thread{}{}", ranks > 0 ? fmt::format("{} ranks of ", ranks) : "",
+                        d.threads, d.threads == 1 ? "" : "s", cpu_precision(d))
           : d.precision;
   std::string text = fmt::format(
       "{}: {} parameters, {} lr {:.6g} on {} ({}, {}); data: {}\n", terminal_safe(spec.name),

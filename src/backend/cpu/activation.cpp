@@ -16,8 +16,7 @@ void derivative_times_inplace(const float* dst, float* d_dst, int64_t n, Activat
 
 // dst[begin, end) = act(src[begin, end)); SIMD only where it rounds as the scalar loop does.
 template <Activation A>
-void activate_range(const float* src, float* dst, int64_t begin, int64_t end,
-                    ActivationParams p) {
+void activate_range(const float* src, float* dst, int64_t begin, int64_t end, ActivationParams p) {
   if constexpr (A == Activation::None) {
     std::copy(src + begin, src + end, dst + begin);
   } else if constexpr (exact_in_simd<A>()) {

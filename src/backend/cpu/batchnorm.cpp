@@ -19,8 +19,9 @@ class CpuBatchNorm final : public BatchNormKernel {
       : shape_(s), stream_(stream) {
     // [N, C] and [N, C, spatial] as oneDNN's plain nc / ncw layouts.
     const memory::desc data_md =
-        s.spatial == 1 ? memory::desc({s.batch, s.channels}, f32, memory::format_tag::nc)
-                       : memory::desc({s.batch, s.channels, s.spatial}, f32, memory::format_tag::ncw);
+        s.spatial == 1
+            ? memory::desc({s.batch, s.channels}, f32, memory::format_tag::nc)
+            : memory::desc({s.batch, s.channels, s.spatial}, f32, memory::format_tag::ncw);
     const auto flags = dnnl::normalization_flags::use_scale | dnnl::normalization_flags::use_shift |
                        (s.training ? dnnl::normalization_flags::none
                                    : dnnl::normalization_flags::use_global_stats);
@@ -41,8 +42,8 @@ class CpuBatchNorm final : public BatchNormKernel {
     // Training: oneDNN writes the batch statistics here; inference: it reads the running ones.
     mean_ = memory(fwd_pd.mean_desc(), engine);
     variance_ = memory(fwd_pd.variance_desc(), engine);
-    fwd_args_ = {{DNNL_ARG_SRC, src_},    {DNNL_ARG_DST, dst_},        {DNNL_ARG_SCALE, scale_},
-                 {DNNL_ARG_SHIFT, shift_}, {DNNL_ARG_MEAN, mean_},      {DNNL_ARG_VARIANCE, variance_}};
+    fwd_args_ = {{DNNL_ARG_SRC, src_},     {DNNL_ARG_DST, dst_},   {DNNL_ARG_SCALE, scale_},
+                 {DNNL_ARG_SHIFT, shift_}, {DNNL_ARG_MEAN, mean_}, {DNNL_ARG_VARIANCE, variance_}};
     add_scratchpad(fwd_pd, engine, fwd_args_);
     if (!s.training) return;
     if (fwd_pd.workspace_desc().get_size() > 0) {
@@ -64,10 +65,14 @@ class CpuBatchNorm final : public BatchNormKernel {
     // oneDNN 2.6 asks for the shift in backward too, though the gradients do not depend on it.
     spare_shift_.resize(static_cast<size_t>(s.channels));
     bwd_shift_ = memory(channel_md, engine, spare_shift_.data());
-    bwd_args_ = {{DNNL_ARG_SRC, src_},           {DNNL_ARG_MEAN, mean_},
-                 {DNNL_ARG_VARIANCE, variance_}, {DNNL_ARG_DIFF_DST, d_dst_},
-                 {DNNL_ARG_SCALE, scale_},       {DNNL_ARG_DIFF_SRC, d_src_},
-                 {DNNL_ARG_DIFF_SCALE, d_scale_}, {DNNL_ARG_DIFF_SHIFT, d_shift_},
+    bwd_args_ = {{DNNL_ARG_SRC, src_},
+                 {DNNL_ARG_MEAN, mean_},
+                 {DNNL_ARG_VARIANCE, variance_},
+                 {DNNL_ARG_DIFF_DST, d_dst_},
+                 {DNNL_ARG_SCALE, scale_},
+                 {DNNL_ARG_DIFF_SRC, d_src_},
+                 {DNNL_ARG_DIFF_SCALE, d_scale_},
+                 {DNNL_ARG_DIFF_SHIFT, d_shift_},
                  {DNNL_ARG_SHIFT, bwd_shift_}};
     if (workspace_) bwd_args_.emplace(DNNL_ARG_WORKSPACE, workspace_);
     add_scratchpad(bwd_pd, engine, bwd_args_);

@@ -2,7 +2,9 @@
 // primitives built once per shape: forward with the bias and the activation as a post-op, backward
 // data and backward weights (which also gives the bias gradient). The primitives pick their own
 // blocked layouts; tensors stay NCHW (PyTorch's) in crossover's buffers and are reordered at the
-// primitive's edges where the layouts differ.
+// primitive's edges where the layouts differ. At bf16 the primitives read src, the weights and
+// d_dst as bf16 (the reorders at their edges convert them, once each per step) and write dst,
+// d_src and the weight and bias gradients in f32.
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/primitive.h"
 
@@ -15,7 +17,7 @@ using tag = memory::format_tag;
 // A convolution's memory descriptors: as crossover holds the tensors (NCHW, OIHW) and as the
 // primitives may choose (any).
 struct ConvDescs {
-  explicit ConvDescs(const Conv2dShape& s)
+  ConvDescs(const Conv2dShape& s, memory::data_type operand)
       : has_bias(s.has_bias),
         src_dims{s.batch, s.in_channels, s.height, s.width},
         w_dims{s.out_channels, s.in_channels, s.kernel, s.kernel},
@@ -26,9 +28,12 @@ struct ConvDescs {
         dst_user(dst_dims, f32, tag::nchw),
         w_user(w_dims, f32, tag::oihw),
         bias_md({s.out_channels}, f32, tag::x),
-        src_any(src_dims, f32, tag::any),
+        src_any(src_dims, operand, tag::any),
         dst_any(dst_dims, f32, tag::any),
-        w_any(w_dims, f32, tag::any) {}
+        w_any(w_dims, operand, tag::any),
+        d_dst_any(dst_dims, operand, tag::any),
+        d_w_any(w_dims, f32, tag::any),
+        d_src_any(src_dims, f32, tag::any) {}
 
   // The bias's descriptor, or none where the convolution has no bias.
   memory::desc bias() const { return has_bias ? bias_md : memory::desc(); }
@@ -36,13 +41,17 @@ struct ConvDescs {
   bool has_bias;
   memory::dims src_dims, w_dims, dst_dims, strides, pad;
   memory::desc src_user, dst_user, w_user, bias_md, src_any, dst_any, w_any;
+  // The gradients' (the same as the tensors' at f32; at bf16 d_dst is read as bf16, the others
+  // written in f32).
+  memory::desc d_dst_any, d_w_any, d_src_any;
   dnnl::algorithm algo = dnnl::algorithm::convolution_direct;
 };
 
 class CpuConv2d final : public WeightedKernel {
  public:
-  CpuConv2d(const Conv2dShape& s, const dnnl::engine& engine, const dnnl::stream& stream)
-      : shape_(s), stream_(stream), threads_(s.in_shard ? 1 : 0) {
+  CpuConv2d(const Conv2dShape& s, bool bf16_operands, const dnnl::engine& engine,
+            const dnnl::stream& stream)
+      : shape_(s), stream_(stream), threads_(s.in_shard ? 1 : 0), bf16_(bf16_operands) {
     ThreadLimit limit(threads_);
     plan(engine);
   }
@@ -87,7 +96,7 @@ class CpuConv2d final : public WeightedKernel {
   // Builds the three primitives, each choosing its own layouts, and binds their memory.
   void plan(const dnnl::engine& engine) {
     const Conv2dShape& s = shape_;
-    const ConvDescs d(s);
+    const ConvDescs d(s, bf16_ ? bf16 : f32);
     // primitive_attr copies share one handle: the forward's post-ops get an attr of their own.
     dnnl::primitive_attr attr, fwd_attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
@@ -117,8 +126,8 @@ class CpuConv2d final : public WeightedKernel {
     add_scratchpad(fwd_pd, engine, fwd_args_);
 
     // d_W (and d_bias) from src and the pre-activation gradient.
-    const dnnl::convolution_backward_weights::desc bw_desc(d.algo, d.src_any, d.w_any, d.bias(),
-                                                           d.dst_any, d.strides, d.pad, d.pad);
+    const dnnl::convolution_backward_weights::desc bw_desc(d.algo, d.src_any, d.d_w_any, d.bias(),
+                                                           d.d_dst_any, d.strides, d.pad, d.pad);
     const auto bw_pd = XO_DNNL_CHECK(
         dnnl::convolution_backward_weights::primitive_desc(bw_desc, attr, engine, hint_pd));
     backward_weights_ = XO_DNNL_CHECK(dnnl::convolution_backward_weights(bw_pd));
@@ -140,7 +149,7 @@ class CpuConv2d final : public WeightedKernel {
                           const dnnl::engine& engine,
                           const dnnl::convolution_forward::primitive_desc& hint_pd,
                           const memory::desc& bw_d_dst) {
-    const dnnl::convolution_backward_data::desc bd_desc(d.algo, d.src_any, d.w_any, d.dst_any,
+    const dnnl::convolution_backward_data::desc bd_desc(d.algo, d.d_src_any, d.w_any, d.d_dst_any,
                                                         d.strides, d.pad, d.pad);
     const auto bd_pd = XO_DNNL_CHECK(
         dnnl::convolution_backward_data::primitive_desc(bd_desc, attr, engine, hint_pd));
@@ -159,6 +168,7 @@ class CpuConv2d final : public WeightedKernel {
   Conv2dShape shape_;
   dnnl::stream stream_;
   int threads_;
+  bool bf16_;
   dnnl::convolution_forward forward_;
   dnnl::convolution_backward_weights backward_weights_;
   dnnl::convolution_backward_data backward_data_;
@@ -170,9 +180,10 @@ class CpuConv2d final : public WeightedKernel {
 
 }  // namespace
 
-std::unique_ptr<WeightedKernel> make_conv2d(const Conv2dShape& shape, const dnnl::engine& engine,
+std::unique_ptr<WeightedKernel> make_conv2d(const Conv2dShape& shape, bool bf16_operands,
+                                            const dnnl::engine& engine,
                                             const dnnl::stream& stream) {
-  return std::make_unique<CpuConv2d>(shape, engine, stream);
+  return std::make_unique<CpuConv2d>(shape, bf16_operands, engine, stream);
 }
 
 }  // namespace xo::cpu

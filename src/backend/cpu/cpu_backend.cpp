@@ -58,7 +58,26 @@ std::optional<int64_t> cgroup_room_bytes() {
   return std::max<int64_t>(max - current, 0);
 }
 
+// What limits oneDNN's instruction set: the CPU itself, or ONEDNN_MAX_CPU_ISA (DNNL_MAX_CPU_ISA).
+std::string cpu_isa_note() {
+  for (const char* name : {"ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA"}) {
+    if (const char* v = std::getenv(name); v && *v) return fmt::format("{}={}", name, v);
+  }
+  return "its instruction set";
+}
+
 }  // namespace
+
+std::string cpu_bf16_unit() {
+  switch (dnnl::get_effective_cpu_isa()) {
+    case dnnl::cpu_isa::avx512_core_amx:
+      return "AMX";
+    case dnnl::cpu_isa::avx512_core_bf16:
+      return "AVX-512 BF16";
+    default:
+      return "";
+  }
+}
 
 int available_cores() {
   cpu_set_t set;
@@ -66,7 +85,16 @@ int available_cores() {
   return omp_get_num_procs();
 }
 
-CpuBackend::CpuBackend(int threads) {
+CpuBackend::CpuBackend(int threads, Precision precision) {
+  if (precision == Precision::BF16) {
+    if (cpu_bf16_unit().empty()) {
+      throw UserError(fmt::format(
+          "--precision bf16 on the CPU needs AMX (amx_bf16) or AVX-512 BF16 (avx512_bf16); {} "
+          "has neither as oneDNN sees it ({}). Use --precision f32 here",
+          cpu_model_name(), cpu_isa_note()));
+    }
+    bf16_ = true;
+  }
   if (threads <= 0) threads = available_cores();
   omp_set_num_threads(threads);
   engine_ = XO_DNNL_CHECK(dnnl::engine(dnnl::engine::kind::cpu, 0));
@@ -78,6 +106,8 @@ CpuBackend::CpuBackend(int threads) {
   info_.threads = threads;
   info_.library = fmt::format("oneDNN {}.{}.{} (OpenMP)", v->major, v->minor, v->patch);
   info_.details = {{"cores", std::to_string(available_cores())}};
+  info_.precision = bf16_ ? "bf16" : "f32";
+  if (bf16_) info_.details.emplace_back("bf16 unit", cpu_bf16_unit());
 }
 
 DeviceBuffer CpuBackend::allocate(size_t bytes) {
@@ -214,7 +244,7 @@ void CpuBackend::parallel_shards(int shards, FunctionRef<void(int shard)> body) 
 }
 
 std::unique_ptr<WeightedKernel> CpuBackend::linear(const LinearShape& shape) {
-  return make_linear(shape, engine_, stream_);
+  return make_linear(shape, bf16_, engine_, stream_);
 }
 std::unique_ptr<ActivationKernel> CpuBackend::activation(Activation act, int64_t elements,
                                                          float negative_slope) {
@@ -225,7 +255,7 @@ std::unique_ptr<LossKernel> CpuBackend::loss(LossKind kind, int64_t batch, int64
   return make_loss(kind, batch, classes, normalizer);
 }
 std::unique_ptr<WeightedKernel> CpuBackend::conv2d(const Conv2dShape& shape) {
-  return make_conv2d(shape, engine_, stream_);
+  return make_conv2d(shape, bf16_, engine_, stream_);
 }
 std::unique_ptr<PoolKernel> CpuBackend::pool2d(const Pool2dShape& shape) {
   return make_pool2d(shape, engine_, stream_);
@@ -240,7 +270,7 @@ std::unique_ptr<EmbeddingKernel> CpuBackend::embedding(const EmbeddingShape& sha
   return make_embedding(shape);
 }
 std::unique_ptr<LstmKernel> CpuBackend::lstm(const LstmShape& shape) {
-  return make_lstm(shape, engine_, stream_);
+  return make_lstm(shape, bf16_, engine_, stream_);
 }
 std::unique_ptr<BatchNormKernel> CpuBackend::batch_norm(const BatchNormShape& shape) {
   return make_batch_norm(shape, engine_, stream_);

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstdint>
 #include <dnnl.hpp>
+#include <string>
 
 #include "backend/backend.h"
 
@@ -54,7 +55,10 @@ inline constexpr int64_t kMinShardBatch = 16;
 
 class CpuBackend final : public Backend {
  public:
-  explicit CpuBackend(int threads);
+  // precision: F32, or BF16 (products in bf16 on the CPU's AMX or AVX-512 BF16 units: throws
+  // UserError naming what is missing where oneDNN finds neither). TF32 is a GPU format: the CPU
+  // computes it in f32.
+  CpuBackend(int threads, Precision precision = Precision::F32);
   const DeviceInfo& info() const override { return info_; }
 
   DeviceBuffer allocate(size_t bytes) override;
@@ -103,20 +107,22 @@ class CpuBackend final : public Backend {
 
  private:
   DeviceInfo info_;
+  bool bf16_ = false;  // the products of Linear, Conv2d and LSTM in bf16
   dnnl::engine engine_;
   dnnl::stream stream_;
   std::atomic<int64_t> bytes_allocated_{0};
 };
 
 // Kernel factories, one per op-family file.
-std::unique_ptr<WeightedKernel> make_linear(const LinearShape& shape, const dnnl::engine& engine,
-                                            const dnnl::stream& stream);
+// bf16_operands: the layer's products in bf16 (--precision bf16), f32 everywhere else.
+std::unique_ptr<WeightedKernel> make_linear(const LinearShape& shape, bool bf16_operands,
+                                            const dnnl::engine& engine, const dnnl::stream& stream);
 std::unique_ptr<ActivationKernel> make_activation(Activation act, int64_t elements,
                                                   float negative_slope);
 std::unique_ptr<LossKernel> make_loss(LossKind kind, int64_t batch, int64_t classes,
                                       int64_t normalizer);
-std::unique_ptr<WeightedKernel> make_conv2d(const Conv2dShape& shape, const dnnl::engine& engine,
-                                            const dnnl::stream& stream);
+std::unique_ptr<WeightedKernel> make_conv2d(const Conv2dShape& shape, bool bf16_operands,
+                                            const dnnl::engine& engine, const dnnl::stream& stream);
 std::unique_ptr<PoolKernel> make_pool2d(const Pool2dShape& shape, const dnnl::engine& engine,
                                         const dnnl::stream& stream);
 std::unique_ptr<PoolKernel> make_sequence_pool(const SequencePoolShape& shape);
@@ -125,8 +131,8 @@ std::unique_ptr<BatchNormKernel> make_batch_norm(const BatchNormShape& shape,
                                                  const dnnl::stream& stream);
 std::unique_ptr<DropoutKernel> make_dropout(const DropoutShape& shape);
 std::unique_ptr<EmbeddingKernel> make_embedding(const EmbeddingShape& shape);
-std::unique_ptr<LstmKernel> make_lstm(const LstmShape& shape, const dnnl::engine& engine,
-                                      const dnnl::stream& stream);
+std::unique_ptr<LstmKernel> make_lstm(const LstmShape& shape, bool bf16_operands,
+                                      const dnnl::engine& engine, const dnnl::stream& stream);
 // The optimizer's state (momentum, moments) is allocated through `backend`, as every buffer a run
 // plans.
 std::unique_ptr<OptimizerKernel> make_optimizer(Backend& backend, const OptimizerSettings& spec,
@@ -140,5 +146,7 @@ void activation_backward_inplace(Activation act, const float* dst, float* d_dst,
 
 // Number of CPU cores this process may run on.
 int available_cores();
+// See xo::cpu_bf16_unit (backend/backend.h).
+std::string cpu_bf16_unit();
 
 }  // namespace xo::cpu

@@ -30,13 +30,18 @@ using tag = memory::format_tag;
 
 class CpuLinear final : public WeightedKernel {
  public:
-  CpuLinear(const LinearShape& s, const dnnl::engine& engine, const dnnl::stream& stream)
-      : shape_(s), stream_(stream) {
+  // bf16: the three products take bf16 copies of src, the weights and d_pre (Bf16Copy, each made
+  // once per step: the forward's two kept for backward) and accumulate in f32; the bias, the
+  // activation, its derivative and the gradients stay f32 (PyTorch's CPU autocast recipe).
+  CpuLinear(const LinearShape& s, bool bf16_operands, const dnnl::engine& engine,
+            const dnnl::stream& stream)
+      : shape_(s), stream_(stream), bf16_(bf16_operands) {
     const memory::dim batch = s.batch, in = s.in_features, out = s.out_features;
+    const auto operand = bf16_ ? bf16 : f32;
     // Weights are stored [out, in] as in PyTorch; the forward matmul reads them as W^T [in, out]
     // through a transposed ("ba") layout instead of copying.
-    const memory::desc src_md({batch, in}, f32, tag::ab);
-    const memory::desc w_t_md({in, out}, f32, tag::ba);
+    const memory::desc src_md({batch, in}, operand, tag::ab);
+    const memory::desc w_t_md({in, out}, operand, tag::ba);
     const memory::desc bias_md({1, out}, f32, tag::ab);
     const memory::desc dst_md({batch, out}, f32, tag::ab);
     dnnl::primitive_attr fwd_attr;
@@ -48,24 +53,38 @@ class CpuLinear final : public WeightedKernel {
     forward_ = BoundMatmul(src_md, w_t_md, s.has_bias ? &bias_md : nullptr, dst_md, fwd_attr,
                            engine, s.in_shard);
     // d_W [out, in] = d_pre^T [out, batch] x src [batch, in]; d_pre is read transposed in place.
-    const memory::desc d_pre_t_md({out, batch}, f32, tag::ba);
+    const memory::desc d_pre_t_md({out, batch}, operand, tag::ba);
     const memory::desc d_w_md({out, in}, f32, tag::ab);
     d_weights_ = BoundMatmul(d_pre_t_md, src_md, nullptr, d_w_md, {}, engine, s.in_shard);
     if (s.need_d_src) {
       // d_src [batch, in] = d_pre [batch, out] x W [out, in].
-      const memory::desc w_md({out, in}, f32, tag::ab);
-      d_src_ = BoundMatmul(dst_md, w_md, nullptr, src_md, {}, engine, s.in_shard);
+      const memory::desc d_pre_md({batch, out}, operand, tag::ab);
+      const memory::desc w_md({out, in}, operand, tag::ab);
+      d_src_ = BoundMatmul(d_pre_md, w_md, nullptr, as_type(src_md, f32), {}, engine, s.in_shard);
+    }
+    if (bf16_) {
+      src_b_ = Bf16Copy(batch * in);
+      w_b_ = Bf16Copy(out * in);
+      d_pre_b_ = Bf16Copy(batch * out);
     }
   }
 
   void forward(const float* src, const float* weights, const float* bias, float* dst) override {
+    if (bf16_) return forward_.run(stream_, src_b_.from(src), w_b_.from(weights), bias, dst);
     forward_.run(stream_, src, weights, bias, dst);
   }
 
+  // At bf16 src and the weights are the forward's copies (the same step's).
   void backward(const float* src, const float* weights, const float* dst, float* d_dst,
                 float* d_weights, float* d_bias, float* d_src) override {
     XO_ASSERT((d_src != nullptr) == shape_.need_d_src);
     activation_and_bias_backward(dst, d_dst, d_bias);
+    if (bf16_) {
+      const uint16_t* d_pre = d_pre_b_.from(d_dst);
+      d_weights_.run(stream_, d_pre, src_b_.data(), nullptr, d_weights);
+      if (d_src) d_src_.run(stream_, d_pre, w_b_.data(), nullptr, d_src);
+      return;
+    }
     d_weights_.run(stream_, d_dst, src, nullptr, d_weights);
     if (d_src) d_src_.run(stream_, d_dst, weights, nullptr, d_src);
   }
@@ -101,7 +120,9 @@ class CpuLinear final : public WeightedKernel {
 
   LinearShape shape_;
   dnnl::stream stream_;
+  bool bf16_;
   BoundMatmul forward_, d_weights_, d_src_;
+  Bf16Copy src_b_, w_b_, d_pre_b_;
 };
 
 #if defined(__AVX512F__)
@@ -200,24 +221,39 @@ constexpr int64_t kSmallFusedLinear = 64 * 64;
 
 class CpuFusedLinear final : public WeightedKernel {
  public:
-  CpuFusedLinear(const LinearShape& s, const dnnl::engine& engine, const dnnl::stream& stream)
+  // bf16: as CpuLinear's, for the products of the larger layers. The small layers' loops are
+  // f32 at any precision: products this small run no faster in bf16 (as on a GPU, where tensor
+  // cores buy nothing at this size).
+  CpuFusedLinear(const LinearShape& s, bool bf16_operands, const dnnl::engine& engine,
+                 const dnnl::stream& stream)
       : shape_(s),
         stream_(stream),
         small_(small_shape(s)),
+        bf16_(bf16_operands && !small_),
         transposed_(small_ ? static_cast<size_t>(s.in_features * s.out_features) : 0) {
     XO_ASSERT(s.models >= 1 && s.model_stride >= s.out_features * s.in_features + s.out_features);
     if (small_) return;
     const memory::dim k = s.models, batch = s.batch, in = s.in_features, out = s.out_features;
     const memory::dim stride = s.model_stride;
-    const memory::desc src_md({k, batch, in}, f32, memory::dims{batch * in, in, 1});
+    const auto operand = bf16_ ? bf16 : f32;
+    const memory::desc src_md({k, batch, in}, operand, memory::dims{batch * in, in, 1});
     const memory::desc dst_md({k, batch, out}, f32, memory::dims{batch * out, out, 1});
     // W^T [in, out] of each model, read in place from W [out, in].
-    const memory::desc w_t_md({k, in, out}, f32, memory::dims{stride, 1, in});
+    const memory::desc w_t_md({k, in, out}, operand, memory::dims{stride, 1, in});
     forward_ = BoundMatmul(src_md, w_t_md, nullptr, dst_md, {}, engine, s.in_shard);
-    const memory::desc d_pre_t_md({k, out, batch}, f32, memory::dims{batch * out, 1, out});
+    const memory::desc d_pre_t_md({k, out, batch}, operand, memory::dims{batch * out, 1, out});
     const memory::desc d_w_md({k, out, in}, f32, memory::dims{stride, in, 1});
     d_weights_ = BoundMatmul(d_pre_t_md, src_md, nullptr, d_w_md, {}, engine, s.in_shard);
-    if (s.need_d_src) d_src_ = BoundMatmul(dst_md, d_w_md, nullptr, src_md, {}, engine, s.in_shard);
+    if (s.need_d_src) {
+      d_src_ = BoundMatmul(as_type(dst_md, operand), as_type(d_w_md, operand), nullptr,
+                           as_type(src_md, f32), {}, engine, s.in_shard);
+    }
+    if (bf16_) {
+      // The weights' copy spans every model's (their biases between them come along).
+      src_b_ = Bf16Copy(k * batch * in);
+      w_b_ = Bf16Copy((k - 1) * stride + out * in);
+      d_pre_b_ = Bf16Copy(k * batch * out);
+    }
   }
 
   // Whether the layer takes the register-blocked loops (small_forward, small_backward).
@@ -231,7 +267,11 @@ class CpuFusedLinear final : public WeightedKernel {
     if (small_)
       return with_activation(
           [&](auto a) { small_forward<decltype(a)::value>(src, weights, bias, dst); });
-    forward_.run(stream_, src, weights, nullptr, dst);
+    if (bf16_) {
+      forward_.run(stream_, src_b_.from(src), w_b_.from(weights), nullptr, dst);
+    } else {
+      forward_.run(stream_, src, weights, nullptr, dst);
+    }
     with_activation([&](auto a) { bias_and_activation<decltype(a)::value>(bias, dst); });
   }
 
@@ -244,6 +284,12 @@ class CpuFusedLinear final : public WeightedKernel {
       });
     with_activation(
         [&](auto a) { activation_and_bias_backward<decltype(a)::value>(dst, d_dst, d_bias); });
+    if (bf16_) {  // src and the weights: the forward's copies
+      const uint16_t* d_pre = d_pre_b_.from(d_dst);
+      d_weights_.run(stream_, d_pre, src_b_.data(), nullptr, d_weights);
+      if (d_src) d_src_.run(stream_, d_pre, w_b_.data(), nullptr, d_src);
+      return;
+    }
     d_weights_.run(stream_, d_dst, src, nullptr, d_weights);
     if (d_src) d_src_.run(stream_, d_dst, weights, nullptr, d_src);
   }
@@ -698,15 +744,19 @@ class CpuFusedLinear final : public WeightedKernel {
   LinearShape shape_;
   dnnl::stream stream_;
   bool small_;
+  bool bf16_;                      // the products in bf16 (not the small layers' loops)
   std::vector<float> transposed_;  // one model's W^T (small layers), sized once
   BoundMatmul forward_, d_weights_, d_src_;
+  Bf16Copy src_b_, w_b_, d_pre_b_;
 };
 
 }  // namespace
 
-std::unique_ptr<WeightedKernel> make_linear(const LinearShape& shape, const dnnl::engine& engine,
+std::unique_ptr<WeightedKernel> make_linear(const LinearShape& shape, bool bf16_operands,
+                                            const dnnl::engine& engine,
                                             const dnnl::stream& stream) {
-  if (shape.model_stride > 0) return std::make_unique<CpuFusedLinear>(shape, engine, stream);
+  if (shape.model_stride > 0)
+    return std::make_unique<CpuFusedLinear>(shape, bf16_operands, engine, stream);
   // One model's small Linear (one thread's work: the disc models') takes the fused models' loops
   // as a group of one: oneDNN's per-product set-up is most of such a layer's time
   // (docs/benchmarks.md, "One model's small Linear in the fused loops"), and a model alone then
@@ -717,9 +767,11 @@ std::unique_ptr<WeightedKernel> make_linear(const LinearShape& shape, const dnnl
     LinearShape one = shape;
     one.models = 1;
     one.model_stride = shape.out_features * shape.in_features + shape.out_features;
-    return std::make_unique<CpuFusedLinear>(one, engine, stream);
+    return std::make_unique<CpuFusedLinear>(one, bf16_operands, engine, stream);
   }
-  return std::make_unique<CpuLinear>(shape, engine, stream);
+  // The small layers are f32 at any precision (CpuFusedLinear's), as in a fused group.
+  const bool bf16_here = bf16_operands && !CpuFusedLinear::small_shape(shape);
+  return std::make_unique<CpuLinear>(shape, bf16_here, engine, stream);
 }
 
 }  // namespace xo::cpu

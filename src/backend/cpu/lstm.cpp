@@ -5,7 +5,9 @@
 // small matmul per step (dh_{t-1} = dgates_t W_hh), then gets the weight gradients and the input
 // gradient as three big matmuls over all steps at once. Every matmul is built once, here. Fused
 // models: the per-step matmuls of every model one batched product per step (up to 64 hidden
-// units).
+// units). At bf16 every product reads bf16 copies (the weights once per forward, each step's h as
+// it is made, the gate gradients as they are made, the input once) and accumulates in f32; the
+// gates, the cell and every gradient stay f32.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -126,53 +128,65 @@ dnnl::primitive_attr accumulating() {
 // in its reference kernel, and so alone and fused add in the same order.
 class CpuLstm final : public LstmKernel {
  public:
-  CpuLstm(const LstmShape& s, const dnnl::engine& engine, const dnnl::stream& stream)
+  CpuLstm(const LstmShape& s, bool bf16_operands, const dnnl::engine& engine,
+          const dnnl::stream& stream)
       : s_(s),
         stream_(stream),
-        steps_batched_(s.model_stride > 0 && 4 * s.hidden * s.hidden <= kBatchedStepWeights) {
+        steps_batched_(s.model_stride > 0 && 4 * s.hidden * s.hidden <= kBatchedStepWeights),
+        bf16_(bf16_operands) {
     using dims = memory::dims;
     const memory::dim K = s.models, B = s.batch, T = s.steps, H = s.hidden, G = 4 * s.hidden;
     const memory::dim W = s.model_stride, hs = (T + 1) * B * H;
     XO_ASSERT(K >= 1 && (K == 1 || W > 0));
     // A step's tensors of every model are [K, rows, cols] with their strides (a model's, a
     // row's, a column's); a model's whole sequence is [T * B, cols], one product per model.
-    auto one = [](memory::dim rows, memory::dim cols, memory::dim row, memory::dim col) {
-      return memory::desc({rows, cols}, f32, dims{row, col});
+    const auto op = bf16_ ? bf16 : f32;  // the products' operands
+    auto one = [](memory::dim rows, memory::dim cols, memory::dim row, memory::dim col,
+                  memory::data_type type = f32) {
+      return memory::desc({rows, cols}, type, dims{row, col});
     };
     const bool one_thread = s.in_shard;
     const memory::desc step_gates({K, B, G}, f32, dims{T * B * G, G, 1});
-    const memory::desc step_h({K, B, H}, f32, dims{hs, H, 1});
+    const memory::desc step_h({K, B, H}, op, dims{hs, H, 1});
     const memory::desc next_h({K, B, H}, f32, dims{B * H, H, 1});
-    const memory::desc gates_rows = one(T * B, G, G, 1), gates_t = one(G, T * B, 1, G);
+    const memory::desc gates_rows = one(T * B, G, G, 1), gates_t = one(G, T * B, 1, G, op);
+    const memory::desc d_gates_rows = one(T * B, G, G, 1, op);
     for (int64_t k = 0; k < s.layers; ++k) {
       const memory::dim I = k == 0 ? s.input : H;
       // The layer's input rows: the time-major copy of src, or the layer below's h_1 ... h_T.
-      const memory::desc x_rows = one(T * B, I, I, 1);
+      const memory::desc x_rows = one(T * B, I, I, 1, op);
       const memory::dim x_model = k == 0 ? T * B * I : hs;
       Layer l;
       if (steps_batched_) {
-        l.recur = BoundMatmul(step_h, memory::desc({K, H, G}, f32, dims{W, 1, H}), nullptr,
+        l.recur = BoundMatmul(step_h, memory::desc({K, H, G}, op, dims{W, 1, H}), nullptr,
                               step_gates, accumulating(), engine, one_thread);
-        l.d_h_prev = BoundMatmul(step_gates, memory::desc({K, G, H}, f32, dims{W, H, 1}), nullptr,
-                                 next_h, {}, engine, one_thread);
+        l.d_h_prev =
+            BoundMatmul(as_type(step_gates, op), memory::desc({K, G, H}, op, dims{W, H, 1}),
+                        nullptr, next_h, {}, engine, one_thread);
       } else {
-        l.recur = BoundMatmul(one(B, H, H, 1), one(H, G, 1, H), nullptr, one(B, G, G, 1),
+        l.recur = BoundMatmul(one(B, H, H, 1, op), one(H, G, 1, H, op), nullptr, one(B, G, G, 1),
                               accumulating(), engine, one_thread);
-        l.d_h_prev = BoundMatmul(one(B, G, G, 1), one(G, H, H, 1), nullptr, one(B, H, H, 1), {},
-                                 engine, one_thread);
+        l.d_h_prev = BoundMatmul(one(B, G, G, 1, op), one(G, H, H, 1, op), nullptr, one(B, H, H, 1),
+                                 {}, engine, one_thread);
       }
       l.project = {
-          BoundMatmul(x_rows, one(I, G, 1, I), nullptr, gates_rows, {}, engine, one_thread),
+          BoundMatmul(x_rows, one(I, G, 1, I, op), nullptr, gates_rows, {}, engine, one_thread),
           x_model, W, T * B * G};
-      l.d_w_hh = {BoundMatmul(gates_t, one(T * B, H, H, 1), nullptr, one(G, H, H, 1), {}, engine,
-                              one_thread),
+      l.d_w_hh = {BoundMatmul(gates_t, one(T * B, H, H, 1, op), nullptr, one(G, H, H, 1), {},
+                              engine, one_thread),
                   T * B * G, hs, W};
       l.d_w_ih = {BoundMatmul(gates_t, x_rows, nullptr, one(G, I, I, 1), {}, engine, one_thread),
                   T * B * G, x_model, W};
       if (k > 0 || s.need_d_src) {
         // Into d_h_below_ or d_x_tm_, both [K, T, B, I] dense.
-        l.d_x = {BoundMatmul(gates_rows, one(G, I, I, 1), nullptr, x_rows, {}, engine, one_thread),
+        l.d_x = {BoundMatmul(d_gates_rows, one(G, I, I, 1, op), nullptr, as_type(x_rows, f32), {},
+                             engine, one_thread),
                  T * B * G, W, T * B * I};
+      }
+      if (bf16_) {  // each model's weights spanned, the others' between them along
+        l.h_b = Bf16Copy(K * hs);
+        l.w_ih_b = Bf16Copy((K - 1) * W + G * I);
+        l.w_hh_b = Bf16Copy((K - 1) * W + G * H);
       }
       l.gates.resize(K * T * B * G);
       l.c.resize(K * hs);
@@ -183,6 +197,10 @@ class CpuLstm final : public LstmKernel {
     x_tm_.resize(K * T * B * s.input);
     if (s.need_d_src) d_x_tm_.resize(K * T * B * s.input);
     d_gates_.resize(K * T * B * G);
+    if (bf16_) {
+      x_tm_b_ = Bf16Copy(K * T * B * s.input);
+      d_gates_b_ = Bf16Copy(K * T * B * G);
+    }
     d_h_.resize(K * T * B * H);
     d_h_below_.resize(s.layers > 1 ? K * T * B * H : 0);
     d_h_next_.resize(K * B * H);
@@ -196,9 +214,13 @@ class CpuLstm final : public LstmKernel {
       to_time_major(src + n * B * T * in, x_tm_.data() + n * T * B * in, B, T, in);
     }
     const float* x = x_tm_.data();
+    const uint16_t* x_b = bf16_ ? x_tm_b_.from(x) : nullptr;
     for (int64_t k = 0; k < s_.layers; ++k) {
       Layer& l = layers_[k];
       const LstmLayerParams& p = params[k];
+      // The products' operands: the weights and h (h's copy made step by step).
+      const void* w_ih = bf16_ ? static_cast<const void*>(l.w_ih_b.from(p.weight_ih)) : p.weight_ih;
+      const void* w_hh = bf16_ ? static_cast<const void*>(l.w_hh_b.from(p.weight_hh)) : p.weight_hh;
       for (int64_t n = 0; n < K; ++n) {
         const float* b_ih = p.bias_ih + n * W;
         const float* b_hh = p.bias_hh + n * W;
@@ -206,29 +228,33 @@ class CpuLstm final : public LstmKernel {
         for (int64_t j = 0; j < G; ++j) bias[j] = b_ih[j] + b_hh[j];
         std::fill_n(l.c.data() + n * hs, B * H, 0.0f);
         std::fill_n(l.h.data() + n * hs, B * H, 0.0f);
+        if (bf16_) std::fill_n(l.h_b.data() + n * hs, B * H, uint16_t{0});
       }
-      l.project.run(stream_, K, x, p.weight_ih, l.gates.data());
+      const void* x_in = bf16_ ? static_cast<const void*>(x_b) : x;
+      l.project.run(stream_, K, x_in, w_ih, l.gates.data(), bf16_);
       auto gates = [&](int64_t n, int64_t t) {  // model n's step t, its h_{t-1} W_hh^T added
         float* c = l.c.data() + n * hs;
+        const int64_t h_next = n * hs + (t + 1) * B * H;
         gates_forward(B, H, l.gates.data() + (n * T + t) * B * G, l.bias.data() + n * G,
-                      c + t * B * H, c + (t + 1) * B * H, l.h.data() + n * hs + (t + 1) * B * H);
+                      c + t * B * H, c + (t + 1) * B * H, l.h.data() + h_next);
+        if (bf16_) to_bf16(l.h.data() + h_next, l.h_b.data() + h_next, B * H);
       };
       if (steps_batched_) {
         for (int64_t t = 0; t < T; ++t) {
-          l.recur.run(stream_, l.h.data() + t * B * H, p.weight_hh, nullptr,
-                      l.gates.data() + t * B * G);
+          l.recur.run(stream_, h_operand(l, t * B * H), w_hh, nullptr, l.gates.data() + t * B * G);
           for (int64_t n = 0; n < K; ++n) gates(n, t);
         }
       } else {
         for (int64_t n = 0; n < K; ++n) {
           for (int64_t t = 0; t < T; ++t) {
-            l.recur.run(stream_, l.h.data() + n * hs + t * B * H, p.weight_hh + n * W, nullptr,
+            l.recur.run(stream_, h_operand(l, n * hs + t * B * H), offset(w_hh, n * W), nullptr,
                         l.gates.data() + (n * T + t) * B * G);
             gates(n, t);
           }
         }
       }
       x = l.h.data() + B * H;  // the next layer reads this layer's h_1 ... h_T
+      if (bf16_) x_b = l.h_b.data() + B * H;
     }
     const Layer& top = layers_.back();
     for (int64_t n = 0; n < K; ++n) {
@@ -263,19 +289,24 @@ class CpuLstm final : public LstmKernel {
       const float* d_h_above = k == s_.layers - 1 ? d_h_.data() : d_h_below_.data();
       std::fill(d_h_next_.begin(), d_h_next_.end(), 0.0f);
       std::fill(d_c_next_.begin(), d_c_next_.end(), 0.0f);
+      // The products' operands: the weights as the forward left them, the gate gradients (copied
+      // step by step at bf16), h and the layer's input.
+      const void* w_ih = bf16_ ? static_cast<const void*>(l.w_ih_b.data()) : p.weight_ih;
+      const void* w_hh = bf16_ ? static_cast<const void*>(l.w_hh_b.data()) : p.weight_hh;
+      const void* d_gates = bf16_ ? static_cast<const void*>(d_gates_b_.data()) : d_gates_.data();
       auto gates = [&](int64_t n, int64_t t) {  // model n's step t
         const float* c = l.c.data() + n * hs;
         const int64_t step = (n * T + t) * B;  // row of model n's step t in [K, T, B, ...]
         gates_backward(B, H, l.gates.data() + step * G, c + t * B * H, c + (t + 1) * B * H,
                        d_h_above + step * H, d_h_next_.data() + n * B * H,
                        d_c_next_.data() + n * B * H, d_gates_.data() + step * G);
+        if (bf16_) to_bf16(d_gates_.data() + step * G, d_gates_b_.data() + step * G, B * G);
       };
       if (steps_batched_) {
         for (int64_t t = T; t-- > 0;) {
           for (int64_t n = 0; n < K; ++n) gates(n, t);
           if (t > 0) {
-            l.d_h_prev.run(stream_, d_gates_.data() + t * B * G, p.weight_hh, nullptr,
-                           d_h_next_.data());
+            l.d_h_prev.run(stream_, offset(d_gates, t * B * G), w_hh, nullptr, d_h_next_.data());
           }
         }
       } else {
@@ -283,24 +314,25 @@ class CpuLstm final : public LstmKernel {
           for (int64_t t = T; t-- > 0;) {
             gates(n, t);
             if (t > 0) {
-              l.d_h_prev.run(stream_, d_gates_.data() + (n * T + t) * B * G, p.weight_hh + n * W,
+              l.d_h_prev.run(stream_, offset(d_gates, (n * T + t) * B * G), offset(w_hh, n * W),
                              nullptr, d_h_next_.data() + n * B * H);
             }
           }
         }
       }
       const LstmLayerGrads& gr = grads[k];
-      const float* x = k == 0 ? x_tm_.data() : layers_[k - 1].h.data() + B * H;
-      l.d_w_hh.run(stream_, K, d_gates_.data(), l.h.data(), gr.weight_hh);
-      l.d_w_ih.run(stream_, K, d_gates_.data(), x, gr.weight_ih);
+      const void* x = k == 0 ? (bf16_ ? static_cast<const void*>(x_tm_b_.data()) : x_tm_.data())
+                             : h_operand(layers_[k - 1], B * H);
+      l.d_w_hh.run(stream_, K, d_gates, h_operand(l, 0), gr.weight_hh, bf16_);
+      l.d_w_ih.run(stream_, K, d_gates, x, gr.weight_ih, bf16_);
       for (int64_t n = 0; n < K; ++n) {
         column_sums(d_gates_.data() + n * T * B * G, T * B, G, gr.bias_ih + n * W);
         std::memcpy(gr.bias_hh + n * W, gr.bias_ih + n * W, sizeof(float) * G);
       }
       if (k > 0) {
-        l.d_x.run(stream_, K, d_gates_.data(), p.weight_ih, d_h_below_.data());
+        l.d_x.run(stream_, K, d_gates, w_ih, d_h_below_.data(), bf16_);
       } else if (d_src) {
-        l.d_x.run(stream_, K, d_gates_.data(), p.weight_ih, d_x_tm_.data());
+        l.d_x.run(stream_, K, d_gates, w_ih, d_x_tm_.data(), bf16_);
         for (int64_t n = 0; n < K; ++n) {
           from_time_major(d_x_tm_.data() + n * T * B * in, d_src + n * B * T * in, B, T, in);
         }
@@ -318,38 +350,53 @@ class CpuLstm final : public LstmKernel {
   // same in any group.
   static constexpr int64_t kBatchedStepWeights = 16 * 1024;
 
+  // An operand `elements` past `p`, in the products' type (f32, or bf16 bits at bf16).
+  const void* offset(const void* p, int64_t elements) const {
+    if (bf16_) return static_cast<const uint16_t*>(p) + elements;
+    return static_cast<const float*>(p) + elements;
+  }
   // A product over a model's whole sequence, one per model: each model's operands `a`, `b` and
-  // `d` floats after the last's (as large as these are, the per-product set-up is negligible).
+  // `d` elements after the last's (as large as these are, the per-product set-up is negligible).
   struct ModelByModel {
     BoundMatmul matmul;
     int64_t a = 0, b = 0, d = 0;
-    void run(const dnnl::stream& stream, int64_t models, const float* src, const float* weights,
-             float* dst) {
+    void run(const dnnl::stream& stream, int64_t models, const void* src, const void* weights,
+             float* dst, bool bf16_operands) {
+      const int64_t size = bf16_operands ? sizeof(uint16_t) : sizeof(float);
       for (int64_t n = 0; n < models; ++n) {
-        matmul.run(stream, src + n * a, weights + n * b, nullptr, dst + n * d);
+        matmul.run(stream, static_cast<const char*>(src) + n * a * size,
+                   static_cast<const char*>(weights) + n * b * size, nullptr, dst + n * d);
       }
     }
   };
   struct Layer {
     BoundMatmul recur, d_h_prev;  // a step of every model (steps_batched_), or of one
     ModelByModel project, d_w_hh, d_w_ih, d_x;
-    std::vector<float> gates;  // [K, T, B, 4H]: pre-activations, then the gate values
-    std::vector<float> c, h;   // [K, T + 1, B, H]: step 0 is the zero initial state
-    std::vector<float> bias;   // [K, 4H]: each model's b_ih + b_hh
+    std::vector<float> gates;      // [K, T, B, 4H]: pre-activations, then the gate values
+    std::vector<float> c, h;       // [K, T + 1, B, H]: step 0 is the zero initial state
+    std::vector<float> bias;       // [K, 4H]: each model's b_ih + b_hh
+    Bf16Copy h_b, w_ih_b, w_hh_b;  // bf16: h's copy, and the weights' for this step
   };
+  // h from `elements` on, as the products read it (its bf16 copy at bf16).
+  const void* h_operand(const Layer& l, int64_t elements) const {
+    if (bf16_) return l.h_b.data() + elements;
+    return l.h.data() + elements;
+  }
 
   LstmShape s_;
   dnnl::stream stream_;
   bool steps_batched_;  // kBatchedStepWeights
+  bool bf16_;           // the products in bf16
   std::vector<Layer> layers_;
   std::vector<float> x_tm_, d_x_tm_, d_gates_, d_h_, d_h_below_, d_h_next_, d_c_next_;
+  Bf16Copy x_tm_b_, d_gates_b_;  // bf16: the input's copy and the gate gradients' copy
 };
 
 }  // namespace
 
-std::unique_ptr<LstmKernel> make_lstm(const LstmShape& shape, const dnnl::engine& engine,
-                                      const dnnl::stream& stream) {
-  return std::make_unique<CpuLstm>(shape, engine, stream);
+std::unique_ptr<LstmKernel> make_lstm(const LstmShape& shape, bool bf16_operands,
+                                      const dnnl::engine& engine, const dnnl::stream& stream) {
+  return std::make_unique<CpuLstm>(shape, bf16_operands, engine, stream);
 }
 
 }  // namespace xo::cpu

@@ -4,8 +4,11 @@
 
 #include <omp.h>
 
+#include <cstdint>
+#include <cstring>
 #include <dnnl.hpp>
 #include <unordered_map>
+#include <vector>
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/dnnl_check.h"
@@ -13,8 +16,63 @@
 
 namespace xo::cpu {
 
-// The data type of every tensor the CPU kernels hand oneDNN.
+// The data types the CPU kernels hand oneDNN: f32 everywhere, and at --precision bf16 the
+// operands of matmuls and convolutions (bf16 copies made per step; products accumulate in f32).
 inline constexpr auto f32 = dnnl::memory::data_type::f32;
+inline constexpr auto bf16 = dnnl::memory::data_type::bf16;
+
+// The bf16 nearest to x (round to nearest, ties to even, as PyTorch and oneDNN round), as its bits;
+// a NaN stays a (quiet) NaN.
+inline uint16_t bf16_bits(float x) {
+  uint32_t u;
+  std::memcpy(&u, &x, sizeof u);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((u >> 16) | 0x40u);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return static_cast<uint16_t>(u >> 16);
+}
+inline float bf16_value(uint16_t bits) {
+  const uint32_t u = uint32_t{bits} << 16;
+  float x;
+  std::memcpy(&x, &u, sizeof x);
+  return x;
+}
+
+// dst[i] = the bf16 bits of src[i] for i < n.
+inline void to_bf16(const float* src, uint16_t* dst, int64_t n) {
+  parallel_for(n, [&](int64_t b, int64_t e) {
+#pragma omp simd
+    for (int64_t i = b; i < e; ++i) dst[i] = bf16_bits(src[i]);
+  });
+}
+
+// A bf16 copy of f32 data (an operand of a bf16 product), `floats` long, allocated once at plan
+// time and filled by `from` at each use. Element by element, so the same values for any thread
+// count.
+class Bf16Copy {
+ public:
+  Bf16Copy() = default;
+  explicit Bf16Copy(int64_t floats) : bits_(static_cast<size_t>(floats)) {}
+  // Converts src[0, floats) (all of it by default) and returns the copy.
+  const uint16_t* from(const float* src, int64_t floats = -1) {
+    const int64_t n = floats < 0 ? static_cast<int64_t>(bits_.size()) : floats;
+    XO_ASSERT(n <= static_cast<int64_t>(bits_.size()));
+    to_bf16(src, bits_.data(), n);
+    return bits_.data();
+  }
+  uint16_t* data() { return bits_.data(); }
+  const uint16_t* data() const { return bits_.data(); }
+  int64_t size() const { return static_cast<int64_t>(bits_.size()); }
+
+ private:
+  std::vector<uint16_t> bits_;
+};
+
+// A descriptor of the same dims and strides in another data type: a matmul operand as bf16.
+inline dnnl::memory::desc as_type(const dnnl::memory::desc& md, dnnl::memory::data_type type) {
+  dnnl::memory::desc out = md;
+  out.data.data_type = static_cast<dnnl_data_type_t>(type);
+  return out;
+}
 
 inline dnnl::algorithm eltwise_algorithm(Activation act) {
   switch (act) {
@@ -84,11 +142,12 @@ class BoundMatmul {
     }
   }
 
-  void run(const dnnl::stream& stream, const float* src, const float* weights, const float* bias,
+  // src and weights are f32 or bf16 (uint16_t bits) as the descriptors said; dst is f32.
+  void run(const dnnl::stream& stream, const void* src, const void* weights, const float* bias,
            float* dst) {
     ThreadLimit limit(threads_);
-    src_.set_data_handle(const_cast<float*>(src));
-    weights_.set_data_handle(const_cast<float*>(weights));
+    src_.set_data_handle(const_cast<void*>(src));
+    weights_.set_data_handle(const_cast<void*>(weights));
     if (bias) bias_.set_data_handle(const_cast<float*>(bias));
     dst_.set_data_handle(dst);
     XO_DNNL_CHECK(primitive_.execute(stream, args_));
