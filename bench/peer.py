@@ -149,11 +149,13 @@ def torch_optimizer(params, cfg):
     return getattr(torch.optim, cls_name)(params, **kwargs)
 
 
-def train_torch(model, x, y, loss_name, optimizer_cfg, batch, epochs):
+def train_torch(model, x, y, loss_name, optimizer_cfg, batch, epochs, precision="f32"):
     """PyTorch's side of a golden test: mini-batches in order (the last one partial where the sizes
     say so). Per epoch: (mean loss per sample, as Keras reports it and as crossover does: each
     batch's mean loss weighted by its size; training error in %, or None for binary
-    cross-entropy and for mse, whose targets `y` are float32 values)."""
+    cross-entropy and for mse, whose targets `y` are float32 values). `precision` "bf16" runs the
+    forward pass and the loss under torch.autocast("cpu", dtype=torch.bfloat16) and the backward
+    outside it (precision_context); "f32", the default, runs everything in f32."""
     import torch
     opt = torch_optimizer(model.parameters(), optimizer_cfg)
     bce, mse = loss_name == "bce", loss_name == "mse"
@@ -165,8 +167,9 @@ def train_torch(model, x, y, loss_name, optimizer_cfg, batch, epochs):
         for start in range(0, len(x), batch):
             xb, yb = x[start:start + batch], y[start:start + batch]
             opt.zero_grad()
-            logits = model(xb)
-            loss = loss_fn(logits, yb.float() if bce else yb.unsqueeze(1) if mse else yb)
+            with precision_context(torch, precision):
+                logits = model(xb)
+                loss = loss_fn(logits, yb.float() if bce else yb.unsqueeze(1) if mse else yb)
             loss.backward()
             opt.step()
             total += loss.item() * len(xb)
@@ -479,11 +482,20 @@ def peer_precision(torch):
     names (peers()): torch.autocast for bf16, nothing for f32. The backward runs outside it, as
     PyTorch's autocast recipe says."""
     precision = os.environ.get("XO_PEER_PRECISION", "f32")
+    if precision not in PEER_PRECISIONS:
+        raise ValueError(f"XO_PEER_PRECISION={precision}: expected one of "
+                         f"{', '.join(PEER_PRECISIONS)}")
+    return precision_context(torch, precision)
+
+
+def precision_context(torch, precision):
+    """A context for the forward pass and the loss in `precision` (PEER_PRECISIONS):
+    torch.autocast("cpu", dtype=torch.bfloat16) for bf16, nothing for f32."""
     if precision == "f32":
         return contextlib.nullcontext()
     if precision == "bf16":
         return torch.autocast("cpu", dtype=torch.bfloat16)
-    raise ValueError(f"XO_PEER_PRECISION={precision}: expected one of {', '.join(PEER_PRECISIONS)}")
+    raise ValueError(f"precision {precision}: expected one of {', '.join(PEER_PRECISIONS)}")
 
 
 def torch_matmul_rate(torch, dtype, n=2048, repeats=5):

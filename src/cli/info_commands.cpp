@@ -8,12 +8,12 @@
 #include "cli/commands.h"
 #include "cli/progress.h"
 #include "core/format.h"
-#include "measure/nvml.h"
 #include "job/devices.h"
+#include "measure/nvml.h"
 #include "measure/peaks.h"
 #include "measure/profile.h"
-#include "model/work.h"
 #include "model/model.h"
+#include "model/work.h"
 #include "report/machine.h"
 #include "report/table.h"
 
@@ -69,6 +69,15 @@ int run_devices(const DevicesOptions& o) {
         p.matmul_gflops, p.matmul_n, p.bandwidth_gbs, p.step_overhead_us, p.layer_overhead_us,
         p.cached ? "cached from" : "probed", p.probed,
         p.cached ? "; --reprobe measures again" : "");
+    if (e.bf16_peaks) {
+      const DevicePeaks& b = *e.bf16_peaks;
+      fmt::print(
+          "  measured bf16 peak ({}): {:.1f} GFLOP/s bf16 matmul ({}^3, {:.2f}x f32; {} {})\n",
+          cpu_bf16_unit(), b.matmul_gflops, b.matmul_n, b.matmul_gflops / p.matmul_gflops,
+          b.cached ? "cached from" : "probed", b.probed);
+    } else if (d.kind == DeviceKind::Cpu) {
+      fmt::print("  bf16: no AMX or AVX-512 BF16 here (--precision bf16 is refused)\n");
+    }
     if (!o.profile && !o.reprofile) continue;
     auto backend = make_backend(parse_device(d.id, 0));
     Progress progress;

@@ -14,6 +14,8 @@ namespace xo {
 struct DeviceEntry {
   DeviceInfo info;
   std::optional<DevicePeaks> peaks;  // with `probe`
+  // With `probe`, on a CPU with AMX or AVX-512 BF16: its peaks at --precision bf16.
+  std::optional<DevicePeaks> bf16_peaks;
 };
 
 struct DevicesOutcome {

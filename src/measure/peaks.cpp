@@ -156,6 +156,7 @@ DevicePeaks probe_peaks(Backend& be) {
   p.device = d.id;
   p.name = d.name;
   p.threads = d.threads;
+  if (d.precision != "f32") p.precision = d.precision;
   const bool gpu = d.kind == DeviceKind::Gpu;
   p.matmul_n = gpu ? 8192 : 2048;
   p.matmul_gflops = probe_matmul(be, p.matmul_n);
@@ -174,8 +175,9 @@ DevicePeaks probe_peaks(Backend& be) {
 std::string peaks_cache_key(const DeviceInfo& d) {
   char host[256] = {};
   gethostname(host, sizeof(host) - 1);
-  return fmt::format("{}|{}|{}|{} threads|{}|crossover {}", host, d.id, d.name, d.threads,
-                     d.library, CROSSOVER_VERSION);
+  // A precision other than f32 keys its own entry (f32's key is as before bf16).
+  return fmt::format("{}|{}|{}|{} threads{}|{}|crossover {}", host, d.id, d.name, d.threads,
+                     d.precision == "f32" ? "" : "|" + d.precision, d.library, CROSSOVER_VERSION);
 }
 
 std::filesystem::path default_peaks_cache() { return default_cache_dir() / "peaks.json"; }

@@ -21,7 +21,10 @@ struct DevicePeaks {
   std::string device;  // DeviceInfo::id
   std::string name;
   int threads = 0;
-  double matmul_gflops = 0;  // best of 9 timed n x n x n f32 matmuls (forward Linear kernel)
+  // The arithmetic the matmul ran in: "bf16" for a backend at --precision bf16 (on the CPU its
+  // bf16 copies of the operands included); empty for f32 (and in files from before bf16).
+  std::string precision;
+  double matmul_gflops = 0;  // best of 9 timed n x n x n matmuls (forward Linear kernel)
   int64_t matmul_n = 0;
   double bandwidth_gbs = 0;      // best of 7 dst += src over buffers far larger than the caches
   double step_overhead_us = 0;   // a training step's fixed cost (medians of tiny steps)
@@ -41,6 +44,7 @@ void peaks_fields(Io& io, P& p, bool with_cached) {
   io.text("device", p.device);
   io.text("name", p.name);
   io.integer("threads", p.threads, Between{0, kMaxInt});
+  io.text_unless_empty("precision", p.precision);
   io.number("matmul_gflops", p.matmul_gflops, AtLeast{1e-9});
   io.integer("matmul_n", p.matmul_n, Between{0, kMaxInt});
   io.number("bandwidth_gbs", p.bandwidth_gbs, AtLeast{1e-9});

@@ -21,6 +21,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "backend/backend.h"
 #include "core/file.h"
 #include "core/random.h"
 #include "support/cli.h"
@@ -103,6 +104,7 @@ void write_images(const fs::path& file) {
 struct TrainCase {
   const char* name;
   const char* spec;
+  const char* precision = "f32";  // bf16: run only on a CPU with AMX or AVX-512 BF16
 };
 
 const TrainCase kTrainCases[] = {
@@ -149,6 +151,39 @@ source = "imdb-synthetic"
 samples = 120
 test_samples = 40
 )"},
+    // At --precision bf16: the convolution, the Linear (36 inputs: not a small layer) and the
+    // LSTM's products read bf16 copies of their operands.
+    {"cnn_bf16", R"([model]
+input = [1, 8, 8]
+layers = [ { type = "conv2d", out = 4, kernel = 3 }, { type = "batchnorm2d" }, { type = "relu" },
+           { type = "maxpool2d", kernel = 2 }, { type = "dropout", p = 0.3 },
+           { type = "flatten" }, { type = "linear", out = 3 } ]
+loss = "cross_entropy"
+[train]
+optimizer = { type = "adadelta", lr = 1.0, rho = 0.95, eps = 1e-7 }
+batch = 24
+epochs = 12
+shuffle = true
+[data]
+source = "csv:images.csv"
+)",
+     "bf16"},
+    {"lstm_bf16", R"([model]
+input = [10]
+layers = [ { type = "embedding", vocab = 40, out = 8 }, { type = "lstm", out = 8 },
+           { type = "linear", out = 1 } ]
+loss = "bce"
+[train]
+optimizer = { type = "adam", lr = 0.01 }
+batch = 16
+epochs = 10
+shuffle = true
+[data]
+source = "imdb-synthetic"
+samples = 120
+test_samples = 40
+)",
+     "bf16"},
 };
 
 void PrintTo(const TrainCase& c, std::ostream* os) { *os << c.name; }
@@ -159,11 +194,15 @@ class KilledTraining : public ::testing::TestWithParam<TrainCase> {};
 // temporary file shows: during its write), resumed each time, and run to the end.
 TEST_P(KilledTraining, ResumedRunSavesByteIdenticalWeights) {
   const TrainCase& c = GetParam();
+  if (std::string(c.precision) == "bf16" && xo::cpu_bf16_unit().empty()) {
+    GTEST_SKIP() << "this CPU has neither AMX nor AVX-512 BF16: --precision bf16 cannot run";
+  }
   const xo::testing::TempDir folder(std::string("kill-") + c.name);
   const fs::path dir = folder.path();
   write_images(dir / "images.csv");
   std::ofstream(dir / "spec.toml") << c.spec;
-  const std::string common = "train spec.toml --threads 1 --shards 2 -q ";
+  const std::string common =
+      std::string("train spec.toml --threads 1 --shards 2 -q --precision ") + c.precision + " ";
   const Result whole = run(dir, common + "--checkpoint-every off --save whole.safetensors");
   ASSERT_EQ(whole.status, 0) << whole.output;
 

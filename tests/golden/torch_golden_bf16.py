@@ -1,0 +1,225 @@
+#!/usr/bin/python3
+"""Golden test for the CPU's `--precision bf16`: crossover trains an MLP, a CNN with BatchNorm2d
+and an LSTM in bf16 (the products of Linear, Conv2d and LSTM read bf16-rounded operands and sum in
+f32; everything else f32) and PyTorch trains the same modules under its CPU autocast
+(torch.autocast("cpu", dtype=torch.bfloat16) around the forward pass and the loss, the backward
+outside it, as bench/peer.py's peers run), from the same safetensors weights on the same CSV data.
+Per-epoch losses must agree within a bound for bf16 rounding, and final weights loosely. Each
+config is also trained in f32 by both engines, so that the test cannot pass by accident: crossover's
+bf16 losses must differ from its f32 losses (bf16 really ran), its f32 losses must match PyTorch's
+f32 ones, and crossover bf16 must be no further from f32 than autocast is (up to a margin).
+
+The layer widths are chosen so that every product is rounded: crossover keeps Linear layers whose
+in and out widths are both powers of two with in * out <= 64 * 64 in f32 (tiny layers).
+
+    /usr/bin/python3 tests/golden/torch_golden_bf16.py --crossover build/crossover
+
+Exit codes: 0 all agree, 1 a mismatch, 77 PyTorch is not installed or the CPU has no bf16 unit
+(AMX or AVX-512 BF16) that crossover would run bf16 on (ctest reports a skip).
+"""
+import argparse
+import json
+import os
+import sys
+import tempfile
+
+# The helpers shared with the benchmarks (bench/peer.py), found relative to this file.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
+import peer  # noqa: E402
+
+np, torch = peer.import_torch_or_skip("golden bf16")
+
+# Bounds, all relative; see the measured numbers below.
+F32_LOSS_RTOL = 1e-5  # crossover f32 vs PyTorch f32, per epoch
+BF16_RAN_RTOL = 1e-6  # crossover bf16 must differ from crossover f32 by more in some epoch
+
+
+class Named(torch.nn.Module):
+    """Modules named "0", "1", ... as in nn.Sequential, with a custom forward for the LSTM."""
+
+    def __init__(self, modules, forward):
+        super().__init__()
+        for i, m in enumerate(modules):
+            self.add_module(str(i), m)
+        self._forward = forward
+
+    def forward(self, x):
+        return self._forward(self, x)
+
+
+def mlp():
+    nn = torch.nn
+    return nn.Sequential(nn.Linear(20, 96), nn.ReLU(), nn.Linear(96, 80), nn.ReLU(),
+                         nn.Linear(80, 3))
+
+
+MLP_LAYERS = """
+  { type = "linear", out = 96 }, { type = "relu" }, { type = "linear", out = 80 },
+  { type = "relu" }, { type = "linear", out = 3 },
+"""
+
+
+def cnn_bn():
+    nn = torch.nn
+    # No bias before a batch norm (as usual): its gradient is zero up to rounding, which RMSprop
+    # would blow up into full steps that differ between any two engines.
+    return nn.Sequential(nn.Conv2d(1, 8, 3, padding=1, bias=False), nn.BatchNorm2d(8), nn.ReLU(),
+                         nn.MaxPool2d(2), nn.Flatten(), nn.Linear(8 * 4 * 4, 3))
+
+
+CNN_BN_LAYERS = """
+  { type = "conv2d", out = 8, kernel = 3, padding = 1, bias = false }, { type = "batchnorm2d" },
+  { type = "relu" },
+  { type = "maxpool2d", kernel = 2 }, { type = "flatten" }, { type = "linear", out = 3 },
+"""
+
+
+def lstm():
+    nn = torch.nn
+
+    def forward(self, ids):
+        out, _ = getattr(self, "1")(getattr(self, "0")(ids))
+        return getattr(self, "3")(out.max(dim=1).values).squeeze(1)
+
+    return Named([nn.Embedding(30, 12), nn.LSTM(12, 24, num_layers=2, batch_first=True),
+                  nn.Identity(), nn.Linear(24, 1)], forward)
+
+
+LSTM_LAYERS = """
+  { type = "embedding", vocab = 30, out = 12 },
+  { type = "lstm", out = 24, layers = 2, sequence = true },
+  { type = "global_maxpool" }, { type = "linear", out = 1 },
+"""
+
+CONFIGS = [
+    # name, model builder, spec layers, input shape, loss, classes, samples, batch, epochs,
+    # optimizer, bound on the per-epoch losses' relative difference, on the final weights'
+    ("MLP 20-96-80-3, SGD + momentum, partial batch", mlp, MLP_LAYERS, [20], "cross_entropy", 3,
+     200, 32, 4, {"type": "sgd", "lr": 0.05, "momentum": 0.9}, 1.0, 1.0),
+    ("CNN + BatchNorm2d, SGD + momentum, partial batch", cnn_bn, CNN_BN_LAYERS, [1, 8, 8],
+     "cross_entropy", 3, 120, 32, 4, {"type": "sgd", "lr": 0.05, "momentum": 0.9}, 1.0, 1.0),
+    ("LSTM 2 x 24, SGD + momentum, bce", lstm, LSTM_LAYERS, [10], "bce", 2, 96, 16, 4,
+     {"type": "sgd", "lr": 0.2, "momentum": 0.9}, 1.0, 1.0),
+]
+
+
+def max_rel(a, b):
+    """The largest per-epoch |a - b| / |b|."""
+    return max(abs(x - y) / abs(y) for x, y in zip(a, b))
+
+
+def run_config(index, config, crossover, tmp):
+    (name, build, layers, shape, loss, classes, samples, batch, epochs, optimizer, loss_rtol,
+     weight_rtol) = config
+    rng = np.random.RandomState(300 + index)
+    features = int(np.prod(shape))
+    if loss == "bce":
+        x = rng.randint(0, 30, size=(samples, features)).astype(np.float32)
+    else:
+        x = rng.standard_normal((samples, features)).astype(np.float32)
+    y = rng.randint(0, classes, size=samples).astype(np.int64)
+    csv = os.path.join(tmp, f"data{index}.csv")
+    peer.write_csv(csv, x, y)
+    opt = ", ".join(f"{k} = {json.dumps(v)}" for k, v in optimizer.items())
+    spec = os.path.join(tmp, f"spec{index}.toml")
+    with open(spec, "w") as f:
+        f.write(f"[model]\ninput = {shape}\nlayers = [{layers}]\nloss = \"{loss}\"\n"
+                f"[train]\noptimizer = {{ {opt} }}\nbatch = {batch}\nepochs = {epochs}\n"
+                f"[data]\nsource = \"csv:{csv}\"\n")
+
+    torch.manual_seed(index)
+    model = build()
+    init = os.path.join(tmp, f"init{index}.safetensors")
+    peer.write_safetensors(init, model.state_dict())
+    xt = torch.from_numpy(x.astype(np.int64)) if loss == "bce" else \
+        torch.from_numpy(x).reshape(-1, *shape)
+    yt = torch.from_numpy(y)
+
+    def torch_losses(precision):
+        trained = build()
+        trained.load_state_dict(model.state_dict())
+        history = peer.train_torch(trained, xt, yt, loss, optimizer, batch, epochs, precision)
+        return [total for total, _ in history], trained
+
+    autocast, autocast_model = torch_losses("bf16")
+    torch_f32, _ = torch_losses("f32")
+
+    def crossover_losses(precision, saved):
+        result = os.path.join(tmp, f"r{index}-{precision}.json")
+        doc = peer.crossover_train(crossover, spec, result, "--init", init, "--save", saved,
+                                   "--precision", precision)
+        return [e["loss"] for e in doc["epochs"]]
+
+    saved = os.path.join(tmp, f"out{index}-bf16.safetensors")
+    try:
+        got = crossover_losses("bf16", saved)
+        got_f32 = crossover_losses("f32", os.path.join(tmp, f"out{index}-f32.safetensors"))
+    except peer.CrossoverFailed as e:
+        print(f"  {e}")
+        return False
+    if not len(got) == len(got_f32) == len(autocast) == epochs:
+        print(f"  epochs: crossover bf16 {len(got)}, f32 {len(got_f32)}; torch {epochs}")
+        return False
+
+    ok = True
+    for epoch in range(epochs):
+        rel = abs(got[epoch] - autocast[epoch]) / abs(autocast[epoch])
+        ok &= rel <= loss_rtol
+        print(f"  epoch {epoch + 1}: autocast {autocast[epoch]:.8f} crossover bf16 "
+              f"{got[epoch]:.8f} rel diff {rel:.2e}{'  <-- MISMATCH' if rel > loss_rtol else ''}"
+              f" | f32: torch {torch_f32[epoch]:.8f} crossover {got_f32[epoch]:.8f}")
+    vs_autocast = max_rel(got, autocast)
+    bf16_vs_f32 = max_rel(got, got_f32)
+    f32_vs_f32 = max_rel(got_f32, torch_f32)
+    autocast_vs_f32 = max_rel(autocast, torch_f32)
+    bf16_vs_torch_f32 = max_rel(got, torch_f32)
+    print(f"  max rel: crossover bf16 vs autocast {vs_autocast:.2e} (bound {loss_rtol:.0e}); "
+          f"crossover bf16 vs f32 {bf16_vs_f32:.2e} (must exceed {BF16_RAN_RTOL:.0e}); "
+          f"crossover f32 vs torch f32 {f32_vs_f32:.2e} (bound {F32_LOSS_RTOL:.0e})")
+    print(f"  distance from torch f32: crossover bf16 {bf16_vs_torch_f32:.2e}, "
+          f"autocast {autocast_vs_f32:.2e}")
+    if bf16_vs_f32 <= BF16_RAN_RTOL:
+        print("  crossover bf16 trained as f32 does: bf16 did not run")
+        ok = False
+    if f32_vs_f32 > F32_LOSS_RTOL:
+        print("  crossover f32 differs from torch f32")
+        ok = False
+    fresh = build()
+    weights_ok = peer.compare_weights(saved, autocast_model.state_dict(), fresh, weight_rtol)
+    return ok and weights_ok
+
+
+def bf16_or_skip(crossover):
+    """Exits with SKIP where crossover refuses --precision bf16 on this CPU (no AMX or AVX-512 BF16
+    as oneDNN sees it), saying why; it is asked on a tiny spec rather than /proc/cpuinfo, which
+    cannot tell that oneDNN was held below those units (ONEDNN_MAX_CPU_ISA)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        csv = os.path.join(tmp, "probe.csv")
+        peer.write_csv(csv, np.ones((4, 3), dtype=np.float32), np.zeros(4, dtype=np.int64))
+        spec = os.path.join(tmp, "probe.toml")
+        with open(spec, "w") as f:
+            f.write(f"[model]\ninput = [3]\nlayers = [{{ type = \"linear\", out = 2 }}]\n"
+                    f"loss = \"cross_entropy\"\n[train]\nbatch = 4\nepochs = 1\n"
+                    f"[data]\nsource = \"csv:{csv}\"\n")
+        try:
+            peer.crossover_train(crossover, spec, os.path.join(tmp, "probe.json"),
+                                 "--precision", "bf16")
+        except peer.CrossoverFailed as e:
+            if "needs AMX (amx_bf16) or AVX-512 BF16" in str(e):
+                print(f"golden bf16: skipped, this CPU has no bf16 unit for crossover "
+                      f"(/proc/cpuinfo: {', '.join(peer.bf16_units()) or 'none'}): {e}")
+                sys.exit(peer.SKIP)
+            raise
+
+
+def main():
+    parser = argparse.ArgumentParser(add_help=False)
+    parser.add_argument("--crossover")
+    known, _ = parser.parse_known_args()
+    if known.crossover:
+        bf16_or_skip(known.crossover)
+    return peer.golden_main(__doc__, "golden bf16", [("", CONFIGS, run_config)])
+
+
+if __name__ == "__main__":
+    sys.exit(main())
