@@ -117,12 +117,16 @@ void add_threads_option(CLI::App* sub, int& threads, bool per_trial) {
       ->check(non_negative_integer());
 }
 
-void add_gpu_options(CLI::App* sub, std::string& precision, bool& record_step) {
+void add_precision_option(CLI::App* sub, std::string& precision) {
   sub->add_option("--precision", precision,
                   "matmul and convolution arithmetic: f32 (default), tf32 (GPU tensor cores; "
                   "the CPU runs it as f32) or bf16 (GPU tensor cores, the CPU's AMX or AVX-512 "
                   "BF16; f32 master weights, gradients and optimizer)")
       ->capture_default_str();  // checked by parse_precision, whose error names the choices
+}
+
+void add_gpu_options(CLI::App* sub, std::string& precision, bool& record_step) {
+  add_precision_option(sub, precision);
   sub->add_flag("!--no-graph", record_step,
                 "Launch every kernel of a GPU step from the host instead of replaying the step "
                 "as one CUDA Graph (shows what the graph buys)");

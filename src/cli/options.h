@@ -20,5 +20,7 @@ void add_cost_options(CLI::App* sub, CostOptions& o);
 void add_threads_option(CLI::App* sub, int& threads, bool per_trial = false);
 // --precision and --no-graph, shared by `train` and the measuring commands.
 void add_gpu_options(CLI::App* sub, std::string& precision, bool& record_step);
+// --precision alone (tune, train-group: their processes and groups take no --no-graph).
+void add_precision_option(CLI::App* sub, std::string& precision);
 
 }  // namespace xo::cli

@@ -36,6 +36,7 @@ struct GroupOptions {
   std::vector<std::string> dirs;
   std::string device = "cpu";
   int threads = 0;
+  std::string precision = "f32";
   bool quiet = false;
   int64_t pause_after = 0;
   std::string checkpoint_every = "60s";
@@ -169,7 +170,7 @@ int run_group(const GroupOptions& o) {
       };
     }
   }
-  DeviceRequest request = parse_device(o.device, o.threads);
+  DeviceRequest request = parse_device(o.device, o.threads, o.precision);
   const std::unique_ptr<Backend> backend = make_backend(request);
   MeasureSettings settings;
   settings.exec.stop_on_nan = o.on_nan == "stop";
@@ -193,6 +194,7 @@ Command add_train_group(CLI::App& app) {
                   "docs/benchmarks.md)")
       ->capture_default_str();
   add_threads_option(sub, o->threads);
+  add_precision_option(sub, o->precision);
   sub->add_flag("--quiet,-q", o->quiet, "Print only each trial's final summary line");
   sub->add_option("--pause-after", o->pause_after,
                   "Stop each trial after this many epochs of its train.epochs and keep its "

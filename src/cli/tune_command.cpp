@@ -123,6 +123,7 @@ void add_search_options(CLI::App* sub, SearchOptions& o) {
       ->check(positive_number());
   add_fuse_option(sub, o);
   add_threads_option(sub, o.threads, /*per_trial=*/true);
+  add_precision_option(sub, o.precision);
   sub->add_option("--device", o.devices,
                   "Devices to run trials on (repeatable: cpu, cuda:N; default: every device)");
   sub->add_option("--out", o.out, "Results folder (the same one goes on a stopped search)")

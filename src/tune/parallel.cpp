@@ -33,7 +33,7 @@ ParallelOption measure(const ParallelSettings& s, const std::string& device, int
     const fs::path json = s.dir / fmt::format("{}-k{}-{}.json", device, k, i);
     fs::remove(json);
     results.push_back(json);
-    pids.push_back(spawn(probe_args(s.spec, device, threads, s.steps, json), log));
+    pids.push_back(spawn(probe_args(s.spec, device, threads, s.steps, json, s.precision), log));
   }
   for (size_t i = 0; i < pids.size(); ++i) {
     int status = 0;

@@ -23,9 +23,10 @@ struct ParallelSettings {
   int parallel = 0;  // --parallel: trials at once per device (0: measure)
   int threads = 0;   // --threads: CPU threads per trial (0: the cores shared among the trials)
   int cores = 1;     // this machine's
-  std::filesystem::path spec;  // what the measuring processes train (the first trial's)
-  std::filesystem::path dir;   // where they write their results and their log
-  int steps = 200;             // --probe-steps
+  std::filesystem::path spec;     // what the measuring processes train (the first trial's)
+  std::filesystem::path dir;      // where they write their results and their log
+  int steps = 200;                // --probe-steps
+  std::string precision = "f32";  // --precision of the measuring processes
   // The search's trial-steps in all, and its trials (0: not known; every count measured over
   // `steps`): the processes measured train at most kFuseProbeShare of those steps together, and
   // where that leaves fewer than kMinProbeSteps each, nothing is measured (a search shorter than

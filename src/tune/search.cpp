@@ -22,17 +22,17 @@
 #include "data/source.h"
 #include "distributed/mpi.h"
 #include "measure/peaks.h"
-#include "model/work.h"
 #include "model/model.h"
+#include "model/work.h"
 #include "train/checkpoint.h"
 #include "train/memory.h"
 #include "tune/parallel.h"
-#include "tune/standing.h"
 #include "tune/ranks.h"
 #include "tune/resume.h"
 #include "tune/search_cost.h"
 #include "tune/slots.h"
 #include "tune/space.h"
+#include "tune/standing.h"
 #include "tune/trial_process.h"
 #include "tune/trial_result.h"
 
@@ -136,8 +136,8 @@ class Search {
   std::vector<ModelSpec> specs_;
   Metric metric_ = Metric::Loss;
   TuneRecord record_;
-  std::unique_ptr<JobRunner> own_runner_;  // this machine's slots, or the MPI ranks'
-  JobRunner* runner_ = nullptr;            // it, or the hooks' (a Dask cluster's workers)
+  std::unique_ptr<JobRunner> own_runner_;      // this machine's slots, or the MPI ranks'
+  JobRunner* runner_ = nullptr;                // it, or the hooks' (a Dask cluster's workers)
   std::vector<std::vector<HalvingJob>> jobs_;  // each busy slot's (several: a fused group)
   std::vector<fs::path> logs_;                 // each busy slot's process's log
   std::vector<std::string> fusion_keys_;       // per trial: trials of one key may train as one
@@ -145,11 +145,11 @@ class Search {
   int groups_started_ = 0;
   // Every trial's epochs of steps, summed: what the probes' budgets are a share of.
   int64_t search_steps_ = 0;
-  int fuse_ = 0;               // --fuse, or 0 where no two trials could train as one
-  int fuse_cap_ = 0;           // the most trials in a fused group on the CPU (0: not fused)
+  int fuse_ = 0;          // --fuse, or 0 where no two trials could train as one
+  int fuse_cap_ = 0;      // the most trials in a fused group on the CPU (0: not fused)
   int gpu_fuse_cap_ = 0;  // the same on a GPU under --fuse auto (what every GPU's memory holds)
   std::vector<ParallelOption> fuse_options_;  // the group sizes measured for it (--fuse auto)
-  std::vector<bool> running_;  // per trial
+  std::vector<bool> running_;                 // per trial
   std::vector<bool> starting_;  // per slot: given a job not started yet (fill_free_slots)
   std::unique_ptr<Backend> cpu_;
   // The catalog and the advice options the price needs (the device profiles unpacked), read on a
@@ -168,7 +168,11 @@ void Search::prepare() {
   read_base();
   const std::vector<Assignment> points = make_trials();
   // The data once, before any trial: a bad file fails now, and the splits decide the objective.
+  // A precision this CPU cannot run is refused now too, where trials run on it.
   cpu_ = make_backend(parse_device("cpu", 0));
+  const bool on_cpu = o_.devices.empty() ||
+                      std::find(o_.devices.begin(), o_.devices.end(), "cpu") != o_.devices.end();
+  if (on_cpu && o_.precision != "f32") make_backend(parse_device("cpu", 0, o_.precision));
   const Model model(base_, *cpu_);
   const DataSplit data = load_data(base_.data, data_request(base_, model.classes()));
   metric_ = objective_metric(o_.objective, base_, data, model.regression());
@@ -247,7 +251,7 @@ void Search::size_groups(const Model& model, const DataSplit& data, size_t trial
     probe.steps = o_.probe_steps;
     probe.search_steps = search_steps_;
     probe.measuring = [this] { hooks_.measuring_groups("cpu"); };
-    auto backend = make_backend(parse_device("cpu", o_.threads));
+    auto backend = make_backend(parse_device("cpu", o_.threads, o_.precision));
     const int most = std::min(fuse_cap_, static_cast<int>(trials));
     fuse_cap_ = measure_fuse_cap(*backend, base_, data, most, probe, fuse_options_);
   }
@@ -367,6 +371,7 @@ std::vector<Slot> Search::make_slots() {
   s.spec = trial_files(out_, record_.trials[0].id).spec;
   s.dir = out_ / "parallel";
   s.steps = o_.probe_steps;
+  s.precision = o_.precision;
   s.search_steps = search_steps_;
   s.trials = static_cast<int>(specs_.size());
   s.read_result = [this](const std::string& text, const std::string& origin) {
@@ -561,9 +566,10 @@ Search::JobStart Search::prepare_job(size_t slot, const std::vector<HalvingJob>&
     own_folder(out_ / "groups");
     remove_unless_regular(logs_[slot]);
   }
-  return {slot,
-          fused ? group_args(files, where.device, where.threads, pause, o_.checkpoint_every)
-                : train_args(files[0], where.device, where.threads, pause, o_.checkpoint_every)};
+  return {slot, fused ? group_args(files, where.device, where.threads, pause, o_.checkpoint_every,
+                                   o_.precision)
+                      : train_args(files[0], where.device, where.threads, pause,
+                                   o_.checkpoint_every, o_.precision)};
 }
 
 // The most trials at once on this slot's device so far, for every trial running or starting on
@@ -683,7 +689,7 @@ std::vector<TrialCostInput> Search::cost_inputs(std::vector<DevicePeaks>& peaks,
     const TrialRecord& t = record_.trials[i];
     if (t.steps <= 0 || std::isnan(t.step_ms) || t.device.empty()) continue;
     if (!probed[t.device]) {
-      auto backend = make_backend(parse_device(t.device, 0));
+      auto backend = make_backend(parse_device(t.device, 0, o_.precision));
       peaks.push_back(device_peaks(*backend, false, default_peaks_cache()));
       probed[t.device] = true;
     }

@@ -58,6 +58,7 @@ struct SearchOptions {
   int fuse = kFuseAuto;
   int threads = 0;  // CPU threads per trial (0: the cores shared among the trials at once)
   std::vector<std::string> devices;  // empty: every device
+  std::string precision = "f32";     // --precision of every trial
   std::string out = "crossover-tune";
   bool restart = false;  // discard a search already in `out`
   int instances = 4;     // instances in parallel for the search's predicted cost elsewhere

@@ -48,17 +48,21 @@ namespace {
 
 // `crossover train SPEC` on the device, quiet, its result document in `json`.
 std::vector<std::string> quiet_train(const fs::path& spec, const std::string& device, int threads,
-                                     const fs::path& json) {
-  return {"train",   spec.string(), "--device",   device, "--threads", std::to_string(threads),
-          "--quiet", "--json",      json.string()};
+                                     const fs::path& json, const std::string& precision) {
+  std::vector<std::string> a{"train",   spec.string(), "--device",
+                             device,    "--threads",   std::to_string(threads),
+                             "--quiet", "--json",      json.string()};
+  if (precision != "f32") a.insert(a.end(), {"--precision", precision});
+  return a;
 }
 
 }  // namespace
 
 std::vector<std::string> train_args(const TrialFiles& f, const std::string& device, int threads,
                                     std::optional<int64_t> pause_after,
-                                    const std::string& checkpoint_every) {
-  std::vector<std::string> a = quiet_train(f.spec, device, threads, f.result);
+                                    const std::string& checkpoint_every,
+                                    const std::string& precision) {
+  std::vector<std::string> a = quiet_train(f.spec, device, threads, f.result, precision);
   a.insert(a.end(), {"--save", f.weights.string(), "--checkpoint-dir", f.checkpoints.string(),
                      "--checkpoint-every", checkpoint_every, "--resume-if-any"});
   if (pause_after) a.insert(a.end(), {"--pause-after", std::to_string(*pause_after)});
@@ -68,18 +72,20 @@ std::vector<std::string> train_args(const TrialFiles& f, const std::string& devi
 std::vector<std::string> group_args(const std::vector<TrialFiles>& trials,
                                     const std::string& device, int threads,
                                     std::optional<int64_t> pause_after,
-                                    const std::string& checkpoint_every) {
+                                    const std::string& checkpoint_every,
+                                    const std::string& precision) {
   std::vector<std::string> a{"train-group"};
   for (const TrialFiles& f : trials) a.push_back(f.dir.string());
   a.insert(a.end(), {"--device", device, "--threads", std::to_string(threads), "--quiet",
                      "--checkpoint-every", checkpoint_every, "--resume"});
+  if (precision != "f32") a.insert(a.end(), {"--precision", precision});
   if (pause_after) a.insert(a.end(), {"--pause-after", std::to_string(*pause_after)});
   return a;
 }
 
 std::vector<std::string> probe_args(const fs::path& spec, const std::string& device, int threads,
-                                    int steps, const fs::path& json) {
-  std::vector<std::string> a = quiet_train(spec, device, threads, json);
+                                    int steps, const fs::path& json, const std::string& precision) {
+  std::vector<std::string> a = quiet_train(spec, device, threads, json, precision);
   a.insert(a.end(), {"--steps", std::to_string(steps), "--checkpoint-every", "off"});
   return a;
 }

@@ -29,21 +29,25 @@ ModelSpec with_absolute_paths(ModelSpec spec);
 
 // The `crossover train` that runs a trial on `device` from its last checkpoint, to the end of its
 // spec or, for a rung below the last, pausing after `pause_after` epochs.
+// `precision`: the trial's --precision (f32 passes none).
 std::vector<std::string> train_args(const TrialFiles& f, const std::string& device, int threads,
                                     std::optional<int64_t> pause_after,
-                                    const std::string& checkpoint_every);
+                                    const std::string& checkpoint_every,
+                                    const std::string& precision = "f32");
 
 // The `crossover train-group` that runs trials as one fused group on `device`, each from its last
 // checkpoint (every trial's at the same step), to the end of its spec or `pause_after` epochs.
 std::vector<std::string> group_args(const std::vector<TrialFiles>& trials,
                                     const std::string& device, int threads,
                                     std::optional<int64_t> pause_after,
-                                    const std::string& checkpoint_every);
+                                    const std::string& checkpoint_every,
+                                    const std::string& precision = "f32");
 
 // One process of a measurement of trials at once: `spec` for `steps` steps, its result in `json`,
 // no checkpoints.
 std::vector<std::string> probe_args(const std::filesystem::path& spec, const std::string& device,
-                                    int threads, int steps, const std::filesystem::path& json);
+                                    int threads, int steps, const std::filesystem::path& json,
+                                    const std::string& precision = "f32");
 
 // How a trial's process ended, from its exit code (core/exit_codes.h: the loss not finite, a stop
 // request, whose checkpoint continues it, the machine's failure). A process that a stop request

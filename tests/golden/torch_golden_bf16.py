@@ -7,7 +7,7 @@ outside it, as bench/peer.py's peers run), from the same safetensors weights on 
 Per-epoch losses must agree within a bound for bf16 rounding, and final weights loosely. Each
 config is also trained in f32 by both engines, so that the test cannot pass by accident: crossover's
 bf16 losses must differ from its f32 losses (bf16 really ran), its f32 losses must match PyTorch's
-f32 ones, and crossover bf16 must be no further from f32 than autocast is (up to a margin).
+f32 ones.
 
 The layer widths are chosen so that every product is rounded: crossover keeps Linear layers whose
 in and out widths are both powers of two with in * out <= 64 * 64 in f32 (tiny layers).
@@ -29,9 +29,35 @@ import peer  # noqa: E402
 
 np, torch = peer.import_torch_or_skip("golden bf16")
 
-# Bounds, all relative; see the measured numbers below.
-F32_LOSS_RTOL = 1e-5  # crossover f32 vs PyTorch f32, per epoch
+# Measured on 2026-12-04 (AMD EPYC with AVX-512 BF16, no AMX; torch 1.13), max over the epochs of
+# the losses' relative difference, for the configs below (their seeds) and, in brackets, the worst
+# over 20 seeds of the same configs: the largest, but for crossover bf16 vs f32 (which must be
+# large) the smallest. bf16 rounding is amplified chaotically by training: a different machine,
+# AMX or other thread counts draw another trajectory, as another seed does.
+#
+#                    crossover bf16   crossover bf16   autocast vs     crossover f32
+#                    vs autocast      vs f32           torch f32       vs torch f32
+#   MLP 20-96-80-3   2.1e-5 (2.3e-4)  5.2e-5 (3.3e-5)  5.7e-5 (4.2e-4)  3.8e-8 (8.0e-8)
+#   CNN + BatchNorm  1.9e-3 (3.0e-3)  9.4e-4 (2.9e-4)  1.1e-3 (4.4e-3)  3.6e-7 (6.1e-7)
+#   LSTM 2 x 24      3.4e-5 (1.9e-4)  3.5e-5 (7.2e-6)  4.3e-5 (1.9e-4)  1.8e-8 (5.4e-8)
+#
+# (the CNN's autocast also runs BatchNorm and ReLU on bf16 tensors, so it strays furthest). Final
+# weights, max |diff| / max |w| per tensor against autocast's: 2.9e-2 (7.4e-2), 3.8e-2 (8.2e-2),
+# 1.0e-2 (8.5e-2); autocast's own weights differ from PyTorch f32's as much, so they only catch
+# gross errors. The per-config loss bounds (CONFIGS) leave 3-5x over the 20 seeds' worst; the
+# weights' 0.3, 3.5x.
+#
+# bf16 alone would agree with autocast about as well as f32 does (autocast vs torch f32 is the same
+# size), so the loss bound cannot tell that bf16 ran. Two assertions that cannot pass by accident
+# do: crossover f32 must match PyTorch f32 to f32 rounding (F32_LOSS_RTOL, 5x its worst), and
+# crossover bf16 must differ from crossover f32 by more than BF16_RAN_RTOL in some epoch (crossover
+# is deterministic: without bf16 the two runs are identical). The stronger "crossover bf16 is at
+# least as close to PyTorch f32 as autocast is" (it rounds less) is not robust: the ratio of the
+# two distances reached 3.9 over the 20 seeds, as the deviation's size follows the amplification,
+# not the rounding; it is printed, not asserted.
+F32_LOSS_RTOL = 3e-6  # crossover f32 vs PyTorch f32, per epoch
 BF16_RAN_RTOL = 1e-6  # crossover bf16 must differ from crossover f32 by more in some epoch
+WEIGHT_RTOL = 0.3  # final weights, crossover bf16 vs PyTorch autocast
 
 
 class Named(torch.nn.Module):
@@ -91,15 +117,19 @@ LSTM_LAYERS = """
   { type = "global_maxpool" }, { type = "linear", out = 1 },
 """
 
+# SGD with momentum throughout: Adam and RMSprop normalise each step, turning bf16 rounding in
+# gradients near zero into full steps of either sign (measured: weights differing by up to 0.6 of
+# the largest weight after 4 epochs, autocast from PyTorch f32 as much); their f32 arithmetic is
+# compared in torch_golden_classic.py.
 CONFIGS = [
     # name, model builder, spec layers, input shape, loss, classes, samples, batch, epochs,
-    # optimizer, bound on the per-epoch losses' relative difference, on the final weights'
+    # optimizer, bound on the per-epoch losses' relative difference from autocast's
     ("MLP 20-96-80-3, SGD + momentum, partial batch", mlp, MLP_LAYERS, [20], "cross_entropy", 3,
-     200, 32, 4, {"type": "sgd", "lr": 0.05, "momentum": 0.9}, 1.0, 1.0),
+     200, 32, 4, {"type": "sgd", "lr": 0.05, "momentum": 0.9}, 1e-3),
     ("CNN + BatchNorm2d, SGD + momentum, partial batch", cnn_bn, CNN_BN_LAYERS, [1, 8, 8],
-     "cross_entropy", 3, 120, 32, 4, {"type": "sgd", "lr": 0.05, "momentum": 0.9}, 1.0, 1.0),
+     "cross_entropy", 3, 120, 32, 4, {"type": "sgd", "lr": 0.05, "momentum": 0.9}, 1e-2),
     ("LSTM 2 x 24, SGD + momentum, bce", lstm, LSTM_LAYERS, [10], "bce", 2, 96, 16, 4,
-     {"type": "sgd", "lr": 0.2, "momentum": 0.9}, 1.0, 1.0),
+     {"type": "sgd", "lr": 0.2, "momentum": 0.9}, 1e-3),
 ]
 
 
@@ -109,8 +139,7 @@ def max_rel(a, b):
 
 
 def run_config(index, config, crossover, tmp):
-    (name, build, layers, shape, loss, classes, samples, batch, epochs, optimizer, loss_rtol,
-     weight_rtol) = config
+    name, build, layers, shape, loss, classes, samples, batch, epochs, optimizer, loss_rtol = config
     rng = np.random.RandomState(300 + index)
     features = int(np.prod(shape))
     if loss == "bce":
@@ -146,8 +175,8 @@ def run_config(index, config, crossover, tmp):
 
     def crossover_losses(precision, saved):
         result = os.path.join(tmp, f"r{index}-{precision}.json")
-        doc = peer.crossover_train(crossover, spec, result, "--init", init, "--save", saved,
-                                   "--precision", precision)
+        flags = ["--precision", precision] if precision != "f32" else []  # f32: the default
+        doc = peer.crossover_train(crossover, spec, result, "--init", init, "--save", saved, *flags)
         return [e["loss"] for e in doc["epochs"]]
 
     saved = os.path.join(tmp, f"out{index}-bf16.safetensors")
@@ -185,7 +214,7 @@ def run_config(index, config, crossover, tmp):
         print("  crossover f32 differs from torch f32")
         ok = False
     fresh = build()
-    weights_ok = peer.compare_weights(saved, autocast_model.state_dict(), fresh, weight_rtol)
+    weights_ok = peer.compare_weights(saved, autocast_model.state_dict(), fresh, WEIGHT_RTOL)
     return ok and weights_ok
 
 

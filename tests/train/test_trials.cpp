@@ -168,8 +168,9 @@ struct Alone {
 };
 
 // `spec` trained alone on `device` (the CPU: one thread, one shard).
-Alone train_alone(const ModelSpec& spec, const DataSplit& data, const std::string& device = "cpu") {
-  auto be = make_backend(parse_device(device, 1));
+Alone train_alone(const ModelSpec& spec, const DataSplit& data, const std::string& device = "cpu",
+                  const std::string& precision = "f32") {
+  auto be = make_backend(parse_device(device, 1, precision));
   Model model(spec, *be);
   model.init(spec.train.seed);
   ExecutionOptions exec;
@@ -231,11 +232,12 @@ double difference(const TrainResult& fused, const Alone& alone, const std::vecto
 // the same trial alone there: the largest difference.
 double fused_against_alone(const Case& c, const std::string& device,
                            const std::function<void(ModelSpec&, int)>& vary = {},
-                           std::optional<FusedStepping> stepping = std::nullopt) {
+                           std::optional<FusedStepping> stepping = std::nullopt,
+                           const std::string& precision = "f32") {
   const ModelSpec base = parse_spec(c.spec, std::string(c.name) + ".toml");
   const DataSplit data = c.data();
   constexpr int kTrials = 4;
-  auto be = make_backend(parse_device(device, 2));
+  auto be = make_backend(parse_device(device, 2, precision));
   std::vector<ModelSpec> specs;
   std::vector<std::unique_ptr<Model>> models;
   std::vector<FusedTrial> trials;
@@ -255,14 +257,15 @@ double fused_against_alone(const Case& c, const std::string& device,
   double worst = 0;
   for (size_t t = 0; t < std::min(fused.size(), static_cast<size_t>(kTrials)); ++t) {
     const std::string where = fmt::format("{} on {}, trial {}", c.name, device, t + 1);
-    const Alone alone = train_alone(specs[t], data, device);
+    const Alone alone = train_alone(specs[t], data, device, precision);
     worst = std::max(worst, difference(fused[t], alone, models[t]->export_params(), where));
     EXPECT_EQ(epochs_seen[t], static_cast<int>(alone.result.epochs.size())) << where;
     EXPECT_EQ(fused[t].shards, 1) << where;
     EXPECT_EQ(fused[t].fused_trials, kTrials) << where;
   }
-  std::printf("%s on %s (%s): the largest difference from the trials alone: %.3g\n", c.name,
-              device.c_str(), stepping ? fused_stepping_name(*stepping) : "as chosen", worst);
+  std::printf("%s on %s at %s (%s): the largest difference from the trials alone: %.3g\n", c.name,
+              device.c_str(), precision.c_str(),
+              stepping ? fused_stepping_name(*stepping) : "as chosen", worst);
   return worst;
 }
 
@@ -271,6 +274,14 @@ class Fused : public ::testing::TestWithParam<Case> {};
 TEST_P(Fused, EachTrialEndsAsItDoesAlone) {
   const Case& c = GetParam();
   EXPECT_LE(fused_against_alone(c, "cpu"), c.tolerance) << c.name;
+}
+
+// At --precision bf16 (the products of the larger layers, convolutions and LSTMs in bf16), on a CPU
+// with AMX or AVX-512 BF16.
+TEST_P(Fused, Bf16EachTrialEndsAsItDoesAlone) {
+  if (cpu_bf16_unit().empty()) GTEST_SKIP() << "this CPU has neither AMX nor AVX-512 BF16";
+  const Case& c = GetParam();
+  EXPECT_LE(fused_against_alone(c, "cpu", {}, std::nullopt, "bf16"), c.tolerance) << c.name;
 }
 
 // The CPU's cases are small enough to step side by side (or, the CNN, one after another): the
