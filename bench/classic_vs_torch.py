@@ -96,15 +96,17 @@ def main():
     import torch
     binary = os.path.join(args.build, "crossover")
     print(peer.machine_line(torch))
-    peak = peer.matmul_peak(args.build)
-    print(f"matmul peak: {peak:.1f} GFLOP/s")
+    precisions = args.precisions.split(",")
+    peaks = peer.crossover_peaks(args.build, precisions)
+    peak = peaks["f32"] if "f32" in peaks else next(iter(peaks.values()))
+    print("crossover matmul peaks: " + ", ".join(f"{p} {v:.1f} GFLOP/s" for p, v in peaks.items()))
     peer_list = peer.peers()
     peer_rates = peer.peer_matmul_rates(peer_list)
-    peer.print_peaks(peak, peer_rates)
+    peer.print_peaks(peaks, peer_rates)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         print(f"{'model':10} {'params':>8} {'batch':>5} {'steps':>5} " + peer.peer_header(peer_list)
-              + f" {'crossover ms':>12} {'cv':>6} {'GFLOP/s':>8} {'peak%':>6}")
+              + " " + peer.crossover_header(precisions))
         for name in args.models.split(","):
             if name not in peer.CLASSIC:
                 sys.exit(f"unknown model '{name}' (expected one of: {', '.join(peer.CLASSIC)})")
@@ -112,19 +114,21 @@ def main():
             x, y = data(name)
             csv = os.path.join(tmp, f"{name}.csv")
             write_csv(csv, x, y, integer=bool(vocab))
-            xo = peer.crossover_train(binary, name, os.path.join(tmp, f"{name}.json"),
-                                      "--data", csv, "--epochs", "1")
+            docs = peer.time_crossover(binary, name, os.path.join(tmp, f"{name}.json"), precisions,
+                                       "--data", csv, "--epochs", "1")
+            # The ratio is against crossover at the last precision asked (bf16 where it runs).
+            xo = docs[precisions[-1]]
             row = {"model": name, "params": xo["params"], "batch": batch, "steps": steps,
+                   "crossover_precision": precisions[-1],
                    "crossover_ms": xo["median_step_ms"], "crossover_cv": xo["step_ms"]["cv"],
-                   "crossover_gflops": xo["gflops"], "peak_gflops": peak}
+                   "crossover_gflops": xo["gflops"], "peak_gflops": peaks[precisions[-1]],
+                   "crossover": peer.crossover_fields(docs, peaks)}
             worker_args = ["--model", name]
             row["peers"] = peer.time_peers(peer_list, row["crossover_ms"],
                                            lambda env: peer.run_worker(__file__, worker_args, env))
             rows.append(row)
             print(f"{name:10} {row['params']:>8} {batch:>5} {steps:>5} "
-                  + peer.peer_cells(row["peers"], 3)
-                  + f" {row['crossover_ms']:>12.3f} {100 * row['crossover_cv']:>5.1f}% "
-                  f"{row['crossover_gflops']:>8.1f} {100 * row['crossover_gflops'] / peak:>5.1f}%",
+                  + peer.peer_cells(row["peers"], 3) + " " + peer.crossover_cells(docs, peaks, 3),
                   flush=True)
     path = peer.write_comparison(args.out, "classic_vs_torch.json",
                                  "crossover.bench.classic_vs_torch/1", torch, peak, rows, peer_rates)

@@ -91,18 +91,19 @@ def main():
     import torch
     binary = os.path.join(args.build, "crossover")
     print(peer.machine_line(torch))
-    peak = peer.matmul_peak(args.build, echo=True)
+    precisions = args.precisions.split(",")
+    peaks = peer.crossover_peaks(args.build, precisions)
+    peak = peaks["f32"] if "f32" in peaks else next(iter(peaks.values()))
     peer_list = peer.peers()
     peer_rates = peer.peer_matmul_rates(peer_list)
-    peer.print_peaks(peak, peer_rates)
+    peer.print_peaks(peaks, peer_rates)
     x, y = disc_data()
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         csv = os.path.join(tmp, "disc.csv")
         peer.write_csv(csv, x, y, header=["x", "y", "label"])
         print(f"{'model':8} {'params':>9} {'epochs':>6} " + peer.peer_header(peer_list)
-              + f" {'crossover ms':>12} {'GFLOP/s':>8} {'peak%':>6} {'torch loss':>11} "
-              f"{'xo loss':>11}")
+              + " " + peer.crossover_header(precisions) + f" {'torch loss':>11} {'xo loss':>11}")
         for layers in parse_models(args.models):
             epochs = EPOCHS_BY_LAYERS[layers]
             torch.manual_seed(0)
@@ -111,22 +112,24 @@ def main():
             torch.save(model.state_dict(), init_pt)
             init = os.path.join(tmp, f"disc-{layers}.safetensors")
             peer.write_safetensors(init, model.state_dict())
-            xo = peer.crossover_train(binary, f"disc-{layers}",
-                                      os.path.join(tmp, f"disc-{layers}.json"), "--data", csv,
-                                      "--init", init, "--epochs", str(epochs))
+            docs = peer.time_crossover(binary, f"disc-{layers}",
+                                       os.path.join(tmp, f"disc-{layers}.json"), precisions,
+                                       "--data", csv, "--init", init, "--epochs", str(epochs))
+            # The ratio is against crossover at the last precision asked (bf16 where it runs).
+            xo = docs[precisions[-1]]
             row = {"model": f"disc-{layers}", "params": xo["params"], "epochs": epochs,
+                   "crossover_precision": precisions[-1],
                    "crossover_ms": xo["median_step_ms"], "crossover_cv": xo["step_ms"]["cv"],
-                   "crossover_gflops": xo["gflops"], "peak_gflops": peak,
-                   "crossover_final_loss": xo["final_loss"]}
+                   "crossover_gflops": xo["gflops"], "peak_gflops": peaks[precisions[-1]],
+                   "crossover_final_loss": xo["final_loss"],
+                   "crossover": peer.crossover_fields(docs, peaks)}
             worker_args = ["--layers", str(layers), "--epochs", str(epochs), "--init-pt", init_pt]
             row["peers"] = peer.time_peers(peer_list, row["crossover_ms"],
                                            lambda env: peer.run_worker(__file__, worker_args, env))
             rows.append(row)
             print(f"{row['model']:8} {row['params']:>9} {epochs:>6} "
-                  + peer.peer_cells(row["peers"], 4)
-                  + f" {row['crossover_ms']:>12.4f} {row['crossover_gflops']:>8.1f} "
-                  f"{100 * row['crossover_gflops'] / peak:>5.1f}% "
-                  f"{peer.best_peer(row['peers'], 'f32')[1]['final_loss']:>11.6f} "
+                  + peer.peer_cells(row["peers"], 4) + " " + peer.crossover_cells(docs, peaks, 4)
+                  + f" {peer.best_peer(row['peers'], 'f32')[1]['final_loss']:>11.6f} "
                   f"{row['crossover_final_loss']:>11.6f}", flush=True)
     path = peer.write_comparison(args.out, "disc_vs_torch.json", "crossover.bench.disc_vs_torch/1",
                                  torch, peak, rows, peer_rates)

@@ -1,6 +1,8 @@
-// Measures the f32 matmul rate a backend reaches on large square problems (through the same
-// Linear kernel the engine uses), to quote every achieved GFLOP/s as a fraction of it.
-//   crossover_matmul_peak [--device cpu] [--threads N] [--sizes 1024,2048,3072] [--reps 10]
+// Measures the matmul rate a backend reaches on large square problems (through the same Linear
+// kernel the engine uses: at bf16 its conversion of both operands included, 2n^2 elements beside
+// 2n^3 FLOPs), to quote every achieved GFLOP/s as a fraction of it.
+//   crossover_matmul_peak [--device cpu] [--threads N] [--precision f32|bf16]
+//                         [--sizes 1024,2048,3072] [--reps 10]
 #include <fmt/format.h>
 
 #include <chrono>
@@ -28,7 +30,7 @@ std::vector<int64_t> parse_sizes(const std::string& text) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string device = "cpu";
+  std::string device = "cpu", precision = "f32";
   int threads = 0, reps = 10;
   std::vector<int64_t> sizes = {1024, 2048, 3072};
   for (int i = 1; i + 1 < argc; i += 2) {
@@ -37,6 +39,8 @@ int main(int argc, char** argv) {
       device = value;
     else if (flag == "--threads")
       threads = std::atoi(value.c_str());
+    else if (flag == "--precision")
+      precision = value;
     else if (flag == "--sizes")
       sizes = parse_sizes(value);
     else if (flag == "--reps")
@@ -46,9 +50,9 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  auto be = xo::make_backend(xo::parse_device(device, threads));
-  fmt::print("device: {} ({}), {} threads, {}\n", be->info().id, be->info().name,
-             be->info().threads, be->info().library);
+  auto be = xo::make_backend(xo::parse_device(device, threads, precision));
+  fmt::print("device: {} ({}), {} threads, {}, {}\n", be->info().id, be->info().name,
+             be->info().threads, be->info().library, be->info().precision);
   double best = 0;
   for (int64_t n : sizes) {
     auto kernel = be->linear({n, n, n, false, xo::Activation::None, true});

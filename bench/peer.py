@@ -374,10 +374,11 @@ def crossover_train(binary, target, json_out, *args):
         return json.load(f)
 
 
-def matmul_peak(build, echo=False):
-    """The f32 matmul peak in GFLOP/s that bench/crossover_matmul_peak measures (its last word)."""
-    out = subprocess.run([os.path.join(build, "bench", "crossover_matmul_peak")], check=True,
-                         capture_output=True, text=True).stdout
+def matmul_peak(build, echo=False, precision="f32"):
+    """The matmul peak in GFLOP/s at `precision` (f32 or bf16) that bench/crossover_matmul_peak
+    measures (its last word)."""
+    out = subprocess.run([os.path.join(build, "bench", "crossover_matmul_peak"), "--precision",
+                          precision], check=True, capture_output=True, text=True).stdout
     if echo:
         print(out.strip())
     return float(out.strip().splitlines()[-1].split()[-1])
@@ -607,8 +608,48 @@ def comparison_parser(doc, result_file, models_default, models_help):
     p.add_argument("--build", default="build", help="crossover build folder")
     p.add_argument("--models", default=models_default, help=models_help)
     p.add_argument("--out", default="bench/out", help=f"folder for {result_file}")
+    p.add_argument("--precisions", default=",".join(crossover_precisions()),
+                   help="crossover's precisions to time, comma-separated (default: f32, and bf16 "
+                        "where the CPU has AMX or AVX-512 BF16)")
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     return p
+
+
+def crossover_precisions():
+    """The precisions crossover runs on this CPU: f32, and bf16 with AMX or AVX-512 BF16."""
+    return ["f32", "bf16"] if bf16_units() else ["f32"]
+
+
+def crossover_peaks(build, precisions):
+    """{precision: crossover's matmul peak in GFLOP/s}, each probed in this run."""
+    return {p: matmul_peak(build, echo=True, precision=p) for p in precisions}
+
+
+def time_crossover(binary, name, json_path, precisions, *args):
+    """{precision: crossover's result document} for `crossover train NAME ARGS` at each
+    precision."""
+    out = {}
+    for p in precisions:
+        root, ext = os.path.splitext(json_path)
+        out[p] = crossover_train(binary, name, f"{root}-{p}{ext}", *args, "--precision", p)
+    return out
+
+
+def crossover_header(precisions):
+    return " ".join(f"{'xo ' + p + ' ms':>12} {'peak%':>6}" for p in precisions)
+
+
+def crossover_cells(docs, peaks, decimals):
+    return " ".join(f"{docs[p]['median_step_ms']:>12.{decimals}f} "
+                    f"{100 * docs[p]['gflops'] / peaks[p]:>5.1f}%" for p in docs)
+
+
+def crossover_fields(docs, peaks):
+    """A row's crossover figures per precision: ms per step, its spread, GFLOP/s and the peak of
+    that precision."""
+    return {p: {"ms": d["median_step_ms"], "cv": d["step_ms"]["cv"], "gflops": d["gflops"],
+                "peak_gflops": peaks[p], "final_loss": d.get("final_loss")}
+            for p, d in docs.items()}
 
 
 def write_comparison(out_dir, result_file, schema, torch, peak, rows, peer_rates):
@@ -626,12 +667,13 @@ def bf16_units():
     return sorted(cpu_flags() & {"amx_bf16", "avx512_bf16"})
 
 
-def print_peaks(peak, peer_rates):
-    """The peaks the run's fractions are against: crossover's f32 probe and each peer setting's
-    matmul rate in its precision."""
+def print_peaks(peaks, peer_rates):
+    """The peaks the run's fractions are against: crossover's probe in each precision it runs
+    ({precision: GFLOP/s}) and each peer setting's matmul rate in its precision."""
     units = bf16_units()
     print(f"bf16 units: {', '.join(units) if units else 'none (bf16 converted in software)'}")
-    print(f"crossover f32 matmul peak: {peak:.1f} GFLOP/s; torch matmul (2048^3) GFLOP/s: "
+    print("crossover matmul peak GFLOP/s: " + ", ".join(f"{p} {v:.1f}" for p, v in peaks.items())
+          + "; torch matmul (2048^3) GFLOP/s: "
           + ", ".join(f"{name[6:]} {rate:.1f}" for name, rate in peer_rates.items()), flush=True)
 
 

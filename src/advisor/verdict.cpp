@@ -296,8 +296,11 @@ std::optional<GpuVerdict> make_verdict(const std::vector<DevicePrediction>& ps,
   v.here = here->device;
   v.here_seconds = run_seconds(*here, cost.epochs, cost.steps_per_epoch);
   v.here_estimated = !here->measured_epoch_s;
+  // The CPU at bf16 against a GPU predicted from f32 profiles: the sentence says so.
+  const bool bf16_against_f32 = here->device == kCpuBf16 && best && best->predicted;
   const std::string here_time =
-      fmt::format("{} on this machine's {}", duration(v.here_seconds), here->device);
+      fmt::format("{} on this machine's {}{}", duration(v.here_seconds), here->device,
+                  bf16_against_f32 ? " (the CPU at bf16; GPUs are predicted at f32)" : "");
   if (!best) {
     v.sentence = fmt::format(
         "No GPU to compare: none was measured here and the catalog prices none. {} epochs of {} "

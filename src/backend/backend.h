@@ -511,7 +511,8 @@ class Backend {
   }
 };
 
-// A device string as users write it: "cpu", "cuda", "cuda:N", "auto".
+// A device string as users write it: "cpu", "cpu:bf16" (the CPU at --precision bf16), "cuda",
+// "cuda:N", "auto".
 struct DeviceRequest {
   std::string kind;  // "cpu", "cuda" or "auto"
   int index = 0;
@@ -529,6 +530,12 @@ int usable_cpu_cores();
 // The unit this CPU runs bf16 products on as oneDNN sees it ("AMX", "AVX-512 BF16"), or "" where it
 // has neither (or ONEDNN_MAX_CPU_ISA holds oneDNN below them): --precision bf16 needs one.
 std::string cpu_bf16_unit();
+// Whether the CPU runs a Linear of these widths in bf16 at --precision bf16: all but the small
+// layers (widths powers of two, in x out up to 64 x 64), which stay f32 at any precision.
+bool cpu_bf16_linear(int64_t in_features, int64_t out_features);
+// The device id of the CPU at bf16 ("cpu:bf16"): what a CPU backend at --precision bf16 is called,
+// and a --device / --devices name for it.
+inline constexpr const char* kCpuBf16 = "cpu:bf16";
 // The CPU threads each of `ranks_here` processes on this machine takes: `threads` when given
 // (above 0), else an equal part of the usable cores, at least one. The one default of --threads for
 // `train`, `sweep` and `tune` along ranks.

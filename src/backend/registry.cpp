@@ -14,6 +14,9 @@ namespace xo {
 
 int usable_cpu_cores() { return cpu::available_cores(); }
 std::string cpu_bf16_unit() { return cpu::cpu_bf16_unit(); }
+bool cpu_bf16_linear(int64_t in_features, int64_t out_features) {
+  return !cpu::small_linear(in_features, out_features);
+}
 
 namespace {
 // A CPU backend at the precision asked for: tf32 is a GPU tensor-core format, computed in f32 here.
@@ -45,6 +48,11 @@ DeviceRequest parse_device(const std::string& text, int threads, const std::stri
     r.kind = text;
     return r;
   }
+  if (text == kCpuBf16) {  // the CPU at bf16 whatever --precision says
+    r.kind = "cpu";
+    r.precision = Precision::BF16;
+    return r;
+  }
   if (text.rfind("cuda:", 0) == 0) {
     const char* b = text.data() + 5;
     const char* e = text.data() + text.size();
@@ -54,7 +62,8 @@ DeviceRequest parse_device(const std::string& text, int threads, const std::stri
       return r;
     }
   }
-  throw UserError(fmt::format("--device '{}': expected cpu, cuda, cuda:N or auto", text));
+  throw UserError(
+      fmt::format("--device '{}': expected cpu, {}, cuda, cuda:N or auto", text, kCpuBf16));
 }
 
 std::unique_ptr<Backend> make_backend(const DeviceRequest& request) {

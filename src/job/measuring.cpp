@@ -18,9 +18,9 @@
 #include "job/hooks.h"
 #include "job/run_notes.h"
 #include "job/session.h"
-#include "model/work.h"
 #include "model/model.h"
 #include "model/vary.h"
+#include "model/work.h"
 #include "report/assemble.h"
 #include "report/files.h"
 #include "report/recorded_run.h"
@@ -124,7 +124,7 @@ std::optional<JobOutcome> measure_and_advise(const AdviseJob& o, const Catalog& 
   const bool advise = o.advise;
   const ModelSpec spec = o.given ? *o.given : resolve_spec_with(o.spec, o.measure.data);
   tell_spec_notes(hooks, spec);
-  Session session(o.measure, hooks);
+  Session session(o.measure, hooks, nullptr, bf16_changes_products(spec));
   const std::string kind = advise ? "advise" : "cost";
   const std::string title = fmt::format("crossover {}: {}", kind, spec.name);
   session.resume_job(kind, title);
@@ -133,12 +133,14 @@ std::optional<JobOutcome> measure_and_advise(const AdviseJob& o, const Catalog& 
   size_t job = 0;
   for (const std::string& device : session.devices()) {
     if (session.stopped()) break;
-    session.measure(spec, device, job++, jobs);
+    if (session.measures(spec, device)) session.measure(spec, device, job, jobs);
+    ++job;
   }
   // --trials: the same model's trials fused in groups of each count, on every device.
   for (const std::string& device : session.devices()) {
     for (const int k : counts) {
       if (session.stopped()) break;
+      if (!session.measures(spec, device)) continue;
       try {
         session.measure_trials(spec, k, device, job++, jobs);
       } catch (const UserError& e) {  // more trials than the device's memory holds, say
@@ -172,7 +174,8 @@ JobOutcome run_job(const MeasureJob& o, JobHooks& hooks) {
     tell_spec_notes(hooks, specs.back());
   }
   const Catalog catalog = load_user_catalog(o.cost);
-  Session session(o.measure, hooks);
+  Session session(o.measure, hooks, nullptr,
+                  std::any_of(specs.begin(), specs.end(), bf16_changes_products));
   const std::filesystem::path out(session.out());
   const size_t jobs = specs.size() * session.devices().size();
   const std::string title = fmt::format("crossover run: {}", fmt::join(models, ", "));
@@ -193,6 +196,10 @@ JobOutcome run_job(const MeasureJob& o, JobHooks& hooks) {
     for (const ModelSpec& spec : specs) {
       if (session.stopped()) break;
       const bool disc = spec.origin == "built-in" && spec.name.rfind("disc-", 0) == 0;
+      if (!session.measures(spec, device)) {
+        ++job;
+        continue;
+      }
       session.measure(spec, device, job++, jobs, disc ? "depth" : "",
                       static_cast<double>(weighted_layers(spec)));
       write(false);  // after every model: an interruption keeps them
@@ -291,7 +298,8 @@ JobOutcome sweep_job(const MeasureJob& o, JobHooks& hooks) {
   tell_spec_notes(hooks, base);
   const SweepPoints points = sweep_points(base, o, hooks);
   const Catalog catalog = load_user_catalog(o.cost);
-  Session session(o.measure, hooks);
+  Session session(o.measure, hooks, nullptr,
+                  std::any_of(points.specs.begin(), points.specs.end(), bf16_changes_products));
   const std::filesystem::path out(session.out());
   const size_t jobs = points.specs.size() * session.devices().size();
   const std::string title = fmt::format("crossover sweep: {} along {}", base.name, points.axis);
@@ -309,6 +317,10 @@ JobOutcome sweep_job(const MeasureJob& o, JobHooks& hooks) {
   for (const std::string& device : session.devices()) {
     for (size_t i = 0; i < points.specs.size(); ++i) {
       if (session.stopped()) break;
+      if (!session.measures(points.specs[i], device)) {
+        ++job;
+        continue;
+      }
       if (o.trials > 0) {
         session.measure_trials(points.specs[i], o.trials, device, job++, jobs, points.axis,
                                points.values[i]);

@@ -20,6 +20,7 @@
 #include "job/run_notes.h"
 #include "measure/sampler.h"
 #include "model/model.h"
+#include "model/work.h"
 #include "report/report_json.h"
 #include "train/data_parallel.h"
 
@@ -103,7 +104,8 @@ MeasureOptions job_options(const MeasureOptions& o, JobHooks& hooks, const mpi::
 
 }  // namespace
 
-Session::Session(const MeasureOptions& o, JobHooks& hooks, const mpi::World* world)
+Session::Session(const MeasureOptions& o, JobHooks& hooks, const mpi::World* world,
+                 bool bf16_beside)
     : lead_(!world || world->rank() == 0),
       hooks_(hooks),
       o_(job_options(o, hooks, world)),
@@ -125,6 +127,12 @@ Session::Session(const MeasureOptions& o, JobHooks& hooks, const mpi::World* wor
     const DeviceList list = list_devices();
     devices_ = list.available;
     for (const auto& why : list.unavailable_reasons) hooks_.note(fmt::format("note: {}", why));
+    // The CPU at the precision a user of its matrix units would train at, beside f32.
+    if (bf16_beside && parse_precision(o_.settings.precision) == Precision::F32 &&
+        !cpu_bf16_unit().empty())
+      if (const auto cpu = std::find(devices_.begin(), devices_.end(), "cpu");
+          cpu != devices_.end())
+        devices_.insert(cpu + 1, kCpuBf16);
   }
   machine_ = describe_machine();
   for (std::string& d : devices_) {
@@ -133,12 +141,16 @@ Session::Session(const MeasureOptions& o, JobHooks& hooks, const mpi::World* wor
     hooks_.status(fmt::format("probing the peaks of {}...", be.info().id));
     DevicePeaks p = device_peaks(be, o.reprobe, default_peaks_cache());
     hooks_.clear();
-    hooks_.note(
-        fmt::format("{}: f32 matmul {:.1f} GFLOP/s, memory {:.1f} GB/s, step overhead {:.1f} µs{}",
-                    p.device, p.matmul_gflops, p.bandwidth_gbs, p.step_overhead_us,
-                    p.cached ? " (cached; --reprobe measures again)" : " (measured now)"));
+    hooks_.note(fmt::format(
+        "{}: {} matmul {:.1f} GFLOP/s, memory {:.1f} GB/s, step overhead {:.1f} µs{}", p.device,
+        p.precision.empty() ? "f32" : p.precision, p.matmul_gflops, p.bandwidth_gbs,
+        p.step_overhead_us, p.cached ? " (cached; --reprobe measures again)" : " (measured now)"));
     peaks_.push_back(std::move(p));
   }
+}
+
+bool Session::measures(const ModelSpec& spec, const std::string& device) const {
+  return device != kCpuBf16 || bf16_changes_products(spec);
 }
 
 Backend& Session::backend(const std::string& device) {

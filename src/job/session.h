@@ -37,14 +37,23 @@ class Session {
   // and reports; every other rank follows: it trains its slice of the runs rank 0 trains
   // (measure() with a DataParallel), with rank 0's --out and checkpoints, and prints nothing.
   // What it says goes to `hooks`, which must outlive it.
-  Session(const MeasureOptions& o, JobHooks& hooks, const mpi::World* world = nullptr);
+  // bf16_beside: the job's models include one bf16 changes (bf16_changes_products), so the CPU at
+  // bf16 joins the devices where none were named (devices()).
+  Session(const MeasureOptions& o, JobHooks& hooks, const mpi::World* world = nullptr,
+          bool bf16_beside = false);
 
   // This process reports: no launcher, or rank 0 of the job.
   bool lead() const { return lead_; }
 
   // The folder the job writes: --out, or the default chosen when it was not given.
   const std::string& out() const { return o_.out; }
+  // The devices the job measures on: those asked for, else every device here, with the CPU at bf16
+  // (cpu:bf16) beside the CPU where it has AMX or AVX-512 BF16, the job runs at f32 and
+  // bf16_beside.
   const std::vector<std::string>& devices() const { return devices_; }
+  // Whether the job measures `spec` on `device`: cpu:bf16 only where bf16 changes one of the
+  // model's products (bf16_changes_products), elsewhere it would train exactly as cpu does.
+  bool measures(const ModelSpec& spec, const std::string& device) const;
   const std::vector<DevicePeaks>& peaks() const { return peaks_; }
   const std::vector<RunRecord>& runs() const { return runs_; }
   bool stopped() const { return stopped_; }

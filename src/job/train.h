@@ -53,8 +53,8 @@ struct TrainJob {
 
 struct TrainOutcome {
   RunRecord run;
-  bool lead = true;  // this process reported the run (no launcher, or rank 0)
-  ModelSpec spec;    // what trained: the spec with the job's overrides
+  bool lead = true;                  // this process reported the run (no launcher, or rank 0)
+  ModelSpec spec;                    // what trained: the spec with the job's overrides
   std::vector<NamedTensor> weights;  // the trained weights, with TrainJob::keep_weights
   int exit_code() const { return xo::exit_code(run.result); }
 };

@@ -91,4 +91,14 @@ int64_t weighted_layers(const ModelSpec& spec) {
   return n;
 }
 
+bool bf16_changes_products(const ModelSpec& spec) {
+  for (const Node& n : model_layout(spec).nodes) {
+    if (n.kind == NodeKind::Conv2d || n.kind == NodeKind::LSTM) return true;
+    if (n.kind == NodeKind::Linear && !n.in_shape.empty() && !n.out_shape.empty() &&
+        cpu_bf16_linear(n.in_shape.back(), n.out_shape.back()))
+      return true;
+  }
+  return false;
+}
+
 }  // namespace xo

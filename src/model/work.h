@@ -41,4 +41,8 @@ std::string node_name(const Node& node);
 // Number of layers with parameters (the "L" of disc-L: its Linear layers), for tables.
 int64_t weighted_layers(const ModelSpec& spec);
 
+// Whether --precision bf16 changes any of the model's products on the CPU: a Conv2d, an LSTM, or
+// a Linear past the small layers that stay f32 (backend/backend.h's cpu_bf16_linear).
+bool bf16_changes_products(const ModelSpec& spec);
+
 }  // namespace xo

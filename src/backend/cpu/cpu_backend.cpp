@@ -100,7 +100,7 @@ CpuBackend::CpuBackend(int threads, Precision precision) {
   engine_ = XO_DNNL_CHECK(dnnl::engine(dnnl::engine::kind::cpu, 0));
   stream_ = XO_DNNL_CHECK(dnnl::stream(engine_));
   const dnnl_version_t* v = dnnl_version();
-  info_.id = "cpu";
+  info_.id = bf16_ ? kCpuBf16 : "cpu";
   info_.kind = DeviceKind::Cpu;
   info_.name = cpu_model_name();
   info_.threads = threads;

@@ -148,5 +148,8 @@ void activation_backward_inplace(Activation act, const float* dst, float* d_dst,
 int available_cores();
 // See xo::cpu_bf16_unit (backend/backend.h).
 std::string cpu_bf16_unit();
+// A Linear the fused loops of linear.cpp run (widths powers of two up to 64, in x out up to
+// 64 x 64): f32 at any precision.
+bool small_linear(int64_t in_features, int64_t out_features);
 
 }  // namespace xo::cpu

@@ -261,6 +261,9 @@ class CpuFusedLinear final : public WeightedKernel {
     return s.in_features * s.out_features <= kSmallFusedLinear && small_width(s.in_features) &&
            small_width(s.out_features);
   }
+  static bool small_width(int64_t n) {
+    return by_width(n, [](auto) { return true; });
+  }
 
   void forward(const float* src, const float* weights, const float* bias, float* dst) override {
     XO_ASSERT((bias != nullptr) == shape_.has_bias);
@@ -590,10 +593,6 @@ class CpuFusedLinear final : public WeightedKernel {
         return false;
     }
   }
-  static bool small_width(int64_t n) {
-    return by_width(n, [](auto) { return true; });
-  }
-
   // body(OUT, IN) where the layer's widths take the loops along the inputs; false elsewhere.
   template <typename Body>
   bool along_inputs(Body&& body) const {
@@ -751,6 +750,10 @@ class CpuFusedLinear final : public WeightedKernel {
 };
 
 }  // namespace
+
+bool small_linear(int64_t in_features, int64_t out_features) {
+  return CpuFusedLinear::small_shape({.in_features = in_features, .out_features = out_features});
+}
 
 std::unique_ptr<WeightedKernel> make_linear(const LinearShape& shape, bool bf16_operands,
                                             const dnnl::engine& engine,
