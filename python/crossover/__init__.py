@@ -206,7 +206,7 @@ class Model:
 
         epochs, batch_size, shuffle, seed: the spec's unless given. validation_split: the last
         fraction of x held out (before any shuffling, as Keras); validation_data: (x_val, y_val).
-        device: "cpu", "cuda", "cuda:N" or "auto"; precision: "f32", "tf32" or "bf16" (GPUs).
+        device: "cpu", "cuda", "cuda:N" or "auto"; precision: "f32", "tf32" (GPUs) or "bf16" (GPUs, CPUs with AMX or AVX-512 BF16).
         optimizer: a torch.optim name ("sgd", "adam", "adamw", "rmsprop", "adadelta") with its
         defaults, or a dict {"type": "adam", "lr": 1e-3, ...} with a spec's keys; lr sets the
         rate. schedule / early_stopping: dicts with a spec's [train.schedule] /

@@ -9,8 +9,8 @@
 
 #include "backend/backend.h"
 #include "cli/commands.h"
-#include "cli/terminal_hooks.h"
 #include "cli/options.h"
+#include "cli/terminal_hooks.h"
 #include "core/error.h"
 #include "core/file.h"
 #include "core/format.h"
@@ -67,8 +67,7 @@ int run_evaluate(const EvaluateOptions& o) {
     splits.push_back({name, set->description, set->samples, e});
   }
   fmt::print("{}: {} parameters, weights {}, on {}\n", terminal_safe(spec.name),
-             group_digits(model.parameter_count()), terminal_safe(spec.init),
-             backend->info().id);
+             group_digits(model.parameter_count()), terminal_safe(spec.init), backend->info().id);
   for (const SplitFigures& s : splits) {
     fmt::print("  {}: {} ({} samples: {})\n", s.split, figures_text(s, model.regression()),
                s.samples, terminal_safe(s.description));
@@ -105,7 +104,8 @@ Command add_evaluate(CLI::App& app) {
   sub->add_option("spec", o->spec, "The model: a built-in name, a TOML spec or an ONNX model")
       ->required();
   add_data_options(sub, o->data);
-  sub->add_option("--device", o->device, "cpu, cuda, cuda:N or auto")->capture_default_str();
+  sub->add_option("--device", o->device, "cpu, cpu:bf16 (the CPU at bf16), cuda, cuda:N or auto")
+      ->capture_default_str();
   add_threads_option(sub, o->threads);
   sub->add_option("--json", o->json, "Write the figures as JSON to this file");
   return {sub, [o] { return run_evaluate(*o); }};

@@ -2,8 +2,8 @@
 
 #include <fmt/format.h>
 
-#include "core/exit_codes.h"
 #include "core/error.h"
+#include "core/exit_codes.h"
 #include "core/format.h"
 #include "core/interrupt.h"
 #include "distributed/mpi.h"

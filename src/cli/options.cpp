@@ -87,7 +87,9 @@ void add_measure_options(CLI::App* sub, MeasureOptions& o, bool with_steps) {
   sub->add_flag("--overwrite", o.overwrite,
                 "Replace the finished job in --out (without it, a finished job is never "
                 "overwritten)");
-  sub->add_option("--devices", o.settings.devices, "Devices (default: every device present)")
+  sub->add_option("--devices", o.settings.devices,
+                  "Devices (default: every device present, and cpu:bf16 beside cpu where the CPU "
+                  "has AMX or AVX-512 BF16 and bf16 changes the model's products)")
       ->delimiter(',');
   sub->add_option("--epochs", o.settings.epochs, "Override every model's epochs")
       ->check(positive_number());

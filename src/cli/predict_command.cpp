@@ -10,8 +10,8 @@
 
 #include "backend/backend.h"
 #include "cli/commands.h"
-#include "cli/terminal_hooks.h"
 #include "cli/options.h"
+#include "cli/terminal_hooks.h"
 #include "core/error.h"
 #include "core/file.h"
 #include "core/format.h"
@@ -104,7 +104,8 @@ Command add_predict(CLI::App& app) {
                   "place of the spec's model.init");
   sub->add_option("--out", o->out,
                   "Write the predictions to this CSV file (default: standard output)");
-  sub->add_option("--device", o->device, "cpu, cuda, cuda:N or auto")->capture_default_str();
+  sub->add_option("--device", o->device, "cpu, cpu:bf16 (the CPU at bf16), cuda, cuda:N or auto")
+      ->capture_default_str();
   add_threads_option(sub, o->threads);
   return {sub, [o] { return run_predict(*o); }};
 }

@@ -1,12 +1,13 @@
 // The progress line of a long job on stderr (progress.h): shown only on a terminal, one
 // line rewritten in place, cut to the terminal's width.
+#include "cli/progress.h"
+
 #include <fmt/format.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <algorithm>
 
-#include "cli/progress.h"
 #include "core/format.h"
 
 namespace xo::cli {

@@ -52,7 +52,8 @@ Command add_train(CLI::App& app) {
   sub->add_option("spec", o->spec,
                   "Built-in model name (see `crossover models`), spec file, or ONNX model")
       ->required();
-  sub->add_option("--device", o->device, "cpu, cuda, cuda:N or auto")->capture_default_str();
+  sub->add_option("--device", o->device, "cpu, cpu:bf16 (the CPU at bf16), cuda, cuda:N or auto")
+      ->capture_default_str();
   sub->add_option("--epochs", o->epochs, "Override train.epochs")->check(positive_number());
   sub->add_option("--batch", o->batch, "Override train.batch")->check(positive_number());
   std::vector<std::string> optimizers;

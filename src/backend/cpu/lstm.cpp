@@ -183,28 +183,10 @@ class CpuLstm final : public LstmKernel {
                              engine, one_thread),
                  T * B * G, W, T * B * I};
       }
-      if (bf16_) {  // each model's weights spanned, the others' between them along
-        l.h_b = Bf16Copy(K * hs);
-        l.w_ih_b = Bf16Copy((K - 1) * W + G * I);
-        l.w_hh_b = Bf16Copy((K - 1) * W + G * H);
-      }
-      l.gates.resize(K * T * B * G);
-      l.c.resize(K * hs);
-      l.h.resize(K * hs);
-      l.bias.resize(K * G);
+      size_layer(l, I);
       layers_.push_back(std::move(l));
     }
-    x_tm_.resize(K * T * B * s.input);
-    if (s.need_d_src) d_x_tm_.resize(K * T * B * s.input);
-    d_gates_.resize(K * T * B * G);
-    if (bf16_) {
-      x_tm_b_ = Bf16Copy(K * T * B * s.input);
-      d_gates_b_ = Bf16Copy(K * T * B * G);
-    }
-    d_h_.resize(K * T * B * H);
-    d_h_below_.resize(s.layers > 1 ? K * T * B * H : 0);
-    d_h_next_.resize(K * B * H);
-    d_c_next_.resize(K * B * H);
+    size_buffers();
   }
 
   void forward(const float* src, const LstmLayerParams* params, float* dst) override {
@@ -273,16 +255,7 @@ class CpuLstm final : public LstmKernel {
     XO_ASSERT((d_src != nullptr) == s_.need_d_src);
     const int64_t K = s_.models, B = s_.batch, T = s_.steps, H = s_.hidden, G = 4 * H;
     const int64_t W = s_.model_stride, hs = (T + 1) * B * H, in = s_.input;
-    // d_h_: the gradient arriving at every step's h from above, [K, T, B, H].
-    if (!s_.sequence) std::fill(d_h_.begin(), d_h_.end(), 0.0f);
-    for (int64_t n = 0; n < K; ++n) {
-      float* d_h = d_h_.data() + n * T * B * H;
-      if (s_.sequence) {
-        to_time_major(d_dst + n * B * T * H, d_h, B, T, H);
-      } else {
-        std::memcpy(d_h + (T - 1) * B * H, d_dst + n * B * H, sizeof(float) * B * H);
-      }
-    }
+    gradient_from_above(d_dst);
     for (int64_t k = s_.layers; k-- > 0;) {
       Layer& l = layers_[k];
       const LstmLayerParams& p = params[k];
@@ -381,6 +354,51 @@ class CpuLstm final : public LstmKernel {
   const void* h_operand(const Layer& l, int64_t elements) const {
     if (bf16_) return l.h_b.data() + elements;
     return l.h.data() + elements;
+  }
+
+  // d_h_: the gradient arriving at every step's h from above, [K, T, B, H], from d_dst (every
+  // step's, or the last step's).
+  void gradient_from_above(const float* d_dst) {
+    const int64_t K = s_.models, B = s_.batch, T = s_.steps, H = s_.hidden;
+    if (!s_.sequence) std::fill(d_h_.begin(), d_h_.end(), 0.0f);
+    for (int64_t n = 0; n < K; ++n) {
+      float* d_h = d_h_.data() + n * T * B * H;
+      if (s_.sequence) {
+        to_time_major(d_dst + n * B * T * H, d_h, B, T, H);
+      } else {
+        std::memcpy(d_h + (T - 1) * B * H, d_dst + n * B * H, sizeof(float) * B * H);
+      }
+    }
+  }
+
+  // A layer's buffers, of `I` inputs, sized once.
+  void size_layer(Layer& l, int64_t I) const {
+    const int64_t K = s_.models, B = s_.batch, T = s_.steps, H = s_.hidden, G = 4 * H;
+    const int64_t W = s_.model_stride, hs = (T + 1) * B * H;
+    if (bf16_) {  // each model's weights spanned, the others' between them along
+      l.h_b = Bf16Copy(K * hs);
+      l.w_ih_b = Bf16Copy((K - 1) * W + G * I);
+      l.w_hh_b = Bf16Copy((K - 1) * W + G * H);
+    }
+    l.gates.resize(K * T * B * G);
+    l.c.resize(K * hs);
+    l.h.resize(K * hs);
+    l.bias.resize(K * G);
+  }
+  // The kernel's buffers across layers, sized once.
+  void size_buffers() {
+    const int64_t K = s_.models, B = s_.batch, T = s_.steps, H = s_.hidden, G = 4 * H;
+    x_tm_.resize(K * T * B * s_.input);
+    if (s_.need_d_src) d_x_tm_.resize(K * T * B * s_.input);
+    d_gates_.resize(K * T * B * G);
+    if (bf16_) {
+      x_tm_b_ = Bf16Copy(K * T * B * s_.input);
+      d_gates_b_ = Bf16Copy(K * T * B * G);
+    }
+    d_h_.resize(K * T * B * H);
+    d_h_below_.resize(s_.layers > 1 ? K * T * B * H : 0);
+    d_h_next_.resize(K * B * H);
+    d_c_next_.resize(K * B * H);
   }
 
   LstmShape s_;
