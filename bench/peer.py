@@ -236,6 +236,29 @@ def write_csv(path, x, y, header=None):
 
 # -- the golden tests' side ------------------------------------------------------------------------
 
+def golden_case(tmp, index, seed, shape, layers, loss, classes, samples, batch, epochs, optimizer):
+    """A golden test's data and spec in `tmp`: `samples` random rows of `shape` (token ids below 30
+    for "bce", standard normal otherwise) with labels below `classes`, as data{index}.csv, and the
+    spec of `layers` training on it as spec{index}.toml. Returns (x, y, spec path)."""
+    import numpy as np
+    rng = np.random.RandomState(seed)
+    features = int(np.prod(shape))
+    if loss == "bce":
+        x = rng.randint(0, 30, size=(samples, features)).astype(np.float32)
+    else:
+        x = rng.standard_normal((samples, features)).astype(np.float32)
+    y = rng.randint(0, classes, size=samples).astype(np.int64)
+    csv = os.path.join(tmp, f"data{index}.csv")
+    write_csv(csv, x, y)
+    opt = ", ".join(f"{k} = {json.dumps(v)}" for k, v in optimizer.items())
+    spec = os.path.join(tmp, f"spec{index}.toml")
+    with open(spec, "w") as f:
+        f.write(f"[model]\ninput = {shape}\nlayers = [{layers}]\nloss = \"{loss}\"\n"
+                f"[train]\noptimizer = {{ {opt} }}\nbatch = {batch}\nepochs = {epochs}\n"
+                f"[data]\nsource = \"csv:{csv}\"\n")
+    return x, y, spec
+
+
 def golden_main(doc, title, groups):
     """The golden scripts' main: parses --crossover, then runs every config of each group, a
     (label, configs, run) triple, as run(index, config, crossover, tmp) in one temporary folder,

@@ -107,6 +107,36 @@ struct TrainCase {
   const char* precision = "f32";  // bf16: run only on a CPU with AMX or AVX-512 BF16
 };
 
+const char* const kCnnSpec = R"([model]
+input = [1, 8, 8]
+layers = [ { type = "conv2d", out = 4, kernel = 3 }, { type = "batchnorm2d" }, { type = "relu" },
+           { type = "maxpool2d", kernel = 2 }, { type = "dropout", p = 0.3 },
+           { type = "flatten" }, { type = "linear", out = 3 } ]
+loss = "cross_entropy"
+[train]
+optimizer = { type = "adadelta", lr = 1.0, rho = 0.95, eps = 1e-7 }
+batch = 24
+epochs = 12
+shuffle = true
+[data]
+source = "csv:images.csv"
+)";
+const char* const kLstmSpec = R"([model]
+input = [10]
+layers = [ { type = "embedding", vocab = 40, out = 8 }, { type = "lstm", out = 8 },
+           { type = "linear", out = 1 } ]
+loss = "bce"
+[train]
+optimizer = { type = "adam", lr = 0.01 }
+batch = 16
+epochs = 10
+shuffle = true
+[data]
+source = "imdb-synthetic"
+samples = 120
+test_samples = 40
+)";
+
 const TrainCase kTrainCases[] = {
     {"mlp", R"([model]
 input = [2]
@@ -122,68 +152,12 @@ source = "disc"
 samples = 600
 test_samples = 200
 )"},
-    {"cnn", R"([model]
-input = [1, 8, 8]
-layers = [ { type = "conv2d", out = 4, kernel = 3 }, { type = "batchnorm2d" }, { type = "relu" },
-           { type = "maxpool2d", kernel = 2 }, { type = "dropout", p = 0.3 },
-           { type = "flatten" }, { type = "linear", out = 3 } ]
-loss = "cross_entropy"
-[train]
-optimizer = { type = "adadelta", lr = 1.0, rho = 0.95, eps = 1e-7 }
-batch = 24
-epochs = 12
-shuffle = true
-[data]
-source = "csv:images.csv"
-)"},
-    {"lstm", R"([model]
-input = [10]
-layers = [ { type = "embedding", vocab = 40, out = 8 }, { type = "lstm", out = 8 },
-           { type = "linear", out = 1 } ]
-loss = "bce"
-[train]
-optimizer = { type = "adam", lr = 0.01 }
-batch = 16
-epochs = 10
-shuffle = true
-[data]
-source = "imdb-synthetic"
-samples = 120
-test_samples = 40
-)"},
+    {"cnn", kCnnSpec},
+    {"lstm", kLstmSpec},
     // At --precision bf16: the convolution, the Linear (36 inputs: not a small layer) and the
     // LSTM's products read bf16 copies of their operands.
-    {"cnn_bf16", R"([model]
-input = [1, 8, 8]
-layers = [ { type = "conv2d", out = 4, kernel = 3 }, { type = "batchnorm2d" }, { type = "relu" },
-           { type = "maxpool2d", kernel = 2 }, { type = "dropout", p = 0.3 },
-           { type = "flatten" }, { type = "linear", out = 3 } ]
-loss = "cross_entropy"
-[train]
-optimizer = { type = "adadelta", lr = 1.0, rho = 0.95, eps = 1e-7 }
-batch = 24
-epochs = 12
-shuffle = true
-[data]
-source = "csv:images.csv"
-)",
-     "bf16"},
-    {"lstm_bf16", R"([model]
-input = [10]
-layers = [ { type = "embedding", vocab = 40, out = 8 }, { type = "lstm", out = 8 },
-           { type = "linear", out = 1 } ]
-loss = "bce"
-[train]
-optimizer = { type = "adam", lr = 0.01 }
-batch = 16
-epochs = 10
-shuffle = true
-[data]
-source = "imdb-synthetic"
-samples = 120
-test_samples = 40
-)",
-     "bf16"},
+    {"cnn_bf16", kCnnSpec, "bf16"},
+    {"lstm_bf16", kLstmSpec, "bf16"},
 };
 
 void PrintTo(const TrainCase& c, std::ostream* os) { *os << c.name; }

@@ -18,7 +18,6 @@ Exit codes: 0 all agree, 1 a mismatch, 77 PyTorch is not installed or the CPU ha
 (AMX or AVX-512 BF16) that crossover would run bf16 on (ctest reports a skip).
 """
 import argparse
-import json
 import os
 import sys
 import tempfile
@@ -140,21 +139,8 @@ def max_rel(a, b):
 
 def run_config(index, config, crossover, tmp):
     name, build, layers, shape, loss, classes, samples, batch, epochs, optimizer, loss_rtol = config
-    rng = np.random.RandomState(300 + index)
-    features = int(np.prod(shape))
-    if loss == "bce":
-        x = rng.randint(0, 30, size=(samples, features)).astype(np.float32)
-    else:
-        x = rng.standard_normal((samples, features)).astype(np.float32)
-    y = rng.randint(0, classes, size=samples).astype(np.int64)
-    csv = os.path.join(tmp, f"data{index}.csv")
-    peer.write_csv(csv, x, y)
-    opt = ", ".join(f"{k} = {json.dumps(v)}" for k, v in optimizer.items())
-    spec = os.path.join(tmp, f"spec{index}.toml")
-    with open(spec, "w") as f:
-        f.write(f"[model]\ninput = {shape}\nlayers = [{layers}]\nloss = \"{loss}\"\n"
-                f"[train]\noptimizer = {{ {opt} }}\nbatch = {batch}\nepochs = {epochs}\n"
-                f"[data]\nsource = \"csv:{csv}\"\n")
+    x, y, spec = peer.golden_case(tmp, index, 300 + index, shape, layers, loss, classes, samples,
+                                  batch, epochs, optimizer)
 
     torch.manual_seed(index)
     model = build()

@@ -11,7 +11,6 @@ out: the engines draw different masks by design (crossover's are a function of s
 
 Exit codes: 0 all agree, 1 a mismatch, 77 PyTorch is not installed (ctest reports a skip).
 """
-import json
 import os
 import sys
 
@@ -118,21 +117,8 @@ CONFIGS = [
 
 def run_config(index, config, crossover, tmp):
     name, build, layers, shape, loss, classes, samples, batch, epochs, optimizer = config
-    rng = np.random.RandomState(200 + index)
-    features = int(np.prod(shape))
-    if loss == "bce":
-        x = rng.randint(0, 30, size=(samples, features)).astype(np.float32)
-    else:
-        x = rng.standard_normal((samples, features)).astype(np.float32)
-    y = rng.randint(0, classes, size=samples).astype(np.int64)
-    csv = os.path.join(tmp, f"data{index}.csv")
-    peer.write_csv(csv, x, y)
-    opt = ", ".join(f"{k} = {json.dumps(v)}" for k, v in optimizer.items())
-    spec = os.path.join(tmp, f"spec{index}.toml")
-    with open(spec, "w") as f:
-        f.write(f"[model]\ninput = {shape}\nlayers = [{layers}]\nloss = \"{loss}\"\n"
-                f"[train]\noptimizer = {{ {opt} }}\nbatch = {batch}\nepochs = {epochs}\n"
-                f"[data]\nsource = \"csv:{csv}\"\n")
+    x, y, spec = peer.golden_case(tmp, index, 200 + index, shape, layers, loss, classes, samples,
+                                  batch, epochs, optimizer)
 
     torch.manual_seed(index)
     model = build()
