@@ -66,6 +66,12 @@ std::filesystem::path output_folder(const ReplayJob& o) {
 // Why `device` cannot be used here: the reason list_devices gives for its kind, else that it is
 // not on this machine.
 std::string why_absent(const std::string& device, const DeviceList& here) {
+  if (device == kCpuBf16) {
+    return fmt::format(
+        "{}: this CPU has neither AMX nor AVX-512 BF16 as oneDNN sees it, and the run was "
+        "recorded at bf16",
+        device);
+  }
   const std::string kind = device.substr(0, device.find(':'));
   for (const std::string& why : here.unavailable_reasons) {
     if (why.rfind(kind, 0) == 0) return why;
@@ -116,7 +122,8 @@ ReplayDevices replay_devices(const Report& recorded, const ReplayJob& o) {
   ReplayDevices devices;
   for (const std::string& d : recorded_on) {
     if (!o.devices.empty() && !contains(o.devices, d)) continue;
-    if (contains(here.available, d)) {
+    // The CPU at bf16 is here where the CPU has a bf16 unit (list_devices names the CPU once).
+    if (contains(here.available, d) || (d == kCpuBf16 && !cpu_bf16_unit().empty())) {
       devices.here.push_back(d);
     } else {
       devices.absent.emplace_back(d, why_absent(d, here));

@@ -13,6 +13,7 @@
 #include "backend/backend.h"
 #include "core/random.h"
 #include "support/cli.h"
+#include "support/temp_dir.h"
 
 namespace xo {
 namespace {
@@ -296,6 +297,27 @@ TEST(CpuBf16Cli, TheAvx512Bf16PathTrainsWhereOneDnnIsHeldToIt) {
                        std::string(CROSSOVER_BINARY) + " train disc-10 --steps 3 --precision bf16");
   EXPECT_EQ(r.status, 0) << r.output;
   EXPECT_NE(r.output.find("bf16 on AVX-512 BF16"), std::string::npos) << r.output;
+}
+
+// A run on cpu:bf16 replays bit-identically here, and a machine whose CPU cannot run bf16 refuses
+// to replay it, saying why.
+TEST(CpuBf16Cli, ARunAtBf16ReplaysAndACpuWithoutTheUnitsRefusesIt) {
+  XO_NEEDS_BF16_UNIT();
+  const testing::TempDir dir("bf16_replay");
+  const std::string out = (dir.path() / "r").string();
+  const auto ran =
+      testing::run_cli("run --models disc-9 --devices cpu:bf16 --epochs 2 --out '" + out + "'");
+  ASSERT_EQ(ran.status, 0) << ran.output;
+  const auto again = testing::run_cli("replay '" + out + "/results.json'");
+  EXPECT_EQ(again.status, 0) << again.output;
+  EXPECT_NE(again.output.find("1 bit-identical"), std::string::npos) << again.output;
+  const auto refused = testing::run_cli("--version >/dev/null && ONEDNN_MAX_CPU_ISA=AVX2 " +
+                                        std::string(CROSSOVER_BINARY) + " replay '" + out +
+                                        "/results.json' --out '" + out + "-2'");
+  EXPECT_EQ(refused.status, 2) << refused.output;
+  EXPECT_NE(refused.output.find("cpu:bf16: this CPU has neither AMX nor AVX-512 BF16"),
+            std::string::npos)
+      << refused.output;
 }
 
 }  // namespace
