@@ -380,14 +380,20 @@ DevicePrediction local_prediction(const RunRecord& focus, const RunRecord& row,
   DevicePrediction d;
   d.model = focus.result.model;
   d.device = row.result.device.id;
-  d.name = row.result.device.name + " (this machine)";
+  // The CPU at bf16 (cpu:bf16) beside it: profiles time kernels at f32, so it is the roofline of
+  // its own (bf16) probe.
+  const bool cpu_bf16 =
+      row.result.device.kind == DeviceKind::Cpu && row.result.device.precision != "f32";
+  d.name = row.result.device.name +
+           (cpu_bf16 ? fmt::format(" (this machine, {})", row.result.device.precision)
+                     : std::string(" (this machine)"));
   d.kind = row.result.device.kind;
   d.local = true;
   d.step = predict_step(row.work, probed_rates(p), 1.0);
   d.measured_s = row.result.step_ms.median * 1e-3;
   d.measured_epoch_s = seconds_per_epoch(row.result);
   *eff = calibrate_efficiency(row.work, probed_rates(p), *d.measured_s);
-  if (spec) {
+  if (spec && !cpu_bf16) {
     if (const auto ps =
             profiled_step(*spec, row.result.batch, local_target(row.result.device, p, o), o)) {
       d.step = ps->step;
@@ -401,8 +407,8 @@ DevicePrediction local_prediction(const RunRecord& focus, const RunRecord& row,
     }
   }
   d.assumptions = {
-      fmt::format("roofline at this device's probed peaks: {:.1f} GFLOP/s f32 matmul, {:.1f} GB/s",
-                  p.matmul_gflops, p.bandwidth_gbs),
+      fmt::format("roofline at this device's probed peaks: {:.1f} GFLOP/s {} matmul, {:.1f} GB/s",
+                  p.matmul_gflops, p.precision.empty() ? "f32" : p.precision, p.bandwidth_gbs),
       fmt::format("fixed costs from the probe: {:.1f} µs per step, {:.2f} µs per layer",
                   p.step_overhead_us, p.layer_overhead_us),
       "efficiency 1 (uncalibrated: how a device you do not have is predicted before any "
@@ -526,7 +532,12 @@ std::vector<DevicePrediction> predict_devices(const RunRecord& focus,
     measured.push_back(&row);
     double row_eff = 0;
     out.push_back(local_prediction(focus, row, *p, spec, o, &row_eff));
-    (row.result.device.kind == DeviceKind::Gpu ? eff.gpu : eff.cpu) = row_eff;
+    // Catalog CPUs are predicted at f32: the CPU's f32 row calibrates them, not cpu:bf16's.
+    if (row.result.device.kind == DeviceKind::Gpu) {
+      eff.gpu = row_eff;
+    } else if (row.result.device.precision == "f32") {
+      eff.cpu = row_eff;
+    }
   }
   for (const CatalogDevice& c : catalog.devices) {
     out.push_back(catalog_prediction(focus, c, spec, eff, measured, peaks, catalog, o));

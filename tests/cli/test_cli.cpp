@@ -543,7 +543,10 @@ TEST(Cli, AdviseMeasuresPredictsCostsAndRecommends) {
       << v;
   bool hopper = false;
   for (const auto& p : j["predictions"]) {
-    EXPECT_FALSE(p["profile"].get<std::string>().empty()) << p;
+    // Profiles time kernels at f32: the CPU at bf16 is its own probe's roofline.
+    if (p["device"] != "cpu:bf16") {
+      EXPECT_FALSE(p["profile"].get<std::string>().empty()) << p;
+    }
     if (p["local"].get<bool>()) continue;
     EXPECT_TRUE(p["expected_error"].is_number()) << p;
     const std::string device = p["device"].get<std::string>();
