@@ -238,6 +238,7 @@ TargetDevice local_target(const DeviceInfo& d, const DevicePeaks& p, const Advic
                                policy_for(d.kind, d.threads, o),
                                fmt::format("probed {}", p.probed.substr(0, 10)));
   t.architecture = architecture_of(d.kind, d.name);
+  if (d.kind == DeviceKind::Cpu && d.precision != "f32") t.precision = d.precision;
   return t;
 }
 
@@ -265,8 +266,12 @@ struct ChosenProfile {
 ChosenProfile choose_profile(const TargetDevice& target, const AdviceOptions& o) {
   const DeviceProfile* from = nullptr;
   bool own = false;
+  // A profile with kernels, timed in the target's arithmetic where it is a CPU.
+  auto usable = [&](const DeviceProfile& p) {
+    return p.has_kernels() && (p.kind != DeviceKind::Cpu || p.peaks.precision == target.precision);
+  };
   for (const DeviceProfile& p : o.profiles) {
-    if (p.has_kernels() && is_local_profile(p, o) && p.device == target.id &&
+    if (usable(p) && is_local_profile(p, o) && p.device == target.id &&
         p.threads == target.threads) {
       from = &p;
       own = true;
@@ -275,7 +280,7 @@ ChosenProfile choose_profile(const TargetDevice& target, const AdviceOptions& o)
   }
   // A GPU one has not got, of the part a shipped profile was measured on: that profile as it is.
   for (const DeviceProfile& p : o.profiles) {
-    if (!from && p.has_kernels() && same_part(target, p)) {
+    if (!from && usable(p) && same_part(target, p)) {
       from = &p;
       own = true;
     }
@@ -300,12 +305,12 @@ ChosenProfile choose_profile(const TargetDevice& target, const AdviceOptions& o)
     return std::abs(std::log(std::max(1, p.threads) / static_cast<double>(target.threads)));
   };
   for (const DeviceProfile& p : o.profiles) {
-    if (!from && p.has_kernels() && p.kind == target.kind) from = &p;
-    if (from && !own && p.has_kernels() && p.kind == target.kind && distance(p) < distance(*from))
+    if (!from && usable(p) && p.kind == target.kind) from = &p;
+    if (from && !own && usable(p) && p.kind == target.kind && distance(p) < distance(*from))
       from = &p;
   }
   for (const DeviceProfile& p : o.profiles) {
-    if (!from && p.has_kernels()) from = &p;
+    if (!from && usable(p)) from = &p;
   }
   return {from, own};
 }
@@ -380,8 +385,8 @@ DevicePrediction local_prediction(const RunRecord& focus, const RunRecord& row,
   DevicePrediction d;
   d.model = focus.result.model;
   d.device = row.result.device.id;
-  // The CPU at bf16 (cpu:bf16) beside it: profiles time kernels at f32, so it is the roofline of
-  // its own (bf16) probe.
+  // The CPU at bf16 (cpu:bf16) beside it: predicted from a profile timed at bf16 (`crossover
+  // validate --device cpu:bf16` makes this machine's), else the roofline of its bf16 probe.
   const bool cpu_bf16 =
       row.result.device.kind == DeviceKind::Cpu && row.result.device.precision != "f32";
   d.name = row.result.device.name +
@@ -393,7 +398,7 @@ DevicePrediction local_prediction(const RunRecord& focus, const RunRecord& row,
   d.measured_s = row.result.step_ms.median * 1e-3;
   d.measured_epoch_s = seconds_per_epoch(row.result);
   *eff = calibrate_efficiency(row.work, probed_rates(p), *d.measured_s);
-  if (spec && !cpu_bf16) {
+  if (spec) {
     if (const auto ps =
             profiled_step(*spec, row.result.batch, local_target(row.result.device, p, o), o)) {
       d.step = ps->step;

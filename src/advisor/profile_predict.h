@@ -34,6 +34,9 @@ struct TargetDevice {
   int sm_count = 0;
   double clock_mhz = 0;
   std::string architecture;  // a GPU's ("hopper"; advisor/catalog.h), "" where not known
+  // A CPU's arithmetic, as DevicePeaks::precision says it ("bf16"; "" for f32): only a profile
+  // timed in it predicts the target.
+  std::string precision;
 };
 
 // A target from its rates and rules; `rates` says where the rates come from.

@@ -7,9 +7,9 @@
 #include "advisor/crossover_point.h"
 #include "advisor/predict.h"
 #include "core/error.h"
-#include "model/work.h"
 #include "model/model.h"
 #include "model/vary.h"
+#include "model/work.h"
 
 namespace xo {
 namespace {

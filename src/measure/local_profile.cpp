@@ -17,7 +17,9 @@ namespace {
 // The device's name and threads as a file stem: "AMD EPYC" on 2 threads is "amd-epyc-2t"; a GPU
 // has no threads.
 std::string profile_id(const DeviceProfile& p) {
-  const std::string name = p.threads > 0 ? fmt::format("{}-{}t", p.name, p.threads) : p.name;
+  std::string name = p.threads > 0 ? fmt::format("{}-{}t", p.name, p.threads) : p.name;
+  // A CPU's kernels timed at bf16: a profile beside its f32 one ("amd-epyc-2t-bf16").
+  if (p.kind == DeviceKind::Cpu && !p.peaks.precision.empty()) name += "-" + p.peaks.precision;
   std::string id;
   for (char c : name) {
     const unsigned char u = static_cast<unsigned char>(c);

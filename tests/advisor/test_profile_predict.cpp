@@ -726,3 +726,56 @@ TEST(ProfilePredict, AGpuLstmTheProfileLacksIsItsTimeStepsEachAFloorPlusItsRoofl
 
 }  // namespace
 }  // namespace xo
+
+namespace xo {
+namespace {
+
+// A CPU's kernels timed at bf16 (`crossover validate --device cpu:bf16`) predict only a CPU at
+// bf16, and f32's only f32: the catalog's CPUs (predicted at f32) never take a bf16 profile, the
+// CPU at bf16 takes one where there is one, and the validation table has no row from one
+// precision to the other.
+TEST(ProfilePredict, ACpuProfileTimedAtBf16PredictsOnlyTheCpuAtBf16) {
+  std::vector<DeviceProfile> profiles;
+  for (const DeviceProfile& p : shipped_profiles()) {
+    if (p.kind == DeviceKind::Cpu && p.has_kernels()) profiles.push_back(p);
+  }
+  ASSERT_GE(profiles.size(), 2u);
+  DeviceProfile bf16 = profiles[0];
+  bf16.id += "-bf16";
+  bf16.device = kCpuBf16;
+  bf16.peaks.precision = "bf16";
+  bf16.peaks.matmul_gflops *= 2;
+  for (KernelSample& s : bf16.samples) s.forward_us /= 2;  // to tell its predictions apart
+  AdviceOptions o;
+  o.profiles = profiles;
+  o.profiles.push_back(bf16);
+  const ModelSpec spec = *builtin_spec("mnist-mlp");
+  DeviceInfo cpu{.id = "cpu", .kind = DeviceKind::Cpu, .name = bf16.name, .threads = bf16.threads};
+  const auto f32_step = profiled_step(spec, 128, local_target(cpu, bf16.peaks, o), o);
+  ASSERT_TRUE(f32_step);
+  EXPECT_TRUE(f32_step->from->peaks.precision.empty()) << f32_step->from->id;
+  cpu.id = kCpuBf16;
+  cpu.precision = "bf16";
+  const auto bf16_step = profiled_step(spec, 128, local_target(cpu, bf16.peaks, o), o);
+  ASSERT_TRUE(bf16_step);
+  EXPECT_EQ(bf16_step->from->id, bf16.id);
+  for (const CatalogDevice& c : shipped_catalog().devices) {
+    if (c.kind != DeviceKind::Cpu) continue;
+    const auto step = profiled_step(spec, 128, catalog_target(c, {}, o), o);
+    ASSERT_TRUE(step) << c.id;
+    EXPECT_NE(step->from->id, bf16.id) << c.id;
+  }
+  // Without a bf16 profile the CPU at bf16 has none to take (its bf16 probe's roofline instead).
+  o.profiles = profiles;
+  EXPECT_FALSE(profiled_step(spec, 128, local_target(cpu, bf16.peaks, o), o));
+
+  bf16.measured = profiles[0].measured;
+  profiles.push_back(bf16);
+  for (const ValidationRow& r : validate_profiles(profiles)) {
+    const bool from_bf16 = r.from == bf16.id, of_bf16 = r.device == bf16.id;
+    EXPECT_EQ(from_bf16, of_bf16) << r.device << " from " << r.from;
+  }
+}
+
+}  // namespace
+}  // namespace xo
