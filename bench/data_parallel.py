@@ -7,6 +7,7 @@ Markdown table with the step's phases (forward+backward, communicate beyond back
 and the throughput ratio; --json writes every run.
 
   /usr/bin/python3 bench/data_parallel.py [--crossover build/crossover] [--ranks 2] [--repeat 3]
+                                           [--precision f32|bf16]
 """
 import argparse
 import json
@@ -20,11 +21,11 @@ MPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
            "OMPI_MCA_rmaps_base_oversubscribe": "1"}
 
 
-def run(crossover, model, steps, ranks, threads, reduce):
+def run(crossover, model, steps, ranks, threads, reduce, precision="f32"):
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "r.json")
         cmd = [crossover, "train", model, "--steps", str(steps), "--threads", str(threads),
-               "--checkpoint-every", "off", "-q", "--json", out]
+               "--checkpoint-every", "off", "-q", "--json", out, "--precision", precision]
         if ranks > 1:
             cmd = ["mpirun", "-np", str(ranks)] + cmd + ["--reduce", reduce]
         env = dict(os.environ, **MPI_ENV)
@@ -45,6 +46,7 @@ def main():
     ap.add_argument("--ranks", type=int, default=2)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--models", default="disc-12:40,mnist-cnn:40", help="NAME:STEPS,...")
+    ap.add_argument("--precision", default="f32", help="f32 or bf16 (the CPU's AMX or AVX-512 BF16)")
     ap.add_argument("--json")
     a = ap.parse_args()
     a.crossover = os.path.abspath(a.crossover)
@@ -59,7 +61,8 @@ def main():
         runs = {c[0]: [] for c in configs}
         for _ in range(a.repeat):
             for name, ranks, threads, reduce in configs:
-                runs[name].append(run(a.crossover, model, int(steps), ranks, threads, reduce))
+                runs[name].append(run(a.crossover, model, int(steps), ranks, threads, reduce,
+                                       a.precision))
         results[model] = runs
     print("| model | configuration | step ms | forward+backward | communicate | optimizer "
           "| samples/s | of 1 process |")
