@@ -107,9 +107,12 @@ LinearOut run_linear(Backend& be, const LinearShape& s, const std::vector<float>
   if (!s.has_bias) d_bias_p = nullptr;
   k->backward(src.p(), weights.p(), dst.p(), d_dst.p(), d_w.p(), d_bias_p, d_x.p());
   LinearOut out{dst.host(), d_x.host(), d_w.host(), {}};
-  out.d_b.assign(out.d_w.begin() + s.out_features * s.in_features,
-                 out.d_w.begin() + s.out_features * s.in_features + s.out_features);
-  if (stride == 0) out.d_b = d_b.host();
+  if (stride > 0) {  // model 0's bias gradient follows its weights' in its stride
+    out.d_b.assign(out.d_w.begin() + s.out_features * s.in_features,
+                   out.d_w.begin() + s.out_features * s.in_features + s.out_features);
+  } else {
+    out.d_b = d_b.host();
+  }
   out.d_w.resize(static_cast<size_t>(s.out_features * s.in_features));
   return out;
 }
