@@ -767,9 +767,9 @@ std::vector<ValidationRow> validate_profiles(const std::vector<DeviceProfile>& p
       // A GPU's kernels say nothing of a CPU's (they missed by thousands of percent), and a CPU
       // is never predicted from them while a CPU profile ships: no row of that kind.
       if (s.kind == DeviceKind::Gpu && d.kind == DeviceKind::Cpu) continue;
-      // A CPU's kernels timed at bf16 predict only a CPU at bf16, and f32's only f32.
-      if (s.kind == DeviceKind::Cpu && d.kind == DeviceKind::Cpu &&
-          s.peaks.precision != d.peaks.precision)
+      // A CPU's kernels timed at bf16 predict only a CPU at bf16, and f32's only f32 (and GPUs).
+      if (s.kind == DeviceKind::Cpu &&
+          s.peaks.precision != (d.kind == DeviceKind::Cpu ? d.peaks.precision : ""))
         continue;
       ValidationRow row = row_of(d, s, Holdout::Device);
       if (!row.entries.empty()) rows.push_back(std::move(row));
