@@ -236,10 +236,26 @@ def write_csv(path, x, y, header=None):
 
 # -- the golden tests' side ------------------------------------------------------------------------
 
-def golden_case(tmp, index, seed, shape, layers, loss, classes, samples, batch, epochs, optimizer):
-    """A golden test's data and spec in `tmp`: `samples` random rows of `shape` (token ids below 30
-    for "bce", standard normal otherwise) with labels below `classes`, as data{index}.csv, and the
-    spec of `layers` training on it as spec{index}.toml. Returns (x, y, spec path)."""
+def named_modules(modules, forward):
+    """A torch module whose children are `modules` named "0", "1", ... as in nn.Sequential (so its
+    state_dict names are a spec's), run by forward(self, x) (an LSTM's, say)."""
+    import torch
+
+    class Named(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            for i, m in enumerate(modules):
+                self.add_module(str(i), m)
+
+        def forward(self, x):
+            return forward(self, x)
+
+    return Named()
+
+
+def golden_data(seed, shape, loss, classes, samples):
+    """A golden test's rows: `samples` of `shape` (token ids below 30 for "bce", standard normal
+    otherwise) and labels below `classes`, drawn from `seed`. Returns (x float32, y int64)."""
     import numpy as np
     rng = np.random.RandomState(seed)
     features = int(np.prod(shape))
@@ -248,6 +264,13 @@ def golden_case(tmp, index, seed, shape, layers, loss, classes, samples, batch, 
     else:
         x = rng.standard_normal((samples, features)).astype(np.float32)
     y = rng.randint(0, classes, size=samples).astype(np.int64)
+    return x, y
+
+
+def golden_case(tmp, index, seed, shape, layers, loss, classes, samples, batch, epochs, optimizer):
+    """A golden test's data (golden_data) as data{index}.csv in `tmp`, and the spec of `layers`
+    training on it as spec{index}.toml. Returns (x, y, spec path)."""
+    x, y = golden_data(seed, shape, loss, classes, samples)
     csv = os.path.join(tmp, f"data{index}.csv")
     write_csv(csv, x, y)
     opt = ", ".join(f"{k} = {json.dumps(v)}" for k, v in optimizer.items())

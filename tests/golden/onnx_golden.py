@@ -206,13 +206,7 @@ def first_step(binary, name, tmp):
 def trained_through_onnx(binary, index, config, tmp):
     """Part 3: a classic golden configuration trained from its ONNX export."""
     name, build, _layers, shape, loss, classes, samples, batch, epochs, optimizer = config
-    rng = np.random.RandomState(200 + index)
-    features = int(np.prod(shape))
-    if loss == "bce":
-        x = rng.randint(0, 30, size=(samples, features)).astype(np.float32)
-    else:
-        x = rng.standard_normal((samples, features)).astype(np.float32)
-    y = rng.randint(0, classes, size=samples).astype(np.int64)
+    x, y = peer.golden_data(200 + index, shape, loss, classes, samples)
     stem = os.path.join(tmp, f"classic{index}")
     peer.write_csv(stem + ".csv", x, y)
     torch.manual_seed(index)

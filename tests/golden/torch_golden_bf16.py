@@ -59,19 +59,6 @@ BF16_RAN_RTOL = 1e-6  # crossover bf16 must differ from crossover f32 by more in
 WEIGHT_RTOL = 0.3  # final weights, crossover bf16 vs PyTorch autocast
 
 
-class Named(torch.nn.Module):
-    """Modules named "0", "1", ... as in nn.Sequential, with a custom forward for the LSTM."""
-
-    def __init__(self, modules, forward):
-        super().__init__()
-        for i, m in enumerate(modules):
-            self.add_module(str(i), m)
-        self._forward = forward
-
-    def forward(self, x):
-        return self._forward(self, x)
-
-
 def mlp():
     nn = torch.nn
     return nn.Sequential(nn.Linear(20, 96), nn.ReLU(), nn.Linear(96, 80), nn.ReLU(),
@@ -106,7 +93,7 @@ def lstm():
         out, _ = getattr(self, "1")(getattr(self, "0")(ids))
         return getattr(self, "3")(out.max(dim=1).values).squeeze(1)
 
-    return Named([nn.Embedding(30, 12), nn.LSTM(12, 24, num_layers=2, batch_first=True),
+    return peer.named_modules([nn.Embedding(30, 12), nn.LSTM(12, 24, num_layers=2, batch_first=True),
                   nn.Identity(), nn.Linear(24, 1)], forward)
 
 

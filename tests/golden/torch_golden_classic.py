@@ -29,19 +29,6 @@ LOSS_RTOL = 1e-6
 WEIGHT_RTOL = 2e-5
 
 
-class Named(torch.nn.Module):
-    """Modules named "0", "1", ... as in nn.Sequential, with a custom forward for the LSTM."""
-
-    def __init__(self, modules, forward):
-        super().__init__()
-        for i, m in enumerate(modules):
-            self.add_module(str(i), m)
-        self._forward = forward
-
-    def forward(self, x):
-        return self._forward(self, x)
-
-
 def cnn():
     nn = torch.nn
     return nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
@@ -91,7 +78,7 @@ def lstm():
         out, _ = getattr(self, "1")(getattr(self, "0")(ids))
         return getattr(self, "3")(out.max(dim=1).values).squeeze(1)
 
-    return Named([nn.Embedding(30, 5), nn.LSTM(5, 6, num_layers=2, batch_first=True),
+    return peer.named_modules([nn.Embedding(30, 5), nn.LSTM(5, 6, num_layers=2, batch_first=True),
                   nn.Identity(), nn.Linear(6, 1)], forward)
 
 
