@@ -253,6 +253,21 @@ def named_modules(modules, forward):
     return Named()
 
 
+def lstm_max_pool(vocab, dim, hidden):
+    """The golden tests' LSTM: Embedding(vocab, dim), a 2-layer LSTM of `hidden`, the maximum over
+    the steps, Linear(hidden, 1), named as the spec's layers 0 ... 3."""
+    import torch
+    nn = torch.nn
+
+    def forward(self, ids):
+        out, _ = getattr(self, "1")(getattr(self, "0")(ids))
+        return getattr(self, "3")(out.max(dim=1).values).squeeze(1)
+
+    return named_modules([nn.Embedding(vocab, dim), nn.LSTM(dim, hidden, num_layers=2,
+                                                             batch_first=True),
+                          nn.Identity(), nn.Linear(hidden, 1)], forward)
+
+
 def golden_data(seed, shape, loss, classes, samples):
     """A golden test's rows: `samples` of `shape` (token ids below 30 for "bce", standard normal
     otherwise) and labels below `classes`, drawn from `seed`. Returns (x float32, y int64)."""

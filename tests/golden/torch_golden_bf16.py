@@ -87,14 +87,7 @@ CNN_BN_LAYERS = """
 
 
 def lstm():
-    nn = torch.nn
-
-    def forward(self, ids):
-        out, _ = getattr(self, "1")(getattr(self, "0")(ids))
-        return getattr(self, "3")(out.max(dim=1).values).squeeze(1)
-
-    return peer.named_modules([nn.Embedding(30, 12), nn.LSTM(12, 24, num_layers=2, batch_first=True),
-                  nn.Identity(), nn.Linear(24, 1)], forward)
+    return peer.lstm_max_pool(30, 12, 24)
 
 
 LSTM_LAYERS = """

@@ -72,14 +72,7 @@ MLP_BN_LAYERS = """
 
 
 def lstm():
-    nn = torch.nn
-
-    def forward(self, ids):
-        out, _ = getattr(self, "1")(getattr(self, "0")(ids))
-        return getattr(self, "3")(out.max(dim=1).values).squeeze(1)
-
-    return peer.named_modules([nn.Embedding(30, 5), nn.LSTM(5, 6, num_layers=2, batch_first=True),
-                  nn.Identity(), nn.Linear(6, 1)], forward)
+    return peer.lstm_max_pool(30, 5, 6)
 
 
 LSTM_LAYERS = """
