@@ -282,6 +282,27 @@ def golden_data(seed, shape, loss, classes, samples):
     return x, y
 
 
+GoldenStart = collections.namedtuple("GoldenStart", "x y spec model init x_torch")
+
+
+def golden_start(tmp, index, seed, build, shape, layers, loss, classes, samples, batch, epochs,
+                 optimizer):
+    """A golden configuration's start: its data and spec (golden_case), the PyTorch model
+    build() makes from torch seed `index`, its weights as init{index}.safetensors, and x as
+    PyTorch takes it (token ids as int64 for "bce", else reshaped to `shape`)."""
+    import numpy as np
+    import torch
+    x, y, spec = golden_case(tmp, index, seed, shape, layers, loss, classes, samples, batch,
+                             epochs, optimizer)
+    torch.manual_seed(index)
+    model = build()
+    init = os.path.join(tmp, f"init{index}.safetensors")
+    write_safetensors(init, model.state_dict())
+    x_torch = torch.from_numpy(x.astype(np.int64)) if loss == "bce" else \
+        torch.from_numpy(x).reshape(-1, *shape)
+    return GoldenStart(x, y, spec, model, init, x_torch)
+
+
 def golden_case(tmp, index, seed, shape, layers, loss, classes, samples, batch, epochs, optimizer):
     """A golden test's data (golden_data) as data{index}.csv in `tmp`, and the spec of `layers`
     training on it as spec{index}.toml. Returns (x, y, spec path)."""

@@ -119,15 +119,8 @@ def max_rel(a, b):
 
 def run_config(index, config, crossover, tmp):
     name, build, layers, shape, loss, classes, samples, batch, epochs, optimizer, loss_rtol = config
-    x, y, spec = peer.golden_case(tmp, index, 300 + index, shape, layers, loss, classes, samples,
-                                  batch, epochs, optimizer)
-
-    torch.manual_seed(index)
-    model = build()
-    init = os.path.join(tmp, f"init{index}.safetensors")
-    peer.write_safetensors(init, model.state_dict())
-    xt = torch.from_numpy(x.astype(np.int64)) if loss == "bce" else \
-        torch.from_numpy(x).reshape(-1, *shape)
+    x, y, spec, model, init, xt = peer.golden_start(tmp, index, 300 + index, build, shape, layers, loss,
+                                                    classes, samples, batch, epochs, optimizer)
     yt = torch.from_numpy(y)
 
     def torch_losses(precision):

@@ -97,15 +97,8 @@ CONFIGS = [
 
 def run_config(index, config, crossover, tmp):
     name, build, layers, shape, loss, classes, samples, batch, epochs, optimizer = config
-    x, y, spec = peer.golden_case(tmp, index, 200 + index, shape, layers, loss, classes, samples,
-                                  batch, epochs, optimizer)
-
-    torch.manual_seed(index)
-    model = build()
-    init = os.path.join(tmp, f"init{index}.safetensors")
-    peer.write_safetensors(init, model.state_dict())
-    xt = torch.from_numpy(x.astype(np.int64)) if loss == "bce" else \
-        torch.from_numpy(x).reshape(-1, *shape)
+    x, y, spec, model, init, xt = peer.golden_start(tmp, index, 200 + index, build, shape, layers, loss,
+                                                    classes, samples, batch, epochs, optimizer)
     expected = [total for total, _ in peer.train_torch(model, xt, torch.from_numpy(y), loss,
                                                          optimizer, batch, epochs)]
 
