@@ -129,10 +129,13 @@ Session::Session(const MeasureOptions& o, JobHooks& hooks, const mpi::World* wor
     for (const auto& why : list.unavailable_reasons) hooks_.note(fmt::format("note: {}", why));
     // The CPU at the precision a user of its matrix units would train at, beside f32.
     if (bf16_beside && parse_precision(o_.settings.precision) == Precision::F32 &&
-        !cpu_bf16_unit().empty())
+        !cpu_bf16_unit().empty()) {
       if (const auto cpu = std::find(devices_.begin(), devices_.end(), "cpu");
-          cpu != devices_.end())
+          cpu != devices_.end()) {
         devices_.insert(cpu + 1, kCpuBf16);
+        bf16_added_ = true;
+      }
+    }
   }
   machine_ = describe_machine();
   for (std::string& d : devices_) {
@@ -150,7 +153,7 @@ Session::Session(const MeasureOptions& o, JobHooks& hooks, const mpi::World* wor
 }
 
 bool Session::measures(const ModelSpec& spec, const std::string& device) const {
-  return device != kCpuBf16 || bf16_changes_products(spec);
+  return !bf16_added_ || device != kCpuBf16 || bf16_changes_products(spec);
 }
 
 Backend& Session::backend(const std::string& device) {

@@ -51,8 +51,9 @@ class Session {
   // (cpu:bf16) beside the CPU where it has AMX or AVX-512 BF16, the job runs at f32 and
   // bf16_beside.
   const std::vector<std::string>& devices() const { return devices_; }
-  // Whether the job measures `spec` on `device`: cpu:bf16 only where bf16 changes one of the
-  // model's products (bf16_changes_products), elsewhere it would train exactly as cpu does.
+  // Whether the job measures `spec` on `device`: cpu:bf16 that the job added beside cpu only where
+  // bf16 changes one of the model's products (bf16_changes_products), elsewhere it would train
+  // exactly as cpu does; a device the user named always.
   bool measures(const ModelSpec& spec, const std::string& device) const;
   const std::vector<DevicePeaks>& peaks() const { return peaks_; }
   const std::vector<RunRecord>& runs() const { return runs_; }
@@ -113,6 +114,7 @@ class Session {
   // --out, for the whole job: taken before any work, dropped at its end (rank 0's alone).
   std::optional<FolderLock> out_lock_;
   std::vector<std::string> devices_;
+  bool bf16_added_ = false;  // cpu:bf16 joined the devices by default (measures())
   std::vector<std::unique_ptr<Backend>> backends_;
   std::vector<DevicePeaks> peaks_;
   MachineInfo machine_;

@@ -30,12 +30,6 @@ inline uint16_t bf16_bits(float x) {
   u += 0x7fffu + ((u >> 16) & 1u);
   return static_cast<uint16_t>(u >> 16);
 }
-inline float bf16_value(uint16_t bits) {
-  const uint32_t u = uint32_t{bits} << 16;
-  float x;
-  std::memcpy(&x, &u, sizeof x);
-  return x;
-}
 
 // dst[i] = the bf16 bits of src[i] for i < n.
 inline void to_bf16(const float* src, uint16_t* dst, int64_t n) {
