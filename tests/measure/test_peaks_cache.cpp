@@ -4,8 +4,11 @@
 
 #include <string>
 
+#include "backend/backend.h"
 #include "measure/peaks.h"
 #include "support/expect_error.h"
+#include "support/gpu.h"
+#include "support/temp_dir.h"
 
 namespace xo {
 namespace {
@@ -75,6 +78,42 @@ TEST(PeaksCache, RatesMustBePositiveAndCachedMayBeAbsent) {
   entry["step_overhead_us"] = -1;
   testing::expect_user_error([&] { peaks_from_json(entry, "peaks.json"); },
                              {"step_overhead_us: expected a number >= 0, found a number (-1)"});
+}
+
+// A device at another precision than f32 (the CPU at bf16, a GPU at tf32 or bf16) is probed in it
+// and cached under a key of its own; f32's key is as before precisions, and an entry without a
+// precision (a file from before them) reads as f32.
+TEST(PeaksCache, APrecisionOtherThanF32HasItsOwnKeyAndReadsBack) {
+  DeviceInfo d{.id = "cpu", .name = "a CPU", .threads = 2, .library = "oneDNN"};
+  const std::string f32_key = peaks_cache_key(d);
+  EXPECT_EQ(f32_key.find("f32"), std::string::npos) << f32_key;
+  d.id = kCpuBf16;
+  d.precision = "bf16";
+  EXPECT_NE(peaks_cache_key(d), f32_key);
+  EXPECT_NE(peaks_cache_key(d).find("|bf16|"), std::string::npos) << peaks_cache_key(d);
+  DevicePeaks p;
+  p.device = kCpuBf16;
+  p.name = "a CPU";
+  p.precision = "bf16";
+  p.matmul_gflops = 400;
+  p.bandwidth_gbs = 20;
+  p.probed = "2026-12-04T10:00:00Z";
+  EXPECT_EQ(peaks_from_json(to_json(p), "peaks.json").precision, "bf16");
+  nlohmann::json old = to_json(p);
+  old.erase("precision");
+  EXPECT_EQ(peaks_from_json(old, "peaks.json").precision, "");
+}
+
+// On a GPU at bf16 the matmul probe runs at bf16 and says so (the peaks a `--precision bf16` run's
+// % of peak is against).
+TEST(PeaksCache, AGpuAtBf16IsProbedAtBf16) {
+  std::string why;
+  if (!testing::gpu_present(&why)) GTEST_SKIP() << "no NVIDIA GPU here (" << why << ")";
+  const testing::TempDir dir("gpu_peaks");
+  auto be = make_backend(parse_device("cuda", 0, "bf16"));
+  const DevicePeaks p = device_peaks(*be, true, dir.path() / "peaks.json");
+  EXPECT_EQ(p.precision, "bf16");
+  EXPECT_GT(p.matmul_gflops, 0);
 }
 
 }  // namespace
