@@ -152,6 +152,11 @@ class Search {
   std::vector<bool> running_;                 // per trial
   std::vector<bool> starting_;  // per slot: given a job not started yet (fill_free_slots)
   std::unique_ptr<Backend> cpu_;
+  // Whether trials run on this machine's CPU (--device names it, or names nothing).
+  bool trials_on_cpu() const {
+    return o_.devices.empty() ||
+           std::find(o_.devices.begin(), o_.devices.end(), "cpu") != o_.devices.end();
+  }
   // The catalog and the advice options the price needs (the device profiles unpacked), read on a
   // thread of their own at the lowest priority (start_pricing).
   std::future<std::pair<Catalog, AdviceOptions>> pricing_;
@@ -170,9 +175,7 @@ void Search::prepare() {
   // The data once, before any trial: a bad file fails now, and the splits decide the objective.
   // A precision this CPU cannot run is refused now too, where trials run on it.
   cpu_ = make_backend(parse_device("cpu", 0));
-  const bool on_cpu = o_.devices.empty() ||
-                      std::find(o_.devices.begin(), o_.devices.end(), "cpu") != o_.devices.end();
-  if (on_cpu && o_.precision != "f32") make_backend(parse_device("cpu", 0, o_.precision));
+  if (trials_on_cpu() && o_.precision != "f32") make_backend(parse_device("cpu", 0, o_.precision));
   const Model model(base_, *cpu_);
   const DataSplit data = load_data(base_.data, data_request(base_, model.classes()));
   metric_ = objective_metric(o_.objective, base_, data, model.regression());
@@ -244,9 +247,7 @@ void Search::size_groups(const Model& model, const DataSplit& data, size_t trial
   if (fuse_ == kFuseAuto) gpu_fuse_cap_ = gpu_fuse_cap(data);
   // --fuse auto on this machine's CPU: the group size that trains fastest here, measured (not
   // under MPI, whose ranks' slots are not this machine's alone).
-  const bool on_cpu = o_.devices.empty() ||
-                      std::find(o_.devices.begin(), o_.devices.end(), "cpu") != o_.devices.end();
-  if (fuse_ == kFuseAuto && on_cpu && !(world_ && world_->size() > 1)) {
+  if (fuse_ == kFuseAuto && trials_on_cpu() && !(world_ && world_->size() > 1)) {
     FuseProbe probe;
     probe.steps = o_.probe_steps;
     probe.search_steps = search_steps_;

@@ -46,16 +46,13 @@ class Bf16Copy {
  public:
   Bf16Copy() = default;
   explicit Bf16Copy(int64_t floats) : bits_(static_cast<size_t>(floats)) {}
-  // Converts src[0, floats) (all of it by default) and returns the copy.
-  const uint16_t* from(const float* src, int64_t floats = -1) {
-    const int64_t n = floats < 0 ? static_cast<int64_t>(bits_.size()) : floats;
-    XO_ASSERT(n <= static_cast<int64_t>(bits_.size()));
-    to_bf16(src, bits_.data(), n);
+  // Converts src[0, floats) and returns the copy.
+  const uint16_t* from(const float* src) {
+    to_bf16(src, bits_.data(), static_cast<int64_t>(bits_.size()));
     return bits_.data();
   }
   uint16_t* data() { return bits_.data(); }
   const uint16_t* data() const { return bits_.data(); }
-  int64_t size() const { return static_cast<int64_t>(bits_.size()); }
 
  private:
   std::vector<uint16_t> bits_;
