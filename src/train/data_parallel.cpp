@@ -256,11 +256,13 @@ void DataParallel::share_gradients(Model& model, const OptimizerSettings& optimi
   }
   const mpi::World& machine = sharing();
   const int64_t flat = model.flat_size();
-  // Every rank's gradients, and one copy of the parameters and of the optimizer's state. Each
-  // machine's first rank looks (its ranks share the folder), and every rank takes the first
-  // machine's answer that is short, so that all decide alike.
+  // Every rank's gradients, and one copy of the parameters, of the optimizer's state and (at bf16)
+  // of the parameters' bf16 copy. Each machine's first rank looks (its ranks share the folder),
+  // and every rank takes the first machine's answer that is short, so that all decide alike.
+  const bool bf16_copy = keeps_bf16_weights(model.backend().info());
   const int64_t need = static_cast<int64_t>(sizeof(float)) * flat *
-                       (machine.size() + 1 + optimizer_state_per_parameter(optimizer));
+                           (machine.size() + 1 + optimizer_state_per_parameter(optimizer)) +
+                       (bf16_copy ? static_cast<int64_t>(sizeof(uint16_t)) * flat : 0);
   std::string short_of;
   if (machine.rank() == 0) {
     const std::optional<int64_t> free = shared_memory_free_bytes();
@@ -316,9 +318,13 @@ void DataParallel::share_parameters(Model& model, OptimizerKernel& optimizer) {
   const int64_t flat = model.flat_size();
   const std::vector<OptimizerStateBuffer> state = optimizer.state_buffers();
   const auto buffers = static_cast<int64_t>(1 + state.size());
+  // The parameters' bf16 copy the optimizer keeps (the CPU at bf16) is shared too, after the
+  // rest: each rank writes its part of it.
+  const auto copy_floats =
+      static_cast<int64_t>((optimizer.weights_copy_bytes() + sizeof(float) - 1) / sizeof(float));
   const bool first = sharing().rank() == 0;  // of its machine: holds the machine's copy
   params_memory_ = std::make_unique<mpi::SharedMemory>(
-      sharing(), first ? static_cast<int64_t>(sizeof(float)) * flat * buffers : 0);
+      sharing(), first ? static_cast<int64_t>(sizeof(float)) * (flat * buffers + copy_floats) : 0);
   const size_t bytes = sizeof(float) * flat;
   if (first) {
     auto* shared = static_cast<float*>(params_memory_->of(0));
@@ -332,6 +338,8 @@ void DataParallel::share_parameters(Model& model, OptimizerKernel& optimizer) {
   std::vector<DeviceBuffer> shared_state;
   for (int64_t k = 1; k < buffers; ++k)
     shared_state.push_back(view(*params_memory_, 0, flat * k, flat));
+  if (copy_floats > 0)
+    shared_state.push_back(view(*params_memory_, 0, flat * buffers, copy_floats));
   own_state_ = optimizer.swap_state(std::move(shared_state));
 }
 

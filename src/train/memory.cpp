@@ -110,10 +110,22 @@ int optimizer_state_per_parameter(const OptimizerSettings& optimizer) {
   return 0;
 }
 
-MemoryEstimate model_memory(const ModelLayout& layout, const OptimizerSettings& optimizer) {
+bool keeps_bf16_weights(const DeviceInfo& device) {
+  return device.kind == DeviceKind::Cpu && device.precision == "bf16";
+}
+
+namespace {
+int64_t optimizer_bytes(const OptimizerSettings& optimizer, int64_t flat, bool bf16_weights) {
+  return optimizer_state_per_parameter(optimizer) * kFloat * flat +
+         (bf16_weights ? int64_t{sizeof(uint16_t)} * flat : 0);
+}
+}  // namespace
+
+MemoryEstimate model_memory(const ModelLayout& layout, const OptimizerSettings& optimizer,
+                            bool bf16_weights) {
   MemoryEstimate m;
   m.parameters = model_buffers(layout.flat_size, layout.state_size);
-  m.optimizer = optimizer_state_per_parameter(optimizer) * kFloat * layout.flat_size;
+  m.optimizer = optimizer_bytes(optimizer, layout.flat_size, bf16_weights);
   return m;
 }
 
@@ -121,7 +133,8 @@ MemoryEstimate training_memory(const Model& model, const DataSplit& data, const 
                                const ExecutionOptions& exec) {
   MemoryEstimate m;
   m.parameters = model_buffers(model.flat_size(), model.state_size());
-  m.optimizer = optimizer_state_per_parameter(train.optimizer) * kFloat * model.flat_size();
+  m.optimizer = optimizer_bytes(train.optimizer, model.flat_size(),
+                                keeps_bf16_weights(model.backend().info()));
   // TrainPlan: the training set on the device, the epoch's loss sums, the Networks of the full
   // and the partial batch, and the buffers that gather a batch (shuffled or recorded steps).
   const int64_t samples = data.train.samples, features = data.train.features;
@@ -164,7 +177,8 @@ MemoryEstimate training_memory(const Model& model, const DataSplit& data, const 
 
 void check_model_memory(const ModelSpec& spec, const Backend& backend) {
   const ModelLayout layout = model_layout(spec);
-  MemoryEstimate need = model_memory(layout, spec.train.optimizer);
+  MemoryEstimate need =
+      model_memory(layout, spec.train.optimizer, keeps_bf16_weights(backend.info()));
   // A lower bound of what training adds, known before the Model is built or any data loaded: the
   // outputs and gradients of one batch, and a generated training set. Building a model of 10^8
   // outputs per sample first took a minute and 6 GB before check_training_memory said no.

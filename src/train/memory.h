@@ -38,8 +38,14 @@ struct MemoryEstimate {
 // moments), RMSprop 1, Adadelta 2.
 int optimizer_state_per_parameter(const OptimizerSettings& optimizer);
 
-// What the Model for `layout` allocates when it is built, and the optimizer's state.
-MemoryEstimate model_memory(const ModelLayout& layout, const OptimizerSettings& optimizer);
+// Whether the optimizer on `device` keeps a bf16 copy of the parameters (the CPU at bf16, 2 bytes
+// a parameter, counted with its state).
+bool keeps_bf16_weights(const DeviceInfo& device);
+
+// What the Model for `layout` allocates when it is built, and the optimizer's state (and its bf16
+// copy of the parameters, with bf16_weights).
+MemoryEstimate model_memory(const ModelLayout& layout, const OptimizerSettings& optimizer,
+                            bool bf16_weights = false);
 
 // Everything train_model allocates through the model's backend for training on `data`: the Model's
 // buffers, the optimizer's state, the training Network (per batch shard), the partial batch's,

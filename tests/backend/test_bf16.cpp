@@ -8,10 +8,12 @@
 
 #include <cmath>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 #include "backend/backend.h"
 #include "core/random.h"
+#include "optim/optimizer.h"
 #include "support/cli.h"
 #include "support/temp_dir.h"
 
@@ -276,6 +278,51 @@ TEST(CpuBf16, LstmProductsReadBf16Operands) {
     EXPECT_LE(difference(got[i], exact[i]), 3e-2);  // bf16 keeps 8 bits: about 0.4% per rounding
     EXPECT_GE(difference(got[i], exact[i]), kBf16Moved);
   }
+}
+
+// The optimizer writes the bf16 copy of the parameters it updates, and the next products read it
+// instead of converting the weights again: the copy is what they read even after the parameters
+// are changed behind the backend's back (as nothing in crossover does), and a write through the
+// backend (a checkpoint restored, weights loaded) or a buffer freed makes them convert again.
+TEST(CpuBf16, ProductsReadTheOptimizersCopyUntilTheWeightsAreWrittenElsewhere) {
+  XO_NEEDS_BF16_UNIT();
+  auto be = make_backend(parse_device("cpu", 1, "bf16"));
+  const LinearShape s{.batch = 8, .in_features = 40, .out_features = 48, .has_bias = false};
+  Rng rng(13);
+  const auto x = uniform(rng, 8 * 40), w = uniform(rng, 48 * 40), g = uniform(rng, 48 * 40);
+  // What the forward computes from weights `v`, converted by the kernel itself (a fresh backend).
+  auto forward_of = [&](const std::vector<float>& v) {
+    auto fresh = make_backend(parse_device("cpu", 1, "bf16"));
+    return run_linear(*fresh, s, x, v, std::vector<float>(8 * 48, 0.0f)).dst;
+  };
+  auto kernel = be->linear(s);
+  Tensor src(*be, x), dst(*be, static_cast<size_t>(8 * 48));
+  auto params = std::make_unique<Tensor>(*be, w);
+  Tensor grads(*be, g);
+  auto forward = [&] {
+    kernel->forward(src.p(), params->p(), nullptr, dst.p());
+    return dst.host();
+  };
+  OptimizerSettings sgd;
+  sgd.lr = 0.5;
+  auto optimizer = be->optimizer(sgd, static_cast<int64_t>(w.size()));
+  EXPECT_EQ(optimizer->weights_copy_bytes(), sizeof(uint16_t) * w.size());
+  EXPECT_EQ(forward(), forward_of(w)) << "before any update: converted by the kernel";
+  optimizer->step(params->p(), grads.p());
+  const std::vector<float> updated = params->host();
+  EXPECT_NE(updated, w);
+  EXPECT_EQ(forward(), forward_of(updated)) << "after the update: the optimizer's copy";
+  std::fill_n(params->p(), w.size(), 0.0f);  // behind the backend's back
+  EXPECT_EQ(forward(), forward_of(updated)) << "the products read the copy, not the parameters";
+  be->upload(params->p(), w.data(), sizeof(float) * w.size());
+  EXPECT_EQ(forward(), forward_of(w)) << "an upload makes the copy stale";
+  optimizer->step(params->p(), grads.p());
+  const std::vector<float> again = params->host();
+  EXPECT_EQ(forward(), forward_of(again));
+  // The buffer freed and another in its place (the allocator may hand out the same address).
+  params.reset();
+  params = std::make_unique<Tensor>(*be, g);
+  EXPECT_EQ(forward(), forward_of(g));
 }
 
 // A CPU without either unit (or oneDNN held below them) refuses --precision bf16, naming what is

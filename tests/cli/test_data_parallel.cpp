@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "backend/backend.h"
 #include "core/file.h"
 #include "io/safetensors.h"
 #include "support/cli.h"
@@ -53,7 +54,7 @@ struct Case {
   // The largest relative difference measured between the ranks' run and one process (see
   // docs/benchmarks.md), with headroom: float sums in another order, over a few epochs.
   double tolerance;
-  std::string flags = "";  // for the ranks' run
+  std::string flags = "";      // for the ranks' run
   std::string device = "cpu";  // both runs' --device
 };
 void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
@@ -139,7 +140,10 @@ TEST_P(DataParallelTrain, RanksTakeTheStepsOneProcessTakes) {
   if (!have_mpirun()) GTEST_SKIP() << "no mpirun: run scripts/setup";
   const Case& c = GetParam();
   std::string why;
-  if (c.device != "cpu" && !xo::testing::gpu_present(&why)) {
+  if (c.device == "cpu:bf16" && xo::cpu_bf16_unit().empty()) {
+    GTEST_SKIP() << "this CPU has neither AMX nor AVX-512 BF16 (as oneDNN sees it): no cpu:bf16";
+  }
+  if (c.device.starts_with("cuda") && !xo::testing::gpu_present(&why)) {
     GTEST_SKIP() << "no NVIDIA GPU here (" << why << ")";
   }
   xo::testing::TempDir dir("dp-" + c.name);
@@ -163,7 +167,7 @@ TEST_P(DataParallelTrain, RanksTakeTheStepsOneProcessTakes) {
   EXPECT_GT(b.at("data_parallel").at("reduced_bytes_per_step").get<int64_t>(), 0);
   // The ranks of one machine share their buffers unless told otherwise; GPU ranks stage theirs
   // through the host.
-  const std::string automatic = c.device == "cpu" ? "shared" : "host-staged";
+  const std::string automatic = c.device.starts_with("cpu") ? "shared" : "host-staged";
   EXPECT_EQ(b.at("data_parallel").at("reduce").get<std::string>(),
             c.flags.empty() ? automatic : c.flags.substr(c.flags.rfind(' ') + 1));
   // The scale-out model's check where the communicate phase is MPI's all-reduce, staged through
@@ -183,7 +187,7 @@ TEST_P(DataParallelTrain, RanksTakeTheStepsOneProcessTakes) {
     EXPECT_TRUE(dp.at("staging_ms").is_null()) << dp.dump();
   }
   // Only NCCL's sum is queued on the GPU: only then is the ranks' step one recorded CUDA Graph.
-  if (c.device != "cpu") {
+  if (c.device.starts_with("cuda")) {
     EXPECT_EQ(b.value("recorded_step", false), c.flags.find("nccl") != std::string::npos);
   }
   ASSERT_EQ(a.at("epochs").size(), b.at("epochs").size());
@@ -250,14 +254,36 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"lstm_2_ranks_host_staged", kLstm, 2, 1e-5, "--reduce host-staged"}),
     [](const auto& param_info) { return param_info.param.name; });
 
+// At bf16 on the CPU: the ranks share the parameters' bf16 copy their optimizers keep, each
+// writing its part of it, and read it whole in the next step's products (the MLP's layers are wide
+// enough for bf16 products; the small ones stay f32). Rounding a weight to bf16 can go the other
+// way after float sums in another order, hence the wider tolerance (measured 2026-12-04: at most
+// 2.7e-5 of a tensor's largest parameter, on the LSTM over 3 ranks).
+const std::string kWideMlp = [] {
+  std::string spec = kMlp;
+  for (size_t at; (at = spec.find("out = 32")) != std::string::npos;)
+    spec.replace(at, 8, "out = 48");
+  return spec;
+}();
+INSTANTIATE_TEST_SUITE_P(CpuBf16, DataParallelTrain,
+                         ::testing::Values(Case{"mlp_2_ranks", kWideMlp, 2, 1e-4, "", "cpu:bf16"},
+                                           Case{"mlp_adam_3_ranks", with_optimizer(kWideMlp, kAdam),
+                                                3, 1e-4, "", "cpu:bf16"},
+                                           Case{"cnn_dropout_2_ranks", kCnn, 2, 1e-4, "",
+                                                "cpu:bf16"},
+                                           Case{"lstm_3_ranks", kLstm, 3, 1e-4, "", "cpu:bf16"},
+                                           Case{"mlp_2_ranks_overlap", kWideMlp, 2, 1e-4,
+                                                "--reduce overlap", "cpu:bf16"}),
+                         [](const auto& param_info) { return param_info.param.name; });
+
 // Ranks on GPUs (several sharing one where the machine has fewer GPUs than ranks): host-staged by
 // default, the same steps as one process on the GPU.
-INSTANTIATE_TEST_SUITE_P(
-    GpuHostStaged, DataParallelTrain,
-    ::testing::Values(Case{"mlp_2_ranks", kMlp, 2, 1e-5, "", "cuda"},
-                      Case{"cnn_dropout_3_ranks", kCnn, 3, 1e-5, "", "cuda"},
-                      Case{"lstm_adam_2_ranks", kLstm, 2, 1e-5, "--reduce host-staged", "cuda"}),
-    [](const auto& param_info) { return param_info.param.name; });
+INSTANTIATE_TEST_SUITE_P(GpuHostStaged, DataParallelTrain,
+                         ::testing::Values(Case{"mlp_2_ranks", kMlp, 2, 1e-5, "", "cuda"},
+                                           Case{"cnn_dropout_3_ranks", kCnn, 3, 1e-5, "", "cuda"},
+                                           Case{"lstm_adam_2_ranks", kLstm, 2, 1e-5,
+                                                "--reduce host-staged", "cuda"}),
+                         [](const auto& param_info) { return param_info.param.name; });
 
 // NCCL's all-reduce inside the recorded step: one rank (all a one-GPU machine allows) takes the
 // steps of the single process on the GPU. More ranks need a GPU each (not at hand to test).
@@ -299,11 +325,11 @@ TEST(GpuDataParallel, ARankWhoseGpuFailsEndsTheJobWithItsMessage) {
   xo::testing::TempDir dir("dp-gpu-fail");
   std::ofstream(dir.path() / "spec.toml") << kMlp;
   const auto start = std::chrono::steady_clock::now();
-  const auto r = run_cli("--version >/dev/null && " + xo::testing::mpirun_command() + "-np 1 " +
-                             CROSSOVER_BINARY + " train spec.toml --device cuda --epochs 1000 " +
-                             ": -np 1 " + CROSSOVER_BINARY +
-                             " train spec.toml --device cuda:99 --epochs 1000",
-                         dir.path());
+  const auto r =
+      run_cli("--version >/dev/null && " + xo::testing::mpirun_command() + "-np 1 " +
+                  CROSSOVER_BINARY + " train spec.toml --device cuda --epochs 1000 " + ": -np 1 " +
+                  CROSSOVER_BINARY + " train spec.toml --device cuda:99 --epochs 1000",
+              dir.path());
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (r.output.find("built without MPI") != std::string::npos) GTEST_SKIP() << r.output;
@@ -311,8 +337,8 @@ TEST(GpuDataParallel, ARankWhoseGpuFailsEndsTheJobWithItsMessage) {
   EXPECT_NE(r.output.find("cuda:99"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("rank 1 of 2"), std::string::npos) << r.output;
   EXPECT_LT(seconds, 60) << r.output;
-  const auto shared = run_cli(
-      xo::testing::mpi_job(2, "train spec.toml --device cuda --reduce shared"), dir.path());
+  const auto shared =
+      run_cli(xo::testing::mpi_job(2, "train spec.toml --device cuda --reduce shared"), dir.path());
   EXPECT_NE(shared.status, 0) << shared.output;
   EXPECT_NE(shared.output.find("use --reduce host-staged"), std::string::npos) << shared.output;
 }
@@ -330,8 +356,9 @@ TEST(GpuNcclDataParallel, RanksSharingAGpuAreRefusedWithTheWayOut) {
   EXPECT_NE(cpu.output.find("NCCL sums GPU memory"), std::string::npos) << cpu.output;
   std::string why;
   if (!xo::testing::gpu_present(&why)) GTEST_SKIP() << "no NVIDIA GPU here (" << why << ")";
-  const auto many = run_cli(
-      xo::testing::mpi_job(xo::testing::gpu_count() + 1, "train spec.toml --device cuda --reduce nccl"), dir.path());
+  const auto many = run_cli(xo::testing::mpi_job(xo::testing::gpu_count() + 1,
+                                                 "train spec.toml --device cuda --reduce nccl"),
+                            dir.path());
   EXPECT_NE(many.status, 0) << many.output;
   EXPECT_NE(many.output.find("NCCL needs a GPU per rank: use --reduce host-staged"),
             std::string::npos)
@@ -362,11 +389,11 @@ TEST(DataParallel, AKilledRankIsNamedByTheRankLeft) {
   if (!have_mpirun()) GTEST_SKIP() << "no mpirun: run scripts/setup";
   xo::testing::TempDir dir("dp-killed");
   std::ofstream(dir.path() / "spec.toml") << kMlp;
-  const pid_t job = xo::testing::start_mpi_job(
-      dir.path(), 2,
-      {"train", "spec.toml", "--epochs", "1000000", "--checkpoint-every", "20steps",
-       "--checkpoint-dir", "ck"},
-      dir.path() / "job.log");
+  const pid_t job =
+      xo::testing::start_mpi_job(dir.path(), 2,
+                                 {"train", "spec.toml", "--epochs", "1000000", "--checkpoint-every",
+                                  "20steps", "--checkpoint-dir", "ck"},
+                                 dir.path() / "job.log");
   pid_t victim = 0;
   for (int i = 0; i < 6000 && (victim == 0 || !xo::newest_checkpoint(dir.path() / "ck")); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -393,8 +420,8 @@ TEST(DataParallel, AKilledRankIsNamedByTheRankLeft) {
   EXPECT_LT(seconds, 10) << log;
   for (const std::string& piece :
        {fmt::format("crossover: rank 1 of 2 (process {} on ", victim),
-        std::string("ended while the job ran"),
-        std::string("rank 0 stops too (exit 6)"), std::string("the checkpoint at step "),
+        std::string("ended while the job ran"), std::string("rank 0 stops too (exit 6)"),
+        std::string("the checkpoint at step "),
         std::string("the same command with --resume continues it")}) {
     EXPECT_NE(log.find(piece), std::string::npos) << piece << " not in: " << log;
   }

@@ -94,6 +94,7 @@ CpuBackend::CpuBackend(int threads, Precision precision) {
           cpu_model_name(), cpu_isa_note()));
     }
     bf16_ = true;
+    kept_ = std::make_shared<Bf16Weights>();
   }
   if (threads <= 0) threads = available_cores();
   omp_set_num_threads(threads);
@@ -133,7 +134,13 @@ DeviceBuffer CpuBackend::allocate(size_t bytes) {
   if (!p) throw refuse();
   std::memset(p, 0, rounded);
   bytes_allocated_.fetch_add(static_cast<int64_t>(bytes), std::memory_order_relaxed);
-  return DeviceBuffer(std::shared_ptr<void>(p, std::free), bytes);
+  if (!kept_) return DeviceBuffer(std::shared_ptr<void>(p, std::free), bytes);
+  return DeviceBuffer(std::shared_ptr<void>(p,
+                                            [kept = kept_, bytes](void* at) {
+                                              kept->written(at, bytes);
+                                              std::free(at);
+                                            }),
+                      bytes);
 }
 
 std::optional<int64_t> CpuBackend::free_memory_bytes() const {
@@ -145,15 +152,21 @@ std::optional<int64_t> CpuBackend::free_memory_bytes() const {
   return available;
 }
 
+// Each write forgets the weights' copies it makes stale (bf16).
 void CpuBackend::upload(void* device_dst, const void* host_src, size_t bytes) {
+  if (kept_) kept_->written(device_dst, bytes);
   std::memcpy(device_dst, host_src, bytes);
 }
 
 void CpuBackend::download(void* host_dst, const void* device_src, size_t bytes) {
+  if (kept_) kept_->written(host_dst, bytes);
   std::memcpy(host_dst, device_src, bytes);
 }
 
-void CpuBackend::fill_zero(void* device_dst, size_t bytes) { std::memset(device_dst, 0, bytes); }
+void CpuBackend::fill_zero(void* device_dst, size_t bytes) {
+  if (kept_) kept_->written(device_dst, bytes);
+  std::memset(device_dst, 0, bytes);
+}
 
 void CpuBackend::next_batch(const float* src, const int32_t* src_labels, const int32_t* order,
                             int64_t* position, int64_t rows, int64_t row_floats, float* dst,
@@ -244,7 +257,7 @@ void CpuBackend::parallel_shards(int shards, FunctionRef<void(int shard)> body) 
 }
 
 std::unique_ptr<WeightedKernel> CpuBackend::linear(const LinearShape& shape) {
-  return make_linear(shape, bf16_, engine_, stream_);
+  return make_linear(shape, bf16_weights(), engine_, stream_);
 }
 std::unique_ptr<ActivationKernel> CpuBackend::activation(Activation act, int64_t elements,
                                                          float negative_slope) {
@@ -270,14 +283,14 @@ std::unique_ptr<EmbeddingKernel> CpuBackend::embedding(const EmbeddingShape& sha
   return make_embedding(shape);
 }
 std::unique_ptr<LstmKernel> CpuBackend::lstm(const LstmShape& shape) {
-  return make_lstm(shape, bf16_, engine_, stream_);
+  return make_lstm(shape, bf16_weights(), engine_, stream_);
 }
 std::unique_ptr<BatchNormKernel> CpuBackend::batch_norm(const BatchNormShape& shape) {
   return make_batch_norm(shape, engine_, stream_);
 }
 std::unique_ptr<OptimizerKernel> CpuBackend::optimizer(const OptimizerSettings& spec,
                                                        int64_t parameters) {
-  return make_optimizer(*this, spec, parameters);
+  return make_optimizer(*this, spec, parameters, kept_.get());
 }
 
 }  // namespace xo::cpu

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "backend/backend.h"
+#include "backend/cpu/bf16_weights.h"
 
 namespace xo::cpu {
 
@@ -108,14 +109,21 @@ class CpuBackend final : public Backend {
  private:
   DeviceInfo info_;
   bool bf16_ = false;  // the products of Linear, Conv2d and LSTM in bf16
+  // bf16: the weights' copies the optimizers keep. Shared with the deleters of the buffers this
+  // backend allocates (a buffer freed is forgotten), which may outlive it.
+  std::shared_ptr<Bf16Weights> kept_;
+  const Bf16Weights* bf16_weights() const { return kept_.get(); }
   dnnl::engine engine_;
   dnnl::stream stream_;
   std::atomic<int64_t> bytes_allocated_{0};
 };
 
 // Kernel factories, one per op-family file.
-// bf16_operands: the layer's products in bf16 (--precision bf16), f32 everywhere else.
-std::unique_ptr<WeightedKernel> make_linear(const LinearShape& shape, bool bf16_operands,
+// bf16_operands: the layer's products in bf16 (--precision bf16), f32 everywhere else. Where the
+// factory takes bf16_weights instead, its products are bf16 when it is set, reading the weights'
+// copies kept there.
+std::unique_ptr<WeightedKernel> make_linear(const LinearShape& shape,
+                                            const Bf16Weights* bf16_weights,
                                             const dnnl::engine& engine, const dnnl::stream& stream);
 std::unique_ptr<ActivationKernel> make_activation(Activation act, int64_t elements,
                                                   float negative_slope);
@@ -131,12 +139,13 @@ std::unique_ptr<BatchNormKernel> make_batch_norm(const BatchNormShape& shape,
                                                  const dnnl::stream& stream);
 std::unique_ptr<DropoutKernel> make_dropout(const DropoutShape& shape);
 std::unique_ptr<EmbeddingKernel> make_embedding(const EmbeddingShape& shape);
-std::unique_ptr<LstmKernel> make_lstm(const LstmShape& shape, bool bf16_operands,
+std::unique_ptr<LstmKernel> make_lstm(const LstmShape& shape, const Bf16Weights* bf16_weights,
                                       const dnnl::engine& engine, const dnnl::stream& stream);
 // The optimizer's state (momentum, moments) is allocated through `backend`, as every buffer a run
-// plans.
+// plans. bf16_weights (--precision bf16): the optimizer keeps a bf16 copy of the parameters it
+// updates there.
 std::unique_ptr<OptimizerKernel> make_optimizer(Backend& backend, const OptimizerSettings& spec,
-                                                int64_t parameters);
+                                                int64_t parameters, Bf16Weights* bf16_weights);
 
 // d_dst[i] *= act'(.) computed from the activation's output dst, for n elements: the Conv2d
 // backward and the stand-alone activation use it. The Linear backward applies the derivative in

@@ -30,12 +30,13 @@ using tag = memory::format_tag;
 
 class CpuLinear final : public WeightedKernel {
  public:
-  // bf16: the three products take bf16 copies of src, the weights and d_pre (Bf16Copy, each made
-  // once per step: the forward's two kept for backward) and accumulate in f32; the bias, the
+  // bf16 (bf16_weights set): the three products take bf16 copies of src, the weights and d_pre
+  // and accumulate in f32: src's and d_pre's made once per step, the weights' the one their
+  // optimizer keeps (else made in the forward); the forward's two kept for backward. The bias, the
   // activation, its derivative and the gradients stay f32 (PyTorch's CPU autocast recipe).
-  CpuLinear(const LinearShape& s, bool bf16_operands, const dnnl::engine& engine,
+  CpuLinear(const LinearShape& s, const Bf16Weights* bf16_weights, const dnnl::engine& engine,
             const dnnl::stream& stream)
-      : shape_(s), stream_(stream), bf16_(bf16_operands) {
+      : shape_(s), stream_(stream), bf16_(bf16_weights != nullptr), kept_(bf16_weights) {
     const memory::dim batch = s.batch, in = s.in_features, out = s.out_features;
     const auto operand = bf16_ ? bf16 : f32;
     // Weights are stored [out, in] as in PyTorch; the forward matmul reads them as W^T [in, out]
@@ -70,7 +71,8 @@ class CpuLinear final : public WeightedKernel {
   }
 
   void forward(const float* src, const float* weights, const float* bias, float* dst) override {
-    if (bf16_) return forward_.run(stream_, src_b_.from(src), w_b_.from(weights), bias, dst);
+    if (bf16_)
+      return forward_.run(stream_, src_b_.from(src), w_b_.weights(weights, *kept_), bias, dst);
     forward_.run(stream_, src, weights, bias, dst);
   }
 
@@ -82,7 +84,7 @@ class CpuLinear final : public WeightedKernel {
     if (bf16_) {
       const uint16_t* d_pre = d_pre_b_.from(d_dst);
       d_weights_.run(stream_, d_pre, src_b_.data(), nullptr, d_weights);
-      if (d_src) d_src_.run(stream_, d_pre, w_b_.data(), nullptr, d_src);
+      if (d_src) d_src_.run(stream_, d_pre, w_b_.last(), nullptr, d_src);
       return;
     }
     d_weights_.run(stream_, d_dst, src, nullptr, d_weights);
@@ -121,6 +123,7 @@ class CpuLinear final : public WeightedKernel {
   LinearShape shape_;
   dnnl::stream stream_;
   bool bf16_;
+  const Bf16Weights* kept_;  // bf16: the weights' copies the optimizers keep
   BoundMatmul forward_, d_weights_, d_src_;
   Bf16Copy src_b_, w_b_, d_pre_b_;
 };
@@ -224,12 +227,13 @@ class CpuFusedLinear final : public WeightedKernel {
   // bf16: as CpuLinear's, for the products of the larger layers. The small layers' loops are
   // f32 at any precision: products this small run no faster in bf16 (as on a GPU, where tensor
   // cores buy nothing at this size).
-  CpuFusedLinear(const LinearShape& s, bool bf16_operands, const dnnl::engine& engine,
+  CpuFusedLinear(const LinearShape& s, const Bf16Weights* bf16_weights, const dnnl::engine& engine,
                  const dnnl::stream& stream)
       : shape_(s),
         stream_(stream),
         small_(small_shape(s)),
-        bf16_(bf16_operands && !small_),
+        bf16_(bf16_weights != nullptr && !small_),
+        kept_(bf16_weights),
         transposed_(small_ ? static_cast<size_t>(s.in_features * s.out_features) : 0) {
     XO_ASSERT(s.models >= 1 && s.model_stride >= s.out_features * s.in_features + s.out_features);
     if (small_) return;
@@ -271,7 +275,7 @@ class CpuFusedLinear final : public WeightedKernel {
       return with_activation(
           [&](auto a) { small_forward<decltype(a)::value>(src, weights, bias, dst); });
     if (bf16_) {
-      forward_.run(stream_, src_b_.from(src), w_b_.from(weights), nullptr, dst);
+      forward_.run(stream_, src_b_.from(src), w_b_.weights(weights, *kept_), nullptr, dst);
     } else {
       forward_.run(stream_, src, weights, nullptr, dst);
     }
@@ -290,7 +294,7 @@ class CpuFusedLinear final : public WeightedKernel {
     if (bf16_) {  // src and the weights: the forward's copies
       const uint16_t* d_pre = d_pre_b_.from(d_dst);
       d_weights_.run(stream_, d_pre, src_b_.data(), nullptr, d_weights);
-      if (d_src) d_src_.run(stream_, d_pre, w_b_.data(), nullptr, d_src);
+      if (d_src) d_src_.run(stream_, d_pre, w_b_.last(), nullptr, d_src);
       return;
     }
     d_weights_.run(stream_, d_dst, src, nullptr, d_weights);
@@ -744,6 +748,7 @@ class CpuFusedLinear final : public WeightedKernel {
   dnnl::stream stream_;
   bool small_;
   bool bf16_;                      // the products in bf16 (not the small layers' loops)
+  const Bf16Weights* kept_;        // bf16: the weights' copies the optimizers keep
   std::vector<float> transposed_;  // one model's W^T (small layers), sized once
   BoundMatmul forward_, d_weights_, d_src_;
   Bf16Copy src_b_, w_b_, d_pre_b_;
@@ -755,11 +760,12 @@ bool small_linear(int64_t in_features, int64_t out_features) {
   return CpuFusedLinear::small_shape({.in_features = in_features, .out_features = out_features});
 }
 
-std::unique_ptr<WeightedKernel> make_linear(const LinearShape& shape, bool bf16_operands,
+std::unique_ptr<WeightedKernel> make_linear(const LinearShape& shape,
+                                            const Bf16Weights* bf16_weights,
                                             const dnnl::engine& engine,
                                             const dnnl::stream& stream) {
   if (shape.model_stride > 0)
-    return std::make_unique<CpuFusedLinear>(shape, bf16_operands, engine, stream);
+    return std::make_unique<CpuFusedLinear>(shape, bf16_weights, engine, stream);
   // One model's small Linear (one thread's work: the disc models') takes the fused models' loops
   // as a group of one: oneDNN's per-product set-up is most of such a layer's time
   // (docs/benchmarks.md, "One model's small Linear in the fused loops"), and a model alone then
@@ -770,11 +776,11 @@ std::unique_ptr<WeightedKernel> make_linear(const LinearShape& shape, bool bf16_
     LinearShape one = shape;
     one.models = 1;
     one.model_stride = shape.out_features * shape.in_features + shape.out_features;
-    return std::make_unique<CpuFusedLinear>(one, bf16_operands, engine, stream);
+    return std::make_unique<CpuFusedLinear>(one, bf16_weights, engine, stream);
   }
   // The small layers are f32 at any precision (CpuFusedLinear's), as in a fused group.
-  const bool bf16_here = bf16_operands && !CpuFusedLinear::small_shape(shape);
-  return std::make_unique<CpuLinear>(shape, bf16_here, engine, stream);
+  const bool f32_here = CpuFusedLinear::small_shape(shape);
+  return std::make_unique<CpuLinear>(shape, f32_here ? nullptr : bf16_weights, engine, stream);
 }
 
 }  // namespace xo::cpu

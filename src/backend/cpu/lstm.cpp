@@ -128,12 +128,15 @@ dnnl::primitive_attr accumulating() {
 // in its reference kernel, and so alone and fused add in the same order.
 class CpuLstm final : public LstmKernel {
  public:
-  CpuLstm(const LstmShape& s, bool bf16_operands, const dnnl::engine& engine,
+  // bf16 (bf16_weights set): the products read bf16 copies of the input, h, the gate gradients
+  // (made per step) and the weights (their optimizer's copy, else made in the forward).
+  CpuLstm(const LstmShape& s, const Bf16Weights* bf16_weights, const dnnl::engine& engine,
           const dnnl::stream& stream)
       : s_(s),
         stream_(stream),
         steps_batched_(s.model_stride > 0 && 4 * s.hidden * s.hidden <= kBatchedStepWeights),
-        bf16_(bf16_operands) {
+        bf16_(bf16_weights != nullptr),
+        kept_(bf16_weights) {
     using dims = memory::dims;
     const memory::dim K = s.models, B = s.batch, T = s.steps, H = s.hidden, G = 4 * s.hidden;
     const memory::dim W = s.model_stride, hs = (T + 1) * B * H;
@@ -201,8 +204,10 @@ class CpuLstm final : public LstmKernel {
       Layer& l = layers_[k];
       const LstmLayerParams& p = params[k];
       // The products' operands: the weights and h (h's copy made step by step).
-      const void* w_ih = bf16_ ? static_cast<const void*>(l.w_ih_b.from(p.weight_ih)) : p.weight_ih;
-      const void* w_hh = bf16_ ? static_cast<const void*>(l.w_hh_b.from(p.weight_hh)) : p.weight_hh;
+      const void* w_ih = p.weight_ih;
+      const void* w_hh = p.weight_hh;
+      if (bf16_)
+        w_ih = l.w_ih_b.weights(p.weight_ih, *kept_), w_hh = l.w_hh_b.weights(p.weight_hh, *kept_);
       for (int64_t n = 0; n < K; ++n) {
         const float* b_ih = p.bias_ih + n * W;
         const float* b_hh = p.bias_hh + n * W;
@@ -264,8 +269,8 @@ class CpuLstm final : public LstmKernel {
       std::fill(d_c_next_.begin(), d_c_next_.end(), 0.0f);
       // The products' operands: the weights as the forward left them, the gate gradients (copied
       // step by step at bf16), h and the layer's input.
-      const void* w_ih = bf16_ ? static_cast<const void*>(l.w_ih_b.data()) : p.weight_ih;
-      const void* w_hh = bf16_ ? static_cast<const void*>(l.w_hh_b.data()) : p.weight_hh;
+      const void* w_ih = bf16_ ? static_cast<const void*>(l.w_ih_b.last()) : p.weight_ih;
+      const void* w_hh = bf16_ ? static_cast<const void*>(l.w_hh_b.last()) : p.weight_hh;
       const void* d_gates = bf16_ ? static_cast<const void*>(d_gates_b_.data()) : d_gates_.data();
       auto gates = [&](int64_t n, int64_t t) {  // model n's step t
         const float* c = l.c.data() + n * hs;
@@ -348,7 +353,7 @@ class CpuLstm final : public LstmKernel {
     std::vector<float> gates;      // [K, T, B, 4H]: pre-activations, then the gate values
     std::vector<float> c, h;       // [K, T + 1, B, H]: step 0 is the zero initial state
     std::vector<float> bias;       // [K, 4H]: each model's b_ih + b_hh
-    Bf16Copy h_b, w_ih_b, w_hh_b;  // bf16: h's copy, and the weights' for this step
+    Bf16Copy h_b, w_ih_b, w_hh_b;  // bf16: h's copy, and the weights' (where not kept)
   };
   // h from `elements` on, as the products read it (its bf16 copy at bf16).
   const void* h_operand(const Layer& l, int64_t elements) const {
@@ -403,8 +408,9 @@ class CpuLstm final : public LstmKernel {
 
   LstmShape s_;
   dnnl::stream stream_;
-  bool steps_batched_;  // kBatchedStepWeights
-  bool bf16_;           // the products in bf16
+  bool steps_batched_;       // kBatchedStepWeights
+  bool bf16_;                // the products in bf16
+  const Bf16Weights* kept_;  // bf16: the weights' copies the optimizers keep
   std::vector<Layer> layers_;
   std::vector<float> x_tm_, d_x_tm_, d_gates_, d_h_, d_h_below_, d_h_next_, d_c_next_;
   Bf16Copy x_tm_b_, d_gates_b_;  // bf16: the input's copy and the gate gradients' copy
@@ -412,9 +418,9 @@ class CpuLstm final : public LstmKernel {
 
 }  // namespace
 
-std::unique_ptr<LstmKernel> make_lstm(const LstmShape& shape, bool bf16_operands,
+std::unique_ptr<LstmKernel> make_lstm(const LstmShape& shape, const Bf16Weights* bf16_weights,
                                       const dnnl::engine& engine, const dnnl::stream& stream) {
-  return std::make_unique<CpuLstm>(shape, bf16_operands, engine, stream);
+  return std::make_unique<CpuLstm>(shape, bf16_weights, engine, stream);
 }
 
 }  // namespace xo::cpu

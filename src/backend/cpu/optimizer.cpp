@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/primitive.h"
 #include "core/error.h"
 #include "optim/update_math.h"
 
@@ -19,20 +20,36 @@ namespace {
 // many floats as the flat buffer, zeroed, from the backend, so that planning counts them and a
 // failed allocation is an OutOfMemory naming the size). A step is one parallel pass, each thread
 // over its range in pieces: a data-parallel rank's part (step_part) first sums the other ranks'
-// gradients into its own, piece by piece, and updates each piece while it is in the caches.
+// gradients into its own, piece by piece, and updates each piece while it is in the caches. At
+// bf16 the pass also writes the parameters' bf16 copy, piece by piece, for the products of the
+// next forward and backward (Bf16Weights).
 class CpuOptimizer : public OptimizerKernel {
  public:
-  CpuOptimizer(Backend& be, const OptimizerSettings& s, int64_t n, std::vector<const char*> names)
-      : s_(s), n_(n), names_(std::move(names)) {
+  CpuOptimizer(Backend& be, const OptimizerSettings& s, int64_t n, std::vector<const char*> names,
+               Bf16Weights* kept)
+      : s_(s), n_(n), names_(std::move(names)), kept_(kept) {
     XO_ASSERT(names_.size() <= 2);  // pass() hands update() two state pointers at most
     for (size_t k = 0; k < names_.size(); ++k) state_.push_back(be.allocate(sizeof(float) * n));
+    if (kept_) copy_ = be.allocate(sizeof(uint16_t) * n);
   }
+  ~CpuOptimizer() override {
+    if (kept_) kept_->forget(this);
+  }
+  CpuOptimizer(const CpuOptimizer&) = delete;
+  CpuOptimizer& operator=(const CpuOptimizer&) = delete;
 
-  void step(float* params, const float* grads) final { pass(params, grads, nullptr, {}, 0, n_); }
+  void step(float* params, const float* grads) final {
+    pass(params, grads, nullptr, {}, 0, n_);
+    if (kept_) kept_->keep(this, params, n_, copy_.as<uint16_t>());
+  }
+  // At bf16 the copy is whole once every rank's part is done: the ranks share it (swap_state), and
+  // the data-parallel code waits for them all before the next forward.
   void step_part(float* params, float* grads, const std::vector<const float*>& add, int64_t begin,
                  int64_t end) final {
     XO_ASSERT(0 <= begin && begin <= end && end <= n_);
+    XO_ASSERT(!kept_ || copy_shared_);
     pass(params, grads, grads, add, begin, end);
+    if (kept_) kept_->keep(this, params, n_, copy_.as<uint16_t>());
   }
   int64_t steps() const final { return steps_; }
   void set_steps(int64_t steps) final { steps_ = steps; }
@@ -43,10 +60,23 @@ class CpuOptimizer : public OptimizerKernel {
     for (size_t k = 0; k < state_.size(); ++k) out.push_back({names_[k], state_[k].as<float>()});
     return out;
   }
+  size_t weights_copy_bytes() const final { return kept_ ? sizeof(uint16_t) * n_ : 0; }
+  // The copy moves with the state (last in `memory`), its values not copied: forgotten until the
+  // next pass writes it.
   std::vector<DeviceBuffer> swap_state(std::vector<DeviceBuffer> memory) final {
-    XO_ASSERT(memory.size() == state_.size());
-    for (const DeviceBuffer& m : memory) XO_ASSERT(m.bytes() >= sizeof(float) * n_);
+    XO_ASSERT(memory.size() == state_.size() + (kept_ ? 1 : 0));
+    for (size_t k = 0; k < state_.size(); ++k) XO_ASSERT(memory[k].bytes() >= sizeof(float) * n_);
+    DeviceBuffer copy;
+    if (kept_) {
+      XO_ASSERT(memory.back().bytes() >= weights_copy_bytes());
+      kept_->forget(this);
+      copy = std::move(memory.back());
+      memory.pop_back();
+      std::swap(copy, copy_);
+      copy_shared_ = !copy_shared_;  // swapped in to share, back out to unshare
+    }
     std::swap(memory, state_);
+    if (kept_) memory.push_back(std::move(copy));
     return memory;
   }
 
@@ -71,6 +101,7 @@ class CpuOptimizer : public OptimizerKernel {
     prepare();
     float* state[2] = {};
     for (size_t k = 0; k < state_.size(); ++k) state[k] = state_[k].as<float>();
+    uint16_t* copy = kept_ ? copy_.as<uint16_t>() : nullptr;
     parallel_for(end - begin, [&](int64_t b, int64_t e) {
       for (int64_t at = begin + b, stop = begin + e; at < stop; at += kPiece) {
         const int64_t to = std::min(stop, at + kPiece);
@@ -79,6 +110,10 @@ class CpuOptimizer : public OptimizerKernel {
           for (int64_t i = at; i < to; ++i) sum[i] += other[i];
         }
         update(params, grads, state, at, to);
+        if (copy) {
+#pragma omp simd
+          for (int64_t i = at; i < to; ++i) copy[i] = bf16_bits(params[i]);
+        }
       }
     });
     ++steps_;
@@ -87,6 +122,9 @@ class CpuOptimizer : public OptimizerKernel {
   int64_t n_;
   std::vector<const char*> names_;
   std::vector<DeviceBuffer> state_;
+  Bf16Weights* kept_;         // bf16: where the copy is announced current
+  DeviceBuffer copy_;         // bf16: the parameters' copy, [n_] bf16
+  bool copy_shared_ = false;  // the copy is in the memory the data-parallel ranks share
 };
 
 // Each update copies its coefficients into locals before the loop. Read through `this`, they
@@ -97,10 +135,11 @@ class CpuOptimizer : public OptimizerKernel {
 class CpuSgd final : public CpuOptimizer {
  public:
   // The momentum buffer exists exactly when update() takes the momentum path (mu != 0 in f32).
-  CpuSgd(Backend& be, const OptimizerSettings& s, int64_t n)
+  CpuSgd(Backend& be, const OptimizerSettings& s, int64_t n, Bf16Weights* kept)
       : CpuOptimizer(be, s, n,
                      static_cast<float>(s.momentum) != 0.0f ? std::vector{"momentum_buffer"}
-                                                            : std::vector<const char*>{}) {}
+                                                            : std::vector<const char*>{},
+                     kept) {}
 
  private:
   void prepare() override {
@@ -128,8 +167,8 @@ class CpuSgd final : public CpuOptimizer {
 
 class CpuAdam final : public CpuOptimizer {
  public:
-  CpuAdam(Backend& be, const OptimizerSettings& s, int64_t n, bool decoupled)
-      : CpuOptimizer(be, s, n, {"exp_avg", "exp_avg_sq"}), decoupled_(decoupled) {}
+  CpuAdam(Backend& be, const OptimizerSettings& s, int64_t n, bool decoupled, Bf16Weights* kept)
+      : CpuOptimizer(be, s, n, {"exp_avg", "exp_avg_sq"}, kept), decoupled_(decoupled) {}
 
  private:
   // The bias-corrected step scale (lr / (1 - beta1^t)) of step t = steps_ + 1.
@@ -154,8 +193,8 @@ class CpuAdam final : public CpuOptimizer {
 
 class CpuRmsprop final : public CpuOptimizer {
  public:
-  CpuRmsprop(Backend& be, const OptimizerSettings& s, int64_t n)
-      : CpuOptimizer(be, s, n, {"square_avg"}) {}
+  CpuRmsprop(Backend& be, const OptimizerSettings& s, int64_t n, Bf16Weights* kept)
+      : CpuOptimizer(be, s, n, {"square_avg"}, kept) {}
 
  private:
   void prepare() override { c_ = rmsprop_coefficients(s_.lr, s_.eps, s_.alpha, s_.weight_decay); }
@@ -172,8 +211,8 @@ class CpuRmsprop final : public CpuOptimizer {
 
 class CpuAdadelta final : public CpuOptimizer {
  public:
-  CpuAdadelta(Backend& be, const OptimizerSettings& s, int64_t n)
-      : CpuOptimizer(be, s, n, {"square_avg", "acc_delta"}) {}
+  CpuAdadelta(Backend& be, const OptimizerSettings& s, int64_t n, Bf16Weights* kept)
+      : CpuOptimizer(be, s, n, {"square_avg", "acc_delta"}, kept) {}
 
  private:
   void prepare() override { c_ = adadelta_coefficients(s_.lr, s_.eps, s_.rho, s_.weight_decay); }
@@ -192,18 +231,18 @@ class CpuAdadelta final : public CpuOptimizer {
 }  // namespace
 
 std::unique_ptr<OptimizerKernel> make_optimizer(Backend& be, const OptimizerSettings& spec,
-                                                int64_t parameters) {
+                                                int64_t parameters, Bf16Weights* kept) {
   switch (spec.type) {
     case OptimizerType::SGD:
-      return std::make_unique<CpuSgd>(be, spec, parameters);
+      return std::make_unique<CpuSgd>(be, spec, parameters, kept);
     case OptimizerType::Adam:
-      return std::make_unique<CpuAdam>(be, spec, parameters, false);
+      return std::make_unique<CpuAdam>(be, spec, parameters, false, kept);
     case OptimizerType::AdamW:
-      return std::make_unique<CpuAdam>(be, spec, parameters, true);
+      return std::make_unique<CpuAdam>(be, spec, parameters, true, kept);
     case OptimizerType::RMSprop:
-      return std::make_unique<CpuRmsprop>(be, spec, parameters);
+      return std::make_unique<CpuRmsprop>(be, spec, parameters, kept);
     case OptimizerType::Adadelta:
-      return std::make_unique<CpuAdadelta>(be, spec, parameters);
+      return std::make_unique<CpuAdadelta>(be, spec, parameters, kept);
   }
   return nullptr;
 }

@@ -10,6 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "backend/cpu/bf16_weights.h"
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/dnnl_check.h"
 #include "core/error.h"
@@ -17,7 +18,8 @@
 namespace xo::cpu {
 
 // The data types the CPU kernels hand oneDNN: f32 everywhere, and at --precision bf16 the
-// operands of matmuls and convolutions (bf16 copies made per step; products accumulate in f32).
+// operands of matmuls and convolutions (bf16 copies: the weights' kept by their optimizer, the
+// rest made per step; products accumulate in f32).
 inline constexpr auto f32 = dnnl::memory::data_type::f32;
 inline constexpr auto bf16 = dnnl::memory::data_type::bf16;
 
@@ -51,11 +53,20 @@ class Bf16Copy {
     to_bf16(src, bits_.data(), static_cast<int64_t>(bits_.size()));
     return bits_.data();
   }
+  // The weights src[0, floats) as bf16: the copy their optimizer keeps where it is current
+  // (`kept`), else converted here. last() returns it until the next call (the backward's operand).
+  const uint16_t* weights(const float* src, const Bf16Weights& kept) {
+    last_ = kept.find(src, static_cast<int64_t>(bits_.size()));
+    if (!last_) last_ = from(src);
+    return last_;
+  }
+  const uint16_t* last() const { return last_; }
   uint16_t* data() { return bits_.data(); }
   const uint16_t* data() const { return bits_.data(); }
 
  private:
   std::vector<uint16_t> bits_;
+  const uint16_t* last_ = nullptr;
 };
 
 // A descriptor of the same dims and strides in another data type: a matmul operand as bf16.
