@@ -37,6 +37,8 @@ constexpr DeviceKind kKindValues[] = {DeviceKind::Gpu, DeviceKind::Cpu};
 // NVIDIA's GPU architectures by name (compute capability 7.0, 7.5, 8.0/8.6, 8.9, 9.0, 10.0/12.0).
 const std::vector<std::string_view> kArchitectures = {"volta", "turing", "ampere",
                                                       "ada",   "hopper", "blackwell"};
+// A CPU's bf16 unit, as lscpu names its flag (AMX's amx_bf16 as "amx").
+const std::vector<std::string_view> kBf16Units = {"amx", "avx512_bf16", "none", "unknown"};
 const std::vector<std::string_view> kKinds = {device_kind_name(DeviceKind::Gpu),
                                               device_kind_name(DeviceKind::Cpu)};
 const std::vector<std::string_view> kTopKeys = {"schema", "extends", "device", "instance"};
@@ -55,6 +57,7 @@ const std::vector<std::string_view> kDeviceKeys = {"id",
                                                    "sm_count",
                                                    "boost_clock_mhz",
                                                    "architecture",
+                                                   "bf16_unit",
                                                    "source",
                                                    "date"};
 const std::vector<std::string_view> kInstanceKeys = {"id",
@@ -103,6 +106,33 @@ void check_unique(const TomlTable& t, const std::string& id, std::string_view ta
   }
 }
 
+// A CPU's bf16 unit and its rate go together: a unit without a rate, or a rate of "none" or
+// "unknown", is refused. An entry without bf16_unit is "unknown" (its rate is then not used).
+void read_bf16_unit(const TomlTable& t, CatalogDevice& d) {
+  const TomlValue unit = t.get("bf16_unit");
+  if (d.kind != DeviceKind::Cpu) {
+    if (unit)
+      unit.fail("for CPUs only (amx, avx512_bf16, none or unknown); leave it out for a GPU");
+    return;
+  }
+  if (!unit) {
+    d.bf16_unit = "unknown";
+    return;
+  }
+  d.bf16_unit = std::string(kBf16Units[unit.choice("bf16 unit", kBf16Units)]);
+  const bool has_unit = d.bf16_unit == "amx" || d.bf16_unit == "avx512_bf16";
+  if (has_unit && d.bf16_tflops <= 0) {
+    unit.fail(
+        fmt::format("\"{}\" needs bf16_tflops too (the unit's dense bf16 peak, > 0)", d.bf16_unit));
+  }
+  if (!has_unit && d.bf16_tflops > 0) {
+    t.get("bf16_tflops")
+        .fail(fmt::format("{} TFLOP/s with bf16_unit = \"{}\": a bf16 rate needs its unit (amx or "
+                          "avx512_bf16); set it to 0 or name the unit",
+                          d.bf16_tflops, d.bf16_unit));
+  }
+}
+
 CatalogDevice read_device(const TomlTable& t) {
   t.only_keys(kDeviceKeys);
   CatalogDevice d;
@@ -142,6 +172,7 @@ CatalogDevice read_device(const TomlTable& t) {
     if (cpu) arch.fail("for GPUs only (volta, turing, ampere, ada, hopper, blackwell)");
     d.architecture = std::string(kArchitectures[arch.choice("architecture", kArchitectures)]);
   }
+  read_bf16_unit(t, d);
   d.source = t.get("source").non_empty_string();
   d.date = t.get("date").date();
   return d;
@@ -220,6 +251,11 @@ std::string closest_ids(const Catalog& catalog, std::string_view key) {
 }
 
 }  // namespace
+
+bool runs_bf16(const CatalogDevice& d) {
+  return d.kind == DeviceKind::Cpu && (d.bf16_unit == "amx" || d.bf16_unit == "avx512_bf16") &&
+         d.bf16_tflops > 0;
+}
 
 const CatalogDevice* Catalog::find_device(const std::string& id) const {
   for (const CatalogDevice& d : devices) {

@@ -38,7 +38,13 @@ struct CatalogDevice {
   // GPUs, optional ("": not given): the architecture ("turing", "ampere", "ada", "hopper", ...),
   // which says whose validation rows a prediction of it may quote (advisor/profile_predict.h).
   std::string architecture;
+  // CPUs: the unit that runs bf16 products ("amx", "avx512_bf16", as lscpu names the flags;
+  // "none"; "unknown" where the entry does not say), which bf16_tflops is the rate of. GPUs: "".
+  std::string bf16_unit;
 };
+
+// Whether a catalog CPU has a unit for bf16 products (AMX or AVX-512 BF16) with its rate.
+bool runs_bf16(const CatalogDevice& d);
 
 // A cloud instance: `device_count` of `device` (a CatalogDevice id), hourly prices in USD.
 struct CatalogInstance {

@@ -94,6 +94,11 @@ TEST(CatalogShipped, LoadsAndCoversGpusCpusAndInstances) {
     EXPECT_EQ(d.date.size(), 10u) << d.id;
     if (d.kind == DeviceKind::Cpu) {
       EXPECT_GE(d.cores, 1) << d.id;
+      // Every shipped CPU says which bf16 unit it has (none included), not "unknown".
+      EXPECT_NE(d.bf16_unit, "unknown") << d.id;
+      EXPECT_EQ(runs_bf16(d), d.bf16_tflops > 0) << d.id;
+    } else {
+      EXPECT_EQ(d.bf16_unit, "") << d.id;
     }
     // Datasheets print tensor rates "with sparsity", twice the dense rate; the catalog holds dense
     // rates. The densest dense ratio shipped is the A100's 312 / 19.5 = 16, so a sparse figure
@@ -209,7 +214,9 @@ TEST(CatalogLoad, ReadsEveryField) {
   EXPECT_EQ(cpu.cores, 16);
   EXPECT_EQ(cpu.threads, 32);
   EXPECT_DOUBLE_EQ(cpu.tf32_tflops, 0);
-  EXPECT_EQ(cpu.date, "2023-12-01");  // a bare TOML date reads as text
+  EXPECT_EQ(cpu.date, "2023-12-01");    // a bare TOML date reads as text
+  EXPECT_EQ(cpu.bf16_unit, "unknown");  // absent: not guessed
+  EXPECT_FALSE(runs_bf16(cpu));
   ASSERT_EQ(c.instances.size(), 1u);
   const CatalogInstance& in = c.instances[0];
   EXPECT_EQ(in.id, "cloud-a");
@@ -293,6 +300,23 @@ std::vector<ErrorCase> error_cases() {
        kHeader + device("cpu-a", {{"kind", "\"cpu\""}}, "cores = 4\nthreads = 8\nsm_count = 2\n"),
        {"device.cpu-a.sm_count", "GPUs only"}},
       {"zero_sm_count", kHeader + device("gpu-a", {}, "sm_count = 0\n"), {a + ".sm_count"}},
+      // A CPU's bf16 unit: one of four names, a CPU's alone, and never without its rate or a
+      // rate without it.
+      {"gpu_with_bf16_unit",
+       kHeader + device("gpu-a", {}, "bf16_unit = \"amx\"\n"),
+       {a + ".bf16_unit", "CPUs only"}},
+      {"unknown_bf16_unit",
+       kHeader + device("cpu-a", {{"kind", "\"cpu\""}},
+                        "cores = 4\nthreads = 8\nbf16_unit = \"avx512\"\n"),
+       {"device.cpu-a.bf16_unit", "amx", "avx512_bf16", "none", "unknown"}},
+      {"bf16_unit_without_rate",
+       kHeader +
+           device("cpu-a", {{"kind", "\"cpu\""}}, "cores = 4\nthreads = 8\nbf16_unit = \"amx\"\n"),
+       {"device.cpu-a.bf16_unit", "needs bf16_tflops"}},
+      {"bf16_rate_of_no_unit",
+       kHeader + device("cpu-a", {{"kind", "\"cpu\""}},
+                        "cores = 4\nthreads = 8\nbf16_tflops = 3\nbf16_unit = \"none\"\n"),
+       {"device.cpu-a.bf16_tflops", "needs its unit"}},
       {"zero_clock",
        kHeader + device("gpu-a", {}, "boost_clock_mhz = 0\n"),
        {a + ".boost_clock_mhz", "> 0"}},
