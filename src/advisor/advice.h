@@ -105,6 +105,11 @@ struct DevicePrediction {
   bool expected_at_least = false;  // no row validates its kind: at least these (see ExpectedError)
   std::string expected_kind;       // whose held-out rows the figures are (prediction_kind_name)
   std::vector<std::string> assumptions;
+  // A catalog CPU with a bf16 unit (AMX, AVX-512 BF16), weighed at bf16 where a profile timed at
+  // bf16 predicts it faster, as a user would train on it: "bf16", and its step at f32 beside.
+  // "" (f32) otherwise.
+  std::string precision;
+  std::optional<double> f32_step_s;
 };
 
 // Predictions of `focus` (a measured run) on this machine's devices (from their probed peaks,

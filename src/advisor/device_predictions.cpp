@@ -10,6 +10,7 @@
 #include "advisor/advice.h"
 #include "advisor/scale_out.h"
 #include "core/format.h"
+#include "model/work.h"
 #include "train/data_parallel.h"
 
 namespace xo {
@@ -347,6 +348,11 @@ std::optional<ProfiledStep> profiled_step(const ModelSpec& spec, int64_t batch,
     out.expected_error = expected_error(shipped_validation(), *from, out.kind);
   }
   if (o.trials > 0 && out.expected_error) out.expected_error->at_least = true;
+  // No held-out row predicts a CPU at bf16 from another CPU's profile (one bf16 profile ships, and
+  // AMX is not AVX-512 BF16): the rows quoted are f32's, so the error is at least theirs.
+  if (target.precision == "bf16" && !own && out.expected_error) {
+    out.expected_error->at_least = true;
+  }
   return out;
 }
 
@@ -430,11 +436,21 @@ void use_profiled_step(DevicePrediction& d, const ProfiledStep& ps, const Catalo
   d.profile = ps.from->id;
   take_expected_error(d, ps);
   d.assumptions.push_back(profile_assumption(ps));
-  d.assumptions.push_back(fmt::format(
-      "f32 (no TF32, no BF16); the device's rates: {:.0f}% of the datasheet's {:.1f} TFLOP/s "
-      "and {:.0f}% of its {:.0f} GB/s",
-      100 * o.achievable_flops_fraction, c.f32_tflops, 100 * o.achievable_bandwidth_fraction,
-      c.memory_bandwidth_gbs));
+  if (d.precision == "bf16") {
+    d.assumptions.push_back(fmt::format(
+        "bf16 products on its {} (f32 weights, gradients and optimizer, as PyTorch's CPU "
+        "autocast), {} per step at f32; the device's rates: {:.0f}% of the datasheet's {:.1f} "
+        "TFLOP/s bf16 and {:.0f}% of its {:.0f} GB/s",
+        c.bf16_unit == "amx" ? "AMX" : "AVX-512 BF16", duration(d.f32_step_s.value_or(0)),
+        100 * o.achievable_flops_fraction, c.bf16_tflops, 100 * o.achievable_bandwidth_fraction,
+        c.memory_bandwidth_gbs));
+  } else {
+    d.assumptions.push_back(fmt::format(
+        "f32 (no TF32, no BF16); the device's rates: {:.0f}% of the datasheet's {:.1f} TFLOP/s "
+        "and {:.0f}% of its {:.0f} GB/s",
+        100 * o.achievable_flops_fraction, c.f32_tflops, 100 * o.achievable_bandwidth_fraction,
+        c.memory_bandwidth_gbs));
+  }
   if (c.kind == DeviceKind::Gpu && ps.from->kind != DeviceKind::Gpu) {
     d.assumptions.push_back(fmt::format(
         "no GPU profile: a GPU's step predicted from a CPU's kernels, with fixed costs of "
@@ -445,14 +461,64 @@ void use_profiled_step(DevicePrediction& d, const ProfiledStep& ps, const Catalo
   }
 }
 
+// A catalog CPU with a bf16 unit, as a target at bf16: its datasheet bf16 rate, and only a profile
+// timed at bf16 predicts it.
+TargetDevice at_bf16(TargetDevice t, const CatalogDevice& c, const AdviceOptions& o) {
+  t.gflops = c.bf16_tflops * 1e3 * o.achievable_flops_fraction;
+  t.precision = "bf16";
+  t.rates = fmt::format("datasheet bf16 x {:.0f}% (compute) and {:.0f}% (bandwidth)",
+                        100 * o.achievable_flops_fraction, 100 * o.achievable_bandwidth_fraction);
+  return t;
+}
+
+// A catalog CPU at bf16: its f32 step `ps` times the bf16 / f32 ratio of a CPU profiled at both
+// (one machine, one thread count), each profile carried to this CPU at its datasheet rate of that
+// precision. The ratio isolates what the precision buys from how far the profiled machine is from
+// the part (a 2-thread bf16 profile carried straight to a 96-core chip says more of the thread
+// count than of bf16). Taken where it is below 1; the f32 step stays beside it; no held-out row
+// checks it, so its error is at least the f32 prediction's.
+void weigh_at_bf16(DevicePrediction& d, ProfiledStep& ps, const ModelSpec& spec, int64_t batch,
+                   const CatalogDevice& c, const TargetDevice& f32_target,
+                   const AdviceOptions& o) {
+  for (const DeviceProfile& b : o.profiles) {
+    if (b.kind != DeviceKind::Cpu || b.peaks.precision != "bf16" || !b.has_kernels()) continue;
+    for (const DeviceProfile& f : o.profiles) {
+      if (f.kind != DeviceKind::Cpu || !f.peaks.precision.empty() || !f.has_kernels() ||
+          f.name != b.name || f.threads != b.threads) {
+        continue;
+      }
+      const double at_bf16_s =
+          predict_with_profile(spec, batch, b, at_bf16(f32_target, c, o), false).seconds;
+      const double at_f32_s = predict_with_profile(spec, batch, f, f32_target, false).seconds;
+      if (at_f32_s <= 0 || at_bf16_s >= at_f32_s) return;
+      const double ratio = at_bf16_s / at_f32_s;
+      d.precision = "bf16";
+      d.f32_step_s = ps.step.seconds;
+      d.name += " at bf16";
+      ps.step.seconds *= ratio;
+      ps.step.flops_seconds *= ratio;
+      ps.step.bytes_seconds *= ratio;
+      ps.step.overhead_seconds *= ratio;
+      if (ps.expected_error) ps.expected_error->at_least = true;
+      d.assumptions.push_back(fmt::format(
+          "bf16: the f32 step x {:.2f}, the bf16 / f32 ratio of {}'s and {}'s profiles (one "
+          "machine at {} threads, each carried to this CPU at its {} rate)",
+          ratio, b.id, f.id, b.threads, c.bf16_unit == "amx" ? "AMX" : "AVX-512 BF16"));
+      return;
+    }
+  }
+}
+
 // The step of each slice of the batch a multi-device instance of the device would run.
 void predict_slices(DevicePrediction& d, const CatalogDevice& c, const RunRecord& focus,
                     const ModelSpec& spec, const std::vector<DevicePeaks>& peaks,
                     const Catalog& catalog, const AdviceOptions& o) {
+  // At bf16 each slice's f32 step takes the whole batch's bf16 / f32 ratio (weigh_at_bf16).
+  const double scale = d.f32_step_s ? d.step.seconds / *d.f32_step_s : 1.0;
   for (const int n : scale_out_counts(catalog, c.id)) {
     const int64_t rows = (focus.result.batch + n - 1) / n;
     if (const auto slice = profiled_step(spec, rows, catalog_target(c, peaks, o), o)) {
-      d.slice_seconds[n] = slice->step.seconds;
+      d.slice_seconds[n] = slice->step.seconds * scale;
     }
   }
 }
@@ -499,9 +565,14 @@ DevicePrediction catalog_prediction(const RunRecord& focus, const CatalogDevice&
   const DeviceRates rates = catalog_rates(c, peaks, o);
   const std::optional<double> eff = c.kind == DeviceKind::Gpu ? measured_eff.gpu : measured_eff.cpu;
   d.step = predict_step(focus.work, rates, eff.value_or(1.0));
-  const std::optional<ProfiledStep> ps =
+  std::optional<ProfiledStep> ps =
       spec ? profiled_step(*spec, focus.result.batch, catalog_target(c, peaks, o), o)
            : std::nullopt;
+  // A CPU with a bf16 unit is weighed at bf16 where that is faster (and bf16 changes one of the
+  // model's products), as a user on it would train.
+  if (ps && spec && o.trials == 0 && runs_bf16(c) && bf16_changes_products(*spec)) {
+    weigh_at_bf16(d, *ps, *spec, focus.result.batch, c, catalog_target(c, peaks, o), o);
+  }
   if (ps) {
     use_profiled_step(d, *ps, c, rates, measured_eff, o);
     take_measurement(d, c, measured);

@@ -176,9 +176,25 @@ struct Profiler {
     return shards > 1 ? std::max(0.0, measured - profile.shard_fork_us) : measured;
   }
 
+  // Where the backend's optimizers keep a bf16 copy of the weights they update (the CPU at bf16),
+  // a training step's products read it instead of converting the weights: the copy of
+  // params[0, n) made current as a step makes it (an SGD step at rate 0 over zero gradients, which
+  // leaves the parameters as they are), kept while the kernel returned lives. Null elsewhere.
+  std::unique_ptr<OptimizerKernel> keep_weights(float* params, int64_t n) {
+    if (be.info().kind != DeviceKind::Cpu) return nullptr;
+    OptimizerSettings still;
+    still.lr = 0;
+    auto kernel = be.optimizer(still, n);
+    if (kernel->weights_copy_bytes() == 0) return nullptr;
+    const DeviceBuffer zero = be.allocate(sizeof(float) * static_cast<size_t>(n));
+    kernel->step(params, zero.as<float>());
+    return kernel;
+  }
+
   // One shard's layer and the buffers it reads and writes.
   struct LayerSlot {
     std::unique_ptr<Layer> layer;
+    std::unique_ptr<OptimizerKernel> kept;  // params' bf16 copy (keep_weights), where not the model's
     DeviceBuffer params, src, dst, d_dst, d_src, grads;  // params, grads: where not the model's
     std::vector<float> d_dst_host;
     const float* weights = nullptr;  // the parameters it reads
@@ -295,6 +311,7 @@ struct Profiler {
           model.state(), trials, stride};
       slot.layer = make_layer(n, model.tensors(), be, context);
       slot.params = filled(trials * stride, 0.1f);
+      slot.kept = keep_weights(slot.params.as<float>(), trials * stride);
       slot.grads = be.allocate(sizeof(float) * trials * stride);
       slot.src = filled(rows * n.in_size, 1.0f);
       output_buffers(slot, n, rows);
@@ -407,6 +424,7 @@ struct Profiler {
   void model(const ModelSpec& spec) {
     Model m(spec, be);
     m.init(1);
+    const auto kept = keep_weights(m.params(), m.flat_size());
     const int64_t batch = spec.train.batch;
     std::vector<int> modes = {1};
     const int wanted = m.has_batch_norm() ? 1 : be.batch_shards(batch, m.train_flops(batch));

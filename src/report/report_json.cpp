@@ -454,6 +454,11 @@ void prediction_fields(Io& io, P& p, int schema) {
   if (io.present("expected_error_kind")) io.text("expected_error_kind", p.expected_kind);
   if constexpr (Io::kReading) io.in.optional_number("error_percent");
   io.texts("assumptions", p.assumptions);
+  // A catalog CPU weighed at bf16 (absent in files before it, and at f32).
+  io.text_unless_empty("precision", p.precision);
+  if (io.present("f32_step_s") && (Io::kReading || p.f32_step_s)) {
+    io.optional_number("f32_step_s", p.f32_step_s);
+  }
 }
 
 constexpr auto prediction_list = [](auto& io, auto& r, int schema) {

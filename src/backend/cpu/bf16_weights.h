@@ -26,10 +26,13 @@ class Bf16Weights {
     }
     return nullptr;
   }
-  // `owner`'s copy `bits` of params[0, floats) is current (it replaces what owner kept before).
+  // `owner`'s copy `bits` of params[0, floats) is current; what owner kept before and any other
+  // copy of those parameters (stale now) are forgotten.
   void keep(const void* owner, const float* params, int64_t floats, const uint16_t* bits) {
     std::lock_guard lock(mutex_);
-    std::erase_if(entries_, [&](const Entry& e) { return e.owner == owner; });
+    std::erase_if(entries_, [&](const Entry& e) {
+      return e.owner == owner || overlaps(e, params, sizeof(float) * static_cast<size_t>(floats));
+    });
     entries_.push_back({owner, params, floats, bits});
   }
   // `owner` keeps no current copy any more.
@@ -40,12 +43,7 @@ class Bf16Weights {
   // Something other than the owner's update wrote (or freed) bytes [at, at + bytes).
   void written(const void* at, size_t bytes) {
     std::lock_guard lock(mutex_);
-    const auto* begin = static_cast<const char*>(at);
-    std::erase_if(entries_, [&](const Entry& e) {
-      const auto* first = reinterpret_cast<const char*>(e.params);
-      const auto* last = reinterpret_cast<const char*>(e.params + e.floats);
-      return first < begin + bytes && begin < last;
-    });
+    std::erase_if(entries_, [&](const Entry& e) { return overlaps(e, at, bytes); });
   }
 
  private:
@@ -55,6 +53,13 @@ class Bf16Weights {
     int64_t floats;
     const uint16_t* bits;
   };
+  static bool overlaps(const Entry& e, const void* at, size_t bytes) {
+    const auto* begin = static_cast<const char*>(at);
+    const auto* first = reinterpret_cast<const char*>(e.params);
+    const auto* last = reinterpret_cast<const char*>(e.params + e.floats);
+    return first < begin + bytes && begin < last;
+  }
+
   mutable std::mutex mutex_;
   std::vector<Entry> entries_;
 };
