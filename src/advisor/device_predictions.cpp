@@ -478,8 +478,7 @@ TargetDevice at_bf16(TargetDevice t, const CatalogDevice& c, const AdviceOptions
 // count than of bf16). Taken where it is below 1; the f32 step stays beside it; no held-out row
 // checks it, so its error is at least the f32 prediction's.
 void weigh_at_bf16(DevicePrediction& d, ProfiledStep& ps, const ModelSpec& spec, int64_t batch,
-                   const CatalogDevice& c, const TargetDevice& f32_target,
-                   const AdviceOptions& o) {
+                   const CatalogDevice& c, const TargetDevice& f32_target, const AdviceOptions& o) {
   for (const DeviceProfile& b : o.profiles) {
     if (b.kind != DeviceKind::Cpu || b.peaks.precision != "bf16" || !b.has_kernels()) continue;
     for (const DeviceProfile& f : o.profiles) {

@@ -222,11 +222,19 @@ void price_ownership(CostTable& t, const RunHours& hours_on, const AdviceOptions
     const auto hours = hours_on(d.id, &predicted);
     if (!hours) continue;
     const OwnershipCost c = ownership_cost(d, *hours, o.ownership);
-    t.ownership.push_back({d.id, d.name, d.price_usd, *hours, c.run_usd, c.hourly_capital_usd,
+    // Named as predicted ("... at bf16" where a CPU is weighed at bf16).
+    std::string name = d.name;
+    for (const DevicePrediction& p : hours_on.ps) {
+      if (p.device == d.id && !p.local) name = p.name;
+    }
+    t.ownership.push_back({d.id, name, d.price_usd, *hours, c.run_usd, c.hourly_capital_usd,
                            c.hourly_power_usd, predicted, d.source, d.date});
     const CatalogInstance* rent = rental_for(d, hours_on);
     if (!rent) continue;
-    if (auto b = buy_or_rent(d, *hours, *rent, hours_on, o)) t.break_even.push_back(*b);
+    if (auto b = buy_or_rent(d, *hours, *rent, hours_on, o)) {
+      b->name = name;
+      t.break_even.push_back(*b);
+    }
   }
 }
 

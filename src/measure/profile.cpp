@@ -194,7 +194,8 @@ struct Profiler {
   // One shard's layer and the buffers it reads and writes.
   struct LayerSlot {
     std::unique_ptr<Layer> layer;
-    std::unique_ptr<OptimizerKernel> kept;  // params' bf16 copy (keep_weights), where not the model's
+    std::unique_ptr<OptimizerKernel>
+        kept;  // params' bf16 copy (keep_weights), where not the model's
     DeviceBuffer params, src, dst, d_dst, d_src, grads;  // params, grads: where not the model's
     std::vector<float> d_dst_host;
     const float* weights = nullptr;  // the parameters it reads

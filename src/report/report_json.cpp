@@ -456,8 +456,11 @@ void prediction_fields(Io& io, P& p, int schema) {
   io.texts("assumptions", p.assumptions);
   // A catalog CPU weighed at bf16 (absent in files before it, and at f32).
   io.text_unless_empty("precision", p.precision);
-  if (io.present("f32_step_s") && (Io::kReading || p.f32_step_s)) {
-    io.optional_number("f32_step_s", p.f32_step_s);
+  if (io.present("f32_step_ms") && (Io::kReading || p.f32_step_s)) {
+    std::optional<double> ms;
+    if (p.f32_step_s) ms = *p.f32_step_s * 1e3;
+    io.optional_number("f32_step_ms", ms);
+    if constexpr (Io::kReading) p.f32_step_s = ms ? std::optional(*ms / 1e3) : std::nullopt;
   }
 }
 

@@ -779,5 +779,55 @@ TEST(ProfilePredict, ACpuProfileTimedAtBf16PredictsOnlyTheCpuAtBf16) {
   }
 }
 
+// A catalog CPU with a bf16 unit is weighed at bf16, as a user on it would train: its f32 step
+// times the bf16 / f32 ratio of one machine's two profiles (the shipped EPYC's), named "at bf16",
+// its f32 step beside and its error "at least" (no held-out row checks it). A CPU without a unit
+// or whose entry does not say, a GPU, and a model whose products bf16 does not change stay f32.
+TEST(ProfilePredict, CatalogCpusWithABf16UnitAreWeighedAtBf16) {
+  AdviceOptions o;
+  use_profiles(o, {});
+  Catalog catalog = shipped_catalog();
+  for (CatalogDevice& d : catalog.devices) {
+    if (d.id == "epyc-9654") d.bf16_unit = "unknown", d.bf16_tflops = 0;  // an entry not saying
+  }
+  auto predict = [&](const char* model) {
+    const ModelSpec spec = *builtin_spec(model);
+    RunRecord focus;
+    focus.result.model = model;
+    focus.result.batch = spec.train.batch;
+    focus.spec_toml = to_toml(spec);
+    std::map<std::string, DevicePrediction> by_id;
+    for (DevicePrediction& p : predict_devices(focus, {}, {}, catalog, o)) by_id[p.device] = p;
+    return by_id;
+  };
+  const auto cnn = predict("mnist-cnn");
+  int at_bf16 = 0;
+  for (const CatalogDevice& c : catalog.devices) {
+    SCOPED_TRACE(c.id);
+    const DevicePrediction& p = cnn.at(c.id);
+    if (p.precision.empty()) {
+      EXPECT_FALSE(p.f32_step_s);
+      EXPECT_EQ(p.name, c.name);
+      continue;
+    }
+    ++at_bf16;
+    EXPECT_TRUE(runs_bf16(c)) << "only a CPU with AMX or AVX-512 BF16 and its rate";
+    EXPECT_EQ(p.precision, "bf16");
+    EXPECT_EQ(p.name, c.name + " at bf16");
+    ASSERT_TRUE(p.f32_step_s);
+    EXPECT_LT(p.step.seconds, *p.f32_step_s);
+    EXPECT_TRUE(p.expected_at_least);
+    bool said = false;
+    for (const std::string& a : p.assumptions)
+      said |= a.find("amd-epyc-2t-bf16") != std::string::npos;
+    EXPECT_TRUE(said) << "the assumptions name the profiles whose ratio it takes";
+  }
+  EXPECT_GE(at_bf16, 2) << "the shipped AMX Xeons and Zen 4 parts, for a CNN";
+  EXPECT_TRUE(cnn.at("i9-14900k").precision.empty());
+  EXPECT_TRUE(cnn.at("epyc-9654").precision.empty());
+  // disc-4's layers are all small (f32 at any precision): nothing is weighed at bf16.
+  for (const auto& [id, p] : predict("disc-4")) EXPECT_TRUE(p.precision.empty()) << id;
+}
+
 }  // namespace
 }  // namespace xo
