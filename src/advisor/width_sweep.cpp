@@ -15,24 +15,38 @@ namespace xo {
 namespace {
 
 struct WidthSeries {
-  SweepSeries here, there;
+  SweepSeries there;  // the GPU's (this machine's devices' are their LocalCurves')
 };
 
-// Each width's predicted time per 100 epochs (the spec's steps per epoch at its batch), here and
-// on `gpu`; none where the spec has no hidden width to vary.
+// A device of this machine along the widths: its profile's prediction, or its probe's roofline
+// calibrated by the efficiency its run reached.
+struct LocalCurve {
+  TargetDevice target;
+  DeviceRates rates;
+  double eff = 1;
+  SweepSeries series;
+};
+LocalCurve local_curve(const RunRecord& run, const DevicePeaks& peaks,
+                       const std::vector<DevicePeaks>& all, const AdviceOptions& o) {
+  const bool profiled = !o.profiles.empty();
+  return {local_target(run.result.device, peaks, o),
+          probed_rates(peaks),
+          local_efficiency(run, all),
+          {run.result.device.id + (profiled ? " (predicted)" : " (calibrated)"), {}}};
+}
+
+// Each width's predicted time per 100 epochs (the spec's steps per epoch at its batch), on each
+// of `here` (this machine's devices) and on `gpu`; none where the spec has no hidden width to
+// vary.
 std::optional<WidthSeries> width_series(const ModelSpec& spec, const RunRecord& measured,
-                                        const DevicePeaks& local, const CatalogDevice& gpu,
+                                        std::vector<LocalCurve>& here, const CatalogDevice& gpu,
                                         const std::vector<DevicePeaks>& peaks,
                                         const AdviceOptions& o) {
-  const double eff = local_efficiency(measured, peaks);
-  const DeviceRates local_rates = probed_rates(local);
   const DeviceRates gpu_rates = catalog_rates(gpu, peaks, o);
   const TargetDevice gpu_target = catalog_target(gpu, peaks, o);
-  const TargetDevice here_target = local_target(measured.result.device, local, o);
   const bool profiled = !o.profiles.empty();
   auto cpu_backend = make_backend(parse_device("cpu", 1));
-  WidthSeries w{{measured.result.device.id + (profiled ? " (predicted)" : " (calibrated)"), {}},
-                {gpu.id + (profiled ? " (predicted)" : " (predicted, lower bound)"), {}}};
+  WidthSeries w{{gpu.id + (profiled ? " (predicted)" : " (predicted, lower bound)"), {}}};
   const int64_t batch = measured.result.batch;
   const double per_100 = static_cast<double>(measured.result.steps_per_epoch) * 100;
   for (int64_t width = 16; width <= 4096; width *= 2) {
@@ -46,13 +60,14 @@ std::optional<WidthSeries> width_series(const ModelSpec& spec, const RunRecord& 
     const Model m(s, *cpu_backend);
     const StepWork work = step_work(m, batch);
     const double params = static_cast<double>(m.parameter_count());
-    const auto here_step = profiled ? profiled_step(s, batch, here_target, o) : std::nullopt;
     const auto gpu_step = profiled ? profiled_step(s, batch, gpu_target, o) : std::nullopt;
     const double x = static_cast<double>(width);
-    w.here.points.push_back(
-        {x, params,
-         (here_step ? here_step->step.seconds : predict_step(work, local_rates, eff).seconds) *
-             per_100});
+    for (LocalCurve& c : here) {
+      const auto step = profiled ? profiled_step(s, batch, c.target, o) : std::nullopt;
+      c.series.points.push_back(
+          {x, params,
+           (step ? step->step.seconds : predict_step(work, c.rates, c.eff).seconds) * per_100});
+    }
     w.there.points.push_back(
         {x, params,
          (gpu_step ? gpu_step->step.seconds : predict_step(work, gpu_rates, 1.0).seconds) *
@@ -66,15 +81,24 @@ std::optional<WidthSeries> width_series(const ModelSpec& spec, const RunRecord& 
 std::optional<SweepRecord> predicted_width_sweep(const ModelSpec& spec, const RunRecord& measured,
                                                  const std::vector<DevicePeaks>& peaks,
                                                  const Catalog& catalog, const AdviceOptions& o_in,
-                                                 const CatalogDevice* gpu) {
+                                                 const CatalogDevice* gpu, const RunRecord* bf16) {
   const AdviceOptions o = with_profiles(o_in);
   const DevicePeaks* local = find_peaks(peaks, measured.result.device.id);
   if (!local || !gpu || measured.result.device.kind == DeviceKind::Gpu) return std::nullopt;
-  const std::optional<WidthSeries> w = width_series(spec, measured, *local, *gpu, peaks, o);
+  std::vector<LocalCurve> here = {local_curve(measured, *local, peaks, o)};
+  const DevicePeaks* bf16_peaks = bf16 ? find_peaks(peaks, bf16->result.device.id) : nullptr;
+  if (bf16_peaks) here.push_back(local_curve(*bf16, *bf16_peaks, peaks, o));
+  const std::optional<WidthSeries> w = width_series(spec, measured, here, *gpu, peaks, o);
   if (!w) return std::nullopt;
-  const std::vector<SweepSeries> series = {w->here, w->there};
-  SweepRecord record =
-      sweep_record("width", series, find_crossovers(series), {w->here.device, w->there.device});
+  std::vector<SweepSeries> series;
+  std::vector<std::string> order;
+  for (const LocalCurve& c : here) {
+    series.push_back(c.series);
+    order.push_back(c.series.device);
+  }
+  series.push_back(w->there);
+  order.push_back(w->there.device);
+  SweepRecord record = sweep_record("width", series, find_crossovers(series), order);
   const std::string& device = measured.result.device.id;
   record.series[0].note =
       o.profiles.empty() ? fmt::format(
@@ -85,7 +109,12 @@ std::optional<SweepRecord> predicted_width_sweep(const ModelSpec& spec, const Ru
                                "this machine's {} predicted from a device profile at each width "
                                "(the measured point is {}'s own width)",
                                device, spec.name);
-  record.series[1].note = chart_gpu_note(catalog, o, *gpu);
+  if (here.size() > 1) {
+    record.series[1].note =
+        fmt::format("this machine's CPU at bf16 ({}), predicted as {} is at each width",
+                    bf16->result.device.id, device);
+  }
+  record.series.back().note = chart_gpu_note(catalog, o, *gpu);
   return record;
 }
 

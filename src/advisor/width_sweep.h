@@ -17,10 +17,13 @@ namespace xo {
 // The predicted sweep along width, each series with a note on how it was predicted: from the
 // device profiles where `o` has some (with_profiles), else this device's roofline calibrated by
 // the efficiency `measured` reached and the GPU's roofline as a lower bound. None where the spec
-// has no hidden width, the measured device is a GPU, or `gpu` is null.
+// has no hidden width, the measured device is a GPU, or `gpu` is null. `bf16` (the same spec
+// measured on cpu:bf16, where it was) adds this CPU at bf16, so that the crossover is found at
+// bf16 too.
 std::optional<SweepRecord> predicted_width_sweep(const ModelSpec& spec, const RunRecord& measured,
                                                  const std::vector<DevicePeaks>& peaks,
                                                  const Catalog& catalog, const AdviceOptions& o,
-                                                 const CatalogDevice* gpu);
+                                                 const CatalogDevice* gpu,
+                                                 const RunRecord* bf16 = nullptr);
 
 }  // namespace xo

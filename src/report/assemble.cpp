@@ -108,8 +108,16 @@ void add_width_sweep_and_advice(Report& report, const ModelSpec& spec, const Run
                                 const AdviceOptions& o_in) {
   const AdviceOptions o = with_profiles(o_in);
   add_verdict(report, focus, runs, peaks, catalog, o);
-  report.sweep =
-      predicted_width_sweep(spec, focus, peaks, catalog, o, chart_gpu(catalog, report.verdict));
+  // The CPU at bf16 where it was measured beside: the crossover at bf16 too.
+  const RunRecord* bf16 = nullptr;
+  for (const RunRecord& r : runs) {
+    if (r.result.model == focus.result.model && r.result.device.kind == DeviceKind::Cpu &&
+        r.result.device.precision == "bf16" && &r != &focus) {
+      bf16 = &r;
+    }
+  }
+  report.sweep = predicted_width_sweep(spec, focus, peaks, catalog, o,
+                                       chart_gpu(catalog, report.verdict), bf16);
   add_crossover_and_lines(report, focus, "width", true);
 }
 
