@@ -194,8 +194,6 @@ struct Profiler {
   // One shard's layer and the buffers it reads and writes.
   struct LayerSlot {
     std::unique_ptr<Layer> layer;
-    std::unique_ptr<OptimizerKernel>
-        kept;  // params' bf16 copy (keep_weights), where not the model's
     DeviceBuffer params, src, dst, d_dst, d_src, grads;  // params, grads: where not the model's
     std::vector<float> d_dst_host;
     const float* weights = nullptr;  // the parameters it reads
@@ -311,8 +309,9 @@ struct Profiler {
           batch,         0,      true,  n.gradient_below, shards > 1, 1, &model.buffers(),
           model.state(), trials, stride};
       slot.layer = make_layer(n, model.tensors(), be, context);
+      // No kept bf16 copy here: each trial's optimizer keeps its own, so a fused group's Linear
+      // converts the weights it spans itself, as timed.
       slot.params = filled(trials * stride, 0.1f);
-      slot.kept = keep_weights(slot.params.as<float>(), trials * stride);
       slot.grads = be.allocate(sizeof(float) * trials * stride);
       slot.src = filled(rows * n.in_size, 1.0f);
       output_buffers(slot, n, rows);
