@@ -100,7 +100,7 @@ def tune(model: Model, x: ArrayLike, y: ArrayLike,
          halving: bool = ..., min_epochs: int = ..., factor: int = ...,
          epochs: Optional[int] = ..., parallel: Optional[int] = ...,
          fuse: Union[str, int] = ..., threads: int = ..., devices: Optional[Sequence[str]] = ...,
-         restart: bool = ..., checkpoint_every: str = ..., client: Any = ...,
+         precision: str = ..., restart: bool = ..., checkpoint_every: str = ..., client: Any = ...,
          verbose: int = ...) -> Search: ...
 def advise(model: Model, x: ArrayLike, y: ArrayLike, *, epochs: Optional[int] = ...,
            devices: Optional[Sequence[str]] = ..., out: Optional[PathLike] = ...,

@@ -156,8 +156,8 @@ class Search:
 
 def tune(model, x, y, space, *, out="crossover-tune", validation_split=0.0, validation_data=None,
          samples=None, seed=0, objective=None, halving=False, min_epochs=1, factor=3,
-         epochs=None, parallel=None, fuse="auto", threads=0, devices=None, restart=False,
-         checkpoint_every="60s", client=None, verbose=1):
+         epochs=None, parallel=None, fuse="auto", threads=0, devices=None, precision="f32",
+         restart=False, checkpoint_every="60s", client=None, verbose=1):
     """A hyper-parameter search over `model` trained on x, y, as `crossover tune` runs it: the
     grid of `space` ({"lr": [0.01, 0.1], "width": [32, 64]}; the keys are `crossover tune
     --vary`'s, such as "train.optimizer.lr"; or a range "0.001..0.1:log" with `samples` random
@@ -166,7 +166,9 @@ def tune(model, x, y, space, *, out="crossover-tune", validation_split=0.0, vali
     val_accuracy with a validation_split, test_accuracy with validation_data, which the trials
     report as their test set, else the training loss). With `client` (a distributed.Client), each
     job (a fused group, or a trial alone) runs as a Dask task on the cluster's workers, one a
-    worker at a time, `threads` each (default: the worker's); see crossover.dask. The search's
+    worker at a time, `threads` each (default: the worker's); see crossover.dask. `precision`:
+    every trial's arithmetic, as fit's ("f32", "tf32" on GPUs, "bf16" on GPUs and on CPUs with
+    AMX or AVX-512 BF16; a CPU without either refuses it before any trial). The search's
     folder `out` keeps its results; the same call goes on from it after a stop (Ctrl-C keeps the
     finished trials), `restart=True` starts afresh. Returns a Search."""
     from . import Model
@@ -184,6 +186,8 @@ def tune(model, x, y, space, *, out="crossover-tune", validation_split=0.0, vali
                          "[0, 1)")
     if validation_data is not None and validation_split:
         raise ValueError("tune(): validation_split and validation_data: choose one")
+    if precision not in ("f32", "tf32", "bf16"):
+        raise ValueError(f"tune(precision={precision!r}): expected \"f32\", \"tf32\" or \"bf16\"")
     program = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bin", "crossover")
     if not os.access(program, os.X_OK):
         raise FileNotFoundError(f"{program}: the crossover command is not beside the package "
@@ -223,6 +227,7 @@ def tune(model, x, y, space, *, out="crossover-tune", validation_split=0.0, vali
     call.out = out
     call.restart = bool(restart)
     call.checkpoint_every = str(checkpoint_every)
+    call.precision = precision
     call.quiet = not verbose
     call.call = f"crossover.tune({model.name!r}, x{x.shape}, y, space={call.vary})"
     runner = None

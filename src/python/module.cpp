@@ -280,7 +280,7 @@ struct TuneCall {
   std::vector<std::string> vary, devices;
   int64_t samples = 0, min_epochs = 1, factor = 3, epochs = 0;  // epochs 0: the spec's
   uint64_t seed = 0;
-  std::string objective, out = "crossover-tune", checkpoint_every = "60s";
+  std::string objective, out = "crossover-tune", checkpoint_every = "60s", precision = "f32";
   bool halving = false, restart = false, quiet = false;
   int parallel = 0, fuse = kFuseAuto, threads = 0, instances = 4;
   std::string call;  // the Python call, as the search's lock records it
@@ -321,6 +321,7 @@ std::string tune(const PyModel& m, const TuneCall& c, const py::object& on_event
   s.restart = c.restart;
   s.instances = c.instances;
   s.checkpoint_every = c.checkpoint_every;
+  s.precision = c.precision;
   s.command_line = c.call;
   job.quiet = c.quiet;
   job.program = c.program;
@@ -484,6 +485,7 @@ PYBIND11_MODULE(_crossover, m) {
       .def_readwrite("objective", &TuneCall::objective)
       .def_readwrite("out", &TuneCall::out)
       .def_readwrite("checkpoint_every", &TuneCall::checkpoint_every)
+      .def_readwrite("precision", &TuneCall::precision)
       .def_readwrite("halving", &TuneCall::halving)
       .def_readwrite("restart", &TuneCall::restart)
       .def_readwrite("quiet", &TuneCall::quiet)

@@ -76,3 +76,34 @@ def test_bad_input_is_named(tmp_path):
     os.symlink(tmp_path, tmp_path / "link")
     with pytest.raises(ValueError, match="is a link"):
         crossover.tune(m, x, y, {"lr": [0.1]}, out=tmp_path / "link")
+
+
+def test_precision_reaches_every_trial_and_a_cpu_without_the_units_refuses_it(tmp_path):
+    import json
+    import subprocess
+    import sys
+    x, y = disc(300)
+    m = crossover.Model("disc-4")
+    with pytest.raises(ValueError, match="precision='fp8'"):
+        crossover.tune(m, x, y, {"lr": [0.1]}, precision="fp8", out=tmp_path / "a")
+    # oneDNN held below the bf16 units: refused before any trial, saying what is missing.
+    code = ("import numpy as np, crossover\n"
+            "x = np.random.default_rng(0).random((100, 2), dtype=np.float32)\n"
+            "y = (x[:, 0] > x[:, 1]).astype(np.int32)\n"
+            f"crossover.tune(crossover.Model('disc-4'), x, y, {{'lr': [0.1]}}, epochs=1,\n"
+            f"               out={str(tmp_path / 'b')!r}, verbose=0, precision='bf16')\n")
+    env = dict(os.environ, ONEDNN_MAX_CPU_ISA="AVX2")
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert done.returncode != 0
+    assert "needs AMX (amx_bf16) or AVX-512 BF16" in done.stderr, done.stderr
+    assert not (tmp_path / "b" / "trials" / "t01" / "result.json").exists()
+    try:
+        s = crossover.tune(m, x, y, {"lr": [0.1, 0.2]}, epochs=1, out=tmp_path / "c", verbose=0,
+                           threads=1, precision="bf16")
+    except Exception as e:  # noqa: BLE001: the refusal's type is the engine's
+        if "needs AMX" in str(e):
+            pytest.skip("this CPU has neither AMX nor AVX-512 BF16: no trial at bf16 here")
+        raise
+    for t in s.result["trials"]:
+        result = json.loads((tmp_path / "c" / "trials" / t["id"] / "result.json").read_text())
+        assert result["precision"] == "bf16" and result["device"] == "cpu:bf16", result["device"]
