@@ -64,10 +64,10 @@ int run_devices(const DevicesOptions& o) {
     if (!e.peaks) continue;
     const DevicePeaks& p = *e.peaks;
     fmt::print(
-        "  measured peak: {:.1f} GFLOP/s f32 matmul ({}^3), {:.1f} GB/s memory, fixed costs "
+        "  measured peak: {:.1f} GFLOP/s {} matmul ({}^3), {:.1f} GB/s memory, fixed costs "
         "{:.2f} us per step + {:.2f} us per layer ({} {}{})\n",
-        p.matmul_gflops, p.matmul_n, p.bandwidth_gbs, p.step_overhead_us, p.layer_overhead_us,
-        p.cached ? "cached from" : "probed", p.probed,
+        p.matmul_gflops, p.precision.empty() ? "f32" : p.precision, p.matmul_n, p.bandwidth_gbs,
+        p.step_overhead_us, p.layer_overhead_us, p.cached ? "cached from" : "probed", p.probed,
         p.cached ? "; --reprobe measures again" : "");
     if (e.bf16_peaks) {
       const DevicePeaks& b = *e.bf16_peaks;

@@ -69,8 +69,10 @@ std::string summary_text(const Report& report, const std::filesystem::path& out,
                      terminal_safe(r.model), r.device.id, terminal_safe(r.resumed_differently));
   }
   for (const DevicePeaks& p : report.peaks) {
-    s += fmt::format("peak of {}: {:.1f} GFLOP/s f32 matmul, {:.1f} GB/s (probed {}{})\n",
-                     terminal_safe(p.device), p.matmul_gflops, p.bandwidth_gbs,
+    // In the precision it was probed at (a cpu:bf16 backend's is its bf16 peak).
+    s += fmt::format("peak of {}: {:.1f} GFLOP/s {} matmul, {:.1f} GB/s (probed {}{})\n",
+                     terminal_safe(p.device), p.matmul_gflops,
+                     p.precision.empty() ? "f32" : terminal_safe(p.precision), p.bandwidth_gbs,
                      terminal_safe(p.probed), p.cached ? ", cached" : "");
   }
   for (const ReportRun& run : report.runs) {
