@@ -92,7 +92,9 @@ def test_precision_reaches_every_trial_and_a_cpu_without_the_units_refuses_it(tm
             "y = (x[:, 0] > x[:, 1]).astype(np.int32)\n"
             f"crossover.tune(crossover.Model('disc-4'), x, y, {{'lr': [0.1]}}, epochs=1,\n"
             f"               out={str(tmp_path / 'b')!r}, verbose=0, precision='bf16')\n")
-    env = dict(os.environ, ONEDNN_MAX_CPU_ISA="AVX2")
+    package = os.path.dirname(os.path.dirname(os.path.abspath(crossover.__file__)))
+    env = dict(os.environ, ONEDNN_MAX_CPU_ISA="AVX2",
+               PYTHONPATH=os.pathsep.join([package, os.environ.get("PYTHONPATH", "")]))
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     assert done.returncode != 0
     assert "needs AMX (amx_bf16) or AVX-512 BF16" in done.stderr, done.stderr
