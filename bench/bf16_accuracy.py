@@ -5,24 +5,18 @@ the test accuracies, a line per seed (docs/benchmarks.md, "The CPU at bf16").
 
     /usr/bin/python3 bench/bf16_accuracy.py   # needs build/crossover, a CPU with AMX or AVX-512 BF16
 """
-import gzip, json, os, subprocess, sys, tempfile
+import json, os, subprocess, sys, tempfile
 
 import numpy as np
 import torch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import peer
 XO = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build/crossover")
-def idx(path):
-    with gzip.open(path) as f:
-        data = f.read()
-    dims = data[3]
-    shape = [int.from_bytes(data[4 + 4 * i:8 + 4 * i], "big") for i in range(dims)]
-    return np.frombuffer(data, np.uint8, offset=4 + 4 * dims).reshape(shape)
 d = "/usr/share/datasets/fashion-mnist/"
-xtr = torch.from_numpy(idx(d + "train-images-idx3-ubyte.gz").reshape(-1, 784).astype(np.float32) / 255)
-ytr = torch.from_numpy(idx(d + "train-labels-idx1-ubyte.gz").astype(np.int64))
-xte = torch.from_numpy(idx(d + "t10k-images-idx3-ubyte.gz").reshape(-1, 784).astype(np.float32) / 255)
-yte = torch.from_numpy(idx(d + "t10k-labels-idx1-ubyte.gz").astype(np.int64))
+xtr = torch.from_numpy(peer.read_idx(d + "train-images-idx3-ubyte.gz").reshape(-1, 784).astype(np.float32) / 255)
+ytr = torch.from_numpy(peer.read_idx(d + "train-labels-idx1-ubyte.gz").astype(np.int64))
+xte = torch.from_numpy(peer.read_idx(d + "t10k-images-idx3-ubyte.gz").reshape(-1, 784).astype(np.float32) / 255)
+yte = torch.from_numpy(peer.read_idx(d + "t10k-labels-idx1-ubyte.gz").astype(np.int64))
 torch.set_num_threads(2)
 spec = """[model]
 input = [784]

@@ -202,6 +202,17 @@ def write_safetensors(path, tensors):
         f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
 
 
+def read_idx(path):
+    """The numpy array of a gzip'd IDX file (the MNIST and Fashion-MNIST format)."""
+    import gzip
+    import numpy as np
+    with gzip.open(path, "rb") as f:
+        data = f.read()
+    dims = data[3]
+    shape = [int.from_bytes(data[4 + 4 * i:8 + 4 * i], "big") for i in range(dims)]
+    return np.frombuffer(data, np.uint8, offset=4 + 4 * dims).reshape(shape)
+
+
 def read_safetensors(path):
     """{name: numpy array} of an F32/I64 safetensors file."""
     import numpy as np

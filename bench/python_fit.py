@@ -14,7 +14,6 @@ of a one-step fit, and the peak resident memory of fitting on 1 GiB of float32 s
 Measure on a quiet machine (nothing else building or running): the two share its cores.
 """
 import argparse
-import gzip
 import json
 import os
 import resource
@@ -30,6 +29,7 @@ ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)),
 BUILD = os.environ.get("CROSSOVER_BUILD_DIR", os.path.join(ROOT, "build"))
 sys.path.insert(0, os.path.join(BUILD, "python"))
 import crossover  # noqa: E402
+import peer  # noqa: E402  (bench/, this file's folder)
 
 FASHION = "/usr/share/datasets/fashion-mnist"  # Debian's dataset-fashion-mnist (gzip'd IDX)
 
@@ -43,17 +43,9 @@ def disc_csv(folder, samples=1000, seed=0):
     return path, x, y
 
 
-def idx(path):
-    with gzip.open(path, "rb") as f:
-        data = f.read()
-    dims = data[3]
-    shape = [int.from_bytes(data[4 + 4 * i:8 + 4 * i], "big") for i in range(dims)]
-    return np.frombuffer(data, np.uint8, offset=4 + 4 * dims).reshape(shape)
-
-
 def fashion(split):
-    x = idx(os.path.join(FASHION, f"{split}-images-idx3-ubyte.gz")).astype(np.float32) / 255
-    y = idx(os.path.join(FASHION, f"{split}-labels-idx1-ubyte.gz")).astype(np.int32)
+    x = peer.read_idx(os.path.join(FASHION, f"{split}-images-idx3-ubyte.gz")).astype(np.float32) / 255
+    y = peer.read_idx(os.path.join(FASHION, f"{split}-labels-idx1-ubyte.gz")).astype(np.int32)
     return np.ascontiguousarray(x.reshape(-1, 1, 28, 28)), y
 
 

@@ -564,13 +564,13 @@ DevicePrediction catalog_prediction(const RunRecord& focus, const CatalogDevice&
   const DeviceRates rates = catalog_rates(c, peaks, o);
   const std::optional<double> eff = c.kind == DeviceKind::Gpu ? measured_eff.gpu : measured_eff.cpu;
   d.step = predict_step(focus.work, rates, eff.value_or(1.0));
+  const TargetDevice target = catalog_target(c, peaks, o);
   std::optional<ProfiledStep> ps =
-      spec ? profiled_step(*spec, focus.result.batch, catalog_target(c, peaks, o), o)
-           : std::nullopt;
+      spec ? profiled_step(*spec, focus.result.batch, target, o) : std::nullopt;
   // A CPU with a bf16 unit is weighed at bf16 where that is faster (and bf16 changes one of the
   // model's products), as a user on it would train.
-  if (ps && spec && o.trials == 0 && runs_bf16(c) && bf16_changes_products(*spec)) {
-    weigh_at_bf16(d, *ps, *spec, focus.result.batch, c, catalog_target(c, peaks, o), o);
+  if (ps && o.trials == 0 && runs_bf16(c) && bf16_changes_products(*spec)) {
+    weigh_at_bf16(d, *ps, *spec, focus.result.batch, c, target, o);
   }
   if (ps) {
     use_profiled_step(d, *ps, c, rates, measured_eff, o);
