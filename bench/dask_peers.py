@@ -4,15 +4,18 @@ LocalCluster of two worker processes of one thread each, one run of each, in one
 
   PYTHONPATH=build/python /usr/bin/python3 bench/dask_peers.py [--trials 64] [--epochs 20]
                                                                 [--repeats 1]
+  PYTHONPATH=build/python /usr/bin/python3 bench/dask_peers.py --model mnist-mlp --trials 16 \
+                                                                --epochs 1 [--repeats 1]
 
 With --repeats N the three run N rounds on the same cluster, one after another in each round, and
 each one's median wall time is compared (the first round, where each pays its first imports on
 the workers, is printed too).
 
-- crossover: crossover.tune(crossover.Model("disc-4"), x, y, grid, client=client) (fused groups,
-  one task a group).
-- PyTorch + client.map: one task a trial, each training the same network (2-4-8-16-2, ReLU) from
-  the same initial weights, with the optimizer, batch size, epochs, order and split that
+- crossover: crossover.tune(crossover.Model(MODEL), x, y, grid, client=client) (fused groups,
+  one task a group). MODEL: disc-4 (600 disc points, a quarter held out) or mnist-mlp
+  (Fashion-MNIST's 60,000 training images, a fifth held out).
+- PyTorch + client.map: one task a trial, each training the same network (the trial spec's
+  Linear, ReLU and Dropout layers) from the same initial weights, with the optimizer, batch size, epochs, order and split that
   crossover's trial spec holds (read from the search's t01/spec.toml), torch.set_num_threads(1),
   the data scattered once.
 - Optuna + PyTorch: Debian's python3-optuna, a study in optuna.integration.DaskStorage with a
@@ -20,8 +23,11 @@ the workers, is printed too).
   function above.
 
 The grid: learning rates x weight decays, `--trials` points in all; the objective: the validation
-accuracy on the last quarter of 600 disc points (Keras's validation_split, as crossover's). Prints
-one line per peer (wall time, trials run, best point and its objective) and one JSON line.
+accuracy on the held-out part (the last samples, Keras's validation_split, as crossover's).
+Before the searches, each engine trains one trial alone (the grid's first point) as a task on one
+worker: the ratio of the two is crossover's single-model lead on these cores, the figure the
+search's ratio is read against. Prints one line per peer (wall time, trials run, best point and its
+objective) and one JSON line.
 """
 import argparse
 import json
@@ -49,26 +55,52 @@ def disc(samples, seed=0):
     return x, y
 
 
-def grid_of(trials):
+def grid_of(trials, lowest=0.001, highest=1.0):
     count = max(1, trials // 4)
-    rates = [0.001 * 1000 ** (k / max(1, count - 1)) for k in range(count)]
+    rates = [lowest * (highest / lowest) ** (k / max(1, count - 1)) for k in range(count)]
     decays = [0.0, 1e-4, 1e-3, 1e-2][:max(1, trials // len(rates))]
     return {"train.optimizer.lr": rates, "train.optimizer.weight_decay": decays}
 
 
-def torch_trial(lr, weight_decay, data, train, init):
+MODELS = {"disc-4": 0.25, "mnist-mlp": 0.2}  # the searches, and the fraction each holds out
+
+
+def fashion():
+    sys.path.insert(0, HERE)
+    from dask_tune import fashion as read
+    return read()
+
+
+def torch_net(model):
+    """The trial spec's [model] as a torch Sequential, its modules indexed as crossover's
+    state_dict names them ("0.weight", ...)."""
+    import torch
+    layers, width = [], model["input"][0]
+    for layer in model["layers"]:
+        if layer["type"] == "linear":
+            layers.append(torch.nn.Linear(width, layer["out"]))
+            width = layer["out"]
+        elif layer["type"] == "relu":
+            layers.append(torch.nn.ReLU())
+        elif layer["type"] == "dropout":
+            layers.append(torch.nn.Dropout(layer["p"]))
+        else:
+            raise ValueError(f"dask_peers: no PyTorch layer here for {layer['type']}")
+    return torch.nn.Sequential(*layers)
+
+
+def torch_trial(lr, weight_decay, data, train, init, held_out=0.25):
     """One trial as a PyTorch user writes it, from the same initial weights as crossover's trials
-    (`init`, the model's state_dict): the validation accuracy (percent) after training."""
+    (`init`, the model's state_dict): the validation accuracy (percent) after training. `train`
+    is the trial spec's [train] with its [model] as "model"."""
     import torch
     torch.set_num_threads(1)
     x, y = data
-    n = int(len(x) * 0.75)
+    n = len(x) - int(round(len(x) * held_out))
     xt, yt = torch.from_numpy(x[:n]), torch.from_numpy(y[:n].astype(np.int64))
     xv, yv = torch.from_numpy(x[n:]), torch.from_numpy(y[n:].astype(np.int64))
     torch.manual_seed(0)
-    net = torch.nn.Sequential(torch.nn.Linear(2, 4), torch.nn.ReLU(), torch.nn.Linear(4, 8),
-                              torch.nn.ReLU(), torch.nn.Linear(8, 16), torch.nn.ReLU(),
-                              torch.nn.Linear(16, 2))
+    net = torch_net(train["model"])
     net.load_state_dict({k: torch.from_numpy(np.array(v)) for k, v in init.items()})
     o = train["optimizer"]
     if o["type"] == "rmsprop":
@@ -84,11 +116,13 @@ def torch_trial(lr, weight_decay, data, train, init):
     g = torch.Generator().manual_seed(0)
     for _ in range(int(train["epochs"])):
         order = torch.randperm(n, generator=g) if train.get("shuffle", True) else torch.arange(n)
+        net.train()
         for i in range(0, n, batch):
             idx = order[i:i + batch]
             opt.zero_grad()
             loss(net(xt[idx]), yt[idx]).backward()
             opt.step()
+    net.eval()
     with torch.no_grad():
         return float((net(xv).argmax(1) == yv).float().mean()) * 100
 
@@ -98,32 +132,62 @@ def points(grid):
             for wd in grid["train.optimizer.weight_decay"]]
 
 
-def run_crossover(client, x, y, grid, epochs, folder):
+def run_crossover(client, name, x, y, grid, epochs, folder):
     start = time.perf_counter()
-    s = crossover.tune(crossover.Model("disc-4"), x, y, grid, epochs=epochs,
-                       validation_split=0.25, out=folder, verbose=0, client=client)
+    s = crossover.tune(crossover.Model(name), x, y, grid, epochs=epochs,
+                       validation_split=MODELS[name], out=folder, verbose=0, client=client)
     wall = time.perf_counter() - start
     with open(os.path.join(folder, "trials", "t01", "spec.toml"), "rb") as f:
-        train = tomllib.load(f)["train"]
+        spec = tomllib.load(f)
+    train = dict(spec["train"], model=spec["model"])
     best = s.best_values
     return wall, len(s.result["trials"]), (best["train.optimizer.lr"],
                                            best["train.optimizer.weight_decay"]), \
         s.best_objective, train
 
 
-def run_map(client, x, y, grid, train, init):
+def crossover_trial(name, lr, weight_decay, data, train, held_out):
+    """One trial alone in crossover, in the worker's process, on one thread: the trial spec's
+    optimizer at this point, its epochs, batch and order."""
+    x, y = data
+    o = dict(train["optimizer"], lr=lr, weight_decay=weight_decay)
+    crossover.Model(name).fit(x, y, epochs=int(train["epochs"]), batch_size=int(train["batch"]),
+                              validation_split=held_out, optimizer=o,
+                              shuffle=bool(train.get("shuffle", True)), threads=1, verbose=0)
+
+
+def single_model_lead(client, name, x, y, grid, train, init):
+    """Each engine's one trial (the grid's first point) alone as a task on one worker, the best
+    of two runs each: (crossover's seconds, PyTorch's seconds)."""
+    data = client.scatter((x, y), broadcast=True)
+    worker = sorted(client.scheduler_info()["workers"])[:1]
+    lr, wd = points(grid)[0]
+
+    def timed(fn, *args, **kwargs):
+        def task(*a, **k):
+            start = time.perf_counter()
+            fn(*a, **k)
+            return time.perf_counter() - start
+        return min(client.submit(task, *args, **kwargs, workers=worker, pure=False).result()
+                   for _ in range(2))
+    ours = timed(crossover_trial, name, lr, wd, data, train, MODELS[name])
+    theirs = timed(torch_trial, lr, wd, data, train, init, MODELS[name])
+    return ours, theirs
+
+
+def run_map(client, x, y, grid, train, init, held_out):
     start = time.perf_counter()
     data = client.scatter((x, y), broadcast=True)
     ps = points(grid)
     futures = client.map(torch_trial, [p[0] for p in ps], [p[1] for p in ps], data=data,
-                         train=train, init=init, pure=False)
+                         train=train, init=init, held_out=held_out, pure=False)
     found = client.gather(futures)
     wall = time.perf_counter() - start
     k = int(np.argmax(found))
     return wall, len(found), ps[k], found[k]
 
 
-def run_optuna(client, x, y, grid, train, init):
+def run_optuna(client, x, y, grid, train, init, held_out):
     import optuna
     from optuna.integration import DaskStorage
     optuna.logging.set_verbosity(optuna.logging.WARNING)  # here; the workers log each trial
@@ -138,7 +202,7 @@ def run_optuna(client, x, y, grid, train, init):
     def optimize(data, n):
         def objective(trial):
             return torch_trial(trial.suggest_float("lr", 1e-9, 10.0),
-                               trial.suggest_float("wd", 0.0, 1.0), data, train, init)
+                               trial.suggest_float("wd", 0.0, 1.0), data, train, init, held_out)
         study.optimize(objective, n_trials=n)
 
     n = len(points(grid))
@@ -156,26 +220,37 @@ def run_optuna(client, x, y, grid, train, init):
 
 def main():
     p = argparse.ArgumentParser()
+    p.add_argument("--model", choices=sorted(MODELS), default="disc-4")
     p.add_argument("--trials", type=int, default=64)
     p.add_argument("--epochs", type=int, default=20)
     p.add_argument("--repeats", type=int, default=1)
     a = p.parse_args()
-    x, y = disc(600)
-    grid = grid_of(a.trials)
+    if a.model == "disc-4":
+        x, y = disc(600)
+        grid = grid_of(a.trials)
+    else:  # RMSprop's rates: 1e-4 to 1e-2 (its 1e-3 default in the middle)
+        x, y = fashion()
+        grid = grid_of(a.trials, 1e-4, 1e-2)
     rounds = {"crossover.tune": [], "PyTorch + client.map": [],
               "Optuna + PyTorch (DaskStorage)": []}
+    held_out = MODELS[a.model]
+    init = crossover.Model(a.model).state_dict()
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                   dashboard_address=None, silence_logs=logging.ERROR) as cluster, \
             distributed.Client(cluster) as client, tempfile.TemporaryDirectory() as tmp:
+        lead = None
         for r in range(a.repeats):
-            ours = run_crossover(client, x, y, grid, a.epochs, os.path.join(tmp, f"search{r}"))
+            ours = run_crossover(client, a.model, x, y, grid, a.epochs,
+                                 os.path.join(tmp, f"search{r}"))
             rounds["crossover.tune"].append(ours[:4])
             train = dict(ours[4], epochs=a.epochs)
-            init = crossover.Model("disc-4").state_dict()
-            rounds["PyTorch + client.map"].append(run_map(client, x, y, grid, train, init))
+            if lead is None:
+                lead = single_model_lead(client, a.model, x, y, grid, train, init)
+            rounds["PyTorch + client.map"].append(run_map(client, x, y, grid, train, init,
+                                                          held_out))
             try:
                 rounds["Optuna + PyTorch (DaskStorage)"].append(
-                    run_optuna(client, x, y, grid, train, init))
+                    run_optuna(client, x, y, grid, train, init, held_out))
             except ImportError as e:
                 print(f"optuna: not run ({e}; Debian's python3-optuna, scripts/setup installs it)")
     rows = {}
@@ -184,14 +259,18 @@ def main():
             rows[name] = (statistics.median(run[0] for run in runs), *runs[0][1:])
             print(f"{name}: wall times {', '.join(f'{run[0]:.2f}' for run in runs)} s "
                   f"(first round {runs[0][0]:.2f} s)")
+    print(f"one trial alone on one worker ({a.model}, {a.epochs} epoch(s), one thread): crossover "
+          f"{lead[0]:.2f} s, PyTorch {lead[1]:.2f} s: single-model lead {lead[1] / lead[0]:.2f}x")
     ours = rows["crossover.tune"]
     for name, (wall, n, best, objective) in rows.items():
         ratio = wall / ours[0]
         print(f"{name}: {wall:.2f} s ({ratio:.1f}x crossover's), {n} trials, best lr={best[0]:.4g} "
               f"weight_decay={best[1]:g}, validation accuracy {objective:.2f}%")
     print(json.dumps({k: {"wall_s": v[0], "trials": v[1], "best": v[2], "objective": v[3]}
-                      for k, v in rows.items()} | {"optimizer": train["optimizer"],
-                                                   "batch": train["batch"]}))
+                      for k, v in rows.items()} | {
+        "model": a.model, "optimizer": train["optimizer"], "batch": train["batch"],
+        "single_trial_s": {"crossover": lead[0], "PyTorch": lead[1]},
+        "rounds_s": {k: [run[0] for run in runs] for k, runs in rounds.items()}}))
 
 
 if __name__ == "__main__":

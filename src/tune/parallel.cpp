@@ -139,6 +139,7 @@ int measure_fuse_cap(Backend& backend, const ModelSpec& spec, const DataSplit& d
   const double setup_s = std::max(0.0, one.wall_s - static_cast<double>(kMinProbeSteps) * one_s);
   const double budget_s =
       std::min(probe.budget_s, kFuseProbeShare * one_s * static_cast<double>(probe.search_steps));
+  if (!can_compare_sizes(setup_s, budget_s, sizes)) return sizes.back();
   const int64_t batch = std::min(spec.train.batch, data.train.samples);
   double last_s = one_s;
   int last_k = 1;
@@ -170,6 +171,10 @@ int choose_fuse_size(const std::vector<ParallelOption>& options, const std::vect
   // chosen, the largest size is, one group where there would be several.
   if (chosen == options.back().k && options.size() < sizes.size()) return sizes.back();
   return chosen;
+}
+
+bool can_compare_sizes(double setup_s, double budget_s, const std::vector<int>& sizes) {
+  return sizes.size() >= 2 && setup_s * sizes[1] <= budget_s;
 }
 
 int trial_threads(int threads, int cores, int k) {

@@ -72,7 +72,8 @@ inline constexpr int64_t kMinProbeSteps = 10;
 // model and plan, at what one trial's cost) and take 10 steps within that is not tried (the next
 // size is predicted from the last one timed). The size chosen from those timed (choose_fuse_size);
 // each K measured goes to `options` (threads 0: the backend's). `cap` when there is nothing to
-// choose (one size) or no group could be timed (a search shorter than timing it would be).
+// choose (one size), where no two sizes could be timed (can_compare_sizes), or no group could be
+// timed (a search shorter than timing it would be).
 int measure_fuse_cap(Backend& backend, const ModelSpec& spec, const DataSplit& data, int cap,
                      const FuseProbe& probe, std::vector<ParallelOption>& options);
 
@@ -82,6 +83,13 @@ int measure_fuse_cap(Backend& backend, const ModelSpec& spec, const DataSplit& d
 // not timed, the largest size (taken as fast a trial as the largest timed); `sizes.back()` where
 // none was timed.
 int choose_fuse_size(const std::vector<ParallelOption>& options, const std::vector<int>& sizes);
+
+// Whether timing group sizes can choose between them: the second of `sizes` (a choice needs two
+// timed) can be set up within `budget_s` at `setup_s` a trial. One size timed decides nothing
+// (choose_fuse_size takes the sizes not reached as fast as it: the largest), so where only the
+// first fits, none is timed: on this machine a 16-trial mnist-mlp search timed a group of 4 for
+// 1.1 s and took 16 (docs/benchmarks.md, "A search of mnist-mlp on the cluster").
+bool can_compare_sizes(double setup_s, double budget_s, const std::vector<int>& sizes);
 
 // CPU threads for each of `k` trials at once: --threads, else the cores shared among them.
 int trial_threads(int threads, int cores, int k);

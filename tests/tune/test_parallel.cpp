@@ -1,6 +1,6 @@
 // --fuse auto's choice among the group sizes it timed (tune/parallel.h's choose_fuse_size): the
 // largest within 5% of the fastest rate, and sizes the budget did not reach taken as fast as the
-// largest timed.
+// largest timed; and whether it times any (can_compare_sizes).
 #include <gtest/gtest.h>
 
 #include <string>
@@ -33,6 +33,26 @@ TEST(TuneParallel, FuseAutoChoosesAmongTheSizesItTimed) {
     for (size_t i = 0; i < c.rates.size(); ++i) options.push_back({sizes[i], 0, c.rates[i], {}});
     EXPECT_EQ(choose_fuse_size(options, sizes), c.chosen) << c.what;
   }
+}
+
+// A choice needs two sizes timed: where the second's set-up alone is past the budget, none is.
+TEST(TuneParallel, FuseAutoTimesNoSizeWhereOnlyOneFits) {
+  struct Case {
+    const char* what;
+    double setup_s, budget_s;
+    std::vector<int> sizes;
+    bool timed;
+  };
+  const std::vector<Case> cases = {
+      {"mnist-mlp here: 16 set up in 2.2 s of 1.5", 0.136, 1.5, {4, 16}, false},
+      {"disc-4: 16 set up well within", 0.002, 1.5, {4, 16, 64}, true},
+      {"the second just fits", 0.1, 1.6, {4, 16}, true},
+      {"the second just past", 0.1, 1.59, {4, 16}, false},
+      {"one size: nothing to choose", 0.0, 1.5, {4}, false},
+      {"no budget", 0.001, 0.0, {4, 16}, false},
+  };
+  for (const Case& c : cases)
+    EXPECT_EQ(can_compare_sizes(c.setup_s, c.budget_s, c.sizes), c.timed) << c.what;
 }
 
 }  // namespace
