@@ -295,6 +295,66 @@ def _run(argv, cwd, stop):
     return code, output.decode(errors="replace")
 
 
+# train-group's flags as the engine's TrainGroupJob fields: (field, type); and its switches.
+_GROUP_FLAGS = {"--device": ("device", str), "--threads": ("threads", int),
+                "--precision": ("precision", str), "--checkpoint-every": ("checkpoint_every", str),
+                "--pause-after": ("pause_after", int), "--on-nan": ("on_nan", str)}
+_GROUP_SWITCHES = {"--quiet": "quiet", "--resume": "resume"}
+# One job at a time in a worker's own process (the engine's stop request is the process's): a
+# second task there at once (a worker of several threads) runs its job as a process.
+_HERE = threading.Lock()
+
+
+def _group_job(argv, cwd):
+    """`train-group DIR... FLAGS` as the engine's TrainGroupJob, its folders from `cwd` where
+    relative; None for any other command line (it runs as a process), or with
+    CROSSOVER_DASK_PROCESSES=1."""
+    if not argv or argv[0] != "train-group" or os.environ.get("CROSSOVER_DASK_PROCESSES") == "1":
+        return None
+    from ._crossover import TrainGroupJob
+    job, dirs, k = TrainGroupJob(), [], 1
+    while k < len(argv) and not argv[k].startswith("--"):
+        dirs.append(os.path.join(cwd, argv[k]))
+        k += 1
+    while k < len(argv):
+        if argv[k] in _GROUP_SWITCHES:
+            setattr(job, _GROUP_SWITCHES[argv[k]], True)
+            k += 1
+        elif argv[k] in _GROUP_FLAGS and k + 1 < len(argv):
+            field, kind = _GROUP_FLAGS[argv[k]]
+            setattr(job, field, kind(argv[k + 1]))
+            k += 2
+        else:
+            return None
+    job.dirs = dirs
+    return job if dirs else None
+
+
+def _run_here(job, stop):
+    """A train-group job in this worker's own process (the engine's, the GIL released while it
+    trains), asked to stop as the command is by Ctrl-C once `stop` (a Dask Event) is set: (exit
+    code, what the command would have printed)."""
+    from . import _crossover
+    done = threading.Event()
+
+    def watch():
+        while not done.is_set():
+            try:
+                if stop.wait(0.25):
+                    if not done.is_set():
+                        _crossover.stop_job()
+                    return
+            except Exception:  # the scheduler unreachable for a moment: ask again
+                time.sleep(0.25)
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    try:
+        return _crossover.train_group(job)
+    finally:
+        done.set()  # the watcher ends at its next poll; the job's end does not wait for it
+
+
 def run_job(args, trials, data, stop_name, shared=None):
     """A Dask task: `crossover ARGS` on a worker. Where the worker sees the search's folder
     (`shared`: the "mark" the client wrote there and its "token", the client's trial "folders",
@@ -326,8 +386,15 @@ def run_job(args, trials, data, stop_name, shared=None):
             {rel: c for rel, c in files.items() if rel != "spec.toml"} for files in trials]
         return _EXIT_INTERRUPTED, "crossover: the search stopped before this job started\n", unchanged
     if in_place:
-        code, output = _run([program] + [_unmarked(a, shared["folders"]) for a in args],
-                            shared["cwd"], stop)
+        argv = [_unmarked(a, shared["folders"]) for a in args]
+        job = _group_job(argv, shared["cwd"])
+        if job is not None and _HERE.acquire(blocking=False):
+            try:
+                code, output = _run_here(job, stop)
+            finally:
+                _HERE.release()
+        else:
+            code, output = _run([program] + argv, shared["cwd"], stop)
         return code, output, None
     with tempfile.TemporaryDirectory(prefix="crossover-job-") as tmp:
         dirs = []

@@ -13,6 +13,7 @@
 
 #include "cli/commands.h"
 #include "core/error.h"
+#include "core/exit_codes.h"
 #include "core/format.h"
 #include "core/interrupt.h"
 #include "distributed/mpi.h"
@@ -117,10 +118,8 @@ std::vector<xo::cli::Command> add_commands(CLI::App& app, int argc, char** argv)
   return commands;
 }
 
-// Runs the command that was named. Only these reach "internal error": an InternalError (a
-// library call or an invariant failed) and exceptions from code that should have checked its
-// input (a JSON type error on a document crossover wrote itself, a std::logic_error). Everything
-// a user or a file can cause is a UserError by then, or one of the others below.
+// Runs the command that was named; what it throws ends it as core/exit_codes.h's failure_of
+// says.
 int run_command(const std::vector<xo::cli::Command>& commands) {
   // What the command was doing, for the messages of the failures that carry no context.
   std::string doing = "crossover";
@@ -132,46 +131,10 @@ int run_command(const std::vector<xo::cli::Command>& commands) {
       }
     }
     return 1;
-  } catch (const xo::Interrupted& e) {
-    // SIGINT/SIGTERM outside the step loop: what had finished is kept (the results written after
-    // every run, a checkpoint); the unfinished piece of work is named.
-    fmt::print(stderr, "crossover: stopped while {} (what had finished is kept)\n",
-               xo::message_safe(e.what()));
-    return xo::kExitInterrupted;
-  } catch (const xo::MachineFailure& e) {
-    // The machine failed it (a full disk, a limit on files): the same command can succeed later,
-    // which its exit code says (a search retries such a trial).
-    fmt::print(stderr, "crossover: error: {}\n", xo::message_safe(e.what()));
-    return xo::kExitMachine;
-  } catch (const xo::UserError& e) {  // OutOfMemory too: the device, the size, what is free
-    // A message may echo a name from a file (a model, a key, a path): shown, never acted on (its
-    // own line breaks kept, every other control character escaped).
-    fmt::print(stderr, "crossover: error: {}\n", xo::message_safe(e.what()));
-    return xo::kExitBadInput;
-  } catch (const std::bad_alloc&) {
-    // The host ran out outside the backends' allocations (a data set, a kernel's own buffers):
-    // the same remedy as the device's OutOfMemory, not a bug.
-    fmt::print(stderr,
-               "crossover: error: out of host memory during `{}` (a smaller model, batch or data "
-               "set needs less)\n",
-               doing);
-    return xo::kExitBadInput;
-  } catch (const std::length_error& e) {
-    // A container asked for more elements than it can address: a size from the input, too big
-    // for any memory.
-    fmt::print(stderr, "crossover: error: out of host memory during `{}`: {}\n", doing, e.what());
-    return xo::kExitBadInput;
-  } catch (const std::filesystem::filesystem_error& e) {
-    // A path the user gave (or a folder under it) that cannot be created, read or replaced.
-    const std::string paths = e.path2().empty()
-                                  ? e.path1().string()
-                                  : fmt::format("{} -> {}", e.path1().string(), e.path2().string());
-    fmt::print(stderr, "crossover: error: {}: {} (during `{}`)\n", xo::terminal_safe(paths),
-               e.code().message(), doing);
-    return xo::machine_errno(e.code().value()) ? xo::kExitMachine : xo::kExitBadInput;
-  } catch (const std::exception& e) {
-    fmt::print(stderr, "crossover: internal error: {}\n", xo::message_safe(e.what()));
-    return xo::kExitInternal;
+  } catch (...) {
+    const xo::Failure f = xo::failure_of(std::current_exception(), doing);
+    fmt::print(stderr, "{}\n", f.line);
+    return f.code;
   }
 }
 

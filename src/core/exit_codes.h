@@ -2,6 +2,9 @@
 // trials, `validate`'s measurements) or `mpirun` reads of how a process ended.
 #pragma once
 
+#include <exception>
+#include <string>
+
 namespace xo {
 
 inline constexpr int kExitOk = 0;
@@ -14,5 +17,17 @@ inline constexpr int kExitRankLost = 6;  // another rank of the MPI job ended wh
 inline constexpr int kExitMachine = 7;   // the machine failed it (a full disk, an I/O error, a
                                          // limit on open files): the same command can succeed later
 inline constexpr int kExitInterrupted = 130;  // Ctrl-C, SIGTERM: what had finished is kept
+
+// How a command that threw ended: its exit code and the line it prints on standard error
+// ("crossover: error: ..."), for `failure` thrown while `doing` ("crossover tune"). Only an
+// InternalError and exceptions from code that should have checked its input reach "internal
+// error"; everything a user or a file can cause is a UserError by then, or one of the others
+// (an interruption outside the step loop, a machine's failure, host memory, a path). The command
+// line and a Dask worker running a job in its own process (the Python module) end alike.
+struct Failure {
+  int code = kExitInternal;
+  std::string line;
+};
+Failure failure_of(const std::exception_ptr& failure, const std::string& doing);
 
 }  // namespace xo

@@ -11,12 +11,14 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <numeric>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "core/error.h"
+#include "core/exit_codes.h"
 #include "core/file.h"
 #include "core/interrupt.h"
 #include "data/source.h"
@@ -27,6 +29,7 @@
 #include "job/measuring.h"
 #include "job/predict.h"
 #include "job/train.h"
+#include "job/train_group.h"
 #include "job/tune.h"
 #include "model/model.h"
 #include "model/onnx_import.h"
@@ -333,6 +336,48 @@ std::string tune(const PyModel& m, const TuneCall& c, const py::object& on_event
   return read_file(std::filesystem::path(c.out) / "results.json");
 }
 
+// What a job run for crossover.dask says, as the command would print it (its outcomes, then its
+// notes on lines of their own), kept for the job's log.
+class TextHooks final : public JobHooks {
+ public:
+  void result(const std::string& text) override { add(text); }
+  void note(const std::string& line) override { add(line + "\n"); }
+  std::string take() {
+    std::lock_guard lock(mutex_);
+    return std::move(text_);
+  }
+
+ private:
+  void add(const std::string& text) {
+    std::lock_guard lock(mutex_);
+    text_ += text;
+  }
+  std::mutex mutex_;
+  std::string text_;
+};
+
+// `crossover train-group DIR...` in this process: a Dask worker running a search's job
+// (crossover.dask). Returns (its exit code, what the command would have printed), ending as the
+// command ends (core/exit_codes.h's failure_of); stop_job() from another thread stops it as
+// Ctrl-C stops the command (its checkpoints kept, exit code 130).
+py::tuple train_group(const TrainGroupJob& job) {
+  QueuedHooks unused;
+  TextHooks said;
+  bool interrupted = false;
+  const int code = run_job_from_python(
+      [&] {
+        try {
+          return train_group_job(job, said);
+        } catch (...) {
+          const Failure f = failure_of(std::current_exception(), "crossover train-group");
+          said.note(f.line);
+          return f.code;
+        }
+      },
+      unused, py::none(), interrupted);
+  return py::make_tuple(code, said.take());
+}
+
 // `crossover devices`: (the devices as JSON text, a list of {device_info, peaks or null}; why the
 // others are not there).
 py::tuple devices(bool probe, bool reprobe) {
@@ -496,6 +541,20 @@ PYBIND11_MODULE(_crossover, m) {
       .def_readwrite("call", &TuneCall::call);
   m.def("tune", &tune, py::arg("model"), py::arg("call"), py::arg("on_event"),
         py::arg("runner") = py::none());
+  py::class_<TrainGroupJob>(m, "TrainGroupJob")
+      .def(py::init<>())
+      .def_readwrite("dirs", &TrainGroupJob::dirs)
+      .def_readwrite("device", &TrainGroupJob::device)
+      .def_readwrite("threads", &TrainGroupJob::threads)
+      .def_readwrite("precision", &TrainGroupJob::precision)
+      .def_readwrite("quiet", &TrainGroupJob::quiet)
+      .def_readwrite("pause_after", &TrainGroupJob::pause_after)
+      .def_readwrite("checkpoint_every", &TrainGroupJob::checkpoint_every)
+      .def_readwrite("resume", &TrainGroupJob::resume)
+      .def_readwrite("on_nan", &TrainGroupJob::on_nan);
+  m.def("train_group", &train_group, py::arg("job"));
+  m.def("stop_job", &request_stop,
+        "Asks the job running in this process to stop at its next safe point, as Ctrl-C does");
   m.def("builtin_models", &builtin_spec_names);
   m.def("devices", &devices, py::arg("probe"), py::arg("reprobe"));
 }

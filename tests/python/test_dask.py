@@ -69,6 +69,32 @@ def test_a_search_on_a_cluster_ends_trial_for_trial_as_on_this_machine(tmp_path,
     assert not list((tmp_path / "there").glob("**/.crossover-dask-*"))
 
 
+def _no_crossover_processes():
+    """On a worker (client.run): starting a crossover process fails the job."""
+    import crossover.dask
+
+    def refuse(*args, **kwargs):
+        raise RuntimeError("a crossover process was started")
+    crossover.dask._run = refuse
+
+
+def test_a_worker_that_sees_the_folder_trains_a_group_in_its_own_process(tmp_path):
+    # With the workers unable to start a crossover process, a search of fused groups ends as on
+    # this machine: each group trained in its worker's process, through the engine.
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None, silence_logs=logging.ERROR) as cluster:
+        with distributed.Client(cluster) as c:
+            c.run(_no_crossover_processes)
+            here = search(tmp_path / "here", 4, threads=1, parallel=2)
+            there = search(tmp_path / "there", 4, client=c)
+            assert all(t["status"] == "finished" for t in there.result["trials"]), there.result
+            assert all(t["fused"] > 1 for t in there.result["trials"])
+            assert objectives(there) == objectives(here)
+            # What the group said is in its log, as the command's output is.
+            logs = list((tmp_path / "there" / "groups").glob("*.log"))
+            assert logs and all("validation accuracy" in p.read_text() for p in logs)
+
+
 def test_workers_without_the_clients_files_are_sent_the_data(tmp_path, monkeypatch):
     # As on workers that share no file system with the client: they never read its paths.
     monkeypatch.setenv("CROSSOVER_DASK_SHARE_NOTHING", "1")
