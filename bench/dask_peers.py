@@ -159,7 +159,9 @@ def crossover_trial(name, lr, weight_decay, data, train, held_out):
 def single_model_lead(client, name, x, y, grid, train, init):
     """Each engine's one trial (the grid's first point) alone as a task on one worker, the best
     of two runs each: (crossover's seconds, PyTorch's seconds)."""
-    data = client.scatter((x, y), broadcast=True)
+    # Keys of its own: the same arrays scattered again later would share them (Dask names data by
+    # its hash), and releasing these then cancels the peers' tasks.
+    data = client.scatter((x, y), broadcast=True, hash=False)
     worker = sorted(client.scheduler_info()["workers"])[:1]
     lr, wd = points(grid)[0]
 
@@ -260,7 +262,7 @@ def main():
             print(f"{name}: wall times {', '.join(f'{run[0]:.2f}' for run in runs)} s "
                   f"(first round {runs[0][0]:.2f} s)")
     print(f"one trial alone on one worker ({a.model}, {a.epochs} epoch(s), one thread): crossover "
-          f"{lead[0]:.2f} s, PyTorch {lead[1]:.2f} s: single-model lead {lead[1] / lead[0]:.2f}x")
+          f"{lead[0]:.3g} s, PyTorch {lead[1]:.3g} s: single-model lead {lead[1] / lead[0]:.2f}x")
     ours = rows["crossover.tune"]
     for name, (wall, n, best, objective) in rows.items():
         ratio = wall / ours[0]

@@ -9,14 +9,16 @@ package on them in a temporary folder; the folders' new files (result, weights, 
 come back as the task's result and are written into the search's folder here. A worker that sees
 the search's folder itself (a shared file system, or a LocalCluster: it finds there the mark this
 search wrote, a random token) runs the job in place instead, writing into the trials' folders as a
-search on one machine does, and nothing travels but the command line. The data files a spec names
+search on one machine does, and nothing travels but the command line; there a fused group trains
+in the worker's own process, through the engine with the GIL released (as Model.fit trains), and
+a trial alone runs the crossover command (CROSSOVER_DASK_PROCESSES=1: every job does). The data
+files a spec names
 are read where the worker finds the same file at the same path (checked by content, once per
 worker); where it does not, they are sent to every worker once. So no shared file system is
 needed, and what a task starts from is only its inputs: a worker lost during a task, Dask runs it
 again on another worker from the same start (the rung's checkpoints, or the newest checkpoints in
 the shared folder), so the search ends as it would have. Ctrl-C asks every running task to stop:
-its process saves its checkpoints, they come
-back, and the same call goes on from them.
+its job saves its checkpoints, they come back, and the same call goes on from them.
 
 DaskRunner is the runner the engine's search calls (src/python/runner.h gives its protocol)."""
 import hashlib
@@ -306,8 +308,8 @@ _HERE = threading.Lock()
 
 
 def _group_job(argv, cwd):
-    """`train-group DIR... FLAGS` as the engine's TrainGroupJob, its folders from `cwd` where
-    relative; None for any other command line (it runs as a process), or with
+    """`train-group DIR... FLAGS` on the CPU as the engine's TrainGroupJob, its folders from
+    `cwd` where relative; None for any other command line (it runs as a process), or with
     CROSSOVER_DASK_PROCESSES=1."""
     if not argv or argv[0] != "train-group" or os.environ.get("CROSSOVER_DASK_PROCESSES") == "1":
         return None
@@ -327,7 +329,9 @@ def _group_job(argv, cwd):
         else:
             return None
     job.dirs = dirs
-    return job if dirs else None
+    # A GPU's group runs as a process until a GPU has run one in a worker's process (a CUDA
+    # context kept from one job to the next: docs/benchmarks.md, "Not yet run on a GPU").
+    return job if dirs and job.device == "cpu" else None
 
 
 def _run_here(job, stop):
