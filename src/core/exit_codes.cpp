@@ -1,3 +1,5 @@
+#include "core/exit_codes.h"
+
 #include <fmt/format.h>
 
 #include <filesystem>
@@ -5,7 +7,6 @@
 #include <stdexcept>
 
 #include "core/error.h"
-#include "core/exit_codes.h"
 #include "core/format.h"
 #include "core/interrupt.h"
 
@@ -17,9 +18,8 @@ Failure failure_of(const std::exception_ptr& failure, const std::string& doing) 
   } catch (const Interrupted& e) {
     // SIGINT/SIGTERM outside the step loop: what had finished is kept (the results written after
     // every run, a checkpoint); the unfinished piece of work is named.
-    return {kExitInterrupted,
-            fmt::format("crossover: stopped while {} (what had finished is kept)",
-                        message_safe(e.what()))};
+    return {kExitInterrupted, fmt::format("crossover: stopped while {} (what had finished is kept)",
+                                          message_safe(e.what()))};
   } catch (const MachineFailure& e) {
     // The machine failed it (a full disk, a limit on files): the same command can succeed later,
     // which its exit code says (a search retries such a trial).

@@ -13,9 +13,10 @@ inline constexpr int kExitBadInput = 2;  // a usage error too: a UserError, a fi
 inline constexpr int kExitInternal = 3;  // a failed check: a bug
 inline constexpr int kExitDiverged = 4;  // training stopped: the loss became NaN or infinite
 inline constexpr int kExitReplayDiffers = 5;  // `replay`: a figure differs beyond the tolerance
-inline constexpr int kExitRankLost = 6;  // another rank of the MPI job ended while it ran
-inline constexpr int kExitMachine = 7;   // the machine failed it (a full disk, an I/O error, a
-                                         // limit on open files): the same command can succeed later
+inline constexpr int kExitRankLost = 6;       // another rank of the MPI job ended while it ran
+// The machine failed it (a full disk, an I/O error, a limit on open files): the same command can
+// succeed later.
+inline constexpr int kExitMachine = 7;
 inline constexpr int kExitInterrupted = 130;  // Ctrl-C, SIGTERM: what had finished is kept
 
 // How a command that threw ended: its exit code and the line it prints on standard error

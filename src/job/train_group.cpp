@@ -165,5 +165,4 @@ int train_group_job(const TrainGroupJob& o, JobHooks& hooks) {
   return write_outcomes(records, runs, files, logs, weights, hooks);
 }
 
-
 }  // namespace xo
