@@ -307,6 +307,12 @@ _GROUP_SWITCHES = {"--quiet": "quiet", "--resume": "resume"}
 _HERE = threading.Lock()
 
 
+def _engine_idle():
+    """Whether no engine job runs in this process now (the module's own count)."""
+    from . import _crossover
+    return _crossover.jobs_running() == 0
+
+
 def _group_job(argv, cwd):
     """`train-group DIR... FLAGS` on the CPU as the engine's TrainGroupJob, its folders from
     `cwd` where relative; None for any other command line (it runs as a process), or with
@@ -340,14 +346,17 @@ def _run_here(job, stop):
     code, what the command would have printed)."""
     from . import _crossover
     done = threading.Event()
+    asking = threading.Lock()  # "not done yet, so stop it" as one step: never the next job
 
     def watch():
         while not done.is_set():
             try:
                 if stop.wait(0.25):
-                    if not done.is_set():
-                        _crossover.stop_job()
-                    return
+                    # Asked again at every poll until the job ends: a request made before the job
+                    # cleared the engine's stop flag at its start would otherwise be lost.
+                    with asking:
+                        if not done.is_set():
+                            _crossover.stop_job()
             except Exception:  # the scheduler unreachable for a moment: ask again
                 time.sleep(0.25)
 
@@ -356,7 +365,8 @@ def _run_here(job, stop):
     try:
         return _crossover.train_group(job)
     finally:
-        done.set()  # the watcher ends at its next poll; the job's end does not wait for it
+        with asking:
+            done.set()  # before the next job may start here; the watcher ends at its next poll
 
 
 def run_job(args, trials, data, stop_name, shared=None):
@@ -372,7 +382,6 @@ def run_job(args, trials, data, stop_name, shared=None):
     (SIGINT: it saves its checkpoints) when the search's Event `stop_name` is set.
     """
     import distributed
-    program = _program()
     # In place where this worker sees the search's folder and every data file at the client's
     # path (a data set outside the shared folder may still be the client's alone).
     in_place = _sees(shared) and all(
@@ -391,14 +400,21 @@ def run_job(args, trials, data, stop_name, shared=None):
         return _EXIT_INTERRUPTED, "crossover: the search stopped before this job started\n", unchanged
     if in_place:
         argv = [_unmarked(a, shared["folders"]) for a in args]
-        job = _group_job(argv, shared["cwd"])
+        # A job run again after its task failed (a worker lost: perhaps to the job itself, a crash
+        # or the kernel's memory killer) runs as a process, where a crash ends the job alone.
+        job = None if shared.get("processes") else _group_job(argv, shared["cwd"])
         if job is not None and _HERE.acquire(blocking=False):
             try:
-                code, output = _run_here(job, stop)
+                # The engine's stop request is the process's: not beside an engine job of this
+                # process's own (a client in this process, its search running; a fit).
+                if _engine_idle():
+                    code, output = _run_here(job, stop)
+                else:
+                    code, output = _run([_program()] + argv, shared["cwd"], stop)
             finally:
                 _HERE.release()
         else:
-            code, output = _run([program] + argv, shared["cwd"], stop)
+            code, output = _run([_program()] + argv, shared["cwd"], stop)
         return code, output, None
     with tempfile.TemporaryDirectory(prefix="crossover-job-") as tmp:
         dirs = []
@@ -415,7 +431,7 @@ def run_job(args, trials, data, stop_name, shared=None):
                 with open(path, "wb") as f:
                     f.write(content)
             dirs.append(folder)
-        code, output = _run([program] + [_unmarked(a, dirs) for a in args], tmp, stop)
+        code, output = _run([_program()] + [_unmarked(a, dirs) for a in args], tmp, stop)
         outputs = []
         for folder in dirs:
             files = _read_folder(folder)
@@ -618,6 +634,7 @@ class DaskRunner:
                         f"submitted again with its data ({job.retries} of {_RETRIES})\n")
         for digest in job.inputs[2]:
             self._sent.pop(digest, None)
+        job.shared = dict(job.shared, processes=True)  # see run_job: a crash ends it alone
         self._with_data(slot, job)
         return True
 

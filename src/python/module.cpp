@@ -555,6 +555,7 @@ PYBIND11_MODULE(_crossover, m) {
   m.def("train_group", &train_group, py::arg("job"));
   m.def("stop_job", &request_stop,
         "Asks the job running in this process to stop at its next safe point, as Ctrl-C does");
+  m.def("jobs_running", &jobs_running, "The engine jobs running in this process now");
   m.def("builtin_models", &builtin_spec_names);
   m.def("devices", &devices, py::arg("probe"), py::arg("reprobe"));
 }

@@ -1,5 +1,6 @@
 #include "python/worker.h"
 
+#include <atomic>
 #include <chrono>
 #include <future>
 #include <thread>
@@ -54,8 +55,20 @@ void raise_keyboard_interrupt() {
   throw py::error_already_set();
 }
 
+namespace {
+std::atomic<int> g_jobs{0};
+}  // namespace
+
+int jobs_running() { return g_jobs.load(); }
+
 void run_on_worker(const std::function<void()>& work, QueuedHooks& hooks,
                    const py::object& on_event, bool& interrupted) {
+  struct Counted {
+    Counted() { ++g_jobs; }
+    ~Counted() { --g_jobs; }
+    Counted(const Counted&) = delete;
+    Counted& operator=(const Counted&) = delete;
+  } counted;
   clear_stop_request();
   interrupted = false;
   std::promise<void> done;

@@ -60,6 +60,10 @@ auto run_job_from_python(Job&& job, QueuedHooks& hooks, const py::object& on_eve
 
 void raise_keyboard_interrupt();
 
+// The engine jobs running in this process now (run_on_worker's): the stop request is the
+// process's, so crossover.dask runs a job here only where none is.
+int jobs_running();
+
 // The engine's side of the runner: starts `work` on a thread with the stop signals blocked and
 // waits for it, polling Python's signals every tenth of a second.
 void run_on_worker(const std::function<void()>& work, QueuedHooks& hooks,

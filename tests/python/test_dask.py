@@ -90,9 +90,30 @@ def test_a_worker_that_sees_the_folder_trains_a_group_in_its_own_process(tmp_pat
             assert all(t["status"] == "finished" for t in there.result["trials"]), there.result
             assert all(t["fused"] > 1 for t in there.result["trials"])
             assert objectives(there) == objectives(here)
-            # What the group said is in its log, as the command's output is.
+            # What the group said is in its log, as the command's output is; each job ran once.
             logs = list((tmp_path / "there" / "groups").glob("*.log"))
             assert logs and all("validation accuracy" in p.read_text() for p in logs)
+            assert not any("task failed" in p.read_text() for p in logs)
+
+
+def test_workers_in_the_clients_process_run_its_groups_as_processes(tmp_path, monkeypatch):
+    # Workers that are threads of this process (processes=False) share the engine's stop request
+    # with this search: their groups run as the crossover command, and the search ends as here.
+    import crossover.dask
+
+    def refuse(job, stop):
+        raise RuntimeError("a group ran in the process of a running search")
+    monkeypatch.setattr(crossover.dask, "_run_here", refuse)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  dashboard_address=None, silence_logs=logging.ERROR) as cluster:
+        with distributed.Client(cluster) as c:
+            here = search(tmp_path / "here", 4, threads=1, parallel=2)
+            there = search(tmp_path / "there", 4, client=c)
+            assert all(t["status"] == "finished" for t in there.result["trials"]), there.result
+            assert objectives(there) == objectives(here)
+            # Each job ran once (a job whose task failed runs again, as the command).
+            logs = list((tmp_path / "there" / "groups").glob("*.log"))
+            assert logs and not any("task failed" in p.read_text() for p in logs)
 
 
 def test_workers_without_the_clients_files_are_sent_the_data(tmp_path, monkeypatch):
