@@ -61,6 +61,9 @@ struct ProfiledStep {
   // The device's own profile: measured on it, or on the same part (a catalog GPU whose model and
   // multiprocessors match a GPU profile's device), so nothing is scaled.
   bool own = false;
+  // Of the two, this machine's CPU from a shipped profile of its kind, measured on another
+  // machine (same_cpu_kind): its expected error is not validated here, at least the profile's own.
+  bool kind_only = false;
   bool graph = false;  // a GPU's recorded step, from the profile's graph times
   // None: every kernel of the model is in the profile at its shape; Model: a model it did not
   // measure (its kernels from neighbouring shapes), validated as such (leave one model out).

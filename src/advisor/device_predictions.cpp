@@ -169,11 +169,61 @@ bool same_part(const TargetDevice& t, const DeviceProfile& p) {
   return same_model(c, d) && (t.sm_count == 0 || p.sm_count == 0 || t.sm_count == p.sm_count);
 }
 
+// This machine's CPU is of the kind a shipped CPU profile was measured on: the same CPU name,
+// threads and arithmetic, and its probed matmul peak within 15% of the profile's (a name such as
+// "AMD EPYC" covers parts of several generations, which their peaks tell apart).
+bool same_cpu_kind(const TargetDevice& t, const DeviceProfile& p) {
+  if (!t.local || t.kind != DeviceKind::Cpu || p.kind != DeviceKind::Cpu) return false;
+  if (t.name != p.name || t.threads != p.threads || t.precision != p.peaks.precision) return false;
+  return p.peaks.matmul_gflops > 0 && std::abs(t.gflops / p.peaks.matmul_gflops - 1) <= 0.15;
+}
+
+// What a prediction's expected error is and whose rows it comes from, as its assumption says.
+std::string expected_error_text(const ProfiledStep& ps) {
+  return ps.expected_error && ps.expected_error->at_least && ps.trials > 0
+             ? fmt::format(
+                   "; no validation row for fused trials: expected error at least that of a "
+                   "model the profile did not measure, median {:.0f}%, worst {:.0f}% ({})",
+                   100 * ps.expected_error->median, 100 * ps.expected_error->worst,
+                   ps.expected_error->rows)
+         : ps.expected_error && ps.expected_error->at_least && ps.kind_only
+             ? fmt::format(
+                   "; not validated on this machine: the held-out rows of its kind were measured "
+                   "on the machine the profile came from, so its expected error is at least "
+                   "theirs, median {:.0f}%, worst {:.0f}% ({})",
+                   100 * ps.expected_error->median, 100 * ps.expected_error->worst,
+                   ps.expected_error->rows)
+         : ps.expected_error && ps.expected_error->at_least
+             ? fmt::format(
+                   "; not validated: no held-out validation row is of this kind of prediction "
+                   "({}), so its expected error is at least that of the nearest kind ({}), "
+                   "median {:.0f}%, worst {:.0f}% ({})",
+                   prediction_kind_name(ps.kind), prediction_kind_name(ps.expected_error->kind),
+                   100 * ps.expected_error->median, 100 * ps.expected_error->worst,
+                   ps.expected_error->rows)
+         : ps.expected_error
+             ? fmt::format(
+                   "; expected error: median {:.0f}%, worst {:.0f}% (the validation table's "
+                   "held-out rows of this kind of prediction, {}: {}){}",
+                   100 * ps.expected_error->median, 100 * ps.expected_error->worst,
+                   prediction_kind_name(ps.expected_error->kind), ps.expected_error->rows,
+                   ps.expected_error->spread > 0
+                       ? fmt::format("; the measurements behind them moved by up to {:.0f}% "
+                                     "between runs of the same model",
+                                     100 * ps.expected_error->spread)
+                       : "")
+             : "; no validation row for this kind of prediction: its error is unknown";
+}
+
 std::string profile_assumption(const ProfiledStep& ps) {
   const DeviceProfile& f = *ps.from;
   std::string text =
-      ps.own ? fmt::format("each kernel from this device's own profile ({} of {}, measured {})",
-                           f.id, f.name, f.date.substr(0, 10))
+      ps.kind_only ? fmt::format(
+                         "each kernel from the shipped profile of this CPU's kind ({} of {}, {} "
+                         "threads, measured {} on another machine of the kind), as it is",
+                         f.id, f.name, f.threads, f.date.substr(0, 10))
+      : ps.own ? fmt::format("each kernel from this device's own profile ({} of {}, measured {})",
+                             f.id, f.name, f.date.substr(0, 10))
       : ps.graph
           ? fmt::format(
                 "each kernel from the {} profile of {} (measured {}) as a node of the recorded "
@@ -197,32 +247,7 @@ std::string profile_assumption(const ProfiledStep& ps) {
         "optimizer and the batch gather once per trial",
         ps.trials, ps.groups);
   }
-  text += ps.expected_error && ps.expected_error->at_least && ps.trials > 0
-              ? fmt::format(
-                    "; no validation row for fused trials: expected error at least that of a "
-                    "model the profile did not measure, median {:.0f}%, worst {:.0f}% ({})",
-                    100 * ps.expected_error->median, 100 * ps.expected_error->worst,
-                    ps.expected_error->rows)
-          : ps.expected_error && ps.expected_error->at_least
-              ? fmt::format(
-                    "; not validated: no held-out validation row is of this kind of prediction "
-                    "({}), so its expected error is at least that of the nearest kind ({}), "
-                    "median {:.0f}%, worst {:.0f}% ({})",
-                    prediction_kind_name(ps.kind), prediction_kind_name(ps.expected_error->kind),
-                    100 * ps.expected_error->median, 100 * ps.expected_error->worst,
-                    ps.expected_error->rows)
-          : ps.expected_error
-              ? fmt::format(
-                    "; expected error: median {:.0f}%, worst {:.0f}% (the validation table's "
-                    "held-out rows of this kind of prediction, {}: {}){}",
-                    100 * ps.expected_error->median, 100 * ps.expected_error->worst,
-                    prediction_kind_name(ps.expected_error->kind), ps.expected_error->rows,
-                    ps.expected_error->spread > 0
-                        ? fmt::format("; the measurements behind them moved by up to {:.0f}% "
-                                      "between runs of the same model",
-                                      100 * ps.expected_error->spread)
-                        : "")
-              : "; no validation row for this kind of prediction: its error is unknown";
+  text += expected_error_text(ps);
   if (ps.unprofiled > 0) {
     text += fmt::format(
         "; {} kernel(s) of a kind the profile never measured come from the roofline alone, with "
@@ -240,6 +265,7 @@ TargetDevice local_target(const DeviceInfo& d, const DevicePeaks& p, const Advic
                                fmt::format("probed {}", p.probed.substr(0, 10)));
   t.architecture = architecture_of(d.kind, d.name);
   if (d.kind == DeviceKind::Cpu && d.precision != "f32") t.precision = d.precision;
+  t.local = true;
   return t;
 }
 
@@ -262,6 +288,7 @@ namespace {
 struct ChosenProfile {
   const DeviceProfile* from = nullptr;
   bool own = false;
+  bool kind_only = false;  // own by kind: a shipped profile of this machine's CPU (same_cpu_kind)
 };
 
 ChosenProfile choose_profile(const TargetDevice& target, const AdviceOptions& o) {
@@ -284,6 +311,15 @@ ChosenProfile choose_profile(const TargetDevice& target, const AdviceOptions& o)
     if (!from && usable(p) && same_part(target, p)) {
       from = &p;
       own = true;
+    }
+  }
+  // This machine's CPU without a profile of its own, of the kind a shipped one was measured on:
+  // that profile as it is, its error not validated on this machine.
+  bool kind_only = false;
+  for (const DeviceProfile& p : o.profiles) {
+    if (!from && usable(p) && same_cpu_kind(target, p)) {
+      from = &p;
+      own = kind_only = true;
     }
   }
   // Fused trials on a GPU whose profile found has no fused groups' Linears: a GPU profile that
@@ -313,14 +349,14 @@ ChosenProfile choose_profile(const TargetDevice& target, const AdviceOptions& o)
   for (const DeviceProfile& p : o.profiles) {
     if (!from && usable(p)) from = &p;
   }
-  return {from, own};
+  return {from, own, kind_only};
 }
 
 }  // namespace
 
 std::optional<ProfiledStep> profiled_step(const ModelSpec& spec, int64_t batch,
                                           const TargetDevice& target, const AdviceOptions& o) {
-  const auto [from, own] = choose_profile(target, o);
+  const auto [from, own, kind_only] = choose_profile(target, o);
   if (!from) return std::nullopt;
   const ProfilePrediction pp =
       o.trials > 0 ? predict_fused_with_profile(spec, batch, o.trials, *from, target, own)
@@ -328,6 +364,7 @@ std::optional<ProfiledStep> profiled_step(const ModelSpec& spec, int64_t batch,
   ProfiledStep out;
   out.from = from;
   out.own = own;
+  out.kind_only = kind_only;
   out.step.seconds = pp.seconds;
   out.step.flops_seconds = pp.flops_s;
   out.step.bytes_seconds = pp.bytes_s;
@@ -348,6 +385,9 @@ std::optional<ProfiledStep> profiled_step(const ModelSpec& spec, int64_t batch,
     out.expected_error = expected_error(shipped_validation(), *from, out.kind);
   }
   if (o.trials > 0 && out.expected_error) out.expected_error->at_least = true;
+  // Its kind's own held-out rows were measured on the machine the profile came from: on this one
+  // (another day, another host of the kind) the error is at least theirs.
+  if (kind_only && out.expected_error) out.expected_error->at_least = true;
   // No held-out row predicts a CPU at bf16 from another CPU's profile (one bf16 profile ships, and
   // AMX is not AVX-512 BF16): the rows quoted are f32's, so the error is at least theirs.
   if (target.precision == "bf16" && !own && out.expected_error) {

@@ -37,6 +37,7 @@ struct TargetDevice {
   // A CPU's arithmetic, as DevicePeaks::precision says it ("bf16"; "" for f32): only a profile
   // timed in it predicts the target.
   std::string precision;
+  bool local = false;  // a device of this machine (local_target), its rates probed here
 };
 
 // A target from its rates and rules; `rates` says where the rates come from.

@@ -779,6 +779,47 @@ TEST(ProfilePredict, ACpuProfileTimedAtBf16PredictsOnlyTheCpuAtBf16) {
   }
 }
 
+// This machine's CPU without a profile of its own, of the kind a shipped profile was measured on
+// (the same name, threads and arithmetic, its probed peak within 15% of the profile's), takes that
+// profile as it is (not scaled by this machine's probe) and its kind's own held-out error as a
+// floor: not validated here. A part of another generation under the same name (its peak 1.5x), and
+// another thread count, are CPUs from another CPU's profile, scaled.
+TEST(ProfilePredict, ThisMachinesCpuOfAShippedProfilesKindTakesItNotValidatedHere) {
+  AdviceOptions o;
+  use_profiles(o, {});
+  const DeviceProfile* shipped = nullptr;
+  for (const DeviceProfile& p : o.profiles) {
+    if (p.kind == DeviceKind::Cpu && p.has_kernels() && p.peaks.precision.empty()) shipped = &p;
+  }
+  ASSERT_NE(shipped, nullptr);
+  const ModelSpec spec = *builtin_spec("mnist-mlp");
+  DeviceInfo cpu{
+      .id = "cpu", .kind = DeviceKind::Cpu, .name = shipped->name, .threads = shipped->threads};
+  auto step_at = [&](double peak_ratio, int threads) {
+    DevicePeaks here = shipped->peaks;
+    here.matmul_gflops *= peak_ratio;
+    here.bandwidth_gbs *= peak_ratio;
+    cpu.threads = threads;
+    return profiled_step(spec, 128, local_target(cpu, here, o), o);
+  };
+  const auto faster = step_at(1.1, shipped->threads), slower = step_at(0.9, shipped->threads);
+  ASSERT_TRUE(faster && slower);
+  for (const auto* step : {&*faster, &*slower}) {
+    EXPECT_EQ(step->from, shipped);
+    EXPECT_TRUE(step->own && step->kind_only);
+    EXPECT_EQ(step->kind, PredictionKind::Own);
+    ASSERT_TRUE(step->expected_error);
+    EXPECT_TRUE(step->expected_error->at_least);
+    EXPECT_EQ(step->expected_error->kind, PredictionKind::Own);
+  }
+  EXPECT_DOUBLE_EQ(faster->step.seconds, slower->step.seconds);  // as it is
+  for (const auto& other : {step_at(1.5, shipped->threads), step_at(1.0, 4 * shipped->threads)}) {
+    ASSERT_TRUE(other);
+    EXPECT_FALSE(other->own || other->kind_only);
+    EXPECT_EQ(other->kind, PredictionKind::CpuFromCpu);
+  }
+}
+
 // A catalog CPU with a bf16 unit is weighed at bf16, as a user on it would train: its f32 step
 // times the bf16 / f32 ratio of one machine's two profiles (the shipped EPYC's), named "at bf16",
 // its f32 step beside and its error "at least" (no held-out row checks it). A CPU without a unit
