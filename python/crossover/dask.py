@@ -403,18 +403,17 @@ def run_job(args, trials, data, stop_name, shared=None):
         # A job run again after its task failed (a worker lost: perhaps to the job itself, a crash
         # or the kernel's memory killer) runs as a process, where a crash ends the job alone.
         job = None if shared.get("processes") else _group_job(argv, shared["cwd"])
-        if job is not None and _HERE.acquire(blocking=False):
-            try:
-                # The engine's stop request is the process's: not beside an engine job of this
-                # process's own (a client in this process, its search running; a fit).
-                if _engine_idle():
-                    code, output = _run_here(job, stop)
-                else:
-                    code, output = _run([_program()] + argv, shared["cwd"], stop)
-            finally:
+        here = job is not None and _HERE.acquire(blocking=False)
+        try:
+            # The engine's stop request is the process's: not beside an engine job of this
+            # process's own (a client in this process, its search running; a fit).
+            if here and _engine_idle():
+                code, output = _run_here(job, stop)
+            else:
+                code, output = _run([_program()] + argv, shared["cwd"], stop)
+        finally:
+            if here:
                 _HERE.release()
-        else:
-            code, output = _run([_program()] + argv, shared["cwd"], stop)
         return code, output, None
     with tempfile.TemporaryDirectory(prefix="crossover-job-") as tmp:
         dirs = []
