@@ -637,13 +637,25 @@ class DaskRunner:
         self._with_data(slot, job)
         return True
 
+    @staticmethod
+    def _result(job):
+        """A done job's result, or None where its task failed, or its result was lost before it
+        came back: a worker killed after the job ended but before its result was gathered (Dask
+        cancels a task it cannot compute again, one whose scattered data the lost worker held)."""
+        if job.future.status != "finished":
+            return None
+        try:
+            return job.future.result()
+        except Exception:  # CancelledError, or the worker gone mid-transfer
+            return None
+
     def collect(self):
         ended = []
         for slot in sorted(self._running):
             job = self._running[slot]
             if not job.future.done():
                 continue
-            result = job.future.result() if job.future.status == "finished" else None
+            result = self._result(job)
             if result is not None and result[0] == _NEED_DATA:
                 self._with_data(slot, job)
                 continue

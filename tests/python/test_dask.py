@@ -176,6 +176,36 @@ def test_a_worker_killed_during_a_job_costs_only_that_job(tmp_path, client):
     assert objectives(s) == objectives(expected)
 
 
+def test_a_job_whose_result_is_lost_after_it_ended_runs_again(tmp_path):
+    # A worker killed after its job ended but before the result came back: Dask reports the task
+    # finished, then cannot give its result (it cancels a task whose scattered data went with the
+    # worker). The job is run again from its inputs, as one whose worker was lost mid-job.
+    from crossover.dask import DaskRunner, _Job
+
+    class LostResult:
+        status = "finished"
+
+        def done(self):
+            return True
+
+        def result(self):
+            raise distributed.client.CancelledError("crossover-job-lost")
+
+    with distributed.LocalCluster(n_workers=1, processes=False, dashboard_address=None,
+                                  silence_logs=logging.ERROR) as cluster:
+        with distributed.Client(cluster) as c:
+            runner = DaskRunner(c)
+            submitted = []
+            runner._submit = lambda slot, job: submitted.append(slot)
+            log = tmp_path / "log.txt"
+            job = _Job([str(tmp_path)], str(log), ([], [], {}), False, {})
+            job.future = LostResult()
+            runner._running[0] = job
+            assert runner.collect() == []
+            assert submitted == [0]
+            assert "CancelledError" in log.read_text() and "submitted again" in log.read_text()
+
+
 def test_ctrl_c_keeps_the_finished_trials_and_the_same_call_goes_on(tmp_path, client):
     expected = search(tmp_path / "whole", 3000, client=client, fuse="off")
 
