@@ -1,6 +1,8 @@
-"""The README's Python example, run as a user runs it (in a fresh folder): it must stay true."""
+"""The README's Python example, run as a user runs it (in a fresh folder), and its table of the
+shipped profiles' calibration: they must stay true."""
 import os
 import re
+import subprocess
 
 import pytest
 
@@ -65,3 +67,21 @@ def test_the_readmes_dask_search_runs_on_a_cluster(tmp_path, monkeypatch):
     assert all(t["status"] == "finished" for t in search.result["trials"])
     assert all(t["host"].startswith("dask worker ") for t in search.result["trials"])
     assert (tmp_path / "lr-search" / "results.json").exists()
+
+
+def test_the_readmes_calibration_table_is_what_validate_prints(crossover_bin):
+    # `crossover validate --shipped-only` computes it from the shipped profiles, measuring nothing:
+    # a profile shipped or measured again changes it, and the README must follow.
+    out = subprocess.run([crossover_bin, "validate", "--shipped-only"], capture_output=True,
+                         text=True, check=True).stdout
+    printed = {}
+    for line in out[out.index("prediction of"):].splitlines()[2:]:
+        m = re.match(r"(\S.*?)\s{2,}(\d+)\s+(\d+) \((\d+%)\)\s+(\S+%)\s+(\S+%)", line)
+        if m:
+            printed[m[1]] = (m[2], f"{m[3]} ({m[4]})", m[5], m[6])
+    with open(README, encoding="utf-8") as f:
+        text = f.read()
+    shown = {m[1]: (m[2], m[3], m[4], m[5]) for m in re.finditer(
+        r"^  \| ([a-z][^|]*?) \| (\d+) \| (\d+ \(\d+%\)) \| (\S+%) \| (\S+%) \|$", text, re.M)}
+    assert printed, out
+    assert shown == printed
