@@ -2,23 +2,24 @@
 
 `crossover.tune(..., client=distributed.Client(...))` plans the search here as it does on one
 machine (the grid or the samples, halving's rungs, fused groups) and runs each of its jobs (a fused
-group of trials, or a trial alone) as one Dask task on a worker, one job a worker at a time. The
-task carries its trials' folders (spec, checkpoints, log) as bytes, the data files go to every
-worker once (scattered), and the worker runs the crossover command beside its own crossover
-package on them in a temporary folder; the folders' new files (result, weights, log, checkpoints)
-come back as the task's result and are written into the search's folder here. A worker that sees
-the search's folder itself (a shared file system, or a LocalCluster: it finds there the mark this
-search wrote, a random token) runs the job in place instead, writing into the trials' folders as a
-search on one machine does, and nothing travels but the command line; there a fused group trains
-in the worker's own process, through the engine with the GIL released (as Model.fit trains), and
-a trial alone runs the crossover command (CROSSOVER_DASK_PROCESSES=1: every job does). The data
-files a spec names
-are read where the worker finds the same file at the same path (checked by content, once per
-worker); where it does not, they are sent to every worker once. So no shared file system is
-needed, and what a task starts from is only its inputs: a worker lost during a task, Dask runs it
-again on another worker from the same start (the rung's checkpoints, or the newest checkpoints in
-the shared folder), so the search ends as it would have. Ctrl-C asks every running task to stop:
-its job saves its checkpoints, they come back, and the same call goes on from them.
+group of trials, or a trial alone) as one Dask task on a worker, one job a worker at a time.
+
+A worker that sees the search's folder itself (a shared file system, or a LocalCluster: it finds
+there the mark this search wrote, a random token; each worker is asked once, with client.run) runs
+its jobs in place, writing into the trials' folders as a search on one machine does, and nothing
+travels but the command line; there a fused group trains in the worker's own process, through the
+engine with the GIL released (as Model.fit trains), and a trial alone runs the crossover command
+(CROSSOVER_DASK_PROCESSES=1: every job does). For any other worker the task carries its trials'
+folders (spec, checkpoints, log) as bytes, and the worker runs the crossover command beside its
+own crossover package on them in a temporary folder; the folders' new files (result, weights,
+log, checkpoints) come back as the task's result and are written into the search's folder here.
+The data files a spec names are read where the worker finds the same file at the same path
+(checked by content, once per worker); where it does not, they are sent to every worker once. So
+no shared file system is needed, and what a task starts from is only its inputs: a worker lost
+during a task, Dask runs it again on another worker from the same start (the rung's checkpoints,
+or the newest checkpoints in the shared folder), so the search ends as it would have. Ctrl-C asks
+every running task to stop: its job saves its checkpoints, they come back, and the same call goes
+on from them.
 
 DaskRunner is the runner the engine's search calls (src/python/runner.h gives its protocol)."""
 import hashlib
@@ -37,6 +38,9 @@ _EXIT_INTERRUPTED = 130  # core/exit_codes.h
 _EXIT_MACHINE = 7  # the machine failed the job: the search runs it again when it goes on
 _RETRIES = 3  # a job's task failed with its workers: submitted again at most this many times
 _NEED_DATA = -1  # run_job's answer where its worker lacks the data: sent again with the data
+_NEED_FILES = -2  # its answer to a job sent as its command line alone where the worker does not
+# see the search's folder (or a file a spec names): sent again with the trials' files and data
+_CHANGES_EVERY = 0.5  # seconds between two looks at the cluster's workers (each asks the scheduler)
 
 
 def _program():
@@ -273,6 +277,22 @@ def _sees(shared):
         return False
 
 
+def _spec_files_here(folders):
+    """Whether every file the specs of the trial folders `folders` name by an absolute path is
+    on this worker (a data set outside the search's folder may be the client's alone)."""
+    for folder in folders:
+        path = os.path.join(folder, "spec.toml")
+        try:
+            with open(path, encoding="utf-8") as f:
+                text = f.read()
+        except (OSError, UnicodeDecodeError):
+            return False
+        for _, named in _spec_files(text, path):
+            if os.path.isabs(named) and not os.path.exists(named):
+                return False
+    return True
+
+
 def _run(argv, cwd, stop):
     """`argv` run to its end, SIGINTed (it saves its checkpoints) once `stop` (a Dask Event) is
     set: (exit code, what it printed)."""
@@ -373,7 +393,9 @@ def run_job(args, trials, data, stop_name, shared=None):
     """A Dask task: `crossover ARGS` on a worker. Where the worker sees the search's folder
     (`shared`: the "mark" the client wrote there and its "token", the client's trial "folders",
     which replace their marks in `args`, and its working folder, "cwd", where the command runs),
-    in place, and returns (exit code, the command's output, None). Otherwise in a temporary
+    in place, and returns (exit code, the command's output, None). A job sent as its command line
+    alone (`trials` and `data` None: the client knew its worker to see the folder) runs in place
+    or answers _NEED_FILES (it landed on a worker that does not see it). Otherwise in a temporary
     folder holding the trials' folders (`trials`, one {relative path: bytes} each, marked
     @@TRIAL<k>@@ in `args`) and the data (`data`: {digest: (the client's path, None or its
     bytes, or {relative path: bytes} for a folder)}, marked @@DATA<digest>@@ in the specs), and
@@ -384,8 +406,12 @@ def run_job(args, trials, data, stop_name, shared=None):
     import distributed
     # In place where this worker sees the search's folder and every data file at the client's
     # path (a data set outside the shared folder may still be the client's alone).
-    in_place = _sees(shared) and all(
-        os.path.exists(path) for path, _ in data.values())
+    if trials is None:
+        if not (_sees(shared) and _spec_files_here(shared["folders"])):
+            return _NEED_FILES, "", None
+        in_place = True
+    else:
+        in_place = _sees(shared) and all(os.path.exists(path) for path, _ in data.values())
     if not in_place:
         cache = os.path.join(tempfile.gettempdir(), f"crossover-dask-{os.getuid()}")
         os.makedirs(cache, mode=0o700, exist_ok=True)
@@ -447,7 +473,9 @@ class _Job:
         self.future = None
         self.folders = folders
         self.log = log
-        self.inputs = inputs  # run_job's arguments but the stop's name
+        # run_job's arguments but the stop's name: (marked args, each trial's files, the data),
+        # the last two None where the job is sent as its command line alone (_sight)
+        self.inputs = inputs
         self.gpu = gpu
         self.shared = shared  # run_job's `shared`: this search's mark, the trial folders
         self.started = time.monotonic()
@@ -481,7 +509,9 @@ class DaskRunner:
         self._paths = {}  # digest -> the data's path here
         self._sent = {}  # digest -> its scattered future, once a worker lacked it
         self._marks = {}  # a folder of trial folders -> the mark written in it (_sees)
+        self._sight = {}  # (worker, mark) -> whether the worker sees that folder (_sees)
         self._jobs = 0
+        self._looked = time.monotonic()  # when changes() last asked the scheduler
 
     def _join(self, workers):
         """Slots for the workers of `workers` (scheduler_info's) that have none yet."""
@@ -499,7 +529,12 @@ class DaskRunner:
 
     def changes(self):
         """The slots of workers that joined since the last call, and the slots whose worker
-        left (a job of theirs still running goes on elsewhere; no job starts there again)."""
+        left (a job of theirs still running goes on elsewhere; no job starts there again). The
+        scheduler is asked at most every _CHANGES_EVERY seconds (the search calls this before
+        every start, and each ask is a round trip)."""
+        if time.monotonic() - self._looked < _CHANGES_EVERY:
+            return [], []
+        self._looked = time.monotonic()
         workers = self._client.scheduler_info().get("workers", {})
         joined = self._join(workers)
         gone = [i for i, a in enumerate(self._addresses) if a not in workers and i not in self._gone]
@@ -570,15 +605,38 @@ class DaskRunner:
                 pass
         self._marks.clear()
 
+    def _worker_sees(self, slot, shared):
+        """Whether the worker of `slot` sees the search's folder that `shared` marks: asked of
+        every worker not asked yet, at once (client.run; a worker that cannot answer does not)."""
+        mark = shared["mark"]
+        if (self._addresses[slot], mark) not in self._sight:
+            asked = [a for a in self._addresses if (a, mark) not in self._sight]
+            try:
+                answers = self._client.run(_sees, shared, workers=asked, on_error="return")
+            except Exception:  # the scheduler unreachable: the job carries its files
+                answers = {}
+            for address in asked:
+                self._sight[(address, mark)] = answers.get(address) is True
+        return self._sight[(self._addresses[slot], mark)]
+
+    def _full_inputs(self, job):
+        """run_job's arguments for `job` with its trials' files and the data they name (for a
+        worker that does not see the search's folder)."""
+        data = {}
+        trials = [self._inputs(folder, data) for folder in job.folders]
+        return (job.inputs[0], trials, data)
+
     def start(self, slot, args, log):
         folders = sorted(_trial_dirs(args), key=len, reverse=True)
-        data = {}
-        trials = [self._inputs(folder, data) for folder in folders]
         marked = [_marked(a, folders) for a in args]
         # The working folder: args may be relative to it.
         shared = {"mark": self._mark(folders[0]), "token": self._token, "folders": folders,
                   "cwd": os.getcwd()}
-        job = _Job(folders, log, (marked, trials, data), self.slots[slot][0] == "cuda", shared)
+        job = _Job(folders, log, (marked, None, None), self.slots[slot][0] == "cuda", shared)
+        # Where its worker sees the search's folder, the command line alone: nothing of the
+        # trials' files is read here (64 specs parsed were a tenth of a 64-trial disc-4 search).
+        if not self._worker_sees(slot, shared):
+            job.inputs = self._full_inputs(job)
         self._submit(slot, job)
         self._running[slot] = job
 
@@ -631,9 +689,12 @@ class DaskRunner:
             with open(job.log, "a") as f:
                 f.write(f"crossover: the job's Dask task failed ({type(e).__name__}: {e}); "
                         f"submitted again with its data ({job.retries} of {_RETRIES})\n")
+        job.shared = dict(job.shared, processes=True)  # see run_job: a crash ends it alone
+        if job.inputs[2] is None:  # its command line alone: the worker reads its files
+            self._submit(slot, job)
+            return True
         for digest in job.inputs[2]:
             self._sent.pop(digest, None)
-        job.shared = dict(job.shared, processes=True)  # see run_job: a crash ends it alone
         self._with_data(slot, job)
         return True
 
@@ -658,6 +719,10 @@ class DaskRunner:
             result = self._result(job)
             if result is not None and result[0] == _NEED_DATA:
                 self._with_data(slot, job)
+                continue
+            if result is not None and result[0] == _NEED_FILES:
+                job.inputs = self._full_inputs(job)
+                self._submit(slot, job)
                 continue
             if result is None and self._again(slot, job):
                 continue

@@ -130,6 +130,32 @@ def test_workers_without_the_clients_files_are_sent_the_data(tmp_path, monkeypat
     assert all(names for names in cached.values()), cached  # each worker got the data
 
 
+def test_a_job_sent_as_its_command_line_to_a_worker_that_cannot_see_the_folder_travels_whole(
+        tmp_path, monkeypatch):
+    # The client asks each worker once whether it sees the search's folder, and sends the jobs of
+    # those that do as their command line alone. A worker that stops seeing it (here: told to
+    # share nothing after it was asked) answers so, and the job is sent again with its files.
+    import crossover.dask
+    full = []
+    original = crossover.dask.DaskRunner._full_inputs
+
+    def counted(self, job):
+        full.append(job.folders)
+        return original(self, job)
+    monkeypatch.setattr(crossover.dask.DaskRunner, "_worker_sees", lambda self, slot, shared: True)
+    monkeypatch.setattr(crossover.dask.DaskRunner, "_full_inputs", counted)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None, silence_logs=logging.ERROR) as cluster:
+        with distributed.Client(cluster) as c:
+            blind = sorted(c.scheduler_info()["workers"])[0]
+            c.run(lambda: os.environ.__setitem__("CROSSOVER_DASK_SHARE_NOTHING", "1"),
+                  workers=[blind])
+            there = search(tmp_path / "there", 4, client=c, fuse="off")
+    here = search(tmp_path / "here", 4, threads=1, parallel=2, fuse="off")
+    assert full, "no job was sent again with its files"
+    assert objectives(there) == objectives(here)
+
+
 def test_data_goes_to_one_worker_where_copying_it_to_every_worker_fails(tmp_path, monkeypatch):
     # distributed 2022.12's scatter(broadcast=True) fails where a worker leaves meanwhile (seen in
     # CI on the simulated hosts: "Sample larger than population or is negative"); the data then
