@@ -86,6 +86,10 @@ constexpr const char* kShortSearch =
     " (not measured: a search shorter than measuring trials at once would take)";
 // On a GPU it never times them (Search's gpu_fuse_cap says why).
 constexpr const char* kGpuGroups = " (as many as are ready: group sizes are not timed on a GPU)";
+// Nor for the workers of a runner of the caller's (a Dask cluster): they are not this machine.
+constexpr const char* kWorkersGroups =
+    " (the ready trials shared among the workers: group sizes are not timed on this machine for "
+    "them)";
 
 // "disc-4: 2 trials (grid), lowest by loss; 2 at once on cpu (measured fastest)".
 void TuneReporter::started(const TuneRecord& r) {
@@ -96,8 +100,9 @@ void TuneReporter::started(const TuneRecord& r) {
     // the GPU's); an explicit --fuse K needs none.
     std::string why = c.measured                                    ? " (measured fastest)"
                       : o_.search.fuse != kFuseAuto                 ? ""
-                      : device_kind_of(c.device) == DeviceKind::Cpu ? kUnmeasuredGroups
-                                                                    : kGpuGroups;
+                      : device_kind_of(c.device) != DeviceKind::Cpu ? kGpuGroups
+                      : o_.runner != nullptr                        ? kWorkersGroups
+                                                                    : kUnmeasuredGroups;
     // Larger groups than the search's share could time are taken as fast as the largest timed.
     int timed = 0;
     for (const ParallelOption& option : c.options) timed = std::max(timed, option.k);
