@@ -70,13 +70,18 @@ std::string describe(const CheckpointInterval& interval) {
 }
 
 RunFingerprint run_fingerprint(const TrainPlan& p, const TrainSpec& train, bool record_step) {
+  return run_fingerprint(p, train, record_step, data_fingerprint(p.split));
+}
+
+RunFingerprint run_fingerprint(const TrainPlan& p, const TrainSpec& train, bool record_step,
+                               std::string data_hash) {
   ModelSpec spec = p.model.spec();
   spec.train = train;
   const DeviceInfo& d = p.backend.info();
   return {
       CROSSOVER_VERSION,
       to_toml(spec),
-      data_fingerprint(p.split),
+      std::move(data_hash),
       fmt::format("{} ({}), {}, {} threads, {}", d.id, d.name, d.library, d.threads, d.precision),
       fmt::format("{} batch shards, step {}", p.shards(),
                   record_step && p.recorded ? "recorded" : "launched"),

@@ -70,6 +70,10 @@ struct RunFingerprint {
   bool shards_may_differ = false;
 };
 RunFingerprint run_fingerprint(const TrainPlan& p, const TrainSpec& train, bool record_step);
+// The same with the split's data_fingerprint given (trials sharing a data set hash it once: it
+// reads every byte).
+RunFingerprint run_fingerprint(const TrainPlan& p, const TrainSpec& train, bool record_step,
+                               std::string data_hash);
 
 // Saves checkpoints of one run into options.dir. Host buffers are planned when it is built; the
 // interval counts from `steps_taken` (where a resumed run starts) and from then.

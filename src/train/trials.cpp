@@ -12,12 +12,15 @@
 #include <algorithm>
 #include <chrono>
 #include <limits>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
+#include <string>
 
 #include "core/error.h"
 #include "core/interrupt.h"
+#include "data/source.h"
 #include "model/fused_network.h"
 #include "train/checkpoint.h"
 #include "train/epoch.h"
@@ -45,10 +48,13 @@ struct Trial {
     rules.start(plan, state);
   }
   // Resumes from the trial's newest checkpoint where asked, and starts its checkpointer.
-  void set_up_checkpoints() {
+  // `fingerprints`: each data set's data_fingerprint, shared by the group's trials.
+  void set_up_checkpoints(std::map<const DataSplit*, std::string>& fingerprints) {
     const CheckpointOptions& o = spec.checkpoint;
     if (!o.dir.empty()) {
-      RunFingerprint fingerprint = run_fingerprint(plan, spec.train, false);
+      auto [data_hash, fresh] = fingerprints.try_emplace(&plan.split);
+      if (fresh) data_hash->second = data_fingerprint(plan.split);
+      RunFingerprint fingerprint = run_fingerprint(plan, spec.train, false, data_hash->second);
       // Regrouped from a larger group, or into one, the trial goes on in other shards.
       fingerprint.shards_may_differ = true;
       if (o.resume) {
@@ -322,6 +328,7 @@ Trials plan_trials(std::vector<FusedTrial>& trials, const DataSplit& split,
   ExecutionOptions exec;
   if (stepping == FusedStepping::SideBySide) exec.shards = 1;
   Trials planned;
+  std::map<const DataSplit*, std::string> fingerprints;
   for (FusedTrial& t : trials) {
     const DataSplit& data = t.data ? *t.data : split;
     const TrainPlan* data_of = nullptr;
@@ -332,7 +339,7 @@ Trials plan_trials(std::vector<FusedTrial>& trials, const DataSplit& split,
     trial.last_epoch = options.pause_after_epochs > 0
                            ? std::min(options.pause_after_epochs, t.train.epochs)
                            : t.train.epochs;
-    trial.set_up_checkpoints();
+    trial.set_up_checkpoints(fingerprints);
     if (trial.state.early_stopping.stop) trial.end = End::EarlyStopping;
     if (trial.end == End::Running && trial.state.epoch >= trial.last_epoch) {
       trial.end = trial.state.epoch < t.train.epochs ? End::Paused : End::Completed;
