@@ -117,8 +117,11 @@ def test_workers_in_the_clients_process_run_its_groups_as_processes(tmp_path, mo
 
 
 def test_workers_without_the_clients_files_are_sent_the_data(tmp_path, monkeypatch):
-    # As on workers that share no file system with the client: they never read its paths.
+    # As on workers that share no file system with the client: they never read its paths. Their
+    # temporary folder (where they keep what they were sent) this test's own.
     monkeypatch.setenv("CROSSOVER_DASK_SHARE_NOTHING", "1")
+    (tmp_path / "workers").mkdir()
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "workers"))
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                   dashboard_address=None, silence_logs=logging.ERROR) as cluster:
         with distributed.Client(cluster) as c:
@@ -127,7 +130,22 @@ def test_workers_without_the_clients_files_are_sent_the_data(tmp_path, monkeypat
                 __import__("tempfile").gettempdir(), f"crossover-dask-{os.getuid()}"))))
     here = search(tmp_path / "here", 3, threads=1, parallel=2)
     assert objectives(there) == objectives(here)
-    assert all(names for names in cached.values()), cached  # each worker got the data
+    # Each worker got the samples and the initial weights (the spec's [model] init), each once.
+    assert all(len(names) == 2 for names in cached.values()), cached
+
+
+def test_the_files_a_spec_names_are_read_off_its_text_as_toml_finds_them(tmp_path):
+    from crossover.dask import _named_files, _spec_files
+    x, y = disc(100)
+    crossover.tune(crossover.Model("disc-4"), x, y, {"train.optimizer.lr": [0.1, 0.2]},
+                   epochs=1, validation_data=(x[:20], y[:20]), out=tmp_path / "s", verbose=0)
+    text = (tmp_path / "s" / "trials" / "t01" / "spec.toml").read_text()
+    parsed = sorted(path for _, path in _spec_files(text, "t01"))
+    assert len(parsed) == 3, parsed  # the samples, the validation samples, the initial weights
+    assert sorted(_named_files(text, "t01")) == parsed
+    # Quoted otherwise than the engine writes specs (a literal string): parsed as TOML.
+    literal = "[model]\ninit = 'C:\\w.safetensors'\n[data]\nsource = \"csv:/d.csv\"\n"
+    assert sorted(_named_files(literal, "x")) == ["/d.csv", "C:\\w.safetensors"]
 
 
 def test_a_job_sent_as_its_command_line_to_a_worker_that_cannot_see_the_folder_travels_whole(
