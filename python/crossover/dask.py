@@ -5,21 +5,21 @@ machine (the grid or the samples, halving's rungs, fused groups) and runs each o
 group of trials, or a trial alone) as one Dask task on a worker, one job a worker at a time.
 
 A worker that sees the search's folder itself (a shared file system, or a LocalCluster: it finds
-there the mark this search wrote, a random token; each worker is asked once, with client.run) runs
-its jobs in place, writing into the trials' folders as a search on one machine does, and nothing
-travels but the command line; there a fused group trains in the worker's own process, through the
-engine with the GIL released (as Model.fit trains), and a trial alone runs the crossover command
-(CROSSOVER_DASK_PROCESSES=1: every job does). For any other worker the task carries its trials'
-folders (spec, checkpoints, log) as bytes, and the worker runs the crossover command beside its
-own crossover package on them in a temporary folder; the folders' new files (result, weights,
-log, checkpoints) come back as the task's result and are written into the search's folder here.
-The data files a spec names are read where the worker finds the same file at the same path
-(checked by content, once per worker); where it does not, they are sent to every worker once. So
-no shared file system is needed, and what a task starts from is only its inputs: a worker lost
-during a task, Dask runs it again on another worker from the same start (the rung's checkpoints,
-or the newest checkpoints in the shared folder), so the search ends as it would have. Ctrl-C asks
-every running task to stop: its job saves its checkpoints, they come back, and the same call goes
-on from them.
+there the mark this search wrote, a random token) runs its jobs in place, writing into the trials'
+folders as a search on one machine does, and nothing travels but the command line; there a fused
+group trains in the worker's own process, through the engine with the GIL released (as Model.fit
+trains), and a trial alone runs the crossover command (CROSSOVER_DASK_PROCESSES=1: every job
+does). A job goes as its command line alone until its worker answers that it cannot see the
+folder; from then on that worker's tasks carry their trials' folders (spec, checkpoints, log) as
+bytes, and the worker runs the crossover command beside its own crossover package on them in a
+temporary folder; the folders' new files (result, weights, log, checkpoints) come back as the
+task's result and are written into the search's folder here. The data files a spec names are read
+where the worker finds the same file at the same path (checked by content, once per worker); where
+it does not, they are sent to every worker once. So no shared file system is needed, and what a
+task starts from is only its inputs: a worker lost during a task, Dask runs it again on another
+worker from the same start (the rung's checkpoints, or the newest checkpoints in the shared
+folder), so the search ends as it would have. Ctrl-C asks every running task to stop: its job
+saves its checkpoints, they come back, and the same call goes on from them.
 
 DaskRunner is the runner the engine's search calls (src/python/runner.h gives its protocol)."""
 import hashlib
@@ -40,7 +40,8 @@ _EXIT_MACHINE = 7  # the machine failed the job: the search runs it again when i
 _RETRIES = 3  # a job's task failed with its workers: submitted again at most this many times
 _NEED_DATA = -1  # run_job's answer where its worker lacks the data: sent again with the data
 _NEED_FILES = -2  # its answer to a job sent as its command line alone where the worker does not
-# see the search's folder (or a file a spec names): sent again with the trials' files and data
+# see the search's folder (or a file a spec names), with the worker's address: sent again with the
+# trials' files and data, as every later job of that worker is
 _CHANGES_EVERY = 0.5  # seconds between two looks at the cluster's workers (each asks the scheduler)
 
 
@@ -414,8 +415,9 @@ def run_job(args, trials, data, stop_name, shared=None):
     (`shared`: the "mark" the client wrote there and its "token", the client's trial "folders",
     which replace their marks in `args`, and its working folder, "cwd", where the command runs),
     in place, and returns (exit code, the command's output, None). A job sent as its command line
-    alone (`trials` and `data` None: the client knew its worker to see the folder) runs in place
-    or answers _NEED_FILES (it landed on a worker that does not see it). Otherwise in a temporary
+    alone (`trials` and `data` None, as the client sends a job until its worker says it cannot
+    see the folder) runs in place, or answers (_NEED_FILES, the worker's address, None).
+    Otherwise in a temporary
     folder holding the trials' folders (`trials`, one {relative path: bytes} each, marked
     @@TRIAL<k>@@ in `args`) and the data (`data`: {digest: (the client's path, None or its
     bytes, or {relative path: bytes} for a folder)}, marked @@DATA<digest>@@ in the specs), and
@@ -428,7 +430,7 @@ def run_job(args, trials, data, stop_name, shared=None):
     # path (a data set outside the shared folder may still be the client's alone).
     if trials is None:
         if not (_sees(shared) and _spec_files_here(shared["folders"])):
-            return _NEED_FILES, "", None
+            return _NEED_FILES, distributed.get_worker().address, None
         in_place = True
     else:
         in_place = _sees(shared) and all(os.path.exists(path) for path, _ in data.values())
@@ -494,7 +496,7 @@ class _Job:
         self.folders = folders
         self.log = log
         # run_job's arguments but the stop's name: (marked args, each trial's files, the data),
-        # the last two None where the job is sent as its command line alone (_sight)
+        # the last two None where the job is sent as its command line alone
         self.inputs = inputs
         self.gpu = gpu
         self.shared = shared  # run_job's `shared`: this search's mark, the trial folders
@@ -529,7 +531,7 @@ class DaskRunner:
         self._paths = {}  # digest -> the data's path here
         self._sent = {}  # digest -> its scattered future, once a worker lacked it
         self._marks = {}  # a folder of trial folders -> the mark written in it (_sees)
-        self._sight = {}  # (worker, mark) -> whether the worker sees that folder (_sees)
+        self._blind = set()  # the workers that said they cannot see the search's folder
         self._jobs = 0
         self._looked = time.monotonic()  # when changes() last asked the scheduler
 
@@ -625,20 +627,6 @@ class DaskRunner:
                 pass
         self._marks.clear()
 
-    def _worker_sees(self, slot, shared):
-        """Whether the worker of `slot` sees the search's folder that `shared` marks: asked of
-        every worker not asked yet, at once (client.run; a worker that cannot answer does not)."""
-        mark = shared["mark"]
-        if (self._addresses[slot], mark) not in self._sight:
-            asked = [a for a in self._addresses if (a, mark) not in self._sight]
-            try:
-                answers = self._client.run(_sees, shared, workers=asked, on_error="return")
-            except Exception:  # the scheduler unreachable: the job carries its files
-                answers = {}
-            for address in asked:
-                self._sight[(address, mark)] = answers.get(address) is True
-        return self._sight[(self._addresses[slot], mark)]
-
     def _full_inputs(self, job):
         """run_job's arguments for `job` with its trials' files and the data they name (for a
         worker that does not see the search's folder)."""
@@ -653,9 +641,10 @@ class DaskRunner:
         shared = {"mark": self._mark(folders[0]), "token": self._token, "folders": folders,
                   "cwd": os.getcwd()}
         job = _Job(folders, log, (marked, None, None), self.slots[slot][0] == "cuda", shared)
-        # Where its worker sees the search's folder, the command line alone: nothing of the
-        # trials' files is read here (64 specs parsed were a tenth of a 64-trial disc-4 search).
-        if not self._worker_sees(slot, shared):
+        # The command line alone, unless its worker said it cannot see the search's folder: the
+        # trials' files are read here only then (64 specs parsed, and the samples hashed, were a
+        # tenth of a 64-trial disc-4 search). A worker that cannot says so once (_NEED_FILES).
+        if self._addresses[slot] in self._blind:
             job.inputs = self._full_inputs(job)
         self._submit(slot, job)
         self._running[slot] = job
@@ -741,6 +730,7 @@ class DaskRunner:
                 self._with_data(slot, job)
                 continue
             if result is not None and result[0] == _NEED_FILES:
+                self._blind.add(result[1])
                 job.inputs = self._full_inputs(job)
                 self._submit(slot, job)
                 continue

@@ -2,7 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -32,10 +36,20 @@ namespace fs = std::filesystem;
 struct TrialLog {
   fs::path path;
   std::ofstream out;
-  void write(const std::string& text) {
-    if (!out.is_open()) out.open(path, std::ios::app);
-    out << text << std::flush;
+  // Opened (created where new) before any work: its folder takes the trial's files. Where it
+  // cannot, the trial's folder is named with why. No probe file is made and removed (each cost
+  // a 32-trial group's file system an inode: 3.6 ms of its 48 on this machine's ext4).
+  void open(const fs::path& folder) {
+    errno = 0;
+    out.open(path, std::ios::app);
+    const int opened = out.is_open() ? 0 : (errno ? errno : EIO);
+    const int writable = opened ? opened : ::access(folder.c_str(), W_OK) == 0 ? 0 : errno;
+    if (writable != 0) {
+      throw UserError(fmt::format("train-group: {}: cannot write a trial's files there ({})",
+                                  folder.string(), std::strerror(writable)));
+    }
   }
+  void write(const std::string& text) { out << text << std::flush; }
 };
 
 // A trial's run as its folder holds it, its checkpoints' notes told and in its log.
@@ -129,7 +143,6 @@ int train_group_job(const TrainGroupJob& o, JobHooks& hooks) {
         "--pause-after needs checkpoints: with --checkpoint-every off there is nothing to go on "
         "from");
   }
-  std::vector<fs::path> probed;  // a trial's result and weights share its folder: one probe
   // Each trial's log, opened at its first line and kept open to the group's end (each line
   // flushed): what its checkpoints said, then how its run ended.
   std::vector<std::shared_ptr<TrialLog>> logs;
@@ -138,10 +151,8 @@ int train_group_job(const TrainGroupJob& o, JobHooks& hooks) {
   for (const std::string& dir : o.dirs) {
     const TrialFiles f = trial_folder(dir);
     own_trial_files(f, dir, seen, every.enabled(), locks);
-    // Before any work: each trial's outputs can be written.
-    check_writable_path(f.result, "a trial's result", &probed);
-    check_writable_path(f.weights, "a trial's weights", &probed);
     logs.push_back(std::make_shared<TrialLog>(TrialLog{f.log, {}}));
+    logs.back()->open(f.dir);
     runs.push_back(trial_run(f, every, o.resume, logs.back(), hooks));
     files.push_back(f);
   }

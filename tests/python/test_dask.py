@@ -148,20 +148,27 @@ def test_the_files_a_spec_names_are_read_off_its_text_as_toml_finds_them(tmp_pat
     assert sorted(_named_files(literal, "x")) == ["/d.csv", "C:\\w.safetensors"]
 
 
-def test_a_job_sent_as_its_command_line_to_a_worker_that_cannot_see_the_folder_travels_whole(
-        tmp_path, monkeypatch):
-    # The client asks each worker once whether it sees the search's folder, and sends the jobs of
-    # those that do as their command line alone. A worker that stops seeing it (here: told to
-    # share nothing after it was asked) answers so, and the job is sent again with its files.
+def test_a_worker_that_cannot_see_the_folder_says_so_once_and_gets_its_jobs_whole(tmp_path,
+                                                                                   monkeypatch):
+    # Jobs go as their command line alone; a worker that cannot see the search's folder (here:
+    # told to share nothing) answers so, the job is sent again with its files, and so is every
+    # later job of that worker, without asking again.
     import crossover.dask
-    full = []
-    original = crossover.dask.DaskRunner._full_inputs
+    answers, full = [], []
+    original_full = crossover.dask.DaskRunner._full_inputs
+    original_collect = crossover.dask.DaskRunner._result
 
     def counted(self, job):
         full.append(job.folders)
-        return original(self, job)
-    monkeypatch.setattr(crossover.dask.DaskRunner, "_worker_sees", lambda self, slot, shared: True)
+        return original_full(self, job)
+
+    def watched(job):
+        result = original_collect(job)
+        if result is not None and result[0] == crossover.dask._NEED_FILES:
+            answers.append(result[1])
+        return result
     monkeypatch.setattr(crossover.dask.DaskRunner, "_full_inputs", counted)
+    monkeypatch.setattr(crossover.dask.DaskRunner, "_result", staticmethod(watched))
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                   dashboard_address=None, silence_logs=logging.ERROR) as cluster:
         with distributed.Client(cluster) as c:
@@ -170,7 +177,9 @@ def test_a_job_sent_as_its_command_line_to_a_worker_that_cannot_see_the_folder_t
                   workers=[blind])
             there = search(tmp_path / "there", 4, client=c, fuse="off")
     here = search(tmp_path / "here", 4, threads=1, parallel=2, fuse="off")
-    assert full, "no job was sent again with its files"
+    assert answers == [blind], answers
+    blind_jobs = [t for t in there.result["trials"] if t["host"] == f"dask worker {blind}"]
+    assert len(full) >= len(blind_jobs) >= 2, (full, blind_jobs)
     assert objectives(there) == objectives(here)
 
 
