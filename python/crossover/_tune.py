@@ -198,6 +198,7 @@ def tune(model, x, y, space, *, out="crossover-tune", validation_split=0.0, vali
     _owned_folder(inputs, "the search's inputs")
     call = TuneCall()
     call.data = _samples_file(inputs, "train", x, y)
+    vx = vy = None
     if validation_data is not None:
         if not isinstance(validation_data, tuple) or len(validation_data) != 2:
             raise TypeError("tune(validation_data=): expected a tuple (x_val, y_val)")
@@ -236,7 +237,8 @@ def tune(model, x, y, space, *, out="crossover-tune", validation_split=0.0, vali
         runner = DaskRunner(client, threads=int(threads))
     progress = Progress(verbose)
     try:
-        result = _tune(model._engine, call, progress, runner)
+        # The arrays too: the search plans with them, not reading back the files it wrote.
+        result = _tune(model._engine, call, progress, runner, x, y, vx, vy)
     finally:
         progress.close()
         if runner is not None:

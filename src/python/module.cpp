@@ -293,7 +293,21 @@ struct TuneCall {
 // KeyboardInterrupt where a Ctrl-C stopped it (its finished trials kept; the same call goes on).
 // `runner`: crossover.dask's runner, where the trials' jobs run (None: on this machine).
 std::string tune(const PyModel& m, const TuneCall& c, const py::object& on_event,
-                 const py::object& runner) {
+                 const py::object& runner, const py::object& x, const py::object& y,
+                 const py::object& val_x, const py::object& val_y) {
+  // The arrays the data files hold, for the search's planning (SearchOptions::data).
+  std::optional<DataSplit> arrays;
+  if (!x.is_none()) {
+    const int64_t classes = classes_of(m.spec);
+    arrays.emplace();
+    arrays->train = borrow_samples(x.cast<py::array>(), y.cast<py::array>(), m.spec, classes,
+                                   "tune()");
+    if (!val_x.is_none()) {
+      arrays->test = borrow_samples(val_x.cast<py::array>(), val_y.cast<py::array>(), m.spec,
+                                    classes, "tune(validation_data=)");
+    }
+    split_validation(*arrays, c.validation_split, "tune(validation_split=)");
+  }
   std::optional<PyJobRunner> remote;
   if (!runner.is_none()) remote.emplace(runner);
   TuneJob job;
@@ -326,6 +340,7 @@ std::string tune(const PyModel& m, const TuneCall& c, const py::object& on_event
   s.checkpoint_every = c.checkpoint_every;
   s.precision = c.precision;
   s.command_line = c.call;
+  s.data = arrays ? &*arrays : nullptr;
   job.quiet = c.quiet;
   job.program = c.program;
   QueuedHooks hooks;
@@ -540,7 +555,8 @@ PYBIND11_MODULE(_crossover, m) {
       .def_readwrite("instances", &TuneCall::instances)
       .def_readwrite("call", &TuneCall::call);
   m.def("tune", &tune, py::arg("model"), py::arg("call"), py::arg("on_event"),
-        py::arg("runner") = py::none());
+        py::arg("runner") = py::none(), py::arg("x") = py::none(), py::arg("y") = py::none(),
+        py::arg("val_x") = py::none(), py::arg("val_y") = py::none());
   py::class_<TrainGroupJob>(m, "TrainGroupJob")
       .def(py::init<>())
       .def_readwrite("dirs", &TrainGroupJob::dirs)

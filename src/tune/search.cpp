@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <future>
 #include <map>
+#include <optional>
 #include <memory>
 
 #include "backend/backend.h"
@@ -177,7 +178,9 @@ void Search::prepare() {
   cpu_ = make_backend(parse_device("cpu", 0));
   if (trials_on_cpu() && o_.precision != "f32") make_backend(parse_device("cpu", 0, o_.precision));
   const Model model(base_, *cpu_);
-  const DataSplit data = load_data(base_.data, data_request(base_, model.classes()));
+  std::optional<DataSplit> loaded;
+  if (!o_.data) loaded = load_data(base_.data, data_request(base_, model.classes()));
+  const DataSplit& data = o_.data ? *o_.data : *loaded;
   metric_ = objective_metric(o_.objective, base_, data, model.regression());
   lay_out(points);
   // Every trial's epochs of full steps (halving stops some sooner: a probe's share is then larger
