@@ -43,6 +43,7 @@ _NEED_FILES = -2  # its answer to a job sent as its command line alone where the
 # see the search's folder (or a file a spec names), with the worker's address: sent again with the
 # trials' files and data, as every later job of that worker is
 _CHANGES_EVERY = 0.5  # seconds between two looks at the cluster's workers (each asks the scheduler)
+_WAIT = 0.2  # seconds the search waits for a job's end before it looks at anything else
 
 
 def _program():
@@ -742,13 +743,16 @@ class DaskRunner:
         return ended
 
     def wait(self, seconds):
+        """Until a job ends, at most `seconds`, or _WAIT where that is longer: a job's end wakes
+        the search at once, and its other business (Ctrl-C, a worker joined) can wait that long;
+        waking every 20 ms took a tenth of a core from the workers sharing it."""
         import distributed
         futures = [job.future for job in self._running.values()]
         if not futures:
             time.sleep(min(seconds, 0.05))
             return
         try:
-            distributed.wait(futures, timeout=seconds, return_when="FIRST_COMPLETED")
+            distributed.wait(futures, timeout=max(seconds, _WAIT), return_when="FIRST_COMPLETED")
         except Exception as e:
             # A timeout: nothing ended yet. Cancelled: a task lost data only a lost worker held
             # (collect submits it again).
