@@ -535,6 +535,7 @@ class DaskRunner:
         self._blind = set()  # the workers that said they cannot see the search's folder
         self._jobs = 0
         self._looked = time.monotonic()  # when changes() last asked the scheduler
+        self._ended = threading.Event()  # set when a job's future is done (wait)
 
     def _join(self, workers):
         """Slots for the workers of `workers` (scheduler_info's) that have none yet."""
@@ -657,6 +658,7 @@ class DaskRunner:
             key=f"crossover-job-{self._token}-{self._jobs}",
             workers=[self._addresses[slot]], allow_other_workers=True, pure=False,
             resources={"GPU": 1} if job.gpu else None)
+        job.future.add_done_callback(lambda _: self._ended.set())
 
     def _finish(self, job, result):
         if result is not None:
@@ -744,20 +746,15 @@ class DaskRunner:
 
     def wait(self, seconds):
         """Until a job ends, at most `seconds`, or _WAIT where that is longer: a job's end wakes
-        the search at once, and its other business (Ctrl-C, a worker joined) can wait that long;
-        waking every 20 ms took a tenth of a core from the workers sharing it."""
-        import distributed
-        futures = [job.future for job in self._running.values()]
-        if not futures:
+        the search at once (its future's callback), and its other business (Ctrl-C, a worker
+        joined) can wait that long; waking every 20 ms took a tenth of a core from the workers
+        sharing it."""
+        if not self._running:
             time.sleep(min(seconds, 0.05))
             return
-        try:
-            distributed.wait(futures, timeout=max(seconds, _WAIT), return_when="FIRST_COMPLETED")
-        except Exception as e:
-            # A timeout: nothing ended yet. Cancelled: a task lost data only a lost worker held
-            # (collect submits it again).
-            if "Timeout" not in type(e).__name__ and "Cancelled" not in type(e).__name__:
-                raise
+        if not any(job.future.done() for job in self._running.values()):
+            self._ended.wait(max(seconds, _WAIT))
+        self._ended.clear()  # an end after this is seen by collect, or by the next look above
 
     def interrupt(self):
         self._stop.set()
