@@ -1,7 +1,6 @@
 #include "job/train_group.h"
 
 #include <fmt/format.h>
-
 #include <unistd.h>
 
 #include <algorithm>

@@ -11,8 +11,8 @@
 
 #include "data/source.h"
 #include "measure/sampler.h"
-#include "model/work.h"
 #include "model/model.h"
+#include "model/work.h"
 #include "train/data_parallel.h"
 #include "train/memory.h"
 #include "train/trials.h"

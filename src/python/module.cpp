@@ -300,8 +300,8 @@ std::string tune(const PyModel& m, const TuneCall& c, const py::object& on_event
   if (!x.is_none()) {
     const int64_t classes = classes_of(m.spec);
     arrays.emplace();
-    arrays->train = borrow_samples(x.cast<py::array>(), y.cast<py::array>(), m.spec, classes,
-                                   "tune()");
+    arrays->train =
+        borrow_samples(x.cast<py::array>(), y.cast<py::array>(), m.spec, classes, "tune()");
     if (!val_x.is_none()) {
       arrays->test = borrow_samples(val_x.cast<py::array>(), val_y.cast<py::array>(), m.spec,
                                     classes, "tune(validation_data=)");

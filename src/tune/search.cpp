@@ -13,8 +13,8 @@
 #include <filesystem>
 #include <future>
 #include <map>
-#include <optional>
 #include <memory>
+#include <optional>
 
 #include "backend/backend.h"
 #include "core/error.h"
