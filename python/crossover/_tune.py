@@ -50,7 +50,9 @@ def _owned_folder(path, what):
 
 
 def _samples_file(folder, name, x, y):
-    """x and y as folder/NAME-DIGEST.safetensors (labels as int64, targets as float32)."""
+    """x and y as folder/NAME-DIGEST.safetensors (labels as int64, targets as float32; a column
+    of them, [samples, 1], as the vector the engine's file reader takes)."""
+    y = y.reshape(len(y)) if y.ndim == 2 and y.shape[1] == 1 else y
     y = y.astype(np.int64) if y.dtype == np.int32 else y
     path = os.path.join(folder, f"{name}-{_digest([x, y])}.safetensors")
     if not os.path.isfile(path) or os.path.islink(path):

@@ -58,6 +58,22 @@ def test_validation_data_is_the_trials_held_out_set(tmp_path):
     assert 'test = "safetensors:' in spec, spec
 
 
+def test_labels_and_targets_given_as_a_column_train_as_a_vector(tmp_path):
+    # fit takes y of shape (n, 1); so does tune, whose trials read y from the file it writes.
+    x, y = disc(200)
+    s = crossover.tune(crossover.Model("disc-2"), x, y.reshape(-1, 1), {"lr": [0.1, 0.3]},
+                       epochs=2, validation_data=(x[:50], y[:50].reshape(-1, 1)), fuse="off",
+                       out=tmp_path / "labels", verbose=0, threads=1)
+    assert all(t["status"] == "finished" for t in s.result["trials"]), s.result["trials"]
+    spec = tmp_path / "targets.toml"
+    spec.write_text('[model]\ninput = [2]\nlayers = [ { type = "linear", out = 1 } ]\n'
+                    'loss = "mse"\n[train]\nbatch = 20\nepochs = 2\n')
+    targets = (x[:, 0] + x[:, 1]).astype(np.float32).reshape(-1, 1)
+    r = crossover.tune(crossover.Model(str(spec)), x, targets, {"lr": [0.01, 0.1]}, epochs=2,
+                       validation_split=0.2, out=tmp_path / "targets", verbose=0, threads=1)
+    assert all(t["status"] == "finished" for t in r.result["trials"]), r.result["trials"]
+
+
 def test_bad_input_is_named(tmp_path):
     x, y = disc(100)
     m = crossover.Model("disc-2")
