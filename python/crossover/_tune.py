@@ -60,6 +60,14 @@ def _samples_file(folder, name, x, y):
     return os.path.abspath(path)
 
 
+def _flat(x, y, vx, vy):
+    """The arrays as the search plans with them: samples as [samples, features] views (a file of
+    samples takes any shape of the model's size, as these do), labels as they are."""
+    def samples(a):
+        return None if a is None else a.reshape(len(a), -1)
+    return samples(x), y, samples(vx), vy
+
+
 def _vary_list(vary):
     """{"lr": [0.01, 0.1], "width": "32..256:log"} or ["lr=0.01,0.1", ...] (a search's space) as
     --vary values."""
@@ -240,7 +248,7 @@ def tune(model, x, y, space, *, out="crossover-tune", validation_split=0.0, vali
     progress = Progress(verbose)
     try:
         # The arrays too: the search plans with them, not reading back the files it wrote.
-        result = _tune(model._engine, call, progress, runner, x, y, vx, vy)
+        result = _tune(model._engine, call, progress, runner, *_flat(x, y, vx, vy))
     finally:
         progress.close()
         if runner is not None:

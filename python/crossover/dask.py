@@ -44,6 +44,9 @@ _NEED_FILES = -2  # its answer to a job sent as its command line alone where the
 # trials' files and data, as every later job of that worker is
 _CHANGES_EVERY = 0.5  # seconds between two looks at the cluster's workers (each asks the scheduler)
 _WAIT = 0.2  # seconds the search waits for a job's end before it looks at anything else
+# Seconds a done job's result may take to come back: where its worker died meanwhile, Dask
+# computes the task again and result() would wait that long, the search held; it is run again.
+_RESULT_WAIT = 10
 
 
 def _program():
@@ -283,16 +286,22 @@ def _sees(shared):
 
 # A data source or an initial-weights file as the engine's spec writer quotes it (a basic string
 # without escapes): every string _spec_files could find, and perhaps more.
-_QUOTED_SOURCE = re.compile(r'"(?:' + "|".join(p[:-1] for p in _SOURCE_PREFIXES) + r'):([^"\\]*)"')
-_QUOTED_INIT = re.compile(r'^[ \t]*init[ \t]*=[ \t]*"([^"\\]*)"', re.M)
+_QUOTED_SOURCE = re.compile(
+    r'"(?:' + "|".join(p[:-1] for p in _SOURCE_PREFIXES) + r'):([^"\\\n]*)"')
+_QUOTED_INIT = re.compile(r'^[ \t]*init[ \t]*=[ \t]*"([^"\\\n]*)"', re.M)
+_ANY_INIT = re.compile(r"\binit\b")
 
 
 def _named_files(text, origin):
     """The paths of the files a spec names: read off its quoted strings where it quotes as the
     engine writes specs (32 specs parsed as TOML took a job's worker 8 ms), else parsed."""
-    if "\\" in text or "'" in text or '"""' in text:
+    inits = _QUOTED_INIT.findall(text)
+    # Parsed where the spec quotes otherwise, or names `init` otherwise (a dotted key, an inline
+    # table, a comment): the quick reading could miss a file there.
+    if ("\\" in text or "'" in text or '"""' in text
+            or len(_ANY_INIT.findall(text)) != len(inits)):
         return [path for _, path in _spec_files(text, origin)]
-    return _QUOTED_SOURCE.findall(text) + _QUOTED_INIT.findall(text)
+    return _QUOTED_SOURCE.findall(text) + inits
 
 
 def _spec_files_here(folders):
@@ -430,7 +439,8 @@ def run_job(args, trials, data, stop_name, shared=None):
     # In place where this worker sees the search's folder and every data file at the client's
     # path (a data set outside the shared folder may still be the client's alone).
     if trials is None:
-        if not (_sees(shared) and _spec_files_here(shared["folders"])):
+        folders = [os.path.join(shared["cwd"], f) for f in shared["folders"]]
+        if not (_sees(shared) and _spec_files_here(folders)):
             return _NEED_FILES, distributed.get_worker().address, None
         in_place = True
     else:
@@ -665,7 +675,7 @@ class DaskRunner:
             code, output, outputs = result
         else:  # the task failed everywhere Dask ran it (KilledWorker, ...)
             try:
-                job.future.result()
+                job.future.result(timeout=_RESULT_WAIT)
                 error = "no result"
             except Exception as e:
                 error = f"{type(e).__name__}: {e}"
@@ -696,7 +706,7 @@ class DaskRunner:
             return False
         job.retries += 1
         try:
-            job.future.result()
+            job.future.result(timeout=_RESULT_WAIT)
         except Exception as e:
             with open(job.log, "a") as f:
                 f.write(f"crossover: the job's Dask task failed ({type(e).__name__}: {e}); "
@@ -718,8 +728,8 @@ class DaskRunner:
         if job.future.status != "finished":
             return None
         try:
-            return job.future.result()
-        except Exception:  # CancelledError, or the worker gone mid-transfer
+            return job.future.result(timeout=_RESULT_WAIT)
+        except Exception:  # CancelledError, the worker gone mid-transfer, a wait past _RESULT_WAIT
             return None
 
     def collect(self):

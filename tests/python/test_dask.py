@@ -33,9 +33,12 @@ def client(request, monkeypatch):
             yield c
 
 
-def search(out, epochs, **kwargs):
+EIGHT = {"train.optimizer.lr": [0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4]}
+
+
+def search(out, epochs, space=SPACE, **kwargs):
     x, y = disc(600)
-    return crossover.tune(crossover.Model("disc-4"), x, y, SPACE, epochs=epochs,
+    return crossover.tune(crossover.Model("disc-4"), x, y, space, epochs=epochs,
                           validation_split=0.25, out=out, verbose=0, **kwargs)
 
 
@@ -175,12 +178,39 @@ def test_a_worker_that_cannot_see_the_folder_says_so_once_and_gets_its_jobs_whol
             blind = sorted(c.scheduler_info()["workers"])[0]
             c.run(lambda: os.environ.__setitem__("CROSSOVER_DASK_SHARE_NOTHING", "1"),
                   workers=[blind])
-            there = search(tmp_path / "there", 4, client=c, fuse="off")
-    here = search(tmp_path / "here", 4, threads=1, parallel=2, fuse="off")
+            # Eight trials long enough that each worker takes several.
+            there = search(tmp_path / "there", 300, client=c, fuse="off", space=EIGHT)
+    here = search(tmp_path / "here", 300, threads=1, parallel=2, fuse="off", space=EIGHT)
     assert answers == [blind], answers
     blind_jobs = [t for t in there.result["trials"] if t["host"] == f"dask worker {blind}"]
     assert len(full) >= len(blind_jobs) >= 2, (full, blind_jobs)
     assert objectives(there) == objectives(here)
+
+
+def test_workers_elsewhere_find_a_relative_folder_from_the_clients_working_folder(tmp_path,
+                                                                                 monkeypatch):
+    # `out` relative to the client's working folder, the workers' own elsewhere: they see the
+    # search's folder all the same, and no job is sent again with its files.
+    import crossover.dask
+    answers = []
+    original = crossover.dask.DaskRunner._result
+
+    def watched(job):
+        result = original(job)
+        if result is not None and result[0] == crossover.dask._NEED_FILES:
+            answers.append(result[1])
+        return result
+    monkeypatch.setattr(crossover.dask.DaskRunner, "_result", staticmethod(watched))
+    (tmp_path / "client").mkdir()
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "client")
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None, silence_logs=logging.ERROR) as cluster:
+        with distributed.Client(cluster) as c:
+            c.run(os.chdir, str(tmp_path / "elsewhere"))
+            there = search("relative", 3, client=c)
+    assert answers == [], answers
+    assert all(t["status"] == "finished" for t in there.result["trials"]), there.result
 
 
 def test_data_goes_to_one_worker_where_copying_it_to_every_worker_fails(tmp_path, monkeypatch):
@@ -241,7 +271,7 @@ def test_a_job_whose_result_is_lost_after_it_ended_runs_again(tmp_path):
         def done(self):
             return True
 
-        def result(self):
+        def result(self, timeout=None):
             raise distributed.client.CancelledError("crossover-job-lost")
 
     with distributed.LocalCluster(n_workers=1, processes=False, dashboard_address=None,

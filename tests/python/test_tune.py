@@ -74,6 +74,14 @@ def test_labels_and_targets_given_as_a_column_train_as_a_vector(tmp_path):
     assert all(t["status"] == "finished" for t in r.result["trials"]), r.result["trials"]
 
 
+def test_samples_of_any_shape_of_the_models_size_train(tmp_path):
+    # As the trials' file reader takes them: x of shape (n, 2, 1) for a model of input [2].
+    x, y = disc(200)
+    s = crossover.tune(crossover.Model("disc-2"), x.reshape(-1, 2, 1), y, {"lr": [0.1]},
+                       epochs=1, out=tmp_path / "s", verbose=0, threads=1)
+    assert all(t["status"] == "finished" for t in s.result["trials"]), s.result["trials"]
+
+
 def test_bad_input_is_named(tmp_path):
     x, y = disc(100)
     m = crossover.Model("disc-2")
