@@ -1,8 +1,13 @@
 // Links planted where a search and its trials write: `train-group` run by hand and `tune` into a
 // folder whose `trials` is a link write nothing outside their folders (before, a result.json
 // linked to a file outside replaced that file, and a planted OUT/trials sent every trial's files
-// elsewhere).
+// elsewhere). And a trial folder `train-group` cannot write in is named before any work (each
+// trial's log is opened first, in place of a probe file made and removed).
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -90,6 +95,48 @@ TEST(PlantedLinks, TuneWritesNoTrialThroughAPlantedTrialsLink) {
   EXPECT_TRUE(fs::is_empty(elsewhere)) << everything_in(elsewhere);
   EXPECT_TRUE(fs::is_directory(fs::symlink_status(dir.path() / "out" / "trials")));
   EXPECT_TRUE(fs::exists(dir.path() / "out" / "trials" / "t01" / "result.json"));
+}
+
+// A folder made immutable while this lives (no file may be made in it, by root either: the
+// bits of chmod do not stop root); set() is false where the file system or the process cannot.
+class ImmutableFolder {
+ public:
+  explicit ImmutableFolder(const fs::path& dir)
+      : fd_(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)) {
+    if (fd_ < 0 || ::ioctl(fd_, FS_IOC_GETFLAGS, &flags_) != 0) return;
+    int immutable = flags_ | FS_IMMUTABLE_FL;
+    set_ = ::ioctl(fd_, FS_IOC_SETFLAGS, &immutable) == 0;
+  }
+  ~ImmutableFolder() {
+    if (set_) ::ioctl(fd_, FS_IOC_SETFLAGS, &flags_);
+    if (fd_ >= 0) ::close(fd_);
+  }
+  ImmutableFolder(const ImmutableFolder&) = delete;
+  ImmutableFolder& operator=(const ImmutableFolder&) = delete;
+  bool set() const { return set_; }
+
+ private:
+  int fd_ = -1;
+  int flags_ = 0;
+  bool set_ = false;
+};
+
+TEST(TrainGroup, NamesATrialFolderItCannotWriteInBeforeTraining) {
+  const xo::testing::TempDir dir("group-unwritable");
+  const fs::path trial = dir.path() / "t01";
+  fs::create_directories(trial);
+  std::ofstream(trial / "spec.toml") << kSpec;
+  const ImmutableFolder locked(trial);
+  if (!locked.set()) {
+    GTEST_SKIP() << "this file system or process cannot make " << trial
+                 << " immutable (FS_IOC_SETFLAGS: ext4 and CAP_LINUX_IMMUTABLE)";
+  }
+  const auto r = run_cli("train-group t01 --threads 1 --checkpoint-every off", dir.path());
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_NE(r.output.find("train-group: t01: cannot write a trial's files there"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("final loss"), std::string::npos) << "it trained: " << r.output;
 }
 
 }  // namespace
