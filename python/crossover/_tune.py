@@ -60,12 +60,10 @@ def _samples_file(folder, name, x, y):
     return os.path.abspath(path)
 
 
-def _flat(x, y, vx, vy):
-    """The arrays as the search plans with them: samples as [samples, features] views (a file of
-    samples takes any shape of the model's size, as these do), labels as they are."""
-    def samples(a):
-        return None if a is None else a.reshape(len(a), -1)
-    return samples(x), y, samples(vx), vy
+def _rows(samples):
+    """Samples as the search plans with them: a [samples, features] view (a file of samples takes
+    any shape of the model's size, as this does)."""
+    return None if samples is None else samples.reshape(len(samples), -1)
 
 
 def _vary_list(vary):
@@ -248,7 +246,7 @@ def tune(model, x, y, space, *, out="crossover-tune", validation_split=0.0, vali
     progress = Progress(verbose)
     try:
         # The arrays too: the search plans with them, not reading back the files it wrote.
-        result = _tune(model._engine, call, progress, runner, *_flat(x, y, vx, vy))
+        result = _tune(model._engine, call, progress, runner, _rows(x), y, _rows(vx), vy)
     finally:
         progress.close()
         if runner is not None:

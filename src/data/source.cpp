@@ -96,7 +96,8 @@ Dataset sample_rows(const Dataset& data, int64_t begin, int64_t end) {
   }
   const std::span<const float> x = data.inputs();
   const std::span<const int32_t> y = data.labels();
-  part.x.assign(x.begin() + static_cast<ptrdiff_t>(b * f), x.begin() + static_cast<ptrdiff_t>(e * f));
+  part.x.assign(x.begin() + static_cast<ptrdiff_t>(b * f),
+                x.begin() + static_cast<ptrdiff_t>(e * f));
   part.y.assign(y.begin() + static_cast<ptrdiff_t>(b), y.begin() + static_cast<ptrdiff_t>(e));
   return part;
 }
@@ -124,12 +125,12 @@ DataSplit load_source(const DataSpec& data, const DataRequest& model) {
   const int64_t features = sample_features(model);
   const std::string& source = data.source;
   if (source.empty()) {
-    throw UserError(fmt::format(
-        "{}: no data to train on: name it in a [data] table (source = \"csv:PATH\", "
-        "\"safetensors:PATH\", \"fashion-mnist\", \"idx:DIR\", \"imdb:DIR\" or "
-        "\"imdb-synthetic\"; for an ONNX model, "
-        "in the TOML file of the same name beside it) or pass --data",
-        model.origin));
+    throw UserError(
+        fmt::format("{}: no data to train on: name it in a [data] table (source = \"csv:PATH\", "
+                    "\"safetensors:PATH\", \"fashion-mnist\", \"idx:DIR\", \"imdb:DIR\" or "
+                    "\"imdb-synthetic\"; for an ONNX model, "
+                    "in the TOML file of the same name beside it) or pass --data",
+                    model.origin));
   }
   if (source == "disc") {
     DataSplit split{make_disc(data.samples, model.seed), {}};
@@ -162,9 +163,19 @@ DataSplit load_source(const DataSpec& data, const DataRequest& model) {
 std::string data_fingerprint(const DataSplit& split) {
   Hasher h;
   for (const Dataset* d : {&split.train, &split.test, &split.validation}) {
-    h.value(d->samples).value(d->features).value(d->classes).values(d->inputs()).values(d->labels());
+    h.value(d->samples)
+        .value(d->features)
+        .value(d->classes)
+        .values(d->inputs())
+        .values(d->labels());
   }
   return h.hex();
+}
+
+const std::string& DataFingerprints::of(const DataSplit& split) {
+  auto [at, fresh] = known_.try_emplace(&split);
+  if (fresh) at->second = data_fingerprint(split);
+  return at->second;
 }
 
 Dataset load_rows(const DataSpec& data, const DataRequest& model) {

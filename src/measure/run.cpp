@@ -114,20 +114,18 @@ std::vector<RunRecord> measure_fused(Backend& backend, std::vector<FusedRun>& ru
   options.stop_on_nan = settings.exec.stop_on_nan;
   options.pause_after_epochs = settings.exec.pause_after_epochs;
   options.max_steps = settings.exec.max_steps;
+  // Each data set hashed once, for the trials' checkpoints and their records alike.
+  DataFingerprints fingerprints;
+  options.fingerprints = &fingerprints;
   std::vector<TrainResult> results = train_fused(trials, *split_of[0], options);
   sampler.stop();
   const Utilisation load = sampler.timeline();
   std::vector<RunRecord> records;
-  // Each data set's fingerprint once: it reads every byte (a group of 8 mnist-mlp trials read the
-  // same 188 MB 8 times, a quarter of a second).
-  std::map<const DataSplit*, std::string> fingerprints;
   for (size_t i = 0; i < runs.size(); ++i) {
     RunRecord run;
     run.layers = weighted_layers(runs[i].spec);
     run.spec_toml = to_toml(runs[i].spec);
-    auto [fingerprint, fresh] = fingerprints.try_emplace(split_of[i]);
-    if (fresh) fingerprint->second = data_fingerprint(*split_of[i]);
-    run.data_hash = fingerprint->second;
+    run.data_hash = fingerprints.of(*split_of[i]);
     run.params_hash = models[i]->parameter_hash();
     run.work = step_work(*models[i], results[i].batch);
     run.utilisation = load;

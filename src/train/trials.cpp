@@ -12,15 +12,12 @@
 #include <algorithm>
 #include <chrono>
 #include <limits>
-#include <map>
 #include <memory>
 #include <optional>
 #include <set>
-#include <string>
 
 #include "core/error.h"
 #include "core/interrupt.h"
-#include "data/source.h"
 #include "model/fused_network.h"
 #include "train/checkpoint.h"
 #include "train/epoch.h"
@@ -48,13 +45,11 @@ struct Trial {
     rules.start(plan, state);
   }
   // Resumes from the trial's newest checkpoint where asked, and starts its checkpointer.
-  // `fingerprints`: each data set's data_fingerprint, shared by the group's trials.
-  void set_up_checkpoints(std::map<const DataSplit*, std::string>& fingerprints) {
+  void set_up_checkpoints(DataFingerprints& fingerprints) {
     const CheckpointOptions& o = spec.checkpoint;
     if (!o.dir.empty()) {
-      auto [data_hash, fresh] = fingerprints.try_emplace(&plan.split);
-      if (fresh) data_hash->second = data_fingerprint(plan.split);
-      RunFingerprint fingerprint = run_fingerprint(plan, spec.train, false, data_hash->second);
+      RunFingerprint fingerprint =
+          run_fingerprint(plan, spec.train, false, fingerprints.of(plan.split));
       // Regrouped from a larger group, or into one, the trial goes on in other shards.
       fingerprint.shards_may_differ = true;
       if (o.resume) {
@@ -328,7 +323,8 @@ Trials plan_trials(std::vector<FusedTrial>& trials, const DataSplit& split,
   ExecutionOptions exec;
   if (stepping == FusedStepping::SideBySide) exec.shards = 1;
   Trials planned;
-  std::map<const DataSplit*, std::string> fingerprints;
+  DataFingerprints own;
+  DataFingerprints& fingerprints = options.fingerprints ? *options.fingerprints : own;
   for (FusedTrial& t : trials) {
     const DataSplit& data = t.data ? *t.data : split;
     const TrainPlan* data_of = nullptr;

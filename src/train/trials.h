@@ -12,6 +12,7 @@
 
 #include "core/error.h"
 #include "data/dataset.h"
+#include "data/source.h"
 #include "model/fused_network.h"
 #include "model/model.h"
 #include "train/trainer.h"
@@ -43,6 +44,9 @@ struct FusedOptions {
   // How the trials step (model/fused_network.h); unset: as fused_stepping says for the model and
   // device.
   std::optional<FusedStepping> stepping;
+  // The data's fingerprints (the trials' checkpoints take them), shared with a caller that takes
+  // them too (measure_fused's records); null: the group's own.
+  DataFingerprints* fingerprints = nullptr;
 };
 
 // Why `trials` cannot train as one group (empty: they can): another architecture, batch size or
