@@ -28,7 +28,11 @@ Before the searches, each engine trains one trial (the grid's first point) as a 
 worker, and two at once (one a worker, as a search runs them; the better of two rounds): the ratio of the two engines is
 crossover's single-model lead on these cores, alone and side by side, the figures the search's
 ratio is read against. Prints one line per peer (wall time, trials run, best point and its
-objective) and one JSON line.
+objective) and one JSON line (with each point's objective by crossover and by PyTorch, and
+"new_files_ms": what 400 new files cost in the searches' folder before the rounds; crossover's
+search makes about six files a trial, the peers none, so a file system slow to make files, such
+as ext4 without a journal where many were removed in the last minutes, slows crossover alone:
+docs/benchmarks.md, "Files a search makes").
 """
 import argparse
 import json
@@ -142,9 +146,12 @@ def run_crossover(client, name, x, y, grid, epochs, folder):
         spec = tomllib.load(f)
     train = dict(spec["train"], model=spec["model"])
     best = s.best_values
+    each = {(v["train.optimizer.lr"], v["train.optimizer.weight_decay"]): t["objective"]
+            for t, v in zip(s.result["trials"], (crossover._tune._values(t)
+                                                 for t in s.result["trials"]))}
     return wall, len(s.result["trials"]), (best["train.optimizer.lr"],
                                            best["train.optimizer.weight_decay"]), \
-        s.best_objective, train
+        s.best_objective, train, each
 
 
 def crossover_trial(name, lr, weight_decay, data, train, held_out):
@@ -188,6 +195,18 @@ def single_model_lead(client, name, x, y, grid, train, init):
     return {k: tuple(v) for k, v in found.items()}
 
 
+def new_file_ms(folder, count=400):
+    """Milliseconds to make `count` empty files in a new folder under `folder`, kept (removed with
+    it): what a new file costs this file system here now. On ext4 without a journal, a file made
+    where many were removed in the last minute or more scans past each of them
+    (fs/ext4/ialloc.c, recently_deleted); a search makes about six a trial."""
+    probe = tempfile.mkdtemp(prefix="new-files-", dir=folder)
+    start = time.perf_counter()
+    for k in range(count):
+        os.close(os.open(os.path.join(probe, f"f{k}"), os.O_CREAT | os.O_WRONLY, 0o644))
+    return (time.perf_counter() - start) * 1e3
+
+
 def run_map(client, x, y, grid, train, init, held_out):
     start = time.perf_counter()
     data = client.scatter((x, y), broadcast=True)
@@ -197,7 +216,7 @@ def run_map(client, x, y, grid, train, init, held_out):
     found = client.gather(futures)
     wall = time.perf_counter() - start
     k = int(np.argmax(found))
-    return wall, len(found), ps[k], found[k]
+    return wall, len(found), ps[k], found[k], dict(zip(ps, found))
 
 
 def run_optuna(client, x, y, grid, train, init, held_out):
@@ -252,15 +271,19 @@ def main():
                                   dashboard_address=None, silence_logs=logging.ERROR) as cluster, \
             distributed.Client(cluster) as client, tempfile.TemporaryDirectory() as tmp:
         lead = None
+        probe_ms = new_file_ms(tmp)
+        print(f"the searches' folder ({tmp}): 400 new files in {probe_ms:.1f} ms")
         for r in range(a.repeats):
             ours = run_crossover(client, a.model, x, y, grid, a.epochs,
                                  os.path.join(tmp, f"search{r}"))
             rounds["crossover.tune"].append(ours[:4])
+            points_found = {"crossover": ours[5]}
             train = dict(ours[4], epochs=a.epochs)
             if lead is None:
                 lead = single_model_lead(client, a.model, x, y, grid, train, init)
-            rounds["PyTorch + client.map"].append(run_map(client, x, y, grid, train, init,
-                                                          held_out))
+            theirs = run_map(client, x, y, grid, train, init, held_out)
+            rounds["PyTorch + client.map"].append(theirs[:4])
+            points_found["PyTorch"] = theirs[4]
             try:
                 rounds["Optuna + PyTorch (DaskStorage)"].append(
                     run_optuna(client, x, y, grid, train, init, held_out))
@@ -285,7 +308,11 @@ def main():
         "model": a.model, "optimizer": train["optimizer"], "batch": train["batch"],
         "single_trial_s": {how: {"crossover": mine, "PyTorch": peer}
                            for how, (mine, peer) in lead.items()},
-        "rounds_s": {k: [run[0] for run in runs] for k, runs in rounds.items()}}))
+        "rounds_s": {k: [run[0] for run in runs] for k, runs in rounds.items()},
+        "new_files_ms": probe_ms,
+        # Each point's objective in the last round, crossover's and PyTorch's (client.map).
+        "points": {engine: [[lr, wd, v] for (lr, wd), v in sorted(found.items())]
+                   for engine, found in points_found.items()}}))
 
 
 if __name__ == "__main__":

@@ -71,7 +71,9 @@ FusedRun trial_run(const TrialFiles& f, const CheckpointInterval& every, bool re
 // anything but a regular file, or a folder for its checkpoints) planted at their names is removed,
 // never written through. `seen` holds the folders named before (as the file system names them).
 // Where the trials take checkpoints, the trial's checkpoint folder is locked for the group's run
-// (train/checkpoint_lock.h): the lock joins `locks`.
+// (train/checkpoint_lock.h): the lock joins `locks`. The folder stays, empty, after a finished
+// trial: a search makes them by the thousand, and each one removed slowed the next search's files
+// (docs/benchmarks.md, "Files a search makes").
 void own_trial_files(const TrialFiles& f, const std::string& dir, std::vector<fs::path>& seen,
                      bool checkpoints, std::vector<std::unique_ptr<CheckpointFolderLock>>& locks) {
   std::error_code ec;
@@ -84,7 +86,10 @@ void own_trial_files(const TrialFiles& f, const std::string& dir, std::vector<fs
   seen.push_back(canonical);
   for (const fs::path& p : {f.log, f.result, f.weights}) remove_unless_regular(p);
   remove_unless_folder(f.checkpoints);
-  if (checkpoints) locks.push_back(std::make_unique<CheckpointFolderLock>(f.checkpoints, ""));
+  if (checkpoints) {
+    locks.push_back(
+        std::make_unique<CheckpointFolderLock>(f.checkpoints, "", CheckpointFolder::Keep));
+  }
 }
 
 // Each trial's weights, result and last log line written, its finished checkpoints removed; the
@@ -125,7 +130,7 @@ int write_outcomes(const std::vector<RunRecord>& records, const std::vector<Fuse
   for (size_t i = 0; i < records.size(); ++i) {
     const TrainResult& r = records[i].result;
     if (!r.paused && !r.interrupted && !r.stopped_diverged)
-      remove_checkpoints(files[i].checkpoints);
+      remove_checkpoints(files[i].checkpoints, CheckpointFolder::Keep);
   }
   return code;
 }

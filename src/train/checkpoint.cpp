@@ -275,12 +275,13 @@ std::optional<int64_t> newest_checkpoint(const fs::path& dir) {
   return newest;
 }
 
-void remove_checkpoints(const fs::path& dir) {
+void remove_checkpoints(const fs::path& dir, CheckpointFolder folder) {
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     if (entry.path().filename().string().rfind("step-", 0) == 0) fs::remove(entry.path(), ec);
   }
-  fs::remove(dir, ec);  // only when empty: the folder may hold other files
+  // Only when empty: the folder may hold other files.
+  if (folder == CheckpointFolder::Remove) fs::remove(dir, ec);
 }
 
 namespace {

@@ -110,9 +110,11 @@ class Checkpointer {
 
 // The steps taken of the newest checkpoint in `dir` (whole or not), or nullopt where it holds none.
 std::optional<int64_t> newest_checkpoint(const std::filesystem::path& dir);
-// Removes the checkpoints in `dir` (and the folder, once empty). The caller does this once the
-// run's results are written: they hold what the checkpoint would.
-void remove_checkpoints(const std::filesystem::path& dir);
+// Removes the checkpoints in `dir` (and the folder, once empty, unless `folder` says keep it). The
+// caller does this once the run's results are written: they hold what the checkpoint would.
+enum class CheckpointFolder { Remove, Keep };
+void remove_checkpoints(const std::filesystem::path& dir,
+                        CheckpointFolder folder = CheckpointFolder::Remove);
 
 // Restores the newest whole checkpoint of options.dir into the plan and the state, after the plan
 // is built and before the first step. Returns the steps taken it resumes at, or nullopt where the

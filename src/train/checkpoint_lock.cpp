@@ -14,11 +14,11 @@
 namespace xo {
 
 CheckpointFolderLock::CheckpointFolderLock(const std::filesystem::path& dir,
-                                           const std::string& flag)
+                                           const std::string& flag, CheckpointFolder folder)
     : dir_(dir) {
   const std::string named = (flag.empty() ? "checkpoint folder" : flag) + " " + dir.string();
   std::error_code ec;
-  created_ = std::filesystem::create_directories(dir, ec);
+  created_ = std::filesystem::create_directories(dir, ec) && folder == CheckpointFolder::Remove;
   if (ec) {
     throw UserError(fmt::format("{}: cannot create the folder: {}", named, ec.message()));
   }

@@ -11,15 +11,22 @@
 #include <filesystem>
 #include <string>
 
+#include "train/checkpoint.h"
+
 namespace xo {
 
 class CheckpointFolderLock {
  public:
   // Creates `dir` where missing and locks it. Throws UserError naming `flag` (the option that
   // chose the folder; empty: none did) and the folder when another process holds it. On a file
-  // system without locks the run goes on unguarded.
-  CheckpointFolderLock(const std::filesystem::path& dir, const std::string& flag);
-  // Unlocks; the folder is removed where this created it and nothing was written into it.
+  // system without locks the run goes on unguarded. `folder`: whether a folder this created is
+  // removed at the end where nothing was written into it (Keep: a search's fused trials, whose
+  // folders are made by the thousand: on ext4 without a journal a removed inode slows every
+  // inode made in its block group for a minute or more, docs/benchmarks.md "Files a search makes").
+  CheckpointFolderLock(const std::filesystem::path& dir, const std::string& flag,
+                       CheckpointFolder folder = CheckpointFolder::Remove);
+  // Unlocks; the folder is removed where this created it, nothing was written into it and it is
+  // not kept.
   ~CheckpointFolderLock();
   CheckpointFolderLock(const CheckpointFolderLock&) = delete;
   CheckpointFolderLock& operator=(const CheckpointFolderLock&) = delete;
@@ -27,7 +34,7 @@ class CheckpointFolderLock {
  private:
   std::filesystem::path dir_;
   int fd_ = -1;
-  bool created_ = false;
+  bool created_ = false;  // and to be removed at the end where empty
 };
 
 }  // namespace xo

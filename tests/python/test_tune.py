@@ -133,3 +133,85 @@ def test_precision_reaches_every_trial_and_a_cpu_without_the_units_refuses_it(tm
     for t in s.result["trials"]:
         result = json.loads((tmp_path / "c" / "trials" / t["id"] / "result.json").read_text())
         assert result["precision"] == "bf16" and result["device"] == "cpu:bf16", result["device"]
+
+
+class _EndsApart:
+    """A search's runner (src/python/runner.h's protocol) of two slots whose jobs run at once (the
+    crossover command beside the package), the second job's end told `apart` seconds after the
+    first's; at each look it notes the trials results.json has as finished, and when."""
+
+    def __init__(self, out, apart=3.0):
+        import crossover.dask
+        self.program = crossover.dask._program()
+        self.slots = [("cpu", 1, "one"), ("cpu", 1, "two")]
+        self.apart = apart
+        self.codes = {}
+        self.told = {}  # slot -> when its end was told
+        self.seen = []  # (when, finished trials) at each look, results.json as it was then
+        self.out = out
+
+    def changes(self):
+        return [], []
+
+    def start(self, slot, args, log):
+        import subprocess
+        with open(log, "a") as f:
+            self.codes[slot] = subprocess.run([self.program] + args, stdout=f,
+                                              stderr=subprocess.STDOUT).returncode
+
+    def _look(self):
+        import json
+        import time
+        with open(os.path.join(self.out, "results.json")) as f:
+            trials = json.load(f)["trials"]
+        self.seen.append((time.monotonic(), sum(t["status"] == "finished" for t in trials)))
+
+    def collect(self):
+        import time
+        self._look()
+        now = time.monotonic()
+        ended = []
+        for slot in sorted(self.codes):
+            first = self.told.get(0)
+            if slot == 0 or (first is not None and now - first >= self.apart):
+                self.told[slot] = now
+                ended.append((slot, self.codes.pop(slot), 0.1))
+        return ended
+
+    def wait(self, seconds):
+        import time
+        time.sleep(min(seconds, 0.02))
+
+    def interrupt(self):
+        pass
+
+    def close(self):
+        pass
+
+    def remove_marks(self):
+        pass
+
+
+def test_ends_alone_reach_the_record_within_a_second_not_at_each_end(tmp_path, monkeypatch):
+    # A job's end is written to results.json with the next start, or at most a second after the
+    # record was last written where no job starts (ends alone are a progress view: each trial's
+    # result is on disk already): the first group's end shows while the second still runs.
+    import crossover.dask
+    made = []
+
+    def runner(client, threads=0):
+        made.append(_EndsApart(tmp_path / "s"))
+        return made[-1]
+
+    monkeypatch.setattr(crossover.dask, "DaskRunner", runner)
+    x, y = disc(200)
+    s = crossover.tune(crossover.Model("disc-4"), x, y, {"lr": [0.05, 0.1, 0.2, 0.4]}, epochs=1,
+                       fuse=2, out=tmp_path / "s", client=object(), verbose=0)
+    assert [t["status"] for t in s.result["trials"]] == ["finished"] * 4
+    r = made[0]
+    first, second = r.told[0], r.told[1]
+    between = [(when, n) for when, n in r.seen if first < when < second]
+    # Written once the first group's end was a second past the record's start...
+    assert any(n == 2 for _, n in between), r.seen
+    # ...not at once: the record written as the jobs started is under a second old then.
+    assert all(n == 0 for when, n in between if when - first < 0.5), r.seen
