@@ -9,7 +9,8 @@ LocalCluster of two worker processes of one thread each, one run of each, in one
 
 With --repeats N the three run N rounds on the same cluster, one after another in each round, and
 each one's median wall time is compared (the first round, where each pays its first imports on
-the workers, is printed too).
+the workers, is printed too). With --seeds K (and --model, --trials, --epochs) nothing is timed:
+each engine's search runs under K training seeds, and the best point each seed finds is printed.
 
 - crossover: crossover.tune(crossover.Model(MODEL), x, y, grid, client=client) (fused groups,
   one task a group). MODEL: disc-4 (600 disc points, a quarter held out) or mnist-mlp
@@ -94,7 +95,7 @@ def torch_net(model):
     return torch.nn.Sequential(*layers)
 
 
-def torch_trial(lr, weight_decay, data, train, init, held_out=0.25):
+def torch_trial(lr, weight_decay, data, train, init, held_out=0.25, seed=0):
     """One trial as a PyTorch user writes it, from the same initial weights as crossover's trials
     (`init`, the model's state_dict): the validation accuracy (percent) after training. `train`
     is the trial spec's [train] with its [model] as "model"."""
@@ -104,7 +105,7 @@ def torch_trial(lr, weight_decay, data, train, init, held_out=0.25):
     n = len(x) - int(round(len(x) * held_out))
     xt, yt = torch.from_numpy(x[:n]), torch.from_numpy(y[:n].astype(np.int64))
     xv, yv = torch.from_numpy(x[n:]), torch.from_numpy(y[n:].astype(np.int64))
-    torch.manual_seed(0)
+    torch.manual_seed(seed)
     net = torch_net(train["model"])
     net.load_state_dict({k: torch.from_numpy(np.array(v)) for k, v in init.items()})
     o = train["optimizer"]
@@ -118,7 +119,7 @@ def torch_trial(lr, weight_decay, data, train, init, held_out=0.25):
                               weight_decay=weight_decay)
     batch = int(train["batch"])
     loss = torch.nn.CrossEntropyLoss()
-    g = torch.Generator().manual_seed(0)
+    g = torch.Generator().manual_seed(seed)
     for _ in range(int(train["epochs"])):
         order = torch.randperm(n, generator=g) if train.get("shuffle", True) else torch.arange(n)
         net.train()
@@ -250,12 +251,52 @@ def run_optuna(client, x, y, grid, train, init, held_out):
         study.best_value
 
 
+def best_by_seed(client, name, x, y, grid, epochs, folder, seeds):
+    """Each engine's search run with `seeds` training seeds (crossover's train.seed, PyTorch's
+    torch.manual_seed and its order's generator): each point's objective under each seed, and
+    the best point each seed finds. Where one engine's own best moves from seed to seed, two
+    engines' bests cannot be expected to agree."""
+    held_out = MODELS[name]
+    s = crossover.tune(crossover.Model(name), x, y, dict(grid, **{"train.seed": list(range(seeds))}),
+                       epochs=epochs, validation_split=held_out, out=folder, verbose=0,
+                       client=client)
+    ours = {}
+    for t in s.result["trials"]:
+        v = crossover._tune._values(t)
+        ours.setdefault(int(v["train.seed"]), {})[
+            (v["train.optimizer.lr"], v["train.optimizer.weight_decay"])] = t["objective"]
+    with open(os.path.join(folder, "trials", "t01", "spec.toml"), "rb") as f:
+        spec = tomllib.load(f)
+    train = dict(spec["train"], model=spec["model"], epochs=epochs)
+    init = crossover.Model(name).state_dict()
+    data = client.scatter((x, y), broadcast=True)
+    ps = points(grid)
+    theirs = {}
+    for seed in range(seeds):
+        futures = client.map(torch_trial, [p[0] for p in ps], [p[1] for p in ps], data=data,
+                             train=train, init=init, held_out=held_out, seed=seed, pure=False)
+        theirs[seed] = dict(zip(ps, client.gather(futures)))
+    out = {}
+    for engine, found in (("crossover", ours), ("PyTorch", theirs)):
+        bests = [max(found[seed], key=found[seed].get) for seed in range(seeds)]
+        print(f"{engine}: the best point by seed: " + "; ".join(
+            f"seed {k}: lr={b[0]:.4g} weight_decay={b[1]:g} ({found[k][b]:.2f}%)"
+            for k, b in enumerate(bests)))
+        out[engine] = {"best_by_seed": bests,
+                       "points": [[lr, wd, [found[k][(lr, wd)] for k in range(seeds)]]
+                                  for lr, wd in ps]}
+    print(json.dumps({"model": name, "epochs": epochs, "seeds": seeds} | out))
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--model", choices=sorted(MODELS), default="disc-4")
     p.add_argument("--trials", type=int, default=64)
     p.add_argument("--epochs", type=int, default=20)
     p.add_argument("--repeats", type=int, default=1)
+    p.add_argument("--seeds", type=int, default=1,
+                   help="with more than one: each engine's search under that many training seeds, "
+                        "the best point each seed finds (no timings)")
     a = p.parse_args()
     if a.model == "disc-4":
         x, y = disc(600)
@@ -265,6 +306,13 @@ def main():
         grid = grid_of(a.trials, 1e-4, 1e-2)
     rounds = {"crossover.tune": [], "PyTorch + client.map": [],
               "Optuna + PyTorch (DaskStorage)": []}
+    if a.seeds > 1:
+        with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                      dashboard_address=None, silence_logs=logging.ERROR) as c, \
+                distributed.Client(c) as client, tempfile.TemporaryDirectory() as tmp:
+            best_by_seed(client, a.model, x, y, grid, a.epochs, os.path.join(tmp, "seeds"),
+                         a.seeds)
+        return
     held_out = MODELS[a.model]
     init = crossover.Model(a.model).state_dict()
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
