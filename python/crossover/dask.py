@@ -36,6 +36,7 @@ import uuid
 # trial_process.cpp's with_absolute_paths makes them absolute).
 _SOURCE_PREFIXES = ("csv:", "safetensors:", "idx:", "imdb:")
 _EXIT_INTERRUPTED = 130  # core/exit_codes.h
+_EXIT_DIVERGED = 4  # core/exit_codes.h: `crossover train`'s exit where the loss became NaN
 _EXIT_MACHINE = 7  # the machine failed the job: the search runs it again when it goes on
 _RETRIES = 3  # a job's task failed with its workers: submitted again at most this many times
 _NEED_DATA = -1  # run_job's answer where its worker lacks the data: sent again with the data
@@ -366,11 +367,54 @@ def _engine_idle():
     return _crossover.jobs_running() == 0
 
 
+# A trial alone's command line (tune/trial_process.cpp's train_args): its files, each the one of
+# that name in the spec's folder, and its switches.
+_TRIAL_FILES = {"--json": "result.json", "--save": "weights.safetensors",
+                "--checkpoint-dir": "checkpoints"}
+_TRIAL_SWITCHES = {"--quiet": "quiet", "--resume-if-any": "resume"}
+
+
+def _lone_job(argv, cwd):
+    """A trial alone's `train TRIAL/spec.toml FLAGS` as the TrainGroupJob of its one folder (a
+    group of one trains as its trial alone: the same result and weights, docs/benchmarks.md
+    "Groups of one"); None for any other shape of `train`."""
+    from ._crossover import TrainGroupJob
+    spec = os.path.join(cwd, argv[1]) if len(argv) > 1 else ""
+    if os.path.basename(spec) != "spec.toml":
+        return None
+    folder, job, files, k = os.path.dirname(spec), TrainGroupJob(), set(), 2
+    while k < len(argv):
+        if argv[k] in _TRIAL_SWITCHES:
+            setattr(job, _TRIAL_SWITCHES[argv[k]], True)
+            k += 1
+        elif argv[k] in _TRIAL_FILES and k + 1 < len(argv):
+            named = os.path.normpath(os.path.join(cwd, argv[k + 1]))
+            if named != os.path.join(folder, _TRIAL_FILES[argv[k]]):
+                return None
+            files.add(argv[k])
+            k += 2
+        elif argv[k] in _GROUP_FLAGS and k + 1 < len(argv):
+            field, kind = _GROUP_FLAGS[argv[k]]
+            setattr(job, field, kind(argv[k + 1]))
+            k += 2
+        else:
+            return None
+    if files != set(_TRIAL_FILES) or not (job.quiet and job.resume):
+        return None
+    job.dirs = [folder]
+    return job
+
+
 def _group_job(argv, cwd):
     """`train-group DIR... FLAGS` on the CPU as the engine's TrainGroupJob, its folders from
-    `cwd` where relative; None for any other command line (it runs as a process), or with
-    CROSSOVER_DASK_PROCESSES=1."""
-    if not argv or argv[0] != "train-group" or os.environ.get("CROSSOVER_DASK_PROCESSES") == "1":
+    `cwd` where relative, and a trial alone's `train` as the group of its one folder; None for any
+    other command line (it runs as a process), or with CROSSOVER_DASK_PROCESSES=1."""
+    if not argv or os.environ.get("CROSSOVER_DASK_PROCESSES") == "1":
+        return None
+    if argv[0] == "train":
+        job = _lone_job(argv, cwd)
+        return job if job is not None and job.device == "cpu" else None
+    if argv[0] != "train-group":
         return None
     from ._crossover import TrainGroupJob
     job, dirs, k = TrainGroupJob(), [], 1
@@ -422,6 +466,21 @@ def _run_here(job, stop):
             done.set()  # before the next job may start here; the watcher ends at its next poll
 
 
+def _as_train(folder, code, output):
+    """A trial alone's end in this process as its `crossover train` would end: its exit code
+    (diverged where its result says so) and nothing more for its log, which the job has written
+    (what it printed is kept where it failed)."""
+    import json
+    if code != 0:
+        return code, output
+    try:
+        with open(os.path.join(folder, "result.json")) as f:
+            diverged = json.load(f).get("stopped_diverged") is not None
+    except (OSError, ValueError):
+        return code, output
+    return (_EXIT_DIVERGED if diverged else 0), ""
+
+
 def run_job(args, trials, data, stop_name, shared=None):
     """A Dask task: `crossover ARGS` on a worker. Where the worker sees the search's folder
     (`shared`: the "mark" the client wrote there and its "token", the client's trial "folders",
@@ -470,6 +529,8 @@ def run_job(args, trials, data, stop_name, shared=None):
             # process's own (a client in this process, its search running; a fit).
             if here and _engine_idle():
                 code, output = _run_here(job, stop)
+                if argv[0] == "train":
+                    code, output = _as_train(job.dirs[0], code, output)
             else:
                 code, output = _run([_program()] + argv, shared["cwd"], stop)
         finally:

@@ -45,11 +45,12 @@ using Clock = std::chrono::steady_clock;
 
 // The longest the search waits for a trial to end before it looks again.
 constexpr auto kPoll = std::chrono::milliseconds(20);
-// The least time between two records written for ends alone (a start, and the search's end, write
-// one at once): a progress view, since a trial's result is on disk before its end is seen and a
-// search that goes on takes it back from there (take_back_results). A 64-trial disc-4 search on a
-// Dask cluster wrote one between its two groups' ends, 4 ms of the client's CPU beside the group
-// still training.
+// The least time between two records written for starts and ends (the search's first start and its
+// end write one at once): a progress view, since a trial's result is on disk before its end is
+// seen and a search that goes on takes it back from there (take_back_results), and a trial the
+// record has as pending or running trains again. A 64-trial disc-4 search on a Dask cluster wrote
+// one between its two groups' ends (4 ms of the client's CPU beside the group still training), a
+// 16-trial width sweep one before each of its 16 jobs.
 constexpr auto kProgressEvery = std::chrono::seconds(1);
 
 // Work done beside the trials, which must not slow them (their timings are the search's figures):
@@ -134,7 +135,10 @@ class Search {
   void publish() {
     hooks_.publish(snapshot());
     published_ = Clock::now();
+    end_unpublished_.assign(record_.trials.size(), false);
   }
+  // Whether a trial of `group` ended since the record was last written.
+  bool ended_unpublished(const std::vector<HalvingJob>& group) const;
 
   const SearchOptions& o_;
   SearchHooks& hooks_;
@@ -172,8 +176,9 @@ class Search {
   std::future<std::pair<Catalog, AdviceOptions>> pricing_;
   std::atomic<pid_t> pricing_thread_{0};
   Clock::time_point started_ = Clock::now();
-  Clock::time_point published_{};  // when the record was last written
-  double wall_before_ = 0;         // a stopped search's wall time before this start
+  Clock::time_point published_{};      // when the record was last written
+  std::vector<bool> end_unpublished_;  // each trial: it ended since then
+  double wall_before_ = 0;             // a stopped search's wall time before this start
   bool interrupted_ = false;
 };
 
@@ -404,16 +409,15 @@ std::vector<Slot> Search::make_slots() {
 
 void Search::loop() {
   bool stopping = false;
-  bool unpublished = false;  // ends seen that no record written since holds
+  bool unpublished = false;  // starts or ends that no record written since holds
   while (true) {
     if (stop_requested() && !stopping) {
       stopping = interrupted_ = true;
       runner_->interrupt();
     }
-    // The jobs started in the ends' place publish the ends with them: one record a trial's end
-    // and the next start, not two (each costs its fsyncs: docs/benchmarks.md, "A search's own
-    // costs and groups of one"). Ends alone, at most every kProgressEvery.
-    if (!stopping && fill_free_slots()) unpublished = false;
+    // Starts and ends reach the record together, at most every kProgressEvery (each record costs
+    // its fsyncs: docs/benchmarks.md, "A search's own costs and groups of one").
+    if (!stopping && fill_free_slots()) unpublished = true;
     if (!runner_->any_busy()) break;
     if (unpublished && Clock::now() - published_ >= kProgressEvery) {
       publish();
@@ -450,14 +454,18 @@ bool Search::fill_free_slots() {
     if (runner_->busy(s) || runner_->gone(s)) continue;
     const std::optional<HalvingJob> job = next_job(record_, running_);
     if (!job) break;
-    starts.push_back(prepare_job(s, group_for(s, *job)));
+    const std::vector<HalvingJob> group = group_for(s, *job);
+    // A trial that goes on after an end no record holds yet (a halving rung's survivor): the end
+    // is written before its job removes the result it was read from (prepare_job).
+    if (ended_unpublished(group)) publish();
+    starts.push_back(prepare_job(s, group));
     starting_[s] = true;
   }
   if (starts.empty()) return false;
   for (const JobStart& j : starts) note_concurrent(j.slot);
-  // Once for every job started together, before they start: a search killed between the two
-  // finds them running (and starts them again), never a trial's end missing from its record.
-  publish();
+  // The first start writes the record before the jobs run: a search stopped from then on goes on
+  // from it (take_back_results); later starts reach it with the next record (loop).
+  if (published_ == Clock::time_point{}) publish();
   for (const JobStart& j : starts) runner_->start(j.slot, j.args, logs_[j.slot]);
   starting_.assign(starting_.size(), false);
   // A job ready and no slot free for it: its process starts now, its job once a slot frees.
@@ -609,9 +617,17 @@ void Search::note_concurrent(size_t slot) {
   }
 }
 
+bool Search::ended_unpublished(const std::vector<HalvingJob>& group) const {
+  return std::any_of(group.begin(), group.end(), [&](const HalvingJob& j) {
+    return j.trial < end_unpublished_.size() && end_unpublished_[j.trial];
+  });
+}
+
 void Search::job_done(const JobRunner::Ended& end) {
   const std::vector<HalvingJob> group = jobs_[end.slot];
+  end_unpublished_.resize(record_.trials.size(), false);
   for (const HalvingJob& job : group) {
+    end_unpublished_[job.trial] = true;
     job_ended(job, end, logs_[end.slot], !record_.trials[job.trial].group.empty());
   }
 }

@@ -145,18 +145,23 @@ TEST(Tune, TrialsAtOnceAreMeasuredWithinTheSearchsShare) {
   EXPECT_EQ(probe.at("steps_taken"), 2 * 400 * 10 / 20 / processes);
 }
 
-// One trial at a time: a trial's end and the next trial's start write the record once (each
-// write an fsync'd results.json, CSV and page), the first start and the search's end once each.
-TEST(Tune, ATrialsEndAndTheNextStartWriteTheRecordOnce) {
+// One trial at a time: the record (an fsync'd results.json, CSV and page) is written at the first
+// start and at the search's end, and for the ends and starts between them at most once a second,
+// not once for each (a trial's result is on disk as it ends, and a search that goes on takes it
+// from there).
+TEST(Tune, StartsAndEndsWriteTheRecordAtMostOnceASecond) {
   xo::testing::TempDir dir("tune-publish");
   const fs::path out = dir.path() / "out";
   fs::create_directories(out);
   const int watch = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
   ASSERT_GE(watch, 0);
   ASSERT_GE(inotify_add_watch(watch, out.c_str(), IN_MOVED_TO), 0);
+  const auto began = std::chrono::steady_clock::now();
   const auto r = run_cli(
       "tune disc-4 --vary lr=0.05,0.1,0.2 --epochs 2 --fuse off --parallel 1 --quiet --out out",
       dir.path());
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
   ASSERT_EQ(r.status, 0) << r.output;
   int written = 0;
   alignas(inotify_event) char events[64 * 1024];
@@ -168,7 +173,9 @@ TEST(Tune, ATrialsEndAndTheNextStartWriteTheRecordOnce) {
     }
   }
   close(watch);
-  EXPECT_EQ(written, 4) << "the first start, two ends each with the next start, the end";
+  EXPECT_GE(written, 2) << "the first start and the end";
+  EXPECT_LE(written, 2 + static_cast<int>(seconds))
+      << "more than once a second between them (the search took " << seconds << " s)";
 }
 
 // The children of `pid` whose command line is `crossover --parked`.

@@ -99,6 +99,27 @@ def test_a_worker_that_sees_the_folder_trains_a_group_in_its_own_process(tmp_pat
             assert not any("task failed" in p.read_text() for p in logs)
 
 
+def test_a_trial_alone_trains_in_its_workers_process_and_ends_as_the_command_would(tmp_path):
+    # Trials that fuse with none (here fuse="off"; a width sweep's) are jobs of one trial each:
+    # with the workers unable to start a crossover process, each trains in its worker's process
+    # as a group of one, and ends as the command would: the same objectives, and a loss that
+    # became NaN a diverged trial, as on this machine.
+    space = {"train.optimizer.lr": [0.1, 0.4, 1e12]}
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None, silence_logs=logging.ERROR) as cluster:
+        with distributed.Client(cluster) as c:
+            c.run(_no_crossover_processes)
+            here = search(tmp_path / "here", 4, space, threads=1, parallel=2, fuse="off")
+            there = search(tmp_path / "there", 4, space, client=c, fuse="off")
+    assert [t["fused"] for t in there.result["trials"]] == [1, 1, 1]
+    assert objectives(there) == objectives(here)
+    assert [t["status"] for t in there.result["trials"]] == ["finished", "finished", "diverged"]
+    # Each trial's log says how it ended, once.
+    for t in there.result["trials"][:2]:
+        log = (tmp_path / "there" / "trials" / t["id"] / "log.txt").read_text()
+        assert log.count("validation accuracy") == 1, log
+
+
 def test_workers_in_the_clients_process_run_its_groups_as_processes(tmp_path, monkeypatch):
     # Workers that are threads of this process (processes=False) share the engine's stop request
     # with this search: their groups run as the crossover command, and the search ends as here.
