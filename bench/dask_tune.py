@@ -6,11 +6,12 @@ whether they found the same objectives. The cluster's searches run twice: with j
 workers see the search's folder) and with workers told to share nothing
 (CROSSOVER_DASK_SHARE_NOTHING=1: every job's files travel with its task, as between hosts).
 
-  PYTHONPATH=build/python /usr/bin/python3 bench/dask_tune.py [--repeats 5] [--only disc|mnist]
+  PYTHONPATH=build/python /usr/bin/python3 bench/dask_tune.py [--repeats 5] [--only disc|mnist|width]
 
 Searches: disc-4, 16 trials (4 learning rates x 4 weight decays), 20 epochs of 600 points (450 trained,
 150 validation); mnist-mlp, 16 trials (the same grid), 1 epoch of Fashion-MNIST's 60,000 images
-(48,000 trained, 12,000 validation). The cluster is started once, before the timings (a user's
+(48,000 trained, 12,000 validation); width: disc-4, 16 trials of 4 to 19 units a hidden layer
+(`linear.out`), 20 epochs: no two fuse, so each trial is a job of its own. The cluster is started once, before the timings (a user's
 cluster is up before the search); each search starts in a fresh folder. Prints one line per
 search and a JSON line per search with every timing.
 """
@@ -55,11 +56,15 @@ def fashion():
     return x, y
 
 
-def one(name, x, y, epochs, folder, client):
+WIDTHS = {"linear.out": list(range(4, 20))}
+
+
+def one(name, x, y, epochs, folder, client, space=None):
     start = time.perf_counter()
     kwargs = {"client": client} if client else {"threads": 1, "parallel": 2}
-    s = crossover.tune(crossover.Model(name), x, y, GRID, epochs=epochs, validation_split=0.25
-                       if name == "disc-4" else 0.2, out=folder, verbose=0, **kwargs)
+    s = crossover.tune(crossover.Model(name), x, y, space or GRID, epochs=epochs,
+                       validation_split=0.25 if name == "disc-4" else 0.2, out=folder, verbose=0,
+                       **kwargs)
     wall = time.perf_counter() - start
     return wall, [t["objective"] for t in s.result["trials"]], s.best
 
@@ -75,17 +80,19 @@ def share_nothing(on):
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--repeats", type=int, default=5)
-    p.add_argument("--only", choices=["disc", "mnist"])
+    p.add_argument("--only", choices=["disc", "mnist", "width"])
     a = p.parse_args()
     cases = []
-    if a.only != "mnist":
-        cases.append(("disc-4", *disc(600), 20))
-    if a.only != "disc":
-        cases.append(("mnist-mlp", *fashion(), 1))
+    if a.only in (None, "disc"):
+        cases.append(("disc-4", *disc(600), 20, None))
+    if a.only in (None, "mnist"):
+        cases.append(("mnist-mlp", *fashion(), 1, None))
+    if a.only in (None, "width"):
+        cases.append(("disc-4", *disc(600), 20, WIDTHS))
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                   dashboard_address=None, silence_logs=logging.ERROR) as cluster, \
             distributed.Client(cluster) as client, tempfile.TemporaryDirectory() as tmp:
-        for name, x, y, epochs in cases:
+        for name, x, y, epochs, space in cases:
             hows = ["local", "dask", "dask, share nothing"]
             times = {how: [] for how in hows}
             found = {}
@@ -94,11 +101,13 @@ def main():
                     client.run(share_nothing, how == "dask, share nothing")
                     wall, objectives, best = one(name, x, y, epochs,
                                                  os.path.join(tmp, f"{name}-{hows.index(how)}-{r}"),
-                                                 client if how != "local" else None)
+                                                 client if how != "local" else None, space)
                     times[how].append(wall)
                     found[how] = (objectives, best)
             local = statistics.median(times["local"])
             same = all(found[how] == found["local"] for how in hows)
+            if space:
+                name = f"{name} widths"
             for how in hows[1:]:
                 dask = statistics.median(times[how])
                 print(f"{name}: 16 trials, {epochs} epoch(s): local tune {local:.2f} s, on the "

@@ -6,10 +6,10 @@ group of trials, or a trial alone) as one Dask task on a worker, one job a worke
 
 A worker that sees the search's folder itself (a shared file system, or a LocalCluster: it finds
 there the mark this search wrote, a random token) runs its jobs in place, writing into the trials'
-folders as a search on one machine does, and nothing travels but the command line; there a fused
-group trains in the worker's own process, through the engine with the GIL released (as Model.fit
-trains), and a trial alone runs the crossover command (CROSSOVER_DASK_PROCESSES=1: every job
-does). A job goes as its command line alone until its worker answers that it cannot see the
+folders as a search on one machine does, and nothing travels but the command line; there a CPU
+job, a fused group or a trial alone (as the group of its one folder), trains in the worker's own
+process, through the engine with the GIL released (as Model.fit trains); a GPU's runs the
+crossover command (CROSSOVER_DASK_PROCESSES=1: every job does). A job goes as its command line alone until its worker answers that it cannot see the
 folder; from then on that worker's tasks carry their trials' folders (spec, checkpoints, log) as
 bytes, and the worker runs the crossover command beside its own crossover package on them in a
 temporary folder; the folders' new files (result, weights, log, checkpoints) come back as the
