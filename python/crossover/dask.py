@@ -374,6 +374,29 @@ _TRIAL_FILES = {"--json": "result.json", "--save": "weights.safetensors",
 _TRIAL_SWITCHES = {"--quiet": "quiet", "--resume-if-any": "resume"}
 
 
+def _job_flags(job, flags, switches, named=None):
+    """A command line's flags (after its folders or spec) set on `job`: its `switches`, and
+    train-group's flags with a value; with `named`, a trial alone's file flags (_TRIAL_FILES),
+    each checked by named(flag, path). False at a flag that is none of those (or a file `named`
+    refuses): the command line then runs as a process."""
+    k = 0
+    while k < len(flags):
+        if flags[k] in switches:
+            setattr(job, switches[flags[k]], True)
+            k += 1
+        elif named is not None and flags[k] in _TRIAL_FILES and k + 1 < len(flags):
+            if not named(flags[k], flags[k + 1]):
+                return False
+            k += 2
+        elif flags[k] in _GROUP_FLAGS and k + 1 < len(flags):
+            field, kind = _GROUP_FLAGS[flags[k]]
+            setattr(job, field, kind(flags[k + 1]))
+            k += 2
+        else:
+            return False
+    return True
+
+
 def _lone_job(argv, cwd):
     """A trial alone's `train TRIAL/spec.toml FLAGS` as the TrainGroupJob of its one folder (a
     group of one trains as its trial alone: the same result and weights, docs/benchmarks.md
@@ -382,24 +405,13 @@ def _lone_job(argv, cwd):
     spec = os.path.join(cwd, argv[1]) if len(argv) > 1 else ""
     if os.path.basename(spec) != "spec.toml":
         return None
-    folder, job, files, k = os.path.dirname(spec), TrainGroupJob(), set(), 2
-    while k < len(argv):
-        if argv[k] in _TRIAL_SWITCHES:
-            setattr(job, _TRIAL_SWITCHES[argv[k]], True)
-            k += 1
-        elif argv[k] in _TRIAL_FILES and k + 1 < len(argv):
-            named = os.path.normpath(os.path.join(cwd, argv[k + 1]))
-            if named != os.path.join(folder, _TRIAL_FILES[argv[k]]):
-                return None
-            files.add(argv[k])
-            k += 2
-        elif argv[k] in _GROUP_FLAGS and k + 1 < len(argv):
-            field, kind = _GROUP_FLAGS[argv[k]]
-            setattr(job, field, kind(argv[k + 1]))
-            k += 2
-        else:
-            return None
-    if files != set(_TRIAL_FILES) or not (job.quiet and job.resume):
+    folder, job, files = os.path.dirname(spec), TrainGroupJob(), set()
+
+    def named(flag, path):  # each of the trial's files the one of its name in its folder
+        files.add(flag)
+        return os.path.normpath(os.path.join(cwd, path)) == os.path.join(folder, _TRIAL_FILES[flag])
+    if (not _job_flags(job, argv[2:], _TRIAL_SWITCHES, named) or files != set(_TRIAL_FILES)
+            or not (job.quiet and job.resume)):
         return None
     job.dirs = [folder]
     return job
@@ -421,16 +433,8 @@ def _group_job(argv, cwd):
     while k < len(argv) and not argv[k].startswith("--"):
         dirs.append(os.path.join(cwd, argv[k]))
         k += 1
-    while k < len(argv):
-        if argv[k] in _GROUP_SWITCHES:
-            setattr(job, _GROUP_SWITCHES[argv[k]], True)
-            k += 1
-        elif argv[k] in _GROUP_FLAGS and k + 1 < len(argv):
-            field, kind = _GROUP_FLAGS[argv[k]]
-            setattr(job, field, kind(argv[k + 1]))
-            k += 2
-        else:
-            return None
+    if not _job_flags(job, argv[k:], _GROUP_SWITCHES):
+        return None
     job.dirs = dirs
     # A GPU's group runs as a process until a GPU has run one in a worker's process (a CUDA
     # context kept from one job to the next: docs/benchmarks.md, "Not yet run on a GPU").
