@@ -257,9 +257,9 @@ def best_by_seed(client, name, x, y, grid, epochs, folder, seeds):
     the best point each seed finds. Where one engine's own best moves from seed to seed, two
     engines' bests cannot be expected to agree."""
     held_out = MODELS[name]
-    s = crossover.tune(crossover.Model(name), x, y, dict(grid, **{"train.seed": list(range(seeds))}),
-                       epochs=epochs, validation_split=held_out, out=folder, verbose=0,
-                       client=client)
+    space = dict(grid, **{"train.seed": list(range(seeds))})
+    s = crossover.tune(crossover.Model(name), x, y, space, epochs=epochs,
+                       validation_split=held_out, out=folder, verbose=0, client=client)
     ours = {}
     for t in s.result["trials"]:
         v = crossover._tune._values(t)

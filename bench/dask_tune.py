@@ -6,13 +6,15 @@ whether they found the same objectives. The cluster's searches run twice: with j
 workers see the search's folder) and with workers told to share nothing
 (CROSSOVER_DASK_SHARE_NOTHING=1: every job's files travel with its task, as between hosts).
 
-  PYTHONPATH=build/python /usr/bin/python3 bench/dask_tune.py [--repeats 5] [--only disc|mnist|width]
+  PYTHONPATH=build/python /usr/bin/python3 bench/dask_tune.py [--repeats 5] \
+                                                              [--only disc|mnist|width]
 
 Searches: disc-4, 16 trials (4 learning rates x 4 weight decays), 20 epochs of 600 points (450 trained,
 150 validation); mnist-mlp, 16 trials (the same grid), 1 epoch of Fashion-MNIST's 60,000 images
 (48,000 trained, 12,000 validation); width: disc-4, 16 trials of 4 to 19 units a hidden layer
-(`linear.out`), 20 epochs: no two fuse, so each trial is a job of its own. The cluster is started once, before the timings (a user's
-cluster is up before the search); each search starts in a fresh folder. Prints one line per
+(`linear.out`), 20 epochs: no two fuse, so each trial is a job of its own. The cluster is started
+once, before the timings (a user's cluster is up before the search); each search starts in a
+fresh folder. Prints one line per
 search and a JSON line per search with every timing.
 """
 import argparse

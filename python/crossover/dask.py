@@ -9,13 +9,14 @@ there the mark this search wrote, a random token) runs its jobs in place, writin
 folders as a search on one machine does, and nothing travels but the command line; there a CPU
 job, a fused group or a trial alone (as the group of its one folder), trains in the worker's own
 process, through the engine with the GIL released (as Model.fit trains); a GPU's runs the
-crossover command (CROSSOVER_DASK_PROCESSES=1: every job does). A job goes as its command line alone until its worker answers that it cannot see the
-folder; from then on that worker's tasks carry their trials' folders (spec, checkpoints, log) as
-bytes, and the worker runs the crossover command beside its own crossover package on them in a
-temporary folder; the folders' new files (result, weights, log, checkpoints) come back as the
-task's result and are written into the search's folder here. The data files a spec names are read
-where the worker finds the same file at the same path (checked by content, once per worker); where
-it does not, they are sent to every worker once. So no shared file system is needed, and what a
+crossover command (CROSSOVER_DASK_PROCESSES=1: every job does). A job goes as its command line
+alone until its worker answers that it cannot see the folder; from then on that worker's tasks
+carry their trials' folders (spec, checkpoints, log) as bytes, and the worker runs the crossover
+command beside its own crossover package on them in a temporary folder; the folders' new files
+(result, weights, log, checkpoints) come back as the task's result and are written into the
+search's folder here. The data files a spec names are read where the worker finds the same file at
+the same path (checked by content, once per worker); where it does not, they are sent to every
+worker once. So no shared file system is needed, and what a
 task starts from is only its inputs: a worker lost during a task, Dask runs it again on another
 worker from the same start (the rung's checkpoints, or the newest checkpoints in the shared
 folder), so the search ends as it would have. Ctrl-C asks every running task to stop: its job
@@ -36,7 +37,7 @@ import uuid
 # trial_process.cpp's with_absolute_paths makes them absolute).
 _SOURCE_PREFIXES = ("csv:", "safetensors:", "idx:", "imdb:")
 _EXIT_INTERRUPTED = 130  # core/exit_codes.h
-_EXIT_DIVERGED = 4  # core/exit_codes.h: `crossover train`'s exit where the loss became NaN
+_EXIT_DIVERGED = 4  # core/exit_codes.h: the loss became NaN or infinite
 _EXIT_MACHINE = 7  # the machine failed the job: the search runs it again when it goes on
 _RETRIES = 3  # a job's task failed with its workers: submitted again at most this many times
 _NEED_DATA = -1  # run_job's answer where its worker lacks the data: sent again with the data
@@ -470,21 +471,6 @@ def _run_here(job, stop):
             done.set()  # before the next job may start here; the watcher ends at its next poll
 
 
-def _as_train(folder, code, output):
-    """A trial alone's end in this process as its `crossover train` would end: its exit code
-    (diverged where its result says so) and nothing more for its log, which the job has written
-    (what it printed is kept where it failed)."""
-    import json
-    if code != 0:
-        return code, output
-    try:
-        with open(os.path.join(folder, "result.json")) as f:
-            diverged = json.load(f).get("stopped_diverged") is not None
-    except (OSError, ValueError):
-        return code, output
-    return (_EXIT_DIVERGED if diverged else 0), ""
-
-
 def run_job(args, trials, data, stop_name, shared=None):
     """A Dask task: `crossover ARGS` on a worker. Where the worker sees the search's folder
     (`shared`: the "mark" the client wrote there and its "token", the client's trial "folders",
@@ -533,8 +519,10 @@ def run_job(args, trials, data, stop_name, shared=None):
             # process's own (a client in this process, its search running; a fit).
             if here and _engine_idle():
                 code, output = _run_here(job, stop)
-                if argv[0] == "train":
-                    code, output = _as_train(job.dirs[0], code, output)
+                # A trial alone's log is its own, which the job wrote: what it printed goes there
+                # only where it failed (its exit code is the command's: job/train_group.cpp).
+                if argv[0] == "train" and code in (0, _EXIT_DIVERGED, _EXIT_INTERRUPTED):
+                    output = ""
             else:
                 code, output = _run([_program()] + argv, shared["cwd"], stop)
         finally:

@@ -16,6 +16,7 @@
 #include "core/file.h"
 #include "io/safetensors.h"
 #include "job/hooks.h"
+#include "job/run_notes.h"
 #include "measure/run.h"
 #include "measure/sampler.h"
 #include "model/model.h"
@@ -93,12 +94,13 @@ void own_trial_files(const TrialFiles& f, const std::string& dir, std::vector<fs
 }
 
 // Each trial's weights, result and last log line written, its finished checkpoints removed; the
-// exit code: interrupted if any trial was.
+// exit code: interrupted if any trial was, and a group of one's as its trial's `crossover train`
+// (diverged too: a trial alone on a Dask worker trains as the group of its one folder).
 int write_outcomes(const std::vector<RunRecord>& records, const std::vector<FusedRun>& runs,
                    const std::vector<TrialFiles>& files,
                    const std::vector<std::shared_ptr<TrialLog>>& logs,
                    const std::vector<std::vector<NamedTensor>>& weights, JobHooks& hooks) {
-  int code = kExitOk;
+  int code = records.size() == 1 ? exit_code(records.front().result) : kExitOk;
   // Every trial's weights and result written together (their waits for the disk overlapped),
   // files of the search's own: a link planted at their names while the group trained is replaced,
   // never written through (own_trial_files removed those planted before it started).
