@@ -13,6 +13,9 @@
 //   build/bench/crossover_fused_trials [--models disc-2,disc-4,SPEC.toml] [--k 1,4,16,64]
 //                                      [--steps 300] [--threads 2] [--device cpu|cuda:0]
 //                                      [--repeat 5] [--json FILE]
+//                                      [--stepping together|one-after-another|side-by-side]
+// --stepping: how the fused groups step (model/fused_network.h), in place of fused_stepping's
+// choice.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -23,6 +26,7 @@
 #include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,6 +36,7 @@
 #include "core/file.h"
 #include "data/source.h"
 #include "measure/peaks.h"
+#include "model/fused_network.h"
 #include "model/model.h"
 #include "train/memory.h"
 #include "train/trainer.h"
@@ -73,7 +78,7 @@ xo::TrainResult alone_step(const xo::ModelSpec& base, const xo::DataSplit& data,
 // K trials (learning rates and seeds apart) as one fused group; trial 1's result (the group's
 // step times).
 xo::TrainResult fused_step(const xo::ModelSpec& base, const xo::DataSplit& data, xo::Backend& be,
-                           int k, int64_t steps) {
+                           int k, int64_t steps, std::optional<xo::FusedStepping> stepping) {
   std::vector<xo::ModelSpec> specs;
   std::vector<std::unique_ptr<xo::Model>> models;
   std::vector<xo::FusedTrial> trials;
@@ -85,6 +90,7 @@ xo::TrainResult fused_step(const xo::ModelSpec& base, const xo::DataSplit& data,
   }
   xo::FusedOptions options;
   options.max_steps = steps;
+  options.stepping = stepping;
   return xo::train_fused(trials, data, options)[0];
 }
 
@@ -105,6 +111,19 @@ int64_t whole_number(const std::string& flag, const std::string& value, int64_t 
   return n;
 }
 
+// --stepping's value: a FusedStepping's name with dashes for spaces; else exits.
+xo::FusedStepping stepping_named(const std::string& value) {
+  for (const xo::FusedStepping s : {xo::FusedStepping::Together, xo::FusedStepping::OneAfterAnother,
+                                    xo::FusedStepping::SideBySide}) {
+    std::string name = xo::fused_stepping_name(s);
+    std::replace(name.begin(), name.end(), ' ', '-');
+    if (name == value) return s;
+  }
+  std::fprintf(stderr, "--stepping %s: expected together, one-after-another or side-by-side\n",
+               value.c_str());
+  std::exit(2);
+}
+
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const size_t n = v.size();
@@ -122,6 +141,7 @@ int main(int argc, char** argv) {
   std::string device = "cpu";
   std::string json_path;
   int repeat = 1;  // rounds; each figure the median of its rounds' medians
+  std::optional<xo::FusedStepping> stepping;  // unset: fused_stepping's
   for (int i = 1; i < argc; i += 2) {
     const std::string flag = argv[i];
     if (i + 1 == argc) {
@@ -146,6 +166,8 @@ int main(int argc, char** argv) {
       repeat = static_cast<int>(whole_number(flag, value, 1));
     } else if (flag == "--json") {
       json_path = value;
+    } else if (flag == "--stepping") {
+      stepping = stepping_named(value);
     } else {
       std::fprintf(stderr, "unknown flag %s\n", flag.c_str());
       return 2;
@@ -185,9 +207,9 @@ int main(int argc, char** argv) {
              be->info().id, be->info().threads, peaks.matmul_gflops);
   // What advise predicts here for K fused trials.
   xo::AdviceOptions advice = xo::with_profiles({});
-  fmt::print("{:<10} {:>4} {:>12} {:>16} {:>16} {:>8} {:>11} {:>8} {:>10} {:>13} {:>7}\n",
-             "model", "K", "step ms", "trial-steps/s", "alone steps/s", "ratio", "rounds",
-             "at peak", "MiB", "predicted ms", "error");
+  fmt::print("{:<10} {:>4} {:>12} {:>16} {:>16} {:>8} {:>11} {:>8} {:>10} {:>13} {:>7}\n", "model",
+             "K", "step ms", "trial-steps/s", "alone steps/s", "ratio", "rounds", "at peak", "MiB",
+             "predicted ms", "error");
   nlohmann::json rows = nlohmann::json::array();
   for (const xo::ModelSpec& base : specs) {
     const std::string& name = base.name;
@@ -203,7 +225,7 @@ int main(int argc, char** argv) {
       for (size_t i = 0; i < ks.size(); ++i) {
         if (!refused[i].empty()) continue;
         try {
-          const xo::TrainResult fused = fused_step(base, data, *be, ks[i], steps);
+          const xo::TrainResult fused = fused_step(base, data, *be, ks[i], steps, stepping);
           fused_ms[i].push_back(fused.step_ms.median);
           if (round == 0) first_fused[i] = fused;
         } catch (const xo::UserError& e) {  // more trials than the memory holds, say
@@ -241,8 +263,8 @@ int main(int argc, char** argv) {
           "{:<10} {:>4} {:>12.4f} {:>16.0f} {:>16.0f} {:>7.2f}x {:>11} {:>7.1f}x {:>10.1f} "
           "{:>13.4f} {:>6.0f}%\n",
           name, k, step_ms, rate, alone_rate, rate / alone_rate,
-          fmt::format("{:.1f}-{:.1f}x", *lo, *hi), ceiling,
-          memory.total() / 1048576.0, predicted_ms, 100 * (predicted_ms / step_ms - 1));
+          fmt::format("{:.1f}-{:.1f}x", *lo, *hi), ceiling, memory.total() / 1048576.0,
+          predicted_ms, 100 * (predicted_ms / step_ms - 1));
       std::fflush(stdout);
       rows.push_back({{"model", name},
                       {"k", k},

@@ -18,6 +18,27 @@ namespace xo {
 // by its kind without waiting for a writer).
 std::string read_file(const std::filesystem::path& path);
 
+// A whole file read as read_file reads it (refused where read_file refuses it), its bytes mapped
+// from the page cache instead of copied (MAP_POPULATE: mapped at once, not page by page): a data
+// set of hundreds of megabytes loads without a copy, and every process that maps it shares one
+// copy in memory. The bytes stay valid while the object lives. A file that another program
+// truncates while it is mapped ends the process (SIGBUS) where a byte past its new end is read:
+// crossover's own files are replaced by a rename (write_file_atomic), never truncated, so a mapped
+// one keeps its bytes. An empty file maps to no bytes.
+class MappedFile {
+ public:
+  explicit MappedFile(const std::filesystem::path& path);
+  ~MappedFile();
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+
+  std::string_view bytes() const { return {static_cast<const char*>(data_), size_}; }
+
+ private:
+  void* data_ = nullptr;
+  size_t size_ = 0;
+};
+
 // What a file that is not a regular one is ("a folder", "a FIFO", ...), for a message.
 const char* file_type_name(mode_t mode);
 

@@ -2,6 +2,7 @@
 // size checked before a byte is read.
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -33,11 +34,10 @@ struct FileDescriptor {
   ~FileDescriptor() { ::close(fd); }
 };
 
-// A whole regular file (see read_file and read_regular_file): opened without blocking, so that a
-// FIFO or a device is refused by its kind and never waited on; with `follow` false a symbolic link
-// is refused too; its size checked against `expected_size` before a byte is read.
-std::string read_whole(const std::filesystem::path& path, bool follow,
-                       std::optional<uint64_t> expected_size) {
+// `path` opened for reading as read_file and read_regular_file open it: without blocking, so that
+// a FIFO or a device is refused by its kind and never waited on; with `follow` false a symbolic
+// link is refused too. Returns the descriptor and the file's status.
+int open_regular(const std::filesystem::path& path, bool follow, struct stat& st) {
   const int fd =
       ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | (follow ? 0 : O_NOFOLLOW));
   if (fd < 0 && errno == ELOOP && !follow) {
@@ -47,15 +47,27 @@ std::string read_whole(const std::filesystem::path& path, bool follow,
   if (fd < 0) {
     throw UserError(fmt::format("{}: cannot open: {}", path.string(), std::strerror(errno)));
   }
-  const FileDescriptor closer{fd};
-  struct stat st {};
   if (::fstat(fd, &st) != 0) {
-    throw UserError(fmt::format("{}: cannot read: {}", path.string(), std::strerror(errno)));
+    const int error = errno;
+    ::close(fd);
+    throw UserError(fmt::format("{}: cannot read: {}", path.string(), std::strerror(error)));
   }
   if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
     throw UserError(fmt::format("{}: {}, not read (expected a regular file)", path.string(),
                                 file_type_name(st.st_mode)));
   }
+  return fd;
+}
+
+// A whole regular file (see read_file and read_regular_file): opened without blocking, so that a
+// FIFO or a device is refused by its kind and never waited on; with `follow` false a symbolic link
+// is refused too; its size checked against `expected_size` before a byte is read.
+std::string read_whole(const std::filesystem::path& path, bool follow,
+                       std::optional<uint64_t> expected_size) {
+  struct stat st {};
+  const FileDescriptor closer{open_regular(path, follow, st)};
+  const int fd = closer.fd;
   auto check_size = [&](uint64_t size) {
     if (expected_size && size != *expected_size) {
       throw UserError(
@@ -83,6 +95,22 @@ std::string read_whole(const std::filesystem::path& path, bool follow,
 }
 
 }  // namespace
+
+MappedFile::MappedFile(const std::filesystem::path& path) {
+  struct stat st {};
+  const FileDescriptor closer{open_regular(path, true, st)};
+  size_ = static_cast<size_t>(st.st_size);
+  if (size_ == 0) return;  // mmap refuses a length of 0
+  data_ = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE | MAP_POPULATE, closer.fd, 0);
+  if (data_ == MAP_FAILED) {
+    data_ = nullptr;
+    throw UserError(fmt::format("{}: cannot read: {}", path.string(), std::strerror(errno)));
+  }
+}
+
+MappedFile::~MappedFile() {
+  if (data_) ::munmap(data_, size_);
+}
 
 std::string read_file(const std::filesystem::path& path) {
   return read_whole(path, true, std::nullopt);

@@ -20,8 +20,9 @@ struct Dataset {
   std::vector<float> x;     // [samples, features], row-major
   std::vector<int32_t> y;   // [samples]
   std::string description;  // e.g. "disc: 1000 points, seed 0" or "csv: data/train.csv"
-  // Or the caller's samples, used where they are without a copy (the Python module's arrays,
-  // data/arrays.h): then x and y stay empty and `owner` keeps these alive.
+  // Or samples used where they are without a copy (the Python module's arrays, data/arrays.h; a
+  // safetensors file's mapped bytes, load_safetensors_data): then x and y stay empty and `owner`
+  // keeps these alive.
   const float* borrowed_x = nullptr;
   const int32_t* borrowed_y = nullptr;
   std::shared_ptr<const void> owner;
@@ -33,8 +34,9 @@ struct Dataset {
                       : std::span<const float>(x);
   }
   std::span<const int32_t> labels() const {
-    if (borrowed()) return borrowed_y ? std::span(borrowed_y, static_cast<size_t>(samples))
-                                      : std::span<const int32_t>();
+    if (borrowed())
+      return borrowed_y ? std::span(borrowed_y, static_cast<size_t>(samples))
+                        : std::span<const int32_t>();
     return std::span<const int32_t>(y);
   }
 };
@@ -67,9 +69,10 @@ Dataset load_csv(const std::filesystem::path& path, int64_t classes, int64_t exp
 // Loads a safetensors file holding tensor "x", the samples ([samples, ...]: the numbers after the
 // first dimension are one sample's features, converted to float32 as io/safetensors.h reads them),
 // and tensor "y", one class label (an integer in [0, classes)) or, with `classes` 0, one real
-// target per sample ([samples]). Throws UserError naming the file and the tensor for a missing
-// tensor, a shape that disagrees, a non-finite number or a label out of range; `expected_features`
-// (if > 0) must match.
+// target per sample ([samples]). The samples are read in place from the file mapped (core/file.h,
+// MappedFile: the data set borrows them) where it holds them as float32, else converted. Throws
+// UserError naming the file and the tensor for a missing tensor, a shape that disagrees, a
+// non-finite number or a label out of range; `expected_features` (if > 0) must match.
 Dataset load_safetensors_data(const std::filesystem::path& path, int64_t classes,
                               int64_t expected_features);
 // The same from a CSV file's text; `name` names it in errors.

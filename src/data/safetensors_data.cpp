@@ -6,17 +6,20 @@
 
 #include <bit>
 #include <cmath>
+#include <cstdint>
 #include <limits>
+#include <memory>
 
 #include "core/error.h"
+#include "core/file.h"
 #include "data/dataset.h"
 #include "io/safetensors.h"
 
 namespace xo {
 namespace {
 
-NamedTensor* find_tensor(std::vector<NamedTensor>& tensors, std::string_view name) {
-  for (NamedTensor& t : tensors) {
+const TensorBytes* find_tensor(const std::vector<TensorBytes>& tensors, std::string_view name) {
+  for (const TensorBytes& t : tensors) {
     if (t.name == name) return &t;
   }
   return nullptr;
@@ -28,10 +31,11 @@ std::string shape_text(const std::vector<int64_t>& shape) {
 
 // Each label an integer in [0, classes), or (classes 0) each target a finite float32 kept as its
 // bits, as the CSV reader keeps them.
-std::vector<int32_t> read_targets(const NamedTensor& y, int64_t classes, const std::string& name) {
-  std::vector<int32_t> out(y.data.size());
-  for (size_t i = 0; i < y.data.size(); ++i) {
-    const float v = y.data[i];
+std::vector<int32_t> read_targets(const std::vector<float>& y, int64_t classes,
+                                  const std::string& name) {
+  std::vector<int32_t> out(y.size());
+  for (size_t i = 0; i < y.size(); ++i) {
+    const float v = y[i];
     if (!std::isfinite(v)) {
       throw UserError(fmt::format("{}: tensor 'y': sample {} is {} (expected a finite {})", name, i,
                                   v, classes > 0 ? "class label" : "target"));
@@ -51,17 +55,36 @@ std::vector<int32_t> read_targets(const NamedTensor& y, int64_t classes, const s
   return out;
 }
 
+// The file mapped and what a data set read from it borrows: the samples in the file itself where
+// it holds them as float32 aligned for floats (what the Python module and NumPy write), else
+// converted here; the labels converted (a file holds them as integers of 64 bits).
+struct MappedSamples {
+  explicit MappedSamples(const std::filesystem::path& path) : file(path) {}
+  MappedFile file;
+  std::vector<float> converted_x;
+  std::vector<int32_t> y;
+};
+
+// The samples of tensor 'x' in place (float32, aligned) or converted into `copy`.
+const float* samples_of(const TensorBytes& x, std::vector<float>& copy) {
+  if (x.dtype == "F32" && reinterpret_cast<uintptr_t>(x.bytes.data()) % alignof(float) == 0)
+    return reinterpret_cast<const float*>(x.bytes.data());
+  copy = tensor_floats(x);
+  return copy.data();
+}
+
 }  // namespace
 
 Dataset load_safetensors_data(const std::filesystem::path& path, int64_t classes,
                               int64_t expected_features) {
   const std::string name = path.string();
-  std::vector<NamedTensor> tensors = load_safetensors(path);
-  NamedTensor* x = find_tensor(tensors, "x");
-  NamedTensor* y = find_tensor(tensors, "y");
+  auto mapped = std::make_shared<MappedSamples>(path);
+  const std::vector<TensorBytes> tensors = index_safetensors(mapped->file.bytes(), name);
+  const TensorBytes* x = find_tensor(tensors, "x");
+  const TensorBytes* y = find_tensor(tensors, "y");
   if (!x || !y) {
     std::vector<std::string> names;
-    for (const NamedTensor& t : tensors) names.push_back("'" + t.name + "'");
+    for (const TensorBytes& t : tensors) names.push_back("'" + t.name + "'");
     throw UserError(fmt::format(
         "{}: no tensor '{}' (expected 'x', the samples [samples, ...], and 'y', their {} "
         "[samples]; the file holds {})",
@@ -86,20 +109,24 @@ Dataset load_safetensors_data(const std::filesystem::path& path, int64_t classes
         fmt::format("{}: tensor 'y' has shape {} (expected [{}]: one {} for each sample of 'x')",
                     name, shape_text(y->shape), samples, classes > 0 ? "label" : "target"));
   }
-  for (size_t i = 0; i < x->data.size(); ++i) {
-    if (!std::isfinite(x->data[i])) {
+  const float* values = samples_of(*x, mapped->converted_x);
+  const auto count = static_cast<size_t>(samples * features);
+  for (size_t i = 0; i < count; ++i) {
+    if (!std::isfinite(values[i])) {
       throw UserError(fmt::format(
           "{}: tensor 'x': number {} of sample {} is {} (expected a "
           "finite number)",
-          name, i % static_cast<size_t>(features), i / static_cast<size_t>(features), x->data[i]));
+          name, i % static_cast<size_t>(features), i / static_cast<size_t>(features), values[i]));
     }
   }
+  mapped->y = read_targets(tensor_floats(*y), classes, name);
   Dataset d;
   d.samples = samples;
   d.features = features;
   d.classes = classes;
-  d.y = read_targets(*y, classes, name);
-  d.x = std::move(x->data);
+  d.borrowed_x = values;
+  d.borrowed_y = mapped->y.data();
+  d.owner = std::move(mapped);
   d.description = fmt::format("safetensors: {} ({} samples, {} features)", name, samples, features);
   return d;
 }

@@ -78,9 +78,15 @@ void split_validation(DataSplit& split, double fraction, const std::string& orig
   split.validation = sample_rows(train, kept, train.samples);
   split.validation.description = fmt::format("the last {} samples of {} (validation_split {})",
                                              held, train.description, fraction);
-  std::string description = std::move(train.description);
-  train = sample_rows(train, 0, kept);
-  train.description = std::move(description);
+  if (train.borrowed()) {
+    std::string description = std::move(train.description);
+    train = sample_rows(train, 0, kept);
+    train.description = std::move(description);
+  } else {  // the first samples kept where they are: no copy of the training set
+    train.x.resize(static_cast<size_t>(kept * train.features));
+    train.y.resize(static_cast<size_t>(kept));
+    train.samples = kept;
+  }
 }
 
 Dataset sample_rows(const Dataset& data, int64_t begin, int64_t end) {

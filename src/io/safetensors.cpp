@@ -216,8 +216,7 @@ struct HeaderEntry {
 };
 
 // The 8-byte header length, checked against the file, and the JSON header it gives.
-nlohmann::ordered_json read_header(const std::string& file, const std::string& name,
-                                   uint64_t& len) {
+nlohmann::ordered_json read_header(std::string_view file, const std::string& name, uint64_t& len) {
   if (file.size() < kHeaderLengthBytes) {
     throw UserError(
         fmt::format("{}: {} bytes is too short for a safetensors file (expected an 8-byte "
@@ -238,7 +237,7 @@ nlohmann::ordered_json read_header(const std::string& file, const std::string& n
                     name, len, kMaxHeaderBytes));
   }
   // Ordered, so that tensors sharing an offset (empty ones) come back in the file's order.
-  const std::string_view header_text = std::string_view(file).substr(kHeaderLengthBytes, len);
+  const std::string_view header_text = file.substr(kHeaderLengthBytes, len);
   check_json_depth(header_text, name + " (header)");
   nlohmann::ordered_json header;
   try {
@@ -338,7 +337,7 @@ void sort_disjoint(std::vector<HeaderEntry>& entries, const std::string& name) {
 
 }  // namespace
 
-std::vector<NamedTensor> decode_safetensors(const std::string& file, const std::string& name) {
+std::vector<TensorBytes> index_safetensors(std::string_view file, const std::string& name) {
   uint64_t len = 0;
   const nlohmann::ordered_json header = read_header(file, name, len);
   const size_t data_start = kHeaderLengthBytes + len;
@@ -350,14 +349,29 @@ std::vector<NamedTensor> decode_safetensors(const std::string& file, const std::
     entries.push_back(read_entry(it.key(), it.value(), name, data_size, dims, offsets));
   }
   sort_disjoint(entries, name);
-  std::vector<NamedTensor> out;
+  std::vector<TensorBytes> out;
   out.reserve(entries.size());
   for (HeaderEntry& e : entries) {
-    NamedTensor t{std::move(e.name), std::move(e.shape), {}};
-    if (e.dtype->dtype == DType::kI64) t.dtype = "I64";
-    t.data.resize((e.end - e.begin) / e.dtype->bytes);
-    convert(e.dtype->dtype, file.data() + data_start + e.begin, t.data.size(), t.data.data());
-    out.push_back(std::move(t));
+    out.push_back({std::move(e.name), std::move(e.shape), e.dtype->name,
+                   file.substr(data_start + e.begin, e.end - e.begin)});
+  }
+  return out;
+}
+
+std::vector<float> tensor_floats(const TensorBytes& t) {
+  const DTypeInfo* dtype = find_dtype(t.dtype);
+  XO_ASSERT(dtype != nullptr);  // index_safetensors names only these
+  std::vector<float> out(t.bytes.size() / dtype->bytes);
+  convert(dtype->dtype, t.bytes.data(), out.size(), out.data());
+  return out;
+}
+
+std::vector<NamedTensor> decode_safetensors(const std::string& file, const std::string& name) {
+  std::vector<NamedTensor> out;
+  for (TensorBytes& t : index_safetensors(file, name)) {
+    std::vector<float> data = tensor_floats(t);
+    out.push_back(
+        {std::move(t.name), std::move(t.shape), std::move(data), t.dtype == "I64" ? "I64" : "F32"});
   }
   return out;
 }

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace xo {
@@ -34,5 +35,20 @@ std::string encode_safetensors(const std::vector<NamedTensor>& tensors,
                                const std::map<std::string, std::string>& metadata,
                                const std::string& name);
 std::vector<NamedTensor> decode_safetensors(const std::string& file, const std::string& name);
+
+// A tensor of a file's bytes as the file holds it, checked as decode_safetensors checks it but not
+// converted: its dtype's name ("F32", "F64", "F16", "BF16" or "I64"), its shape and its bytes
+// inside the file's (little-endian, aligned as the file aligns them).
+struct TensorBytes {
+  std::string name;
+  std::vector<int64_t> shape;
+  std::string dtype;
+  std::string_view bytes;
+};
+// The tensors of a file's bytes in the order of their data, without a copy (a file mapped whole:
+// core/file.h, MappedFile); throws as decode_safetensors throws.
+std::vector<TensorBytes> index_safetensors(std::string_view file, const std::string& name);
+// A tensor's numbers as float32, converted as load_safetensors converts them.
+std::vector<float> tensor_floats(const TensorBytes& t);
 
 }  // namespace xo

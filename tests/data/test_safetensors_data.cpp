@@ -4,19 +4,29 @@
 
 #include <bit>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <filesystem>
 #include <limits>
 #include <ostream>
+#include <span>
 #include <string>
 #include <vector>
 
+#include "core/file.h"
 #include "data/dataset.h"
+#include "data/source.h"
 #include "io/safetensors.h"
 #include "support/expect_error.h"
 #include "support/temp_dir.h"
 
 namespace xo {
 namespace {
+
+template <typename T>
+std::vector<T> values(std::span<const T> s) {
+  return {s.begin(), s.end()};
+}
 
 NamedTensor samples(std::vector<int64_t> shape, std::vector<float> data) {
   return {"x", std::move(shape), std::move(data)};
@@ -36,9 +46,70 @@ TEST(SafetensorsData, ReadsSamplesOfAnyShapeWithTheirLabels) {
   EXPECT_EQ(d.samples, 3);
   EXPECT_EQ(d.features, 4);
   EXPECT_EQ(d.classes, 3);
-  EXPECT_EQ(d.x, (std::vector<float>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}));
-  EXPECT_EQ(d.y, (std::vector<int32_t>{1, 0, 2}));
+  EXPECT_EQ(values(d.inputs()), (std::vector<float>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}));
+  EXPECT_EQ(values(d.labels()), (std::vector<int32_t>{1, 0, 2}));
   EXPECT_EQ(d.description, "safetensors: " + path.string() + " (3 samples, 4 features)");
+}
+
+// float32 samples are read where the file's mapped bytes hold them (no copy of a data set of
+// hundreds of megabytes), and stay as they were read when the file is replaced (as crossover
+// replaces its files: a new one renamed over the name).
+TEST(SafetensorsData, Float32SamplesAreReadInPlaceAndOutliveTheFileReplaced) {
+  testing::TempDir dir("tensors-data");
+  const auto path = dir.path() / "d.safetensors";
+  save_safetensors(path, {samples({2, 2}, {1, 2, 3, 4}), labels({1, 0})});
+  const Dataset d = load_safetensors_data(path, 2, 2);
+  EXPECT_TRUE(d.borrowed());
+  EXPECT_TRUE(d.x.empty());
+  save_safetensors(path, {samples({2, 2}, {5, 6, 7, 8}), labels({0, 1})});
+  std::filesystem::remove(path);
+  EXPECT_EQ(values(d.inputs()), (std::vector<float>{1, 2, 3, 4}));
+  EXPECT_EQ(values(d.labels()), (std::vector<int32_t>{1, 0}));
+  // The training part of a validation split is a view of the same bytes.
+  DataSplit split{d, {}, {}};
+  split_validation(split, 0.5, "spec");
+  EXPECT_EQ(split.train.inputs().data(), d.inputs().data());
+  EXPECT_EQ(values(split.validation.inputs()), (std::vector<float>{3, 4}));
+}
+
+// Samples a file holds in another dtype, or float32 at an offset no float may start at (a header
+// whose length is not a multiple of 4: the format recommends 8, other writers may not pad), are
+// converted to a copy the data set keeps.
+TEST(SafetensorsData, SamplesInAnotherDtypeOrMisalignedAreConverted) {
+  testing::TempDir dir("tensors-data");
+  const std::string header = R"({"x":{"dtype":"F32","shape":[2,1],"data_offsets":[0,8]},)"
+                             R"("y":{"dtype":"I64","shape":[2],"data_offsets":[8,24]}} )";
+  ASSERT_NE(header.size() % 4, 0u);
+  std::string file(8, '\0');
+  const uint64_t length = header.size();
+  std::memcpy(file.data(), &length, sizeof(length));
+  file += header;
+  const float x[] = {0.25f, -3.5f};
+  const int64_t y[] = {1, 0};
+  file.append(reinterpret_cast<const char*>(x), sizeof(x));
+  file.append(reinterpret_cast<const char*>(y), sizeof(y));
+  const auto misaligned = dir.path() / "misaligned.safetensors";
+  write_file_atomic(misaligned, file);
+  const Dataset a = load_safetensors_data(misaligned, 2, 1);
+  EXPECT_EQ(values(a.inputs()), (std::vector<float>{0.25f, -3.5f}));
+  EXPECT_EQ(values(a.labels()), (std::vector<int32_t>{1, 0}));
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(a.inputs().data()) % alignof(float), 0u);
+
+  const auto doubles = dir.path() / "f64.safetensors";
+  // The same samples as F64.
+  std::string h = R"({"x":{"dtype":"F64","shape":[2,1],"data_offsets":[0,16]},)"
+                  R"("y":{"dtype":"I64","shape":[2],"data_offsets":[16,32]}})";
+  h.append((8 - (8 + h.size()) % 8) % 8, ' ');
+  std::string g(8, '\0');
+  const uint64_t n = h.size();
+  std::memcpy(g.data(), &n, sizeof(n));
+  g += h;
+  const double xd[] = {0.25, -3.5};
+  g.append(reinterpret_cast<const char*>(xd), sizeof(xd));
+  g.append(reinterpret_cast<const char*>(y), sizeof(y));
+  write_file_atomic(doubles, g);
+  EXPECT_EQ(values(load_safetensors_data(doubles, 2, 1).inputs()),
+            (std::vector<float>{0.25f, -3.5f}));
 }
 
 TEST(SafetensorsData, ARegressionKeepsItsTargetsBits) {
@@ -46,9 +117,9 @@ TEST(SafetensorsData, ARegressionKeepsItsTargetsBits) {
   const auto path = dir.path() / "d.safetensors";
   save_safetensors(path, {samples({2, 1}, {0.5f, 1.5f}), labels({-2.25f, 1e-3f}, "F32")});
   const Dataset d = load_safetensors_data(path, 0, 0);
-  ASSERT_EQ(d.y.size(), 2u);
-  EXPECT_EQ(std::bit_cast<float>(d.y[0]), -2.25f);
-  EXPECT_EQ(std::bit_cast<float>(d.y[1]), 1e-3f);
+  ASSERT_EQ(d.labels().size(), 2u);
+  EXPECT_EQ(std::bit_cast<float>(d.labels()[0]), -2.25f);
+  EXPECT_EQ(std::bit_cast<float>(d.labels()[1]), 1e-3f);
 }
 
 struct BadFile {
