@@ -37,7 +37,10 @@ enum class FusedStepping {
   // passes and convolutional groups"). And a CPU's group of one model that would step together:
   // its model alone, in the shards it takes alone (in a group's one shard it ran slower than
   // alone: "Trials side by side"); its checkpoints resume in a larger group and back, to f32
-  // rounding (RunFingerprint::shards_may_differ).
+  // rounding (RunFingerprint::shards_may_differ). And a CPU of one worker (one thread) for the
+  // models of crossover's own loops (below) but the smallest: each model's products already run
+  // on the core as alone, and together they only fill its caches K times over ("One worker's
+  // groups").
   OneAfterAnother,
   // Each model its own Network in one batch shard, the models side by side on the workers (in
   // rounds of steps, each model on one worker for a round). On a CPU for a model that trains

@@ -293,7 +293,8 @@ TEST_P(Fused, EachTrialEndsAsItDoesAloneSteppingTogether) {
 
 // How trials step on a 2-thread CPU (model/fused_network.h): side by side where a trial alone is
 // one thread's work of crossover's own loops, one after another where convolutions do most of the
-// work, together otherwise; on a GPU always together.
+// work, together otherwise; on one thread one after another for crossover's own loops but the
+// smallest; on a GPU always together.
 TEST(FusedTrials, TrialsStepAsTheModelAndDeviceSay) {
   auto be = make_backend(parse_device("cpu", 2));
   ModelSpec lstm = parse_spec(kCases[3].spec, "lstm.toml");
@@ -334,12 +335,31 @@ TEST(FusedTrials, TrialsStepAsTheModelAndDeviceSay) {
                 FusedStepping::Together)
           << c.spec.name;
   }
-  // One thread: nothing to step side by side on.
+  // One thread: nothing to step side by side on; models of crossover's own loops one after
+  // another, but those whose step is as short as its kernel calls (disc-2, disc-3), and the
+  // others as on two.
   auto one = make_backend(parse_device("cpu", 1));
-  Model disc(*builtin_spec("disc-4"), *one);
-  EXPECT_EQ(fused_stepping(disc.nodes(), disc.tensors(), 100, DeviceKind::Cpu,
-                           one->execution_policy(), 4),
-            FusedStepping::Together);
+  const struct {
+    ModelSpec spec;
+    FusedStepping cpu;
+  } one_thread[] = {
+      {*builtin_spec("disc-2"), FusedStepping::Together},
+      {*builtin_spec("disc-3"), FusedStepping::Together},
+      {*builtin_spec("disc-4"), FusedStepping::OneAfterAnother},
+      {*builtin_spec("disc-8"), FusedStepping::OneAfterAnother},
+      {*builtin_spec("mnist-mlp"), FusedStepping::OneAfterAnother},
+      {parse_spec(kCases[1].spec, "mlp.toml"), FusedStepping::OneAfterAnother},
+      {batch_norm, FusedStepping::Together},
+      {lstm, FusedStepping::Together},
+      {*builtin_spec("mnist-cnn"), FusedStepping::OneAfterAnother},
+  };
+  for (const auto& c : one_thread) {
+    Model model(c.spec, *one);
+    EXPECT_EQ(fused_stepping_name(fused_stepping(model.nodes(), model.tensors(), c.spec.train.batch,
+                                                 DeviceKind::Cpu, one->execution_policy(), 4)),
+              std::string(fused_stepping_name(c.cpu)))
+        << c.spec.name << " on one thread";
+  }
 }
 
 // On a GPU too (each Linear one launch for every trial, every trial's gather, loss and optimizer
