@@ -59,9 +59,17 @@ constexpr uint64_t mix64(uint64_t x) {
 constexpr uint32_t dropout_threshold(double p) {
   return static_cast<uint32_t>(p * static_cast<double>(1u << 24) + 0.5);
 }
+// The same in two parts: the stream of a layer's step, drawn once for all its elements, and an
+// element's 24 random bits from it, kept where they reach the threshold (a loop over one step's
+// elements that compares them itself vectorises; one through a function returning bool does not).
+constexpr uint64_t dropout_stream(uint64_t seed, uint64_t step) {
+  return mix64(seed ^ mix64(step + 0x9e3779b97f4a7c15ULL));
+}
+constexpr uint32_t dropout_draw(uint64_t stream, uint64_t index) {
+  return static_cast<uint32_t>(mix64(stream + index) >> 40);
+}
 constexpr bool dropout_keep(uint64_t seed, uint64_t step, uint64_t index, uint32_t threshold) {
-  const uint64_t stream = mix64(seed ^ mix64(step + 0x9e3779b97f4a7c15ULL));
-  return static_cast<uint32_t>(mix64(stream + index) >> 40) >= threshold;
+  return dropout_draw(dropout_stream(seed, step), index) >= threshold;
 }
 
 }  // namespace xo

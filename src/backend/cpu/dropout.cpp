@@ -8,6 +8,18 @@
 namespace xo::cpu {
 namespace {
 
+// Elements [begin, end) of a forward: the mask drawn from `from` (the step's stream plus the first
+// element's index) as scales, and the kept inputs scaled; vectorised (AVX-512's 64-bit multiplies).
+void mask_and_scale(const float* __restrict src, float* __restrict dst, float* __restrict scale,
+                    uint64_t from, uint32_t threshold, float keep, int64_t begin, int64_t end) {
+#pragma omp simd
+  for (int64_t i = begin; i < end; ++i) {
+    const float k = dropout_draw(from, static_cast<uint64_t>(i)) >= threshold ? keep : 0.0f;
+    scale[i] = k;
+    dst[i] = src[i] * k;
+  }
+}
+
 class CpuDropout final : public DropoutKernel {
  public:
   explicit CpuDropout(const DropoutShape& s)
@@ -18,14 +30,14 @@ class CpuDropout final : public DropoutKernel {
 
   void forward(const float* src, float* dst, const uint64_t* step_counter) override {
     float* scale = scale_.data();
-    const uint64_t step = *step_counter;
-    parallel_for(s_.elements, [&](int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i) {
-        const uint64_t index = static_cast<uint64_t>(s_.element_offset + i);
-        scale[i] = dropout_keep(s_.seed, step, index, threshold_) ? keep_scale_ : 0.0f;
-      }
-#pragma omp simd
-      for (int64_t i = begin; i < end; ++i) dst[i] = src[i] * scale[i];
+    // The step's stream drawn once; each element's draw from it, the loop vectorised (the mask
+    // dropout_keep draws, bit for bit).
+    const uint64_t stream = dropout_stream(s_.seed, *step_counter);
+    const auto first = static_cast<uint64_t>(s_.element_offset);
+    const uint32_t threshold = threshold_;
+    const float keep = keep_scale_;
+    parallel_for(s_.elements, [=](int64_t begin, int64_t end) {
+      mask_and_scale(src, dst, scale, stream + first, threshold, keep, begin, end);
     });
   }
 
