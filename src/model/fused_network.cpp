@@ -64,11 +64,11 @@ FusedStepping fused_stepping(const std::vector<Node>& nodes,
     return FusedStepping::SideBySide;
   // One worker (a process of one thread: a Dask worker's, a search's trials at once): a model's
   // products run on the one core as they do alone, and batching them over the models only
-  // multiplies what the core's caches hold; one after another, a group of mnist-mlp trials stepped
-  // 6-8% faster than together (2% faster than alone: 1.6% fewer), disc-6 to disc-8 3-5%, disc-4
-  // and disc-5 the same. Below kTogetherAtOneWorkerFlops a step is as short as its kernel calls,
-  // which one kernel over the models saves (disc-2: 13% faster together). docs/benchmarks.md,
-  // "One worker's groups".
+  // multiplies what the core's caches hold. One after another, 8 mnist-mlp trials stepped at 1.02x
+  // a trial alone against 0.94x together; disc-6 to disc-8 3-5% faster; disc-4 and disc-5 the
+  // same. Below kTogetherAtOneWorkerFlops a step is as short as its kernel calls, which one kernel
+  // over the models saves (disc-2: 10-13% faster together). docs/benchmarks.md, "One worker's
+  // groups, and data read in place".
   if (own_loops && policy.shard_threads < 2 && all >= kTogetherAtOneWorkerFlops)
     return FusedStepping::OneAfterAnother;
   // A group of one: its model alone, in the shards it takes alone (its checkpoints resume in a
