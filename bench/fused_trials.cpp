@@ -6,8 +6,9 @@
 // (predict_fused_with_profile, from the profiles advise uses: this machine's cached one, else the
 // shipped ones), against the measured one. No process start, no data loading: the loop alone.
 // "rounds": the lowest and highest of the rounds' ratios (each round's fused group against its
-// own trial alone). "at peak": the ratio a fused loop running at the f32 matmul peak probed in the
-// same run would reach (the peak over one trial's achieved FLOP/s alone): no kernel can go past it.
+// own trial alone). "at peak": the ratio a fused loop running at the matmul peak probed in the
+// same run (at the device's precision: --device cpu:bf16 probes bf16) would reach (the peak over
+// one trial's achieved FLOP/s alone): no kernel can go past it.
 // --repeat N runs N rounds (alone, then each K) and reports the medians of the rounds' medians:
 // this VM's speed moves from one process (and second) to the next.
 //   build/bench/crossover_fused_trials [--models disc-2,disc-4,SPEC.toml] [--k 1,4,16,64]
@@ -203,8 +204,9 @@ int main(int argc, char** argv) {
   auto be = xo::make_backend(xo::parse_device(device, threads));
   // The peak probed now, in this run: it moves from day to day on this VM.
   const xo::DevicePeaks peaks = xo::device_peaks(*be, true, xo::default_peaks_cache());
-  fmt::print("{} ({}, {} threads), f32 matmul peak {:.0f} GFLOP/s\n", be->info().name,
-             be->info().id, be->info().threads, peaks.matmul_gflops);
+  fmt::print("{} ({}, {} threads), {} matmul peak {:.0f} GFLOP/s\n", be->info().name, be->info().id,
+             be->info().threads, peaks.precision.empty() ? "f32" : peaks.precision,
+             peaks.matmul_gflops);
   // What advise predicts here for K fused trials.
   xo::AdviceOptions advice = xo::with_profiles({});
   fmt::print("{:<10} {:>4} {:>12} {:>16} {:>16} {:>8} {:>11} {:>8} {:>10} {:>13} {:>7}\n", "model",

@@ -294,9 +294,8 @@ class OptimizerKernel {
                    __FILE__, __LINE__);
   }
   // The state buffers moved to `memory` (one for each of state_buffers(), in its order, each as
-  // large as the flat buffer, then one of weights_copy_bytes() where that is not 0; values not
-  // copied), e.g. memory the data-parallel ranks of a machine share: returns the buffers replaced.
-  // CPU only, as step_part.
+  // large as the flat buffer; values not copied), e.g. memory the data-parallel ranks of a machine
+  // share: returns the buffers replaced. CPU only, as step_part.
   virtual std::vector<DeviceBuffer> swap_state(std::vector<DeviceBuffer> memory) {
     throw_internal("OptimizerKernel::swap_state",
                    "this backend's optimizer keeps its state where it allocated it (" +
@@ -306,6 +305,16 @@ class OptimizerKernel {
   // The bytes of the parameters' bf16 copy this optimizer writes as it updates them (the CPU at
   // --precision bf16; 0: none).
   virtual size_t weights_copy_bytes() const { return 0; }
+  // That copy moved to `memory` (weights_copy_bytes() long; values not copied, so forgotten until
+  // the next update writes it): memory the data-parallel ranks of a machine share, each writing its
+  // part, or a fused group's one buffer of its models' copies, laid out as their parameters are.
+  // Returns the buffer replaced. Only where weights_copy_bytes() is not 0.
+  virtual DeviceBuffer swap_weights_copy(DeviceBuffer memory) {
+    throw_internal("OptimizerKernel::swap_weights_copy",
+                   "this optimizer keeps no bf16 copy of the weights (" +
+                       std::to_string(memory.bytes()) + " bytes offered)",
+                   __FILE__, __LINE__);
+  }
   // Number of steps taken (Adam's bias correction and SGD's first-step momentum depend on it).
   virtual int64_t steps() const = 0;
   // What a checkpoint saves and a resumed run restores: the state buffers (none for plain SGD) and

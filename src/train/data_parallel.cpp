@@ -338,9 +338,9 @@ void DataParallel::share_parameters(Model& model, OptimizerKernel& optimizer) {
   std::vector<DeviceBuffer> shared_state;
   for (int64_t k = 1; k < buffers; ++k)
     shared_state.push_back(view(*params_memory_, 0, flat * k, flat));
-  if (copy_floats > 0)
-    shared_state.push_back(view(*params_memory_, 0, flat * buffers, copy_floats));
   own_state_ = optimizer.swap_state(std::move(shared_state));
+  if (copy_floats > 0)
+    own_copy_ = optimizer.swap_weights_copy(view(*params_memory_, 0, flat * buffers, copy_floats));
 }
 
 void DataParallel::unshare(Model& model, OptimizerKernel& optimizer) {
@@ -354,6 +354,7 @@ void DataParallel::unshare(Model& model, OptimizerKernel& optimizer) {
     }
     model.swap_params(std::move(own_params_));
     optimizer.swap_state(std::move(own_state_));
+    if (own_copy_) optimizer.swap_weights_copy(std::move(own_copy_));
     params_memory_->fence();  // every rank has its copy before the memory goes
     params_memory_.reset();
   }

@@ -168,11 +168,13 @@ class DataParallel : public BackwardObserver {
   std::unique_ptr<mpi::World> machine_, across_;
   const mpi::World& sharing() const { return machine_ ? *machine_ : world_; }
   // Shared mode: each rank's gradients; the parameters and the optimizer's state (rank 0's part
-  // of the memory, one flat buffer each); the buffers they replaced; this rank's part.
+  // of the memory, one flat buffer each, then the weights' bf16 copy where the optimizer keeps
+  // one); the buffers they replaced; this rank's part.
   Backend* backend_ = nullptr;
   std::unique_ptr<mpi::SharedMemory> grads_memory_, params_memory_;
   DeviceBuffer own_grads_, own_params_;
   std::vector<DeviceBuffer> own_state_;
+  DeviceBuffer own_copy_;
   std::vector<const float*> others_;  // the other ranks' gradients, in rank order
   int64_t part_begin_ = 0, part_end_ = 0;
   // Host-staged mode: the gradients' host copy (page-locked on a GPU), where MPI sums them.

@@ -345,6 +345,24 @@ Trials plan_trials(std::vector<FusedTrial>& trials, const DataSplit& split,
   return planned;
 }
 
+// At bf16 on the CPU each trial's optimizer keeps its weights' bf16 copy: the copies move into one
+// buffer laid out as pack_models laid out the parameters (model t's a stride after model t - 1's),
+// so that a group's Linears and LSTMs read all their models' copies at once instead of converting
+// the weights in every step. Each copy is written again by its trial's next update.
+void group_weights_copies(const Trials& planned, Backend& be) {
+  const size_t bytes = planned[0]->plan.optimizer->weights_copy_bytes();
+  if (bytes == 0) return;
+  const int64_t flat = planned[0]->plan.model.flat_size();
+  XO_ASSERT(bytes == sizeof(uint16_t) * static_cast<size_t>(flat));
+  const auto slot = sizeof(uint16_t) * static_cast<size_t>(model_stride(flat));
+  const DeviceBuffer all = be.allocate(slot * planned.size());
+  for (size_t t = 0; t < planned.size(); ++t) {
+    OptimizerKernel& optimizer = *planned[t]->plan.optimizer;
+    XO_ASSERT(optimizer.weights_copy_bytes() == bytes);
+    optimizer.swap_weights_copy(all.view(t * slot, bytes));  // the view keeps `all`
+  }
+}
+
 // Trials that step apart (Group::apart) go in rounds: each trial takes the round's steps, as
 // train_model's, before another trial takes them on its worker (one after another: every trial on
 // all the workers; side by side: each worker its share of the trials), so that a trial's tensors
@@ -605,6 +623,7 @@ std::vector<TrainResult> train_fused(std::vector<FusedTrial>& trials, const Data
                            be.execution_policy(), static_cast<int>(trials.size()));
   const bool apart = stepping != FusedStepping::Together;
   Trials planned = plan_trials(trials, split, options, stepping);
+  group_weights_copies(planned, be);
   const std::unique_ptr<QueueClock> clock =
       be.clock(static_cast<int>(StepMarks::kPerStep * planned[0]->plan.steps_per_epoch));
   for (auto& t : planned) t->clock = clock.get();

@@ -325,6 +325,67 @@ TEST(CpuBf16, ProductsReadTheOptimizersCopyUntilTheWeightsAreWrittenElsewhere) {
   EXPECT_EQ(forward(), forward_of(g));
 }
 
+// A fused group's Linear reads its models' copies where their optimizers keep them in one buffer
+// laid out as the parameters are (train_fused moves them there): all of them current, the kernel
+// converts nothing; one of them stale, it converts every model's weights again.
+TEST(CpuBf16, AFusedGroupsLinearReadsItsModelsCopiesFromOneBuffer) {
+  XO_NEEDS_BF16_UNIT();
+  auto be = make_backend(parse_device("cpu", 1, "bf16"));
+  constexpr int64_t kModels = 3, kIn = 40, kOut = 48, kBatch = 8;
+  // Each model: its weights (no bias), then room for a bias the kernel requires of its stride.
+  constexpr int64_t kFlat = kOut * kIn, kStride = kFlat + kOut + 16;
+  const LinearShape s{.batch = kBatch,
+                      .in_features = kIn,
+                      .out_features = kOut,
+                      .has_bias = false,
+                      .models = kModels,
+                      .model_stride = kStride};
+  Rng rng(17);
+  const auto x = uniform(rng, kModels * kBatch * kIn);
+  const auto w = uniform(rng, kModels * kStride), g = uniform(rng, kModels * kStride);
+  const size_t out = kModels * kBatch * kOut;
+  // What the kernel computes from parameters `v`, converted by itself (a fresh backend).
+  auto forward_of = [&](const std::vector<float>& v) {
+    auto fresh = make_backend(parse_device("cpu", 1, "bf16"));
+    auto kernel = fresh->linear(s);
+    Tensor src(*fresh, x), params(*fresh, v), dst(*fresh, out);
+    kernel->forward(src.p(), params.p(), nullptr, dst.p());
+    return dst.host();
+  };
+  auto kernel = be->linear(s);
+  Tensor src(*be, x), params(*be, w), grads(*be, g), dst(*be, out);
+  auto forward = [&] {
+    kernel->forward(src.p(), params.p(), nullptr, dst.p());
+    return dst.host();
+  };
+  OptimizerSettings sgd;
+  sgd.lr = 0.5;
+  const DeviceBuffer copies = be->allocate(sizeof(uint16_t) * kModels * kStride);
+  std::vector<std::unique_ptr<OptimizerKernel>> optimizers;
+  for (int64_t t = 0; t < kModels; ++t) {
+    optimizers.push_back(be->optimizer(sgd, kFlat));
+    optimizers.back()->swap_weights_copy(
+        copies.view(sizeof(uint16_t) * t * kStride, sizeof(uint16_t) * kFlat));
+  }
+  auto step_all = [&] {
+    for (int64_t t = 0; t < kModels; ++t)
+      optimizers[t]->step(params.p() + t * kStride, grads.p() + t * kStride);
+  };
+  step_all();
+  const std::vector<float> updated = params.host();
+  EXPECT_NE(updated, w);
+  EXPECT_EQ(forward(), forward_of(updated)) << "after the updates: the optimizers' copies";
+  std::fill_n(params.p(), updated.size(), 0.0f);  // behind the backend's back
+  EXPECT_EQ(forward(), forward_of(updated)) << "the products read the copies, not the parameters";
+  // Model 1's weights written through the backend: its copy is stale, so all are converted.
+  std::vector<float> now = params.host();
+  std::copy(w.begin() + kStride, w.begin() + kStride + kFlat, now.begin() + kStride);
+  be->upload(params.p() + kStride, w.data() + kStride, sizeof(float) * kFlat);
+  EXPECT_EQ(forward(), forward_of(now)) << "one stale copy: every model's weights converted";
+  step_all();
+  EXPECT_EQ(forward(), forward_of(params.host()));
+}
+
 // A CPU without either unit (or oneDNN held below them) refuses --precision bf16, naming what is
 // missing; the AVX-512 BF16 path runs where oneDNN is held to it (an AMX CPU's other path).
 TEST(CpuBf16Cli, ACpuWithoutBf16UnitsRefusesBf16NamingWhatIsMissing) {

@@ -18,13 +18,17 @@ namespace xo::cpu {
 // a forgotten copy costs a conversion, never a stale value.
 class Bf16Weights {
  public:
-  // The current copy of floats [p, p + n), or nullptr.
-  const uint16_t* find(const float* p, int64_t n) const {
+  // The current copy of floats [p, p + n), or nullptr. With count > 1: of `count` blocks of n
+  // floats `stride` apart (block t at p + t * stride), where their copies lie as they do (block
+  // t's at the first's + t * stride), as a fused group's Linear reads its models' weights: each
+  // model's optimizer keeps its own copy, in one buffer for the group (train_fused).
+  const uint16_t* find(const float* p, int64_t n, int64_t count = 1, int64_t stride = 0) const {
     std::lock_guard lock(mutex_);
-    for (const Entry& e : entries_) {
-      if (e.params <= p && p + n <= e.params + e.floats) return e.bits + (p - e.params);
+    const uint16_t* first = find_one(p, n);
+    for (int64_t t = 1; first && t < count; ++t) {
+      if (find_one(p + t * stride, n) != first + t * stride) return nullptr;
     }
-    return nullptr;
+    return first;
   }
   // `owner`'s copy `bits` of params[0, floats) is current; what owner kept before and any other
   // copy of those parameters (stale now) are forgotten.
@@ -53,6 +57,12 @@ class Bf16Weights {
     int64_t floats;
     const uint16_t* bits;
   };
+  const uint16_t* find_one(const float* p, int64_t n) const {
+    for (const Entry& e : entries_) {
+      if (e.params <= p && p + n <= e.params + e.floats) return e.bits + (p - e.params);
+    }
+    return nullptr;
+  }
   static bool overlaps(const Entry& e, const void* at, size_t bytes) {
     const auto* begin = static_cast<const char*>(at);
     const auto* first = reinterpret_cast<const char*>(e.params);

@@ -275,7 +275,8 @@ class CpuFusedLinear final : public WeightedKernel {
       return with_activation(
           [&](auto a) { small_forward<decltype(a)::value>(src, weights, bias, dst); });
     if (bf16_) {
-      forward_.run(stream_, src_b_.from(src), w_b_.weights(weights, *kept_), nullptr, dst);
+      forward_.run(stream_, src_b_.from(src),
+                   w_b_.weights(weights, *kept_, shape_.models, shape_.model_stride), nullptr, dst);
     } else {
       forward_.run(stream_, src, weights, nullptr, dst);
     }

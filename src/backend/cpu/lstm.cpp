@@ -206,8 +206,10 @@ class CpuLstm final : public LstmKernel {
       // The products' operands: the weights and h (h's copy made step by step).
       const void* w_ih = p.weight_ih;
       const void* w_hh = p.weight_hh;
-      if (bf16_)
-        w_ih = l.w_ih_b.weights(p.weight_ih, *kept_), w_hh = l.w_hh_b.weights(p.weight_hh, *kept_);
+      if (bf16_) {
+        w_ih = l.w_ih_b.weights(p.weight_ih, *kept_, K, W);
+        w_hh = l.w_hh_b.weights(p.weight_hh, *kept_, K, W);
+      }
       for (int64_t n = 0; n < K; ++n) {
         const float* b_ih = p.bias_ih + n * W;
         const float* b_hh = p.bias_hh + n * W;

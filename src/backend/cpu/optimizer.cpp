@@ -42,12 +42,12 @@ class CpuOptimizer : public OptimizerKernel {
     pass(params, grads, nullptr, {}, 0, n_);
     if (kept_) kept_->keep(this, params, n_, copy_.as<uint16_t>());
   }
-  // At bf16 the copy is whole once every rank's part is done: the ranks share it (swap_state), and
-  // the data-parallel code waits for them all before the next forward.
+  // At bf16 the copy is whole once every rank's part is done: the ranks share it
+  // (swap_weights_copy), and the data-parallel code waits for them all before the next forward.
   void step_part(float* params, float* grads, const std::vector<const float*>& add, int64_t begin,
                  int64_t end) final {
     XO_ASSERT(0 <= begin && begin <= end && end <= n_);
-    XO_ASSERT(!kept_ || copy_shared_);
+    XO_ASSERT(!kept_ || copy_moved_);
     pass(params, grads, grads, add, begin, end);
     if (kept_) kept_->keep(this, params, n_, copy_.as<uint16_t>());
   }
@@ -61,22 +61,17 @@ class CpuOptimizer : public OptimizerKernel {
     return out;
   }
   size_t weights_copy_bytes() const final { return kept_ ? sizeof(uint16_t) * n_ : 0; }
-  // The copy moves with the state (last in `memory`), its values not copied: forgotten until the
-  // next pass writes it.
   std::vector<DeviceBuffer> swap_state(std::vector<DeviceBuffer> memory) final {
-    XO_ASSERT(memory.size() == state_.size() + (kept_ ? 1 : 0));
-    for (size_t k = 0; k < state_.size(); ++k) XO_ASSERT(memory[k].bytes() >= sizeof(float) * n_);
-    DeviceBuffer copy;
-    if (kept_) {
-      XO_ASSERT(memory.back().bytes() >= weights_copy_bytes());
-      kept_->forget(this);
-      copy = std::move(memory.back());
-      memory.pop_back();
-      std::swap(copy, copy_);
-      copy_shared_ = !copy_shared_;  // swapped in to share, back out to unshare
-    }
+    XO_ASSERT(memory.size() == state_.size());
+    for (const DeviceBuffer& m : memory) XO_ASSERT(m.bytes() >= sizeof(float) * n_);
     std::swap(memory, state_);
-    if (kept_) memory.push_back(std::move(copy));
+    return memory;
+  }
+  DeviceBuffer swap_weights_copy(DeviceBuffer memory) final {
+    XO_ASSERT(kept_ && memory.bytes() >= weights_copy_bytes());
+    kept_->forget(this);
+    std::swap(memory, copy_);
+    copy_moved_ = !copy_moved_;  // moved in to share, back out to unshare
     return memory;
   }
 
@@ -122,9 +117,9 @@ class CpuOptimizer : public OptimizerKernel {
   int64_t n_;
   std::vector<const char*> names_;
   std::vector<DeviceBuffer> state_;
-  Bf16Weights* kept_;         // bf16: where the copy is announced current
-  DeviceBuffer copy_;         // bf16: the parameters' copy, [n_] bf16
-  bool copy_shared_ = false;  // the copy is in the memory the data-parallel ranks share
+  Bf16Weights* kept_;        // bf16: where the copy is announced current
+  DeviceBuffer copy_;        // bf16: the parameters' copy, [n_] bf16
+  bool copy_moved_ = false;  // the copy is in memory shared with others (swap_weights_copy)
 };
 
 // Each update copies its coefficients into locals before the loop. Read through `this`, they

@@ -55,8 +55,12 @@ class Bf16Copy {
   }
   // The weights src[0, floats) as bf16: the copy their optimizer keeps where it is current
   // (`kept`), else converted here. last() returns it until the next call (the backward's operand).
-  const uint16_t* weights(const float* src, const Bf16Weights& kept) {
-    last_ = kept.find(src, static_cast<int64_t>(bits_.size()));
+  // models > 1: the weights of a fused group's models, `stride` floats apart, each model's block
+  // the last floats - (models - 1) * stride (the floats between them are not read).
+  const uint16_t* weights(const float* src, const Bf16Weights& kept, int64_t models = 1,
+                          int64_t stride = 0) {
+    const auto floats = static_cast<int64_t>(bits_.size());
+    last_ = kept.find(src, floats - (models - 1) * stride, models, stride);
     if (!last_) last_ = from(src);
     return last_;
   }
