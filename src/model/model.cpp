@@ -304,10 +304,14 @@ Network::Network(const Model& model, const NetworkOptions& options)
     offset += s.batch;
     for (size_t i = 0; i < nodes.size(); ++i) {
       const Node& n = nodes[i];
-      LayerContext context{s.batch,          options.sample_offset + s.offset,
-                           training,         training && n.gradient_below,
-                           shards > 1,       model.seed(),
-                           &model.buffers(), model.state()};
+      LayerContext context{s.batch,
+                           options.sample_offset + s.offset,
+                           training,
+                           training && n.gradient_below,
+                           shards > 1 || options.one_thread,
+                           model.seed(),
+                           &model.buffers(),
+                           model.state()};
       s.layers.push_back(make_layer(n, model.tensors(), be, context));
       if (!s.layers.back()) {  // a view of its input: shares its buffers
         s.outputs.push_back(i > 0 ? s.outputs[i - 1] : nullptr);
@@ -376,7 +380,7 @@ void Network::run(const float* src, const int32_t* labels, LossStats* stats, boo
 }
 
 void Network::timed_step(const float* src, const int32_t* labels, LossStats* stats,
-                           NodeTimes& out) {
+                         NodeTimes& out) {
   XO_ASSERT(training_ && shards_.size() == 1);
   Backend& be = model_.backend();
   out.forward_ms.assign(shards_[0].layers.size(), 0.0);

@@ -154,6 +154,9 @@ struct NetworkOptions {
   int64_t batch = 0;
   bool training = true;  // gradient buffers, dropout on, BatchNorm on the batch's statistics
   int shards = 0;        // 0: as many as the backend wants (Backend::batch_shards); 1 in inference
+  // Every kernel on one thread, as in a shard: the network steps on one worker of
+  // Backend::parallel_shards (a trial of a group stepping side by side, train/trials.cpp).
+  bool one_thread = false;
   LossReduction loss = LossReduction::Mean;
   // A slice of a larger batch (one rank's, in data-parallel training): its first sample's index
   // in that batch (dropout masks are drawn per sample of the whole batch) and the whole batch's

@@ -155,11 +155,14 @@ TrainPlan::TrainPlan(Model& trained_model, const DataSplit& data, const TrainSpe
       data_parallel(exec.data_parallel),
       full_slice(slice_of(batch, exec.data_parallel)),
       tail_slice(slice_of(samples % batch, exec.data_parallel)),
-      x(sharing.data_of ? sharing.data_of->x : to_device(backend, data.train.inputs(), data.train.owner)),
-      y(sharing.data_of ? sharing.data_of->y : to_device(backend, data.train.labels(), data.train.owner)) {
+      x(sharing.data_of ? sharing.data_of->x
+                        : to_device(backend, data.train.inputs(), data.train.owner)),
+      y(sharing.data_of ? sharing.data_of->y
+                        : to_device(backend, data.train.labels(), data.train.owner)) {
   if (sharing.networks) {
     full.emplace(trained_model, NetworkOptions{.batch = full_slice.rows,
                                                .shards = exec.shards,
+                                               .one_thread = exec.one_thread,
                                                .sample_offset = full_slice.offset,
                                                .whole_batch = batch});
   }
@@ -167,6 +170,7 @@ TrainPlan::TrainPlan(Model& trained_model, const DataSplit& data, const TrainSpe
     partial.emplace(model,
                     NetworkOptions{.batch = tail_slice.rows,
                                    .shards = static_cast<int>(std::min<int64_t>(exec.shards, tail)),
+                                   .one_thread = exec.one_thread,
                                    .sample_offset = tail_slice.offset,
                                    .whole_batch = tail});
   }

@@ -152,6 +152,9 @@ using EpochCallback = std::function<void(const EpochRecord&, int64_t total_epoch
 // How to execute, as opposed to what to train (the spec).
 struct ExecutionOptions {
   int shards = 0;  // batch shards per step; 0 = as the backend prefers (Backend::batch_shards)
+  // Every training kernel on one thread (NetworkOptions::one_thread): a fused trial stepping side
+  // by side with others, each on a worker of its own.
+  bool one_thread = false;
   // After training, this many extra steps (plus 2 warm-ups) time every node apart; the optimizer
   // is not applied in them, so the trained parameters are those of the epochs alone. 0: none.
   int node_time_steps = 0;

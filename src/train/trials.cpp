@@ -318,10 +318,13 @@ void tell_who_waits(const Trials& trials) {
 Trials plan_trials(std::vector<FusedTrial>& trials, const DataSplit& split,
                    const FusedOptions& options, FusedStepping stepping) {
   const bool apart = stepping != FusedStepping::Together;
-  // Side by side, each trial in one batch shard, as together (model/fused_network.h); one after
-  // another in the shards it takes alone.
+  // Side by side, each trial in one batch shard, as together (model/fused_network.h), its kernels
+  // on its worker's one thread; one after another in the shards it takes alone.
   ExecutionOptions exec;
-  if (stepping == FusedStepping::SideBySide) exec.shards = 1;
+  if (stepping == FusedStepping::SideBySide) {
+    exec.shards = 1;
+    exec.one_thread = true;
+  }
   Trials planned;
   DataFingerprints own;
   DataFingerprints& fingerprints = options.fingerprints ? *options.fingerprints : own;

@@ -291,6 +291,31 @@ TEST_P(Fused, EachTrialEndsAsItDoesAloneSteppingTogether) {
   EXPECT_LE(fused_against_alone(c, "cpu", {}, FusedStepping::Together), c.tolerance) << c.name;
 }
 
+// Trials whose products are past one thread's (oneDNN's kernels, made for the backend's threads
+// alone) step side by side on one thread each, with kernels made for one thread, and end as they
+// do alone (in the two batch shards a trial alone takes here: to f32 rounding).
+DataSplit wide_split() { return {random_data(256, 64, 10, 12), random_data(64, 64, 10, 13)}; }
+const Case kWide{"wide-mlp-dropout-rmsprop", R"([model]
+input = [64]
+layers = [ { type = "linear", out = 512 }, { type = "relu" }, { type = "dropout", p = 0.2 },
+           { type = "linear", out = 512 }, { type = "relu" }, { type = "linear", out = 10 } ]
+loss = "cross_entropy"
+[train]
+optimizer = { type = "rmsprop", lr = 0.001 }
+batch = 128
+epochs = 3
+shuffle = true
+seed = 4
+)",
+                 wide_split, 1e-5};
+
+TEST(FusedTrials, WideTrialsSteppingSideBySideEndAsTheyDoAlone) {
+  EXPECT_LE(fused_against_alone(kWide, "cpu", {}, FusedStepping::SideBySide), kWide.tolerance);
+  if (cpu_bf16_unit().empty()) GTEST_SKIP() << "this CPU has neither AMX nor AVX-512 BF16";
+  EXPECT_LE(fused_against_alone(kWide, "cpu", {}, FusedStepping::SideBySide, "bf16"),
+            kWide.tolerance);
+}
+
 // How trials step on a 2-thread CPU (model/fused_network.h): side by side where a trial alone is
 // one thread's work of crossover's own loops, one after another where convolutions do most of the
 // work, together otherwise; on one thread one after another for crossover's own loops but the
