@@ -59,7 +59,7 @@ FusedStepping fused_stepping(const std::vector<Node>& nodes,
   // One shard and every product on one thread alone (a Linear's products are its forward's
   // size): on a worker a model's kernels run as they do alone. Larger models step side by side
   // only where asked (FusedOptions::stepping; their kernels then made for one thread): measured
-  // 3-14% faster than together on 2 threads (mnist-mlp, disc-8 ... disc-12, imdb-lstm;
+  // 3-17% faster than together on 2 threads (mnist-mlp, disc-8 ... disc-12, imdb-lstm;
   // docs/benchmarks.md, "A fused group at bf16 reads its trials' weight copies"), but a trial
   // left alone in the group would go on at one thread's speed, and advise predicts a trial side
   // by side as alone.
