@@ -33,17 +33,23 @@ const char* fused_stepping_name(FusedStepping s) {
 // 3.2e4 (3% faster together at one thread), disc-4's 1.2e5 (the same either way).
 constexpr double kTogetherAtOneWorkerFlops = 1e5;
 
-FusedStepping fused_stepping(const std::vector<Node>& nodes,
-                             const std::vector<ParamTensor>& tensors, int64_t batch,
-                             DeviceKind kind, const ExecutionPolicy& policy, int models) {
-  if (kind != DeviceKind::Cpu) return FusedStepping::Together;
-  double conv = 0, all = 0, largest = 0;
-  bool own_loops = true;
+namespace {
+
+// What fused_stepping weighs of a model's step.
+struct StepMix {
+  double conv = 0, all = 0, largest = 0;  // FLOPs: convolutions', all nodes', the largest product
+  bool own_loops = true;                  // every kernel crossover's own loops
+  bool one_thread_kernels = true;         // every kernel can be made for one thread (in a shard)
+};
+
+StepMix step_mix(const std::vector<Node>& nodes, const std::vector<ParamTensor>& tensors,
+                 int64_t batch) {
+  StepMix m;
   for (const Node& n : nodes) {
     const double flops = node_work(n, tensors, batch).flops;
-    all += flops;
-    if (n.kind == NodeKind::Conv2d) conv += flops;
-    largest = std::max(largest, static_cast<double>(batch) * n.forward_flops);
+    m.all += flops;
+    if (n.kind == NodeKind::Conv2d) m.conv += flops;
+    m.largest = std::max(m.largest, static_cast<double>(batch) * n.forward_flops);
     switch (n.kind) {
       case NodeKind::Linear:
       case NodeKind::Activation:
@@ -51,21 +57,41 @@ FusedStepping fused_stepping(const std::vector<Node>& nodes,
       case NodeKind::Flatten:
       case NodeKind::Embedding:
         break;
-      default:
-        own_loops = false;
+      case NodeKind::LSTM:
+      case NodeKind::SequencePool:
+        m.own_loops = false;
+        break;
+      default:  // oneDNN's batch normalisation and pooling run on the threads they find
+        m.own_loops = false;
+        m.one_thread_kernels = false;
     }
   }
-  if (all > 0 && 2 * conv > all) return FusedStepping::OneAfterAnother;
-  // One shard and every product on one thread alone (a Linear's products are its forward's
-  // size): on a worker a model's kernels run as they do alone. Larger models step side by side
-  // only where asked (FusedOptions::stepping; their kernels then made for one thread): measured
-  // 3-17% faster than together on 2 threads (mnist-mlp, disc-8 ... disc-12, imdb-lstm;
-  // docs/benchmarks.md, "A fused group at bf16 reads its trials' weight copies"), but a trial
-  // left alone in the group would go on at one thread's speed, and advise predicts a trial side
-  // by side as alone.
-  if (own_loops && policy.shard_threads >= 2 && policy.shards(batch, all) == 1 &&
-      largest < policy.single_thread_flops)
-    return FusedStepping::SideBySide;
+  return m;
+}
+
+// One shard and every product on one thread alone (a Linear's products are its forward's size).
+bool one_thread_alone(const StepMix& m, int64_t batch, const ExecutionPolicy& policy) {
+  return policy.shards(batch, m.all) == 1 && m.largest < policy.single_thread_flops;
+}
+
+}  // namespace
+
+FusedStepping fused_stepping(const std::vector<Node>& nodes,
+                             const std::vector<ParamTensor>& tensors, int64_t batch,
+                             DeviceKind kind, const ExecutionPolicy& policy, int models) {
+  if (kind != DeviceKind::Cpu) return FusedStepping::Together;
+  const StepMix m = step_mix(nodes, tensors, batch);
+  if (m.all > 0 && 2 * m.conv > m.all) return FusedStepping::OneAfterAnother;
+  if (policy.shard_threads >= 2) {
+    // Crossover's own loops, one shard and every product on one thread alone: on a worker a
+    // model's kernels run as they do alone (a group of one too).
+    if (m.own_loops && one_thread_alone(m, batch, policy)) return FusedStepping::SideBySide;
+    // Larger models, two or more: each on a worker, its kernels made for one thread (a trial left
+    // alone goes on with every thread: train_fused). On 2 threads side by side was 3-17% faster
+    // than together: mnist-mlp at f32 and bf16, disc-8, disc-10, disc-12, imdb-lstm
+    // (docs/benchmarks.md, "A fused group at bf16 reads its trials' weight copies").
+    if (models >= 2 && m.one_thread_kernels) return FusedStepping::SideBySide;
+  }
   // One worker (a process of one thread: a Dask worker's, a search's trials at once): a model's
   // products run on the one core as they do alone, and batching them over the models only
   // multiplies what the core's caches hold. One after another, 8 mnist-mlp trials stepped at 1.02x
@@ -73,11 +99,17 @@ FusedStepping fused_stepping(const std::vector<Node>& nodes,
   // same. Below kTogetherAtOneWorkerFlops a step is as short as its kernel calls, which one kernel
   // over the models saves (disc-2: 10-13% faster together). docs/benchmarks.md, "One worker's
   // groups, and data read in place".
-  if (own_loops && policy.shard_threads < 2 && all >= kTogetherAtOneWorkerFlops)
+  if (m.own_loops && policy.shard_threads < 2 && m.all >= kTogetherAtOneWorkerFlops)
     return FusedStepping::OneAfterAnother;
   // A group of one: its model alone, in the shards it takes alone (its checkpoints resume in a
   // larger group's one shard and back, to f32 rounding: RunFingerprint::shards_may_differ).
   return models == 1 ? FusedStepping::OneAfterAnother : FusedStepping::Together;
+}
+
+bool steps_alone_on_one_thread(const std::vector<Node>& nodes,
+                               const std::vector<ParamTensor>& tensors, int64_t batch,
+                               const ExecutionPolicy& policy) {
+  return one_thread_alone(step_mix(nodes, tensors, batch), batch, policy);
 }
 
 int64_t model_stride(int64_t flat_size) { return (flat_size + 15) / 16 * 16; }

@@ -43,11 +43,14 @@ enum class FusedStepping {
   // groups").
   OneAfterAnother,
   // Each model its own Network in one batch shard, the models side by side on the workers (in
-  // rounds of steps, each model on one worker for a round). On a CPU for a model that trains
-  // alone in one batch shard with every product on one thread, and whose kernels are crossover's
-  // own loops (Linear, activations, dropout, embeddings): there a model alone leaves the other
-  // cores idle, and steps on a worker exactly as alone. Side by side, a group trains more
-  // model-steps a second than together (docs/benchmarks.md, "Trials side by side").
+  // rounds of steps, each model on one worker for a round). On a CPU of two workers or more for a
+  // model that trains alone in one batch shard with every product on one thread, and whose
+  // kernels are crossover's own loops (Linear, activations, dropout, embeddings): there a model
+  // alone leaves the other cores idle, and steps on a worker exactly as alone (docs/benchmarks.md,
+  // "Trials side by side"). And for two models or more of any other kinds but convolutions,
+  // pooling and batch normalisation, their kernels made for one thread: a model steps slower than
+  // alone, the group faster than together ("A fused group at bf16 reads its trials' weight
+  // copies"); a model left to step alone goes on with every thread.
   SideBySide,
 };
 const char* fused_stepping_name(FusedStepping s);
@@ -57,6 +60,11 @@ const char* fused_stepping_name(FusedStepping s);
 FusedStepping fused_stepping(const std::vector<Node>& nodes,
                              const std::vector<ParamTensor>& tensors, int64_t batch,
                              DeviceKind kind, const ExecutionPolicy& policy, int models);
+// Whether a model steps alone in one batch shard with every product one thread's work (below
+// policy.single_thread_flops): side by side its step takes as long as alone.
+bool steps_alone_on_one_thread(const std::vector<Node>& nodes,
+                               const std::vector<ParamTensor>& tensors, int64_t batch,
+                               const ExecutionPolicy& policy);
 
 // Floats between model t's flat buffers and model t + 1's (pack_models): a whole number of 64-byte
 // lines.

@@ -142,6 +142,25 @@ Evaluation Evaluator::run() {
   return {host.loss_sum / host.samples, accuracy};
 }
 
+void TrainPlan::plan_networks(int shards, bool on_one_thread) {
+  XO_ASSERT(!recorded);  // a recorded step holds pointers into the Networks
+  one_thread = on_one_thread;
+  full.emplace(model, NetworkOptions{.batch = full_slice.rows,
+                                     .shards = shards,
+                                     .one_thread = one_thread,
+                                     .sample_offset = full_slice.offset,
+                                     .whole_batch = batch});
+  partial.reset();
+  if (const int64_t tail = samples % batch; tail_slice.rows > 0) {
+    partial.emplace(model,
+                    NetworkOptions{.batch = tail_slice.rows,
+                                   .shards = static_cast<int>(std::min<int64_t>(shards, tail)),
+                                   .one_thread = one_thread,
+                                   .sample_offset = tail_slice.offset,
+                                   .whole_batch = tail});
+  }
+}
+
 TrainPlan::TrainPlan(Model& trained_model, const DataSplit& data, const TrainSpec& train,
                      const ExecutionOptions& exec, const PlanSharing& sharing)
     : model(trained_model),
@@ -159,21 +178,7 @@ TrainPlan::TrainPlan(Model& trained_model, const DataSplit& data, const TrainSpe
                         : to_device(backend, data.train.inputs(), data.train.owner)),
       y(sharing.data_of ? sharing.data_of->y
                         : to_device(backend, data.train.labels(), data.train.owner)) {
-  if (sharing.networks) {
-    full.emplace(trained_model, NetworkOptions{.batch = full_slice.rows,
-                                               .shards = exec.shards,
-                                               .one_thread = exec.one_thread,
-                                               .sample_offset = full_slice.offset,
-                                               .whole_batch = batch});
-  }
-  if (const int64_t tail = samples % batch; tail_slice.rows > 0 && sharing.networks) {
-    partial.emplace(model,
-                    NetworkOptions{.batch = tail_slice.rows,
-                                   .shards = static_cast<int>(std::min<int64_t>(exec.shards, tail)),
-                                   .one_thread = exec.one_thread,
-                                   .sample_offset = tail_slice.offset,
-                                   .whole_batch = tail});
-  }
+  if (sharing.networks) plan_networks(exec.shards, exec.one_thread);
   optimizer = backend.optimizer(train.optimizer, model.flat_size());
   if (data_parallel) {
     test_part = rank_part(split.test, *data_parallel);

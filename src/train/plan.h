@@ -128,6 +128,11 @@ struct TrainPlan {
   RankSlice full_slice, tail_slice;
   // The batch shards of a full batch's step (1 in a fused group).
   int shards() const { return full ? full->shards() : 1; }
+  // (Re)builds the full and partial batches' Networks: in `shards` batch shards (0: as the backend
+  // prefers), each kernel on one thread where asked (ExecutionOptions::one_thread). A fused trial
+  // stepping side by side is built so, and again with every thread while it steps alone.
+  void plan_networks(int shards, bool on_one_thread);
+  bool one_thread = false;  // the Networks' kernels each run on one thread
 
   DeviceBuffer x, y;               // the training set
   std::optional<Network> full;     // a full batch (none in a fused group)

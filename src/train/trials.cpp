@@ -216,7 +216,16 @@ void Group::plan(std::vector<std::unique_ptr<Trial>>& trials, int groups) {
   // their plans.
   if (full && stepping == active && active[0]->plan.backend.info().kind == DeviceKind::Cpu) return;
   active = std::move(stepping);
-  if (apart) return;
+  if (apart) {
+    // Side by side each trial's kernels are one thread's; a trial left to step alone goes on with
+    // every thread (in its one shard: the same arithmetic), and back to one when others join it.
+    if (workers > 1) {
+      const bool alone = active.size() == 1;
+      for (Trial* t : active)
+        if (t->plan.one_thread == alone) t->plan.plan_networks(1, !alone);
+    }
+    return;
+  }
   recorded.reset();
   batched_full.reset();
   batched_partial.reset();

@@ -33,6 +33,13 @@ ModelSpec mlp(int64_t batch) {
   return s;
 }
 
+// `s` with a batch normalisation after its last layer: on a CPU its trials step together
+// (model/fused_network.h), the fused Linears' path.
+ModelSpec with_batch_norm(ModelSpec s) {
+  s.layers.push_back({LayerType::BatchNorm1d, 0, true, 0});
+  return s;
+}
+
 DeviceProfile base_profile() {
   DeviceProfile p;
   p.id = "hand";
@@ -433,21 +440,23 @@ TEST(ProfilePredict, FusedTrialsShareEachLinearAndOnAGpuTheirLossOptimizerAndGat
   EXPECT_LT(four.seconds, 4 * one.seconds);
   EXPECT_NEAR(four.kernels_s + four.fixed_s, four.seconds, 1e-15);
   // A CPU of two shard threads: four trials in two groups of two, each group on one thread (a
-  // policy whose products all take several threads, so that the trials step together).
+  // policy whose products all take several threads, and a batch normalisation, so that the
+  // trials step together).
   DeviceProfile cpu = profile_of(8);
   cpu.policy.single_thread_flops = 0;
   cpu.samples.push_back(gather);
+  const ModelSpec normed = with_batch_norm(spec);
   const ProfilePrediction on_cpu =
-      predict_fused_with_profile(spec, 8, 4, cpu, profile_target(cpu), true);
+      predict_fused_with_profile(normed, 8, 4, cpu, profile_target(cpu), true);
   EXPECT_EQ(on_cpu.shards, 2);
-  EXPECT_EQ(predict_fused_with_profile(spec, 8, 1, cpu, profile_target(cpu), true).shards, 1);
+  EXPECT_EQ(predict_fused_with_profile(normed, 8, 1, cpu, profile_target(cpu), true).shards, 1);
 }
 
 // A CPU profile that timed the fused trials' own Linear (op "trials_linear") predicts a fused
 // group's Linears from those samples, exactly where it has the group's size, and scaled by the
 // roofline from the nearest size where it does not; a GPU target keeps the taller Linears.
 TEST(ProfilePredict, AFusedGroupOnACpuTakesTheProfilesSamplesOfTheTrialsLinear) {
-  ModelSpec spec = mlp(8);
+  ModelSpec spec = with_batch_norm(mlp(8));
   spec.train.shuffle = true;
   const ModelLayout layout = model_layout(spec);
   DeviceProfile cpu = profile_of(8);
@@ -499,8 +508,9 @@ TEST(ProfilePredict, TrialsSideBySideTakeTheBusiestWorkersStepsAlone) {
         predict_fused_with_profile(spec, 8, trials, cpu, profile_target(cpu), true);
     EXPECT_NEAR(fused.seconds, steps * alone.seconds, 1e-15) << trials << " trials";
   }
-  // A wide model (two batch shards alone) steps together, but a group of one as its trial alone,
-  // in its two shards.
+  // A wide model (two batch shards alone, its products past one thread's): a group of one is its
+  // trial alone, in its two shards; four trials step side by side, each one shard on one thread,
+  // predicted as long as each one's step alone in one shard on both threads (perfect scaling).
   ModelSpec wide = mlp(64);
   wide.input = {512};
   wide.layers[0].out = 256;
@@ -509,7 +519,11 @@ TEST(ProfilePredict, TrialsSideBySideTakeTheBusiestWorkersStepsAlone) {
   const ProfilePrediction one = predict_fused_with_profile(wide, 64, 1, p, profile_target(p), true);
   EXPECT_EQ(one.shards, 2);
   EXPECT_EQ(one.seconds, predict_with_profile(wide, 64, p, profile_target(p), true).seconds);
-  EXPECT_EQ(predict_fused_with_profile(wide, 64, 4, p, profile_target(p), true).shards, 2);
+  const ProfilePrediction four =
+      predict_fused_with_profile(wide, 64, 4, p, profile_target(p), true);
+  EXPECT_EQ(four.shards, 1);
+  EXPECT_NEAR(four.seconds,
+              4 * predict_with_profile(wide, 64, p, profile_target(p), true, 1).seconds, 1e-15);
 }
 
 // A GPU profile that timed the fused trials' Linear (op "trials_linear", one group: shards 1)
