@@ -22,6 +22,8 @@ ap.add_argument("--crossover", default="build/crossover")
 ap.add_argument("--keras", action="store_true")
 ap.add_argument("--seeds", type=int, default=8, help="--keras: seeds 0 to N-1")
 ARGS = ap.parse_args()
+if ARGS.seeds < 1:
+    ap.error(f"--seeds: expected at least 1 seed, got {ARGS.seeds}")
 XO = os.path.abspath(ARGS.crossover)
 d = "/usr/share/datasets/fashion-mnist/"
 xtr = torch.from_numpy(peer.read_idx(d + "train-images-idx3-ubyte.gz").reshape(-1, 784).astype(np.float32) / 255)

@@ -506,8 +506,8 @@ namespace {
 
 // Trials that step apart: each its own step, as alone, one trial after another (a CPU's
 // convolutional models), or side by side on the workers, the step the busiest worker's.
-ProfilePrediction predict_apart(const ModelSpec& spec, int64_t batch, int trials,
-                                FusedStepping stepping, const ExecutionPolicy& policy,
+ProfilePrediction predict_apart(const ModelSpec& spec, const ModelLayout& layout, int64_t batch,
+                                int trials, FusedStepping stepping, const ExecutionPolicy& policy,
                                 const DeviceProfile& source, const TargetDevice& target, bool own) {
   // Side by side, each trial in one batch shard.
   const bool side = stepping == FusedStepping::SideBySide;
@@ -516,7 +516,6 @@ ProfilePrediction predict_apart(const ModelSpec& spec, int64_t batch, int trials
   // Side by side, a model whose products pass one thread's runs them on its worker's one thread:
   // its step as long as its step alone on all the threads times their number (perfect scaling; on
   // 2 threads measured 3-17% faster than that).
-  const ModelLayout layout = model_layout(spec);
   const bool as_alone = steps_alone_on_one_thread(layout.nodes, layout.tensors, batch, policy);
   const int slower = side && !as_alone ? std::max(1, policy.shard_threads) : 1;
   const double steps = static_cast<double>((trials + workers - 1) / workers * slower);
@@ -538,7 +537,7 @@ ProfilePrediction predict_fused_with_profile(const ModelSpec& spec, int64_t batc
   const FusedStepping stepping =
       fused_stepping(layout.nodes, layout.tensors, batch, target.kind, policy, trials);
   if (stepping != FusedStepping::Together)
-    return predict_apart(spec, batch, trials, stepping, policy, source, target, own);
+    return predict_apart(spec, layout, batch, trials, stepping, policy, source, target, own);
   ProfilePrediction out;
   out.source = source.id;
   out.own = own;

@@ -61,7 +61,8 @@ StepMix step_mix(const std::vector<Node>& nodes, const std::vector<ParamTensor>&
       case NodeKind::SequencePool:
         m.own_loops = false;
         break;
-      default:  // oneDNN's batch normalisation and pooling run on the threads they find
+      default:  // oneDNN's batch normalisation and pooling run on the threads they find;
+                // convolutions were not measured side by side
         m.own_loops = false;
         m.one_thread_kernels = false;
     }
