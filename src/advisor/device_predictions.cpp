@@ -6,6 +6,7 @@
 #include <cctype>
 #include <cmath>
 #include <limits>
+#include <utility>
 
 #include "advisor/advice.h"
 #include "advisor/scale_out.h"
@@ -515,37 +516,50 @@ TargetDevice at_bf16(TargetDevice t, const CatalogDevice& c, const AdviceOptions
 // (one machine, one thread count), each profile carried to this CPU at its datasheet rate of that
 // precision. The ratio isolates what the precision buys from how far the profiled machine is from
 // the part (a 2-thread bf16 profile carried straight to a 96-core chip says more of the thread
-// count than of bf16). Taken where it is below 1; the f32 step stays beside it; no held-out row
-// checks it, so its error is at least the f32 prediction's.
+// count than of bf16). A machine whose products ran on this CPU's unit (AMX, AVX-512 BF16) is
+// preferred; another unit's ratio is used only where none did, and said so. Taken where it is
+// below 1; the f32 step stays beside it; no held-out row checks it, so its error is at least the
+// f32 prediction's.
 void weigh_at_bf16(DevicePrediction& d, ProfiledStep& ps, const ModelSpec& spec, int64_t batch,
                    const CatalogDevice& c, const TargetDevice& f32_target, const AdviceOptions& o) {
+  std::vector<std::pair<const DeviceProfile*, const DeviceProfile*>> pairs;  // bf16, f32
   for (const DeviceProfile& b : o.profiles) {
     if (b.kind != DeviceKind::Cpu || b.peaks.precision != "bf16" || !b.has_kernels()) continue;
     for (const DeviceProfile& f : o.profiles) {
-      if (f.kind != DeviceKind::Cpu || !f.peaks.precision.empty() || !f.has_kernels() ||
-          f.name != b.name || f.threads != b.threads) {
-        continue;
+      if (f.kind == DeviceKind::Cpu && f.peaks.precision.empty() && f.has_kernels() &&
+          f.name == b.name && f.threads == b.threads) {
+        pairs.emplace_back(&b, &f);
+        break;
       }
-      const double at_bf16_s =
-          predict_with_profile(spec, batch, b, at_bf16(f32_target, c, o), false).seconds;
-      const double at_f32_s = predict_with_profile(spec, batch, f, f32_target, false).seconds;
-      if (at_f32_s <= 0 || at_bf16_s >= at_f32_s) return;
-      const double ratio = at_bf16_s / at_f32_s;
-      d.precision = "bf16";
-      d.f32_step_s = ps.step.seconds;
-      d.name += " at bf16";
-      ps.step.seconds *= ratio;
-      ps.step.flops_seconds *= ratio;
-      ps.step.bytes_seconds *= ratio;
-      ps.step.overhead_seconds *= ratio;
-      if (ps.expected_error) ps.expected_error->at_least = true;
-      d.assumptions.push_back(fmt::format(
-          "bf16: the f32 step x {:.2f}, the bf16 / f32 ratio of {}'s and {}'s profiles (one "
-          "machine at {} threads, each carried to this CPU at its {} rate)",
-          ratio, b.id, f.id, b.threads, c.bf16_unit == "amx" ? "AMX" : "AVX-512 BF16"));
-      return;
     }
   }
+  if (pairs.empty()) return;
+  std::stable_partition(pairs.begin(), pairs.end(),
+                        [&](const auto& bf) { return bf.first->bf16_unit == c.bf16_unit; });
+  const DeviceProfile& b = *pairs.front().first;
+  const DeviceProfile& f = *pairs.front().second;
+  const double at_bf16_s =
+      predict_with_profile(spec, batch, b, at_bf16(f32_target, c, o), false).seconds;
+  const double at_f32_s = predict_with_profile(spec, batch, f, f32_target, false).seconds;
+  if (at_f32_s <= 0 || at_bf16_s >= at_f32_s) return;
+  const double ratio = at_bf16_s / at_f32_s;
+  d.precision = "bf16";
+  d.f32_step_s = ps.step.seconds;
+  d.name += " at bf16";
+  ps.step.seconds *= ratio;
+  ps.step.flops_seconds *= ratio;
+  ps.step.bytes_seconds *= ratio;
+  ps.step.overhead_seconds *= ratio;
+  if (ps.expected_error) ps.expected_error->at_least = true;
+  auto unit_name = [](const std::string& u) {
+    return u == "amx" ? "AMX" : u == "avx512_bf16" ? "AVX-512 BF16" : "an unrecorded unit";
+  };
+  d.assumptions.push_back(fmt::format(
+      "bf16: the f32 step x {:.2f}, the bf16 / f32 ratio of {}'s and {}'s profiles (one machine "
+      "at {} threads, its products on {}{}, each carried to this CPU at its {} rate)",
+      ratio, b.id, f.id, b.threads, unit_name(b.bf16_unit),
+      b.bf16_unit == c.bf16_unit ? "" : ": no machine with this CPU's unit was profiled",
+      unit_name(c.bf16_unit)));
 }
 
 // The step of each slice of the batch a multi-device instance of the device would run.

@@ -631,6 +631,7 @@ DeviceProfile measure_profile(Backend& be, const DevicePeaks& peaks,
     // The backend's own figures (a GPU's): numbers it printed itself.
     if (key == "multiprocessors") profile.sm_count = std::atoi(value.c_str());
     if (key == "boost clock MHz") profile.clock_mhz = std::atof(value.c_str());
+    if (key == "bf16 unit") profile.bf16_unit = value == "AMX" ? "amx" : "avx512_bf16";
   }
   const int threads = profile.policy.shard_threads;
   if (threads > 1) {

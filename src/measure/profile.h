@@ -72,6 +72,9 @@ struct DeviceProfile {
   std::string machine;  // CPU model, cores, memory, OS: where it was measured
   std::string date;     // UTC, of the measurement
   std::string library;
+  // A CPU profile timed at bf16: the unit that ran its products, in the catalog's words ("amx",
+  // "avx512_bf16"); empty otherwise. A catalog CPU at bf16 takes the ratio of its own unit's.
+  std::string bf16_unit;
   DevicePeaks peaks;
   ExecutionPolicy policy;
   double step_fixed_us = 0;  // a step's cost besides its kernels (loop, clock, batch pointer)

@@ -82,6 +82,13 @@ constexpr auto profile_fields = [](auto& io, auto& p) {
   io.text("machine", p.machine);
   io.text("date", p.date);
   io.text("library", p.library);
+  io.text_unless_empty("bf16_unit", p.bf16_unit);
+  if constexpr (kReads<decltype(io)>) {
+    if (!p.bf16_unit.empty() && p.bf16_unit != "amx" && p.bf16_unit != "avx512_bf16") {
+      io.refuse("bf16_unit", "amx or avx512_bf16 (a CPU profile timed at bf16), or absent",
+                p.bf16_unit);
+    }
+  }
   io.text("note", p.note);
   io.object("peaks", p.peaks, [](auto& o, auto& peaks) { peaks_fields(o, peaks, false); });
   io.object("policy", p.policy, policy_fields);

@@ -872,16 +872,55 @@ TEST(ProfilePredict, CatalogCpusWithABf16UnitAreWeighedAtBf16) {
     ASSERT_TRUE(p.f32_step_s);
     EXPECT_LT(p.step.seconds, *p.f32_step_s);
     EXPECT_TRUE(p.expected_at_least);
+    // The ratio of a machine whose products ran on this CPU's unit.
+    const std::string own =
+        c.bf16_unit == "amx" ? "intel-r-xeon-r-processor-2t-bf16" : "amd-epyc-2t-bf16";
     bool said = false;
-    for (const std::string& a : p.assumptions)
-      said |= a.find("amd-epyc-2t-bf16") != std::string::npos;
-    EXPECT_TRUE(said) << "the assumptions name the profiles whose ratio it takes";
+    for (const std::string& a : p.assumptions) {
+      said |= a.find(own + "'s") != std::string::npos;
+      EXPECT_EQ(a.find("no machine with this CPU's unit"), std::string::npos) << a;
+    }
+    EXPECT_TRUE(said) << "the assumptions name the profiles whose ratio it takes: " << own;
   }
   EXPECT_GE(at_bf16, 2) << "the shipped AMX Xeons and Zen 4 parts, for a CNN";
   EXPECT_TRUE(cnn.at("i9-14900k").precision.empty());
   EXPECT_TRUE(cnn.at("epyc-9654").precision.empty());
   // disc-4's layers are all small (f32 at any precision): nothing is weighed at bf16.
   for (const auto& [id, p] : predict("disc-4")) EXPECT_TRUE(p.precision.empty()) << id;
+}
+
+TEST(ProfilePredict, ACatalogCpuTakesAnotherUnitsBf16RatioOnlyWhereItsOwnWasNotProfiledAndSaysSo) {
+  AdviceOptions o;
+  use_profiles(o, {});
+  const Catalog catalog = shipped_catalog();
+  const ModelSpec spec = *builtin_spec("mnist-cnn");
+  RunRecord focus;
+  focus.result.model = "mnist-cnn";
+  focus.result.batch = spec.train.batch;
+  focus.spec_toml = to_toml(spec);
+  auto amx_assumption = [&](const AdviceOptions& opts) {
+    for (const DevicePrediction& p : predict_devices(focus, {}, {}, catalog, opts)) {
+      if (p.device != "xeon-8480plus") continue;
+      for (const std::string& a : p.assumptions) {
+        if (a.rfind("bf16:", 0) == 0) return a;
+      }
+    }
+    return std::string("(none)");
+  };
+  const std::string own = amx_assumption(o);
+  EXPECT_NE(own.find("intel-r-xeon-r-processor-2t-bf16's"), std::string::npos) << own;
+  EXPECT_NE(own.find("its products on AMX, each carried to this CPU at its AMX rate"),
+            std::string::npos)
+      << own;
+  // Without the AMX machine's profile, the AVX-512 BF16 machine's ratio, said to be another unit's.
+  std::erase_if(o.profiles,
+                [](const DeviceProfile& p) { return p.id == "intel-r-xeon-r-processor-2t-bf16"; });
+  const std::string other = amx_assumption(o);
+  EXPECT_NE(other.find("amd-epyc-2t-bf16's"), std::string::npos) << other;
+  EXPECT_NE(other.find("its products on AVX-512 BF16: no machine with this CPU's unit was "
+                       "profiled, each carried to this CPU at its AMX rate"),
+            std::string::npos)
+      << other;
 }
 
 }  // namespace

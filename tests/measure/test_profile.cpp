@@ -231,6 +231,7 @@ DeviceProfile hand_profile() {
   s.trials = 8;
   s.graph_forward_us = s.graph_backward_us = 0;
   p.samples.push_back(s);
+  p.bf16_unit = "amx";
   p.measured.push_back({"disc-2", 100, 0.005, "a test", "", 0.0055});
   // A model that is not built in carries its spec.
   p.measured.push_back({"tiny", 8, 0.004, "a test", "[model]\nname = \"tiny\"\n"});
@@ -252,6 +253,7 @@ TEST(Profile, JsonRoundTripKeepsEveryField) {
   EXPECT_EQ(q.measured.at(0).slowest_ms, 0.0055);
   EXPECT_EQ(q.measured.at(1).slowest_ms, 0);  // not recorded
   EXPECT_EQ(q.measured.at(1).spec_toml, "[model]\nname = \"tiny\"\n");
+  EXPECT_EQ(q.bf16_unit, "amx");
   // An older file without the graph fields reads with none.
   nlohmann::json old = to_json(p);
   for (const char* key : {"graph_step_fixed_us", "graph_node_us", "sm_count", "clock_mhz"}) {
@@ -361,6 +363,9 @@ TEST(Profile, TheReaderNamesTheFileAndTheFieldThatIsWrong) {
       {"sm count", [](auto& j) { j["sm_count"] = 1e300; }, "sm_count:"},
       {"slowest below fastest", [](auto& j) { j["measured"][0]["slowest_ms"] = 0.004; },
        "measured[0]: slowest_ms: expected at least step_ms (0.005)"},
+      {"bf16 unit", [](auto& j) { j["bf16_unit"] = "AMX"; },
+       "hand.json: bf16_unit: expected amx or avx512_bf16 (a CPU profile timed at bf16), or "
+       "absent, found a string (\"AMX\")"},
   };
   for (const Case& c : cases) {
     nlohmann::json j = good;
