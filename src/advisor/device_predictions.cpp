@@ -6,6 +6,7 @@
 #include <cctype>
 #include <cmath>
 #include <limits>
+#include <string_view>
 #include <utility>
 
 #include "advisor/advice.h"
@@ -469,6 +470,12 @@ DevicePrediction local_prediction(const RunRecord& focus, const RunRecord& row,
   return d;
 }
 
+// A CPU's bf16 unit as its assumptions name it ("amx" as AMX), from the catalog's or a profile's
+// word for it.
+std::string_view bf16_unit_name(const std::string& unit) {
+  return unit == "amx" ? "AMX" : unit == "avx512_bf16" ? "AVX-512 BF16" : "an unrecorded unit";
+}
+
 // A catalog device predicted from a profile, with its assumptions.
 void use_profiled_step(DevicePrediction& d, const ProfiledStep& ps, const CatalogDevice& c,
                        const DeviceRates& rates, const MeasuredEfficiency& eff,
@@ -482,7 +489,7 @@ void use_profiled_step(DevicePrediction& d, const ProfiledStep& ps, const Catalo
         "bf16 products on its {} (f32 weights, gradients and optimizer, as PyTorch's CPU "
         "autocast), {} per step at f32; the device's rates: {:.0f}% of the datasheet's {:.1f} "
         "TFLOP/s bf16 and {:.0f}% of its {:.0f} GB/s",
-        c.bf16_unit == "amx" ? "AMX" : "AVX-512 BF16", duration(d.f32_step_s.value_or(0)),
+        bf16_unit_name(c.bf16_unit), duration(d.f32_step_s.value_or(0)),
         100 * o.achievable_flops_fraction, c.bf16_tflops, 100 * o.achievable_bandwidth_fraction,
         c.memory_bandwidth_gbs));
   } else {
@@ -534,10 +541,11 @@ void weigh_at_bf16(DevicePrediction& d, ProfiledStep& ps, const ModelSpec& spec,
     }
   }
   if (pairs.empty()) return;
-  std::stable_partition(pairs.begin(), pairs.end(),
-                        [&](const auto& bf) { return bf.first->bf16_unit == c.bf16_unit; });
-  const DeviceProfile& b = *pairs.front().first;
-  const DeviceProfile& f = *pairs.front().second;
+  const auto own = std::find_if(pairs.begin(), pairs.end(),
+                                [&](const auto& bf) { return bf.first->bf16_unit == c.bf16_unit; });
+  const auto [bp, fp] = own != pairs.end() ? *own : pairs.front();
+  const DeviceProfile& b = *bp;
+  const DeviceProfile& f = *fp;
   const double at_bf16_s =
       predict_with_profile(spec, batch, b, at_bf16(f32_target, c, o), false).seconds;
   const double at_f32_s = predict_with_profile(spec, batch, f, f32_target, false).seconds;
@@ -551,15 +559,12 @@ void weigh_at_bf16(DevicePrediction& d, ProfiledStep& ps, const ModelSpec& spec,
   ps.step.bytes_seconds *= ratio;
   ps.step.overhead_seconds *= ratio;
   if (ps.expected_error) ps.expected_error->at_least = true;
-  auto unit_name = [](const std::string& u) {
-    return u == "amx" ? "AMX" : u == "avx512_bf16" ? "AVX-512 BF16" : "an unrecorded unit";
-  };
   d.assumptions.push_back(fmt::format(
       "bf16: the f32 step x {:.2f}, the bf16 / f32 ratio of {}'s and {}'s profiles (one machine "
       "at {} threads, its products on {}{}, each carried to this CPU at its {} rate)",
-      ratio, b.id, f.id, b.threads, unit_name(b.bf16_unit),
+      ratio, b.id, f.id, b.threads, bf16_unit_name(b.bf16_unit),
       b.bf16_unit == c.bf16_unit ? "" : ": no machine with this CPU's unit was profiled",
-      unit_name(c.bf16_unit)));
+      bf16_unit_name(c.bf16_unit)));
 }
 
 // The step of each slice of the batch a multi-device instance of the device would run.
