@@ -7,6 +7,17 @@
 //   crossover_onednn_products weight-gradient    a weight gradient's product (out x rows x in,
 //                                                the f32 gradient written whole) as its rows grow,
 //                                                f32 against bf16, on OMP_NUM_THREADS threads
+//   crossover_onednn_products layouts            a weight read as stored (plain) against read in
+//                                                the layout oneDNN picks for it (packed once,
+//                                                outside the timing), on OMP_NUM_THREADS threads
+//   crossover_onednn_products split              each product on two threads as oneDNN splits it,
+//                                                against its output in two halves, each a
+//                                                one-thread product on a thread of ours
+//   crossover_onednn_products step [L] [f32|bf16]
+//                                                every product of a disc-L training step
+//                                                (default disc-12, bf16) in crossover's layouts,
+//                                                its caches evicted before each as in a step,
+//                                                against the 2048^3 peak probed in the same round
 //
 // Each figure is the median of its calls (and, for `threads`, the median over rounds of each
 // round's median). docs/benchmarks.md, "An AMX Xeon".
@@ -15,6 +26,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <dnnl.hpp>
 #include <vector>
@@ -37,20 +49,33 @@ struct Prepared {
 };
 
 // A primitive made under the current thread count (oneDNN's brgemm plans its split then).
-Prepared prepare(const dnnl::engine& engine, const Product& p, Type type) {
-  const memory::desc a({p.m, p.k}, type, p.a), b({p.k, p.n}, type, p.b),
+// `packed`: the weights in the layout the primitive picks (format_tag::any) instead of p.b.
+Prepared prepare(const dnnl::engine& engine, const Product& p, Type type, bool packed = false) {
+  const memory::desc a({p.m, p.k}, type, p.a), b({p.k, p.n}, type, packed ? Tag::any : p.b),
       c({p.m, p.n}, Type::f32, Tag::ab);
   const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, b, c), engine);
-  Prepared out{dnnl::matmul(pd), memory(a, engine), memory(b, engine), memory(c, engine)};
+  Prepared out{dnnl::matmul(pd), memory(a, engine), memory(pd.weights_desc(), engine),
+               memory(c, engine)};
   for (memory* m : {&out.a, &out.b}) {
     std::memset(m->get_data_handle(), 0, m->get_desc().get_size());
   }
   return out;
 }
 
+// Writes 512 MiB between timed calls where CROSSOVER_BENCH_COLD is set: the operands then come
+// from memory, as in a training step whose other layers pass in between.
+void evict_caches(bool force = false) {
+  static const bool cold = std::getenv("CROSSOVER_BENCH_COLD") != nullptr;
+  if (!cold && !force) return;
+  static std::vector<float> junk(size_t{128} << 20);
+#pragma omp parallel for
+  for (size_t i = 0; i < junk.size(); ++i) junk[i] += 1.0f;
+}
+
 double median_ms(dnnl::stream& stream, Prepared& p, int calls) {
   std::vector<double> ms;
   for (int i = 0; i < calls; ++i) {
+    evict_caches();
     const auto t0 = std::chrono::steady_clock::now();
     p.primitive.execute(stream,
                         {{DNNL_ARG_SRC, p.a}, {DNNL_ARG_WEIGHTS, p.b}, {DNNL_ARG_DST, p.c}});
@@ -112,21 +137,230 @@ void weight_gradient_table(const dnnl::engine& engine, dnnl::stream& stream) {
   }
 }
 
+void layouts_table(const dnnl::engine& engine, dnnl::stream& stream) {
+  fmt::print("{} threads\n", omp_get_max_threads());
+  const Product products[] = {
+      {"forward 100x2048x4096", 100, 2048, 4096, Tag::ab, Tag::ba},
+      {"backward data 100x4096x2048", 100, 4096, 2048, Tag::ab, Tag::ab},
+      {"forward 100x1024x2048", 100, 1024, 2048, Tag::ab, Tag::ba},
+      {"forward 128x784x512", 128, 784, 512, Tag::ab, Tag::ba},
+  };
+  for (const Type type : {Type::f32, Type::bf16}) {
+    for (const Product& p : products) {
+      Prepared plain = prepare(engine, p, type), packed = prepare(engine, p, type, true);
+      std::vector<double> tp, tk;
+      for (int round = 0; round < 6; ++round) {
+        tp.push_back(median_ms(stream, plain, 7));
+        tk.push_back(median_ms(stream, packed, 7));
+      }
+      std::sort(tp.begin(), tp.end());
+      std::sort(tk.begin(), tk.end());
+      const double a = tp[3], b = tk[3];
+      fmt::print(
+          "{:<4} {:<30} plain {:8.3f} ms ({:6.1f} GFLOP/s)  packed {:8.3f} ms ({:6.1f})"
+          "  packed/plain {:.2f}\n",
+          type == Type::f32 ? "f32" : "bf16", p.what, a, gflop(p) / a * 1e3, b, gflop(p) / b * 1e3,
+          b / a);
+    }
+  }
+}
+
+// A product's output in `parts` blocks along M (split_m) or N, each a one-thread matmul of its
+// own run on a thread of ours: one primitive (user scratchpad), a scratchpad and memory objects
+// per part. A and B are read in place through strides; C is [M, N] row-major.
+struct SplitProduct {
+  dnnl::matmul primitive;
+  std::vector<memory> a, b, c, scratch;
+};
+
+memory::dims strides_of(Tag t, memory::dim rows, memory::dim cols) {
+  (void)rows;
+  return t == Tag::ab ? memory::dims{cols, 1} : memory::dims{1, rows};
+}
+
+SplitProduct prepare_split(const dnnl::engine& engine, const Product& p, Type type, int parts,
+                           bool split_m, std::vector<memory>& whole) {
+  const memory::dim m = split_m ? p.m / parts : p.m, n = split_m ? p.n : p.n / parts;
+  // Strides of the whole operands (A [M, K], B [K, N] in their tags, C [M, N] ab).
+  const memory::desc a({m, p.k}, type, strides_of(p.a, p.m, p.k)),
+      b({p.k, n}, type, strides_of(p.b, p.k, p.n)), c({m, n}, Type::f32, memory::dims{p.n, 1});
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  omp_set_num_threads(1);
+  const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, b, c), attr, engine);
+  omp_set_num_threads(parts);
+  SplitProduct out{dnnl::matmul(pd), {}, {}, {}, {}};
+  const size_t size_a = p.a == Tag::ab ? 1 : 1, el = type == Type::f32 ? 4 : 2;
+  (void)size_a;
+  for (int i = 0; i < parts; ++i) {
+    // The block's first element in each whole operand.
+    const memory::dim a_off = split_m ? (p.a == Tag::ab ? i * m * p.k : i * m) : 0;
+    const memory::dim b_off = split_m ? 0 : (p.b == Tag::ab ? i * n : i * n * p.k);
+    const memory::dim c_off = split_m ? i * m * p.n : i * n;
+    auto* wa = static_cast<char*>(whole[0].get_data_handle()) + a_off * el;
+    auto* wb = static_cast<char*>(whole[1].get_data_handle()) + b_off * el;
+    auto* wc = static_cast<char*>(whole[2].get_data_handle()) + c_off * 4;
+    out.a.emplace_back(a, engine, wa);
+    out.b.emplace_back(b, engine, wb);
+    out.c.emplace_back(c, engine, wc);
+    out.scratch.emplace_back(pd.scratchpad_desc(), engine);
+  }
+  return out;
+}
+
+double split_median_ms(const dnnl::engine& engine, SplitProduct& s, int calls) {
+  const int parts = static_cast<int>(s.a.size());
+  std::vector<double> ms;
+  for (int call = 0; call < calls; ++call) {
+    const auto t0 = std::chrono::steady_clock::now();
+#pragma omp parallel num_threads(parts)
+    {
+      const int i = omp_get_thread_num();
+      dnnl::stream stream(engine);
+      s.primitive.execute(stream, {{DNNL_ARG_SRC, s.a[i]},
+                                   {DNNL_ARG_WEIGHTS, s.b[i]},
+                                   {DNNL_ARG_DST, s.c[i]},
+                                   {DNNL_ARG_SCRATCHPAD, s.scratch[i]}});
+      stream.wait();
+    }
+    ms.push_back(
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::nth_element(ms.begin(), ms.begin() + calls / 2, ms.end());
+  return ms[static_cast<size_t>(calls / 2)];
+}
+
+void split_table(const dnnl::engine& engine, dnnl::stream& stream) {
+  struct Case {
+    Product p;
+    bool split_m;
+  };
+  const Case cases[] = {
+      {{"forward 100x2048x4096", 100, 2048, 4096, Tag::ab, Tag::ba}, false},
+      {{"backward data 100x4096x2048", 100, 4096, 2048, Tag::ab, Tag::ab}, false},
+      {{"weight gradient 4096x100x2048", 4096, 100, 2048, Tag::ba, Tag::ab}, true},
+      {{"forward 100x1024x2048", 100, 1024, 2048, Tag::ab, Tag::ba}, false},
+      {{"weight gradient 2048x100x1024", 2048, 100, 1024, Tag::ba, Tag::ab}, true},
+  };
+  for (const Type type : {Type::f32, Type::bf16}) {
+    for (const Case& c : cases) {
+      omp_set_num_threads(2);
+      Prepared whole = prepare(engine, c.p, type);
+      std::vector<memory> ops{whole.a, whole.b, whole.c};
+      SplitProduct split = prepare_split(engine, c.p, type, 2, c.split_m, ops);
+      std::vector<double> tw, ts;
+      for (int round = 0; round < 6; ++round) {
+        tw.push_back(median_ms(stream, whole, 7));
+        ts.push_back(split_median_ms(engine, split, 7));
+      }
+      std::sort(tw.begin(), tw.end());
+      std::sort(ts.begin(), ts.end());
+      const double a = tw[3], b = ts[3];
+      fmt::print(
+          "{:<4} {:<30} oneDNN's 2 threads {:8.3f} ms ({:6.1f} GFLOP/s)  halves {:8.3f} ms "
+          "({:6.1f})  halves/oneDNN {:.2f}\n",
+          type == Type::f32 ? "f32" : "bf16", c.p.what, a, gflop(c.p) / a * 1e3, b,
+          gflop(c.p) / b * 1e3, b / a);
+    }
+  }
+}
+
+// Every product of a disc-`layers` step at batch 100 in crossover's layouts (cpu/linear.cpp):
+// the forward reads W [out, in] as W^T (ba); backward data d_src = d_pre W; the weight gradient
+// d_W = d_pre^T (ba) x src. In rounds: the 2048^3 probe (as `crossover devices` probes the peak),
+// then each product once with the caches evicted (a step's other layers pass between its
+// products). Per kind, the products' time and their FLOPs' rate as a fraction of the round's
+// probe: medians over rounds.
+void step_table(int layers, Type type) {
+  dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  dnnl::stream stream(engine);
+  struct Timed {
+    Product p;
+    int kind;  // 0 forward, 1 backward data, 2 weight gradient
+    Prepared prepared;
+  };
+  std::vector<Timed> products;
+  memory::dim in = 2;
+  for (int l = 0; l < layers; ++l) {
+    const memory::dim out = l + 1 < layers ? in * 2 : 2;
+    products.push_back({{"", 100, in, out, Tag::ab, Tag::ba}, 0, {}});
+    if (l > 0) products.push_back({{"", 100, out, in, Tag::ab, Tag::ab}, 1, {}});
+    products.push_back({{"", out, 100, in, Tag::ba, Tag::ab}, 2, {}});
+    in = out;
+  }
+  for (Timed& t : products) t.prepared = prepare(engine, t.p, type);
+  const Product square{"", 2048, 2048, 2048, Tag::ab, Tag::ab};
+  Prepared probe = prepare(engine, square, type);
+  constexpr int kRounds = 7;
+  const char* kinds[] = {"forward", "backward data", "weight gradient"};
+  std::vector<double> peak, ms[3], fraction[3], all_ms, all_fraction;
+  for (int round = 0; round < kRounds; ++round) {
+    const double probe_ms = median_ms(stream, probe, 3);
+    const double gflops = gflop(square) / probe_ms * 1e3;
+    peak.push_back(gflops);
+    double t[3] = {}, f[3] = {};
+    for (Timed& p : products) {
+      evict_caches(true);
+      t[p.kind] += median_ms(stream, p.prepared, 1);
+      f[p.kind] += gflop(p.p);
+    }
+    for (int k = 0; k < 3; ++k) {
+      ms[k].push_back(t[k]);
+      fraction[k].push_back(f[k] / t[k] * 1e3 / gflops);
+    }
+    all_ms.push_back(t[0] + t[1] + t[2]);
+    all_fraction.push_back((f[0] + f[1] + f[2]) / all_ms.back() * 1e3 / gflops);
+  }
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  fmt::print(
+      "disc-{} at {}, {} threads: the {}^3 probe {:.1f} GFLOP/s (median of {} rounds; {:.1f}"
+      " to {:.1f})\n",
+      layers, type == Type::f32 ? "f32" : "bf16", omp_get_max_threads(), 2048, median(peak),
+      kRounds, *std::min_element(peak.begin(), peak.end()),
+      *std::max_element(peak.begin(), peak.end()));
+  for (int k = 0; k < 3; ++k) {
+    fmt::print("  {:<16} {:8.3f} ms a step  {:5.1f}% of the round's probe\n", kinds[k],
+               median(ms[k]), 100 * median(fraction[k]));
+  }
+  fmt::print("  {:<16} {:8.3f} ms a step  {:5.1f}% of the round's probe\n", "all products",
+             median(all_ms), 100 * median(all_fraction));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  const char* table = argc == 2 ? argv[1] : "";
-  const bool threads = std::strcmp(table, "threads") == 0;
-  if (!threads && std::strcmp(table, "weight-gradient") != 0) {
-    fmt::print(stderr, "usage: crossover_onednn_products threads|weight-gradient\n");
-    return 2;
+  const char* table = argc >= 2 ? argv[1] : "";
+  if (std::strcmp(table, "step") == 0) {
+    const int layers = argc >= 3 ? std::atoi(argv[2]) : 12;
+    const bool f32_only = argc >= 4 && std::strcmp(argv[3], "f32") == 0;
+    if (layers < 2 || layers > 12 || (argc >= 4 && !f32_only && std::strcmp(argv[3], "bf16"))) {
+      fmt::print(stderr, "usage: crossover_onednn_products step [2..12] [f32|bf16]\n");
+      return 2;
+    }
+    step_table(layers, f32_only ? Type::f32 : Type::bf16);
+    return 0;
   }
-  dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-  dnnl::stream stream(engine);
-  if (threads) {
-    threads_table(engine, stream);
-  } else {
-    weight_gradient_table(engine, stream);
+  using Table = void (*)(const dnnl::engine&, dnnl::stream&);
+  const std::pair<const char*, Table> tables[] = {
+      {"threads", threads_table},
+      {"weight-gradient", weight_gradient_table},
+      {"layouts", layouts_table},
+      {"split", split_table},
+  };
+  for (const auto& [name, run] : tables) {
+    if (std::strcmp(table, name) == 0) {
+      dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+      dnnl::stream stream(engine);
+      run(engine, stream);
+      return 0;
+    }
   }
+  fmt::print(stderr,
+             "usage: crossover_onednn_products threads|weight-gradient|layouts|split|step [L] "
+             "[f32|bf16]\n");
+  return 2;
   return 0;
 }

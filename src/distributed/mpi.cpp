@@ -326,7 +326,10 @@ SharedMemory::SharedMemory(const World& world, int64_t bytes) : comm_(world.comm
   }
   auto* window = new MPI_Win(MPI_WIN_NULL);
   void* mine = nullptr;
-  const int rc = MPI_Win_allocate_shared(static_cast<MPI_Aint>(bytes), 1, MPI_INFO_NULL,
+  // A page more than asked: each rank's part starts on the first page boundary in it, wherever
+  // MPI put the part (after its own bookkeeping, after the previous rank's bytes).
+  const int64_t mapped = bytes > 0 ? bytes + kPageBytes : 0;
+  const int rc = MPI_Win_allocate_shared(static_cast<MPI_Aint>(mapped), 1, MPI_INFO_NULL,
                                          *static_cast<MPI_Comm*>(comm_), &mine, window);
   if (rc != MPI_SUCCESS) {
     delete window;
@@ -343,7 +346,11 @@ SharedMemory::SharedMemory(const World& world, int64_t bytes) : comm_(world.comm
   for (int r = 0; r < world.size(); ++r) {
     MPI_Aint size = 0;
     int unit = 0;
-    XO_MPI_CHECK(MPI_Win_shared_query(*window, r, &size, &unit, &bases_[static_cast<size_t>(r)]));
+    void* base = nullptr;
+    XO_MPI_CHECK(MPI_Win_shared_query(*window, r, &size, &unit, &base));
+    const auto at = reinterpret_cast<uintptr_t>(base);
+    bases_[static_cast<size_t>(r)] =
+        size == 0 ? base : reinterpret_cast<void*>((at + kPageBytes - 1) / kPageBytes * kPageBytes);
   }
   // One passive epoch for the window's life: fence() synchronises within it.
   XO_MPI_CHECK(MPI_Win_lock_all(MPI_MODE_NOCHECK, *window));

@@ -104,12 +104,16 @@ class World {
 };
 
 // Memory that every rank of a World on one machine maps (an MPI-3 shared-memory window): each rank
-// gives `bytes` of it and reads and writes any rank's. fence() is a barrier that also makes the
+// gives `bytes` of it and reads and writes any rank's. Each rank's memory starts on a page
+// (kPageBytes): MPI lays the ranks' parts end to end, so a part of a size that is not a whole
+// number of pages would leave the next rank's buffers off their cache lines (measured:
+// docs/benchmarks.md, "Ranks' buffers on their lines"). fence() is a barrier that also makes the
 // writes of each rank before it visible to every rank after it. Collective: the World's ranks
 // create it together and destroy it together. The World must lie on one machine
 // (local_size() == size()).
 class SharedMemory {
  public:
+  static constexpr int64_t kPageBytes = 4096;
   SharedMemory(const World& world, int64_t bytes);
   ~SharedMemory();
   SharedMemory(const SharedMemory&) = delete;

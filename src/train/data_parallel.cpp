@@ -6,6 +6,7 @@
 #include <sys/statvfs.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <limits>
 #include <sstream>
@@ -239,9 +240,11 @@ void DataParallel::plan(const Model& model) {
 namespace {
 
 // Memory of `rank`'s part of `shared`, `floats` floats from float `at`, as a buffer that does not
-// own it.
+// own it. It starts on a cache line, as the backend's own buffers do (the model's tensors start on
+// one from there, and products whose rows straddle lines run slower: mpi::SharedMemory).
 DeviceBuffer view(const mpi::SharedMemory& shared, int rank, int64_t at, int64_t floats) {
   float* p = static_cast<float*>(shared.of(rank)) + at;
+  XO_ASSERT(reinterpret_cast<uintptr_t>(p) % 64 == 0);
   return DeviceBuffer(std::shared_ptr<void>(p, [](void*) {}), sizeof(float) * floats);
 }
 
@@ -259,10 +262,12 @@ void DataParallel::share_gradients(Model& model, const OptimizerSettings& optimi
   // Every rank's gradients, and one copy of the parameters, of the optimizer's state and (at bf16)
   // of the parameters' bf16 copy. Each machine's first rank looks (its ranks share the folder),
   // and every rank takes the first machine's answer that is short, so that all decide alike.
+  // (Each buffer padded to its pages: share_parameters.)
   const bool bf16_copy = keeps_bf16_weights(model.backend().info());
-  const int64_t need = static_cast<int64_t>(sizeof(float)) * flat *
-                           (machine.size() + 1 + optimizer_state_per_parameter(optimizer)) +
-                       (bf16_copy ? static_cast<int64_t>(sizeof(uint16_t)) * flat : 0);
+  const int64_t buffers = machine.size() + 1 + optimizer_state_per_parameter(optimizer);
+  const int64_t need = static_cast<int64_t>(sizeof(float)) * flat * buffers +
+                       (bf16_copy ? static_cast<int64_t>(sizeof(uint16_t)) * flat : 0) +
+                       2 * mpi::SharedMemory::kPageBytes * (buffers + 1);
   std::string short_of;
   if (machine.rank() == 0) {
     const std::optional<int64_t> free = shared_memory_free_bytes();
@@ -323,24 +328,29 @@ void DataParallel::share_parameters(Model& model, OptimizerKernel& optimizer) {
   const auto copy_floats =
       static_cast<int64_t>((optimizer.weights_copy_bytes() + sizeof(float) - 1) / sizeof(float));
   const bool first = sharing().rank() == 0;  // of its machine: holds the machine's copy
+  // Each buffer starts on a page, as each rank's gradients do (mpi::SharedMemory).
+  constexpr int64_t kPageFloats = mpi::SharedMemory::kPageBytes / sizeof(float);
+  const int64_t stride = (flat + kPageFloats - 1) / kPageFloats * kPageFloats;
   params_memory_ = std::make_unique<mpi::SharedMemory>(
-      sharing(), first ? static_cast<int64_t>(sizeof(float)) * (flat * buffers + copy_floats) : 0);
+      sharing(),
+      first ? static_cast<int64_t>(sizeof(float)) * (stride * buffers + copy_floats) : 0);
   const size_t bytes = sizeof(float) * flat;
   if (first) {
     auto* shared = static_cast<float*>(params_memory_->of(0));
     backend_->download(shared, model.params(), bytes);
     for (size_t k = 0; k < state.size(); ++k) {
-      backend_->download(shared + flat * static_cast<int64_t>(1 + k), state[k].data, bytes);
+      backend_->download(shared + stride * static_cast<int64_t>(1 + k), state[k].data, bytes);
     }
   }
   params_memory_->fence();
   own_params_ = model.swap_params(view(*params_memory_, 0, 0, flat));
   std::vector<DeviceBuffer> shared_state;
   for (int64_t k = 1; k < buffers; ++k)
-    shared_state.push_back(view(*params_memory_, 0, flat * k, flat));
+    shared_state.push_back(view(*params_memory_, 0, stride * k, flat));
   own_state_ = optimizer.swap_state(std::move(shared_state));
   if (copy_floats > 0)
-    own_copy_ = optimizer.swap_weights_copy(view(*params_memory_, 0, flat * buffers, copy_floats));
+    own_copy_ =
+        optimizer.swap_weights_copy(view(*params_memory_, 0, stride * buffers, copy_floats));
 }
 
 void DataParallel::unshare(Model& model, OptimizerKernel& optimizer) {
