@@ -89,6 +89,24 @@ double median_ms(dnnl::stream& stream, Prepared& p, int calls) {
 
 double gflop(const Product& p) { return 2.0 * static_cast<double>(p.m * p.k * p.n) / 1e9; }
 
+// Two ways of running one product, each timed in six rounds alternated with the other (the
+// machine's speed drifts) and printed as the medians over rounds, each's rate and b's over a's.
+template <typename TimeA, typename TimeB>
+void print_alternated(Type type, const Product& p, const char* a_name, TimeA&& time_a,
+                      const char* b_name, TimeB&& time_b, const char* ratio_name) {
+  std::vector<double> ta, tb;
+  for (int round = 0; round < 6; ++round) {
+    ta.push_back(time_a());
+    tb.push_back(time_b());
+  }
+  std::sort(ta.begin(), ta.end());
+  std::sort(tb.begin(), tb.end());
+  const double a = ta[3], b = tb[3];
+  fmt::print("{:<4} {:<30} {} {:8.3f} ms ({:6.1f} GFLOP/s)  {} {:8.3f} ms ({:6.1f})  {} {:.2f}\n",
+             type == Type::f32 ? "f32" : "bf16", p.what, a_name, a, gflop(p) / a * 1e3, b_name, b,
+             gflop(p) / b * 1e3, ratio_name, b / a);
+}
+
 void threads_table(const dnnl::engine& engine, dnnl::stream& stream) {
   const Product products[] = {
       {"forward 100x2048x4096", 100, 2048, 4096, Tag::ab, Tag::ba},
@@ -103,21 +121,18 @@ void threads_table(const dnnl::engine& engine, dnnl::stream& stream) {
       Prepared one = prepare(engine, p, type);
       omp_set_num_threads(2);
       Prepared two = prepare(engine, p, type);
-      std::vector<double> t1, t2;
-      for (int round = 0; round < 6; ++round) {
-        omp_set_num_threads(1);
-        t1.push_back(median_ms(stream, one, 7));
-        omp_set_num_threads(2);
-        t2.push_back(median_ms(stream, two, 7));
-      }
-      std::sort(t1.begin(), t1.end());
-      std::sort(t2.begin(), t2.end());
-      const double a = t1[3], b = t2[3];
-      fmt::print(
-          "{:<4} {:<30} 1 thread {:8.3f} ms ({:6.1f} GFLOP/s)  2 threads {:8.3f} ms ({:6.1f})"
-          "  2/1 {:.2f}\n",
-          type == Type::f32 ? "f32" : "bf16", p.what, a, gflop(p) / a * 1e3, b, gflop(p) / b * 1e3,
-          b / a);
+      print_alternated(
+          type, p, "1 thread",
+          [&] {
+            omp_set_num_threads(1);
+            return median_ms(stream, one, 7);
+          },
+          "2 threads",
+          [&] {
+            omp_set_num_threads(2);
+            return median_ms(stream, two, 7);
+          },
+          "2/1");
     }
   }
 }
@@ -148,19 +163,9 @@ void layouts_table(const dnnl::engine& engine, dnnl::stream& stream) {
   for (const Type type : {Type::f32, Type::bf16}) {
     for (const Product& p : products) {
       Prepared plain = prepare(engine, p, type), packed = prepare(engine, p, type, true);
-      std::vector<double> tp, tk;
-      for (int round = 0; round < 6; ++round) {
-        tp.push_back(median_ms(stream, plain, 7));
-        tk.push_back(median_ms(stream, packed, 7));
-      }
-      std::sort(tp.begin(), tp.end());
-      std::sort(tk.begin(), tk.end());
-      const double a = tp[3], b = tk[3];
-      fmt::print(
-          "{:<4} {:<30} plain {:8.3f} ms ({:6.1f} GFLOP/s)  packed {:8.3f} ms ({:6.1f})"
-          "  packed/plain {:.2f}\n",
-          type == Type::f32 ? "f32" : "bf16", p.what, a, gflop(p) / a * 1e3, b, gflop(p) / b * 1e3,
-          b / a);
+      print_alternated(
+          type, p, "plain", [&] { return median_ms(stream, plain, 7); }, "packed",
+          [&] { return median_ms(stream, packed, 7); }, "packed/plain");
     }
   }
 }
@@ -173,8 +178,8 @@ struct SplitProduct {
   std::vector<memory> a, b, c, scratch;
 };
 
+// The strides of a [rows, cols] matrix stored as `t` (ab: row-major; ba: transposed).
 memory::dims strides_of(Tag t, memory::dim rows, memory::dim cols) {
-  (void)rows;
   return t == Tag::ab ? memory::dims{cols, 1} : memory::dims{1, rows};
 }
 
@@ -190,8 +195,7 @@ SplitProduct prepare_split(const dnnl::engine& engine, const Product& p, Type ty
   const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, b, c), attr, engine);
   omp_set_num_threads(parts);
   SplitProduct out{dnnl::matmul(pd), {}, {}, {}, {}};
-  const size_t size_a = p.a == Tag::ab ? 1 : 1, el = type == Type::f32 ? 4 : 2;
-  (void)size_a;
+  const memory::dim el = type == Type::f32 ? 4 : 2;  // bytes an element
   for (int i = 0; i < parts; ++i) {
     // The block's first element in each whole operand.
     const memory::dim a_off = split_m ? (p.a == Tag::ab ? i * m * p.k : i * m) : 0;
@@ -248,19 +252,9 @@ void split_table(const dnnl::engine& engine, dnnl::stream& stream) {
       Prepared whole = prepare(engine, c.p, type);
       std::vector<memory> ops{whole.a, whole.b, whole.c};
       SplitProduct split = prepare_split(engine, c.p, type, 2, c.split_m, ops);
-      std::vector<double> tw, ts;
-      for (int round = 0; round < 6; ++round) {
-        tw.push_back(median_ms(stream, whole, 7));
-        ts.push_back(split_median_ms(engine, split, 7));
-      }
-      std::sort(tw.begin(), tw.end());
-      std::sort(ts.begin(), ts.end());
-      const double a = tw[3], b = ts[3];
-      fmt::print(
-          "{:<4} {:<30} oneDNN's 2 threads {:8.3f} ms ({:6.1f} GFLOP/s)  halves {:8.3f} ms "
-          "({:6.1f})  halves/oneDNN {:.2f}\n",
-          type == Type::f32 ? "f32" : "bf16", c.p.what, a, gflop(c.p) / a * 1e3, b,
-          gflop(c.p) / b * 1e3, b / a);
+      print_alternated(
+          type, c.p, "oneDNN's 2 threads", [&] { return median_ms(stream, whole, 7); }, "halves",
+          [&] { return split_median_ms(engine, split, 7); }, "halves/oneDNN");
     }
   }
 }
