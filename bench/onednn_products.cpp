@@ -43,6 +43,14 @@ struct Product {
   Tag a, b;  // ab: as stored; ba: transposed (a weight read as W^T, activations as X^T)
 };
 
+// disc-12's widest layer (2048 -> 4096) and the one before it, at batch 100, as crossover lays
+// them out (cpu/linear.cpp).
+const Product kWideForward{"forward 100x2048x4096", 100, 2048, 4096, Tag::ab, Tag::ba};
+const Product kWideBackwardData{"backward data 100x4096x2048", 100, 4096, 2048, Tag::ab, Tag::ab};
+const Product kWideWeightGradient{
+    "weight gradient 4096x100x2048", 4096, 100, 2048, Tag::ba, Tag::ab};
+const Product kForward1024{"forward 100x1024x2048", 100, 1024, 2048, Tag::ab, Tag::ba};
+
 struct Prepared {
   dnnl::matmul primitive;
   memory a, b, c;
@@ -108,13 +116,11 @@ void print_alternated(Type type, const Product& p, const char* a_name, TimeA&& t
 }
 
 void threads_table(const dnnl::engine& engine, dnnl::stream& stream) {
-  const Product products[] = {
-      {"forward 100x2048x4096", 100, 2048, 4096, Tag::ab, Tag::ba},
-      {"backward data 100x4096x2048", 100, 4096, 2048, Tag::ab, Tag::ab},
-      {"weight gradient 4096x100x2048", 4096, 100, 2048, Tag::ba, Tag::ab},
-      {"forward 100x1024x2048", 100, 1024, 2048, Tag::ab, Tag::ba},
-      {"square 2048", 2048, 2048, 2048, Tag::ab, Tag::ab},
-  };
+  const Product products[] = {kWideForward,
+                              kWideBackwardData,
+                              kWideWeightGradient,
+                              kForward1024,
+                              {"square 2048", 2048, 2048, 2048, Tag::ab, Tag::ab}};
   for (const Type type : {Type::f32, Type::bf16}) {
     for (const Product& p : products) {
       omp_set_num_threads(1);
@@ -154,12 +160,10 @@ void weight_gradient_table(const dnnl::engine& engine, dnnl::stream& stream) {
 
 void layouts_table(const dnnl::engine& engine, dnnl::stream& stream) {
   fmt::print("{} threads\n", omp_get_max_threads());
-  const Product products[] = {
-      {"forward 100x2048x4096", 100, 2048, 4096, Tag::ab, Tag::ba},
-      {"backward data 100x4096x2048", 100, 4096, 2048, Tag::ab, Tag::ab},
-      {"forward 100x1024x2048", 100, 1024, 2048, Tag::ab, Tag::ba},
-      {"forward 128x784x512", 128, 784, 512, Tag::ab, Tag::ba},
-  };
+  const Product products[] = {kWideForward,
+                              kWideBackwardData,
+                              kForward1024,
+                              {"forward 128x784x512", 128, 784, 512, Tag::ab, Tag::ba}};
   for (const Type type : {Type::f32, Type::bf16}) {
     for (const Product& p : products) {
       Prepared plain = prepare(engine, p, type), packed = prepare(engine, p, type, true);
@@ -240,10 +244,10 @@ void split_table(const dnnl::engine& engine, dnnl::stream& stream) {
     bool split_m;
   };
   const Case cases[] = {
-      {{"forward 100x2048x4096", 100, 2048, 4096, Tag::ab, Tag::ba}, false},
-      {{"backward data 100x4096x2048", 100, 4096, 2048, Tag::ab, Tag::ab}, false},
-      {{"weight gradient 4096x100x2048", 4096, 100, 2048, Tag::ba, Tag::ab}, true},
-      {{"forward 100x1024x2048", 100, 1024, 2048, Tag::ab, Tag::ba}, false},
+      {kWideForward, false},
+      {kWideBackwardData, false},
+      {kWideWeightGradient, true},
+      {kForward1024, false},
       {{"weight gradient 2048x100x1024", 2048, 100, 1024, Tag::ba, Tag::ab}, true},
   };
   for (const Type type : {Type::f32, Type::bf16}) {
