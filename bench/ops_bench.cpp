@@ -18,6 +18,14 @@ xo::Backend& backend() {
   return *be;
 }
 
+// The CPU at --precision bf16 (its optimizers write the parameters' bf16 copy), or nullptr on a CPU
+// with no bf16 unit.
+xo::Backend* bf16_backend() {
+  static std::unique_ptr<xo::Backend> be =
+      xo::cpu_bf16_unit().empty() ? nullptr : xo::make_backend(xo::parse_device(xo::kCpuBf16, 0));
+  return be.get();
+}
+
 struct LinearBuffers {
   explicit LinearBuffers(int64_t in, int64_t out) {
     xo::Backend& be = backend();
@@ -135,6 +143,23 @@ void BM_SgdStep(benchmark::State& state) {
       benchmark::Counter(12.0 * n * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
 
+// BM_SgdStep at --precision bf16: the pass also writes the parameters' bf16 copy (2 bytes more a
+// parameter).
+void BM_SgdStepBf16(benchmark::State& state) {
+  xo::Backend* be = bf16_backend();
+  if (!be) return state.SkipWithError("this CPU has no bf16 unit (AMX or AVX-512 BF16)");
+  const int64_t n = state.range(0);
+  auto opt = be->optimizer(xo::OptimizerSettings{}, n);
+  xo::DeviceBuffer params = be->allocate(sizeof(float) * n);
+  xo::DeviceBuffer grads = be->allocate(sizeof(float) * n);
+  for (auto _ : state) {
+    opt->step(params.as<float>(), grads.as<float>());
+    be->synchronize();
+  }
+  state.counters["GB/s"] =
+      benchmark::Counter(14.0 * n * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
 // Argument: parameters of the model; a data-parallel rank of two steps its half on its gradients
 // summed with the other rank's (OptimizerKernel::step_part): reads params, both gradients, writes
 // params, 16 bytes a parameter of the half.
@@ -168,6 +193,7 @@ BENCHMARK(BM_TrialsLinearForward)->Apply(disc6_trial_layers)->Unit(benchmark::kM
 BENCHMARK(BM_TrialsLinearBackward)->Apply(disc6_trial_layers)->Unit(benchmark::kMicrosecond);
 // disc-6, disc-10 and disc-12's parameter counts.
 BENCHMARK(BM_SgdStep)->Arg(2982)->Arg(703142)->Arg(11201190)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_SgdStepBf16)->Arg(703142)->Arg(11201190)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_SgdStepPart)->Arg(703142)->Arg(11201190)->Unit(benchmark::kMicrosecond);
 
 }  // namespace

@@ -105,10 +105,7 @@ class CpuOptimizer : public OptimizerKernel {
           for (int64_t i = at; i < to; ++i) sum[i] += other[i];
         }
         update(params, grads, state, at, to);
-        if (copy) {
-#pragma omp simd
-          for (int64_t i = at; i < to; ++i) copy[i] = bf16_bits(params[i]);
-        }
+        if (copy) bf16_row_streamed(params + at, copy + at, to - at);
       }
     });
     ++steps_;

@@ -10,6 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "backend/cpu/bf16_math.h"
 #include "backend/cpu/bf16_weights.h"
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/dnnl_check.h"
@@ -23,22 +24,9 @@ namespace xo::cpu {
 inline constexpr auto f32 = dnnl::memory::data_type::f32;
 inline constexpr auto bf16 = dnnl::memory::data_type::bf16;
 
-// The bf16 nearest to x (round to nearest, ties to even, as PyTorch and oneDNN round), as its bits;
-// a NaN stays a (quiet) NaN.
-inline uint16_t bf16_bits(float x) {
-  uint32_t u;
-  std::memcpy(&u, &x, sizeof u);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((u >> 16) | 0x40u);
-  u += 0x7fffu + ((u >> 16) & 1u);
-  return static_cast<uint16_t>(u >> 16);
-}
-
-// dst[i] = the bf16 bits of src[i] for i < n.
+// dst[i] = the bf16 bits of src[i] for i < n (bf16_row on each thread's block).
 inline void to_bf16(const float* src, uint16_t* dst, int64_t n) {
-  parallel_for(n, [&](int64_t b, int64_t e) {
-#pragma omp simd
-    for (int64_t i = b; i < e; ++i) dst[i] = bf16_bits(src[i]);
-  });
+  parallel_for(n, [&](int64_t b, int64_t e) { bf16_row(src + b, dst + b, e - b); });
 }
 
 // A bf16 copy of f32 data (an operand of a bf16 product), `floats` long, allocated once at plan
