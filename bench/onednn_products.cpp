@@ -188,7 +188,7 @@ memory::dims strides_of(Tag t, memory::dim rows, memory::dim cols) {
 }
 
 SplitProduct prepare_split(const dnnl::engine& engine, const Product& p, Type type, int parts,
-                           bool split_m, std::vector<memory>& whole) {
+                           bool split_m, const Prepared& whole) {
   const memory::dim m = split_m ? p.m / parts : p.m, n = split_m ? p.n : p.n / parts;
   // Strides of the whole operands (A [M, K], B [K, N] in their tags, C [M, N] ab).
   const memory::desc a({m, p.k}, type, strides_of(p.a, p.m, p.k)),
@@ -205,9 +205,9 @@ SplitProduct prepare_split(const dnnl::engine& engine, const Product& p, Type ty
     const memory::dim a_off = split_m ? (p.a == Tag::ab ? i * m * p.k : i * m) : 0;
     const memory::dim b_off = split_m ? 0 : (p.b == Tag::ab ? i * n : i * n * p.k);
     const memory::dim c_off = split_m ? i * m * p.n : i * n;
-    auto* wa = static_cast<char*>(whole[0].get_data_handle()) + a_off * el;
-    auto* wb = static_cast<char*>(whole[1].get_data_handle()) + b_off * el;
-    auto* wc = static_cast<char*>(whole[2].get_data_handle()) + c_off * 4;
+    auto* wa = static_cast<char*>(whole.a.get_data_handle()) + a_off * el;
+    auto* wb = static_cast<char*>(whole.b.get_data_handle()) + b_off * el;
+    auto* wc = static_cast<char*>(whole.c.get_data_handle()) + c_off * 4;
     out.a.emplace_back(a, engine, wa);
     out.b.emplace_back(b, engine, wb);
     out.c.emplace_back(c, engine, wc);
@@ -254,8 +254,7 @@ void split_table(const dnnl::engine& engine, dnnl::stream& stream) {
     for (const Case& c : cases) {
       omp_set_num_threads(2);
       Prepared whole = prepare(engine, c.p, type);
-      std::vector<memory> ops{whole.a, whole.b, whole.c};
-      SplitProduct split = prepare_split(engine, c.p, type, 2, c.split_m, ops);
+      SplitProduct split = prepare_split(engine, c.p, type, 2, c.split_m, whole);
       print_alternated(
           type, c.p, "oneDNN's 2 threads", [&] { return median_ms(stream, whole, 7); }, "halves",
           [&] { return split_median_ms(engine, split, 7); }, "halves/oneDNN");

@@ -129,35 +129,29 @@ void BM_TrialsLinearBackward(benchmark::State& state) {
                                                  benchmark::Counter::kIsIterationInvariantRate);
 }
 
-// Argument: parameters. Plain SGD reads params and grads and writes params: 12 bytes each.
-void BM_SgdStep(benchmark::State& state) {
+// One optimizer pass of plain SGD over `n` parameters on `be`, `bytes` moved a parameter.
+void time_sgd_step(benchmark::State& state, xo::Backend& be, double bytes) {
   const int64_t n = state.range(0);
-  auto opt = backend().optimizer(xo::OptimizerSettings{}, n);
-  xo::DeviceBuffer params = backend().allocate(sizeof(float) * n);
-  xo::DeviceBuffer grads = backend().allocate(sizeof(float) * n);
+  auto opt = be.optimizer(xo::OptimizerSettings{}, n);
+  xo::DeviceBuffer params = be.allocate(sizeof(float) * n);
+  xo::DeviceBuffer grads = be.allocate(sizeof(float) * n);
   for (auto _ : state) {
     opt->step(params.as<float>(), grads.as<float>());
-    backend().synchronize();
+    be.synchronize();
   }
   state.counters["GB/s"] =
-      benchmark::Counter(12.0 * n * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+      benchmark::Counter(bytes * n * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
+
+// Argument: parameters. Plain SGD reads params and grads and writes params: 12 bytes each.
+void BM_SgdStep(benchmark::State& state) { time_sgd_step(state, backend(), 12.0); }
 
 // BM_SgdStep at --precision bf16: the pass also writes the parameters' bf16 copy (2 bytes more a
 // parameter).
 void BM_SgdStepBf16(benchmark::State& state) {
   xo::Backend* be = bf16_backend();
   if (!be) return state.SkipWithError("this CPU has no bf16 unit (AMX or AVX-512 BF16)");
-  const int64_t n = state.range(0);
-  auto opt = be->optimizer(xo::OptimizerSettings{}, n);
-  xo::DeviceBuffer params = be->allocate(sizeof(float) * n);
-  xo::DeviceBuffer grads = be->allocate(sizeof(float) * n);
-  for (auto _ : state) {
-    opt->step(params.as<float>(), grads.as<float>());
-    be->synchronize();
-  }
-  state.counters["GB/s"] =
-      benchmark::Counter(14.0 * n * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  time_sgd_step(state, *be, 14.0);
 }
 
 // Argument: parameters of the model; a data-parallel rank of two steps its half on its gradients

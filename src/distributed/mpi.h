@@ -105,8 +105,8 @@ class World {
 
 // Memory that every rank of a World on one machine maps (an MPI-3 shared-memory window): each rank
 // gives `bytes` of it and reads and writes any rank's. Each rank's memory starts on a page
-// (kPageBytes): MPI lays the ranks' parts end to end, so a part of a size that is not a whole
-// number of pages would leave the next rank's buffers off their cache lines (measured:
+// (kPageBytes): MPI lays the ranks' parts end to end, so after a part whose size is not a multiple
+// of 64 bytes the next rank's buffers would lie off their cache lines (measured:
 // docs/benchmarks.md, "Ranks' buffers on their lines"). fence() is a barrier that also makes the
 // writes of each rank before it visible to every rank after it. Collective: the World's ranks
 // create it together and destroy it together. The World must lie on one machine
